@@ -1,0 +1,71 @@
+//! Request-body extractors that turn every rejection into a `{code, message}` error.
+
+use axum::extract::rejection::{FormRejection, JsonRejection};
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use axum::http::header::CONTENT_TYPE;
+use serde::de::DeserializeOwned;
+
+use crate::error::Error;
+
+/// Default cap on JSON request bodies.
+pub const MAX_JSON_BODY_BYTES: usize = 1024 * 1024;
+/// Cap for bodies that legitimately carry a whole transcript or a file.
+pub const MAX_LARGE_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+/// `axum::Json` with rejections mapped to 400/413/415 `{code, message}`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApiJson<T>(pub T);
+
+fn json_rejection(e: JsonRejection) -> Error {
+    match e {
+        JsonRejection::MissingJsonContentType(_) => Error::Client {
+            status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            code: "unsupported_media_type",
+            message: "Send the body as JSON with `Content-Type: application/json`.".into(),
+            retry_after_secs: None,
+        },
+        JsonRejection::JsonSyntaxError(e) => {
+            Error::bad_request("invalid_json", format!("The body is not valid JSON: {}", e.body_text()))
+        }
+        JsonRejection::JsonDataError(e) => Error::bad_request("invalid_request", e.body_text()),
+        JsonRejection::BytesRejection(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            Error::too_large("body_too_large", "The request body is too large.")
+        }
+        other => Error::bad_request("invalid_request", other.body_text()),
+    }
+}
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+    type Rejection = Error;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Error> {
+        axum::Json::<T>::from_request(req, state).await.map(|j| Self(j.0)).map_err(json_rejection)
+    }
+}
+
+/// A body accepted as JSON or as an HTML form (`application/x-www-form-urlencoded`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JsonOrForm<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonOrForm<T> {
+    type Rejection = Error;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Error> {
+        let is_form = req
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+        if is_form {
+            axum::Form::<T>::from_request(req, state).await.map(|f| Self(f.0)).map_err(|e| match e {
+                FormRejection::BytesRejection(b) if b.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                    Error::too_large("body_too_large", "The request body is too large.")
+                }
+                other => Error::bad_request("invalid_request", other.body_text()),
+            })
+        } else {
+            ApiJson::<T>::from_request(req, state).await.map(|j| Self(j.0))
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! Rejects cross-site state-changing requests (`Sec-Fetch-Site`, then `Origin`/`Referer`).
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::app::AppState;
+use crate::error::Error;
+
+/// Middleware: lets safe methods through; refuses other requests that a browser marks as
+/// cross-site, or whose `Origin` (else `Referer`) is neither the public origin nor the
+/// `Host` the request was sent to. Requests with none of these headers (non-browser
+/// clients, which cannot carry the owner's ambient credentials anyway) pass.
+pub async fn reject_cross_site(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    if is_safe(request.method()) || is_same_site(request.headers(), state.config.public_origin.as_str()) {
+        next.run(request).await
+    } else {
+        Error::forbidden("cross_site_request", "Cross-site requests are not allowed.").into_response()
+    }
+}
+
+fn is_safe(method: &Method) -> bool {
+    matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+/// The decision, separated for unit tests.
+pub fn is_same_site(headers: &HeaderMap, public_origin: &str) -> bool {
+    if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
+        return matches!(site, "same-origin" | "none");
+    }
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    let origin = headers
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| headers.get(header::REFERER).and_then(|v| v.to_str().ok()).and_then(origin_of));
+    match origin {
+        None => true,
+        Some(origin) => origin_matches(&origin, public_origin, host),
+    }
+}
+
+fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    Some(format!("{scheme}://{authority}"))
+}
+
+fn origin_matches(origin: &str, public_origin: &str, host: Option<&str>) -> bool {
+    let origin = origin.trim_end_matches('/').to_ascii_lowercase();
+    if origin == public_origin {
+        return true;
+    }
+    let authority = origin.split_once("://").map(|(_, a)| a);
+    matches!((authority, host), (Some(a), Some(h)) if a == h.to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, v.parse().expect("header"));
+        }
+        h
+    }
+
+    const ORIGIN: &str = "https://mobius.example.com";
+
+    #[test]
+    fn fetch_metadata_decides_when_present() {
+        assert!(is_same_site(&headers(&[("sec-fetch-site", "same-origin")]), ORIGIN));
+        assert!(is_same_site(&headers(&[("sec-fetch-site", "none")]), ORIGIN));
+        assert!(!is_same_site(&headers(&[("sec-fetch-site", "cross-site"), ("origin", ORIGIN)]), ORIGIN));
+        assert!(!is_same_site(&headers(&[("sec-fetch-site", "same-site")]), ORIGIN));
+    }
+
+    #[test]
+    fn origin_must_be_the_public_origin_or_the_host() {
+        assert!(is_same_site(&headers(&[("origin", ORIGIN)]), ORIGIN));
+        assert!(is_same_site(&headers(&[("origin", "http://localhost:8000"), ("host", "localhost:8000")]), ORIGIN));
+        assert!(!is_same_site(&headers(&[("origin", "https://evil.example"), ("host", "mobius.example.com")]), ORIGIN));
+        assert!(!is_same_site(&headers(&[("origin", "null")]), ORIGIN));
+        assert!(!is_same_site(&headers(&[("referer", "https://evil.example/page")]), ORIGIN));
+        assert!(is_same_site(&headers(&[("referer", "https://mobius.example.com/shell/")]), ORIGIN));
+        assert!(is_same_site(&HeaderMap::new(), ORIGIN));
+    }
+}

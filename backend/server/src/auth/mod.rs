@@ -1,0 +1,98 @@
+//! Owner authentication: setup, login, tokens, the extractors that guard routes, the
+//! cross-site request check and login throttling.
+
+pub mod csrf;
+pub mod jwt;
+pub mod limits;
+pub mod password;
+mod routes;
+
+use std::sync::RwLock;
+
+use axum::extract::FromRequestParts;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+
+pub use jwt::{Claims, Keys, Scope};
+pub use routes::router;
+
+use crate::app::AppState;
+use crate::error::{Error, Result};
+
+/// Login tokens live this long.
+pub const OWNER_TOKEN_TTL_SECS: i64 = 30 * 24 * 3600;
+
+/// In-memory copy of the owner's username and token epoch, so token checks need no query.
+#[derive(Debug, Default)]
+pub struct OwnerCache(RwLock<Option<(String, i64)>>);
+
+impl OwnerCache {
+    /// Replaces the cached owner.
+    pub fn set(&self, username: String, epoch: i64) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = Some((username, epoch));
+    }
+
+    /// Updates only the epoch.
+    pub fn set_epoch(&self, epoch: i64) {
+        if let Some((_, e)) = self.0.write().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            *e = epoch;
+        }
+    }
+
+    /// `(username, epoch)` once setup has happened.
+    pub fn get(&self) -> Option<(String, i64)> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// Pulls the bearer token out of `Authorization`.
+pub fn bearer(parts: &Parts) -> Result<&str> {
+    let header = parts
+        .headers
+        .get(AUTHORIZATION)
+        .ok_or_else(|| Error::unauthorized("missing_token", "Sign in first: this request has no token."))?;
+    let value =
+        header.to_str().map_err(|_| Error::unauthorized("malformed_token", "The Authorization header is not text."))?;
+    match value.split_once(' ') {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() => Ok(token.trim()),
+        _ => Err(Error::unauthorized("malformed_token", "Expected `Authorization: Bearer <token>`.")),
+    }
+}
+
+/// Verifies a token as owner-derived (owner or agent scope): signature, expiry, owner and epoch.
+pub async fn verify_owner_token(state: &AppState, token: &str) -> Result<Claims> {
+    let claims = state.keys.verify(token)?;
+    match claims.scope {
+        Scope::Owner | Scope::Agent => {}
+        Scope::App => return Err(Error::forbidden("wrong_scope", "App tokens cannot use this route.")),
+    }
+    let Some((username, epoch)) = state.owner.get() else {
+        return Err(Error::unauthorized("invalid_token", "No owner account exists."));
+    };
+    if claims.sub != username {
+        return Err(Error::unauthorized("invalid_token", "This token belongs to another account."));
+    }
+    if claims.epoch != epoch {
+        return Err(Error::unauthorized("token_revoked", "This session was signed out everywhere; sign in again."));
+    }
+    if claims.scope == Scope::Agent {
+        let run_id = claims.run_id.as_deref().unwrap_or_default();
+        if !crate::db::chats::run_is_running_read(&state.db.read, run_id).await? {
+            return Err(Error::unauthorized("token_revoked", "This agent run has ended."));
+        }
+    }
+    Ok(claims)
+}
+
+/// Extractor: the request carries a valid owner (or live agent-run) token.
+#[derive(Debug, Clone)]
+pub struct Owner(pub Claims);
+
+impl FromRequestParts<AppState> for Owner {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        let token = bearer(parts)?;
+        verify_owner_token(state, token).await.map(Owner)
+    }
+}

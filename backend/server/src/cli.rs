@@ -1,0 +1,114 @@
+//! Command-line entry: `mobius [serve]` runs the server; `--version` and `help` inform.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tracing_subscriber::EnvFilter;
+
+use crate::config::Config;
+
+/// After a shutdown signal, the process exits no later than this.
+const HARD_EXIT_AFTER_SIGNAL: Duration = Duration::from_secs(10);
+
+const HELP: &str = "mobius — self-hosted agent platform
+
+USAGE:
+    mobius [serve]     run the server (configured by environment variables)
+    mobius --version   print the version
+    mobius help        print this help
+
+ENVIRONMENT:
+    DATA_DIR                 where everything is stored (default ./data)
+    MOBIUS_BIND              listen address (default 127.0.0.1:8000)
+    MOBIUS_PUBLIC_ORIGIN     the https://… origin browsers use (default http://<bind>)
+    MOBIUS_FRONTEND_DIR      the built PWA (default frontend/dist)
+    MOBIUS_LOG               log filter, e.g. info or mobius=debug (default info)
+    MOBIUS_SECRET_KEY        JWT key (default: generated into DATA_DIR/secret.key)
+";
+
+/// Runs the command named by `args` (without the program name).
+pub fn main(args: Vec<String>) -> ExitCode {
+    match args.first().map(String::as_str) {
+        None | Some("serve") => serve(),
+        Some("--version" | "-V" | "version") => {
+            println!("mobius {} ({} {})", env!("CARGO_PKG_VERSION"), crate::ops::BUILD_SHA, crate::ops::BUILD_DATE);
+            ExitCode::SUCCESS
+        }
+        Some("help" | "--help" | "-h") => {
+            print!("{HELP}");
+            ExitCode::SUCCESS
+        }
+        Some(other) => {
+            eprintln!("mobius: unknown command {other:?}; see `mobius help`");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn serve() -> ExitCode {
+    let config = match Config::from_env() {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("mobius: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::new(&config.log_filter))
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .compact()
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mobius: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        let listener = match TcpListener::bind(config.bind).await {
+            Ok(listener) => listener,
+            Err(e) => {
+                eprintln!("mobius: cannot listen on {}: {e}", config.bind);
+                return ExitCode::FAILURE;
+            }
+        };
+        match crate::app::serve(listener, config, shutdown_signal()).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("mobius: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}
+
+/// Resolves on SIGINT or SIGTERM, and arms a watchdog that ends the process if the
+/// graceful shutdown takes too long.
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for SIGTERM");
+            let _ = ctrl_c.await;
+            return arm_watchdog();
+        }
+    };
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term.recv() => {}
+    }
+    arm_watchdog();
+}
+
+fn arm_watchdog() {
+    std::thread::spawn(|| {
+        std::thread::sleep(HARD_EXIT_AFTER_SIGNAL);
+        eprintln!("mobius: shutdown took longer than {HARD_EXIT_AFTER_SIGNAL:?}; exiting");
+        std::process::exit(1);
+    });
+}

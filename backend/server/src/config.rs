@@ -1,0 +1,159 @@
+//! Typed server configuration, read from the environment once and validated at start.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// Everything the server needs to know before it starts.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Root of all persistent state (`DATA_DIR`, default `./data`).
+    pub data_dir: PathBuf,
+    /// Address the HTTP listener binds (`MOBIUS_BIND`, default `127.0.0.1:8000`).
+    pub bind: SocketAddr,
+    /// The origin browsers use to reach the server (`MOBIUS_PUBLIC_ORIGIN`), e.g.
+    /// `https://mobius.example.com`. Defaults to `http://<bind>`.
+    pub public_origin: PublicOrigin,
+    /// `tracing` filter (`MOBIUS_LOG`, then `RUST_LOG`, default `info`).
+    pub log_filter: String,
+    /// The built PWA (`MOBIUS_FRONTEND_DIR`, default `frontend/dist`).
+    pub frontend_dir: PathBuf,
+    /// JWT signing key (`MOBIUS_SECRET_KEY`); when absent it is generated into
+    /// `DATA_DIR/secret.key` on first boot.
+    pub secret_key: Option<String>,
+}
+
+/// A validated `scheme://host[:port]` origin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublicOrigin {
+    origin: String,
+    https: bool,
+}
+
+impl PublicOrigin {
+    /// Parses `http(s)://host[:port]` (a trailing `/` is tolerated; paths are not).
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        let trimmed = raw.trim().trim_end_matches('/');
+        let (https, rest) = if let Some(rest) = trimmed.strip_prefix("https://") {
+            (true, rest)
+        } else if let Some(rest) = trimmed.strip_prefix("http://") {
+            (false, rest)
+        } else {
+            return Err(format!("{raw:?} must start with http:// or https://"));
+        };
+        if rest.is_empty() || rest.contains(['/', '?', '#', '@', ' ']) {
+            return Err(format!("{raw:?} must be scheme://host[:port] with no path, query or credentials"));
+        }
+        Ok(Self { origin: trimmed.to_ascii_lowercase(), https })
+    }
+
+    /// The origin as browsers send it in the `Origin` header.
+    pub fn as_str(&self) -> &str {
+        &self.origin
+    }
+
+    /// True for `https://` origins (enables HSTS).
+    pub fn is_https(&self) -> bool {
+        self.https
+    }
+
+    /// `host[:port]` without the scheme.
+    pub fn authority(&self) -> &str {
+        self.origin.split_once("://").map_or("", |(_, a)| a)
+    }
+}
+
+/// A start-up configuration problem, printed as one line before exiting.
+#[derive(Debug, thiserror::Error)]
+#[error("configuration error: {0}")]
+pub struct ConfigError(String);
+
+impl Config {
+    /// Reads and validates the configuration from the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|key| std::env::var(key).ok().filter(|v| !v.trim().is_empty()))
+    }
+
+    /// Reads the configuration through `get`, so tests can supply their own environment.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let data_dir = PathBuf::from(get("DATA_DIR").unwrap_or_else(|| "./data".into()));
+        let bind_raw = get("MOBIUS_BIND").unwrap_or_else(|| "127.0.0.1:8000".into());
+        let bind: SocketAddr = bind_raw
+            .trim()
+            .parse()
+            .map_err(|_| ConfigError(format!("MOBIUS_BIND={bind_raw:?} is not an address like 127.0.0.1:8000")))?;
+        let public_origin = match get("MOBIUS_PUBLIC_ORIGIN") {
+            Some(raw) => PublicOrigin::parse(&raw).map_err(|e| ConfigError(format!("MOBIUS_PUBLIC_ORIGIN: {e}")))?,
+            None => PublicOrigin::parse(&format!("http://{bind}")).map_err(ConfigError)?,
+        };
+        let log_filter = get("MOBIUS_LOG").or_else(|| get("RUST_LOG")).unwrap_or_else(|| "info".into());
+        tracing_subscriber::EnvFilter::try_new(&log_filter)
+            .map_err(|e| ConfigError(format!("MOBIUS_LOG={log_filter:?} is not a valid log filter: {e}")))?;
+        let frontend_dir = PathBuf::from(get("MOBIUS_FRONTEND_DIR").unwrap_or_else(|| "frontend/dist".into()));
+        let secret_key = get("MOBIUS_SECRET_KEY");
+        if let Some(key) = &secret_key
+            && key.len() < 32
+        {
+            return Err(ConfigError("MOBIUS_SECRET_KEY must be at least 32 characters".into()));
+        }
+        Ok(Self { data_dir, bind, public_origin, log_filter, frontend_dir, secret_key })
+    }
+
+    /// A configuration for tests: everything under `dir`, loopback on an ephemeral port.
+    pub fn for_test(dir: &Path) -> Self {
+        Self {
+            data_dir: dir.to_path_buf(),
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            public_origin: PublicOrigin { origin: "http://127.0.0.1".into(), https: false },
+            log_filter: "warn".into(),
+            frontend_dir: dir.join("frontend-dist"),
+            secret_key: None,
+        }
+    }
+
+    /// `DATA_DIR/db/mobius.sqlite3`.
+    pub fn database_path(&self) -> PathBuf {
+        self.data_dir.join("db").join("mobius.sqlite3")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_are_local_and_sane() {
+        let c = config(&[]).expect("defaults");
+        assert_eq!(c.bind.to_string(), "127.0.0.1:8000");
+        assert_eq!(c.data_dir, PathBuf::from("./data"));
+        assert_eq!(c.public_origin.as_str(), "http://127.0.0.1:8000");
+        assert!(!c.public_origin.is_https());
+    }
+
+    #[test]
+    fn a_bad_bind_address_is_one_clear_line() {
+        let err = config(&[("MOBIUS_BIND", "localhost")]).expect_err("must fail").to_string();
+        assert!(err.contains("MOBIUS_BIND") && !err.contains('\n'), "{err}");
+    }
+
+    #[test]
+    fn origins_with_paths_or_other_schemes_are_refused() {
+        assert!(config(&[("MOBIUS_PUBLIC_ORIGIN", "https://x.example/app")]).is_err());
+        assert!(config(&[("MOBIUS_PUBLIC_ORIGIN", "ftp://x.example")]).is_err());
+        let c = config(&[("MOBIUS_PUBLIC_ORIGIN", "https://Mobius.Example.com/")]).expect("ok");
+        assert_eq!(c.public_origin.as_str(), "https://mobius.example.com");
+        assert_eq!(c.public_origin.authority(), "mobius.example.com");
+        assert!(c.public_origin.is_https());
+    }
+
+    #[test]
+    fn short_secret_keys_and_bad_filters_are_refused() {
+        assert!(config(&[("MOBIUS_SECRET_KEY", "short")]).is_err());
+        assert!(config(&[("MOBIUS_LOG", "info,[[[")]).is_err());
+    }
+}

@@ -1,0 +1,45 @@
+//! SQL for the single `owner` row.
+
+use sqlx::{SqliteConnection, SqlitePool};
+
+use crate::error::Result;
+
+/// The owner account as stored.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct OwnerRow {
+    pub username: String,
+    pub password_hash: String,
+    pub token_epoch: i64,
+}
+
+/// The owner, if setup has happened.
+pub async fn get(pool: &SqlitePool) -> Result<Option<OwnerRow>> {
+    Ok(sqlx::query_as::<_, OwnerRow>("SELECT username, password_hash, token_epoch FROM owner WHERE id = 1")
+        .fetch_optional(pool)
+        .await?)
+}
+
+/// Inserts the owner; fails with a UNIQUE/PRIMARY KEY violation if one exists.
+pub async fn insert(conn: &mut SqliteConnection, username: &str, password_hash: &str, now: i64) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO owner (id, username, password_hash, token_epoch, created_at, updated_at)
+         VALUES (1, ?, ?, 0, ?, ?)",
+    )
+    .bind(username)
+    .bind(password_hash)
+    .bind(now)
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Increments the token epoch, revoking every token issued before; returns the new epoch.
+pub async fn bump_token_epoch(conn: &mut SqliteConnection, now: i64) -> Result<Option<i64>> {
+    Ok(sqlx::query_scalar(
+        "UPDATE owner SET token_epoch = token_epoch + 1, updated_at = ? WHERE id = 1 RETURNING token_epoch",
+    )
+    .bind(now)
+    .fetch_optional(conn)
+    .await?)
+}

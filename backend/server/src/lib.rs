@@ -1,0 +1,17 @@
+//! Möbius: a self-hosted platform where one owner chats with a coding agent that builds
+//! mini-apps. This crate is both the HTTP server and the small CLI the agent calls.
+//! Start at [`app`] (composition root) and `ARCHITECTURE.md` (the map).
+
+pub mod api;
+pub mod app;
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod events;
+pub mod ops;
+pub mod web;
+pub mod writer;
+
+pub use error::{Error, Result};

@@ -1,0 +1,5 @@
+//! The `mobius` binary: the server by default, or an agent-facing subcommand.
+
+fn main() -> std::process::ExitCode {
+    mobius::cli::main(std::env::args().skip(1).collect())
+}

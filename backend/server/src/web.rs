@@ -1,0 +1,143 @@
+//! The PWA host: static files from the built frontend, `index.html` for client routes,
+//! cache policy per file kind, and the security headers every response carries.
+
+use std::convert::Infallible;
+use std::path::{Path, PathBuf};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{Html, IntoResponse, Response};
+use tower::ServiceExt;
+use tower_http::services::{ServeDir, ServeFile};
+
+use crate::app::AppState;
+
+/// CSP of the shell document: everything from this origin, nothing inline but styles.
+pub const SHELL_CSP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; \
+img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self'; manifest-src 'self'; \
+frame-src 'self'; frame-ancestors 'self'; base-uri 'self'; form-action 'self'; object-src 'none'";
+
+const IMMUTABLE: HeaderValue = HeaderValue::from_static("public, max-age=31536000, immutable");
+const NO_CACHE: HeaderValue = HeaderValue::from_static("no-cache");
+
+/// Serves the built frontend; the router's fallback for every non-API path.
+pub async fn serve_frontend(State(state): State<AppState>, request: Request) -> Response {
+    let dist = state.config.frontend_dir.clone();
+    if !dist.join("index.html").is_file() {
+        return not_built(&dist);
+    }
+    let path = request.uri().path().to_owned();
+    let index = ServeFile::new(dist.join("index.html"));
+    let spa_fallback = tower::service_fn(move |req: Request| {
+        let index = index.clone();
+        async move {
+            if looks_like_a_file(req.uri().path()) {
+                return Ok::<_, Infallible>((StatusCode::NOT_FOUND, "Not found").into_response());
+            }
+            let mut response = index.oneshot(req).await.map(IntoResponse::into_response).unwrap_or_else(|e| match e {});
+            response.headers_mut().insert(header::CACHE_CONTROL, NO_CACHE);
+            Ok(response)
+        }
+    });
+    let files = ServeDir::new(&dist)
+        .append_index_html_on_directories(true)
+        .precompressed_br()
+        .precompressed_gzip()
+        .fallback(spa_fallback);
+    let mut response = match files.oneshot(request).await {
+        Ok(response) => response.map(Body::new),
+        Err(e) => match e {},
+    };
+    if response.status().is_success() || response.status() == StatusCode::NOT_MODIFIED {
+        let cache = if path.starts_with("/assets/") { IMMUTABLE } else { NO_CACHE };
+        response.headers_mut().entry(header::CACHE_CONTROL).or_insert(cache);
+    }
+    response
+}
+
+/// A path whose last segment has an extension is a file request: a miss is a 404, never the
+/// SPA shell (serving HTML under a `.js` name would poison caches).
+fn looks_like_a_file(path: &str) -> bool {
+    path.rsplit('/').next().is_some_and(|last| last.contains('.'))
+}
+
+fn not_built(dist: &Path) -> Response {
+    let page = format!(
+        "<!doctype html><meta charset=utf-8><title>Möbius — frontend not built</title>\
+         <body style=\"font-family:system-ui;max-width:40rem;margin:3rem auto;padding:0 1rem\">\
+         <h1>The web app has not been built yet</h1>\
+         <p>The server is running, but <code>{}</code> has no <code>index.html</code>.</p>\
+         <p>Build it with <code>scripts/run</code> (which also starts the server), or \
+         <code>cd frontend &amp;&amp; npm ci &amp;&amp; npm run build</code>, then reload this page.</p>",
+        html_escape(&dist.display().to_string())
+    );
+    let mut response = (StatusCode::SERVICE_UNAVAILABLE, Html(page)).into_response();
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// Middleware: adds the security headers a response has not set itself.
+pub async fn security_headers(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    apply_security_headers(response.headers_mut(), state.config.public_origin.is_https());
+    response
+}
+
+/// The header policy, shared with the boot-phase router.
+pub fn apply_security_headers(headers: &mut HeaderMap, https: bool) {
+    let is_html =
+        headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/html"));
+    headers.entry(header::X_CONTENT_TYPE_OPTIONS).or_insert(HeaderValue::from_static("nosniff"));
+    headers.entry(header::REFERRER_POLICY).or_insert(HeaderValue::from_static("strict-origin-when-cross-origin"));
+    if is_html {
+        headers.entry(header::CONTENT_SECURITY_POLICY).or_insert(HeaderValue::from_static(SHELL_CSP));
+        headers.entry(header::X_FRAME_OPTIONS).or_insert(HeaderValue::from_static("SAMEORIGIN"));
+        headers
+            .entry("permissions-policy")
+            .or_insert(HeaderValue::from_static("camera=(self), microphone=(self), geolocation=(self)"));
+    }
+    if https {
+        headers
+            .entry(header::STRICT_TRANSPORT_SECURITY)
+            .or_insert(HeaderValue::from_static("max-age=31536000; includeSubDomains"));
+    }
+}
+
+/// Absolute path of the frontend build, for logs.
+pub fn describe_dist(dir: &Path) -> PathBuf {
+    std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_like_paths_never_fall_back_to_the_shell() {
+        assert!(looks_like_a_file("/assets/index-abc123.js"));
+        assert!(looks_like_a_file("/favicon.ico"));
+        assert!(!looks_like_a_file("/shell/"));
+        assert!(!looks_like_a_file("/chat/123"));
+    }
+
+    #[test]
+    fn html_gets_the_shell_csp_and_https_gets_hsts() {
+        let mut h = HeaderMap::new();
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+        apply_security_headers(&mut h, true);
+        assert!(h[header::CONTENT_SECURITY_POLICY].to_str().expect("csp").contains("frame-ancestors 'self'"));
+        assert!(h.contains_key(header::STRICT_TRANSPORT_SECURITY));
+        let mut j = HeaderMap::new();
+        j.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        apply_security_headers(&mut j, false);
+        assert!(!j.contains_key(header::CONTENT_SECURITY_POLICY));
+        assert!(!j.contains_key(header::STRICT_TRANSPORT_SECURITY));
+        assert_eq!(j[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+    }
+}

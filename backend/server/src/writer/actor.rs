@@ -1,0 +1,343 @@
+//! The actor loop: batching, savepoints, commit-then-ack-then-publish, snapshot coalescing.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use sqlx::SqliteConnection;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tracing::{error, warn};
+
+use super::{Ack, LiveSnapshot, MAX_BATCH, SNAPSHOT_INTERVAL, WriteCommand, WriterStats};
+use crate::db::{self, now_ms};
+use crate::error::{Error, Result};
+use crate::events::{Hub, JournalEvent};
+
+/// A snapshot waiting for its chat's next write slot.
+struct PendingSnapshot {
+    run_id: String,
+    body: String,
+    upto_seq: i64,
+    due: Instant,
+}
+
+type Completion = Box<dyn FnOnce(bool) + Send>;
+
+/// Everything a batch produces that must wait for the commit.
+#[derive(Default)]
+pub(super) struct Batch {
+    events: Vec<(Arc<str>, Arc<JournalEvent>)>,
+    system: Vec<String>,
+    completions: Vec<Completion>,
+}
+
+impl Batch {
+    fn complete<T: Send + 'static>(&mut self, ack: Ack<T>, result: Result<T>) {
+        self.completions.push(Box::new(move |committed| {
+            let outcome = match result {
+                Ok(value) if committed => Ok(value),
+                Ok(_) => Err(Error::Internal("the transaction could not be committed".into())),
+                Err(e) => Err(e),
+            };
+            let _ = ack.send(outcome);
+        }));
+    }
+
+    /// Appends an event to a chat's journal inside the current transaction.
+    pub(super) async fn emit(
+        &mut self,
+        conn: &mut SqliteConnection,
+        chat_id: &str,
+        body: super::EventBody,
+    ) -> Result<i64> {
+        let (seq, data) = db::chats::append_event(conn, chat_id, body).await?;
+        self.events.push((Arc::from(chat_id), Arc::new(JournalEvent { seq, data: Arc::from(data) })));
+        Ok(seq)
+    }
+
+    /// Queues a shell-wide system event for after the commit.
+    pub(super) fn system(&mut self, kind: &str, fields: serde_json::Value) {
+        let body = super::event(kind, fields);
+        self.system.push(serde_json::Value::Object(body).to_string());
+    }
+}
+
+pub(super) struct Actor {
+    conn: SqliteConnection,
+    hub: Arc<Hub>,
+    rx: mpsc::Receiver<WriteCommand>,
+    alive: Arc<AtomicBool>,
+    stats: Arc<WriterStats>,
+    pending: HashMap<String, PendingSnapshot>,
+    last_write: HashMap<String, Instant>,
+}
+
+/// Marks the writer dead however the task ends (return, panic, abort).
+struct AliveGuard(Arc<AtomicBool>);
+
+impl Drop for AliveGuard {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+impl Actor {
+    pub(super) fn new(
+        conn: SqliteConnection,
+        hub: Arc<Hub>,
+        rx: mpsc::Receiver<WriteCommand>,
+        alive: Arc<AtomicBool>,
+        stats: Arc<WriterStats>,
+    ) -> Self {
+        Self { conn, hub, rx, alive, stats, pending: HashMap::new(), last_write: HashMap::new() }
+    }
+
+    pub(super) async fn run(mut self) {
+        let _guard = AliveGuard(self.alive.clone());
+        let mut shutdown: Option<oneshot::Sender<()>> = None;
+        loop {
+            let next_due = self.pending.values().map(|p| p.due).min();
+            let first = tokio::select! {
+                biased;
+                command = self.rx.recv() => command,
+                () = sleep_until_opt(next_due), if next_due.is_some() => {
+                    self.flush_snapshots(false).await;
+                    continue;
+                }
+            };
+            let Some(first) = first else { break };
+            let mut commands = vec![first];
+            while commands.len() < MAX_BATCH {
+                match self.rx.try_recv() {
+                    Ok(command) => commands.push(command),
+                    Err(_) => break,
+                }
+            }
+            if let Some(done) = self.apply_batch(commands).await {
+                // Take nothing new, but apply whatever was queued before the channel closed.
+                self.rx.close();
+                shutdown = Some(done);
+            }
+        }
+        self.flush_snapshots(true).await;
+        if let Some(done) = shutdown {
+            let _ = done.send(());
+        }
+    }
+
+    /// Applies one batch in one transaction. Returns the shutdown ack if the batch held one.
+    async fn apply_batch(&mut self, commands: Vec<WriteCommand>) -> Option<oneshot::Sender<()>> {
+        let mut batch = Batch::default();
+        let mut shutdown = None;
+        let mut broken = self.exec("BEGIN IMMEDIATE").await.err();
+        for command in commands {
+            self.stats.commands.fetch_add(1, Ordering::Relaxed);
+            if let WriteCommand::Shutdown(done) = command {
+                shutdown = Some(done);
+                continue;
+            }
+            if broken.is_some() {
+                fail(command, &mut batch);
+                continue;
+            }
+            if let Err(e) = self.apply_in_savepoint(command, &mut batch).await {
+                broken = Some(e);
+            }
+        }
+        let committed = match broken {
+            None => match self.exec("COMMIT").await {
+                Ok(()) => true,
+                Err(e) => {
+                    error!(error = %e, "writer commit failed; rolling the batch back");
+                    false
+                }
+            },
+            Some(e) => {
+                error!(error = %e, "writer transaction broke; rolling the batch back");
+                false
+            }
+        };
+        if !committed {
+            let _ = self.exec("ROLLBACK").await;
+        } else {
+            self.stats.commits.fetch_add(1, Ordering::Relaxed);
+        }
+        self.finish(batch, committed);
+        shutdown
+    }
+
+    /// Resolves acks and, after a commit, publishes the batch's events.
+    fn finish(&self, batch: Batch, committed: bool) {
+        if committed {
+            let mut by_chat: Vec<(Arc<str>, Vec<Arc<JournalEvent>>)> = Vec::new();
+            for (chat, event) in batch.events {
+                match by_chat.last_mut() {
+                    Some((last, events)) if *last == chat => events.push(event),
+                    _ => by_chat.push((chat, vec![event])),
+                }
+            }
+            for (chat, events) in by_chat {
+                self.hub.publish(&chat, events);
+            }
+            for data in batch.system {
+                self.hub.publish_system(data);
+            }
+        }
+        for completion in batch.completions {
+            completion(committed);
+        }
+    }
+
+    /// Runs one command inside a savepoint. A command error rolls back only that command;
+    /// an `Err` return means the transaction itself is unusable.
+    async fn apply_in_savepoint(&mut self, command: WriteCommand, batch: &mut Batch) -> Result<()> {
+        self.exec("SAVEPOINT cmd").await?;
+        let events_mark = batch.events.len();
+        let system_mark = batch.system.len();
+        let pending_before = batch.completions.len();
+        let ok = self.apply(command, batch).await;
+        if ok {
+            self.exec("RELEASE cmd").await?;
+        } else {
+            self.exec("ROLLBACK TO cmd").await?;
+            self.exec("RELEASE cmd").await?;
+            batch.events.truncate(events_mark);
+            batch.system.truncate(system_mark);
+        }
+        debug_assert!(batch.completions.len() <= pending_before + 1);
+        Ok(())
+    }
+
+    /// Applies one command; returns whether it succeeded (its ack is queued either way).
+    async fn apply(&mut self, command: WriteCommand, batch: &mut Batch) -> bool {
+        match command {
+            WriteCommand::CreateOwner { username, password_hash, ack } => {
+                let result = match db::owner::insert(&mut self.conn, &username, &password_hash, now_ms()).await {
+                    Err(e) if e.is_unique_violation() => {
+                        Err(Error::conflict("already_configured", "The owner account already exists."))
+                    }
+                    other => other,
+                };
+                finish(batch, ack, result)
+            }
+            WriteCommand::BumpTokenEpoch { ack } => {
+                let result = db::owner::bump_token_epoch(&mut self.conn, now_ms())
+                    .await
+                    .and_then(|e| e.ok_or_else(|| Error::conflict("not_configured", "No owner account exists yet.")));
+                finish(batch, ack, result)
+            }
+            WriteCommand::CreateChat { chat, ack } => {
+                let result = super::chat::create(&mut self.conn, batch, chat).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::Emit { chat_id, run_id, events, ack } => {
+                let result = super::chat::emit(&mut self.conn, batch, &chat_id, run_id.as_deref(), events).await;
+                match ack {
+                    Some(ack) => finish(batch, ack, result),
+                    None => result.is_ok(),
+                }
+            }
+            WriteCommand::StartRun { run, ack } => {
+                let result = super::chat::start_run(&mut self.conn, batch, &run).await;
+                if result.is_ok() {
+                    self.pending.remove(&run.chat_id);
+                }
+                finish(batch, ack, result)
+            }
+            WriteCommand::SnapshotLive(snapshot) => self.snapshot(snapshot).await,
+            WriteCommand::Barrier(ack) => finish(batch, ack, Ok(())),
+            WriteCommand::Shutdown(_) => true,
+        }
+    }
+
+    /// Records a snapshot; writes it now if the chat's slot is free, else keeps the latest.
+    async fn snapshot(&mut self, snapshot: LiveSnapshot) -> bool {
+        self.stats.snapshots_received.fetch_add(1, Ordering::Relaxed);
+        let upto_seq = match db::chats::head_seq(&mut self.conn, &snapshot.chat_id).await {
+            Ok(Some(seq)) => seq,
+            Ok(None) => return false,
+            Err(e) => {
+                warn!(error = %e, "could not read the journal head for a snapshot");
+                return false;
+            }
+        };
+        let now = Instant::now();
+        let due = self.last_write.get(&snapshot.chat_id).map_or(now, |t| *t + SNAPSHOT_INTERVAL);
+        let chat_id = snapshot.chat_id.clone();
+        self.pending
+            .insert(snapshot.chat_id, PendingSnapshot { run_id: snapshot.run_id, body: snapshot.body, upto_seq, due });
+        if due <= now { self.write_snapshot(&chat_id, now).await } else { true }
+    }
+
+    async fn write_snapshot(&mut self, chat_id: &str, now: Instant) -> bool {
+        let Some(p) = self.pending.remove(chat_id) else { return true };
+        self.last_write.insert(chat_id.to_owned(), now);
+        self.stats.snapshot_writes.fetch_add(1, Ordering::Relaxed);
+        match db::chats::update_live(&mut self.conn, chat_id, &p.run_id, &p.body, p.upto_seq, now_ms()).await {
+            Ok(_) => true,
+            Err(e) => {
+                warn!(error = %e, "live snapshot write failed");
+                false
+            }
+        }
+    }
+
+    /// Writes due snapshots (or all of them) in their own transaction.
+    async fn flush_snapshots(&mut self, all: bool) {
+        let now = Instant::now();
+        let due: Vec<String> =
+            self.pending.iter().filter(|(_, p)| all || p.due <= now).map(|(chat, _)| chat.clone()).collect();
+        self.last_write.retain(|_, t| now.duration_since(*t) < SNAPSHOT_INTERVAL * 4);
+        if due.is_empty() {
+            return;
+        }
+        if let Err(e) = self.exec("BEGIN IMMEDIATE").await {
+            error!(error = %e, "could not begin a snapshot flush");
+            return;
+        }
+        for chat in due {
+            self.write_snapshot(&chat, now).await;
+        }
+        if let Err(e) = self.exec("COMMIT").await {
+            error!(error = %e, "snapshot flush commit failed");
+            let _ = self.exec("ROLLBACK").await;
+        } else {
+            self.stats.commits.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    async fn exec(&mut self, sql: &'static str) -> Result<()> {
+        sqlx::query(sql).execute(&mut self.conn).await?;
+        Ok(())
+    }
+}
+
+/// Queues an ack with its result; returns whether the command succeeded.
+fn finish<T: Send + 'static>(batch: &mut Batch, ack: Ack<T>, result: Result<T>) -> bool {
+    let ok = result.is_ok();
+    batch.complete(ack, result);
+    ok
+}
+
+/// Fails a command that arrived in a batch whose transaction already broke.
+fn fail(command: WriteCommand, batch: &mut Batch) {
+    fn err<T>() -> Result<T> {
+        Err(Error::Internal("the transaction could not be committed".into()))
+    }
+    match command {
+        WriteCommand::CreateOwner { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::BumpTokenEpoch { ack } => batch.complete(ack, err()),
+        WriteCommand::CreateChat { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::Emit { ack: Some(ack), .. } => batch.complete(ack, err()),
+        WriteCommand::StartRun { ack, .. } | WriteCommand::Barrier(ack) => batch.complete(ack, err()),
+        WriteCommand::Emit { ack: None, .. } | WriteCommand::SnapshotLive(_) | WriteCommand::Shutdown(_) => {}
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,277 @@
+//! The single-writer actor against a real SQLite file: ordering, durability, coalescing, drain.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use mobius::events::Hub;
+use mobius::writer::{NewChat, NewRun, WriteCommand, WriterHandle, event};
+use serde_json::json;
+use sqlx::Connection;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    writer: WriterHandle,
+    hub: Arc<Hub>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+async fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("db/mobius.sqlite3");
+    let conn = mobius::db::open_writer(&path).await.expect("open");
+    mobius::db::migrate(&path).await.expect("migrate");
+    let hub = Arc::new(Hub::default());
+    let (writer, task) = WriterHandle::spawn(conn, hub.clone());
+    Fixture { _dir: dir, path, writer, hub, task }
+}
+
+/// A separate connection, as another process would open it.
+async fn other_connection(path: &std::path::Path) -> sqlx::SqliteConnection {
+    sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display())).await.expect("connect")
+}
+
+async fn create_chat(writer: &WriterHandle, id: &str) {
+    writer
+        .call(|ack| WriteCommand::CreateChat { chat: NewChat { id: id.into(), ..NewChat::default() }, ack })
+        .await
+        .expect("create chat");
+}
+
+#[tokio::test]
+async fn a_thousand_concurrent_commands_lose_nothing_and_seqs_strictly_increase() {
+    let f = fixture().await;
+    let chats: Vec<String> = (0..50).map(|i| format!("chat-{i:02}")).collect();
+    for id in &chats {
+        create_chat(&f.writer, id).await;
+    }
+    let mut tasks = Vec::new();
+    for t in 0..50usize {
+        let writer = f.writer.clone();
+        let chats = chats.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut seen: Vec<(String, i64)> = Vec::new();
+            for i in 0..20usize {
+                let chat = chats[(t * 7 + i * 13) % chats.len()].clone();
+                let body = event("note", json!({ "task": t, "i": i }));
+                let seq = writer
+                    .call(|ack| WriteCommand::Emit {
+                        chat_id: chat.clone(),
+                        run_id: None,
+                        events: vec![body],
+                        ack: Some(ack),
+                    })
+                    .await
+                    .expect("emit");
+                seen.push((chat, seq));
+            }
+            seen
+        }));
+    }
+    let mut per_chat: HashMap<String, Vec<i64>> = HashMap::new();
+    for task in tasks {
+        let seen = task.await.expect("task");
+        // Within one task, later acks for the same chat always carry a larger seq.
+        let mut last: HashMap<&str, i64> = HashMap::new();
+        for (chat, seq) in &seen {
+            if let Some(prev) = last.insert(chat, *seq) {
+                assert!(*seq > prev, "seq went backwards for {chat}");
+            }
+        }
+        for (chat, seq) in seen {
+            per_chat.entry(chat).or_default().push(seq);
+        }
+    }
+    let total: usize = per_chat.values().map(Vec::len).sum();
+    assert_eq!(total, 1000);
+    let mut db = other_connection(&f.path).await;
+    for (chat, mut seqs) in per_chat {
+        seqs.sort_unstable();
+        let expected: Vec<i64> = (1..=seqs.len() as i64).collect();
+        assert_eq!(seqs, expected, "seqs of {chat} are not exactly 1..=n");
+        let stored: Vec<i64> = sqlx::query_scalar("SELECT seq FROM chat_events WHERE chat_id = ? ORDER BY seq")
+            .bind(&chat)
+            .fetch_all(&mut db)
+            .await
+            .expect("events");
+        assert_eq!(stored, expected, "journal of {chat}");
+        let head: i64 = sqlx::query_scalar("SELECT last_seq FROM chats WHERE id = ?")
+            .bind(&chat)
+            .fetch_one(&mut db)
+            .await
+            .expect("head");
+        assert_eq!(head, expected.len() as i64);
+    }
+}
+
+#[tokio::test]
+async fn a_strict_ack_means_another_connection_can_already_read_the_row() {
+    let f = fixture().await;
+    let mut reader = other_connection(&f.path).await;
+    for i in 0..50 {
+        let id = format!("visible-{i}");
+        create_chat(&f.writer, &id).await;
+        let found: Option<String> = sqlx::query_scalar("SELECT id FROM chats WHERE id = ?")
+            .bind(&id)
+            .fetch_optional(&mut reader)
+            .await
+            .expect("read");
+        assert_eq!(found.as_deref(), Some(id.as_str()));
+    }
+}
+
+#[tokio::test]
+async fn events_are_published_only_after_commit_with_their_seq() {
+    let f = fixture().await;
+    create_chat(&f.writer, "c").await;
+    let mut rx = f.hub.subscribe("c");
+    let seq = f
+        .writer
+        .call(|ack| WriteCommand::Emit {
+            chat_id: "c".into(),
+            run_id: None,
+            events: vec![event("hello", json!({}))],
+            ack: Some(ack),
+        })
+        .await
+        .expect("emit");
+    let got = rx.recv().await.expect("event");
+    assert_eq!(got.seq, seq);
+    assert!(got.data.contains("\"type\":\"hello\""));
+    // By the time a subscriber sees it, it is durable.
+    let mut db = other_connection(&f.path).await;
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM chat_events WHERE chat_id = 'c' AND seq = ?")
+        .bind(seq)
+        .fetch_one(&mut db)
+        .await
+        .expect("count");
+    assert_eq!(n, 1);
+}
+
+#[tokio::test]
+async fn a_failing_command_does_not_take_its_batch_neighbours_down() {
+    let f = fixture().await;
+    create_chat(&f.writer, "real").await;
+    let (bad, good) = tokio::join!(
+        f.writer.call(|ack| WriteCommand::Emit {
+            chat_id: "missing".into(),
+            run_id: None,
+            events: vec![event("x", json!({}))],
+            ack: Some(ack)
+        }),
+        f.writer.call(|ack| WriteCommand::Emit {
+            chat_id: "real".into(),
+            run_id: None,
+            events: vec![event("x", json!({}))],
+            ack: Some(ack)
+        }),
+    );
+    assert_eq!(bad.expect_err("missing chat").code(), "chat_not_found");
+    assert_eq!(good.expect("real chat"), 1);
+    // A run fence refuses events for a run that is not running.
+    let fenced = f
+        .writer
+        .call(|ack| WriteCommand::Emit {
+            chat_id: "real".into(),
+            run_id: Some("rt-gone".into()),
+            events: vec![event("x", json!({}))],
+            ack: Some(ack),
+        })
+        .await;
+    assert_eq!(fenced.expect_err("fenced").code(), "run_not_running");
+}
+
+#[tokio::test]
+async fn a_hundred_rapid_snapshots_become_a_handful_of_writes_and_the_last_wins() {
+    let f = fixture().await;
+    create_chat(&f.writer, "snap").await;
+    f.writer
+        .call(|ack| WriteCommand::StartRun {
+            run: NewRun { chat_id: "snap".into(), run_id: "rt-1".into(), provider: None },
+            ack,
+        })
+        .await
+        .expect("start run");
+    for i in 0..100 {
+        let body = json!({ "role": "assistant", "content": format!("version {i}"), "blocks": [] }).to_string();
+        assert!(f.writer.snapshot_live("snap", "rt-1", body));
+    }
+    f.writer.barrier().await.expect("barrier");
+    let stats = f.writer.stats();
+    assert_eq!(stats.snapshots_received.load(std::sync::atomic::Ordering::Relaxed), 100);
+    f.writer.shutdown().await;
+    f.task.await.expect("writer task");
+    let writes = f.writer.stats().snapshot_writes.load(std::sync::atomic::Ordering::Relaxed);
+    assert!((1..=3).contains(&writes), "{writes} snapshot writes for 100 snapshots");
+    let mut db = other_connection(&f.path).await;
+    let body: String =
+        sqlx::query_scalar("SELECT body FROM chat_live WHERE chat_id = 'snap'").fetch_one(&mut db).await.expect("live");
+    assert!(body.contains("version 99"), "{body}");
+}
+
+#[tokio::test]
+async fn a_stale_snapshot_never_overwrites_a_newer_run() {
+    let f = fixture().await;
+    create_chat(&f.writer, "c").await;
+    f.writer
+        .call(|ack| WriteCommand::StartRun {
+            run: NewRun { chat_id: "c".into(), run_id: "rt-new".into(), provider: None },
+            ack,
+        })
+        .await
+        .expect("start");
+    f.writer.snapshot_live("c", "rt-old", "{\"content\":\"stale\"}".into());
+    f.writer.shutdown().await;
+    let mut db = other_connection(&f.path).await;
+    let body: String =
+        sqlx::query_scalar("SELECT body FROM chat_live WHERE chat_id = 'c'").fetch_one(&mut db).await.expect("live");
+    assert!(!body.contains("stale"));
+}
+
+#[tokio::test]
+async fn shutdown_drains_everything_queued_before_it() {
+    let f = fixture().await;
+    create_chat(&f.writer, "drain").await;
+    let mut acks = Vec::new();
+    for i in 0..300 {
+        let writer = f.writer.clone();
+        acks.push(tokio::spawn(async move {
+            writer
+                .call(|ack| WriteCommand::Emit {
+                    chat_id: "drain".into(),
+                    run_id: None,
+                    events: vec![event("n", json!({ "i": i }))],
+                    ack: Some(ack),
+                })
+                .await
+        }));
+    }
+    for i in 0..200 {
+        assert!(f.writer.submit(WriteCommand::Emit {
+            chat_id: "drain".into(),
+            run_id: None,
+            events: vec![event("fire", json!({ "i": i }))],
+            ack: None,
+        }));
+    }
+    f.writer.shutdown().await;
+    f.task.await.expect("writer task");
+    assert!(!f.writer.is_alive());
+    let mut acked = 0;
+    for a in acks {
+        if a.await.expect("task").is_ok() {
+            acked += 1;
+        }
+    }
+    let mut db = other_connection(&f.path).await;
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM chat_events WHERE chat_id = 'drain'")
+        .fetch_one(&mut db)
+        .await
+        .expect("count");
+    assert!(acked >= 1, "some commands were acknowledged");
+    assert!(stored >= acked + 200, "stored {stored} < acked {acked} + 200 fire-and-forget");
+    // After shutdown the writer refuses new work with a clear error.
+    let late = f.writer.call(WriteCommand::Barrier).await;
+    assert_eq!(late.expect_err("closed").code(), "unavailable");
+}
