@@ -1,0 +1,91 @@
+//! The boot state machine: reads the token, runs the boot checks, and shows exactly one of
+//! splash, setup, sign-in, shell or "couldn't reach". Any 401 lands back on sign-in.
+
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useEffect, useState, useSyncExternalStore } from "react";
+import { fetchSession, fetchSetupStatus, sessionKey, setupStatusKey, type SetupStatus } from "./api/auth";
+import { onUnauthorized } from "./api/client";
+import { clearToken, readToken, subscribeToken } from "./auth/token";
+import { decideBoot, probeOf } from "./boot/decide";
+import { LoginForm, type LoginNotice } from "./components/LoginForm";
+import { SetupWizard } from "./components/SetupWizard";
+import { Shell } from "./components/Shell";
+import { Splash } from "./components/Splash";
+import { Unreachable } from "./components/Unreachable";
+
+export function App() {
+  const queryClient = useQueryClient();
+  const token = useSyncExternalStore(subscribeToken, readToken, () => null);
+  const hasToken = token !== null;
+  const [notice, setNotice] = useState<LoginNotice | null>(null);
+
+  useEffect(
+    () =>
+      onUnauthorized(() => {
+        queryClient.removeQueries();
+        setNotice("session-ended");
+      }),
+    [queryClient],
+  );
+
+  // A new sign-in makes any earlier note stale (adjusted during render, not in an effect).
+  const [hadToken, setHadToken] = useState(hasToken);
+  if (hadToken !== hasToken) {
+    setHadToken(hasToken);
+    if (hasToken) setNotice(null);
+  }
+
+  const session = useQuery({
+    queryKey: sessionKey,
+    queryFn: ({ signal }) => fetchSession({ signal }),
+    enabled: hasToken,
+    staleTime: 60_000,
+  });
+  const setupStatus = useQuery({
+    queryKey: setupStatusKey,
+    queryFn: ({ signal }) => fetchSetupStatus(signal),
+    enabled: !hasToken,
+    staleTime: Infinity,
+  });
+
+  const decision = decideBoot({
+    hasToken,
+    session: probeOf(session, hasToken),
+    setupStatus: probeOf(setupStatus, !hasToken),
+  });
+
+  function signOut(everywhere: boolean) {
+    queryClient.removeQueries();
+    // The session was valid a moment ago, so the server is known to be set up.
+    queryClient.setQueryData<SetupStatus>(setupStatusKey, { configured: true, auth_mode: "local" });
+    setNotice(everywhere ? "signed-out-everywhere" : "signed-out");
+    clearToken();
+  }
+
+  switch (decision.screen) {
+    case "splash":
+      return <Splash />;
+    case "setup":
+      return (
+        <SetupWizard
+          onAlreadyConfigured={() => {
+            void queryClient.invalidateQueries({ queryKey: setupStatusKey });
+          }}
+        />
+      );
+    case "login":
+      return <LoginForm notice={notice} />;
+    case "shell":
+      return <Shell session={decision.session} onSignOut={signOut} />;
+    case "unreachable":
+      return (
+        <Unreachable
+          error={decision.error}
+          retrying={decision.retrying}
+          onRetry={() => {
+            void (decision.probe === "session" ? session.refetch() : setupStatus.refetch());
+          }}
+        />
+      );
+  }
+}

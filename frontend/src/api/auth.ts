@@ -1,0 +1,59 @@
+//! Typed calls for the auth endpoints and the query keys their results are cached under.
+
+import { apiFetch } from "./client";
+
+/** `GET /api/auth/setup/status`. */
+export interface SetupStatus {
+  configured: boolean;
+  auth_mode: string;
+}
+
+/** `GET /api/auth/session`. */
+export interface Session {
+  username: string;
+  scope: string;
+  /** Unix seconds. */
+  expires_at: number;
+}
+
+/** What setup and login return. */
+export interface TokenResponse {
+  access_token: string;
+  token_type: string;
+}
+
+/** Username and password, as typed (the server trims the username). */
+export interface Credentials {
+  username: string;
+  password: string;
+}
+
+export const setupStatusKey = ["auth", "setup-status"] as const;
+export const sessionKey = ["auth", "session"] as const;
+
+const BOOT_TIMEOUT_MS = 10_000;
+
+export function fetchSetupStatus(signal?: AbortSignal): Promise<SetupStatus> {
+  return apiFetch<SetupStatus>("/api/auth/setup/status", { auth: false, timeoutMs: BOOT_TIMEOUT_MS, ...(signal && { signal }) });
+}
+
+/** The session of the stored token, or of `token` when given (used right after sign-in). */
+export function fetchSession(options: { token?: string; signal?: AbortSignal } = {}): Promise<Session> {
+  return apiFetch<Session>("/api/auth/session", {
+    auth: options.token ?? true,
+    timeoutMs: BOOT_TIMEOUT_MS,
+    ...(options.signal && { signal: options.signal }),
+  });
+}
+
+export function createOwner(credentials: Credentials): Promise<TokenResponse> {
+  return apiFetch<TokenResponse>("/api/auth/setup", { method: "POST", body: credentials, auth: false });
+}
+
+export function signIn(credentials: Credentials): Promise<TokenResponse> {
+  return apiFetch<TokenResponse>("/api/auth/token", { method: "POST", body: credentials, auth: false });
+}
+
+export function signOutEverywhere(): Promise<{ ok: boolean }> {
+  return apiFetch<{ ok: boolean }>("/api/auth/logout-all", { method: "POST" });
+}

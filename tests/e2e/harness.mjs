@@ -1,0 +1,151 @@
+// Test harness for the browser journey: starts the real server on a free port with a fresh
+// DATA_DIR, and opens Debian's Chromium with a fresh profile. Both clean up after themselves.
+
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+export const CHROMIUM = "/usr/bin/chromium";
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+const READY_TIMEOUT_MS = 30_000;
+const MAX_LOG_CHARS = 200_000;
+
+/** Reads a required environment variable or explains what is missing. */
+export function requireEnv(name, hint) {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: ${hint}`);
+  return value;
+}
+
+async function freePort() {
+  const server = createServer();
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address();
+  server.close();
+  await once(server, "close");
+  return port;
+}
+
+/**
+ * Starts `bin` with a fresh temp DATA_DIR on 127.0.0.1:<free port> and waits for /api/ready.
+ * Returns { origin, logs(), stop() }; stop() ends the process and deletes the DATA_DIR.
+ */
+export async function startServer({ bin, frontendDir }) {
+  if (!existsSync(bin)) throw new Error(`MOBIUS_BIN=${bin} does not exist`);
+  if (!existsSync(join(frontendDir, "index.html"))) {
+    throw new Error(`MOBIUS_FRONTEND_DIR=${frontendDir} has no index.html: build the frontend first`);
+  }
+  const dataDir = await mkdtemp(join(tmpdir(), "mobius-e2e-data-"));
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  let output = "";
+  const child = spawn(bin, [], {
+    env: {
+      ...process.env,
+      DATA_DIR: dataDir,
+      MOBIUS_BIND: `127.0.0.1:${port}`,
+      MOBIUS_FRONTEND_DIR: frontendDir,
+      MOBIUS_LOG: process.env.MOBIUS_LOG ?? "info",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const record = (chunk) => {
+    output = (output + chunk.toString()).slice(-MAX_LOG_CHARS);
+  };
+  child.stdout.on("data", record);
+  child.stderr.on("data", record);
+  let exited = null;
+  child.once("exit", (code, signal) => {
+    exited = { code, signal };
+  });
+
+  const stop = async () => {
+    if (exited === null) {
+      const done = once(child, "exit");
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+      await done;
+      clearTimeout(timer);
+    }
+    await rm(dataDir, { recursive: true, force: true });
+  };
+
+  // Poll readiness: each probe is a real request answered by the server, not a blind sleep.
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    if (exited !== null) {
+      await stop();
+      throw new Error(`server exited early (${JSON.stringify(exited)}):\n${output}`);
+    }
+    try {
+      const response = await fetch(`${origin}/api/ready`, { signal: AbortSignal.timeout(2_000) });
+      if (response.ok && (await response.json()).ready === true) break;
+    } catch {
+      // Not listening yet.
+    }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`server not ready within ${READY_TIMEOUT_MS} ms:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { origin, logs: () => output, stop };
+}
+
+/**
+ * Opens Chromium with a fresh profile directory and one page.
+ * Returns { context, page, close() }; close() also deletes the profile.
+ */
+export async function openBrowser(contextOptions) {
+  const profile = await mkdtemp(join(tmpdir(), "mobius-e2e-profile-"));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    ...contextOptions,
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.setDefaultTimeout(15_000);
+  return {
+    context,
+    page,
+    close: async () => {
+      await context.close();
+      await rm(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Watches a page for uncaught errors and console errors other than failed HTTP statuses. */
+export function watchProblems(page) {
+  const problems = [];
+  page.on("pageerror", (error) => problems.push(`pageerror: ${error.message}`));
+  page.on("console", (message) => {
+    // Chromium logs every 4xx fetch as a console error; the journey causes 401s on purpose.
+    if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) {
+      problems.push(`console: ${message.text()}`);
+    }
+  });
+  return problems;
+}
+
+/** Writes a file into the artifacts directory, creating it first. */
+export async function saveArtifact(dir, name, contents) {
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, name), contents);
+}
