@@ -30,8 +30,11 @@ use crate::db::{self, Db};
 use crate::error::{Error, Result};
 use crate::events::Hub;
 use crate::ops::{self, Boot};
-use crate::writer::WriterHandle;
-use crate::{api, auth, web};
+use crate::agent::registry::{ChatLocks, Turns};
+use crate::chats::PurgeClock;
+use crate::providers::Providers;
+use crate::writer::{WriteCommand, WriterHandle};
+use crate::{api, auth, chats, events, providers, web};
 
 /// Hard cap on the graceful part of shutdown before connections are dropped.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(8);
@@ -55,6 +58,13 @@ pub struct Inner {
     pub boot: Arc<Boot>,
     /// Flips to `true` when shutdown begins; long-lived streams end on it.
     pub shutdown: watch::Receiver<bool>,
+    /// The agent CLIs and their credentials.
+    pub providers: Providers,
+    /// The running turn of each chat.
+    pub turns: Turns,
+    /// Per-chat decision locks (send / stop / answer / delete).
+    pub chat_locks: ChatLocks,
+    pub purge_clock: PurgeClock,
 }
 
 impl Deref for AppState {
@@ -73,10 +83,13 @@ impl FromRef<AppState> for Arc<Boot> {
 impl AppState {
     /// Opens the database, runs migrations, starts the writer and loads the owner.
     pub async fn build(
-        config: Config,
+        mut config: Config,
+        api_url: String,
         boot: Arc<Boot>,
         shutdown: watch::Receiver<bool>,
     ) -> Result<(Self, tokio::task::JoinHandle<()>)> {
+        std::fs::create_dir_all(&config.data_dir)?;
+        config.data_dir = std::fs::canonicalize(&config.data_dir)?;
         let path = config.database_path();
         let conn = db::open_writer(&path).await?;
         db::migrate(&path).await?;
@@ -88,6 +101,11 @@ impl AppState {
         if let Some(row) = db::owner::get(&db.read).await? {
             owner.set(row.username, row.token_epoch);
         }
+        let interrupted = writer.call(|ack| WriteCommand::ReconcileStartup { ack }).await?;
+        if !interrupted.is_empty() {
+            warn!(chats = interrupted.len(), "turns interrupted by the last shutdown were closed; their chats can resume");
+        }
+        let providers = Providers::new(&config, &config.data_dir, api_url);
         let state = Self(Arc::new(Inner {
             config,
             db,
@@ -99,6 +117,10 @@ impl AppState {
             owner,
             boot,
             shutdown,
+            providers,
+            turns: Turns::default(),
+            chat_locks: ChatLocks::default(),
+            purge_clock: PurgeClock::default(),
         }));
         Ok((state, task))
     }
@@ -109,6 +131,9 @@ pub fn router(state: AppState) -> Router {
     let api = Router::new()
         .merge(ops::router().with_state(state.boot.clone()))
         .merge(auth::router())
+        .merge(chats::router())
+        .merge(providers::router())
+        .merge(events::routes::router())
         .fallback(api_not_found)
         .method_not_allowed_fallback(api_method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), auth::csrf::reject_cross_site))
@@ -190,11 +215,16 @@ pub async fn serve(
     info!(%addr, data_dir = %config.data_dir.display(), "listening");
 
     let (state_tx, state_rx) = tokio::sync::oneshot::channel::<(AppState, tokio::task::JoinHandle<()>)>();
-    let init = tokio::spawn(initialise(config, boot.clone(), stop_rx.clone(), full, state_tx));
+    let api_url = match addr.ip() {
+        ip if ip.is_unspecified() => format!("http://127.0.0.1:{}", addr.port()),
+        std::net::IpAddr::V6(ip) => format!("http://[{ip}]:{}", addr.port()),
+        ip => format!("http://{ip}:{}", addr.port()),
+    };
+    let init = tokio::spawn(initialise(config, api_url, boot.clone(), stop_rx.clone(), full, state_tx));
 
     let mut stop_wait = stop_rx.clone();
     let server = axum::serve(listener, tower::make::Shared::new(switch)).with_graceful_shutdown(async move {
-        let _ = stop_wait.wait_for(|stop| *stop).await;
+        stopping(&mut stop_wait).await;
     });
     let server = tokio::spawn(async move { server.await });
 
@@ -221,6 +251,7 @@ pub async fn serve(
 /// Brings the database and writer up, retrying with backoff, then installs the full router.
 async fn initialise(
     config: Config,
+    api_url: String,
     boot: Arc<Boot>,
     stop: watch::Receiver<bool>,
     full: Arc<OnceLock<Router>>,
@@ -229,7 +260,7 @@ async fn initialise(
     let mut delay = Duration::from_millis(250);
     loop {
         boot.set_starting("running database migrations");
-        match AppState::build(config.clone(), boot.clone(), stop.clone()).await {
+        match AppState::build(config.clone(), api_url.clone(), boot.clone(), stop.clone()).await {
             Ok((state, writer_task)) => {
                 let writer = state.writer.clone();
                 let _ = full.set(router(state.clone()));
@@ -255,6 +286,15 @@ fn describe_init_error(e: &Error) -> String {
         Error::Db(d) => format!("database unavailable: {d}"),
         Error::Io(io) => format!("data directory unavailable: {io}"),
         other => other.to_string(),
+    }
+}
+
+/// Resolves once shutdown has begun.
+pub async fn stopping(rx: &mut watch::Receiver<bool>) {
+    while !*rx.borrow_and_update() {
+        if rx.changed().await.is_err() {
+            return;
+        }
     }
 }
 

@@ -25,6 +25,11 @@ ENVIRONMENT:
     MOBIUS_FRONTEND_DIR      the built PWA (default frontend/dist)
     MOBIUS_LOG               log filter, e.g. info or mobius=debug (default info)
     MOBIUS_SECRET_KEY        JWT key (default: generated into DATA_DIR/secret.key)
+    MOBIUS_SKILL_DIR         the agent's constitution and skills (default skill)
+    MOBIUS_CLAUDE_BIN        Claude Code CLI (default claude on PATH)
+    MOBIUS_CODEX_BIN         Codex CLI (default codex on PATH)
+    MOBIUS_CLAUDE_BASE_URL   model endpoint for Claude Code (optional)
+    MOBIUS_AGENT_START_TIMEOUT_SECS  fail a turn whose CLI stays silent this long (default 90)
 ";
 
 /// Runs the command named by `args` (without the program name).

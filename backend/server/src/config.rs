@@ -1,6 +1,7 @@
 //! Typed server configuration, read from the environment once and validated at start.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 use std::path::{Path, PathBuf};
 
 /// Everything the server needs to know before it starts.
@@ -20,7 +21,24 @@ pub struct Config {
     /// JWT signing key (`MOBIUS_SECRET_KEY`); when absent it is generated into
     /// `DATA_DIR/secret.key` on first boot.
     pub secret_key: Option<String>,
+    /// The agent's constitution and skills (`MOBIUS_SKILL_DIR`, default `skill`).
+    pub skill_dir: PathBuf,
+    /// The Claude Code CLI (`MOBIUS_CLAUDE_BIN`, default `claude` on PATH).
+    pub claude_bin: PathBuf,
+    /// The Codex CLI (`MOBIUS_CODEX_BIN`, default `codex` on PATH).
+    pub codex_bin: PathBuf,
+    /// Model endpoint for Claude Code (`MOBIUS_CLAUDE_BASE_URL` → `ANTHROPIC_BASE_URL`).
+    pub claude_base_url: Option<String>,
+    /// Claude OAuth endpoints (`MOBIUS_CLAUDE_OAUTH_AUTHORIZE_URL`, `MOBIUS_CLAUDE_OAUTH_TOKEN_URL`).
+    pub claude_oauth_authorize_url: String,
+    pub claude_oauth_token_url: String,
+    /// A turn whose CLI prints nothing for this long fails (`MOBIUS_AGENT_START_TIMEOUT_SECS`).
+    pub agent_start_timeout: Duration,
 }
+
+/// Where Claude's OAuth login starts and where its code is exchanged (Claude Code's own flow).
+pub const DEFAULT_CLAUDE_AUTHORIZE_URL: &str = "https://claude.ai/oauth/authorize";
+pub const DEFAULT_CLAUDE_TOKEN_URL: &str = "https://console.anthropic.com/v1/oauth/token";
 
 /// A validated `scheme://host[:port]` origin.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,7 +113,41 @@ impl Config {
         {
             return Err(ConfigError("MOBIUS_SECRET_KEY must be at least 32 characters".into()));
         }
-        Ok(Self { data_dir, bind, public_origin, log_filter, frontend_dir, secret_key })
+        let skill_dir = PathBuf::from(get("MOBIUS_SKILL_DIR").unwrap_or_else(|| "skill".into()));
+        let claude_bin = PathBuf::from(get("MOBIUS_CLAUDE_BIN").unwrap_or_else(|| "claude".into()));
+        let codex_bin = PathBuf::from(get("MOBIUS_CODEX_BIN").unwrap_or_else(|| "codex".into()));
+        let claude_base_url = get("MOBIUS_CLAUDE_BASE_URL");
+        if let Some(url) = &claude_base_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(ConfigError(format!("MOBIUS_CLAUDE_BASE_URL={url:?} must be an http(s) URL")));
+        }
+        let claude_oauth_authorize_url =
+            get("MOBIUS_CLAUDE_OAUTH_AUTHORIZE_URL").unwrap_or_else(|| DEFAULT_CLAUDE_AUTHORIZE_URL.into());
+        let claude_oauth_token_url = get("MOBIUS_CLAUDE_OAUTH_TOKEN_URL").unwrap_or_else(|| DEFAULT_CLAUDE_TOKEN_URL.into());
+        let timeout_raw = get("MOBIUS_AGENT_START_TIMEOUT_SECS").unwrap_or_else(|| "90".into());
+        let agent_start_timeout = timeout_raw
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|s| *s > 0)
+            .map(Duration::from_secs)
+            .ok_or_else(|| ConfigError(format!("MOBIUS_AGENT_START_TIMEOUT_SECS={timeout_raw:?} must be a positive number of seconds")))?;
+        Ok(Self {
+            data_dir,
+            bind,
+            public_origin,
+            log_filter,
+            frontend_dir,
+            secret_key,
+            skill_dir,
+            claude_bin,
+            codex_bin,
+            claude_base_url,
+            claude_oauth_authorize_url,
+            claude_oauth_token_url,
+            agent_start_timeout,
+        })
     }
 
     /// A configuration for tests: everything under `dir`, loopback on an ephemeral port.
@@ -107,6 +159,13 @@ impl Config {
             log_filter: "warn".into(),
             frontend_dir: dir.join("frontend-dist"),
             secret_key: None,
+            skill_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../skill"),
+            claude_bin: dir.join("no-claude-installed"),
+            codex_bin: dir.join("no-codex-installed"),
+            claude_base_url: None,
+            claude_oauth_authorize_url: DEFAULT_CLAUDE_AUTHORIZE_URL.into(),
+            claude_oauth_token_url: DEFAULT_CLAUDE_TOKEN_URL.into(),
+            agent_start_timeout: Duration::from_secs(30),
         }
     }
 

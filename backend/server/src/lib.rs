@@ -2,15 +2,18 @@
 //! mini-apps. This crate is both the HTTP server and the small CLI the agent calls.
 //! Start at [`app`] (composition root) and `ARCHITECTURE.md` (the map).
 
+pub mod agent;
 pub mod api;
 pub mod app;
 pub mod auth;
+pub mod chats;
 pub mod cli;
 pub mod config;
 pub mod db;
 pub mod error;
 pub mod events;
 pub mod ops;
+pub mod providers;
 pub mod web;
 pub mod writer;
 

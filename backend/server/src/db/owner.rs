@@ -43,3 +43,18 @@ pub async fn bump_token_epoch(conn: &mut SqliteConnection, now: i64) -> Result<O
     .fetch_optional(conn)
     .await?)
 }
+
+/// Sets (or clears) the provider new chats use.
+pub async fn set_default_provider(conn: &mut SqliteConnection, provider: Option<&str>, now: i64) -> Result<()> {
+    sqlx::query("UPDATE owner SET default_provider = ?, updated_at = ? WHERE id = 1")
+        .bind(provider)
+        .bind(now)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// The owner's default provider for new chats.
+pub async fn default_provider(pool: &SqlitePool) -> Result<Option<String>> {
+    Ok(sqlx::query_scalar("SELECT default_provider FROM owner WHERE id = 1").fetch_optional(pool).await?.flatten())
+}

@@ -1,6 +1,8 @@
 //! The in-memory event hub: per-chat journal events and shell-wide system events, fanned out
 //! to SSE subscribers. The writer publishes here only after the events are committed.
 
+pub mod routes;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 

@@ -245,6 +245,78 @@ impl Actor {
                 }
                 finish(batch, ack, result)
             }
+            WriteCommand::Send { send, ack } => {
+                let chat_id = send.chat_id.clone();
+                let result = super::chat::send(&mut self.conn, batch, send).await;
+                if matches!(result, Ok(super::SendOutcome::Started { .. })) {
+                    self.pending.remove(&chat_id);
+                }
+                finish(batch, ack, result)
+            }
+            WriteCommand::UpdatePending { chat_id, cid, content, ack } => {
+                let result = super::chat::update_pending(&mut self.conn, batch, &chat_id, &cid, &content).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::ClearQueue { chat_id, ack } => {
+                let result = super::chat::clear_queue(&mut self.conn, batch, &chat_id).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::CancelPending { chat_id, cid, ack } => {
+                let result = super::chat::cancel_pending(&mut self.conn, batch, &chat_id, &cid).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::QuestionCommit { chat_id, run_id, question_id, event, live, ack } => {
+                // The strict write supersedes any snapshot still waiting for its slot.
+                self.pending.remove(&chat_id);
+                let result =
+                    super::chat::question_commit(&mut self.conn, batch, &chat_id, &run_id, &question_id, event, &live)
+                        .await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::AnswerQuestion { chat_id, question_id, answers, ack } => {
+                let result = super::chat::answer_question(&mut self.conn, batch, &chat_id, &question_id, &answers).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::FinishRun { finish: run, ack } => {
+                self.pending.remove(&run.chat_id);
+                let result = super::chat::finish_run(&mut self.conn, batch, run).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::RecordSession { chat_id, run_id, session_id } => {
+                db::chats::set_session(&mut self.conn, &chat_id, &run_id, &session_id).await.is_ok()
+            }
+            WriteCommand::StashToolOutput { chat_id, tool_use_id, content } => {
+                db::chats::stash_tool_output(&mut self.conn, &chat_id, &tool_use_id, &content, now_ms()).await.is_ok()
+            }
+            WriteCommand::UpdateChat { chat_id, patch, ack } => {
+                let result = super::chat::update_chat(&mut self.conn, batch, &chat_id, patch).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::DeleteChat { chat_id, ack } => {
+                self.pending.remove(&chat_id);
+                let result = super::chat::delete_chat(&mut self.conn, batch, &chat_id).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::RecoverChat { chat_id, cutoff, ack } => {
+                let result = super::chat::recover_chat(&mut self.conn, batch, &chat_id, cutoff).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::PurgeDeleted { cutoff, ack } => {
+                let result = db::chats::purge_deleted(&mut self.conn, cutoff).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::ReconcileStartup { ack } => {
+                let result = super::chat::reconcile_startup(&mut self.conn, batch).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::PinPrompt { chat_id, id, content, ack } => {
+                let result = db::chats::pin_prompt(&mut self.conn, &chat_id, &id, &content, now_ms()).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::SetDefaultProvider { provider, ack } => {
+                let result = db::owner::set_default_provider(&mut self.conn, provider.as_deref(), now_ms()).await;
+                finish(batch, ack, result)
+            }
             WriteCommand::SnapshotLive(snapshot) => self.snapshot(snapshot).await,
             WriteCommand::Barrier(ack) => finish(batch, ack, Ok(())),
             WriteCommand::Shutdown(_) => true,
@@ -331,7 +403,23 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         WriteCommand::CreateChat { ack, .. } => batch.complete(ack, err()),
         WriteCommand::Emit { ack: Some(ack), .. } => batch.complete(ack, err()),
         WriteCommand::StartRun { ack, .. } | WriteCommand::Barrier(ack) => batch.complete(ack, err()),
-        WriteCommand::Emit { ack: None, .. } | WriteCommand::SnapshotLive(_) | WriteCommand::Shutdown(_) => {}
+        WriteCommand::Send { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::UpdatePending { ack, .. } | WriteCommand::CancelPending { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::QuestionCommit { ack, .. }
+        | WriteCommand::AnswerQuestion { ack, .. }
+        | WriteCommand::UpdateChat { ack, .. }
+        | WriteCommand::DeleteChat { ack, .. }
+        | WriteCommand::RecoverChat { ack, .. }
+        | WriteCommand::SetDefaultProvider { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::FinishRun { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::PurgeDeleted { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::ReconcileStartup { ack } | WriteCommand::ClearQueue { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::PinPrompt { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::Emit { ack: None, .. }
+        | WriteCommand::SnapshotLive(_)
+        | WriteCommand::Shutdown(_)
+        | WriteCommand::RecordSession { .. }
+        | WriteCommand::StashToolOutput { .. } => {}
     }
 }
 

@@ -55,6 +55,85 @@ pub struct NewRun {
     pub provider: Option<String>,
 }
 
+/// A message from the owner (or the server on the owner's behalf).
+#[derive(Debug, Clone)]
+pub struct UserMessage {
+    pub cid: String,
+    pub content: String,
+    /// Hidden messages (e.g. answers after a restart) are sent to the agent but not shown.
+    pub hidden: bool,
+    /// Extra fields kept on the message (`timezone`, `attachments`, …).
+    pub extra: Map<String, Value>,
+}
+
+impl UserMessage {
+    /// The stored JSON body of this message at `ts`.
+    pub fn body(&self, ts: i64) -> Map<String, Value> {
+        let mut body = self.extra.clone();
+        body.insert("role".into(), "user".into());
+        body.insert("content".into(), self.content.clone().into());
+        body.insert("cid".into(), self.cid.clone().into());
+        body.insert("ts".into(), ts.into());
+        if self.hidden {
+            body.insert("hidden".into(), true.into());
+        }
+        body
+    }
+}
+
+/// What a send did.
+#[derive(Debug, Clone)]
+pub enum SendOutcome {
+    /// A turn started with these user messages (queued ones first, then the new one).
+    Started { run_id: String, messages: Vec<Value> },
+    /// The chat is busy; the message waits in the queue.
+    Queued { position: i64, message: Value, pending: Vec<Value> },
+    /// This cid was already accepted; nothing changed.
+    Duplicate { message: Value, running: bool },
+}
+
+/// Sending a message: starts a turn when idle, else queues.
+#[derive(Debug)]
+pub struct Send {
+    pub chat_id: String,
+    pub message: UserMessage,
+    /// The run id to use if a turn starts.
+    pub run_id: String,
+    pub provider: String,
+    /// Answers a pending question first (after a restart) instead of refusing the send.
+    pub answering: Option<String>,
+}
+
+/// How a run ends, as recorded.
+#[derive(Debug, Clone)]
+pub struct FinishRun {
+    pub chat_id: String,
+    pub run_id: String,
+    /// `completed`, `failed`, `stopped` or `interrupted`.
+    pub status: &'static str,
+    /// The final assistant message; `None` uses the last stored snapshot.
+    pub body: Option<Value>,
+    pub end: crate::db::chats::RunEnd,
+    /// The run id for a queued follow-up turn, if the queue is promoted.
+    pub next_run_id: String,
+}
+
+/// What ending a run led to.
+#[derive(Debug, Clone, Default)]
+pub struct FinishOutcome {
+    /// A queued turn that starts now: `(run_id, user messages)`.
+    pub next: Option<(String, Vec<Value>)>,
+    /// Queued messages removed because the run was stopped.
+    pub cleared: Vec<String>,
+}
+
+/// Owner-editable chat fields.
+#[derive(Debug, Default, Clone)]
+pub struct ChatPatch {
+    pub title: Option<String>,
+    pub settings: crate::db::chats::ChatSettings,
+}
+
 /// Every mutation the writer knows how to apply.
 #[derive(Debug)]
 pub enum WriteCommand {
@@ -69,6 +148,38 @@ pub enum WriteCommand {
     Emit { chat_id: String, run_id: Option<String>, events: Vec<EventBody>, ack: Option<Ack<i64>> },
     /// Opens a running run with an empty live message.
     StartRun { run: NewRun, ack: Ack<()> },
+    /// Sends a message (start or queue).
+    Send { send: Send, ack: Ack<SendOutcome> },
+    /// Edits a queued message: `(updated, pending)`.
+    UpdatePending { chat_id: String, cid: String, content: String, ack: Ack<(bool, Vec<Value>)> },
+    /// Empties the queue of an idle chat; answers the removed cids.
+    ClearQueue { chat_id: String, ack: Ack<Vec<String>> },
+    /// Removes a queued message: `(removed, pending)`.
+    CancelPending { chat_id: String, cid: String, ack: Ack<(bool, Vec<Value>)> },
+    /// Makes a question durable before it is shown: journal event, marker and live message.
+    QuestionCommit { chat_id: String, run_id: String, question_id: String, event: EventBody, live: Value, ack: Ack<()> },
+    /// Records the owner's answers (410 when the question is no longer pending).
+    AnswerQuestion { chat_id: String, question_id: String, answers: Value, ack: Ack<()> },
+    /// Ends a run: merges its message, records usage, then promotes or clears the queue.
+    FinishRun { finish: FinishRun, ack: Ack<FinishOutcome> },
+    /// Records the provider session id as soon as it is known.
+    RecordSession { chat_id: String, run_id: String, session_id: String },
+    /// Stores the full text of a large tool output.
+    StashToolOutput { chat_id: String, tool_use_id: String, content: String },
+    /// Renames, pins or changes settings.
+    UpdateChat { chat_id: String, patch: ChatPatch, ack: Ack<()> },
+    /// Soft-deletes a chat (its turn must already be stopped).
+    DeleteChat { chat_id: String, ack: Ack<()> },
+    /// Undeletes a chat within the recovery window.
+    RecoverChat { chat_id: String, cutoff: i64, ack: Ack<()> },
+    /// Purges chats deleted before `cutoff`.
+    PurgeDeleted { cutoff: i64, ack: Ack<u64> },
+    /// Boot: runs still `running` become `interrupted`, their live messages merged.
+    ReconcileStartup { ack: Ack<Vec<String>> },
+    /// Stores a system prompt and pins it on the chat if it has none: `(id, content)`.
+    PinPrompt { chat_id: String, id: String, content: String, ack: Ack<(String, String)> },
+    /// Sets the owner's default provider.
+    SetDefaultProvider { provider: Option<String>, ack: Ack<()> },
     /// Coalesced live-message snapshot.
     SnapshotLive(LiveSnapshot),
     /// Resolves after everything queued before it is committed.

@@ -76,6 +76,12 @@ impl WriterHandle {
         }
     }
 
+    /// Queues a command without waiting for its ack, but waits for room in the queue, so
+    /// nothing is dropped (the turn's events).
+    pub async fn enqueue(&self, command: WriteCommand) {
+        let _ = self.tx.send(command).await;
+    }
+
     /// Queues a command without waiting for it (live snapshots, best-effort events).
     /// Returns false when the queue is full or the writer is gone.
     pub fn submit(&self, command: WriteCommand) -> bool {

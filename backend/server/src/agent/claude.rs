@@ -1,0 +1,484 @@
+//! Claude Code (`claude`) over its stream-json control protocol: one process per turn,
+//! permission prompts (`can_use_tool`) answered by the server, `interrupt` to stop.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use serde_json::{Map, Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio::process::ChildStdin;
+use tokio::sync::{mpsc, oneshot};
+
+use super::process::{self, Line, Spawned};
+use super::{
+    AgentEvent, AgentProvider, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply, TurnRequest, Usage,
+    summarize_input,
+};
+use crate::error::Result;
+
+/// After the result, how long the CLI gets to exit on its own once stdin closes.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// The Claude Code CLI.
+#[derive(Clone, Debug)]
+pub struct Claude {
+    pub bin: PathBuf,
+    /// A turn whose CLI prints nothing for this long after starting fails.
+    pub start_timeout: Duration,
+}
+
+impl AgentProvider for Claude {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Claude
+    }
+
+    fn start(&self, request: TurnRequest) -> Result<ProviderTurn> {
+        let spawned = process::spawn(&self.bin, &args(&request), &request.cwd, &request.env)?;
+        let (events_tx, events) = mpsc::channel(256);
+        let (control, control_rx) = mpsc::channel(8);
+        let driver = tokio::spawn(drive(spawned, request.prompt, events_tx, control_rx, self.start_timeout));
+        Ok(ProviderTurn { events, control, driver })
+    }
+}
+
+/// The command line for one turn.
+pub fn args(request: &TurnRequest) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--include-partial-messages",
+        "--permission-prompt-tool",
+        "stdio",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    if !request.system_prompt.is_empty() {
+        args.push("--append-system-prompt".into());
+        args.push(request.system_prompt.clone());
+    }
+    if let Some(session) = &request.resume {
+        args.push("--resume".into());
+        args.push(session.clone());
+    }
+    if let Some(model) = &request.model {
+        args.push("--model".into());
+        args.push(model.clone());
+    }
+    args
+}
+
+/// What one stdout line means.
+#[derive(Debug)]
+pub enum Parsed {
+    Events(Vec<AgentEvent>),
+    /// A `can_use_tool` permission prompt to answer.
+    Permission { request_id: String, tool: String, input: Value },
+    /// A control request we do not handle (answered with an error so the CLI never waits).
+    OtherRequest { request_id: String },
+    Finished(Finish),
+}
+
+/// Turns stream-json lines into [`AgentEvent`]s. Pure: no I/O.
+#[derive(Debug, Default)]
+pub struct Parser {
+    /// Assistant lines seen per message id (each carries one content block, in order).
+    blocks_seen: HashMap<String, usize>,
+    current_message: String,
+    session: Option<String>,
+    /// Set when the host sent `interrupt`; the error result that follows is a stop, not a failure.
+    pub interrupt_sent: bool,
+}
+
+impl Parser {
+    /// Interprets one parsed stdout line.
+    pub fn parse(&mut self, line: &Value) -> Parsed {
+        let mut events = Vec::new();
+        if let Some(session) = line.get("session_id").and_then(Value::as_str)
+            && !session.is_empty()
+            && self.session.as_deref() != Some(session)
+            && line.get("type").and_then(Value::as_str) != Some("control_request")
+        {
+            self.session = Some(session.to_owned());
+            events.push(AgentEvent::Session(session.to_owned()));
+        }
+        match line.get("type").and_then(Value::as_str).unwrap_or_default() {
+            "stream_event" => self.stream_event(line.get("event").unwrap_or(&Value::Null), &mut events),
+            "assistant" => self.assistant(line, &mut events),
+            "user" => tool_results(line, &mut events),
+            "control_request" => {
+                let request_id = str_at(line, &["request_id"]).to_owned();
+                let request = line.get("request").unwrap_or(&Value::Null);
+                if str_at(request, &["subtype"]) == "can_use_tool" {
+                    return Parsed::Permission {
+                        request_id,
+                        tool: str_at(request, &["tool_name"]).to_owned(),
+                        input: request.get("input").cloned().unwrap_or(Value::Object(Map::new())),
+                    };
+                }
+                return Parsed::OtherRequest { request_id };
+            }
+            "result" => return Parsed::Finished(self.result(line)),
+            _ => {}
+        }
+        Parsed::Events(events)
+    }
+
+    fn stream_event(&mut self, event: &Value, events: &mut Vec<AgentEvent>) {
+        match str_at(event, &["type"]) {
+            "message_start" => self.current_message = str_at(event, &["message", "id"]).to_owned(),
+            "content_block_delta" => {
+                let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
+                let item_id = format!("{}:{index}", self.current_message);
+                let delta = event.get("delta").unwrap_or(&Value::Null);
+                match str_at(delta, &["type"]) {
+                    "text_delta" => {
+                        events.push(AgentEvent::Text { item_id, delta: str_at(delta, &["text"]).to_owned() });
+                    }
+                    "thinking_delta" => {
+                        events.push(AgentEvent::Thinking { item_id, delta: str_at(delta, &["thinking"]).to_owned() });
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn assistant(&mut self, line: &Value, events: &mut Vec<AgentEvent>) {
+        let message = line.get("message").unwrap_or(&Value::Null);
+        let id = str_at(message, &["id"]).to_owned();
+        let Some(blocks) = message.get("content").and_then(Value::as_array) else { return };
+        for block in blocks {
+            let counter = self.blocks_seen.entry(id.clone()).or_insert(0);
+            let index = *counter;
+            *counter += 1;
+            match str_at(block, &["type"]) {
+                "text" => events.push(AgentEvent::TextFinal {
+                    item_id: format!("{id}:{index}"),
+                    text: str_at(block, &["text"]).to_owned(),
+                }),
+                "tool_use" => {
+                    let name = str_at(block, &["name"]).to_owned();
+                    let input = block.get("input").cloned().unwrap_or(Value::Null);
+                    events.push(AgentEvent::ToolStart {
+                        id: str_at(block, &["id"]).to_owned(),
+                        input: summarize_input(&name, &input),
+                        name,
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn result(&mut self, line: &Value) -> Finish {
+        let is_error = line.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+        let usage = line.get("usage").map(|u| Usage {
+            input_tokens: int_at(u, "input_tokens"),
+            output_tokens: int_at(u, "output_tokens"),
+            cache_read_tokens: int_at(u, "cache_read_input_tokens"),
+            cache_write_tokens: int_at(u, "cache_creation_input_tokens"),
+        });
+        let status = match (is_error, self.interrupt_sent) {
+            (false, _) => FinishStatus::Completed,
+            (true, true) => FinishStatus::Interrupted,
+            (true, false) => FinishStatus::Failed,
+        };
+        let error = (status == FinishStatus::Failed).then(|| result_error(line));
+        Finish {
+            status,
+            error,
+            usage,
+            cost_usd: line.get("total_cost_usd").and_then(Value::as_f64),
+            session_id: line.get("session_id").and_then(Value::as_str).map(str::to_owned).or(self.session.clone()),
+        }
+    }
+}
+
+fn result_error(line: &Value) -> String {
+    if let Some(errors) = line.get("errors").and_then(Value::as_array) {
+        let texts: Vec<String> = errors
+            .iter()
+            .map(|e| e.as_str().map_or_else(|| e.to_string(), str::to_owned))
+            .filter(|t| !t.contains("[ede_diagnostic]"))
+            .collect();
+        if !texts.is_empty() {
+            return texts.join("; ");
+        }
+    }
+    if let Some(text) = line.get("result").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+        return text.to_owned();
+    }
+    match line.get("api_error_status").and_then(Value::as_i64) {
+        Some(status) => format!("The model API answered with HTTP {status}."),
+        None => format!("The turn failed ({}).", str_at(line, &["subtype"])),
+    }
+}
+
+fn tool_results(line: &Value, events: &mut Vec<AgentEvent>) {
+    let Some(content) = line.pointer("/message/content").and_then(Value::as_array) else { return };
+    for item in content {
+        if str_at(item, &["type"]) != "tool_result" {
+            continue;
+        }
+        let id = str_at(item, &["tool_use_id"]).to_owned();
+        let is_error = item.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+        let text = match item.get("content") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Array(parts)) => parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"),
+            _ => String::new(),
+        };
+        events.push(AgentEvent::ToolOutput { id: id.clone(), text, append: false, exit_code: is_error.then_some(1) });
+        events.push(AgentEvent::ToolEnd { id, is_error });
+    }
+}
+
+fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
+    let mut cur = v;
+    for key in path {
+        match cur.get(key) {
+            Some(next) => cur = next,
+            None => return "",
+        }
+    }
+    cur.as_str().unwrap_or_default()
+}
+
+fn int_at(v: &Value, key: &str) -> i64 {
+    v.get(key).and_then(Value::as_i64).unwrap_or(0)
+}
+
+/// The `control_response` for a permission prompt.
+pub fn permission_response(request_id: &str, input: &Value, reply: &Reply) -> Value {
+    let decision = match reply {
+        Reply::Answers(answers) => {
+            let mut updated = input.as_object().cloned().unwrap_or_default();
+            updated.insert("answers".into(), Value::Object(answers.clone()));
+            json!({ "behavior": "allow", "updatedInput": updated })
+        }
+        Reply::Allow | Reply::AllowAlways => json!({ "behavior": "allow", "updatedInput": input }),
+        Reply::Deny(message) => json!({ "behavior": "deny", "message": message }),
+    };
+    json!({ "type": "control_response", "response": { "subtype": "success", "request_id": request_id, "response": decision } })
+}
+
+async fn write_line(stdin: &mut ChildStdin, value: &Value) -> std::io::Result<()> {
+    let mut line = value.to_string();
+    line.push('\n');
+    stdin.write_all(line.as_bytes()).await?;
+    stdin.flush().await
+}
+
+type PendingReply = std::pin::Pin<Box<dyn std::future::Future<Output = (String, Value, Reply)> + Send>>;
+
+async fn drive(
+    spawned: Spawned,
+    prompt: String,
+    events: mpsc::Sender<AgentEvent>,
+    mut control: mpsc::Receiver<Control>,
+    start_timeout: Duration,
+) {
+    let Spawned { mut process, mut stdin, mut lines, stderr } = spawned;
+    let mut parser = Parser::default();
+    let mut replies: FuturesUnordered<PendingReply> = FuturesUnordered::new();
+    let init = json!({ "type": "control_request", "request_id": "mobius-init", "request": { "subtype": "initialize", "hooks": null } });
+    let user = json!({ "type": "user", "message": { "role": "user", "content": prompt }, "parent_tool_use_id": null, "session_id": "" });
+    let mut stdin_ok = write_line(&mut stdin, &init).await.is_ok() && write_line(&mut stdin, &user).await.is_ok();
+    let mut heard = false;
+    let start_deadline = tokio::time::sleep(start_timeout);
+    tokio::pin!(start_deadline);
+
+    let finish = loop {
+        tokio::select! {
+            line = lines.recv() => match line {
+                None => {
+                    let status = process.wait_timeout(Duration::from_secs(1)).await;
+                    break Finish::failed(exit_message("Claude Code", status, &stderr.text()));
+                }
+                Some(Line::Oversized(n)) => {
+                    let _ = events.send(AgentEvent::Warning(format!("skipped a {n}-byte line from Claude Code"))).await;
+                }
+                Some(Line::Text(text)) => {
+                    heard = true;
+                    let Ok(value) = serde_json::from_str::<Value>(&text) else {
+                        let _ = events.send(AgentEvent::Warning("ignored a malformed line from Claude Code".into())).await;
+                        continue;
+                    };
+                    match parser.parse(&value) {
+                        Parsed::Events(list) => {
+                            for event in list {
+                                let _ = events.send(event).await;
+                            }
+                        }
+                        Parsed::Permission { request_id, tool, input } => {
+                            let (tx, rx) = oneshot::channel();
+                            let ask = if tool == "AskUserQuestion" {
+                                let questions = input.get("questions").and_then(Value::as_array).cloned().unwrap_or_default();
+                                Ask::Question { questions }
+                            } else {
+                                Ask::Approval { tool, input: input.clone(), reason: None }
+                            };
+                            let _ = events.send(AgentEvent::Ask { ask, reply: tx }).await;
+                            replies.push(Box::pin(async move {
+                                let reply = rx.await.unwrap_or_else(|_| Reply::Deny("Stopped by the owner.".into()));
+                                (request_id, input, reply)
+                            }));
+                        }
+                        Parsed::OtherRequest { request_id } => {
+                            let reply = json!({ "type": "control_response", "response": {
+                                "subtype": "error", "request_id": request_id, "error": "not supported by this host" } });
+                            stdin_ok = stdin_ok && write_line(&mut stdin, &reply).await.is_ok();
+                        }
+                        Parsed::Finished(finish) => break finish,
+                    }
+                }
+            },
+            Some((request_id, input, reply)) = replies.next(), if !replies.is_empty() => {
+                stdin_ok = stdin_ok && write_line(&mut stdin, &permission_response(&request_id, &input, &reply)).await.is_ok();
+            }
+            command = control.recv() => match command {
+                Some(Control::Interrupt) => {
+                    parser.interrupt_sent = true;
+                    let interrupt = json!({ "type": "control_request", "request_id": "mobius-interrupt",
+                        "request": { "subtype": "interrupt" } });
+                    stdin_ok = stdin_ok && write_line(&mut stdin, &interrupt).await.is_ok();
+                }
+                None => break Finish { status: FinishStatus::Interrupted, error: None, usage: None, cost_usd: None, session_id: None },
+            },
+            () = &mut start_deadline, if !heard => {
+                break Finish::failed(format!("Claude Code did not respond within {} s.", start_timeout.as_secs()));
+            }
+        }
+    };
+    let _ = events.send(AgentEvent::Finished(finish)).await;
+    // End of input lets the CLI finish writing its session and exit on its own.
+    drop(stdin);
+    let _ = process.wait_timeout(EXIT_GRACE).await;
+    process.terminate().await;
+}
+
+/// "X exited with status N: <stderr tail>" for a CLI that ended without a result.
+pub fn exit_message(cli: &str, status: Option<std::process::ExitStatus>, stderr: &str) -> String {
+    let how = match status.and_then(|s| s.code()) {
+        Some(code) => format!("{cli} exited with status {code} before finishing the turn"),
+        None => format!("{cli} stopped before finishing the turn"),
+    };
+    let tail: String = stderr.lines().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+    if tail.trim().is_empty() { format!("{how}.") } else { format!("{how}:\n{tail}") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(name: &str) -> Vec<Value> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(name);
+        std::fs::read_to_string(path)
+            .expect("fixture")
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("json"))
+            .map(|v| if v.get("dir").is_some() { v } else { json!({ "dir": "out", "msg": v }) })
+            .filter(|v| v["dir"] == "out")
+            .map(|v| v["msg"].clone())
+            .collect()
+    }
+
+    fn run(lines: &[Value], parser: &mut Parser) -> (Vec<AgentEvent>, Vec<(String, String)>, Vec<Finish>) {
+        let (mut events, mut permissions, mut finishes) = (Vec::new(), Vec::new(), Vec::new());
+        for line in lines {
+            match parser.parse(line) {
+                Parsed::Events(e) => events.extend(e),
+                Parsed::Permission { request_id, tool, .. } => permissions.push((request_id, tool)),
+                Parsed::OtherRequest { .. } => {}
+                Parsed::Finished(f) => finishes.push(f),
+            }
+        }
+        (events, permissions, finishes)
+    }
+
+    #[test]
+    fn a_recorded_turn_yields_session_text_tool_and_result() {
+        let mut parser = Parser::default();
+        let (events, permissions, finishes) = run(&sample("claude-stream-sample.jsonl"), &mut parser);
+        assert!(permissions.is_empty());
+        assert!(matches!(&events[0], AgentEvent::Session(s) if s.len() > 10));
+        assert!(events.iter().any(|e| matches!(e, AgentEvent::ToolStart { name, input, .. } if name == "Write" && input.ends_with("hello.txt"))));
+        assert!(events.iter().any(|e| matches!(e, AgentEvent::ToolEnd { is_error: false, .. })));
+        assert!(events.iter().any(|e| matches!(e, AgentEvent::TextFinal { text, .. } if text == "done")));
+        assert_eq!(finishes.len(), 1);
+        assert_eq!(finishes[0].status, FinishStatus::Completed);
+        assert!(finishes[0].cost_usd.is_some() && finishes[0].usage.as_ref().is_some_and(|u| u.input_tokens > 0));
+    }
+
+    #[test]
+    fn the_control_sample_covers_permissions_questions_denials_and_interrupts() {
+        let mut parser = Parser::default();
+        let lines = sample("claude-control-sample.jsonl");
+        let (events, permissions, finishes) = run(&lines, &mut parser);
+        let tools: Vec<&str> = permissions.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(tools, vec!["Write", "Bash", "AskUserQuestion"]);
+        assert!(events.iter().any(|e| matches!(e, AgentEvent::ToolEnd { is_error: true, .. })), "denied Bash is an error");
+        // The interrupted turn's result is an error; without our interrupt flag it reads as a failure.
+        assert_eq!(finishes.iter().filter(|f| f.status == FinishStatus::Failed).count(), 1);
+        assert_eq!(finishes.iter().filter(|f| f.status == FinishStatus::Completed).count(), 4);
+        let mut interrupted = Parser { interrupt_sent: true, ..Parser::default() };
+        let interrupted_result = lines.iter().find(|l| l["type"] == "result" && l["is_error"] == true).expect("error result");
+        assert!(matches!(interrupted.parse(interrupted_result), Parsed::Finished(Finish { status: FinishStatus::Interrupted, .. })));
+    }
+
+    #[test]
+    fn partial_message_deltas_become_text_and_thinking_with_stable_item_ids() {
+        let mut parser = Parser::default();
+        let lines = vec![
+            json!({"type":"stream_event","event":{"type":"message_start","message":{"id":"m1"}},"session_id":"s1"}),
+            json!({"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}}),
+            json!({"type":"stream_event","event":{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Hel"}}}),
+            json!({"type":"stream_event","event":{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"lo"}}}),
+            json!({"type":"assistant","message":{"id":"m1","content":[{"type":"thinking","thinking":"hmm"}]}}),
+            json!({"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"Hello"}]}}),
+        ];
+        let (events, _, _) = run(&lines, &mut parser);
+        let ids: Vec<String> = events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::Text { item_id, .. } | AgentEvent::TextFinal { item_id, .. } => Some(item_id.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids, vec!["m1:1", "m1:1", "m1:1"]);
+        assert!(events.iter().any(|e| matches!(e, AgentEvent::Thinking { item_id, .. } if item_id == "m1:0")));
+    }
+
+    #[test]
+    fn error_results_carry_a_readable_message() {
+        let mut parser = Parser::default();
+        let line = json!({"type":"result","subtype":"error_during_execution","is_error":true,"api_error_status":400,"errors":["[ede_diagnostic] x","bad request"]});
+        match parser.parse(&line) {
+            Parsed::Finished(f) => {
+                assert_eq!(f.status, FinishStatus::Failed);
+                assert_eq!(f.error.as_deref(), Some("bad request"));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn answers_are_sent_back_inside_the_updated_input() {
+        let input = json!({"questions":[{"question":"Which color?"}]});
+        let mut answers = Map::new();
+        answers.insert("Which color?".into(), "Blue".into());
+        let response = permission_response("r1", &input, &Reply::Answers(answers));
+        assert_eq!(response["response"]["response"]["updatedInput"]["answers"]["Which color?"], "Blue");
+        assert_eq!(response["response"]["request_id"], "r1");
+        let deny = permission_response("r2", &input, &Reply::Deny("no".into()));
+        assert_eq!(deny["response"]["response"]["behavior"], "deny");
+    }
+}

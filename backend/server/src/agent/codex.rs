@@ -1,0 +1,569 @@
+//! Codex (`codex app-server`) over JSON-RPC on stdio: `initialize` → `thread/start` or
+//! `thread/resume` → `turn/start`; approvals and questions are server requests answered by
+//! the server; `turn/interrupt` stops.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use serde_json::{Map, Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio::process::ChildStdin;
+use tokio::sync::{mpsc, oneshot};
+
+use super::claude::exit_message;
+use super::process::{self, Line, Spawned};
+use super::{
+    AgentEvent, AgentProvider, ApprovalPolicy, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply,
+    TurnRequest, Usage,
+};
+use crate::error::Result;
+
+/// After `turn/completed`, how long the app-server gets to exit once stdin closes.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// The Codex CLI.
+#[derive(Clone, Debug)]
+pub struct Codex {
+    pub bin: PathBuf,
+    /// A turn whose CLI prints nothing for this long after starting fails.
+    pub start_timeout: Duration,
+}
+
+impl AgentProvider for Codex {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Codex
+    }
+
+    fn start(&self, request: TurnRequest) -> Result<ProviderTurn> {
+        let args: Vec<String> = ["-c", "features.default_mode_request_user_input=true", "app-server"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        let spawned = process::spawn(&self.bin, &args, &request.cwd, &request.env)?;
+        let (events_tx, events) = mpsc::channel(256);
+        let (control, control_rx) = mpsc::channel(8);
+        let driver = tokio::spawn(drive(spawned, request, events_tx, control_rx, self.start_timeout));
+        Ok(ProviderTurn { events, control, driver })
+    }
+}
+
+/// Our request ids.
+const ID_INITIALIZE: i64 = 1;
+const ID_THREAD: i64 = 2;
+const ID_TURN: i64 = 3;
+const ID_INTERRUPT: i64 = 4;
+
+/// The `thread/start` (or `thread/resume`) request for a turn.
+pub fn thread_request(request: &TurnRequest) -> Value {
+    let approval = match request.approval {
+        ApprovalPolicy::Full => "never",
+        ApprovalPolicy::Ask => "untrusted",
+    };
+    let mut params = json!({
+        "cwd": request.cwd.display().to_string(),
+        "approvalPolicy": approval,
+        "sandbox": "danger-full-access",
+        "developerInstructions": request.system_prompt,
+    });
+    if let Some(model) = &request.model {
+        params["model"] = model.clone().into();
+    }
+    match &request.resume {
+        Some(thread) => {
+            params["threadId"] = thread.clone().into();
+            json!({ "id": ID_THREAD, "method": "thread/resume", "params": params })
+        }
+        None => json!({ "id": ID_THREAD, "method": "thread/start", "params": params }),
+    }
+}
+
+/// What one stdout message means.
+#[derive(Debug)]
+pub enum Parsed {
+    Events(Vec<AgentEvent>),
+    /// The thread is ready: start the turn on it.
+    ThreadReady(String),
+    /// `turn/start` answered with the turn id.
+    TurnStarted(String),
+    /// A server request that needs a decision.
+    Request { id: Value, ask: Ask, questions_by_text: HashMap<String, String> },
+    /// A server request we do not handle.
+    Unhandled { id: Value },
+    Finished(Finish),
+}
+
+/// Turns app-server messages into [`AgentEvent`]s. Pure: no I/O.
+#[derive(Debug, Default)]
+pub struct Parser {
+    thread: Option<String>,
+    usage: Option<Usage>,
+    /// Command output streamed so far per item, so the final output is not sent twice.
+    streamed: HashMap<String, bool>,
+}
+
+impl Parser {
+    /// Interprets one message from the app-server.
+    pub fn parse(&mut self, msg: &Value) -> Parsed {
+        let method = msg.get("method").and_then(Value::as_str);
+        let id = msg.get("id").cloned();
+        match (method, id) {
+            (Some(method), Some(id)) => self.server_request(method, id, msg.get("params").unwrap_or(&Value::Null)),
+            (None, Some(id)) => self.response(&id, msg),
+            (Some(method), None) => self.notification(method, msg.get("params").unwrap_or(&Value::Null)),
+            (None, None) => Parsed::Events(Vec::new()),
+        }
+    }
+
+    fn response(&mut self, id: &Value, msg: &Value) -> Parsed {
+        if let Some(error) = msg.get("error") {
+            let message = error.get("message").and_then(Value::as_str).unwrap_or("request failed");
+            return match id.as_i64() {
+                Some(ID_INTERRUPT) => Parsed::Events(Vec::new()),
+                Some(ID_THREAD) => Parsed::Finished(Finish::failed(format!("Codex could not open the conversation: {message}"))),
+                _ => Parsed::Finished(Finish::failed(format!("Codex refused the request: {message}"))),
+            };
+        }
+        let result = msg.get("result").unwrap_or(&Value::Null);
+        match id.as_i64() {
+            Some(ID_THREAD) => {
+                let thread = result.pointer("/thread/id").and_then(Value::as_str).unwrap_or_default().to_owned();
+                self.thread = Some(thread.clone());
+                Parsed::ThreadReady(thread)
+            }
+            Some(ID_TURN) => {
+                Parsed::TurnStarted(result.pointer("/turn/id").and_then(Value::as_str).unwrap_or_default().to_owned())
+            }
+            _ => Parsed::Events(Vec::new()),
+        }
+    }
+
+    fn notification(&mut self, method: &str, p: &Value) -> Parsed {
+        let s = |path: &str| p.pointer(path).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let mut events = Vec::new();
+        match method {
+            "item/agentMessage/delta" => events.push(AgentEvent::Text { item_id: s("/itemId"), delta: s("/delta") }),
+            "item/reasoning/summaryTextDelta" | "item/reasoning/textDelta" => {
+                events.push(AgentEvent::Thinking { item_id: s("/itemId"), delta: s("/delta") });
+            }
+            "item/commandExecution/outputDelta" => {
+                let item = s("/itemId");
+                self.streamed.insert(item.clone(), true);
+                events.push(AgentEvent::ToolOutput { id: item, text: s("/delta"), append: true, exit_code: None });
+            }
+            "item/started" => item_started(p.get("item").unwrap_or(&Value::Null), &mut events),
+            "item/completed" => self.item_completed(p.get("item").unwrap_or(&Value::Null), &mut events),
+            "thread/tokenUsage/updated" => {
+                if let Some(total) = p.pointer("/tokenUsage/total") {
+                    let n = |k: &str| total.get(k).and_then(Value::as_i64).unwrap_or(0);
+                    let usage = Usage {
+                        input_tokens: n("inputTokens"),
+                        output_tokens: n("outputTokens"),
+                        cache_read_tokens: n("cachedInputTokens"),
+                        cache_write_tokens: n("cacheWriteInputTokens"),
+                    };
+                    self.usage = Some(usage.clone());
+                    events.push(AgentEvent::Usage(usage));
+                }
+            }
+            "error" => {
+                let will_retry = p.get("willRetry").and_then(Value::as_bool).unwrap_or(false);
+                let message = p.pointer("/error/message").and_then(Value::as_str).unwrap_or("Codex reported an error.");
+                if will_retry {
+                    events.push(AgentEvent::Warning(message.to_owned()));
+                } else {
+                    return Parsed::Finished(Finish::failed(message.to_owned()).with_usage(self.usage.clone(), self.thread.clone()));
+                }
+            }
+            "turn/completed" => {
+                let turn = p.get("turn").unwrap_or(&Value::Null);
+                let (status, error) = match turn.get("status").and_then(Value::as_str) {
+                    Some("completed") => (FinishStatus::Completed, None),
+                    Some("interrupted") => (FinishStatus::Interrupted, None),
+                    _ => (
+                        FinishStatus::Failed,
+                        Some(
+                            turn.pointer("/error/message")
+                                .and_then(Value::as_str)
+                                .unwrap_or("The Codex turn failed.")
+                                .to_owned(),
+                        ),
+                    ),
+                };
+                return Parsed::Finished(Finish {
+                    status,
+                    error,
+                    usage: self.usage.clone(),
+                    cost_usd: None,
+                    session_id: self.thread.clone(),
+                });
+            }
+            _ => {}
+        }
+        Parsed::Events(events)
+    }
+
+    fn item_completed(&mut self, item: &Value, events: &mut Vec<AgentEvent>) {
+        let s = |k: &str| item.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let id = s("id");
+        match s("type").as_str() {
+            "agentMessage" => events.push(AgentEvent::TextFinal { item_id: id, text: s("text") }),
+            "commandExecution" => {
+                let exit_code = item.get("exitCode").and_then(Value::as_i64);
+                let failed = s("status") == "failed" || exit_code.is_some_and(|c| c != 0);
+                let output = item.get("aggregatedOutput").and_then(Value::as_str);
+                if let Some(output) = output {
+                    events.push(AgentEvent::ToolOutput { id: id.clone(), text: output.to_owned(), append: false, exit_code });
+                } else if !self.streamed.contains_key(&id) && exit_code.is_some() {
+                    events.push(AgentEvent::ToolOutput { id: id.clone(), text: String::new(), append: false, exit_code });
+                }
+                events.push(AgentEvent::ToolEnd { id, is_error: failed });
+            }
+            "fileChange" => {
+                let summary = file_change_summary(item);
+                events.push(AgentEvent::ToolOutput { id: id.clone(), text: summary, append: false, exit_code: None });
+                events.push(AgentEvent::ToolEnd { id, is_error: s("status") == "failed" || s("status") == "declined" });
+            }
+            "mcpToolCall" | "webSearch" | "dynamicToolCall" | "imageView" => {
+                events.push(AgentEvent::ToolEnd { id, is_error: s("status") == "failed" });
+            }
+            _ => {}
+        }
+    }
+
+    fn server_request(&mut self, method: &str, id: Value, p: &Value) -> Parsed {
+        match method {
+            "item/commandExecution/requestApproval" => {
+                let command = p.get("command").and_then(Value::as_str).unwrap_or_default();
+                let reason = p.get("reason").and_then(Value::as_str).map(str::to_owned);
+                Parsed::Request {
+                    id,
+                    ask: Ask::Approval { tool: "Bash".into(), input: json!({ "command": command }), reason },
+                    questions_by_text: HashMap::new(),
+                }
+            }
+            "item/fileChange/requestApproval" => {
+                let reason = p.get("reason").and_then(Value::as_str).map(str::to_owned);
+                Parsed::Request {
+                    id,
+                    ask: Ask::Approval { tool: "Edit".into(), input: json!({ "item": p.get("itemId") }), reason },
+                    questions_by_text: HashMap::new(),
+                }
+            }
+            "item/tool/requestUserInput" => {
+                let mut by_text = HashMap::new();
+                let questions: Vec<Value> = p
+                    .get("questions")
+                    .and_then(Value::as_array)
+                    .map(|qs| {
+                        qs.iter()
+                            .map(|q| {
+                                let text = q.get("question").and_then(Value::as_str).unwrap_or_default().to_owned();
+                                let qid = q.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
+                                by_text.insert(text.clone(), qid.clone());
+                                json!({
+                                    "id": qid,
+                                    "question": text,
+                                    "header": q.get("header").cloned().unwrap_or(Value::Null),
+                                    "options": q.get("options").cloned().unwrap_or(json!([])),
+                                    "multiSelect": false,
+                                })
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Parsed::Request { id, ask: Ask::Question { questions }, questions_by_text: by_text }
+            }
+            _ => Parsed::Unhandled { id },
+        }
+    }
+}
+
+impl Finish {
+    fn with_usage(mut self, usage: Option<Usage>, session: Option<String>) -> Self {
+        self.usage = usage;
+        self.session_id = session;
+        self
+    }
+}
+
+fn item_started(item: &Value, events: &mut Vec<AgentEvent>) {
+    let s = |k: &str| item.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let id = s("id");
+    let start = |name: &str, input: String| AgentEvent::ToolStart { id: id.clone(), name: name.to_owned(), input };
+    match s("type").as_str() {
+        "commandExecution" => {
+            let command = item
+                .pointer("/commandActions/0/command")
+                .and_then(Value::as_str)
+                .map_or_else(|| s("command"), str::to_owned);
+            events.push(start("Bash", super::summarize_input("Bash", &json!({ "command": command }))));
+        }
+        "fileChange" => {
+            let paths: Vec<String> = item
+                .get("changes")
+                .and_then(Value::as_array)
+                .map(|c| c.iter().filter_map(|c| c.get("path").and_then(Value::as_str)).map(str::to_owned).collect())
+                .unwrap_or_default();
+            events.push(start("Edit", paths.join(", ")));
+        }
+        "mcpToolCall" => events.push(start(&format!("{}:{}", s("server"), s("tool")), String::new())),
+        "webSearch" => events.push(start("WebSearch", s("query"))),
+        "imageView" => events.push(start("ViewImage", s("path"))),
+        _ => {}
+    }
+}
+
+fn file_change_summary(item: &Value) -> String {
+    item.get("changes")
+        .and_then(Value::as_array)
+        .map(|changes| {
+            changes
+                .iter()
+                .map(|c| {
+                    let kind = c.pointer("/kind/type").and_then(Value::as_str).unwrap_or("update");
+                    let path = c.get("path").and_then(Value::as_str).unwrap_or_default();
+                    format!("{kind} {path}")
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+/// The JSON-RPC result for a decision on a server request.
+pub fn reply_result(ask_is_question: bool, reply: &Reply, questions_by_text: &HashMap<String, String>) -> Value {
+    if ask_is_question {
+        let mut answers = Map::new();
+        if let Reply::Answers(given) = reply {
+            for (question, answer) in given {
+                let id = questions_by_text.get(question).cloned().unwrap_or_else(|| question.clone());
+                let list: Vec<Value> = match answer {
+                    Value::Array(items) => items.clone(),
+                    other => vec![Value::String(other.as_str().map_or_else(|| other.to_string(), str::to_owned))],
+                };
+                answers.insert(id, json!({ "answers": list }));
+            }
+        }
+        return json!({ "answers": answers });
+    }
+    let decision = match reply {
+        Reply::Allow | Reply::Answers(_) => "accept",
+        Reply::AllowAlways => "acceptForSession",
+        Reply::Deny(_) => "decline",
+    };
+    json!({ "decision": decision })
+}
+
+async fn write_line(stdin: &mut ChildStdin, value: &Value) -> std::io::Result<()> {
+    let mut line = value.to_string();
+    line.push('\n');
+    stdin.write_all(line.as_bytes()).await?;
+    stdin.flush().await
+}
+
+type PendingReply = std::pin::Pin<Box<dyn std::future::Future<Output = (Value, Value)> + Send>>;
+
+async fn drive(
+    spawned: Spawned,
+    request: TurnRequest,
+    events: mpsc::Sender<AgentEvent>,
+    mut control: mpsc::Receiver<Control>,
+    start_timeout: Duration,
+) {
+    let Spawned { mut process, mut stdin, mut lines, stderr } = spawned;
+    let mut parser = Parser::default();
+    let mut replies: FuturesUnordered<PendingReply> = FuturesUnordered::new();
+    let initialize = json!({ "id": ID_INITIALIZE, "method": "initialize",
+        "params": { "clientInfo": { "name": "mobius", "version": env!("CARGO_PKG_VERSION") } } });
+    let mut stdin_ok = write_line(&mut stdin, &initialize).await.is_ok()
+        && write_line(&mut stdin, &json!({ "method": "initialized" })).await.is_ok()
+        && write_line(&mut stdin, &thread_request(&request)).await.is_ok();
+    let mut thread: Option<String> = None;
+    let mut turn: Option<String> = None;
+    let mut interrupt_wanted = false;
+    let mut heard = false;
+    let start_deadline = tokio::time::sleep(start_timeout);
+    tokio::pin!(start_deadline);
+
+    let finish = loop {
+        tokio::select! {
+            line = lines.recv() => match line {
+                None => {
+                    let status = process.wait_timeout(Duration::from_secs(1)).await;
+                    break Finish::failed(exit_message("Codex", status, &stderr.text()));
+                }
+                Some(Line::Oversized(n)) => {
+                    let _ = events.send(AgentEvent::Warning(format!("skipped a {n}-byte line from Codex"))).await;
+                }
+                Some(Line::Text(text)) => {
+                    heard = true;
+                    let Ok(value) = serde_json::from_str::<Value>(&text) else {
+                        let _ = events.send(AgentEvent::Warning("ignored a malformed line from Codex".into())).await;
+                        continue;
+                    };
+                    match parser.parse(&value) {
+                        Parsed::Events(list) => {
+                            for event in list {
+                                let _ = events.send(event).await;
+                            }
+                        }
+                        Parsed::ThreadReady(id) => {
+                            let _ = events.send(AgentEvent::Session(id.clone())).await;
+                            let start = json!({ "id": ID_TURN, "method": "turn/start", "params": {
+                                "threadId": id, "input": [{ "type": "text", "text": request.prompt }] } });
+                            stdin_ok = stdin_ok && write_line(&mut stdin, &start).await.is_ok();
+                            thread = Some(id);
+                        }
+                        Parsed::TurnStarted(id) => {
+                            turn = Some(id);
+                            if interrupt_wanted {
+                                stdin_ok = stdin_ok && write_line(&mut stdin, &interrupt(&thread, &turn)).await.is_ok();
+                            }
+                        }
+                        Parsed::Request { id, ask, questions_by_text } => {
+                            let is_question = matches!(ask, Ask::Question { .. });
+                            let (tx, rx) = oneshot::channel();
+                            let _ = events.send(AgentEvent::Ask { ask, reply: tx }).await;
+                            replies.push(Box::pin(async move {
+                                let reply = rx.await.unwrap_or_else(|_| Reply::Deny("Stopped by the owner.".into()));
+                                (id, reply_result(is_question, &reply, &questions_by_text))
+                            }));
+                        }
+                        Parsed::Unhandled { id } => {
+                            let error = json!({ "id": id, "error": { "code": -32601, "message": "not supported by this host" } });
+                            stdin_ok = stdin_ok && write_line(&mut stdin, &error).await.is_ok();
+                        }
+                        Parsed::Finished(finish) => break finish,
+                    }
+                }
+            },
+            Some((id, result)) = replies.next(), if !replies.is_empty() => {
+                stdin_ok = stdin_ok && write_line(&mut stdin, &json!({ "id": id, "result": result })).await.is_ok();
+            }
+            command = control.recv() => match command {
+                Some(Control::Interrupt) => {
+                    interrupt_wanted = true;
+                    if turn.is_some() {
+                        stdin_ok = stdin_ok && write_line(&mut stdin, &interrupt(&thread, &turn)).await.is_ok();
+                    }
+                }
+                None => break Finish { status: FinishStatus::Interrupted, error: None, usage: None, cost_usd: None, session_id: thread.clone() },
+            },
+            () = &mut start_deadline, if !heard => {
+                break Finish::failed(format!("Codex did not respond within {} s.", start_timeout.as_secs()));
+            }
+        }
+    };
+    let _ = stdin_ok;
+    let _ = events.send(AgentEvent::Finished(finish)).await;
+    drop(stdin);
+    let _ = process.wait_timeout(EXIT_GRACE).await;
+    process.terminate().await;
+}
+
+fn interrupt(thread: &Option<String>, turn: &Option<String>) -> Value {
+    json!({ "id": ID_INTERRUPT, "method": "turn/interrupt", "params": { "threadId": thread, "turnId": turn } })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<Value> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/codex-app-server-sample.jsonl");
+        std::fs::read_to_string(path)
+            .expect("fixture")
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("json"))
+            .filter(|v| v["dir"] == "out")
+            .map(|v| v["msg"].clone())
+            .collect()
+    }
+
+    #[test]
+    fn the_recorded_session_yields_thread_text_tools_approvals_and_three_turn_ends() {
+        let mut parser = Parser::default();
+        let (mut texts, mut tools, mut approvals, mut finishes, mut threads) = (Vec::new(), Vec::new(), 0, Vec::new(), 0);
+        for msg in sample() {
+            match parser.parse(&msg) {
+                Parsed::Events(list) => {
+                    for e in list {
+                        match e {
+                            AgentEvent::TextFinal { text, .. } => texts.push(text),
+                            AgentEvent::ToolStart { name, .. } => tools.push(name),
+                            _ => {}
+                        }
+                    }
+                }
+                Parsed::ThreadReady(id) => {
+                    assert!(!id.is_empty());
+                    threads += 1;
+                }
+                Parsed::Request { ask: Ask::Approval { .. }, .. } => approvals += 1,
+                Parsed::Finished(f) => finishes.push(f.status),
+                _ => {}
+            }
+        }
+        assert_eq!(threads, 1);
+        assert_eq!(tools, vec!["Edit", "Bash"]);
+        assert_eq!(approvals, 2);
+        assert!(texts.contains(&"Creating hello.txt.".to_owned()) && texts.contains(&"done".to_owned()));
+        assert_eq!(finishes, vec![FinishStatus::Completed, FinishStatus::Interrupted, FinishStatus::Completed]);
+    }
+
+    #[test]
+    fn questions_round_trip_through_their_ids() {
+        let mut parser = Parser::default();
+        let msg = json!({"id": 7, "method": "item/tool/requestUserInput", "params": {"questions": [
+            {"id": "color", "header": "Color", "question": "Which color?", "options": [{"label": "Blue", "description": ""}]}
+        ], "isBlocking": true, "itemId": "i", "threadId": "t", "turnId": "u"}});
+        let Parsed::Request { id, ask: Ask::Question { questions }, questions_by_text } = parser.parse(&msg) else {
+            panic!("expected a question");
+        };
+        assert_eq!(id, json!(7));
+        assert_eq!(questions[0]["question"], "Which color?");
+        let mut answers = Map::new();
+        answers.insert("Which color?".into(), "Blue".into());
+        let result = reply_result(true, &Reply::Answers(answers), &questions_by_text);
+        assert_eq!(result, json!({"answers": {"color": {"answers": ["Blue"]}}}));
+        assert_eq!(reply_result(false, &Reply::Deny("no".into()), &HashMap::new()), json!({"decision": "decline"}));
+    }
+
+    #[test]
+    fn failures_and_retries_are_told_apart() {
+        let mut parser = Parser::default();
+        let retry = json!({"method": "error", "params": {"error": {"message": "Reconnecting 1/5"}, "willRetry": true}});
+        assert!(matches!(parser.parse(&retry), Parsed::Events(e) if matches!(e[0], AgentEvent::Warning(_))));
+        let fatal = json!({"method": "error", "params": {"error": {"message": "quota exceeded"}, "willRetry": false}});
+        assert!(matches!(parser.parse(&fatal), Parsed::Finished(Finish { status: FinishStatus::Failed, .. })));
+        let failed_turn = json!({"method": "turn/completed", "params": {"turn": {"status": "failed", "error": {"message": "boom"}}}});
+        match parser.parse(&failed_turn) {
+            Parsed::Finished(f) => assert_eq!(f.error.as_deref(), Some("boom")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn resume_uses_thread_resume_and_full_access_never_asks() {
+        let request = TurnRequest {
+            prompt: "hi".into(),
+            system_prompt: "be good".into(),
+            resume: Some("thr-1".into()),
+            model: None,
+            cwd: "/data".into(),
+            env: vec![],
+            approval: ApprovalPolicy::Full,
+        };
+        let r = thread_request(&request);
+        assert_eq!(r["method"], "thread/resume");
+        assert_eq!(r["params"]["threadId"], "thr-1");
+        assert_eq!(r["params"]["approvalPolicy"], "never");
+        let ask = TurnRequest { resume: None, approval: ApprovalPolicy::Ask, ..request };
+        let r = thread_request(&ask);
+        assert_eq!(r["method"], "thread/start");
+        assert_eq!(r["params"]["approvalPolicy"], "untrusted");
+    }
+}

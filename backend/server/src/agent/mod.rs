@@ -1,0 +1,252 @@
+//! The agent runtime: one seam ([`AgentProvider`]) over the real `claude` and `codex` CLIs,
+//! their normalised events ([`AgentEvent`]), and the turn runner that folds those events into
+//! the live message and the chat journal.
+//!
+//! Provider wire formats live only in `claude.rs` and `codex.rs`; everything else speaks
+//! [`AgentEvent`].
+
+pub mod claude;
+pub mod codex;
+pub mod live;
+pub mod process;
+pub mod prompt;
+pub mod registry;
+pub mod turn;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::error::Result;
+
+/// Which CLI runs a chat.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    Claude,
+    Codex,
+}
+
+impl ProviderKind {
+    /// Every provider, in display order.
+    pub const ALL: [ProviderKind; 2] = [ProviderKind::Claude, ProviderKind::Codex];
+
+    /// The lowercase id used in the API and the database.
+    pub fn id(self) -> &'static str {
+        match self {
+            ProviderKind::Claude => "claude",
+            ProviderKind::Codex => "codex",
+        }
+    }
+
+    /// Human name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProviderKind::Claude => "Claude Code",
+            ProviderKind::Codex => "Codex",
+        }
+    }
+
+    /// Parses an id.
+    pub fn parse(id: &str) -> Option<Self> {
+        match id {
+            "claude" => Some(ProviderKind::Claude),
+            "codex" => Some(ProviderKind::Codex),
+            _ => None,
+        }
+    }
+}
+
+/// How permission requests from the agent are answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ApprovalPolicy {
+    /// Allow everything (the owner trusts their agent).
+    #[default]
+    Full,
+    /// Each request becomes a card the owner answers.
+    Ask,
+}
+
+impl ApprovalPolicy {
+    /// Parses the stored value.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "full" => Some(Self::Full),
+            "ask" => Some(Self::Ask),
+            _ => None,
+        }
+    }
+
+    /// The stored value.
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::Full => "full",
+            Self::Ask => "ask",
+        }
+    }
+}
+
+/// Everything a provider needs to run one turn.
+#[derive(Clone, Debug)]
+pub struct TurnRequest {
+    /// The user's words for this turn (several queued messages are joined).
+    pub prompt: String,
+    /// Composed system prompt (the agent's constitution + skills index).
+    pub system_prompt: String,
+    /// Provider session/thread to continue, if any.
+    pub resume: Option<String>,
+    pub model: Option<String>,
+    pub cwd: PathBuf,
+    /// The complete environment of the process (nothing else is inherited).
+    pub env: Vec<(String, String)>,
+    pub approval: ApprovalPolicy,
+}
+
+/// Token counts of a turn.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Usage {
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+}
+
+/// How a provider turn ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FinishStatus {
+    Completed,
+    Failed,
+    Interrupted,
+}
+
+/// The terminal event of a provider turn.
+#[derive(Clone, Debug)]
+pub struct Finish {
+    pub status: FinishStatus,
+    pub error: Option<String>,
+    pub usage: Option<Usage>,
+    pub cost_usd: Option<f64>,
+    pub session_id: Option<String>,
+}
+
+impl Finish {
+    /// A failure with a message for the owner.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self { status: FinishStatus::Failed, error: Some(message.into()), usage: None, cost_usd: None, session_id: None }
+    }
+}
+
+/// Something the agent needs the owner (or the approval policy) to decide.
+#[derive(Debug)]
+pub enum Ask {
+    /// Clarifying questions: `[{question, header, options: [{label, description}], multiSelect, id?}]`.
+    Question { questions: Vec<Value> },
+    /// Permission to use a tool.
+    Approval { tool: String, input: Value, reason: Option<String> },
+}
+
+/// The decision sent back to the provider.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// Answers keyed by question text: `{"Which color?": "Blue"}` (multi-select: a list).
+    Answers(Map<String, Value>),
+    Allow,
+    /// Allow, and the same tool again without asking for the rest of the chat.
+    AllowAlways,
+    Deny(String),
+}
+
+/// A normalised provider event.
+#[derive(Debug)]
+pub enum AgentEvent {
+    /// The provider's session/thread id (for resuming later turns).
+    Session(String),
+    /// A piece of assistant text for item `item_id`.
+    Text { item_id: String, delta: String },
+    /// The authoritative full text of an item (repairs dropped deltas).
+    TextFinal { item_id: String, text: String },
+    /// A piece of reasoning text.
+    Thinking { item_id: String, delta: String },
+    /// A tool call began; `input` is a short human summary.
+    ToolStart { id: String, name: String, input: String },
+    /// Tool output: the whole output, or a piece to append.
+    ToolOutput { id: String, text: String, append: bool, exit_code: Option<i64> },
+    /// A tool call ended.
+    ToolEnd { id: String, is_error: bool },
+    /// A decision is needed; answer through `reply` (dropping it denies).
+    Ask { ask: Ask, reply: oneshot::Sender<Reply> },
+    /// Running token usage.
+    Usage(Usage),
+    /// A non-fatal problem worth showing in the logs.
+    Warning(String),
+    /// The turn is over.
+    Finished(Finish),
+}
+
+/// Instructions from the turn to a running provider.
+#[derive(Debug)]
+pub enum Control {
+    /// Stop the current turn (Claude control `interrupt`, Codex `turn/interrupt`).
+    Interrupt,
+}
+
+/// A started provider turn: its events, a control channel, and the driver task (dropping
+/// the turn aborts the driver, which kills the process group).
+pub struct ProviderTurn {
+    pub events: mpsc::Receiver<AgentEvent>,
+    pub control: mpsc::Sender<Control>,
+    pub driver: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for ProviderTurn {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
+}
+
+/// The seam over the agent CLIs.
+pub trait AgentProvider: Send + Sync {
+    /// Which CLI this is.
+    fn kind(&self) -> ProviderKind;
+    /// Spawns the CLI and starts the turn; events arrive on the returned channel.
+    fn start(&self, request: TurnRequest) -> Result<ProviderTurn>;
+}
+
+/// Short, single-line summary of a tool input for the tool block header.
+pub fn summarize_input(tool: &str, input: &Value) -> String {
+    let pick = |keys: &[&str]| keys.iter().find_map(|k| input.get(*k).and_then(Value::as_str)).map(str::to_owned);
+    let text = match tool {
+        "Bash" => pick(&["command"]),
+        "Write" | "Edit" | "MultiEdit" | "Read" | "NotebookEdit" => pick(&["file_path", "path", "notebook_path"]),
+        "Glob" | "Grep" => pick(&["pattern"]),
+        "WebFetch" => pick(&["url"]),
+        "WebSearch" => pick(&["query"]),
+        "Task" | "Agent" => pick(&["description", "prompt"]),
+        _ => None,
+    };
+    let text = text.unwrap_or_else(|| match input {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    });
+    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() > 200 { format!("{}…", one_line.chars().take(199).collect::<String>()) } else { one_line }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn input_summaries_pick_the_meaningful_field_and_stay_short() {
+        assert_eq!(summarize_input("Bash", &json!({"command": "ls  -la\n/data"})), "ls -la /data");
+        assert_eq!(summarize_input("Write", &json!({"file_path": "/data/a.txt", "content": "x"})), "/data/a.txt");
+        let long = summarize_input("Other", &json!({"blob": "y".repeat(500)}));
+        assert!(long.chars().count() <= 200 && long.ends_with('…'));
+    }
+}

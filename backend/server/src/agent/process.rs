@@ -1,0 +1,258 @@
+//! Agent CLI subprocesses: own process group, whitelisted environment, capped stdout lines,
+//! a bounded stderr tail, and the whole group killed when the handle is dropped.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::mpsc;
+
+use crate::error::{Error, Result};
+
+/// Longest stdout line accepted from a CLI; longer lines are skipped and reported.
+pub const MAX_LINE_BYTES: usize = 10 * 1024 * 1024;
+/// stderr lines kept for error messages.
+const STDERR_TAIL_LINES: usize = 50;
+/// Longest stderr line kept.
+const MAX_STDERR_LINE_CHARS: usize = 1000;
+/// Between SIGTERM and SIGKILL of the group.
+pub const KILL_GRACE: Duration = Duration::from_millis(250);
+
+/// One line of a CLI's stdout.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line {
+    /// A complete line (without the newline).
+    Text(String),
+    /// A line longer than [`MAX_LINE_BYTES`] was skipped; its length so far.
+    Oversized(usize),
+}
+
+/// The last lines a process wrote to stderr.
+#[derive(Clone, Debug, Default)]
+pub struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+
+impl StderrTail {
+    /// The kept lines, oldest first, joined with newlines.
+    pub fn text(&self) -> String {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect::<Vec<_>>().join("\n")
+    }
+
+    fn push(&self, line: String) {
+        let mut lines = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if lines.len() == STDERR_TAIL_LINES {
+            lines.pop_front();
+        }
+        lines.push_back(line.chars().take(MAX_STDERR_LINE_CHARS).collect());
+    }
+}
+
+/// A running CLI. Dropping it terminates the whole process group.
+#[derive(Debug)]
+pub struct AgentProcess {
+    child: Child,
+    pgid: Option<i32>,
+}
+
+/// What [`spawn`] hands back.
+#[derive(Debug)]
+pub struct Spawned {
+    pub process: AgentProcess,
+    pub stdin: ChildStdin,
+    pub lines: mpsc::Receiver<Line>,
+    pub stderr: StderrTail,
+}
+
+/// Starts `program` with exactly `env` (nothing inherited), in its own process group.
+pub fn spawn(program: &Path, args: &[String], cwd: &Path, env: &[(String, String)]) -> Result<Spawned> {
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = command.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => Error::conflict(
+            "agent_cli_missing",
+            format!("The agent CLI at {} could not be started ({e}). Install it or fix its path.", program.display()),
+        ),
+        _ => Error::Io(e),
+    })?;
+    let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+    let stdin = child.stdin.take().ok_or_else(|| Error::Internal("no stdin pipe".into()))?;
+    let stdout = child.stdout.take().ok_or_else(|| Error::Internal("no stdout pipe".into()))?;
+    let stderr_pipe = child.stderr.take().ok_or_else(|| Error::Internal("no stderr pipe".into()))?;
+    let (tx, lines) = mpsc::channel(256);
+    tokio::spawn(read_lines(stdout, tx));
+    let stderr = StderrTail::default();
+    let tail = stderr.clone();
+    tokio::spawn(async move {
+        let mut reader = BufReader::new(stderr_pipe).lines();
+        while let Ok(Some(line)) = reader.next_line().await {
+            tail.push(line);
+        }
+    });
+    Ok(Spawned { process: AgentProcess { child, pgid }, stdin, lines, stderr })
+}
+
+async fn read_lines(stdout: impl AsyncRead + Unpin, tx: mpsc::Sender<Line>) {
+    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+    let mut buf = Vec::new();
+    loop {
+        match read_capped_line(&mut reader, &mut buf, MAX_LINE_BYTES).await {
+            Ok(None) => return,
+            Ok(Some(line)) => {
+                if tx.send(line).await.is_err() {
+                    return;
+                }
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+/// Reads one `\n`-terminated line of at most `cap` bytes. A longer line is consumed and
+/// reported as [`Line::Oversized`]. `Ok(None)` at end of input.
+pub async fn read_capped_line<R: AsyncBufReadExt + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<Option<Line>> {
+    buf.clear();
+    let mut skipped = 0usize;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            if skipped > 0 {
+                return Ok(Some(Line::Oversized(skipped)));
+            }
+            if buf.is_empty() {
+                return Ok(None);
+            }
+            return Ok(Some(Line::Text(String::from_utf8_lossy(buf).into_owned())));
+        }
+        let (chunk, done) = match available.iter().position(|b| *b == b'\n') {
+            Some(i) => (&available[..i], i + 1),
+            None => (available, available.len()),
+        };
+        let newline = done > chunk.len();
+        if skipped > 0 || buf.len() + chunk.len() > cap {
+            skipped += buf.len() + chunk.len();
+            buf.clear();
+        } else {
+            buf.extend_from_slice(chunk);
+        }
+        reader.consume(done);
+        if newline {
+            if skipped > 0 {
+                return Ok(Some(Line::Oversized(skipped)));
+            }
+            if buf.last() == Some(&b'\r') {
+                buf.pop();
+            }
+            return Ok(Some(Line::Text(String::from_utf8_lossy(buf).into_owned())));
+        }
+    }
+}
+
+impl AgentProcess {
+    /// Waits for the process to exit, at most `timeout`; `None` if it is still running.
+    pub async fn wait_timeout(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        tokio::time::timeout(timeout, self.child.wait()).await.ok().and_then(|r| r.ok())
+    }
+
+    /// Sends `signal` to the whole process group.
+    pub fn signal_group(&self, signal: Signal) {
+        if let Some(pgid) = self.pgid {
+            let _ = killpg(Pid::from_raw(pgid), signal);
+        }
+    }
+
+    /// SIGTERM to the group, then SIGKILL after [`KILL_GRACE`] if anything is left.
+    pub async fn terminate(mut self) {
+        self.signal_group(Signal::SIGTERM);
+        if self.wait_timeout(KILL_GRACE).await.is_none() {
+            self.signal_group(Signal::SIGKILL);
+            let _ = self.wait_timeout(Duration::from_secs(2)).await;
+        }
+        // Children may have outlived the leader: make sure the group is gone.
+        self.signal_group(Signal::SIGKILL);
+        self.pgid = None;
+    }
+}
+
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            let _ = killpg(Pid::from_raw(pgid), Signal::SIGTERM);
+            std::thread::spawn(move || {
+                std::thread::sleep(KILL_GRACE);
+                let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn lines_of(input: &[u8], cap: usize) -> Vec<Line> {
+        let mut reader = BufReader::with_capacity(7, input);
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        while let Some(line) = read_capped_line(&mut reader, &mut buf, cap).await.expect("read") {
+            out.push(line);
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn lines_are_split_and_oversized_ones_skipped_without_losing_the_next() {
+        let input = b"short\r\n0123456789abcdef\nnext\nlast-without-newline";
+        let lines = lines_of(input, 10).await;
+        assert_eq!(
+            lines,
+            vec![Line::Text("short".into()), Line::Oversized(16), Line::Text("next".into()), Line::Oversized(20)]
+        );
+        let ok = lines_of(b"a\nbb\n", 10).await;
+        assert_eq!(ok, vec![Line::Text("a".into()), Line::Text("bb".into())]);
+    }
+
+    #[tokio::test]
+    async fn a_missing_binary_is_a_clear_error() {
+        let err = spawn(Path::new("/nonexistent/claude"), &[], Path::new("/"), &[]).expect_err("missing");
+        assert_eq!(err.code(), "agent_cli_missing");
+    }
+
+    #[tokio::test]
+    async fn dropping_the_process_kills_its_whole_group() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let pidfile = dir.path().join("child.pid");
+        let script = format!("sleep 30 & echo $! > {}; echo started; wait", pidfile.display());
+        let mut spawned = spawn(
+            Path::new("/bin/sh"),
+            &["-c".into(), script],
+            dir.path(),
+            &[("PATH".into(), "/usr/bin:/bin".into())],
+        )
+        .expect("spawn");
+        assert_eq!(spawned.lines.recv().await, Some(Line::Text("started".into())));
+        let child_pid: i32 = std::fs::read_to_string(&pidfile).expect("pid").trim().parse().expect("int");
+        spawned.process.terminate().await;
+        // The grandchild (`sleep`) was in the same group and is gone too.
+        let alive = nix::sys::signal::kill(Pid::from_raw(child_pid), None).is_ok()
+            && !std::fs::read_to_string(format!("/proc/{child_pid}/stat")).is_ok_and(|s| s.contains(") Z "));
+        assert!(!alive, "grandchild {child_pid} survived");
+    }
+}

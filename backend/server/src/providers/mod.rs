@@ -1,0 +1,461 @@
+//! Provider setup: which CLIs are installed, their credentials under `DATA_DIR/cli-auth/`,
+//! connecting (API key, Claude OAuth with PKCE, Codex device code), and the environment a
+//! turn's CLI process gets.
+
+mod oauth;
+mod routes;
+
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tokio::io::AsyncWriteExt;
+
+pub use routes::{default_provider, router};
+
+use crate::agent::claude::Claude;
+use crate::agent::codex::Codex;
+use crate::agent::{AgentProvider, ProviderKind};
+use crate::config::Config;
+use crate::error::{Error, Result};
+
+/// `--version` answers are cached this long.
+const VERSION_CACHE: Duration = Duration::from_secs(300);
+/// Longest wait for a CLI's `--version` or `login`.
+const CLI_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest accepted API key.
+const MAX_API_KEY_CHARS: usize = 512;
+
+/// How a provider is connected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    ApiKey,
+    Oauth,
+    Login,
+}
+
+/// The state of one provider's credentials.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProviderStatus {
+    pub connected: bool,
+    pub method: Option<Method>,
+}
+
+/// Codex device-code login in progress (or finished).
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceLogin {
+    pub status: &'static str,
+    pub url: Option<String>,
+    pub code: Option<String>,
+    pub error: Option<String>,
+}
+
+/// The agent CLIs and their credentials.
+pub struct Providers {
+    claude: Claude,
+    codex: Codex,
+    data_dir: PathBuf,
+    api_url: String,
+    claude_base_url: Option<String>,
+    pub(crate) oauth: oauth::ClaudeOAuth,
+    device: Arc<Mutex<Option<DeviceLogin>>>,
+    versions: Mutex<Option<(Instant, [Option<String>; 2])>>,
+}
+
+impl std::fmt::Debug for Providers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Providers(..)")
+    }
+}
+
+impl Providers {
+    /// Providers over `data_dir` (absolute); `api_url` is how agents reach this server.
+    pub fn new(config: &Config, data_dir: &Path, api_url: String) -> Self {
+        Self {
+            claude: Claude { bin: config.claude_bin.clone(), start_timeout: config.agent_start_timeout },
+            codex: Codex { bin: config.codex_bin.clone(), start_timeout: config.agent_start_timeout },
+            data_dir: data_dir.to_path_buf(),
+            api_url,
+            claude_base_url: config.claude_base_url.clone(),
+            oauth: oauth::ClaudeOAuth::new(config),
+            device: Arc::new(Mutex::new(None)),
+            versions: Mutex::new(None),
+        }
+    }
+
+    /// The provider implementation for `kind`.
+    pub fn provider(&self, kind: ProviderKind) -> &dyn AgentProvider {
+        match kind {
+            ProviderKind::Claude => &self.claude,
+            ProviderKind::Codex => &self.codex,
+        }
+    }
+
+    fn bin(&self, kind: ProviderKind) -> &Path {
+        match kind {
+            ProviderKind::Claude => &self.claude.bin,
+            ProviderKind::Codex => &self.codex.bin,
+        }
+    }
+
+    /// `DATA_DIR/cli-auth/<provider>` (created 0700).
+    pub fn auth_dir(&self, kind: ProviderKind) -> Result<PathBuf> {
+        let dir = self.data_dir.join("cli-auth").join(kind.id());
+        std::fs::create_dir_all(&dir)?;
+        std::fs::set_permissions(self.data_dir.join("cli-auth"), std::fs::Permissions::from_mode(0o700))?;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+        Ok(dir)
+    }
+
+    fn claude_key_file(&self) -> Result<PathBuf> {
+        Ok(self.auth_dir(ProviderKind::Claude)?.join("mobius-api-key"))
+    }
+
+    /// Connection state of `kind` (local files only, no network).
+    pub fn status(&self, kind: ProviderKind) -> ProviderStatus {
+        let dir = self.data_dir.join("cli-auth").join(kind.id());
+        let method = match kind {
+            ProviderKind::Claude => {
+                if dir.join("mobius-api-key").is_file() {
+                    Some(Method::ApiKey)
+                } else if oauth::has_oauth_credentials(&dir) {
+                    Some(Method::Oauth)
+                } else {
+                    None
+                }
+            }
+            ProviderKind::Codex => {
+                if dir.join("auth.json").is_file() {
+                    let text = std::fs::read_to_string(dir.join("auth.json")).unwrap_or_default();
+                    Some(if text.contains("OPENAI_API_KEY\":\"") || text.contains("\"OPENAI_API_KEY\": \"") {
+                        Method::ApiKey
+                    } else {
+                        Method::Login
+                    })
+                } else {
+                    None
+                }
+            }
+        };
+        ProviderStatus { connected: method.is_some(), method }
+    }
+
+    /// Extra environment carrying the credentials of `kind`; 409 when it is not connected.
+    pub fn credentials_env(&self, kind: ProviderKind) -> Result<Vec<(String, String)>> {
+        if !self.status(kind).connected {
+            return Err(Error::conflict(
+                "provider_not_connected",
+                format!("{} is not connected yet. Connect it in Settings → Providers.", kind.name()),
+            ));
+        }
+        let mut env = Vec::new();
+        if kind == ProviderKind::Claude {
+            let key_file = self.claude_key_file()?;
+            if let Ok(key) = std::fs::read_to_string(&key_file) {
+                env.push(("ANTHROPIC_API_KEY".to_owned(), key.trim().to_owned()));
+            }
+        }
+        Ok(env)
+    }
+
+    /// The complete environment of a turn's CLI process (nothing else is inherited).
+    pub fn agent_env(
+        &self,
+        kind: ProviderKind,
+        chat_id: &str,
+        run_id: &str,
+        token: &str,
+        credentials: Vec<(String, String)>,
+    ) -> Result<Vec<(String, String)>> {
+        let scratch = self.data_dir.join("agent-scratch").join(chat_id);
+        let home = self.data_dir.join("agent-home");
+        std::fs::create_dir_all(&scratch)?;
+        std::fs::create_dir_all(&home)?;
+        let mut path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
+        if let Some(dir) = std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_path_buf)) {
+            path = format!("{}:{path}", dir.display());
+        }
+        let s = |p: &Path| p.display().to_string();
+        let mut env = vec![
+            ("PATH".to_owned(), path),
+            ("HOME".to_owned(), s(&home)),
+            ("LANG".to_owned(), "C.UTF-8".to_owned()),
+            ("SHELL".to_owned(), "/bin/bash".to_owned()),
+            ("TMPDIR".to_owned(), s(&scratch)),
+            ("TMP".to_owned(), s(&scratch)),
+            ("TEMP".to_owned(), s(&scratch)),
+            ("CLAUDE_CONFIG_DIR".to_owned(), s(&self.auth_dir(ProviderKind::Claude)?)),
+            ("CODEX_HOME".to_owned(), s(&self.auth_dir(ProviderKind::Codex)?)),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".to_owned(), "1".to_owned()),
+            ("DISABLE_AUTOUPDATER".to_owned(), "1".to_owned()),
+            ("MOBIUS_API_URL".to_owned(), self.api_url.clone()),
+            ("MOBIUS_AGENT_TOKEN".to_owned(), token.to_owned()),
+            ("MOBIUS_CHAT_ID".to_owned(), chat_id.to_owned()),
+            ("MOBIUS_RUN_ID".to_owned(), run_id.to_owned()),
+            ("MOBIUS_DATA_DIR".to_owned(), s(&self.data_dir)),
+            // The names the original product's scripts and skills use.
+            ("API_BASE_URL".to_owned(), self.api_url.clone()),
+            ("AGENT_TOKEN".to_owned(), token.to_owned()),
+            ("CHAT_ID".to_owned(), chat_id.to_owned()),
+        ];
+        for key in ["USER", "LOGNAME", "TZ"] {
+            if let Ok(value) = std::env::var(key) {
+                env.push((key.to_owned(), value));
+            }
+        }
+        if kind == ProviderKind::Claude
+            && let Some(url) = &self.claude_base_url
+        {
+            env.push(("ANTHROPIC_BASE_URL".to_owned(), url.clone()));
+        }
+        env.extend(credentials);
+        Ok(env)
+    }
+
+    /// Installed CLI versions (`None` when missing), cached for a few minutes.
+    pub async fn versions(&self) -> [Option<String>; 2] {
+        if let Some((at, v)) = self.versions.lock().unwrap_or_else(|p| p.into_inner()).clone()
+            && at.elapsed() < VERSION_CACHE
+        {
+            return v;
+        }
+        let (claude, codex) = tokio::join!(self.version(ProviderKind::Claude), self.version(ProviderKind::Codex));
+        let v = [claude, codex];
+        *self.versions.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), v.clone()));
+        v
+    }
+
+    async fn version(&self, kind: ProviderKind) -> Option<String> {
+        let output = tokio::time::timeout(
+            Duration::from_secs(10),
+            tokio::process::Command::new(self.bin(kind))
+                .arg("--version")
+                .env("HOME", self.data_dir.join("agent-home"))
+                .stdin(std::process::Stdio::null())
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .ok()?
+        .ok()?;
+        if !output.status.success() {
+            return None;
+        }
+        let text = String::from_utf8_lossy(&output.stdout);
+        let first = text.lines().next()?.trim();
+        // "2.1.332 (Claude Code)" / "codex-cli 0.171.0" → the version number.
+        first.split_whitespace().find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit())).map(str::to_owned)
+    }
+
+    /// Stores an API key for `kind`.
+    pub async fn set_api_key(&self, kind: ProviderKind, key: &str) -> Result<()> {
+        let key = key.trim();
+        if key.is_empty() || key.chars().count() > MAX_API_KEY_CHARS || key.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(Error::bad_request("invalid_api_key", "Paste the API key exactly as issued (no spaces)."));
+        }
+        match kind {
+            ProviderKind::Claude => {
+                write_private(&self.claude_key_file()?, key.as_bytes())?;
+                Ok(())
+            }
+            ProviderKind::Codex => self.codex_login_with_key(key).await,
+        }
+    }
+
+    async fn codex_login_with_key(&self, key: &str) -> Result<()> {
+        let home = self.auth_dir(ProviderKind::Codex)?;
+        let mut child = tokio::process::Command::new(&self.codex.bin)
+            .args(["login", "--with-api-key"])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .env("CODEX_HOME", &home)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| Error::conflict("agent_cli_missing", format!("The Codex CLI could not be started: {e}")))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(key.as_bytes()).await?;
+            stdin.write_all(b"\n").await?;
+        }
+        let output = tokio::time::timeout(CLI_COMMAND_TIMEOUT, child.wait_with_output())
+            .await
+            .map_err(|_| Error::unavailable("provider_login_timeout", "Codex did not finish logging in."))??;
+        if !output.status.success() || !home.join("auth.json").is_file() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let reason = stderr.lines().last().unwrap_or("no details").to_owned();
+            return Err(Error::bad_request("provider_login_failed", format!("Codex refused the key: {reason}")));
+        }
+        Ok(())
+    }
+
+    /// Forgets the credentials of `kind`.
+    pub fn disconnect(&self, kind: ProviderKind) -> Result<()> {
+        let dir = self.auth_dir(kind)?;
+        let files: &[&str] = match kind {
+            ProviderKind::Claude => &["mobius-api-key", ".credentials.json"],
+            ProviderKind::Codex => &["auth.json"],
+        };
+        for file in files {
+            match std::fs::remove_file(dir.join(file)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts `codex login --device-auth` and returns the URL and code it prints.
+    pub async fn codex_device_login(&self) -> Result<DeviceLogin> {
+        let home = self.auth_dir(ProviderKind::Codex)?;
+        let mut child = tokio::process::Command::new(&self.codex.bin)
+            .args(["login", "--device-auth"])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .env("CODEX_HOME", &home)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| Error::conflict("agent_cli_missing", format!("The Codex CLI could not be started: {e}")))?;
+        let stdout = child.stdout.take().ok_or_else(|| Error::Internal("no stdout".into()))?;
+        let stderr = child.stderr.take().ok_or_else(|| Error::Internal("no stderr".into()))?;
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(64);
+        for pipe in [Box::new(stdout) as Box<dyn tokio::io::AsyncRead + Unpin + Send>, Box::new(stderr)] {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                use tokio::io::AsyncBufReadExt;
+                let mut lines = tokio::io::BufReader::new(pipe).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    if tx.send(line).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let (mut url, mut code) = (None, None);
+        let deadline = tokio::time::sleep(Duration::from_secs(15));
+        tokio::pin!(deadline);
+        while url.is_none() || code.is_none() {
+            tokio::select! {
+                line = rx.recv() => match line {
+                    Some(line) => {
+                        let clean = strip_ansi(&line);
+                        url = url.or_else(|| find_url(&clean));
+                        code = code.or_else(|| find_device_code(&clean));
+                    }
+                    None => break,
+                },
+                () = &mut deadline => break,
+            }
+        }
+        let (Some(url), Some(code)) = (url, code) else {
+            return Err(Error::unavailable("provider_login_failed", "Codex did not print a device code. Is device-code login enabled for your account?"));
+        };
+        let login = DeviceLogin { status: "pending", url: Some(url), code: Some(code), error: None };
+        *self.device.lock().unwrap_or_else(|p| p.into_inner()) = Some(login.clone());
+        let device = self.device.clone();
+        tokio::spawn(async move {
+            // Keep reading so the CLI never blocks on a full pipe.
+            let drain = async { while rx.recv().await.is_some() {} };
+            let (status, ()) = tokio::join!(tokio::time::timeout(Duration::from_secs(15 * 60), child.wait()), drain);
+            let mut guard = device.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(login) = guard.as_mut() {
+                match status {
+                    Ok(Ok(s)) if s.success() && home.join("auth.json").is_file() => login.status = "complete",
+                    Ok(Ok(s)) => {
+                        login.status = "failed";
+                        login.error = Some(format!("codex login exited with {s}"));
+                    }
+                    _ => {
+                        login.status = "failed";
+                        login.error = Some("the device code expired".into());
+                    }
+                }
+            }
+        });
+        Ok(login)
+    }
+
+    /// State of the Codex device login.
+    pub fn codex_device_status(&self) -> DeviceLogin {
+        self.device.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or(DeviceLogin {
+            status: "none",
+            url: None,
+            code: None,
+            error: None,
+        })
+    }
+}
+
+/// Writes a secret file with mode 0600 (atomically: temp file + rename).
+pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let tmp = path.with_extension("tmp");
+    let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for n in chars.by_ref() {
+                    if n.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn find_url(line: &str) -> Option<String> {
+    line.split_whitespace()
+        .find(|w| w.starts_with("https://"))
+        .map(|w| w.trim_end_matches(['.', ',', ')']).to_owned())
+}
+
+/// A device code looks like `ABCD-1234` (letters/digits around a dash).
+fn find_device_code(line: &str) -> Option<String> {
+    line.split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-'))
+        .find(|w| {
+            let parts: Vec<&str> = w.split('-').collect();
+            parts.len() == 2
+                && parts.iter().all(|p| (4..=8).contains(&p.len()) && p.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()))
+        })
+        .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_code_output_is_parsed_through_colours() {
+        let line = "\u{1b}[1mOpen\u{1b}[0m https://auth.openai.com/codex/device and enter \u{1b}[94mABCD-12EF\u{1b}[0m.";
+        let clean = strip_ansi(line);
+        assert_eq!(find_url(&clean).as_deref(), Some("https://auth.openai.com/codex/device"));
+        assert_eq!(find_device_code(&clean).as_deref(), Some("ABCD-12EF"));
+        assert_eq!(find_device_code("no code here, only-words"), None);
+    }
+}

@@ -1,0 +1,148 @@
+//! Provider and settings routes (mounted under `/api`).
+
+use axum::extract::{Path, State};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::agent::ProviderKind;
+use crate::api::ApiJson;
+use crate::app::AppState;
+use crate::auth::Owner;
+use crate::error::{Error, Result};
+use crate::writer::WriteCommand;
+
+/// The provider routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/auth/providers", get(list))
+        .route("/auth/providers/status", get(status))
+        .route("/auth/provider/login", post(claude_login))
+        .route("/auth/provider/code", post(claude_code))
+        .route("/auth/provider/codex/login", post(codex_login))
+        .route("/auth/provider/codex/status", get(codex_status))
+        .route("/providers/{id}/api-key", post(api_key))
+        .route("/providers/{id}", delete(disconnect))
+        .route("/models", get(models))
+        .route("/settings", get(settings).post(update_settings))
+}
+
+fn kind(id: &str) -> Result<ProviderKind> {
+    ProviderKind::parse(id).ok_or_else(|| Error::not_found("unknown_provider", format!("No provider named {id:?}.")))
+}
+
+async fn list(State(state): State<AppState>, _owner: Owner) -> Json<Value> {
+    let versions = state.providers.versions().await;
+    let rows: Vec<Value> = ProviderKind::ALL
+        .iter()
+        .zip(versions)
+        .map(|(k, v)| json!({ "id": k.id(), "name": k.name(), "available": v.is_some(), "version": v }))
+        .collect();
+    Json(Value::Array(rows))
+}
+
+/// The default provider: the owner's choice if connected, else the first connected one.
+pub async fn default_provider(state: &AppState) -> Result<Option<ProviderKind>> {
+    let chosen = crate::db::owner::default_provider(&state.db.read).await?.as_deref().and_then(ProviderKind::parse);
+    if let Some(k) = chosen
+        && state.providers.status(k).connected
+    {
+        return Ok(Some(k));
+    }
+    Ok(ProviderKind::ALL.into_iter().find(|k| state.providers.status(*k).connected).or(chosen))
+}
+
+async fn status(State(state): State<AppState>, _owner: Owner) -> Result<Json<Value>> {
+    let mut providers = serde_json::Map::new();
+    for k in ProviderKind::ALL {
+        providers.insert(k.id().into(), serde_json::to_value(state.providers.status(k)).unwrap_or(Value::Null));
+    }
+    let default = default_provider(&state).await?.map(ProviderKind::id);
+    Ok(Json(json!({ "default_provider": default, "providers": providers })))
+}
+
+#[derive(Deserialize)]
+struct ApiKeyIn {
+    api_key: String,
+}
+
+async fn api_key(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<ApiKeyIn>,
+) -> Result<Json<Value>> {
+    let k = kind(&id)?;
+    state.providers.set_api_key(k, &body.api_key).await?;
+    tracing::info!(provider = k.id(), "provider connected with an API key");
+    Ok(Json(json!({ "ok": true })))
+}
+
+async fn disconnect(State(state): State<AppState>, _owner: Owner, Path(id): Path<String>) -> Result<Json<Value>> {
+    let k = kind(&id)?;
+    state.providers.disconnect(k)?;
+    tracing::info!(provider = k.id(), "provider disconnected");
+    Ok(Json(json!({ "ok": true })))
+}
+
+async fn claude_login(State(state): State<AppState>, _owner: Owner) -> Json<Value> {
+    Json(json!({ "auth_url": state.providers.oauth.start() }))
+}
+
+#[derive(Deserialize)]
+struct CodeIn {
+    code: String,
+}
+
+async fn claude_code(State(state): State<AppState>, _owner: Owner, ApiJson(body): ApiJson<CodeIn>) -> Result<Json<Value>> {
+    let dir = state.providers.auth_dir(ProviderKind::Claude)?;
+    state.providers.oauth.finish(&body.code, &dir).await?;
+    tracing::info!("Claude connected with OAuth");
+    Ok(Json(json!({ "ok": true })))
+}
+
+async fn codex_login(State(state): State<AppState>, _owner: Owner) -> Result<Json<Value>> {
+    let login = state.providers.codex_device_login().await?;
+    Ok(Json(json!({ "url": login.url, "code": login.code })))
+}
+
+async fn codex_status(State(state): State<AppState>, _owner: Owner) -> Json<Value> {
+    let login = state.providers.codex_device_status();
+    Json(json!({ "status": login.status, "error": login.error }))
+}
+
+async fn models(_owner: Owner) -> Json<Value> {
+    Json(json!({ "providers": {
+        "claude": [
+            { "id": null, "label": "Default" },
+            { "id": "opus", "label": "Claude Opus" },
+            { "id": "sonnet", "label": "Claude Sonnet" },
+            { "id": "haiku", "label": "Claude Haiku" },
+        ],
+        "codex": [
+            { "id": null, "label": "Default" },
+            { "id": "gpt-5.5", "label": "GPT-5.5" },
+        ],
+    }}))
+}
+
+async fn settings(State(state): State<AppState>, _owner: Owner) -> Result<Json<Value>> {
+    let [claude_version, codex_version] = state.providers.versions().await;
+    let default = default_provider(&state).await?.map(ProviderKind::id);
+    Ok(Json(json!({ "default_provider": default, "claude_version": claude_version, "codex_version": codex_version })))
+}
+
+#[derive(Deserialize)]
+struct SettingsIn {
+    default_provider: Option<String>,
+}
+
+async fn update_settings(State(state): State<AppState>, _owner: Owner, ApiJson(body): ApiJson<SettingsIn>) -> Result<Json<Value>> {
+    let provider = match body.default_provider.as_deref() {
+        None => None,
+        Some(id) => Some(kind(id)?.id().to_owned()),
+    };
+    state.writer.call(|ack| WriteCommand::SetDefaultProvider { provider, ack }).await?;
+    Ok(Json(json!({ "ok": true })))
+}
