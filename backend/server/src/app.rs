@@ -22,16 +22,16 @@ use tower_http::compression::CompressionLayer;
 use tower_http::trace::TraceLayer;
 use tracing::{info, info_span, warn};
 
+use crate::agent::registry::{ChatLocks, Turns};
 use crate::auth::limits::LoginLimiter;
 use crate::auth::password::Passwords;
 use crate::auth::{Keys, OwnerCache};
+use crate::chats::PurgeClock;
 use crate::config::Config;
 use crate::db::{self, Db};
 use crate::error::{Error, Result};
 use crate::events::Hub;
 use crate::ops::{self, Boot};
-use crate::agent::registry::{ChatLocks, Turns};
-use crate::chats::PurgeClock;
 use crate::providers::Providers;
 use crate::writer::{WriteCommand, WriterHandle};
 use crate::{api, auth, chats, events, providers, web};
@@ -103,7 +103,10 @@ impl AppState {
         }
         let interrupted = writer.call(|ack| WriteCommand::ReconcileStartup { ack }).await?;
         if !interrupted.is_empty() {
-            warn!(chats = interrupted.len(), "turns interrupted by the last shutdown were closed; their chats can resume");
+            warn!(
+                chats = interrupted.len(),
+                "turns interrupted by the last shutdown were closed; their chats can resume"
+            );
         }
         let providers = Providers::new(&config, &config.data_dir, api_url);
         let state = Self(Arc::new(Inner {

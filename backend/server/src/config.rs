@@ -1,8 +1,8 @@
 //! Typed server configuration, read from the environment once and validated at start.
 
 use std::net::SocketAddr;
-use std::time::Duration;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Everything the server needs to know before it starts.
 #[derive(Clone, Debug)]
@@ -124,15 +124,15 @@ impl Config {
         }
         let claude_oauth_authorize_url =
             get("MOBIUS_CLAUDE_OAUTH_AUTHORIZE_URL").unwrap_or_else(|| DEFAULT_CLAUDE_AUTHORIZE_URL.into());
-        let claude_oauth_token_url = get("MOBIUS_CLAUDE_OAUTH_TOKEN_URL").unwrap_or_else(|| DEFAULT_CLAUDE_TOKEN_URL.into());
+        let claude_oauth_token_url =
+            get("MOBIUS_CLAUDE_OAUTH_TOKEN_URL").unwrap_or_else(|| DEFAULT_CLAUDE_TOKEN_URL.into());
         let timeout_raw = get("MOBIUS_AGENT_START_TIMEOUT_SECS").unwrap_or_else(|| "90".into());
-        let agent_start_timeout = timeout_raw
-            .trim()
-            .parse::<u64>()
-            .ok()
-            .filter(|s| *s > 0)
-            .map(Duration::from_secs)
-            .ok_or_else(|| ConfigError(format!("MOBIUS_AGENT_START_TIMEOUT_SECS={timeout_raw:?} must be a positive number of seconds")))?;
+        let agent_start_timeout =
+            timeout_raw.trim().parse::<u64>().ok().filter(|s| *s > 0).map(Duration::from_secs).ok_or_else(|| {
+                ConfigError(format!(
+                    "MOBIUS_AGENT_START_TIMEOUT_SECS={timeout_raw:?} must be a positive number of seconds"
+                ))
+            })?;
         Ok(Self {
             data_dir,
             bind,

@@ -14,8 +14,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::process::{self, Line, Spawned};
 use super::{
-    AgentEvent, AgentProvider, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply, TurnRequest, Usage,
-    summarize_input,
+    AgentEvent, AgentProvider, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply, TurnRequest,
+    Usage, summarize_input,
 };
 use crate::error::Result;
 
@@ -80,9 +80,15 @@ pub fn args(request: &TurnRequest) -> Vec<String> {
 pub enum Parsed {
     Events(Vec<AgentEvent>),
     /// A `can_use_tool` permission prompt to answer.
-    Permission { request_id: String, tool: String, input: Value },
+    Permission {
+        request_id: String,
+        tool: String,
+        input: Value,
+    },
     /// A control request we do not handle (answered with an error so the CLI never waits).
-    OtherRequest { request_id: String },
+    OtherRequest {
+        request_id: String,
+    },
     Finished(Finish),
 }
 
@@ -233,7 +239,9 @@ fn tool_results(line: &Value, events: &mut Vec<AgentEvent>) {
         let is_error = item.get("is_error").and_then(Value::as_bool).unwrap_or(false);
         let text = match item.get("content") {
             Some(Value::String(s)) => s.clone(),
-            Some(Value::Array(parts)) => parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"),
+            Some(Value::Array(parts)) => {
+                parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+            }
             _ => String::new(),
         };
         events.push(AgentEvent::ToolOutput { id: id.clone(), text, append: false, exit_code: is_error.then_some(1) });
@@ -371,7 +379,8 @@ pub fn exit_message(cli: &str, status: Option<std::process::ExitStatus>, stderr:
         Some(code) => format!("{cli} exited with status {code} before finishing the turn"),
         None => format!("{cli} stopped before finishing the turn"),
     };
-    let tail: String = stderr.lines().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+    let tail: String =
+        stderr.lines().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
     if tail.trim().is_empty() { format!("{how}.") } else { format!("{how}:\n{tail}") }
 }
 
@@ -425,13 +434,20 @@ mod tests {
         let (events, permissions, finishes) = run(&lines, &mut parser);
         let tools: Vec<&str> = permissions.iter().map(|(_, t)| t.as_str()).collect();
         assert_eq!(tools, vec!["Write", "Bash", "AskUserQuestion"]);
-        assert!(events.iter().any(|e| matches!(e, AgentEvent::ToolEnd { is_error: true, .. })), "denied Bash is an error");
+        assert!(
+            events.iter().any(|e| matches!(e, AgentEvent::ToolEnd { is_error: true, .. })),
+            "denied Bash is an error"
+        );
         // The interrupted turn's result is an error; without our interrupt flag it reads as a failure.
         assert_eq!(finishes.iter().filter(|f| f.status == FinishStatus::Failed).count(), 1);
         assert_eq!(finishes.iter().filter(|f| f.status == FinishStatus::Completed).count(), 4);
         let mut interrupted = Parser { interrupt_sent: true, ..Parser::default() };
-        let interrupted_result = lines.iter().find(|l| l["type"] == "result" && l["is_error"] == true).expect("error result");
-        assert!(matches!(interrupted.parse(interrupted_result), Parsed::Finished(Finish { status: FinishStatus::Interrupted, .. })));
+        let interrupted_result =
+            lines.iter().find(|l| l["type"] == "result" && l["is_error"] == true).expect("error result");
+        assert!(matches!(
+            interrupted.parse(interrupted_result),
+            Parsed::Finished(Finish { status: FinishStatus::Interrupted, .. })
+        ));
     }
 
     #[test]

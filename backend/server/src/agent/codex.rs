@@ -89,9 +89,15 @@ pub enum Parsed {
     /// `turn/start` answered with the turn id.
     TurnStarted(String),
     /// A server request that needs a decision.
-    Request { id: Value, ask: Ask, questions_by_text: HashMap<String, String> },
+    Request {
+        id: Value,
+        ask: Ask,
+        questions_by_text: HashMap<String, String>,
+    },
     /// A server request we do not handle.
-    Unhandled { id: Value },
+    Unhandled {
+        id: Value,
+    },
     Finished(Finish),
 }
 
@@ -122,7 +128,9 @@ impl Parser {
             let message = error.get("message").and_then(Value::as_str).unwrap_or("request failed");
             return match id.as_i64() {
                 Some(ID_INTERRUPT) => Parsed::Events(Vec::new()),
-                Some(ID_THREAD) => Parsed::Finished(Finish::failed(format!("Codex could not open the conversation: {message}"))),
+                Some(ID_THREAD) => {
+                    Parsed::Finished(Finish::failed(format!("Codex could not open the conversation: {message}")))
+                }
                 _ => Parsed::Finished(Finish::failed(format!("Codex refused the request: {message}"))),
             };
         }
@@ -174,7 +182,9 @@ impl Parser {
                 if will_retry {
                     events.push(AgentEvent::Warning(message.to_owned()));
                 } else {
-                    return Parsed::Finished(Finish::failed(message.to_owned()).with_usage(self.usage.clone(), self.thread.clone()));
+                    return Parsed::Finished(
+                        Finish::failed(message.to_owned()).with_usage(self.usage.clone(), self.thread.clone()),
+                    );
                 }
             }
             "turn/completed" => {
@@ -215,9 +225,19 @@ impl Parser {
                 let failed = s("status") == "failed" || exit_code.is_some_and(|c| c != 0);
                 let output = item.get("aggregatedOutput").and_then(Value::as_str);
                 if let Some(output) = output {
-                    events.push(AgentEvent::ToolOutput { id: id.clone(), text: output.to_owned(), append: false, exit_code });
+                    events.push(AgentEvent::ToolOutput {
+                        id: id.clone(),
+                        text: output.to_owned(),
+                        append: false,
+                        exit_code,
+                    });
                 } else if !self.streamed.contains_key(&id) && exit_code.is_some() {
-                    events.push(AgentEvent::ToolOutput { id: id.clone(), text: String::new(), append: false, exit_code });
+                    events.push(AgentEvent::ToolOutput {
+                        id: id.clone(),
+                        text: String::new(),
+                        append: false,
+                        exit_code,
+                    });
                 }
                 events.push(AgentEvent::ToolEnd { id, is_error: failed });
             }
@@ -473,7 +493,8 @@ mod tests {
     use super::*;
 
     fn sample() -> Vec<Value> {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/codex-app-server-sample.jsonl");
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/codex-app-server-sample.jsonl");
         std::fs::read_to_string(path)
             .expect("fixture")
             .lines()
@@ -486,7 +507,8 @@ mod tests {
     #[test]
     fn the_recorded_session_yields_thread_text_tools_approvals_and_three_turn_ends() {
         let mut parser = Parser::default();
-        let (mut texts, mut tools, mut approvals, mut finishes, mut threads) = (Vec::new(), Vec::new(), 0, Vec::new(), 0);
+        let (mut texts, mut tools, mut approvals, mut finishes, mut threads) =
+            (Vec::new(), Vec::new(), 0, Vec::new(), 0);
         for msg in sample() {
             match parser.parse(&msg) {
                 Parsed::Events(list) => {
@@ -539,7 +561,8 @@ mod tests {
         assert!(matches!(parser.parse(&retry), Parsed::Events(e) if matches!(e[0], AgentEvent::Warning(_))));
         let fatal = json!({"method": "error", "params": {"error": {"message": "quota exceeded"}, "willRetry": false}});
         assert!(matches!(parser.parse(&fatal), Parsed::Finished(Finish { status: FinishStatus::Failed, .. })));
-        let failed_turn = json!({"method": "turn/completed", "params": {"turn": {"status": "failed", "error": {"message": "boom"}}}});
+        let failed_turn =
+            json!({"method": "turn/completed", "params": {"turn": {"status": "failed", "error": {"message": "boom"}}}});
         match parser.parse(&failed_turn) {
             Parsed::Finished(f) => assert_eq!(f.error.as_deref(), Some("boom")),
             other => panic!("{other:?}"),

@@ -55,7 +55,10 @@ impl LiveMessage {
                 let item = str_field("item_id");
                 let piece = str_field("content");
                 match self.blocks.last_mut() {
-                    Some(b) if is(b, block_type) && b.get("item_id").and_then(Value::as_str).unwrap_or_default() == item => {
+                    Some(b)
+                        if is(b, block_type)
+                            && b.get("item_id").and_then(Value::as_str).unwrap_or_default() == item =>
+                    {
                         let mut content = b.get("content").and_then(Value::as_str).unwrap_or_default().to_owned();
                         content.push_str(piece);
                         b.insert("content".into(), content.into());
@@ -66,9 +69,10 @@ impl LiveMessage {
             "text_final" => {
                 let item = str_field("item_id");
                 let text = str_field("content");
-                let existing = self.blocks.iter_mut().rev().find(|b| {
-                    is(b, "text") && b.get("item_id").and_then(Value::as_str).unwrap_or_default() == item
-                });
+                let existing =
+                    self.blocks.iter_mut().rev().find(|b| {
+                        is(b, "text") && b.get("item_id").and_then(Value::as_str).unwrap_or_default() == item
+                    });
                 match existing {
                     Some(b) => {
                         b.insert("content".into(), text.into());
@@ -127,9 +131,11 @@ impl LiveMessage {
             }
             "answers_applied" => {
                 let qid = str_field("question_id").to_owned();
-                if let Some(b) = self.blocks.iter_mut().rev().find(|b| {
-                    is(b, "question") && b.get("question_id").and_then(Value::as_str) == Some(qid.as_str())
-                }) {
+                if let Some(b) =
+                    self.blocks.iter_mut().rev().find(|b| {
+                        is(b, "question") && b.get("question_id").and_then(Value::as_str) == Some(qid.as_str())
+                    })
+                {
                     b.insert("answers".into(), event.get("answers").cloned().unwrap_or(Value::Null));
                 }
             }
@@ -150,10 +156,7 @@ impl LiveMessage {
     }
 
     fn tool_mut(&mut self, id: &str) -> Option<&mut Map<String, Value>> {
-        self.blocks
-            .iter_mut()
-            .rev()
-            .find(|b| is(b, "tool") && b.get("tool_use_id").and_then(Value::as_str) == Some(id))
+        self.blocks.iter_mut().rev().find(|b| is(b, "tool") && b.get("tool_use_id").and_then(Value::as_str) == Some(id))
     }
 
     /// Marks tool blocks still running as done (or `status`) — used when a turn ends.

@@ -136,7 +136,13 @@ pub struct Finish {
 impl Finish {
     /// A failure with a message for the owner.
     pub fn failed(message: impl Into<String>) -> Self {
-        Self { status: FinishStatus::Failed, error: Some(message.into()), usage: None, cost_usd: None, session_id: None }
+        Self {
+            status: FinishStatus::Failed,
+            error: Some(message.into()),
+            usage: None,
+            cost_usd: None,
+            session_id: None,
+        }
     }
 }
 
@@ -234,7 +240,11 @@ pub fn summarize_input(tool: &str, input: &Value) -> String {
         other => other.to_string(),
     });
     let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() > 200 { format!("{}…", one_line.chars().take(199).collect::<String>()) } else { one_line }
+    if one_line.chars().count() > 200 {
+        format!("{}…", one_line.chars().take(199).collect::<String>())
+    } else {
+        one_line
+    }
 }
 
 #[cfg(test)]

@@ -74,7 +74,8 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("skills")).expect("dir");
         std::fs::write(dir.path().join("core.md"), "# Core\nYou are the agent.\n").expect("core");
         std::fs::write(dir.path().join("skills/zeta.md"), "# Zeta\n\nDo zeta things.\n").expect("zeta");
-        std::fs::write(dir.path().join("skills/alpha.md"), "---\ndescription: \"Alpha stuff\"\n---\n# A\n").expect("alpha");
+        std::fs::write(dir.path().join("skills/alpha.md"), "---\ndescription: \"Alpha stuff\"\n---\n# A\n")
+            .expect("alpha");
         let prompt = compose(dir.path()).expect("compose");
         assert!(prompt.starts_with("# Core\nYou are the agent."));
         let alpha = prompt.find("- alpha — Alpha stuff").expect("alpha listed");

@@ -12,7 +12,9 @@ use tracing::{Instrument, info, info_span, warn};
 
 use super::live::{LiveMessage, MAX_INLINE_TOOL_OUTPUT, reduce_output};
 use super::registry::TurnHandle;
-use super::{AgentEvent, ApprovalPolicy, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply, TurnRequest};
+use super::{
+    AgentEvent, ApprovalPolicy, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply, TurnRequest,
+};
 use crate::app::AppState;
 use crate::auth::{Claims, Scope};
 use crate::db::{self, now_ms};
@@ -164,7 +166,8 @@ impl Turn<'_> {
             .filter_map(|m| m.get("content").and_then(Value::as_str))
             .collect::<Vec<_>>()
             .join("\n\n");
-        let mut claims = Claims::new(&state.owner.get().map(|o| o.0).unwrap_or_default(), Scope::Agent, 0, AGENT_TOKEN_TTL_SECS);
+        let mut claims =
+            Claims::new(&state.owner.get().map(|o| o.0).unwrap_or_default(), Scope::Agent, 0, AGENT_TOKEN_TTL_SECS);
         claims.epoch = state.owner.get().map_or(0, |o| o.1);
         claims.chat_id = Some(self.chat_id.clone());
         claims.run_id = Some(self.run_id.clone());
@@ -182,7 +185,11 @@ impl Turn<'_> {
         state.providers.provider(kind).start(request)
     }
 
-    async fn drive(mut self, mut provider: ProviderTurn, commands: &mut mpsc::Receiver<TurnCommand>) -> Option<TurnStart> {
+    async fn drive(
+        mut self,
+        mut provider: ProviderTurn,
+        commands: &mut mpsc::Receiver<TurnCommand>,
+    ) -> Option<TurnStart> {
         loop {
             tokio::select! {
                 event = provider.events.recv() => {
@@ -226,14 +233,18 @@ impl Turn<'_> {
             match agent_event {
                 AgentEvent::Session(id) => {
                     self.session = Some(id.clone());
-                    self.state.writer.enqueue(WriteCommand::RecordSession {
-                        chat_id: self.chat_id.clone(),
-                        run_id: self.run_id.clone(),
-                        session_id: id,
-                    })
-                    .await;
+                    self.state
+                        .writer
+                        .enqueue(WriteCommand::RecordSession {
+                            chat_id: self.chat_id.clone(),
+                            run_id: self.run_id.clone(),
+                            session_id: id,
+                        })
+                        .await;
                 }
-                AgentEvent::Text { item_id, delta } => out.push(event("text", json!({ "content": delta, "item_id": item_id }))),
+                AgentEvent::Text { item_id, delta } => {
+                    out.push(event("text", json!({ "content": delta, "item_id": item_id })))
+                }
                 AgentEvent::TextFinal { item_id, text } => {
                     out.push(event("text_final", json!({ "content": text, "item_id": item_id })));
                 }
@@ -324,7 +335,9 @@ impl Turn<'_> {
     async fn ask(&mut self, ask: Ask, reply: oneshot::Sender<Reply>) {
         let question_id = format!("q-{}", uuid::Uuid::new_v4().simple());
         let (fields, approval_tool) = match ask {
-            Ask::Question { questions } => (json!({ "question_id": question_id, "kind": "question", "questions": questions }), None),
+            Ask::Question { questions } => {
+                (json!({ "question_id": question_id, "kind": "question", "questions": questions }), None)
+            }
             Ask::Approval { tool, input, reason } => {
                 if self.approval == ApprovalPolicy::Full || self.allowed_tools.contains(&tool) {
                     let _ = reply.send(Reply::Allow);
@@ -402,12 +415,14 @@ impl Turn<'_> {
             self.allowed_tools.insert(tool.clone());
             let mut tools: Vec<&String> = self.allowed_tools.iter().collect();
             tools.sort();
-            let settings = db::chats::ChatSettings {
-                allowed_tools: Some(json!(tools).to_string()),
-                ..Default::default()
-            };
+            let settings =
+                db::chats::ChatSettings { allowed_tools: Some(json!(tools).to_string()), ..Default::default() };
             let patch = crate::writer::ChatPatch { title: None, settings };
-            let _ = self.state.writer.call(|ack| WriteCommand::UpdateChat { chat_id: self.chat_id.clone(), patch, ack }).await;
+            let _ = self
+                .state
+                .writer
+                .call(|ack| WriteCommand::UpdateChat { chat_id: self.chat_id.clone(), patch, ack })
+                .await;
         }
         if let Some(pending) = self.pending_ask.take() {
             let _ = pending.reply.send(reply);
@@ -422,7 +437,8 @@ impl Turn<'_> {
             let _ = pending.reply.send(Reply::Deny("Stopped by the owner.".into()));
         }
         let _ = provider.control.try_send(Control::Interrupt);
-        let finish = Finish { status: FinishStatus::Interrupted, error: None, usage: None, cost_usd: None, session_id: None };
+        let finish =
+            Finish { status: FinishStatus::Interrupted, error: None, usage: None, cost_usd: None, session_id: None };
         let outcome = self.finish(finish, true).await;
         tokio::spawn(async move {
             let mut provider = provider;
@@ -481,7 +497,11 @@ impl Turn<'_> {
         info!(run.id = %self.run_id, status, "turn ended");
         match self.state.writer.call(|ack| WriteCommand::FinishRun { finish: run, ack }).await {
             Ok(outcome) => Outcome {
-                next: outcome.next.map(|(run_id, messages)| TurnStart { chat_id: self.chat_id.clone(), run_id, messages }),
+                next: outcome.next.map(|(run_id, messages)| TurnStart {
+                    chat_id: self.chat_id.clone(),
+                    run_id,
+                    messages,
+                }),
                 cleared: outcome.cleared,
             },
             Err(e) => {

@@ -75,7 +75,10 @@ async fn create(State(state): State<AppState>, _owner: Owner, ApiJson(body): Api
         None => uuid::Uuid::new_v4().to_string(),
     };
     if body.messages.len() > MAX_IMPORTED_MESSAGES {
-        return Err(Error::too_large("too_many_messages", format!("At most {MAX_IMPORTED_MESSAGES} messages per import.")));
+        return Err(Error::too_large(
+            "too_many_messages",
+            format!("At most {MAX_IMPORTED_MESSAGES} messages per import."),
+        ));
     }
     let chat = NewChat { id: id.clone(), title: body.title, messages: body.messages };
     let created = state.writer.call(|ack| WriteCommand::CreateChat { chat, ack }).await?;
@@ -90,7 +93,12 @@ struct PageQuery {
     before: Option<i64>,
 }
 
-async fn detail(State(state): State<AppState>, _owner: Owner, Path(id): Path<String>, Query(q): Query<PageQuery>) -> Result<Response> {
+async fn detail(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Path(id): Path<String>,
+    Query(q): Query<PageQuery>,
+) -> Result<Response> {
     let id = checked_id(&id)?;
     let limit = q.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
     let page = db::chats::page(&state.db.read, id, limit, q.before).await?;
@@ -177,7 +185,12 @@ fn double_option<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<
     Option::<String>::deserialize(d).map(Some)
 }
 
-async fn update(State(state): State<AppState>, _owner: Owner, Path(id): Path<String>, ApiJson(body): ApiJson<PatchIn>) -> Result<Json<Value>> {
+async fn update(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<PatchIn>,
+) -> Result<Json<Value>> {
     let id = checked_id(&id)?.to_owned();
     let mut patch = ChatPatch::default();
     if let Some(title) = body.title {
@@ -198,7 +211,9 @@ async fn update(State(state): State<AppState>, _owner: Owner, Path(id): Path<Str
     if let Some(provider) = body.provider {
         let kind = ProviderKind::parse(&provider)
             .ok_or_else(|| Error::bad_request("unknown_provider", "provider is \"claude\" or \"codex\"."))?;
-        let chat = db::chats::get(&state.db.read, &id).await?.ok_or_else(|| Error::not_found("chat_not_found", "No such chat."))?;
+        let chat = db::chats::get(&state.db.read, &id)
+            .await?
+            .ok_or_else(|| Error::not_found("chat_not_found", "No such chat."))?;
         if chat.session_id.is_some() && chat.provider.as_deref() != Some(kind.id()) {
             return Err(Error::conflict(
                 "provider_locked",
@@ -245,7 +260,8 @@ async fn stop_turn(state: &AppState, chat_id: &str) -> Result<(bool, Vec<String>
             Ok((true, outcome.cleared))
         }
         None => {
-            let cleared = state.writer.call(|ack| WriteCommand::ClearQueue { chat_id: chat_id.to_owned(), ack }).await?;
+            let cleared =
+                state.writer.call(|ack| WriteCommand::ClearQueue { chat_id: chat_id.to_owned(), ack }).await?;
             Ok((false, cleared))
         }
     }
@@ -281,12 +297,19 @@ struct SendIn {
 fn checked_cid(cid: Option<String>) -> Result<String> {
     match cid {
         None => Ok(format!("server-{}", uuid::Uuid::new_v4().simple())),
-        Some(cid) if !cid.is_empty() && cid.len() <= db::chats::MAX_CID_CHARS && !cid.chars().any(char::is_control) => Ok(cid),
+        Some(cid) if !cid.is_empty() && cid.len() <= db::chats::MAX_CID_CHARS && !cid.chars().any(char::is_control) => {
+            Ok(cid)
+        }
         Some(_) => Err(Error::bad_request("invalid_cid", "cid is 1–128 printable characters.")),
     }
 }
 
-async fn send(State(state): State<AppState>, _owner: Owner, Path(id): Path<String>, ApiJson(body): ApiJson<SendIn>) -> Result<Response> {
+async fn send(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<SendIn>,
+) -> Result<Response> {
     let id = checked_id(&id)?.to_owned();
     if let Some(answers) = body.answers {
         let question_id = body
@@ -300,7 +323,10 @@ async fn send(State(state): State<AppState>, _owner: Owner, Path(id): Path<Strin
         return Err(Error::bad_request("empty_message", "Write something first."));
     }
     if content.chars().count() > MAX_MESSAGE_CHARS {
-        return Err(Error::too_large("message_too_long", format!("Messages are at most {MAX_MESSAGE_CHARS} characters.")));
+        return Err(Error::too_large(
+            "message_too_long",
+            format!("Messages are at most {MAX_MESSAGE_CHARS} characters."),
+        ));
     }
     let mut extra = Map::new();
     if let Some(tz) = body.timezone.filter(|t| t.len() <= 64) {
@@ -324,7 +350,10 @@ async fn provider_for(state: &AppState, chat_id: &str) -> Result<ProviderKind> {
     let kind = match chat.provider.as_deref().and_then(ProviderKind::parse) {
         Some(kind) => kind,
         None => crate::providers::default_provider(state).await?.ok_or_else(|| {
-            Error::conflict("provider_not_connected", "No agent is connected yet. Connect Claude or Codex in Settings → Providers.")
+            Error::conflict(
+                "provider_not_connected",
+                "No agent is connected yet. Connect Claude or Codex in Settings → Providers.",
+            )
         })?,
     };
     if !state.providers.status(kind).connected {
@@ -336,7 +365,12 @@ async fn provider_for(state: &AppState, chat_id: &str) -> Result<ProviderKind> {
     Ok(kind)
 }
 
-async fn start_or_queue(state: &AppState, chat_id: &str, message: UserMessage, answering: Option<String>) -> Result<Response> {
+async fn start_or_queue(
+    state: &AppState,
+    chat_id: &str,
+    message: UserMessage,
+    answering: Option<String>,
+) -> Result<Response> {
     let provider = provider_for(state, chat_id).await?;
     let run_id = new_run_id();
     let send = crate::writer::Send {
@@ -349,8 +383,12 @@ async fn start_or_queue(state: &AppState, chat_id: &str, message: UserMessage, a
     let outcome = state.writer.call(|ack| WriteCommand::Send { send, ack }).await?;
     Ok(match outcome {
         SendOutcome::Started { run_id, messages } => {
-            turn::spawn(state, TurnStart { chat_id: chat_id.to_owned(), run_id: run_id.clone(), messages: messages.clone() });
-            (StatusCode::ACCEPTED, Json(json!({ "status": "started", "run_id": run_id, "messages": messages }))).into_response()
+            turn::spawn(
+                state,
+                TurnStart { chat_id: chat_id.to_owned(), run_id: run_id.clone(), messages: messages.clone() },
+            );
+            (StatusCode::ACCEPTED, Json(json!({ "status": "started", "run_id": run_id, "messages": messages })))
+                .into_response()
         }
         SendOutcome::Queued { position, message, pending } => (
             StatusCode::ACCEPTED,
@@ -377,7 +415,10 @@ async fn answer(state: &AppState, chat_id: &str, question_id: &str, answers: Val
             .await
             .map_err(|_| Error::gone("question_stale", "That question is no longer open."))?;
         return match tokio::time::timeout(ANSWER_WAIT, rx).await {
-            Ok(Ok(Ok(()))) => Ok((StatusCode::ACCEPTED, Json(json!({ "status": "answer_delivered", "answer_turn": "same" }))).into_response()),
+            Ok(Ok(Ok(()))) => {
+                Ok((StatusCode::ACCEPTED, Json(json!({ "status": "answer_delivered", "answer_turn": "same" })))
+                    .into_response())
+            }
             Ok(Ok(Err(e))) => Err(e),
             _ => Err(Error::unavailable("turn_busy", "The agent did not take the answer in time; try again.")),
         };
@@ -397,7 +438,8 @@ async fn answer(state: &AppState, chat_id: &str, question_id: &str, answers: Val
     let message = UserMessage { cid: format!("answer-{question_id}"), content: text, hidden: true, extra: Map::new() };
     let response = start_or_queue(state, chat_id, message, None).await?;
     if response.status() == StatusCode::ACCEPTED {
-        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await.map_err(|e| Error::Internal(e.to_string()))?;
+        let bytes =
+            axum::body::to_bytes(response.into_body(), 1 << 20).await.map_err(|e| Error::Internal(e.to_string()))?;
         let mut body: Value = serde_json::from_slice(&bytes).unwrap_or_else(|_| json!({}));
         body["answer_turn"] = "new".into();
         return Ok((StatusCode::ACCEPTED, Json(body)).into_response());
@@ -425,7 +467,11 @@ async fn edit_pending(
     Ok(Json(json!({ "updated": updated, "pending_messages": pending })))
 }
 
-async fn remove_pending(State(state): State<AppState>, _owner: Owner, Path((id, cid)): Path<(String, String)>) -> Result<Json<Value>> {
+async fn remove_pending(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Path((id, cid)): Path<(String, String)>,
+) -> Result<Json<Value>> {
     let id = checked_id(&id)?.to_owned();
     let (removed, pending) = state.writer.call(|ack| WriteCommand::CancelPending { chat_id: id, cid, ack }).await?;
     Ok(Json(json!({ "removed": removed, "pending_messages": pending })))
@@ -443,18 +489,28 @@ async fn stop(State(state): State<AppState>, _owner: Owner, ApiJson(body): ApiJs
     Ok(Json(json!({ "stopped": stopped, "cleared_pending_cids": cleared })))
 }
 
-async fn tool_output(State(state): State<AppState>, _owner: Owner, Path((id, tool_use_id)): Path<(String, String)>) -> Result<Response> {
+async fn tool_output(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Path((id, tool_use_id)): Path<(String, String)>,
+) -> Result<Response> {
     let id = checked_id(&id)?;
     let text = db::chats::tool_output(&state.db.read, id, &tool_use_id)
         .await?
         .ok_or_else(|| Error::not_found("output_not_found", "No stored output for this tool call."))?;
     let mut response = text.into_response();
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private, max-age=31536000, immutable"));
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("private, max-age=31536000, immutable"));
     Ok(response)
 }
 
-async fn runs(State(state): State<AppState>, _owner: Owner, Path(id): Path<String>) -> Result<Json<Vec<db::chats::RunRow>>> {
+async fn runs(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<db::chats::RunRow>>> {
     let id = checked_id(&id)?;
     Ok(Json(db::chats::runs(&state.db.read, id, 100).await?))
 }

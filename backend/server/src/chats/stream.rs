@@ -72,7 +72,12 @@ fn control_event(kind: &str, seq: i64) -> Event {
 
 /// Sends journal rows after `cursor` from the database; returns the new cursor, or `None`
 /// when the range can no longer be replayed (pruned) or the client left.
-async fn replay(state: &AppState, chat_id: &str, mut cursor: i64, tx: &mpsc::Sender<std::result::Result<Event, Infallible>>) -> Option<i64> {
+async fn replay(
+    state: &AppState,
+    chat_id: &str,
+    mut cursor: i64,
+    tx: &mpsc::Sender<std::result::Result<Event, Infallible>>,
+) -> Option<i64> {
     loop {
         let rows = db::chats::events_after(&state.db.read, chat_id, cursor, REPLAY_BATCH).await.ok()?;
         if let Some((first, _)) = rows.first()
@@ -157,4 +162,3 @@ async fn pump(
         }
     }
 }
-

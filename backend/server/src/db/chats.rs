@@ -365,14 +365,13 @@ pub async fn page(pool: &SqlitePool, id: &str, limit: i64, before: Option<i64>) 
     let mut tx = pool.begin().await?;
     let Some(chat) = get(&mut *tx, id).await? else { return Ok(None) };
     let before = before.unwrap_or(i64::MAX);
-    let mut messages: Vec<(i64, String)> = sqlx::query_as(
-        "SELECT idx, body FROM chat_messages WHERE chat_id = ? AND idx < ? ORDER BY idx DESC LIMIT ?",
-    )
-    .bind(id)
-    .bind(before)
-    .bind(limit)
-    .fetch_all(&mut *tx)
-    .await?;
+    let mut messages: Vec<(i64, String)> =
+        sqlx::query_as("SELECT idx, body FROM chat_messages WHERE chat_id = ? AND idx < ? ORDER BY idx DESC LIMIT ?")
+            .bind(id)
+            .bind(before)
+            .bind(limit)
+            .fetch_all(&mut *tx)
+            .await?;
     messages.reverse();
     let live = sqlx::query_as("SELECT run_id, body, upto_seq FROM chat_live WHERE chat_id = ?")
         .bind(id)
@@ -457,11 +456,10 @@ pub async fn pending_list(conn: &mut SqliteConnection, chat_id: &str) -> Result<
 
 /// Queues a message at the end; returns its 1-based position.
 pub async fn push_pending(conn: &mut SqliteConnection, chat_id: &str, cid: &str, body: &str, now: i64) -> Result<i64> {
-    let position: i64 =
-        sqlx::query_scalar("SELECT coalesce(max(position), 0) + 1 FROM chat_pending WHERE chat_id = ?")
-            .bind(chat_id)
-            .fetch_one(&mut *conn)
-            .await?;
+    let position: i64 = sqlx::query_scalar("SELECT coalesce(max(position), 0) + 1 FROM chat_pending WHERE chat_id = ?")
+        .bind(chat_id)
+        .fetch_one(&mut *conn)
+        .await?;
     sqlx::query("INSERT INTO chat_pending (chat_id, cid, position, body, created_at) VALUES (?, ?, ?, ?, ?)")
         .bind(chat_id)
         .bind(cid)
@@ -470,10 +468,8 @@ pub async fn push_pending(conn: &mut SqliteConnection, chat_id: &str, cid: &str,
         .bind(now)
         .execute(&mut *conn)
         .await?;
-    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM chat_pending WHERE chat_id = ?")
-        .bind(chat_id)
-        .fetch_one(conn)
-        .await?;
+    let count: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM chat_pending WHERE chat_id = ?").bind(chat_id).fetch_one(conn).await?;
     Ok(count)
 }
 
@@ -595,7 +591,11 @@ pub async fn close_run(conn: &mut SqliteConnection, run_id: &str, end: &RunEnd, 
 
 /// Records the provider session of a chat (and of its run).
 pub async fn set_session(conn: &mut SqliteConnection, chat_id: &str, run_id: &str, session_id: &str) -> Result<()> {
-    sqlx::query("UPDATE chats SET session_id = ? WHERE id = ?").bind(session_id).bind(chat_id).execute(&mut *conn).await?;
+    sqlx::query("UPDATE chats SET session_id = ? WHERE id = ?")
+        .bind(session_id)
+        .bind(chat_id)
+        .execute(&mut *conn)
+        .await?;
     sqlx::query("UPDATE chat_runs SET provider_session_id = ? WHERE id = ?")
         .bind(session_id)
         .bind(run_id)
@@ -605,7 +605,13 @@ pub async fn set_session(conn: &mut SqliteConnection, chat_id: &str, run_id: &st
 }
 
 /// Stores the full text of a large tool output.
-pub async fn stash_tool_output(conn: &mut SqliteConnection, chat_id: &str, tool_use_id: &str, content: &str, now: i64) -> Result<()> {
+pub async fn stash_tool_output(
+    conn: &mut SqliteConnection,
+    chat_id: &str,
+    tool_use_id: &str,
+    content: &str,
+    now: i64,
+) -> Result<()> {
     sqlx::query(
         "INSERT INTO tool_outputs (chat_id, tool_use_id, content, created_at) VALUES (?, ?, ?, ?)
          ON CONFLICT (chat_id, tool_use_id) DO UPDATE SET content = excluded.content",
@@ -631,11 +637,12 @@ pub async fn soft_delete(conn: &mut SqliteConnection, chat_id: &str, now: i64) -
 
 /// Undeletes a chat deleted after `cutoff`; false if it is not deleted or too old.
 pub async fn recover(conn: &mut SqliteConnection, chat_id: &str, cutoff: i64) -> Result<bool> {
-    let done = sqlx::query("UPDATE chats SET deleted_at = NULL WHERE id = ? AND deleted_at IS NOT NULL AND deleted_at >= ?")
-        .bind(chat_id)
-        .bind(cutoff)
-        .execute(conn)
-        .await?;
+    let done =
+        sqlx::query("UPDATE chats SET deleted_at = NULL WHERE id = ? AND deleted_at IS NOT NULL AND deleted_at >= ?")
+            .bind(chat_id)
+            .bind(cutoff)
+            .execute(conn)
+            .await?;
     Ok(done.rows_affected() == 1)
 }
 
@@ -650,7 +657,13 @@ pub async fn purge_deleted(conn: &mut SqliteConnection, cutoff: i64) -> Result<u
 
 /// Stores a prompt (content-addressed) and pins it on the chat if the chat has none yet;
 /// returns the chat's prompt `(id, content)`.
-pub async fn pin_prompt(conn: &mut SqliteConnection, chat_id: &str, id: &str, content: &str, now: i64) -> Result<(String, String)> {
+pub async fn pin_prompt(
+    conn: &mut SqliteConnection,
+    chat_id: &str,
+    id: &str,
+    content: &str,
+    now: i64,
+) -> Result<(String, String)> {
     sqlx::query("INSERT INTO system_prompts (id, content, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING")
         .bind(id)
         .bind(content)
@@ -707,7 +720,11 @@ pub async fn update_settings(conn: &mut SqliteConnection, chat_id: &str, s: &Cha
 }
 
 /// The newest transcript message containing the question `question_id`: `(idx, body)`.
-pub async fn message_with_question(conn: &mut SqliteConnection, chat_id: &str, question_id: &str) -> Result<Option<(i64, String)>> {
+pub async fn message_with_question(
+    conn: &mut SqliteConnection,
+    chat_id: &str,
+    question_id: &str,
+) -> Result<Option<(i64, String)>> {
     let pattern = format!("%\"question_id\":\"{}\"%", question_id.replace(['%', '_', '\\'], ""));
     Ok(sqlx::query_as(
         "SELECT idx, body FROM chat_messages WHERE chat_id = ? AND role = 'assistant' AND body LIKE ?

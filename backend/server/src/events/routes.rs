@@ -58,7 +58,11 @@ async fn system_stream(State(state): State<AppState>, _owner: Owner) -> EventStr
 }
 
 /// `POST /api/notify {type, …}`: publishes a system event to every shell.
-async fn notify(State(state): State<AppState>, _owner: Owner, ApiJson(body): ApiJson<Map<String, Value>>) -> Result<Json<Value>> {
+async fn notify(
+    State(state): State<AppState>,
+    _owner: Owner,
+    ApiJson(body): ApiJson<Map<String, Value>>,
+) -> Result<Json<Value>> {
     let kind = body.get("type").and_then(Value::as_str).unwrap_or_default();
     if !NOTIFY_TYPES.contains(&kind) {
         return Err(Error::bad_request("invalid_event", format!("type must be one of {}", NOTIFY_TYPES.join(", "))));

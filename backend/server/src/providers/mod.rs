@@ -253,7 +253,10 @@ impl Providers {
     /// Stores an API key for `kind`.
     pub async fn set_api_key(&self, kind: ProviderKind, key: &str) -> Result<()> {
         let key = key.trim();
-        if key.is_empty() || key.chars().count() > MAX_API_KEY_CHARS || key.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        if key.is_empty()
+            || key.chars().count() > MAX_API_KEY_CHARS
+            || key.chars().any(|c| c.is_whitespace() || c.is_control())
+        {
             return Err(Error::bad_request("invalid_api_key", "Paste the API key exactly as issued (no spaces)."));
         }
         match kind {
@@ -359,7 +362,10 @@ impl Providers {
             }
         }
         let (Some(url), Some(code)) = (url, code) else {
-            return Err(Error::unavailable("provider_login_failed", "Codex did not print a device code. Is device-code login enabled for your account?"));
+            return Err(Error::unavailable(
+                "provider_login_failed",
+                "Codex did not print a device code. Is device-code login enabled for your account?",
+            ));
         };
         let login = DeviceLogin { status: "pending", url: Some(url), code: Some(code), error: None };
         *self.device.lock().unwrap_or_else(|p| p.into_inner()) = Some(login.clone());
@@ -429,9 +435,7 @@ fn strip_ansi(line: &str) -> String {
 }
 
 fn find_url(line: &str) -> Option<String> {
-    line.split_whitespace()
-        .find(|w| w.starts_with("https://"))
-        .map(|w| w.trim_end_matches(['.', ',', ')']).to_owned())
+    line.split_whitespace().find(|w| w.starts_with("https://")).map(|w| w.trim_end_matches(['.', ',', ')']).to_owned())
 }
 
 /// A device code looks like `ABCD-1234` (letters/digits around a dash).
@@ -441,7 +445,9 @@ fn find_device_code(line: &str) -> Option<String> {
         .find(|w| {
             let parts: Vec<&str> = w.split('-').collect();
             parts.len() == 2
-                && parts.iter().all(|p| (4..=8).contains(&p.len()) && p.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()))
+                && parts.iter().all(|p| {
+                    (4..=8).contains(&p.len()) && p.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+                })
         })
         .map(str::to_owned)
 }
@@ -452,7 +458,8 @@ mod tests {
 
     #[test]
     fn device_code_output_is_parsed_through_colours() {
-        let line = "\u{1b}[1mOpen\u{1b}[0m https://auth.openai.com/codex/device and enter \u{1b}[94mABCD-12EF\u{1b}[0m.";
+        let line =
+            "\u{1b}[1mOpen\u{1b}[0m https://auth.openai.com/codex/device and enter \u{1b}[94mABCD-12EF\u{1b}[0m.";
         let clean = strip_ansi(line);
         assert_eq!(find_url(&clean).as_deref(), Some("https://auth.openai.com/codex/device"));
         assert_eq!(find_device_code(&clean).as_deref(), Some("ABCD-12EF"));

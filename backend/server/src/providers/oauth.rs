@@ -79,7 +79,12 @@ impl ClaudeOAuth {
             let guard = self.flow.lock().unwrap_or_else(|p| p.into_inner());
             match guard.as_ref() {
                 Some(f) if f.started.elapsed() < FLOW_TTL => (f.verifier.clone(), f.state.clone()),
-                _ => return Err(Error::gone("oauth_flow_expired", "Start the Claude login again; the last one expired.")),
+                _ => {
+                    return Err(Error::gone(
+                        "oauth_flow_expired",
+                        "Start the Claude login again; the last one expired.",
+                    ));
+                }
             }
         };
         if let Some(state) = &state
@@ -102,14 +107,23 @@ impl ClaudeOAuth {
         let status = response.status();
         let tokens: Value = response.json().await.unwrap_or(Value::Null);
         if !status.is_success() {
-            let reason = tokens.pointer("/error_description").or_else(|| tokens.get("error")).and_then(Value::as_str).unwrap_or("no details");
-            return Err(Error::bad_request("oauth_code_rejected", format!("Anthropic rejected the code ({status}): {reason}")));
+            let reason = tokens
+                .pointer("/error_description")
+                .or_else(|| tokens.get("error"))
+                .and_then(Value::as_str)
+                .unwrap_or("no details");
+            return Err(Error::bad_request(
+                "oauth_code_rejected",
+                format!("Anthropic rejected the code ({status}): {reason}"),
+            ));
         }
-        let access = tokens.get("access_token").and_then(Value::as_str).ok_or_else(|| {
-            Error::bad_request("oauth_code_rejected", "Anthropic's answer carried no access token.")
-        })?;
+        let access = tokens
+            .get("access_token")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Error::bad_request("oauth_code_rejected", "Anthropic's answer carried no access token."))?;
         let expires_in = tokens.get("expires_in").and_then(Value::as_i64).unwrap_or(3600);
-        let scopes: Vec<&str> = tokens.get("scope").and_then(Value::as_str).unwrap_or(SCOPES).split_whitespace().collect();
+        let scopes: Vec<&str> =
+            tokens.get("scope").and_then(Value::as_str).unwrap_or(SCOPES).split_whitespace().collect();
         let credentials = json!({ "claudeAiOauth": {
             "accessToken": access,
             "refreshToken": tokens.get("refresh_token"),

@@ -95,7 +95,11 @@ struct CodeIn {
     code: String,
 }
 
-async fn claude_code(State(state): State<AppState>, _owner: Owner, ApiJson(body): ApiJson<CodeIn>) -> Result<Json<Value>> {
+async fn claude_code(
+    State(state): State<AppState>,
+    _owner: Owner,
+    ApiJson(body): ApiJson<CodeIn>,
+) -> Result<Json<Value>> {
     let dir = state.providers.auth_dir(ProviderKind::Claude)?;
     state.providers.oauth.finish(&body.code, &dir).await?;
     tracing::info!("Claude connected with OAuth");
@@ -138,7 +142,11 @@ struct SettingsIn {
     default_provider: Option<String>,
 }
 
-async fn update_settings(State(state): State<AppState>, _owner: Owner, ApiJson(body): ApiJson<SettingsIn>) -> Result<Json<Value>> {
+async fn update_settings(
+    State(state): State<AppState>,
+    _owner: Owner,
+    ApiJson(body): ApiJson<SettingsIn>,
+) -> Result<Json<Value>> {
     let provider = match body.default_provider.as_deref() {
         None => None,
         Some(id) => Some(kind(id)?.id().to_owned()),

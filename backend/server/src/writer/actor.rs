@@ -274,7 +274,8 @@ impl Actor {
                 finish(batch, ack, result)
             }
             WriteCommand::AnswerQuestion { chat_id, question_id, answers, ack } => {
-                let result = super::chat::answer_question(&mut self.conn, batch, &chat_id, &question_id, &answers).await;
+                let result =
+                    super::chat::answer_question(&mut self.conn, batch, &chat_id, &question_id, &answers).await;
                 finish(batch, ack, result)
             }
             WriteCommand::FinishRun { finish: run, ack } => {

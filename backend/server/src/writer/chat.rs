@@ -123,14 +123,23 @@ async fn open_run(
     run_id: &str,
     provider: Option<&str>,
 ) -> Result<()> {
-    start_run(conn, batch, &NewRun { chat_id: chat_id.into(), run_id: run_id.into(), provider: provider.map(Into::into) })
-        .await?;
+    start_run(
+        conn,
+        batch,
+        &NewRun { chat_id: chat_id.into(), run_id: run_id.into(), provider: provider.map(Into::into) },
+    )
+    .await?;
     batch.system("chat_run_started", json!({ "chatId": chat_id }));
     Ok(())
 }
 
 /// Appends a user message to the transcript and announces it.
-async fn push_user(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: &str, body: Map<String, Value>) -> Result<Value> {
+async fn push_user(
+    conn: &mut SqliteConnection,
+    batch: &mut Batch,
+    chat_id: &str,
+    body: Map<String, Value>,
+) -> Result<Value> {
     let stored = db::chats::StoredMessage::from_import(body, now_ms(), 0)?;
     db::chats::push_message(conn, chat_id, &stored).await?;
     let value: Value = serde_json::from_str(&stored.body).map_err(|e| Error::Internal(e.to_string()))?;
@@ -139,7 +148,11 @@ async fn push_user(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: &str
 }
 
 /// Send: duplicate check, then start a turn when idle or queue behind a running one.
-pub(super) async fn send(conn: &mut SqliteConnection, batch: &mut Batch, send: super::Send) -> Result<super::SendOutcome> {
+pub(super) async fn send(
+    conn: &mut SqliteConnection,
+    batch: &mut Batch,
+    send: super::Send,
+) -> Result<super::SendOutcome> {
     use super::SendOutcome;
     let chat = live_chat(conn, &send.chat_id).await?;
     let chat_id = send.chat_id.as_str();
@@ -225,7 +238,12 @@ pub(super) async fn clear_queue(conn: &mut SqliteConnection, batch: &mut Batch, 
 }
 
 /// Removes a queued message.
-pub(super) async fn cancel_pending(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: &str, cid: &str) -> Result<(bool, Vec<Value>)> {
+pub(super) async fn cancel_pending(
+    conn: &mut SqliteConnection,
+    batch: &mut Batch,
+    chat_id: &str,
+    cid: &str,
+) -> Result<(bool, Vec<Value>)> {
     live_chat(conn, chat_id).await?;
     if !db::chats::delete_pending(conn, chat_id, cid).await? {
         return Ok((false, pending_values(&db::chats::pending_list(conn, chat_id).await?)));
@@ -276,13 +294,19 @@ pub(super) async fn answer_question(
         db::chats::replace_message(conn, chat_id, idx, &message.to_string()).await?;
     }
     db::chats::touch_activity(conn, chat_id, now_ms()).await?;
-    batch.emit(conn, chat_id, super::event("answers_applied", json!({ "question_id": question_id, "answers": answers }))).await?;
+    batch
+        .emit(conn, chat_id, super::event("answers_applied", json!({ "question_id": question_id, "answers": answers })))
+        .await?;
     batch.system("chat_owner_input_changed", json!({ "chatId": chat_id, "pending_question_id": null }));
     Ok(())
 }
 
 /// Ends a run: merge, record, then promote the queue (or clear it when stopped).
-pub(super) async fn finish_run(conn: &mut SqliteConnection, batch: &mut Batch, finish: super::FinishRun) -> Result<super::FinishOutcome> {
+pub(super) async fn finish_run(
+    conn: &mut SqliteConnection,
+    batch: &mut Batch,
+    finish: super::FinishRun,
+) -> Result<super::FinishOutcome> {
     let chat_id = finish.chat_id.as_str();
     ensure_running(conn, chat_id, &finish.run_id).await?;
     let now = now_ms();
@@ -351,14 +375,9 @@ pub(super) async fn finish_run(conn: &mut SqliteConnection, batch: &mut Batch, f
                 super::event("queued_turn_starting", json!({ "run_id": finish.next_run_id, "messages": messages })),
             )
             .await?;
-        let provider: Option<String> =
-            db::chats::get(&mut *conn, chat_id).await?.and_then(|c| c.provider);
-        start_run(
-            conn,
-            batch,
-            &NewRun { chat_id: chat_id.into(), run_id: finish.next_run_id.clone(), provider },
-        )
-        .await?;
+        let provider: Option<String> = db::chats::get(&mut *conn, chat_id).await?.and_then(|c| c.provider);
+        start_run(conn, batch, &NewRun { chat_id: chat_id.into(), run_id: finish.next_run_id.clone(), provider })
+            .await?;
         outcome.next = Some((finish.next_run_id, messages));
     }
     if outcome.next.is_none() {
@@ -368,7 +387,12 @@ pub(super) async fn finish_run(conn: &mut SqliteConnection, batch: &mut Batch, f
 }
 
 /// Renames, pins, changes settings.
-pub(super) async fn update_chat(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: &str, patch: super::ChatPatch) -> Result<()> {
+pub(super) async fn update_chat(
+    conn: &mut SqliteConnection,
+    batch: &mut Batch,
+    chat_id: &str,
+    patch: super::ChatPatch,
+) -> Result<()> {
     live_chat(conn, chat_id).await?;
     let now = now_ms();
     if let Some(title) = &patch.title {
@@ -397,7 +421,12 @@ pub(super) async fn delete_chat(conn: &mut SqliteConnection, batch: &mut Batch, 
 }
 
 /// Undelete within the window.
-pub(super) async fn recover_chat(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: &str, cutoff: i64) -> Result<()> {
+pub(super) async fn recover_chat(
+    conn: &mut SqliteConnection,
+    batch: &mut Batch,
+    chat_id: &str,
+    cutoff: i64,
+) -> Result<()> {
     match db::chats::get(&mut *conn, chat_id).await? {
         None => return Err(chat_not_found()),
         Some(c) if c.deleted_at.is_none() => return Ok(()),

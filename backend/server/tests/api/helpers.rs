@@ -138,3 +138,139 @@ pub fn fake_dist(dir: &Path) -> PathBuf {
     std::fs::write(dist.join("manifest.webmanifest"), "{\"name\":\"Möbius\"}").expect("manifest");
     dist
 }
+
+/// A parsed server-sent event.
+#[derive(Debug, Clone)]
+pub struct Sse {
+    pub id: Option<i64>,
+    pub data: Value,
+}
+
+/// Reads a chat's SSE stream in the background; events arrive on the channel.
+pub struct SseReader {
+    pub rx: tokio::sync::mpsc::UnboundedReceiver<Sse>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for SseReader {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl SseReader {
+    /// Connects to `url` with `token`, optionally resuming after `last_event_id`.
+    pub async fn connect(client: &Client, url: &str, token: &str, last_event_id: Option<i64>) -> Self {
+        let mut req = client.get(url).bearer_auth(token);
+        if let Some(id) = last_event_id {
+            req = req.header("last-event-id", id.to_string());
+        }
+        let response = req.send().await.expect("stream request");
+        assert_eq!(response.status(), StatusCode::OK, "stream refused");
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let task = tokio::spawn(async move {
+            use futures_util::StreamExt;
+            let mut body = response.bytes_stream();
+            let mut buf = String::new();
+            while let Some(Ok(chunk)) = body.next().await {
+                buf.push_str(&String::from_utf8_lossy(&chunk));
+                while let Some(end) = buf.find("\n\n") {
+                    let frame: String = buf.drain(..end + 2).collect();
+                    let mut id = None;
+                    let mut data = String::new();
+                    for line in frame.lines() {
+                        if let Some(v) = line.strip_prefix("id:") {
+                            id = v.trim().parse().ok();
+                        } else if let Some(v) = line.strip_prefix("data:") {
+                            data.push_str(v.trim_start());
+                        }
+                    }
+                    if data.is_empty() {
+                        continue;
+                    }
+                    if let Ok(data) = serde_json::from_str(&data)
+                        && tx.send(Sse { id, data }).is_err()
+                    {
+                        return;
+                    }
+                }
+            }
+        });
+        Self { rx, task }
+    }
+
+    /// The next event, failing the test after `secs` seconds.
+    pub async fn next(&mut self, secs: u64) -> Sse {
+        tokio::time::timeout(std::time::Duration::from_secs(secs), self.rx.recv())
+            .await
+            .expect("timed out waiting for an event")
+            .expect("stream ended")
+    }
+
+    /// Reads until an event of `kind` arrives; returns everything read, that event last.
+    pub async fn until(&mut self, kind: &str, secs: u64) -> Vec<Sse> {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(secs);
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let event = tokio::time::timeout(left, self.rx.recv())
+                .await
+                .unwrap_or_else(|_| panic!("timed out waiting for {kind}; saw {:?}", types(&seen)))
+                .expect("stream ended");
+            let done = event.data["type"] == kind;
+            seen.push(event);
+            if done {
+                return seen;
+            }
+        }
+    }
+}
+
+/// The `type` of each event, for messages.
+pub fn types(events: &[Sse]) -> Vec<String> {
+    events.iter().map(|e| e.data["type"].as_str().unwrap_or("?").to_owned()).collect()
+}
+
+/// Writes an executable shell script (a fake agent CLI for tests).
+pub fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+impl TestApp {
+    /// Stores a (fake) Claude API key so turns can start.
+    pub async fn connect_claude(&self, token: &str) {
+        let r = self.post("/api/providers/claude/api-key", json!({ "api_key": "sk-test" }), Some(token)).await;
+        assert_eq!(r.status(), StatusCode::OK);
+    }
+
+    /// Creates a chat with `id`.
+    pub async fn chat(&self, token: &str, id: &str) {
+        let r = self.post("/api/chats", json!({ "id": id }), Some(token)).await;
+        assert!(r.status().is_success(), "create chat {id}: {}", r.status());
+    }
+
+    /// Sends `content` with `cid`; returns the JSON answer.
+    pub async fn send(&self, token: &str, chat: &str, content: &str, cid: &str) -> Value {
+        let r = self
+            .post(&format!("/api/chats/{chat}/messages"), json!({ "content": content, "cid": cid }), Some(token))
+            .await;
+        assert!(r.status().is_success(), "send failed: {}", r.status());
+        r.json().await.expect("json")
+    }
+
+    /// The chat detail.
+    pub async fn detail(&self, token: &str, chat: &str) -> Value {
+        let r = self.get(&format!("/api/chats/{chat}"), Some(token)).await;
+        assert_eq!(r.status(), StatusCode::OK);
+        r.json().await.expect("json")
+    }
+
+    /// Opens the chat's stream.
+    pub async fn stream(&self, token: &str, chat: &str, after: Option<i64>) -> SseReader {
+        SseReader::connect(&self.client, &self.url(&format!("/api/chats/{chat}/stream")), token, after).await
+    }
+}

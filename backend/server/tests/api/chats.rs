@@ -1,0 +1,450 @@
+//! Chats API and turns driven by fake agent CLIs (shell scripts selected by configuration):
+//! CRUD, send/queue/duplicate, stop, questions and approvals, SSE replay, concurrency.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, assert_error, script, types};
+
+/// A stream-json Claude imitation: answers each turn with `reply for <chat>` after `delay`
+/// seconds, streaming `parts` text deltas first.
+fn fake_claude(dir: &Path, delay: &str, parts: usize) -> PathBuf {
+    let deltas: String = (0..parts)
+        .map(|i| {
+            format!(
+                "printf '{{\"type\":\"stream_event\",\"event\":{{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"p{i} \"}}}},\"session_id\":\"%s\"}}\\n' \"$sid\"\n"
+            )
+        })
+        .collect();
+    script(
+        dir,
+        "fake-claude",
+        &format!(
+            r#"IFS= read -r init
+IFS= read -r user
+sid="s-$MOBIUS_CHAT_ID"
+printf '{{"type":"system","subtype":"init","session_id":"%s"}}\n' "$sid"
+sleep {delay}
+printf '{{"type":"stream_event","event":{{"type":"message_start","message":{{"id":"m1"}}}},"session_id":"%s"}}\n' "$sid"
+{deltas}printf '{{"type":"assistant","message":{{"id":"m1","content":[{{"type":"text","text":"reply for %s"}}]}},"session_id":"%s"}}\n' "$MOBIUS_CHAT_ID" "$sid"
+printf '{{"type":"result","subtype":"success","is_error":false,"session_id":"%s","total_cost_usd":0.01,"usage":{{"input_tokens":5,"output_tokens":7}}}}\n' "$sid"
+cat >/dev/null"#
+        ),
+    )
+}
+
+async fn app_with(bin: impl FnOnce(&Path) -> PathBuf) -> (TestApp, String) {
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let bin = bin(dir.path());
+    let app = TestApp::spawn_in(dir, |c| {
+        c.claude_bin = bin;
+        c.agent_start_timeout = Duration::from_secs(3);
+    })
+    .await;
+    let token = app.setup_owner().await;
+    app.connect_claude(&token).await;
+    (app, token)
+}
+
+#[tokio::test]
+async fn chats_are_created_idempotently_listed_renamed_pinned_deleted_and_recovered() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    let first = app.post("/api/chats", json!({ "id": "a1", "title": "First" }), Some(&token)).await;
+    assert_eq!(first.status(), StatusCode::CREATED);
+    let again = app.post("/api/chats", json!({ "id": "a1", "title": "Ignored" }), Some(&token)).await;
+    assert_eq!(again.status(), StatusCode::OK);
+    app.chat(&token, "b2").await;
+    let bad = app.post("/api/chats", json!({ "id": "../etc" }), Some(&token)).await;
+    assert_error(bad, StatusCode::BAD_REQUEST, "invalid_chat_id").await;
+
+    let r = app
+        .client
+        .patch(app.url("/api/chats/b2"))
+        .bearer_auth(&token)
+        .json(&json!({ "pinned": true, "title": "Pinned one" }))
+        .send()
+        .await
+        .expect("patch");
+    assert_eq!(r.status(), StatusCode::OK);
+    let list: Value = app.get("/api/chats", Some(&token)).await.json().await.expect("json");
+    let ids: Vec<&str> = list.as_array().expect("list").iter().map(|c| c["id"].as_str().expect("id")).collect();
+    assert_eq!(ids, vec!["b2", "a1"], "pinned first");
+    assert_eq!(list[0]["title"], "Pinned one");
+    assert_eq!(list[1]["title"], "First");
+
+    let del = app.client.delete(app.url("/api/chats/a1")).bearer_auth(&token).send().await.expect("delete");
+    assert_eq!(del.status(), StatusCode::NO_CONTENT);
+    assert_error(app.get("/api/chats/a1", Some(&token)).await, StatusCode::NOT_FOUND, "chat_not_found").await;
+    let reuse = app.post("/api/chats", json!({ "id": "a1" }), Some(&token)).await;
+    assert_error(reuse, StatusCode::CONFLICT, "chat_deleted").await;
+    let rec = app.post("/api/chats/a1/recover", json!({}), Some(&token)).await;
+    assert_eq!(rec.status(), StatusCode::OK);
+    assert_eq!(app.detail(&token, "a1").await["title"], "First");
+}
+
+#[tokio::test]
+async fn a_send_without_a_connected_provider_is_a_clear_409_and_stores_nothing() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    app.chat(&token, "c").await;
+    let r = app.post("/api/chats/c/messages", json!({ "content": "hi", "cid": "x1" }), Some(&token)).await;
+    assert_error(r, StatusCode::CONFLICT, "provider_not_connected").await;
+    let detail = app.detail(&token, "c").await;
+    assert_eq!(detail["total"], 0);
+    let empty = app.post("/api/chats/c/messages", json!({ "content": "   " }), Some(&token)).await;
+    assert_error(empty, StatusCode::BAD_REQUEST, "empty_message").await;
+    let missing = app.post("/api/chats/nope/messages", json!({ "content": "x" }), Some(&token)).await;
+    assert_error(missing, StatusCode::NOT_FOUND, "chat_not_found").await;
+}
+
+#[tokio::test]
+async fn imported_transcripts_page_backwards_and_the_journal_replays_from_any_seq() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    let messages: Vec<Value> = (0..45)
+        .map(|i| json!({ "role": if i % 2 == 0 { "user" } else { "assistant" }, "content": format!("m{i}"), "ts": 1_700_000_000_000i64 + i }))
+        .collect();
+    let r = app.post("/api/chats", json!({ "id": "big", "messages": messages }), Some(&token)).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let page: Value = app.get("/api/chats/big?limit=20", Some(&token)).await.json().await.expect("json");
+    assert_eq!(page["total"], 45);
+    assert_eq!(page["offset"], 25);
+    assert_eq!(page["messages"][0]["content"], "m25");
+    assert_eq!(page["messages"][19]["content"], "m44");
+    let older: Value = app.get("/api/chats/big?limit=20&before=25", Some(&token)).await.json().await.expect("json");
+    assert_eq!(older["offset"], 5);
+    assert_eq!(older["messages"][0]["content"], "m5");
+    let oldest: Value = app.get("/api/chats/big?limit=20&before=5", Some(&token)).await.json().await.expect("json");
+    assert_eq!(oldest["messages"].as_array().map(Vec::len), Some(5));
+    assert_eq!(oldest["has_more"], false);
+    let bad = app.post("/api/chats", json!({ "messages": [{ "role": "robot" }] }), Some(&token)).await;
+    assert_error(bad, StatusCode::BAD_REQUEST, "invalid_message").await;
+}
+
+#[tokio::test]
+async fn a_turn_streams_to_every_subscriber_and_lands_in_the_transcript() {
+    let (app, token) = app_with(|d| fake_claude(d, "0", 20)).await;
+    app.chat(&token, "t").await;
+    let mut readers = Vec::new();
+    for _ in 0..3 {
+        readers.push(app.stream(&token, "t", None).await);
+    }
+    let sent = app.send(&token, "t", "hello there", "cid-1").await;
+    assert_eq!(sent["status"], "started");
+    let mut sequences = Vec::new();
+    for reader in &mut readers {
+        let events = reader.until("done", 20).await;
+        let seqs: Vec<i64> = events.iter().filter_map(|e| e.id).collect();
+        assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "gapless: {seqs:?}");
+        sequences.push(events.iter().filter(|e| e.id.is_some()).map(|e| e.data.to_string()).collect::<Vec<_>>());
+        let kinds = types(&events);
+        for kind in ["user_message", "run_started", "text", "text_final", "done"] {
+            assert!(kinds.iter().any(|k| k == kind), "missing {kind} in {kinds:?}");
+        }
+    }
+    assert_eq!(sequences[0], sequences[1]);
+    assert_eq!(sequences[1], sequences[2]);
+    let detail = app.detail(&token, "t").await;
+    assert_eq!(detail["running"], false);
+    assert_eq!(detail["title"], "hello there");
+    let messages = detail["messages"].as_array().expect("messages");
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[1]["content"], "reply for t");
+    assert_eq!(detail["session_id"], "s-t");
+    // Same cid again: acknowledged, never a second turn.
+    let dup = app.send(&token, "t", "hello there", "cid-1").await;
+    assert_eq!(dup["status"], "duplicate");
+    assert_eq!(app.detail(&token, "t").await["total"], 2);
+}
+
+#[tokio::test]
+async fn a_reconnect_replays_exactly_the_gap_also_after_a_restart() {
+    let (app, token) = app_with(|d| fake_claude(d, "0", 30)).await;
+    app.chat(&token, "r").await;
+    let mut full = app.stream(&token, "r", None).await;
+    app.send(&token, "r", "go", "c1").await;
+    let all = full.until("done", 20).await;
+    let seqs: Vec<i64> = all.iter().filter_map(|e| e.id).collect();
+    let middle = seqs[seqs.len() / 2];
+    let mut resumed = app.stream(&token, "r", Some(middle)).await;
+    let replay = resumed.until("catch_up_done", 10).await;
+    let replayed: Vec<i64> = replay.iter().filter_map(|e| e.id).collect();
+    assert_eq!(replayed, seqs.iter().copied().filter(|s| *s > middle).collect::<Vec<_>>());
+    drop(resumed);
+
+    let dir = app.stop().await;
+    let app = TestApp::spawn_in(dir, |_| {}).await;
+    let mut after_restart = app.stream(&token, "r", Some(middle)).await;
+    let replay = after_restart.until("catch_up_done", 10).await;
+    let replayed_again: Vec<i64> = replay.iter().filter_map(|e| e.id).collect();
+    assert_eq!(replayed_again, replayed, "the journal is durable");
+    // The data is byte-identical too.
+    let texts: Vec<String> = replay.iter().filter(|e| e.id.is_some()).map(|e| e.data.to_string()).collect();
+    let original: Vec<String> =
+        all.iter().filter(|e| e.id.is_some_and(|s| s > middle)).map(|e| e.data.to_string()).collect();
+    assert_eq!(texts, original);
+    // A cursor from the future (e.g. a restored backup) is told to resync.
+    let mut future = app.stream(&token, "r", Some(10_000)).await;
+    assert_eq!(future.next(5).await.data["type"], "resync");
+}
+
+#[tokio::test]
+async fn a_stalled_reader_does_not_delay_the_others() {
+    let (app, token) = app_with(|d| fake_claude(d, "0", 1500)).await;
+    app.chat(&token, "s").await;
+    // This client never reads: its socket buffers fill and the server must not wait for it.
+    let stalled = app.client.get(app.url("/api/chats/s/stream")).bearer_auth(&token).send().await.expect("stalled");
+    let mut live = app.stream(&token, "s", None).await;
+    app.send(&token, "s", "go", "c1").await;
+    let events = live.until("done", 30).await;
+    assert!(events.len() > 1500, "{} events", events.len());
+    drop(stalled);
+}
+
+#[tokio::test]
+async fn a_message_sent_while_running_is_queued_and_runs_next() {
+    let (app, token) = app_with(|d| fake_claude(d, "1", 2)).await;
+    app.chat(&token, "q").await;
+    let mut stream = app.stream(&token, "q", None).await;
+    assert_eq!(app.send(&token, "q", "first", "c1").await["status"], "started");
+    let queued = app.send(&token, "q", "second", "c2").await;
+    assert_eq!(queued["status"], "queued");
+    assert_eq!(queued["position"], 1);
+    let edit = app
+        .client
+        .patch(app.url("/api/chats/q/pending/c2"))
+        .bearer_auth(&token)
+        .json(&json!({ "content": "second, edited" }))
+        .send()
+        .await
+        .expect("edit");
+    let edit: Value = edit.json().await.expect("json");
+    assert_eq!(edit["updated"], true);
+    let events = stream.until("queued_turn_starting", 20).await;
+    assert!(types(&events).contains(&"queue_changed".to_owned()));
+    stream.until("done", 20).await;
+    let detail = app.detail(&token, "q").await;
+    let contents: Vec<&str> =
+        detail["messages"].as_array().expect("m").iter().map(|m| m["content"].as_str().unwrap_or("")).collect();
+    assert_eq!(contents, vec!["first", "reply for q", "second, edited", "reply for q"]);
+    assert_eq!(detail["pending_messages"], json!([]));
+}
+
+#[tokio::test]
+async fn two_devices_sending_at_once_get_one_turn_and_one_queued_message() {
+    let (app, token) = app_with(|d| fake_claude(d, "1", 1)).await;
+    app.chat(&token, "race").await;
+    let (a, b) =
+        tokio::join!(app.send(&token, "race", "from phone", "p1"), app.send(&token, "race", "from laptop", "l1"));
+    let mut statuses =
+        vec![a["status"].as_str().unwrap_or("").to_owned(), b["status"].as_str().unwrap_or("").to_owned()];
+    statuses.sort();
+    assert_eq!(statuses, vec!["queued", "started"]);
+}
+
+#[tokio::test]
+async fn stop_returns_fast_leaves_the_chat_idle_and_hands_back_the_queue() {
+    let (app, token) = app_with(|d| fake_claude(d, "30", 1)).await;
+    app.chat(&token, "st").await;
+    let mut stream = app.stream(&token, "st", None).await;
+    app.send(&token, "st", "slow one", "c1").await;
+    stream.until("run_started", 10).await;
+    app.send(&token, "st", "waiting", "c2").await;
+    let started = Instant::now();
+    let r = app.post("/api/chat/stop", json!({ "chat_id": "st" }), Some(&token)).await;
+    assert!(started.elapsed() < Duration::from_secs(3), "stop took {:?}", started.elapsed());
+    let body: Value = r.json().await.expect("json");
+    assert_eq!(body["stopped"], true);
+    assert_eq!(body["cleared_pending_cids"], json!(["c2"]));
+    let done = stream.until("done", 5).await;
+    assert_eq!(done.last().expect("done").data["status"], "stopped");
+    let detail = app.detail(&token, "st").await;
+    assert_eq!(detail["running"], false);
+    assert_eq!(detail["pending_messages"], json!([]));
+    // Stopping an idle chat is harmless.
+    let again: Value =
+        app.post("/api/chat/stop", json!({ "chat_id": "st" }), Some(&token)).await.json().await.expect("json");
+    assert_eq!(again["stopped"], false);
+    // And a new message runs normally afterwards (the fake is slow, so stop it again).
+    assert_eq!(app.send(&token, "st", "again", "c3").await["status"], "started");
+}
+
+#[tokio::test]
+async fn fifty_chats_running_at_once_never_cross_talk() {
+    let (app, token) = app_with(|d| fake_claude(d, "0.2", 3)).await;
+    let ids: Vec<String> = (0..50).map(|i| format!("chat-{i}")).collect();
+    for id in &ids {
+        app.chat(&token, id).await;
+    }
+    let sends = ids.iter().map(|id| app.send(&token, id, "who are you", "c1"));
+    for answer in futures_util::future::join_all(sends).await {
+        assert_eq!(answer["status"], "started");
+    }
+    for id in &ids {
+        let mut waited = 0;
+        loop {
+            let detail = app.detail(&token, id).await;
+            if detail["running"] == false && detail["total"] == 2 {
+                assert_eq!(detail["messages"][1]["content"], format!("reply for {id}"));
+                assert_eq!(detail["session_id"], format!("s-{id}"));
+                break;
+            }
+            waited += 1;
+            assert!(waited < 600, "{id} never finished");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn broken_clis_fail_the_turn_with_a_readable_error() {
+    let cases: Vec<(&str, String, &str)> = vec![
+        ("missing", String::new(), "could not be started"),
+        ("exits", "echo 'boom: no credentials' >&2\nexit 3".into(), "exited with status 3"),
+        ("hangs", "sleep 30".into(), "did not respond"),
+        (
+            "garbage",
+            "IFS= read -r a\nIFS= read -r b\necho 'not json'\nhead -c 11000000 /dev/zero | tr '\\0' 'x'; echo\nprintf '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"session_id\":\"s\",\"usage\":{}}\\n'\ncat >/dev/null".into(),
+            "",
+        ),
+    ];
+    for (name, body, expected) in cases {
+        let (app, token) =
+            app_with(|d| if name == "missing" { d.join("no-such-cli") } else { script(d, name, &body) }).await;
+        app.chat(&token, name).await;
+        let mut stream = app.stream(&token, name, None).await;
+        app.send(&token, name, "hi", "c1").await;
+        let events = stream.until("done", 20).await;
+        let done = &events.last().expect("done").data;
+        let detail = app.detail(&token, name).await;
+        if expected.is_empty() {
+            assert_eq!(done["status"], "completed", "{name}: malformed and oversized lines are skipped");
+        } else {
+            assert_eq!(done["status"], "failed", "{name}");
+            let error = done["error"].as_str().unwrap_or_default();
+            assert!(error.contains(expected), "{name}: {error}");
+            let last = &detail["messages"][1]["blocks"];
+            assert!(last.to_string().contains(expected), "{name}: error block {last}");
+        }
+        assert_eq!(detail["running"], false, "{name}");
+    }
+}
+
+/// A fake CLI that asks a question (or for a permission) and reports the answer it got.
+fn asking_claude(dir: &Path, tool: &str, input: &str) -> PathBuf {
+    script(
+        dir,
+        "asking-claude",
+        &format!(
+            r#"IFS= read -r init
+IFS= read -r user
+printf '{{"type":"control_request","request_id":"r1","request":{{"subtype":"can_use_tool","tool_name":"{tool}","input":{input},"tool_use_id":"t1"}}}}\n'
+IFS= read -r reply
+answer=$(printf '%s' "$reply" | tr -d '\n' | sed 's/"/\x27/g')
+printf '{{"type":"assistant","message":{{"id":"m9","content":[{{"type":"text","text":"got: %s"}}]}},"session_id":"s1"}}\n' "$answer"
+printf '{{"type":"result","subtype":"success","is_error":false,"session_id":"s1","usage":{{}}}}\n'
+cat >/dev/null"#
+        ),
+    )
+}
+
+#[tokio::test]
+async fn a_question_is_durable_before_it_is_shown_and_its_answer_reaches_the_cli() {
+    let questions = r#"{"questions":[{"question":"Which color?","header":"Color","multiSelect":false,"options":[{"label":"Blue","description":""},{"label":"Red","description":""}]}]}"#;
+    let (app, token) = app_with(|d| asking_claude(d, "AskUserQuestion", questions)).await;
+    app.chat(&token, "ask").await;
+    let mut stream = app.stream(&token, "ask", None).await;
+    app.send(&token, "ask", "pick a color", "c1").await;
+    let events = stream.until("question", 10).await;
+    let question = &events.last().expect("question").data;
+    let qid = question["question_id"].as_str().expect("qid").to_owned();
+    // Durable: the detail (a separate read) already shows the card and the marker.
+    let detail = app.detail(&token, "ask").await;
+    assert_eq!(detail["pending_question_id"], qid);
+    assert!(detail["messages"].to_string().contains("Which color?"));
+    // A plain send while the question waits is refused; a stale id is 410.
+    let blocked = app.post("/api/chats/ask/messages", json!({ "content": "hello?", "cid": "c2" }), Some(&token)).await;
+    assert_error(blocked, StatusCode::CONFLICT, "pending_question_open").await;
+    let stale = app
+        .post(
+            "/api/chats/ask/messages",
+            json!({ "answers": { "Which color?": "Red" }, "question_id": "q-old" }),
+            Some(&token),
+        )
+        .await;
+    assert_error(stale, StatusCode::GONE, "question_stale").await;
+    let ok = app
+        .post(
+            "/api/chats/ask/messages",
+            json!({ "answers": { "Which color?": "Blue" }, "question_id": qid }),
+            Some(&token),
+        )
+        .await;
+    assert_eq!(ok.status(), StatusCode::ACCEPTED);
+    let events = stream.until("done", 10).await;
+    assert!(types(&events).contains(&"answers_applied".to_owned()));
+    let detail = app.detail(&token, "ask").await;
+    let reply = detail["messages"][1].to_string();
+    assert!(reply.contains("Which color?") && reply.contains("Blue"), "{reply}");
+    assert!(
+        reply.contains("got: {") && reply.contains("'type':'control_response'"),
+        "the CLI got a control response: {reply}"
+    );
+    assert!(reply.contains("'behavior':'allow'") && reply.contains("'Which color?':'Blue'"), "{reply}");
+    assert!(detail["messages"][1]["blocks"][0]["answers"]["Which color?"] == "Blue");
+}
+
+#[tokio::test]
+async fn under_the_ask_policy_a_tool_waits_for_the_owner_and_a_denial_reaches_the_cli() {
+    let (app, token) = app_with(|d| asking_claude(d, "Bash", r#"{"command":"rm -rf /tmp/x"}"#)).await;
+    app.chat(&token, "pol").await;
+    let r = app
+        .client
+        .patch(app.url("/api/chats/pol"))
+        .bearer_auth(&token)
+        .json(&json!({ "approval_policy": "ask" }))
+        .send()
+        .await
+        .expect("patch");
+    assert_eq!(r.status(), StatusCode::OK);
+    let mut stream = app.stream(&token, "pol", None).await;
+    app.send(&token, "pol", "clean up", "c1").await;
+    let events = stream.until("question", 10).await;
+    let card = &events.last().expect("card").data;
+    assert_eq!(card["kind"], "approval");
+    assert_eq!(card["tool"], "Bash");
+    let qid = card["question_id"].as_str().expect("qid");
+    let r = app
+        .post(
+            "/api/chats/pol/messages",
+            json!({ "answers": { "decision": "deny", "reason": "not today" }, "question_id": qid }),
+            Some(&token),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    stream.until("done", 10).await;
+    let detail = app.detail(&token, "pol").await;
+    let reply = detail["messages"][1].to_string();
+    assert!(reply.contains("deny") && reply.contains("not today"), "{reply}");
+
+    // Under the default policy the same request is allowed without a card.
+    let r = app
+        .client
+        .patch(app.url("/api/chats/pol"))
+        .bearer_auth(&token)
+        .json(&json!({ "approval_policy": "full" }))
+        .send()
+        .await
+        .expect("patch");
+    assert_eq!(r.status(), StatusCode::OK);
+    app.send(&token, "pol", "again", "c2").await;
+    let events = stream.until("done", 10).await;
+    assert!(!types(&events).contains(&"question".to_owned()));
+    let detail = app.detail(&token, "pol").await;
+    assert!(detail["messages"][3].to_string().contains("allow"));
+}
