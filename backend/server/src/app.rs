@@ -101,6 +101,11 @@ impl AppState {
         if let Some(row) = db::owner::get(&db.read).await? {
             owner.set(row.username, row.token_epoch);
         }
+        let orphans =
+            crate::agent::process::reap_orphans(&crate::agent::agent_pid_dir(&config.data_dir), &config.data_dir);
+        if orphans > 0 {
+            warn!(orphans, "killed agent processes left behind by the previous run");
+        }
         let interrupted = writer.call(|ack| WriteCommand::ReconcileStartup { ack }).await?;
         if !interrupted.is_empty() {
             warn!(

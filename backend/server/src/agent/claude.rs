@@ -36,7 +36,7 @@ impl AgentProvider for Claude {
     }
 
     fn start(&self, request: TurnRequest) -> Result<ProviderTurn> {
-        let spawned = process::spawn(&self.bin, &args(&request), &request.cwd, &request.env)?;
+        let spawned = process::spawn(&self.bin, &args(&request), &request.cwd, &request.env, Some(&request.pid_dir))?;
         let (events_tx, events) = mpsc::channel(256);
         let (control, control_rx) = mpsc::channel(8);
         let driver = tokio::spawn(drive(spawned, request.prompt, events_tx, control_rx, self.start_timeout));

@@ -42,7 +42,7 @@ impl AgentProvider for Codex {
             .iter()
             .map(|s| (*s).to_owned())
             .collect();
-        let spawned = process::spawn(&self.bin, &args, &request.cwd, &request.env)?;
+        let spawned = process::spawn(&self.bin, &args, &request.cwd, &request.env, Some(&request.pid_dir))?;
         let (events_tx, events) = mpsc::channel(256);
         let (control, control_rx) = mpsc::channel(8);
         let driver = tokio::spawn(drive(spawned, request, events_tx, control_rx, self.start_timeout));
@@ -579,6 +579,7 @@ mod tests {
             cwd: "/data".into(),
             env: vec![],
             approval: ApprovalPolicy::Full,
+            pid_dir: "/data/run/agents".into(),
         };
         let r = thread_request(&request);
         assert_eq!(r["method"], "thread/resume");

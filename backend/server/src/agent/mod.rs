@@ -103,6 +103,8 @@ pub struct TurnRequest {
     /// The complete environment of the process (nothing else is inherited).
     pub env: Vec<(String, String)>,
     pub approval: ApprovalPolicy,
+    /// Where the process group id is recorded while the CLI runs (`DATA_DIR/run/agents`).
+    pub pid_dir: PathBuf,
 }
 
 /// Token counts of a turn.
@@ -220,6 +222,11 @@ pub trait AgentProvider: Send + Sync {
     fn kind(&self) -> ProviderKind;
     /// Spawns the CLI and starts the turn; events arrive on the returned channel.
     fn start(&self, request: TurnRequest) -> Result<ProviderTurn>;
+}
+
+/// Where running agent process groups are recorded.
+pub fn agent_pid_dir(data_dir: &std::path::Path) -> PathBuf {
+    data_dir.join("run").join("agents")
 }
 
 /// Short, single-line summary of a tool input for the tool block header.

@@ -57,6 +57,8 @@ impl StderrTail {
 pub struct AgentProcess {
     child: Child,
     pgid: Option<i32>,
+    /// `DATA_DIR/run/agents/<pgid>`: lets the next boot kill this group if the server dies.
+    marker: Option<std::path::PathBuf>,
 }
 
 /// What [`spawn`] hands back.
@@ -68,8 +70,15 @@ pub struct Spawned {
     pub stderr: StderrTail,
 }
 
-/// Starts `program` with exactly `env` (nothing inherited), in its own process group.
-pub fn spawn(program: &Path, args: &[String], cwd: &Path, env: &[(String, String)]) -> Result<Spawned> {
+/// Starts `program` with exactly `env` (nothing inherited), in its own process group. With
+/// `pid_dir`, the group id is recorded there until the process is gone.
+pub fn spawn(
+    program: &Path,
+    args: &[String],
+    cwd: &Path,
+    env: &[(String, String)],
+    pid_dir: Option<&Path>,
+) -> Result<Spawned> {
     let mut command = Command::new(program);
     command
         .args(args)
@@ -89,6 +98,15 @@ pub fn spawn(program: &Path, args: &[String], cwd: &Path, env: &[(String, String
         _ => Error::Io(e),
     })?;
     let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+    let marker = match (pid_dir, pgid) {
+        (Some(dir), Some(pgid)) => {
+            std::fs::create_dir_all(dir)?;
+            let path = dir.join(pgid.to_string());
+            std::fs::write(&path, b"")?;
+            Some(path)
+        }
+        _ => None,
+    };
     let stdin = child.stdin.take().ok_or_else(|| Error::Internal("no stdin pipe".into()))?;
     let stdout = child.stdout.take().ok_or_else(|| Error::Internal("no stdout pipe".into()))?;
     let stderr_pipe = child.stderr.take().ok_or_else(|| Error::Internal("no stderr pipe".into()))?;
@@ -102,7 +120,7 @@ pub fn spawn(program: &Path, args: &[String], cwd: &Path, env: &[(String, String
             tail.push(line);
         }
     });
-    Ok(Spawned { process: AgentProcess { child, pgid }, stdin, lines, stderr })
+    Ok(Spawned { process: AgentProcess { child, pgid, marker }, stdin, lines, stderr })
 }
 
 async fn read_lines(stdout: impl AsyncRead + Unpin, tx: mpsc::Sender<Line>) {
@@ -188,11 +206,37 @@ impl AgentProcess {
         // Children may have outlived the leader: make sure the group is gone.
         self.signal_group(Signal::SIGKILL);
         self.pgid = None;
+        if let Some(marker) = self.marker.take() {
+            let _ = std::fs::remove_file(marker);
+        }
     }
+}
+
+/// Kills agent process groups left behind by a server that died without cleaning up. Only
+/// groups whose leader still carries this data dir in its environment are touched.
+pub fn reap_orphans(pid_dir: &Path, data_dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(pid_dir) else { return 0 };
+    let needle = format!("MOBIUS_DATA_DIR={}", data_dir.display()).into_bytes();
+    let mut killed = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if let Some(pgid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) {
+            let environ = std::fs::read(format!("/proc/{pgid}/environ")).unwrap_or_default();
+            if environ.split(|b| *b == 0).any(|var| var == needle.as_slice()) {
+                let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+                killed += 1;
+            }
+        }
+        let _ = std::fs::remove_file(path);
+    }
+    killed
 }
 
 impl Drop for AgentProcess {
     fn drop(&mut self) {
+        if let Some(marker) = self.marker.take() {
+            let _ = std::fs::remove_file(marker);
+        }
         if let Some(pgid) = self.pgid.take() {
             let _ = killpg(Pid::from_raw(pgid), Signal::SIGTERM);
             std::thread::spawn(move || {
@@ -230,8 +274,30 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn orphans_of_a_dead_server_are_killed_at_the_next_boot() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let pids = dir.path().join("pids");
+        let data = dir.path().join("data");
+        let env = vec![
+            ("PATH".to_owned(), "/usr/bin:/bin".to_owned()),
+            ("MOBIUS_DATA_DIR".to_owned(), data.display().to_string()),
+        ];
+        let spawned =
+            spawn(Path::new("/bin/sh"), &["-c".into(), "echo up; sleep 30".into()], dir.path(), &env, Some(&pids))
+                .expect("spawn");
+        let mut lines = spawned.lines;
+        assert_eq!(lines.recv().await, Some(Line::Text("up".into())));
+        // Simulate the server dying: forget the handle without running its cleanup.
+        std::mem::forget(spawned.process);
+        // A marker for an unrelated process (pid 1) must not be acted on.
+        std::fs::write(pids.join("1"), b"").expect("marker");
+        assert_eq!(reap_orphans(&pids, &data), 1);
+        assert_eq!(std::fs::read_dir(&pids).expect("pids").count(), 0);
+    }
+
+    #[tokio::test]
     async fn a_missing_binary_is_a_clear_error() {
-        let err = spawn(Path::new("/nonexistent/claude"), &[], Path::new("/"), &[]).expect_err("missing");
+        let err = spawn(Path::new("/nonexistent/claude"), &[], Path::new("/"), &[], None).expect_err("missing");
         assert_eq!(err.code(), "agent_cli_missing");
     }
 
@@ -240,12 +306,19 @@ mod tests {
         let dir = tempfile::tempdir().expect("tmp");
         let pidfile = dir.path().join("child.pid");
         let script = format!("sleep 30 & echo $! > {}; echo started; wait", pidfile.display());
-        let mut spawned =
-            spawn(Path::new("/bin/sh"), &["-c".into(), script], dir.path(), &[("PATH".into(), "/usr/bin:/bin".into())])
-                .expect("spawn");
+        let mut spawned = spawn(
+            Path::new("/bin/sh"),
+            &["-c".into(), script],
+            dir.path(),
+            &[("PATH".into(), "/usr/bin:/bin".into())],
+            Some(&dir.path().join("pids")),
+        )
+        .expect("spawn");
+        assert_eq!(std::fs::read_dir(dir.path().join("pids")).expect("pids").count(), 1);
         assert_eq!(spawned.lines.recv().await, Some(Line::Text("started".into())));
         let child_pid: i32 = std::fs::read_to_string(&pidfile).expect("pid").trim().parse().expect("int");
         spawned.process.terminate().await;
+        assert_eq!(std::fs::read_dir(dir.path().join("pids")).expect("pids").count(), 0, "marker removed");
         // The grandchild (`sleep`) was in the same group and is gone too.
         // Signals are delivered asynchronously; give the kernel a moment, then look.
         let mut state = String::new();

@@ -93,6 +93,8 @@ struct Turn<'a> {
     run_id: String,
     live: LiveMessage,
     last_snapshot: Instant,
+    /// The live message changed since the last snapshot.
+    dirty: bool,
     pending_ask: Option<PendingAsk>,
     approval: ApprovalPolicy,
     allowed_tools: HashSet<String>,
@@ -109,6 +111,7 @@ async fn run_turn(state: &AppState, start: TurnStart, commands: &mut mpsc::Recei
         run_id: start.run_id.clone(),
         live: LiveMessage::new(now_ms()),
         last_snapshot: Instant::now(),
+        dirty: false,
         pending_ask: None,
         approval: ApprovalPolicy::Full,
         allowed_tools: HashSet::new(),
@@ -181,6 +184,7 @@ impl Turn<'_> {
             cwd: state.config.data_dir.clone(),
             env,
             approval: self.approval,
+            pid_dir: crate::agent::agent_pid_dir(&state.config.data_dir),
         };
         state.providers.provider(kind).start(request)
     }
@@ -191,7 +195,10 @@ impl Turn<'_> {
         commands: &mut mpsc::Receiver<TurnCommand>,
     ) -> Option<TurnStart> {
         loop {
+            let snapshot_due = self.last_snapshot + SNAPSHOT_EVERY;
             tokio::select! {
+                // A quiet spell after some output (e.g. a long tool run): persist what we have.
+                () = tokio::time::sleep_until(snapshot_due), if self.dirty => self.snapshot(),
                 event = provider.events.recv() => {
                     let Some(event) = event else {
                         return self.finish(Finish::failed("The agent stopped without finishing the turn."), false).await.next;
@@ -325,10 +332,17 @@ impl Turn<'_> {
                 ack: None,
             })
             .await;
+        self.dirty = true;
         if self.last_snapshot.elapsed() >= SNAPSHOT_EVERY {
-            self.last_snapshot = Instant::now();
-            self.state.writer.snapshot_live(&self.chat_id, &self.run_id, self.live.to_body().to_string());
+            self.snapshot();
         }
+    }
+
+    /// Hands the current live message to the writer (which coalesces per chat).
+    fn snapshot(&mut self) {
+        self.last_snapshot = Instant::now();
+        self.dirty = false;
+        self.state.writer.snapshot_live(&self.chat_id, &self.run_id, self.live.to_body().to_string());
     }
 
     /// A question always goes to the owner; an approval only under the `ask` policy.

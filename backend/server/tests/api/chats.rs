@@ -448,3 +448,30 @@ async fn under_the_ask_policy_a_tool_waits_for_the_owner_and_a_denial_reaches_th
     let detail = app.detail(&token, "pol").await;
     assert!(detail["messages"][3].to_string().contains("allow"));
 }
+
+#[tokio::test]
+async fn a_server_killed_mid_turn_reopens_with_the_turn_interrupted_and_the_queue_kept() {
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let bin = fake_claude(dir.path(), "30", 0);
+    let env = [("MOBIUS_CLAUDE_BIN", bin.display().to_string())];
+    let app = TestApp::spawn_process(dir, &env).await;
+    let token = app.setup_owner().await;
+    app.connect_claude(&token).await;
+    app.chat(&token, "k").await;
+    let mut stream = app.stream(&token, "k", None).await;
+    app.send(&token, "k", "long job", "c1").await;
+    stream.until("run_started", 10).await;
+    assert_eq!(app.send(&token, "k", "next", "c2").await["status"], "queued");
+    drop(stream);
+    let dir = app.kill9();
+    let app = TestApp::spawn_process(dir, &env).await;
+    let detail = app.detail(&token, "k").await;
+    assert_eq!(detail["running"], false);
+    assert!(detail["messages"][1].to_string().contains("interrupted"));
+    assert_eq!(detail["pending_messages"][0]["cid"], "c2");
+    let runs: Value = app.get("/api/chats/k/runs", Some(&token)).await.json().await.expect("runs");
+    assert_eq!(runs[0]["status"], "interrupted");
+    // The orphaned fake CLI of the dead server is gone too.
+    let orphans = std::fs::read_dir(app.data_dir().join("run/agents")).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(orphans, 0);
+}

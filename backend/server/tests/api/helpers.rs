@@ -19,6 +19,8 @@ pub struct TestApp {
     pub dir: Arc<tempfile::TempDir>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<mobius::Result<()>>>,
+    /// Set when the server runs as a separate process (the `mobius` binary).
+    process: Option<std::process::Child>,
 }
 
 impl TestApp {
@@ -45,7 +47,45 @@ impl TestApp {
             let _ = stopped.await;
         }));
         let client = Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
-        Self { addr, client, dir, stop: Some(stop), task: Some(task) }
+        Self { addr, client, dir, stop: Some(stop), task: Some(task), process: None }
+    }
+
+    /// Runs the real `mobius` binary over `dir` with extra environment, and waits until ready.
+    pub async fn spawn_process(dir: Arc<tempfile::TempDir>, env: &[(&str, String)]) -> Self {
+        // Reserve a free port, release it, and hand it to the server.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.path().join("server.log"))
+            .expect("log file");
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_mobius"));
+        command
+            .env("DATA_DIR", dir.path())
+            .env("MOBIUS_BIND", addr.to_string())
+            .env("MOBIUS_FRONTEND_DIR", dir.path().join("no-frontend"))
+            .env("MOBIUS_LOG", "info,mobius=debug")
+            .env("MOBIUS_SKILL_DIR", Path::new(env!("CARGO_MANIFEST_DIR")).join("../../skill"))
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log);
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let child = command.spawn().expect("start the mobius binary");
+        let client = Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+        let app = Self { addr, client, dir, stop: None, task: None, process: Some(child) };
+        app.wait_ready().await;
+        app
+    }
+
+    /// SIGKILLs the server process (no shutdown at all) and returns its data dir.
+    pub fn kill9(mut self) -> Arc<tempfile::TempDir> {
+        if let Some(mut child) = self.process.take() {
+            child.kill().expect("kill");
+            child.wait().expect("wait");
+        }
+        self.dir.clone()
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -73,6 +113,14 @@ impl TestApp {
     pub async fn stop(mut self) -> Arc<tempfile::TempDir> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
+        }
+        if let Some(mut child) = self.process.take() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(child.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+            let status = child.wait().expect("wait");
+            assert!(status.success(), "the server did not exit cleanly: {status}");
         }
         if let Some(task) = self.task.take() {
             task.await.expect("server task").expect("server result");
@@ -108,6 +156,10 @@ impl Drop for TestApp {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
+        }
+        if let Some(mut child) = self.process.take() {
+            let _ = child.kill();
+            let _ = child.wait();
         }
     }
 }

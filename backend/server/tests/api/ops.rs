@@ -57,3 +57,18 @@ async fn the_data_dir_gets_a_private_key_and_a_wal_database() {
     let mode: String = sqlx::query_scalar("PRAGMA journal_mode").fetch_one(&mut conn).await.expect("mode");
     assert_eq!(mode, "wal");
 }
+
+#[tokio::test]
+async fn sigterm_stops_the_binary_promptly_even_with_a_stream_open() {
+    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+    let app = TestApp::spawn_process(dir, &[]).await;
+    let token = app.setup_owner().await;
+    app.chat(&token, "open").await;
+    let _stream = app.stream(&token, "open", None).await;
+    let started = std::time::Instant::now();
+    let dir = app.stop().await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "shutdown took {:?}", started.elapsed());
+    let log = std::fs::read_to_string(dir.path().join("server.log")).expect("log");
+    assert!(log.contains("stopped"), "{log}");
+    assert!(!log.contains(&token), "tokens never reach the logs");
+}

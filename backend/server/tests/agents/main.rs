@@ -1,0 +1,401 @@
+//! End-to-end turns with the REAL `claude` and `codex` CLIs against the scripted model
+//! servers (`tests/fake-providers`), through the real `mobius` binary.
+//!
+//! They need the pinned CLIs, so they are `#[ignore]`d in a plain `cargo test`;
+//! `scripts/test` installs the CLIs and runs them with `--ignored` inside a loopback-only
+//! network namespace. Point `MOBIUS_E2E_CLAUDE_BIN` / `MOBIUS_E2E_CODEX_BIN` at other builds.
+
+#[path = "../api/helpers.rs"]
+#[allow(dead_code)]
+mod helpers;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use helpers::{TestApp, types};
+use serde_json::{Value, json};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Cli {
+    Claude,
+    Codex,
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn cli_bin(cli: Cli) -> PathBuf {
+    let (var, name) = match cli {
+        Cli::Claude => ("MOBIUS_E2E_CLAUDE_BIN", "claude"),
+        Cli::Codex => ("MOBIUS_E2E_CODEX_BIN", "codex"),
+    };
+    if let Ok(bin) = std::env::var(var) {
+        return PathBuf::from(bin);
+    }
+    let dir = std::env::var("MOBIUS_CLI_DIR").unwrap_or_else(|_| "/var/cache/mobius-agent-clis".into());
+    let bin = Path::new(&dir).join("node_modules/.bin").join(name);
+    assert!(bin.exists(), "{} is missing: run scripts/test (it installs the pinned CLIs) or set {var}", bin.display());
+    bin
+}
+
+/// A scripted model server.
+struct Mock {
+    child: Child,
+    port: u16,
+    dumps: PathBuf,
+}
+
+impl Drop for Mock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Mock {
+    fn start(cli: Cli, dir: &Path, script: &Value) -> Self {
+        let file = match cli {
+            Cli::Claude => "mock_anthropic.py",
+            Cli::Codex => "mock_openai.py",
+        };
+        let script_path = dir.join("mock-script.json");
+        std::fs::write(&script_path, script.to_string()).expect("script");
+        let port_file = dir.join("mock.port");
+        std::fs::create_dir_all(dir.join("mock-bodies")).expect("dump dir");
+        let child = Command::new("python3")
+            .arg(repo().join("tests/fake-providers").join(file))
+            .args(["--port", "0", "--port-file"])
+            .arg(&port_file)
+            .arg("--script")
+            .arg(&script_path)
+            .arg("--log")
+            .arg(dir.join("mock-requests.jsonl"))
+            .arg("--dump-dir")
+            .arg(dir.join("mock-bodies"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the mock (python3)");
+        let started = Instant::now();
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&port_file)
+                && let Ok(port) = text.trim().parse()
+            {
+                return Self { child, port, dumps: dir.join("mock-bodies") };
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "the mock never wrote its port");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The full body of the newest request the model server saw.
+    fn last_body(&self) -> String {
+        let mut files: Vec<PathBuf> =
+            std::fs::read_dir(&self.dumps).expect("dumps").flatten().map(|e| e.path()).collect();
+        files.sort();
+        std::fs::read_to_string(files.last().expect("a request")).expect("body")
+    }
+
+    /// Every request the model server saw.
+    async fn requests(&self) -> Vec<Value> {
+        reqwest::get(format!("http://127.0.0.1:{}/_mock/requests", self.port))
+            .await
+            .expect("mock log")
+            .json::<Value>()
+            .await
+            .ok()
+            .and_then(|v| v.as_array().cloned().or_else(|| v.get("requests").and_then(Value::as_array).cloned()))
+            .unwrap_or_default()
+    }
+}
+
+struct Rig {
+    cli: Cli,
+    mock: Mock,
+    app: TestApp,
+    token: String,
+}
+
+fn codex_config(port: u16) -> String {
+    format!(
+        r#"model = "gpt-5.5"
+model_provider = "mock"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[otel]
+metrics_exporter = "none"
+
+[features]
+plugins = false
+
+[model_providers.mock]
+name = "Mock"
+base_url = "http://127.0.0.1:{port}/v1"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+"#
+    )
+}
+
+fn server_env(cli: Cli, mock_port: u16) -> Vec<(&'static str, String)> {
+    let mut env = vec![
+        ("MOBIUS_SKILL_DIR", repo().join("skill").display().to_string()),
+        ("MOBIUS_AGENT_START_TIMEOUT_SECS", "60".into()),
+    ];
+    match cli {
+        Cli::Claude => {
+            env.push(("MOBIUS_CLAUDE_BIN", cli_bin(cli).display().to_string()));
+            env.push(("MOBIUS_CLAUDE_BASE_URL", format!("http://127.0.0.1:{mock_port}")));
+        }
+        Cli::Codex => env.push(("MOBIUS_CODEX_BIN", cli_bin(cli).display().to_string())),
+    }
+    env
+}
+
+impl Rig {
+    async fn start(cli: Cli, script: Value) -> Self {
+        let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+        let mock = Mock::start(cli, dir.path(), &script);
+        if cli == Cli::Codex {
+            let home = dir.path().join("cli-auth/codex");
+            std::fs::create_dir_all(&home).expect("codex home");
+            std::fs::write(home.join("config.toml"), codex_config(mock.port)).expect("config.toml");
+        }
+        let app = TestApp::spawn_process(dir, &server_env(cli, mock.port)).await;
+        let token = app.setup_owner().await;
+        let id = match cli {
+            Cli::Claude => "claude",
+            Cli::Codex => "codex",
+        };
+        let r =
+            app.post(&format!("/api/providers/{id}/api-key"), json!({ "api_key": "sk-mock-key" }), Some(&token)).await;
+        assert_eq!(r.status(), 200, "connecting {id}: {}", r.text().await.unwrap_or_default());
+        let r = app.post("/api/settings", json!({ "default_provider": id }), Some(&token)).await;
+        assert_eq!(r.status(), 200);
+        Self { cli, mock, app, token }
+    }
+
+    async fn restart_after_kill(self) -> Self {
+        let Rig { cli, mock, app, token } = self;
+        let dir = app.kill9();
+        let app = TestApp::spawn_process(dir, &server_env(cli, mock.port)).await;
+        Self { cli, mock, app, token }
+    }
+}
+
+/// The provider's way of writing `hello.txt` in the workspace.
+fn write_step(cli: Cli, text: &str) -> Value {
+    match cli {
+        Cli::Claude => json!({ "text": text, "tool_use": { "name": "Write",
+            "input": { "file_path": "{cwd}/hello.txt", "content": "hello from the mock\n" } } }),
+        Cli::Codex => json!({ "text": text,
+            "apply_patch": "*** Begin Patch\n*** Add File: hello.txt\n+hello from the mock\n*** End Patch\n" }),
+    }
+}
+
+/// A step whose shell command runs for half a minute (Claude refuses a bare `sleep`).
+const SLOW_COMMAND: &str = "python3 -c 'import time; time.sleep(30)'";
+
+fn slow_shell_step(cli: Cli, text: &str) -> Value {
+    match cli {
+        Cli::Claude => {
+            json!({ "text": text, "tool_use": { "name": "Bash", "input": { "command": SLOW_COMMAND, "description": "wait" } } })
+        }
+        Cli::Codex => json!({ "text": text, "shell": SLOW_COMMAND }),
+    }
+}
+
+fn question_step(cli: Cli) -> Value {
+    let options =
+        json!([{ "label": "Blue", "description": "the blue one" }, { "label": "Red", "description": "the red one" }]);
+    match cli {
+        Cli::Claude => json!({ "tool_use": { "name": "AskUserQuestion", "input": { "questions": [
+            { "question": "Which color?", "header": "Color", "multiSelect": false, "options": options } ] } } }),
+        Cli::Codex => json!({ "function_call": { "name": "request_user_input", "arguments": { "questions": [
+            { "id": "color", "header": "Color", "question": "Which color?", "options": options } ] } } }),
+    }
+}
+
+async fn turn_writes_a_file_streams_and_the_next_message_resumes(cli: Cli) {
+    let rig = Rig::start(
+        cli,
+        json!({ "steps": [write_step(cli, "Creating hello.txt."), { "text": "done" }, { "text": "second answer" }] }),
+    )
+    .await;
+    let Rig { app, token, .. } = &rig;
+    app.chat(token, "c").await;
+    let mut stream = app.stream(token, "c", None).await;
+    assert_eq!(app.send(token, "c", "create hello.txt", "m1").await["status"], "started");
+    let events = stream.until("done", 90).await;
+    let kinds = types(&events);
+    for kind in ["user_message", "run_started", "tool_start", "tool_end", "done"] {
+        assert!(kinds.contains(&kind.to_owned()), "{cli:?}: missing {kind} in {kinds:?}");
+    }
+    assert!(kinds.iter().any(|k| k == "text" || k == "text_final"), "{cli:?}: no text in {kinds:?}");
+    assert_eq!(events.last().expect("done").data["status"], "completed", "{cli:?}: {:?}", events.last());
+    let written = std::fs::read_to_string(app.data_dir().join("hello.txt")).expect("hello.txt in the workspace");
+    assert_eq!(written.trim(), "hello from the mock");
+    let detail = app.detail(token, "c").await;
+    let reply = &detail["messages"][1];
+    assert!(reply["blocks"].as_array().expect("blocks").iter().any(|b| b["type"] == "tool" && b["status"] == "done"));
+    assert!(reply["content"].as_str().expect("content").contains("done"), "{reply}");
+    let session = detail["session_id"].as_str().expect("session id").to_owned();
+
+    app.send(token, "c", "and again", "m2").await;
+    let events = stream.until("done", 90).await;
+    assert_eq!(events.last().expect("done").data["status"], "completed");
+    let detail = app.detail(token, "c").await;
+    assert_eq!(detail["session_id"], session.as_str(), "{cli:?}: the provider session continues");
+    // The mock answers "second answer" only when the history holds the first turn.
+    assert!(
+        detail["messages"][3]["content"].as_str().expect("content").contains("second answer"),
+        "{}",
+        detail["messages"][3]
+    );
+}
+
+async fn a_clarifying_question_is_answered_through_the_api(cli: Cli) {
+    let rig = Rig::start(cli, json!({ "steps": [question_step(cli), { "text": "You picked it." }] })).await;
+    let Rig { app, token, mock, .. } = &rig;
+    app.chat(token, "q").await;
+    let mut stream = app.stream(token, "q", None).await;
+    app.send(token, "q", "ask me something", "m1").await;
+    let events = stream.until("question", 90).await;
+    let card = &events.last().expect("question").data;
+    assert_eq!(card["questions"][0]["question"], "Which color?");
+    let qid = card["question_id"].as_str().expect("id");
+    let r = app
+        .post(
+            "/api/chats/q/messages",
+            json!({ "answers": { "Which color?": "Blue" }, "question_id": qid }),
+            Some(token),
+        )
+        .await;
+    assert_eq!(r.status(), 202);
+    let events = stream.until("done", 90).await;
+    assert_eq!(events.last().expect("done").data["status"], "completed");
+    assert!(types(&events).contains(&"answers_applied".to_owned()));
+    let detail = app.detail(token, "q").await;
+    assert!(detail["messages"][1]["content"].as_str().unwrap_or("").contains("You picked it."));
+    // The model saw the owner's answer.
+    let requests = mock.requests().await.iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
+    assert!(requests.contains("Blue"), "{cli:?}: the answer never reached the model");
+}
+
+async fn a_message_sent_while_running_is_queued_and_runs_next(cli: Cli) {
+    let rig =
+        Rig::start(cli, json!({ "steps": [{ "text": "slow reply", "delay_s": 3 }, { "text": "queued reply" }] })).await;
+    let Rig { app, token, .. } = &rig;
+    app.chat(token, "w").await;
+    let mut stream = app.stream(token, "w", None).await;
+    app.send(token, "w", "first", "m1").await;
+    stream.until("run_started", 30).await;
+    let queued = app.send(token, "w", "second", "m2").await;
+    assert_eq!(queued["status"], "queued");
+    stream.until("queued_turn_starting", 90).await;
+    let events = stream.until("done", 90).await;
+    assert_eq!(events.last().expect("done").data["status"], "completed");
+    let detail = app.detail(token, "w").await;
+    let contents: Vec<String> = detail["messages"]
+        .as_array()
+        .expect("m")
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(contents[0], "first");
+    assert!(contents[1].contains("slow reply"));
+    assert_eq!(contents[2], "second");
+    assert!(contents[3].contains("queued reply"), "{contents:?}");
+}
+
+async fn stop_during_a_slow_step_returns_fast_with_the_queue(cli: Cli) {
+    let rig = Rig::start(cli, json!({ "steps": [{ "text": "too late", "delay_s": 20 }] })).await;
+    let Rig { app, token, .. } = &rig;
+    app.chat(token, "s").await;
+    let mut stream = app.stream(token, "s", None).await;
+    app.send(token, "s", "take your time", "m1").await;
+    stream.until("run_started", 30).await;
+    // Let the CLI get into its model call.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    app.send(token, "s", "then this", "m2").await;
+    let started = Instant::now();
+    let r: Value = app.post("/api/chat/stop", json!({ "chat_id": "s" }), Some(token)).await.json().await.expect("json");
+    assert!(started.elapsed() < Duration::from_secs(3), "{cli:?}: stop took {:?}", started.elapsed());
+    assert_eq!(r["stopped"], true);
+    assert_eq!(r["cleared_pending_cids"], json!(["m2"]));
+    let detail = app.detail(token, "s").await;
+    assert_eq!(detail["running"], false);
+    assert_eq!(detail["pending_messages"], json!([]));
+    let runs: Value = app.get("/api/chats/s/runs", Some(token)).await.json().await.expect("runs");
+    assert_eq!(runs[0]["status"], "stopped");
+}
+
+async fn a_server_killed_mid_turn_keeps_the_transcript_run_and_queue_and_resumes(cli: Cli) {
+    let script = json!({ "steps": [slow_shell_step(cli, "Working on it.")], "default": { "text": "resumed fine" } });
+    let rig = Rig::start(cli, script).await;
+    let (app, token) = (&rig.app, rig.token.clone());
+    app.chat(&token, "k").await;
+    let mut stream = app.stream(&token, "k", None).await;
+    app.send(&token, "k", "long job", "m1").await;
+    stream.until("tool_start", 90).await;
+    // Past the snapshot interval, so the live message is on disk.
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    assert_eq!(app.send(&token, "k", "queued before the crash", "m2").await["status"], "queued");
+    drop(stream);
+    let rig = rig.restart_after_kill().await;
+    let (app, token) = (&rig.app, &rig.token);
+    let detail = app.detail(token, "k").await;
+    assert_eq!(detail["running"], false);
+    assert_eq!(detail["messages"][0]["content"], "long job");
+    let partial = detail["messages"][1].to_string();
+    assert!(partial.contains("Working on it.") || partial.contains("time.sleep"), "{cli:?}: snapshot lost: {partial}");
+    assert!(partial.contains("interrupted"), "{partial}");
+    assert_eq!(detail["pending_messages"][0]["cid"], "m2");
+    let runs: Value = app.get("/api/chats/k/runs", Some(token)).await.json().await.expect("runs");
+    assert_eq!(runs[0]["status"], "interrupted");
+    let mut stream = app.stream(token, "k", None).await;
+    assert_eq!(app.send(token, "k", "carry on", "m3").await["status"], "started");
+    let events = stream.until("done", 90).await;
+    assert_eq!(events.last().expect("done").data["status"], "completed", "{:?}", events.last());
+    let detail = app.detail(token, "k").await;
+    let texts = detail["messages"].to_string();
+    assert!(texts.contains("queued before the crash") && texts.contains("carry on"));
+    assert!(texts.contains("resumed fine"), "{texts}");
+    // The model got the conversation from before the crash: the session was resumed.
+    let body = rig.mock.last_body();
+    assert!(body.contains("long job") && body.contains("carry on"), "{cli:?}: the session did not resume");
+}
+
+macro_rules! for_both {
+    ($($name:ident),* $(,)?) => {
+        mod claude {
+            $(
+                #[tokio::test]
+                #[ignore = "needs the agent CLIs; scripts/test runs it"]
+                async fn $name() { super::$name(super::Cli::Claude).await }
+            )*
+        }
+        mod codex {
+            $(
+                #[tokio::test]
+                #[ignore = "needs the agent CLIs; scripts/test runs it"]
+                async fn $name() { super::$name(super::Cli::Codex).await }
+            )*
+        }
+    };
+}
+
+for_both!(
+    turn_writes_a_file_streams_and_the_next_message_resumes,
+    a_clarifying_question_is_answered_through_the_api,
+    a_message_sent_while_running_is_queued_and_runs_next,
+    stop_during_a_slow_step_returns_fast_with_the_queue,
+    a_server_killed_mid_turn_keeps_the_transcript_run_and_queue_and_resumes,
+);
