@@ -79,16 +79,17 @@ impl Mock {
             .stderr(Stdio::null())
             .spawn()
             .expect("start the mock (python3)");
+        let mut mock = Self { child, port: 0, dumps: dir.join("mock-bodies") };
         let started = Instant::now();
-        loop {
-            if let Ok(text) = std::fs::read_to_string(&port_file)
-                && let Ok(port) = text.trim().parse()
-            {
-                return Self { child, port, dumps: dir.join("mock-bodies") };
+        while mock.port == 0 {
+            if let Ok(text) = std::fs::read_to_string(&port_file) {
+                mock.port = text.trim().parse().unwrap_or(0);
             }
+            // Dropping `mock` on this panic kills the child.
             assert!(started.elapsed() < Duration::from_secs(10), "the mock never wrote its port");
             std::thread::sleep(Duration::from_millis(20));
         }
+        mock
     }
 
     /// The full body of the newest request the model server saw.
