@@ -4,5 +4,6 @@ mod auth;
 mod chats;
 mod helpers;
 mod ops;
+mod providers;
 mod web;
 mod writer;
