@@ -13,8 +13,16 @@ if [ -z "${CARGO_TARGET_DIR:-}" ]; then
     export CARGO_TARGET_DIR="$ROOT/target"
   fi
 fi
-# Pinned agent CLIs live outside the repo.
-export MOBIUS_CLI_DIR=${MOBIUS_CLI_DIR:-$(dirname "$CARGO_TARGET_DIR")/mobius-agent-clis}
+# Pinned agent CLIs (and other downloaded tools) live outside the repo.
+if [ -z "${MOBIUS_TOOL_CACHE:-}" ]; then
+  if [ "$CARGO_TARGET_DIR" = "$ROOT/target" ]; then
+    MOBIUS_TOOL_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/mobius"
+  else
+    MOBIUS_TOOL_CACHE=$(dirname "$CARGO_TARGET_DIR")
+  fi
+fi
+export MOBIUS_TOOL_CACHE
+export MOBIUS_CLI_DIR=${MOBIUS_CLI_DIR:-$MOBIUS_TOOL_CACHE/mobius-agent-clis}
 CLAUDE_CODE_VERSION=2.1.332
 CODEX_VERSION=0.171.0
 

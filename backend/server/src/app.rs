@@ -26,7 +26,7 @@ use crate::agent::registry::{ChatLocks, Turns};
 use crate::auth::limits::LoginLimiter;
 use crate::auth::password::Passwords;
 use crate::auth::{Keys, OwnerCache};
-use crate::chats::PurgeClock;
+use crate::chats::{ListCache, PurgeClock};
 use crate::config::Config;
 use crate::db::{self, Db};
 use crate::error::{Error, Result};
@@ -65,6 +65,8 @@ pub struct Inner {
     /// Per-chat decision locks (send / stop / answer / delete).
     pub chat_locks: ChatLocks,
     pub purge_clock: PurgeClock,
+    /// The serialized chat list between changes.
+    pub list_cache: ListCache,
 }
 
 impl Deref for AppState {
@@ -129,6 +131,7 @@ impl AppState {
             turns: Turns::default(),
             chat_locks: ChatLocks::default(),
             purge_clock: PurgeClock::default(),
+            list_cache: ListCache::default(),
         }));
         Ok((state, task))
     }

@@ -15,6 +15,10 @@ const HELP: &str = "mobius — self-hosted agent platform
 
 USAGE:
     mobius [serve]     run the server (configured by environment variables)
+    mobius backup --to DIR          consistent copy of DATA_DIR, safe while the server runs
+    mobius restore --from DIR --to DATA_DIR [--force]
+                                    restore a backup into a stopped deployment
+    mobius healthcheck [PATH]       exit 0 when the local server answers /api/ready (or PATH)
     mobius --version   print the version
     mobius help        print this help
 
@@ -36,6 +40,9 @@ ENVIRONMENT:
 pub fn main(args: Vec<String>) -> ExitCode {
     match args.first().map(String::as_str) {
         None | Some("serve") => serve(),
+        Some("backup") => crate::backup::backup_command(&args[1..]),
+        Some("restore") => crate::backup::restore_command(&args[1..]),
+        Some("healthcheck") => crate::backup::healthcheck_command(&args[1..]),
         Some("--version" | "-V" | "version") => {
             println!("mobius {} ({} {})", env!("CARGO_PKG_VERSION"), crate::ops::BUILD_SHA, crate::ops::BUILD_DATE);
             ExitCode::SUCCESS

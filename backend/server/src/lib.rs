@@ -6,6 +6,7 @@ pub mod agent;
 pub mod api;
 pub mod app;
 pub mod auth;
+pub mod backup;
 pub mod chats;
 pub mod cli;
 pub mod config;

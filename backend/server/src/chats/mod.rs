@@ -33,6 +33,25 @@ impl PurgeClock {
     }
 }
 
+/// The serialized chat list, reused until the writer reports a change.
+#[derive(Debug, Default)]
+pub struct ListCache(std::sync::Mutex<Option<(u64, bytes::Bytes)>>);
+
+impl ListCache {
+    /// The cached body if it is still current.
+    pub fn get(&self, version: u64) -> Option<bytes::Bytes> {
+        match &*self.0.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some((v, body)) if *v == version => Some(body.clone()),
+            _ => None,
+        }
+    }
+
+    /// Stores the body read at `version`.
+    pub fn put(&self, version: u64, body: bytes::Bytes) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some((version, body));
+    }
+}
+
 /// Chat ids are client-minted UUIDs (or similar): short, URL-safe.
 pub fn valid_chat_id(id: &str) -> bool {
     (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')

@@ -48,8 +48,21 @@ async fn list(State(state): State<AppState>, _owner: Owner) -> Result<Response> 
         let cutoff = now_ms() - RECOVERY_WINDOW_MS;
         let _ = state.writer.submit(WriteCommand::PurgeDeleted { cutoff, ack: tokio::sync::oneshot::channel().0 });
     }
-    let chats = db::chats::list(&state.db.read).await?;
-    Ok(no_store(Json(chats).into_response()))
+    // Read the version first: a change committed during the query makes the next request
+    // refresh, never the other way round.
+    let version = state.hub.list_version();
+    let body = match state.list_cache.get(version) {
+        Some(body) => body,
+        None => {
+            let chats = db::chats::list(&state.db.read).await?;
+            let body = bytes::Bytes::from(serde_json::to_vec(&chats).map_err(|e| Error::Internal(e.to_string()))?);
+            state.list_cache.put(version, body.clone());
+            body
+        }
+    };
+    let mut response = body.into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Ok(no_store(response))
 }
 
 fn no_store(mut response: Response) -> Response {
@@ -112,19 +125,12 @@ async fn detail(
 /// Builds the detail JSON by splicing the stored message bodies (no re-parsing).
 fn render_detail(page: db::chats::Page, newest: bool) -> Response {
     let chat = &page.chat;
-    let offset = page.messages.first().map_or(chat.message_count, |(idx, _)| *idx);
     let live = page.live.as_ref().filter(|(run, _, _)| page.running_run.as_deref() == Some(run.as_str()));
     let seq = live.map_or(chat.last_seq, |(_, _, upto)| *upto);
-    let mut size = 512 + page.messages.iter().map(|(_, b)| b.len() + 1).sum::<usize>();
-    size += live.map_or(0, |(_, b, _)| b.len()) + page.pending.iter().map(|b| b.len() + 1).sum::<usize>();
+    let size = 512 + page.messages.len() + live.map_or(0, |(_, b, _)| b.len()) + page.pending.len();
     let mut out = String::with_capacity(size);
     out.push_str("{\"messages\":[");
-    for (i, (_, body)) in page.messages.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(body);
-    }
+    out.push_str(&page.messages);
     if newest
         && let Some((_, body, _)) = live
         && !body.contains("\"blocks\":[]")
@@ -137,7 +143,7 @@ fn render_detail(page: db::chats::Page, newest: bool) -> Response {
         out.push_str(",\"live\":true}");
     }
     out.push_str("],\"pending_messages\":[");
-    out.push_str(&page.pending.join(","));
+    out.push_str(&page.pending);
     out.push_str("],");
     let model = chat
         .agent_settings
@@ -152,9 +158,9 @@ fn render_detail(page: db::chats::Page, newest: bool) -> Response {
         "approval_policy": chat.approval_policy,
         "model": model,
         "session_id": chat.session_id,
-        "offset": offset,
+        "offset": page.offset,
         "total": chat.message_count,
-        "has_more": offset > 0,
+        "has_more": page.offset > 0,
         "running": page.running_run.is_some(),
         "run_id": page.running_run,
         "pending_question_id": chat.pending_question_id,
@@ -245,8 +251,7 @@ async fn stop_turn(state: &AppState, chat_id: &str) -> Result<(bool, Vec<String>
         // The turn did not answer in time: close its run here; its later writes are fenced off.
         state.turns.remove(chat_id, &handle.run_id);
     }
-    let running = db::chats::page(&state.db.read, chat_id, 1, Some(0)).await?.and_then(|p| p.running_run);
-    match running {
+    match db::chats::running_run_read(&state.db.read, chat_id).await? {
         Some(run_id) => {
             let finish = FinishRun {
                 chat_id: chat_id.to_owned(),

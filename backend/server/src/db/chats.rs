@@ -350,43 +350,77 @@ pub async fn get<'e, E: sqlx::SqliteExecutor<'e>>(executor: E, id: &str) -> Resu
 #[derive(Debug)]
 pub struct Page {
     pub chat: ChatRow,
-    /// `(idx, body)` oldest first.
-    pub messages: Vec<(i64, String)>,
+    /// The page's message bodies, oldest first, already joined with commas (a JSON array
+    /// without its brackets).
+    pub messages: String,
+    /// Index of the first message of the page.
+    pub offset: i64,
     /// `(run_id, body, upto_seq)` of the running turn's live message.
     pub live: Option<(String, String, i64)>,
-    /// Queued message bodies in order.
-    pub pending: Vec<String>,
+    /// Queued message bodies in order, joined with commas.
+    pub pending: String,
     pub running_run: Option<String>,
 }
 
+#[derive(sqlx::FromRow)]
+struct PageRow {
+    #[sqlx(flatten)]
+    chat: ChatRow,
+    running_run: Option<String>,
+    live_run: Option<String>,
+    live_body: Option<String>,
+    live_seq: Option<i64>,
+    pending: Option<String>,
+    messages: Option<String>,
+}
+
 /// Reads the newest `limit` messages before index `before` (or the newest overall) with the
-/// live message, queue and run state, all from one read transaction.
+/// live message, queue and run state — one statement, so one consistent snapshot.
 pub async fn page(pool: &SqlitePool, id: &str, limit: i64, before: Option<i64>) -> Result<Option<Page>> {
-    let mut tx = pool.begin().await?;
-    let Some(chat) = get(&mut *tx, id).await? else { return Ok(None) };
     let before = before.unwrap_or(i64::MAX);
-    let mut messages: Vec<(i64, String)> =
-        sqlx::query_as("SELECT idx, body FROM chat_messages WHERE chat_id = ? AND idx < ? ORDER BY idx DESC LIMIT ?")
-            .bind(id)
-            .bind(before)
-            .bind(limit)
-            .fetch_all(&mut *tx)
-            .await?;
-    messages.reverse();
-    let live = sqlx::query_as("SELECT run_id, body, upto_seq FROM chat_live WHERE chat_id = ?")
-        .bind(id)
-        .fetch_optional(&mut *tx)
-        .await?;
-    let pending = sqlx::query_scalar("SELECT body FROM chat_pending WHERE chat_id = ? ORDER BY position")
-        .bind(id)
-        .fetch_all(&mut *tx)
-        .await?;
-    let running_run = sqlx::query_scalar("SELECT id FROM chat_runs WHERE chat_id = ? AND status = 'running'")
-        .bind(id)
-        .fetch_optional(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    Ok(Some(Page { chat, messages, live, pending, running_run }))
+    let row: Option<PageRow> = sqlx::query_as(
+        "SELECT c.id, c.title, c.title_locked, c.provider, c.session_id, c.agent_settings, c.approval_policy,
+                c.system_prompt_id, c.allowed_tools, c.pending_question_id, c.last_seq, c.message_count,
+                c.pinned_at, c.created_at, c.updated_at, c.activity_at, c.deleted_at,
+                (SELECT r.id FROM chat_runs r WHERE r.chat_id = ?1 AND r.status = 'running') AS running_run,
+                l.run_id AS live_run, l.body AS live_body, l.upto_seq AS live_seq,
+                (SELECT group_concat(p.body, ',' ORDER BY p.position) FROM chat_pending p WHERE p.chat_id = ?1) AS pending,
+                (SELECT group_concat(m.body, ',' ORDER BY m.idx)
+                   FROM (SELECT idx, body FROM chat_messages WHERE chat_id = ?1 AND idx < ?2 ORDER BY idx DESC LIMIT ?3) m
+                ) AS messages
+         FROM chats c LEFT JOIN chat_live l ON l.chat_id = c.id
+         WHERE c.id = ?1",
+    )
+    .bind(id)
+    .bind(before)
+    .bind(limit)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|r| {
+        // Transcript indexes are contiguous from 0, so the page start follows from the count.
+        let end = r.chat.message_count.min(before);
+        let offset = (end - limit).max(0);
+        let live = match (r.live_run, r.live_body, r.live_seq) {
+            (Some(run), Some(body), Some(seq)) => Some((run, body, seq)),
+            _ => None,
+        };
+        Page {
+            chat: r.chat,
+            messages: r.messages.unwrap_or_default(),
+            offset,
+            live,
+            pending: r.pending.unwrap_or_default(),
+            running_run: r.running_run,
+        }
+    }))
+}
+
+/// The running run of a chat (read pool).
+pub async fn running_run_read(pool: &SqlitePool, chat_id: &str) -> Result<Option<String>> {
+    Ok(sqlx::query_scalar("SELECT id FROM chat_runs WHERE chat_id = ? AND status = 'running'")
+        .bind(chat_id)
+        .fetch_optional(pool)
+        .await?)
 }
 
 /// The stored full text of a reduced tool output.

@@ -4,6 +4,7 @@
 pub mod routes;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::broadcast;
@@ -28,11 +29,17 @@ pub struct JournalEvent {
 pub struct Hub {
     chats: Mutex<HashMap<Arc<str>, broadcast::Sender<Arc<JournalEvent>>>>,
     system: broadcast::Sender<Arc<str>>,
+    /// Bumped after every commit that changes what the chat list shows.
+    list_version: AtomicU64,
 }
 
 impl Default for Hub {
     fn default() -> Self {
-        Self { chats: Mutex::new(HashMap::new()), system: broadcast::channel(SYSTEM_CHANNEL_CAPACITY).0 }
+        Self {
+            chats: Mutex::new(HashMap::new()),
+            system: broadcast::channel(SYSTEM_CHANNEL_CAPACITY).0,
+            list_version: AtomicU64::new(0),
+        }
     }
 }
 
@@ -71,6 +78,16 @@ impl Hub {
     /// Sends a system event (JSON object text) to every shell stream.
     pub fn publish_system(&self, data: impl Into<Arc<str>>) {
         let _ = self.system.send(data.into());
+    }
+
+    /// Marks the chat list as changed (called by the writer after a commit).
+    pub fn bump_list_version(&self) {
+        self.list_version.fetch_add(1, Ordering::Release);
+    }
+
+    /// The current chat-list version; read it *before* querying the list.
+    pub fn list_version(&self) -> u64 {
+        self.list_version.load(Ordering::Acquire)
     }
 
     /// Number of chats with at least one live channel (for diagnostics and tests).

@@ -1,16 +1,19 @@
 //! Shell-wide routes: the system event stream and `POST /api/notify`.
 
+use std::convert::Infallible;
+use std::time::Duration;
+
 use axum::extract::State;
-use axum::response::sse::Event;
+use axum::response::sse::{Event, KeepAlive, KeepAliveStream, Sse};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use futures_util::{Stream, StreamExt};
 use serde_json::{Map, Value, json};
-use tokio::sync::{broadcast, mpsc};
+use tokio_stream::wrappers::BroadcastStream;
 
 use crate::api::ApiJson;
 use crate::app::AppState;
 use crate::auth::Owner;
-use crate::chats::stream::{EventStream, sse};
 use crate::error::{Error, Result};
 
 /// Events the agent (or the owner) may announce to every open shell.
@@ -21,40 +24,27 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/events/system", get(system_stream)).route("/notify", post(notify))
 }
 
-/// Buffered events per connection.
-const CONNECTION_BUFFER: usize = 256;
+const KEEPALIVE_EVERY: Duration = Duration::from_secs(15);
 
 /// `GET /api/events/system`: shell-wide events (no replay; clients refetch on reconnect).
-async fn system_stream(State(state): State<AppState>, _owner: Owner) -> EventStream {
-    let mut live = state.hub.subscribe_system();
-    let (tx, rx) = mpsc::channel(CONNECTION_BUFFER);
-    let mut shutdown = state.shutdown.clone();
-    tokio::spawn(async move {
-        let hello = json!({ "type": "system_stream_open", "boot_id": state.boot.boot_id }).to_string();
-        if tx.send(Ok(Event::default().data(hello))).await.is_err() {
-            return;
-        }
-        loop {
-            tokio::select! {
-                received = live.recv() => match received {
-                    Ok(data) => {
-                        if tx.send(Ok(Event::default().data(&*data))).await.is_err() {
-                            return;
-                        }
-                    }
-                    Err(broadcast::error::RecvError::Lagged(_)) => {
-                        if tx.send(Ok(Event::default().data(json!({ "type": "resync" }).to_string()))).await.is_err() {
-                            return;
-                        }
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return,
-                },
-                () = crate::app::stopping(&mut shutdown) => return,
-                () = tx.closed() => return,
-            }
-        }
+/// The stream reads the broadcast directly, so a delivery is one hop.
+async fn system_stream(
+    State(state): State<AppState>,
+    _owner: Owner,
+) -> Sse<KeepAliveStream<impl Stream<Item = Result<Event, Infallible>>>> {
+    let hello = json!({ "type": "system_stream_open", "boot_id": state.boot.boot_id }).to_string();
+    let resync = json!({ "type": "resync" }).to_string();
+    let live = BroadcastStream::new(state.hub.subscribe_system()).map(move |received| {
+        Ok(match received {
+            Ok(data) => Event::default().data(&*data),
+            Err(_lagged) => Event::default().data(&resync),
+        })
     });
-    sse(rx)
+    let mut shutdown = state.shutdown.clone();
+    let stream = futures_util::stream::once(async move { Ok(Event::default().data(hello)) })
+        .chain(live)
+        .take_until(async move { crate::app::stopping(&mut shutdown).await });
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEPALIVE_EVERY).text("keepalive"))
 }
 
 /// `POST /api/notify {type, …}`: publishes a system event to every shell.

@@ -30,6 +30,8 @@ pub(super) struct Batch {
     events: Vec<(Arc<str>, Arc<JournalEvent>)>,
     system: Vec<String>,
     completions: Vec<Completion>,
+    /// A command changed a field the chat list shows.
+    list_changed: bool,
 }
 
 impl Batch {
@@ -169,6 +171,9 @@ impl Actor {
 
     /// Resolves acks and, after a commit, publishes the batch's events.
     fn finish(&self, batch: Batch, committed: bool) {
+        if committed && batch.list_changed {
+            self.hub.bump_list_version();
+        }
         if committed {
             let mut by_chat: Vec<(Arc<str>, Vec<Arc<JournalEvent>>)> = Vec::new();
             for (chat, event) in batch.events {
@@ -196,7 +201,20 @@ impl Actor {
         let events_mark = batch.events.len();
         let system_mark = batch.system.len();
         let pending_before = batch.completions.len();
+        let affects_list = !matches!(
+            command,
+            WriteCommand::Emit { .. }
+                | WriteCommand::SnapshotLive(_)
+                | WriteCommand::RecordSession { .. }
+                | WriteCommand::StashToolOutput { .. }
+                | WriteCommand::Barrier(_)
+                | WriteCommand::CreateOwner { .. }
+                | WriteCommand::BumpTokenEpoch { .. }
+                | WriteCommand::PinPrompt { .. }
+                | WriteCommand::SetDefaultProvider { .. }
+        );
         let ok = self.apply(command, batch).await;
+        batch.list_changed |= ok && affects_list;
         if ok {
             self.exec("RELEASE cmd").await?;
         } else {

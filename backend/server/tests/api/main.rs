@@ -1,6 +1,7 @@
 //! API tests: one binary, each test against a real server on 127.0.0.1:0 with a temp DATA_DIR.
 
 mod auth;
+mod backup;
 mod chats;
 mod helpers;
 mod ops;

@@ -1,0 +1,87 @@
+# syntax=docker/dockerfile:1.7
+# Möbius in one image: the `mobius` server, the built PWA, the libraries mini-apps are bundled
+# against, the skill files, and the pinned agent CLIs (which bring their own need for Node).
+# Self-hosting: see docker-compose.yml. Checked by scripts/check-deploy.
+
+ARG NODE_VERSION=22
+ARG RUST_VERSION=1.95
+ARG DEBIAN_RELEASE=bookworm
+
+# ---- The PWA, plus the production node_modules the bundler resolves mini-app imports in.
+FROM node:${NODE_VERSION}-${DEBIAN_RELEASE}-slim AS web
+WORKDIR /src/frontend
+COPY frontend/package.json frontend/package-lock.json ./
+RUN --mount=type=cache,target=/root/.npm \
+    npm ci --no-audit --no-fund --loglevel=error
+COPY frontend/ ./
+RUN npm run build \
+    && test -f dist/index.html \
+    && npm prune --omit=dev --no-audit --no-fund --loglevel=error
+
+# ---- The agent CLIs, installed globally under one prefix. Install scripts must run:
+# claude's postinstall puts its native binary in place.
+FROM node:${NODE_VERSION}-${DEBIAN_RELEASE}-slim AS clis
+ARG CLAUDE_CODE_VERSION=2.1.332
+ARG CODEX_VERSION=0.171.0
+RUN --mount=type=cache,target=/root/.npm \
+    npm install --global --prefix /opt/agent-clis --no-audit --no-fund --loglevel=error \
+        "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}" "@openai/codex@${CODEX_VERSION}" \
+    && /opt/agent-clis/bin/claude --version \
+    && /opt/agent-clis/bin/codex --version
+
+# ---- The server. The build identity reaches /api/version through build.rs.
+FROM rust:${RUST_VERSION}-${DEBIAN_RELEASE} AS server
+WORKDIR /src
+COPY Cargo.toml Cargo.lock ./
+COPY backend/ backend/
+ARG MOBIUS_BUILD_SHA=dev
+ARG MOBIUS_BUILD_DATE=unknown
+# Lower it (e.g. 1) to build on a machine with little memory; cargo reads it from the env.
+ARG CARGO_BUILD_JOBS=default
+ENV MOBIUS_BUILD_SHA=${MOBIUS_BUILD_SHA} \
+    MOBIUS_BUILD_DATE=${MOBIUS_BUILD_DATE}
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/src/target \
+    cargo build --release --locked -p mobius \
+    && install -m 0755 target/release/mobius /usr/local/bin/mobius
+
+# ---- Runtime: slim Debian, an unprivileged `mobius` user, tini as PID 1.
+FROM debian:${DEBIAN_RELEASE}-slim AS runtime
+# Debian's packages stay at the release's current security updates; no version pins.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends ca-certificates git tini \
+    && rm -rf /var/lib/apt/lists/*
+RUN groupadd --system --gid 10001 mobius \
+    && useradd --system --uid 10001 --gid mobius --create-home --home-dir /home/mobius \
+        --shell /bin/bash mobius \
+    && mkdir -p /data \
+    && chown mobius:mobius /data \
+    && chmod 0750 /data
+COPY --from=web /usr/local/bin/node /usr/local/bin/node
+COPY --from=clis /opt/agent-clis /opt/agent-clis
+COPY --from=web /src/frontend/dist /app/frontend/dist
+COPY --from=web /src/frontend/package.json /app/frontend/package.json
+COPY --from=web /src/frontend/node_modules /app/frontend/node_modules
+COPY skill/ /app/skill/
+COPY --from=server /usr/local/bin/mobius /usr/local/bin/mobius
+
+ENV LANG=C.UTF-8 \
+    PATH=/opt/agent-clis/bin:${PATH} \
+    DATA_DIR=/data \
+    MOBIUS_BIND=0.0.0.0:8000 \
+    MOBIUS_FRONTEND_DIR=/app/frontend/dist \
+    MOBIUS_SKILL_DIR=/app/skill \
+    MOBIUS_APP_NODE_MODULES=/app/frontend/node_modules \
+    MOBIUS_CLAUDE_BIN=/opt/agent-clis/bin/claude \
+    MOBIUS_CODEX_BIN=/opt/agent-clis/bin/codex
+
+WORKDIR /app
+# Numeric, so a host or orchestrator can tell it is not root without reading /etc/passwd.
+USER 10001:10001
+VOLUME ["/data"]
+EXPOSE 8000
+HEALTHCHECK --interval=30s --timeout=10s --start-period=20s --retries=3 \
+    CMD ["mobius", "healthcheck"]
+ENTRYPOINT ["/usr/bin/tini", "--"]
+CMD ["mobius", "serve"]
