@@ -82,6 +82,31 @@ fn html_escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
+/// Middleware: CORS for sandboxed app frames. Their opaque origin sends `Origin: null`; they
+/// authenticate with an app token in a header (never cookies), so any-origin CORS without
+/// credentials exposes nothing ambient. Preflights are answered here, before routing.
+pub async fn frame_cors(request: Request, next: Next) -> Response {
+    let from_frame = request.headers().get(header::ORIGIN).is_some_and(|o| o == "null");
+    if !from_frame {
+        return next.run(request).await;
+    }
+    let mut response = if request.method() == axum::http::Method::OPTIONS {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        next.run(request).await
+    };
+    let h = response.headers_mut();
+    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, HEAD, POST, PUT, PATCH, DELETE"));
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static("Authorization, Content-Type, If-Match, If-None-Match, X-Mobius-Version"),
+    );
+    h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("ETag"));
+    h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+    response
+}
+
 /// Middleware: adds the security headers a response has not set itself.
 pub async fn security_headers(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;

@@ -13,11 +13,25 @@ use crate::error::Error;
 /// `Host` the request was sent to. Requests with none of these headers (non-browser
 /// clients, which cannot carry the owner's ambient credentials anyway) pass.
 pub async fn reject_cross_site(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    if is_safe(request.method()) || is_same_site(request.headers(), state.config.public_origin.as_str()) {
+    if is_safe(request.method())
+        || is_same_site(request.headers(), state.config.public_origin.as_str())
+        || is_sandboxed_app(request.headers(), &state)
+    {
         next.run(request).await
     } else {
         Error::forbidden("cross_site_request", "Cross-site requests are not allowed.").into_response()
     }
+}
+
+/// A mini-app frame is an opaque origin (`Origin: null`); it may call the API with its own
+/// app token (which carries no ambient authority). The route still verifies the token.
+fn is_sandboxed_app(headers: &HeaderMap, state: &AppState) -> bool {
+    let null_origin = headers.get(header::ORIGIN).is_some_and(|o| o == "null");
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")));
+    null_origin && token.is_some_and(|t| state.keys.verify(t).is_ok_and(|c| c.scope == super::Scope::App))
 }
 
 fn is_safe(method: &Method) -> bool {

@@ -84,6 +84,71 @@ pub async fn verify_owner_token(state: &AppState, token: &str) -> Result<Claims>
     Ok(claims)
 }
 
+/// App tokens live this long.
+pub const APP_TOKEN_TTL_SECS: i64 = 8 * 3600;
+
+/// Issues an app-scoped token for `app` (owner-derived: signing out everywhere kills it).
+pub fn issue_app_token(state: &AppState, app: &crate::db::apps::AppRow) -> Result<String> {
+    let (username, epoch) =
+        state.owner.get().ok_or_else(|| Error::unauthorized("invalid_token", "No owner account exists."))?;
+    let mut claims = Claims::new(&username, Scope::App, epoch, APP_TOKEN_TTL_SECS);
+    claims.app_id = Some(app.id);
+    claims.app_nonce = Some(app.token_nonce.clone());
+    state.keys.issue(&claims)
+}
+
+/// Who calls a route that both the owner and mini-apps may use.
+#[derive(Debug, Clone)]
+pub enum Principal {
+    /// The owner (or an agent run on the owner's behalf).
+    Owner(Claims),
+    /// A mini-app, with its live registry row (permissions are read fresh on every request).
+    App(Box<crate::db::apps::AppRow>),
+}
+
+impl Principal {
+    /// The app id when an app is calling.
+    pub fn app_id(&self) -> Option<i64> {
+        match self {
+            Principal::Owner(_) => None,
+            Principal::App(app) => Some(app.id),
+        }
+    }
+}
+
+/// Verifies any token: owner-derived, or an app token whose app is live with the same nonce.
+pub async fn verify_principal(state: &AppState, token: &str) -> Result<Principal> {
+    let claims = state.keys.verify(token)?;
+    if claims.scope != Scope::App {
+        return verify_owner_token(state, token).await.map(Principal::Owner);
+    }
+    let Some((username, epoch)) = state.owner.get() else {
+        return Err(Error::unauthorized("invalid_token", "No owner account exists."));
+    };
+    if claims.sub != username {
+        return Err(Error::unauthorized("invalid_token", "This token belongs to another account."));
+    }
+    if claims.epoch != epoch {
+        return Err(Error::unauthorized("token_revoked", "This session was signed out everywhere."));
+    }
+    let (Some(app_id), Some(nonce)) = (claims.app_id, claims.app_nonce.as_deref()) else {
+        return Err(Error::unauthorized("malformed_token", "The app token lacks its app."));
+    };
+    match crate::db::apps::get(&state.db.read, app_id).await? {
+        Some(app) if app.deleted_at.is_none() && app.token_nonce == nonce => Ok(Principal::App(Box::new(app))),
+        _ => Err(Error::unauthorized("token_revoked", "This app was removed or reinstalled.")),
+    }
+}
+
+impl FromRequestParts<AppState> for Principal {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        let token = bearer(parts)?;
+        verify_principal(state, token).await
+    }
+}
+
 /// Extractor: the request carries a valid owner (or live agent-run) token.
 #[derive(Debug, Clone)]
 pub struct Owner(pub Claims);

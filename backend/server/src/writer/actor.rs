@@ -212,6 +212,11 @@ impl Actor {
                 | WriteCommand::BumpTokenEpoch { .. }
                 | WriteCommand::PinPrompt { .. }
                 | WriteCommand::SetDefaultProvider { .. }
+                | WriteCommand::AppReserve { .. }
+                | WriteCommand::AppRecordApply { .. }
+                | WriteCommand::AppForgetUnbuilt { .. }
+                | WriteCommand::AppPatch { .. }
+                | WriteCommand::AppPurge { .. }
         );
         let ok = self.apply(command, batch).await;
         batch.list_changed |= ok && affects_list;
@@ -336,6 +341,31 @@ impl Actor {
                 let result = db::owner::set_default_provider(&mut self.conn, provider.as_deref(), now_ms()).await;
                 finish(batch, ack, result)
             }
+            WriteCommand::AppReserve { slug, name, nonce, ack } => {
+                let result = match db::apps::insert(&mut self.conn, &slug, &name, &nonce, now_ms()).await {
+                    Err(e) if e.is_unique_violation() => {
+                        Err(Error::conflict("app_id_taken", format!("An app with the id {slug:?} already exists.")))
+                    }
+                    other => other,
+                };
+                finish(batch, ack, result)
+            }
+            WriteCommand::AppRecordApply { id, applied, created, ack } => {
+                let result = super::apps::record_apply(&mut self.conn, batch, id, &applied, created).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::AppForgetUnbuilt { id, ack } => {
+                let result = db::apps::forget_unbuilt(&mut self.conn, id).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::AppPatch { id, patch, ack } => {
+                let result = super::apps::patch(&mut self.conn, batch, id, &patch).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::AppPurge { cutoff, ack } => {
+                let result = db::apps::purge_deleted(&mut self.conn, cutoff).await;
+                finish(batch, ack, result)
+            }
             WriteCommand::SnapshotLive(snapshot) => self.snapshot(snapshot).await,
             WriteCommand::Barrier(ack) => finish(batch, ack, Ok(())),
             WriteCommand::Shutdown(_) => true,
@@ -434,6 +464,10 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         WriteCommand::PurgeDeleted { ack, .. } => batch.complete(ack, err()),
         WriteCommand::ReconcileStartup { ack } | WriteCommand::ClearQueue { ack, .. } => batch.complete(ack, err()),
         WriteCommand::PinPrompt { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::AppReserve { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::AppRecordApply { ack, .. } | WriteCommand::AppForgetUnbuilt { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::AppPatch { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::AppPurge { ack, .. } => batch.complete(ack, err()),
         WriteCommand::Emit { ack: None, .. }
         | WriteCommand::SnapshotLive(_)
         | WriteCommand::Shutdown(_)

@@ -180,6 +180,16 @@ pub enum WriteCommand {
     PinPrompt { chat_id: String, id: String, content: String, ack: Ack<(String, String)> },
     /// Sets the owner's default provider.
     SetDefaultProvider { provider: Option<String>, ack: Ack<()> },
+    /// Reserves an id for a new app (hidden until it has a bundle).
+    AppReserve { slug: String, name: String, nonce: String, ack: Ack<i64> },
+    /// Records a successful apply and announces it (`created` for a first build).
+    AppRecordApply { id: i64, applied: crate::db::apps::Applied, created: bool, ack: Ack<()> },
+    /// Drops a reserved app whose first build failed.
+    AppForgetUnbuilt { id: i64, ack: Ack<()> },
+    /// Renames, pins, marks seen/opened, deletes or recovers an app.
+    AppPatch { id: i64, patch: crate::db::apps::AppPatch, ack: Ack<bool> },
+    /// Purges apps deleted before `cutoff`: `(id, slug)` of each.
+    AppPurge { cutoff: i64, ack: Ack<Vec<(i64, String)>> },
     /// Coalesced live-message snapshot.
     SnapshotLive(LiveSnapshot),
     /// Resolves after everything queued before it is committed.

@@ -8,6 +8,7 @@
 //! and a chat is written at most once per [`SNAPSHOT_INTERVAL`].
 
 mod actor;
+mod apps;
 mod chat;
 pub mod commands;
 

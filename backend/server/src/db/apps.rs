@@ -1,0 +1,195 @@
+//! SQL for the app registry.
+
+use sqlx::{SqliteConnection, SqlitePool};
+
+use crate::error::Result;
+
+/// An app as stored.
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+pub struct AppRow {
+    pub id: i64,
+    pub slug: String,
+    pub name: String,
+    pub description: String,
+    pub version: String,
+    #[serde(skip)]
+    pub manifest: String,
+    #[serde(skip)]
+    pub token_nonce: String,
+    pub bundle_sha: Option<String>,
+    pub source_commit: Option<String>,
+    pub upstream_commit: Option<String>,
+    pub source_url: Option<String>,
+    pub chat_id: Option<String>,
+    pub theme_color: Option<String>,
+    pub background_color: Option<String>,
+    pub display: Option<String>,
+    pub offline_capable: bool,
+    pub cross_app_access: String,
+    pub share_with_apps: String,
+    #[serde(skip)]
+    pub permissions: String,
+    pub pinned_at: Option<i64>,
+    pub last_opened_at: Option<i64>,
+    pub seen_sha: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub deleted_at: Option<i64>,
+}
+
+const COLUMNS: &str = "id, slug, name, description, version, manifest, token_nonce, bundle_sha, source_commit, \
+    upstream_commit, source_url, chat_id, theme_color, background_color, display, offline_capable, cross_app_access, \
+    share_with_apps, permissions, pinned_at, last_opened_at, seen_sha, created_at, updated_at, deleted_at";
+
+/// An app by id (deleted or not).
+pub async fn get<'e, E: sqlx::SqliteExecutor<'e>>(executor: E, id: i64) -> Result<Option<AppRow>> {
+    let sql = format!("SELECT {COLUMNS} FROM apps WHERE id = ?");
+    Ok(sqlx::query_as(&sql).bind(id).fetch_optional(executor).await?)
+}
+
+/// An app by slug (deleted or not).
+pub async fn by_slug<'e, E: sqlx::SqliteExecutor<'e>>(executor: E, slug: &str) -> Result<Option<AppRow>> {
+    let sql = format!("SELECT {COLUMNS} FROM apps WHERE slug = ?");
+    Ok(sqlx::query_as(&sql).bind(slug).fetch_optional(executor).await?)
+}
+
+/// Live, built apps: pinned first (oldest pin first), then most recently updated.
+pub async fn list(pool: &SqlitePool) -> Result<Vec<AppRow>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM apps WHERE deleted_at IS NULL AND bundle_sha IS NOT NULL
+         ORDER BY pinned_at IS NULL, pinned_at, updated_at DESC, id"
+    );
+    Ok(sqlx::query_as(&sql).fetch_all(pool).await?)
+}
+
+/// Reserves an id for a new app (not listed until it has a bundle).
+pub async fn insert(conn: &mut SqliteConnection, slug: &str, name: &str, nonce: &str, now: i64) -> Result<i64> {
+    Ok(sqlx::query_scalar(
+        "INSERT INTO apps (slug, name, token_nonce, created_at, updated_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
+    )
+    .bind(slug)
+    .bind(name)
+    .bind(nonce)
+    .bind(now)
+    .bind(now)
+    .fetch_one(conn)
+    .await?)
+}
+
+/// Fields an apply records.
+#[derive(Debug, Clone, Default)]
+pub struct Applied {
+    pub name: String,
+    pub description: String,
+    pub version: String,
+    pub manifest: String,
+    pub bundle_sha: String,
+    pub source_commit: String,
+    pub upstream_commit: Option<String>,
+    pub source_url: Option<String>,
+    pub chat_id: Option<String>,
+    pub theme_color: Option<String>,
+    pub background_color: Option<String>,
+    pub display: Option<String>,
+    pub offline_capable: bool,
+    pub cross_app_access: String,
+    pub share_with_apps: String,
+    pub permissions: String,
+}
+
+impl Applied {
+    /// The app's slug, read back from its manifest.
+    pub fn manifest_slug(&self) -> String {
+        serde_json::from_str::<serde_json::Value>(&self.manifest)
+            .ok()
+            .and_then(|m| m.get("id").and_then(serde_json::Value::as_str).map(str::to_owned))
+            .unwrap_or_default()
+    }
+}
+
+/// Records a successful apply (the app becomes visible if it was new).
+pub async fn record_apply(conn: &mut SqliteConnection, id: i64, a: &Applied, now: i64) -> Result<()> {
+    sqlx::query(
+        "UPDATE apps SET name = ?, description = ?, version = ?, manifest = ?, bundle_sha = ?, source_commit = ?,
+                upstream_commit = coalesce(?, upstream_commit), source_url = coalesce(?, source_url),
+                chat_id = coalesce(?, chat_id), theme_color = ?, background_color = ?, display = ?,
+                offline_capable = ?, cross_app_access = ?, share_with_apps = ?, permissions = ?,
+                updated_at = max(updated_at + 1, ?)
+         WHERE id = ?",
+    )
+    .bind(&a.name)
+    .bind(&a.description)
+    .bind(&a.version)
+    .bind(&a.manifest)
+    .bind(&a.bundle_sha)
+    .bind(&a.source_commit)
+    .bind(&a.upstream_commit)
+    .bind(&a.source_url)
+    .bind(&a.chat_id)
+    .bind(&a.theme_color)
+    .bind(&a.background_color)
+    .bind(&a.display)
+    .bind(a.offline_capable)
+    .bind(&a.cross_app_access)
+    .bind(&a.share_with_apps)
+    .bind(&a.permissions)
+    .bind(now)
+    .bind(id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Removes a reserved app that never got a bundle.
+pub async fn forget_unbuilt(conn: &mut SqliteConnection, id: i64) -> Result<()> {
+    sqlx::query("DELETE FROM apps WHERE id = ? AND bundle_sha IS NULL").bind(id).execute(conn).await?;
+    Ok(())
+}
+
+/// Owner-editable fields; `None` leaves a field alone.
+#[derive(Debug, Clone, Default)]
+pub struct AppPatch {
+    pub name: Option<String>,
+    pub pinned_at: Option<Option<i64>>,
+    pub last_opened_at: Option<i64>,
+    pub seen_sha: Option<String>,
+    pub deleted_at: Option<Option<i64>>,
+    pub cross_app_access: Option<String>,
+    pub share_with_apps: Option<String>,
+}
+
+/// Applies an [`AppPatch`]; false if the app does not exist.
+pub async fn patch(conn: &mut SqliteConnection, id: i64, p: &AppPatch) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE apps SET
+            name = coalesce(?, name),
+            pinned_at = CASE WHEN ? THEN ? ELSE pinned_at END,
+            last_opened_at = coalesce(?, last_opened_at),
+            seen_sha = coalesce(?, seen_sha),
+            deleted_at = CASE WHEN ? THEN ? ELSE deleted_at END,
+            cross_app_access = coalesce(?, cross_app_access),
+            share_with_apps = coalesce(?, share_with_apps)
+         WHERE id = ?",
+    )
+    .bind(&p.name)
+    .bind(p.pinned_at.is_some())
+    .bind(p.pinned_at.flatten())
+    .bind(p.last_opened_at)
+    .bind(&p.seen_sha)
+    .bind(p.deleted_at.is_some())
+    .bind(p.deleted_at.flatten())
+    .bind(&p.cross_app_access)
+    .bind(&p.share_with_apps)
+    .bind(id)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Permanently removes apps deleted before `cutoff`; returns `(id, slug)` of each.
+pub async fn purge_deleted(conn: &mut SqliteConnection, cutoff: i64) -> Result<Vec<(i64, String)>> {
+    Ok(sqlx::query_as("DELETE FROM apps WHERE deleted_at IS NOT NULL AND deleted_at < ? RETURNING id, slug")
+        .bind(cutoff)
+        .fetch_all(conn)
+        .await?)
+}
