@@ -23,8 +23,21 @@ export default defineConfig(
     },
   },
   {
+    // The service worker has its own tsconfig (WebWorker globals instead of the DOM's).
+    files: ["src/sw.ts"],
+    languageOptions: {
+      globals: globals.serviceworker,
+      parserOptions: { projectService: false, project: "./tsconfig.sw.json", tsconfigRootDir: import.meta.dirname },
+    },
+  },
+  {
     files: ["**/*.{js,mjs}"],
     extends: [js.configs.recommended],
     languageOptions: { globals: globals.node },
+  },
+  {
+    // Code that runs inside sandboxed mini-app frames (served as-is, and bundled into apps).
+    files: ["public/**/*.js"],
+    languageOptions: { sourceType: "module", globals: globals.browser },
   },
 );

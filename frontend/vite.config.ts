@@ -1,9 +1,27 @@
-//! Build, dev-server and unit-test configuration for the PWA shell.
+//! Build, dev-server and unit-test configuration for the PWA shell, including the service
+//! worker (vite-plugin-pwa, injectManifest: `src/sw.ts` gets the precache list).
 import react from "@vitejs/plugin-react";
+import { VitePWA } from "vite-plugin-pwa";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
-  plugins: [react()],
+  plugins: [
+    react(),
+    VitePWA({
+      strategies: "injectManifest",
+      srcDir: "src",
+      filename: "sw.ts",
+      injectRegister: null,
+      manifest: false,
+      injectManifest: {
+        globPatterns: ["**/*.{js,css,html,svg,png,ico}"],
+        globIgnores: ["sw.js", "manifest.webmanifest"],
+        // Every entry gets a content revision, hashed assets included.
+        dontCacheBustURLsMatching: /(?!)/,
+        maximumFileSizeToCacheInBytes: 3 * 1024 * 1024,
+      },
+    }),
+  ],
   build: {
     outDir: "dist",
     assetsDir: "assets",

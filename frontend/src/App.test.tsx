@@ -11,6 +11,18 @@ const session = { status: 200, body: { username: "ada", scope: "owner", expires_
 const configured = { status: 200, body: { configured: true, auth_mode: "local" } };
 const fresh = { status: 200, body: { configured: false, auth_mode: "local" } };
 
+/** The routes a freshly opened shell calls: an empty chat list, a starter chat, no providers. */
+const shellRoutes = {
+  "GET /api/chats": { status: 200, body: [] },
+  "POST /api/chats": (init: RequestInit) => {
+    const { id } = JSON.parse(init.body as string) as { id: string };
+    return { status: 201, body: { id, title: "", provider: null, created_at: 1, updated_at: 1, activity_at: 1, pinned_at: null, has_messages: false, running: false, pending_question_id: null, queued: 0 } };
+  },
+  "GET /api/chats/*": { status: 200, body: { id: "x", title: "", provider: null, messages: [], offset: 0, total: 0, has_more: false, running: false, run_id: null, pending_question_id: null, pending_messages: [], seq: 1 } },
+  "GET /api/auth/providers/status": { status: 200, body: { default_provider: null, providers: {} } },
+  "GET /api/events/system": { status: 404, body: { code: "not_found", message: "No." } },
+} as const;
+
 function renderApp() {
   const client = new QueryClient({ defaultOptions: { queries: { retry: false }, mutations: { retry: false } } });
   return render(
@@ -28,6 +40,7 @@ describe("boot", () => {
       "GET /api/auth/setup/status": fresh,
       "POST /api/auth/setup": { status: 200, body: { access_token: "tok-new", token_type: "bearer" } },
       "GET /api/auth/session": session,
+      ...shellRoutes,
     });
     renderApp();
     await screen.findByRole("heading", { name: "Welcome to Möbius" });
@@ -52,10 +65,11 @@ describe("boot", () => {
 
   it("opens the shell directly when the stored token is still valid", async () => {
     writeToken("tok-1");
-    const { calls } = mockFetch({ "GET /api/auth/session": session });
+    const { calls } = mockFetch({ "GET /api/auth/session": session, ...shellRoutes });
     renderApp();
     await screen.findByRole("heading", { name: "No chats yet" });
-    expect(calls.map((c) => c.key)).toEqual(["GET /api/auth/session"]);
+    expect(calls[0]?.key).toBe("GET /api/auth/session");
+    expect(calls.some((c) => c.key === "GET /api/auth/setup/status")).toBe(false);
   });
 
   it("returns to sign-in with a note when the stored token has expired", async () => {
@@ -199,7 +213,7 @@ describe("shell", () => {
 
   it("keeps the owner signed in and explains when signing out everywhere fails", async () => {
     writeToken("tok-1");
-    mockFetch({ "GET /api/auth/session": session, "POST /api/auth/logout-all": "network-error" });
+    mockFetch({ "GET /api/auth/session": session, "POST /api/auth/logout-all": "network-error", ...shellRoutes });
     renderApp();
     fireEvent.click(await screen.findByRole("button", { name: /account menu/i }));
     fireEvent.click(screen.getByRole("menuitem", { name: /Sign out everywhere/ }));

@@ -5,13 +5,14 @@ import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState, useSyncExternalStore } from "react";
 import { fetchSession, fetchSetupStatus, sessionKey, setupStatusKey, type SetupStatus } from "./api/auth";
 import { onUnauthorized } from "./api/client";
-import { clearToken, readToken, subscribeToken } from "./auth/token";
+import { clearToken, readToken, rememberedSession, rememberSession, subscribeToken } from "./auth/token";
 import { decideBoot, probeOf } from "./boot/decide";
 import { LoginForm, type LoginNotice } from "./components/LoginForm";
 import { SetupWizard } from "./components/SetupWizard";
 import { Shell } from "./components/Shell";
 import { Splash } from "./components/Splash";
 import { Unreachable } from "./components/Unreachable";
+import { wipeLocalData } from "./pwa/wipe";
 
 export function App() {
   const queryClient = useQueryClient();
@@ -23,6 +24,7 @@ export function App() {
     () =>
       onUnauthorized(() => {
         queryClient.removeQueries();
+        void wipeLocalData();
         setNotice("session-ended");
       }),
     [queryClient],
@@ -48,14 +50,20 @@ export function App() {
     staleTime: Infinity,
   });
 
+  useEffect(() => {
+    if (token !== null && session.data) rememberSession(token, session.data);
+  }, [token, session.data]);
+
   const decision = decideBoot({
     hasToken,
     session: probeOf(session, hasToken),
     setupStatus: probeOf(setupStatus, !hasToken),
+    offlineSession: rememberedSession(token),
   });
 
   function signOut(everywhere: boolean) {
     queryClient.removeQueries();
+    void wipeLocalData();
     // The session was valid a moment ago, so the server is known to be set up.
     queryClient.setQueryData<SetupStatus>(setupStatusKey, { configured: true, auth_mode: "local" });
     setNotice(everywhere ? "signed-out-everywhere" : "signed-out");

@@ -4,13 +4,16 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 
 export const CHROMIUM = "/usr/bin/chromium";
+/** The repository root (tests/e2e/../..). */
+export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const CHROMIUM_ARGS = [
   "--headless",
   "--no-sandbox",
@@ -45,7 +48,7 @@ async function freePort() {
  * Starts `bin` with a fresh temp DATA_DIR on 127.0.0.1:<free port> and waits for /api/ready.
  * Returns { origin, logs(), stop() }; stop() ends the process and deletes the DATA_DIR.
  */
-export async function startServer({ bin, frontendDir }) {
+export async function startServer({ bin, frontendDir, env = {} }) {
   if (!existsSync(bin)) throw new Error(`MOBIUS_BIN=${bin} does not exist`);
   if (!existsSync(join(frontendDir, "index.html"))) {
     throw new Error(`MOBIUS_FRONTEND_DIR=${frontendDir} has no index.html: build the frontend first`);
@@ -61,6 +64,7 @@ export async function startServer({ bin, frontendDir }) {
       MOBIUS_BIND: `127.0.0.1:${port}`,
       MOBIUS_FRONTEND_DIR: frontendDir,
       MOBIUS_LOG: process.env.MOBIUS_LOG ?? "info",
+      ...env,
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -148,4 +152,86 @@ export function watchProblems(page) {
 export async function saveArtifact(dir, name, contents) {
   await mkdir(dir, { recursive: true });
   await writeFile(join(dir, name), contents);
+}
+
+/**
+ * Starts the scripted Anthropic model server (tests/fake-providers/mock_anthropic.py) on a free
+ * port with `script` (an object, written to a temp file). Returns { url, requests(), stop() }.
+ */
+export async function startMockAnthropic(script) {
+  const dir = await mkdtemp(join(tmpdir(), "mobius-e2e-mock-"));
+  const scriptFile = join(dir, "script.json");
+  const portFile = join(dir, "port.txt");
+  await writeFile(scriptFile, JSON.stringify(script));
+  const child = spawn("python3", [join(REPO, "tests", "fake-providers", "mock_anthropic.py"), "--port", "0", "--port-file", portFile, "--script", scriptFile], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout.on("data", (c) => (output = (output + c).slice(-MAX_LOG_CHARS)));
+  child.stderr.on("data", (c) => (output = (output + c).slice(-MAX_LOG_CHARS)));
+  let exited = false;
+  child.once("exit", () => (exited = true));
+  const stop = async () => {
+    if (!exited) {
+      const done = once(child, "exit");
+      child.kill("SIGTERM");
+      await done;
+    }
+    await rm(dir, { recursive: true, force: true });
+  };
+  // The port file is written atomically once the mock listens: poll it.
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    const port = await readFile(portFile, "utf8").catch(() => "");
+    if (port.trim()) {
+      const url = `http://127.0.0.1:${port.trim()}`;
+      return {
+        url,
+        logs: () => output,
+        requests: async () => (await fetch(`${url}/_mock/requests`)).json(),
+        stop,
+      };
+    }
+    if (exited || Date.now() > deadline) {
+      await stop();
+      throw new Error(`mock_anthropic did not start:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The Claude Code CLI the server should run: MOBIUS_CLAUDE_BIN, else the one under MOBIUS_CLI_DIR. */
+export function claudeBin() {
+  if (process.env.MOBIUS_CLAUDE_BIN) return process.env.MOBIUS_CLAUDE_BIN;
+  const dir = process.env.MOBIUS_CLI_DIR ?? "/var/cache/mobius-agent-clis";
+  return join(dir, "node_modules", ".bin", "claude");
+}
+
+/** Server environment that runs real Claude Code turns against the scripted model server. */
+export function agentEnv(mockUrl) {
+  return {
+    MOBIUS_CLAUDE_BIN: claudeBin(),
+    MOBIUS_CLAUDE_BASE_URL: mockUrl,
+    MOBIUS_SKILL_DIR: join(REPO, "skill"),
+  };
+}
+
+const AXE_SOURCE = join(REPO, "tests", "e2e", "node_modules", "axe-core", "axe.min.js");
+
+/**
+ * Runs axe-core in the page and returns the serious and critical violations, each as
+ * "rule [impact]: target — summary".
+ */
+export async function accessibilityProblems(page, { exclude = [] } = {}) {
+  const loaded = await page.evaluate(() => typeof window.axe === "object");
+  // Evaluated over the DevTools protocol, so the page's strict CSP (no inline scripts) stays on.
+  if (!loaded) await page.evaluate(`${await readFile(AXE_SOURCE, "utf8")}\n;void 0`);
+  const result = await page.evaluate(async (excluded) => {
+    const context = excluded.length ? { exclude: excluded.map((s) => [s]) } : document;
+    const report = await window.axe.run(context, { resultTypes: ["violations"] });
+    return report.violations
+      .filter((v) => v.impact === "serious" || v.impact === "critical")
+      .flatMap((v) => v.nodes.map((n) => `${v.id} [${v.impact}]: ${n.target.join(" ")} — ${n.failureSummary?.split("\n")[1]?.trim() ?? v.help}`));
+  }, exclude);
+  return result;
 }

@@ -204,8 +204,10 @@ describe("desktop (1280×800)", () => {
       assert.equal((await signIn(page)).status(), 200);
       await heading(page, "No chats yet").waitFor();
       await assertFitsAndInputsAreLegible(page);
+      const sidebar = await page.locator(".sidebar").boundingBox();
       const bar = await page.locator(".topbar").boundingBox();
-      assert.equal(Math.round(bar.width), 1280, "the top bar spans the window");
+      assert.ok(sidebar.width >= 240 && sidebar.x === 0, "a persistent sidebar on the left");
+      assert.equal(Math.round(sidebar.width + bar.width), 1280, "sidebar and top bar span the window");
       const composer = await page.locator(".composer-box").boundingBox();
       assert.ok(composer.width <= 720 && composer.x > 200, "the composer is centred, not stretched");
       await screenshot(page, "shell-desktop.png");

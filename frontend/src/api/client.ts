@@ -44,6 +44,8 @@ export interface ApiFetchOptions {
   /** Gives up with a `timeout` ApiError after this many milliseconds. */
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** `json` (default) parses the body; `text` returns it as a string. */
+  responseType?: "json" | "text";
 }
 
 type UnauthorizedListener = (error: ApiError) => void;
@@ -61,7 +63,7 @@ const DEFAULT_TIMEOUT_MS = 15_000;
 /** Calls a JSON API under `/api/` and returns the parsed body (undefined for 204). */
 export async function apiFetch<T>(path: string, options: ApiFetchOptions = {}): Promise<T> {
   if (!path.startsWith("/api/")) throw new Error(`apiFetch expects an /api/ path, got ${path}`);
-  const { method = "GET", body, auth = true, timeoutMs = DEFAULT_TIMEOUT_MS, signal } = options;
+  const { method = "GET", body, auth = true, timeoutMs = DEFAULT_TIMEOUT_MS, signal, responseType = "json" } = options;
 
   const token = auth === true ? readToken() : auth === false ? null : auth;
   const headers: Record<string, string> = { Accept: "application/json" };
@@ -99,18 +101,24 @@ export async function apiFetch<T>(path: string, options: ApiFetchOptions = {}): 
     const error = await errorFrom(response);
     // Only the token this request carried can be declared dead: a late 401 for an older
     // token must not sign out a session that started since.
-    if (error.status === 401 && token !== null && auth === true && token === readToken()) {
-      for (const listener of [...unauthorizedListeners]) listener(error);
-      clearToken();
-    }
+    if (error.status === 401 && auth === true) reportUnauthorized(error, token);
     throw error;
   }
   if (response.status === 204) return undefined as T;
+  if (responseType === "text") return (await response.text()) as T;
   try {
     return (await response.json()) as T;
   } catch {
     throw new ApiError(response.status, "bad_response", "Möbius sent a reply this app couldn't read.");
   }
+}
+
+/** Signs out when `token` (the one a request carried) is still the current one. Shared with the
+ *  stream clients, which call `fetch` directly. */
+export function reportUnauthorized(error: ApiError, token: string | null): void {
+  if (token === null || token !== readToken()) return;
+  for (const listener of [...unauthorizedListeners]) listener(error);
+  clearToken();
 }
 
 async function errorFrom(response: Response): Promise<ApiError> {

@@ -2,6 +2,7 @@
 //! whenever it is stored, cleared here, or cleared by another tab.
 
 const STORAGE_KEY = "mobius.token";
+const SESSION_KEY = "mobius.session";
 
 type Listener = () => void;
 
@@ -35,10 +36,31 @@ export function clearToken(): void {
   memory = null;
   try {
     localStorage.removeItem(STORAGE_KEY);
+    localStorage.removeItem(SESSION_KEY);
   } catch {
     // Nothing stored to remove.
   }
   emit();
+}
+
+/** Remembers the session verified for `token`, so the shell can start offline. */
+export function rememberSession(token: string, session: { username: string; scope: string; expires_at: number }): void {
+  try {
+    localStorage.setItem(SESSION_KEY, JSON.stringify({ token: token.slice(-24), session }));
+  } catch {
+    // Not remembered: an offline start shows "couldn't reach" instead.
+  }
+}
+
+/** The session remembered for `token`, if any. */
+export function rememberedSession(token: string | null): { username: string; scope: string; expires_at: number } | null {
+  if (token === null) return null;
+  try {
+    const saved = JSON.parse(localStorage.getItem(SESSION_KEY) ?? "null") as { token?: string; session?: { username: string; scope: string; expires_at: number } } | null;
+    return saved?.token === token.slice(-24) && saved.session ? saved.session : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Subscribes to token changes (this tab and others); returns the unsubscribe function. */

@@ -38,6 +38,14 @@ describe("decideBoot with a stored token", () => {
     });
   });
 
+  it("opens the shell offline with the session last verified on this device", () => {
+    const offline = new ApiError(0, "network", "Couldn't reach Möbius.");
+    expect(decideBoot({ hasToken: true, session: failed(offline), setupStatus: idle, offlineSession: session })).toEqual({ screen: "shell", session });
+    expect(decideBoot({ hasToken: true, session: failed(offline), setupStatus: idle, offlineSession: null }).screen).toBe("unreachable");
+    const serverError = new ApiError(500, "internal", "Boom.");
+    expect(decideBoot({ hasToken: true, session: failed(serverError), setupStatus: idle, offlineSession: session }).screen).toBe("unreachable");
+  });
+
   it("treats a server error on the session check as unreachable, not as signed out", () => {
     const error = new ApiError(503, "not_ready", "Starting.");
     expect(decideBoot({ hasToken: true, session: failed(error), setupStatus: idle }).screen).toBe("unreachable");

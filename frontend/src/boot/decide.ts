@@ -2,7 +2,7 @@
 //! every branch is unit-tested; `App` only feeds it query results.
 
 import type { Session, SetupStatus } from "../api/auth";
-import { isUnauthorized } from "../api/client";
+import { ApiError, isUnauthorized } from "../api/client";
 
 /** The state of one boot request, reduced to what the decision needs. */
 export type Probe<T> =
@@ -22,10 +22,12 @@ export interface BootInput {
   hasToken: boolean;
   session: Probe<Session>;
   setupStatus: Probe<SetupStatus>;
+  /** The last session verified for the stored token on this device, for offline starts. */
+  offlineSession?: Session | null;
 }
 
 /** The screen to show now. Never guesses: a failed probe shows the unreachable screen. */
-export function decideBoot({ hasToken, session, setupStatus }: BootInput): BootScreen {
+export function decideBoot({ hasToken, session, setupStatus, offlineSession = null }: BootInput): BootScreen {
   if (hasToken) {
     switch (session.state) {
       case "ok":
@@ -34,6 +36,10 @@ export function decideBoot({ hasToken, session, setupStatus }: BootInput): BootS
         // A 401 is being handled centrally (token cleared, back to login); hold the splash
         // for the moment until the token store says so.
         if (isUnauthorized(session.error)) return { screen: "splash" };
+        // No network at all: a token verified here before opens the shell with saved data.
+        if (offlineSession && session.error instanceof ApiError && session.error.isNetwork) {
+          return { screen: "shell", session: offlineSession };
+        }
         return { screen: "unreachable", error: session.error, retrying: session.retrying, probe: "session" };
       default:
         return { screen: "splash" };

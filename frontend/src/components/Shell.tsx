@@ -1,63 +1,284 @@
-//! The signed-in shell: top bar with the account menu, an honest empty state, and the
-//! composer's place, inactive until chats exist.
+//! The signed-in shell: sidebar (drawer on phones), top bar, the open chat or Settings, the
+//! single offline note and the undo toast. Owns the chat list and its mutations.
 
-import { useMutation } from "@tanstack/react-query";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { lazy, Suspense, useCallback, useEffect, useRef, useState } from "react";
 import { signOutEverywhere, type Session } from "../api/auth";
+import { chatKey, chatsKey, createChat, deleteChat, listChats, patchChat, recoverChat } from "../api/chats";
 import { ApiError } from "../api/client";
+import { anyConnected, fetchProvidersStatus, providersStatusKey } from "../api/settings";
+import type { ChatSummary } from "../api/types";
+import { loadLastChat } from "../chat/persist";
+import { newCid } from "../chat/queue";
+import { useOnline } from "../shell/online";
+import { closeDrawer, navigate, openDrawer, useNav } from "../shell/router";
+import { useSystemEvents } from "../shell/systemEvents";
 import { AccountMenu } from "./AccountMenu";
-import { BrandMark } from "./BrandMark";
+import { ChatView } from "./ChatView";
+import { Drawer } from "./Drawer";
+import { Icon } from "./Icon";
+import { preloadMarkdown } from "./Markdown";
+
+const Settings = lazy(() => import("./Settings"));
 
 export interface ShellProps {
   session: Session;
   onSignOut: (everywhere: boolean) => void;
 }
 
+interface Toast {
+  text: string;
+  action?: { label: string; run: () => void };
+}
+
+const TOAST_MS = 8_000;
+
 export function Shell({ session, onSignOut }: ShellProps) {
-  const everywhere = useMutation({
-    mutationFn: signOutEverywhere,
-    onSuccess: () => onSignOut(true),
+  const queryClient = useQueryClient();
+  const online = useOnline();
+  const { route, drawer } = useNav();
+  const owner = session.username;
+  useSystemEvents();
+
+  const chats = useQuery({ queryKey: chatsKey, queryFn: ({ signal }) => listChats(signal), staleTime: 10_000 });
+  const providers = useQuery({ queryKey: providersStatusKey, queryFn: fetchProvidersStatus, staleTime: 60_000, retry: false });
+  const [liveTitle, setLiveTitle] = useState<{ id: string; title: string } | null>(null);
+  const [toast, setToast] = useState<Toast | null>(null);
+  const toastTimer = useRef<ReturnType<typeof setTimeout> | null>(null);
+
+  const showToast = useCallback((next: Toast) => {
+    if (toastTimer.current) clearTimeout(toastTimer.current);
+    setToast(next);
+    toastTimer.current = setTimeout(() => setToast(null), TOAST_MS);
+  }, []);
+
+  useEffect(() => {
+    if ("requestIdleCallback" in window) window.requestIdleCallback(() => void preloadMarkdown());
+    else setTimeout(() => void preloadMarkdown(), 400);
+  }, []);
+
+  const everywhere = useMutation({ mutationFn: signOutEverywhere, onSuccess: () => onSignOut(true) });
+  const accountError =
+    everywhere.error instanceof ApiError && everywhere.error.status !== 401 ? `Couldn't sign out everywhere: ${everywhere.error.message}` : null;
+
+  const create = useMutation({
+    mutationFn: (id: string) => createChat({ id }),
+    // The id is minted here, so retrying after a lost answer cannot create a second chat.
+    retry: (failures, error) => error instanceof ApiError && error.isNetwork && failures < 2,
+    onSuccess: (summary) => {
+      queryClient.setQueryData<ChatSummary[]>(chatsKey, (list) => (list ? [summary, ...list.filter((c) => c.id !== summary.id)] : [summary]));
+    },
   });
-  const error =
-    everywhere.error instanceof ApiError && everywhere.error.status !== 401
-      ? `Couldn't sign out everywhere: ${everywhere.error.message}`
-      : null;
+
+  /** Opens an empty chat: an unused one when there is one, else a new one (client-minted id). */
+  const openNewChat = useCallback(
+    (options: { replace?: boolean } = {}) => {
+      const spare = chats.data?.find((c) => !c.has_messages && c.pinned_at === null && !c.running);
+      if (spare) {
+        navigate({ name: "chat", id: spare.id }, options);
+        return;
+      }
+      const id = newCid();
+      create.mutate(id, { onSuccess: () => navigate({ name: "chat", id }, options) });
+    },
+    [chats.data, create],
+  );
+
+  // "/" opens the last chat, else the newest, else a fresh one.
+  const list = chats.data;
+  const creatingHome = useRef(false);
+  useEffect(() => {
+    if (route.name !== "home" || !list) return;
+    const last = loadLastChat(owner);
+    const target = list.find((c) => c.id === last) ?? list.find((c) => c.has_messages) ?? list[0];
+    if (target) navigate({ name: "chat", id: target.id }, { replace: true });
+    else if (!creatingHome.current && online) {
+      creatingHome.current = true;
+      openNewChat({ replace: true });
+    }
+  }, [route.name, list, owner, online, openNewChat]);
+
+  const rename = useMutation({
+    mutationFn: ({ id, title }: { id: string; title: string }) => patchChat(id, { title }),
+    onMutate: ({ id, title }) => {
+      queryClient.setQueryData<ChatSummary[]>(chatsKey, (l) => l?.map((c) => (c.id === id ? { ...c, title } : c)));
+    },
+    onSettled: () => queryClient.invalidateQueries({ queryKey: chatsKey }),
+  });
+
+  const pin = useMutation({
+    mutationFn: (chat: ChatSummary) => patchChat(chat.id, { pinned: chat.pinned_at === null }),
+    onMutate: (chat) => {
+      queryClient.setQueryData<ChatSummary[]>(chatsKey, (l) =>
+        l?.map((c) => (c.id === chat.id ? { ...c, pinned_at: c.pinned_at === null ? Date.now() : null } : c)),
+      );
+    },
+    onSettled: () => queryClient.invalidateQueries({ queryKey: chatsKey }),
+  });
+
+  const removeChat = useMutation({
+    mutationFn: (chat: ChatSummary) => deleteChat(chat.id),
+    onMutate: (chat) => {
+      queryClient.setQueryData<ChatSummary[]>(chatsKey, (l) => l?.filter((c) => c.id !== chat.id));
+      void dropCachedList();
+      if (route.name === "chat" && route.id === chat.id) navigate({ name: "home" }, { replace: true });
+    },
+    onSuccess: (_data, chat) => {
+      queryClient.removeQueries({ queryKey: chatKey(chat.id) });
+      showToast({
+        text: `Deleted “${chat.title || "New chat"}”`,
+        action: {
+          label: "Undo",
+          run: () => {
+            setToast(null);
+            void recoverChat(chat.id)
+              .then(() => queryClient.invalidateQueries({ queryKey: chatsKey }))
+              .then(() => navigate({ name: "chat", id: chat.id }))
+              .catch(() => showToast({ text: "Couldn't restore that chat." }));
+          },
+        },
+      });
+    },
+    onError: () => {
+      showToast({ text: "Couldn't delete that chat." });
+      void queryClient.invalidateQueries({ queryKey: chatsKey });
+    },
+  });
+
+  const activeId = route.name === "chat" ? route.id : null;
+  const summary = activeId ? chats.data?.find((c) => c.id === activeId) : undefined;
+  const title =
+    route.name === "settings" ? "Settings" : (summary?.title || (liveTitle?.id === activeId ? liveTitle?.title : "") || "New chat");
+  const firstRun = chats.data !== undefined && !chats.data.some((c) => c.has_messages);
+  const needsProvider = anyConnected(providers.data) === false;
+  const onTitle = useCallback((t: string) => activeId && setLiveTitle({ id: activeId, title: t }), [activeId]);
+
+  // The phone drawer takes focus when it opens and gives it back to the menu button on close.
+  const drawerRef = useRef<HTMLDivElement>(null);
+  const menuButtonRef = useRef<HTMLButtonElement>(null);
+  const drawerWasOpen = useRef(false);
+  useEffect(() => {
+    if (drawer) drawerRef.current?.querySelector<HTMLElement>("button:not(:disabled)")?.focus();
+    else if (drawerWasOpen.current) menuButtonRef.current?.focus();
+    drawerWasOpen.current = drawer;
+  }, [drawer]);
+
+  // Escape closes the phone drawer, like Back.
+  useEffect(() => {
+    if (!drawer) return;
+    const onKey = (event: KeyboardEvent) => {
+      if (event.key === "Escape") closeDrawer();
+    };
+    document.addEventListener("keydown", onKey);
+    return () => document.removeEventListener("keydown", onKey);
+  }, [drawer]);
+
+  const drawerProps = {
+    chats: chats.data,
+    loading: chats.isPending,
+    activeId,
+    settingsActive: route.name === "settings",
+    settingsNeedsAttention: needsProvider,
+    offline: !online,
+    creating: create.isPending,
+    onNewChat: () => openNewChat(),
+    onOpenChat: (id: string) => navigate({ name: "chat", id }),
+    onOpenSettings: () => navigate({ name: "settings" }),
+    onRename: (id: string, t: string) => rename.mutate({ id, title: t }),
+    onTogglePin: (chat: ChatSummary) => pin.mutate(chat),
+    onDelete: (chat: ChatSummary) => removeChat.mutate(chat),
+  };
 
   return (
-    <div className="shell">
-      <title>Möbius</title>
-      <header className="topbar">
-        <div className="topbar-brand">
-          <BrandMark size={28} />
-          <span className="topbar-name">Möbius</span>
+    <div className="app">
+      <title>{`${title} · Möbius`}</title>
+      <aside className="sidebar">
+        <Drawer {...drawerProps} />
+      </aside>
+      {drawer && (
+        <div className="drawer-layer">
+          <button type="button" className="scrim" aria-label="Close chats" tabIndex={-1} onClick={closeDrawer} />
+          <div ref={drawerRef} className="drawer" role="dialog" aria-modal="true" aria-label="Chats">
+            <Drawer {...drawerProps} />
+          </div>
         </div>
-        <AccountMenu
-          username={session.username}
-          onSignOut={() => onSignOut(false)}
-          onSignOutEverywhere={() => everywhere.mutate()}
-          signingOutEverywhere={everywhere.isPending}
-          error={error}
-        />
-      </header>
-      <main className="shell-main">
-        <section className="empty" aria-labelledby="empty-title">
-          <svg className="empty-icon" viewBox="0 0 48 48" aria-hidden="true" focusable="false">
-            <path d="M10 12h28a4 4 0 0 1 4 4v14a4 4 0 0 1-4 4H22l-8 6v-6h-4a4 4 0 0 1-4-4V16a4 4 0 0 1 4-4Z" />
-          </svg>
-          <h1 id="empty-title" className="empty-title">
-            No chats yet
-          </h1>
-        </section>
-      </main>
-      <div className="composer" aria-hidden="true">
-        <div className="composer-box">
-          <span className="composer-placeholder">Message Möbius</span>
-          <span className="composer-send">
-            <svg viewBox="0 0 24 24" focusable="false">
-              <path d="M12 19V5M6 11l6-6 6 6" />
-            </svg>
-          </span>
-        </div>
+      )}
+      <div className="main" inert={drawer || undefined}>
+        <header className="topbar">
+          <button ref={menuButtonRef} type="button" className="icon-button topbar-menu" aria-label="Open chats" aria-expanded={drawer} onClick={openDrawer}>
+            <Icon name="menu" size={22} />
+            {needsProvider && <span className="attention-dot attention-dot-corner" aria-hidden="true" />}
+          </button>
+          <h1 className="topbar-title">{title}</h1>
+          <button
+            type="button"
+            className="icon-button topbar-new"
+            aria-label="New chat"
+            onClick={() => openNewChat()}
+            disabled={!online || create.isPending}
+          >
+            <Icon name="compose" size={20} />
+          </button>
+          <AccountMenu
+            username={owner}
+            onSignOut={() => onSignOut(false)}
+            onSignOutEverywhere={() => everywhere.mutate()}
+            signingOutEverywhere={everywhere.isPending}
+            error={accountError}
+          />
+        </header>
+        {!online && (
+          <div className="offline-note" role="status">
+            <Icon name="offline" size={16} />
+            <span>You're offline · saved chats are readable</span>
+          </div>
+        )}
+        <main className="view">
+          {route.name === "chat" && (
+            <ChatView
+              key={route.id}
+              chatId={route.id}
+              owner={owner}
+              summary={summary}
+              firstRun={firstRun}
+              onTitle={onTitle}
+              onOpenSettings={() => navigate({ name: "settings" })}
+            />
+          )}
+          {route.name === "settings" && (
+            <Suspense fallback={<div className="settings-loading" role="status" aria-label="Loading settings" />}>
+              <Settings owner={owner} activeChatId={loadLastChat(owner)} onSignOut={onSignOut} />
+            </Suspense>
+          )}
+          {route.name === "home" && (
+            <div className="chat-loading" role="status" aria-label={online ? "Opening your chats" : "Offline"}>
+              {!online && !chats.data && <p className="empty-lead">You're offline and no chats are saved on this device yet.</p>}
+            </div>
+          )}
+        </main>
+      </div>
+      <div className="toast-region" role="status" aria-live="polite">
+        {toast && (
+          <div className="toast">
+            <span>{toast.text}</span>
+            {toast.action && (
+              <button type="button" className="toast-action" onClick={toast.action.run}>
+                {toast.action.label}
+              </button>
+            )}
+          </div>
+        )}
       </div>
     </div>
   );
+}
+
+/** The service worker's offline copy of the list must not bring a deleted chat back. */
+async function dropCachedList(): Promise<void> {
+  try {
+    const cache = await caches.open("mobius-shell-data");
+    await cache.delete("/api/chats");
+  } catch {
+    // No CacheStorage (tests, private mode): nothing to drop.
+  }
 }

@@ -10,7 +10,8 @@ export function mockFetch(routes: Record<string, Reply | ((init: RequestInit) =>
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
     const key = `${init.method ?? "GET"} ${url}`;
     calls.push({ key, init });
-    const route = routes[key];
+    // A key ending in "*" matches any URL with that prefix.
+    const route = routes[key] ?? Object.entries(routes).find(([k]) => k.endsWith("*") && key.startsWith(k.slice(0, -1)))?.[1];
     if (route === undefined) return Promise.reject(new Error(`unexpected request ${key}`));
     const reply = typeof route === "function" ? route(init) : route;
     if (reply === "network-error") return Promise.reject(new TypeError("Failed to fetch"));

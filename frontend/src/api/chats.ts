@@ -1,0 +1,76 @@
+//! Typed calls for chats, messages, the queue and stop, with the query keys they cache under.
+
+import { apiFetch } from "./client";
+import type { ApprovalAnswers, ChatDetail, ChatSummary, Message, PendingMessage, QuestionAnswers, SendResult } from "./types";
+
+export const chatsKey = ["chats"] as const;
+export const chatKey = (id: string) => ["chat", id] as const;
+
+/** Messages per history page. */
+export const PAGE_SIZE = 20;
+/** A send waits this long before it is called ambiguous (then retried with the same cid). */
+const SEND_TIMEOUT_MS = 45_000;
+
+const enc = encodeURIComponent;
+
+export function listChats(signal?: AbortSignal): Promise<ChatSummary[]> {
+  return apiFetch<ChatSummary[]>("/api/chats", signal ? { signal } : {});
+}
+
+export function createChat(body: { id: string; title?: string; messages?: Pick<Message, "role" | "content">[] }): Promise<ChatSummary> {
+  return apiFetch<ChatSummary>("/api/chats", { method: "POST", body });
+}
+
+/** The newest page, or the page ending before `before`. */
+export function fetchChat(id: string, options: { before?: number; signal?: AbortSignal } = {}): Promise<ChatDetail> {
+  const query = `limit=${PAGE_SIZE}${options.before === undefined ? "" : `&before=${options.before}`}`;
+  return apiFetch<ChatDetail>(`/api/chats/${enc(id)}?${query}`, options.signal ? { signal: options.signal } : {});
+}
+
+export interface ChatPatch {
+  title?: string;
+  pinned?: boolean;
+  approval_policy?: "full" | "ask";
+  provider?: "claude" | "codex";
+  /** null goes back to the provider's default model. */
+  model?: string | null;
+}
+
+export function patchChat(id: string, patch: ChatPatch): Promise<{ ok: boolean }> {
+  return apiFetch(`/api/chats/${enc(id)}`, { method: "PATCH", body: patch });
+}
+
+export function deleteChat(id: string): Promise<void> {
+  return apiFetch(`/api/chats/${enc(id)}`, { method: "DELETE" });
+}
+
+export function recoverChat(id: string): Promise<{ ok: boolean }> {
+  return apiFetch(`/api/chats/${enc(id)}/recover`, { method: "POST" });
+}
+
+export function sendMessage(id: string, body: { content: string; cid: string }): Promise<SendResult> {
+  return apiFetch<SendResult>(`/api/chats/${enc(id)}/messages`, { method: "POST", body, timeoutMs: SEND_TIMEOUT_MS });
+}
+
+export function sendAnswers(
+  id: string,
+  body: { cid: string; question_id: string; answers: QuestionAnswers | ApprovalAnswers },
+): Promise<SendResult> {
+  return apiFetch<SendResult>(`/api/chats/${enc(id)}/messages`, { method: "POST", body, timeoutMs: SEND_TIMEOUT_MS });
+}
+
+export function editPending(id: string, cid: string, content: string): Promise<{ updated: boolean; pending_messages: PendingMessage[] }> {
+  return apiFetch(`/api/chats/${enc(id)}/pending/${enc(cid)}`, { method: "PATCH", body: { content } });
+}
+
+export function removePending(id: string, cid: string): Promise<{ removed: boolean; pending_messages: PendingMessage[] }> {
+  return apiFetch(`/api/chats/${enc(id)}/pending/${enc(cid)}`, { method: "DELETE" });
+}
+
+export function stopChat(chatId: string): Promise<{ stopped: boolean; cleared_pending_cids?: string[] }> {
+  return apiFetch(`/api/chat/stop`, { method: "POST", body: { chat_id: chatId } });
+}
+
+export function fetchToolOutput(chatId: string, toolUseId: string): Promise<string> {
+  return apiFetch<string>(`/api/chats/${enc(chatId)}/tool-output/${enc(toolUseId)}`, { responseType: "text", timeoutMs: 30_000 });
+}

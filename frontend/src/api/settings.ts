@@ -1,0 +1,58 @@
+//! Typed calls for providers, models, settings and the version, with their query keys.
+
+import { apiFetch } from "./client";
+import type { ModelsList, ProviderId, ProviderInfo, ProvidersStatus, VersionInfo } from "./types";
+
+export const providersKey = ["providers"] as const;
+export const providersStatusKey = ["providers", "status"] as const;
+export const modelsKey = ["models"] as const;
+export const settingsKey = ["settings"] as const;
+export const versionKey = ["version"] as const;
+
+export interface Settings {
+  default_provider: ProviderId | null;
+  claude_version?: string | null;
+  codex_version?: string | null;
+}
+
+export const fetchProviders = () => apiFetch<ProviderInfo[]>("/api/auth/providers");
+export const fetchProvidersStatus = () => apiFetch<ProvidersStatus>("/api/auth/providers/status");
+export const fetchModels = () => apiFetch<ModelsList>("/api/models");
+export const fetchSettings = () => apiFetch<Settings>("/api/settings");
+export const fetchVersion = () => apiFetch<VersionInfo>("/api/version");
+
+export function saveSettings(body: { default_provider: ProviderId }): Promise<unknown> {
+  return apiFetch("/api/settings", { method: "POST", body });
+}
+
+export function saveApiKey(provider: ProviderId, apiKey: string): Promise<{ ok: boolean }> {
+  return apiFetch(`/api/providers/${provider}/api-key`, { method: "POST", body: { api_key: apiKey } });
+}
+
+export function disconnectProvider(provider: ProviderId): Promise<{ ok: boolean }> {
+  return apiFetch(`/api/providers/${provider}`, { method: "DELETE" });
+}
+
+export function startClaudeLogin(): Promise<{ auth_url: string }> {
+  return apiFetch("/api/auth/provider/login", { method: "POST" });
+}
+
+export function submitClaudeCode(code: string): Promise<{ ok: boolean }> {
+  return apiFetch("/api/auth/provider/code", { method: "POST", body: { code } });
+}
+
+export function startCodexLogin(): Promise<{ url: string; code: string }> {
+  return apiFetch("/api/auth/provider/codex/login", { method: "POST" });
+}
+
+export type CodexLoginStatus = { status: "none" | "pending" | "complete" | "failed"; error?: string | null };
+
+export function fetchCodexStatus(): Promise<CodexLoginStatus> {
+  return apiFetch("/api/auth/provider/codex/status");
+}
+
+/** True when at least one provider is connected (undefined while unknown). */
+export function anyConnected(status: ProvidersStatus | undefined): boolean | undefined {
+  if (!status) return undefined;
+  return Object.values(status.providers).some((p) => p?.connected);
+}

@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+import { languageFor, renderMarkdown, safeHref } from "./markdown";
+
+describe("markdown", () => {
+  it("keeps http, https and mailto links and opens web links in a new tab", () => {
+    const html = renderMarkdown("[a](https://example.com/x) [b](mailto:me@example.com)");
+    expect(html).toContain('href="https://example.com/x"');
+    expect(html).toContain('target="_blank"');
+    expect(html).toContain('rel="noopener noreferrer nofollow"');
+    expect(html).toContain('href="mailto:me@example.com"');
+  });
+
+  it("drops javascript:, data: and relative links but keeps their text", () => {
+    const html = renderMarkdown("[x](javascript:alert(1)) [y](data:text/html,hi) [z](/etc/passwd) <a href=\"JaVaScRiPt:alert(1)\">w</a>");
+    expect(html).not.toMatch(/<a[^>]*href="javascript:/i);
+    expect(html).toContain("&lt;a href=");
+    expect(html).not.toContain("data:text");
+    expect(html).not.toContain('href="/etc/passwd"');
+    expect(html).toContain("x");
+    expect(html).toContain("z");
+  });
+
+  it("shows raw HTML as text and never lets script or handlers through", () => {
+    const html = renderMarkdown('<script>alert(1)</script><img src=x onerror="alert(1)">\n\n**bold** <b onclick="x()">b</b>');
+    expect(html).not.toMatch(/<[^>]+onclick/);
+    expect(html).not.toContain("<script");
+    expect(html).not.toContain("<img");
+    expect(html).toContain("&lt;script&gt;");
+    expect(html).toContain("<strong>bold</strong>");
+  });
+
+  it("renders images as links (the CSP blocks remote images)", () => {
+    expect(renderMarkdown("![chart](https://example.com/c.png)")).toContain('<a href="https://example.com/c.png"');
+  });
+
+  it("renders GFM tables and fenced code with its language class", () => {
+    const html = renderMarkdown("| a | b |\n|---|---|\n| 1 | 2 |\n\n```ts\nconst x = 1;\n```");
+    expect(html).toContain("<table>");
+    expect(html).toContain('class="language-ts"');
+  });
+
+  it("maps fence labels to bundled languages", () => {
+    expect(languageFor("ts")).toBe("typescript");
+    expect(languageFor("Rust")).toBe("rust");
+    expect(languageFor("sh")).toBe("bash");
+    expect(languageFor("brainfuck")).toBeNull();
+    expect(safeHref(" https://a.b ")).toBe("https://a.b/");
+    expect(safeHref("vbscript:x")).toBeNull();
+  });
+});

@@ -1,0 +1,307 @@
+import { describe, expect, it } from "vitest";
+import type { ChatDetail, StreamEvent, ToolBlock } from "../api/types";
+import { chatReducer, emptyChat, fromDetail, queueOf, rowsOf, toDetail, type ChatState } from "./reducer";
+
+function detail(overrides: Partial<ChatDetail> = {}): ChatDetail {
+  return {
+    id: "c1",
+    title: "Chat",
+    provider: "claude",
+    messages: [],
+    offset: 0,
+    total: 0,
+    has_more: false,
+    running: false,
+    run_id: null,
+    pending_question_id: null,
+    pending_messages: [],
+    seq: 10,
+    ...overrides,
+  };
+}
+
+let seq = 10;
+const ev = (event: Record<string, unknown>): StreamEvent => ({ seq: ++seq, ...event }) as StreamEvent;
+const fold = (state: ChatState, ...events: StreamEvent[]) =>
+  events.reduce((s, event) => chatReducer(s, { type: "event", event, now: 1000 }), state);
+
+function started(): ChatState {
+  seq = 10;
+  return fold(fromDetail(detail()), ev({ type: "run_started", run_id: "r1" }));
+}
+
+describe("stream reducer", () => {
+  it("starts an empty live assistant message on run_started", () => {
+    const s = started();
+    expect(s.running).toBe(true);
+    expect(s.live).toMatchObject({ role: "assistant", run_id: "r1", blocks: [] });
+    expect(s.seq).toBe(11);
+  });
+
+  it("appends text by item_id and starts a new block for a new item", () => {
+    const s = fold(
+      started(),
+      ev({ type: "text", item_id: "t1", content: "Hel" }),
+      ev({ type: "text", item_id: "t1", content: "lo" }),
+      ev({ type: "text", item_id: "t2", content: "More" }),
+    );
+    expect(s.live?.blocks).toEqual([
+      { type: "text", item_id: "t1", content: "Hello" },
+      { type: "text", item_id: "t2", content: "More" },
+    ]);
+  });
+
+  it("text_final replaces the block's text, and creates it when missing", () => {
+    const s = fold(
+      started(),
+      ev({ type: "text", item_id: "t1", content: "Helo wrld" }),
+      ev({ type: "text_final", item_id: "t1", content: "Hello world" }),
+      ev({ type: "text_final", item_id: "t9", content: "Fresh" }),
+    );
+    expect(s.live?.blocks).toEqual([
+      { type: "text", item_id: "t1", content: "Hello world" },
+      { type: "text", item_id: "t9", content: "Fresh" },
+    ]);
+  });
+
+  it("appends thinking to its own block", () => {
+    const s = fold(started(), ev({ type: "thinking", item_id: "k", content: "a" }), ev({ type: "thinking", item_id: "k", content: "b" }));
+    expect(s.live?.blocks).toEqual([{ type: "thinking", item_id: "k", content: "ab" }]);
+  });
+
+  it("folds a tool's start, output (set, append, truncation) and end", () => {
+    let s = fold(started(), ev({ type: "tool_start", tool_use_id: "u1", tool: "Bash", input: "ls" }));
+    expect(s.live?.blocks?.[0]).toMatchObject({ type: "tool", status: "running", output: "" });
+    s = fold(
+      s,
+      ev({ type: "tool_output", tool_use_id: "u1", content: "a\n" }),
+      ev({ type: "tool_output", tool_use_id: "u1", content: "b\n", append: true, output_truncated: true, output_full_len: 9000, output_exit_code: 0 }),
+      ev({ type: "tool_end", tool_use_id: "u1", is_error: false }),
+    );
+    expect(s.live?.blocks?.[0]).toEqual({
+      type: "tool",
+      tool: "Bash",
+      tool_use_id: "u1",
+      input: "ls",
+      output: "a\nb\n",
+      status: "done",
+      output_truncated: true,
+      output_full_len: 9000,
+      output_exit_code: 0,
+    });
+    s = fold(s, ev({ type: "tool_start", tool_use_id: "u2", tool: "Read", input: "x" }), ev({ type: "tool_end", tool_use_id: "u2", is_error: true }));
+    expect((s.live?.blocks?.[1] as ToolBlock).status).toBe("error");
+  });
+
+  it("adds one question card per question_id and answers_applied closes it", () => {
+    const q = { type: "question", question_id: "q1", kind: "question", questions: [{ question: "Which?", header: "H", options: [{ label: "A" }], multiSelect: false }] };
+    let s = fold(started(), ev(q), ev(q));
+    expect(s.live?.blocks?.filter((b) => b.type === "question")).toHaveLength(1);
+    expect(s.pendingQuestionId).toBe("q1");
+    s = fold(s, ev({ type: "answers_applied", question_id: "q1", answers: { "Which?": "A" } }));
+    expect(s.live?.blocks?.[0]).toMatchObject({ answers: { "Which?": "A" } });
+    expect(s.pendingQuestionId).toBeNull();
+  });
+
+  it("shows an approval card", () => {
+    const s = fold(started(), ev({ type: "question", question_id: "a1", kind: "approval", tool: "Bash", input: "rm -rf build", reason: "cleanup" }));
+    expect(s.live?.blocks?.[0]).toEqual({ type: "question", question_id: "a1", kind: "approval", tool: "Bash", input: "rm -rf build", reason: "cleanup" });
+    expect(s.pendingQuestionId).toBe("a1");
+  });
+
+  it("promotes the live message into history at done as the same row (keyed by run_id)", () => {
+    let s = fold(started(), ev({ type: "text", item_id: "t", content: "Hi" }), ev({ type: "tool_start", tool_use_id: "u", tool: "Bash", input: "x" }));
+    const liveKey = rowsOf(s).at(-1)?.key;
+    s = fold(s, ev({ type: "done", run_id: "r1", status: "completed" }));
+    expect(s.live).toBeNull();
+    expect(s.running).toBe(false);
+    const rows = rowsOf(s);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]?.key).toBe(liveKey);
+    expect(rows[0]?.message).toMatchObject({ role: "assistant", content: "Hi", live: false });
+    expect((rows[0]?.message.blocks?.[1] as ToolBlock).status).toBe("done");
+  });
+
+  it("a stopped turn marks running tools stopped; a failed one shows its error once", () => {
+    let s = fold(started(), ev({ type: "tool_start", tool_use_id: "u", tool: "Bash", input: "x" }), ev({ type: "done", run_id: "r1", status: "stopped" }));
+    expect((s.messages[0]?.blocks?.[0] as ToolBlock).status).toBe("stopped");
+    s = fold(started(), ev({ type: "done", run_id: "r1", status: "failed", error: "model overloaded" }));
+    expect(s.messages[0]?.blocks).toEqual([{ type: "error", message: "model overloaded" }]);
+    expect(s.lastRun).toEqual({ runId: "r1", status: "failed", error: "model overloaded" });
+  });
+
+  it("an error event adds a trailing error block", () => {
+    const s = fold(started(), ev({ type: "error", message: "boom", resumable: true }));
+    expect(s.live?.blocks).toEqual([{ type: "error", message: "boom", resumable: true }]);
+  });
+
+  it("an error after the turn ended attaches to the last assistant message", () => {
+    const s = fold(started(), ev({ type: "done", run_id: "r1", status: "completed" }), ev({ type: "error", message: "late" }));
+    expect(s.messages[0]?.blocks).toEqual([{ type: "error", message: "late" }]);
+  });
+
+  it("dedupes user rows by cid (the optimistic row becomes the server's)", () => {
+    let s = fromDetail(detail());
+    s = chatReducer(s, { type: "send_local", cid: "m1", content: "hello", ts: 5 });
+    expect(s.messages[0]).toMatchObject({ cid: "m1", sending: true });
+    seq = 10;
+    s = fold(s, ev({ type: "user_message", message: { role: "user", content: "hello", ts: 6, cid: "m1" } }));
+    s = fold(s, ev({ type: "user_message", message: { role: "user", content: "hello", ts: 6, cid: "m1" } }));
+    expect(s.messages).toEqual([{ role: "user", content: "hello", ts: 6, cid: "m1" }]);
+  });
+
+  it("replays are idempotent: an event at or below the cursor changes nothing", () => {
+    const s = fold(started(), ev({ type: "text", item_id: "t", content: "once" }));
+    const again = chatReducer(s, { type: "event", event: { type: "text", seq: s.seq, item_id: "t", content: "once" } });
+    expect(again).toBe(s);
+    const older = chatReducer(s, { type: "event", event: { type: "text", seq: 3, item_id: "t", content: "x" } });
+    expect(older).toBe(s);
+  });
+
+  it("replaying a whole log twice yields the same state", () => {
+    seq = 10;
+    const log = [
+      ev({ type: "user_message", message: { role: "user", content: "go", ts: 1, cid: "a" } }),
+      ev({ type: "run_started", run_id: "r1" }),
+      ev({ type: "text", item_id: "t", content: "x" }),
+      ev({ type: "done", run_id: "r1", status: "completed" }),
+    ];
+    const once = fold(fromDetail(detail()), ...log);
+    expect(fold(once, ...log)).toBe(once);
+    expect(rowsOf(once).map((r) => r.key)).toEqual(["cid:a", "run:r1"]);
+  });
+
+  it("queue_changed replaces the queue; queued_turn_starting moves rows into the transcript", () => {
+    let s = started();
+    s = fold(s, ev({ type: "queue_changed", pending: [{ cid: "q1", content: "next" }] }));
+    expect(queueOf(s)).toEqual([{ cid: "q1", content: "next", confirmed: true }]);
+    s = fold(s, ev({ type: "done", run_id: "r1", status: "completed" }));
+    s = fold(s, ev({ type: "queued_turn_starting", run_id: "r2", messages: [{ role: "user", content: "next", ts: 9, cid: "q1" }] }));
+    expect(s.pending).toEqual([]);
+    expect(s.running).toBe(true);
+    expect(s.live?.run_id).toBe("r2");
+    expect(rowsOf(s).map((r) => r.key)).toEqual(["run:r1", "cid:q1", "run:r2"]);
+    // A run_started for the same run afterwards keeps the live row.
+    const live = s.live;
+    s = fold(s, ev({ type: "run_started", run_id: "r2" }));
+    expect(s.live).toBe(live);
+  });
+
+  it("chat_renamed and chat_deleted", () => {
+    const s = fold(started(), ev({ type: "chat_renamed", title: "New name" }), ev({ type: "chat_deleted" }));
+    expect(s.title).toBe("New name");
+    expect(s.deleted).toBe(true);
+  });
+
+  it("resync changes nothing by itself (the hook refetches the detail)", () => {
+    const s = started();
+    expect(chatReducer(s, { type: "event", event: { type: "resync" } })).toBe(s);
+  });
+
+  it("catch_up_done moves the cursor forward only", () => {
+    const s = started();
+    expect(chatReducer(s, { type: "event", event: { type: "catch_up_done", seq: 40 } }).seq).toBe(40);
+    expect(chatReducer(s, { type: "event", event: { type: "catch_up_done", seq: 2 } })).toBe(s);
+  });
+
+  it("a snapshot with a live last message resumes it as the live row", () => {
+    const s = fromDetail(
+      detail({
+        running: true,
+        run_id: "r7",
+        messages: [
+          { role: "user", content: "q", ts: 1, cid: "u" },
+          { role: "assistant", content: "", ts: 2, run_id: "r7", live: true, blocks: [{ type: "text", item_id: "t", content: "par" }] },
+        ],
+      }),
+    );
+    expect(s.messages).toHaveLength(1);
+    expect(s.live?.blocks).toEqual([{ type: "text", item_id: "t", content: "par" }]);
+    expect(rowsOf(s).map((r) => r.key)).toEqual(["cid:u", "run:r7"]);
+  });
+
+  it("a snapshot's live row without a run_id takes the detail's, and done promotes it", () => {
+    seq = 20;
+    let s = fromDetail(
+      detail({ running: true, run_id: "r9", seq: 20, messages: [{ role: "assistant", content: "", ts: 2, live: true, blocks: [] }] }),
+    );
+    expect(rowsOf(s).map((r) => r.key)).toEqual(["run:r9"]);
+    s = fold(s, ev({ type: "done", run_id: "r9", status: "completed" }));
+    expect(s.live).toBeNull();
+    expect(rowsOf(s).map((r) => r.key)).toEqual(["run:r9"]);
+  });
+
+  it("a snapshot keeps unconfirmed sends and already-loaded older pages", () => {
+    let s = fromDetail(detail({ offset: 20, total: 22, has_more: true, messages: [{ role: "user", content: "m20", ts: 1 }, { role: "assistant", content: "m21", ts: 2 }] }));
+    s = chatReducer(s, { type: "older", page: detail({ offset: 0, has_more: false, messages: Array.from({ length: 20 }, (_, i) => ({ role: "user" as const, content: `m${i}`, ts: i })) }) });
+    expect(s.offset).toBe(0);
+    expect(s.messages).toHaveLength(22);
+    s = chatReducer(s, { type: "send_local", cid: "new", content: "hi", ts: 3 });
+    s = chatReducer(s, { type: "snapshot", detail: detail({ offset: 20, total: 22, has_more: true, seq: 12, messages: [{ role: "user", content: "m20", ts: 1 }, { role: "assistant", content: "m21", ts: 2 }] }) });
+    expect(s.offset).toBe(0);
+    expect(s.messages.map((m) => m.content).slice(-3)).toEqual(["m20", "m21", "hi"]);
+  });
+});
+
+describe("sends", () => {
+  it("a send while idle shows a pending row; 'started' confirms it and opens the live row", () => {
+    let s = fromDetail(detail());
+    s = chatReducer(s, { type: "send_local", cid: "m1", content: "hi", ts: 1 });
+    s = chatReducer(s, { type: "send_result", cid: "m1", result: { status: "started", run_id: "r1", messages: [{ role: "user", content: "hi", ts: 2, cid: "m1" }] } });
+    expect(s.messages).toEqual([{ role: "user", content: "hi", ts: 2, cid: "m1" }]);
+    expect(s.running).toBe(true);
+    expect(s.live?.run_id).toBe("r1");
+  });
+
+  it("'started' arriving after the stream already finished that run does not reopen it", () => {
+    let s = fromDetail(detail());
+    s = chatReducer(s, { type: "send_local", cid: "m1", content: "hi", ts: 1 });
+    seq = 10;
+    s = fold(s, ev({ type: "run_started", run_id: "r1" }), ev({ type: "done", run_id: "r1", status: "completed" }));
+    s = chatReducer(s, { type: "send_result", cid: "m1", result: { status: "started", run_id: "r1" } });
+    expect(s.running).toBe(false);
+    expect(s.live).toBeNull();
+  });
+
+  it("a send while running goes to the tray, and 'queued' hands it to the server's queue", () => {
+    let s = started();
+    s = chatReducer(s, { type: "send_local", cid: "m2", content: "later", ts: 1 });
+    expect(queueOf(s)).toEqual([{ cid: "m2", content: "later", ts: 1, confirmed: false }]);
+    expect(rowsOf(s).some((r) => r.message.cid === "m2")).toBe(false);
+    s = chatReducer(s, { type: "send_result", cid: "m2", result: { status: "queued", position: 1, message: { cid: "m2", content: "later" }, pending_messages: [{ cid: "m2", content: "later" }] } });
+    expect(queueOf(s)).toEqual([{ cid: "m2", content: "later", confirmed: true }]);
+  });
+
+  it("rows Stop cleared stay gone even if a racing snapshot or queue event still lists them", () => {
+    let s = fold(started(), ev({ type: "queue_changed", pending: [{ cid: "q1", content: "a" }] }));
+    s = chatReducer(s, { type: "send_local", cid: "q2", content: "b", ts: 1 });
+    s = chatReducer(s, { type: "queue_cleared" });
+    expect(queueOf(s)).toEqual([]);
+    s = chatReducer(s, { type: "snapshot", detail: detail({ running: true, run_id: "r1", seq: 30, pending_messages: [{ cid: "q1", content: "a" }, { cid: "q3", content: "c" }] }) });
+    expect(queueOf(s).map((p) => p.cid)).toEqual(["q3"]);
+    s = fold(s, { type: "queue_changed", seq: 31, pending: [{ cid: "q2", content: "b" }] });
+    expect(queueOf(s)).toEqual([]);
+  });
+
+  it("a failed send removes its row (the composer gets the text back)", () => {
+    let s = chatReducer(fromDetail(detail()), { type: "send_local", cid: "m1", content: "hi", ts: 1 });
+    s = chatReducer(s, { type: "send_failed", cid: "m1" });
+    expect(s.messages).toEqual([]);
+  });
+
+  it("an optimistic answer closes the card; withdrawing it reopens", () => {
+    let s = fold(started(), ev({ type: "question", question_id: "q", kind: "question", questions: [] }));
+    s = chatReducer(s, { type: "answer_local", questionId: "q", answers: { a: "b" } });
+    expect(s.pendingQuestionId).toBeNull();
+    s = chatReducer(s, { type: "answer_local", questionId: "q", answers: null });
+    expect(s.pendingQuestionId).toBe("q");
+  });
+
+  it("toDetail round-trips through fromDetail", () => {
+    const s = fold(started(), ev({ type: "text", item_id: "t", content: "x" }));
+    const back = fromDetail(toDetail(s));
+    expect(rowsOf(back).map((r) => r.key)).toEqual(rowsOf(s).map((r) => r.key));
+    expect(back.seq).toBe(s.seq);
+    expect(emptyChat("z").seq).toBe(0);
+  });
+});

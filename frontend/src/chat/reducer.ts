@@ -1,0 +1,477 @@
+//! The chat state machine: folds the detail snapshot, stream events and the owner's own
+//! sends into one transcript. Pure, so every event type in API.md is unit-tested. Events
+//! carry `seq`; anything at or below the last applied `seq` is a replay and changes nothing.
+
+import type {
+  ApprovalAnswers,
+  Block,
+  ChatDetail,
+  Message,
+  PendingMessage,
+  QuestionAnswers,
+  RunStatus,
+  SendResult,
+  StreamEvent,
+  ToolBlock,
+} from "../api/types";
+
+/** A transcript row; `sending` marks the owner's own message before the server confirmed it. */
+export type ChatMessage = Message & { sending?: boolean };
+
+/** How the last turn ended, for the error + Retry line. */
+export interface LastRun {
+  runId: string;
+  status: RunStatus;
+  error: string | null;
+}
+
+export interface ChatState {
+  id: string;
+  title: string;
+  provider: string | null;
+  model: string | null;
+  /** Durable history (and optimistic user rows), oldest first; `offset` is messages[0]'s index. */
+  messages: ChatMessage[];
+  offset: number;
+  total: number;
+  hasMore: boolean;
+  /** The running turn's assistant message, keyed by its run_id; null between turns. */
+  live: ChatMessage | null;
+  running: boolean;
+  runId: string | null;
+  pendingQuestionId: string | null;
+  /** The server's queue, as last reported. */
+  pending: PendingMessage[];
+  /** Messages sent while a turn ran whose POST has not answered yet. */
+  localQueue: PendingMessage[];
+  /** The stream cursor: the last applied event's seq. */
+  seq: number;
+  lastRun: LastRun | null;
+  deleted: boolean;
+  /** Queue rows Stop took away: a snapshot or event that raced the stop must not bring them back. */
+  dropped: string[];
+}
+
+export type ChatAction =
+  | { type: "snapshot"; detail: ChatDetail }
+  | { type: "older"; page: ChatDetail }
+  | { type: "event"; event: StreamEvent; now?: number }
+  | { type: "send_local"; cid: string; content: string; ts: number }
+  | { type: "send_result"; cid: string; result: SendResult; now?: number }
+  | { type: "send_failed"; cid: string }
+  | { type: "queue_cleared" }
+  | { type: "pending_replaced"; pending: PendingMessage[] }
+  | { type: "answer_local"; questionId: string; answers: QuestionAnswers | ApprovalAnswers | null };
+
+/** An empty chat, before its detail arrives. */
+export function emptyChat(id: string): ChatState {
+  return {
+    id,
+    title: "",
+    provider: null,
+    model: null,
+    messages: [],
+    offset: 0,
+    total: 0,
+    hasMore: false,
+    live: null,
+    running: false,
+    runId: null,
+    pendingQuestionId: null,
+    pending: [],
+    localQueue: [],
+    seq: 0,
+    lastRun: null,
+    deleted: false,
+    dropped: [],
+  };
+}
+
+/** State from a detail snapshot, keeping the owner's unconfirmed sends. */
+export function fromDetail(detail: ChatDetail, previous?: ChatState): ChatState {
+  const all = detail.messages;
+  const last = all[all.length - 1];
+  const liveRow = last?.live ? last : null;
+  let messages: ChatMessage[] = liveRow ? all.slice(0, -1) : [...all];
+  // The live row is keyed by its run: take the detail's run_id when the row does not carry one.
+  let live: ChatMessage | null = liveRow ? { ...liveRow, run_id: liveRow.run_id ?? detail.run_id, blocks: liveRow.blocks ?? [] } : null;
+  if (!live && detail.running && detail.run_id) live = emptyLive(detail.run_id, Date.now());
+  let localQueue: PendingMessage[] = [];
+  const dropped = previous?.id === detail.id ? previous.dropped : [];
+  if (previous && previous.id === detail.id) {
+    const known = new Set<string>();
+    for (const m of messages) if (m.cid) known.add(m.cid);
+    for (const p of detail.pending_messages) known.add(p.cid);
+    // Optimistic rows the snapshot does not know yet stay until their POST answers.
+    const unconfirmed = previous.messages.filter((m) => m.sending && m.cid && !known.has(m.cid));
+    messages = [...messages, ...unconfirmed];
+    localQueue = previous.localQueue.filter((p) => !known.has(p.cid));
+    // Keep older pages already loaded when the snapshot is the newest page.
+    if (previous.offset < detail.offset && previous.messages.length > 0) {
+      const older = previous.messages.filter((_, i) => previous.offset + i < detail.offset && !previous.messages[i]?.sending);
+      if (older.length === detail.offset - previous.offset) {
+        messages = [...older, ...messages];
+        return finish(previous.offset, previous.hasMore);
+      }
+    }
+  }
+  return finish(detail.offset, detail.has_more);
+
+  function finish(offset: number, hasMore: boolean): ChatState {
+    return {
+      id: detail.id,
+      title: detail.title,
+      provider: detail.provider,
+      model: detail.model ?? null,
+      messages,
+      offset,
+      total: detail.total,
+      hasMore,
+      live,
+      running: detail.running,
+      runId: detail.run_id,
+      pendingQuestionId: detail.pending_question_id,
+      pending: notDropped(detail.pending_messages, dropped),
+      localQueue,
+      seq: detail.seq,
+      lastRun: previous?.id === detail.id ? previous.lastRun : null,
+      deleted: false,
+      dropped,
+    };
+  }
+}
+
+function emptyLive(runId: string, ts: number): ChatMessage {
+  return { role: "assistant", content: "", ts, run_id: runId, blocks: [], live: true };
+}
+
+/** The reducer. */
+export function chatReducer(state: ChatState, action: ChatAction): ChatState {
+  switch (action.type) {
+    case "snapshot":
+      return fromDetail(action.detail, state);
+    case "older": {
+      const page = action.page;
+      if (page.offset >= state.offset) return state;
+      const take = Math.min(page.messages.length, state.offset - page.offset);
+      const older = page.messages.slice(0, take).filter((m) => !m.live);
+      return { ...state, messages: [...older, ...state.messages], offset: page.offset, hasMore: page.has_more };
+    }
+    case "event":
+      return applyEvent(state, action.event, action.now ?? Date.now());
+    case "send_local": {
+      const row: PendingMessage = { cid: action.cid, content: action.content, ts: action.ts };
+      if (state.running) return { ...state, localQueue: [...state.localQueue, row] };
+      const message: ChatMessage = { role: "user", content: action.content, ts: action.ts, cid: action.cid, sending: true };
+      return { ...state, messages: [...state.messages, message], lastRun: null };
+    }
+    case "send_result":
+      return applySendResult(state, action.cid, action.result, action.now ?? Date.now());
+    case "send_failed":
+      return {
+        ...state,
+        messages: state.messages.filter((m) => !(m.sending && m.cid === action.cid)),
+        localQueue: state.localQueue.filter((p) => p.cid !== action.cid),
+      };
+    case "queue_cleared":
+      return { ...state, pending: [], localQueue: [], dropped: [...state.dropped, ...queueOf(state).map((p) => p.cid)] };
+    case "pending_replaced":
+      return { ...state, pending: notDropped(action.pending, state.dropped), localQueue: withoutCids(state.localQueue, action.pending) };
+    case "answer_local":
+      return setAnswers(state, action.questionId, action.answers);
+  }
+}
+
+function applySendResult(state: ChatState, cid: string, result: SendResult, now: number): ChatState {
+  switch (result.status) {
+    case "started": {
+      let next: ChatState = { ...state, localQueue: state.localQueue.filter((p) => p.cid !== cid) };
+      for (const message of result.messages ?? []) next = upsertUser(next, message);
+      next = confirm(next, cid);
+      // The turn may already have run to its end on the stream before this answer arrived.
+      const finished =
+        state.lastRun?.runId === result.run_id || state.messages.some((m) => m.role === "assistant" && m.run_id === result.run_id);
+      if (finished) return next;
+      const live = next.live?.run_id === result.run_id ? next.live : next.live ?? emptyLive(result.run_id, now);
+      return { ...next, running: true, runId: result.run_id, live, lastRun: null };
+    }
+    case "queued":
+      return {
+        ...state,
+        messages: state.messages.filter((m) => !(m.sending && m.cid === cid)),
+        pending: notDropped(result.pending_messages, state.dropped),
+        localQueue: state.localQueue.filter((p) => p.cid !== cid),
+      };
+    case "duplicate": {
+      const next = { ...state, localQueue: state.localQueue.filter((p) => p.cid !== cid) };
+      return confirm(next, cid);
+    }
+    case "answer_delivered":
+      return state;
+  }
+}
+
+function confirm(state: ChatState, cid: string): ChatState {
+  if (!state.messages.some((m) => m.sending && m.cid === cid)) return state;
+  return { ...state, messages: state.messages.map((m) => (m.cid === cid && m.sending ? { ...m, sending: false } : m)) };
+}
+
+function notDropped(pending: PendingMessage[], dropped: readonly string[]): PendingMessage[] {
+  return dropped.length === 0 ? pending : pending.filter((p) => !dropped.includes(p.cid));
+}
+
+function withoutCids(queue: PendingMessage[], present: PendingMessage[]): PendingMessage[] {
+  const cids = new Set(present.map((p) => p.cid));
+  return queue.filter((p) => !cids.has(p.cid));
+}
+
+/** Adds a user row, replacing the optimistic or replayed row with the same cid. */
+function upsertUser(state: ChatState, message: Message): ChatState {
+  const cid = message.cid;
+  if (cid) {
+    const index = state.messages.findIndex((m) => m.cid === cid);
+    if (index >= 0) {
+      const messages = [...state.messages];
+      messages[index] = { ...message };
+      return { ...state, messages };
+    }
+  }
+  return { ...state, messages: [...state.messages, { ...message }], total: state.total + 1 };
+}
+
+function applyEvent(state: ChatState, event: StreamEvent, now: number): ChatState {
+  if (event.type === "resync") return state;
+  if (event.type === "catch_up_done") return event.seq > state.seq ? { ...state, seq: event.seq } : state;
+  if (event.seq <= state.seq) return state;
+  const next = foldEvent(state, event, now);
+  return { ...next, seq: event.seq };
+}
+
+function foldEvent(state: ChatState, event: Exclude<StreamEvent, { type: "resync" | "catch_up_done" }>, now: number): ChatState {
+  switch (event.type) {
+    case "user_message": {
+      const next = upsertUser(state, event.message);
+      const cid = event.message.cid;
+      if (!cid) return next;
+      return { ...next, pending: next.pending.filter((p) => p.cid !== cid), localQueue: next.localQueue.filter((p) => p.cid !== cid) };
+    }
+    case "run_started": {
+      if (state.live?.run_id === event.run_id) return { ...state, running: true, runId: event.run_id };
+      const base = state.live ? promote(state, "completed") : state;
+      return { ...base, running: true, runId: event.run_id, live: emptyLive(event.run_id, event.ts ?? now), lastRun: null };
+    }
+    case "text":
+      return withLive(state, now, (blocks) => appendText(blocks, "text", event.item_id, event.content, false));
+    case "text_final":
+      return withLive(state, now, (blocks) => appendText(blocks, "text", event.item_id, event.content, true));
+    case "thinking":
+      return withLive(state, now, (blocks) => appendText(blocks, "thinking", event.item_id, event.content, false));
+    case "tool_start":
+      return withLive(state, now, (blocks) => {
+        if (blocks.some((b) => b.type === "tool" && b.tool_use_id === event.tool_use_id)) return blocks;
+        const tool: ToolBlock = { type: "tool", tool: event.tool, tool_use_id: event.tool_use_id, input: event.input, output: "", status: "running" };
+        return [...blocks, tool];
+      });
+    case "tool_output":
+      return updateTool(state, now, event.tool_use_id, (tool) => {
+        const updated: ToolBlock = { ...tool, output: event.append ? tool.output + event.content : event.content };
+        if (event.output_truncated !== undefined) updated.output_truncated = event.output_truncated;
+        if (event.output_full_len !== undefined) updated.output_full_len = event.output_full_len;
+        if (event.output_exit_code !== undefined) updated.output_exit_code = event.output_exit_code;
+        return updated;
+      });
+    case "tool_end":
+      return updateTool(state, now, event.tool_use_id, (tool) => ({ ...tool, status: event.is_error ? "error" : "done" }));
+    case "question": {
+      const card = { ...event } as Partial<typeof event>;
+      delete card.seq;
+      const block = { ...card, type: "question" } as Block;
+      const next = withLive(state, now, (blocks) =>
+        blocks.some((b) => b.type === "question" && b.question_id === event.question_id) ? blocks : [...blocks, block],
+      );
+      return card.answers ? next : { ...next, pendingQuestionId: event.question_id };
+    }
+    case "answers_applied":
+      return setAnswers(state, event.question_id, event.answers);
+    case "queue_changed":
+      return { ...state, pending: notDropped(event.pending, state.dropped), localQueue: withoutCids(state.localQueue, event.pending) };
+    case "queued_turn_starting": {
+      let next = state.live && state.live.run_id !== event.run_id ? promote(state, "completed") : state;
+      for (const message of event.messages) next = upsertUser(next, message);
+      const cids = new Set(event.messages.map((m) => m.cid).filter(Boolean));
+      const live = next.live?.run_id === event.run_id ? next.live : emptyLive(event.run_id, now);
+      return {
+        ...next,
+        pending: next.pending.filter((p) => !cids.has(p.cid)),
+        localQueue: next.localQueue.filter((p) => !cids.has(p.cid)),
+        running: true,
+        runId: event.run_id,
+        live,
+        lastRun: null,
+      };
+    }
+    case "done": {
+      if (state.live?.run_id && state.live.run_id !== event.run_id) {
+        // A `done` for an older run (its live row was already replaced): only record it.
+        return state;
+      }
+      let next = state;
+      if (event.status === "failed" && event.error) {
+        const error = event.error;
+        next = withLive(next, now, (blocks) =>
+          blocks.some((b) => b.type === "error") ? blocks : [...blocks, { type: "error", message: error }],
+        );
+      }
+      next = promote(next, event.status);
+      return {
+        ...next,
+        running: false,
+        runId: null,
+        pendingQuestionId: null,
+        lastRun: { runId: event.run_id, status: event.status, error: event.error ?? null },
+      };
+    }
+    case "chat_renamed":
+      return { ...state, title: event.title };
+    case "chat_deleted":
+      return { ...state, deleted: true };
+    case "error": {
+      const block: Block = event.resumable === undefined ? { type: "error", message: event.message } : { type: "error", message: event.message, resumable: event.resumable };
+      if (state.live) return withLive(state, now, (blocks) => [...blocks, block]);
+      const last = state.messages[state.messages.length - 1];
+      if (last?.role === "assistant") {
+        const messages = [...state.messages];
+        messages[messages.length - 1] = { ...last, blocks: [...(last.blocks ?? []), block] };
+        return { ...state, messages };
+      }
+      return { ...state, messages: [...state.messages, { role: "assistant", content: "", ts: now, blocks: [block] }] };
+    }
+  }
+}
+
+/** Moves the live message into history: same row, same run_id, so the view keeps its DOM. */
+function promote(state: ChatState, status: RunStatus): ChatState {
+  const live = state.live;
+  if (!live) return state;
+  const toolStatus = status === "stopped" || status === "interrupted" ? "stopped" : "done";
+  const blocks = (live.blocks ?? []).map((b) => (b.type === "tool" && b.status === "running" ? { ...b, status: toolStatus as ToolBlock["status"] } : b));
+  const content = blocks
+    .filter((b) => b.type === "text")
+    .map((b) => (b as { content: string }).content)
+    .join("\n\n");
+  const final: ChatMessage = { ...live, blocks, content, live: false };
+  const existing = state.messages.findIndex((m) => m.role === "assistant" && m.run_id && m.run_id === live.run_id);
+  const messages = [...state.messages];
+  if (existing >= 0) messages[existing] = final;
+  else messages.push(final);
+  return { ...state, messages, live: null, total: existing >= 0 ? state.total : state.total + 1 };
+}
+
+function withLive(state: ChatState, now: number, change: (blocks: Block[]) => Block[]): ChatState {
+  const live = state.live ?? emptyLive(state.runId ?? `local-${state.seq}`, now);
+  const blocks = live.blocks ?? [];
+  const changed = change(blocks);
+  if (changed === blocks && state.live) return state;
+  return { ...state, live: { ...live, blocks: changed } };
+}
+
+function appendText(blocks: Block[], kind: "text" | "thinking", itemId: string, content: string, replace: boolean): Block[] {
+  const index = blocks.findIndex((b) => b.type === kind && b.item_id === itemId);
+  if (index < 0) return [...blocks, { type: kind, item_id: itemId, content }];
+  const block = blocks[index] as { type: "text" | "thinking"; item_id: string; content: string };
+  const next = [...blocks];
+  next[index] = { ...block, content: replace ? content : block.content + content };
+  return next;
+}
+
+function updateTool(state: ChatState, now: number, toolUseId: string, change: (tool: ToolBlock) => ToolBlock): ChatState {
+  return withLive(state, now, (blocks) => {
+    const index = blocks.findIndex((b) => b.type === "tool" && b.tool_use_id === toolUseId);
+    if (index < 0) return blocks;
+    const next = [...blocks];
+    next[index] = change(blocks[index] as ToolBlock);
+    return next;
+  });
+}
+
+function setAnswers(state: ChatState, questionId: string, answers: QuestionAnswers | ApprovalAnswers | null): ChatState {
+  const patch = (message: ChatMessage): ChatMessage => {
+    const blocks = message.blocks;
+    if (!blocks?.some((b) => b.type === "question" && b.question_id === questionId)) return message;
+    return {
+      ...message,
+      blocks: blocks.map((b) => (b.type === "question" && b.question_id === questionId ? ({ ...b, answers } as Block) : b)),
+    };
+  };
+  const live = state.live ? patch(state.live) : null;
+  const messages = state.messages.some((m) => m.blocks?.some((b) => b.type === "question" && b.question_id === questionId))
+    ? state.messages.map(patch)
+    : state.messages;
+  // An answer closes the card; withdrawing a failed optimistic answer opens it again.
+  const pendingQuestionId = answers ? (state.pendingQuestionId === questionId ? null : state.pendingQuestionId) : questionId;
+  return { ...state, live, messages, pendingQuestionId };
+}
+
+/** The rows the view renders, oldest first, with stable keys. */
+export interface Row {
+  key: string;
+  message: ChatMessage;
+  live: boolean;
+}
+
+/** A row's identity: an assistant turn by run_id, a user row by cid, else its index. */
+export function rowKey(message: Message, index: number): string {
+  if (message.role === "assistant" && message.run_id) return `run:${message.run_id}`;
+  if (message.cid) return `cid:${message.cid}`;
+  return `at:${index}`;
+}
+
+export function rowsOf(state: ChatState): Row[] {
+  const rows: Row[] = [];
+  const seen = new Set<string>();
+  state.messages.forEach((message, i) => {
+    if (message.hidden) return;
+    let key = rowKey(message, state.offset + i);
+    if (seen.has(key)) key = `${key}#${state.offset + i}`;
+    seen.add(key);
+    rows.push({ key, message, live: false });
+  });
+  if (state.live) rows.push({ key: rowKey(state.live, state.offset + state.messages.length), message: state.live, live: true });
+  return rows;
+}
+
+/** The tray: the server's queue plus sends still in flight, in order, without duplicates. */
+export function queueOf(state: ChatState): (PendingMessage & { confirmed: boolean })[] {
+  const cids = new Set(state.pending.map((p) => p.cid));
+  return [
+    ...state.pending.map((p) => ({ ...p, confirmed: true })),
+    ...state.localQueue.filter((p) => !cids.has(p.cid)).map((p) => ({ ...p, confirmed: false })),
+  ];
+}
+
+/** Back to a detail shape, so a chat left mid-way reopens from the query cache instantly. */
+export function toDetail(state: ChatState): ChatDetail {
+  const messages: Message[] = state.messages
+    .filter((m) => !m.sending)
+    .map((m) => {
+      const copy: ChatMessage = { ...m };
+      delete copy.sending;
+      return copy;
+    });
+  if (state.live) messages.push({ ...state.live, live: true });
+  return {
+    id: state.id,
+    title: state.title,
+    provider: state.provider,
+    model: state.model,
+    messages,
+    offset: state.offset,
+    total: state.total,
+    has_more: state.hasMore,
+    running: state.running,
+    run_id: state.runId,
+    pending_question_id: state.pendingQuestionId,
+    pending_messages: state.pending,
+    seq: state.seq,
+  };
+}

@@ -1,0 +1,38 @@
+import { fireEvent, render, screen } from "@testing-library/react";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { ToolBlock } from "../api/types";
+import { mockFetch } from "../test/fetchMock";
+import { ToolView } from "./Blocks";
+
+afterEach(() => vi.unstubAllGlobals());
+
+const tool: ToolBlock = {
+  type: "tool",
+  tool: "Bash",
+  tool_use_id: "t1",
+  input: "cat big.log",
+  output: "first part…",
+  status: "done",
+  output_truncated: true,
+  output_full_len: 5011,
+};
+
+describe("ToolView", () => {
+  it("is collapsed with its status, and expands to show the output", () => {
+    render(<ToolView chatId="c1" block={tool} />);
+    const head = screen.getByRole("button", { name: /Bash/ });
+    expect(head.getAttribute("aria-expanded")).toBe("false");
+    expect(head.textContent).toContain("Done");
+    fireEvent.click(head);
+    expect(screen.getByText("first part…")).toBeTruthy();
+  });
+
+  it("fetches the full output behind the truncation marker", async () => {
+    const { calls } = mockFetch({ "GET /api/chats/c1/tool-output/t1": { status: 200, body: "the whole log" } });
+    render(<ToolView chatId="c1" block={tool} />);
+    fireEvent.click(screen.getByRole("button", { name: /Bash/ }));
+    fireEvent.click(screen.getByRole("button", { name: "Show full output (5,000 more characters)" }));
+    await screen.findByText("the whole log");
+    expect(calls).toHaveLength(1);
+  });
+});

@@ -1,0 +1,93 @@
+//! The assistant's non-text blocks: a tool call (collapsible, with status and the full output
+//! on demand), the thinking disclosure and an error line.
+
+import { useState } from "react";
+import { fetchToolOutput } from "../api/chats";
+import type { ErrorBlock, ThinkingBlock, ToolBlock } from "../api/types";
+import { Icon } from "./Icon";
+
+const STATUS_TEXT: Record<ToolBlock["status"], string> = {
+  running: "Running",
+  done: "Done",
+  error: "Failed",
+  stopped: "Stopped",
+};
+
+export function ToolView({ chatId, block }: { chatId: string; block: ToolBlock }) {
+  const [open, setOpen] = useState(false);
+  const [full, setFull] = useState<string | null>(null);
+  const [fetching, setFetching] = useState(false);
+  const [fetchError, setFetchError] = useState<string | null>(null);
+  const bodyId = `tool-${block.tool_use_id}`;
+
+  async function showFull() {
+    setFetching(true);
+    setFetchError(null);
+    try {
+      setFull(await fetchToolOutput(chatId, block.tool_use_id));
+    } catch {
+      setFetchError("Couldn't load the full output.");
+    } finally {
+      setFetching(false);
+    }
+  }
+
+  const output = full ?? block.output;
+  const hidden = block.output_full_len !== undefined ? Math.max(0, block.output_full_len - block.output.length) : null;
+  return (
+    <div className="tool" data-status={block.status}>
+      <button type="button" className="tool-head" aria-expanded={open} aria-controls={bodyId} onClick={() => setOpen((o) => !o)}>
+        <span className="tool-icon" aria-hidden="true">
+          <Icon name="terminal" size={16} />
+        </span>
+        <span className="tool-name">{block.tool}</span>
+        <span className="tool-input">{block.input}</span>
+        <span className="tool-status" data-status={block.status}>
+          <span className="tool-status-dot" aria-hidden="true" />
+          {STATUS_TEXT[block.status]}
+        </span>
+        <Icon name="chevron" size={16} className="tool-chevron" />
+      </button>
+      {open && (
+        <div className="tool-body" id={bodyId}>
+          {block.input && <pre className="tool-pre tool-pre-input">{block.input}</pre>}
+          {output ? <pre className="tool-pre">{output}</pre> : <p className="tool-empty">{block.status === "running" ? "Waiting for output…" : "No output."}</p>}
+          {block.output_exit_code !== undefined && block.output_exit_code !== null && (
+            <p className="tool-meta">Exit code {block.output_exit_code}</p>
+          )}
+          {block.output_truncated && full === null && (
+            <button type="button" className="tool-more" onClick={() => void showFull()} disabled={fetching} aria-busy={fetching}>
+              {fetching ? "Loading…" : hidden ? `Show full output (${hidden.toLocaleString()} more characters)` : "Show full output"}
+            </button>
+          )}
+          {fetchError && (
+            <p className="tool-meta tool-meta-error" role="alert">
+              {fetchError}
+            </p>
+          )}
+        </div>
+      )}
+    </div>
+  );
+}
+
+export function ThinkingView({ block, live }: { block: ThinkingBlock; live: boolean }) {
+  return (
+    <details className="thinking">
+      <summary>
+        <Icon name="spark" size={15} />
+        <span>{live ? "Thinking…" : "Thought process"}</span>
+      </summary>
+      <div className="thinking-body">{block.content}</div>
+    </details>
+  );
+}
+
+export function ErrorView({ block }: { block: ErrorBlock }) {
+  return (
+    <div className="error-block" role="note">
+      <Icon name="alert" size={16} />
+      <span>{block.message}</span>
+    </div>
+  );
+}

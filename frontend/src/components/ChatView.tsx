@@ -1,0 +1,356 @@
+//! The open chat: paged transcript, live reply, question cards, queue tray, connection note and
+//! composer, with the scroll rules — a send pins its message to the top while the reply grows
+//! into a reserved spacer, follow only from the bottom, scrolling up holds, and a chat left and
+//! reopened comes back exactly where it was.
+
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "react";
+import type { ChatSummary } from "../api/types";
+import { loadAnchor, saveAnchor, saveLastChat } from "../chat/persist";
+import { queueOf, rowsOf } from "../chat/reducer";
+import { connNote } from "../chat/reconnect";
+import {
+  anchorAt,
+  isAtBottom,
+  modeAfterGrowth,
+  modeAfterReaderScroll,
+  modeAfterSend,
+  scrollTopFor,
+  shouldLoadOlder,
+  spacerFor,
+  type ScrollMode,
+} from "../chat/scroll";
+import { useChat } from "../chat/useChat";
+import { useOnline } from "../shell/online";
+import { Composer } from "./Composer";
+import { Icon } from "./Icon";
+import { MessageRow } from "./MessageRow";
+import { ProviderHint } from "./ProviderHint";
+import { QueueTray } from "./QueueTray";
+
+export interface ChatViewProps {
+  chatId: string;
+  owner: string;
+  summary: ChatSummary | undefined;
+  /** True when the owner has no chat with messages yet (first run). */
+  firstRun: boolean;
+  onTitle: (title: string) => void;
+  onOpenSettings: () => void;
+}
+
+/** Reader input owns the scroll until it has been quiet this long. */
+const READER_QUIET_MS = 250;
+const PIN_TOP_GAP_PX = 12;
+
+export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings }: ChatViewProps) {
+  const chat = useChat(chatId);
+  const { state } = chat;
+  const online = useOnline();
+  const rows = rowsOf(state);
+  const queue = queueOf(state);
+  const [noProviderNudge, setNoProviderNudge] = useState(false);
+  const [sendError, setSendError] = useState<string | null>(null);
+  const [now, setNow] = useState(() => Date.now());
+
+  const scrollRef = useRef<HTMLDivElement>(null);
+  const contentRef = useRef<HTMLDivElement>(null);
+  const spacerRef = useRef<HTMLDivElement>(null);
+  const modeRef = useRef<ScrollMode>({ kind: "follow" });
+  const spacerPx = useRef(0);
+  const readerUntil = useRef(0);
+  const restored = useRef(false);
+  const prependRef = useRef<{ key: string; top: number } | null>(null);
+
+  useEffect(() => saveLastChat(owner, chatId), [owner, chatId]);
+  useEffect(() => {
+    if (state.title) onTitle(state.title);
+  }, [state.title, onTitle]);
+
+  // The connection note appears only after 1.5 s: tick while the stream is down.
+  useEffect(() => {
+    if (chat.conn.phase === "live" || chat.conn.phase === "closed" || chat.conn.phase === "offline") return;
+    const timer = setInterval(() => setNow(Date.now()), 500);
+    return () => clearInterval(timer);
+  }, [chat.conn.phase]);
+  const note = connNote(chat.conn, now);
+
+  const setSpacer = (px: number) => {
+    spacerPx.current = px;
+    if (spacerRef.current) spacerRef.current.style.height = `${px}px`;
+  };
+
+  const rowEl = (key: string) =>
+    contentRef.current?.querySelector<HTMLElement>(`[data-key="${key.replace(/["\\]/g, "\\$&")}"]`) ?? null;
+
+  /** Applies the scroll mode to the current layout (after growth, a send or a resize). */
+  const layoutPass = useCallback(() => {
+    const box = scrollRef.current;
+    const content = contentRef.current;
+    if (!box || !content || Date.now() < readerUntil.current) return;
+    const mode = modeRef.current;
+    if (mode.kind === "pin") {
+      const row = rowEl(mode.key);
+      if (!row) return;
+      const contentEnd = content.offsetTop + content.offsetHeight;
+      const spacer = spacerFor(box.clientHeight, row.offsetTop, contentEnd, PIN_TOP_GAP_PX);
+      setSpacer(spacer);
+      modeRef.current = modeAfterGrowth(mode, spacer);
+      box.scrollTop = Math.max(0, row.offsetTop - PIN_TOP_GAP_PX);
+      return;
+    }
+    if (mode.kind === "follow") {
+      if (spacerPx.current > 0) setSpacer(0);
+      box.scrollTop = box.scrollHeight;
+    }
+  }, []);
+
+  // First paint of a chat: restore the saved reading position, else show the latest.
+  useLayoutEffect(() => {
+    const box = scrollRef.current;
+    if (restored.current || !box || rows.length === 0) return;
+    restored.current = true;
+    const anchor = loadAnchor(owner, chatId);
+    const row = anchor ? rowEl(anchor.key) : null;
+    if (anchor && row) {
+      modeRef.current = { kind: "hold" };
+      box.scrollTop = scrollTopFor(anchor, row.offsetTop, box);
+      modeRef.current = isAtBottom(box) ? { kind: "follow" } : { kind: "hold" };
+    } else {
+      modeRef.current = { kind: "follow" };
+      box.scrollTop = box.scrollHeight;
+    }
+  });
+
+  // Older messages were prepended: keep the row that was on top exactly where it was.
+  useLayoutEffect(() => {
+    const box = scrollRef.current;
+    const before = prependRef.current;
+    if (!box || !before) return;
+    const row = rowEl(before.key);
+    if (row) box.scrollTop += row.offsetTop - before.top;
+    prependRef.current = null;
+  }, [state.offset]);
+
+  // Content growth (streaming, tool output, late Markdown) re-applies the mode.
+  useLayoutEffect(() => {
+    layoutPass();
+  });
+  useEffect(() => {
+    const content = contentRef.current;
+    const box = scrollRef.current;
+    if (!content || !box) return;
+    const observer = new ResizeObserver(() => layoutPass());
+    observer.observe(content);
+    observer.observe(box);
+    return () => observer.disconnect();
+  }, [layoutPass]);
+
+  const saveReadingPosition = useCallback(() => {
+    const box = scrollRef.current;
+    const content = contentRef.current;
+    if (!box || !content || !restored.current) return;
+    const rowsInDom = [...content.querySelectorAll<HTMLElement>("[data-key]")].map((el) => ({
+      key: el.dataset.key ?? "",
+      top: el.offsetTop,
+      bottom: el.offsetTop + el.offsetHeight,
+    }));
+    saveAnchor(owner, chatId, isAtBottom(box) && modeRef.current.kind === "follow" ? null : anchorAt(rowsInDom, box.scrollTop));
+  }, [owner, chatId]);
+
+  useEffect(() => {
+    const save = () => saveReadingPosition();
+    window.addEventListener("pagehide", save);
+    document.addEventListener("visibilitychange", save);
+    return () => {
+      save();
+      window.removeEventListener("pagehide", save);
+      document.removeEventListener("visibilitychange", save);
+    };
+  }, [saveReadingPosition]);
+
+  // Reader input: while it lasts (and 250 ms after), no programmatic scroll happens.
+  useEffect(() => {
+    const box = scrollRef.current;
+    if (!box) return;
+    const mark = () => {
+      readerUntil.current = Date.now() + READER_QUIET_MS;
+    };
+    const hold = () => {
+      readerUntil.current = Date.now() + 2_000;
+    };
+    box.addEventListener("wheel", mark, { passive: true });
+    box.addEventListener("touchstart", hold, { passive: true });
+    box.addEventListener("touchmove", hold, { passive: true });
+    box.addEventListener("touchend", mark, { passive: true });
+    box.addEventListener("keydown", mark);
+    box.addEventListener("pointerdown", mark);
+    return () => {
+      box.removeEventListener("wheel", mark);
+      box.removeEventListener("touchstart", hold);
+      box.removeEventListener("touchmove", hold);
+      box.removeEventListener("touchend", mark);
+      box.removeEventListener("keydown", mark);
+      box.removeEventListener("pointerdown", mark);
+    };
+  }, []);
+
+  const settleTimer = useRef<ReturnType<typeof setTimeout> | null>(null);
+  const { loadOlder, loadingOlder } = chat;
+  const onScroll = () => {
+    const box = scrollRef.current;
+    if (!box) return;
+    if (Date.now() < readerUntil.current) {
+      readerUntil.current = Math.max(readerUntil.current, Date.now() + READER_QUIET_MS);
+      if (settleTimer.current) clearTimeout(settleTimer.current);
+      settleTimer.current = setTimeout(() => {
+        modeRef.current = modeAfterReaderScroll(modeRef.current, box, spacerPx.current);
+        saveReadingPosition();
+      }, READER_QUIET_MS);
+    }
+    if (shouldLoadOlder(box, state.hasMore, loadingOlder) && restored.current) {
+      const first = rows[0];
+      const el = first ? rowEl(first.key) : null;
+      if (first && el) prependRef.current = { key: first.key, top: el.offsetTop };
+      loadOlder();
+    }
+  };
+
+  const beforeSend = () => {
+    const box = scrollRef.current;
+    // A send during a turn goes to the queue tray: the transcript does not move.
+    if (!box || state.running) return;
+    const hasUserRows = rows.some((r) => r.message.role === "user");
+    // The key is not known yet (the cid is minted in send); pin the next user row.
+    modeRef.current = modeAfterSend(box, "__next_user__", !hasUserRows);
+    readerUntil.current = 0;
+  };
+
+  // Resolve a pending pin to the user row that just appeared.
+  useLayoutEffect(() => {
+    const mode = modeRef.current;
+    if (mode.kind !== "pin" || mode.key !== "__next_user__") return;
+    const lastUser = [...rows].reverse().find((r) => r.message.role === "user" && r.message.sending);
+    if (lastUser) {
+      modeRef.current = { kind: "pin", key: lastUser.key };
+      layoutPass();
+    }
+  });
+
+  const send = async (text: string) => {
+    setSendError(null);
+    const outcome = await chat.send(text);
+    if (outcome === "sent") return true;
+    if (outcome === "no_provider") setNoProviderNudge(true);
+    else if (outcome === "question_open") setSendError("Answer the question above (or stop the turn) before sending.");
+    else setSendError(online ? "Couldn't send your message. It's back in the box — try again." : "You're offline. Your message is kept.");
+    return false;
+  };
+
+  const retry = () => {
+    const lastUser = [...state.messages].reverse().find((m) => m.role === "user" && !m.hidden);
+    if (lastUser) void chat.send(lastUser.content);
+  };
+
+  const failed = state.lastRun?.status === "failed" && !state.running;
+  const interrupted = state.lastRun?.status === "interrupted" && !state.running;
+
+  return (
+    <div className="chat">
+      <div className="chat-scroll" ref={scrollRef} onScroll={onScroll} tabIndex={0} role="region" aria-label="Conversation">
+        <div className="chat-content" ref={contentRef}>
+          {state.hasMore && (
+            <div className="older" role="status">
+              {loadingOlder ? "Loading earlier messages…" : (
+                <button type="button" className="link-button" onClick={loadOlder}>
+                  Load earlier messages
+                </button>
+              )}
+            </div>
+          )}
+          {chat.loading && rows.length === 0 && (
+            <div className="chat-loading" role="status" aria-label="Loading chat">
+              <span className="skeleton skeleton-right" />
+              <span className="skeleton" />
+              <span className="skeleton skeleton-short" />
+            </div>
+          )}
+          {!chat.loading && rows.length === 0 && !chat.loadError && (
+            <section className="empty" aria-labelledby="empty-title">
+              <svg className="empty-icon" viewBox="0 0 48 48" aria-hidden="true" focusable="false">
+                <path d="M10 12h28a4 4 0 0 1 4 4v14a4 4 0 0 1-4 4H22l-8 6v-6h-4a4 4 0 0 1-4-4V16a4 4 0 0 1 4-4Z" />
+              </svg>
+              <h1 id="empty-title" className="empty-title">
+                {firstRun ? "No chats yet" : "New chat"}
+              </h1>
+              <p className="empty-lead">Ask for a change, a fix or a small app. The agent works on your server.</p>
+            </section>
+          )}
+          {chat.loadError !== null && chat.loadError !== undefined && rows.length === 0 && (
+            <section className="empty" role="alert">
+              <h1 className="empty-title">{online ? "Couldn't open this chat" : "This chat isn't saved for offline use"}</h1>
+              <p className="empty-lead">{online ? "It may have been deleted, or the server didn't answer." : "Open it once while online to read it offline."}</p>
+            </section>
+          )}
+          {rows.map((row) => (
+            <MessageRow
+              key={row.key}
+              rowKey={row.key}
+              chatId={chatId}
+              message={row.message}
+              live={row.live}
+              working={row.live && state.pendingQuestionId === null}
+              onAnswer={chat.answer}
+              offline={!online}
+            />
+          ))}
+          {(failed || interrupted) && (
+            <div className="turn-end" role="note">
+              <span>{failed ? (state.lastRun?.error ?? "The turn failed.") : "The turn was interrupted."}</span>
+              <button type="button" className="btn btn-secondary btn-small" onClick={retry} disabled={!online}>
+                Retry
+              </button>
+            </div>
+          )}
+          {state.deleted && (
+            <div className="turn-end" role="note">
+              This chat was deleted.
+            </div>
+          )}
+        </div>
+        <div className="chat-spacer" ref={spacerRef} aria-hidden="true" />
+      </div>
+      <div className="chat-bottom">
+        {note && online && (
+          <div className="conn-note" role="status">
+            <span className="conn-spinner" aria-hidden="true" />
+            {note.text}
+            {note.offerRetry && (
+              <button type="button" className="link-button" onClick={chat.retryConnection}>
+                Retry now
+              </button>
+            )}
+          </div>
+        )}
+        <ProviderHint owner={owner} forced={noProviderNudge} onOpenSettings={onOpenSettings} onDismiss={() => setNoProviderNudge(false)} />
+        {sendError && (
+          <p className="send-error" role="alert">
+            <Icon name="alert" size={16} />
+            {sendError}
+          </p>
+        )}
+        <QueueTray rows={queue} onEdit={chat.editQueued} onRemove={chat.removeQueued} />
+        <Composer
+          key={chatId}
+          owner={owner}
+          chatId={chatId}
+          running={state.running}
+          questionOpen={state.pendingQuestionId !== null}
+          offline={!online}
+          stopping={chat.stopping}
+          onSend={send}
+          onStop={() => void chat.stop()}
+          onBeforeSend={beforeSend}
+        />
+      </div>
+    </div>
+  );
+}

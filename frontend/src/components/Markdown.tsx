@@ -1,0 +1,50 @@
+//! Renders assistant Markdown once the (lazy) Markdown module is loaded; until then the raw
+//! text, wrapped, so nothing is missing for the split second it takes.
+
+import { memo, useEffect, useRef, useSyncExternalStore } from "react";
+import type * as MarkdownExports from "../chat/markdown";
+
+type MarkdownModule = typeof MarkdownExports;
+
+let loaded: MarkdownModule | null = null;
+let loading: Promise<void> | null = null;
+const listeners = new Set<() => void>();
+
+/** Starts loading the Markdown module (idempotent); the shell calls it when idle. */
+export function preloadMarkdown(): Promise<void> {
+  loading ??= import("../chat/markdown").then(
+    (m) => {
+      loaded = m;
+      for (const listener of [...listeners]) listener();
+    },
+    () => {
+      loading = null;
+    },
+  );
+  return loading;
+}
+
+function subscribe(listener: () => void) {
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+}
+
+export const Markdown = memo(function Markdown({ text }: { text: string }) {
+  const module = useSyncExternalStore(subscribe, () => loaded, () => null);
+  const ref = useRef<HTMLDivElement>(null);
+  const html = module ? module.renderMarkdown(text) : null;
+
+  useEffect(() => {
+    if (!module) void preloadMarkdown();
+  }, [module]);
+
+  useEffect(() => {
+    if (!module || !ref.current || !html?.includes("language-")) return;
+    const root = ref.current;
+    const timer = setTimeout(() => void module.highlightWithin(root), 120);
+    return () => clearTimeout(timer);
+  }, [module, html]);
+
+  if (html === null) return <div className="md md-plain">{text}</div>;
+  return <div ref={ref} className="md" dangerouslySetInnerHTML={{ __html: html }} />;
+});

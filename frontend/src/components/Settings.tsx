@@ -1,0 +1,503 @@
+//! Settings (loaded on demand): agent providers and how to connect them, the default provider
+//! and the open chat's model, appearance, sessions and the server version.
+
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useEffect, useId, useRef, useState, type FormEvent } from "react";
+import { signOutEverywhere } from "../api/auth";
+import { chatKey, fetchChat, patchChat } from "../api/chats";
+import { ApiError } from "../api/client";
+import {
+  disconnectProvider,
+  fetchCodexStatus,
+  fetchModels,
+  fetchProviders,
+  fetchProvidersStatus,
+  fetchVersion,
+  modelsKey,
+  providersKey,
+  providersStatusKey,
+  saveApiKey,
+  saveSettings,
+  startClaudeLogin,
+  startCodexLogin,
+  submitClaudeCode,
+  versionKey,
+} from "../api/settings";
+import type { ProviderId, ProviderInfo, ProvidersStatus } from "../api/types";
+import { setTheme, useTheme, type ThemeChoice } from "../shell/theme";
+import { Icon } from "./Icon";
+
+const errorText = (error: unknown) => (error instanceof ApiError ? error.message : "Something went wrong.");
+
+export interface SettingsProps {
+  owner: string;
+  activeChatId: string | null;
+  onSignOut: (everywhere: boolean) => void;
+}
+
+export default function Settings({ activeChatId, onSignOut }: SettingsProps) {
+  const providers = useQuery({ queryKey: providersKey, queryFn: fetchProviders, retry: false });
+  const status = useQuery({ queryKey: providersStatusKey, queryFn: fetchProvidersStatus, retry: false });
+
+  useEffect(() => {
+    const onVisible = () => {
+      if (document.visibilityState === "visible") void status.refetch();
+    };
+    document.addEventListener("visibilitychange", onVisible);
+    return () => document.removeEventListener("visibilitychange", onVisible);
+  }, [status]);
+
+  const list: ProviderInfo[] = providers.data ?? [
+    { id: "claude", name: "Claude Code", available: false, version: null },
+    { id: "codex", name: "Codex", available: false, version: null },
+  ];
+
+  return (
+    <div className="settings">
+      <div className="settings-inner">
+        <section className="settings-section" aria-labelledby="s-providers">
+          <h2 id="s-providers" className="settings-title">
+            Agents
+          </h2>
+          <p className="settings-lead">Möbius runs these command-line agents on your server, signed in with your own account or API key.</p>
+          {providers.isError && <p className="settings-error" role="alert">Couldn't load the agent list: {errorText(providers.error)}</p>}
+          <div className="provider-list">
+            {list.map((p) => (
+              <ProviderCard key={p.id} provider={p} status={status.data} />
+            ))}
+          </div>
+        </section>
+        <DefaultsSection providers={list} status={status.data} activeChatId={activeChatId} />
+        <AppearanceSection />
+        <section className="settings-section" aria-labelledby="s-sessions">
+          <h2 id="s-sessions" className="settings-title">
+            Sessions
+          </h2>
+          <SessionsRow onSignOut={onSignOut} />
+        </section>
+        <VersionSection />
+      </div>
+    </div>
+  );
+}
+
+function ProviderCard({ provider, status }: { provider: ProviderInfo; status: ProvidersStatus | undefined }) {
+  const queryClient = useQueryClient();
+  const state = status?.providers[provider.id];
+  const connected = state?.connected === true;
+  const [open, setOpen] = useState(false);
+  const refresh = () => queryClient.invalidateQueries({ queryKey: providersStatusKey });
+  const disconnect = useMutation({ mutationFn: () => disconnectProvider(provider.id), onSettled: refresh });
+  const headingId = useId();
+
+  return (
+    <article className="provider" aria-labelledby={headingId}>
+      <div className="provider-head">
+        <div className="provider-name">
+          <h3 id={headingId}>{provider.name}</h3>
+          <p className="provider-meta">
+            {provider.available ? `Installed · ${provider.version ?? "unknown version"}` : "Not installed on this server"}
+          </p>
+        </div>
+        <span className="provider-status" data-connected={connected || undefined}>
+          {connected ? `Connected${state?.method ? ` · ${state.method.replace(/_/g, " ")}` : ""}` : "Not connected"}
+        </span>
+      </div>
+      <div className="provider-actions">
+        {connected ? (
+          <>
+            <button type="button" className="btn btn-secondary btn-small" onClick={() => setOpen((o) => !o)} aria-expanded={open}>
+              Reconnect
+            </button>
+            <button type="button" className="btn btn-ghost btn-small" onClick={() => disconnect.mutate()} disabled={disconnect.isPending}>
+              {disconnect.isPending ? "Disconnecting…" : "Disconnect"}
+            </button>
+          </>
+        ) : (
+          <button type="button" className="btn btn-primary btn-small" onClick={() => setOpen((o) => !o)} aria-expanded={open} disabled={!provider.available}>
+            Connect {provider.id === "claude" ? "Claude" : "Codex"}
+          </button>
+        )}
+      </div>
+      {disconnect.isError && <p className="settings-error" role="alert">{errorText(disconnect.error)}</p>}
+      {open && (
+        <div className="provider-connect">
+          {provider.id === "claude" ? <ClaudeSignIn onDone={() => void refresh().then(() => setOpen(false))} /> : <CodexSignIn onDone={() => void refresh().then(() => setOpen(false))} />}
+          <ApiKeyForm provider={provider.id} onDone={() => void refresh().then(() => setOpen(false))} />
+        </div>
+      )}
+    </article>
+  );
+}
+
+function ApiKeyForm({ provider, onDone }: { provider: ProviderId; onDone: () => void }) {
+  const [key, setKey] = useState("");
+  const id = useId();
+  const save = useMutation({ mutationFn: () => saveApiKey(provider, key.trim()), onSuccess: onDone });
+  return (
+    <form
+      className="connect-block"
+      onSubmit={(e: FormEvent) => {
+        e.preventDefault();
+        if (key.trim()) save.mutate();
+      }}
+    >
+      <label htmlFor={id} className="connect-label">
+        Or use an API key
+      </label>
+      <div className="inline-field">
+        <input
+          id={id}
+          className="text-input"
+          type="password"
+          autoComplete="off"
+          spellCheck={false}
+          placeholder={provider === "claude" ? "sk-ant-…" : "sk-…"}
+          value={key}
+          onChange={(e) => setKey(e.target.value)}
+        />
+        <button type="submit" className="btn btn-primary btn-small" disabled={!key.trim() || save.isPending} aria-busy={save.isPending}>
+          {save.isPending ? "Saving…" : "Save key"}
+        </button>
+      </div>
+      {save.isError && <p className="settings-error" role="alert">{errorText(save.error)}</p>}
+    </form>
+  );
+}
+
+function ClaudeSignIn({ onDone }: { onDone: () => void }) {
+  const [authUrl, setAuthUrl] = useState<string | null>(null);
+  const [code, setCode] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const id = useId();
+
+  async function start() {
+    setError(null);
+    // Reserve the tab during the click itself, or the popup blocker eats it after the await.
+    const popup = window.open("", "_blank");
+    setBusy(true);
+    try {
+      const { auth_url } = await startClaudeLogin();
+      setAuthUrl(auth_url);
+      if (popup) popup.location.href = auth_url;
+    } catch (e) {
+      popup?.close();
+      setError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  async function submit(event: FormEvent) {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await submitClaudeCode(code.trim());
+      onDone();
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <div className="connect-block">
+      <p className="connect-label">Sign in with your Claude account</p>
+      {authUrl === null ? (
+        <button type="button" className="btn btn-secondary btn-small" onClick={() => void start()} disabled={busy}>
+          {busy ? "Opening…" : "Sign in with Claude"}
+        </button>
+      ) : (
+        <form onSubmit={(e) => void submit(e)} className="connect-steps">
+          <p className="connect-help">
+            A sign-in page opened in a new tab.{" "}
+            <a href={authUrl} target="_blank" rel="noopener noreferrer">
+              Open it again
+            </a>
+            . When it shows a code, paste it here.
+          </p>
+          <label htmlFor={id} className="visually-hidden">
+            Code from Anthropic
+          </label>
+          <div className="inline-field">
+            <input id={id} className="text-input" placeholder="Paste the code" value={code} onChange={(e) => setCode(e.target.value)} autoComplete="off" spellCheck={false} />
+            <button type="submit" className="btn btn-primary btn-small" disabled={!code.trim() || busy} aria-busy={busy}>
+              Connect
+            </button>
+          </div>
+        </form>
+      )}
+      {error && <p className="settings-error" role="alert">{error}</p>}
+    </div>
+  );
+}
+
+const CODEX_POLL_MS = 3_000;
+const CODEX_MAX_POLLS = 60;
+
+function CodexSignIn({ onDone }: { onDone: () => void }) {
+  const [device, setDevice] = useState<{ url: string; code: string } | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [copied, setCopied] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const generation = useRef(0);
+
+  useEffect(() => {
+    if (!device) return;
+    const mine = ++generation.current;
+    let polls = 0;
+    let timer: ReturnType<typeof setTimeout>;
+    const poll = async () => {
+      polls += 1;
+      try {
+        const status = await fetchCodexStatus();
+        if (mine !== generation.current) return;
+        if (status.status === "complete") {
+          setDevice(null);
+          onDone();
+          return;
+        }
+        if (status.status === "failed") {
+          setDevice(null);
+          setError(status.error ?? "Sign-in failed. Try again.");
+          return;
+        }
+      } catch {
+        // A missed poll is retried on the next tick.
+      }
+      if (mine !== generation.current) return;
+      if (polls >= CODEX_MAX_POLLS) {
+        setDevice(null);
+        setError("The code expired before sign-in finished. Start again.");
+        return;
+      }
+      timer = setTimeout(() => void poll(), CODEX_POLL_MS);
+    };
+    timer = setTimeout(() => void poll(), CODEX_POLL_MS);
+    const counter = generation;
+    return () => {
+      counter.current++;
+      clearTimeout(timer);
+    };
+  }, [device, onDone]);
+
+  async function start() {
+    setBusy(true);
+    setError(null);
+    try {
+      setDevice(await startCodexLogin());
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  async function copyAndOpen() {
+    if (!device) return;
+    try {
+      await navigator.clipboard.writeText(device.code);
+      setCopied(true);
+    } catch {
+      setCopied(false);
+    }
+    window.open(device.url, "_blank", "noopener");
+  }
+
+  return (
+    <div className="connect-block">
+      <p className="connect-label">Sign in with ChatGPT</p>
+      {device === null ? (
+        <>
+          <p className="connect-help">Turn on “device code authorization” in ChatGPT's security settings first.</p>
+          <button type="button" className="btn btn-secondary btn-small" onClick={() => void start()} disabled={busy}>
+            {busy ? "Starting…" : "Get a sign-in code"}
+          </button>
+        </>
+      ) : (
+        <div className="connect-steps">
+          <p className="connect-help">Enter this code on the ChatGPT page:</p>
+          <p className="device-code" aria-label={`Sign-in code ${device.code.split("").join(" ")}`}>
+            {device.code}
+          </p>
+          <div className="inline-actions">
+            <button type="button" className="btn btn-primary btn-small" onClick={() => void copyAndOpen()}>
+              <Icon name="copy" size={16} /> {copied ? "Copied — open again" : "Copy code and open ChatGPT"}
+            </button>
+            <button type="button" className="btn btn-ghost btn-small" onClick={() => setDevice(null)}>
+              Cancel
+            </button>
+          </div>
+          <p className="connect-help" role="status">
+            Waiting for you to finish signing in…
+          </p>
+        </div>
+      )}
+      {error && <p className="settings-error" role="alert">{error}</p>}
+    </div>
+  );
+}
+
+function DefaultsSection({ providers, status, activeChatId }: { providers: ProviderInfo[]; status: ProvidersStatus | undefined; activeChatId: string | null }) {
+  const queryClient = useQueryClient();
+  const models = useQuery({ queryKey: modelsKey, queryFn: fetchModels, retry: false, staleTime: 300_000 });
+  const chat = useQuery({
+    queryKey: activeChatId ? chatKey(activeChatId) : ["chat", "none"],
+    queryFn: () => fetchChat(activeChatId ?? ""),
+    enabled: activeChatId !== null,
+    retry: false,
+  });
+  const saveDefault = useMutation({
+    mutationFn: (provider: ProviderId) => saveSettings({ default_provider: provider }),
+    onSettled: () => queryClient.invalidateQueries({ queryKey: providersStatusKey }),
+  });
+  const saveModel = useMutation({
+    mutationFn: (model: string) => patchChat(activeChatId ?? "", { model: model === "" ? null : model }),
+    onSettled: () => activeChatId && queryClient.invalidateQueries({ queryKey: chatKey(activeChatId) }),
+  });
+  const savePolicy = useMutation({
+    mutationFn: (policy: "full" | "ask") => patchChat(activeChatId ?? "", { approval_policy: policy }),
+    onSettled: () => activeChatId && queryClient.invalidateQueries({ queryKey: chatKey(activeChatId) }),
+  });
+  const defaultId = useId();
+  const modelId = useId();
+  const policyId = useId();
+  const chatProvider = (chat.data?.provider ?? status?.default_provider ?? "claude") as ProviderId;
+  const modelList = models.data?.providers[chatProvider] ?? [];
+
+  return (
+    <section className="settings-section" aria-labelledby="s-defaults">
+      <h2 id="s-defaults" className="settings-title">
+        Defaults
+      </h2>
+      <div className="setting-row">
+        <label htmlFor={defaultId}>New chats use</label>
+        <select
+          id={defaultId}
+          className="select"
+          value={status?.default_provider ?? ""}
+          onChange={(e) => saveDefault.mutate(e.target.value as ProviderId)}
+          disabled={!status}
+        >
+          {status?.default_provider === null && <option value="">Choose…</option>}
+          {providers.map((p) => (
+            <option key={p.id} value={p.id}>
+              {p.name}
+            </option>
+          ))}
+        </select>
+      </div>
+      {activeChatId && chat.data && (
+        <div className="setting-row">
+          <label htmlFor={modelId}>
+            Model for “{chat.data.title || "New chat"}”
+          </label>
+          <select
+            id={modelId}
+            className="select"
+            value={chat.data.model ?? ""}
+            onChange={(e) => saveModel.mutate(e.target.value)}
+            disabled={modelList.length === 0 || saveModel.isPending}
+          >
+            <option value="">Default</option>
+            {modelList.flatMap((m) =>
+              m.id ? [
+                <option key={m.id} value={m.id}>
+                  {m.label}
+                </option>,
+              ] : [],
+            )}
+          </select>
+        </div>
+      )}
+      {activeChatId && chat.data && (
+        <div className="setting-row">
+          <label htmlFor={policyId}>
+            Actions in “{chat.data.title || "New chat"}”
+          </label>
+          <select
+            id={policyId}
+            className="select"
+            value={chat.data.approval_policy === "ask" ? "ask" : "full"}
+            onChange={(e) => savePolicy.mutate(e.target.value === "ask" ? "ask" : "full")}
+            disabled={savePolicy.isPending}
+          >
+            <option value="full">Run without asking</option>
+            <option value="ask">Ask me first</option>
+          </select>
+        </div>
+      )}
+      {(saveDefault.isError || saveModel.isError || savePolicy.isError) && (
+        <p className="settings-error" role="alert">
+          {errorText(saveDefault.error ?? saveModel.error ?? savePolicy.error)}
+        </p>
+      )}
+    </section>
+  );
+}
+
+const THEMES: { value: ThemeChoice; label: string }[] = [
+  { value: "system", label: "System" },
+  { value: "light", label: "Light" },
+  { value: "dark", label: "Dark" },
+];
+
+function AppearanceSection() {
+  const theme = useTheme();
+  return (
+    <section className="settings-section" aria-labelledby="s-appearance">
+      <h2 id="s-appearance" className="settings-title">
+        Appearance
+      </h2>
+      <div className="segmented" role="radiogroup" aria-labelledby="s-appearance">
+        {THEMES.map((t) => (
+          <label key={t.value} className="segment" data-checked={theme === t.value || undefined}>
+            <input type="radio" name="theme" value={t.value} checked={theme === t.value} onChange={() => setTheme(t.value)} />
+            {t.label}
+          </label>
+        ))}
+      </div>
+    </section>
+  );
+}
+
+function SessionsRow({ onSignOut }: { onSignOut: (everywhere: boolean) => void }) {
+  const everywhere = useMutation({ mutationFn: signOutEverywhere, onSuccess: () => onSignOut(true) });
+  return (
+    <div className="setting-stack">
+      <p className="settings-lead">Signing out everywhere ends the session on every device, this one included.</p>
+      <div className="inline-actions">
+        <button type="button" className="btn btn-secondary btn-small" onClick={() => onSignOut(false)}>
+          Sign out
+        </button>
+        <button type="button" className="btn btn-danger-quiet btn-small" onClick={() => everywhere.mutate()} disabled={everywhere.isPending}>
+          {everywhere.isPending ? "Signing out…" : "Sign out everywhere"}
+        </button>
+      </div>
+      {everywhere.isError && <p className="settings-error" role="alert">{errorText(everywhere.error)}</p>}
+    </div>
+  );
+}
+
+function VersionSection() {
+  const version = useQuery({ queryKey: versionKey, queryFn: fetchVersion, staleTime: Infinity, retry: false });
+  return (
+    <section className="settings-section" aria-labelledby="s-about">
+      <h2 id="s-about" className="settings-title">
+        About
+      </h2>
+      <dl className="about">
+        <dt>Version</dt>
+        <dd>{version.data?.version ?? "—"}</dd>
+        <dt>Build</dt>
+        <dd>
+          <code>{version.data?.sha?.slice(0, 12) ?? "—"}</code>
+          {version.data?.build_date ? ` · ${version.data.build_date}` : ""}
+        </dd>
+      </dl>
+    </section>
+  );
+}

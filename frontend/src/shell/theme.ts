@@ -1,0 +1,54 @@
+//! Appearance: light, dark or the system's, remembered on this device and applied to <html>
+//! (`data-theme`) and to the browser chrome colour.
+
+import { createStore, useStore } from "./store";
+
+export type ThemeChoice = "system" | "light" | "dark";
+
+const KEY = "mobius.theme";
+const CHROME = { light: "#f6f6f3", dark: "#111114" } as const;
+
+function stored(): ThemeChoice {
+  try {
+    const value = localStorage.getItem(KEY);
+    return value === "light" || value === "dark" ? value : "system";
+  } catch {
+    return "system";
+  }
+}
+
+export const themeStore = createStore<ThemeChoice>(stored());
+
+const dark = typeof window.matchMedia === "function" ? window.matchMedia("(prefers-color-scheme: dark)") : { matches: false };
+
+function apply(): void {
+  const choice = themeStore.get();
+  const root = document.documentElement;
+  if (choice === "system") delete root.dataset.theme;
+  else root.dataset.theme = choice;
+  const effective = choice === "system" ? (dark.matches ? "dark" : "light") : choice;
+  for (const meta of document.querySelectorAll<HTMLMetaElement>('meta[name="theme-color"]')) {
+    if (choice === "system") meta.content = meta.media.includes("dark") ? CHROME.dark : CHROME.light;
+    else meta.content = CHROME[effective];
+  }
+}
+
+export function setTheme(choice: ThemeChoice): void {
+  try {
+    if (choice === "system") localStorage.removeItem(KEY);
+    else localStorage.setItem(KEY, choice);
+  } catch {
+    // Not persisted; still applied for this page.
+  }
+  themeStore.set(choice);
+  apply();
+}
+
+/** Applies the stored choice before the first paint of the app. */
+export function initTheme(): void {
+  apply();
+}
+
+export function useTheme(): ThemeChoice {
+  return useStore(themeStore);
+}

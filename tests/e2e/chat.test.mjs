@@ -1,0 +1,463 @@
+// The chat journey against the real server running the real Claude Code CLI, whose model is the
+// scripted server tests/fake-providers/mock_anthropic.py: setup → Settings → connect Claude with
+// an API key → new chat → streamed reply with a tool block → a question card answered → a
+// message queued behind a running turn runs next → Stop mid-turn re-sends the cleared queue →
+// drawer rename/pin/delete+undo → reload keeps transcript and draft → offline reload still
+// shows the shell and the cached chat → back online the chat streams again. Accessibility is
+// scanned with axe-core on each main view; screenshots go to tests/artifacts/.
+//
+// Environment: MOBIUS_BIN, MOBIUS_FRONTEND_DIR (as journey.test.mjs); the Claude CLI comes from
+// MOBIUS_CLAUDE_BIN or $MOBIUS_CLI_DIR/node_modules/.bin/claude
+// (default /var/cache/mobius-agent-clis).
+
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import {
+  accessibilityProblems,
+  agentEnv,
+  claudeBin,
+  openBrowser,
+  requireEnv,
+  saveArtifact,
+  startMockAnthropic,
+  startServer,
+  watchProblems,
+} from "./harness.mjs";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ARTIFACTS = join(HERE, "..", "artifacts");
+const PHONE = { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true };
+const DESKTOP = { viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 };
+const OWNER = { username: "owner", password: "correct horse battery" };
+const STEP_TIMEOUT = 90_000;
+const TURN_TIMEOUT = 60_000;
+
+// The model's script. The mock picks a step by how many assistant turns the request history
+// holds, so each owner message below lands on a known step.
+const SCRIPT = {
+  steps: [
+    {
+      thinking: "The owner wants a greeting file; Write is the right tool.",
+      text: "Creating hello.txt.",
+      tool_use: { name: "Write", input: { file_path: "{cwd}/hello.txt", content: "hello from the mock\n" } },
+    },
+    {
+      text:
+        "Done. I wrote **hello.txt** in the workspace.\n\n| file | bytes |\n|---|---|\n| hello.txt | 20 |\n\n```ts\nconst greeting: string = \"hello\";\nconsole.log(greeting);\n```\n\nSee [the docs](https://example.com/docs).",
+    },
+    {
+      tool_use: {
+        name: "AskUserQuestion",
+        input: {
+          questions: [
+            {
+              question: "Which color?",
+              header: "Color",
+              multiSelect: false,
+              options: [
+                { label: "Blue", description: "Calm and cool" },
+                { label: "Red", description: "Warm and loud" },
+              ],
+            },
+          ],
+        },
+      },
+    },
+    { text: "You picked Blue." },
+    { text: "The slow reply is here.", delay_s: 6 },
+    { text: "Second message handled." },
+    // Stopped while it waits. Whether the re-sent message lands on this step again (no delay the
+    // second time) or on the default depends on what the CLI kept of the stopped turn.
+    { text: "Picked up again.", delay_s: 40 },
+  ],
+  // Every turn past the script waits 3 s the first time, long enough to go offline mid-turn.
+  default: { text: "Default reply.", delay_s: 3 },
+};
+
+const missing = ["MOBIUS_BIN", "MOBIUS_FRONTEND_DIR"].filter((name) => !process.env[name]);
+const cliMissing = !existsSync(claudeBin());
+
+let mock;
+let server;
+let phone;
+let problems = [];
+let chatUrl;
+
+async function screenshot(page, name) {
+  await saveArtifact(ARTIFACTS, name, await page.screenshot({ animations: "disabled" }));
+}
+
+function step(name, body) {
+  test(name, { timeout: STEP_TIMEOUT }, async () => {
+    try {
+      await body(phone.page);
+    } catch (error) {
+      const file = `failure-chat-${name.replace(/\W+/g, "-").slice(0, 60)}.png`;
+      await saveArtifact(ARTIFACTS, file, await phone.page.screenshot().catch(() => Buffer.alloc(0)));
+      throw error;
+    }
+  });
+}
+
+const composer = (page) => page.getByRole("textbox", { name: "Message", exact: true });
+const lastAssistant = (page) => page.locator(".row-assistant").last();
+const stopButton = (page) => page.getByRole("button", { name: "Stop", exact: true });
+
+async function send(page, text) {
+  await composer(page).fill(text);
+  const posted = page.waitForResponse((r) => r.url().endsWith("/messages") && r.request().method() === "POST");
+  await page.getByRole("button", { name: /^(Send|Queue message)$/ }).click();
+  return posted;
+}
+
+/** Waits until no turn runs: the Stop button is gone and no row is live. */
+async function turnEnds(page) {
+  await stopButton(page).waitFor({ state: "detached", timeout: TURN_TIMEOUT });
+  await page.locator('.row[data-live="true"]').waitFor({ state: "detached", timeout: TURN_TIMEOUT });
+}
+
+/** Fails if the page scrolls sideways or any text field renders below 16px (iOS zoom). */
+async function assertFitsAndLegible(page, view) {
+  const layout = await page.evaluate(() => ({
+    overflow: document.documentElement.scrollWidth - window.innerWidth,
+    small: [...document.querySelectorAll("input:not([type=radio]):not([type=checkbox]), textarea, select")]
+      .map((el) => parseFloat(getComputedStyle(el).fontSize))
+      .filter((size) => size < 16),
+  }));
+  assert.ok(layout.overflow <= 0, `${view} overflows horizontally by ${layout.overflow}px`);
+  assert.deepEqual(layout.small, [], `${view} has text fields under 16px`);
+}
+
+async function expectEnabled(locator) {
+  await locator.waitFor();
+  await locator.page().waitForFunction((el) => !el.disabled, await locator.elementHandle());
+}
+
+async function assertAccessible(page, view) {
+  await assertFitsAndLegible(page, view);
+  const found = await accessibilityProblems(page);
+  assert.deepEqual(found, [], `axe found serious/critical problems on ${view}`);
+}
+
+// Never skipped: scripts/test installs the CLI and sets the variables, so a gap is a failure.
+if (missing.length) throw new Error(`${missing.join(", ")} not set (run scripts/test)`);
+if (cliMissing) throw new Error(`no Claude CLI at ${claudeBin()} (scripts/test installs it)`);
+
+describe("chat journey on a phone (real server, real Claude Code, scripted model)", () => {
+  before(async () => {
+    mock = await startMockAnthropic(SCRIPT);
+    server = await startServer({
+      bin: process.env.MOBIUS_BIN,
+      frontendDir: resolve(requireEnv("MOBIUS_FRONTEND_DIR", "the built frontend")),
+      env: agentEnv(mock.url),
+    });
+    phone = await openBrowser(PHONE);
+    problems = watchProblems(phone.page);
+  });
+
+  after(async () => {
+    await phone?.close();
+    if (server) {
+      await saveArtifact(ARTIFACTS, "chat-server.log", server.logs());
+      await server.stop();
+    }
+    await mock?.stop();
+  });
+
+  step("setup opens a usable shell with a hint to connect an agent", async (page) => {
+    await page.goto(server.origin + "/");
+    await page.getByRole("heading", { name: "Welcome to Möbius" }).waitFor();
+    await assertAccessible(page, "setup");
+    await page.getByLabel("Username", { exact: true }).fill(OWNER.username);
+    await page.getByLabel("Password", { exact: true }).fill(OWNER.password);
+    await page.getByLabel("Confirm password", { exact: true }).fill(OWNER.password);
+    await page.getByRole("button", { name: "Create account" }).click();
+    await page.getByRole("heading", { name: "No chats yet" }).waitFor();
+    await page.getByRole("button", { name: "Connect Claude or Codex in Settings" }).waitFor();
+    await page.waitForURL(/\/chat\/[0-9a-f-]{36}$/);
+    await screenshot(page, "chat-empty-phone.png");
+    await assertAccessible(page, "the empty chat");
+    // The service worker installs and takes this page over on first install.
+    await page.waitForFunction(() => navigator.serviceWorker?.controller !== null, null, { timeout: 15_000 });
+  });
+
+  step("sending with no agent connected keeps the draft and points to Settings", async (page) => {
+    const response = await send(page, "hello before connecting");
+    assert.equal(response.status(), 409);
+    await page.getByText("No agent is connected").waitFor();
+    assert.equal(await composer(page).inputValue(), "hello before connecting");
+    await composer(page).fill("");
+  });
+
+  step("the drawer opens on Back-able history and lists Settings", async (page) => {
+    await page.getByRole("button", { name: "Open chats" }).click();
+    const drawer = page.getByRole("dialog", { name: "Chats" });
+    await drawer.waitFor();
+    await screenshot(page, "drawer-phone.png");
+    await assertAccessible(page, "the drawer");
+    await page.goBack();
+    await drawer.waitFor({ state: "detached" });
+    await page.getByRole("button", { name: "Open chats" }).click();
+    await drawer.getByRole("button", { name: "Settings" }).click();
+    await page.getByRole("heading", { name: "Agents" }).waitFor();
+  });
+
+  step("Settings connects Claude with an API key", async (page) => {
+    const claude = page.getByRole("article", { name: "Claude Code" });
+    await claude.getByText(/Installed · /).waitFor();
+    await screenshot(page, "settings-phone.png");
+    await assertAccessible(page, "settings");
+    await claude.getByRole("button", { name: "Connect Claude" }).click();
+    await claude.getByLabel("Or use an API key").fill("sk-ant-mock");
+    await claude.getByRole("button", { name: "Save key" }).click();
+    await claude.getByText(/^Connected/).waitFor();
+    await screenshot(page, "settings-connected-phone.png");
+    await page.goBack();
+    await page.waitForURL(/\/chat\//);
+    chatUrl = page.url();
+    await page.getByRole("button", { name: "Connect Claude or Codex in Settings" }).waitFor({ state: "detached" });
+  });
+
+  step("a message streams a reply with a tool block and Markdown", async (page) => {
+    const response = await send(page, "Please create hello.txt");
+    assert.equal(response.status(), 202);
+    await page.locator(".bubble", { hasText: "Please create hello.txt" }).waitFor();
+    await page.getByText("Done. I wrote", { exact: false }).waitFor({ timeout: TURN_TIMEOUT });
+    await turnEnds(page);
+    await page.locator(".thinking summary", { hasText: "Thought process" }).waitFor();
+    const tool = page.getByRole("button", { name: /Write/ });
+    await tool.waitFor();
+    await tool.click();
+    await page.locator(".tool-pre", { hasText: "File created" }).waitFor();
+    const reply = lastAssistant(page);
+    await reply.locator("table").waitFor();
+    await reply.locator("code.hljs").waitFor();
+    assert.equal(await reply.getByRole("link", { name: "the docs" }).getAttribute("target"), "_blank");
+    // One row per turn: the live row became the final row.
+    assert.equal(await page.locator(".row-assistant").count(), 1);
+    await page.getByRole("heading", { name: "Please create hello.txt" }).or(page.locator(".topbar-title", { hasText: "Please create hello.txt" })).waitFor();
+    await screenshot(page, "chat-phone.png");
+    await assertAccessible(page, "a chat with a reply");
+    await page.emulateMedia({ colorScheme: "dark" });
+    await screenshot(page, "chat-phone-dark.png");
+    await assertAccessible(page, "a chat in dark mode");
+    await page.emulateMedia({ colorScheme: "light" });
+  });
+
+  step("a question card is answered and the turn continues", async (page) => {
+    await send(page, "Ask me a question");
+    const card = page.getByRole("form", { name: "Question from the agent" });
+    await card.waitFor({ timeout: TURN_TIMEOUT });
+    await screenshot(page, "question-phone.png");
+    await assertAccessible(page, "a question card");
+    await card.getByRole("radio", { name: /Blue/ }).check();
+    await card.getByRole("button", { name: "Send answer" }).click();
+    await page.getByText("You picked Blue.").waitFor({ timeout: TURN_TIMEOUT });
+    await page.getByRole("region", { name: "Answered question" }).waitFor();
+    await turnEnds(page);
+  });
+
+  step("a message sent during a turn waits in the queue and runs next", async (page) => {
+    await send(page, "Take your time");
+    await stopButton(page).waitFor();
+    const queued = await send(page, "And then this");
+    assert.equal((await queued.json()).status, "queued");
+    const tray = page.getByRole("region", { name: "Queued messages" });
+    await tray.getByText("And then this").waitFor();
+    await screenshot(page, "queue-phone.png");
+    // Edit it while it waits: PATCH pending/{cid}.
+    await tray.getByRole("button", { name: "Edit queued message" }).click();
+    await tray.getByRole("textbox", { name: "Edit queued message" }).fill("And then this, edited");
+    const patched = page.waitForResponse((r) => r.request().method() === "PATCH" && r.url().includes("/pending/"));
+    await tray.getByRole("button", { name: "Save" }).click();
+    assert.equal((await patched).status(), 200);
+    await tray.getByText("And then this, edited").waitFor();
+    await page.getByText("The slow reply is here.").waitFor({ timeout: TURN_TIMEOUT });
+    await tray.waitFor({ state: "detached", timeout: TURN_TIMEOUT });
+    await page.locator(".bubble", { hasText: "And then this, edited" }).waitFor();
+    await page.getByText("Second message handled.").waitFor({ timeout: TURN_TIMEOUT });
+    await turnEnds(page);
+  });
+
+  step("Stop ends the turn and re-sends exactly the cleared queue as one message", async (page) => {
+    await send(page, "Start something long");
+    await stopButton(page).waitFor();
+    await send(page, "queued one");
+    await send(page, "queued, then removed");
+    await send(page, "queued two");
+    const tray = page.getByRole("region", { name: "Queued messages" });
+    await tray.getByText("queued two").waitFor();
+    // Remove the middle one: DELETE pending/{cid}.
+    const removed = page.waitForResponse((r) => r.request().method() === "DELETE" && r.url().includes("/pending/"));
+    await tray.getByRole("listitem").filter({ hasText: "queued, then removed" }).getByRole("button", { name: "Remove queued message" }).click();
+    assert.equal((await removed).status(), 200);
+    await tray.getByText("queued, then removed").waitFor({ state: "detached" });
+    await expectEnabled(tray.getByRole("button", { name: "Edit queued message" }).nth(1));
+    const stopped = page.waitForResponse((r) => r.url().endsWith("/api/chat/stop"));
+    await stopButton(page).click();
+    const body = await (await stopped).json();
+    assert.equal(body.cleared_pending_cids.length, 2);
+    await tray.waitFor({ state: "detached" });
+    await page.locator(".bubble", { hasText: "queued one\nqueued two" }).waitFor({ timeout: TURN_TIMEOUT });
+    // The stopped turn says so, and the re-sent message gets its own turn and reply.
+    await page.getByText("Stopped before replying.").or(page.locator(".tool[data-status=stopped]")).first().waitFor();
+    await page.getByText("Picked up again.").or(page.getByText("Default reply.")).waitFor({ timeout: TURN_TIMEOUT });
+    await turnEnds(page);
+  });
+
+  step("the drawer renames, pins, deletes and restores a chat", async (page) => {
+    await page.getByRole("button", { name: "Open chats" }).click();
+    const drawer = page.getByRole("dialog", { name: "Chats" });
+    const options = drawer.getByRole("button", { name: /^Options for / }).first();
+    await options.click();
+    await page.getByRole("menuitem", { name: "Rename" }).click();
+    const input = drawer.getByRole("textbox", { name: "Chat title" });
+    await input.fill("Greeting files");
+    await input.press("Enter");
+    await drawer.getByRole("button", { name: "Greeting files", exact: true }).waitFor();
+    await drawer.getByRole("button", { name: "Options for Greeting files" }).click();
+    await page.getByRole("menuitem", { name: "Pin" }).click();
+    await drawer.getByRole("heading", { name: "Pinned" }).waitFor();
+    await screenshot(page, "drawer-pinned-phone.png");
+    await drawer.getByRole("button", { name: "Options for Greeting files" }).click();
+    await page.getByRole("menuitem", { name: "Delete" }).click();
+    await page.getByText("Deleted “Greeting files”").waitFor();
+    await page.getByRole("button", { name: "Undo" }).click();
+    await page.waitForURL(chatUrl);
+    await page.getByText("You picked Blue.").waitFor();
+    await page.locator(".topbar-title", { hasText: "Greeting files" }).waitFor();
+  });
+
+  step("leaving a chat and coming back restores the exact reading position", async (page) => {
+    const box = page.locator(".chat-scroll");
+    const target = page.locator(".row", { hasText: "Take your time" });
+    await target.scrollIntoViewIfNeeded();
+    // Put that row 40 px below the top edge, as a reader would leave it.
+    await box.evaluate((el) => {
+      const row = [...el.querySelectorAll(".row")].find((r) => r.textContent?.includes("Take your time"));
+      el.scrollTop = row.offsetTop - 40;
+      el.dispatchEvent(new WheelEvent("wheel"));
+      el.dispatchEvent(new Event("scroll"));
+    });
+    const before = await target.evaluate((row) => Math.round(row.getBoundingClientRect().top));
+    await page.waitForFunction(() => Object.keys(JSON.parse(localStorage.getItem("mobius.anchors.owner") ?? "{}")).length > 0);
+    await page.getByRole("button", { name: "New chat" }).click();
+    await page.waitForURL((url) => url.href !== chatUrl);
+    await page.locator(".empty-title", { hasText: "New chat" }).waitFor();
+    await page.goBack();
+    await page.waitForURL(chatUrl);
+    await target.waitFor();
+    const after = await target.evaluate((row) => Math.round(row.getBoundingClientRect().top));
+    assert.ok(Math.abs(after - before) <= 2, `the row moved from ${before} to ${after}`);
+  });
+
+  step("a reload keeps the transcript and the unsent draft", async (page) => {
+    await composer(page).fill("a draft I want to keep");
+    await page.reload();
+    await page.getByText("Second message handled.").waitFor();
+    assert.equal(await composer(page).inputValue(), "a draft I want to keep");
+  });
+
+  step("offline, a reload still shows the shell and the saved chat, with Send disabled", async (page) => {
+    await phone.context.setOffline(true);
+    await page.reload();
+    await page.getByText("You're offline").waitFor();
+    await page.getByText("You picked Blue.").waitFor();
+    assert.equal(await page.getByText("You're offline").count(), 1, "one offline note");
+    assert.ok(await page.getByRole("button", { name: "Send" }).isDisabled(), "Send is disabled offline");
+    await screenshot(page, "chat-offline-phone.png");
+  });
+
+  step("back online the note goes away and Send works again", async (page) => {
+    await phone.context.setOffline(false);
+    await page.getByText("You're offline").waitFor({ state: "detached", timeout: 30_000 });
+    await page.getByRole("button", { name: "Send" }).waitFor();
+    assert.ok(await page.getByRole("button", { name: "Send" }).isEnabled());
+    await composer(page).fill("");
+  });
+
+  step("a turn that finishes while the phone is offline appears when the stream resumes", async (page) => {
+    const streams = [];
+    page.on("request", (r) => {
+      if (r.url().endsWith("/stream")) streams.push(r.headers()["last-event-id"] ?? null);
+    });
+    await send(page, "Are you back?");
+    await stopButton(page).waitFor();
+    const rowsBefore = await page.locator(".row-assistant").count();
+    await phone.context.setOffline(true);
+    await page.getByText("You're offline").waitFor();
+    // Wait on the server's state, not a clock: the turn ends while the page cannot hear it.
+    const token = await page.evaluate(() => localStorage.getItem("mobius.token"));
+    const chatId = chatUrl.split("/").pop();
+    for (let i = 0; ; i++) {
+      const detail = await (await fetch(`${server.origin}/api/chats/${chatId}?limit=20`, { headers: { Authorization: `Bearer ${token}` } })).json();
+      if (!detail.running) break;
+      assert.ok(i < 600, "the turn never finished");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const replies = page.getByText("Default reply.", { exact: true });
+    const before = await replies.count();
+    const opened = streams.length;
+    await phone.context.setOffline(false);
+    await replies.nth(before).waitFor({ timeout: 30_000 });
+    await turnEnds(page);
+    const resumed = streams.slice(opened);
+    assert.ok(resumed.length > 0 && resumed.every((id) => id !== null && Number(id) > 0), `resumed with Last-Event-ID ${resumed}`);
+    assert.equal(await page.locator(".row-assistant").count(), rowsBefore, "the live row became the final row, no duplicate");
+  });
+
+  step("with “Ask me first”, a tool call waits for an approval card", async (page) => {
+    await page.getByRole("button", { name: "New chat" }).click();
+    await page.locator(".empty-title", { hasText: "New chat" }).waitFor();
+    await page.getByRole("button", { name: "Open chats" }).click();
+    await page.getByRole("dialog", { name: "Chats" }).getByRole("button", { name: "Settings" }).click();
+    const policy = page.getByLabel(/^Actions in /);
+    await policy.selectOption("ask");
+    await page.waitForResponse((r) => r.request().method() === "PATCH" && r.url().includes("/api/chats/"));
+    await page.goBack();
+    await page.waitForURL(/\/chat\//);
+    await send(page, "Write the greeting file, carefully");
+    const card = page.getByRole("region", { name: "Approval request" });
+    await card.waitFor({ timeout: TURN_TIMEOUT });
+    await card.getByText("Write").first().waitFor();
+    await screenshot(page, "approval-phone.png");
+    await assertAccessible(page, "an approval card");
+    await card.getByRole("button", { name: "Allow once" }).click();
+    await page.getByRole("region", { name: "Answered approval" }).getByText("Allowed once").waitFor();
+    await page.getByText("Done. I wrote", { exact: false }).waitFor({ timeout: TURN_TIMEOUT });
+    await turnEnds(page);
+  });
+
+  step("no uncaught errors or CSP violations were logged", async () => {
+    assert.deepEqual(problems, []);
+  });
+
+  test("on a desktop (1280×800) the sidebar, chat and settings lay out and pass the accessibility scan", { timeout: STEP_TIMEOUT }, async () => {
+    const desktop = await openBrowser(DESKTOP);
+    try {
+      const page = desktop.page;
+      const desktopProblems = watchProblems(page);
+      await page.goto(chatUrl);
+      await page.getByRole("heading", { name: "Sign in to Möbius" }).waitFor();
+      await page.getByLabel("Username", { exact: true }).fill(OWNER.username);
+      await page.getByLabel("Password", { exact: true }).fill(OWNER.password);
+      await page.getByRole("button", { name: "Sign in", exact: true }).click();
+      await page.getByText("You picked Blue.").waitFor();
+      const sidebar = await page.locator(".sidebar").boundingBox();
+      assert.ok(sidebar && sidebar.width > 200, "a persistent sidebar");
+      await page.getByRole("button", { name: "Open chats" }).waitFor({ state: "hidden" });
+      await screenshot(page, "chat-desktop.png");
+      await assertAccessible(page, "the desktop chat");
+      await page.locator(".sidebar").getByRole("button", { name: "Settings" }).click();
+      await page.getByRole("heading", { name: "Agents" }).waitFor();
+      await screenshot(page, "settings-desktop.png");
+      await assertAccessible(page, "desktop settings");
+      assert.deepEqual(desktopProblems, []);
+    } finally {
+      await desktop.close();
+    }
+  });
+});
