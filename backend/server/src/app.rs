@@ -22,7 +22,7 @@ use tower_http::compression::CompressionLayer;
 use tower_http::trace::TraceLayer;
 use tracing::{info, info_span, warn};
 
-use crate::agent::registry::{ChatLocks, Turns};
+use crate::agent::registry::{KeyedLocks, Turns};
 use crate::auth::limits::LoginLimiter;
 use crate::auth::password::Passwords;
 use crate::auth::{Keys, OwnerCache};
@@ -34,7 +34,7 @@ use crate::events::Hub;
 use crate::ops::{self, Boot};
 use crate::providers::Providers;
 use crate::writer::{WriteCommand, WriterHandle};
-use crate::{api, auth, chats, events, providers, web};
+use crate::{api, apps, auth, chats, events, providers, storage, web};
 
 /// Hard cap on the graceful part of shutdown before connections are dropped.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(8);
@@ -63,10 +63,30 @@ pub struct Inner {
     /// The running turn of each chat.
     pub turns: Turns,
     /// Per-chat decision locks (send / stop / answer / delete).
-    pub chat_locks: ChatLocks,
+    pub chat_locks: KeyedLocks,
     pub purge_clock: PurgeClock,
     /// The serialized chat list between changes.
     pub list_cache: ListCache,
+    /// Per-app locks: applies, installs and updates of one app run one after the other.
+    pub app_locks: KeyedLocks,
+    /// Locks and quota accounting of app and shared storage.
+    pub storage: Arc<crate::storage::Store>,
+    /// The mini-app bundler, started on first use (it owns a few threads).
+    bundler: OnceLock<mobius_bundler::Bundler>,
+}
+
+/// Compiles at once: one on a small machine keeps requests responsive.
+const MAX_PARALLEL_COMPILES: usize = 1;
+
+impl Inner {
+    /// The bundler, created on first use.
+    pub fn bundler(&self) -> Result<&mobius_bundler::Bundler> {
+        if let Some(b) = self.bundler.get() {
+            return Ok(b);
+        }
+        let bundler = mobius_bundler::Bundler::new(MAX_PARALLEL_COMPILES)?;
+        Ok(self.bundler.get_or_init(|| bundler))
+    }
 }
 
 impl Deref for AppState {
@@ -116,6 +136,7 @@ impl AppState {
             );
         }
         let providers = Providers::new(&config, &config.data_dir, api_url);
+        let config_quota = config.app_quota_bytes;
         let state = Self(Arc::new(Inner {
             config,
             db,
@@ -129,9 +150,12 @@ impl AppState {
             shutdown,
             providers,
             turns: Turns::default(),
-            chat_locks: ChatLocks::default(),
+            chat_locks: KeyedLocks::default(),
             purge_clock: PurgeClock::default(),
             list_cache: ListCache::default(),
+            app_locks: KeyedLocks::default(),
+            storage: crate::storage::Store::new(config_quota),
+            bundler: OnceLock::new(),
         }));
         Ok((state, task))
     }
@@ -143,6 +167,8 @@ pub fn router(state: AppState) -> Router {
         .merge(ops::router().with_state(state.boot.clone()))
         .merge(auth::router())
         .merge(chats::router())
+        .merge(storage::router())
+        .merge(apps::router())
         .merge(providers::router())
         .merge(events::routes::router())
         .fallback(api_not_found)
@@ -152,6 +178,7 @@ pub fn router(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(api::MAX_JSON_BODY_BYTES));
     Router::new()
         .nest("/api", api)
+        .merge(apps::standalone_router())
         .fallback(web::serve_frontend)
         .layer(middleware::from_fn_with_state(state.clone(), web::security_headers))
         .layer(CompressionLayer::new())

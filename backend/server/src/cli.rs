@@ -19,6 +19,7 @@ USAGE:
     mobius restore --from DIR --to DATA_DIR [--force]
                                     restore a backup into a stopped deployment
     mobius healthcheck [PATH]       exit 0 when the local server answers /api/ready (or PATH)
+    mobius app apply <slug>         (agents) validate, commit, bundle and publish apps/<slug>/
     mobius --version   print the version
     mobius help        print this help
 
@@ -34,6 +35,8 @@ ENVIRONMENT:
     MOBIUS_CODEX_BIN         Codex CLI (default codex on PATH)
     MOBIUS_CLAUDE_BASE_URL   model endpoint for Claude Code (optional)
     MOBIUS_AGENT_START_TIMEOUT_SECS  fail a turn whose CLI stays silent this long (default 90)
+    MOBIUS_APP_NODE_MODULES  the libraries mini-apps may import (default frontend/node_modules)
+    MOBIUS_APP_RUNTIME_DIR   mobius-runtime.js and app-runtime-inject.js (default frontend/public)
 ";
 
 /// Runs the command named by `args` (without the program name).
@@ -47,6 +50,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
             println!("mobius {} ({} {})", env!("CARGO_PKG_VERSION"), crate::ops::BUILD_SHA, crate::ops::BUILD_DATE);
             ExitCode::SUCCESS
         }
+        Some("app") => app_command(&args[1..]),
         Some("help" | "--help" | "-h") => {
             print!("{HELP}");
             ExitCode::SUCCESS
@@ -94,6 +98,64 @@ fn serve() -> ExitCode {
                 eprintln!("mobius: {e}");
                 ExitCode::FAILURE
             }
+        }
+    })
+}
+
+/// `mobius app apply <slug>`: asks the running server to apply `apps/<slug>/`, using the
+/// API URL and run-bound token the agent runtime puts in the environment. Prints the
+/// receipt as JSON, or the server's explanation (with compile diagnostics) and exits 1.
+fn app_command(args: &[String]) -> ExitCode {
+    let (Some("apply"), Some(slug)) = (args.first().map(String::as_str), args.get(1)) else {
+        eprintln!("usage: mobius app apply <slug>");
+        return ExitCode::from(2);
+    };
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let Some(base) = env("MOBIUS_API_URL").or_else(|| env("API_BASE_URL")) else {
+        eprintln!("mobius: MOBIUS_API_URL is not set (this command runs inside an agent turn)");
+        return ExitCode::from(2);
+    };
+    let Some(token) = env("MOBIUS_AGENT_TOKEN").or_else(|| env("AGENT_TOKEN")) else {
+        eprintln!("mobius: MOBIUS_AGENT_TOKEN is not set (this command runs inside an agent turn)");
+        return ExitCode::from(2);
+    };
+    let chat_id = env("MOBIUS_CHAT_ID").or_else(|| env("CHAT_ID"));
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mobius: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        let client = reqwest::Client::builder().timeout(Duration::from_secs(180)).build().unwrap_or_default();
+        let body = serde_json::json!({ "slug": slug, "chat_id": chat_id });
+        let response = match client.post(format!("{}/api/apps/apply", base.trim_end_matches('/'))).bearer_auth(token).json(&body).send().await {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("mobius: cannot reach the server at {base}: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let status = response.status();
+        let json: serde_json::Value = response.json().await.unwrap_or_default();
+        if status.is_success() {
+            let app = &json["app"];
+            let receipt = serde_json::json!({
+                "mode": json["mode"], "app_id": app["id"], "slug": app["slug"], "name": app["name"],
+                "version": app["version"], "open_path": format!("/?app={}", app["id"]), "standalone_url": app["standalone_url"],
+                "warnings": json["warnings"],
+            });
+            println!("{}", serde_json::to_string_pretty(&receipt).unwrap_or_default());
+            ExitCode::SUCCESS
+        } else {
+            eprintln!(
+                "apply failed ({}): {}\n{}",
+                status.as_u16(),
+                json["code"].as_str().unwrap_or("error"),
+                json["message"].as_str().unwrap_or("no details")
+            );
+            ExitCode::FAILURE
         }
     })
 }

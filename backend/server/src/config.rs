@@ -34,11 +34,22 @@ pub struct Config {
     pub claude_oauth_token_url: String,
     /// A turn whose CLI prints nothing for this long fails (`MOBIUS_AGENT_START_TIMEOUT_SECS`).
     pub agent_start_timeout: Duration,
+    /// The installed libraries mini-apps may import (`MOBIUS_APP_NODE_MODULES`, default
+    /// `frontend/node_modules`).
+    pub app_node_modules: PathBuf,
+    /// Where `mobius-runtime.js` and `app-runtime-inject.js` live (`MOBIUS_APP_RUNTIME_DIR`,
+    /// default `frontend/public`).
+    pub app_runtime_dir: PathBuf,
+    /// Storage each mini-app may use (`MOBIUS_APP_QUOTA_BYTES`, default 1 GiB).
+    pub app_quota_bytes: u64,
 }
 
 /// Where Claude's OAuth login starts and where its code is exchanged (Claude Code's own flow).
 pub const DEFAULT_CLAUDE_AUTHORIZE_URL: &str = "https://claude.ai/oauth/authorize";
 pub const DEFAULT_CLAUDE_TOKEN_URL: &str = "https://console.anthropic.com/v1/oauth/token";
+
+/// Default per-app storage quota.
+pub const DEFAULT_APP_QUOTA_BYTES: u64 = 1024 * 1024 * 1024;
 
 /// A validated `scheme://host[:port]` origin.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -133,6 +144,13 @@ impl Config {
                     "MOBIUS_AGENT_START_TIMEOUT_SECS={timeout_raw:?} must be a positive number of seconds"
                 ))
             })?;
+        let app_node_modules =
+            PathBuf::from(get("MOBIUS_APP_NODE_MODULES").unwrap_or_else(|| "frontend/node_modules".into()));
+        let app_runtime_dir = PathBuf::from(get("MOBIUS_APP_RUNTIME_DIR").unwrap_or_else(|| "frontend/public".into()));
+        let quota_raw = get("MOBIUS_APP_QUOTA_BYTES").unwrap_or_else(|| DEFAULT_APP_QUOTA_BYTES.to_string());
+        let app_quota_bytes = quota_raw.trim().parse::<u64>().ok().filter(|q| *q > 0).ok_or_else(|| {
+            ConfigError(format!("MOBIUS_APP_QUOTA_BYTES={quota_raw:?} must be a positive number of bytes"))
+        })?;
         Ok(Self {
             data_dir,
             bind,
@@ -147,6 +165,9 @@ impl Config {
             claude_oauth_authorize_url,
             claude_oauth_token_url,
             agent_start_timeout,
+            app_node_modules,
+            app_runtime_dir,
+            app_quota_bytes,
         })
     }
 
@@ -166,6 +187,9 @@ impl Config {
             claude_oauth_authorize_url: DEFAULT_CLAUDE_AUTHORIZE_URL.into(),
             claude_oauth_token_url: DEFAULT_CLAUDE_TOKEN_URL.into(),
             agent_start_timeout: Duration::from_secs(30),
+            app_node_modules: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../frontend/node_modules"),
+            app_runtime_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../frontend/public"),
+            app_quota_bytes: DEFAULT_APP_QUOTA_BYTES,
         }
     }
 

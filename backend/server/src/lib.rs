@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod api;
 pub mod app;
+pub mod apps;
 pub mod auth;
 pub mod backup;
 pub mod chats;
@@ -15,6 +16,7 @@ pub mod error;
 pub mod events;
 pub mod ops;
 pub mod providers;
+pub mod storage;
 pub mod web;
 pub mod writer;
 

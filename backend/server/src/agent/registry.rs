@@ -60,11 +60,11 @@ impl Turns {
     }
 }
 
-/// One async lock per chat, so send/stop/answer/delete decisions of a chat never interleave.
+/// One async lock per key (a chat id, an app slug), so decisions about one thing never interleave.
 #[derive(Debug, Default)]
-pub struct ChatLocks(Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
+pub struct KeyedLocks(Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
 
-impl ChatLocks {
+impl KeyedLocks {
     /// Waits for and takes the lock of `chat_id`.
     pub async fn lock(&self, chat_id: &str) -> OwnedMutexGuard<()> {
         let lock = {

@@ -465,7 +465,9 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         WriteCommand::ReconcileStartup { ack } | WriteCommand::ClearQueue { ack, .. } => batch.complete(ack, err()),
         WriteCommand::PinPrompt { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppReserve { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::AppRecordApply { ack, .. } | WriteCommand::AppForgetUnbuilt { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::AppRecordApply { ack, .. } | WriteCommand::AppForgetUnbuilt { ack, .. } => {
+            batch.complete(ack, err())
+        }
         WriteCommand::AppPatch { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppPurge { ack, .. } => batch.complete(ack, err()),
         WriteCommand::Emit { ack: None, .. }

@@ -33,7 +33,12 @@ pub(super) async fn record_apply(
 }
 
 /// Applies an owner edit and announces what changed.
-pub(super) async fn patch(conn: &mut SqliteConnection, batch: &mut Batch, id: i64, p: &db::apps::AppPatch) -> Result<bool> {
+pub(super) async fn patch(
+    conn: &mut SqliteConnection,
+    batch: &mut Batch,
+    id: i64,
+    p: &db::apps::AppPatch,
+) -> Result<bool> {
     if !db::apps::patch(conn, id, p).await? {
         return Err(Error::not_found("app_not_found", "No such app."));
     }

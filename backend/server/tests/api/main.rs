@@ -1,10 +1,12 @@
 //! API tests: one binary, each test against a real server on 127.0.0.1:0 with a temp DATA_DIR.
 
+mod apps;
 mod auth;
 mod backup;
 mod chats;
 mod helpers;
 mod ops;
 mod providers;
+mod storage;
 mod web;
 mod writer;

@@ -1,0 +1,367 @@
+//! Apply: validate the manifest → commit the source on the app's `main` → bundle the
+//! committed tree → write `compiled/app-<id>-<sha256>.js` atomically → record it → announce.
+//! Any failure leaves the previous bundle serving.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use mobius_bundler::{BundleOptions, Diagnostics};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::git::{self, Source};
+use super::manifest::{self, Manifest};
+use crate::app::AppState;
+use crate::db::{self, apps::AppRow};
+use crate::error::{Error, Result};
+use crate::writer::WriteCommand;
+
+/// Banner at the top of every bundle: the runtime ABI the frame expects.
+pub const BUNDLE_BANNER: &str = "/* mobius-compiled-runtime-abi:1 */";
+
+/// What an apply did.
+#[derive(Debug, Serialize)]
+pub struct Applied {
+    /// `created`, `updated` or `unchanged`.
+    pub mode: &'static str,
+    pub app: AppRow,
+    pub warnings: Vec<String>,
+}
+
+/// Where app sources live: `DATA_DIR/apps`.
+pub fn apps_dir(state: &AppState) -> PathBuf {
+    state.config.data_dir.join("apps")
+}
+
+/// Where bundles live: `DATA_DIR/compiled`.
+pub fn compiled_dir(state: &AppState) -> PathBuf {
+    state.config.data_dir.join("compiled")
+}
+
+/// The bundle file of an app build.
+pub fn bundle_path(state: &AppState, id: i64, sha: &str) -> PathBuf {
+    compiled_dir(state).join(format!("app-{id}-{sha}.js"))
+}
+
+/// The app's source folder; 404 when it does not exist (or is not a plain folder).
+pub fn source_dir(state: &AppState, slug: &str) -> Result<PathBuf> {
+    if !manifest::valid_id(slug) {
+        return Err(Error::bad_request("invalid_slug", format!("{slug:?} is not a valid app id.")));
+    }
+    let dir = apps_dir(state).join(slug);
+    match std::fs::symlink_metadata(&dir) {
+        Ok(meta) if meta.is_dir() => Ok(dir),
+        _ => Err(Error::not_found(
+            "app_source_missing",
+            format!("There is no folder apps/{slug}/ with the app's mobius.json and index.jsx."),
+        )),
+    }
+}
+
+/// A compile failure as an API error: 422 with the rendered diagnostics.
+fn compile_error(diagnostics: &Diagnostics) -> Error {
+    Error::unprocessable("compile_failed", format!("The app did not compile:\n{diagnostics}"))
+}
+
+/// Applies `apps/<slug>/`. The caller holds the app's lock.
+pub async fn apply_locked(
+    state: &AppState,
+    slug: &str,
+    chat_id: Option<String>,
+    installed_from: Option<(String, Option<String>)>,
+) -> Result<Applied> {
+    let dir = source_dir(state, slug)?;
+    let manifest_text = read_manifest(&dir).await?;
+    manifest::parse(&manifest_text, slug)?;
+    if !tokio::fs::try_exists(dir.join("index.jsx")).await.unwrap_or(false) {
+        return Err(Error::unprocessable(
+            "entry_missing",
+            "index.jsx is missing: it must `export default` a React component.",
+        ));
+    }
+    let build_root = state.config.data_dir.join("run").join("build");
+    std::fs::create_dir_all(&build_root)?;
+    let message = format!("Apply {slug}");
+    let snapshot = {
+        let dir = dir.clone();
+        tokio::task::spawn_blocking(move || -> Result<(String, tempfile::TempDir)> {
+            let repo = git::open_or_init(&dir)?;
+            let (commit, _) = git::commit_worktree(&repo, &message)?;
+            let tmp = tempfile::Builder::new().prefix("apply-").tempdir_in(&build_root)?;
+            git::export_commit(&repo, commit, tmp.path())?;
+            Ok((commit.to_string(), tmp))
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("apply task: {e}")))??
+    };
+    let (commit, tree_dir) = snapshot;
+    // The committed manifest is the one that counts (the worktree may have moved on).
+    let manifest = manifest::parse(&read_manifest(tree_dir.path()).await?, slug)?;
+    let existing = db::apps::by_slug(&state.db.read, slug).await?;
+    if let Some(app) = &existing {
+        if app.deleted_at.is_some() {
+            return Err(Error::conflict("app_deleted", "This app is deleted; recover it before applying again."));
+        }
+        if app.source_commit.as_deref() == Some(commit.as_str())
+            && let Some(sha) = &app.bundle_sha
+            && bundle_path(state, app.id, sha).is_file()
+            && installed_from.is_none()
+        {
+            return Ok(Applied { mode: "unchanged", app: app.clone(), warnings: Vec::new() });
+        }
+    }
+    let bundle =
+        state.bundler()?.bundle(&bundle_options(state, tree_dir.path())).await.map_err(|d| compile_error(&d))?;
+    drop(tree_dir);
+    let created = existing.as_ref().is_none_or(|a| a.bundle_sha.is_none());
+    let id = match &existing {
+        Some(app) => app.id,
+        None => {
+            let nonce = uuid::Uuid::new_v4().simple().to_string();
+            let (slug, name) = (slug.to_owned(), manifest.name.clone());
+            state.writer.call(|ack| WriteCommand::AppReserve { slug, name, nonce, ack }).await?
+        }
+    };
+    let path = bundle_path(state, id, &bundle.sha256);
+    if let Err(e) = write_atomically(&path, bundle.code.as_bytes()).await {
+        if existing.is_none() {
+            let _ = state.writer.call(|ack| WriteCommand::AppForgetUnbuilt { id, ack }).await;
+        }
+        return Err(e);
+    }
+    let (source_url, upstream_commit) = installed_from.unzip();
+    let applied = record_fields(
+        &manifest,
+        &manifest_text,
+        &bundle.sha256,
+        &commit,
+        chat_id,
+        source_url,
+        upstream_commit.flatten(),
+    );
+    state.writer.call(|ack| WriteCommand::AppRecordApply { id, applied, created, ack }).await?;
+    {
+        let (dir, commit) = (dir.clone(), commit.clone());
+        tokio::task::spawn_blocking(move || -> Result<()> {
+            let repo = git::open_or_init(&dir)?;
+            let oid = git2::Oid::from_str(&commit).map_err(|e| Error::Internal(e.to_string()))?;
+            git::mark_live(&repo, oid)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("apply task: {e}")))??;
+    }
+    if let Some(old) = existing.as_ref().and_then(|a| a.bundle_sha.clone())
+        && old != bundle.sha256
+    {
+        let _ = tokio::fs::remove_file(bundle_path(state, id, &old)).await;
+    }
+    if created && !manifest.storage_seeds.is_empty() {
+        super::seed_storage(state, id, &dir, &manifest.storage_seeds).await?;
+    }
+    let app = db::apps::get(&state.db.read, id).await?.ok_or_else(|| Error::Internal("applied app vanished".into()))?;
+    let warnings = bundle.warnings.iter().map(ToString::to_string).collect();
+    tracing::info!(app.id = id, slug, created, "app applied");
+    Ok(Applied { mode: if created { "created" } else { "updated" }, app, warnings })
+}
+
+/// Applies with the app's lock held (concurrent applies of one app run one after the other).
+pub async fn apply(state: &AppState, slug: &str, chat_id: Option<String>) -> Result<Applied> {
+    let _lock = state.app_locks.lock(slug).await;
+    apply_locked(state, slug, chat_id, None).await
+}
+
+fn record_fields(
+    m: &Manifest,
+    manifest_text: &str,
+    sha: &str,
+    commit: &str,
+    chat_id: Option<String>,
+    source_url: Option<String>,
+    upstream_commit: Option<String>,
+) -> db::apps::Applied {
+    let compact = serde_json::from_str::<Value>(manifest_text).map(|v| v.to_string()).unwrap_or_default();
+    db::apps::Applied {
+        name: m.name.clone(),
+        description: m.description.clone(),
+        version: m.version.clone(),
+        manifest: compact,
+        bundle_sha: sha.to_owned(),
+        source_commit: commit.to_owned(),
+        upstream_commit,
+        source_url,
+        chat_id,
+        theme_color: m.theme_color.clone(),
+        background_color: m.background_color.clone(),
+        display: m.display.clone(),
+        offline_capable: m.offline_capable,
+        cross_app_access: m.cross_app_access.clone(),
+        share_with_apps: m.share_with_apps.clone(),
+        permissions: Value::Object(m.permissions.clone()).to_string(),
+    }
+}
+
+async fn read_manifest(dir: &Path) -> Result<String> {
+    let path = dir.join("mobius.json");
+    match tokio::fs::symlink_metadata(&path).await {
+        Ok(meta) if meta.is_file() && meta.len() as usize <= manifest::MAX_MANIFEST_BYTES => {}
+        Ok(meta) if meta.is_file() => {
+            return Err(Error::unprocessable("manifest_invalid", "mobius.json is larger than 64 KiB."));
+        }
+        _ => return Err(Error::unprocessable("manifest_missing", "mobius.json is missing from the app's folder.")),
+    }
+    tokio::fs::read_to_string(&path)
+        .await
+        .map_err(|_| Error::unprocessable("manifest_invalid", "mobius.json is not UTF-8 text."))
+}
+
+fn bundle_options(state: &AppState, dir: &Path) -> BundleOptions {
+    let runtime = &state.config.app_runtime_dir;
+    BundleOptions {
+        app_dir: dir.to_path_buf(),
+        entry: "index.jsx".into(),
+        node_modules: vec![state.config.app_node_modules.clone()],
+        aliases: vec![("mobius-runtime".into(), runtime.join("mobius-runtime.js"))],
+        inject: Some(runtime.join("app-runtime-inject.js")),
+        banner: Some(BUNDLE_BANNER.into()),
+    }
+}
+
+/// Writes `bytes` to `path` via a temp file in the same folder, fsyncing file and folder.
+async fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let path = path.to_path_buf();
+    let bytes = bytes.to_vec();
+    tokio::task::spawn_blocking(move || -> Result<()> {
+        let dir = path.parent().ok_or_else(|| Error::Internal("bundle path has no folder".into()))?;
+        std::fs::create_dir_all(dir)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        tmp.write_all(&bytes)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(&path).map_err(|e| Error::Io(e.error))?;
+        std::fs::File::open(dir)?.sync_all()?;
+        Ok(())
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("write task: {e}")))?
+}
+
+/// Installs an app from a git source (a local path or an https URL) and applies it.
+pub async fn install(state: &AppState, source: Source, label: String) -> Result<Applied> {
+    if let Source::Url(url) = &source {
+        super::ssrf::check_url(url).await?;
+    }
+    let apps = apps_dir(state);
+    std::fs::create_dir_all(&apps)?;
+    let staging = tempfile::Builder::new().prefix(".installing-").tempdir_in(&apps)?;
+    let staging_path = staging.path().to_path_buf();
+    let (slug, release) = {
+        let source = source.clone();
+        tokio::task::spawn_blocking(move || -> Result<(String, String)> {
+            let repo = git::open_or_init(&staging_path)?;
+            let release = git::fetch_release(&repo, &source)?;
+            let manifest_bytes = git::read_file(&repo, release, "mobius.json")?.ok_or_else(|| {
+                Error::unprocessable("manifest_missing", "The source has no mobius.json at its root.")
+            })?;
+            let text = String::from_utf8(manifest_bytes)
+                .map_err(|_| Error::unprocessable("manifest_invalid", "mobius.json is not UTF-8."))?;
+            let id = serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_owned))
+                .ok_or_else(|| Error::unprocessable("manifest_invalid", "mobius.json has no id."))?;
+            manifest::parse(&text, &id)?;
+            git::adopt_release(&repo, release)?;
+            Ok((id, release.to_string()))
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("install task: {e}")))??
+    };
+    let _lock = state.app_locks.lock(&slug).await;
+    let target = apps.join(&slug);
+    if target.exists() || db::apps::by_slug(&state.db.read, &slug).await?.is_some() {
+        return Err(Error::conflict(
+            "app_exists",
+            format!("An app with the id {slug:?} is already installed; update it instead."),
+        ));
+    }
+    let kept = staging.keep();
+    std::fs::rename(&kept, &target)?;
+    match apply_locked(state, &slug, None, Some((label, Some(release)))).await {
+        Ok(applied) => Ok(applied),
+        Err(e) => {
+            // A failed first build leaves nothing behind.
+            let _ = std::fs::remove_dir_all(&target);
+            Err(e)
+        }
+    }
+}
+
+/// What an update did.
+#[derive(Debug, Serialize)]
+pub struct Updated {
+    /// `updated`, `up_to_date` or `conflict`.
+    pub mode: &'static str,
+    pub conflict_paths: Vec<String>,
+    pub app: AppRow,
+}
+
+/// Takes the source's new release: local edits are replayed on top; a conflict leaves the
+/// live app untouched and names the files.
+pub async fn update(state: &AppState, app: &AppRow) -> Result<Updated> {
+    let url = app.source_url.clone().ok_or_else(|| {
+        Error::conflict(
+            "not_installed",
+            "This app was built here, not installed from a source; there is nothing to update from.",
+        )
+    })?;
+    let source = parse_source(&url)?;
+    if let Source::Url(u) = &source {
+        super::ssrf::check_url(u).await?;
+    }
+    let _lock = state.app_locks.lock(&app.slug).await;
+    let dir = source_dir(state, &app.slug)?;
+    let outcome = tokio::task::spawn_blocking(move || -> Result<(git::Update, Option<String>)> {
+        let repo = git::open_or_init(&dir)?;
+        let release = git::fetch_release(&repo, &source)?;
+        Ok((git::update(&repo, release)?, Some(release.to_string())))
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("update task: {e}")))??;
+    match outcome {
+        (git::Update::UpToDate, _) => Ok(Updated { mode: "up_to_date", conflict_paths: Vec::new(), app: app.clone() }),
+        (git::Update::Conflict(paths), _) => Ok(Updated { mode: "conflict", conflict_paths: paths, app: app.clone() }),
+        (git::Update::Applied(_), release) => {
+            let applied = apply_locked(state, &app.slug, None, Some((url, release))).await?;
+            Ok(Updated { mode: "updated", conflict_paths: Vec::new(), app: applied.app })
+        }
+    }
+}
+
+/// Rolls the app back to an earlier version of `main` and re-applies it.
+pub async fn undo(state: &AppState, app: &AppRow, commit: Option<String>) -> Result<Applied> {
+    let _lock = state.app_locks.lock(&app.slug).await;
+    let dir = source_dir(state, &app.slug)?;
+    tokio::task::spawn_blocking(move || -> Result<()> {
+        let repo = git::open_or_init(&dir)?;
+        git::rollback(&repo, commit.as_deref())?;
+        Ok(())
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("undo task: {e}")))??;
+    apply_locked(state, &app.slug, None, None).await
+}
+
+/// `https://…` or an absolute local path.
+pub fn parse_source(source: &str) -> Result<Source> {
+    let source = source.trim();
+    if source.starts_with("https://") {
+        return Ok(Source::Url(source.to_owned()));
+    }
+    if source.starts_with('/') && !source.contains('\0') {
+        let path = std::fs::canonicalize(source)
+            .map_err(|_| Error::bad_request("invalid_source", "That folder does not exist."))?;
+        if !path.is_dir() {
+            return Err(Error::bad_request("invalid_source", "The source must be a folder or a git repository."));
+        }
+        return Ok(Source::Path(path));
+    }
+    Err(Error::bad_request("invalid_source", "Install from an https:// git URL or an absolute folder path."))
+}

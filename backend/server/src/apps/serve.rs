@@ -1,0 +1,327 @@
+//! Serving apps: the compiled module (ETag, immutable per build), the sandboxed frame
+//! document, icons, and the standalone `/apps/<slug>/` host with its own web manifest.
+
+use askama::Template;
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::apply::bundle_path;
+use crate::app::AppState;
+use crate::auth::{bearer, verify_principal};
+use crate::db::{self, apps::AppRow};
+use crate::error::{Error, Result};
+
+/// Sandbox flags of the frame document: scripts run, but in an opaque origin (no
+/// `allow-same-origin`), so the app can reach neither the shell's storage nor its token.
+const FRAME_SANDBOX: &str = "sandbox allow-scripts allow-forms allow-popups allow-popups-to-escape-sandbox allow-top-navigation-by-user-activation allow-downloads";
+
+#[derive(Deserialize)]
+pub struct ModuleQuery {
+    token: Option<String>,
+    v: Option<String>,
+}
+
+async fn live_app(state: &AppState, id: i64) -> Result<AppRow> {
+    match db::apps::get(&state.db.read, id).await? {
+        Some(app) if app.deleted_at.is_none() && app.bundle_sha.is_some() => Ok(app),
+        _ => Err(Error::not_found("app_not_found", "No such app.")),
+    }
+}
+
+fn etag_matches(headers: &HeaderMap, etag: &str) -> bool {
+    headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim().trim_start_matches("W/") == etag))
+}
+
+/// `GET /api/apps/{id}/module`: the bundle, for any owner or app token (header or `?token=`).
+pub async fn module(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    Query(q): Query<ModuleQuery>,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let token = match &q.token {
+        Some(t) => t.clone(),
+        None => {
+            let (mut parts, ()) = axum::http::Request::new(()).into_parts();
+            parts.headers = headers.clone();
+            bearer(&parts)?.to_owned()
+        }
+    };
+    verify_principal(&state, &token).await?;
+    let app = live_app(&state, id).await?;
+    let sha = app.bundle_sha.clone().unwrap_or_default();
+    let etag = format!("\"{sha}\"");
+    let cache = match &q.v {
+        Some(v) if !v.is_empty() && sha.starts_with(v.as_str()) => "private, max-age=31536000, immutable",
+        _ => "private, no-cache",
+    };
+    let mut response = if etag_matches(&headers, &etag) {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let bytes = tokio::fs::read(bundle_path(&state, app.id, &sha))
+            .await
+            .map_err(|_| Error::unavailable("bundle_missing", "This app's build is missing; apply it again."))?;
+        let mut r = bytes.into_response();
+        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/javascript; charset=utf-8"));
+        r
+    };
+    let h = response.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        h.insert(header::ETAG, v);
+    }
+    Ok(response)
+}
+
+/// The origin the browser used (scheme from the configured public origin, host from the request).
+fn request_origin(state: &AppState, headers: &HeaderMap) -> String {
+    let scheme = if state.config.public_origin.is_https() { "https" } else { "http" };
+    match headers.get(header::HOST).and_then(|h| h.to_str().ok()) {
+        Some(host) if host.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b)) => {
+            format!("{scheme}://{host}")
+        }
+        _ => state.config.public_origin.as_str().to_owned(),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "app_frame.html")]
+struct FrameTemplate {
+    name: String,
+    background: String,
+    origin: String,
+    config_json: String,
+}
+
+/// JSON safe to embed in a `<script type="application/json">` element.
+fn embeddable_json(value: &serde_json::Value) -> String {
+    value.to_string().replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026")
+}
+
+/// `GET /api/apps/{id}/frame`: the sandboxed document the app runs in (no token in it).
+pub async fn frame(State(state): State<AppState>, Path(id): Path<i64>, headers: HeaderMap) -> Result<Response> {
+    let app = live_app(&state, id).await?;
+    let origin = request_origin(&state, &headers);
+    let sha = app.bundle_sha.clone().unwrap_or_default();
+    let etag = format!("W/\"{}-{}\"", &sha[..16.min(sha.len())], crate::ops::BUILD_SHA);
+    let csp = format!(
+        "{FRAME_SANDBOX}; default-src {origin}; script-src {origin} 'unsafe-inline' 'unsafe-eval' 'wasm-unsafe-eval' blob:; \
+         style-src {origin} 'unsafe-inline'; img-src {origin} data: blob:; font-src {origin} data:; media-src {origin} data: blob:; \
+         connect-src {origin}; worker-src {origin} blob:; frame-src {origin}; frame-ancestors {origin}; base-uri 'none'; form-action {origin}"
+    );
+    let mut response = if etag_matches(&headers, &etag) {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let config = json!({ "appId": app.id, "slug": app.slug, "name": app.name, "chatId": app.chat_id, "v": &sha[..16.min(sha.len())], "origin": origin });
+        let page = FrameTemplate {
+            name: app.name.clone(),
+            background: app.background_color.clone().unwrap_or_else(|| "transparent".into()),
+            origin: origin.clone(),
+            config_json: embeddable_json(&config),
+        };
+        let html = page.render().map_err(|e| Error::Internal(format!("frame template: {e}")))?;
+        let mut r = html.into_response();
+        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+        r
+    };
+    let h = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&csp) {
+        h.insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        h.insert(header::ETAG, v);
+    }
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("SAMEORIGIN"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    if app.offline_capable {
+        h.insert("x-mobius-offline", HeaderValue::from_static("1"));
+    }
+    Ok(response)
+}
+
+#[derive(Deserialize)]
+pub struct IconQuery {
+    size: Option<u32>,
+}
+
+/// Largest icon file served from an app's source.
+const MAX_ICON_BYTES: u64 = 12 * 1024 * 1024;
+
+/// `GET /api/apps/{id}/icon`: the manifest's icon file, or a generated one.
+pub async fn icon(State(state): State<AppState>, Path(id): Path<i64>, Query(q): Query<IconQuery>) -> Result<Response> {
+    let app = live_app(&state, id).await?;
+    icon_response(&state, &app, q.size.unwrap_or(512)).await
+}
+
+async fn icon_response(state: &AppState, app: &AppRow, size: u32) -> Result<Response> {
+    let manifest: serde_json::Value = serde_json::from_str(&app.manifest).unwrap_or_default();
+    if let Some(rel) = manifest.get("icon").and_then(|v| v.as_str())
+        && let Ok(dir) = super::apply::source_dir(state, &app.slug)
+        && let Some(file) = contained_file(&dir, rel)
+    {
+        let kind = match rel.rsplit('.').next().map(str::to_ascii_lowercase).as_deref() {
+            Some("png") => "image/png",
+            Some("svg") => "image/svg+xml",
+            Some("webp") => "image/webp",
+            Some("jpg" | "jpeg") => "image/jpeg",
+            _ => "application/octet-stream",
+        };
+        if let Ok(bytes) = tokio::fs::read(&file).await {
+            return Ok(image(bytes, kind));
+        }
+    }
+    let size = size.clamp(48, 1024);
+    Ok(image(super::icon::fallback_png(&app.name, app.theme_color.as_deref(), size), "image/png"))
+}
+
+/// A regular file under `dir` reached without symlinks, within the size limit.
+fn contained_file(dir: &std::path::Path, rel: &str) -> Option<std::path::PathBuf> {
+    if rel.starts_with('/') || rel.split('/').any(|s| s.is_empty() || s == ".." || s == ".") {
+        return None;
+    }
+    let mut path = dir.to_path_buf();
+    for segment in rel.split('/') {
+        path.push(segment);
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        if meta.file_type().is_symlink() {
+            return None;
+        }
+    }
+    let meta = std::fs::metadata(&path).ok()?;
+    (meta.is_file() && meta.len() <= MAX_ICON_BYTES).then_some(path)
+}
+
+fn image(bytes: Vec<u8>, kind: &'static str) -> Response {
+    let mut r = bytes.into_response();
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=86400"));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'none'; style-src 'unsafe-inline'"),
+    );
+    r
+}
+
+/// `/apps/<slug>/…`: the standalone, installable host of one app (outside `/api`).
+pub fn standalone_router() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/apps/{slug}",
+            get(|Path(slug): Path<String>| async move { Redirect::permanent(&format!("/apps/{slug}/")) }),
+        )
+        .route("/apps/{slug}/", get(standalone))
+        .route("/apps/{slug}/manifest.json", get(standalone_manifest))
+        .route("/apps/{slug}/icon.png", get(standalone_icon))
+}
+
+#[derive(Template)]
+#[template(path = "standalone_missing.html")]
+struct MissingTemplate {
+    slug: String,
+}
+
+async fn app_by_slug(state: &AppState, slug: &str) -> Result<Option<AppRow>> {
+    if !super::manifest::valid_id(slug) {
+        return Ok(None);
+    }
+    Ok(db::apps::by_slug(&state.db.read, slug).await?.filter(|a| a.deleted_at.is_none() && a.bundle_sha.is_some()))
+}
+
+/// The shell's `index.html` with this app's manifest and identity, so the PWA boots straight
+/// into the app (the same opaque frame runs it).
+async fn standalone(State(state): State<AppState>, Path(slug): Path<String>) -> Result<Response> {
+    let Some(app) = app_by_slug(&state, &slug).await? else {
+        let page = MissingTemplate { slug }.render().map_err(|e| Error::Internal(e.to_string()))?;
+        return Ok((StatusCode::NOT_FOUND, axum::response::Html(page)).into_response());
+    };
+    let index = tokio::fs::read_to_string(state.config.frontend_dir.join("index.html"))
+        .await
+        .map_err(|_| Error::unavailable("frontend_missing", "The web app has not been built."))?;
+    let identity = json!({ "id": app.id, "slug": app.slug, "name": app.name, "theme_color": app.theme_color, "background_color": app.background_color });
+    let slot = format!(
+        "<script type=\"application/json\" id=\"__mobius-standalone-app__\">{}</script>",
+        embeddable_json(&identity)
+    );
+    let manifest_link = format!("<link rel=\"manifest\" href=\"/apps/{}/manifest.json\">", app.slug);
+    let mut extra = format!("{manifest_link}{slot}");
+    if let Some(colour) = &app.theme_color {
+        extra.push_str(&format!("<meta name=\"theme-color\" content=\"{colour}\">"));
+    }
+    let html = inject_head(&drop_manifest_link(&index), &extra);
+    let mut r = axum::response::Html(html).into_response();
+    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    if app.offline_capable {
+        r.headers_mut().insert("x-mobius-offline", HeaderValue::from_static("1"));
+    }
+    Ok(r)
+}
+
+/// The document without the shell's own manifest link (the app brings its own).
+fn drop_manifest_link(html: &str) -> String {
+    let Some(start) = html.find("<link rel=\"manifest\"").or_else(|| html.find("<link rel=manifest")) else {
+        return html.to_owned();
+    };
+    let end = html[start..].find('>').map_or(html.len(), |e| start + e + 1);
+    format!("{}{}", &html[..start], &html[end..])
+}
+
+/// Inserts `extra` at the end of `<head>` (or before `<body>`, or after the doctype).
+fn inject_head(html: &str, extra: &str) -> String {
+    if let Some(at) = html.find("</head>").or_else(|| html.find("<body")) {
+        return format!("{}{extra}{}", &html[..at], &html[at..]);
+    }
+    match html.find('>').filter(|_| html.trim_start().to_ascii_lowercase().starts_with("<!doctype")) {
+        Some(at) => format!("{}{extra}{}", &html[..=at], &html[at + 1..]),
+        None => format!("{extra}{html}"),
+    }
+}
+
+async fn standalone_manifest(State(state): State<AppState>, Path(slug): Path<String>) -> Result<Response> {
+    let app = app_by_slug(&state, &slug).await?.ok_or_else(|| Error::not_found("app_not_found", "No such app."))?;
+    let scope = format!("/apps/{}/", app.slug);
+    let icon = format!("/apps/{}/icon.png?v={}", app.slug, &app.bundle_sha.as_deref().unwrap_or_default()[..8]);
+    let manifest = json!({
+        "id": scope,
+        "name": app.name,
+        "short_name": app.name.chars().take(12).collect::<String>(),
+        "description": app.description,
+        "start_url": scope,
+        "scope": scope,
+        "display": app.display.clone().unwrap_or_else(|| "standalone".into()),
+        "theme_color": app.theme_color.clone().unwrap_or_else(|| "#4f46e5".into()),
+        "background_color": app.background_color.clone().unwrap_or_else(|| "#ffffff".into()),
+        "icons": [
+            { "src": format!("{icon}&size=192"), "sizes": "192x192", "type": "image/png", "purpose": "any" },
+            { "src": format!("{icon}&size=512"), "sizes": "512x512", "type": "image/png", "purpose": "any maskable" },
+        ],
+    });
+    let mut r = axum::Json(manifest).into_response();
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/manifest+json"));
+    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    Ok(r)
+}
+
+async fn standalone_icon(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    Query(q): Query<IconQuery>,
+) -> Result<Response> {
+    let app = app_by_slug(&state, &slug).await?.ok_or_else(|| Error::not_found("app_not_found", "No such app."))?;
+    let size = q.size.unwrap_or(512);
+    // Home screens want PNGs: a non-PNG manifest icon falls back to the generated one.
+    let response = icon_response(&state, &app, size).await?;
+    if response.headers().get(header::CONTENT_TYPE).is_some_and(|t| t == "image/png") {
+        return Ok(response);
+    }
+    Ok(image(super::icon::fallback_png(&app.name, app.theme_color.as_deref(), size.clamp(48, 1024)), "image/png"))
+}

@@ -1,0 +1,341 @@
+//! Blocking file operations of the storage trees: staged temp files, atomic commits, the
+//! metadata sidecars, sizes and directory reads. Callers run these off the async threads.
+//!
+//! A sidecar lives at `<meta root>/<folders>/<name>@meta.json`. `@` never passes the path
+//! whitelist, so a sidecar can never collide with a mirrored folder name.
+
+use std::fs::{File, Metadata, OpenOptions};
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+
+use super::etag::Stamp;
+use super::path::{StoragePath, valid_segment};
+use crate::error::{Error, Result};
+
+/// What an API write recorded about a file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Sidecar {
+    pub content_type: String,
+    pub tag: String,
+    /// The file this sidecar describes; a different stamp means the file changed behind the API.
+    pub stamp: Stamp,
+}
+
+fn sidecar_path(meta_root: &Path, rel: &StoragePath) -> PathBuf {
+    let mut path = meta_root.to_path_buf();
+    let segments: Vec<&str> = rel.segments().collect();
+    path.extend(&segments[..segments.len() - 1]);
+    path.push(format!("{}@meta.json", rel.file_name()));
+    path
+}
+
+/// The sidecar of `rel`, if one exists and still describes the file with `stamp`.
+pub fn current_sidecar(meta_root: &Path, rel: &StoragePath, stamp: &Stamp) -> Option<Sidecar> {
+    let path = sidecar_path(meta_root, rel);
+    let meta = std::fs::symlink_metadata(&path).ok()?;
+    if !meta.is_file() || meta.len() > 64 * 1024 {
+        return None;
+    }
+    let sidecar: Sidecar = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
+    (sidecar.stamp == *stamp).then_some(sidecar)
+}
+
+/// The version tag and recorded type (if any) of the file at `rel` whose metadata is `meta`.
+pub fn describe(meta_root: &Path, rel: &StoragePath, meta: &Metadata) -> (String, Option<String>) {
+    let stamp = Stamp::of(meta);
+    match current_sidecar(meta_root, rel, &stamp) {
+        Some(s) => (s.tag, Some(s.content_type)),
+        None => (stamp.fallback_tag(), None),
+    }
+}
+
+fn write_sidecar(meta_root: &Path, rel: &StoragePath, sidecar: &Sidecar) -> Result<()> {
+    let path = sidecar_path(meta_root, rel);
+    let dir = path.parent().ok_or_else(|| Error::Internal("sidecar without a folder".into()))?;
+    std::fs::create_dir_all(dir)?;
+    let body = serde_json::to_vec(sidecar).map_err(|e| Error::Internal(format!("sidecar encoding: {e}")))?;
+    // Losing a sidecar in a crash only costs a fallback tag, so it is renamed into place
+    // atomically but not fsynced.
+    let (mut file, temp) = Temp::create(dir)?;
+    file.write_all(&body)?;
+    drop(file);
+    std::fs::rename(&temp.path, &path)?;
+    temp.disarm();
+    Ok(())
+}
+
+/// Removes the sidecar of the file `rel` (if any).
+pub fn remove_sidecar(meta_root: &Path, rel: &StoragePath) -> Result<()> {
+    match std::fs::remove_file(sidecar_path(meta_root, rel)) {
+        Err(e) if e.kind() != ErrorKind::NotFound => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// Removes the sidecars of everything inside the folder `rel` (if any).
+pub fn remove_sidecar_dir(meta_root: &Path, rel: &StoragePath) -> Result<()> {
+    match std::fs::remove_dir_all(rel.under(meta_root)) {
+        Err(e) if e.kind() != ErrorKind::NotFound => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// Moves the sidecar(s) of `from` (a file, or a folder when `dir`) to `to`.
+pub fn move_sidecars(meta_root: &Path, from: &StoragePath, to: &StoragePath, dir: bool) -> Result<()> {
+    let (src, dst) = if dir {
+        (from.under(meta_root), to.under(meta_root))
+    } else {
+        (sidecar_path(meta_root, from), sidecar_path(meta_root, to))
+    };
+    if std::fs::symlink_metadata(&src).is_err() {
+        return Ok(());
+    }
+    if let Some(parent) = dst.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    // A stale sidecar at the destination would describe nothing; drop it first.
+    let _ = if dir { std::fs::remove_dir_all(&dst) } else { std::fs::remove_file(&dst) };
+    std::fs::rename(src, dst)?;
+    Ok(())
+}
+
+/// How staged files start (`~` never passes the whitelist).
+const TEMP_PREFIX: &str = ".~tmp-";
+
+/// A staged file that deletes itself unless it was committed.
+#[derive(Debug)]
+pub struct Temp {
+    pub path: PathBuf,
+    armed: bool,
+}
+
+impl Temp {
+    /// Creates an empty `0644` temp file in `dir`; its name never passes the whitelist, so
+    /// listings and reads never see it.
+    pub fn create(dir: &Path) -> Result<(File, Self)> {
+        let mut bytes = [0u8; 8];
+        rand::thread_rng().fill_bytes(&mut bytes);
+        let path = dir.join(format!("{TEMP_PREFIX}{}", hex::encode(bytes)));
+        let file = OpenOptions::new().write(true).create_new(true).mode(0o644).open(&path)?;
+        Ok((file, Self { path, armed: true }))
+    }
+
+    /// Keeps the file (it was renamed into place).
+    pub fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Flushes a staged file to disk with mode `0644` and returns its stamp.
+pub fn seal(file: &File) -> Result<Stamp> {
+    file.set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    file.sync_all()?;
+    Ok(Stamp::of(&file.metadata()?))
+}
+
+/// Writes `bytes` to a sealed temp file in `dir`.
+pub fn stage_bytes(dir: &Path, bytes: &[u8]) -> Result<(Temp, Stamp)> {
+    let (mut file, temp) = Temp::create(dir)?;
+    file.write_all(bytes)?;
+    let stamp = seal(&file)?;
+    Ok((temp, stamp))
+}
+
+/// Renames a sealed temp file over `target` after recording its sidecar, then fsyncs the
+/// folder. A folder removed while the file was staged answers 409.
+pub fn commit(temp: Temp, target: &Path, meta_root: &Path, rel: &StoragePath, sidecar: &Sidecar) -> Result<()> {
+    // The sidecar goes first: until the rename, it describes an inode nobody sees, so
+    // readers meanwhile get the old file with its fallback tag, never a wrong pairing.
+    write_sidecar(meta_root, rel, sidecar)?;
+    match std::fs::rename(&temp.path, target) {
+        Ok(()) => temp.disarm(),
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            return Err(Error::conflict("folder_removed", "The folder was removed while the file was being written."));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    if let Some(dir) = target.parent() {
+        sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// fsyncs a folder so a rename or unlink in it is durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)?.sync_all()?;
+    Ok(())
+}
+
+/// Total bytes of the regular files below `dir` (staged files excluded), never following links.
+pub fn tree_size(dir: &Path) -> Result<u64> {
+    let mut total = 0u64;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(current) = stack.pop() {
+        let entries = match std::fs::read_dir(&current) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == ErrorKind::NotFound => continue,
+            Err(e) => return Err(e.into()),
+        };
+        for entry in entries {
+            let entry = entry?;
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                stack.push(entry.path());
+            } else if kind.is_file() && !entry.file_name().as_encoded_bytes().starts_with(TEMP_PREFIX.as_bytes()) {
+                // Files still being staged are charged when they are committed, not before.
+                total = total.saturating_add(entry.metadata()?.len());
+            }
+        }
+    }
+    Ok(total)
+}
+
+/// The entries of `dir` a client may address (whitelisted names, files and folders only, no
+/// links), sorted by name.
+pub fn read_entries(dir: &Path) -> Result<Vec<(String, Metadata)>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let Ok(name) = entry.file_name().into_string() else { continue };
+        if !valid_segment(&name) {
+            continue;
+        }
+        let meta = match std::fs::symlink_metadata(entry.path()) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == ErrorKind::NotFound => continue,
+            Err(e) => return Err(e.into()),
+        };
+        if meta.is_file() || meta.is_dir() {
+            out.push((name, meta));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// Reads at most `limit` bytes from the start of `file` (without moving its cursor).
+pub fn head(file: &File, limit: usize) -> Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; limit];
+    let mut filled = 0;
+    while filled < limit {
+        match file.read_at(&mut buf[filled..], filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    buf.truncate(filled);
+    Ok(buf)
+}
+
+/// Reads a whole small file, refusing more than `limit` bytes.
+pub fn read_small(file: &mut File, limit: u64) -> Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    file.take(limit + 1).read_to_end(&mut buf)?;
+    if buf.len() as u64 > limit {
+        return Err(Error::Internal("file grew while being read".into()));
+    }
+    Ok(buf)
+}
+
+/// The type to serve a file with when no write recorded one: by extension, else by content.
+pub fn guess_type(name: &str, head: &[u8]) -> &'static str {
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    match ext.as_str() {
+        "json" => "application/json",
+        "txt" | "log" | "text" => TEXT_PLAIN,
+        "md" | "markdown" => "text/markdown; charset=utf-8",
+        "csv" => "text/csv; charset=utf-8",
+        "tsv" => "text/tab-separated-values; charset=utf-8",
+        "html" | "htm" => "text/html; charset=utf-8",
+        "css" => "text/css; charset=utf-8",
+        "js" | "mjs" | "jsx" => "text/javascript; charset=utf-8",
+        "xml" => "application/xml",
+        "yaml" | "yml" => "application/yaml",
+        "svg" => "image/svg+xml",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "avif" => "image/avif",
+        "ico" => "image/x-icon",
+        "pdf" => "application/pdf",
+        "mp3" => "audio/mpeg",
+        "wav" => "audio/wav",
+        "ogg" => "audio/ogg",
+        "mp4" => "video/mp4",
+        "webm" => "video/webm",
+        "wasm" => "application/wasm",
+        "zip" => "application/zip",
+        _ if looks_like_text(head) => TEXT_PLAIN,
+        _ => "application/octet-stream",
+    }
+}
+
+/// The type of plain text files.
+pub const TEXT_PLAIN: &str = "text/plain; charset=utf-8";
+
+fn looks_like_text(head: &[u8]) -> bool {
+    if head.contains(&0) {
+        return false;
+    }
+    match std::str::from_utf8(head) {
+        Ok(_) => true,
+        // A multi-byte character cut off by the sample's end is still text.
+        Err(e) => e.error_len().is_none() && head.len() - e.valid_up_to() < 4,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sidecar_only_describes_the_file_it_was_written_for() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let root = dir.path().join("tree");
+        let meta = dir.path().join("meta");
+        std::fs::create_dir_all(&root).expect("mkdir");
+        let rel = StoragePath::parse("a/b.bin").expect("valid");
+        let parent = super::super::path::prepare_parent(&root, &rel).expect("parent");
+        let (temp, stamp) = stage_bytes(&parent, b"hello").expect("stage");
+        let sidecar = Sidecar { content_type: "image/png".into(), tag: "v1".into(), stamp };
+        commit(temp, &rel.under(&root), &meta, &rel, &sidecar).expect("commit");
+        let file_meta = std::fs::metadata(rel.under(&root)).expect("stat");
+        assert_eq!(describe(&meta, &rel, &file_meta), ("v1".into(), Some("image/png".into())));
+        assert_eq!(file_meta.permissions().mode() & 0o777, 0o644);
+        // Rewritten behind the API's back: the sidecar no longer applies.
+        std::fs::remove_file(rel.under(&root)).expect("rm");
+        std::fs::write(rel.under(&root), b"other bytes").expect("write");
+        let file_meta = std::fs::metadata(rel.under(&root)).expect("stat");
+        let (tag, recorded) = describe(&meta, &rel, &file_meta);
+        assert!(tag.starts_with('f'), "{tag}");
+        assert_eq!(recorded, None);
+        // Nothing but the committed file is left in the folder.
+        let names: Vec<_> = std::fs::read_dir(&parent).expect("ls").map(|e| e.expect("entry").file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("b.bin")]);
+    }
+
+    #[test]
+    fn guesses_follow_extension_then_content() {
+        assert_eq!(guess_type("x.JSON", b""), "application/json");
+        assert_eq!(guess_type("x.png", b"\x89PNG"), "image/png");
+        assert_eq!(guess_type("notes", "héllo".as_bytes()), TEXT_PLAIN);
+        assert_eq!(guess_type("blob", b"\x00\x01\x02"), "application/octet-stream");
+        assert_eq!(guess_type("blob", b"\xff\xfe"), "application/octet-stream");
+    }
+}

@@ -1,0 +1,540 @@
+//! The operations on one storage tree — read, write, delete, move, list, wipe — with the
+//! tree lock, the quota and the preconditions applied. Disk work runs on blocking threads.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::HeaderMap;
+use axum::http::header::{IF_MATCH, IF_NONE_MATCH};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+
+use super::disk::{self, Sidecar, Temp};
+use super::etag::{self, Stamp};
+use super::path::{Found, StoragePath, inspect, prepare_parent, valid_segment};
+use super::{INLINE_CONTENT_BYTES, INLINE_PAGE_BYTES, INLINE_READ_BYTES, MAX_OBJECT_BYTES, Store, Tree, TreeState};
+use crate::app::AppState;
+use crate::error::{Error, Result};
+
+/// Runs blocking disk work off the async threads.
+pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| Error::Internal(format!("storage task failed: {e}")))?
+}
+
+pub(crate) fn not_found() -> Error {
+    Error::not_found("not_found", "There is no file at this path.")
+}
+
+pub(crate) fn file_too_large() -> Error {
+    Error::too_large("file_too_large", "A stored file can be at most 50 MiB.")
+}
+
+fn is_a_directory() -> Error {
+    Error::bad_request("is_a_directory", "This path is a folder; use the folder route for folders.")
+}
+
+/// Opens a regular file for reading, refusing a link in its last component.
+pub(crate) fn open_read(path: &Path) -> Result<File> {
+    Ok(OpenOptions::new().read(true).custom_flags(nix::libc::O_NOFOLLOW).open(path)?)
+}
+
+/// `If-Match` / `If-None-Match` of a write.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Preconditions {
+    if_match: Option<String>,
+    if_none_match: Option<String>,
+}
+
+/// All values of a list header joined by commas. A non-ASCII value becomes a token no list
+/// parser accepts, so it matches nothing (If-Match fails, If-None-Match never hits).
+fn joined(headers: &HeaderMap, name: axum::http::HeaderName) -> Option<String> {
+    let values: Vec<&str> = headers.get_all(name).iter().map(|v| v.to_str().unwrap_or("?")).collect();
+    (!values.is_empty()).then(|| values.join(", "))
+}
+
+impl Preconditions {
+    /// Reads the conditional headers of a request.
+    pub fn from_headers(headers: &HeaderMap) -> Self {
+        Self { if_match: joined(headers, IF_MATCH), if_none_match: joined(headers, IF_NONE_MATCH) }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.if_match.is_none() && self.if_none_match.is_none()
+    }
+
+    /// 412 unless a write over the file currently tagged `current` may proceed.
+    fn check(&self, current: Option<&str>) -> Result<()> {
+        if let Some(h) = &self.if_match
+            && !etag::if_match_passes(h, current)
+        {
+            return Err(Error::precondition_failed(
+                "precondition_failed",
+                "The file is not the version named in If-Match; read it again and retry.",
+            ));
+        }
+        if let Some(h) = &self.if_none_match
+            && etag::if_none_match_hits(h, current)
+        {
+            return Err(Error::precondition_failed(
+                "precondition_failed",
+                "The file already exists in the version named in If-None-Match.",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A request body on its way to disk.
+pub(crate) enum Payload {
+    /// Already received and validated (JSON documents, text).
+    Bytes { bytes: Bytes, content_type: String },
+    /// Raw bytes still arriving; streamed to the staged file.
+    Stream { body: Body, content_type: String },
+}
+
+/// What a read found.
+pub(crate) enum Read {
+    NotModified { tag: String },
+    Inline { tag: String, content_type: String, bytes: Vec<u8> },
+    Stream { tag: String, content_type: String, file: File, size: u64 },
+}
+
+/// One listing entry.
+#[derive(Debug, Serialize)]
+pub(crate) struct Entry {
+    name: String,
+    path: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    size: u64,
+    modified_at: i64,
+    mime_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    etag: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<Value>,
+}
+
+/// One page of a listing.
+#[derive(Debug, Serialize)]
+pub(crate) struct Page {
+    entries: Vec<Entry>,
+    next_cursor: Option<String>,
+}
+
+/// How to page a listing.
+#[derive(Debug, Clone)]
+pub(crate) struct ListOptions {
+    pub limit: usize,
+    pub cursor: Option<String>,
+    pub include_content: bool,
+}
+
+/// One tree of one data directory.
+pub(crate) struct Ctx {
+    store: Arc<Store>,
+    tree: Tree,
+    root: PathBuf,
+    meta: PathBuf,
+}
+
+impl Ctx {
+    pub fn new(store: Arc<Store>, data_dir: &Path, tree: Tree) -> Self {
+        Self { store, tree, root: tree.root(data_dir), meta: tree.meta_root(data_dir) }
+    }
+
+    /// The tree `tree` of the server's data directory.
+    pub fn of(state: &AppState, tree: Tree) -> Self {
+        Self::new(state.storage.clone(), &state.config.data_dir, tree)
+    }
+
+    /// The tree's usage, walking it on first use.
+    async fn usage(&self, state: &mut TreeState) -> Result<u64> {
+        if let Some(used) = state.used {
+            return Ok(used);
+        }
+        let root = self.root.clone();
+        let used = blocking(move || disk::tree_size(&root)).await?;
+        state.used = Some(used);
+        Ok(used)
+    }
+
+    /// The current tag of `rel` (`None` when missing).
+    async fn current_tag(&self, rel: &StoragePath) -> Result<Option<String>> {
+        let (root, meta, rel) = (self.root.clone(), self.meta.clone(), rel.clone());
+        blocking(move || match inspect(&root, &rel)? {
+            (_, Found::File(m)) => Ok(Some(disk::describe(&meta, &rel, &m).0)),
+            (_, Found::Dir(_)) => Err(is_a_directory()),
+            (_, Found::Missing) => Ok(None),
+        })
+        .await
+    }
+
+    /// Reads `rel`; `if_none_match` may turn the answer into 304.
+    pub async fn read(&self, rel: StoragePath, if_none_match: Option<String>) -> Result<Read> {
+        let (root, meta) = (self.root.clone(), self.meta.clone());
+        blocking(move || {
+            let (path, Found::File(_)) = inspect(&root, &rel)? else { return Err(not_found()) };
+            let mut file = open_read(&path).map_err(|e| match e {
+                Error::Io(io) if io.kind() == std::io::ErrorKind::NotFound => not_found(),
+                other => other,
+            })?;
+            let m = file.metadata()?;
+            if !m.is_file() {
+                return Err(not_found());
+            }
+            let (tag, recorded) = disk::describe(&meta, &rel, &m);
+            if if_none_match.is_some_and(|h| etag::if_none_match_hits(&h, Some(&tag))) {
+                return Ok(Read::NotModified { tag });
+            }
+            let content_type = match recorded {
+                Some(t) => t,
+                None => disk::guess_type(rel.file_name(), &disk::head(&file, 512)?).to_owned(),
+            };
+            if m.len() <= INLINE_READ_BYTES {
+                let bytes = disk::read_small(&mut file, INLINE_READ_BYTES)?;
+                Ok(Read::Inline { tag, content_type, bytes })
+            } else {
+                Ok(Read::Stream { tag, content_type, file, size: m.len() })
+            }
+        })
+        .await
+    }
+
+    /// Writes `rel` atomically under the tree lock; returns the new tag.
+    pub async fn write(&self, rel: StoragePath, payload: Payload, pre: Preconditions) -> Result<String> {
+        // Fail fast before receiving a large body; the check that counts is under the lock.
+        if !pre.is_empty() {
+            pre.check(self.current_tag(&rel).await?.as_deref())?;
+        }
+        let (root, r) = (self.root.clone(), rel.clone());
+        let dir = blocking(move || prepare_parent(&root, &r)).await?;
+        let (temp, stamp, content_type) = stage(dir, payload).await?;
+        let mut state = self.store.lock(self.tree).await;
+        let used = self.usage(&mut state).await?;
+        let quota = self.store.quota(self.tree);
+        let (root, meta) = (self.root.clone(), self.meta.clone());
+        let outcome = blocking(move || {
+            let (target, found) = inspect(&root, &rel)?;
+            let (old_size, current) = match found {
+                Found::Missing => (0, None),
+                Found::File(m) => (m.len(), Some(disk::describe(&meta, &rel, &m).0)),
+                Found::Dir(_) => return Err(is_a_directory()),
+            };
+            pre.check(current.as_deref())?;
+            let new_used = used.saturating_sub(old_size).saturating_add(stamp.size);
+            // A write that does not grow the tree is always allowed, even over the quota.
+            if let Some(quota) = quota
+                && stamp.size > old_size
+                && new_used > quota
+            {
+                return Err(Error::too_large("quota_exceeded", "This app's storage quota is full."));
+            }
+            let tag = etag::fresh_tag();
+            disk::commit(temp, &target, &meta, &rel, &Sidecar { content_type, tag: tag.clone(), stamp })?;
+            Ok((tag, new_used))
+        })
+        .await;
+        match outcome {
+            Ok((tag, new_used)) => {
+                state.used = Some(new_used);
+                Ok(tag)
+            }
+            Err(e) => {
+                forget_usage_on_failure(&mut state, &e);
+                Err(e)
+            }
+        }
+    }
+
+    /// Deletes the file `rel`.
+    pub async fn delete(&self, rel: StoragePath, pre: Preconditions) -> Result<()> {
+        let mut state = self.store.lock(self.tree).await;
+        let (root, meta) = (self.root.clone(), self.meta.clone());
+        let outcome = blocking(move || {
+            let (path, m) = match inspect(&root, &rel)? {
+                (path, Found::File(m)) => (path, m),
+                (_, Found::Dir(_)) => return Err(is_a_directory()),
+                (_, Found::Missing) => return Err(not_found()),
+            };
+            pre.check(Some(&disk::describe(&meta, &rel, &m).0))?;
+            std::fs::remove_file(&path)?;
+            disk::remove_sidecar(&meta, &rel)?;
+            if let Some(dir) = path.parent() {
+                disk::sync_dir(dir)?;
+            }
+            Ok(m.len())
+        })
+        .await;
+        refund(&mut state, outcome)
+    }
+
+    /// Deletes the folder `rel` and everything in it.
+    pub async fn delete_folder(&self, rel: StoragePath) -> Result<()> {
+        let mut state = self.store.lock(self.tree).await;
+        let (root, meta) = (self.root.clone(), self.meta.clone());
+        let outcome = blocking(move || {
+            let path = match inspect(&root, &rel)? {
+                (path, Found::Dir(_)) => path,
+                (_, Found::File(_)) => {
+                    return Err(Error::bad_request("not_a_directory", "This path is a file, not a folder."));
+                }
+                (_, Found::Missing) => return Err(Error::not_found("not_found", "There is no folder at this path.")),
+            };
+            let size = disk::tree_size(&path)?;
+            std::fs::remove_dir_all(&path)?;
+            disk::remove_sidecar_dir(&meta, &rel)?;
+            if let Some(dir) = path.parent() {
+                disk::sync_dir(dir)?;
+            }
+            Ok(size)
+        })
+        .await;
+        refund(&mut state, outcome)
+    }
+
+    /// Renames the file or folder `from` to `to`, which must not exist.
+    pub async fn rename(&self, from: StoragePath, to: StoragePath) -> Result<()> {
+        let mut state = self.store.lock(self.tree).await;
+        let (root, meta) = (self.root.clone(), self.meta.clone());
+        let outcome = blocking(move || {
+            let (src, is_dir) = match inspect(&root, &from)? {
+                (path, Found::File(_)) => (path, false),
+                (path, Found::Dir(_)) => (path, true),
+                (_, Found::Missing) => return Err(Error::not_found("not_found", "There is nothing at `from`.")),
+            };
+            let (dst, Found::Missing) = inspect(&root, &to)? else {
+                return Err(Error::conflict("destination_exists", "Something already exists at `to`."));
+            };
+            if to.is_inside(&from) {
+                return Err(Error::bad_request("invalid_move", "A folder cannot be moved inside itself."));
+            }
+            prepare_parent(&root, &to)?;
+            std::fs::rename(&src, &dst)?;
+            disk::move_sidecars(&meta, &from, &to, is_dir)?;
+            for dir in [dst.parent(), src.parent()].into_iter().flatten() {
+                disk::sync_dir(dir)?;
+            }
+            Ok(())
+        })
+        .await;
+        if let Err(e) = &outcome {
+            forget_usage_on_failure(&mut state, e);
+        }
+        outcome
+    }
+
+    /// One page of the folder `prefix` (the root when `None`); a missing folder is empty.
+    pub async fn list(&self, prefix: Option<StoragePath>, options: ListOptions) -> Result<Page> {
+        let after = match &options.cursor {
+            None => None,
+            Some(c) => Some(decode_cursor(c)?),
+        };
+        let (root, meta) = (self.root.clone(), self.meta.clone());
+        blocking(move || {
+            let empty = Page { entries: Vec::new(), next_cursor: None };
+            let dir = match &prefix {
+                None => match std::fs::symlink_metadata(&root) {
+                    Ok(m) if m.is_dir() => root.clone(),
+                    _ => return Ok(empty),
+                },
+                Some(p) => match inspect(&root, p)? {
+                    (path, Found::Dir(_)) => path,
+                    (_, Found::Missing) => return Ok(empty),
+                    (_, Found::File(_)) => {
+                        return Err(Error::bad_request("not_a_directory", "This path is a file, not a folder."));
+                    }
+                },
+            };
+            let mut all = disk::read_entries(&dir)?;
+            if let Some(after) = &after {
+                all.retain(|(name, _)| name.as_str() > after.as_str());
+            }
+            let more = all.len() > options.limit;
+            all.truncate(options.limit);
+            let next_cursor = more.then(|| all.last().map(|(name, _)| URL_SAFE_NO_PAD.encode(name))).flatten();
+            let mut budget = INLINE_PAGE_BYTES;
+            let mut entries = Vec::with_capacity(all.len());
+            for (name, m) in all {
+                let rel = StoragePath::child(prefix.as_ref(), &name);
+                let modified_at = m.mtime().saturating_mul(1000).saturating_add(m.mtime_nsec() / 1_000_000);
+                let mut entry = Entry {
+                    path: rel.as_str().to_owned(),
+                    name,
+                    kind: "dir",
+                    size: 0,
+                    modified_at,
+                    mime_type: None,
+                    etag: None,
+                    content: None,
+                };
+                if m.is_file() {
+                    let (tag, recorded) = disk::describe(&meta, &rel, &m);
+                    let path = rel.under(&root);
+                    let mime = match recorded {
+                        Some(t) => t,
+                        None => {
+                            let head = open_read(&path).and_then(|f| disk::head(&f, 512)).unwrap_or_default();
+                            disk::guess_type(&entry.name, &head).to_owned()
+                        }
+                    };
+                    if options.include_content && m.len() <= INLINE_CONTENT_BYTES && m.len() <= budget {
+                        entry.content = inline_content(&path, &mime, Stamp::of(&m));
+                        if entry.content.is_some() {
+                            budget -= m.len();
+                        }
+                    }
+                    entry.kind = "file";
+                    entry.size = m.len();
+                    entry.mime_type = Some(mime);
+                    entry.etag = Some(etag::quoted(&tag));
+                }
+                entries.push(entry);
+            }
+            Ok(Page { entries, next_cursor })
+        })
+        .await
+    }
+
+    /// Removes the whole tree and its sidecars.
+    pub async fn wipe(&self) -> Result<()> {
+        let mut state = self.store.lock(self.tree).await;
+        let (root, meta) = (self.root.clone(), self.meta.clone());
+        let outcome = blocking(move || {
+            for dir in [&root, &meta] {
+                match std::fs::remove_dir_all(dir) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+                    _ => {}
+                }
+            }
+            Ok(())
+        })
+        .await;
+        state.used = if outcome.is_ok() { Some(0) } else { None };
+        outcome
+    }
+
+    /// Writes several new files under one lock hold, skipping any path that already exists.
+    pub async fn write_if_absent(&self, files: Vec<(StoragePath, Vec<u8>, String)>) -> Result<()> {
+        let mut state = self.store.lock(self.tree).await;
+        let mut used = self.usage(&mut state).await?;
+        let quota = self.store.quota(self.tree);
+        let (root, meta) = (self.root.clone(), self.meta.clone());
+        let outcome = blocking(move || {
+            for (rel, bytes, content_type) in files {
+                if !matches!(inspect(&root, &rel)?, (_, Found::Missing)) {
+                    continue;
+                }
+                let size = bytes.len() as u64;
+                if quota.is_some_and(|q| used.saturating_add(size) > q) {
+                    return Err(Error::too_large("quota_exceeded", "This app's storage quota is full."));
+                }
+                let dir = prepare_parent(&root, &rel)?;
+                let (temp, stamp) = disk::stage_bytes(&dir, &bytes)?;
+                let sidecar = Sidecar { content_type, tag: etag::fresh_tag(), stamp };
+                disk::commit(temp, &rel.under(&root), &meta, &rel, &sidecar)?;
+                used = used.saturating_add(size);
+            }
+            Ok(used)
+        })
+        .await;
+        match outcome {
+            Ok(used) => {
+                state.used = Some(used);
+                Ok(())
+            }
+            Err(e) => {
+                // Some seeds may have landed before the failure: count again next time.
+                state.used = None;
+                Err(e)
+            }
+        }
+    }
+}
+
+/// After a failed mutation whose effect on disk is unknown, the usage is walked again.
+fn forget_usage_on_failure(state: &mut TreeState, e: &Error) {
+    if !matches!(e, Error::Client { .. }) {
+        state.used = None;
+    }
+}
+
+/// Applies a deletion's refund (or forgets the usage if the deletion failed midway).
+fn refund(state: &mut TreeState, outcome: Result<u64>) -> Result<()> {
+    match outcome {
+        Ok(freed) => {
+            state.used = state.used.map(|u| u.saturating_sub(freed));
+            Ok(())
+        }
+        Err(e) => {
+            forget_usage_on_failure(state, &e);
+            Err(e)
+        }
+    }
+}
+
+/// The JSON value or text of a small listed file (if it is still the file that was listed).
+fn inline_content(path: &Path, mime: &str, stamp: Stamp) -> Option<Value> {
+    let mut file = open_read(path).ok()?;
+    if Stamp::of(&file.metadata().ok()?) != stamp {
+        return None;
+    }
+    let bytes = disk::read_small(&mut file, INLINE_CONTENT_BYTES).ok()?;
+    let essence = mime.split(';').next().unwrap_or("").trim();
+    if essence.eq_ignore_ascii_case("application/json") {
+        serde_json::from_slice(&bytes).ok()
+    } else if essence.starts_with("text/") {
+        String::from_utf8(bytes).ok().map(Value::String)
+    } else {
+        None
+    }
+}
+
+fn decode_cursor(cursor: &str) -> Result<String> {
+    URL_SAFE_NO_PAD
+        .decode(cursor)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .filter(|name| valid_segment(name))
+        .ok_or_else(|| Error::bad_request("invalid_cursor", "The cursor is not one this server issued."))
+}
+
+/// Puts `payload` in a sealed temp file inside `dir`.
+async fn stage(dir: PathBuf, payload: Payload) -> Result<(Temp, Stamp, String)> {
+    match payload {
+        Payload::Bytes { bytes, content_type } => {
+            if bytes.len() as u64 > MAX_OBJECT_BYTES {
+                return Err(file_too_large());
+            }
+            let (temp, stamp) = blocking(move || disk::stage_bytes(&dir, &bytes)).await?;
+            Ok((temp, stamp, content_type))
+        }
+        Payload::Stream { body, content_type } => {
+            let (file, temp) = blocking(move || Temp::create(&dir)).await?;
+            let mut file = tokio::fs::File::from_std(file);
+            let mut stream = body.into_data_stream();
+            let mut size = 0u64;
+            while let Some(chunk) = stream.next().await {
+                let chunk =
+                    chunk.map_err(|_| Error::bad_request("body_incomplete", "The request body was cut off."))?;
+                size += chunk.len() as u64;
+                if size > MAX_OBJECT_BYTES {
+                    return Err(file_too_large());
+                }
+                file.write_all(&chunk).await?;
+            }
+            file.flush().await?;
+            let file = file.into_std().await;
+            let stamp = blocking(move || disk::seal(&file)).await?;
+            Ok((temp, stamp, content_type))
+        }
+    }
+}

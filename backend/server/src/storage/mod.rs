@@ -1,0 +1,113 @@
+//! File storage for mini-apps: each app's own tree (`DATA_DIR/app-data/<id>/`), the shared
+//! tree (`DATA_DIR/shared/`), their metadata sidecars (`DATA_DIR/.storage-meta/`), the
+//! `/api/storage/...` routes, per-app write locks and quotas, and manifest storage seeds.
+//!
+//! Invariants: every client path passes [`path::StoragePath`] and is walked without
+//! following links; every mutation of a tree happens under that tree's lock (so `If-Match`
+//! is a real compare-and-swap and the quota count stays exact); writes are staged in the
+//! target folder and renamed into place, so reads need no lock.
+
+mod disk;
+mod etag;
+mod files;
+pub mod path;
+mod routes;
+mod seeds;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+pub use routes::router;
+pub use seeds::{write_seeds, write_seeds_in};
+
+use crate::app::AppState;
+use crate::error::Result;
+
+/// Largest single stored object.
+pub const MAX_OBJECT_BYTES: u64 = 50 * 1024 * 1024;
+/// Reads up to this size are answered from memory; larger ones are streamed.
+pub const INLINE_READ_BYTES: u64 = 256 * 1024;
+/// Listing page size: default and maximum.
+pub const LIST_DEFAULT: usize = 100;
+pub const LIST_MAX: usize = 500;
+/// `include_content` inlines files up to this size, and at most this much per page.
+pub const INLINE_CONTENT_BYTES: u64 = 64 * 1024;
+pub const INLINE_PAGE_BYTES: u64 = 1024 * 1024;
+/// Request bodies on the storage routes (a 50 MiB object plus a JSON envelope's overhead).
+pub const MAX_BODY_BYTES: usize = MAX_OBJECT_BYTES as usize + 1024 * 1024;
+
+/// Where app `app_id`'s runtime files live (apart from its source).
+pub fn app_data_dir(data_dir: &Path, app_id: i64) -> PathBuf {
+    data_dir.join("app-data").join(app_id.to_string())
+}
+
+/// The shared tree every app may read and only the owner may change.
+pub fn shared_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("shared")
+}
+
+/// One storage tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Tree {
+    App(i64),
+    Shared,
+}
+
+impl Tree {
+    fn root(self, data_dir: &Path) -> PathBuf {
+        match self {
+            Tree::App(id) => app_data_dir(data_dir, id),
+            Tree::Shared => shared_dir(data_dir),
+        }
+    }
+
+    fn meta_root(self, data_dir: &Path) -> PathBuf {
+        let meta = data_dir.join(".storage-meta");
+        match self {
+            Tree::App(id) => meta.join("apps").join(id.to_string()),
+            Tree::Shared => meta.join("shared"),
+        }
+    }
+}
+
+/// What a tree's lock guards besides the files themselves.
+#[derive(Debug, Default)]
+pub(crate) struct TreeState {
+    /// Bytes stored in the tree: walked once, then charged and refunded by every write.
+    used: Option<u64>,
+}
+
+/// The locks and quota of the storage trees under one data directory (one per server, in
+/// `AppState`: everything that writes these files in this process must share it).
+#[derive(Debug)]
+pub struct Store {
+    trees: Mutex<HashMap<Tree, Arc<tokio::sync::Mutex<TreeState>>>>,
+    app_quota: AtomicU64,
+}
+
+impl Store {
+    /// A store whose apps may each keep `app_quota_bytes`.
+    pub fn new(app_quota_bytes: u64) -> Arc<Self> {
+        Arc::new(Self { trees: Mutex::default(), app_quota: AtomicU64::new(app_quota_bytes) })
+    }
+
+    /// Waits for, then holds, `tree`'s write lock.
+    async fn lock(&self, tree: Tree) -> tokio::sync::OwnedMutexGuard<TreeState> {
+        let slot = self.trees.lock().unwrap_or_else(|p| p.into_inner()).entry(tree).or_default().clone();
+        slot.lock_owned().await
+    }
+
+    fn quota(&self, tree: Tree) -> Option<u64> {
+        match tree {
+            Tree::App(_) => Some(self.app_quota.load(Ordering::Relaxed)),
+            Tree::Shared => None,
+        }
+    }
+}
+
+/// Deletes every stored file of app `app_id` (its source is untouched).
+pub async fn remove_app_data(state: &AppState, app_id: i64) -> Result<()> {
+    files::Ctx::of(state, Tree::App(app_id)).wipe().await
+}

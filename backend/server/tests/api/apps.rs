@@ -1,0 +1,313 @@
+//! Mini-apps: apply (validate → commit → bundle → serve), failures that keep the old build,
+//! concurrent applies, install/update/undo from a git source, registry, tokens, serving.
+
+use std::path::Path;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, assert_error};
+
+const MANIFEST: &str =
+    r#"{"id":"counter","name":"Counter","version":"0.1.0","description":"Counts.","entry":"index.jsx"}"#;
+
+fn counter_source(label: &str) -> String {
+    format!(
+        "import {{ useState }} from \"react\";\nimport Label from \"./label.jsx\";\nexport default function App() {{\n  const [n, setN] = useState(0);\n  return <div><Label n={{n}} text=\"{label}\" /><button onClick={{() => setN(n + 1)}}>+1</button></div>;\n}}\n"
+    )
+}
+
+fn write_app(root: &Path, slug: &str, manifest: &str, index: &str) {
+    let dir = root.join("apps").join(slug);
+    std::fs::create_dir_all(&dir).expect("app dir");
+    std::fs::write(dir.join("mobius.json"), manifest.replace("\"counter\"", &format!("\"{slug}\""))).expect("manifest");
+    std::fs::write(dir.join("index.jsx"), index).expect("index");
+    std::fs::write(
+        dir.join("label.jsx"),
+        "export default function Label({ n, text }) { return <h1>{text}: {n}</h1>; }\n",
+    )
+    .expect("label");
+}
+
+async fn apply(app: &TestApp, token: &str, slug: &str) -> reqwest::Response {
+    app.post("/api/apps/apply", json!({ "slug": slug }), Some(token)).await
+}
+
+async fn module_etag(app: &TestApp, token: &str, id: i64) -> (String, String) {
+    let r = app.get(&format!("/api/apps/{id}/module"), Some(token)).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let etag = r.headers()["etag"].to_str().expect("etag").to_owned();
+    (etag, r.text().await.expect("body"))
+}
+
+#[tokio::test]
+async fn an_applied_app_is_served_and_an_edit_gets_a_new_etag() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    write_app(app.data_dir(), "counter", MANIFEST, &counter_source("Count"));
+    let r = apply(&app, &token, "counter").await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let body: Value = r.json().await.expect("json");
+    assert_eq!(body["mode"], "created");
+    let id = body["app"]["id"].as_i64().expect("id");
+    let (etag, code) = module_etag(&app, &token, id).await;
+    assert!(code.starts_with("/* mobius-compiled-runtime-abi:1 */"));
+    assert!(
+        code.contains("Count") && !code.contains("from\"react\"") && !code.contains("from \"react\""),
+        "self-contained"
+    );
+    let again: Value = apply(&app, &token, "counter").await.json().await.expect("json");
+    assert_eq!(again["mode"], "unchanged");
+    std::fs::write(app.data_dir().join("apps/counter/index.jsx"), counter_source("Total")).expect("edit");
+    let edited: Value = apply(&app, &token, "counter").await.json().await.expect("json");
+    assert_eq!(edited["mode"], "updated");
+    let (new_etag, code) = module_etag(&app, &token, id).await;
+    assert_ne!(etag, new_etag);
+    assert!(code.contains("Total"));
+    // Conditional requests.
+    let cached = app
+        .client
+        .get(app.url(&format!("/api/apps/{id}/module")))
+        .bearer_auth(&token)
+        .header("if-none-match", &new_etag)
+        .send()
+        .await
+        .expect("req");
+    assert_eq!(cached.status(), StatusCode::NOT_MODIFIED);
+    let v = edited["app"]["v"].as_str().expect("v");
+    let immutable = app.get(&format!("/api/apps/{id}/module?v={v}"), Some(&token)).await;
+    assert!(immutable.headers()["cache-control"].to_str().expect("cc").contains("immutable"));
+    // Only one bundle file is kept.
+    let bundles = std::fs::read_dir(app.data_dir().join("compiled")).expect("compiled").count();
+    assert_eq!(bundles, 1);
+    // The module needs a token.
+    assert_error(app.get(&format!("/api/apps/{id}/module"), None).await, StatusCode::UNAUTHORIZED, "missing_token")
+        .await;
+}
+
+#[tokio::test]
+async fn a_broken_source_is_refused_with_a_location_and_the_old_build_keeps_serving() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    write_app(app.data_dir(), "counter", MANIFEST, &counter_source("Count"));
+    let body: Value = apply(&app, &token, "counter").await.json().await.expect("json");
+    let id = body["app"]["id"].as_i64().expect("id");
+    let (etag, _) = module_etag(&app, &token, id).await;
+    std::fs::write(
+        app.data_dir().join("apps/counter/index.jsx"),
+        "export default function App() {\n  return <div>;\n}\n",
+    )
+    .expect("break");
+    let err =
+        assert_error(apply(&app, &token, "counter").await, StatusCode::UNPROCESSABLE_ENTITY, "compile_failed").await;
+    let message = err["message"].as_str().expect("message");
+    assert!(
+        message.contains("index.jsx:3:1") && message.contains("> 3 |"),
+        "file:line:col and a code frame: {message}"
+    );
+    assert_eq!(module_etag(&app, &token, id).await.0, etag, "the previous build still serves");
+    std::fs::write(
+        app.data_dir().join("apps/counter/index.jsx"),
+        "import x from \"left-pad\";\nexport default function App() { return x; }\n",
+    )
+    .expect("import");
+    let err =
+        assert_error(apply(&app, &token, "counter").await, StatusCode::UNPROCESSABLE_ENTITY, "compile_failed").await;
+    assert!(err["message"].as_str().expect("m").contains("left-pad"), "{err}");
+    std::fs::write(app.data_dir().join("apps/counter/index.jsx"), "export const x = 1;\n").expect("no default");
+    let err =
+        assert_error(apply(&app, &token, "counter").await, StatusCode::UNPROCESSABLE_ENTITY, "compile_failed").await;
+    assert!(err["message"].as_str().expect("m").contains("export default"), "{err}");
+    std::fs::write(
+        app.data_dir().join("apps/counter/mobius.json"),
+        r#"{"id":"counter","name":"","version":"1","entry":"main.js"}"#,
+    )
+    .expect("manifest");
+    let err =
+        assert_error(apply(&app, &token, "counter").await, StatusCode::UNPROCESSABLE_ENTITY, "manifest_invalid").await;
+    assert!(err["message"].as_str().expect("m").contains("`description` is required"));
+    assert_eq!(module_etag(&app, &token, id).await.0, etag);
+    // A first build that fails leaves no app behind.
+    write_app(app.data_dir(), "broken", MANIFEST, "export default function App() { return <div> }");
+    assert_error(apply(&app, &token, "broken").await, StatusCode::UNPROCESSABLE_ENTITY, "compile_failed").await;
+    let list: Value = app.get("/api/apps", Some(&token)).await.json().await.expect("json");
+    assert_eq!(list.as_array().map(Vec::len), Some(1));
+    assert_error(apply(&app, &token, "nope").await, StatusCode::NOT_FOUND, "app_source_missing").await;
+    assert_error(apply(&app, &token, "../etc").await, StatusCode::BAD_REQUEST, "invalid_slug").await;
+}
+
+#[tokio::test]
+async fn concurrent_applies_of_one_app_run_one_after_the_other() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    write_app(app.data_dir(), "counter", MANIFEST, &counter_source("v0"));
+    let first: Value = apply(&app, &token, "counter").await.json().await.expect("json");
+    let id = first["app"]["id"].as_i64().expect("id");
+    let mut tasks = Vec::new();
+    for i in 1..=4 {
+        std::fs::write(app.data_dir().join("apps/counter/index.jsx"), counter_source(&format!("v{i}"))).expect("edit");
+        tasks.push(apply(&app, &token, "counter"));
+    }
+    for r in futures_util::future::join_all(tasks).await {
+        assert_eq!(r.status(), StatusCode::OK);
+    }
+    // Whatever ran last, the served build is the committed source of record.
+    let detail: Value = app.get(&format!("/api/apps/{id}"), Some(&token)).await.json().await.expect("json");
+    let (_, code) = module_etag(&app, &token, id).await;
+    assert!(code.contains("v4"), "the final source is served");
+    assert_eq!(std::fs::read_dir(app.data_dir().join("compiled")).expect("dir").count(), 1);
+    assert!(detail["bundle_sha"].is_string());
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git");
+    assert!(status.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&status.stderr));
+}
+
+#[tokio::test]
+async fn apps_install_from_a_git_repo_update_with_and_without_conflicts_and_undo() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    let upstream = tempfile::tempdir().expect("upstream");
+    let src = upstream.path();
+    std::fs::write(src.join("mobius.json"), MANIFEST.replace("\"counter\"", "\"notes\"")).expect("m");
+    std::fs::write(src.join("index.jsx"), "import Title from \"./title.jsx\";\nexport default function App() {\n  return <main><Title /><p>body one</p></main>;\n}\n").expect("i");
+    std::fs::write(src.join("title.jsx"), "export default function Title() {\n  return <h1>Release one</h1>;\n}\n")
+        .expect("t");
+    git(src, &["init", "-q"]);
+    git(src, &["add", "-A"]);
+    git(src, &["commit", "-qm", "one"]);
+
+    let r = app.post("/api/apps/install", json!({ "source": src.display().to_string() }), Some(&token)).await;
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap_or_default());
+    let installed: Value = app.get("/api/apps", Some(&token)).await.json().await.expect("json");
+    let id = installed[0]["id"].as_i64().expect("id");
+    assert_eq!(installed[0]["slug"], "notes");
+    assert!(module_etag(&app, &token, id).await.1.contains("Release one"));
+    let again = app.post("/api/apps/install", json!({ "source": src.display().to_string() }), Some(&token)).await;
+    assert_error(again, StatusCode::CONFLICT, "app_exists").await;
+
+    // A local edit (another file) and a new release merge cleanly.
+    let local = app.data_dir().join("apps/notes");
+    std::fs::write(local.join("index.jsx"), "import Title from \"./title.jsx\";\nexport default function App() {\n  return <main><Title /><p>body edited here</p></main>;\n}\n").expect("local edit");
+    std::fs::write(src.join("title.jsx"), "export default function Title() {\n  return <h1>Release two</h1>;\n}\n")
+        .expect("t2");
+    git(src, &["commit", "-qam", "two"]);
+    let up: Value =
+        app.post(&format!("/api/apps/{id}/update"), json!({}), Some(&token)).await.json().await.expect("json");
+    assert_eq!(up["mode"], "updated", "{up}");
+    let (etag_two, code) = module_etag(&app, &token, id).await;
+    assert!(code.contains("Release two") && code.contains("body edited here"), "both changes are live");
+    let nothing: Value =
+        app.post(&format!("/api/apps/{id}/update"), json!({}), Some(&token)).await.json().await.expect("json");
+    assert_eq!(nothing["mode"], "up_to_date");
+
+    // Both sides change the same line: the live app is untouched and the paths are named.
+    std::fs::write(local.join("title.jsx"), "export default function Title() {\n  return <h1>Mine</h1>;\n}\n")
+        .expect("mine");
+    std::fs::write(src.join("title.jsx"), "export default function Title() {\n  return <h1>Release three</h1>;\n}\n")
+        .expect("t3");
+    git(src, &["commit", "-qam", "three"]);
+    let conflict = assert_error(
+        app.post(&format!("/api/apps/{id}/update"), json!({}), Some(&token)).await,
+        StatusCode::CONFLICT,
+        "update_conflict",
+    )
+    .await;
+    assert!(conflict["message"].as_str().expect("m").contains("title.jsx"));
+    assert_eq!(module_etag(&app, &token, id).await.0, etag_two, "live app untouched");
+    assert!(std::fs::read_to_string(local.join("title.jsx")).expect("title").contains("Mine"), "local edit kept");
+
+    // Undo: back to the version that was live before the update.
+    let history: Value = app.get(&format!("/api/apps/{id}/history"), Some(&token)).await.json().await.expect("json");
+    assert!(history["versions"].as_array().is_some_and(|v| v.len() >= 2), "{history}");
+    let undone = app.post(&format!("/api/apps/{id}/undo"), json!({}), Some(&token)).await;
+    assert_eq!(undone.status(), StatusCode::OK, "{}", undone.text().await.unwrap_or_default());
+    let (_, code) = module_etag(&app, &token, id).await;
+    assert!(code.contains("Release one") && !code.contains("Release two"), "rolled back to the first release");
+    assert!(std::fs::read_to_string(local.join("title.jsx")).expect("title").contains("Release one"), "the source too");
+
+    let remote = app.post("/api/apps/install", json!({ "source": "https://127.0.0.1/evil.git" }), Some(&token)).await;
+    assert_error(remote, StatusCode::BAD_REQUEST, "source_not_allowed").await;
+    let relative = app.post("/api/apps/install", json!({ "source": "relative/path" }), Some(&token)).await;
+    assert_error(relative, StatusCode::BAD_REQUEST, "invalid_source").await;
+}
+
+#[tokio::test]
+async fn the_registry_tokens_frame_and_standalone_host_behave() {
+    let app = TestApp::spawn().await;
+    crate::helpers::fake_dist(app.data_dir());
+    let token = app.setup_owner().await;
+    let manifest = r##"{"id":"counter","name":"Counter","version":"0.1.0","description":"Counts.","entry":"index.jsx","theme_color":"#336699","offline_capable":true}"##;
+    write_app(app.data_dir(), "counter", manifest, &counter_source("Count"));
+    let body: Value = apply(&app, &token, "counter").await.json().await.expect("json");
+    let id = body["app"]["id"].as_i64().expect("id");
+    assert_eq!(body["app"]["has_unseen_update"], true);
+
+    let t: Value =
+        app.post("/api/auth/app-token", json!({ "app_id": id }), Some(&token)).await.json().await.expect("json");
+    let app_token = t["token"].as_str().expect("token").to_owned();
+    assert_eq!(app.get(&format!("/api/apps/{id}"), Some(&app_token)).await.status(), StatusCode::OK);
+    assert_error(app.get("/api/chats", Some(&app_token)).await, StatusCode::FORBIDDEN, "wrong_scope").await;
+    assert_error(
+        app.post("/api/apps/apply", json!({ "slug": "counter" }), Some(&app_token)).await,
+        StatusCode::FORBIDDEN,
+        "wrong_scope",
+    )
+    .await;
+    assert_eq!(app.get(&format!("/api/apps/{id}/module"), Some(&app_token)).await.status(), StatusCode::OK);
+
+    let frame = app.get(&format!("/api/apps/{id}/frame"), None).await;
+    assert_eq!(frame.status(), StatusCode::OK);
+    let csp = frame.headers()["content-security-policy"].to_str().expect("csp").to_owned();
+    assert!(csp.starts_with("sandbox allow-scripts") && !csp.contains("allow-same-origin"), "{csp}");
+    assert_eq!(frame.headers()["x-mobius-offline"], "1");
+    let html = frame.text().await.expect("html");
+    assert!(html.contains("mobius-frame-config") && html.contains("/app-frame.js") && !html.contains(&token));
+
+    let page = app.get("/apps/counter/", None).await;
+    assert_eq!(page.status(), StatusCode::OK);
+    let html = page.text().await.expect("html");
+    assert!(html.contains("/apps/counter/manifest.json") && html.contains("__mobius-standalone-app__"));
+    let manifest: Value = app.get("/apps/counter/manifest.json", None).await.json().await.expect("json");
+    assert_eq!(manifest["start_url"], "/apps/counter/");
+    assert_eq!(manifest["theme_color"], "#336699");
+    let icon = app.get("/apps/counter/icon.png?size=192", None).await;
+    assert_eq!(icon.headers()["content-type"], "image/png");
+    assert!(icon.bytes().await.expect("png").starts_with(b"\x89PNG"));
+    assert_eq!(app.get("/apps/missing/", None).await.status(), StatusCode::NOT_FOUND);
+
+    let r = app
+        .client
+        .patch(app.url(&format!("/api/apps/{id}")))
+        .bearer_auth(&token)
+        .json(&json!({ "name": "Tally", "pinned": true }))
+        .send()
+        .await
+        .expect("patch");
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = app.post(&format!("/api/apps/{id}/opened"), json!({}), Some(&token)).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let listed: Value = app.get("/api/apps", Some(&token)).await.json().await.expect("json");
+    assert_eq!(listed[0]["name"], "Tally");
+    assert_eq!(listed[0]["has_unseen_update"], false);
+    assert!(listed[0]["pinned_at"].is_i64());
+
+    let del = app.client.delete(app.url(&format!("/api/apps/{id}"))).bearer_auth(&token).send().await.expect("delete");
+    assert_eq!(del.status(), StatusCode::NO_CONTENT);
+    assert_error(app.get(&format!("/api/apps/{id}"), Some(&token)).await, StatusCode::NOT_FOUND, "app_not_found").await;
+    assert_error(
+        app.get(&format!("/api/apps/{id}/module"), Some(&app_token)).await,
+        StatusCode::UNAUTHORIZED,
+        "token_revoked",
+    )
+    .await;
+    let rec = app.post(&format!("/api/apps/{id}/recover"), json!({}), Some(&token)).await;
+    assert_eq!(rec.status(), StatusCode::OK);
+    assert_eq!(app.get(&format!("/api/apps/{id}/module"), Some(&app_token)).await.status(), StatusCode::OK);
+}
