@@ -175,8 +175,10 @@ impl Providers {
         std::fs::create_dir_all(&scratch)?;
         std::fs::create_dir_all(&home)?;
         let mut path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
-        if let Some(dir) = std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_path_buf)) {
+        let exe = std::env::current_exe().ok();
+        if let Some(dir) = exe.as_ref().and_then(|p| p.parent()) {
             path = format!("{}:{path}", dir.display());
+            ensure_login_profile(&home, dir)?;
         }
         let s = |p: &Path| p.display().to_string();
         let mut env = vec![
@@ -196,6 +198,7 @@ impl Providers {
             ("MOBIUS_CHAT_ID".to_owned(), chat_id.to_owned()),
             ("MOBIUS_RUN_ID".to_owned(), run_id.to_owned()),
             ("MOBIUS_DATA_DIR".to_owned(), s(&self.data_dir)),
+            ("MOBIUS_BIN".to_owned(), exe.as_deref().map(s).unwrap_or_else(|| "mobius".into())),
             // The names the original product's scripts and skills use.
             ("API_BASE_URL".to_owned(), self.api_url.clone()),
             ("AGENT_TOKEN".to_owned(), token.to_owned()),
@@ -401,6 +404,28 @@ impl Providers {
             error: None,
         })
     }
+}
+
+/// Login shells (Codex runs commands with `bash -lc`) rebuild PATH from /etc/profile; the
+/// agent's home profile puts the `mobius` binary's folder back in front.
+fn ensure_login_profile(home: &Path, bin_dir: &Path) -> Result<()> {
+    let managed = home.join(".mobius-profile");
+    let line = format!("# Written by Möbius at each turn.\nexport PATH=\"{}:$PATH\"\n", bin_dir.display());
+    if std::fs::read_to_string(&managed).ok().as_deref() != Some(line.as_str()) {
+        std::fs::write(&managed, line)?;
+    }
+    let hook = "[ -f \"$HOME/.mobius-profile\" ] && . \"$HOME/.mobius-profile\"";
+    for name in [".profile", ".bashrc"] {
+        let file = home.join(name);
+        let current = std::fs::read_to_string(&file).unwrap_or_default();
+        if !current.contains(".mobius-profile") {
+            std::fs::write(
+                &file,
+                format!("{current}{}{hook}\n", if current.is_empty() || current.ends_with('\n') { "" } else { "\n" }),
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// Writes a secret file with mode 0600 (atomically: temp file + rename).

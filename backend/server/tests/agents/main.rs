@@ -148,6 +148,8 @@ stream_max_retries = 0
 fn server_env(cli: Cli, mock_port: u16) -> Vec<(&'static str, String)> {
     let mut env = vec![
         ("MOBIUS_SKILL_DIR", repo().join("skill").display().to_string()),
+        ("MOBIUS_APP_NODE_MODULES", repo().join("frontend/node_modules").display().to_string()),
+        ("MOBIUS_APP_RUNTIME_DIR", repo().join("frontend/public").display().to_string()),
         ("MOBIUS_AGENT_START_TIMEOUT_SECS", "60".into()),
     ];
     match cli {
@@ -374,6 +376,65 @@ async fn a_server_killed_mid_turn_keeps_the_transcript_run_and_queue_and_resumes
     assert!(body.contains("long job") && body.contains("carry on"), "{cli:?}: the session did not resume");
 }
 
+const APP_MANIFEST: &str = r#"{"id":"hello-agent","name":"Hello Agent","version":"1.0.0","description":"Built by the agent.","entry":"index.jsx"}"#;
+const APP_INDEX: &str = "import { useState } from \"react\";\nexport default function App() {\n  const [n, setN] = useState(0);\n  return <button onClick={() => setN(n + 1)}>Hello from the agent: {n}</button>;\n}\n";
+
+/// The provider's way of writing the app's two files.
+fn write_app_step(cli: Cli) -> Value {
+    match cli {
+        Cli::Claude => json!({ "text": "Writing the app.", "tool_use": [
+            { "name": "Write", "input": { "file_path": "{cwd}/apps/hello-agent/mobius.json", "content": APP_MANIFEST } },
+            { "name": "Write", "input": { "file_path": "{cwd}/apps/hello-agent/index.jsx", "content": APP_INDEX } },
+        ] }),
+        Cli::Codex => {
+            let plus = |text: &str| text.lines().map(|l| format!("+{l}\n")).collect::<String>();
+            json!({ "text": "Writing the app.", "apply_patch": format!(
+                "*** Begin Patch\n*** Add File: apps/hello-agent/mobius.json\n{}*** Add File: apps/hello-agent/index.jsx\n{}*** End Patch\n",
+                plus(APP_MANIFEST), plus(APP_INDEX)) })
+        }
+    }
+}
+
+fn apply_step(cli: Cli) -> Value {
+    match cli {
+        Cli::Claude => {
+            json!({ "tool_use": { "name": "Bash", "input": { "command": "mobius app apply hello-agent", "description": "publish the app" } } })
+        }
+        Cli::Codex => json!({ "shell": "mobius app apply hello-agent" }),
+    }
+}
+
+async fn the_agent_builds_an_app_and_publishes_it_with_mobius_app_apply(cli: Cli) {
+    let script = json!({ "steps": [write_app_step(cli), apply_step(cli), { "text": "Your app is ready." }] });
+    let rig = Rig::start(cli, script).await;
+    let Rig { app, token, .. } = &rig;
+    app.chat(token, "b").await;
+    let mut stream = app.stream(token, "b", None).await;
+    app.send(token, "b", "build me a counter app", "m1").await;
+    let events = stream.until("done", 120).await;
+    assert_eq!(events.last().expect("done").data["status"], "completed", "{cli:?}: {:?}", types(&events));
+    let outputs: Vec<String> =
+        events.iter().filter(|e| e.data["type"] == "tool_output").map(|e| e.data["content"].to_string()).collect();
+    let announced = events
+        .iter()
+        .find(|e| e.data["type"] == "app_updated")
+        .unwrap_or_else(|| panic!("{cli:?}: no app_updated in {:?}; tool outputs: {outputs:?}", types(&events)));
+    assert_eq!(announced.data["slug"], "hello-agent");
+    let apps: Value = app.get("/api/apps", Some(token)).await.json().await.expect("apps");
+    let built = apps.as_array().expect("list").iter().find(|a| a["slug"] == "hello-agent").expect("the app is listed");
+    assert_eq!(built["chat_id"], "b", "the building chat is remembered");
+    let module = app.get(&format!("/api/apps/{}/module", built["id"]), Some(token)).await;
+    assert_eq!(module.status(), 200);
+    assert!(module.text().await.expect("code").contains("Hello from the agent"));
+    let detail = app.detail(token, "b").await;
+    let transcript = detail["messages"].to_string();
+    assert!(transcript.contains("mobius app apply hello-agent"), "the tool call is in the transcript");
+    assert!(
+        transcript.contains("\\\"mode\\\"") || transcript.contains("created"),
+        "{cli:?}: the receipt is in the tool output: {transcript}"
+    );
+}
+
 macro_rules! for_both {
     ($($name:ident),* $(,)?) => {
         mod claude {
@@ -399,4 +460,5 @@ for_both!(
     a_message_sent_while_running_is_queued_and_runs_next,
     stop_during_a_slow_step_returns_fast_with_the_queue,
     a_server_killed_mid_turn_keeps_the_transcript_run_and_queue_and_resumes,
+    the_agent_builds_an_app_and_publishes_it_with_mobius_app_apply,
 );
