@@ -8,7 +8,7 @@ the machine used less than 0.15 cores during it (waiting up to 90 s for < 0.10 b
 starting). Run through `scripts/bench`, which builds everything first.
 
 Usage: bench.py BINARY [--only SECTION,...] [--quick]
-Sections: boot, health, chats, sse, snapshot
+Sections: boot, health, chats, sse, snapshot, apply, storage, frontend
 """
 import argparse
 import http.client
@@ -368,6 +368,154 @@ def section_snapshot(tmp):
              f"{r['p50_ms']:.3f}  |  {r['p99_ms']:.3f}", "flat")
 
 
+COUNTER_JSX = """import { useState } from "react";
+export default function App() {
+  const [count, setCount] = useState(0);
+  const [items, setItems] = useState([]);
+  return (
+    <div>
+      <h1>Counter TITLE</h1>
+      <p>Count: {count}</p>
+      <button onClick={() => setCount(count + 1)}>+1</button>
+      <button onClick={() => setItems([...items, count])}>Save</button>
+      <ul>{items.map((n, i) => <li key={i}>{n}</li>)}</ul>
+    </div>
+  );
+}
+"""
+
+DASHBOARD_JSX = """import { useMemo, useState } from "react";
+import { LineChart, Line, XAxis, YAxis, Tooltip, ResponsiveContainer } from "recharts";
+import { Activity, TrendingUp } from "lucide-react";
+import { format, subDays } from "date-fns";
+export default function App() {
+  const [days, setDays] = useState(14);
+  const data = useMemo(() => Array.from({ length: days }, (_, i) => ({
+    day: format(subDays(new Date(2026, 0, 31), days - i), "MMM d"), value: Math.round(50 + 30 * Math.sin(i / 2)) })), [days]);
+  return (
+    <main>
+      <h1><Activity size={20} /> Dashboard TITLE <TrendingUp size={20} /></h1>
+      <button onClick={() => setDays(days === 14 ? 30 : 14)}>Toggle range</button>
+      <div style={{ height: 240 }}>
+        <ResponsiveContainer><LineChart data={data}><XAxis dataKey="day" /><YAxis /><Tooltip />
+          <Line type="monotone" dataKey="value" stroke="#4f46e5" /></LineChart></ResponsiveContainer>
+      </div>
+    </main>
+  );
+}
+"""
+
+
+def write_app(data_dir, slug, source, title):
+    d = os.path.join(data_dir, "apps", slug)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "mobius.json"), "w") as f:
+        json.dump({"id": slug, "name": f"Bench {slug}", "version": "0.1.0", "description": "Benchmark app.",
+                   "entry": "index.jsx", "offline_capable": False, "permissions": {}, "source_files": []}, f)
+    with open(os.path.join(d, "index.jsx"), "w") as f:
+        f.write(source.replace("TITLE", title))
+
+
+def timed_apply(port, token, slug):
+    t0 = time.perf_counter()
+    status, body = http_json(port, "POST", "/api/apps/apply", {"slug": slug}, token=token, timeout=120)
+    elapsed = (time.perf_counter() - t0) * 1000
+    if status != 200:
+        raise SystemExit(f"apply {slug} failed: {status} {body}")
+    return elapsed, body
+
+
+def app_env():
+    return {"MOBIUS_APP_NODE_MODULES": os.path.join(ROOT, "frontend", "node_modules"),
+            "MOBIUS_APP_RUNTIME_DIR": os.path.join(ROOT, "frontend", "public")}
+
+
+def section_apply(binary, tmp):
+    print("apply", flush=True)
+    d = tempfile.mkdtemp(dir=tmp)
+    s = Server(binary, d, app_env())
+    s.wait()
+    token = owner_token(s.port)
+    gate = Gate(s.proc.pid)
+    n = 3 if QUICK else 10
+    write_app(d, "warmup", COUNTER_JSX, "v0")
+    timed_apply(s.port, token, "warmup")
+    created, edited = [], []
+    for i in range(n):
+        write_app(d, f"bench-app-{i}", COUNTER_JSX, "v1")
+        created.append(gate.run(lambda: timed_apply(s.port, token, f"bench-app-{i}")[0]))
+    for i in range(n):
+        write_app(d, "bench-app-0", COUNTER_JSX, f"v{i + 2}")
+        edited.append(gate.run(lambda: timed_apply(s.port, token, "bench-app-0")[0]))
+    note("apply", f"apply a new counter app (ms, median of {n}; min/med/max)", fmt3(created), "≤ 90 ms")
+    note("apply", f"apply an edited counter app (ms, median of {n})", fmt3(edited), "≤ 90 ms")
+    rss_before = s.rss_mib()
+    write_app(d, "dashboard", DASHBOARD_JSX, "v0")
+    timed_apply(s.port, token, "dashboard")
+    warm = []
+    for i in range(3 if QUICK else 5):
+        write_app(d, "dashboard", DASHBOARD_JSX, f"v{i + 1}")
+        warm.append(gate.run(lambda: timed_apply(s.port, token, "dashboard")[0]))
+    note("apply", "warm recharts dashboard apply (ms, min/med/max)", fmt3(warm), "≤ 350 ms")
+    note("memory", "peak RSS added by compiles (VmHWM − RSS before, MiB)", f"{s.hwm_mib() - rss_before:.1f}", "≤ 120 MiB")
+    time.sleep(5)
+    note("memory", "RSS 5 s after the compiles (MiB)", f"{s.rss_mib():.1f}", "")
+    s.stop()
+
+
+DOC_993 = json.dumps({"version": 0, "items": [{"id": i, "title": ("Task number %02d with a longer title" % i)[:40], "done": i % 3 == 0} for i in range(12)]})
+
+
+def section_storage(binary, tmp):
+    print("storage", flush=True)
+    d = tempfile.mkdtemp(dir=tmp)
+    s = Server(binary, d, app_env())
+    s.wait()
+    token = owner_token(s.port)
+    write_app(d, "bench", COUNTER_JSX, "v1")
+    _, body = timed_apply(s.port, token, "bench")
+    app_id = body["app"]["id"]
+    _, t = http_json(s.port, "POST", "/api/auth/app-token", {"app_id": app_id}, token=token)
+    app_token = t["token"]
+    path = f"/api/storage/apps/{app_id}/bench/doc.json"
+    status, _ = http_json(s.port, "PUT", path, json.loads(DOC_993), token=app_token)
+    assert status in (200, 204), status
+    gate = Gate(s.proc.pid)
+    load(s, gate, "storage", path, app_token, targets={32: "≥ 9,000 GET/s|p99 ≤ 10 ms"})
+    lua = os.path.join(d, "put.lua")
+    with open(lua, "w") as f:
+        f.write('wrk.method = "PUT"\nwrk.body = %s\nwrk.headers["Content-Type"] = "application/json"\n' % json.dumps(DOC_993))
+    load(s, gate, "storage PUT", path, app_token, script=lua, targets={32: "≥ 2,000 PUT/s|p99 ≤ 10 ms"})
+
+    def roundtrip():
+        samples = []
+        for i in range(200):
+            doc = json.loads(DOC_993)
+            doc["version"] = i
+            t0 = time.perf_counter()
+            http_json(s.port, "PUT", f"/api/storage/apps/{app_id}/bench/rt-{i % 10}.json", doc, token=app_token)
+            status, back = http_json(s.port, "GET", f"/api/storage/apps/{app_id}/bench/rt-{i % 10}.json", token=app_token)
+            samples.append((time.perf_counter() - t0) * 1000)
+            assert back == doc, "round trip returned other data"
+        samples.sort()
+        return samples[len(samples) // 2], samples[int(len(samples) * 0.99) - 1]
+    rt = [gate.run(roundtrip) for _ in range(1 if QUICK else 3)]
+    note("storage", "PUT then GET round trip, p50 | p99 ms", fmt3([r[0] for r in rt], "", 2) + "  |  " + fmt3([r[1] for r in rt], "", 2), "")
+    s.stop()
+
+
+def section_frontend(binary):
+    print("frontend", flush=True)
+    env = dict(os.environ, MOBIUS_BIN=binary)
+    out = subprocess.run(["node", os.path.join(ROOT, "frontend", "scripts", "bench.mjs")], env=env,
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        note("frontend", "bench.mjs failed", out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "?", "")
+        return
+    for line in out.stdout.strip().splitlines():
+        print("    " + line, flush=True)
+
+
 def main():
     global QUICK
     ap = argparse.ArgumentParser()
@@ -389,6 +537,12 @@ def main():
             section_sse(args.binary, tmp)
         if want("snapshot"):
             section_snapshot(tmp)
+        if want("apply"):
+            section_apply(args.binary, tmp)
+        if want("storage"):
+            section_storage(args.binary, tmp)
+        if want("frontend"):
+            section_frontend(args.binary)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -475,3 +475,44 @@ async fn a_server_killed_mid_turn_reopens_with_the_turn_interrupted_and_the_queu
     let orphans = std::fs::read_dir(app.data_dir().join("run/agents")).map(|d| d.count()).unwrap_or(0);
     assert_eq!(orphans, 0);
 }
+
+#[tokio::test]
+async fn a_large_tool_output_is_sent_truncated_with_a_marker_and_stored_whole() {
+    let (app, token) = app_with(|d| {
+        script(
+            d,
+            "verbose-claude",
+            r#"IFS= read -r init; IFS= read -r user
+big=$(seq 1 3000 | tr '\n' ' ')
+printf '{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t-big","name":"Bash","input":{"command":"seq 1 3000"}}]},"session_id":"s"}\n'
+printf '{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t-big","content":"%s END"}]},"session_id":"s"}\n' "$big"
+printf '{"type":"result","subtype":"success","is_error":false,"session_id":"s","usage":{}}\n'
+cat >/dev/null"#,
+        )
+    })
+    .await;
+    app.chat(&token, "big").await;
+    let mut stream = app.stream(&token, "big", None).await;
+    app.send(&token, "big", "count", "c1").await;
+    let events = stream.until("done", 10).await;
+    let output = events.iter().find(|e| e.data["type"] == "tool_output").expect("tool_output").data.clone();
+    assert_eq!(output["output_truncated"], true);
+    let full_len = output["output_full_len"].as_u64().expect("full length");
+    assert!(full_len > 10_000);
+    let inline = output["content"].as_str().expect("content");
+    assert!(inline.len() < 5_000 && inline.contains("characters omitted") && inline.ends_with("END"));
+    let full = app.get("/api/chats/big/tool-output/t-big", Some(&token)).await;
+    assert_eq!(full.status(), StatusCode::OK);
+    let text = full.text().await.expect("text");
+    assert_eq!(text.chars().count() as u64, full_len);
+    assert!(text.contains(" 1500 ") && text.ends_with("END"));
+    // The stored transcript carries the truncated form, not the megabytes.
+    let detail = app.detail(&token, "big").await;
+    assert_eq!(detail["messages"][1]["blocks"][0]["output_truncated"], true);
+    assert_error(
+        app.get("/api/chats/big/tool-output/unknown", Some(&token)).await,
+        StatusCode::NOT_FOUND,
+        "output_not_found",
+    )
+    .await;
+}
