@@ -14,6 +14,7 @@ pub mod config;
 pub mod db;
 pub mod error;
 pub mod events;
+pub mod housekeeping;
 pub mod ops;
 pub mod providers;
 pub mod storage;

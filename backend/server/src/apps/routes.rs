@@ -36,9 +36,8 @@ pub fn router() -> Router<AppState> {
 }
 
 async fn list(State(state): State<AppState>, _who: Principal) -> Result<Json<Vec<AppOut>>> {
-    let cutoff = now_ms() - RECOVERY_WINDOW_MS;
     if state.purge_clock.due() {
-        let _ = state.writer.submit(WriteCommand::AppPurge { cutoff, ack: tokio::sync::oneshot::channel().0 });
+        tokio::spawn(crate::housekeeping::purge_tombstones(state.clone()));
     }
     Ok(Json(db::apps::list(&state.db.read).await?.into_iter().map(AppOut::from).collect()))
 }

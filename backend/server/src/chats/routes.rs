@@ -45,8 +45,7 @@ fn checked_id(id: &str) -> Result<&str> {
 
 async fn list(State(state): State<AppState>, _owner: Owner) -> Result<Response> {
     if state.purge_clock.due() {
-        let cutoff = now_ms() - RECOVERY_WINDOW_MS;
-        let _ = state.writer.submit(WriteCommand::PurgeDeleted { cutoff, ack: tokio::sync::oneshot::channel().0 });
+        tokio::spawn(crate::housekeeping::purge_tombstones(state.clone()));
     }
     // Read the version first: a change committed during the query makes the next request
     // refresh, never the other way round.

@@ -311,3 +311,47 @@ async fn the_registry_tokens_frame_and_standalone_host_behave() {
     assert_eq!(rec.status(), StatusCode::OK);
     assert_eq!(app.get(&format!("/api/apps/{id}/module"), Some(&app_token)).await.status(), StatusCode::OK);
 }
+
+#[tokio::test]
+async fn deleted_chats_and_apps_are_purged_with_their_files_after_the_recovery_window() {
+    use sqlx::Connection;
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    write_app(app.data_dir(), "counter", MANIFEST, &counter_source("Count"));
+    let body: Value = apply(&app, &token, "counter").await.json().await.expect("json");
+    let id = body["app"]["id"].as_i64().expect("id");
+    app.chat(&token, "old").await;
+    let del = app.client.delete(app.url(&format!("/api/apps/{id}"))).bearer_auth(&token).send().await.expect("delete");
+    assert_eq!(del.status(), StatusCode::NO_CONTENT);
+    let del = app.client.delete(app.url("/api/chats/old")).bearer_auth(&token).send().await.expect("delete");
+    assert_eq!(del.status(), StatusCode::NO_CONTENT);
+    // Age the tombstones past the window (test-only second connection; WAL allows it).
+    let url = format!("sqlite://{}", app.data_dir().join("db/mobius.sqlite3").display());
+    let mut db = sqlx::SqliteConnection::connect(&url).await.expect("db");
+    let old = mobius::db::now_ms() - 8 * 24 * 3600 * 1000;
+    sqlx::query("UPDATE apps SET deleted_at = ?").bind(old).execute(&mut db).await.expect("age app");
+    sqlx::query("UPDATE chats SET deleted_at = ?").bind(old).execute(&mut db).await.expect("age chat");
+    db.close().await.expect("close");
+    let _ = app.get("/api/apps", Some(&token)).await;
+    let source = app.data_dir().join("apps/counter");
+    for _ in 0..200 {
+        if !source.exists() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(!source.exists(), "the app's source is gone");
+    assert_eq!(std::fs::read_dir(app.data_dir().join("compiled")).expect("compiled").count(), 0, "and its builds");
+    assert_error(
+        app.post(&format!("/api/apps/{id}/recover"), json!({}), Some(&token)).await,
+        StatusCode::NOT_FOUND,
+        "app_not_found",
+    )
+    .await;
+    assert_error(
+        app.post("/api/chats/old/recover", json!({}), Some(&token)).await,
+        StatusCode::NOT_FOUND,
+        "chat_not_found",
+    )
+    .await;
+}

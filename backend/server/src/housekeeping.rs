@@ -1,0 +1,40 @@
+//! Periodic clean-up: chats and apps deleted longer ago than their recovery window are
+//! removed for good, with everything they own on disk.
+
+use crate::app::AppState;
+use crate::db::now_ms;
+use crate::writer::WriteCommand;
+
+/// Purges expired chat and app tombstones (run at boot and, at most hourly, from list routes).
+pub async fn purge_tombstones(state: AppState) {
+    let chat_cutoff = now_ms() - crate::chats::RECOVERY_WINDOW_MS;
+    match state.writer.call(|ack| WriteCommand::PurgeDeleted { cutoff: chat_cutoff, ack }).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(chats = n, "deleted chats purged"),
+        Err(e) => tracing::warn!(error = %e, "purging deleted chats failed"),
+    }
+    let app_cutoff = now_ms() - crate::apps::RECOVERY_WINDOW_MS;
+    let purged = match state.writer.call(|ack| WriteCommand::AppPurge { cutoff: app_cutoff, ack }).await {
+        Ok(purged) => purged,
+        Err(e) => {
+            tracing::warn!(error = %e, "purging deleted apps failed");
+            return;
+        }
+    };
+    for (id, slug) in purged {
+        let _lock = state.app_locks.lock(&slug).await;
+        let _ = tokio::fs::remove_dir_all(crate::apps::apply::apps_dir(&state).join(&slug)).await;
+        if let Err(e) = crate::storage::remove_app_data(&state, id).await {
+            tracing::warn!(app.id = id, error = %e, "removing a purged app's data failed");
+        }
+        if let Ok(mut entries) = tokio::fs::read_dir(crate::apps::apply::compiled_dir(&state)).await {
+            let prefix = format!("app-{id}-");
+            while let Ok(Some(entry)) = entries.next_entry().await {
+                if entry.file_name().to_string_lossy().starts_with(&prefix) {
+                    let _ = tokio::fs::remove_file(entry.path()).await;
+                }
+            }
+        }
+        tracing::info!(app.id = id, slug, "deleted app purged");
+    }
+}
