@@ -301,6 +301,8 @@ async fn drive(
     let user = json!({ "type": "user", "message": { "role": "user", "content": prompt }, "parent_tool_use_id": null, "session_id": "" });
     let mut stdin_ok = write_line(&mut stdin, &init).await.is_ok() && write_line(&mut stdin, &user).await.is_ok();
     let mut heard = false;
+    // Words to continue with once the interrupt we sent for them has ended the current step.
+    let mut steer: Option<String> = None;
     let start_deadline = tokio::time::sleep(start_timeout);
     tokio::pin!(start_deadline);
 
@@ -345,7 +347,20 @@ async fn drive(
                                 "subtype": "error", "request_id": request_id, "error": "not supported by this host" } });
                             stdin_ok = stdin_ok && write_line(&mut stdin, &reply).await.is_ok();
                         }
-                        Parsed::Finished(finish) => break finish,
+                        Parsed::Finished(finish) => match steer.take() {
+                            Some(text) if finish.status != FinishStatus::Failed => {
+                                parser.interrupt_sent = false;
+                                let user = json!({ "type": "user", "message": { "role": "user", "content": text },
+                                    "parent_tool_use_id": null, "session_id": "" });
+                                stdin_ok = stdin_ok && write_line(&mut stdin, &user).await.is_ok();
+                                let _ = events.send(AgentEvent::SteerAccepted).await;
+                            }
+                            Some(_) => {
+                                let _ = events.send(AgentEvent::SteerRejected("the step failed".into())).await;
+                                break finish;
+                            }
+                            None => break finish,
+                        },
                     }
                 }
             },
@@ -355,9 +370,24 @@ async fn drive(
             command = control.recv() => match command {
                 Some(Control::Interrupt) => {
                     parser.interrupt_sent = true;
+                    if steer.take().is_some() {
+                        let _ = events.send(AgentEvent::SteerRejected("the turn was stopped".into())).await;
+                    }
                     let interrupt = json!({ "type": "control_request", "request_id": "mobius-interrupt",
                         "request": { "subtype": "interrupt" } });
                     stdin_ok = stdin_ok && write_line(&mut stdin, &interrupt).await.is_ok();
+                }
+                Some(Control::Steer(text)) => {
+                    if steer.is_some() || !replies.is_empty() {
+                        let _ = events.send(AgentEvent::SteerRejected("the agent is waiting on the owner".into())).await;
+                    } else {
+                        // Claude Code takes new words between turns: end this step, then go on.
+                        parser.interrupt_sent = true;
+                        steer = Some(text);
+                        let interrupt = json!({ "type": "control_request", "request_id": "mobius-steer",
+                            "request": { "subtype": "interrupt" } });
+                        stdin_ok = stdin_ok && write_line(&mut stdin, &interrupt).await.is_ok();
+                    }
                 }
                 None => break Finish { status: FinishStatus::Interrupted, error: None, usage: None, cost_usd: None, session_id: None },
             },

@@ -55,6 +55,8 @@ const ID_INITIALIZE: i64 = 1;
 const ID_THREAD: i64 = 2;
 const ID_TURN: i64 = 3;
 const ID_INTERRUPT: i64 = 4;
+/// Steering requests use ids from here up.
+const ID_STEER_BASE: i64 = 100;
 
 /// The `thread/start` (or `thread/resume`) request for a turn.
 pub fn thread_request(request: &TurnRequest) -> Value {
@@ -98,6 +100,10 @@ pub enum Parsed {
     Unhandled {
         id: Value,
     },
+    /// The answer to one of our steering requests.
+    SteerAnswered {
+        error: Option<String>,
+    },
     Finished(Finish),
 }
 
@@ -124,6 +130,11 @@ impl Parser {
     }
 
     fn response(&mut self, id: &Value, msg: &Value) -> Parsed {
+        if id.as_i64().is_some_and(|i| i >= ID_STEER_BASE) {
+            let error =
+                msg.get("error").map(|e| e.get("message").and_then(Value::as_str).unwrap_or("refused").to_owned());
+            return Parsed::SteerAnswered { error };
+        }
         if let Some(error) = msg.get("error") {
             let message = error.get("message").and_then(Value::as_str).unwrap_or("request failed");
             return match id.as_i64() {
@@ -404,6 +415,7 @@ async fn drive(
     let mut thread: Option<String> = None;
     let mut turn: Option<String> = None;
     let mut interrupt_wanted = false;
+    let mut next_steer_id = ID_STEER_BASE;
     let mut heard = false;
     let start_deadline = tokio::time::sleep(start_timeout);
     tokio::pin!(start_deadline);
@@ -456,6 +468,12 @@ async fn drive(
                             let error = json!({ "id": id, "error": { "code": -32601, "message": "not supported by this host" } });
                             stdin_ok = stdin_ok && write_line(&mut stdin, &error).await.is_ok();
                         }
+                        Parsed::SteerAnswered { error: None } => {
+                            let _ = events.send(AgentEvent::SteerAccepted).await;
+                        }
+                        Parsed::SteerAnswered { error: Some(e) } => {
+                            let _ = events.send(AgentEvent::SteerRejected(e)).await;
+                        }
                         Parsed::Finished(finish) => break finish,
                     }
                 }
@@ -470,6 +488,17 @@ async fn drive(
                         stdin_ok = stdin_ok && write_line(&mut stdin, &interrupt(&thread, &turn)).await.is_ok();
                     }
                 }
+                Some(Control::Steer(text)) => match (&thread, &turn) {
+                    (Some(thread_id), Some(turn_id)) if !interrupt_wanted => {
+                        let steer = json!({ "id": next_steer_id, "method": "turn/steer", "params": {
+                            "threadId": thread_id, "expectedTurnId": turn_id, "input": [{ "type": "text", "text": text }] } });
+                        next_steer_id += 1;
+                        stdin_ok = stdin_ok && write_line(&mut stdin, &steer).await.is_ok();
+                    }
+                    _ => {
+                        let _ = events.send(AgentEvent::SteerRejected("the turn has not started yet".into())).await;
+                    }
+                },
                 None => break Finish { status: FinishStatus::Interrupted, error: None, usage: None, cost_usd: None, session_id: thread.clone() },
             },
             () = &mut start_deadline, if !heard => {

@@ -191,6 +191,10 @@ pub enum AgentEvent {
     Usage(Usage),
     /// A non-fatal problem worth showing in the logs.
     Warning(String),
+    /// The CLI took the steering message into the running turn.
+    SteerAccepted,
+    /// The CLI could not take the steering message (it stays for the queue).
+    SteerRejected(String),
     /// The turn is over.
     Finished(Finish),
 }
@@ -200,6 +204,9 @@ pub enum AgentEvent {
 pub enum Control {
     /// Stop the current turn (Claude control `interrupt`, Codex `turn/interrupt`).
     Interrupt,
+    /// Add the owner's words to the running turn (Codex `turn/steer`; Claude: interrupt,
+    /// then continue the same session with the new message).
+    Steer(String),
 }
 
 /// A started provider turn: its events, a control channel, and the driver task (dropping

@@ -37,6 +37,9 @@ pub enum TurnCommand {
     Stop { reply: oneshot::Sender<Vec<String>> },
     /// The owner answered question `question_id`.
     Answer { question_id: String, answers: Value, reply: oneshot::Sender<Result<()>> },
+    /// Add the owner's message to the running turn. The reply carries the stored message, or
+    /// `None` when the CLI cannot take it now (the caller queues it instead).
+    Steer { message: crate::writer::UserMessage, reply: oneshot::Sender<Result<Option<Value>>> },
 }
 
 /// A run that is about to start: its id and the user messages it answers.
@@ -75,6 +78,9 @@ async fn run_chat(state: AppState, start: TurnStart, mut commands: mpsc::Receive
             TurnCommand::Answer { reply, .. } => {
                 let _ = reply.send(Err(Error::gone("question_stale", "That question is no longer open.")));
             }
+            TurnCommand::Steer { reply, .. } => {
+                let _ = reply.send(Ok(None));
+            }
         }
     }
 }
@@ -102,6 +108,8 @@ struct Turn<'a> {
     streamed: HashMap<String, usize>,
     usage: Option<super::Usage>,
     session: Option<String>,
+    /// A steering message handed to the CLI and not yet taken or refused.
+    pending_steer: Option<(crate::writer::UserMessage, oneshot::Sender<Result<Option<Value>>>)>,
 }
 
 async fn run_turn(state: &AppState, start: TurnStart, commands: &mut mpsc::Receiver<TurnCommand>) -> Option<TurnStart> {
@@ -118,6 +126,7 @@ async fn run_turn(state: &AppState, start: TurnStart, commands: &mut mpsc::Recei
         streamed: HashMap::new(),
         usage: None,
         session: None,
+        pending_steer: None,
     };
     let provider_turn = match turn.prepare_and_start(&start).await {
         Ok(p) => p,
@@ -223,6 +232,15 @@ impl Turn<'_> {
                     Some(TurnCommand::Answer { question_id, answers, reply }) => {
                         let _ = reply.send(self.answer(&question_id, answers).await);
                     }
+                    Some(TurnCommand::Steer { message, reply }) => {
+                        if self.pending_ask.is_some() || self.pending_steer.is_some() {
+                            let _ = reply.send(Ok(None));
+                        } else if provider.control.send(Control::Steer(message.content.clone())).await.is_ok() {
+                            self.pending_steer = Some((message, reply));
+                        } else {
+                            let _ = reply.send(Ok(None));
+                        }
+                    }
                     None => {
                         let _ = self.stop(provider).await;
                         return None;
@@ -270,6 +288,16 @@ impl Turn<'_> {
                     out.push(event("tool_end", json!({ "tool_use_id": id, "is_error": is_error })));
                 }
                 AgentEvent::Usage(u) => self.usage = Some(u),
+                AgentEvent::SteerAccepted => {
+                    self.flush(std::mem::take(&mut out)).await;
+                    self.seal_for_steer().await;
+                }
+                AgentEvent::SteerRejected(why) => {
+                    info!(reason = %why, "steering refused; the message will be queued");
+                    if let Some((_, reply)) = self.pending_steer.take() {
+                        let _ = reply.send(Ok(None));
+                    }
+                }
                 AgentEvent::Warning(w) => warn!(warning = %w, "agent CLI"),
                 AgentEvent::Ask { ask, reply } => {
                     // Everything before the question is journaled first, in order.
@@ -444,6 +472,36 @@ impl Turn<'_> {
         Ok(())
     }
 
+    /// The CLI took the steering message: what was said so far becomes its own assistant
+    /// message, the owner's words follow it, and the reply goes on as a new live message.
+    async fn seal_for_steer(&mut self) {
+        let Some((message, reply)) = self.pending_steer.take() else { return };
+        self.live.close_running_tools("done");
+        let sealed = self.live.to_body();
+        let committed = self
+            .state
+            .writer
+            .call(|ack| WriteCommand::SteerCommit {
+                chat_id: self.chat_id.clone(),
+                run_id: self.run_id.clone(),
+                message,
+                sealed,
+                ack,
+            })
+            .await;
+        match committed {
+            Ok(stored) => {
+                self.live = LiveMessage::new(now_ms());
+                self.dirty = false;
+                let _ = reply.send(Ok(Some(stored)));
+            }
+            Err(e) => {
+                warn!(error = %e, "a steering message could not be recorded");
+                let _ = reply.send(Err(e));
+            }
+        }
+    }
+
     /// Stop: record the partial message as stopped and clear the queue at once, then let the
     /// CLI wind down (interrupt, grace, kill) in the background.
     async fn stop(mut self, provider: ProviderTurn) -> Outcome {
@@ -477,6 +535,9 @@ impl Turn<'_> {
     async fn finish(&mut self, finish: Finish, stopped: bool) -> Outcome {
         if let Some(pending) = self.pending_ask.take() {
             let _ = pending.reply.send(Reply::Deny("The turn ended.".into()));
+        }
+        if let Some((_, reply)) = self.pending_steer.take() {
+            let _ = reply.send(Ok(None));
         }
         let status = match (stopped, finish.status) {
             (true, _) => "stopped",

@@ -22,6 +22,8 @@ use crate::writer::{ChatCreated, ChatPatch, FinishRun, NewChat, SendOutcome, Use
 
 /// How long a stop waits for the turn to record itself as stopped.
 const STOP_WAIT: Duration = Duration::from_secs(3);
+/// How long a steering message waits for the CLI to take it before it is queued instead.
+const STEER_WAIT: Duration = Duration::from_secs(10);
 /// How long an answer waits for the turn to take it.
 const ANSWER_WAIT: Duration = Duration::from_secs(10);
 
@@ -296,6 +298,9 @@ struct SendIn {
     question_id: Option<String>,
     timezone: Option<String>,
     attachments: Option<Value>,
+    /// While a turn runs: add this message to it instead of queueing (when the CLI can).
+    #[serde(default)]
+    steer: bool,
 }
 
 fn checked_cid(cid: Option<String>) -> Result<String> {
@@ -341,6 +346,21 @@ async fn send(
     }
     let message = UserMessage { cid: checked_cid(body.cid)?, content, hidden: false, extra };
     let _lock = state.chat_locks.lock(&id).await;
+    if body.steer
+        && let Some(handle) = state.turns.get(&id)
+    {
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        if handle.commands.send(TurnCommand::Steer { message: message.clone(), reply }).await.is_ok()
+            && let Ok(Ok(taken)) = tokio::time::timeout(STEER_WAIT, rx).await
+        {
+            if let Some(stored) = taken? {
+                return Ok(
+                    (StatusCode::ACCEPTED, Json(json!({ "status": "steered", "message": stored }))).into_response()
+                );
+            }
+        }
+        // The CLI could not take it right now: it waits in the queue like any other message.
+    }
     start_or_queue(&state, &id, message, None).await
 }
 

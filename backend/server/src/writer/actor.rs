@@ -306,6 +306,12 @@ impl Actor {
                 let result = super::chat::finish_run(&mut self.conn, batch, run).await;
                 finish(batch, ack, result)
             }
+            WriteCommand::SteerCommit { chat_id, run_id, message, sealed, ack } => {
+                self.pending.remove(&chat_id);
+                let result =
+                    super::chat::steer_commit(&mut self.conn, batch, &chat_id, &run_id, &message, sealed).await;
+                finish(batch, ack, result)
+            }
             WriteCommand::RecordSession { chat_id, run_id, session_id } => {
                 db::chats::set_session(&mut self.conn, &chat_id, &run_id, &session_id).await.is_ok()
             }
@@ -461,6 +467,7 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         | WriteCommand::RecoverChat { ack, .. }
         | WriteCommand::SetDefaultProvider { ack, .. } => batch.complete(ack, err()),
         WriteCommand::FinishRun { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::SteerCommit { ack, .. } => batch.complete(ack, err()),
         WriteCommand::PurgeDeleted { ack, .. } => batch.complete(ack, err()),
         WriteCommand::ReconcileStartup { ack } | WriteCommand::ClearQueue { ack, .. } => batch.complete(ack, err()),
         WriteCommand::PinPrompt { ack, .. } => batch.complete(ack, err()),

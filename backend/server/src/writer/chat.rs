@@ -208,6 +208,43 @@ pub(super) async fn send(
     Ok(SendOutcome::Started { run_id: send.run_id, messages })
 }
 
+/// Steering: the live message so far is sealed into the transcript, the owner's message
+/// follows, and the run continues with a fresh live message.
+pub(super) async fn steer_commit(
+    conn: &mut SqliteConnection,
+    batch: &mut Batch,
+    chat_id: &str,
+    run_id: &str,
+    message: &super::UserMessage,
+    sealed: Value,
+) -> Result<Value> {
+    ensure_running(conn, chat_id, run_id).await?;
+    if db::chats::message_by_cid(conn, chat_id, &message.cid).await?.is_some() {
+        return Err(Error::conflict("duplicate_cid", "This message was already sent."));
+    }
+    let now = now_ms();
+    let has_blocks = sealed.get("blocks").and_then(Value::as_array).is_some_and(|b| !b.is_empty());
+    if let (true, Value::Object(mut body)) = (has_blocks, sealed) {
+        body.insert("run_id".into(), run_id.into());
+        let stored = db::chats::StoredMessage::from_import(body, now, 0)?;
+        db::chats::push_message(conn, chat_id, &stored).await?;
+    }
+    let stored = db::chats::StoredMessage::from_import(message.body(now), now, 0)?;
+    db::chats::push_message(conn, chat_id, &stored).await?;
+    let value: Value = serde_json::from_str(&stored.body).map_err(|e| Error::Internal(e.to_string()))?;
+    let seq = batch
+        .emit(
+            conn,
+            chat_id,
+            super::event("steered_into_turn", json!({ "run_id": run_id, "message": value, "sealed": has_blocks })),
+        )
+        .await?;
+    let live = Value::Object(live_stub(now)).to_string();
+    db::chats::replace_live(conn, chat_id, run_id, &live, seq, now).await?;
+    db::chats::touch_activity(conn, chat_id, now).await?;
+    Ok(value)
+}
+
 /// Edits a queued message's text.
 pub(super) async fn update_pending(
     conn: &mut SqliteConnection,

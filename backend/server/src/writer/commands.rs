@@ -162,6 +162,9 @@ pub enum WriteCommand {
     AnswerQuestion { chat_id: String, question_id: String, answers: Value, ack: Ack<()> },
     /// Ends a run: merges its message, records usage, then promotes or clears the queue.
     FinishRun { finish: FinishRun, ack: Ack<FinishOutcome> },
+    /// Steering: seals the live message so far, appends the owner's message, and restarts the
+    /// live message of the same run. Answers the stored user message.
+    SteerCommit { chat_id: String, run_id: String, message: UserMessage, sealed: Value, ack: Ack<Value> },
     /// Records the provider session id as soon as it is known.
     RecordSession { chat_id: String, run_id: String, session_id: String },
     /// Stores the full text of a large tool output.

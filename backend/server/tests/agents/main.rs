@@ -435,6 +435,39 @@ async fn the_agent_builds_an_app_and_publishes_it_with_mobius_app_apply(cli: Cli
     );
 }
 
+async fn a_message_can_be_steered_into_the_running_turn(cli: Cli) {
+    let script = json!({ "steps": [{ "text": "Working slowly.", "delay_s": 4 }], "default": { "text": "Taking your note into account." } });
+    let rig = Rig::start(cli, script).await;
+    let Rig { app, token, mock, .. } = &rig;
+    app.chat(token, "st").await;
+    let mut stream = app.stream(token, "st", None).await;
+    app.send(token, "st", "start the long task", "m1").await;
+    stream.until("run_started", 30).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let r = app
+        .post(
+            "/api/chats/st/messages",
+            json!({ "content": "also add a summary at the end", "cid": "m2", "steer": true }),
+            Some(token),
+        )
+        .await;
+    assert_eq!(r.status(), 202);
+    let body: Value = r.json().await.expect("json");
+    assert_eq!(body["status"], "steered", "{cli:?}: {body}");
+    let events = stream.until("done", 90).await;
+    assert!(types(&events).contains(&"steered_into_turn".to_owned()), "{cli:?}: {:?}", types(&events));
+    assert_eq!(events.last().expect("done").data["status"], "completed");
+    let detail = app.detail(token, "st").await;
+    let messages = detail["messages"].as_array().expect("messages");
+    let users: Vec<&str> =
+        messages.iter().filter(|m| m["role"] == "user").map(|m| m["content"].as_str().unwrap_or("")).collect();
+    assert_eq!(users, vec!["start the long task", "also add a summary at the end"]);
+    assert_eq!(messages.last().expect("last")["role"], "assistant", "the reply comes after the steered message");
+    let runs: Value = app.get("/api/chats/st/runs", Some(token)).await.json().await.expect("runs");
+    assert_eq!(runs.as_array().map(Vec::len), Some(1), "one turn, not a queued second one");
+    assert!(mock.last_body().contains("also add a summary at the end"), "{cli:?}: the model saw the steered words");
+}
+
 macro_rules! for_both {
     ($($name:ident),* $(,)?) => {
         mod claude {
@@ -461,4 +494,5 @@ for_both!(
     stop_during_a_slow_step_returns_fast_with_the_queue,
     a_server_killed_mid_turn_keeps_the_transcript_run_and_queue_and_resumes,
     the_agent_builds_an_app_and_publishes_it_with_mobius_app_apply,
+    a_message_can_be_steered_into_the_running_turn,
 );
