@@ -352,12 +352,9 @@ async fn send(
         let (reply, rx) = tokio::sync::oneshot::channel();
         if handle.commands.send(TurnCommand::Steer { message: message.clone(), reply }).await.is_ok()
             && let Ok(Ok(taken)) = tokio::time::timeout(STEER_WAIT, rx).await
+            && let Some(stored) = taken?
         {
-            if let Some(stored) = taken? {
-                return Ok(
-                    (StatusCode::ACCEPTED, Json(json!({ "status": "steered", "message": stored }))).into_response()
-                );
-            }
+            return Ok((StatusCode::ACCEPTED, Json(json!({ "status": "steered", "message": stored }))).into_response());
         }
         // The CLI could not take it right now: it waits in the queue like any other message.
     }
