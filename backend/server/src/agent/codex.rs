@@ -14,7 +14,7 @@ use tokio::process::ChildStdin;
 use tokio::sync::{mpsc, oneshot};
 
 use super::claude::exit_message;
-use super::process::{self, Line, Spawned};
+use super::process::{self, Incoming, Spawned};
 use super::{
     AgentEvent, AgentProvider, ApprovalPolicy, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply,
     TurnRequest, Usage,
@@ -427,14 +427,14 @@ async fn drive(
                     let status = process.wait_timeout(Duration::from_secs(1)).await;
                     break Finish::failed(exit_message("Codex", status, &stderr.text()));
                 }
-                Some(Line::Oversized(n)) => {
-                    let _ = events.send(AgentEvent::Warning(format!("skipped a {n}-byte line from Codex"))).await;
-                }
-                Some(Line::Text(text)) => {
+                Some(line) => {
                     heard = true;
-                    let Ok(value) = serde_json::from_str::<Value>(&text) else {
-                        let _ = events.send(AgentEvent::Warning("ignored a malformed line from Codex".into())).await;
-                        continue;
+                    let value = match process::classify(line, "Codex") {
+                        Incoming::Json(value) => value,
+                        Incoming::Skipped(why) => {
+                            let _ = events.send(AgentEvent::Warning(why)).await;
+                            continue;
+                        }
                     };
                     match parser.parse(&value) {
                         Parsed::Events(list) => {

@@ -33,6 +33,26 @@ pub enum Line {
     Oversized(usize),
 }
 
+/// A stdout line as a driver sees it.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A JSON message.
+    Json(serde_json::Value),
+    /// A line that was skipped, and why (for the logs).
+    Skipped(String),
+}
+
+/// Parses a line from `cli`; oversized and malformed lines become [`Incoming::Skipped`].
+pub fn classify(line: Line, cli: &str) -> Incoming {
+    match line {
+        Line::Oversized(n) => Incoming::Skipped(format!("skipped a {n}-byte line from {cli}")),
+        Line::Text(text) => match serde_json::from_str(&text) {
+            Ok(value) => Incoming::Json(value),
+            Err(_) => Incoming::Skipped(format!("ignored a malformed line from {cli}")),
+        },
+    }
+}
+
 /// The last lines a process wrote to stderr.
 #[derive(Clone, Debug, Default)]
 pub struct StderrTail(Arc<Mutex<VecDeque<String>>>);

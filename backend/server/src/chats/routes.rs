@@ -252,7 +252,7 @@ async fn stop_turn(state: &AppState, chat_id: &str) -> Result<(bool, Vec<String>
         // The turn did not answer in time: close its run here; its later writes are fenced off.
         state.turns.remove(chat_id, &handle.run_id);
     }
-    match db::chats::running_run_read(&state.db.read, chat_id).await? {
+    match db::chats::running_run(&state.db.read, chat_id).await? {
         Some(run_id) => {
             let finish = FinishRun {
                 chat_id: chat_id.to_owned(),

@@ -415,14 +415,6 @@ pub async fn page(pool: &SqlitePool, id: &str, limit: i64, before: Option<i64>) 
     }))
 }
 
-/// The running run of a chat (read pool).
-pub async fn running_run_read(pool: &SqlitePool, chat_id: &str) -> Result<Option<String>> {
-    Ok(sqlx::query_scalar("SELECT id FROM chat_runs WHERE chat_id = ? AND status = 'running'")
-        .bind(chat_id)
-        .fetch_optional(pool)
-        .await?)
-}
-
 /// The stored full text of a reduced tool output.
 pub async fn tool_output(pool: &SqlitePool, chat_id: &str, tool_use_id: &str) -> Result<Option<String>> {
     Ok(sqlx::query_scalar("SELECT content FROM tool_outputs WHERE chat_id = ? AND tool_use_id = ?")
@@ -535,11 +527,11 @@ pub async fn take_pending(conn: &mut SqliteConnection, chat_id: &str) -> Result<
     Ok(rows)
 }
 
-/// The running run of a chat.
-pub async fn running_run(conn: &mut SqliteConnection, chat_id: &str) -> Result<Option<String>> {
+/// The running run of a chat (on the writer's connection or the read pool).
+pub async fn running_run<'e, E: sqlx::SqliteExecutor<'e>>(executor: E, chat_id: &str) -> Result<Option<String>> {
     Ok(sqlx::query_scalar("SELECT id FROM chat_runs WHERE chat_id = ? AND status = 'running'")
         .bind(chat_id)
-        .fetch_optional(conn)
+        .fetch_optional(executor)
         .await?)
 }
 

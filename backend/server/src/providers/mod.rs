@@ -271,20 +271,32 @@ impl Providers {
         }
     }
 
-    async fn codex_login_with_key(&self, key: &str) -> Result<()> {
+    /// Starts `codex login <flag>` with CODEX_HOME under `cli-auth/` and nothing else inherited.
+    fn codex_login(
+        &self,
+        flag: &str,
+        stdin: std::process::Stdio,
+        stdout: std::process::Stdio,
+    ) -> Result<(tokio::process::Child, PathBuf)> {
         let home = self.auth_dir(ProviderKind::Codex)?;
-        let mut child = tokio::process::Command::new(&self.codex.bin)
-            .args(["login", "--with-api-key"])
+        let child = tokio::process::Command::new(&self.codex.bin)
+            .args(["login", flag])
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", &home)
             .env("CODEX_HOME", &home)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
+            .stdin(stdin)
+            .stdout(stdout)
             .stderr(std::process::Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| Error::conflict("agent_cli_missing", format!("The Codex CLI could not be started: {e}")))?;
+        Ok((child, home))
+    }
+
+    async fn codex_login_with_key(&self, key: &str) -> Result<()> {
+        let (mut child, home) =
+            self.codex_login("--with-api-key", std::process::Stdio::piped(), std::process::Stdio::null())?;
         if let Some(mut stdin) = child.stdin.take() {
             stdin.write_all(key.as_bytes()).await?;
             stdin.write_all(b"\n").await?;
@@ -319,19 +331,8 @@ impl Providers {
 
     /// Starts `codex login --device-auth` and returns the URL and code it prints.
     pub async fn codex_device_login(&self) -> Result<DeviceLogin> {
-        let home = self.auth_dir(ProviderKind::Codex)?;
-        let mut child = tokio::process::Command::new(&self.codex.bin)
-            .args(["login", "--device-auth"])
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", &home)
-            .env("CODEX_HOME", &home)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| Error::conflict("agent_cli_missing", format!("The Codex CLI could not be started: {e}")))?;
+        let (mut child, home) =
+            self.codex_login("--device-auth", std::process::Stdio::null(), std::process::Stdio::piped())?;
         let stdout = child.stdout.take().ok_or_else(|| Error::Internal("no stdout".into()))?;
         let stderr = child.stderr.take().ok_or_else(|| Error::Internal("no stderr".into()))?;
         let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(64);

@@ -33,7 +33,9 @@ pub struct ClaudeOAuth {
     authorize_url: String,
     token_url: String,
     flow: Mutex<Option<Flow>>,
-    http: reqwest::Client,
+    /// Built on first use: a TLS client with its root store costs memory the idle server
+    /// does not need.
+    http: std::sync::OnceLock<reqwest::Client>,
 }
 
 fn random_token() -> String {
@@ -48,12 +50,18 @@ impl ClaudeOAuth {
             authorize_url: config.claude_oauth_authorize_url.clone(),
             token_url: config.claude_oauth_token_url.clone(),
             flow: Mutex::new(None),
-            http: reqwest::Client::builder()
+            http: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn http(&self) -> &reqwest::Client {
+        self.http.get_or_init(|| {
+            reqwest::Client::builder()
                 .timeout(TOKEN_EXCHANGE_TIMEOUT)
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
-                .unwrap_or_default(),
-        }
+                .unwrap_or_default()
+        })
     }
 
     /// Starts a login; returns the URL to open.
@@ -100,7 +108,7 @@ impl ClaudeOAuth {
             "redirect_uri": REDIRECT_URI,
             "code_verifier": verifier,
         });
-        let response = self.http.post(&self.token_url).json(&body).send().await.map_err(|e| {
+        let response = self.http().post(&self.token_url).json(&body).send().await.map_err(|e| {
             tracing::warn!(error = %e, "claude token exchange failed");
             Error::unavailable("oauth_unreachable", "Anthropic could not be reached to finish the login.")
         })?;

@@ -156,7 +156,7 @@ pub(super) async fn send(
     use super::SendOutcome;
     let chat = live_chat(conn, &send.chat_id).await?;
     let chat_id = send.chat_id.as_str();
-    let running = db::chats::running_run(conn, chat_id).await?;
+    let running = db::chats::running_run(&mut *conn, chat_id).await?;
     if let Some(body) = db::chats::message_by_cid(conn, chat_id, &send.message.cid).await? {
         let message = serde_json::from_str(&body).unwrap_or(Value::Null);
         return Ok(SendOutcome::Duplicate { message, running: running.is_some() });
@@ -446,7 +446,7 @@ pub(super) async fn update_chat(
 /// Soft delete (the caller stopped the turn first).
 pub(super) async fn delete_chat(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: &str) -> Result<()> {
     live_chat(conn, chat_id).await?;
-    if let Some(run) = db::chats::running_run(conn, chat_id).await? {
+    if let Some(run) = db::chats::running_run(&mut *conn, chat_id).await? {
         let end = db::chats::RunEnd { status: "stopped".into(), ..Default::default() };
         db::chats::close_run(conn, &run, &end, now_ms()).await?;
         db::chats::delete_live(conn, chat_id).await?;
