@@ -40,4 +40,9 @@ export default defineConfig(
     files: ["public/**/*.js"],
     languageOptions: { sourceType: "module", globals: globals.browser },
   },
+  {
+    // The frame bootstrap is a classic script (the service worker inlines it into frame documents).
+    files: ["public/app-frame.js"],
+    languageOptions: { sourceType: "script" },
+  },
 );

@@ -15,7 +15,8 @@ export default defineConfig({
       manifest: false,
       injectManifest: {
         globPatterns: ["**/*.{js,css,html,svg,png,ico}"],
-        globIgnores: ["sw.js", "manifest.webmanifest"],
+        // The two runtime modules are compiled into apps by the server, never loaded as they are.
+        globIgnores: ["sw.js", "manifest.webmanifest", "mobius-runtime.js", "app-runtime-inject.js"],
         // Every entry gets a content revision, hashed assets included.
         dontCacheBustURLsMatching: /(?!)/,
         maximumFileSizeToCacheInBytes: 3 * 1024 * 1024,

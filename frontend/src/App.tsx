@@ -1,10 +1,12 @@
 //! The boot state machine: reads the token, runs the boot checks, and shows exactly one of
-//! splash, setup, sign-in, shell or "couldn't reach". Any 401 lands back on sign-in.
+//! splash, setup, sign-in, shell or "couldn't reach". Any 401 lands back on sign-in. On an app's
+//! standalone host the signed-in screen is that app, full screen, instead of the shell.
 
 import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useState, useSyncExternalStore } from "react";
+import { lazy, Suspense, useEffect, useState, useSyncExternalStore } from "react";
 import { fetchSession, fetchSetupStatus, sessionKey, setupStatusKey, type SetupStatus } from "./api/auth";
 import { onUnauthorized } from "./api/client";
+import { readStandaloneIdentity } from "./apps/standalone";
 import { clearToken, readToken, rememberedSession, rememberSession, subscribeToken } from "./auth/token";
 import { decideBoot, probeOf } from "./boot/decide";
 import { LoginForm, type LoginNotice } from "./components/LoginForm";
@@ -13,6 +15,10 @@ import { Shell } from "./components/Shell";
 import { Splash } from "./components/Splash";
 import { Unreachable } from "./components/Unreachable";
 import { wipeLocalData } from "./pwa/wipe";
+
+const StandaloneApp = lazy(() => import("./apps/StandaloneApp"));
+/** Set when this page is an app's standalone host (`/apps/<slug>/`). */
+const standalone = readStandaloneIdentity();
 
 export function App() {
   const queryClient = useQueryClient();
@@ -84,6 +90,13 @@ export function App() {
     case "login":
       return <LoginForm notice={notice} />;
     case "shell":
+      if (standalone) {
+        return (
+          <Suspense fallback={<Splash />}>
+            <StandaloneApp identity={standalone} owner={decision.session.username} />
+          </Suspense>
+        );
+      }
       return <Shell session={decision.session} onSignOut={signOut} />;
     case "unreachable":
       return (

@@ -1,13 +1,30 @@
-//! The service worker: precaches the shell (content-revisioned), answers navigations from the
-//! network within ~3 s or else from the precached index.html, keeps recently read chats for
-//! offline reading, and never caches any other API response. A new version waits until the
-//! page says the shell is idle (`SKIP_WAITING`); the very first install takes over at once.
+//! The service worker: precaches the shell (content-revisioned),
+//! answers navigations from the network within ~3 s or else from the precached index.html,
+//! keeps recently read chats and the app list for offline reading, and keeps the code of every
+//! app opened (frame document, which the server sends with its bootstrap inlined, + module,
+//! per build) so it starts again with the network cut.
+//! Standalone app hosts (`/apps/<slug>/`) fall back to the shell dressed with the app's last
+//! seen identity. No other API response is cached. A new version waits until the page says the
+//! shell is idle (`SKIP_WAITING`); the very first install takes over at once.
 
 import { clientsClaim } from "workbox-core";
 import { cleanupOutdatedCaches, matchPrecache, precacheAndRoute } from "workbox-precaching";
 import { NavigationRoute, registerRoute } from "workbox-routing";
 import { NetworkFirst } from "workbox-strategies";
-import { isShellData, SHELL_DATA_CACHE } from "./pwa/cachePolicy";
+import {
+  APP_CODE_CACHE,
+  appCodeCacheKey,
+  appCodeRoute,
+  graftStandalone,
+  isCacheableAppCode,
+  isOtherVersion,
+  isShellData,
+  RUNTIME_CACHES,
+  SHELL_DATA_CACHE,
+  shouldFallBack,
+  STANDALONE_CACHE,
+  standaloneSlug,
+} from "./pwa/cachePolicy";
 
 declare const self: ServiceWorkerGlobalScope & { __WB_MANIFEST: (string | { url: string; revision: string | null })[] };
 
@@ -32,17 +49,21 @@ self.addEventListener("activate", (event) => {
   // Drop runtime caches from older versions of this worker (names we no longer use).
   event.waitUntil(
     caches.keys().then((names) =>
-      Promise.all(names.filter((n) => n.startsWith("mobius-") && n !== SHELL_DATA_CACHE).map((n) => caches.delete(n))),
+      Promise.all(names.filter((n) => n.startsWith("mobius-") && !RUNTIME_CACHES.includes(n)).map((n) => caches.delete(n))),
     ),
   );
 });
 
+function boundedNavigation(request: Request): Promise<Response> {
+  return Promise.race([
+    fetch(request, { cache: "reload" }),
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error("navigation timeout")), NAVIGATION_TIMEOUT_MS)),
+  ]);
+}
+
 async function navigationHandler({ request }: { request: Request }): Promise<Response> {
   try {
-    const response = await Promise.race([
-      fetch(request, { cache: "reload" }),
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error("navigation timeout")), NAVIGATION_TIMEOUT_MS)),
-    ]);
+    const response = await boundedNavigation(request);
     if (response.ok || response.status < 500) return response;
     throw new Error(`navigation answered ${response.status}`);
   } catch {
@@ -51,7 +72,87 @@ async function navigationHandler({ request }: { request: Request }): Promise<Res
   }
 }
 
-registerRoute(new NavigationRoute(navigationHandler, { denylist: [/^\/api\//] }));
+/** `/apps/<slug>/`: network first; offline, the current shell carrying the app's identity. */
+async function standaloneHandler({ request, url }: { request: Request; url: URL }): Promise<Response> {
+  const cache = await caches.open(STANDALONE_CACHE);
+  try {
+    const response = await boundedNavigation(request);
+    if (response.status === 200 && (response.headers.get("Content-Type") ?? "").startsWith("text/html")) {
+      await cache.put(url.pathname, response.clone());
+      return response;
+    }
+    if (response.status < 500) return response;
+    throw new Error(`standalone host answered ${response.status}`);
+  } catch {
+    const [index, cached] = await Promise.all([matchPrecache("/index.html"), cache.match(url.pathname)]);
+    if (!index) return cached ?? Response.error();
+    if (!cached) return index;
+    const grafted = graftStandalone(await index.clone().text(), await cached.text());
+    return grafted === null ? index : new Response(grafted, { status: 200, headers: withoutLength(index.headers) });
+  }
+}
+
+registerRoute(({ request, url, sameOrigin }) => sameOrigin && request.mode === "navigate" && standaloneSlug(url) !== null, standaloneHandler);
+registerRoute(new NavigationRoute(navigationHandler, { denylist: [/^\/api\//, /^\/apps\/[^/]+\/$/] }));
+
+// ---------- app code: frame documents and modules, per build ----------
+
+function withoutLength(headers: Headers): Headers {
+  const copy = new Headers(headers);
+  copy.delete("Content-Length");
+  return copy;
+}
+
+async function store(cache: Cache, key: string, response: Response): Promise<void> {
+  await cache.put(key, response);
+  const keys = await cache.keys();
+  await Promise.all(keys.filter((r) => isOtherVersion(r.url, key)).map((r) => cache.delete(r)));
+}
+
+/** Another cached build of the same app's code, for when the network has nothing better. */
+async function anyVersion(cache: Cache, key: string): Promise<Response | undefined> {
+  const keys = await cache.keys();
+  const other = keys.find((r) => isOtherVersion(r.url, key));
+  return other ? cache.match(other) : undefined;
+}
+
+async function appCodeHandler({ request, url, event }: { request: Request; url: URL; event: ExtendableEvent }): Promise<Response> {
+  const route = appCodeRoute(url);
+  const key = appCodeCacheKey(url);
+  if (!route || !key) return fetch(request);
+  const cache = await caches.open(APP_CODE_CACHE);
+  const cached = await cache.match(key);
+  if (cached) {
+    // The module of a build never changes; the frame document may (a server update), so it
+    // is refreshed in the background for next time.
+    if (route.kind === "frame") {
+      event.waitUntil(
+        fetch(request, { cache: "no-cache" })
+          .then((fresh) => (isCacheableAppCode(fresh.status) ? store(cache, key, fresh) : undefined))
+          .catch(() => undefined),
+      );
+    }
+    return cached;
+  }
+  let response: Response;
+  try {
+    response = await fetch(request, { cache: "no-cache" });
+  } catch {
+    const fallback = await anyVersion(cache, key);
+    return fallback ? fallback : Response.error();
+  }
+  if (isCacheableAppCode(response.status)) {
+    await store(cache, key, response.clone());
+    return response;
+  }
+  if (shouldFallBack(response.status)) {
+    const fallback = await anyVersion(cache, key);
+    if (fallback) return fallback;
+  }
+  return response;
+}
+
+registerRoute(({ url, request, sameOrigin }) => sameOrigin && request.method === "GET" && appCodeRoute(url) !== null, appCodeHandler);
 
 // Every other /api/ request goes to the network untouched (no route matches it).
 

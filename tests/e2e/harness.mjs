@@ -45,8 +45,19 @@ async function freePort() {
 }
 
 /**
+ * What the server needs to compile mini-apps: the pinned libraries and the runtime modules of the
+ * frontend (the server's own defaults are relative to its working directory).
+ */
+export function appBuildEnv() {
+  return {
+    MOBIUS_APP_NODE_MODULES: process.env.MOBIUS_APP_NODE_MODULES ?? join(REPO, "frontend", "node_modules"),
+    MOBIUS_APP_RUNTIME_DIR: process.env.MOBIUS_APP_RUNTIME_DIR ?? join(REPO, "frontend", "public"),
+  };
+}
+
+/**
  * Starts `bin` with a fresh temp DATA_DIR on 127.0.0.1:<free port> and waits for /api/ready.
- * Returns { origin, logs(), stop() }; stop() ends the process and deletes the DATA_DIR.
+ * Returns { origin, dataDir, logs(), stop() }; stop() ends the process and deletes the DATA_DIR.
  */
 export async function startServer({ bin, frontendDir, env = {} }) {
   if (!existsSync(bin)) throw new Error(`MOBIUS_BIN=${bin} does not exist`);
@@ -64,6 +75,7 @@ export async function startServer({ bin, frontendDir, env = {} }) {
       MOBIUS_BIND: `127.0.0.1:${port}`,
       MOBIUS_FRONTEND_DIR: frontendDir,
       MOBIUS_LOG: process.env.MOBIUS_LOG ?? "info",
+      ...appBuildEnv(),
       ...env,
     },
     stdio: ["ignore", "pipe", "pipe"],
@@ -108,7 +120,7 @@ export async function startServer({ bin, frontendDir, env = {} }) {
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  return { origin, logs: () => output, stop };
+  return { origin, dataDir, logs: () => output, stop };
 }
 
 /**

@@ -166,6 +166,7 @@ export type StreamEvent =
     }
   | { type: "chat_renamed"; seq: number; title: string }
   | { type: "chat_deleted"; seq: number }
+  | { type: "app_updated"; seq: number; app_id: number; slug?: string; name?: string; created?: boolean }
   | { type: "error"; seq: number; message: string; resumable?: boolean }
   | { type: "catch_up_done"; seq: number; ts?: number }
   | { type: "resync"; seq?: number };

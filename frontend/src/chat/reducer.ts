@@ -243,7 +243,8 @@ function applyEvent(state: ChatState, event: StreamEvent, now: number): ChatStat
   if (event.type === "resync") return state;
   if (event.type === "catch_up_done") return event.seq > state.seq ? { ...state, seq: event.seq } : state;
   if (event.seq <= state.seq) return state;
-  const next = foldEvent(state, event, now);
+  // An event type this client does not know yet (a newer server) changes nothing.
+  const next = (foldEvent(state, event, now) as ChatState | undefined) ?? state;
   return { ...next, seq: event.seq };
 }
 
@@ -335,6 +336,9 @@ function foldEvent(state: ChatState, event: Exclude<StreamEvent, { type: "resync
       return { ...state, title: event.title };
     case "chat_deleted":
       return { ...state, deleted: true };
+    case "app_updated":
+      // The shell opens the preview; the transcript does not change.
+      return state;
     case "error": {
       const block: Block = event.resumable === undefined ? { type: "error", message: event.message } : { type: "error", message: event.message, resumable: event.resumable };
       if (state.live) return withLive(state, now, (blocks) => [...blocks, block]);

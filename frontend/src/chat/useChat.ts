@@ -5,6 +5,7 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useCallback, useEffect, useReducer, useRef, useState } from "react";
 import { flushSync } from "react-dom";
+import { appsKey } from "../api/apps";
 import { ApiError, reportUnauthorized } from "../api/client";
 import {
   chatKey,
@@ -20,6 +21,7 @@ import {
 import type { ApprovalAnswers, ChatDetail, QuestionAnswers, StreamEvent } from "../api/types";
 import { readToken } from "../auth/token";
 import { setStreaming } from "../shell/activity";
+import { announceAppPreview } from "../shell/appEvents";
 import { recheckOnline, useOnline } from "../shell/online";
 import { newCid, resolveStopResend, snapshotQueue } from "./queue";
 import { chatReducer, emptyChat, fromDetail, queueOf, toDetail, type ChatState } from "./reducer";
@@ -148,6 +150,10 @@ export function useChat(chatId: string): ChatHandle {
             dispatch({ type: "event", event });
             if (typeof event.seq === "number" && event.seq > cursorRef.current) cursorRef.current = event.seq;
             if (event.type === "done" || event.type === "chat_renamed") void queryClient.invalidateQueries({ queryKey: chatsKey });
+            if (event.type === "app_updated" && typeof event.app_id === "number") {
+              void queryClient.invalidateQueries({ queryKey: appsKey });
+              announceAppPreview({ appId: event.app_id, chatId });
+            }
           },
         });
         if (cancelled) return;

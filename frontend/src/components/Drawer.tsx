@@ -1,11 +1,12 @@
-//! The chat list: New chat, pinned chats then recent ones with running / needs-answer / queued
-//! badges, and per-chat rename, pin and delete (with Undo). A persistent sidebar on wide
-//! screens, a slide-in drawer on phones. Apps get their own section here in a later issue.
+//! The chat list: New chat, pinned chats, the apps (icon, unseen-update dot), then recent chats
+//! with running / needs-answer / queued badges; per-row rename, pin and delete (with Undo). A
+//! persistent sidebar on wide screens, a slide-in drawer on phones.
 
 import { useEffect, useId, useRef, useState, type KeyboardEvent, type ReactNode } from "react";
+import { sortApps, type AppSummary } from "../api/apps";
 import type { ChatSummary } from "../api/types";
 import { BrandMark } from "./BrandMark";
-import { Icon } from "./Icon";
+import { Icon, type IconName } from "./Icon";
 
 export interface DrawerProps {
   chats: ChatSummary[] | undefined;
@@ -21,6 +22,12 @@ export interface DrawerProps {
   onRename: (id: string, title: string) => void;
   onTogglePin: (chat: ChatSummary) => void;
   onDelete: (chat: ChatSummary) => void;
+  apps: AppSummary[] | undefined;
+  activeAppId: number | null;
+  onOpenApp: (id: number) => void;
+  onRenameApp: (app: AppSummary, name: string) => void;
+  onTogglePinApp: (app: AppSummary) => void;
+  onDeleteApp: (app: AppSummary) => void;
 }
 
 /** Rows shown: pinned, then chats that have messages; the open chat always appears. */
@@ -33,6 +40,7 @@ export function visibleChats(chats: ChatSummary[], activeId: string | null): { p
 export function Drawer(props: DrawerProps) {
   const { chats, loading, activeId, offline, creating, onNewChat, onOpenSettings, settingsActive, settingsNeedsAttention } = props;
   const { pinned, recent } = visibleChats(chats ?? [], activeId);
+  const apps = sortApps(props.apps ?? []);
   return (
     <nav className="drawer-inner" aria-label="Chats">
       <div className="drawer-head">
@@ -53,7 +61,13 @@ export function Drawer(props: DrawerProps) {
             ))}
           </DrawerSection>
         )}
-        {/* A later issue adds the "Apps" section here, between pinned and recent chats. */}
+        {apps.length > 0 && (
+          <DrawerSection title="Apps">
+            {apps.map((app) => (
+              <AppRow key={app.id} app={app} {...props} />
+            ))}
+          </DrawerSection>
+        )}
         {(recent.length > 0 || pinned.length === 0) && (
           <DrawerSection title="Recent">
             {recent.map((chat) => (
@@ -89,67 +103,125 @@ function DrawerSection({ title, children }: { title: string; children: ReactNode
   );
 }
 
-function ChatRow({ chat, activeId, offline, onOpenChat, onRename, onTogglePin, onDelete }: { chat: ChatSummary } & DrawerProps) {
-  const [menu, setMenu] = useState(false);
-  const [renaming, setRenaming] = useState(false);
-  const [title, setTitle] = useState(chat.title);
+interface MenuItem {
+  icon: IconName;
+  label: string;
+  danger?: boolean;
+  disabled?: boolean;
+  onSelect: () => void;
+}
+
+/** The "…" button of a row and its menu (arrow keys, Escape, click away). */
+function RowMenu({ label, items }: { label: string; items: MenuItem[] }) {
+  const [open, setOpen] = useState(false);
   const menuRef = useRef<HTMLDivElement>(null);
   const moreRef = useRef<HTMLButtonElement>(null);
-  const active = chat.id === activeId;
-  const label = chat.title || "New chat";
 
   useEffect(() => {
-    if (!menu) return;
+    if (!open) return;
     menuRef.current?.querySelector<HTMLButtonElement>("[role=menuitem]")?.focus();
     const away = (event: PointerEvent) => {
-      if (!menuRef.current?.contains(event.target as Node) && !moreRef.current?.contains(event.target as Node)) setMenu(false);
+      if (!menuRef.current?.contains(event.target as Node) && !moreRef.current?.contains(event.target as Node)) setOpen(false);
     };
     document.addEventListener("pointerdown", away);
     return () => document.removeEventListener("pointerdown", away);
-  }, [menu]);
+  }, [open]);
 
   function onMenuKey(event: KeyboardEvent<HTMLDivElement>) {
-    const items = [...(menuRef.current?.querySelectorAll<HTMLButtonElement>("[role=menuitem]") ?? [])];
-    const index = items.indexOf(document.activeElement as HTMLButtonElement);
+    const buttons = [...(menuRef.current?.querySelectorAll<HTMLButtonElement>("[role=menuitem]") ?? [])];
+    const index = buttons.indexOf(document.activeElement as HTMLButtonElement);
     if (event.key === "Escape") {
       event.preventDefault();
-      setMenu(false);
+      setOpen(false);
       moreRef.current?.focus();
     } else if (event.key === "ArrowDown" || event.key === "ArrowUp") {
       event.preventDefault();
-      const next = (index + (event.key === "ArrowDown" ? 1 : -1) + items.length) % items.length;
-      items[next]?.focus();
-    } else if (event.key === "Tab") setMenu(false);
+      const next = (index + (event.key === "ArrowDown" ? 1 : -1) + buttons.length) % buttons.length;
+      buttons[next]?.focus();
+    } else if (event.key === "Tab") setOpen(false);
   }
+
+  return (
+    <>
+      <button
+        ref={moreRef}
+        type="button"
+        className="icon-button chat-more"
+        aria-label={`Options for ${label}`}
+        aria-haspopup="menu"
+        aria-expanded={open}
+        onClick={() => setOpen((m) => !m)}
+      >
+        <Icon name="more" size={18} />
+      </button>
+      {open && (
+        <div ref={menuRef} className="menu chat-menu" role="menu" aria-label={`Options for ${label}`} onKeyDown={onMenuKey}>
+          {items.map((item) => (
+            <button
+              key={item.label}
+              type="button"
+              role="menuitem"
+              className={item.danger ? "menu-item menu-item-icon menu-item-danger" : "menu-item menu-item-icon"}
+              disabled={item.disabled}
+              onClick={() => {
+                setOpen(false);
+                item.onSelect();
+              }}
+            >
+              <Icon name={item.icon} size={16} /> {item.label}
+            </button>
+          ))}
+        </div>
+      )}
+    </>
+  );
+}
+
+/** A row being renamed in place: Enter or leaving the field saves, Escape cancels. */
+function RenameRow({ label, initial, maxLength, onDone }: { label: string; initial: string; maxLength: number; onDone: (next: string | null) => void }) {
+  const [value, setValue] = useState(initial);
+  return (
+    <li className="chat-row chat-row-renaming">
+      <form
+        onSubmit={(event) => {
+          event.preventDefault();
+          const next = value.trim();
+          onDone(next && next !== initial ? next : null);
+        }}
+      >
+        <input
+          className="rename-input"
+          aria-label={label}
+          value={value}
+          maxLength={maxLength}
+          onChange={(event) => setValue(event.target.value)}
+          onBlur={(event) => event.currentTarget.form?.requestSubmit()}
+          onKeyDown={(event) => {
+            if (event.key === "Escape") onDone(null);
+          }}
+          autoFocus
+        />
+      </form>
+    </li>
+  );
+}
+
+function ChatRow({ chat, activeId, offline, onOpenChat, onRename, onTogglePin, onDelete }: { chat: ChatSummary } & DrawerProps) {
+  const [renaming, setRenaming] = useState(false);
+  const active = chat.id === activeId;
+  const label = chat.title || "New chat";
 
   if (renaming) {
     return (
-      <li className="chat-row chat-row-renaming">
-        <form
-          onSubmit={(event) => {
-            event.preventDefault();
-            const next = title.trim();
-            if (next && next !== chat.title) onRename(chat.id, next);
-            setRenaming(false);
-          }}
-        >
-          <input
-            className="rename-input"
-            aria-label="Chat title"
-            value={title}
-            maxLength={200}
-            onChange={(event) => setTitle(event.target.value)}
-            onBlur={(event) => event.currentTarget.form?.requestSubmit()}
-            onKeyDown={(event) => {
-              if (event.key === "Escape") {
-                setTitle(chat.title);
-                setRenaming(false);
-              }
-            }}
-            autoFocus
-          />
-        </form>
-      </li>
+      <RenameRow
+        label="Chat title"
+        initial={chat.title}
+        maxLength={200}
+        onDone={(next) => {
+          if (next !== null) onRename(chat.id, next);
+          setRenaming(false);
+        }}
+      />
     );
   }
 
@@ -165,58 +237,57 @@ function ChatRow({ chat, activeId, offline, onOpenChat, onRename, onTogglePin, o
         <span className="chat-title">{label}</span>
         {badges}
       </button>
-      <button
-        ref={moreRef}
-        type="button"
-        className="icon-button chat-more"
-        aria-label={`Options for ${label}`}
-        aria-haspopup="menu"
-        aria-expanded={menu}
-        onClick={() => setMenu((m) => !m)}
-      >
-        <Icon name="more" size={18} />
+      <RowMenu
+        label={label}
+        items={[
+          { icon: "edit", label: "Rename", disabled: offline, onSelect: () => setRenaming(true) },
+          { icon: "pin", label: chat.pinned_at !== null ? "Unpin" : "Pin", disabled: offline, onSelect: () => onTogglePin(chat) },
+          { icon: "trash", label: "Delete", danger: true, disabled: offline, onSelect: () => onDelete(chat) },
+        ]}
+      />
+    </li>
+  );
+}
+
+function AppRow({ app, activeAppId, offline, onOpenApp, onRenameApp, onTogglePinApp, onDeleteApp }: { app: AppSummary } & DrawerProps) {
+  const [renaming, setRenaming] = useState(false);
+  const [iconFailed, setIconFailed] = useState(false);
+  const active = app.id === activeAppId;
+
+  if (renaming) {
+    return (
+      <RenameRow
+        label="App name"
+        initial={app.name}
+        maxLength={128}
+        onDone={(next) => {
+          if (next !== null) onRenameApp(app, next);
+          setRenaming(false);
+        }}
+      />
+    );
+  }
+
+  return (
+    <li className="chat-row app-row" data-active={active || undefined}>
+      <button type="button" className="chat-link" aria-current={active ? "page" : undefined} onClick={() => onOpenApp(app.id)}>
+        {iconFailed ? (
+          <Icon name="apps" size={22} className="app-icon app-icon-fallback" />
+        ) : (
+          <img className="app-icon" src={app.icon_url} alt="" width={24} height={24} loading="lazy" onError={() => setIconFailed(true)} />
+        )}
+        <span className="chat-title">{app.name}</span>
+        {app.pinned_at !== null && <Icon name="pin" size={14} className="chat-pin" />}
+        {app.has_unseen_update && <span className="update-dot" role="img" aria-label="Updated" title="Updated since you last opened it" />}
       </button>
-      {menu && (
-        <div ref={menuRef} className="menu chat-menu" role="menu" aria-label={`Options for ${label}`} onKeyDown={onMenuKey}>
-          <button
-            type="button"
-            role="menuitem"
-            className="menu-item menu-item-icon"
-            disabled={offline}
-            onClick={() => {
-              setMenu(false);
-              setTitle(chat.title);
-              setRenaming(true);
-            }}
-          >
-            <Icon name="edit" size={16} /> Rename
-          </button>
-          <button
-            type="button"
-            role="menuitem"
-            className="menu-item menu-item-icon"
-            disabled={offline}
-            onClick={() => {
-              setMenu(false);
-              onTogglePin(chat);
-            }}
-          >
-            <Icon name="pin" size={16} /> {chat.pinned_at !== null ? "Unpin" : "Pin"}
-          </button>
-          <button
-            type="button"
-            role="menuitem"
-            className="menu-item menu-item-icon menu-item-danger"
-            disabled={offline}
-            onClick={() => {
-              setMenu(false);
-              onDelete(chat);
-            }}
-          >
-            <Icon name="trash" size={16} /> Delete
-          </button>
-        </div>
-      )}
+      <RowMenu
+        label={app.name}
+        items={[
+          { icon: "edit", label: "Rename", disabled: offline, onSelect: () => setRenaming(true) },
+          { icon: "pin", label: app.pinned_at !== null ? "Unpin" : "Pin", disabled: offline, onSelect: () => onTogglePinApp(app) },
+          { icon: "trash", label: "Delete", danger: true, disabled: offline, onSelect: () => onDeleteApp(app) },
+        ]}
+      />
     </li>
   );
 }

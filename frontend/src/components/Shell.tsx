@@ -1,5 +1,7 @@
-//! The signed-in shell: sidebar (drawer on phones), top bar, the open chat or Settings, the
-//! single offline note and the undo toast. Owns the chat list and its mutations.
+//! The signed-in shell: sidebar (drawer on phones), top bar, the open chat or Settings, the open
+//! app (beside the chat on wide screens, full screen on phones), the single offline note and
+//! the undo toast. Owns the chat and app lists and their mutations, and opens the preview of an
+//! app the agent just built in the open chat.
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { lazy, Suspense, useCallback, useEffect, useRef, useState } from "react";
@@ -8,12 +10,17 @@ import { chatKey, chatsKey, createChat, deleteChat, listChats, patchChat, recove
 import { ApiError } from "../api/client";
 import { anyConnected, fetchProvidersStatus, providersStatusKey } from "../api/settings";
 import type { ChatSummary } from "../api/types";
-import { loadLastChat } from "../chat/persist";
+import { crashDraft, type HostRequest } from "../apps/host";
+import { loadLastChat, saveDraft } from "../chat/persist";
 import { newCid } from "../chat/queue";
+import { onAppPreview } from "../shell/appEvents";
+import { useWide } from "../shell/layout";
 import { useOnline } from "../shell/online";
-import { closeDrawer, navigate, openDrawer, useNav } from "../shell/router";
+import { closeApp, closeDrawer, currentNav, navigate, openApp, openDrawer, useNav, type Route } from "../shell/router";
 import { useSystemEvents } from "../shell/systemEvents";
 import { AccountMenu } from "./AccountMenu";
+import { AppPane } from "./AppPane";
+import { useApps } from "./useApps";
 import { ChatView } from "./ChatView";
 import { Drawer } from "./Drawer";
 import { Icon } from "./Icon";
@@ -36,7 +43,8 @@ const TOAST_MS = 8_000;
 export function Shell({ session, onSignOut }: ShellProps) {
   const queryClient = useQueryClient();
   const online = useOnline();
-  const { route, drawer } = useNav();
+  const { route, drawer, app: openAppId } = useNav();
+  const wide = useWide();
   const owner = session.username;
   useSystemEvents();
 
@@ -91,7 +99,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
     if (route.name !== "home" || !list) return;
     const last = loadLastChat(owner);
     const target = list.find((c) => c.id === last) ?? list.find((c) => c.has_messages) ?? list[0];
-    if (target) navigate({ name: "chat", id: target.id }, { replace: true });
+    if (target) navigate({ name: "chat", id: target.id }, { replace: true, app: currentNav().app });
     else if (!creatingHome.current && online) {
       creatingHome.current = true;
       openNewChat({ replace: true });
@@ -145,10 +153,89 @@ export function Shell({ session, onSignOut }: ShellProps) {
     },
   });
 
+  // ---------- apps ----------
+
+  const apps = useApps({ openAppId, online, showToast, hideToast: () => setToast(null) });
+  const appList = apps.list;
+  const openedApp = appList?.find((a) => a.id === openAppId);
+
+  /** Goes to `route`; on wide screens the open app stays beside it. */
+  const go = useCallback(
+    (to: Route, options: { replace?: boolean } = {}) => navigate(to, { ...options, app: wide ? currentNav().app : null }),
+    [wide],
+  );
+
+  // The agent built an app in the chat on screen: open it beside the chat on wide screens; on
+  // phones offer it (taking the whole screen mid-reply would be jarring).
+  const [offer, setOffer] = useState<{ appId: number; chatId: string } | null>(null);
+  const previewContext = useRef({ activeChatId: null as string | null, wide });
+  useEffect(() => {
+    previewContext.current = { activeChatId: route.name === "chat" ? route.id : null, wide };
+  });
+  useEffect(
+    () =>
+      onAppPreview(({ appId, chatId }) => {
+        const context = previewContext.current;
+        if (chatId === null || chatId !== context.activeChatId) return;
+        if (currentNav().app === appId) return;
+        if (context.wide) openApp(appId);
+        else setOffer({ appId, chatId });
+      }),
+    [],
+  );
+  const offeredApp = offer && route.name === "chat" && route.id === offer.chatId && openAppId === null ? appList?.find((a) => a.id === offer.appId) : undefined;
+
+  const onHostRequest = useCallback(
+    (request: HostRequest) => {
+      const from = appList?.find((a) => a.id === currentNav().app);
+      switch (request.kind) {
+        case "new-chat": {
+          const id = newCid();
+          create.mutate(id, {
+            onSuccess: () => {
+              if (request.draft) saveDraft(owner, id, request.draft);
+              go({ name: "chat", id });
+            },
+          });
+          return;
+        }
+        case "open-chat":
+          if (request.draft) saveDraft(owner, request.chatId, request.draft);
+          go({ name: "chat", id: request.chatId });
+          return;
+        case "open-app":
+          if (appList?.some((a) => a.id === request.appId)) openApp(request.appId);
+          return;
+        case "open-settings":
+          navigate({ name: "settings" });
+          return;
+        case "report": {
+          const draft = crashDraft(from?.name ?? "app", request.message);
+          const chatId = from?.chat_id;
+          if (chatId) {
+            saveDraft(owner, chatId, draft);
+            go({ name: "chat", id: chatId });
+          } else {
+            const id = newCid();
+            create.mutate(id, {
+              onSuccess: () => {
+                saveDraft(owner, id, draft);
+                go({ name: "chat", id });
+              },
+            });
+          }
+          return;
+        }
+      }
+    },
+    [appList, create, go, owner],
+  );
+
   const activeId = route.name === "chat" ? route.id : null;
   const summary = activeId ? chats.data?.find((c) => c.id === activeId) : undefined;
-  const title =
+  const chatTitle =
     route.name === "settings" ? "Settings" : (summary?.title || (liveTitle?.id === activeId ? liveTitle?.title : "") || "New chat");
+  const title = openedApp && !wide ? openedApp.name : chatTitle;
   const firstRun = chats.data !== undefined && !chats.data.some((c) => c.has_messages);
   const needsProvider = anyConnected(providers.data) === false;
   const onTitle = useCallback((t: string) => activeId && setLiveTitle({ id: activeId, title: t }), [activeId]);
@@ -182,17 +269,24 @@ export function Shell({ session, onSignOut }: ShellProps) {
     offline: !online,
     creating: create.isPending,
     onNewChat: () => openNewChat(),
-    onOpenChat: (id: string) => navigate({ name: "chat", id }),
+    onOpenChat: (id: string) => go({ name: "chat", id }),
     onOpenSettings: () => navigate({ name: "settings" }),
     onRename: (id: string, t: string) => rename.mutate({ id, title: t }),
     onTogglePin: (chat: ChatSummary) => pin.mutate(chat),
     onDelete: (chat: ChatSummary) => removeChat.mutate(chat),
+    apps: appList,
+    activeAppId: openAppId,
+    onOpenApp: (id: number) => openApp(id),
+    onRenameApp: apps.rename,
+    onTogglePinApp: apps.togglePin,
+    onDeleteApp: apps.remove,
   };
+  const appFullScreen = openAppId !== null && !wide;
 
   return (
-    <div className="app">
+    <div className="app" data-app-open={openAppId !== null || undefined}>
       <title>{`${title} · Möbius`}</title>
-      <aside className="sidebar">
+      <aside className="sidebar" inert={appFullScreen || undefined}>
         <Drawer {...drawerProps} />
       </aside>
       {drawer && (
@@ -203,13 +297,13 @@ export function Shell({ session, onSignOut }: ShellProps) {
           </div>
         </div>
       )}
-      <div className="main" inert={drawer || undefined}>
+      <div className="main" inert={drawer || appFullScreen || undefined}>
         <header className="topbar">
           <button ref={menuButtonRef} type="button" className="icon-button topbar-menu" aria-label="Open chats" aria-expanded={drawer} onClick={openDrawer}>
             <Icon name="menu" size={22} />
             {needsProvider && <span className="attention-dot attention-dot-corner" aria-hidden="true" />}
           </button>
-          <h1 className="topbar-title">{title}</h1>
+          <h1 className="topbar-title">{chatTitle}</h1>
           <button
             type="button"
             className="icon-button topbar-new"
@@ -250,6 +344,28 @@ export function Shell({ session, onSignOut }: ShellProps) {
               <Settings owner={owner} activeChatId={loadLastChat(owner)} onSignOut={onSignOut} />
             </Suspense>
           )}
+          {offeredApp && (
+            <div className="app-offer" role="status">
+              <img className="app-icon" src={offeredApp.icon_url} alt="" width={28} height={28} />
+              <span className="app-offer-text">
+                <strong>{offeredApp.name}</strong> is ready
+              </span>
+              <button
+                type="button"
+                className="btn btn-primary btn-small"
+                aria-label={`Open ${offeredApp.name}`}
+                onClick={() => {
+                  setOffer(null);
+                  openApp(offeredApp.id);
+                }}
+              >
+                Open
+              </button>
+              <button type="button" className="icon-button icon-button-small" aria-label="Dismiss" onClick={() => setOffer(null)}>
+                <Icon name="close" size={16} />
+              </button>
+            </div>
+          )}
           {route.name === "home" && (
             <div className="chat-loading" role="status" aria-label={online ? "Opening your chats" : "Offline"}>
               {!online && !chats.data && <p className="empty-lead">You're offline and no chats are saved on this device yet.</p>}
@@ -257,6 +373,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
           )}
         </main>
       </div>
+      {openAppId !== null && <AppPane app={openedApp} loading={apps.loading} onClose={closeApp} onHostRequest={onHostRequest} />}
       <div className="toast-region" role="status" aria-live="polite">
         {toast && (
           <div className="toast">

@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { isShellData } from "./cachePolicy";
+import {
+  appCodeCacheKey,
+  appCodeRoute,
+  graftStandalone,
+  isCacheableAppCode,
+  isOtherVersion,
+  isShellData,
+  shouldFallBack,
+  standaloneSlug,
+} from "./cachePolicy";
 
 const u = (path: string) => new URL(path, "https://m.example");
 
@@ -10,12 +19,87 @@ describe("service worker cache policy", () => {
     expect(isShellData(u("/api/chats/abc?limit=20&before=40"))).toBe(true);
   });
 
-  it("never caches streams, runs, tool output, writes or other API routes", () => {
+  it("keeps the app list and an app's row", () => {
+    expect(isShellData(u("/api/apps"))).toBe(true);
+    expect(isShellData(u("/api/apps/"))).toBe(true);
+    expect(isShellData(u("/api/apps/12"))).toBe(true);
+    expect(isShellData(u("/api/apps/12/history"))).toBe(false);
+    expect(isShellData(u("/api/apps/12"), "PATCH")).toBe(false);
+  });
+
+  it("never caches streams, runs, tool output, writes, storage or other API routes", () => {
     expect(isShellData(u("/api/chats/abc/stream"))).toBe(false);
     expect(isShellData(u("/api/chats/abc/runs"))).toBe(false);
     expect(isShellData(u("/api/chats/abc/tool-output/t1"))).toBe(false);
     expect(isShellData(u("/api/chats"), "POST")).toBe(false);
     expect(isShellData(u("/api/auth/session"))).toBe(false);
     expect(isShellData(u("/api/events/system"))).toBe(false);
+    expect(isShellData(u("/api/storage/apps/1/a.json"))).toBe(false);
+    expect(isShellData(u("/api/auth/app-token"))).toBe(false);
+  });
+});
+
+describe("app code caching", () => {
+  it("recognises frame, module and icon routes only", () => {
+    expect(appCodeRoute(u("/api/apps/3/frame?v=ab"))).toEqual({ appId: "3", kind: "frame" });
+    expect(appCodeRoute(u("/api/apps/3/module"))).toEqual({ appId: "3", kind: "module" });
+    expect(appCodeRoute(u("/api/apps/3/icon"))).toEqual({ appId: "3", kind: "icon" });
+    expect(appCodeRoute(u("/api/apps/3/history"))).toBeNull();
+    expect(appCodeRoute(u("/api/apps/x/module"))).toBeNull();
+  });
+
+  it("keys by path and v only: the token never splits or leaks into the key", () => {
+    const key = appCodeCacheKey(u("/api/apps/3/module?v=abc123&token=SECRET&_=9"));
+    expect(key).toBe("https://m.example/api/apps/3/module?v=abc123");
+    expect(appCodeCacheKey(u("/api/apps/3/module?token=OTHER&v=abc123"))).toBe(key);
+    expect(appCodeCacheKey(u("/api/apps/3/frame?v=abc123"))).toBe("https://m.example/api/apps/3/frame?v=abc123");
+    expect(appCodeCacheKey(u("/api/apps/3/icon?v=abc123&size=192"))).toBe("https://m.example/api/apps/3/icon?v=abc123&size=192");
+  });
+
+  it("has no key without a version (nothing unversioned is cached)", () => {
+    expect(appCodeCacheKey(u("/api/apps/3/module"))).toBeNull();
+    expect(appCodeCacheKey(u("/api/apps/3/module?v="))).toBeNull();
+    expect(appCodeCacheKey(u("/api/apps/3/module?v=a%20b"))).toBeNull();
+    expect(appCodeCacheKey(u("/api/chats?v=1"))).toBeNull();
+  });
+
+  it("evicts other versions of the same app's same code, nothing else", () => {
+    const key = "https://m.example/api/apps/3/module?v=new";
+    expect(isOtherVersion("https://m.example/api/apps/3/module?v=old", key)).toBe(true);
+    expect(isOtherVersion(key, key)).toBe(false);
+    expect(isOtherVersion("https://m.example/api/apps/3/frame?v=old", key)).toBe(false);
+    expect(isOtherVersion("https://m.example/api/apps/4/module?v=old", key)).toBe(false);
+  });
+
+  it("stores only 200s and falls back only on network errors and 5xx", () => {
+    expect(isCacheableAppCode(200)).toBe(true);
+    for (const status of [204, 304, 401, 403, 404, 500, 503]) expect(isCacheableAppCode(status)).toBe(false);
+    expect(shouldFallBack("network-error")).toBe(true);
+    expect(shouldFallBack(503)).toBe(true);
+    expect(shouldFallBack(404)).toBe(false);
+    expect(shouldFallBack(401)).toBe(false);
+  });
+});
+
+describe("standalone hosts", () => {
+  it("recognise /apps/<slug>/ navigations", () => {
+    expect(standaloneSlug(u("/apps/hello/"))).toBe("hello");
+    expect(standaloneSlug(u("/apps/hello"))).toBeNull();
+    expect(standaloneSlug(u("/apps/hello/manifest.json"))).toBeNull();
+    expect(standaloneSlug(u("/chat/x"))).toBeNull();
+  });
+
+  it("graft the cached identity and manifest onto the current shell", () => {
+    const index = '<head><link rel="manifest" href="/manifest.webmanifest" /><script src="/assets/new.js"></script></head><body></body>';
+    const cached =
+      '<head><link rel="manifest" href="/apps/hello/manifest.json"><script src="/assets/old.js"></script>' +
+      '<script type="application/json" id="__mobius-standalone-app__">{"id":1,"slug":"hello"}</script></head>';
+    const grafted = graftStandalone(index, cached) ?? "";
+    expect(grafted).toContain('href="/apps/hello/manifest.json"');
+    expect(grafted).not.toContain("/manifest.webmanifest");
+    expect(grafted).toContain('id="__mobius-standalone-app__">{"id":1,"slug":"hello"}');
+    expect(grafted).toContain("/assets/new.js");
+    expect(grafted).not.toContain("/assets/old.js");
+    expect(graftStandalone(index, "<head></head>")).toBeNull();
   });
 });

@@ -1,12 +1,18 @@
-//! Sign-out hygiene: forget drafts, reading positions and the offline copies of chats.
+//! Sign-out hygiene: forget drafts, reading positions, the offline copies of chats and apps,
+//! app tokens, app data mirrors and queued app writes.
 
+import { wipeAppKeys } from "../apps/keys";
+import { forgetAppTokens } from "../apps/tokens";
 import { wipeOwnerData } from "../chat/persist";
+import { APP_CODE_CACHE, APP_DATA_CACHE, SHELL_DATA_CACHE, STANDALONE_CACHE } from "./cachePolicy";
 
-/** Cache names the service worker fills with owner data. */
-export const OWNER_CACHES = ["mobius-shell-data"];
+/** Cache names filled with owner data (by the service worker or the page). */
+export const OWNER_CACHES = [SHELL_DATA_CACHE, APP_CODE_CACHE, STANDALONE_CACHE, APP_DATA_CACHE];
 
 export async function wipeLocalData(): Promise<void> {
   wipeOwnerData();
+  wipeAppKeys();
+  forgetAppTokens();
   try {
     await Promise.all(OWNER_CACHES.map((name) => caches.delete(name)));
   } catch {

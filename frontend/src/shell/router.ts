@@ -1,5 +1,7 @@
 //! Client routes (`/`, `/chat/<id>`, `/settings`) on the History API, plus the phone drawer as
-//! a history entry of its own so the system Back gesture closes it.
+//! a history entry of its own so the system Back gesture closes it. An open app is the `?app=<id>`
+//! query on any route (beside the chat on wide screens, full screen on phones); opening one
+//! pushes an entry, so Back closes it, and its in-app screens (`mobius.nav.open`) stack above.
 
 import { createStore, useStore } from "./store";
 
@@ -23,14 +25,41 @@ export function pathOf(route: Route): string {
   }
 }
 
+/** The app named by `?app=<id>`, if any. */
+export function parseAppParam(search: string): number | null {
+  const raw = new URLSearchParams(search).get("app");
+  if (raw === null || !/^\d{1,15}$/.test(raw)) return null;
+  const id = Number(raw);
+  return id > 0 ? id : null;
+}
+
+function urlOf(route: Route, app: number | null): string {
+  return app === null ? pathOf(route) : `${pathOf(route)}?app=${app}`;
+}
+
 interface NavState {
   route: Route;
   drawer: boolean;
+  /** The open app, or null. */
+  app: number | null;
 }
+
+/** What this module keeps in `history.state`. */
+interface EntryState {
+  drawer?: boolean;
+  /** An entry pushed by `openApp`: closing the app goes back over it. */
+  appEntry?: boolean;
+  /** In-app screens stacked above the app's entry (`mobius.nav.open`), and the top one's id. */
+  appNavDepth?: number;
+  appNav?: string;
+}
+
+const entry = (): EntryState => (history.state as EntryState | null) ?? {};
 
 const read = (): NavState => ({
   route: parseRoute(location.pathname),
-  drawer: (history.state as { drawer?: boolean } | null)?.drawer === true,
+  drawer: entry().drawer === true,
+  app: parseAppParam(location.search),
 });
 
 const nav = createStore<NavState>(read());
@@ -41,19 +70,62 @@ export function useNav(): NavState {
   return useStore(nav);
 }
 
-/** Goes to `route`. From an open drawer the drawer's entry is replaced, so Back skips it. */
-export function navigate(route: Route, { replace = false }: { replace?: boolean } = {}): void {
-  const path = pathOf(route);
+/** Reads the current state without subscribing. */
+export function currentNav(): NavState {
+  return nav.get();
+}
+
+/**
+ * Goes to `route`. From an open drawer the drawer's entry is replaced, so Back skips it. The
+ * open app closes unless `app` names the one to keep.
+ */
+export function navigate(route: Route, { replace = false, app = null }: { replace?: boolean; app?: number | null } = {}): void {
+  const url = urlOf(route, app);
   const current = nav.get();
-  if (replace || current.drawer) history.replaceState({}, "", path);
-  else if (path !== location.pathname) history.pushState({}, "", path);
-  nav.set({ route, drawer: false });
+  if (replace || current.drawer) history.replaceState({}, "", url);
+  else if (url !== location.pathname + location.search) history.pushState({}, "", url);
+  nav.set({ route, drawer: false, app });
+}
+
+/** Opens app `id` over (phones) or beside (wide screens) the current route. */
+export function openApp(id: number): void {
+  const current = nav.get();
+  if (current.app === id && !current.drawer) return;
+  const url = urlOf(current.route, id);
+  if (current.drawer) history.replaceState({ appEntry: true }, "", url);
+  else if (current.app !== null) history.replaceState({ appEntry: entry().appEntry === true }, "", url);
+  else history.pushState({ appEntry: true }, "", url);
+  nav.set({ route: current.route, drawer: false, app: id });
+}
+
+/** Closes the open app: Back over its entries when this page pushed them, else in place. */
+export function closeApp(): void {
+  const current = nav.get();
+  if (current.app === null) return;
+  const state = entry();
+  if (state.appEntry) {
+    history.go(-(1 + (state.appNavDepth ?? 0)));
+    return;
+  }
+  history.replaceState({}, "", pathOf(current.route));
+  nav.set({ ...current, app: null });
+}
+
+/** Depth of in-app screens above the open app's entry. */
+export function appNavDepth(): number {
+  return entry().appNavDepth ?? 0;
+}
+
+/** Pushes an in-app screen (same URL) so the system Back can close it. */
+export function pushAppNav(requestId: string): void {
+  const state = entry();
+  history.pushState({ ...state, appNav: requestId, appNavDepth: (state.appNavDepth ?? 0) + 1 }, "", location.href);
 }
 
 /** Opens the phone drawer as a history entry. */
 export function openDrawer(): void {
   if (nav.get().drawer) return;
-  history.pushState({ drawer: true }, "", location.pathname);
+  history.pushState({ drawer: true }, "", location.pathname + location.search);
   nav.set({ ...nav.get(), drawer: true });
 }
 

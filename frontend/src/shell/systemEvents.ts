@@ -1,14 +1,23 @@
-//! The shell-wide event stream (`GET /api/events/system`): keeps the chat list fresh while
-//! the app is open, reconnecting with backoff. Events only invalidate; the list refetches.
+//! The shell-wide event stream (`GET /api/events/system`): keeps the chat and app lists fresh
+//! while the shell is open, reconnecting with backoff. Events only invalidate (the lists
+//! refetch), except that a freshly built app is announced so its chat can open the preview.
 
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect } from "react";
+import { appsKey } from "../api/apps";
 import { chatsKey } from "../api/chats";
 import { ApiError, reportUnauthorized } from "../api/client";
 import { readToken } from "../auth/token";
 import { backoffDelay } from "../chat/reconnect";
 import { runStream } from "../chat/sse";
+import { announceAppPreview } from "./appEvents";
 import { useOnline } from "./online";
+
+interface SystemEvent {
+  type?: string;
+  appId?: unknown;
+  chatId?: unknown;
+}
 
 export function useSystemEvents(): void {
   const queryClient = useQueryClient();
@@ -19,11 +28,15 @@ export function useSystemEvents(): void {
     let attempt: AbortController | null = null;
     let timer: ReturnType<typeof setTimeout> | null = null;
     let refresh: ReturnType<typeof setTimeout> | null = null;
-    const invalidate = () => {
+    const stale = new Set<"chats" | "apps">();
+    const invalidate = (what: "chats" | "apps") => {
+      stale.add(what);
       if (refresh !== null) return;
       refresh = setTimeout(() => {
         refresh = null;
-        void queryClient.invalidateQueries({ queryKey: chatsKey });
+        if (stale.has("chats")) void queryClient.invalidateQueries({ queryKey: chatsKey });
+        if (stale.has("apps")) void queryClient.invalidateQueries({ queryKey: appsKey });
+        stale.clear();
       }, 150);
     };
     void (async () => {
@@ -40,12 +53,23 @@ export function useSystemEvents(): void {
             failures = 0;
           },
           onMessage: (message) => {
+            let event: SystemEvent;
             try {
-              const event = JSON.parse(message.data) as { type?: string };
-              // (Re)opening may have missed events: refresh once then too.
-              if (event.type?.startsWith("chat_") || event.type === "system_stream_open") invalidate();
+              event = JSON.parse(message.data) as SystemEvent;
             } catch {
-              // Not JSON: ignore.
+              return;
+            }
+            // (Re)opening may have missed events: refresh once then too.
+            if (event.type === "system_stream_open") {
+              invalidate("chats");
+              invalidate("apps");
+            } else if (event.type?.startsWith("chat_")) invalidate("chats");
+            else if (event.type?.startsWith("app_")) {
+              invalidate("apps");
+              const built = event.type === "app_preview_ready" || event.type === "app_updated" || event.type === "app_created";
+              if (built && typeof event.appId === "number" && typeof event.chatId === "string") {
+                announceAppPreview({ appId: event.appId, chatId: event.chatId });
+              }
             }
           },
         });

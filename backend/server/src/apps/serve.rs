@@ -99,6 +99,15 @@ struct FrameTemplate {
     background: String,
     origin: String,
     config_json: String,
+    /// `app-frame.js`, inlined so the frame needs no second request (the sandboxed frame
+    /// is not controlled by the service worker, so a separate script would not load offline).
+    bootstrap: Option<String>,
+}
+
+/// The frame bootstrap from the built PWA, when it can be inlined safely.
+async fn frame_bootstrap(state: &AppState) -> Option<String> {
+    let code = tokio::fs::read_to_string(state.config.frontend_dir.join("app-frame.js")).await.ok()?;
+    (!code.to_ascii_lowercase().contains("</script")).then_some(code)
 }
 
 /// JSON safe to embed in a `<script type="application/json">` element.
@@ -126,6 +135,7 @@ pub async fn frame(State(state): State<AppState>, Path(id): Path<i64>, headers: 
             background: app.background_color.clone().unwrap_or_else(|| "transparent".into()),
             origin: origin.clone(),
             config_json: embeddable_json(&config),
+            bootstrap: frame_bootstrap(&state).await,
         };
         let html = page.render().map_err(|e| Error::Internal(format!("frame template: {e}")))?;
         let mut r = html.into_response();

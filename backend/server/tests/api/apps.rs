@@ -269,6 +269,15 @@ async fn the_registry_tokens_frame_and_standalone_host_behave() {
     assert_eq!(frame.headers()["x-mobius-offline"], "1");
     let html = frame.text().await.expect("html");
     assert!(html.contains("mobius-frame-config") && html.contains("/app-frame.js") && !html.contains(&token));
+    // With the PWA built, the bootstrap is inlined so the frame needs nothing else to start.
+    let dist = app.dir.path().join("frontend-dist");
+    std::fs::create_dir_all(&dist).expect("dist");
+    std::fs::write(dist.join("app-frame.js"), "window.__bootMarker = 1;").expect("write");
+    let html = app.get(&format!("/api/apps/{id}/frame"), None).await.text().await.expect("html");
+    assert!(html.contains("<script>window.__bootMarker = 1;</script>") && !html.contains("/app-frame.js"), "{html}");
+    std::fs::write(dist.join("app-frame.js"), "x = '</SCRIPT>';").expect("write");
+    let html = app.get(&format!("/api/apps/{id}/frame"), None).await.text().await.expect("html");
+    assert!(html.contains("/app-frame.js") && !html.contains("x = '"), "unsafe script must not be inlined");
 
     let page = app.get("/apps/counter/", None).await;
     assert_eq!(page.status(), StatusCode::OK);

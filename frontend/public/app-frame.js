@@ -1,0 +1,452 @@
+// Bootstrap of a mini-app frame. The server's frame document (GET /api/apps/{id}/frame) loads
+// this classic script; its CSP sandboxes the document into an opaque origin, so the app can
+// reach neither the shell's storage nor the owner's token. Everything the app needs arrives from
+// the parent shell over postMessage:
+//
+//   parent → frame  moebius:frame-init {token, expiresAt, storage, online, theme}  (repeatable)
+//                   moebius:module-ack / moebius:module-result {requestId, ok, bytes | error}
+//                   moebius:online-status {online}, moebius:frame-theme {theme}
+//   frame → parent  moebius:frame-hello, moebius:module-request {requestId, appId, retry},
+//                   moebius:token-expired, moebius:frame-mounted, moebius:frame-error {error},
+//                   moebius:storage-set|remove|clear (the virtual localStorage), moebius:app-error
+//
+// The server inlines this file into every frame document (so a cached frame opens with the
+// network cut), hence: plain script, no imports, and never the closing-script-tag sequence.
+(function mobiusFrame() {
+  "use strict";
+
+  var INIT_TIMEOUT_MS = 10000;
+  var ACK_TIMEOUT_MS = 5000;
+  var BYTES_TIMEOUT_MS = 60000;
+  var TOKEN_WAIT_MS = 10000;
+  /** A token this close to expiry is refreshed before use. */
+  var TOKEN_EARLY_MS = 60000;
+  var RUNTIME_ABI = 1;
+  var VIRTUAL_STORAGE = Symbol.for("mobius.virtualStorage");
+
+  var rootEl = document.getElementById("root");
+  var panelEl = document.getElementById("mobius-frame-error");
+  var config = readConfig();
+  // Where the shell lives: the frame is opaque ("null"), but its URL still names the server.
+  var parentOrigin = config.origin || originOfUrl(location.href);
+  var hasParent = window.parent !== window;
+
+  var token = null;
+  var tokenExpiresAt = 0;
+  var online = true;
+  var started = false;
+  var mounted = false;
+  var tokenWaiters = [];
+  var moduleRequests = new Map();
+  var appInstanceId = randomId();
+
+  function readConfig() {
+    var el = document.getElementById("mobius-frame-config");
+    try {
+      var parsed = JSON.parse((el && el.textContent) || "{}");
+      return parsed && typeof parsed === "object" ? parsed : {};
+    } catch {
+      return {};
+    }
+  }
+
+  function originOfUrl(href) {
+    try {
+      return new URL(href).origin;
+    } catch {
+      return "";
+    }
+  }
+
+  function randomId() {
+    if (globalThis.crypto && typeof crypto.randomUUID === "function") return crypto.randomUUID();
+    return String(Date.now()) + Math.random().toString(16).slice(2);
+  }
+
+  function post(message, transfer) {
+    if (!hasParent || !parentOrigin) return;
+    try {
+      window.parent.postMessage(message, parentOrigin, transfer || []);
+    } catch {
+      // The parent went away (the canvas closed): nothing to tell.
+    }
+  }
+
+  // ---------- Web Storage shims ----------
+  // An opaque origin has no localStorage/sessionStorage: both become in-memory stores, and
+  // localStorage writes are mirrored to the parent, which keeps them per app and hands the
+  // snapshot back in the next frame-init.
+
+  function createStorage(mirror) {
+    var data = new Map();
+    var api = {
+      get length() {
+        return data.size;
+      },
+      key: function (index) {
+        var keys = Array.from(data.keys());
+        return index >= 0 && index < keys.length ? keys[index] : null;
+      },
+      getItem: function (key) {
+        key = String(key);
+        return data.has(key) ? data.get(key) : null;
+      },
+      setItem: function (key, value) {
+        key = String(key);
+        value = String(value);
+        data.set(key, value);
+        if (mirror) post({ type: "moebius:storage-set", key: key, value: value });
+      },
+      removeItem: function (key) {
+        key = String(key);
+        if (!data.delete(key)) return;
+        if (mirror) post({ type: "moebius:storage-remove", key: key });
+      },
+      clear: function () {
+        if (data.size === 0) return;
+        data.clear();
+        if (mirror) post({ type: "moebius:storage-clear" });
+      },
+    };
+    var seed = function (snapshot) {
+      if (!snapshot || typeof snapshot !== "object") return;
+      Object.keys(snapshot).forEach(function (key) {
+        if (typeof snapshot[key] === "string" && !data.has(key)) data.set(key, snapshot[key]);
+      });
+    };
+    // A Proxy so `localStorage.foo = "x"` and Object.keys(localStorage) behave like the real one.
+    var proxy = new Proxy(api, {
+      get: function (target, prop) {
+        if (prop === VIRTUAL_STORAGE) return true;
+        if (prop === Symbol.toStringTag) return "Storage";
+        if (typeof prop === "symbol" || prop in target) return target[prop];
+        return data.has(prop) ? data.get(prop) : undefined;
+      },
+      set: function (target, prop, value) {
+        if (typeof prop === "symbol" || prop in target) return false;
+        api.setItem(prop, value);
+        return true;
+      },
+      deleteProperty: function (target, prop) {
+        if (typeof prop !== "symbol" && !(prop in target)) api.removeItem(prop);
+        return true;
+      },
+      has: function (target, prop) {
+        return prop in target || (typeof prop === "string" && data.has(prop));
+      },
+      ownKeys: function () {
+        return Array.from(data.keys());
+      },
+      getOwnPropertyDescriptor: function (target, prop) {
+        if (typeof prop === "string" && data.has(prop)) {
+          return { value: data.get(prop), writable: true, enumerable: true, configurable: true };
+        }
+        return undefined;
+      },
+    });
+    return { storage: proxy, seed: seed };
+  }
+
+  var local = createStorage(true);
+  var session = createStorage(false);
+
+  function install(name, storage) {
+    try {
+      Object.defineProperty(window, name, { configurable: true, enumerable: true, get: function () { return storage; } });
+    } catch {
+      // A browser that refuses: the app sees the platform's (throwing) storage.
+    }
+  }
+  install("localStorage", local.storage);
+  install("sessionStorage", session.storage);
+
+  // ---------- the error panel ----------
+
+  function redact(text) {
+    return String(text || "").replace(/([?&]token=)[^&\s"']+/gi, "$1…");
+  }
+
+  function describe(error) {
+    if (!error) return "Unknown error";
+    if (typeof error === "string") return redact(error);
+    var message = error.message || String(error);
+    return redact(message);
+  }
+
+  function button(label, onClick, primary) {
+    var b = document.createElement("button");
+    b.type = "button";
+    b.textContent = label;
+    b.style.cssText =
+      "min-height:44px;padding:0 18px;margin:0 8px 8px 0;border-radius:10px;font:inherit;font-weight:600;cursor:pointer;" +
+      (primary ? "border:0;background:#4f46e5;color:#fff;" : "border:1px solid #c6c6bf;background:transparent;color:inherit;");
+    b.addEventListener("click", onClick);
+    return b;
+  }
+
+  function showPanel(title, detail, options) {
+    if (!panelEl) return;
+    options = options || {};
+    panelEl.textContent = "";
+    panelEl.style.display = "block";
+    panelEl.style.maxWidth = "36rem";
+    panelEl.style.margin = "0 auto";
+    var h = document.createElement("h1");
+    h.textContent = title;
+    h.style.cssText = "font-size:1.25rem;margin:0 0 8px";
+    var p = document.createElement("p");
+    p.textContent = detail;
+    p.style.cssText = "margin:0 0 16px;opacity:0.8;white-space:pre-wrap;word-break:break-word";
+    panelEl.appendChild(h);
+    panelEl.appendChild(p);
+    panelEl.appendChild(button("Reload", function () { location.reload(); }, true));
+    if (options.report && hasParent) {
+      panelEl.appendChild(
+        button("Report to agent", function () {
+          post({ type: "moebius:app-error", report: true, chatId: config.chatId || null, error: { message: detail } });
+        }, false),
+      );
+    }
+    if (rootEl && !mounted) rootEl.style.display = "none";
+  }
+
+  /** A load failure: tell the parent and show the panel. */
+  function fail(code, error) {
+    var message = describe(error);
+    post({ type: "moebius:frame-error", error: { code: code, message: message } });
+    showPanel("This app couldn't start", message, { report: code !== "no_parent" && code !== "no_init" });
+  }
+
+  // Errors before the first render are load failures; later ones are only logged and reported.
+  window.addEventListener("error", function (event) {
+    var file = event.filename || "";
+    if (/^(chrome|moz|safari)-extension:/.test(file)) return;
+    if (!started) return;
+    if (!mounted) fail("script_error", event.error || event.message);
+    else post({ type: "moebius:app-error", error: { message: describe(event.error || event.message) } });
+  });
+  window.addEventListener("unhandledrejection", function (event) {
+    if (mounted) post({ type: "moebius:app-error", error: { message: describe(event.reason) } });
+  });
+
+  // ---------- theme ----------
+
+  function applyTheme(theme) {
+    if (!theme || typeof theme !== "object") return;
+    var rootStyle = document.documentElement.style;
+    if (theme.scheme === "light" || theme.scheme === "dark") rootStyle.colorScheme = theme.scheme;
+    var vars = theme.vars && typeof theme.vars === "object" ? theme.vars : {};
+    Object.keys(vars).forEach(function (name) {
+      if (/^--mobius-[a-z0-9-]+$/.test(name) && typeof vars[name] === "string") rootStyle.setProperty(name, vars[name]);
+    });
+  }
+
+  // ---------- the app token ----------
+
+  function setToken(next, expiresAt) {
+    token = typeof next === "string" && next ? next : null;
+    tokenExpiresAt = typeof expiresAt === "number" ? expiresAt : 0;
+    var waiters = tokenWaiters;
+    tokenWaiters = [];
+    waiters.forEach(function (resolve) { resolve(token); });
+  }
+
+  function tokenFresh() {
+    return token !== null && (tokenExpiresAt === 0 || tokenExpiresAt - Date.now() > TOKEN_EARLY_MS);
+  }
+
+  /** The app token, refreshed through the parent when it is about to expire (≤ 10 s wait). */
+  function getToken() {
+    if (tokenFresh()) return Promise.resolve(token);
+    return requestFreshToken();
+  }
+
+  function requestFreshToken() {
+    return new Promise(function (resolve) {
+      var done = false;
+      var finish = function (value) {
+        if (done) return;
+        done = true;
+        resolve(value);
+      };
+      setTimeout(function () { finish(token); }, TOKEN_WAIT_MS);
+      if (tokenWaiters.push(finish) === 1) post({ type: "moebius:token-expired" });
+    });
+  }
+
+  // ---------- module loading ----------
+
+  function moduleError(code, message, retryable) {
+    var error = new Error(message);
+    error.code = code;
+    error.retryable = retryable;
+    return error;
+  }
+
+  /** One module request: ack within 5 s, bytes within 60 s. */
+  function requestModule(retry) {
+    return new Promise(function (resolve, reject) {
+      var requestId = "module-" + randomId();
+      var ackTimer = setTimeout(function () {
+        settle(moduleError("no_ack", "Möbius did not answer the request for this app's code.", true));
+      }, ACK_TIMEOUT_MS);
+      var bytesTimer = setTimeout(function () {
+        settle(moduleError("timeout", "This app's code took too long to arrive.", true));
+      }, BYTES_TIMEOUT_MS);
+      function settle(error, bytes) {
+        clearTimeout(ackTimer);
+        clearTimeout(bytesTimer);
+        moduleRequests.delete(requestId);
+        if (error) reject(error);
+        else resolve(bytes);
+      }
+      moduleRequests.set(requestId, {
+        ack: function () { clearTimeout(ackTimer); },
+        result: function (msg) {
+          if (msg.ok && msg.bytes instanceof ArrayBuffer) return settle(null, msg.bytes);
+          var e = msg.error && typeof msg.error === "object" ? msg.error : {};
+          var code = typeof e.code === "string" ? e.code : "load_failed";
+          var retryable = code === "network" || code === "timeout" || (typeof e.status === "number" && e.status >= 500);
+          settle(moduleError(code, typeof e.message === "string" ? e.message : "This app's code could not be loaded.", retryable));
+        },
+      });
+      post({ type: "moebius:module-request", requestId: requestId, appId: config.appId, retry: retry });
+    });
+  }
+
+  function loadBytes() {
+    var attempt = function (n) {
+      return requestModule(n > 0).catch(function (error) {
+        if (n > 0) throw error;
+        if (error.code === "token_expired") return requestFreshToken().then(function () { return attempt(n + 1); });
+        if (error.retryable) return attempt(n + 1);
+        throw error;
+      });
+    };
+    return attempt(0);
+  }
+
+  function checkBanner(bytes) {
+    var head = new TextDecoder().decode(new Uint8Array(bytes, 0, Math.min(bytes.byteLength, 200)));
+    var match = /mobius-compiled-runtime-abi:(\d+)/.exec(head);
+    if (match && Number(match[1]) !== RUNTIME_ABI) {
+      throw moduleError("abi_mismatch", "This app was built for a different Möbius runtime (ABI " + match[1] + "). Apply it again.", false);
+    }
+  }
+
+  function start(init) {
+    globalThis.__mobiusRuntimeConfig = Object.freeze({
+      appId: config.appId,
+      appInstanceId: appInstanceId,
+      chatId: config.chatId || null,
+      name: config.name || "",
+      parentOrigin: parentOrigin,
+      online: online,
+      getToken: getToken,
+      capabilityContract: init.capabilityContract && typeof init.capabilityContract === "object" ? init.capabilityContract : null,
+    });
+    loadBytes()
+      .then(function (bytes) {
+        checkBanner(bytes);
+        var url = URL.createObjectURL(new Blob([bytes], { type: "text/javascript" }));
+        return import(url).finally(function () { URL.revokeObjectURL(url); });
+      })
+      .then(mount)
+      .catch(function (error) {
+        fail(error && error.code ? error.code : "load_failed", error);
+      });
+  }
+
+  function mount(module) {
+    var runtime = globalThis.__mobiusCompiledRuntime;
+    if (!runtime || runtime.abi !== RUNTIME_ABI || typeof runtime.createRoot !== "function") {
+      throw moduleError("abi_mismatch", "This app's bundle does not carry the Möbius runtime this frame expects. Apply it again.", false);
+    }
+    var App = module && module.default;
+    if (typeof App !== "function" && (typeof App !== "object" || App === null)) {
+      throw moduleError("no_default_export", "index.jsx must `export default` a React component.", false);
+    }
+    var h = runtime.createElement;
+    var props = { appId: config.appId, token: token };
+    // The first commit of this wrapper is the first commit of the app under it.
+    function Mounted() {
+      runtime.useEffect(function () {
+        if (mounted) return;
+        mounted = true;
+        if (rootEl) rootEl.style.display = "";
+        post({ type: "moebius:frame-mounted" });
+      }, []);
+      return h(App, props);
+    }
+    var root = runtime.createRoot(rootEl, {
+      onUncaughtError: function (error) {
+        // The tree is gone either way: show the panel (with the report button).
+        mounted = false;
+        fail("render_error", error);
+      },
+    });
+    root.render(h(Mounted, null));
+  }
+
+  // ---------- messages from the parent ----------
+
+  function onInit(msg) {
+    if (Object.prototype.hasOwnProperty.call(msg, "token")) setToken(msg.token, msg.expiresAt);
+    if (typeof msg.online === "boolean") online = msg.online;
+    applyTheme(msg.theme);
+    if (started) return;
+    started = true;
+    clearTimeout(initTimer);
+    local.seed(msg.storage);
+    start(msg);
+  }
+
+  window.addEventListener("message", function (event) {
+    if (event.source !== window.parent || event.origin !== parentOrigin) return;
+    var msg = event.data;
+    if (!msg || typeof msg !== "object" || typeof msg.type !== "string") return;
+    switch (msg.type) {
+      case "moebius:frame-init":
+        onInit(msg);
+        break;
+      case "moebius:module-ack": {
+        var pendingAck = moduleRequests.get(msg.requestId);
+        if (pendingAck) pendingAck.ack();
+        break;
+      }
+      case "moebius:module-result": {
+        var pendingResult = moduleRequests.get(msg.requestId);
+        if (pendingResult) pendingResult.result(msg);
+        break;
+      }
+      case "moebius:online-status":
+        online = msg.online === true;
+        break;
+      case "moebius:frame-theme":
+        applyTheme(msg.theme);
+        break;
+      default:
+        break;
+    }
+  });
+
+  // ---------- start ----------
+
+  var initTimer = null;
+  if (!hasParent) {
+    showPanel("Open this app from Möbius", "This page is the inside of a Möbius app and only runs within Möbius.", {});
+  } else if (config.appId === undefined) {
+    fail("bad_frame", "The frame document has no app configuration.");
+  } else {
+    initTimer = setTimeout(function () {
+      if (started) return;
+      post({ type: "moebius:frame-error", error: { code: "no_init", message: "No start message from Möbius." } });
+      showPanel(
+        "This app didn't get started",
+        "Möbius did not send this app its start message within 10 seconds. Reload to try again.",
+        {},
+      );
+    }, INIT_TIMEOUT_MS);
+    post({ type: "moebius:frame-hello", appId: config.appId });
+  }
+})();

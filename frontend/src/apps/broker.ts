@@ -1,0 +1,141 @@
+//! What the shell accepts from an app frame. A message counts only when it comes from the exact
+//! frame window this canvas mounted (`event.source`) — the payload's own `appId` is never
+//! identity — and from an opaque origin (`"null"`) or this origin. Every field is checked and
+//! bounded before anything acts on it.
+
+/** Messages a frame may send its parent. */
+export type FrameMessage =
+  | { type: "moebius:frame-hello" }
+  | { type: "moebius:module-request"; requestId: string; retry: boolean }
+  | { type: "moebius:token-expired" }
+  | { type: "moebius:frame-mounted" }
+  | { type: "moebius:frame-error"; error: { code: string; message: string } }
+  | { type: "moebius:storage-rpc"; requestId: string; method: string; args: unknown[] }
+  | { type: "moebius:storage-set"; key: string; value: string }
+  | { type: "moebius:storage-remove"; key: string }
+  | { type: "moebius:storage-clear" }
+  | { type: "moebius:new-chat"; title: string | null; draft: string }
+  | { type: "moebius:open-chat"; chatId: string; draft: string }
+  | { type: "moebius:open-app"; appId: number }
+  | { type: "moebius:open-settings"; section: string | null }
+  | { type: "moebius:nav-push"; requestId: string; label: string }
+  | { type: "moebius:nav-pop"; requestId: string }
+  | { type: "moebius:app-error"; report: boolean; message: string }
+  | { type: "moebius:signal"; name: string };
+
+/** The parts of a `MessageEvent` the check reads. */
+export interface IncomingEvent {
+  source: unknown;
+  origin: string;
+  data: unknown;
+}
+
+const MAX_ID = 200;
+const MAX_DRAFT = 20_000;
+const MAX_KEY = 1_000;
+/** One virtual localStorage value (the whole store is capped where it is kept). */
+const MAX_VALUE = 512 * 1024;
+const MAX_ERROR = 4_000;
+const CHAT_ID = /^[A-Za-z0-9_-]{1,80}$/;
+
+function str(value: unknown, max: number): string | null {
+  return typeof value === "string" && value.length <= max ? value : null;
+}
+
+function id(value: unknown): string | null {
+  const s = str(value, MAX_ID);
+  return s !== null && s !== "" ? s : null;
+}
+
+function clip(value: unknown, max: number): string {
+  return typeof value === "string" ? value.slice(0, max) : "";
+}
+
+/**
+ * The message `event` carries, or null when it is not from `frame` (the mounted iframe's
+ * window), not from an opaque or the shell's own origin, or not a well-formed frame message.
+ */
+export function readFrameMessage(event: IncomingEvent, frame: Window | null | undefined, shellOrigin: string): FrameMessage | null {
+  if (!frame || event.source !== frame) return null;
+  if (event.origin !== "null" && event.origin !== shellOrigin) return null;
+  const data = event.data;
+  if (typeof data !== "object" || data === null) return null;
+  const m = data as Record<string, unknown>;
+  switch (m.type) {
+    case "moebius:frame-hello":
+    case "moebius:token-expired":
+    case "moebius:frame-mounted":
+    case "moebius:storage-clear":
+      return { type: m.type };
+    case "moebius:module-request": {
+      const requestId = id(m.requestId);
+      return requestId ? { type: m.type, requestId, retry: m.retry === true } : null;
+    }
+    case "moebius:frame-error": {
+      const error = typeof m.error === "object" && m.error !== null ? (m.error as Record<string, unknown>) : {};
+      return { type: m.type, error: { code: clip(error.code, 80) || "load_failed", message: clip(error.message, MAX_ERROR) } };
+    }
+    case "moebius:storage-rpc": {
+      const requestId = id(m.requestId);
+      const method = str(m.method, 40);
+      if (!requestId || !method || !Array.isArray(m.args)) return null;
+      return { type: m.type, requestId, method, args: m.args as unknown[] };
+    }
+    case "moebius:storage-set": {
+      const key = str(m.key, MAX_KEY);
+      const value = str(m.value, MAX_VALUE);
+      return key !== null && value !== null ? { type: m.type, key, value } : null;
+    }
+    case "moebius:storage-remove": {
+      const key = str(m.key, MAX_KEY);
+      return key !== null ? { type: m.type, key } : null;
+    }
+    case "moebius:new-chat":
+      return { type: m.type, title: str(m.title, 200) || null, draft: clip(m.draft, MAX_DRAFT) };
+    case "moebius:open-chat": {
+      const chatId = str(m.chatId, 80);
+      return chatId !== null && CHAT_ID.test(chatId) ? { type: m.type, chatId, draft: clip(m.draft, MAX_DRAFT) } : null;
+    }
+    case "moebius:open-app": {
+      const appId = m.appId;
+      return typeof appId === "number" && Number.isSafeInteger(appId) && appId > 0 ? { type: m.type, appId } : null;
+    }
+    case "moebius:open-settings":
+      return { type: m.type, section: str(m.section, 80) || null };
+    case "moebius:nav-push": {
+      const requestId = id(m.requestId);
+      return requestId ? { type: m.type, requestId, label: clip(m.label, 200) } : null;
+    }
+    case "moebius:nav-pop": {
+      const requestId = id(m.requestId);
+      return requestId ? { type: m.type, requestId } : null;
+    }
+    case "moebius:app-error": {
+      const error = typeof m.error === "object" && m.error !== null ? (m.error as Record<string, unknown>) : {};
+      return { type: m.type, report: m.report === true, message: clip(error.message, MAX_ERROR) };
+    }
+    case "moebius:signal": {
+      const name = str(m.name, 100);
+      return name ? { type: m.type, name } : null;
+    }
+    default:
+      return null;
+  }
+}
+
+/** A frame's virtual localStorage as the shell keeps it: at most this many UTF-16 units. */
+export const MAX_FRAME_LOCAL_CHARS = 2 * 1024 * 1024;
+
+/** Applies one mirrored localStorage change; returns null when the result would be too big. */
+export function applyLocalChange(
+  current: Record<string, string>,
+  change: Extract<FrameMessage, { type: "moebius:storage-set" | "moebius:storage-remove" | "moebius:storage-clear" }>,
+): Record<string, string> | null {
+  if (change.type === "moebius:storage-clear") return {};
+  const next = { ...current };
+  if (change.type === "moebius:storage-remove") delete next[change.key];
+  else next[change.key] = change.value;
+  let size = 0;
+  for (const [key, value] of Object.entries(next)) size += key.length + value.length;
+  return size > MAX_FRAME_LOCAL_CHARS ? null : next;
+}

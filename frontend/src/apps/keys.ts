@@ -1,0 +1,25 @@
+//! Device storage used by the app runtime, in one place so sign-out can wipe it without loading
+//! the (lazy) runtime code.
+
+/** App tokens per app: `{[appId]: {token, expiresAt}}`. */
+export const APP_TOKENS_KEY = "mobius.app-tokens";
+/** An app's virtual localStorage (what its frame wrote), one key per app id. */
+export const APP_LOCAL_PREFIX = "mobius.app-local.";
+/** An app's queued storage writes, one key per app id. */
+export const APP_OUTBOX_PREFIX = "mobius.app-outbox.";
+/** The shell's read mirror of app storage (CacheStorage). */
+export { APP_DATA_CACHE } from "../pwa/cachePolicy";
+
+/** Removes every app-runtime key from localStorage. */
+export function wipeAppKeys(): void {
+  try {
+    const doomed: string[] = [];
+    for (let i = 0; i < localStorage.length; i++) {
+      const key = localStorage.key(i);
+      if (key && (key === APP_TOKENS_KEY || key.startsWith(APP_LOCAL_PREFIX) || key.startsWith(APP_OUTBOX_PREFIX))) doomed.push(key);
+    }
+    for (const key of doomed) localStorage.removeItem(key);
+  } catch {
+    // No storage: nothing kept.
+  }
+}
