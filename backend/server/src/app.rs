@@ -26,7 +26,7 @@ use crate::agent::registry::{KeyedLocks, Turns};
 use crate::auth::limits::LoginLimiter;
 use crate::auth::password::Passwords;
 use crate::auth::{Keys, OwnerCache};
-use crate::chats::{ListCache, PurgeClock};
+use crate::chats::{PurgeClock, ResponseCache};
 use crate::config::Config;
 use crate::db::{self, Db};
 use crate::error::{Error, Result};
@@ -65,8 +65,8 @@ pub struct Inner {
     /// Per-chat decision locks (send / stop / answer / delete).
     pub chat_locks: KeyedLocks,
     pub purge_clock: PurgeClock,
-    /// The serialized chat list between changes.
-    pub list_cache: ListCache,
+    /// Serialized chat list and recent chat pages between writer commits.
+    pub response_cache: ResponseCache,
     /// Per-app locks: applies, installs and updates of one app run one after the other.
     pub app_locks: KeyedLocks,
     /// Locks and quota accounting of app and shared storage.
@@ -152,7 +152,7 @@ impl AppState {
             turns: Turns::default(),
             chat_locks: KeyedLocks::default(),
             purge_clock: PurgeClock::default(),
-            list_cache: ListCache::default(),
+            response_cache: ResponseCache::default(),
             app_locks: KeyedLocks::default(),
             storage: crate::storage::Store::new(config_quota),
             bundler: OnceLock::new(),

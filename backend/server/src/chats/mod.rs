@@ -4,6 +4,7 @@
 mod routes;
 pub(crate) mod stream;
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 pub use routes::router;
@@ -33,22 +34,35 @@ impl PurgeClock {
     }
 }
 
-/// The serialized chat list, reused until the writer reports a change.
+/// Serialized read responses (the chat list, the newest pages of recently read chats), each
+/// reused until the writer version it was read at moves on. Small and bounded: a handful of
+/// entries, none larger than [`MAX_CACHED_BODY`].
 #[derive(Debug, Default)]
-pub struct ListCache(std::sync::Mutex<Option<(u64, bytes::Bytes)>>);
+pub struct ResponseCache(std::sync::Mutex<VecDeque<(String, u64, bytes::Bytes)>>);
 
-impl ListCache {
-    /// The cached body if it is still current.
-    pub fn get(&self, version: u64) -> Option<bytes::Bytes> {
-        match &*self.0.lock().unwrap_or_else(|p| p.into_inner()) {
-            Some((v, body)) if *v == version => Some(body.clone()),
-            _ => None,
-        }
+/// Entries kept; the oldest is dropped first.
+const CACHED_RESPONSES: usize = 8;
+/// Larger bodies are rendered each time rather than held.
+const MAX_CACHED_BODY: usize = 1 << 20;
+
+impl ResponseCache {
+    /// The body cached under `key` if it was read at `version`.
+    pub fn get(&self, key: &str, version: u64) -> Option<bytes::Bytes> {
+        let entries = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        entries.iter().find(|(k, v, _)| k == key && *v == version).map(|(_, _, body)| body.clone())
     }
 
-    /// Stores the body read at `version`.
-    pub fn put(&self, version: u64, body: bytes::Bytes) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some((version, body));
+    /// Stores the body read at `version` (read the version *before* querying).
+    pub fn put(&self, key: &str, version: u64, body: bytes::Bytes) {
+        if body.len() > MAX_CACHED_BODY {
+            return;
+        }
+        let mut entries = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        entries.retain(|(k, _, _)| k != key);
+        if entries.len() >= CACHED_RESPONSES {
+            entries.pop_front();
+        }
+        entries.push_back((key.to_owned(), version, body));
     }
 }
 

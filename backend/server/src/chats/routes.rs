@@ -45,6 +45,15 @@ fn checked_id(id: &str) -> Result<&str> {
     if valid_chat_id(id) { Ok(id) } else { Err(Error::not_found("chat_not_found", "No such chat.")) }
 }
 
+/// Cache key of the chat list (chat ids never contain a space).
+const LIST_KEY: &str = "chat list";
+
+fn json_body(body: bytes::Bytes) -> Response {
+    let mut response = body.into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    no_store(response)
+}
+
 async fn list(State(state): State<AppState>, _owner: Owner) -> Result<Response> {
     if state.purge_clock.due() {
         tokio::spawn(crate::housekeeping::purge_tombstones(state.clone()));
@@ -52,18 +61,16 @@ async fn list(State(state): State<AppState>, _owner: Owner) -> Result<Response> 
     // Read the version first: a change committed during the query makes the next request
     // refresh, never the other way round.
     let version = state.hub.list_version();
-    let body = match state.list_cache.get(version) {
+    let body = match state.response_cache.get(LIST_KEY, version) {
         Some(body) => body,
         None => {
             let chats = db::chats::list(&state.db.read).await?;
             let body = bytes::Bytes::from(serde_json::to_vec(&chats).map_err(|e| Error::Internal(e.to_string()))?);
-            state.list_cache.put(version, body.clone());
+            state.response_cache.put(LIST_KEY, version, body.clone());
             body
         }
     };
-    let mut response = body.into_response();
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    Ok(no_store(response))
+    Ok(json_body(body))
 }
 
 fn no_store(mut response: Response) -> Response {
@@ -115,16 +122,25 @@ async fn detail(
 ) -> Result<Response> {
     let id = checked_id(&id)?;
     let limit = q.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
+    // Any commit may change a page (new events move `seq`), so pages are cached per writer
+    // version: repeated reads between two commits cost a lookup.
+    let version = state.hub.data_version();
+    let key = format!("{id} {limit} {}", q.before.unwrap_or(-1));
+    if let Some(body) = state.response_cache.get(&key, version) {
+        return Ok(json_body(body));
+    }
     let page = db::chats::page(&state.db.read, id, limit, q.before).await?;
     let page = match page {
         Some(p) if p.chat.deleted_at.is_none() => p,
         _ => return Err(Error::not_found("chat_not_found", "No such chat.")),
     };
-    Ok(no_store(render_detail(page, q.before.is_none())))
+    let body = bytes::Bytes::from(render_detail(page, q.before.is_none()));
+    state.response_cache.put(&key, version, body.clone());
+    Ok(json_body(body))
 }
 
 /// Builds the detail JSON by splicing the stored message bodies (no re-parsing).
-fn render_detail(page: db::chats::Page, newest: bool) -> Response {
+fn render_detail(page: db::chats::Page, newest: bool) -> String {
     let chat = &page.chat;
     let live = page.live.as_ref().filter(|(run, _, _)| page.running_run.as_deref() == Some(run.as_str()));
     let seq = live.map_or(chat.last_seq, |(_, _, upto)| *upto);
@@ -172,9 +188,7 @@ fn render_detail(page: db::chats::Page, newest: bool) -> Response {
     })
     .to_string();
     out.push_str(&meta[1..]);
-    let mut response = out.into_response();
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
+    out
 }
 
 #[derive(Deserialize)]

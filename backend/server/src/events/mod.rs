@@ -31,6 +31,8 @@ pub struct Hub {
     system: broadcast::Sender<Arc<str>>,
     /// Bumped after every commit that changes what the chat list shows.
     list_version: AtomicU64,
+    /// Bumped after every writer commit.
+    data_version: AtomicU64,
 }
 
 impl Default for Hub {
@@ -39,6 +41,7 @@ impl Default for Hub {
             chats: Mutex::new(HashMap::new()),
             system: broadcast::channel(SYSTEM_CHANNEL_CAPACITY).0,
             list_version: AtomicU64::new(0),
+            data_version: AtomicU64::new(0),
         }
     }
 }
@@ -88,6 +91,16 @@ impl Hub {
     /// The current chat-list version; read it *before* querying the list.
     pub fn list_version(&self) -> u64 {
         self.list_version.load(Ordering::Acquire)
+    }
+
+    /// Marks the data as changed (called by the writer after every commit).
+    pub fn bump_data_version(&self) {
+        self.data_version.fetch_add(1, Ordering::Release);
+    }
+
+    /// The current data version; read it *before* querying.
+    pub fn data_version(&self) -> u64 {
+        self.data_version.load(Ordering::Acquire)
     }
 
     /// Number of chats with at least one live channel (for diagnostics and tests).

@@ -171,6 +171,9 @@ impl Actor {
 
     /// Resolves acks and, after a commit, publishes the batch's events.
     fn finish(&self, batch: Batch, committed: bool) {
+        if committed {
+            self.hub.bump_data_version();
+        }
         if committed && batch.list_changed {
             self.hub.bump_list_version();
         }
@@ -431,6 +434,7 @@ impl Actor {
             let _ = self.exec("ROLLBACK").await;
         } else {
             self.stats.commits.fetch_add(1, Ordering::Relaxed);
+            self.hub.bump_data_version();
         }
     }
 

@@ -61,6 +61,12 @@ async fn chats_are_created_idempotently_listed_renamed_pinned_deleted_and_recove
     app.chat(&token, "b2").await;
     let bad = app.post("/api/chats", json!({ "id": "../etc" }), Some(&token)).await;
     assert_error(bad, StatusCode::BAD_REQUEST, "invalid_chat_id").await;
+    // Read pages are cached between writer commits: every write below must show at once.
+    for _ in 0..2 {
+        let detail = app.detail(&token, "b2").await;
+        assert!(detail["pinned_at"].is_null() && detail["title"] != "Pinned one");
+        assert_eq!(app.detail(&token, "a1").await["title"], "First");
+    }
 
     let r = app
         .client
@@ -76,6 +82,9 @@ async fn chats_are_created_idempotently_listed_renamed_pinned_deleted_and_recove
     assert_eq!(ids, vec!["b2", "a1"], "pinned first");
     assert_eq!(list[0]["title"], "Pinned one");
     assert_eq!(list[1]["title"], "First");
+    let detail = app.detail(&token, "b2").await;
+    assert_eq!(detail["title"], "Pinned one");
+    assert!(detail["pinned_at"].is_i64());
 
     let del = app.client.delete(app.url("/api/chats/a1")).bearer_auth(&token).send().await.expect("delete");
     assert_eq!(del.status(), StatusCode::NO_CONTENT);
