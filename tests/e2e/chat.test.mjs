@@ -6,6 +6,10 @@
 // shows the shell and the cached chat → back online the chat streams again. Accessibility is
 // scanned with axe-core on each main view; screenshots go to tests/artifacts/.
 //
+// Steering runs against a server and model script of its own (so the journey's chat keeps its
+// steps): Ctrl+Enter steers words into a running turn on a desktop, the composer's Steer sends
+// the whole queue in as one message, and a queued row's "Send now" steers it in on a phone.
+//
 // Environment: MOBIUS_BIN, MOBIUS_FRONTEND_DIR (as journey.test.mjs); the Claude CLI comes from
 // MOBIUS_CLAUDE_BIN or $MOBIUS_CLI_DIR/node_modules/.bin/claude
 // (default /var/cache/mobius-agent-clis).
@@ -77,6 +81,27 @@ const SCRIPT = {
   default: { text: "Default reply.", delay_s: 3 },
 };
 
+/** A shell command that runs for half a minute (Claude refuses a bare `sleep`). */
+const SLOW_COMMAND = "python3 -c 'import time; time.sleep(30)'";
+
+// Steering with Claude Code interrupts the running step and continues the session with the
+// owner's words. The step below says something, then starts a slow command; the tests steer
+// only once that command runs, when the assistant message with the tool call is complete in
+// the CLI's history. The interrupt rejects the command and the next request holds exactly one
+// more assistant message, so the continuation lands on the following step, deterministically.
+const slowStep = (text) => ({ text, tool_use: { name: "Bash", input: { command: SLOW_COMMAND, description: "wait" } } });
+const STEER_SCRIPT = {
+  steps: [
+    slowStep("Starting the long job."),
+    { text: "Steered: a summary instead." },
+    slowStep("Starting a second long job."),
+    { text: "Took both queued notes." },
+    slowStep("Starting a third long job."),
+    { text: "Took your queued note." },
+  ],
+  default: { text: "Nothing more to steer." },
+};
+
 const missing = ["MOBIUS_BIN", "MOBIUS_FRONTEND_DIR"].filter((name) => !process.env[name]);
 const cliMissing = !existsSync(claudeBin());
 
@@ -111,6 +136,31 @@ async function send(page, text) {
   const posted = page.waitForResponse((r) => r.url().endsWith("/messages") && r.request().method() === "POST");
   await page.getByRole("button", { name: /^(Send|Queue message)$/ }).click();
   return posted;
+}
+
+/** Waits until the live row's slow command runs (the moment a steer interrupts it cleanly). */
+async function slowCommandRuns(page, said) {
+  const live = page.locator('.row[data-live="true"]');
+  await live.getByText(said).waitFor({ timeout: TURN_TIMEOUT });
+  await live.locator('.tool[data-status="running"]').waitFor({ timeout: TURN_TIMEOUT });
+}
+
+/** The transcript's rows in order: "user: …" or "assistant: …" with their visible text. */
+async function transcript(page) {
+  return page.locator(".chat-content .row").evaluateAll((rows) =>
+    rows.map((row) => `${row.classList.contains("row-user") ? "user" : "assistant"}: ${row.textContent?.replace(/\s+/g, " ").trim()}`),
+  );
+}
+
+/** Fails unless `parts` appear as consecutive rows, each row matching its part. */
+async function assertConsecutive(page, parts) {
+  const rows = await transcript(page);
+  const start = rows.findIndex((row) => row.startsWith(parts[0][0]) && row.includes(parts[0][1]));
+  assert.ok(start >= 0, `no ${parts[0].join(" row with ")} in ${JSON.stringify(rows)}`);
+  parts.forEach(([role, text], i) => {
+    const row = rows[start + i] ?? "";
+    assert.ok(row.startsWith(`${role}:`) && row.includes(text), `row ${start + i} should be ${role} "${text}": ${JSON.stringify(rows.slice(start))}`);
+  });
 }
 
 /** Waits until no turn runs: the Stop button is gone and no row is live. */
@@ -459,5 +509,169 @@ describe("chat journey on a phone (real server, real Claude Code, scripted model
     } finally {
       await desktop.close();
     }
+  });
+});
+
+/** Sets the owner up and connects Claude over the API (the journey above covers doing it in the UI). */
+async function ownerWithClaude(origin) {
+  const post = async (path, body, token) => {
+    const response = await fetch(origin + path, {
+      method: "POST",
+      headers: { "content-type": "application/json", origin, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify(body),
+    });
+    assert.ok(response.ok, `${path} answered ${response.status}: ${await response.clone().text()}`);
+    return response.json();
+  };
+  const { access_token: token } = await post("/api/auth/setup", OWNER);
+  await post("/api/providers/claude/api-key", { api_key: "sk-ant-mock" }, token);
+}
+
+async function signIn(page, url) {
+  await page.goto(url);
+  await page.getByRole("heading", { name: "Sign in to Möbius" }).waitFor();
+  await page.getByLabel("Username", { exact: true }).fill(OWNER.username);
+  await page.getByLabel("Password", { exact: true }).fill(OWNER.password);
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
+  await page.waitForURL(/\/chat\/[0-9a-f-]{36}$/);
+}
+
+describe("steering a running turn (real server, real Claude Code, scripted model)", () => {
+  let steerMock;
+  let steerServer;
+  let steerChatUrl;
+
+  before(async () => {
+    steerMock = await startMockAnthropic(STEER_SCRIPT);
+    steerServer = await startServer({
+      bin: process.env.MOBIUS_BIN,
+      frontendDir: resolve(requireEnv("MOBIUS_FRONTEND_DIR", "the built frontend")),
+      env: agentEnv(steerMock.url),
+    });
+    await ownerWithClaude(steerServer.origin);
+  });
+
+  after(async () => {
+    if (steerServer) {
+      await saveArtifact(ARTIFACTS, "steer-server.log", steerServer.logs());
+      await steerServer.stop();
+    }
+    await steerMock?.stop();
+  });
+
+  /** Runs `body` in a fresh browser; on failure keeps a screenshot; asserts no page errors. */
+  async function inBrowser(options, name, body) {
+    const browser = await openBrowser(options);
+    const pageProblems = watchProblems(browser.page);
+    try {
+      await body(browser.page);
+      assert.deepEqual(pageProblems, []);
+    } catch (error) {
+      await saveArtifact(ARTIFACTS, `failure-steer-${name}.png`, await browser.page.screenshot().catch(() => Buffer.alloc(0)));
+      throw error;
+    } finally {
+      await browser.close();
+    }
+  }
+
+  test("on a desktop, Ctrl+Enter steers typed words in and Steer sends the whole queue in as one", { timeout: STEP_TIMEOUT * 2 }, async () => {
+    await inBrowser(DESKTOP, "desktop", async (page) => {
+      await signIn(page, steerServer.origin + "/");
+      steerChatUrl = page.url();
+
+      await send(page, "Run the long job");
+      await slowCommandRuns(page, "Starting the long job.");
+      await composer(page).fill("Summarize instead");
+      const posted = page.waitForResponse((r) => r.url().endsWith("/messages") && r.request().method() === "POST");
+      await composer(page).press("Control+Enter");
+      // Shown at once, after the live reply, before the server answered.
+      await page.locator(".row-user", { hasText: "Summarize instead" }).waitFor();
+      const response = await posted;
+      assert.equal(response.request().postDataJSON().steer, true);
+      assert.equal((await response.json()).status, "steered");
+      assert.equal(await composer(page).inputValue(), "");
+      await page.getByText("Steered: a summary instead.").waitFor({ timeout: TURN_TIMEOUT });
+      await turnEnds(page);
+      await assertConsecutive(page, [
+        ["user", "Run the long job"],
+        ["assistant", "Starting the long job."],
+        ["user", "Summarize instead"],
+        ["assistant", "Steered: a summary instead."],
+      ]);
+      assert.equal(await page.locator(".row-user", { hasText: "Summarize instead" }).count(), 1, "one row for the steered words");
+      // The sealed part is its own finished row: the reply went on in a new one.
+      const sealed = page.locator(".row-assistant", { hasText: "Starting the long job." });
+      assert.equal(await sealed.count(), 1);
+      assert.equal(await sealed.getByText("Steered: a summary instead.").count(), 0);
+
+      await send(page, "Start a second long job");
+      await slowCommandRuns(page, "Starting a second long job.");
+      await send(page, "first note");
+      await send(page, "second note");
+      const tray = page.getByRole("region", { name: "Queued messages" });
+      await expectEnabled(tray.getByRole("button", { name: "Send now" }).nth(1));
+      const steer = page.getByRole("button", { name: "Steer", exact: true });
+      await expectEnabled(steer);
+      await stopButton(page).waitFor();
+      await screenshot(page, "steer-desktop.png");
+      await assertAccessible(page, "the Steer button on a desktop");
+      await page.emulateMedia({ colorScheme: "dark" });
+      await screenshot(page, "steer-desktop-dark.png");
+      await assertAccessible(page, "the Steer button on a desktop in dark mode");
+      await page.emulateMedia({ colorScheme: "light" });
+      const steered = page.waitForResponse((r) => r.url().endsWith("/messages") && r.request().method() === "POST");
+      await steer.click();
+      const steerResponse = await steered;
+      assert.equal(steerResponse.request().postDataJSON().content, "first note\n\nsecond note");
+      assert.equal((await steerResponse.json()).status, "steered");
+      await tray.waitFor({ state: "detached" });
+      await page.getByText("Took both queued notes.").waitFor({ timeout: TURN_TIMEOUT });
+      await turnEnds(page);
+      await assertConsecutive(page, [
+        ["assistant", "Starting a second long job."],
+        ["user", "first note second note"],
+        ["assistant", "Took both queued notes."],
+      ]);
+    });
+  });
+
+  test("on a phone, a queued message's “Send now” steers it into the running turn", { timeout: STEP_TIMEOUT }, async () => {
+    assert.ok(steerChatUrl, "the desktop test opened the chat");
+    await inBrowser(PHONE, "phone", async (page) => {
+      await signIn(page, steerChatUrl);
+      await page.waitForURL(steerChatUrl);
+      await page.getByText("Took both queued notes.").waitFor();
+
+      await send(page, "Start a third long job");
+      await slowCommandRuns(page, "Starting a third long job.");
+      const queued = await send(page, "Use this note now");
+      assert.equal((await queued.json()).status, "queued");
+      const tray = page.getByRole("region", { name: "Queued messages" });
+      const row = tray.getByRole("listitem").filter({ hasText: "Use this note now" });
+      await expectEnabled(row.getByRole("button", { name: "Send now" }));
+      await screenshot(page, "queue-send-now-phone.png");
+      await assertAccessible(page, "a queued message during a turn");
+      await page.emulateMedia({ colorScheme: "dark" });
+      await screenshot(page, "queue-send-now-phone-dark.png");
+      await assertAccessible(page, "a queued message during a turn in dark mode");
+      await page.emulateMedia({ colorScheme: "light" });
+      const removed = page.waitForResponse((r) => r.request().method() === "DELETE" && r.url().includes("/pending/"));
+      const steered = page.waitForResponse((r) => r.url().endsWith("/messages") && r.request().method() === "POST");
+      await row.getByRole("button", { name: "Send now" }).click();
+      assert.equal((await (await removed).json()).removed, true);
+      const response = await steered;
+      assert.equal(response.request().postDataJSON().steer, true);
+      assert.equal((await response.json()).status, "steered");
+      await tray.waitFor({ state: "detached" });
+      await page.getByText("Took your queued note.").waitFor({ timeout: TURN_TIMEOUT });
+      await turnEnds(page);
+      await assertConsecutive(page, [
+        ["user", "Start a third long job"],
+        ["assistant", "Starting a third long job."],
+        ["user", "Use this note now"],
+        ["assistant", "Took your queued note."],
+      ]);
+      assert.equal(await page.locator(".row-user", { hasText: "Use this note now" }).count(), 1);
+    });
   });
 });

@@ -48,7 +48,8 @@ export function recoverChat(id: string): Promise<{ ok: boolean }> {
   return apiFetch(`/api/chats/${enc(id)}/recover`, { method: "POST" });
 }
 
-export function sendMessage(id: string, body: { content: string; cid: string }): Promise<SendResult> {
+/** `steer: true` while a turn runs asks the CLI to take the words into it (else they queue). */
+export function sendMessage(id: string, body: { content: string; cid: string; steer?: boolean }): Promise<SendResult> {
   return apiFetch<SendResult>(`/api/chats/${enc(id)}/messages`, { method: "POST", body, timeoutMs: SEND_TIMEOUT_MS });
 }
 

@@ -155,6 +155,7 @@ export type StreamEvent =
   | { type: "answers_applied"; seq: number; question_id: string; answers: QuestionAnswers | ApprovalAnswers }
   | { type: "queue_changed"; seq: number; pending: PendingMessage[] }
   | { type: "queued_turn_starting"; seq: number; run_id: string; messages: Message[] }
+  | { type: "steered_into_turn"; seq: number; run_id: string; message: Message; sealed: boolean }
   | {
       type: "done";
       seq: number;
@@ -175,6 +176,7 @@ export type StreamEvent =
 export type SendResult =
   | { status: "started"; run_id: string; messages?: Message[]; answer_turn?: "new" }
   | { status: "queued"; position: number; message: PendingMessage; pending_messages: PendingMessage[] }
+  | { status: "steered"; message: Message }
   | { status: "duplicate"; message: Message | PendingMessage; running: boolean }
   | { status: "answer_delivered" };
 

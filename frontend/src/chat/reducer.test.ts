@@ -305,3 +305,155 @@ describe("sends", () => {
     expect(emptyChat("z").seq).toBe(0);
   });
 });
+
+describe("steering", () => {
+  const steer = (cid: string, content: string, sealed = true, ts = 50) =>
+    ev({ type: "steered_into_turn", run_id: "r1", sealed, message: { role: "user", content, ts, cid } });
+  const texts = (s: ChatState) => rowsOf(s).map((r) => (r.message.role === "user" ? `user:${r.message.content}` : `${r.live ? "live" : "assistant"}:${r.message.content}`));
+
+  function working(): ChatState {
+    seq = 10;
+    return fold(
+      fromDetail(detail()),
+      ev({ type: "user_message", message: { role: "user", content: "go", ts: 1, cid: "a" } }),
+      ev({ type: "run_started", run_id: "r1" }),
+      ev({ type: "text", item_id: "t1", content: "Part one." }),
+      ev({ type: "tool_start", tool_use_id: "u1", tool: "Bash", input: "sleep" }),
+    );
+  }
+
+  it("seals the reply so far, adds the owner's row and goes on in a new live row of the same run", () => {
+    const before = working();
+    const liveKey = rowsOf(before).at(-1)?.key;
+    let s = fold(before, steer("s1", "also this"));
+    expect(s.running).toBe(true);
+    expect(s.runId).toBe("r1");
+    expect(s.live).toMatchObject({ run_id: "r1", blocks: [], live: true });
+    expect(s.messages.at(-2)).toMatchObject({ role: "assistant", run_id: "r1", content: "Part one.", live: false });
+    expect((s.messages.at(-2)?.blocks?.[1] as ToolBlock).status).toBe("done");
+    expect(s.messages.at(-1)).toEqual({ role: "user", content: "also this", ts: 50, cid: "s1" });
+    const keys = rowsOf(s).map((r) => r.key);
+    expect(keys).toEqual(["cid:a", "run:r1", "cid:s1", "run:r1:1"]);
+    // The sealed part keeps the live row's key, so its DOM stays.
+    expect(keys[1]).toBe(liveKey);
+    s = fold(s, ev({ type: "text", item_id: "t2", content: "Part two." }));
+    const continuedKey = rowsOf(s).at(-1)?.key;
+    s = fold(s, ev({ type: "done", run_id: "r1", status: "completed" }));
+    // done finishes the new part in place and leaves the sealed part alone.
+    expect(texts(s)).toEqual(["user:go", "assistant:Part one.", "user:also this", "assistant:Part two."]);
+    expect(rowsOf(s).at(-1)?.key).toBe(continuedKey);
+    expect(s.total).toBe(4);
+  });
+
+  it("does not seal when the server did not (sealed:false) or when the part is blank", () => {
+    seq = 10;
+    const empty = fold(fromDetail(detail()), ev({ type: "run_started", run_id: "r1" }), steer("s1", "now"));
+    expect(texts(empty)).toEqual(["user:now", "live:"]);
+    seq = 10;
+    const blank = fold(fromDetail(detail()), ev({ type: "run_started", run_id: "r1" }), ev({ type: "text", item_id: "t", content: " \n" }), steer("s1", "now", true));
+    // The server stored the blank part (the transcript keeps its index) but it shows nothing.
+    expect(blank.messages).toHaveLength(2);
+    expect(texts(blank)).toEqual(["user:now", "live:"]);
+    const notSealed = fold(working(), steer("s1", "now", false));
+    expect(texts(notSealed)).toEqual(["user:go", "user:now", "live:"]);
+  });
+
+  it("shows an optimistic steer after the live row, confirms it on 'steered', and places it once", () => {
+    let s = chatReducer(working(), { type: "steer_local", cid: "s1", content: "also this", ts: 40 });
+    expect(rowsOf(s).at(-1)).toMatchObject({ key: "cid:s1", live: false, message: { sending: true, content: "also this" } });
+    expect(rowsOf(s).at(-2)?.live).toBe(true);
+    expect(queueOf(s)).toEqual([]);
+    s = chatReducer(s, { type: "send_result", cid: "s1", result: { status: "steered", message: { role: "user", content: "also this", ts: 50, cid: "s1" } } });
+    expect(rowsOf(s).at(-1)?.message.sending).toBe(false);
+    s = fold(s, steer("s1", "also this"));
+    expect(s.steering).toEqual([]);
+    expect(texts(s)).toEqual(["user:go", "assistant:Part one.", "user:also this", "live:"]);
+    expect(rowsOf(s).filter((r) => r.message.cid === "s1")).toHaveLength(1);
+  });
+
+  it("the stream may announce the steer before the POST answers: still one row", () => {
+    let s = chatReducer(working(), { type: "steer_local", cid: "s1", content: "also this", ts: 40 });
+    s = fold(s, steer("s1", "also this"));
+    s = chatReducer(s, { type: "send_result", cid: "s1", result: { status: "steered", message: { role: "user", content: "also this", ts: 50, cid: "s1" } } });
+    expect(texts(s)).toEqual(["user:go", "assistant:Part one.", "user:also this", "live:"]);
+    expect(s.messages.at(-1)?.sending).toBeUndefined();
+  });
+
+  it("a steer the CLI could not take moves into the tray; a failed one disappears", () => {
+    let s = chatReducer(working(), { type: "steer_local", cid: "s1", content: "later", ts: 40 });
+    s = chatReducer(s, { type: "send_result", cid: "s1", result: { status: "queued", position: 1, message: { cid: "s1", content: "later" }, pending_messages: [{ cid: "s1", content: "later" }] } });
+    expect(s.steering).toEqual([]);
+    expect(queueOf(s)).toEqual([{ cid: "s1", content: "later", confirmed: true }]);
+    s = chatReducer(s, { type: "steer_local", cid: "s2", content: "oops", ts: 41 });
+    s = chatReducer(s, { type: "send_failed", cid: "s2" });
+    expect(rowsOf(s).some((r) => r.message.cid === "s2")).toBe(false);
+  });
+
+  it("a queued row that was steered leaves the tray", () => {
+    let s = fold(working(), ev({ type: "queue_changed", pending: [{ cid: "q1", content: "queued" }] }));
+    expect(queueOf(s)).toHaveLength(1);
+    s = fold(s, steer("q1", "queued"));
+    expect(queueOf(s)).toEqual([]);
+    expect(texts(s).slice(-2)).toEqual(["user:queued", "live:"]);
+  });
+
+  it("a steer whose turn ended first starts its own turn ('started'): one row, no stray steering", () => {
+    let s = chatReducer(working(), { type: "steer_local", cid: "s1", content: "next", ts: 40 });
+    s = fold(s, ev({ type: "done", run_id: "r1", status: "completed" }));
+    s = chatReducer(s, { type: "send_result", cid: "s1", result: { status: "started", run_id: "r2", messages: [{ role: "user", content: "next", ts: 60, cid: "s1" }] } });
+    expect(s.steering).toEqual([]);
+    expect(texts(s)).toEqual(["user:go", "assistant:Part one.", "user:next", "live:"]);
+    expect(s.live?.run_id).toBe("r2");
+  });
+
+  it("replaying the log twice (reconnect with Last-Event-ID) yields the same state", () => {
+    seq = 10;
+    const log = [
+      ev({ type: "user_message", message: { role: "user", content: "go", ts: 1, cid: "a" } }),
+      ev({ type: "run_started", run_id: "r1" }),
+      ev({ type: "text", item_id: "t1", content: "Part one." }),
+      steer("s1", "also this"),
+      ev({ type: "text", item_id: "t2", content: "Part two." }),
+      ev({ type: "done", run_id: "r1", status: "completed" }),
+    ];
+    const once = fold(fromDetail(detail()), ...log);
+    expect(fold(once, ...log)).toBe(once);
+    const midway = fold(fromDetail(detail()), ...log.slice(0, 4));
+    expect(fold(midway, ...log.slice(0, 4))).toBe(midway);
+    expect(texts(fold(midway, ...log))).toEqual(texts(once));
+    expect(texts(once)).toEqual(["user:go", "assistant:Part one.", "user:also this", "assistant:Part two."]);
+  });
+
+  it("a resync snapshot taken after the steer, then the replayed log, adds nothing twice", () => {
+    let s = chatReducer(working(), { type: "steer_local", cid: "s1", content: "also this", ts: 40 });
+    const steered = steer("s1", "also this");
+    const after = fold(s, steered);
+    // What GET /api/chats/{id} answers after the steer: sealed part, owner's row, the live stub.
+    const snapshot = detail({
+      running: true,
+      run_id: "r1",
+      seq: (steered as { seq: number }).seq,
+      total: 3,
+      messages: [
+        { role: "user", content: "go", ts: 1, cid: "a" },
+        { role: "assistant", content: "Part one.", ts: 2, run_id: "r1", blocks: [{ type: "text", item_id: "t1", content: "Part one." }] },
+        { role: "user", content: "also this", ts: 50, cid: "s1" },
+        { role: "assistant", content: "", ts: 50, live: true, blocks: [] },
+      ],
+    });
+    s = chatReducer(s, { type: "snapshot", detail: snapshot });
+    expect(s.steering).toEqual([]);
+    expect(rowsOf(s).map((r) => r.key)).toEqual(rowsOf(after).map((r) => r.key));
+    const replayed = fold(s, steered);
+    expect(replayed).toBe(s);
+    const twice = chatReducer(chatReducer(s, { type: "snapshot", detail: snapshot }), { type: "event", event: steered });
+    expect(rowsOf(twice).map((r) => r.key)).toEqual(["cid:a", "run:r1", "cid:s1", "run:r1:1"]);
+  });
+
+  it("a snapshot older than the steer keeps the optimistic row until the event arrives", () => {
+    let s = chatReducer(working(), { type: "steer_local", cid: "s1", content: "also this", ts: 40 });
+    s = chatReducer(s, { type: "snapshot", detail: toDetail(s) });
+    expect(rowsOf(s).at(-1)?.key).toBe("cid:s1");
+    expect(toDetail(s).messages.some((m) => m.cid === "s1")).toBe(false);
+  });
+});

@@ -1,6 +1,7 @@
 //! The chat state machine: folds the detail snapshot, stream events and the owner's own
 //! sends into one transcript. Pure, so every event type in API.md is unit-tested. Events
 //! carry `seq`; anything at or below the last applied `seq` is a replay and changes nothing.
+//! One run can own several assistant rows: steering seals the reply so far into its own row.
 
 import type {
   ApprovalAnswers,
@@ -44,6 +45,11 @@ export interface ChatState {
   pending: PendingMessage[];
   /** Messages sent while a turn ran whose POST has not answered yet. */
   localQueue: PendingMessage[];
+  /**
+   * Steering messages not in the transcript yet, shown after the live row: `sending` until the
+   * POST answers `steered`, then confirmed until `steered_into_turn` puts them in their place.
+   */
+  steering: ChatMessage[];
   /** The stream cursor: the last applied event's seq. */
   seq: number;
   lastRun: LastRun | null;
@@ -57,6 +63,7 @@ export type ChatAction =
   | { type: "older"; page: ChatDetail }
   | { type: "event"; event: StreamEvent; now?: number }
   | { type: "send_local"; cid: string; content: string; ts: number }
+  | { type: "steer_local"; cid: string; content: string; ts: number }
   | { type: "send_result"; cid: string; result: SendResult; now?: number }
   | { type: "send_failed"; cid: string }
   | { type: "queue_cleared" }
@@ -80,6 +87,7 @@ export function emptyChat(id: string): ChatState {
     pendingQuestionId: null,
     pending: [],
     localQueue: [],
+    steering: [],
     seq: 0,
     lastRun: null,
     deleted: false,
@@ -97,6 +105,7 @@ export function fromDetail(detail: ChatDetail, previous?: ChatState): ChatState 
   let live: ChatMessage | null = liveRow ? { ...liveRow, run_id: liveRow.run_id ?? detail.run_id, blocks: liveRow.blocks ?? [] } : null;
   if (!live && detail.running && detail.run_id) live = emptyLive(detail.run_id, Date.now());
   let localQueue: PendingMessage[] = [];
+  let steering: ChatMessage[] = [];
   const dropped = previous?.id === detail.id ? previous.dropped : [];
   if (previous && previous.id === detail.id) {
     const known = new Set<string>();
@@ -106,6 +115,8 @@ export function fromDetail(detail: ChatDetail, previous?: ChatState): ChatState 
     const unconfirmed = previous.messages.filter((m) => m.sending && m.cid && !known.has(m.cid));
     messages = [...messages, ...unconfirmed];
     localQueue = previous.localQueue.filter((p) => !known.has(p.cid));
+    // Steering the snapshot already shows (or queued) is settled; the rest waits for its event.
+    steering = previous.steering.filter((m) => !m.cid || !known.has(m.cid));
     // Keep older pages already loaded when the snapshot is the newest page.
     if (previous.offset < detail.offset && previous.messages.length > 0) {
       const older = previous.messages.filter((_, i) => previous.offset + i < detail.offset && !previous.messages[i]?.sending);
@@ -133,6 +144,7 @@ export function fromDetail(detail: ChatDetail, previous?: ChatState): ChatState 
       pendingQuestionId: detail.pending_question_id,
       pending: notDropped(detail.pending_messages, dropped),
       localQueue,
+      steering,
       seq: detail.seq,
       lastRun: previous?.id === detail.id ? previous.lastRun : null,
       deleted: false,
@@ -165,18 +177,23 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
       const message: ChatMessage = { role: "user", content: action.content, ts: action.ts, cid: action.cid, sending: true };
       return { ...state, messages: [...state.messages, message], lastRun: null };
     }
+    case "steer_local": {
+      const message: ChatMessage = { role: "user", content: action.content, ts: action.ts, cid: action.cid, sending: true };
+      return { ...state, steering: [...state.steering, message] };
+    }
     case "send_result":
-      return applySendResult(state, action.cid, action.result, action.now ?? Date.now());
+      return settleSteering(applySendResult(state, action.cid, action.result, action.now ?? Date.now()));
     case "send_failed":
       return {
         ...state,
         messages: state.messages.filter((m) => !(m.sending && m.cid === action.cid)),
         localQueue: state.localQueue.filter((p) => p.cid !== action.cid),
+        steering: state.steering.filter((m) => m.cid !== action.cid),
       };
     case "queue_cleared":
       return { ...state, pending: [], localQueue: [], dropped: [...state.dropped, ...queueOf(state).map((p) => p.cid)] };
     case "pending_replaced":
-      return { ...state, pending: notDropped(action.pending, state.dropped), localQueue: withoutCids(state.localQueue, action.pending) };
+      return settleSteering({ ...state, pending: notDropped(action.pending, state.dropped), localQueue: withoutCids(state.localQueue, action.pending) });
     case "answer_local":
       return setAnswers(state, action.questionId, action.answers);
   }
@@ -201,7 +218,11 @@ function applySendResult(state: ChatState, cid: string, result: SendResult, now:
         messages: state.messages.filter((m) => !(m.sending && m.cid === cid)),
         pending: notDropped(result.pending_messages, state.dropped),
         localQueue: state.localQueue.filter((p) => p.cid !== cid),
+        steering: state.steering.filter((m) => m.cid !== cid),
       };
+    case "steered":
+      // The words are in the turn; `steered_into_turn` (before or after this) places the row.
+      return confirm(state, cid);
     case "duplicate": {
       const next = { ...state, localQueue: state.localQueue.filter((p) => p.cid !== cid) };
       return confirm(next, cid);
@@ -212,8 +233,22 @@ function applySendResult(state: ChatState, cid: string, result: SendResult, now:
 }
 
 function confirm(state: ChatState, cid: string): ChatState {
-  if (!state.messages.some((m) => m.sending && m.cid === cid)) return state;
-  return { ...state, messages: state.messages.map((m) => (m.cid === cid && m.sending ? { ...m, sending: false } : m)) };
+  const unsent = (m: ChatMessage) => m.sending === true && m.cid === cid;
+  const sent = (m: ChatMessage) => (unsent(m) ? { ...m, sending: false } : m);
+  let next = state;
+  if (state.messages.some(unsent)) next = { ...next, messages: next.messages.map(sent) };
+  if (state.steering.some(unsent)) next = { ...next, steering: next.steering.map(sent) };
+  return next;
+}
+
+/** Drops steering rows the transcript or the queue now holds (each is shown exactly once). */
+function settleSteering(state: ChatState): ChatState {
+  if (state.steering.length === 0) return state;
+  const known = new Set<string>();
+  for (const m of state.messages) if (m.cid && !m.sending) known.add(m.cid);
+  for (const p of state.pending) known.add(p.cid);
+  const steering = state.steering.filter((m) => !m.cid || !known.has(m.cid));
+  return steering.length === state.steering.length ? state : { ...state, steering };
 }
 
 function notDropped(pending: PendingMessage[], dropped: readonly string[]): PendingMessage[] {
@@ -245,7 +280,7 @@ function applyEvent(state: ChatState, event: StreamEvent, now: number): ChatStat
   if (event.seq <= state.seq) return state;
   // An event type this client does not know yet (a newer server) changes nothing.
   const next = (foldEvent(state, event, now) as ChatState | undefined) ?? state;
-  return { ...next, seq: event.seq };
+  return settleSteering({ ...next, seq: event.seq });
 }
 
 function foldEvent(state: ChatState, event: Exclude<StreamEvent, { type: "resync" | "catch_up_done" }>, now: number): ChatState {
@@ -311,6 +346,24 @@ function foldEvent(state: ChatState, event: Exclude<StreamEvent, { type: "resync
         lastRun: null,
       };
     }
+    case "steered_into_turn": {
+      const cid = event.message.cid;
+      // The owner's row moves to its place after the sealed part, wherever it showed before.
+      const counted = cid ? state.messages.some((m) => m.cid === cid && !m.sending) : false;
+      let next: ChatState = cid
+        ? {
+            ...state,
+            messages: state.messages.filter((m) => m.cid !== cid),
+            steering: state.steering.filter((m) => m.cid !== cid),
+            pending: state.pending.filter((p) => p.cid !== cid),
+            localQueue: state.localQueue.filter((p) => p.cid !== cid),
+          }
+        : state;
+      if (next.live && next.live.run_id !== event.run_id) next = promote(next, "completed");
+      else if (next.live && event.sealed) next = appendSealed(next, sealed(next.live, "completed"));
+      next = { ...next, messages: [...next.messages, { ...event.message }], total: next.total + (counted ? 0 : 1) };
+      return { ...next, running: true, runId: event.run_id, live: emptyLive(event.run_id, event.message.ts ?? now), lastRun: null };
+    }
     case "done": {
       if (state.live?.run_id && state.live.run_id !== event.run_id) {
         // A `done` for an older run (its live row was already replaced): only record it.
@@ -353,22 +406,41 @@ function foldEvent(state: ChatState, event: Exclude<StreamEvent, { type: "resync
   }
 }
 
-/** Moves the live message into history: same row, same run_id, so the view keeps its DOM. */
-function promote(state: ChatState, status: RunStatus): ChatState {
-  const live = state.live;
-  if (!live) return state;
+/** The live message as a finished row: running tools end, the text becomes its content. */
+function sealed(live: ChatMessage, status: RunStatus): ChatMessage {
   const toolStatus = status === "stopped" || status === "interrupted" ? "stopped" : "done";
   const blocks = (live.blocks ?? []).map((b) => (b.type === "tool" && b.status === "running" ? { ...b, status: toolStatus as ToolBlock["status"] } : b));
   const content = blocks
     .filter((b) => b.type === "text")
     .map((b) => (b as { content: string }).content)
     .join("\n\n");
-  const final: ChatMessage = { ...live, blocks, content, live: false };
-  const existing = state.messages.findIndex((m) => m.role === "assistant" && m.run_id && m.run_id === live.run_id);
+  return { ...live, blocks, content, live: false };
+}
+
+function appendSealed(state: ChatState, row: ChatMessage): ChatState {
+  return { ...state, messages: [...state.messages, row], total: state.total + 1 };
+}
+
+/** Moves the live message into history: same row, same run_id, so the view keeps its DOM. */
+function promote(state: ChatState, status: RunStatus): ChatState {
+  const live = state.live;
+  if (!live) return state;
+  const final = sealed(live, status);
+  // Only the run's row since the last user row is this live message; earlier rows of the same
+  // run are parts sealed by steering and stay.
+  let existing = -1;
+  for (let i = state.messages.length - 1; i >= 0; i--) {
+    const m = state.messages[i];
+    if (!m || m.role !== "assistant") break;
+    if (m.run_id && m.run_id === live.run_id) {
+      existing = i;
+      break;
+    }
+  }
+  if (existing < 0) return { ...appendSealed(state, final), live: null };
   const messages = [...state.messages];
-  if (existing >= 0) messages[existing] = final;
-  else messages.push(final);
-  return { ...state, messages, live: null, total: existing >= 0 ? state.total : state.total + 1 };
+  messages[existing] = final;
+  return { ...state, messages, live: null };
 }
 
 function withLive(state: ChatState, now: number, change: (blocks: Block[]) => Block[]): ChatState {
@@ -423,24 +495,59 @@ export interface Row {
   live: boolean;
 }
 
-/** A row's identity: an assistant turn by run_id, a user row by cid, else its index. */
-export function rowKey(message: Message, index: number): string {
-  if (message.role === "assistant" && message.run_id) return `run:${message.run_id}`;
+/**
+ * A row's identity: an assistant turn by run_id (its `part`-th row when steering split it), a
+ * user row by cid, else its index.
+ */
+export function rowKey(message: Message, index: number, part = 0): string {
+  if (message.role === "assistant" && message.run_id) return part === 0 ? `run:${message.run_id}` : `run:${message.run_id}:${part}`;
   if (message.cid) return `cid:${message.cid}`;
   return `at:${index}`;
+}
+
+/** No text, thinking, tool, card or error to show. */
+function isBlank(message: Message): boolean {
+  const blocks = message.blocks ?? [];
+  if (blocks.length === 0) return message.content.trim() === "";
+  return blocks.every((b) => b.type === "text" && b.content.trim() === "");
 }
 
 export function rowsOf(state: ChatState): Row[] {
   const rows: Row[] = [];
   const seen = new Set<string>();
+  // Parts of one run count from its first row, so a part keeps its key when steering seals it.
+  const parts = new Map<string, number>();
+  const lastPart = new Map<string, number>();
+  state.messages.forEach((m, i) => {
+    if (m.role === "assistant" && m.run_id) lastPart.set(m.run_id, i);
+  });
+  const partOf = (message: Message): number => {
+    if (message.role !== "assistant" || !message.run_id) return 0;
+    const part = parts.get(message.run_id) ?? 0;
+    parts.set(message.run_id, part + 1);
+    return part;
+  };
   state.messages.forEach((message, i) => {
+    const part = partOf(message);
     if (message.hidden) return;
-    let key = rowKey(message, state.offset + i);
+    // A blank part sealed by steering says nothing ("Stopped before replying" would be wrong).
+    const superseded = !!message.run_id && (lastPart.get(message.run_id) !== i || state.live?.run_id === message.run_id);
+    if (message.role === "assistant" && superseded && isBlank(message)) return;
+    let key = rowKey(message, state.offset + i, part);
     if (seen.has(key)) key = `${key}#${state.offset + i}`;
     seen.add(key);
     rows.push({ key, message, live: false });
   });
-  if (state.live) rows.push({ key: rowKey(state.live, state.offset + state.messages.length), message: state.live, live: true });
+  if (state.live) {
+    const live = state.live;
+    rows.push({ key: rowKey(live, state.offset + state.messages.length, partOf(live)), message: live, live: true });
+  }
+  for (const message of state.steering) {
+    const key = message.cid ? `cid:${message.cid}` : `steer:${message.ts}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    rows.push({ key, message, live: false });
+  }
   return rows;
 }
 

@@ -1,6 +1,7 @@
 //! One open chat: its detail snapshot, the reducer that folds the stream into it, the stream
 //! connection (resume by seq, backoff, wake on visibility/online, resync), and the owner's
-//! actions — send, answer, stop (with the cleared-queue re-send), queue edits, retry.
+//! actions — send, steer (typed text or queued rows), answer, stop (with the cleared-queue
+//! re-send), queue edits, retry.
 
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useCallback, useEffect, useReducer, useRef, useState } from "react";
@@ -23,13 +24,19 @@ import { readToken } from "../auth/token";
 import { setStreaming } from "../shell/activity";
 import { announceAppPreview } from "../shell/appEvents";
 import { recheckOnline, useOnline } from "../shell/online";
-import { newCid, resolveStopResend, snapshotQueue } from "./queue";
+import { newCid, resolveStopResend, snapshotQueue, takeQueued } from "./queue";
 import { chatReducer, emptyChat, fromDetail, queueOf, toDetail, type ChatState } from "./reducer";
 import { backoffDelay, connReducer, initialConn, shouldReconnectOnWake, type ConnState } from "./reconnect";
 import { runStream } from "./sse";
 
 /** What a send came to, for the composer. */
 export type SendOutcome = "sent" | "no_provider" | "question_open" | "failed";
+
+/** What steering queued rows came to; `text` is what the composer gets back when it failed. */
+export interface SteerQueuedOutcome {
+  outcome: SendOutcome | "nothing";
+  text: string | null;
+}
 
 export interface ChatHandle {
   state: ChatState;
@@ -40,6 +47,12 @@ export interface ChatHandle {
   loadingOlder: boolean;
   loadOlder: () => void;
   send: (text: string, cid?: string) => Promise<SendOutcome>;
+  /** Sends into the running turn (`steer: true`); the server queues it when the CLI can't. */
+  steer: (text: string) => Promise<SendOutcome>;
+  /** Takes these queued rows back from the server and steers them in as one message. */
+  steerQueued: (cids: readonly string[]) => Promise<SteerQueuedOutcome>;
+  /** A steer of queued rows is on its way. */
+  steeringQueue: boolean;
   answer: (questionId: string, answers: QuestionAnswers | ApprovalAnswers) => Promise<void>;
   stop: () => Promise<void>;
   stopping: boolean;
@@ -66,6 +79,7 @@ export function useChat(chatId: string): ChatHandle {
   const [conn, connDispatch] = useReducer(connReducer, initialConn);
   const [loadingOlder, setLoadingOlder] = useState(false);
   const [stopping, setStopping] = useState(false);
+  const [steeringQueue, setSteeringQueue] = useState(false);
 
   const stateRef = useRef(state);
   const connRef = useRef(conn);
@@ -241,11 +255,10 @@ export function useChat(chatId: string): ChatHandle {
       .finally(() => setLoadingOlder(false));
   }, [chatId, loadingOlder]);
 
-  const send = useCallback(
-    async (text: string, reuseCid?: string): Promise<SendOutcome> => {
-      const cid = reuseCid ?? newCid();
-      dispatch({ type: "send_local", cid, content: text, ts: Date.now() });
-      const post = () => sendMessage(chatId, { content: text, cid });
+  const deliver = useCallback(
+    async (text: string, cid: string, steer: boolean): Promise<SendOutcome> => {
+      dispatch({ type: steer ? "steer_local" : "send_local", cid, content: text, ts: Date.now() });
+      const post = () => sendMessage(chatId, steer ? { content: text, cid, steer } : { content: text, cid });
       try {
         let result;
         try {
@@ -274,6 +287,32 @@ export function useChat(chatId: string): ChatHandle {
       }
     },
     [chatId, queryClient, refetch],
+  );
+
+  const send = useCallback((text: string, reuseCid?: string) => deliver(text, reuseCid ?? newCid(), false), [deliver]);
+  const steer = useCallback((text: string) => deliver(text, newCid(), true), [deliver]);
+
+  const steerQueued = useCallback(
+    async (cids: readonly string[]): Promise<SteerQueuedOutcome> => {
+      const wanted = new Set(cids);
+      const rows = queueOf(stateRef.current).filter((row) => row.confirmed && wanted.has(row.cid));
+      if (rows.length === 0) return { outcome: "nothing", text: null };
+      setSteeringQueue(true);
+      try {
+        const { text, unreachable } = await takeQueued(
+          rows,
+          (cid) => removePending(chatId, cid),
+          (pending) => dispatch({ type: "pending_replaced", pending }),
+        );
+        // Rows the server could not be asked about stay queued; nothing of theirs is lost.
+        if (text === null) return { outcome: unreachable > 0 ? "failed" : "nothing", text: null };
+        const outcome = await steer(text);
+        return { outcome, text: outcome === "sent" ? null : text };
+      } finally {
+        setSteeringQueue(false);
+      }
+    },
+    [chatId, steer],
   );
 
   const answer = useCallback(
@@ -338,6 +377,9 @@ export function useChat(chatId: string): ChatHandle {
     loadingOlder,
     loadOlder,
     send,
+    steer,
+    steerQueued,
+    steeringQueue,
     answer,
     stop,
     stopping,

@@ -1,5 +1,5 @@
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import { fireEvent, render, screen, waitFor } from "@testing-library/react";
+import { fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ChatDetail } from "../api/types";
 import { writeToken } from "../auth/token";
@@ -86,5 +86,106 @@ describe("ChatView stop", () => {
     await waitFor(() => expect(sent).toHaveLength(1));
     expect(trayShownAtStop).toBe(false);
     expect(sent[0]).toMatchObject({ content: "second\nfirst" });
+  });
+});
+
+/** Renders the running chat with `fetch` answering the stream, the detail and `handle` for the rest. */
+function renderRunning(handle: (key: string, init: RequestInit) => Promise<Response> | null) {
+  writeToken("tok");
+  vi.stubGlobal(
+    "fetch",
+    vi.fn((input: string, init: RequestInit = {}) => {
+      const key = `${init.method ?? "GET"} ${input}`;
+      const answer = handle(key, init);
+      if (answer) return answer;
+      if (key === "GET /api/chats/c1?limit=20") return Promise.resolve(json(running));
+      if (key === "GET /api/chats/c1/stream") return Promise.resolve(openStream([{ type: "catch_up_done", seq: 7 }]));
+      if (key === "GET /api/auth/providers/status") return Promise.resolve(json({ default_provider: "claude", providers: { claude: { connected: true } } }));
+      return Promise.reject(new Error(`unexpected ${key}`));
+    }),
+  );
+  const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
+  render(
+    <QueryClientProvider client={client}>
+      <ChatView chatId="c1" owner="ada" summary={undefined} firstRun={false} onTitle={() => undefined} onOpenSettings={() => undefined} />
+    </QueryClientProvider>,
+  );
+}
+
+describe("ChatView steering", () => {
+  const queueAfter = (cid: string) => running.pending_messages.filter((p) => p.cid !== cid);
+
+  it("“Send now” takes the row back, then steers its text with a fresh cid and shows it after the live reply", async () => {
+    const calls: string[] = [];
+    const posted: { content: string; cid: string; steer?: boolean }[] = [];
+    renderRunning((key, init) => {
+      if (key.startsWith("DELETE ")) {
+        calls.push(key);
+        return Promise.resolve(json({ removed: true, pending_messages: queueAfter("q1") }));
+      }
+      if (key === "POST /api/chats/c1/messages") {
+        calls.push(key);
+        const body = JSON.parse(init.body as string) as { content: string; cid: string; steer?: boolean };
+        posted.push(body);
+        return Promise.resolve(json({ status: "steered", message: { role: "user", content: body.content, ts: 9, cid: body.cid } }, 202));
+      }
+      return null;
+    });
+    const tray = await screen.findByRole("region", { name: "Queued messages" });
+    const first = within(tray).getByText("first").closest("li") as HTMLElement;
+    fireEvent.click(within(first).getByRole("button", { name: "Send now" }));
+    await waitFor(() => expect(posted).toHaveLength(1));
+    expect(calls).toEqual(["DELETE /api/chats/c1/pending/q1", "POST /api/chats/c1/messages"]);
+    expect(posted[0]).toMatchObject({ content: "first", steer: true });
+    expect(posted[0]?.cid).not.toBe("q1");
+    const rows = [...document.querySelectorAll<HTMLElement>(".chat-content .row")];
+    expect(rows.at(-2)?.dataset.live).toBe("true");
+    expect(rows.at(-1)?.textContent).toContain("first");
+    expect(within(await screen.findByRole("region", { name: "Queued messages" })).queryByText("first")).toBeNull();
+  });
+
+  it("Steer sends the whole queue as one message; when that fails the text lands in the box", async () => {
+    const posted: { content: string; steer?: boolean }[] = [];
+    let queue = running.pending_messages;
+    renderRunning((key, init) => {
+      if (key.startsWith("DELETE ")) {
+        const cid = key.split("/").pop() ?? "";
+        queue = queue.filter((p) => p.cid !== cid);
+        return Promise.resolve(json({ removed: true, pending_messages: queue }));
+      }
+      if (key === "POST /api/chats/c1/messages") {
+        posted.push(JSON.parse(init.body as string) as { content: string; steer?: boolean });
+        return Promise.resolve(json({ code: "internal", message: "boom" }, 500));
+      }
+      return null;
+    });
+    await screen.findByRole("region", { name: "Queued messages" });
+    fireEvent.click(screen.getByRole("button", { name: "Steer" }));
+    await waitFor(() => expect(posted).toHaveLength(1));
+    expect(posted[0]).toEqual(expect.objectContaining({ content: "first\n\nsecond", steer: true }));
+    const box = screen.getByRole<HTMLTextAreaElement>("textbox", { name: "Message" });
+    await waitFor(() => expect(box.value).toBe("first\n\nsecond"));
+    expect(screen.queryByText("first\n\nsecond", { selector: ".bubble" })).toBeNull();
+    screen.getByRole("alert");
+    // Stop stays reachable throughout.
+    screen.getByRole("button", { name: "Stop" });
+  });
+
+  it("a row the server no longer holds (removed:false) is not sent again", async () => {
+    const posted: unknown[] = [];
+    renderRunning((key) => {
+      if (key.startsWith("DELETE ")) return Promise.resolve(json({ removed: false, pending_messages: queueAfter("q2") }));
+      if (key === "POST /api/chats/c1/messages") {
+        posted.push(key);
+        return Promise.resolve(json({ status: "steered" }, 202));
+      }
+      return null;
+    });
+    const tray = await screen.findByRole("region", { name: "Queued messages" });
+    const second = within(tray).getByText("second").closest("li") as HTMLElement;
+    fireEvent.click(within(second).getByRole("button", { name: "Send now" }));
+    await waitFor(() => expect(within(tray).queryByText("second")).toBeNull());
+    expect(posted).toEqual([]);
+    expect(screen.getByRole<HTMLTextAreaElement>("textbox", { name: "Message" }).value).toBe("");
   });
 });

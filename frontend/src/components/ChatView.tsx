@@ -19,7 +19,7 @@ import {
   spacerFor,
   type ScrollMode,
 } from "../chat/scroll";
-import { useChat } from "../chat/useChat";
+import { useChat, type SendOutcome } from "../chat/useChat";
 import { useOnline } from "../shell/online";
 import { Composer } from "./Composer";
 import { Icon } from "./Icon";
@@ -49,6 +49,7 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings }: C
   const queue = queueOf(state);
   const [noProviderNudge, setNoProviderNudge] = useState(false);
   const [sendError, setSendError] = useState<string | null>(null);
+  const [restore, setRestore] = useState<{ id: number; text: string } | null>(null);
   const [now, setNow] = useState(() => Date.now());
 
   const scrollRef = useRef<HTMLDivElement>(null);
@@ -235,15 +236,42 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings }: C
     }
   });
 
+  const explain = (outcome: SendOutcome) => {
+    if (outcome === "no_provider") setNoProviderNudge(true);
+    else if (outcome === "question_open") setSendError("Answer the question above (or stop the turn) before sending.");
+    else setSendError(online ? "Couldn't send your message. It's back in the box — try again." : "You're offline. Your message is kept.");
+  };
+
   const send = async (text: string) => {
     setSendError(null);
     const outcome = await chat.send(text);
     if (outcome === "sent") return true;
-    if (outcome === "no_provider") setNoProviderNudge(true);
-    else if (outcome === "question_open") setSendError("Answer the question above (or stop the turn) before sending.");
-    else setSendError(online ? "Couldn't send your message. It's back in the box — try again." : "You're offline. Your message is kept.");
+    explain(outcome);
     return false;
   };
+
+  const steer = async (text: string) => {
+    setSendError(null);
+    const outcome = await chat.steer(text);
+    if (outcome === "sent") return true;
+    explain(outcome);
+    return false;
+  };
+
+  /** "Send now" on queued rows: a steer that failed after the server gave them back lands in the box. */
+  const steerQueued = async (cids: readonly string[]) => {
+    setSendError(null);
+    const { outcome, text } = await chat.steerQueued(cids);
+    if (outcome === "sent" || outcome === "nothing") return;
+    if (text !== null) {
+      setRestore((previous) => ({ id: (previous?.id ?? 0) + 1, text }));
+      explain(outcome);
+    } else {
+      setSendError("Couldn't reach the server. The queued message is still waiting.");
+    }
+  };
+  const questionOpen = state.pendingQuestionId !== null;
+  const confirmedQueue = queue.filter((row) => row.confirmed);
 
   const retry = () => {
     const lastUser = [...state.messages].reverse().find((m) => m.role === "user" && !m.hidden);
@@ -337,18 +365,29 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings }: C
             {sendError}
           </p>
         )}
-        <QueueTray rows={queue} onEdit={chat.editQueued} onRemove={chat.removeQueued} />
+        <QueueTray
+          rows={queue}
+          onEdit={chat.editQueued}
+          onRemove={chat.removeQueued}
+          onSteer={state.running ? (cid) => steerQueued([cid]) : undefined}
+          steerDisabled={!online || questionOpen || chat.steeringQueue || chat.stopping}
+        />
         <Composer
           key={chatId}
           owner={owner}
           chatId={chatId}
           running={state.running}
-          questionOpen={state.pendingQuestionId !== null}
+          questionOpen={questionOpen}
           offline={!online}
           stopping={chat.stopping}
+          queued={confirmedQueue.length}
+          steering={chat.steeringQueue}
           onSend={send}
+          onSteer={steer}
+          onSteerQueued={() => void steerQueued(confirmedQueue.map((row) => row.cid))}
           onStop={() => void chat.stop()}
           onBeforeSend={beforeSend}
+          restore={restore}
         />
       </div>
     </div>

@@ -11,9 +11,13 @@ function setPointer(coarse: boolean) {
 
 function renderComposer(overrides: Partial<ComposerProps> = {}) {
   const onSend = vi.fn<(text: string) => Promise<boolean>>(() => Promise.resolve(true));
+  const onSteer = vi.fn<(text: string) => Promise<boolean>>(() => Promise.resolve(true));
+  const onSteerQueued = vi.fn();
   const onStop = vi.fn();
-  render(<Composer owner="ada" chatId="c1" running={false} questionOpen={false} offline={false} stopping={false} onSend={onSend} onStop={onStop} {...overrides} />);
-  return { onSend, onStop, box: screen.getByRole("textbox", { name: "Message" }) };
+  const props = { owner: "ada", chatId: "c1", running: false, questionOpen: false, offline: false, stopping: false, onSend, onSteer, onSteerQueued, onStop, ...overrides };
+  const view = render(<Composer {...props} />);
+  const rerender = (more: Partial<ComposerProps>) => view.rerender(<Composer {...props} {...more} />);
+  return { onSend, onSteer, onSteerQueued, onStop, rerender, box: screen.getByRole("textbox", { name: "Message" }) };
 }
 
 describe("Composer", () => {
@@ -58,5 +62,50 @@ describe("Composer", () => {
     const { box } = renderComposer({ offline: true });
     fireEvent.change(box, { target: { value: "later" } });
     expect(screen.getByRole<HTMLButtonElement>("button", { name: "Send" }).disabled).toBe(true);
+  });
+
+  it("while a turn runs, Enter queues and Ctrl/Cmd+Enter steers the text in", () => {
+    setPointer(false);
+    const { onSend, onSteer, box } = renderComposer({ running: true });
+    fireEvent.change(box, { target: { value: "later" } });
+    fireEvent.keyDown(box, { key: "Enter" });
+    expect(onSend).toHaveBeenCalledWith("later");
+    fireEvent.change(box, { target: { value: "now" } });
+    fireEvent.keyDown(box, { key: "Enter", ctrlKey: true });
+    expect(onSteer).toHaveBeenCalledWith("now");
+    fireEvent.change(box, { target: { value: "now too" } });
+    fireEvent.keyDown(box, { key: "Enter", metaKey: true });
+    expect(onSteer).toHaveBeenLastCalledWith("now too");
+    expect(onSend).toHaveBeenCalledTimes(1);
+  });
+
+  it("a steer that fails puts the text back", async () => {
+    setPointer(false);
+    const { box } = renderComposer({ running: true, onSteer: () => Promise.resolve(false) });
+    fireEvent.change(box, { target: { value: "steer me" } });
+    fireEvent.keyDown(box, { key: "Enter", ctrlKey: true });
+    await vi.waitFor(() => expect((box as HTMLTextAreaElement).value).toBe("steer me"));
+  });
+
+  it("with an empty box and a queue, offers Steer beside Stop; typing turns it back into Queue", () => {
+    setPointer(false);
+    const { onSteerQueued, onStop, box } = renderComposer({ running: true, queued: 2 });
+    fireEvent.click(screen.getByRole("button", { name: "Steer" }));
+    expect(onSteerQueued).toHaveBeenCalledTimes(1);
+    fireEvent.click(screen.getByRole("button", { name: "Stop" }));
+    expect(onStop).toHaveBeenCalled();
+    fireEvent.change(box, { target: { value: "more" } });
+    expect(screen.queryByRole("button", { name: "Steer" })).toBeNull();
+    screen.getByRole("button", { name: "Queue message" });
+  });
+
+  it("takes text handed back from a failed steer of queued messages, after what is typed", () => {
+    setPointer(false);
+    const { box, rerender } = renderComposer({ running: true });
+    fireEvent.change(box, { target: { value: "typed" } });
+    rerender({ restore: { id: 1, text: "queued one\n\nqueued two" } });
+    expect((box as HTMLTextAreaElement).value).toBe("typed\n\nqueued one\n\nqueued two");
+    rerender({ restore: { id: 1, text: "queued one\n\nqueued two" } });
+    expect((box as HTMLTextAreaElement).value).toBe("typed\n\nqueued one\n\nqueued two");
   });
 });

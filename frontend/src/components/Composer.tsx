@@ -1,8 +1,10 @@
 //! The message box: keeps its draft per chat across reloads, grows up to a cap, sends with
-//! Enter on desktop (Shift+Enter for a newline; on touch-first devices Enter is a newline),
-//! and turns into Stop while a turn runs.
+//! Enter on desktop (Shift+Enter for a newline; on touch-first devices Enter is a newline).
+//! While a turn runs Stop stays beside the primary button, which queues typed text, or steers
+//! the queued messages in when the box is empty; Ctrl/Cmd+Enter steers typed text in at once.
 
 import { useEffect, useId, useLayoutEffect, useRef, useState, type KeyboardEvent } from "react";
+import { composerButtons, enterAction } from "../chat/queue";
 import { loadDraft, saveDraft } from "../chat/persist";
 import { Icon } from "./Icon";
 
@@ -13,11 +15,21 @@ export interface ComposerProps {
   questionOpen: boolean;
   offline: boolean;
   stopping: boolean;
+  /** Queued messages the server holds (what Steer would send now). */
+  queued?: number;
+  /** A steer of the queued messages is on its way. */
+  steering?: boolean;
   /** Sends the text; resolves false when it was not sent (the text comes back). */
   onSend: (text: string) => Promise<boolean>;
+  /** Sends the text into the running turn; resolves false when it was not sent. */
+  onSteer?: (text: string) => Promise<boolean>;
+  /** Steers every queued message into the running turn, as one message. */
+  onSteerQueued?: () => void;
   onStop: () => void;
   /** Called just before a send, while the DOM still shows the reader's position. */
   onBeforeSend?: () => void;
+  /** Text handed back from elsewhere (a queued message that could not be steered); a new id adds it. */
+  restore?: { id: number; text: string } | null;
 }
 
 const MAX_HEIGHT_PX = 220;
@@ -26,10 +38,35 @@ function touchPrimary(): boolean {
   return window.matchMedia?.("(pointer: coarse)").matches ?? false;
 }
 
-export function Composer({ owner, chatId, running, questionOpen, offline, stopping, onSend, onStop, onBeforeSend }: ComposerProps) {
+function modKeyName(): string {
+  return /Mac|iPhone|iPad/.test(navigator.platform || navigator.userAgent) ? "⌘" : "Ctrl";
+}
+
+export function Composer({
+  owner,
+  chatId,
+  running,
+  questionOpen,
+  offline,
+  stopping,
+  queued = 0,
+  steering = false,
+  onSend,
+  onSteer,
+  onSteerQueued,
+  onStop,
+  onBeforeSend,
+  restore,
+}: ComposerProps) {
   const [text, setText] = useState(() => loadDraft(owner, chatId));
+  const [restoredId, setRestoredId] = useState(restore?.id ?? 0);
   const ref = useRef<HTMLTextAreaElement>(null);
   const hintId = useId();
+
+  if (restore && restore.id !== restoredId) {
+    setRestoredId(restore.id);
+    setText((current) => (current.trim() === "" ? restore.text : `${current}\n\n${restore.text}`));
+  }
 
   useEffect(() => saveDraft(owner, chatId, text), [owner, chatId, text]);
 
@@ -42,33 +79,43 @@ export function Composer({ owner, chatId, running, questionOpen, offline, stoppi
 
   const hasText = text.trim() !== "";
   const canSend = hasText && !offline && !questionOpen;
+  const buttons = composerButtons({ running, questionOpen, hasText, queued, offline, stopping, steering });
 
-  async function submit() {
+  async function submit(steer: boolean) {
     if (!canSend) return;
     const sent = text;
-    onBeforeSend?.();
+    if (!steer) onBeforeSend?.();
     setText("");
-    const ok = await onSend(sent);
+    const ok = steer && onSteer ? await onSteer(sent) : await onSend(sent);
     // Never lose what was typed: a failed send puts the text back (unless new text was typed).
     if (!ok) setText((current) => (current === "" ? sent : current));
   }
 
   function onKeyDown(event: KeyboardEvent<HTMLTextAreaElement>) {
     if (event.key !== "Enter" || event.nativeEvent.isComposing) return;
-    const force = event.metaKey || event.ctrlKey;
-    if (force || (!event.shiftKey && !touchPrimary())) {
-      event.preventDefault();
-      void submit();
-    }
+    const action = enterAction({ shift: event.shiftKey, mod: event.metaKey || event.ctrlKey }, { touch: touchPrimary(), running, questionOpen });
+    if (action === "newline") return;
+    event.preventDefault();
+    void submit(action === "steer" && onSteer !== undefined);
   }
 
-  const placeholder = offline ? "Offline — you can keep typing" : questionOpen ? "Answer the question above first" : running ? "Queue a message" : "Message Möbius";
+  const mod = modKeyName();
+  const placeholder = offline
+    ? "Offline — you can keep typing"
+    : questionOpen
+      ? "Answer the question above first"
+      : running
+        ? touchPrimary() || !onSteer
+          ? "Queue a message"
+          : `Queue a message · ${mod}+Enter sends it now`
+        : "Message Möbius";
+  const primary = buttons.primary;
   return (
     <form
       className="composer"
       onSubmit={(event) => {
         event.preventDefault();
-        void submit();
+        void submit(false);
       }}
     >
       <div className="composer-box" data-disabled={offline || undefined}>
@@ -86,22 +133,41 @@ export function Composer({ owner, chatId, running, questionOpen, offline, stoppi
           onKeyDown={onKeyDown}
           enterKeyHint={touchPrimary() ? "enter" : "send"}
           autoComplete="off"
+          aria-keyshortcuts={running && onSteer ? "Control+Enter Meta+Enter" : undefined}
         />
         <div className="composer-actions">
-          {(running || questionOpen) && (
+          {buttons.stop && (
             <button
               type="button"
               className="composer-button composer-stop"
               onClick={onStop}
-              disabled={stopping || offline}
+              disabled={buttons.stop.disabled}
               aria-label={stopping ? "Stopping" : "Stop"}
               title="Stop"
             >
               <Icon name="stop" size={16} />
             </button>
           )}
-          {(hasText || !(running || questionOpen)) && (
-            <button type="submit" className="composer-button composer-send" disabled={!canSend} aria-label={running ? "Queue message" : "Send"} title={running ? "Queue" : "Send"}>
+          {primary?.kind === "steer" && (
+            <button
+              type="button"
+              className="composer-steer"
+              onClick={onSteerQueued}
+              disabled={primary.disabled || !onSteerQueued}
+              title="Send the queued messages into the running turn now"
+            >
+              <Icon name="send" size={16} />
+              Steer
+            </button>
+          )}
+          {(primary?.kind === "send" || primary?.kind === "queue") && (
+            <button
+              type="submit"
+              className="composer-button composer-send"
+              disabled={primary.disabled}
+              aria-label={primary.kind === "queue" ? "Queue message" : "Send"}
+              title={primary.kind === "queue" ? (onSteer ? `Queue (${mod}+Enter sends it now)` : "Queue") : "Send"}
+            >
               <Icon name="send" size={18} />
             </button>
           )}

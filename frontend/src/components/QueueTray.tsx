@@ -1,4 +1,5 @@
-//! Messages sent while a turn runs: they wait here, can be edited or removed, and run next.
+//! Messages sent while a turn runs: they wait here, can be edited, removed or sent into the
+//! running turn now (steered), and otherwise run next.
 
 import { useState } from "react";
 import type { PendingMessage } from "../api/types";
@@ -8,9 +9,13 @@ export interface QueueTrayProps {
   rows: (PendingMessage & { confirmed: boolean })[];
   onEdit: (cid: string, content: string) => Promise<boolean>;
   onRemove: (cid: string) => Promise<void>;
+  /** Sends this row into the running turn now; absent when no turn runs. */
+  onSteer?: ((cid: string) => Promise<void>) | undefined;
+  /** Steering is not possible right now (offline, a question is open, a steer is on its way). */
+  steerDisabled?: boolean;
 }
 
-export function QueueTray({ rows, onEdit, onRemove }: QueueTrayProps) {
+export function QueueTray({ rows, onEdit, onRemove, onSteer, steerDisabled = false }: QueueTrayProps) {
   if (rows.length === 0) return null;
   return (
     <section className="queue" aria-label="Queued messages">
@@ -19,14 +24,14 @@ export function QueueTray({ rows, onEdit, onRemove }: QueueTrayProps) {
       </p>
       <ul className="queue-list">
         {rows.map((row) => (
-          <QueueRow key={row.cid} row={row} onEdit={onEdit} onRemove={onRemove} />
+          <QueueRow key={row.cid} row={row} onEdit={onEdit} onRemove={onRemove} onSteer={onSteer} steerDisabled={steerDisabled} />
         ))}
       </ul>
     </section>
   );
 }
 
-function QueueRow({ row, onEdit, onRemove }: { row: PendingMessage & { confirmed: boolean } } & Omit<QueueTrayProps, "rows">) {
+function QueueRow({ row, onEdit, onRemove, onSteer, steerDisabled }: { row: PendingMessage & { confirmed: boolean } } & Omit<QueueTrayProps, "rows">) {
   const [editing, setEditing] = useState(false);
   const [draft, setDraft] = useState(row.content);
   const [busy, setBusy] = useState(false);
@@ -76,6 +81,17 @@ function QueueRow({ row, onEdit, onRemove }: { row: PendingMessage & { confirmed
       <span className="queue-text">{row.content}</span>
       {!row.confirmed && <span className="queue-pending">Sending…</span>}
       <div className="queue-actions">
+        {onSteer && (
+          <button
+            type="button"
+            className="btn btn-ghost btn-small queue-steer"
+            disabled={!row.confirmed || busy || steerDisabled}
+            title="Send it into the running turn now"
+            onClick={() => void run(() => onSteer(row.cid))}
+          >
+            Send now
+          </button>
+        )}
         <button
           type="button"
           className="icon-button icon-button-small"
