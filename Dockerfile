@@ -46,6 +46,8 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     && install -m 0755 target/release/mobius /usr/local/bin/mobius
 
 # ---- Runtime: slim Debian, an unprivileged `mobius` user, tini as PID 1.
+# The server links no TLS library (rustls with built-in roots); ca-certificates is for the
+# agent's tools (git over https, the CLIs).
 FROM debian:${DEBIAN_RELEASE}-slim AS runtime
 # Debian's packages stay at the release's current security updates; no version pins.
 # hadolint ignore=DL3008

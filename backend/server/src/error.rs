@@ -100,6 +100,16 @@ impl Error {
         }
     }
 
+    /// 502: a server we fetch from failed or could not be reached.
+    pub fn bad_gateway(code: &'static str, message: impl Into<String>) -> Self {
+        Self::client(StatusCode::BAD_GATEWAY, code, message)
+    }
+
+    /// 504: a server we fetch from did not answer in time.
+    pub fn gateway_timeout(code: &'static str, message: impl Into<String>) -> Self {
+        Self::client(StatusCode::GATEWAY_TIMEOUT, code, message)
+    }
+
     /// 503: temporarily unable to serve.
     pub fn unavailable(code: &'static str, message: impl Into<String>) -> Self {
         Self::client(StatusCode::SERVICE_UNAVAILABLE, code, message)

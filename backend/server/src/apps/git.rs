@@ -9,6 +9,7 @@ use git2::{
     RepositoryOpenFlags, Signature, Tree, build::CheckoutBuilder,
 };
 
+use super::smart_http::{self, FetchPolicy};
 use crate::error::{Error, Result};
 
 const NAME: &str = "Mobius";
@@ -147,9 +148,21 @@ pub enum Source {
 }
 
 /// Brings the source's current release into `repo` and returns its commit (not yet on any
-/// branch of ours). Plain folders are snapshotted as a commit on top of `upstream`.
+/// branch of ours). Plain folders are snapshotted as a commit on top of `upstream`. URLs are
+/// fetched over `smart_http` under the public policy.
 pub fn fetch_release(repo: &Repository, source: &Source) -> Result<Oid> {
+    fetch_release_with(repo, source, &FetchPolicy::public())
+}
+
+/// [`fetch_release`] under `policy` (tests reach a loopback server with a looser one).
+pub(super) fn fetch_release_with(repo: &Repository, source: &Source, policy: &FetchPolicy) -> Result<Oid> {
+    // Before libgit2 may look up any transport, local ones included (see `register`).
+    smart_http::register()?;
     let url = match source {
+        // Other schemes would reach libgit2's own transports (git://), outside smart_http.
+        Source::Url(url) if !url.starts_with("https://") && !url.starts_with("http://") => {
+            return Err(super::ssrf::refused("only https:// URLs"));
+        }
         Source::Url(url) => url.clone(),
         Source::Path(path) => {
             let is_repo =
@@ -162,8 +175,16 @@ pub fn fetch_release(repo: &Repository, source: &Source) -> Result<Oid> {
     };
     let mut remote = repo.remote_anonymous(&url).map_err(git_err("the source"))?;
     let mut opts = FetchOptions::new();
+    // Redirects are the transport's business (smart_http.rs); libgit2's own setting is moot.
     opts.follow_redirects(RemoteRedirect::None).depth(0);
-    remote.fetch(&["+HEAD:refs/mobius/incoming"], Some(&mut opts), None).map_err(git_err("fetching the source"))?;
+    let mut fetch = || remote.fetch(&["+HEAD:refs/mobius/incoming"], Some(&mut opts), None);
+    match source {
+        Source::Url(_) => {
+            let session = smart_http::Session::new(policy)?;
+            session.run(fetch).map_err(|e| session.failure().unwrap_or_else(|| git_err("fetching the source")(e)))?;
+        }
+        Source::Path(_) => fetch().map_err(git_err("fetching the source"))?,
+    }
     let incoming = repo
         .find_reference("refs/mobius/incoming")
         .and_then(|r| r.peel_to_commit())

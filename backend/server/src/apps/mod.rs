@@ -8,6 +8,7 @@ pub mod icon;
 pub mod manifest;
 mod routes;
 mod serve;
+pub mod smart_http;
 pub mod ssrf;
 
 use std::path::Path;

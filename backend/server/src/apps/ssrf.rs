@@ -1,11 +1,14 @@
 //! Guards outbound fetches the server makes for the owner (app installs from a URL): https
 //! only, no credentials in the URL, and every address the host resolves to must be public.
+//! [`check_url`] is the early, friendly answer; the same rules hold again at connect time in
+//! `smart_http.rs`, whose resolver is the one the connection uses.
 
 use std::net::{IpAddr, Ipv4Addr};
 
 use crate::error::{Error, Result};
 
-fn refused(why: &str) -> Error {
+/// A `source_not_allowed` refusal saying why.
+pub(super) fn refused(why: &str) -> Error {
     Error::bad_request("source_not_allowed", format!("That source is not allowed: {why}."))
 }
 
