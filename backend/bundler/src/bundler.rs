@@ -1,6 +1,7 @@
 //! The compile queue: a permit limit plus a runtime of its own, so compiles never starve requests.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::runtime::Runtime;
@@ -25,6 +26,9 @@ pub struct Bundler {
 
 struct Inner {
     permits: Arc<Semaphore>,
+    max_parallel: usize,
+    /// Compiles started so far.
+    started: AtomicU64,
     /// Always `Some` until drop, which takes it to shut it down without blocking.
     runtime: Option<Runtime>,
 }
@@ -38,8 +42,11 @@ impl Bundler {
             .thread_name("mobius-bundler")
             .enable_all()
             .build()?;
-        let permits = Arc::new(Semaphore::new(max_parallel.max(1)));
-        Ok(Self { inner: Arc::new(Inner { permits, runtime: Some(runtime) }) })
+        let max_parallel = max_parallel.max(1);
+        let permits = Arc::new(Semaphore::new(max_parallel));
+        Ok(Self {
+            inner: Arc::new(Inner { permits, max_parallel, started: AtomicU64::new(0), runtime: Some(runtime) }),
+        })
     }
 
     /// Compiles one app, waiting for a free permit first.
@@ -47,6 +54,7 @@ impl Bundler {
     /// The compile keeps its permit until it finishes even if this future is dropped, so an
     /// abandoned request never lets more compiles run than the limit.
     pub async fn bundle(&self, opts: &BundleOptions) -> Result<Bundle, Diagnostics> {
+        self.inner.started.fetch_add(1, Ordering::Relaxed);
         let permit = Arc::clone(&self.inner.permits)
             .acquire_owned()
             .await
@@ -74,6 +82,16 @@ impl Bundler {
     /// How many more compiles could start right now.
     pub fn available_permits(&self) -> usize {
         self.inner.permits.available_permits()
+    }
+
+    /// Whether no compile is running or waiting.
+    pub fn is_idle(&self) -> bool {
+        self.available_permits() == self.inner.max_parallel
+    }
+
+    /// How many compiles were started (or queued) so far; unchanged means none since.
+    pub fn compiles_started(&self) -> u64 {
+        self.inner.started.load(Ordering::Relaxed)
     }
 }
 

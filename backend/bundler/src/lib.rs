@@ -97,6 +97,22 @@ mod tests {
 
     fn assert_send<T: Send>(_: &T) {}
 
+    #[tokio::test]
+    async fn the_bundler_counts_compiles_and_is_idle_between_them() {
+        let bundler = Bundler::new(1).expect("runtime");
+        assert!(bundler.is_idle());
+        assert_eq!(bundler.compiles_started(), 0);
+        // A compile of a folder that does not exist fails, but still counts and releases its permit.
+        let opts = BundleOptions {
+            app_dir: "/nonexistent-mobius-app".into(),
+            entry: "index.jsx".into(),
+            ..Default::default()
+        };
+        assert!(bundler.bundle(&opts).await.is_err());
+        assert_eq!(bundler.compiles_started(), 1);
+        assert!(bundler.is_idle());
+    }
+
     #[test]
     fn bundle_futures_are_send() {
         let opts = BundleOptions::default();

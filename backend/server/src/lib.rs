@@ -15,6 +15,7 @@ pub mod db;
 pub mod error;
 pub mod events;
 pub mod housekeeping;
+pub mod memory;
 pub mod ops;
 pub mod providers;
 pub mod storage;

@@ -110,8 +110,10 @@ pub async fn apply_locked(
             return Ok(Applied { mode: "unchanged", app: app.clone(), warnings: Vec::new() });
         }
     }
-    let bundle =
-        state.bundler()?.bundle(&bundle_options(state, tree_dir.path())).await.map_err(|d| compile_error(&d))?;
+    let bundler = state.bundler()?;
+    let compiled = bundler.bundle(&bundle_options(state, tree_dir.path())).await;
+    crate::memory::trim_after_compiles(bundler);
+    let bundle = compiled.map_err(|d| compile_error(&d))?;
     drop(tree_dir);
     let created = existing.as_ref().is_none_or(|a| a.bundle_sha.is_none());
     let id = match &existing {
