@@ -1,6 +1,6 @@
 //! The `mobius` binary: the server by default, or an agent-facing subcommand.
 
 fn main() -> std::process::ExitCode {
-    mobius::memory::tune_allocator();
+    mobius_sys::tune_allocator();
     mobius::cli::main(std::env::args().skip(1).collect())
 }

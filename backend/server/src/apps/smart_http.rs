@@ -10,7 +10,7 @@
 use std::cell::RefCell;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes};
@@ -469,25 +469,11 @@ fn transport_for(remote: &git2::Remote<'_>) -> Result<Transport, git2::Error> {
 }
 
 /// Makes libgit2 use this transport for `https://` and `http://`, once per process. Every
-/// path that lets libgit2 open a remote (local or not) calls this first.
+/// path that lets libgit2 open a remote (local or not) calls this first: the only code that
+/// opens remotes is `apps::git::fetch_release*`, which does, so no transport lookup can race
+/// the registration (`mobius_sys::register_git_transports` has the details).
 pub fn register() -> Result<()> {
-    static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
-    REGISTERED.get_or_init(register_with_libgit2).clone().map_err(Error::Internal)
-}
-
-#[allow(unsafe_code)]
-fn register_with_libgit2() -> Result<(), String> {
-    for scheme in ["https", "http"] {
-        // SAFETY: `git2::transport::register` is unsafe because libgit2 reads its transport
-        // table without a lock whenever a remote connects. This runs once per process, inside
-        // `OnceLock::get_or_init` in `register()`, and the only code that opens remotes
-        // (`apps::git::fetch_release*`) calls `register()` before creating any remote: a
-        // concurrent caller blocks until this returns and then happens-after it. Nothing else
-        // in libgit2 touches the table, so no transport lookup can race this write.
-        unsafe { git2::transport::register(scheme, transport_for) }
-            .map_err(|e| format!("registering the {scheme} git transport: {}", e.message()))?;
-    }
-    Ok(())
+    mobius_sys::register_git_transports(&["https", "http"], transport_for).map_err(Error::Internal)
 }
 
 /// One fetch's transport state; a libgit2 call made inside [`Session::run`] on this thread
