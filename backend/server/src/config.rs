@@ -180,15 +180,15 @@ impl Config {
             log_filter: "warn".into(),
             frontend_dir: dir.join("frontend-dist"),
             secret_key: None,
-            skill_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../skill"),
+            skill_dir: checkout_root().join("skill"),
             claude_bin: dir.join("no-claude-installed"),
             codex_bin: dir.join("no-codex-installed"),
             claude_base_url: None,
             claude_oauth_authorize_url: DEFAULT_CLAUDE_AUTHORIZE_URL.into(),
             claude_oauth_token_url: DEFAULT_CLAUDE_TOKEN_URL.into(),
             agent_start_timeout: Duration::from_secs(30),
-            app_node_modules: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../frontend/node_modules"),
-            app_runtime_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../frontend/public"),
+            app_node_modules: checkout_root().join("frontend/node_modules"),
+            app_runtime_dir: checkout_root().join("frontend/public"),
             app_quota_bytes: DEFAULT_APP_QUOTA_BYTES,
         }
     }
@@ -197,6 +197,17 @@ impl Config {
     pub fn database_path(&self) -> PathBuf {
         self.data_dir.join("db").join("mobius.sqlite3")
     }
+}
+
+/// The repository checkout, for tests and examples that read its files (`skill/`, fixtures,
+/// `frontend/node_modules`). Cargo sets `CARGO_MANIFEST_DIR` when it runs a test, which stays
+/// right when a shared target directory holds a binary compiled in another clone; the
+/// compile-time value is the fallback.
+pub fn checkout_root() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+        .join("../..")
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ mod apps;
 mod errors;
 mod libraries;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use mobius_bundler::{Bundle, BundleOptions, Diagnostic, DiagnosticKind, Diagnostics};
 use oxc::allocator::Allocator;
@@ -44,9 +44,12 @@ const PACKAGES: &[&str] = &[
 
 /// The installed library folder, checked to hold every pinned package.
 fn libraries() -> PathBuf {
-    let dir = std::env::var_os("MOBIUS_APP_NODE_MODULES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../frontend/node_modules"));
+    let dir = std::env::var_os("MOBIUS_APP_NODE_MODULES").map(PathBuf::from).unwrap_or_else(|| {
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+            .join("../../frontend/node_modules")
+    });
     let missing: Vec<&str> =
         PACKAGES.iter().copied().filter(|name| !dir.join(name).join("package.json").is_file()).collect();
     assert!(

@@ -419,7 +419,7 @@ mod tests {
     use super::*;
 
     fn sample(name: &str) -> Vec<Value> {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(name);
+        let path = crate::config::checkout_root().join("tests/fixtures").join(name);
         std::fs::read_to_string(path)
             .expect("fixture")
             .lines()

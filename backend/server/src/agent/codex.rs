@@ -522,8 +522,7 @@ mod tests {
     use super::*;
 
     fn sample() -> Vec<Value> {
-        let path =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/codex-app-server-sample.jsonl");
+        let path = crate::config::checkout_root().join("tests/fixtures/codex-app-server-sample.jsonl");
         std::fs::read_to_string(path)
             .expect("fixture")
             .lines()

@@ -24,7 +24,7 @@ enum Cli {
 }
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    mobius::config::checkout_root()
 }
 
 fn cli_bin(cli: Cli) -> PathBuf {

@@ -66,7 +66,7 @@ impl TestApp {
             .env("MOBIUS_BIND", addr.to_string())
             .env("MOBIUS_FRONTEND_DIR", dir.path().join("no-frontend"))
             .env("MOBIUS_LOG", "info,mobius=debug")
-            .env("MOBIUS_SKILL_DIR", Path::new(env!("CARGO_MANIFEST_DIR")).join("../../skill"))
+            .env("MOBIUS_SKILL_DIR", mobius::config::checkout_root().join("skill"))
             .stdout(log.try_clone().expect("log"))
             .stderr(log);
         for (k, v) in env {
