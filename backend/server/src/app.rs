@@ -67,6 +67,8 @@ pub struct Inner {
     pub purge_clock: PurgeClock,
     /// Serialized chat list and recent chat pages between writer commits.
     pub response_cache: ResponseCache,
+    /// App registry rows between writer commits (token checks, storage authorisation).
+    pub app_rows: crate::db::apps::RowCache,
     /// Per-app locks: applies, installs and updates of one app run one after the other.
     pub app_locks: KeyedLocks,
     /// Locks and quota accounting of app and shared storage.
@@ -153,6 +155,7 @@ impl AppState {
             chat_locks: KeyedLocks::default(),
             purge_clock: PurgeClock::default(),
             response_cache: ResponseCache::default(),
+            app_rows: crate::db::apps::RowCache::default(),
             app_locks: KeyedLocks::default(),
             storage: crate::storage::Store::new(config_quota),
             bundler: OnceLock::new(),

@@ -103,7 +103,7 @@ pub enum Principal {
     /// The owner (or an agent run on the owner's behalf).
     Owner(Claims),
     /// A mini-app, with its live registry row (permissions are read fresh on every request).
-    App(Box<crate::db::apps::AppRow>),
+    App(std::sync::Arc<crate::db::apps::AppRow>),
 }
 
 impl Principal {
@@ -134,8 +134,8 @@ pub async fn verify_principal(state: &AppState, token: &str) -> Result<Principal
     let (Some(app_id), Some(nonce)) = (claims.app_id, claims.app_nonce.as_deref()) else {
         return Err(Error::unauthorized("malformed_token", "The app token lacks its app."));
     };
-    match crate::db::apps::get(&state.db.read, app_id).await? {
-        Some(app) if app.deleted_at.is_none() && app.token_nonce == nonce => Ok(Principal::App(Box::new(app))),
+    match state.app_rows.get(&state.db.read, state.hub.data_version(), app_id).await? {
+        Some(app) if app.deleted_at.is_none() && app.token_nonce == nonce => Ok(Principal::App(app)),
         _ => Err(Error::unauthorized("token_revoked", "This app was removed or reinstalled.")),
     }
 }

@@ -41,6 +41,40 @@ const COLUMNS: &str = "id, slug, name, description, version, manifest, token_non
     upstream_commit, source_url, chat_id, theme_color, background_color, display, offline_capable, cross_app_access, \
     share_with_apps, permissions, pinned_at, last_opened_at, seen_sha, created_at, updated_at, deleted_at";
 
+/// App rows read between writer commits, so a token check and a storage authorisation on the
+/// hot path cost no query. Every write of the registry goes through the writer, which bumps
+/// the hub's data version after it commits; a row is only reused at the version it was read
+/// at, so a hit is exactly as fresh as a query.
+#[derive(Debug, Default)]
+pub struct RowCache(std::sync::Mutex<(u64, std::collections::HashMap<i64, std::sync::Arc<AppRow>>)>);
+
+/// Rows kept per version (a one-owner registry is small; this only bounds a hostile caller).
+const CACHED_ROWS: usize = 256;
+
+impl RowCache {
+    /// App `id` (deleted or not) as of `version`, which the caller reads *before* calling.
+    pub async fn get(&self, pool: &SqlitePool, version: u64, id: i64) -> Result<Option<std::sync::Arc<AppRow>>> {
+        {
+            let cached = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            if cached.0 == version
+                && let Some(row) = cached.1.get(&id)
+            {
+                return Ok(Some(row.clone()));
+            }
+        }
+        let Some(row) = get(pool, id).await?.map(std::sync::Arc::new) else { return Ok(None) };
+        let mut cached = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if cached.0 < version || cached.1.len() >= CACHED_ROWS {
+            cached.1.clear();
+            cached.0 = cached.0.max(version);
+        }
+        if cached.0 == version {
+            cached.1.insert(id, row.clone());
+        }
+        Ok(Some(row))
+    }
+}
+
 /// An app by id (deleted or not).
 pub async fn get<'e, E: sqlx::SqliteExecutor<'e>>(executor: E, id: i64) -> Result<Option<AppRow>> {
     let sql = format!("SELECT {COLUMNS} FROM apps WHERE id = ?");

@@ -153,9 +153,12 @@ pub fn stage_bytes(dir: &Path, bytes: &[u8]) -> Result<(Temp, Stamp)> {
     Ok((temp, stamp))
 }
 
-/// Renames a sealed temp file over `target` after recording its sidecar, then fsyncs the
-/// folder. A folder removed while the file was staged answers 409.
-pub fn commit(temp: Temp, target: &Path, meta_root: &Path, rel: &StoragePath, sidecar: &Sidecar) -> Result<()> {
+/// Renames a sealed temp file over `target` after recording its sidecar. A folder removed
+/// while the file was staged answers 409. Returns the folder whose fsync makes the rename
+/// durable: writers run it after releasing the tree lock, so concurrent writers share one
+/// journal commit instead of queueing behind each other's (a later writer's fsync also covers
+/// every earlier rename, as the journal commits in order).
+pub fn commit(temp: Temp, target: &Path, meta_root: &Path, rel: &StoragePath, sidecar: &Sidecar) -> Result<PathBuf> {
     // The sidecar goes first: until the rename, it describes an inode nobody sees, so
     // readers meanwhile get the old file with its fallback tag, never a wrong pairing.
     write_sidecar(meta_root, rel, sidecar)?;
@@ -166,10 +169,7 @@ pub fn commit(temp: Temp, target: &Path, meta_root: &Path, rel: &StoragePath, si
         }
         Err(e) => return Err(e.into()),
     }
-    if let Some(dir) = target.parent() {
-        sync_dir(dir)?;
-    }
-    Ok(())
+    target.parent().map(Path::to_path_buf).ok_or_else(|| Error::Internal("stored file without a folder".into()))
 }
 
 /// fsyncs a folder so a rename or unlink in it is durable.
@@ -314,7 +314,7 @@ mod tests {
         let parent = super::super::path::prepare_parent(&root, &rel).expect("parent");
         let (temp, stamp) = stage_bytes(&parent, b"hello").expect("stage");
         let sidecar = Sidecar { content_type: "image/png".into(), tag: "v1".into(), stamp };
-        commit(temp, &rel.under(&root), &meta, &rel, &sidecar).expect("commit");
+        sync_dir(&commit(temp, &rel.under(&root), &meta, &rel, &sidecar).expect("commit")).expect("sync");
         let file_meta = std::fs::metadata(rel.under(&root)).expect("stat");
         assert_eq!(describe(&meta, &rel, &file_meta), ("v1".into(), Some("image/png".into())));
         assert_eq!(file_meta.permissions().mode() & 0o777, 0o644);

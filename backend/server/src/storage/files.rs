@@ -18,6 +18,7 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
 use super::disk::{self, Sidecar, Temp};
+use super::group;
 use super::etag::{self, Stamp};
 use super::path::{Found, StoragePath, inspect, prepare_parent, valid_segment};
 use super::{INLINE_CONTENT_BYTES, INLINE_PAGE_BYTES, INLINE_READ_BYTES, MAX_OBJECT_BYTES, Store, Tree, TreeState};
@@ -37,7 +38,7 @@ pub(crate) fn file_too_large() -> Error {
     Error::too_large("file_too_large", "A stored file can be at most 50 MiB.")
 }
 
-fn is_a_directory() -> Error {
+pub(crate) fn is_a_directory() -> Error {
     Error::bad_request("is_a_directory", "This path is a folder; use the folder route for folders.")
 }
 
@@ -71,7 +72,7 @@ impl Preconditions {
     }
 
     /// 412 unless a write over the file currently tagged `current` may proceed.
-    fn check(&self, current: Option<&str>) -> Result<()> {
+    pub(crate) fn check(&self, current: Option<&str>) -> Result<()> {
         if let Some(h) = &self.if_match
             && !etag::if_match_passes(h, current)
         {
@@ -209,15 +210,40 @@ impl Ctx {
         .await
     }
 
-    /// Writes `rel` atomically under the tree lock; returns the new tag.
+    /// Writes `rel` atomically under the tree lock; returns the new tag once it is durable.
+    ///
+    /// A body already in memory joins its tree's group commit (`group.rs`); a streamed body
+    /// is staged as it arrives, then committed on its own.
     pub async fn write(&self, rel: StoragePath, payload: Payload, pre: Preconditions) -> Result<String> {
+        let (body, content_type) = match payload {
+            Payload::Bytes { bytes, content_type } => {
+                if bytes.len() as u64 > MAX_OBJECT_BYTES {
+                    return Err(file_too_large());
+                }
+                let (done, answer) = tokio::sync::oneshot::channel();
+                let queued = group::Queued { rel, bytes, content_type, pre, done };
+                let (lock, queue) = self.store.slot(self.tree);
+                if group::enqueue(&queue, queued) {
+                    let target = group::Target {
+                        root: self.root.clone(),
+                        meta: self.meta.clone(),
+                        quota: self.store.quota(self.tree),
+                        lock,
+                        queue,
+                    };
+                    tokio::task::spawn_blocking(move || group::lead(&target));
+                }
+                return answer.await.map_err(|_| Error::Internal("the storage write was dropped".into()))?;
+            }
+            Payload::Stream { body, content_type } => (body, content_type),
+        };
         // Fail fast before receiving a large body; the check that counts is under the lock.
         if !pre.is_empty() {
             pre.check(self.current_tag(&rel).await?.as_deref())?;
         }
         let (root, r) = (self.root.clone(), rel.clone());
         let dir = blocking(move || prepare_parent(&root, &r)).await?;
-        let (temp, stamp, content_type) = stage(dir, payload).await?;
+        let (temp, stamp) = stage_stream(dir, body).await?;
         let mut state = self.store.lock(self.tree).await;
         let used = self.usage(&mut state).await?;
         let quota = self.store.quota(self.tree);
@@ -239,13 +265,16 @@ impl Ctx {
                 return Err(Error::too_large("quota_exceeded", "This app's storage quota is full."));
             }
             let tag = etag::fresh_tag();
-            disk::commit(temp, &target, &meta, &rel, &Sidecar { content_type, tag: tag.clone(), stamp })?;
-            Ok((tag, new_used))
+            let dir = disk::commit(temp, &target, &meta, &rel, &Sidecar { content_type, tag: tag.clone(), stamp })?;
+            Ok((tag, new_used, dir))
         })
         .await;
         match outcome {
-            Ok((tag, new_used)) => {
+            Ok((tag, new_used, dir)) => {
                 state.used = Some(new_used);
+                drop(state);
+                // Acknowledged only once durable, but fsynced outside the lock (see `commit`).
+                blocking(move || disk::sync_dir(&dir)).await?;
                 Ok(tag)
             }
             Err(e) => {
@@ -440,7 +469,7 @@ impl Ctx {
                 let dir = prepare_parent(&root, &rel)?;
                 let (temp, stamp) = disk::stage_bytes(&dir, &bytes)?;
                 let sidecar = Sidecar { content_type, tag: etag::fresh_tag(), stamp };
-                disk::commit(temp, &rel.under(&root), &meta, &rel, &sidecar)?;
+                disk::sync_dir(&disk::commit(temp, &rel.under(&root), &meta, &rel, &sidecar)?)?;
                 used = used.saturating_add(size);
             }
             Ok(used)
@@ -507,34 +536,22 @@ fn decode_cursor(cursor: &str) -> Result<String> {
         .ok_or_else(|| Error::bad_request("invalid_cursor", "The cursor is not one this server issued."))
 }
 
-/// Puts `payload` in a sealed temp file inside `dir`.
-async fn stage(dir: PathBuf, payload: Payload) -> Result<(Temp, Stamp, String)> {
-    match payload {
-        Payload::Bytes { bytes, content_type } => {
-            if bytes.len() as u64 > MAX_OBJECT_BYTES {
-                return Err(file_too_large());
-            }
-            let (temp, stamp) = blocking(move || disk::stage_bytes(&dir, &bytes)).await?;
-            Ok((temp, stamp, content_type))
+/// Streams a body into a sealed temp file in `dir`.
+async fn stage_stream(dir: PathBuf, body: Body) -> Result<(Temp, Stamp)> {
+    let (file, temp) = blocking(move || Temp::create(&dir)).await?;
+    let mut file = tokio::fs::File::from_std(file);
+    let mut stream = body.into_data_stream();
+    let mut size = 0u64;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|_| Error::bad_request("body_incomplete", "The request body was cut off."))?;
+        size += chunk.len() as u64;
+        if size > MAX_OBJECT_BYTES {
+            return Err(file_too_large());
         }
-        Payload::Stream { body, content_type } => {
-            let (file, temp) = blocking(move || Temp::create(&dir)).await?;
-            let mut file = tokio::fs::File::from_std(file);
-            let mut stream = body.into_data_stream();
-            let mut size = 0u64;
-            while let Some(chunk) = stream.next().await {
-                let chunk =
-                    chunk.map_err(|_| Error::bad_request("body_incomplete", "The request body was cut off."))?;
-                size += chunk.len() as u64;
-                if size > MAX_OBJECT_BYTES {
-                    return Err(file_too_large());
-                }
-                file.write_all(&chunk).await?;
-            }
-            file.flush().await?;
-            let file = file.into_std().await;
-            let stamp = blocking(move || disk::seal(&file)).await?;
-            Ok((temp, stamp, content_type))
-        }
+        file.write_all(&chunk).await?;
     }
+    file.flush().await?;
+    let file = file.into_std().await;
+    let stamp = blocking(move || disk::seal(&file)).await?;
+    Ok((temp, stamp))
 }

@@ -10,6 +10,7 @@
 mod disk;
 mod etag;
 mod files;
+mod group;
 pub mod path;
 mod routes;
 mod seeds;
@@ -79,11 +80,14 @@ pub(crate) struct TreeState {
     used: Option<u64>,
 }
 
+/// One tree's write lock and the queue of its group commit.
+type Slot = (Arc<tokio::sync::Mutex<TreeState>>, Arc<Mutex<group::Queue>>);
+
 /// The locks and quota of the storage trees under one data directory (one per server, in
 /// `AppState`: everything that writes these files in this process must share it).
 #[derive(Debug)]
 pub struct Store {
-    trees: Mutex<HashMap<Tree, Arc<tokio::sync::Mutex<TreeState>>>>,
+    trees: Mutex<HashMap<Tree, Slot>>,
     app_quota: AtomicU64,
 }
 
@@ -95,8 +99,12 @@ impl Store {
 
     /// Waits for, then holds, `tree`'s write lock.
     async fn lock(&self, tree: Tree) -> tokio::sync::OwnedMutexGuard<TreeState> {
-        let slot = self.trees.lock().unwrap_or_else(|p| p.into_inner()).entry(tree).or_default().clone();
-        slot.lock_owned().await
+        self.slot(tree).0.lock_owned().await
+    }
+
+    /// `tree`'s lock (blocking tasks take it with `blocking_lock`) and group-commit queue.
+    fn slot(&self, tree: Tree) -> Slot {
+        self.trees.lock().unwrap_or_else(|p| p.into_inner()).entry(tree).or_default().clone()
     }
 
     fn quota(&self, tree: Tree) -> Option<u64> {

@@ -68,10 +68,13 @@ fn app_not_found() -> Error {
 /// Checks that `principal` may use app `raw_id`'s tree with `need`, reading both apps fresh.
 async fn authorize(state: &AppState, principal: &Principal, raw_id: &str, need: Access) -> Result<Tree> {
     let id: i64 = raw_id.parse().ok().filter(|id| *id > 0).ok_or_else(app_not_found)?;
-    let target = crate::db::apps::get(&state.db.read, id)
-        .await?
-        .filter(|app| app.deleted_at.is_none())
-        .ok_or_else(app_not_found)?;
+    let target = match principal {
+        Principal::App(caller) if caller.id == id => caller.clone(),
+        _ => state.app_rows.get(&state.db.read, state.hub.data_version(), id).await?.ok_or_else(app_not_found)?,
+    };
+    if target.deleted_at.is_some() {
+        return Err(app_not_found());
+    }
     if let Principal::App(caller) = principal
         && caller.id != id
     {

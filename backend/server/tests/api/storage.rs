@@ -66,23 +66,16 @@ impl Env {
         keys.issue(&claims).expect("issue")
     }
 
-    /// Changes an app's sharing levels (read fresh by the server on every request).
+    /// Changes an app's sharing levels through the owner API (read fresh on every request).
     async fn set_sharing(&self, id: i64, cross_app_access: &str, share_with_apps: &str) {
-        let mut conn = self.db().await;
-        sqlx::query("UPDATE apps SET cross_app_access = ?, share_with_apps = ? WHERE id = ?")
-            .bind(cross_app_access)
-            .bind(share_with_apps)
-            .bind(id)
-            .execute(&mut conn)
-            .await
-            .expect("update app");
-        conn.close().await.expect("close");
+        let body = json!({ "cross_app_access": cross_app_access, "share_with_apps": share_with_apps });
+        let r = self.app.client.patch(self.url(&format!("/api/apps/{id}"))).bearer_auth(&self.owner).json(&body);
+        assert_eq!(r.send().await.expect("PATCH").status(), StatusCode::OK);
     }
 
     async fn soft_delete(&self, id: i64) {
-        let mut conn = self.db().await;
-        sqlx::query("UPDATE apps SET deleted_at = 1 WHERE id = ?").bind(id).execute(&mut conn).await.expect("delete");
-        conn.close().await.expect("close");
+        let r = self.app.client.delete(self.url(&format!("/api/apps/{id}"))).bearer_auth(&self.owner);
+        assert!(r.send().await.expect("DELETE").status().is_success());
     }
 
     fn url(&self, path: &str) -> String {
@@ -316,7 +309,7 @@ async fn a_hundred_concurrent_compare_and_swap_increments_all_land() {
                 match r.status() {
                     StatusCode::NO_CONTENT => return conflicts,
                     StatusCode::PRECONDITION_FAILED => conflicts += 1,
-                    other => panic!("unexpected {other}"),
+                    other => panic!("unexpected {other}: {}", r.text().await.unwrap_or_default()),
                 }
             }
         }));
@@ -327,6 +320,78 @@ async fn a_hundred_concurrent_compare_and_swap_increments_all_land() {
     }
     assert_eq!(env.get(&path, &token).await.json::<Value>().await.expect("json"), json!(100));
     assert!(conflicts > 0, "100 racing clients never conflicted: the test did not race");
+}
+
+#[tokio::test]
+async fn racing_document_writes_answer_as_if_applied_one_by_one() {
+    // JSON and text bodies are group-committed: a batch keeps only each path's last version.
+    // Every writer still gets its own tag, the file ends as the write its tag names, claims
+    // made with If-None-Match in one batch succeed once, and the quota holds across a batch.
+    let env = Arc::new(Env::with(|c| c.app_quota_bytes = 1000).await);
+    let (id, token) = env.create_app("autosave").await;
+    let path = format!("/api/storage/apps/{id}/doc.json");
+    let mut tasks = Vec::new();
+    for i in 0..40 {
+        let (env, token, path) = (env.clone(), token.clone(), path.clone());
+        tasks.push(tokio::spawn(async move {
+            let r = env.put_json(&path, &token, &json!({ "i": i })).await;
+            assert_eq!(r.status(), StatusCode::NO_CONTENT);
+            (etag_of(&r), i)
+        }));
+    }
+    let mut written = std::collections::HashMap::new();
+    for task in tasks {
+        let (tag, i) = task.await.expect("task");
+        assert!(written.insert(tag, i).is_none(), "two writes shared a tag");
+    }
+    let r = env.get(&path, &token).await;
+    let tag = etag_of(&r);
+    let body = r.json::<Value>().await.expect("json");
+    assert_eq!(body, json!({ "i": written[&tag] }), "the stored document is not the one its tag names");
+
+    let claim = format!("/api/storage/apps/{id}/claim.json");
+    let mut claims = Vec::new();
+    for i in 0..10 {
+        let (env, token, claim) = (env.clone(), token.clone(), claim.clone());
+        claims.push(tokio::spawn(async move {
+            let req = env.app.client.put(env.url(&claim)).bearer_auth(&token).header(IF_NONE_MATCH, "*");
+            (req.json(&json!(i)).send().await.expect("PUT").status(), i)
+        }));
+    }
+    let mut winners = Vec::new();
+    for task in claims {
+        match task.await.expect("task") {
+            (StatusCode::NO_CONTENT, i) => winners.push(i),
+            (StatusCode::PRECONDITION_FAILED, _) => {}
+            (other, _) => panic!("unexpected {other}"),
+        }
+    }
+    assert_eq!(winners.len(), 1, "If-None-Match: * let {winners:?} all claim the file");
+    assert_eq!(env.get(&claim, &token).await.json::<Value>().await.expect("json"), json!(winners[0]));
+
+    // Used so far: the two small documents. Twenty racing 100-byte documents: only what
+    // fits in the remaining quota lands, and exactly that is on disk.
+    let used: u64 = ["doc.json", "claim.json"]
+        .iter()
+        .map(|n| std::fs::metadata(env.app_dir(id).join(n)).expect("stat").len())
+        .sum();
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let (env, token) = (env.clone(), token.clone());
+        let url = format!("/api/storage/apps/{id}/many/{i}.json");
+        tasks.push(tokio::spawn(async move { env.put_json(&url, &token, &json!("x".repeat(98))).await.status() }));
+    }
+    let mut stored = 0u64;
+    for task in tasks {
+        match task.await.expect("task") {
+            StatusCode::NO_CONTENT => stored += 1,
+            StatusCode::PAYLOAD_TOO_LARGE => {}
+            other => panic!("unexpected {other}"),
+        }
+    }
+    assert_eq!(stored, (1000 - used) / 100);
+    let on_disk = std::fs::read_dir(env.app_dir(id).join("many")).expect("ls").count() as u64;
+    assert_eq!(on_disk, stored);
 }
 
 #[tokio::test]
