@@ -18,8 +18,8 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
 use super::disk::{self, Sidecar, Temp};
-use super::group;
 use super::etag::{self, Stamp};
+use super::group;
 use super::path::{Found, StoragePath, inspect, prepare_parent, valid_segment};
 use super::{INLINE_CONTENT_BYTES, INLINE_PAGE_BYTES, INLINE_READ_BYTES, MAX_OBJECT_BYTES, Store, Tree, TreeState};
 use crate::app::AppState;

@@ -154,7 +154,8 @@ fn commit(target: &Target, state: &mut TreeState, batch: Vec<Queued>) -> (Vec<An
             && size > view.size
             && new_used > quota
         {
-            answers.push(((q.done, Err(Error::too_large("quota_exceeded", "This app's storage quota is full."))), None));
+            answers
+                .push(((q.done, Err(Error::too_large("quota_exceeded", "This app's storage quota is full."))), None));
             continue;
         }
         let tag = etag::fresh_tag();
@@ -203,7 +204,14 @@ fn first_view(root: &Path, meta: &Path, rel: &StoragePath) -> Result<View> {
 }
 
 /// Stages, seals and renames the final version of one path; returns its folder.
-fn apply(root: &Path, meta: &Path, rel: &StoragePath, bytes: &[u8], content_type: String, tag: String) -> Result<PathBuf> {
+fn apply(
+    root: &Path,
+    meta: &Path,
+    rel: &StoragePath,
+    bytes: &[u8],
+    content_type: String,
+    tag: String,
+) -> Result<PathBuf> {
     let dir = prepare_parent(root, rel)?;
     // An earlier path of this batch may have made this one a folder's name.
     let (target, found) = inspect(root, rel)?;
