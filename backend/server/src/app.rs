@@ -69,6 +69,8 @@ pub struct Inner {
     pub response_cache: ResponseCache,
     /// App registry rows between writer commits (token checks, storage authorisation).
     pub app_rows: crate::db::apps::RowCache,
+    /// De-duplication and rate limit of browser error reports.
+    pub client_reports: crate::telemetry::ClientReports,
     /// Per-app locks: applies, installs and updates of one app run one after the other.
     pub app_locks: KeyedLocks,
     /// Locks and quota accounting of app and shared storage.
@@ -156,6 +158,7 @@ impl AppState {
             purge_clock: PurgeClock::default(),
             response_cache: ResponseCache::default(),
             app_rows: crate::db::apps::RowCache::default(),
+            client_reports: crate::telemetry::ClientReports::default(),
             app_locks: KeyedLocks::default(),
             storage: crate::storage::Store::new(config_quota),
             bundler: OnceLock::new(),
@@ -174,6 +177,7 @@ pub fn router(state: AppState) -> Router {
         .merge(apps::router())
         .merge(providers::router())
         .merge(events::routes::router())
+        .merge(crate::telemetry::router())
         .fallback(api_not_found)
         .method_not_allowed_fallback(api_method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), auth::csrf::reject_cross_site))

@@ -19,6 +19,7 @@ pub mod memory;
 pub mod ops;
 pub mod providers;
 pub mod storage;
+pub mod telemetry;
 pub mod web;
 pub mod writer;
 

@@ -88,6 +88,40 @@ impl TestApp {
         self.dir.clone()
     }
 
+    /// Registers a live app behind the server's back (as an apply would leave it, minus the
+    /// bundle) and returns its id and an app token for it. Later changes to it must go
+    /// through the API: the server caches app rows between its own commits.
+    pub async fn register_app(&self, slug: &str) -> (i64, String) {
+        use sqlx::Connection;
+        let url = format!("sqlite://{}?mode=rw", self.data_dir().join("db/mobius.sqlite3").display());
+        let mut conn = sqlx::SqliteConnection::connect(&url).await.expect("open the database");
+        sqlx::query("PRAGMA busy_timeout = 5000").execute(&mut conn).await.expect("busy timeout");
+        let nonce = format!("nonce-{slug}");
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO apps (slug, name, token_nonce, bundle_sha, created_at, updated_at)
+             VALUES (?, ?, ?, 'sha', 0, 0) RETURNING id",
+        )
+        .bind(slug)
+        .bind(slug)
+        .bind(&nonce)
+        .fetch_one(&mut conn)
+        .await
+        .expect("insert app");
+        conn.close().await.expect("close");
+        (id, self.app_token(id, &nonce))
+    }
+
+    /// An app token for app `id` with install nonce `nonce`, signed with the server's key.
+    pub fn app_token(&self, id: i64, nonce: &str) -> String {
+        use mobius::auth::{Claims, Keys, Scope};
+        let secret = std::fs::read_to_string(self.data_dir().join("secret.key")).expect("secret.key");
+        let keys = Keys::from_secret(secret.trim().as_bytes());
+        let mut claims = Claims::new(USERNAME, Scope::App, 0, 3600);
+        claims.app_id = Some(id);
+        claims.app_nonce = Some(nonce.to_owned());
+        keys.issue(&claims).expect("issue")
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }

@@ -8,5 +8,6 @@ mod helpers;
 mod ops;
 mod providers;
 mod storage;
+mod telemetry;
 mod web;
 mod writer;

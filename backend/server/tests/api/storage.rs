@@ -4,14 +4,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use mobius::auth::{Claims, Keys, Scope};
 use reqwest::header::{CONTENT_TYPE, ETAG, IF_MATCH, IF_NONE_MATCH};
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
-use sqlx::Connection;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::helpers::{TestApp, USERNAME, assert_error};
+use crate::helpers::{TestApp, assert_error};
 
 /// A server with an owner, plus helpers to register apps behind the server's back.
 struct Env {
@@ -31,39 +29,13 @@ impl Env {
         Self { app, owner }
     }
 
-    /// A second connection to the server's database, for test setup only (WAL allows it).
-    async fn db(&self) -> sqlx::SqliteConnection {
-        let url = format!("sqlite://{}?mode=rw", self.app.data_dir().join("db/mobius.sqlite3").display());
-        let mut conn = sqlx::SqliteConnection::connect(&url).await.expect("open the database");
-        sqlx::query("PRAGMA busy_timeout = 5000").execute(&mut conn).await.expect("busy timeout");
-        conn
-    }
-
     /// Registers a live app and returns its id and an app token for it.
     async fn create_app(&self, slug: &str) -> (i64, String) {
-        let nonce = format!("nonce-{slug}");
-        let mut conn = self.db().await;
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO apps (slug, name, token_nonce, bundle_sha, created_at, updated_at)
-             VALUES (?, ?, ?, 'sha', 0, 0) RETURNING id",
-        )
-        .bind(slug)
-        .bind(slug)
-        .bind(&nonce)
-        .fetch_one(&mut conn)
-        .await
-        .expect("insert app");
-        conn.close().await.expect("close");
-        (id, self.app_token(id, &nonce))
+        self.app.register_app(slug).await
     }
 
     fn app_token(&self, id: i64, nonce: &str) -> String {
-        let secret = std::fs::read_to_string(self.app.data_dir().join("secret.key")).expect("secret.key");
-        let keys = Keys::from_secret(secret.trim().as_bytes());
-        let mut claims = Claims::new(USERNAME, Scope::App, 0, 3600);
-        claims.app_id = Some(id);
-        claims.app_nonce = Some(nonce.to_owned());
-        keys.issue(&claims).expect("issue")
+        self.app.app_token(id, nonce)
     }
 
     /// Changes an app's sharing levels through the owner API (read fresh on every request).

@@ -1,0 +1,268 @@
+//! What browsers report about themselves: `POST /api/client-error` (a mini-app or the shell
+//! crashed) and `POST /api/client-signal` (an app's fire-and-forget `mobius.signal`).
+//!
+//! Both land in the server log (target `mobius::client`), nowhere else: an owner reads them
+//! with `docker compose logs`, and the agent sees a crash when the owner sends it the app's
+//! "Report to agent" draft. The same error repeated within a minute is logged once, and the
+//! log gets at most [`MAX_LOGGED_PER_MINUTE`] reports a minute, so a looping app cannot flood it.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::post;
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::api::ApiJson;
+use crate::app::AppState;
+use crate::auth::Principal;
+use crate::error::{Error, Result};
+
+/// Longest message kept; longer ones are cut (a report is never refused for its length).
+const MAX_MESSAGE_CHARS: usize = 2_000;
+/// Longest stack kept.
+const MAX_STACK_CHARS: usize = 8_000;
+/// Longest `source` / `url` / signal name.
+const MAX_LABEL_CHARS: usize = 300;
+/// An identical report inside this window is counted, not logged again.
+const DEDUPE_WINDOW: Duration = Duration::from_secs(60);
+/// Reports logged per minute across all callers.
+const MAX_LOGGED_PER_MINUTE: u32 = 60;
+/// Distinct recent reports remembered for de-duplication.
+const MAX_REMEMBERED: usize = 256;
+/// Signals in one batch (the runtime's offline queue flushes in batches).
+const MAX_SIGNALS_PER_BATCH: usize = 100;
+/// Largest signal payload, serialised.
+const MAX_SIGNAL_PAYLOAD_BYTES: usize = 4 * 1024;
+
+/// The routes (mounted under `/api`).
+pub fn router() -> Router<AppState> {
+    Router::new().route("/client-error", post(client_error)).route("/client-signal", post(client_signal))
+}
+
+/// The de-duplication and rate state of client reports (one per server, in `AppState`).
+#[derive(Debug, Default)]
+pub struct ClientReports(Mutex<Window>);
+
+#[derive(Debug, Default)]
+struct Window {
+    /// Report key → when it was last logged.
+    recent: HashMap<(i64, u64), Instant>,
+    minute_started: Option<Instant>,
+    logged_this_minute: u32,
+    suppressed: u64,
+}
+
+impl ClientReports {
+    /// Whether a report keyed `key` should be logged now (and notes that it was).
+    fn admit(&self, key: (i64, u64), now: Instant) -> bool {
+        let mut w = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if w.recent.get(&key).is_some_and(|at| now.duration_since(*at) < DEDUPE_WINDOW) {
+            w.suppressed += 1;
+            return false;
+        }
+        if w.minute_started.is_none_or(|start| now.duration_since(start) >= Duration::from_secs(60)) {
+            w.minute_started = Some(now);
+            w.logged_this_minute = 0;
+        }
+        if w.logged_this_minute >= MAX_LOGGED_PER_MINUTE {
+            w.suppressed += 1;
+            return false;
+        }
+        w.logged_this_minute += 1;
+        if w.recent.len() >= MAX_REMEMBERED {
+            w.recent.retain(|_, at| now.duration_since(*at) < DEDUPE_WINDOW);
+            if w.recent.len() >= MAX_REMEMBERED {
+                w.recent.clear();
+            }
+        }
+        w.recent.insert(key, now);
+        true
+    }
+
+    /// Reports not logged since start (duplicates and over-limit ones).
+    fn take_suppressed(&self) -> u64 {
+        std::mem::take(&mut self.0.lock().unwrap_or_else(|p| p.into_inner()).suppressed)
+    }
+}
+
+/// `text` cut to `max` characters (marked), with control characters other than newlines
+/// and tabs replaced so a report cannot forge log lines.
+fn clip(text: &str, max: usize) -> String {
+    let mut out: String =
+        text.chars().take(max).map(|c| if c.is_control() && c != '\n' && c != '\t' { '\u{fffd}' } else { c }).collect();
+    if text.chars().nth(max).is_some() {
+        out.push_str(" […]");
+    }
+    out
+}
+
+/// Removes the values of `token`-like query parameters from a reported URL.
+fn redact_url(url: &str) -> String {
+    let Some((base, query)) = url.split_once('?') else { return url.to_owned() };
+    let query: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((name, _)) if name.to_ascii_lowercase().contains("token") => format!("{name}=[redacted]"),
+            _ => pair.to_owned(),
+        })
+        .collect();
+    format!("{base}?{}", query.join("&"))
+}
+
+fn fingerprint(parts: &[&str]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    parts.hash(&mut h);
+    h.finish()
+}
+
+/// Which app a report is about: an app token names itself; the owner may name one.
+fn reporting_app(principal: &Principal, claimed: Option<i64>) -> Result<Option<i64>> {
+    match (principal, claimed) {
+        (Principal::App(app), Some(other)) if other != app.id => {
+            Err(Error::forbidden("forbidden", "An app can only report its own errors."))
+        }
+        (Principal::App(app), _) => Ok(Some(app.id)),
+        (Principal::Owner(_), claimed) => Ok(claimed.filter(|id| *id > 0)),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ErrorIn {
+    message: String,
+    #[serde(default)]
+    stack: Option<String>,
+    #[serde(default)]
+    source: Option<String>,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    app_id: Option<i64>,
+    #[serde(default)]
+    chat_id: Option<String>,
+}
+
+/// `POST /api/client-error {message, stack?, source?, url?, app_id?, chat_id?}` → 202
+/// `{logged}` (`false` when it repeated a report of the last minute or the log is at its limit).
+async fn client_error(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiJson(body): ApiJson<ErrorIn>,
+) -> Result<(StatusCode, Json<Value>)> {
+    let message = body.message.trim();
+    if message.is_empty() {
+        return Err(Error::bad_request("invalid_report", "`message` must say what went wrong."));
+    }
+    let app_id = reporting_app(&principal, body.app_id)?;
+    let message = clip(message, MAX_MESSAGE_CHARS);
+    let source = clip(body.source.as_deref().unwrap_or("app"), MAX_LABEL_CHARS);
+    let logged = state.client_reports.admit((app_id.unwrap_or(0), fingerprint(&[&source, &message])), Instant::now());
+    if logged {
+        let stack = body.stack.as_deref().map(|s| clip(s, MAX_STACK_CHARS)).unwrap_or_default();
+        let url = body.url.as_deref().map(|u| clip(&redact_url(u), MAX_LABEL_CHARS)).unwrap_or_default();
+        let chat = body.chat_id.as_deref().map(|c| clip(c, 64)).unwrap_or_default();
+        let suppressed = state.client_reports.take_suppressed();
+        tracing::warn!(
+            target: "mobius::client",
+            app_id = app_id.unwrap_or(0),
+            %source,
+            %url,
+            chat = %chat,
+            suppressed_since_last = suppressed,
+            %stack,
+            "client error: {message}"
+        );
+    }
+    Ok((StatusCode::ACCEPTED, Json(json!({ "logged": logged }))))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SignalIn {
+    name: String,
+    #[serde(default)]
+    payload: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum SignalsIn {
+    Batch { signals: Vec<SignalIn> },
+    One(SignalIn),
+}
+
+/// `POST /api/client-signal {name, payload?}` or `{signals: [{name, payload?}, …]}` → 202
+/// `{accepted}`. Signals are logged at debug level (`MOBIUS_LOG=mobius::client=debug`).
+async fn client_signal(
+    State(_state): State<AppState>,
+    principal: Principal,
+    ApiJson(body): ApiJson<SignalsIn>,
+) -> Result<(StatusCode, Json<Value>)> {
+    let signals = match body {
+        SignalsIn::Batch { signals } => signals,
+        SignalsIn::One(one) => vec![one],
+    };
+    if signals.len() > MAX_SIGNALS_PER_BATCH {
+        return Err(Error::bad_request(
+            "too_many_signals",
+            format!("Send at most {MAX_SIGNALS_PER_BATCH} signals at once."),
+        ));
+    }
+    for signal in &signals {
+        let name = signal.name.trim();
+        if name.is_empty() || name.chars().count() > MAX_LABEL_CHARS {
+            return Err(Error::bad_request(
+                "invalid_signal",
+                format!("A signal needs a name of 1 to {MAX_LABEL_CHARS} characters."),
+            ));
+        }
+        if signal.payload.to_string().len() > MAX_SIGNAL_PAYLOAD_BYTES {
+            return Err(Error::too_large(
+                "signal_too_large",
+                format!("A signal's payload can be at most {MAX_SIGNAL_PAYLOAD_BYTES} bytes of JSON."),
+            ));
+        }
+    }
+    let app_id = principal.app_id().unwrap_or(0);
+    for signal in &signals {
+        tracing::debug!(target: "mobius::client", app_id, name = %clip(signal.name.trim(), MAX_LABEL_CHARS), payload = %signal.payload, "signal");
+    }
+    Ok((StatusCode::ACCEPTED, Json(json!({ "accepted": signals.len() }))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeats_are_logged_once_a_minute_and_the_log_has_a_ceiling() {
+        let reports = ClientReports::default();
+        let start = Instant::now();
+        assert!(reports.admit((1, 7), start));
+        assert!(!reports.admit((1, 7), start + Duration::from_secs(30)));
+        assert!(reports.admit((2, 7), start + Duration::from_secs(30)), "another app's report is its own");
+        assert!(reports.admit((1, 7), start + Duration::from_secs(61)));
+        assert_eq!(reports.take_suppressed(), 1);
+        let later = start + Duration::from_secs(600);
+        let logged = (0..100).filter(|i| reports.admit((3, *i), later)).count();
+        assert_eq!(logged, MAX_LOGGED_PER_MINUTE as usize);
+        assert_eq!(reports.take_suppressed(), 100 - MAX_LOGGED_PER_MINUTE as u64);
+    }
+
+    #[test]
+    fn reports_cannot_forge_log_lines_or_leak_tokens() {
+        assert_eq!(clip("a\u{1b}[31mb\r\nc", 100), "a\u{fffd}[31mb\u{fffd}\nc");
+        assert_eq!(clip("abcdef", 3), "abc […]");
+        assert_eq!(
+            redact_url("https://x/api/apps/1/frame?v=3&token=eyJ.secret&app_token=abc"),
+            "https://x/api/apps/1/frame?v=3&token=[redacted]&app_token=[redacted]"
+        );
+        assert_eq!(redact_url("/plain/path"), "/plain/path");
+    }
+}
