@@ -34,10 +34,6 @@ impl Env {
         self.app.register_app(slug).await
     }
 
-    fn app_token(&self, id: i64, nonce: &str) -> String {
-        self.app.app_token(id, nonce)
-    }
-
     /// Changes an app's sharing levels through the owner API (read fresh on every request).
     async fn set_sharing(&self, id: i64, cross_app_access: &str, share_with_apps: &str) {
         let body = json!({ "cross_app_access": cross_app_access, "share_with_apps": share_with_apps });
