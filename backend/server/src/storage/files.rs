@@ -210,78 +210,41 @@ impl Ctx {
         .await
     }
 
-    /// Writes `rel` atomically under the tree lock; returns the new tag once it is durable.
-    ///
-    /// A body already in memory joins its tree's group commit (`group.rs`); a streamed body
-    /// is staged as it arrives, then committed on its own.
+    /// Writes `rel` atomically through the tree's group commit (`group.rs`); returns the new
+    /// tag once it is durable. A body already in memory is staged by the commit itself (so a
+    /// superseded version never reaches the disk); a streamed body is staged as it arrives.
     pub async fn write(&self, rel: StoragePath, payload: Payload, pre: Preconditions) -> Result<String> {
         let (body, content_type) = match payload {
             Payload::Bytes { bytes, content_type } => {
                 if bytes.len() as u64 > MAX_OBJECT_BYTES {
                     return Err(file_too_large());
                 }
-                let (done, answer) = tokio::sync::oneshot::channel();
-                let queued = group::Queued { rel, bytes, content_type, pre, done };
-                let (lock, queue) = self.store.slot(self.tree);
-                if group::enqueue(&queue, queued) {
-                    let target = group::Target {
-                        root: self.root.clone(),
-                        meta: self.meta.clone(),
-                        quota: self.store.quota(self.tree),
-                        lock,
-                        queue,
-                    };
-                    tokio::task::spawn_blocking(move || group::lead(&target));
+                (group::Body::InMemory(bytes), content_type)
+            }
+            Payload::Stream { body, content_type } => {
+                // Fail fast before receiving a large body; the check that counts is the commit's.
+                if !pre.is_empty() {
+                    pre.check(self.current_tag(&rel).await?.as_deref())?;
                 }
-                return answer.await.map_err(|_| Error::Internal("the storage write was dropped".into()))?;
+                let (root, r) = (self.root.clone(), rel.clone());
+                let dir = blocking(move || prepare_parent(&root, &r)).await?;
+                let (temp, stamp) = stage_stream(dir, body).await?;
+                (group::Body::Staged(temp, stamp), content_type)
             }
-            Payload::Stream { body, content_type } => (body, content_type),
         };
-        // Fail fast before receiving a large body; the check that counts is under the lock.
-        if !pre.is_empty() {
-            pre.check(self.current_tag(&rel).await?.as_deref())?;
-        }
-        let (root, r) = (self.root.clone(), rel.clone());
-        let dir = blocking(move || prepare_parent(&root, &r)).await?;
-        let (temp, stamp) = stage_stream(dir, body).await?;
-        let mut state = self.store.lock(self.tree).await;
-        let used = self.usage(&mut state).await?;
-        let quota = self.store.quota(self.tree);
-        let (root, meta) = (self.root.clone(), self.meta.clone());
-        let outcome = blocking(move || {
-            let (target, found) = inspect(&root, &rel)?;
-            let (old_size, current) = match found {
-                Found::Missing => (0, None),
-                Found::File(m) => (m.len(), Some(disk::describe(&meta, &rel, &m).0)),
-                Found::Dir(_) => return Err(is_a_directory()),
+        let (done, answer) = tokio::sync::oneshot::channel();
+        let (lock, queue) = self.store.slot(self.tree);
+        if group::enqueue(&queue, group::Queued { rel, body, content_type, pre, done }) {
+            let target = group::Target {
+                root: self.root.clone(),
+                meta: self.meta.clone(),
+                quota: self.store.quota(self.tree),
+                lock,
+                queue,
             };
-            pre.check(current.as_deref())?;
-            let new_used = used.saturating_sub(old_size).saturating_add(stamp.size);
-            // A write that does not grow the tree is always allowed, even over the quota.
-            if let Some(quota) = quota
-                && stamp.size > old_size
-                && new_used > quota
-            {
-                return Err(Error::too_large("quota_exceeded", "This app's storage quota is full."));
-            }
-            let tag = etag::fresh_tag();
-            let dir = disk::commit(temp, &target, &meta, &rel, &Sidecar { content_type, tag: tag.clone(), stamp })?;
-            Ok((tag, new_used, dir))
-        })
-        .await;
-        match outcome {
-            Ok((tag, new_used, dir)) => {
-                state.used = Some(new_used);
-                drop(state);
-                // Acknowledged only once durable, but fsynced outside the lock (see `commit`).
-                blocking(move || disk::sync_dir(&dir)).await?;
-                Ok(tag)
-            }
-            Err(e) => {
-                forget_usage_on_failure(&mut state, &e);
-                Err(e)
-            }
+            tokio::task::spawn_blocking(move || group::lead(&target));
         }
+        answer.await.map_err(|_| Error::Internal("the storage write was dropped".into()))?
     }
 
     /// Deletes the file `rel`.

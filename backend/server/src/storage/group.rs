@@ -1,9 +1,10 @@
-//! Group commit of the writes whose bodies are already in memory (JSON documents, text).
+//! Group commit of every file write.
 //!
 //! Writers queue on their tree; the first to find no leader becomes one and, on a blocking
 //! thread, commits everything queued in batches: under the tree lock it decides each write in
 //! arrival order (preconditions, quota) against the batch's running view of each path, then
-//! stages, fsyncs and renames only the *last* accepted version of each path; after the lock it
+//! stages (bodies still in memory), fsyncs and renames only the *last* accepted version of
+//! each path; after the lock it
 //! fsyncs the touched folders once, and only then answers every writer. A write superseded
 //! within its batch was current for no reader, so skipping its bytes is indistinguishable from
 //! writing them and immediately overwriting them: the answers are those of the writes applied
@@ -18,17 +19,34 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 
 use super::TreeState;
-use super::disk::{self, Sidecar};
-use super::etag;
+use super::disk::{self, Sidecar, Temp};
+use super::etag::{self, Stamp};
 use super::files::{Preconditions, is_a_directory};
 use super::path::{Found, StoragePath, inspect, prepare_parent};
 use crate::error::{Error, Result};
+
+/// A write's bytes: still in memory (JSON, text) or already staged and sealed (streamed).
+#[derive(Debug)]
+pub(crate) enum Body {
+    InMemory(Bytes),
+    /// A superseded staged file is deleted when dropped.
+    Staged(Temp, Stamp),
+}
+
+impl Body {
+    fn size(&self) -> u64 {
+        match self {
+            Body::InMemory(bytes) => bytes.len() as u64,
+            Body::Staged(_, stamp) => stamp.size,
+        }
+    }
+}
 
 /// One write waiting for its tree's next batch.
 #[derive(Debug)]
 pub(crate) struct Queued {
     pub rel: StoragePath,
-    pub bytes: Bytes,
+    pub body: Body,
     pub content_type: String,
     pub pre: Preconditions,
     pub done: oneshot::Sender<Result<String>>,
@@ -105,7 +123,7 @@ struct View {
     size: u64,
     tag: Option<String>,
     /// The last accepted version: what reaches the disk.
-    last: Option<(Bytes, String)>,
+    last: Option<(Body, String)>,
 }
 
 type Answer = (oneshot::Sender<Result<String>>, Result<String>);
@@ -147,7 +165,7 @@ fn commit(target: &Target, state: &mut TreeState, batch: Vec<Queued>) -> (Vec<An
             answers.push(((q.done, Err(e)), None));
             continue;
         }
-        let size = q.bytes.len() as u64;
+        let size = q.body.size();
         let new_used = used.saturating_sub(view.size).saturating_add(size);
         // A write that does not grow the tree is always allowed, even over the quota.
         if let Some(quota) = target.quota
@@ -162,15 +180,15 @@ fn commit(target: &Target, state: &mut TreeState, batch: Vec<Queued>) -> (Vec<An
         used = new_used;
         view.size = size;
         view.tag = Some(tag.clone());
-        view.last = Some((q.bytes, q.content_type));
+        view.last = Some((q.body, q.content_type));
         answers.push(((q.done, Ok(tag)), Some(slot)));
     }
     let mut dirs: Vec<PathBuf> = Vec::new();
     let mut failed: HashMap<usize, Error> = HashMap::new();
     for (i, view) in views.iter_mut().enumerate() {
-        let Some((bytes, content_type)) = view.last.take() else { continue };
+        let Some((body, content_type)) = view.last.take() else { continue };
         let tag = view.tag.clone().unwrap_or_default();
-        match apply(&target.root, &target.meta, &view.rel, &bytes, content_type, tag) {
+        match apply(&target.root, &target.meta, &view.rel, body, content_type, tag) {
             Ok(dir) => {
                 if !dirs.contains(&dir) {
                     dirs.push(dir);
@@ -203,12 +221,13 @@ fn first_view(root: &Path, meta: &Path, rel: &StoragePath) -> Result<View> {
     Ok(View { rel: rel.clone(), size, tag, last: None })
 }
 
-/// Stages, seals and renames the final version of one path; returns its folder.
+/// Stages (if still in memory), seals and renames the final version of one path; returns
+/// its folder.
 fn apply(
     root: &Path,
     meta: &Path,
     rel: &StoragePath,
-    bytes: &[u8],
+    body: Body,
     content_type: String,
     tag: String,
 ) -> Result<PathBuf> {
@@ -218,7 +237,10 @@ fn apply(
     if matches!(found, Found::Dir(_)) {
         return Err(is_a_directory());
     }
-    let (temp, stamp) = disk::stage_bytes(&dir, bytes)?;
+    let (temp, stamp) = match body {
+        Body::InMemory(bytes) => disk::stage_bytes(&dir, &bytes)?,
+        Body::Staged(temp, stamp) => (temp, stamp),
+    };
     disk::commit(temp, &target, meta, rel, &Sidecar { content_type, tag, stamp })
 }
 
