@@ -5,10 +5,15 @@
 //
 //   parent → frame  moebius:frame-init {token, expiresAt, storage, online, theme}  (repeatable)
 //                   moebius:module-ack / moebius:module-result {requestId, ok, bytes | error}
-//                   moebius:online-status {online}, moebius:frame-theme {theme}
+//                   moebius:online-status {online}, moebius:frame-theme {theme},
+//                   moebius:frame-insets {insets: {top, right, bottom, left}} (px the frame's
+//                   edges overlap the device's unsafe areas → --mobius-safe-top/right/bottom/left)
 //   frame → parent  moebius:frame-hello, moebius:module-request {requestId, appId, retry},
 //                   moebius:token-expired, moebius:frame-mounted, moebius:frame-error {error},
 //                   moebius:storage-set|remove|clear (the virtual localStorage), moebius:app-error
+//
+// window.mobius (mobius-runtime.js, compiled into the app) speaks the rest: storage-rpc, nav-*,
+// the host requests, and moebius:immersive {value} ⇄ moebius:immersive-state {value}.
 //
 // The server inlines this file into every frame document (so a cached frame opens with the
 // network cut), hence: plain script, no imports, and never the closing-script-tag sequence.
@@ -23,6 +28,9 @@
   var TOKEN_EARLY_MS = 60000;
   var RUNTIME_ABI = 1;
   var VIRTUAL_STORAGE = Symbol.for("mobius.virtualStorage");
+  /** Largest safe-area inset the frame accepts, in CSS px. */
+  var MAX_INSET_PX = 200;
+  var INSET_EDGES = ["top", "right", "bottom", "left"];
 
   var rootEl = document.getElementById("root");
   var panelEl = document.getElementById("mobius-frame-error");
@@ -241,6 +249,26 @@
     });
   }
 
+  // ---------- safe-area insets ----------
+  // env(safe-area-inset-*) describes the screen, not this frame's box (and browsers differ on
+  // whether a frame sees it at all): the shell measures how far each edge of the frame reaches
+  // into the device's unsafe areas and sends that; apps pad with --mobius-safe-*.
+
+  function insetPx(value) {
+    var n = typeof value === "number" && isFinite(value) ? Math.min(Math.max(value, 0), MAX_INSET_PX) : 0;
+    return Math.round(n * 100) / 100 + "px";
+  }
+
+  function applyInsets(insets) {
+    if (!insets || typeof insets !== "object") return;
+    var rootStyle = document.documentElement.style;
+    INSET_EDGES.forEach(function (edge) {
+      rootStyle.setProperty("--mobius-safe-" + edge, insetPx(insets[edge]));
+    });
+  }
+
+  applyInsets({ top: 0, right: 0, bottom: 0, left: 0 });
+
   // ---------- the app token ----------
 
   function setToken(next, expiresAt) {
@@ -424,6 +452,9 @@
         break;
       case "moebius:frame-theme":
         applyTheme(msg.theme);
+        break;
+      case "moebius:frame-insets":
+        applyInsets(msg.insets);
         break;
       default:
         break;

@@ -3,7 +3,9 @@
 // on a desktop), its storage writes survive a reload, its frame cannot reach the shell's token or
 // storage, window.mobius works end to end, its standalone host /apps/hello/ boots with its own
 // manifest, and with the network cut it starts again from the service worker's cache (a write
-// made offline waits in the outbox and lands when the network is back). Then the real Claude Code CLI, driven by the
+// made offline waits in the outbox and lands when the network is back). An app that asks for
+// immersive mode gets the shell's chrome out of its way (and a way back), and its frame gets the
+// --mobius-safe-* insets. Then the real Claude Code CLI, driven by the
 // scripted model, writes apps/hello-agent and runs `mobius app apply hello-agent`: the preview
 // opens from the chat (beside it on the desktop, from the "is ready" card on the phone), from the
 // drawer, and offline. Screenshots go to tests/artifacts/.
@@ -72,6 +74,30 @@ export default function Hello() {
       <h1>Hello from a mini-app</h1>
       <p>Visit {visits}</p>
       <button type="button" onClick={bump}>Count {count}</button>
+    </main>
+  );
+}
+`;
+
+const IMMERSIVE_MANIFEST = {
+  id: "immersive",
+  name: "Immersive",
+  version: "1.0.0",
+  description: "Asks the shell to hide its chrome.",
+  entry: "index.jsx",
+};
+
+// window.mobius.immersive as a catalog app uses it, padded with the frame's safe-area insets.
+const IMMERSIVE_JSX = `import { useEffect, useState } from "react";
+
+export default function Immersive() {
+  const [hidden, setHidden] = useState(false);
+  useEffect(() => window.mobius.immersive.subscribe(setHidden), []);
+  return (
+    <main style={{ padding: "calc(16px + var(--mobius-safe-top)) 16px 16px", fontFamily: "system-ui" }}>
+      <h1>Immersive</h1>
+      <p>{hidden ? "Chrome hidden" : "Chrome shown"}</p>
+      <button type="button" onClick={() => window.mobius.immersive.set(true)}>Go full screen</button>
     </main>
   );
 }
@@ -251,6 +277,9 @@ describe("mini-apps (real server, opaque frames, service worker)", () => {
     const applied = await api("/api/apps/apply", { method: "POST", body: { slug: "hello" } });
     assert.equal(applied.status, 200, `apply hello: ${applied.text}`);
     helloId = applied.json.app.id;
+    await writeApp("immersive", IMMERSIVE_MANIFEST, IMMERSIVE_JSX);
+    const immersiveApplied = await api("/api/apps/apply", { method: "POST", body: { slug: "immersive" } });
+    assert.equal(immersiveApplied.status, 200, `apply immersive: ${immersiveApplied.text}`);
     phone = await openBrowser(PHONE);
     await phone.context.addInitScript(RECORD_FRAME_MESSAGES);
     problems = watchProblems(phone.page);
@@ -457,6 +486,51 @@ describe("mini-apps (real server, opaque frames, service worker)", () => {
     await page.getByRole("button", { name: "Open chats" }).waitFor();
   });
 
+  step("an app that asks for immersive mode hides the app bar, keeps a way out, and gets safe-area insets", async (page) => {
+    await openDrawerApp(page, "Immersive");
+    const frame = frameOf(page, "Immersive");
+    await frame.getByText("Chrome shown").waitFor({ timeout: 30_000 });
+    const bar = page.locator(".app-pane-bar");
+    await bar.waitFor();
+    const inside = () => appFrame(page).evaluate(() => ({
+      hidden: window.mobius.immersive.hidden,
+      safe: ["top", "right", "bottom", "left"].map((edge) => getComputedStyle(document.documentElement).getPropertyValue(`--mobius-safe-${edge}`).trim()),
+      insetsSeen: (window.__mobiusSeen ?? []).some((s) => s.includes('"moebius:frame-insets"')),
+    }));
+    const before = await inside();
+    assert.equal(before.hidden, false);
+    for (const value of before.safe) assert.match(value, /^\d+(\.\d+)?px$/, `--mobius-safe-* on the frame's root: ${before.safe}`);
+    assert.ok(before.insetsSeen, "the shell sent frame-insets");
+
+    await frame.getByRole("button", { name: "Go full screen" }).click();
+    await bar.waitFor({ state: "hidden" });
+    await frame.getByText("Chrome hidden").waitFor();
+    assert.equal((await inside()).hidden, true, "mobius.immersive.hidden inside the frame");
+    const exit = page.getByRole("button", { name: "Exit full screen" });
+    await exit.waitFor();
+    // The frame now has the whole screen.
+    const box = await page.locator(".app-frame").boundingBox();
+    assert.ok(box && box.y === 0 && box.height === 844, `frame box in immersive mode: ${JSON.stringify(box)}`);
+    await screenshot(page, "app-immersive-phone.png");
+    await assertAccessible(page, "an immersive app");
+
+    await exit.click();
+    await bar.waitFor();
+    await frame.getByText("Chrome shown").waitFor();
+    assert.equal((await inside()).hidden, false);
+    assert.equal(await exit.count(), 0, "the exit button goes with immersive mode");
+
+    // The system Back leaves immersive mode first, then closes the app.
+    await frame.getByRole("button", { name: "Go full screen" }).click();
+    await bar.waitFor({ state: "hidden" });
+    await page.goBack();
+    await bar.waitFor();
+    await frame.getByText("Chrome shown").waitFor();
+    assert.match(page.url(), /\?app=\d+$/, "Back left immersive mode, not the app");
+    await page.goBack();
+    await page.locator(".app-pane").waitFor({ state: "detached" });
+  });
+
   step("the standalone /apps/hello/ page loads with its own manifest and runs the same app", async (page) => {
     await page.goto(`${server.origin}/apps/hello/`);
     const frame = frameOf(page, "Hello");
@@ -516,6 +590,19 @@ describe("mini-apps (real server, opaque frames, service worker)", () => {
       await screenshot(page, "app-desktop.png");
       await assertAccessible(page, "an app beside the chat");
       await page.getByRole("button", { name: "Close Hello" }).click();
+      await page.locator(".app-pane").waitFor({ state: "detached" });
+      // Immersive beside the chat: the pane's bar goes, the chat stays; Escape inside the app ends it.
+      await page.locator(".sidebar").getByRole("region", { name: "Apps" }).getByRole("button", { name: /^Immersive( |$)/ }).click();
+      const immersiveFrame = frameOf(page, "Immersive");
+      await immersiveFrame.getByRole("button", { name: "Go full screen" }).click();
+      await page.locator(".app-pane-bar").waitFor({ state: "hidden" });
+      await immersiveFrame.getByText("Chrome hidden").waitFor();
+      await page.getByRole("textbox", { name: "Message", exact: true }).waitFor();
+      await screenshot(page, "app-immersive-desktop.png");
+      await immersiveFrame.getByRole("button", { name: "Go full screen" }).press("Escape");
+      await page.locator(".app-pane-bar").waitFor();
+      await immersiveFrame.getByText("Chrome shown").waitFor();
+      await page.getByRole("button", { name: "Close Immersive" }).click();
       await page.locator(".app-pane").waitFor({ state: "detached" });
       assert.deepEqual(desktopProblems, []);
     } finally {

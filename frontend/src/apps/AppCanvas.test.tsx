@@ -1,6 +1,7 @@
-import { fireEvent, render, screen, waitFor } from "@testing-library/react";
+import { act, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { describe, expect, it, vi } from "vitest";
 import type { AppSummary } from "../api/apps";
+import { AppPane } from "../components/AppPane";
 import { mockFetch } from "../test/fetchMock";
 import AppCanvas from "./AppCanvas";
 import { forgetAppTokens } from "./tokens";
@@ -102,5 +103,125 @@ describe("AppCanvas broker", () => {
     expect(onHostRequest).toHaveBeenCalledWith({ kind: "report", message: "boom" });
     fireEvent.click(screen.getByRole("button", { name: "Try again" }));
     expect(screen.getByRole("status", { name: "Opening Hello" })).toBeTruthy();
+  });
+});
+
+/** The app in its pane (bar + canvas), as the shell shows it; the frame's messages recorded. */
+async function setupPane() {
+  forgetAppTokens();
+  localStorage.setItem("mobius.token", "OWNER-SECRET");
+  mockFetch({
+    "POST /api/auth/app-token": { status: 200, body: { token: "app-token-5", expires_in: 8 * 3600 } },
+    "GET /api/apps/5/module?v=abc": { status: 200, body: "export default 1" },
+  });
+  const onClose = vi.fn();
+  const view = render(<AppPane app={app} loading={false} onClose={onClose} onHostRequest={vi.fn()} />);
+  // The canvas loads on demand.
+  const iframe = await waitFor(() => {
+    const found = view.container.querySelector("iframe");
+    if (!found?.contentWindow) throw new Error("no frame yet");
+    return found;
+  });
+  const frameWindow = iframe.contentWindow as Window;
+  const posted: Record<string, unknown>[] = [];
+  vi.spyOn(frameWindow, "postMessage").mockImplementation((message: unknown) => {
+    posted.push(message as Record<string, unknown>);
+  });
+  const fromFrame = (data: unknown, source: Window = frameWindow) => {
+    act(() => {
+      fireEvent(window, new MessageEvent("message", { data, origin: "null", source }));
+    });
+    return Promise.resolve();
+  };
+  const bar = () => view.container.querySelector<HTMLElement>(".app-pane-bar");
+  const states = () => posted.filter((m) => m.type === "moebius:immersive-state").map((m) => m.value);
+  return { view, posted, fromFrame, bar, states, onClose };
+}
+
+describe("immersive mode", () => {
+  it("hides the pane's bar on request, shows a way out, and tells the frame what it did", async () => {
+    const { fromFrame, bar, states, view } = await setupPane();
+    expect(bar()?.hidden).toBe(false);
+    expect(screen.getByRole("button", { name: "Back" })).toBeTruthy();
+    expect(screen.queryByRole("button", { name: "Exit full screen" })).toBeNull();
+
+    await fromFrame({ type: "moebius:immersive", value: true });
+    expect(bar()?.hidden).toBe(true);
+    expect(screen.queryByRole("button", { name: "Back" })).toBeNull();
+    expect(view.container.querySelector(".app-pane")?.hasAttribute("data-immersive")).toBe(true);
+    expect(states()).toEqual([true]);
+    // Immersive is a history entry of its own, so the system Back can leave it.
+    expect((history.state as { appNav?: string } | null)?.appNav).toBe("mobius:immersive");
+
+    fireEvent.click(screen.getByRole("button", { name: "Exit full screen" }));
+    expect(bar()?.hidden).toBe(false);
+    expect(screen.queryByRole("button", { name: "Exit full screen" })).toBeNull();
+    expect(states()).toEqual([true, false]);
+    await waitFor(() => expect((history.state as { appNav?: string } | null)?.appNav).toBeUndefined());
+  });
+
+  it("leaves immersive mode on Escape", async () => {
+    const { fromFrame, bar, states } = await setupPane();
+    await fromFrame({ type: "moebius:immersive", value: true });
+    expect(bar()?.hidden).toBe(true);
+    fireEvent.keyDown(window, { key: "Escape" });
+    expect(bar()?.hidden).toBe(false);
+    expect(states()).toEqual([true, false]);
+    await waitFor(() => expect((history.state as { appNav?: string } | null)?.appNav).toBeUndefined());
+  });
+
+  it("leaves immersive mode on Back, without closing the app", async () => {
+    const { fromFrame, bar, states, onClose } = await setupPane();
+    await fromFrame({ type: "moebius:immersive", value: true });
+    expect(bar()?.hidden).toBe(true);
+    act(() => history.back());
+    await waitFor(() => expect(bar()?.hidden).toBe(false));
+    expect(states()).toEqual([true, false]);
+    expect(onClose).not.toHaveBeenCalled();
+  });
+
+  it("answers a repeated or an off request with the shell's state, and a frame's own 'off' ends it", async () => {
+    const { fromFrame, bar, states } = await setupPane();
+    await fromFrame({ type: "moebius:immersive", value: false });
+    expect(states()).toEqual([false]);
+    await fromFrame({ type: "moebius:immersive", value: true });
+    await fromFrame({ type: "moebius:immersive", value: true });
+    expect(states()).toEqual([false, true, true]);
+    await fromFrame({ type: "moebius:immersive", value: false });
+    expect(bar()?.hidden).toBe(false);
+    expect(states()).toEqual([false, true, true, false]);
+    await waitFor(() => expect((history.state as { appNav?: string } | null)?.appNav).toBeUndefined());
+  });
+
+  it("ignores malformed requests and requests from any other window", async () => {
+    const { fromFrame, bar, posted } = await setupPane();
+    await fromFrame({ type: "moebius:immersive", value: "true" });
+    await fromFrame({ type: "moebius:immersive" });
+    await fromFrame({ type: "moebius:immersive", value: true }, window);
+    expect(bar()?.hidden).toBe(false);
+    expect(screen.queryByRole("button", { name: "Exit full screen" })).toBeNull();
+    expect(posted).toEqual([]);
+  });
+
+  it("resets when a different app opens in the pane", async () => {
+    const { fromFrame, bar, view } = await setupPane();
+    await fromFrame({ type: "moebius:immersive", value: true });
+    expect(bar()?.hidden).toBe(true);
+    const other: AppSummary = { ...app, id: 6, name: "Other", module_url: "/api/apps/6/module?v=abc", frame_url: "/api/apps/6/frame?v=abc" };
+    view.rerender(<AppPane app={other} loading={false} onClose={vi.fn()} onHostRequest={vi.fn()} />);
+    await waitFor(() => expect(view.container.querySelector("iframe")?.getAttribute("src")).toBe("/api/apps/6/frame?v=abc"));
+    expect(bar()?.hidden).toBe(false);
+    expect(screen.queryByRole("button", { name: "Exit full screen" })).toBeNull();
+  });
+});
+
+describe("safe-area insets", () => {
+  it("sends the frame its insets right after frame-init", async () => {
+    const { posted, fromFrame } = await setupPane();
+    await fromFrame({ type: "moebius:frame-hello" });
+    await waitFor(() => expect(posted.map((m) => m.type)).toContain("moebius:frame-insets"));
+    const types = posted.map((m) => m.type);
+    expect(types.indexOf("moebius:frame-insets")).toBeGreaterThan(types.indexOf("moebius:frame-init"));
+    expect(posted.find((m) => m.type === "moebius:frame-insets")?.insets).toEqual({ top: 0, right: 0, bottom: 0, left: 0 });
   });
 });

@@ -6,6 +6,12 @@
 //! bytes it fetches (and the service worker caches), performs its storage calls, keeps its
 //! virtual localStorage, maps in-app screens onto history entries, and passes the four host
 //! requests up. Every message is checked to come from this exact iframe (see broker.ts).
+//!
+//! Immersive mode: the frame asks (`moebius:immersive`), the canvas decides and answers with
+//! `moebius:immersive-state` (the shell is the source of truth), tells its host to hide the chrome
+//! around it, and shows a small "Exit full screen" button; Escape and the system Back (immersive
+//! is a history entry, like an in-app screen) leave it too. It resets with every new frame. The
+//! frame also gets the safe-area insets its box overlaps (`moebius:frame-insets`, see insets.ts).
 
 import { useEffect, useRef, useState } from "react";
 import type { AppSummary } from "../api/apps";
@@ -16,6 +22,7 @@ import { themeStore } from "../shell/theme";
 import { readFrameMessage, type FrameMessage } from "./broker";
 import type { HostRequest } from "./host";
 import { loadFrameLocal, recordFrameLocal } from "./frameLocal";
+import { measureFrameInsets } from "./insets";
 import { drainAllHosts, StorageRpcError, storageHostFor, type FrameSink } from "./storageHost";
 import { ensureAppToken, heldToken } from "./tokens";
 import { useAppToken } from "./useAppToken";
@@ -23,6 +30,8 @@ import { useAppToken } from "./useAppToken";
 export interface AppCanvasProps {
   app: AppSummary;
   onHostRequest: (request: HostRequest) => void;
+  /** Immersive mode turned on or off (also off when the canvas goes away): hide the chrome. */
+  onImmersiveChange?: (immersive: boolean) => void;
 }
 
 /** Bundles are self-contained ES modules; anything larger is refused. */
@@ -31,6 +40,16 @@ const MAX_MODULE_BYTES = 16 * 1024 * 1024;
 const HELLO_TIMEOUT_MS = 15_000;
 
 type Phase = { kind: "loading" } | { kind: "mounted" } | { kind: "failed"; message: string };
+
+/** A history entry this canvas pushed: an in-app screen (`nav-push`) or immersive mode. */
+interface NavEntry {
+  id: string;
+  immersive: boolean;
+  /** Closed by the app or the shell: Back over its history entry is no news to the frame. */
+  closed: boolean;
+}
+/** The `appNav` id of immersive mode's history entry (entries are told apart by object). */
+const IMMERSIVE_NAV_ID = "mobius:immersive";
 
 /** The shell's colours, for the frame's `--mobius-*` variables and its colour scheme. */
 export function frameTheme(): { scheme: "light" | "dark"; vars: Record<string, string> } {
@@ -73,18 +92,25 @@ async function fetchModule(app: AppSummary): Promise<ModuleAnswer> {
   }
 }
 
-export default function AppCanvas({ app, onHostRequest }: AppCanvasProps) {
+export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: AppCanvasProps) {
   const frameRef = useRef<HTMLIFrameElement>(null);
   const [attempt, setAttempt] = useState(0);
   const [phase, setPhase] = useState<Phase>({ kind: "loading" });
+  const [immersive, setImmersiveState] = useState(false);
   const token = useAppToken(app.id);
   const online = useOnline();
+  /** No app token and none held: the frame is not rendered. */
+  const tokenFailed = token.status === "failed" && token.held === null;
 
   // The latest values, for the message handler (registered once per frame).
-  const latest = useRef({ app, onHostRequest, token, online });
+  const latest = useRef({ app, onHostRequest, onImmersiveChange, token, online });
   useEffect(() => {
-    latest.current = { app, onHostRequest, token, online };
+    latest.current = { app, onHostRequest, onImmersiveChange, token, online };
   });
+  /** Turns immersive mode on or off as the shell (set by the broker of the current frame). */
+  const setImmersive = useRef<(value: boolean) => void>(() => undefined);
+  /** The insets last sent, so only changes are sent again. */
+  const sentInsets = useRef("");
   /** True once the frame is there to talk to (it said hello, or its document loaded). */
   const frameReady = useRef(false);
   /** True once the bootstrap itself spoke (a browser error page also "loads"). */
@@ -109,6 +135,18 @@ export default function AppCanvas({ app, onHostRequest }: AppCanvasProps) {
       theme: frameTheme(),
       capabilityContract: null,
     });
+    sendInsets(true);
+  };
+
+  /** Sends the frame the safe-area insets its box overlaps, when they changed (or `force`). */
+  const sendInsets = (force = false) => {
+    const frame = frameRef.current;
+    if (!inited.current || !frame) return;
+    const insets = measureFrameInsets(frame);
+    const key = JSON.stringify(insets);
+    if (!force && key === sentInsets.current) return;
+    sentInsets.current = key;
+    post({ type: "moebius:frame-insets", insets });
   };
 
   // A token that arrives (or changes) after the frame is ready is (re)sent; the frame treats
@@ -139,6 +177,32 @@ export default function AppCanvas({ app, onHostRequest }: AppCanvasProps) {
     };
   }, []);
 
+  // The frame's box moved or resized (rotation, window size, the chrome around it hiding).
+  useEffect(() => {
+    const update = () => sendInsets();
+    const frame = frameRef.current;
+    const observer = frame ? new ResizeObserver(update) : null;
+    if (frame) observer?.observe(frame);
+    window.addEventListener("resize", update);
+    update();
+    return () => {
+      observer?.disconnect();
+      window.removeEventListener("resize", update);
+    };
+    // sendInsets reads everything from refs; a new frame (element) or immersive mode is the trigger.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [attempt, immersive, tokenFailed]);
+
+  // Escape leaves immersive mode (inside the frame, window.mobius does the same).
+  useEffect(() => {
+    if (!immersive) return;
+    const onKey = (event: KeyboardEvent) => {
+      if (event.key === "Escape" && !event.defaultPrevented) setImmersive.current(false);
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [immersive]);
+
   // The frame must say hello; a document that never loads (offline, never opened) fails here.
   useEffect(() => {
     if (phase.kind !== "loading") return;
@@ -157,8 +221,35 @@ export default function AppCanvas({ app, onHostRequest }: AppCanvasProps) {
   useEffect(() => {
     const host = storageHostFor(app.id, (force) => ensureAppToken(app.id, { force }).then((h) => h?.token ?? null));
     const sink: FrameSink = { post: (message) => post(message) };
-    const navStack: string[] = [];
-    const silent = new Set<string>();
+    /** One entry per history entry pushed above the app's, bottom first. */
+    const navStack: NavEntry[] = [];
+    let immersiveOn = false;
+
+    /** Closes `entry`: goes Back over its history entry when that is the current one. */
+    const closeEntry = (entry: NavEntry) => {
+      entry.closed = true;
+      const top = navStack[navStack.length - 1];
+      if (top === entry && (history.state as { appNav?: string } | null)?.appNav === entry.id) history.back();
+    };
+
+    /** The shell's decision; `fromHistory` when Back already removed immersive's entry. */
+    const applyImmersive = (value: boolean, fromHistory = false) => {
+      if (value !== immersiveOn) {
+        immersiveOn = value;
+        if (value) {
+          pushAppNav(IMMERSIVE_NAV_ID);
+          navStack.push({ id: IMMERSIVE_NAV_ID, immersive: true, closed: false });
+        } else if (!fromHistory) {
+          const entry = navStack.findLast((e) => e.immersive && !e.closed);
+          if (entry) closeEntry(entry);
+        }
+        setImmersiveState(value);
+        latest.current.onImmersiveChange?.(value);
+      }
+      // Answered even when nothing changed: the frame's state follows the shell's.
+      post({ type: "moebius:immersive-state", value });
+    };
+    setImmersive.current = (value) => applyImmersive(value);
 
     const handle = (message: FrameMessage) => {
       const current = latest.current;
@@ -212,19 +303,16 @@ export default function AppCanvas({ app, onHostRequest }: AppCanvasProps) {
           return;
         case "moebius:nav-push":
           pushAppNav(message.requestId);
-          navStack.push(message.requestId);
+          navStack.push({ id: message.requestId, immersive: false, closed: false });
           return;
         case "moebius:nav-pop": {
-          const top = navStack[navStack.length - 1];
-          if (top === message.requestId && (history.state as { appNav?: string } | null)?.appNav === top) {
-            silent.add(top);
-            history.back();
-          } else {
-            const index = navStack.indexOf(message.requestId);
-            if (index >= 0) navStack.splice(index, 1);
-          }
+          const entry = navStack.findLast((e) => !e.immersive && !e.closed && e.id === message.requestId);
+          if (entry) closeEntry(entry);
           return;
         }
+        case "moebius:immersive":
+          applyImmersive(message.value);
+          return;
         case "moebius:app-error":
           if (message.report) current.onHostRequest({ kind: "report", message: message.message });
           else console.warn(`[${current.app.name}] ${message.message}`);
@@ -238,14 +326,15 @@ export default function AppCanvas({ app, onHostRequest }: AppCanvasProps) {
       const message = readFrameMessage(event, frameRef.current?.contentWindow, location.origin);
       if (message) handle(message);
     };
-    // Back from an in-app screen: tell the frame which screens closed.
+    // Back from an in-app screen (tell the frame which screens closed) or from immersive mode.
     const onPop = () => {
       const depth = appNavDepth();
       while (navStack.length > depth) {
-        const id = navStack.pop();
-        if (id === undefined) break;
-        if (silent.delete(id)) continue;
-        post({ type: "moebius:nav-back", requestId: id });
+        const entry = navStack.pop();
+        if (entry === undefined) break;
+        if (entry.closed) continue;
+        if (entry.immersive) applyImmersive(false, true);
+        else post({ type: "moebius:nav-back", requestId: entry.id });
       }
     };
     window.addEventListener("message", onMessage);
@@ -254,6 +343,12 @@ export default function AppCanvas({ app, onHostRequest }: AppCanvasProps) {
       window.removeEventListener("message", onMessage);
       window.removeEventListener("popstate", onPop);
       host.detach(sink);
+      // A new frame (or none) starts with the chrome shown.
+      setImmersive.current = () => undefined;
+      if (immersiveOn) {
+        setImmersiveState(false);
+        latest.current.onImmersiveChange?.(false);
+      }
     };
     // One broker per app and frame instance.
     // eslint-disable-next-line react-hooks/exhaustive-deps
@@ -263,16 +358,16 @@ export default function AppCanvas({ app, onHostRequest }: AppCanvasProps) {
     frameReady.current = false;
     helloSeen.current = false;
     inited.current = false;
+    sentInsets.current = "";
     setPhase({ kind: "loading" });
     if (token.status === "failed") void token.refresh(true);
     setAttempt((n) => n + 1);
   };
 
-  const tokenFailed = token.status === "failed" && token.held === null;
   const failure = phase.kind === "failed" ? phase.message : tokenFailed ? "Couldn't get this app ready to run." : null;
 
   return (
-    <div className="app-canvas" data-phase={failure ? "failed" : phase.kind}>
+    <div className="app-canvas" data-phase={failure ? "failed" : phase.kind} data-immersive={immersive || undefined}>
       {!tokenFailed && (
         <iframe
           key={attempt}
@@ -286,6 +381,17 @@ export default function AppCanvas({ app, onHostRequest }: AppCanvasProps) {
             sendInit();
           }}
         />
+      )}
+      {immersive && (
+        <button
+          type="button"
+          className="app-immersive-exit"
+          aria-label="Exit full screen"
+          title="Exit full screen"
+          onClick={() => setImmersive.current(false)}
+        >
+          <Icon name="minimize" size={18} />
+        </button>
       )}
       {failure !== null ? (
         <div className="app-overlay app-overlay-failed" role="alert">

@@ -1,5 +1,6 @@
 //! The standalone host of one app (`/apps/<slug>/`, installable with its own manifest): the same
-//! canvas and opaque frame as in the shell, full screen, with no shell chrome. What the app asks
+//! canvas and opaque frame as in the shell, full screen, with no shell chrome (so immersive mode
+//! hides nothing here; the canvas still answers it and shows its exit button). What the app asks
 //! of the shell (a chat, Settings, another app) opens the shell itself.
 
 import { useQuery } from "@tanstack/react-query";

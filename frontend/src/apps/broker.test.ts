@@ -42,6 +42,17 @@ describe("frame message validation", () => {
     expect(from({ type: "moebius:storage-set", key: "k", value: 5 })).toBeNull();
   });
 
+  it("accepts immersive requests only with a boolean value", () => {
+    expect(from({ type: "moebius:immersive", value: true })).toEqual({ type: "moebius:immersive", value: true });
+    expect(from({ type: "moebius:immersive", value: false, extra: "x" })).toEqual({ type: "moebius:immersive", value: false });
+    for (const value of [undefined, null, "true", 1, 0, {}, [true]]) {
+      expect(from({ type: "moebius:immersive", value })).toBeNull();
+    }
+    expect(from({ type: "moebius:immersive" })).toBeNull();
+    expect(from({ type: "moebius:immersive", value: true }, other)).toBeNull();
+    expect(from({ type: "moebius:immersive", value: true }, frame, "https://evil.example")).toBeNull();
+  });
+
   it("bounds free text", () => {
     const long = "x".repeat(50_000);
     const message = from({ type: "moebius:new-chat", title: "t", draft: long });

@@ -20,6 +20,7 @@ export type FrameMessage =
   | { type: "moebius:open-settings"; section: string | null }
   | { type: "moebius:nav-push"; requestId: string; label: string }
   | { type: "moebius:nav-pop"; requestId: string }
+  | { type: "moebius:immersive"; value: boolean }
   | { type: "moebius:app-error"; report: boolean; message: string }
   | { type: "moebius:signal"; name: string };
 
@@ -110,6 +111,8 @@ export function readFrameMessage(event: IncomingEvent, frame: Window | null | un
       const requestId = id(m.requestId);
       return requestId ? { type: m.type, requestId } : null;
     }
+    case "moebius:immersive":
+      return typeof m.value === "boolean" ? { type: m.type, value: m.value } : null;
     case "moebius:app-error": {
       const error = typeof m.error === "object" && m.error !== null ? (m.error as Record<string, unknown>) : {};
       return { type: m.type, report: m.report === true, message: clip(error.message, MAX_ERROR) };

@@ -1,8 +1,9 @@
 //! The place an open app lives: beside the chat on wide screens (with Close), over everything
 //! on phones (with Back). Its bar names the app and links to its standalone host; the canvas
-//! itself (the frame and its broker) loads on demand.
+//! itself (the frame and its broker) loads on demand. In immersive mode (the app asked, see
+//! AppCanvas) the bar is hidden and the canvas shows its own way out.
 
-import { lazy, Suspense, useEffect, useRef } from "react";
+import { lazy, Suspense, useEffect, useRef, useState } from "react";
 import type { AppSummary } from "../api/apps";
 import type { HostRequest } from "../apps/host";
 import { wideStore } from "../shell/layout";
@@ -22,14 +23,15 @@ export interface AppPaneProps {
 export function AppPane({ app, loading, onClose, onHostRequest }: AppPaneProps) {
   const name = app?.name ?? "App";
   const online = useOnline();
+  const [immersive, setImmersive] = useState(false);
   // Full screen on a phone, the pane takes focus (the rest of the shell is inert meanwhile).
   const backRef = useRef<HTMLButtonElement>(null);
   useEffect(() => {
     if (!wideStore.get()) backRef.current?.focus();
   }, []);
   return (
-    <section className="app-pane" aria-label={name}>
-      <header className="app-pane-bar">
+    <section className="app-pane" aria-label={name} data-immersive={immersive || undefined}>
+      <header className="app-pane-bar" hidden={immersive}>
         <button ref={backRef} type="button" className="icon-button app-pane-back" aria-label="Back" onClick={onClose}>
           <Icon name="back" size={22} />
         </button>
@@ -59,7 +61,7 @@ export function AppPane({ app, loading, onClose, onHostRequest }: AppPaneProps) 
               </div>
             }
           >
-            <AppCanvas key={`${app.id}:${app.v}`} app={app} onHostRequest={onHostRequest} />
+            <AppCanvas key={`${app.id}:${app.v}`} app={app} onHostRequest={onHostRequest} onImmersiveChange={setImmersive} />
           </Suspense>
         ) : loading ? (
           <div className="app-overlay" role="status" aria-label="Opening the app">
