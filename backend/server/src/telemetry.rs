@@ -188,6 +188,9 @@ struct SignalIn {
     name: String,
     #[serde(default)]
     payload: Value,
+    /// The app that sent it, when the owner's shell forwards it.
+    #[serde(default)]
+    app_id: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -197,7 +200,7 @@ enum SignalsIn {
     One(SignalIn),
 }
 
-/// `POST /api/client-signal {name, payload?}` or `{signals: [{name, payload?}, …]}` → 202
+/// `POST /api/client-signal {name, payload?, app_id?}` or `{signals: [{…}, …]}` → 202
 /// `{accepted}`. Signals are logged at debug level (`MOBIUS_LOG=mobius::client=debug`).
 async fn client_signal(
     State(_state): State<AppState>,
@@ -222,6 +225,7 @@ async fn client_signal(
                 format!("A signal needs a name of 1 to {MAX_LABEL_CHARS} characters."),
             ));
         }
+        reporting_app(&principal, signal.app_id)?;
         if signal.payload.to_string().len() > MAX_SIGNAL_PAYLOAD_BYTES {
             return Err(Error::too_large(
                 "signal_too_large",
@@ -229,8 +233,8 @@ async fn client_signal(
             ));
         }
     }
-    let app_id = principal.app_id().unwrap_or(0);
     for signal in &signals {
+        let app_id = reporting_app(&principal, signal.app_id)?.unwrap_or(0);
         tracing::debug!(target: "mobius::client", app_id, name = %clip(signal.name.trim(), MAX_LABEL_CHARS), payload = %signal.payload, "signal");
     }
     Ok((StatusCode::ACCEPTED, Json(json!({ "accepted": signals.len() }))))

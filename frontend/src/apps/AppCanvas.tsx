@@ -23,6 +23,7 @@ import { readFrameMessage, type FrameMessage } from "./broker";
 import type { HostRequest } from "./host";
 import { loadFrameLocal, recordFrameLocal } from "./frameLocal";
 import { measureFrameInsets } from "./insets";
+import { telemetry } from "./telemetry";
 import { drainAllHosts, StorageRpcError, storageHostFor, type FrameSink } from "./storageHost";
 import { ensureAppToken, heldToken } from "./tokens";
 import { useAppToken } from "./useAppToken";
@@ -274,6 +275,7 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
           return;
         case "moebius:frame-error":
           setPhase({ kind: "failed", message: message.error.message || "This app couldn't start." });
+          telemetry.reportError(current.app.id, `${message.error.code}: ${message.error.message}`, "frame-load");
           return;
         case "moebius:storage-rpc":
           host.call(message.method, message.args, sink).then(
@@ -315,9 +317,13 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
           return;
         case "moebius:app-error":
           if (message.report) current.onHostRequest({ kind: "report", message: message.message });
-          else console.warn(`[${current.app.name}] ${message.message}`);
+          else {
+            console.warn(`[${current.app.name}] ${message.message}`);
+            telemetry.reportError(current.app.id, message.message);
+          }
           return;
         case "moebius:signal":
+          telemetry.signal(current.app.id, message.name, message.payload);
           return;
       }
     };

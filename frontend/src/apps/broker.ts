@@ -22,7 +22,7 @@ export type FrameMessage =
   | { type: "moebius:nav-pop"; requestId: string }
   | { type: "moebius:immersive"; value: boolean }
   | { type: "moebius:app-error"; report: boolean; message: string }
-  | { type: "moebius:signal"; name: string };
+  | { type: "moebius:signal"; name: string; payload: unknown };
 
 /** The parts of a `MessageEvent` the check reads. */
 export interface IncomingEvent {
@@ -37,6 +37,18 @@ const MAX_KEY = 1_000;
 /** One virtual localStorage value (the whole store is capped where it is kept). */
 const MAX_VALUE = 512 * 1024;
 const MAX_ERROR = 4_000;
+/** Largest signal payload forwarded (as JSON); larger or unserialisable ones become `null`. */
+const MAX_SIGNAL_PAYLOAD = 4_096;
+
+function signalPayload(value: unknown): unknown {
+  if (value === undefined) return null;
+  try {
+    const json = JSON.stringify(value);
+    return json !== undefined && json.length <= MAX_SIGNAL_PAYLOAD ? (JSON.parse(json) as unknown) : null;
+  } catch {
+    return null;
+  }
+}
 const CHAT_ID = /^[A-Za-z0-9_-]{1,80}$/;
 
 function str(value: unknown, max: number): string | null {
@@ -119,7 +131,7 @@ export function readFrameMessage(event: IncomingEvent, frame: Window | null | un
     }
     case "moebius:signal": {
       const name = str(m.name, 100);
-      return name ? { type: m.type, name } : null;
+      return name ? { type: m.type, name, payload: signalPayload(m.payload) } : null;
     }
     default:
       return null;

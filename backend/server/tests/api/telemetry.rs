@@ -90,7 +90,7 @@ async fn bad_reports_get_clear_errors() {
 #[tokio::test]
 async fn signals_are_accepted_singly_or_in_batches_within_bounds() {
     let app = TestApp::spawn().await;
-    app.setup_owner().await;
+    let owner = app.setup_owner().await;
     let (_, token) = app.register_app("counter").await;
     let accepted = |r: reqwest::Response| async move {
         assert_eq!(r.status(), StatusCode::ACCEPTED);
@@ -120,6 +120,11 @@ async fn signals_are_accepted_singly_or_in_batches_within_bounds() {
         "invalid_signal",
     )
     .await;
+    let forged = json!({ "signals": [{ "name": "tap", "app_id": 999 }] });
+    assert_error(report(&app, "/api/client-signal", Some(&token), forged).await, StatusCode::FORBIDDEN, "forbidden")
+        .await;
+    let forwarded = json!({ "signals": [{ "name": "tap", "app_id": 1 }] });
+    assert_eq!(accepted(report(&app, "/api/client-signal", Some(&owner), forwarded).await).await, 1);
     let r = report(&app, "/api/client-signal", None, json!({ "name": "x" })).await;
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
 }
