@@ -312,6 +312,7 @@ async fn initialise(
                 let _ = full.set(router(state.clone()));
                 info!(frontend = %web::describe_dist(&state.config.frontend_dir).display(), "ready");
                 boot.set_ready(writer);
+                tokio::spawn(crate::apps::apply::rebuild_outdated(state.clone()));
                 let _ = state_tx.send((state, writer_task));
                 return;
             }

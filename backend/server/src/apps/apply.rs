@@ -63,12 +63,36 @@ fn compile_error(diagnostics: &Diagnostics) -> Error {
     Error::unprocessable("compile_failed", format!("The app did not compile:\n{diagnostics}"))
 }
 
+/// Which version of an app's source an apply builds.
+#[derive(Debug, Clone)]
+pub enum Snapshot {
+    /// The folder as it is now, committed on `main` first (what the agent asks for).
+    Worktree,
+    /// The live commit again, with the current runtime (a start-up rebuild); the folder's
+    /// uncommitted edits stay unpublished.
+    Live(String),
+}
+
+/// A hash of everything the bundler inlines besides the app: the runtime files and the ABI
+/// banner. A bundle built with another fingerprint is outdated.
+pub fn runtime_fingerprint(state: &AppState) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    let runtime = &state.config.app_runtime_dir;
+    let mut hash = Sha256::new();
+    hash.update(BUNDLE_BANNER.as_bytes());
+    for file in ["mobius-runtime.js", "app-runtime-inject.js"] {
+        hash.update(std::fs::read(runtime.join(file))?);
+    }
+    Ok(hex::encode(hash.finalize()))
+}
+
 /// Applies `apps/<slug>/`. The caller holds the app's lock.
 pub async fn apply_locked(
     state: &AppState,
     slug: &str,
     chat_id: Option<String>,
     installed_from: Option<(String, Option<String>)>,
+    from: Snapshot,
 ) -> Result<Applied> {
     let dir = source_dir(state, slug)?;
     let manifest_text = read_manifest(&dir).await?;
@@ -86,7 +110,10 @@ pub async fn apply_locked(
         let dir = dir.clone();
         tokio::task::spawn_blocking(move || -> Result<(String, tempfile::TempDir)> {
             let repo = git::open_or_init(&dir)?;
-            let (commit, _) = git::commit_worktree(&repo, &message)?;
+            let commit = match from {
+                Snapshot::Worktree => git::commit_worktree(&repo, &message)?.0,
+                Snapshot::Live(commit) => git2::Oid::from_str(&commit).map_err(|e| Error::Internal(e.to_string()))?,
+            };
             let tmp = tempfile::Builder::new().prefix("apply-").tempdir_in(&build_root)?;
             git::export_commit(&repo, commit, tmp.path())?;
             Ok((commit.to_string(), tmp))
@@ -98,11 +125,13 @@ pub async fn apply_locked(
     // The committed manifest is the one that counts (the worktree may have moved on).
     let manifest = manifest::parse(&read_manifest(tree_dir.path()).await?, slug)?;
     let existing = db::apps::by_slug(&state.db.read, slug).await?;
+    let runtime = runtime_fingerprint(state)?;
     if let Some(app) = &existing {
         if app.deleted_at.is_some() {
             return Err(Error::conflict("app_deleted", "This app is deleted; recover it before applying again."));
         }
         if app.source_commit.as_deref() == Some(commit.as_str())
+            && app.runtime_sha.as_deref() == Some(runtime.as_str())
             && let Some(sha) = &app.bundle_sha
             && bundle_path(state, app.id, sha).is_file()
             && installed_from.is_none()
@@ -132,7 +161,7 @@ pub async fn apply_locked(
         return Err(e);
     }
     let (source_url, upstream_commit) = installed_from.unzip();
-    let applied = record_fields(
+    let mut applied = record_fields(
         &manifest,
         &manifest_text,
         &bundle.sha256,
@@ -141,8 +170,9 @@ pub async fn apply_locked(
         source_url,
         upstream_commit.flatten(),
     );
+    applied.runtime_sha = runtime;
     state.writer.call(|ack| WriteCommand::AppRecordApply { id, applied, created, ack }).await?;
-    {
+    if existing.as_ref().and_then(|a| a.source_commit.as_deref()) != Some(commit.as_str()) {
         let (dir, commit) = (dir.clone(), commit.clone());
         tokio::task::spawn_blocking(move || -> Result<()> {
             let repo = git::open_or_init(&dir)?;
@@ -169,7 +199,7 @@ pub async fn apply_locked(
 /// Applies with the app's lock held (concurrent applies of one app run one after the other).
 pub async fn apply(state: &AppState, slug: &str, chat_id: Option<String>) -> Result<Applied> {
     let _lock = state.app_locks.lock(slug).await;
-    apply_locked(state, slug, chat_id, None).await
+    apply_locked(state, slug, chat_id, None, Snapshot::Worktree).await
 }
 
 fn record_fields(
@@ -199,6 +229,8 @@ fn record_fields(
         cross_app_access: m.cross_app_access.clone(),
         share_with_apps: m.share_with_apps.clone(),
         permissions: Value::Object(m.permissions.clone()).to_string(),
+        // The caller stamps the runtime it built with.
+        runtime_sha: String::new(),
     }
 }
 
@@ -286,7 +318,7 @@ pub async fn install(state: &AppState, source: Source, label: String) -> Result<
     }
     let kept = staging.keep();
     std::fs::rename(&kept, &target)?;
-    match apply_locked(state, &slug, None, Some((label, Some(release)))).await {
+    match apply_locked(state, &slug, None, Some((label, Some(release))), Snapshot::Worktree).await {
         Ok(applied) => Ok(applied),
         Err(e) => {
             // A failed first build leaves nothing behind.
@@ -331,7 +363,7 @@ pub async fn update(state: &AppState, app: &AppRow) -> Result<Updated> {
         (git::Update::UpToDate, _) => Ok(Updated { mode: "up_to_date", conflict_paths: Vec::new(), app: app.clone() }),
         (git::Update::Conflict(paths), _) => Ok(Updated { mode: "conflict", conflict_paths: paths, app: app.clone() }),
         (git::Update::Applied(_), release) => {
-            let applied = apply_locked(state, &app.slug, None, Some((url, release))).await?;
+            let applied = apply_locked(state, &app.slug, None, Some((url, release)), Snapshot::Worktree).await?;
             Ok(Updated { mode: "updated", conflict_paths: Vec::new(), app: applied.app })
         }
     }
@@ -348,7 +380,39 @@ pub async fn undo(state: &AppState, app: &AppRow, commit: Option<String>) -> Res
     })
     .await
     .map_err(|e| Error::Internal(format!("undo task: {e}")))??;
-    apply_locked(state, &app.slug, None, None).await
+    apply_locked(state, &app.slug, None, None, Snapshot::Worktree).await
+}
+
+/// Rebuilds, from its live commit, every live app whose bundle was built with another
+/// runtime (a platform update changed `mobius-runtime.js`), one at a time after start-up. An
+/// app that no longer compiles keeps its old bundle; the owner's "seen" mark follows the
+/// rebuild, so it does not show as an unseen update.
+pub async fn rebuild_outdated(state: AppState) {
+    let runtime = match runtime_fingerprint(&state) {
+        Ok(runtime) => runtime,
+        Err(e) => return tracing::warn!(error = %e, "the app runtime files are unreadable; apps are not rebuilt"),
+    };
+    let apps = match db::apps::list(&state.db.read).await {
+        Ok(apps) => apps,
+        Err(e) => return tracing::warn!(error = %e, "could not list apps to rebuild"),
+    };
+    for app in apps.into_iter().filter(|a| a.runtime_sha.as_deref() != Some(runtime.as_str())) {
+        let Some(commit) = app.source_commit.clone() else { continue };
+        let _lock = state.app_locks.lock(&app.slug).await;
+        match apply_locked(&state, &app.slug, None, None, Snapshot::Live(commit)).await {
+            Ok(applied) => {
+                tracing::info!(app.id = app.id, slug = %app.slug, "app rebuilt for the current runtime");
+                if app.seen_sha.is_some() && app.seen_sha == app.bundle_sha {
+                    let patch = db::apps::AppPatch { seen_sha: applied.app.bundle_sha, ..Default::default() };
+                    let id = app.id;
+                    let _ = state.writer.call(|ack| WriteCommand::AppPatch { id, patch, ack }).await;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(app.id = app.id, slug = %app.slug, error = %e, "could not rebuild the app for the current runtime; it keeps its bundle")
+            }
+        }
+    }
 }
 
 /// `https://…` or an absolute local path.

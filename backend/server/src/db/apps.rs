@@ -32,6 +32,9 @@ pub struct AppRow {
     pub pinned_at: Option<i64>,
     pub last_opened_at: Option<i64>,
     pub seen_sha: Option<String>,
+    /// The runtime the bundle was built with (see `apps::apply::runtime_fingerprint`).
+    #[serde(skip)]
+    pub runtime_sha: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
     pub deleted_at: Option<i64>,
@@ -39,7 +42,7 @@ pub struct AppRow {
 
 const COLUMNS: &str = "id, slug, name, description, version, manifest, token_nonce, bundle_sha, source_commit, \
     upstream_commit, source_url, chat_id, theme_color, background_color, display, offline_capable, cross_app_access, \
-    share_with_apps, permissions, pinned_at, last_opened_at, seen_sha, created_at, updated_at, deleted_at";
+    share_with_apps, permissions, pinned_at, last_opened_at, seen_sha, runtime_sha, created_at, updated_at, deleted_at";
 
 /// App rows read between writer commits, so a token check and a storage authorisation on the
 /// hot path cost no query. Every write of the registry goes through the writer, which bumps
@@ -129,6 +132,7 @@ pub struct Applied {
     pub cross_app_access: String,
     pub share_with_apps: String,
     pub permissions: String,
+    pub runtime_sha: String,
 }
 
 impl Applied {
@@ -148,7 +152,7 @@ pub async fn record_apply(conn: &mut SqliteConnection, id: i64, a: &Applied, now
                 upstream_commit = coalesce(?, upstream_commit), source_url = coalesce(?, source_url),
                 chat_id = coalesce(?, chat_id), theme_color = ?, background_color = ?, display = ?,
                 offline_capable = ?, cross_app_access = ?, share_with_apps = ?, permissions = ?,
-                updated_at = max(updated_at + 1, ?)
+                runtime_sha = ?, updated_at = max(updated_at + 1, ?)
          WHERE id = ?",
     )
     .bind(&a.name)
@@ -167,6 +171,7 @@ pub async fn record_apply(conn: &mut SqliteConnection, id: i64, a: &Applied, now
     .bind(&a.cross_app_access)
     .bind(&a.share_with_apps)
     .bind(&a.permissions)
+    .bind(&a.runtime_sha)
     .bind(now)
     .bind(id)
     .execute(conn)

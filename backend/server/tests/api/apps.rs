@@ -86,6 +86,79 @@ async fn an_applied_app_is_served_and_an_edit_gets_a_new_etag() {
 }
 
 #[tokio::test]
+async fn a_runtime_update_rebuilds_live_apps_from_their_live_commit_at_start_up() {
+    // The runtime files live in a folder of the test's own, so the "platform update" can
+    // change them between two runs of the server.
+    let runtime = tempfile::tempdir().expect("tmp");
+    let shipped = mobius::config::checkout_root().join("frontend/public");
+    for file in ["mobius-runtime.js", "app-runtime-inject.js"] {
+        std::fs::copy(shipped.join(file), runtime.path().join(file)).expect("copy the runtime");
+    }
+    let runtime_dir = runtime.path().to_path_buf();
+    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+    let tweak = |c: &mut mobius::config::Config| c.app_runtime_dir = runtime_dir.clone();
+    let app = TestApp::spawn_in(dir.clone(), tweak).await;
+    let token = app.setup_owner().await;
+    write_app(app.data_dir(), "counter", MANIFEST, &counter_source("Live label"));
+    let applied: Value = apply(&app, &token, "counter").await.json().await.expect("json");
+    let id = applied["app"]["id"].as_i64().expect("id");
+    let live_commit = |app: &TestApp| {
+        let (app, token) = (app.url(&format!("/api/apps/{id}/history")), token.clone());
+        async move {
+            let history: Value = reqwest::Client::new()
+                .get(app)
+                .bearer_auth(token)
+                .send()
+                .await
+                .expect("GET")
+                .json()
+                .await
+                .expect("json");
+            let versions = history["versions"].as_array().expect("versions").clone();
+            versions.into_iter().find(|v| v["live"] == true).expect("a live version")["commit"].clone()
+        }
+    };
+    let commit = live_commit(&app).await;
+    assert_eq!(app.post(&format!("/api/apps/{id}/seen"), json!({}), Some(&token)).await.status(), StatusCode::OK);
+    let (etag, _) = module_etag(&app, &token, id).await;
+    // The agent has started an edit it has not applied.
+    std::fs::write(app.data_dir().join("apps/counter/index.jsx"), counter_source("Unapplied edit")).expect("edit");
+    let dir = app.stop().await;
+
+    // Same runtime: a restart rebuilds nothing.
+    let app = TestApp::spawn_in(dir.clone(), tweak).await;
+    let again: Value = app.get(&format!("/api/apps/{id}"), Some(&token)).await.json().await.expect("json");
+    assert_eq!(module_etag(&app, &token, id).await.0, etag);
+    assert_eq!(again["bundle_sha"], applied["app"]["bundle_sha"]);
+    let dir = app.stop().await;
+
+    let mut js = std::fs::read_to_string(runtime.path().join("mobius-runtime.js")).expect("runtime");
+    js.insert_str(0, "globalThis.__mobiusRuntimeMark = \"runtime-v2\";\n");
+    std::fs::write(runtime.path().join("mobius-runtime.js"), js).expect("update the runtime");
+    let app = TestApp::spawn_in(dir, tweak).await;
+    let mut rebuilt = Value::Null;
+    for _ in 0..200 {
+        rebuilt = app.get(&format!("/api/apps/{id}"), Some(&token)).await.json().await.expect("json");
+        if rebuilt["bundle_sha"] != applied["app"]["bundle_sha"] {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_ne!(rebuilt["bundle_sha"], applied["app"]["bundle_sha"], "the app was not rebuilt");
+    let (_, code) = module_etag(&app, &token, id).await;
+    assert!(code.contains("runtime-v2"), "the rebuilt bundle lacks the new runtime");
+    assert!(code.contains("Live label") && !code.contains("Unapplied edit"), "the rebuild published an unapplied edit");
+    assert_eq!(live_commit(&app).await, commit);
+    assert_eq!(rebuilt["has_unseen_update"], false, "a rebuild is not an update the owner must look at");
+    let bundles = std::fs::read_dir(app.data_dir().join("compiled")).expect("compiled").count();
+    assert_eq!(bundles, 1);
+    // The agent's edit is still there, and applying it now works as always.
+    let edited: Value = apply(&app, &token, "counter").await.json().await.expect("json");
+    assert_eq!(edited["mode"], "updated");
+    assert!(module_etag(&app, &token, id).await.1.contains("Unapplied edit"));
+}
+
+#[tokio::test]
 async fn a_broken_source_is_refused_with_a_location_and_the_old_build_keeps_serving() {
     let app = TestApp::spawn().await;
     let token = app.setup_owner().await;
