@@ -9,9 +9,11 @@ ARG DEBIAN_RELEASE=bookworm
 
 # ---- The PWA, plus the production node_modules the bundler resolves mini-app imports in.
 FROM node:${NODE_VERSION}-${DEBIAN_RELEASE}-slim AS web
+# npm's download cache lives in a build cache mount, outside the image.
+ENV npm_config_cache=/var/cache/npm
 WORKDIR /src/frontend
 COPY frontend/package.json frontend/package-lock.json ./
-RUN --mount=type=cache,target=/root/.npm \
+RUN --mount=type=cache,target=/var/cache/npm \
     npm ci --no-audit --no-fund --loglevel=error
 COPY frontend/ ./
 RUN npm run build \
@@ -21,9 +23,10 @@ RUN npm run build \
 # ---- The agent CLIs, installed globally under one prefix. Install scripts must run:
 # claude's postinstall puts its native binary in place.
 FROM node:${NODE_VERSION}-${DEBIAN_RELEASE}-slim AS clis
+ENV npm_config_cache=/var/cache/npm
 ARG CLAUDE_CODE_VERSION=2.1.332
 ARG CODEX_VERSION=0.171.0
-RUN --mount=type=cache,target=/root/.npm \
+RUN --mount=type=cache,target=/var/cache/npm \
     npm install --global --prefix /opt/agent-clis --no-audit --no-fund --loglevel=error \
         "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}" "@openai/codex@${CODEX_VERSION}" \
     && /opt/agent-clis/bin/claude --version \

@@ -237,7 +237,7 @@ mod tests {
     #[test]
     fn inspection_refuses_links_and_files_used_as_folders() {
         let dir = tempfile::tempdir().expect("tmp");
-        let root = dir.path().join("root");
+        let root = dir.path().join("tree");
         std::fs::create_dir_all(root.join("sub")).expect("mkdir");
         std::fs::write(root.join("sub/file"), b"x").expect("write");
         std::os::unix::fs::symlink(dir.path(), root.join("link")).expect("symlink");
@@ -246,7 +246,7 @@ mod tests {
         assert!(matches!(inspect(&root, &p("sub")).expect("ok").1, Found::Dir(_)));
         assert!(matches!(inspect(&root, &p("nope/deeper")).expect("ok").1, Found::Missing));
         assert_eq!(inspect(&root, &p("link")).expect_err("link").code(), "invalid_path");
-        assert_eq!(inspect(&root, &p("link/root/sub/file")).expect_err("link").code(), "invalid_path");
+        assert_eq!(inspect(&root, &p("link/tree/sub/file")).expect_err("link").code(), "invalid_path");
         assert_eq!(inspect(&root, &p("sub/file/x")).expect_err("file").code(), "not_a_directory");
         assert_eq!(prepare_parent(&root, &p("link/new.txt")).expect_err("link").code(), "invalid_path");
         assert!(!dir.path().join("new.txt").exists());
