@@ -150,7 +150,7 @@ export type StreamEvent =
       output_full_len?: number;
       output_exit_code?: number | null;
     }
-  | { type: "tool_end"; seq: number; tool_use_id: string; is_error?: boolean }
+  | { type: "tool_end"; seq: number; tool_use_id: string; is_error?: boolean; interrupted?: boolean }
   | ({ type: "question"; seq: number } & (Omit<QuestionBlock, "type"> | Omit<ApprovalBlock, "type">))
   | { type: "answers_applied"; seq: number; question_id: string; answers: QuestionAnswers | ApprovalAnswers }
   | { type: "queue_changed"; seq: number; pending: PendingMessage[] }

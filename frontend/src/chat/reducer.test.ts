@@ -91,6 +91,13 @@ describe("stream reducer", () => {
     });
     s = fold(s, ev({ type: "tool_start", tool_use_id: "u2", tool: "Read", input: "x" }), ev({ type: "tool_end", tool_use_id: "u2", is_error: true }));
     expect((s.live?.blocks?.[1] as ToolBlock).status).toBe("error");
+    // Cut short by a steer's interrupt: stopped, not failed.
+    s = fold(
+      s,
+      ev({ type: "tool_start", tool_use_id: "u3", tool: "Bash", input: "sleep 9" }),
+      ev({ type: "tool_end", tool_use_id: "u3", is_error: true, interrupted: true }),
+    );
+    expect((s.live?.blocks?.[2] as ToolBlock).status).toBe("stopped");
   });
 
   it("adds one question card per question_id and answers_applied closes it", () => {

@@ -317,7 +317,11 @@ function foldEvent(state: ChatState, event: Exclude<StreamEvent, { type: "resync
         return updated;
       });
     case "tool_end":
-      return updateTool(state, now, event.tool_use_id, (tool) => ({ ...tool, status: event.is_error ? "error" : "done" }));
+      return updateTool(state, now, event.tool_use_id, (tool) => ({
+        ...tool,
+        // A step cut short by an interrupt (a steer) was stopped, not failed.
+        status: event.interrupted ? "stopped" : event.is_error ? "error" : "done",
+      }));
     case "question": {
       const card = { ...event } as Partial<typeof event>;
       delete card.seq;

@@ -118,7 +118,7 @@ impl Parser {
         match line.get("type").and_then(Value::as_str).unwrap_or_default() {
             "stream_event" => self.stream_event(line.get("event").unwrap_or(&Value::Null), &mut events),
             "assistant" => self.assistant(line, &mut events),
-            "user" => tool_results(line, &mut events),
+            "user" => tool_results(line, self.interrupt_sent, &mut events),
             "control_request" => {
                 let request_id = str_at(line, &["request_id"]).to_owned();
                 let request = line.get("request").unwrap_or(&Value::Null);
@@ -229,7 +229,9 @@ fn result_error(line: &Value) -> String {
     }
 }
 
-fn tool_results(line: &Value, events: &mut Vec<AgentEvent>) {
+/// Tool results of a `user` line. After our interrupt, a failed tool was cut short by it (the
+/// CLI reports "interrupted by user" as an error result).
+fn tool_results(line: &Value, interrupt_sent: bool, events: &mut Vec<AgentEvent>) {
     let Some(content) = line.pointer("/message/content").and_then(Value::as_array) else { return };
     for item in content {
         if str_at(item, &["type"]) != "tool_result" {
@@ -245,7 +247,7 @@ fn tool_results(line: &Value, events: &mut Vec<AgentEvent>) {
             _ => String::new(),
         };
         events.push(AgentEvent::ToolOutput { id: id.clone(), text, append: false, exit_code: is_error.then_some(1) });
-        events.push(AgentEvent::ToolEnd { id, is_error });
+        events.push(AgentEvent::ToolEnd { id, is_error, interrupted: is_error && interrupt_sent });
     }
 }
 
@@ -472,6 +474,20 @@ mod tests {
         assert_eq!(finishes.iter().filter(|f| f.status == FinishStatus::Failed).count(), 1);
         assert_eq!(finishes.iter().filter(|f| f.status == FinishStatus::Completed).count(), 4);
         let mut interrupted = Parser { interrupt_sent: true, ..Parser::default() };
+        // A tool that fails after our interrupt was cut short by it, not broken.
+        let failed_tool = lines
+            .iter()
+            .find(|l| l["type"] == "user" && l.to_string().contains("\"is_error\":true"))
+            .expect("a failed tool result");
+        let interrupted_flag = |parser: &mut Parser| match parser.parse(failed_tool) {
+            Parsed::Events(events) => events.iter().find_map(|e| match e {
+                AgentEvent::ToolEnd { is_error: true, interrupted, .. } => Some(*interrupted),
+                _ => None,
+            }),
+            _ => None,
+        };
+        assert_eq!(interrupted_flag(&mut Parser::default()), Some(false));
+        assert_eq!(interrupted_flag(&mut Parser { interrupt_sent: true, ..Parser::default() }), Some(true));
         let interrupted_result =
             lines.iter().find(|l| l["type"] == "result" && l["is_error"] == true).expect("error result");
         assert!(matches!(

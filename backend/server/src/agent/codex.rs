@@ -250,15 +250,19 @@ impl Parser {
                         exit_code,
                     });
                 }
-                events.push(AgentEvent::ToolEnd { id, is_error: failed });
+                events.push(AgentEvent::ToolEnd { id, is_error: failed, interrupted: false });
             }
             "fileChange" => {
                 let summary = file_change_summary(item);
                 events.push(AgentEvent::ToolOutput { id: id.clone(), text: summary, append: false, exit_code: None });
-                events.push(AgentEvent::ToolEnd { id, is_error: s("status") == "failed" || s("status") == "declined" });
+                events.push(AgentEvent::ToolEnd {
+                    id,
+                    is_error: s("status") == "failed" || s("status") == "declined",
+                    interrupted: false,
+                });
             }
             "mcpToolCall" | "webSearch" | "dynamicToolCall" | "imageView" => {
-                events.push(AgentEvent::ToolEnd { id, is_error: s("status") == "failed" });
+                events.push(AgentEvent::ToolEnd { id, is_error: s("status") == "failed", interrupted: false });
             }
             _ => {}
         }

@@ -118,9 +118,14 @@ impl LiveMessage {
             }
             "tool_end" => {
                 let id = str_field("tool_use_id").to_owned();
-                let failed = event.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                let flag = |key: &str| event.get(key).and_then(Value::as_bool).unwrap_or(false);
+                let status = match (flag("interrupted"), flag("is_error")) {
+                    (true, _) => "stopped",
+                    (false, true) => "error",
+                    (false, false) => "done",
+                };
                 if let Some(b) = self.tool_mut(&id) {
-                    b.insert("status".into(), if failed { "error" } else { "done" }.into());
+                    b.insert("status".into(), status.into());
                 }
             }
             "question" => {
@@ -265,6 +270,10 @@ mod tests {
         m.apply(&ev(json!({"type":"tool_start","tool_use_id":"t2","tool":"Read","input":"x"})));
         m.close_running_tools("done");
         assert_eq!(m.blocks()[1]["status"], "done");
+        // A step cut short by a steer's interrupt is stopped, not failed.
+        m.apply(&ev(json!({"type":"tool_start","tool_use_id":"t3","tool":"Bash","input":"sleep 9"})));
+        m.apply(&ev(json!({"type":"tool_end","tool_use_id":"t3","is_error":true,"interrupted":true})));
+        assert_eq!(m.blocks()[2]["status"], "stopped");
     }
 
     #[test]

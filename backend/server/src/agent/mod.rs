@@ -183,8 +183,9 @@ pub enum AgentEvent {
     ToolStart { id: String, name: String, input: String },
     /// Tool output: the whole output, or a piece to append.
     ToolOutput { id: String, text: String, append: bool, exit_code: Option<i64> },
-    /// A tool call ended.
-    ToolEnd { id: String, is_error: bool },
+    /// A tool call ended; `interrupted` when it ended because the host interrupted the step
+    /// (a steer), not because it failed.
+    ToolEnd { id: String, is_error: bool, interrupted: bool },
     /// A decision is needed; answer through `reply` (dropping it denies).
     Ask { ask: Ask, reply: oneshot::Sender<Reply> },
     /// Running token usage.

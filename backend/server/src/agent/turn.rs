@@ -284,8 +284,12 @@ impl Turn<'_> {
                         out.push(e);
                     }
                 }
-                AgentEvent::ToolEnd { id, is_error } => {
-                    out.push(event("tool_end", json!({ "tool_use_id": id, "is_error": is_error })));
+                AgentEvent::ToolEnd { id, is_error, interrupted } => {
+                    let mut fields = json!({ "tool_use_id": id, "is_error": is_error });
+                    if interrupted {
+                        fields["interrupted"] = true.into();
+                    }
+                    out.push(event("tool_end", fields));
                 }
                 AgentEvent::Usage(u) => self.usage = Some(u),
                 AgentEvent::SteerAccepted => {

@@ -468,6 +468,43 @@ async fn a_message_can_be_steered_into_the_running_turn(cli: Cli) {
     assert!(mock.last_body().contains("also add a summary at the end"), "{cli:?}: the model saw the steered words");
 }
 
+/// Claude steers by interrupting the current step: a shell command it cut short reads as
+/// stopped, not failed. (Codex takes a steer without interrupting the step.)
+#[tokio::test]
+#[ignore = "needs the agent CLIs; scripts/test runs it"]
+async fn claude_a_steer_during_a_shell_step_marks_that_step_stopped() {
+    let script = json!({ "steps": [slow_shell_step(Cli::Claude, "Running it.")], "default": { "text": "Noted." } });
+    let rig = Rig::start(Cli::Claude, script).await;
+    let Rig { app, token, .. } = &rig;
+    app.chat(token, "sb").await;
+    let mut stream = app.stream(token, "sb", None).await;
+    app.send(token, "sb", "run the long command", "m1").await;
+    stream.until("tool_start", 60).await;
+    // Let the command actually start.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let r = app
+        .post(
+            "/api/chats/sb/messages",
+            json!({ "content": "never mind that", "cid": "m2", "steer": true }),
+            Some(token),
+        )
+        .await;
+    let body: Value = r.json().await.expect("json");
+    assert_eq!(body["status"], "steered", "{body}");
+    let events = stream.until("done", 90).await;
+    assert_eq!(events.last().expect("done").data["status"], "completed");
+    let detail = app.detail(token, "sb").await;
+    let tools: Vec<Value> = detail["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .flat_map(|m| m["blocks"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool")
+        .collect();
+    assert_eq!(tools.len(), 1, "{tools:?}");
+    assert_eq!(tools[0]["status"], "stopped", "the interrupted command: {}", tools[0]);
+}
+
 macro_rules! for_both {
     ($($name:ident),* $(,)?) => {
         mod claude {
