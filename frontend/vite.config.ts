@@ -14,7 +14,8 @@ export default defineConfig({
       injectRegister: null,
       manifest: false,
       injectManifest: {
-        globPatterns: ["**/*.{js,css,html,svg,png,ico}"],
+        // woff2: the KaTeX fonts, so math typesets offline as it does online.
+        globPatterns: ["**/*.{js,css,html,svg,png,ico,woff2}"],
         // The two runtime modules are compiled into apps by the server, never loaded as they are.
         globIgnores: ["sw.js", "manifest.webmanifest", "mobius-runtime.js", "app-runtime-inject.js"],
         // Every entry gets a content revision, hashed assets included.

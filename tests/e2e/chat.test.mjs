@@ -50,7 +50,7 @@ const SCRIPT = {
     },
     {
       text:
-        "Done. I wrote **hello.txt** in the workspace.\n\n| file | bytes |\n|---|---|\n| hello.txt | 20 |\n\n```ts\nconst greeting: string = \"hello\";\nconsole.log(greeting);\n```\n\nSee [the docs](https://example.com/docs).",
+        "Done. I wrote **hello.txt** in the workspace.\n\n| file | bytes |\n|---|---|\n| hello.txt | 20 |\n\n```ts\nconst greeting: string = \"hello\";\nconsole.log(greeting);\n```\n\nThe growth is $x^2$ per step:\n\n$$\n\\sum_{i=1}^{n} i^2\n$$\n\nSee [the docs](https://example.com/docs).",
     },
     {
       tool_use: {
@@ -285,6 +285,8 @@ describe("chat journey on a phone (real server, real Claude Code, scripted model
     const reply = lastAssistant(page);
     await reply.locator("table").waitFor();
     await reply.locator("code.hljs").waitFor();
+    await reply.locator(".math-inline .katex").waitFor();
+    await reply.locator(".math-display .katex-display").waitFor();
     assert.equal(await reply.getByRole("link", { name: "the docs" }).getAttribute("target"), "_blank");
     // One row per turn: the live row became the final row.
     assert.equal(await page.locator(".row-assistant").count(), 1);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { languageFor, renderMarkdown, safeHref } from "./markdown";
+import { languageFor, renderMarkdown, renderMathWithin, safeHref } from "./markdown";
 
 describe("markdown", () => {
   it("keeps http, https and mailto links and opens web links in a new tab", () => {
@@ -46,5 +46,33 @@ describe("markdown", () => {
     expect(languageFor("brainfuck")).toBeNull();
     expect(safeHref(" https://a.b ")).toBe("https://a.b/");
     expect(safeHref("vbscript:x")).toBeNull();
+  });
+
+  it("keeps math as its TeX source for KaTeX and leaves prices and code alone", () => {
+    const inline = renderMarkdown("Euler: $e^{i\\pi} + 1 = 0$ and \\(a<b\\).");
+    expect(inline).toContain('<span class="math-inline">e^{i\\pi} + 1 = 0</span>');
+    expect(inline).toContain('<span class="math-inline">a&lt;b</span>');
+    const display = renderMarkdown("Area:\n\n$$\n\\int_0^1 x\\,dx\n$$\n\nDone.");
+    expect(display).toContain('<div class="math-display">\\int_0^1 x\\,dx</div>');
+    expect(display).toContain("<p>Done.</p>");
+    expect(renderMarkdown("It costs $5 and $10 today.")).not.toContain("math-");
+    expect(renderMarkdown("Use `$x$` in the template.")).not.toContain("math-");
+    expect(renderMarkdown("Price: $ 20$ flat")).not.toContain("math-");
+    // TeX can't smuggle markup: it is text inside the element.
+    expect(renderMarkdown("$<img src=x onerror=alert(1)>$")).not.toContain("<img");
+  });
+
+  it("typesets math with KaTeX and shows a bad formula's source instead of failing", async () => {
+    const root = document.createElement("div");
+    root.innerHTML = renderMarkdown("Ratio $\\frac{a}{b}$ and $\\badmacro{x}$ and $\\href{javascript:alert(1)}{x}$");
+    document.body.append(root);
+    await renderMathWithin(root);
+    const maths = root.querySelectorAll(".math-inline");
+    expect(maths).toHaveLength(3);
+    expect(maths[0]?.querySelector(".katex")).not.toBeNull();
+    expect(maths[0]?.getAttribute("data-tex")).toBe("\\frac{a}{b}");
+    expect(maths[1]?.textContent).toContain("badmacro");
+    expect(root.querySelector("a[href^='javascript']")).toBeNull();
+    root.remove();
   });
 });

@@ -1,10 +1,13 @@
 //! Markdown for assistant messages: marked (GFM) → DOMPurify, links limited to http, https and
 //! mailto and opened in a new tab, raw HTML shown as text, images shown as links (the CSP
 //! forbids remote images anyway). Code is highlighted later, language by language, on demand.
+//! Math (`$…$`, `\(…\)` inline; `$$…$$`, `\[…\]` on their own lines) is kept as its TeX
+//! source in a marked element and typeset by KaTeX, loaded only when a message has math.
 //! This module is loaded lazily; plain text shows until it arrives.
 
 import DOMPurify from "dompurify";
 import type { HLJSApi, LanguageFn } from "highlight.js";
+import type * as KatexModule from "katex";
 import { Marked, type Tokens } from "marked";
 
 const ALLOWED_PROTOCOLS = new Set(["http:", "https:", "mailto:"]);
@@ -26,9 +29,47 @@ function escapeHtml(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 }
 
+interface MathToken {
+  type: "mathInline" | "mathDisplay";
+  raw: string;
+  tex: string;
+}
+
+/** `$$…$$` or `\[…\]` starting a line (may span lines). */
+const DISPLAY_MATH = /^(?:\$\$([\s\S]+?)\$\$|\\\[([\s\S]+?)\\\])[^\S\n]*(?:\n|$)/;
+/** `$…$` that does not look like money: no space inside either dollar, no digit right after
+ *  the closing one, no newline; or `\(…\)`. */
+const INLINE_MATH = /^(?:\$(?![\s$])((?:\\.|[^\\\n$])+?)(?<!\s)\$(?!\d)|\\\(((?:\\.|[^\n])+?)\\\))/;
+
+function mathToken(type: MathToken["type"], match: RegExpExecArray): MathToken {
+  return { type, raw: match[0], tex: (match[1] ?? match[2] ?? "").trim() };
+}
+
 const marked = new Marked({
   gfm: true,
   async: false,
+  extensions: [
+    {
+      name: "mathDisplay",
+      level: "block",
+      start: (src: string) => src.match(/^(?:\$\$|\\\[)/m)?.index,
+      tokenizer(src: string) {
+        const match = DISPLAY_MATH.exec(src);
+        return match ? mathToken("mathDisplay", match) : undefined;
+      },
+      renderer: (token) => `<div class="math-display">${escapeHtml((token as unknown as MathToken).tex)}</div>\n`,
+    },
+    {
+      name: "mathInline",
+      level: "inline",
+      start: (src: string) => src.match(/\$|\\\(/)?.index,
+      tokenizer(src: string) {
+        const match = INLINE_MATH.exec(src);
+        return match ? mathToken("mathInline", match) : undefined;
+      },
+      renderer: (token) => `<span class="math-inline">${escapeHtml((token as unknown as MathToken).tex)}</span>`,
+    },
+  ],
   renderer: {
     html(token: Tokens.HTML | Tokens.Tag): string {
       return escapeHtml(token.text);
@@ -173,5 +214,30 @@ export async function highlightWithin(root: HTMLElement): Promise<void> {
     code.innerHTML = hljs.highlight(text, { language, ignoreIllegals: true }).value;
     code.dataset.highlighted = text.length.toString();
     code.classList.add("hljs");
+  }
+}
+
+type Katex = typeof KatexModule.default;
+let katex: Promise<Katex> | null = null;
+
+/** Typesets every math element under `root` (KaTeX and its stylesheet load on first use). */
+export async function renderMathWithin(root: HTMLElement): Promise<void> {
+  const pending = [...root.querySelectorAll<HTMLElement>(".math-inline, .math-display")].filter((el) => !el.dataset.tex);
+  if (pending.length === 0) return;
+  katex ??= Promise.all([import("katex"), import("katex/dist/katex.min.css")]).then(([m]) => m.default);
+  let engine: Katex;
+  try {
+    engine = await katex;
+  } catch {
+    katex = null;
+    return;
+  }
+  for (const el of pending) {
+    if (!el.isConnected || el.dataset.tex) continue;
+    const tex = el.textContent ?? "";
+    el.dataset.tex = tex;
+    // `trust: false` (the default) keeps \href, \url and friends out; a bad formula shows
+    // its source in the error colour instead of throwing.
+    engine.render(tex, el, { displayMode: el.classList.contains("math-display"), throwOnError: false, maxSize: 50, maxExpand: 500 });
   }
 }

@@ -45,6 +45,11 @@ export const Markdown = memo(function Markdown({ text }: { text: string }) {
     return () => clearTimeout(timer);
   }, [module, html]);
 
+  useEffect(() => {
+    if (!module || !ref.current || !html?.includes("math-")) return;
+    void module.renderMathWithin(ref.current);
+  }, [module, html]);
+
   if (html === null) return <div className="md md-plain">{text}</div>;
   return <div ref={ref} className="md" dangerouslySetInnerHTML={{ __html: html }} />;
 });
