@@ -388,6 +388,10 @@ pub async fn undo(state: &AppState, app: &AppRow, commit: Option<String>) -> Res
 /// app that no longer compiles keeps its old bundle; the owner's "seen" mark follows the
 /// rebuild, so it does not show as an unseen update.
 pub async fn rebuild_outdated(state: AppState) {
+    // No app was ever applied here: nothing to check (and no start-up work for a fresh server).
+    if !apps_dir(&state).is_dir() {
+        return;
+    }
     let runtime = match runtime_fingerprint(&state) {
         Ok(runtime) => runtime,
         Err(e) => return tracing::warn!(error = %e, "the app runtime files are unreadable; apps are not rebuilt"),
