@@ -17,27 +17,27 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
 import {
   accessibilityProblems,
   agentEnv,
   appBuildEnv,
+  ARTIFACTS,
   claudeBin,
+  DESKTOP,
   openBrowser,
+  OWNER,
+  PHONE,
   requireEnv,
   saveArtifact,
+  screenshot,
   startMockAnthropic,
   startServer,
+  stepper,
   watchProblems,
 } from "./harness.mjs";
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const ARTIFACTS = join(HERE, "..", "artifacts");
-const PHONE = { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true };
-const DESKTOP = { viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 };
-const OWNER = { username: "owner", password: "correct horse battery" };
 const STEP_TIMEOUT = 120_000;
 const TURN_TIMEOUT = 90_000;
 
@@ -190,21 +190,7 @@ async function assertAccessible(page, view) {
   assert.deepEqual(found, [], `axe found serious/critical problems on ${view}`);
 }
 
-async function screenshot(page, name) {
-  await saveArtifact(ARTIFACTS, name, await page.screenshot({ animations: "disabled" }));
-}
-
-function step(name, body) {
-  test(name, { timeout: STEP_TIMEOUT }, async () => {
-    try {
-      await body(phone.page);
-    } catch (error) {
-      const file = `failure-apps-${name.replace(/\W+/g, "-").slice(0, 60)}.png`;
-      await saveArtifact(ARTIFACTS, file, await phone.page.screenshot().catch(() => Buffer.alloc(0)));
-      throw error;
-    }
-  });
-}
+const step = stepper({ prefix: "apps", timeout: STEP_TIMEOUT, page: () => phone.page });
 
 async function api(path, { method = "GET", body, token = ownerApiToken } = {}) {
   const response = await fetch(server.origin + path, {

@@ -16,26 +16,26 @@
 
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
 import {
   accessibilityProblems,
   agentEnv,
+  ARTIFACTS,
   claudeBin,
+  DESKTOP,
   openBrowser,
+  OWNER,
+  PHONE,
   requireEnv,
   saveArtifact,
+  screenshot,
   startMockAnthropic,
   startServer,
+  stepper,
   watchProblems,
 } from "./harness.mjs";
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const ARTIFACTS = join(HERE, "..", "artifacts");
-const PHONE = { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true };
-const DESKTOP = { viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 };
-const OWNER = { username: "owner", password: "correct horse battery" };
 const STEP_TIMEOUT = 90_000;
 const TURN_TIMEOUT = 60_000;
 
@@ -111,21 +111,7 @@ let phone;
 let problems = [];
 let chatUrl;
 
-async function screenshot(page, name) {
-  await saveArtifact(ARTIFACTS, name, await page.screenshot({ animations: "disabled" }));
-}
-
-function step(name, body) {
-  test(name, { timeout: STEP_TIMEOUT }, async () => {
-    try {
-      await body(phone.page);
-    } catch (error) {
-      const file = `failure-chat-${name.replace(/\W+/g, "-").slice(0, 60)}.png`;
-      await saveArtifact(ARTIFACTS, file, await phone.page.screenshot().catch(() => Buffer.alloc(0)));
-      throw error;
-    }
-  });
-}
+const step = stepper({ prefix: "chat", timeout: STEP_TIMEOUT, page: () => phone.page });
 
 const composer = (page) => page.getByRole("textbox", { name: "Message", exact: true });
 const lastAssistant = (page) => page.locator(".row-assistant").last();

@@ -8,12 +8,20 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 
 export const CHROMIUM = "/usr/bin/chromium";
 /** The repository root (tests/e2e/../..). */
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+/** Screenshots, failure shots and server logs (tests/artifacts, git-ignored). */
+export const ARTIFACTS = join(REPO, "tests", "artifacts");
+/** The two device profiles every suite uses. */
+export const PHONE = { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true };
+export const DESKTOP = { viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 };
+/** The owner account the suites create. */
+export const OWNER = { username: "owner", password: "correct horse battery" };
 const CHROMIUM_ARGS = [
   "--headless",
   "--no-sandbox",
@@ -158,6 +166,28 @@ export function watchProblems(page) {
     }
   });
   return problems;
+}
+
+/** Saves a screenshot of `page` as the artifact `name`. */
+export async function screenshot(page, name) {
+  await saveArtifact(ARTIFACTS, name, await page.screenshot({ animations: "disabled" }));
+}
+
+/**
+ * A suite's `step(name, body)`: a test that runs `body(page())` and, when it fails, saves a
+ * screenshot `failure-<prefix>-<name>.png` before rethrowing.
+ */
+export function stepper({ prefix, timeout, page }) {
+  return (name, body) =>
+    test(name, { timeout }, async () => {
+      try {
+        await body(page());
+      } catch (error) {
+        const file = `failure-${prefix}-${name.replace(/\W+/g, "-").slice(0, 60)}.png`;
+        await saveArtifact(ARTIFACTS, file, await page().screenshot().catch(() => Buffer.alloc(0)));
+        throw error;
+      }
+    });
 }
 
 /** Writes a file into the artifacts directory, creating it first. */

@@ -9,16 +9,22 @@
 // Screenshots and the server log go to tests/artifacts/ (git-ignored).
 
 import assert from "node:assert/strict";
-import { dirname, join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
-import { openBrowser, requireEnv, saveArtifact, startServer, watchProblems } from "./harness.mjs";
+import {
+  ARTIFACTS,
+  DESKTOP,
+  openBrowser,
+  OWNER,
+  PHONE,
+  requireEnv,
+  saveArtifact,
+  screenshot,
+  startServer,
+  stepper,
+  watchProblems,
+} from "./harness.mjs";
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const ARTIFACTS = join(HERE, "..", "artifacts");
-const PHONE = { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true };
-const DESKTOP = { viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 };
-const OWNER = { username: "owner", password: "correct horse battery" };
 const TOKEN_KEY = "mobius.token";
 const STEP_TIMEOUT = 60_000;
 
@@ -26,22 +32,7 @@ let server;
 let phone;
 let problems = [];
 
-/** Runs a step; on failure saves a screenshot named after it before rethrowing. */
-function step(name, body) {
-  test(name, { timeout: STEP_TIMEOUT }, async () => {
-    try {
-      await body(phone.page);
-    } catch (error) {
-      const file = `failure-${name.replace(/\W+/g, "-").slice(0, 60)}.png`;
-      await saveArtifact(ARTIFACTS, file, await phone.page.screenshot().catch(() => Buffer.alloc(0)));
-      throw error;
-    }
-  });
-}
-
-async function screenshot(page, name) {
-  await saveArtifact(ARTIFACTS, name, await page.screenshot({ animations: "disabled" }));
-}
+const step = stepper({ prefix: "journey", timeout: STEP_TIMEOUT, page: () => phone.page });
 
 const heading = (page, name) => page.getByRole("heading", { name, exact: true });
 
