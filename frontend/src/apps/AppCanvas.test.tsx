@@ -3,32 +3,11 @@ import { describe, expect, it, vi } from "vitest";
 import type { AppSummary } from "../api/apps";
 import { AppPane } from "../components/AppPane";
 import { mockFetch } from "../test/fetchMock";
+import { appSummary } from "../test/fixtures";
 import AppCanvas from "./AppCanvas";
 import { forgetAppTokens } from "./tokens";
 
-const app: AppSummary = {
-  id: 5,
-  slug: "hello",
-  name: "Hello",
-  description: "",
-  version: "1",
-  theme_color: null,
-  background_color: null,
-  display: null,
-  offline_capable: false,
-  bundle_sha: "abc",
-  v: "abc",
-  module_url: "/api/apps/5/module?v=abc",
-  frame_url: "/api/apps/5/frame?v=abc",
-  icon_url: "/api/apps/5/icon?v=abc",
-  standalone_url: "/apps/hello/",
-  chat_id: "chat-1",
-  pinned_at: null,
-  last_opened_at: null,
-  has_unseen_update: false,
-  created_at: 1,
-  updated_at: 1,
-};
+const app = appSummary(5, { slug: "hello", name: "Hello", v: "abc", chat_id: "chat-1" });
 
 function setup() {
   forgetAppTokens();

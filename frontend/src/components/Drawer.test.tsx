@@ -1,7 +1,8 @@
 import { fireEvent, render, screen, within } from "@testing-library/react";
 import { describe, expect, it, vi } from "vitest";
-import { sortApps, type AppSummary } from "../api/apps";
+import { sortApps } from "../api/apps";
 import type { ChatSummary } from "../api/types";
+import { appSummary } from "../test/fixtures";
 import { Drawer, visibleChats } from "./Drawer";
 
 const chat = (id: string, extra: Partial<ChatSummary> = {}): ChatSummary => ({
@@ -29,33 +30,9 @@ describe("drawer rows", () => {
 });
 
 describe("drawer apps", () => {
-  const app = (id: number, extra: Partial<AppSummary> = {}): AppSummary => ({
-    id,
-    slug: `app-${id}`,
-    name: `App ${id}`,
-    description: "",
-    version: "1",
-    theme_color: null,
-    background_color: null,
-    display: null,
-    offline_capable: false,
-    bundle_sha: "s",
-    v: "s",
-    module_url: "",
-    frame_url: "",
-    icon_url: `/api/apps/${id}/icon?v=s`,
-    standalone_url: "",
-    chat_id: null,
-    pinned_at: null,
-    last_opened_at: null,
-    has_unseen_update: false,
-    created_at: 1,
-    updated_at: 1,
-    ...extra,
-  });
 
   it("orders pinned apps first (oldest pin first), then the most recently used", () => {
-    const list = [app(1, { updated_at: 5 }), app(2, { pinned_at: 9 }), app(3, { last_opened_at: 50 }), app(4, { pinned_at: 3 })];
+    const list = [appSummary(1, { updated_at: 5 }), appSummary(2, { pinned_at: 9 }), appSummary(3, { last_opened_at: 50 }), appSummary(4, { pinned_at: 3 })];
     expect(sortApps(list).map((a) => a.id)).toEqual([4, 2, 3, 1]);
   });
 
@@ -77,7 +54,7 @@ describe("drawer apps", () => {
         onRename={noop}
         onTogglePin={noop}
         onDelete={noop}
-        apps={[app(1, { name: "Counter", has_unseen_update: true }), app(2, { name: "Notes" })]}
+        apps={[appSummary(1, { name: "Counter", has_unseen_update: true }), appSummary(2, { name: "Notes" })]}
         activeAppId={2}
         onOpenApp={onOpenApp}
         onRenameApp={noop}
