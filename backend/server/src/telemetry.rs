@@ -217,6 +217,8 @@ async fn client_signal(
             format!("Send at most {MAX_SIGNALS_PER_BATCH} signals at once."),
         ));
     }
+    // Every signal is checked before any is logged: a batch is taken whole or refused.
+    let mut checked = Vec::with_capacity(signals.len());
     for signal in &signals {
         let name = signal.name.trim();
         if name.is_empty() || name.chars().count() > MAX_LABEL_CHARS {
@@ -225,17 +227,17 @@ async fn client_signal(
                 format!("A signal needs a name of 1 to {MAX_LABEL_CHARS} characters."),
             ));
         }
-        reporting_app(&principal, signal.app_id)?;
+        let app_id = reporting_app(&principal, signal.app_id)?.unwrap_or(0);
         if signal.payload.to_string().len() > MAX_SIGNAL_PAYLOAD_BYTES {
             return Err(Error::too_large(
                 "signal_too_large",
                 format!("A signal's payload can be at most {MAX_SIGNAL_PAYLOAD_BYTES} bytes of JSON."),
             ));
         }
+        checked.push((app_id, name, &signal.payload));
     }
-    for signal in &signals {
-        let app_id = reporting_app(&principal, signal.app_id)?.unwrap_or(0);
-        tracing::debug!(target: "mobius::client", app_id, name = %clip(signal.name.trim(), MAX_LABEL_CHARS), payload = %signal.payload, "signal");
+    for (app_id, name, payload) in checked {
+        tracing::debug!(target: "mobius::client", app_id, name = %clip(name, MAX_LABEL_CHARS), %payload, "signal");
     }
     Ok((StatusCode::ACCEPTED, Json(json!({ "accepted": signals.len() }))))
 }

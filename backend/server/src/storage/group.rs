@@ -1,4 +1,5 @@
-//! Group commit of every file write.
+//! Group commit of every stored write (`PUT`); seeds, deletes and moves take the tree lock
+//! directly.
 //!
 //! Writers queue on their tree; the first to find no leader becomes one and, on a blocking
 //! thread, commits everything queued in batches: under the tree lock it decides each write in
