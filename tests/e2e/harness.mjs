@@ -32,6 +32,8 @@ const CHROMIUM_ARGS = [
   "--disable-component-update",
   "--disable-sync",
 ];
+/** The Chromium version the browser suites last passed with (update it when they pass on a new one). */
+const LAST_GREEN_FILE = join(REPO, "tests", "e2e", "chromium-last-green.txt");
 const READY_TIMEOUT_MS = 30_000;
 const MAX_LOG_CHARS = 200_000;
 
@@ -145,6 +147,7 @@ export async function openBrowser(contextOptions) {
   });
   const page = context.pages()[0] ?? (await context.newPage());
   page.setDefaultTimeout(15_000);
+  await reportBrowserVersion(page);
   return {
     context,
     page,
@@ -153,6 +156,24 @@ export async function openBrowser(contextOptions) {
       await rm(profile, { recursive: true, force: true });
     },
   };
+}
+
+let versionReported = false;
+
+/**
+ * Prints, once per suite, the Chromium version under test next to the one the suites last passed
+ * with, so a failure that arrives with a new browser says so in the output.
+ */
+async function reportBrowserVersion(page) {
+  if (versionReported) return;
+  versionReported = true;
+  const cdp = await page.context().newCDPSession(page);
+  const { product } = await cdp.send("Browser.getVersion");
+  await cdp.detach();
+  const running = product.match(/Chrome\/([\d.]+)/)?.[1] ?? product;
+  const lastGreen = (await readFile(LAST_GREEN_FILE, "utf8").catch(() => "unknown")).trim();
+  const note = running === lastGreen ? "the version the suites last passed with" : `the suites last passed with ${lastGreen}: a failure may come from the browser change`;
+  console.log(`# browser: Chromium ${running} (${note})`);
 }
 
 /** Watches a page for uncaught errors and console errors other than failed HTTP statuses. */

@@ -2,6 +2,7 @@
 //! errors into `ApiError`, and turns a 401 on a credentialed call into a sign-out.
 
 import { clearToken, readToken } from "../auth/token";
+import { noteResponse } from "../shell/online";
 
 /** Status used for failures where no HTTP response arrived. */
 export const NO_RESPONSE = 0;
@@ -96,6 +97,7 @@ export async function apiFetch<T>(path: string, options: ApiFetchOptions = {}): 
     clearTimeout(timer);
     signal?.removeEventListener("abort", forwardAbort);
   }
+  noteResponse(response.status);
 
   if (!response.ok) {
     const error = await errorFrom(response);

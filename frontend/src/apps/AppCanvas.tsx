@@ -24,7 +24,7 @@ import type { HostRequest } from "./host";
 import { loadFrameLocal, recordFrameLocal } from "./frameLocal";
 import { measureFrameInsets } from "./insets";
 import { telemetry } from "./telemetry";
-import { drainAllHosts, StorageRpcError, storageHostFor, type FrameSink } from "./storageHost";
+import { StorageRpcError, storageHostFor, type FrameSink } from "./storageHost";
 import { ensureAppToken, heldToken } from "./tokens";
 import { useAppToken } from "./useAppToken";
 
@@ -161,7 +161,6 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
 
   useEffect(() => {
     if (inited.current) post({ type: "moebius:online-status", online });
-    if (online) drainAllHosts();
   }, [online]);
 
   // The shell's theme choice, or the system's scheme under "system", changed.

@@ -170,6 +170,33 @@ describe("offline behaviour", () => {
     expect(calls[1]).toMatchObject({ method: "PUT", body: '{"v":1}' });
   });
 
+  it("a drain asked for while one is failing (the network came back mid-attempt) runs again at once", async () => {
+    let failNext: (() => void) | null = null;
+    const calls: string[] = [];
+    const host = new AppStorageHost({
+      appId: 3,
+      getToken: () => Promise.resolve("app-token"),
+      mirror: null,
+      persistOutbox: false,
+      fetch: (_input, init = {}) => {
+        calls.push(init.method ?? "GET");
+        if (calls.length === 1) return Promise.reject(new TypeError("Failed to fetch"));
+        if (calls.length === 2) return new Promise<Response>((_resolve, reject) => (failNext = () => reject(new TypeError("Failed to fetch"))));
+        return Promise.resolve(new Response(null, { status: 204, headers: { ETag: '"b1"' } }));
+      },
+    });
+    const sink = sinkLog();
+    expect(await host.call("set", ["b.json", { v: 1 }], sink)).toEqual({ queued: true, version: null });
+    const first = host.drain();
+    while (failNext === null) await Promise.resolve();
+    // The network returns while that attempt is still failing: the shell asks for another drain.
+    const second = host.drain();
+    (failNext as () => void)();
+    await Promise.all([first, second]);
+    expect(host.pendingCount()).toBe(0);
+    expect(calls).toEqual(["PUT", "PUT", "PUT"]);
+  });
+
   it("reads fall back to the mirror of the last answer", async () => {
     const { host, sink } = hostWith({ "GET /api/storage/apps/3/c.json": [json({ n: 5 }), "network-error"] });
     expect(await host.call("get", ["c.json"], sink)).toEqual({ n: 5 });

@@ -6,6 +6,7 @@
 //! queued writes (read-your-writes). A subscription answers with the current value, then pushes
 //! every change made through this shell (`moebius:storage-change`).
 
+import { noteResponse, onlineStore, recheckOnline } from "../shell/online";
 import { APP_DATA_CACHE, APP_OUTBOX_PREFIX } from "./keys";
 
 /** A failed storage call, as the frame receives it. */
@@ -173,6 +174,8 @@ export class AppStorageHost {
   private readonly subscriptions = new Map<string, Subscription>();
   private readonly sinks = new Set<FrameSink>();
   private draining = false;
+  /** A drain was asked for while one ran (e.g. the network came back mid-attempt): run again. */
+  private drainAgain = false;
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(options: StorageHostOptions) {
@@ -246,8 +249,10 @@ export class AppStorageHost {
       try {
         response = await this.fetchImpl(url, { method: init.method, headers, body: init.body ?? null, cache: "no-store", credentials: "omit" });
       } catch {
+        void recheckOnline();
         throw networkError();
       }
+      noteResponse(response.status);
       if (response.status === 401 && attempt === 0) {
         const fresh = await this.getToken(true).catch(() => null);
         if (fresh && fresh !== token) {
@@ -481,43 +486,55 @@ export class AppStorageHost {
 
   /** Sends queued writes in order; stops at the first one the network refuses. */
   async drain(): Promise<void> {
-    if (this.draining) return;
+    if (this.draining) {
+      this.drainAgain = true;
+      return;
+    }
     this.draining = true;
     try {
-      while (this.outbox.length > 0) {
-        const entry = this.outbox[0];
-        if (!entry) break;
-        const url = fileUrl(this.appId, entry.path);
-        let response: Response;
-        try {
-          if (entry.op === "remove") response = await this.send(url, { method: "DELETE" });
-          else {
-            const { body, contentType } = encodeWrite(entry.path, entry.op, entry.value);
-            response = await this.send(url, { method: "PUT", body, headers: { "Content-Type": contentType } });
-          }
-        } catch {
-          this.scheduleRetry();
-          return;
-        }
-        if (response.status >= 500 || response.status === 401) {
-          this.scheduleRetry();
-          return;
-        }
-        // Removed unless a newer write for the path was queued meanwhile.
-        if (this.outbox[0] === entry) {
-          this.outbox = this.outbox.slice(1);
-          this.saveOutbox();
-        }
-        if (!(response.ok || (entry.op === "remove" && response.status === 404))) {
-          const error = await errorOf(response);
-          for (const sink of this.sinks) {
-            sink.post({ type: "moebius:storage-dead-letter", path: entry.path, error: { code: error.code, message: error.message, status: error.status } });
-          }
-        }
-      }
+      do {
+        this.drainAgain = false;
+        if (!(await this.drainOnce())) return;
+      } while (this.drainAgain);
     } finally {
       this.draining = false;
     }
+  }
+
+  /** One pass over the outbox; false when it stopped at a write the network refused. */
+  private async drainOnce(): Promise<boolean> {
+    while (this.outbox.length > 0) {
+      const entry = this.outbox[0];
+      if (!entry) break;
+      const url = fileUrl(this.appId, entry.path);
+      let response: Response;
+      try {
+        if (entry.op === "remove") response = await this.send(url, { method: "DELETE" });
+        else {
+          const { body, contentType } = encodeWrite(entry.path, entry.op, entry.value);
+          response = await this.send(url, { method: "PUT", body, headers: { "Content-Type": contentType } });
+        }
+      } catch {
+        this.scheduleRetry();
+        return this.drainAgain;
+      }
+      if (response.status >= 500 || response.status === 401) {
+        this.scheduleRetry();
+        return false;
+      }
+      // Removed unless a newer write for the path was queued meanwhile.
+      if (this.outbox[0] === entry) {
+        this.outbox = this.outbox.slice(1);
+        this.saveOutbox();
+      }
+      if (!(response.ok || (entry.op === "remove" && response.status === 404))) {
+        const error = await errorOf(response);
+        for (const sink of this.sinks) {
+          sink.post({ type: "moebius:storage-dead-letter", path: entry.path, error: { code: error.code, message: error.message, status: error.status } });
+        }
+      }
+    }
+    return true;
   }
 }
 
@@ -537,3 +554,8 @@ export function storageHostFor(appId: number, getToken: (force: boolean) => Prom
 export function drainAllHosts(): void {
   for (const host of hosts.values()) void host.drain();
 }
+
+// The outboxes flush the moment the shell is online again, whether or not an app is on screen.
+onlineStore.subscribe(() => {
+  if (onlineStore.get()) drainAllHosts();
+});

@@ -1,6 +1,8 @@
 //! Server-sent events over `fetch` (EventSource can't send the bearer header): a line parser
 //! that survives arbitrary chunk boundaries, and one connection attempt that feeds it.
 
+import { noteResponse } from "../shell/online";
+
 /** One dispatched event: its `id:` (when the server numbered it) and its `data:` text. */
 export interface SseMessage {
   id: string | null;
@@ -82,6 +84,7 @@ export async function runStream({ url, token, lastEventId, signal, onOpen, onMes
   } catch {
     return signal.aborted ? { kind: "aborted" } : { kind: "network" };
   }
+  noteResponse(response.status);
   if (response.status !== 200 || !response.body) {
     void response.body?.cancel().catch(() => undefined);
     return { kind: "http", status: response.status };

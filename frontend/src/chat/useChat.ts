@@ -190,7 +190,7 @@ export function useChat(chatId: string): ChatHandle {
         }
         const woken = end.kind === "aborted";
         connDispatch({ type: "lost", now: Date.now() });
-        if (end.kind === "network") recheckOnline();
+        if (end.kind === "network") void recheckOnline();
         failures += 1;
         const delay = woken ? 0 : backoffDelay(failures);
         if (delay > 0) {
@@ -282,7 +282,7 @@ export function useChat(chatId: string): ChatHandle {
           void refetch();
           return "question_open";
         }
-        if (error instanceof ApiError && error.isNetwork) recheckOnline();
+        if (error instanceof ApiError && error.isNetwork) void recheckOnline();
         return "failed";
       }
     },
