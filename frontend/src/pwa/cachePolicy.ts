@@ -12,10 +12,10 @@
 export const SHELL_DATA_CACHE = "mobius-shell-data";
 export const APP_CODE_CACHE = "mobius-app-code";
 export const STANDALONE_CACHE = "mobius-standalone";
-/** Filled by the page (the app storage mirror), not by the worker. */
+/** Where an earlier shell kept its app storage mirror (now in IndexedDB): deleted on activation. */
 export const APP_DATA_CACHE = "mobius-app-data";
 /** Runtime caches the current worker keeps on activation; other `mobius-*` caches are stale. */
-export const RUNTIME_CACHES = [SHELL_DATA_CACHE, APP_CODE_CACHE, STANDALONE_CACHE, APP_DATA_CACHE];
+export const RUNTIME_CACHES = [SHELL_DATA_CACHE, APP_CODE_CACHE, STANDALONE_CACHE];
 
 export function isShellData(url: URL, method: string = "GET"): boolean {
   if (method !== "GET") return false;
