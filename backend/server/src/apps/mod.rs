@@ -3,6 +3,7 @@
 //! the sandboxed frame, the standalone host and icons.
 
 pub mod apply;
+pub mod contract;
 pub mod git;
 pub mod icon;
 pub mod manifest;
@@ -46,6 +47,8 @@ pub struct AppOut {
     pub icon_url: String,
     pub standalone_url: String,
     pub chat_id: Option<String>,
+    /// What the manifest asks of the platform (`frame-init.capabilityContract`, see contract.rs).
+    pub capability_contract: Value,
     pub source_url: Option<String>,
     pub cross_app_access: String,
     pub share_with_apps: String,
@@ -61,7 +64,11 @@ pub struct AppOut {
 impl From<AppRow> for AppOut {
     fn from(a: AppRow) -> Self {
         let v = a.bundle_sha.as_deref().map_or_else(|| a.updated_at.to_string(), |s| s[..16.min(s.len())].to_owned());
+        let manifest: Value = serde_json::from_str(&a.manifest).unwrap_or(Value::Null);
+        let capability_contract =
+            contract::capability_contract(&manifest, a.offline_capable, &a.cross_app_access, &a.share_with_apps);
         Self {
+            capability_contract,
             module_url: format!("/api/apps/{}/module?v={v}", a.id),
             frame_url: format!("/api/apps/{}/frame?v={v}", a.id),
             icon_url: format!("/api/apps/{}/icon?v={v}", a.id),
