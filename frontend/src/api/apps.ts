@@ -43,6 +43,8 @@ export interface AppSummary {
   chat_id: string | null;
   /** Derived from the manifest; older servers leave it out. */
   capability_contract?: CapabilityContract | null;
+  /** Same-origin URLs the service worker keeps for the app's offline use (`offline.precache`). */
+  offline_precache?: string[];
   pinned_at: number | null;
   last_opened_at: number | null;
   has_unseen_update: boolean;

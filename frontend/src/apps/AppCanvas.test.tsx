@@ -310,3 +310,15 @@ describe("frame-init", () => {
     expect(Object.keys(result.error).sort()).toEqual(["code", "message", "name", "path", "refusedValue", "retryable", "status", "writeId"]);
   });
 });
+
+describe("offline.precache", () => {
+  it("asks the service worker to keep the app's listed assets", () => {
+    const worker = { postMessage: vi.fn() };
+    Object.defineProperty(navigator, "serviceWorker", { configurable: true, value: { controller: worker } });
+    forgetAppTokens();
+    mockFetch({ "POST /api/auth/app-token": { status: 200, body: { token: "app-token-5", expires_in: 8 * 3600 } } });
+    render(<AppCanvas app={{ ...app, offline_precache: ["/app-assets/by-id/5/logo.png"] }} onHostRequest={vi.fn()} />);
+    expect(worker.postMessage).toHaveBeenCalledWith({ type: "moebius:precache-app", appId: 5, urls: ["/app-assets/by-id/5/logo.png"] });
+    Reflect.deleteProperty(navigator, "serviceWorker");
+  });
+});

@@ -160,6 +160,14 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
     if (inited.current) post({ type: "moebius:online-status", online });
   }, [online]);
 
+  // The static assets the manifest lists in `offline.precache`: the service worker keeps them.
+  const precache = JSON.stringify(app.offline_precache ?? []);
+  useEffect(() => {
+    const urls = JSON.parse(precache) as string[];
+    const worker = typeof navigator !== "undefined" ? navigator.serviceWorker?.controller : null;
+    if (urls.length > 0 && worker) worker.postMessage({ type: "moebius:precache-app", appId: app.id, urls });
+  }, [app.id, precache]);
+
   // The shell's theme choice, or the system's scheme under "system", changed.
   useEffect(() => {
     const update = () => {
