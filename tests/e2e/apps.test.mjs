@@ -434,7 +434,7 @@ describe("mini-apps (real server, opaque frames, service worker)", () => {
       return result;
     });
     assert.deepEqual(out, {
-      appId: helloId,
+      appId: String(helloId),
       text: "hello text",
       typedRead: "kind_mismatch",
       value: { n: 1 },
@@ -446,7 +446,7 @@ describe("mini-apps (real server, opaque frames, service worker)", () => {
       removed: null,
       changes: [null, { x: 1 }],
       pending: 0,
-      capabilities: ["storage", "nav", "chat"],
+      capabilities: [],
     });
     await serverHolds(helloId, "live.json", { x: 1 });
   });
