@@ -113,6 +113,11 @@ export function mergeDocuments(base, mine, theirs, identity = defaultIdentity) {
 }
 
 const HOOKS = ["useCallback", "useEffect", "useMemo", "useRef", "useState"];
+/** A conflicted update waits about this long before its first retry, doubling each time (jittered). */
+const RETRY_BASE_MS = 25;
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const retryDelay = (attempt) => RETRY_BASE_MS * 2 ** attempt * (0.5 + Math.random());
 
 /** The `useDocument` hook bound to `React` (the app's own) and `storage`. */
 export function createUseDocument(storage, React) {
@@ -132,7 +137,7 @@ export function createUseDocument(storage, React) {
     const controller = R.useMemo(() => {
       const raw = hasInitial ? opts.initial : null;
       const initial = typeof raw === "function" ? raw() : raw;
-      return { path, enabled, initial, value: initial, base: null, version: null, chain: Promise.resolve() };
+      return { path, enabled, initial, value: initial, base: null, version: null, chain: Promise.resolve(), writing: 0, queued: new Map() };
       // `initial` is read once per controller on purpose: only the path and `enabled` make a new one.
     }, [path, enabled]);
     const [state, setState] = R.useState(() => ({ controller, value: controller.value, status: enabled ? "loading" : "idle", lastError: null }));
@@ -182,70 +187,102 @@ export function createUseDocument(storage, React) {
       if (!owner.enabled) return undefined;
       refresh().catch(() => undefined);
       const unsubscribe = storage.subscribe(owner.path, (next) => {
-        if (!alive) return;
+        // While this hook writes, the echo of its own write is not news (and must not become the
+        // base a retry merges against).
+        if (!alive || owner.writing > 0) return;
         const identity = latest.current.identity || defaultIdentity;
         const value = next == null ? owner.initial : reconcileIdentity(owner.value, next, identity);
         owner.base = value;
         publish(owner, value, "ready");
       });
+      // A write that was queued offline met a newer version when it was sent: merge it again.
+      const stopConflicts = storage._onQueuedConflict((conflict) => {
+        const pending = conflict.path === owner.path ? owner.queued.get(conflict.writeId) : undefined;
+        if (!alive || !pending) return;
+        owner.queued.delete(conflict.writeId);
+        enqueue(owner, () => commit(owner, pending.mine, pending.base)).catch(() => undefined);
+      });
       return () => {
         alive = false;
         unsubscribe();
+        stopConflicts();
       };
     }, [controller, refresh, publish]);
+
+    /** Runs `task` after every earlier write of `owner`, in order. */
+    const enqueue = (owner, task) => {
+      const next = owner.chain.then(task, task);
+      owner.chain = next.then(
+        () => undefined,
+        () => undefined,
+      );
+      return next;
+    };
+
+    /** Writes `mine`, merged with what the server has now, retrying on conflicts. */
+    const commit = async (owner, mine, startBase) => {
+      const o = latest.current;
+      const identity = o.identity || defaultIdentity;
+      const mode = o.mode || "cas";
+      const maxRetries = Number.isInteger(o.maxRetries) && o.maxRetries >= 0 ? o.maxRetries : 3;
+      owner.writing += 1;
+      try {
+        for (let attempt = 0; ; attempt++) {
+          const base = attempt === 0 && startBase !== undefined ? startBase : owner.base;
+          let theirs = base;
+          let version = owner.version;
+          try {
+            if (mode === "cas") {
+              const loaded = await storage.getWithVersion(owner.path, "json");
+              theirs = loaded && loaded.value != null ? loaded.value : owner.initial;
+              version = (loaded && loaded.version) || null;
+            } else if (mode === "lww") {
+              try {
+                theirs = (await storage.get(owner.path)) ?? owner.initial;
+              } catch {
+                // Unreadable: merge against what this frame last saw.
+              }
+            }
+            const against = theirs == null ? owner.initial : theirs;
+            const merge = typeof o.merge === "function" ? o.merge : (b, m, t) => mergeDocuments(b, m, t, identity);
+            const out = reconcileIdentity(mine, merge(base, mine, against), identity);
+            const conditions = mode === "cas" ? (version ? { ifMatch: version } : { ifNoneMatch: true }) : {};
+            const result = await storage.durableWrite(owner.path, out, { kind: "json", ...conditions });
+            const queued = result && result.durability === "queued";
+            if (queued && mode === "cas" && result.writeId) owner.queued.set(result.writeId, { mine, base });
+            owner.base = out;
+            owner.version = (result && result.version) || version || null;
+            publish(owner, out, queued ? "saving" : "ready");
+            return result;
+          } catch (error) {
+            if (error && error.code === "conflict" && mode === "cas" && attempt < maxRetries) {
+              // Another writer won this round: let it finish its burst before reading again.
+              await sleep(retryDelay(attempt));
+              continue;
+            }
+            fail(owner, error, "update");
+            throw error;
+          }
+        }
+      } finally {
+        owner.writing -= 1;
+      }
+    };
 
     const update = R.useCallback(
       (fn) => {
         const owner = controller;
         if (!owner.enabled) return Promise.reject(new Error("useDocument is idle; give it a document path before updating"));
         if (typeof fn !== "function") return Promise.reject(invalidArgument("useDocument: update(fn) needs a function"));
-        const run = async () => {
-          const o = latest.current;
-          const identity = o.identity || defaultIdentity;
-          const mode = o.mode || "cas";
-          const maxRetries = Number.isInteger(o.maxRetries) && o.maxRetries >= 0 ? o.maxRetries : 3;
+        return enqueue(owner, () => {
           // Called once: a retry merges again, it never calls the app's function again.
           const mine = fn(owner.value);
           publish(owner, mine, "saving");
-          for (let attempt = 0; ; attempt++) {
-            const base = owner.base;
-            let theirs = base;
-            let version = owner.version;
-            try {
-              if (mode === "cas") {
-                const loaded = await storage.getWithVersion(owner.path, "json");
-                theirs = loaded && loaded.value != null ? loaded.value : owner.initial;
-                version = (loaded && loaded.version) || null;
-              } else if (mode === "lww") {
-                try {
-                  theirs = (await storage.get(owner.path)) ?? owner.initial;
-                } catch {
-                  // Unreadable: merge against what this frame last saw.
-                }
-              }
-              const against = theirs == null ? owner.initial : theirs;
-              const merge = typeof o.merge === "function" ? o.merge : (b, m, t) => mergeDocuments(b, m, t, identity);
-              const out = reconcileIdentity(mine, merge(base, mine, against), identity);
-              const conditions = mode === "cas" ? (version ? { ifMatch: version } : { ifNoneMatch: true }) : {};
-              const result = await storage.durableWrite(owner.path, out, { kind: "json", ...conditions });
-              owner.base = out;
-              owner.version = (result && result.version) || version || null;
-              publish(owner, out, result && result.durability === "queued" ? "saving" : "ready");
-              return result;
-            } catch (error) {
-              if (error && error.code === "conflict" && mode === "cas" && attempt < maxRetries) continue;
-              fail(owner, error, "update");
-              throw error;
-            }
-          }
-        };
-        const next = owner.chain.then(run, run);
-        owner.chain = next.then(
-          () => undefined,
-          () => undefined,
-        );
-        return next;
+          return commit(owner, mine, undefined);
+        });
       },
+      // enqueue and commit read only refs and their arguments.
+      // (They are plain functions of this render; the hook's identity follows the controller.)
       [controller, publish, fail],
     );
 

@@ -12,6 +12,7 @@ export const MAX_BLOB_BYTES = 25 * 1024 * 1024;
 const MAX_BUFFERED_DEAD_LETTERS = 50;
 
 const chains = new Map();
+const conflictListeners = new Set();
 const subscriptions = new Map();
 const deadLetterListeners = new Set();
 let bufferedDeadLetters = [];
@@ -158,6 +159,14 @@ on("moebius:storage-change", (msg) => {
   safeCall(sub.callback, msg.value === undefined ? null : msg.value);
 });
 
+// A write answered `queued` met a newer version when it was finally sent (internal: useDocument
+// merges such a write again; the contract's onDeadLetter is not told about conflicts).
+on("moebius:storage-conflict", (msg) => {
+  const p = msg.payload && typeof msg.payload === "object" ? msg.payload : null;
+  if (!p || typeof p.path !== "string" || typeof p.writeId !== "string") return;
+  for (const cb of [...conflictListeners]) safeCall(cb, { path: p.path, writeId: p.writeId });
+});
+
 on("moebius:storage-dead-letter", (msg) => {
   const p = msg.payload && typeof msg.payload === "object" ? msg.payload : null;
   if (!p || typeof p.path !== "string") return;
@@ -222,6 +231,13 @@ export const storage = {
       deadLetterListeners.delete(callback);
     };
   },
+  _onQueuedConflict(callback) {
+    if (typeof callback !== "function") return () => undefined;
+    conflictListeners.add(callback);
+    return () => {
+      conflictListeners.delete(callback);
+    };
+  },
   _queueSignals: (records) => rpc("queueSignals", [records]),
   _pendingSignalCount: () => rpc("pendingSignalCount", []),
   _drainSignals: () => rpc("drainSignals", []),
@@ -233,5 +249,6 @@ export function resetStorage() {
   for (const id of subscriptions.keys()) rpc("unsubscribe", [id]).catch(() => undefined);
   subscriptions.clear();
   deadLetterListeners.clear();
+  conflictListeners.clear();
   bufferedDeadLetters = [];
 }

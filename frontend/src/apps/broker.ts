@@ -84,8 +84,10 @@ export function readFrameMessage(event: IncomingEvent, frame: Window | null | un
     case "moebius:storage-rpc": {
       const requestId = id(m.requestId);
       const method = str(m.method, 40);
-      if (!requestId || !method || !Array.isArray(m.args)) return null;
-      return { type: m.type, requestId, method, args: m.args as unknown[] };
+      if (!requestId || typeof m.method !== "string") return null;
+      // Answered even when malformed (an error, never a 60 s silence): the method or its
+      // arguments are refused by the storage host.
+      return { type: m.type, requestId, method: method ?? "", args: Array.isArray(m.args) ? (m.args as unknown[]) : [] };
     }
     case "moebius:storage-set": {
       const key = str(m.key, MAX_KEY);

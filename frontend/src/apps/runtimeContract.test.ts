@@ -423,6 +423,59 @@ describe("useDocument", () => {
     ]);
   });
 
+  it("the echo of its own write never becomes the base a conflict retry merges against", async () => {
+    const server = documentServer({ a: 1, b: 1 });
+    const base = answer;
+    let first = true;
+    answer = (method, args) => {
+      if (method === "durableWrite") {
+        // The shell pushes the new value to subscribers as soon as the write is queued…
+        const sub = rpcs.find((r) => r.method === "subscribe");
+        fromShell({ type: "moebius:storage-change", subscriptionId: sub?.args[0], value: args[1] });
+        if (first) {
+          // …and this time another writer got there first.
+          first = false;
+          server.doc.value = { a: 1, b: 2 };
+          server.doc.version += 1;
+        }
+      }
+      return base(method, args);
+    };
+    const useDocument = mobius.createUseDocument(React);
+    const { result } = renderHook(() => useDocument("obj.json", { initial: {} }));
+    await waitFor(() => expect(result.current.status).toBe("ready"));
+    await act(async () => {
+      await result.current.update((v) => ({ ...(v as object), a: 5 }));
+    });
+    expect(server.doc.value).toEqual({ a: 5, b: 2 });
+  });
+
+  it("a write queued offline that later meets a newer version is merged and written again", async () => {
+    const server = documentServer([{ id: "x" }]);
+    const base = answer;
+    let queue = true;
+    answer = (method, args) => {
+      if (method === "durableWrite" && queue) {
+        queue = false;
+        return { ok: true, result: { durability: "queued", path: args[0], writeId: "wq" } };
+      }
+      return base(method, args);
+    };
+    const useDocument = mobius.createUseDocument(React);
+    const { result } = renderHook(() => useDocument("q.json", { initial: [] }));
+    await waitFor(() => expect(result.current.status).toBe("ready"));
+    await act(async () => {
+      await result.current.update((v) => [...(v as object[]), { id: "mine" }]);
+    });
+    expect(result.current.status).toBe("saving");
+    // Meanwhile someone else wrote; the queued write hit 412 when it was sent.
+    server.doc.value = [{ id: "x" }, { id: "theirs" }];
+    server.doc.version += 1;
+    fromShell({ type: "moebius:storage-conflict", payload: { path: "q.json", writeId: "wq", status: 412 } });
+    await waitFor(() => expect(server.doc.value).toEqual([{ id: "x" }, { id: "theirs" }, { id: "mine" }]));
+    await waitFor(() => expect(result.current.status).toBe("ready"));
+  });
+
   it("is idle without a path (no reads, update rejects), and reports errors with their phase", async () => {
     documentServer(null);
     const useDocument = mobius.createUseDocument(React);

@@ -162,16 +162,31 @@ describe("writes", () => {
     expect(calls[2]?.body).toBe('"a string"');
   });
 
-  it("a 412 is a conflict (retryable); the mirror is repaired from the server", async () => {
-    const { host, sink } = hostWith({
+  it("a 412 is a conflict (retryable); the mirror learns the server's value without a push that would race the retry", async () => {
+    const { host, sink, state } = hostWith({
       "PUT /api/storage/apps/3/d.json": { status: 412, body: JSON.stringify({ code: "precondition_failed", message: "moved" }) },
       "GET /api/storage/apps/3/d.json": json({ theirs: true }, '"v9"'),
     });
     await host.call("subscribe", ["s", "d.json", "json"], sink);
     const error = await failure(host.call("durableWrite", ["d.json", { mine: true }, { ifMatch: '"v1"' }], sink));
     expect(error).toMatchObject({ name: "DurableWriteError", code: "conflict", status: 412, path: "d.json", retryable: true, refusedValue: { mine: true } });
-    // The frame saw its own value first, then the server's.
-    await vi.waitFor(() => expect(sink.messages.filter((m) => m.type === "moebius:storage-change").map((m) => m.value)).toEqual([{ mine: true }, { theirs: true }]));
+    state.online = false;
+    await vi.waitFor(async () => expect(await host.call("getWithVersion", ["d.json"], sink)).toEqual({ value: { theirs: true }, version: '"v9"', offline: true }));
+    expect(sink.messages.filter((m) => m.type === "moebius:storage-change").map((m) => m.value)).toEqual([{ mine: true }]);
+    expect(sink.messages.filter((m) => m.type === "moebius:storage-dead-letter")).toEqual([]);
+  });
+
+  it("a queued conditional write that meets a newer version later is announced to the frames (not as a dead letter)", async () => {
+    const { host, sink, state } = hostWith(
+      { "PUT /api/storage/apps/3/d.json": { status: 412 }, "GET /api/storage/apps/3/d.json": json({ theirs: true }, '"v9"') },
+      { online: false },
+    );
+    const queued = (await host.call("durableWrite", ["d.json", { mine: true }, { ifMatch: '"v1"' }], sink)) as { writeId: string };
+    state.online = true;
+    await host.drain(true);
+    const conflict = sink.messages.find((m) => m.type === "moebius:storage-conflict");
+    expect(conflict?.payload).toMatchObject({ path: "d.json", status: 412, writeId: queued.writeId });
+    expect(sink.messages.filter((m) => m.type === "moebius:storage-dead-letter")).toEqual([]);
   });
 
   it("another refusal is a dead letter: the write rejects and every frame hears of it, even one mounted later", async () => {

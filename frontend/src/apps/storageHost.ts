@@ -133,6 +133,8 @@ interface QueuedOp extends OpRecord {
   persistFailed: boolean;
   inFlight: boolean;
   outcome: Outcome | null;
+  /** Its writer was told "queued": a later refusal can only be announced. */
+  reported: boolean;
 }
 
 interface Subscription {
@@ -453,6 +455,7 @@ export class AppStorageHost {
         persistFailed: false,
         inFlight: false,
         outcome: null,
+        reported: true,
       }));
       // Older than anything queued here: they go first (in their own order).
       this.queue = [...adopted, ...this.queue];
@@ -481,17 +484,19 @@ export class AppStorageHost {
     }
   }
 
+  /** The network is back, or the page came to the front: adopt orphaned writes, send everything. */
+  wake(): void {
+    if (this.destroyed || this.scope === null) return;
+    void this.adopt()
+      .catch(() => undefined)
+      .then(() => {
+        void this.drain(true);
+        void this.drainSignals(true);
+      });
+  }
+
   private listenForWake(): void {
-    const wake = () => {
-      if (this.destroyed || this.scope === null) return;
-      void this.adopt()
-        .catch(() => undefined)
-        .then(() => {
-          this.retryDelay = RETRY_FIRST_MS;
-          void this.drain();
-          void this.drainSignals(false);
-        });
-    };
+    const wake = () => this.wake();
     const onVisible = () => {
       if (document.visibilityState === "visible") wake();
     };
@@ -697,6 +702,7 @@ export class AppStorageHost {
       persistFailed: false,
       inFlight: false,
       outcome: null,
+      reported: false,
     };
   }
 
@@ -753,6 +759,7 @@ export class AppStorageHost {
       this.queue = this.queue.filter((q) => q !== op);
       throw new StorageRpcError("outbox_unavailable", "Möbius could not keep this write on the device to send later.", 507, { path: op.path, writeId: op.writeId });
     }
+    op.reported = true;
     return null;
   }
 
@@ -810,6 +817,7 @@ export class AppStorageHost {
       persistFailed: false,
       inFlight: false,
       outcome: null,
+      reported: false,
     };
   }
 
@@ -884,9 +892,20 @@ export class AppStorageHost {
       const conflict = status === 412 && (op.ifMatch !== null || op.ifNoneMatch);
       op.outcome = conflict ? { state: "conflict", status } : { state: "rejected", status };
       this.forget(op);
-      if (!conflict) this.deadLetter(op, status);
-      // What the app showed never reached the server: show what is there.
-      this.repair(op.path);
+      if (conflict) {
+        // A waiting caller retries with what is there now; a writer told "queued" hears of it
+        // (useDocument merges again). The mirror learns the server's value quietly: pushing it
+        // to subscribers now would race the retry.
+        if (op.reported) this.announce({ type: "moebius:storage-conflict", payload: { path: op.path, status, writeId: op.writeId, ts: Date.now() } });
+        this.repair(op.path, false);
+      } else {
+        this.announce({
+          type: "moebius:storage-dead-letter",
+          payload: { path: op.path, status, refusedValue: op.method === "DELETE" ? null : op.value, writeId: op.writeId, ts: Date.now() },
+        });
+        // What the app showed never reached the server: show what is there.
+        this.repair(op.path, true);
+      }
     }
   }
 
@@ -901,11 +920,8 @@ export class AppStorageHost {
     }, delay);
   }
 
-  private deadLetter(op: QueuedOp, status: number): void {
-    const message = {
-      type: "moebius:storage-dead-letter",
-      payload: { path: op.path, status, refusedValue: op.method === "DELETE" ? null : op.value, writeId: op.writeId, ts: Date.now() },
-    };
+  /** Tells every frame of the app; kept for the next one when none is there. */
+  private announce(message: Record<string, unknown>): void {
     if (this.sinks.size === 0) {
       this.undelivered = [...this.undelivered, message].slice(-MAX_UNDELIVERED_DEAD_LETTERS);
       return;
@@ -913,14 +929,14 @@ export class AppStorageHost {
     for (const sink of this.sinks) sink.post(message);
   }
 
-  /** Reads `path` again after a refused write and shows subscribers the server's value. */
-  private repair(path: string): void {
+  /** Reads `path` again after a refused write (and, when `tell`, shows subscribers the server's value). */
+  private repair(path: string, tell: boolean): void {
     if (this.queuedFor(path)) return;
     void this.fetchStored(path)
       .then(async ({ stored, version }) => {
         if (this.queuedFor(path)) return;
         await this.remember(path, stored, version);
-        this.notify(path, stored);
+        if (tell) this.notify(path, stored);
       })
       .catch(() => undefined);
   }
@@ -1157,9 +1173,9 @@ export function storageHostFor(appId: number, options: Omit<StorageHostOptions, 
   return host;
 }
 
-/** Retries every queued write now (the network came back). */
+/** Retries every queued write and signal now (the network came back). */
 export function drainAllHosts(): void {
-  for (const host of hosts.values()) void host.drain(true);
+  for (const host of hosts.values()) host.wake();
 }
 
 /** Stops and forgets every host (sign-out). */
