@@ -8,7 +8,7 @@ the machine used less than 0.15 cores during it (waiting up to 90 s for < 0.10 b
 starting). Run through `scripts/bench`, which builds everything first.
 
 Usage: bench.py BINARY [--only SECTION,...] [--quick]
-Sections: boot, health, chats, sse, snapshot, apply, storage, frontend
+Sections: boot, health, chats, sse, snapshot, apply, storage, appdoc, frontend
 """
 import argparse
 import http.client
@@ -526,6 +526,55 @@ def section_storage(binary, tmp):
     s.stop()
 
 
+USE_DOCUMENT_JSX = """import React, { useEffect, useRef } from "react";
+
+const useDocument = window.mobius.createUseDocument(React);
+
+export default function Bench() {
+  const doc = useDocument("bench/doc.json", { initial: { n: 0 } });
+  const latest = useRef(doc);
+  latest.current = doc;
+  useEffect(() => {
+    window.__bench = {
+      ready: () => latest.current.status === "ready",
+      update: () => latest.current.update((d) => ({ ...d, n: (d && d.n ? d.n : 0) + 1 })),
+      value: () => latest.current.value,
+    };
+  }, []);
+  return <main><h1>Bench {doc.value ? doc.value.n : 0}</h1></main>;
+}
+"""
+
+
+def section_appdoc(binary, tmp):
+    """useDocument update round trip in Chromium: frame -> shell -> server -> ack."""
+    print("appdoc", flush=True)
+    d = tempfile.mkdtemp(dir=tmp)
+    s = Server(binary, d, app_env())
+    s.wait()
+    token = owner_token(s.port)
+    write_app(d, "doc", USE_DOCUMENT_JSX, "")
+    _, body = timed_apply(s.port, token, "doc")
+    app_id = body["app"]["id"]
+    gate = Gate(s.proc.pid)
+    env = dict(os.environ, MOBIUS_URL=f"http://127.0.0.1:{s.port}", MOBIUS_TOKEN=token, BENCH_APP_ID=str(app_id),
+               BENCH_ROUNDS="100" if QUICK else "300")
+
+    def run():
+        out = subprocess.run(["taskset", "-c", "1", "node", os.path.join(ROOT, "frontend", "scripts", "bench-app.mjs")],
+                             env=env, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise SystemExit(f"bench-app.mjs failed: {out.stderr.strip()[-2000:]}")
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    runs = [gate.run(run) for _ in range(1 if QUICK else 3)]
+    for key, label in (("update", "useDocument update round trip (frame→shell→server→ack), p50 | p99 ms"),
+                       ("write", "durableWrite round trip (frame→shell→server→ack), p50 | p99 ms")):
+        p50 = fmt3([r[key]["p50"] for r in runs], "", 2)
+        p99 = fmt3([r[key]["p99"] for r in runs], "", 2)
+        note("appdoc", label, f"{p50}  |  {p99}", "p50 ≤ 5 ms" if key == "update" else "")
+    s.stop()
+
+
 def section_frontend(binary):
     print("frontend", flush=True)
     env = dict(os.environ, MOBIUS_BIN=binary)
@@ -563,6 +612,8 @@ def main():
             section_apply(args.binary, tmp)
         if want("storage"):
             section_storage(args.binary, tmp)
+        if want("appdoc"):
+            section_appdoc(args.binary, tmp)
         if want("frontend"):
             section_frontend(args.binary)
     finally:

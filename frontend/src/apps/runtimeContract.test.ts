@@ -423,6 +423,20 @@ describe("useDocument", () => {
     ]);
   });
 
+  it("sequential updates each apply once", async () => {
+    const server = documentServer(null);
+    const useDocument = mobius.createUseDocument(React);
+    const { result } = renderHook(() => useDocument("count.json", { initial: { n: 0 } }));
+    await waitFor(() => expect(result.current.status).toBe("ready"));
+    for (let i = 0; i < 5; i++) {
+      await act(async () => {
+        await result.current.update((d) => ({ ...(d as object), n: ((d as { n: number }).n ?? 0) + 1 }));
+      });
+    }
+    expect(server.doc.value).toEqual({ n: 5 });
+    expect(result.current.value).toEqual({ n: 5 });
+  });
+
   it("the echo of its own write never becomes the base a conflict retry merges against", async () => {
     const server = documentServer({ a: 1, b: 1 });
     const base = answer;
