@@ -18,7 +18,7 @@
 import { useEffect, useRef, useState } from "react";
 import type { AppSummary } from "../api/apps";
 import { Icon } from "../components/Icon";
-import { onlineStore, recheckOnline, useOnline } from "../shell/online";
+import { onlineStore, useOnline } from "../shell/online";
 import { appNavDepth, pushAppNav } from "../shell/router";
 import { themeStore } from "../shell/theme";
 import { readFrameMessage, type FrameMessage } from "./broker";
@@ -224,11 +224,7 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
 
   // The broker.
   useEffect(() => {
-    const host = storageHostFor(app.id, {
-      getToken: (force) => ensureAppToken(app.id, { force }).then((h) => h?.token ?? null),
-      online: () => onlineStore.get(),
-      onNetworkError: recheckOnline,
-    });
+    const host = storageHostFor(app.id, { getToken: (force) => ensureAppToken(app.id, { force }).then((h) => h?.token ?? null) });
     const sink: FrameSink = { post: (message) => post(message) };
     /** One entry per history entry pushed above the app's, bottom first. */
     const navStack: NavEntry[] = [];

@@ -56,6 +56,8 @@ function hostWith(routes: Record<string, Answer | Answer[]>, options: { online?:
     fetch: srv.fetchImpl,
     db,
     online: () => state.online,
+    onNetworkError: () => undefined,
+    onResponse: () => undefined,
     ownerId: options.ownerId ?? "page-1",
     locks: options.locks ?? null,
     wake: false,
@@ -245,6 +247,27 @@ describe("writes", () => {
     await host.drain(true);
     expect(host.pendingCount()).toBe(0);
     expect(calls).toHaveLength(3);
+  });
+
+  it("a drain asked for while one is failing (the network came back mid-attempt) runs again at once", async () => {
+    let failNext: (() => void) | null = null;
+    const methods: string[] = [];
+    const { host, sink, state } = hostWith({}, { online: false });
+    (host as unknown as { fetchImpl: typeof fetch }).fetchImpl = (_input, init = {}) => {
+      methods.push(init.method ?? "GET");
+      if (methods.length === 1) return new Promise<Response>((_resolve, reject) => (failNext = () => reject(new TypeError("Failed to fetch"))));
+      return Promise.resolve(new Response(null, { status: 204, headers: { ETag: '"b1"' } }));
+    };
+    expect(await host.call("durableWrite", ["b.json", { v: 1 }], sink)).toMatchObject({ durability: "queued" });
+    state.online = true;
+    const first = host.drain();
+    while (failNext === null) await Promise.resolve();
+    // The network returns while that attempt is still failing: the shell asks for another drain.
+    const second = host.drain(true);
+    (failNext as () => void)();
+    await Promise.all([first, second]);
+    expect(host.pendingCount()).toBe(0);
+    expect(methods).toEqual(["PUT", "PUT"]);
   });
 
   it("blobs over 25 MiB, wrong kinds and bad paths are refused before anything is stored", async () => {

@@ -15,6 +15,7 @@
 //! adopted by the next one (Web Locks tell which pages are alive). `mobius.signal` events wait in
 //! a bounded queue here too and are delivered to `/api/client-signal`.
 
+import { noteResponse, onlineStore, recheckOnline } from "../shell/online";
 import { appDb, type AppDb, type MirrorRecord, type OpRecord, type ReadKind, type SignalRecord } from "./appDb";
 import { APP_OUTBOX_PREFIX } from "./keys";
 
@@ -113,10 +114,12 @@ export interface StorageHostOptions {
   getToken: (force: boolean) => Promise<string | null>;
   fetch?: typeof fetch;
   db?: AppDb;
-  /** The shell's verdict on whether the server can be reached. */
+  /** Whether the server can be reached (default: the shell's verdict, `onlineStore`). */
   online?: () => boolean;
-  /** A request failed for want of a network (the shell re-checks). */
+  /** A request failed for want of a network (default: the shell probes again). */
   onNetworkError?: () => void;
+  /** A request got an HTTP answer (default: the shell counts it as being online). */
+  onResponse?: (status: number) => void;
   /** This page's id (an outbox op is sent only by the page that owns it). */
   ownerId?: string;
   locks?: LockManager | null;
@@ -285,6 +288,7 @@ export class AppStorageHost {
   private readonly db: AppDb;
   private readonly online: () => boolean;
   private readonly onNetworkError: () => void;
+  private readonly onResponse: (status: number) => void;
   private readonly ownerId: string;
   private readonly locks: LockManager | null;
   private scope: string | null = null;
@@ -293,6 +297,8 @@ export class AppStorageHost {
   private queue: QueuedOp[] = [];
   private pass: Promise<void> | null = null;
   private lastPassBlocked = false;
+  /** A wake-up came while a pass ran (the network may be back mid-attempt): run once more. */
+  private passAgain = false;
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
   private retryDelay = RETRY_FIRST_MS;
   private readonly subscriptions = new Map<string, Subscription>();
@@ -311,8 +317,9 @@ export class AppStorageHost {
     this.getToken = options.getToken;
     this.fetchImpl = options.fetch ?? ((input, init) => fetch(input, init));
     this.db = options.db ?? appDb();
-    this.online = options.online ?? (() => (typeof navigator === "undefined" ? true : navigator.onLine !== false));
-    this.onNetworkError = options.onNetworkError ?? (() => undefined);
+    this.online = options.online ?? (() => onlineStore.get());
+    this.onNetworkError = options.onNetworkError ?? (() => void recheckOnline());
+    this.onResponse = options.onResponse ?? noteResponse;
     this.ownerId = options.ownerId ?? PAGE_ID;
     this.locks = options.locks === undefined ? defaultLocks() : options.locks;
     if (this.ownerId === PAGE_ID) holdPageLock(this.locks);
@@ -533,6 +540,7 @@ export class AppStorageHost {
       } finally {
         if (timer !== null) clearTimeout(timer);
       }
+      this.onResponse(response.status);
       if (response.status === 401 && attempt === 0) {
         const fresh = await this.getToken(true).catch(() => null);
         if (fresh && fresh !== token) {
@@ -836,12 +844,16 @@ export class AppStorageHost {
    * that queued an op gets back a promise that settles once that op was tried.
    */
   drain(wake = false): Promise<void> {
-    if (wake) {
-      this.retryDelay = RETRY_FIRST_MS;
-      this.lastPassBlocked = false;
-    }
+    if (wake) this.retryDelay = RETRY_FIRST_MS;
     const running = this.pass;
-    if (running) return running.then(() => (!this.lastPassBlocked && this.queue.length > 0 && this.online() ? this.drain() : undefined));
+    if (running) {
+      if (wake) this.passAgain = true;
+      return running.then(() => {
+        const again = this.passAgain || !this.lastPassBlocked;
+        this.passAgain = false;
+        return again && this.queue.length > 0 && this.online() ? this.drain() : undefined;
+      });
+    }
     const pass: Promise<void> = Promise.resolve()
       .then(() => this.runPass())
       .finally(() => {
@@ -1183,3 +1195,8 @@ export function forgetStorageHosts(): void {
   for (const host of hosts.values()) host.destroy();
   hosts.clear();
 }
+
+// The outboxes flush the moment the shell is online again, whether or not an app is on screen.
+onlineStore.subscribe(() => {
+  if (onlineStore.get()) drainAllHosts();
+});
