@@ -485,18 +485,23 @@ def section_apply(binary, tmp):
     s.stop()
 
 
+def app_server(binary, tmp, slug, source, title):
+    """A fresh server with one applied app: (server, owner token, app id)."""
+    d = tempfile.mkdtemp(dir=tmp)
+    s = Server(binary, d, app_env())
+    s.wait()
+    token = owner_token(s.port)
+    write_app(d, slug, source, title)
+    _, body = timed_apply(s.port, token, slug)
+    return s, token, body["app"]["id"]
+
+
 DOC_993 = json.dumps({"version": 0, "items": [{"id": i, "title": ("Task number %02d with a longer title" % i)[:40], "done": i % 3 == 0} for i in range(12)]})
 
 
 def section_storage(binary, tmp):
     print("storage", flush=True)
-    d = tempfile.mkdtemp(dir=tmp)
-    s = Server(binary, d, app_env())
-    s.wait()
-    token = owner_token(s.port)
-    write_app(d, "bench", COUNTER_JSX, "v1")
-    _, body = timed_apply(s.port, token, "bench")
-    app_id = body["app"]["id"]
+    s, token, app_id = app_server(binary, tmp, "bench", COUNTER_JSX, "v1")
     _, t = http_json(s.port, "POST", "/api/auth/app-token", {"app_id": app_id}, token=token)
     app_token = t["token"]
     path = f"/api/storage/apps/{app_id}/bench/doc.json"
@@ -549,13 +554,7 @@ export default function Bench() {
 def section_appdoc(binary, tmp):
     """useDocument update round trip in Chromium: frame -> shell -> server -> ack."""
     print("appdoc", flush=True)
-    d = tempfile.mkdtemp(dir=tmp)
-    s = Server(binary, d, app_env())
-    s.wait()
-    token = owner_token(s.port)
-    write_app(d, "doc", USE_DOCUMENT_JSX, "")
-    _, body = timed_apply(s.port, token, "doc")
-    app_id = body["app"]["id"]
+    s, token, app_id = app_server(binary, tmp, "doc", USE_DOCUMENT_JSX, "")
     gate = Gate(s.proc.pid)
     env = dict(os.environ, MOBIUS_URL=f"http://127.0.0.1:{s.port}", MOBIUS_TOKEN=token, BENCH_APP_ID=str(app_id),
                BENCH_ROUNDS="100" if QUICK else "300")

@@ -14,7 +14,21 @@ import assert from "node:assert/strict";
 import { cp, mkdir, readdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { ARTIFACTS, openBrowser, OWNER, PHONE, REPO, requireEnv, saveArtifact, screenshot, startServer, stepper, watchProblems } from "./harness.mjs";
+import {
+  apiClient,
+  ARTIFACTS,
+  openBrowser,
+  OWNER,
+  PHONE,
+  REPO,
+  requireEnv,
+  saveArtifact,
+  screenshot,
+  signInAsOwner,
+  startServer,
+  stepper,
+  watchProblems,
+} from "./harness.mjs";
 
 const STEP_TIMEOUT = 120_000;
 const FIXTURES = join(REPO, "tests", "fixtures", "apps");
@@ -27,21 +41,7 @@ let problems = [];
 
 const step = stepper({ prefix: "contract", timeout: STEP_TIMEOUT, page: () => phone.page });
 
-async function api(path, { method = "GET", body, token = ownerToken } = {}) {
-  const response = await fetch(server.origin + path, {
-    method,
-    headers: { Authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  let json = null;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    // Not JSON.
-  }
-  return { status: response.status, json, text, headers: response.headers };
-}
+const api = apiClient(() => server.origin, () => ownerToken);
 
 /** Polls `check` (async, returns truthy when done) every 100 ms, up to ~15 s. */
 async function until(what, check) {
@@ -53,12 +53,7 @@ async function until(what, check) {
   }
 }
 
-async function signIn(page) {
-  await page.getByRole("heading", { name: "Sign in to Möbius" }).waitFor();
-  await page.getByLabel("Username", { exact: true }).fill(OWNER.username);
-  await page.getByLabel("Password", { exact: true }).fill(OWNER.password);
-  await page.getByRole("button", { name: "Sign in", exact: true }).click();
-}
+const signIn = signInAsOwner;
 
 const frameOf = (page, name) => page.frameLocator(`iframe[title="${name}"]`);
 /** The Playwright frame of app `id` (for evaluate). */

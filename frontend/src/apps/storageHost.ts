@@ -691,11 +691,7 @@ export class AppStorageHost {
       body = json;
       contentType = "application/json";
     }
-    writeCounter += 1;
-    return {
-      scope: this.scope ?? "",
-      owner: this.ownerId,
-      path,
+    return this.newOp(path, {
       method: "PUT",
       kind,
       contentType,
@@ -703,6 +699,17 @@ export class AppStorageHost {
       body,
       ifMatch: typeof opts.ifMatch === "string" && opts.ifMatch.trim() ? opts.ifMatch.trim() : null,
       ifNoneMatch: opts.ifNoneMatch === true || opts.ifNoneMatch === "*",
+    });
+  }
+
+  /** A fresh outbox op of this installation and page, with a new write id. */
+  private newOp(path: string, write: Pick<OpRecord, "method" | "kind" | "contentType" | "value" | "body" | "ifMatch" | "ifNoneMatch">): QueuedOp {
+    writeCounter += 1;
+    return {
+      scope: this.scope ?? "",
+      owner: this.ownerId,
+      path,
+      ...write,
       writeId: `${writeCounter}-${randomId()}`,
       at: Date.now(),
       dbSeq: null,
@@ -806,27 +813,7 @@ export class AppStorageHost {
   }
 
   private deleteOp(path: string): QueuedOp {
-    writeCounter += 1;
-    return {
-      scope: this.scope ?? "",
-      owner: this.ownerId,
-      path,
-      method: "DELETE",
-      kind: "json",
-      contentType: null,
-      value: null,
-      body: null,
-      ifMatch: null,
-      ifNoneMatch: false,
-      writeId: `${writeCounter}-${randomId()}`,
-      at: Date.now(),
-      dbSeq: null,
-      persisted: Promise.resolve(),
-      persistFailed: false,
-      inFlight: false,
-      outcome: null,
-      reported: false,
-    };
+    return this.newOp(path, { method: "DELETE", kind: "json", contentType: null, value: null, body: null, ifMatch: null, ifNoneMatch: false });
   }
 
   private async remove(path: string): Promise<{ synced: true } | { queued: true }> {
