@@ -486,14 +486,14 @@ def section_apply(binary, tmp):
 
 
 def app_server(binary, tmp, slug, source, title):
-    """A fresh server with one applied app: (server, owner token, app id)."""
+    """A fresh server with one applied app: (server, owner token, app id, data dir)."""
     d = tempfile.mkdtemp(dir=tmp)
     s = Server(binary, d, app_env())
     s.wait()
     token = owner_token(s.port)
     write_app(d, slug, source, title)
     _, body = timed_apply(s.port, token, slug)
-    return s, token, body["app"]["id"]
+    return s, token, body["app"]["id"], d
 
 
 DOC_993 = json.dumps({"version": 0, "items": [{"id": i, "title": ("Task number %02d with a longer title" % i)[:40], "done": i % 3 == 0} for i in range(12)]})
@@ -501,7 +501,7 @@ DOC_993 = json.dumps({"version": 0, "items": [{"id": i, "title": ("Task number %
 
 def section_storage(binary, tmp):
     print("storage", flush=True)
-    s, token, app_id = app_server(binary, tmp, "bench", COUNTER_JSX, "v1")
+    s, token, app_id, d = app_server(binary, tmp, "bench", COUNTER_JSX, "v1")
     _, t = http_json(s.port, "POST", "/api/auth/app-token", {"app_id": app_id}, token=token)
     app_token = t["token"]
     path = f"/api/storage/apps/{app_id}/bench/doc.json"
@@ -554,7 +554,7 @@ export default function Bench() {
 def section_appdoc(binary, tmp):
     """useDocument update round trip in Chromium: frame -> shell -> server -> ack."""
     print("appdoc", flush=True)
-    s, token, app_id = app_server(binary, tmp, "doc", USE_DOCUMENT_JSX, "")
+    s, token, app_id, _ = app_server(binary, tmp, "doc", USE_DOCUMENT_JSX, "")
     gate = Gate(s.proc.pid)
     env = dict(os.environ, MOBIUS_URL=f"http://127.0.0.1:{s.port}", MOBIUS_TOKEN=token, BENCH_APP_ID=str(app_id),
                BENCH_ROUNDS="100" if QUICK else "300")
