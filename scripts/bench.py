@@ -565,13 +565,15 @@ def section_appdoc(binary, tmp):
         if out.returncode != 0:
             raise SystemExit(f"bench-app.mjs failed: {out.stderr.strip()[-2000:]}")
         return json.loads(out.stdout.strip().splitlines()[-1])
-    runs = [gate.run(run) for _ in range(1 if QUICK else 3)]
+    try:
+        runs = [gate.run(run) for _ in range(1 if QUICK else 3)]
+    finally:
+        s.stop()
     for key, label in (("update", "useDocument update round trip (frame→shell→server→ack), p50 | p99 ms"),
                        ("write", "durableWrite round trip (frame→shell→server→ack), p50 | p99 ms")):
         p50 = fmt3([r[key]["p50"] for r in runs], "", 2)
         p99 = fmt3([r[key]["p99"] for r in runs], "", 2)
         note("appdoc", label, f"{p50}  |  {p99}", "p50 ≤ 5 ms" if key == "update" else "")
-    s.stop()
 
 
 def section_frontend(binary):
