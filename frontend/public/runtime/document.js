@@ -137,7 +137,7 @@ export function createUseDocument(storage, React) {
     const controller = R.useMemo(() => {
       const raw = hasInitial ? opts.initial : null;
       const initial = typeof raw === "function" ? raw() : raw;
-      return { path, enabled, initial, value: initial, base: null, version: null, chain: Promise.resolve(), writing: 0, queued: new Map() };
+      return { path, enabled, initial, value: initial, base: null, version: null, loaded: false, chain: Promise.resolve(), writing: 0, queued: new Map() };
       // `initial` is read once per controller on purpose: only the path and `enabled` make a new one.
     }, [path, enabled]);
     const [state, setState] = R.useState(() => ({ controller, value: controller.value, status: enabled ? "loading" : "idle", lastError: null }));
@@ -169,6 +169,7 @@ export function createUseDocument(storage, React) {
         const value = reconcileIdentity(owner.value, next, identity);
         owner.base = value;
         owner.version = (loaded && loaded.version) || null;
+        owner.loaded = true;
         publish(owner, value, "ready");
         return value;
       } catch (error) {
@@ -232,7 +233,11 @@ export function createUseDocument(storage, React) {
           let theirs = base;
           let version = owner.version;
           try {
-            if (mode === "cas") {
+            // The first attempt writes against the version this hook last saw (a conditional
+            // write that succeeds proves nobody wrote since, so there was nothing to merge); a
+            // conflict, or an update before the first read finished, reads and merges.
+            const optimistic = attempt === 0 && startBase === undefined && owner.loaded;
+            if (mode === "cas" && !optimistic) {
               const loaded = await storage.getWithVersion(owner.path, "json");
               theirs = loaded && loaded.value != null ? loaded.value : owner.initial;
               version = (loaded && loaded.version) || null;
@@ -252,6 +257,7 @@ export function createUseDocument(storage, React) {
             if (queued && mode === "cas" && result.writeId) owner.queued.set(result.writeId, { mine, base });
             owner.base = out;
             owner.version = (result && result.version) || version || null;
+            owner.loaded = true;
             publish(owner, out, queued ? "saving" : "ready");
             return result;
           } catch (error) {

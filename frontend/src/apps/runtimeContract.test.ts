@@ -401,21 +401,15 @@ describe("useDocument", () => {
     server.doc.value = [{ id: "a", t: "A" }, { id: "b", t: "B" }];
     server.doc.version = 5;
     const fn = vi.fn((v: unknown) => [...(v as object[]), { id: "c", t: "C" }]);
-    // The first read races the other device's write: answer it with the old version once.
-    let stale = true;
-    const base = answer;
-    answer = (method, args) => {
-      if (method === "getWithVersion" && stale) {
-        stale = false;
-        return { ok: true, result: { value: [{ id: "a", t: "A" }], version: '"1"' } };
-      }
-      return base(method, args);
-    };
+    const reads = () => rpcs.filter((r) => r.method === "getWithVersion").length;
+    const readsBefore = reads();
     await act(async () => {
       await result.current.update(fn);
     });
     expect(fn).toHaveBeenCalledTimes(1);
-    expect(server.writes.filter((w) => w.ifMatch)).toHaveLength(2);
+    // The first write went against the version the hook had (no read); the 412 made it read once.
+    expect(server.writes.map((w) => w.ifMatch)).toEqual(['"1"', '"5"']);
+    expect(reads() - readsBefore).toBe(1);
     expect(server.doc.value).toEqual([
       { id: "a", t: "A" },
       { id: "b", t: "B" },
