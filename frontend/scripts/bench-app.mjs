@@ -1,6 +1,7 @@
 // App runtime benchmark: the useDocument update round trip in headless Chromium — frame →
-// shell (storage host) → server (read the version, conditional write) → ack back in the frame —
-// and, for reference, one durableWrite round trip. Prints JSON with p50/p99 in ms.
+// shell (storage host) → server (conditional write) → ack back in the frame — and, for reference,
+// one durableWrite round trip and the same PUT sent by the shell page with a bare fetch (the
+// floor the browser itself sets). Prints JSON with p50/p99 in ms.
 //
 //   MOBIUS_URL=http://127.0.0.1:8000 MOBIUS_TOKEN=<owner token> BENCH_APP_ID=<id> node scripts/bench-app.mjs
 //
@@ -13,7 +14,7 @@ import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
-/* global window, performance -- used inside frame.evaluate, which runs in the browser */
+/* global window -- used inside evaluate, which runs in the browser */
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const E2E = resolve(HERE, "..", "..", "tests", "e2e");
@@ -66,10 +67,28 @@ try {
     },
     { warmup: WARMUP, rounds: ROUNDS },
   );
+  // The floor: the same PUT sent by the shell page itself with fetch (no frame, no outbox).
+  result.fetch = await page.evaluate(
+    async ({ id, rounds }) => {
+      const token = JSON.parse(localStorage.getItem("mobius.app-tokens"))[id].token;
+      const out = [];
+      for (let i = 0; i < rounds; i++) {
+        const t0 = performance.now();
+        await fetch(`/api/storage/apps/${id}/bench/raw.json`, {
+          method: "PUT",
+          headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+          body: JSON.stringify({ i }),
+        });
+        out.push(performance.now() - t0);
+      }
+      return out;
+    },
+    { id: appId, rounds: ROUNDS },
+  );
   const expected = result.start + WARMUP + ROUNDS;
   if (result.final?.n !== expected) throw new Error(`the counter ended at ${JSON.stringify(result.final)}, not ${expected}: an update was lost or applied twice`);
   const summary = {};
-  for (const key of ["update", "write"]) {
+  for (const key of ["update", "write", "fetch"]) {
     const sorted = [...result[key]].sort((a, b) => a - b);
     summary[key] = { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), n: sorted.length };
   }

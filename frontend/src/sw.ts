@@ -40,9 +40,23 @@ const NAVIGATION_TIMEOUT_MS = 3_000;
 precacheAndRoute(self.__WB_MANIFEST);
 cleanupOutdatedCaches();
 
+/** Requests the worker never answers: the browser sends them straight to the network, without
+ *  waking this worker (Service Worker static routing, where the browser has it). App storage is
+ *  on every app write's path, and the worker never caches it. */
+const NETWORK_ONLY_PATHS = ["/api/storage/*", "/api/client-signal"];
+
+interface StaticRoutingInstallEvent extends ExtendableEvent {
+  addRoutes?: (rules: { condition: { urlPattern: unknown }; source: "network" }[]) => Promise<void>;
+}
+
 // First install: no page has a controller yet, so take over straight away.
 const firstInstall = !self.registration.active;
-self.addEventListener("install", () => {
+self.addEventListener("install", (event: StaticRoutingInstallEvent) => {
+  const Pattern = (self as unknown as { URLPattern?: new (init: { pathname: string }) => unknown }).URLPattern;
+  if (typeof event.addRoutes === "function" && Pattern) {
+    const rules = NETWORK_ONLY_PATHS.map((pathname) => ({ condition: { urlPattern: new Pattern({ pathname }) }, source: "network" as const }));
+    event.waitUntil(event.addRoutes(rules).catch(() => undefined));
+  }
   if (firstInstall) void self.skipWaiting();
 });
 if (firstInstall) clientsClaim();

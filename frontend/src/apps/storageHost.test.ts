@@ -239,6 +239,18 @@ describe("writes", () => {
     expect(await host.call("get", ["a.json"], sink)).toEqual({ v: 2 });
   });
 
+  it("a write the server confirms at once never touches the device's database; one answered 'queued' is stored first", async () => {
+    const db = memoryAppDb();
+    const added = vi.spyOn(db, "addOp");
+    const { host, sink, state } = hostWith({ "PUT /api/storage/apps/3/a.json": { status: 204 } }, { db });
+    await host.call("durableWrite", ["a.json", 1], sink);
+    expect(added).not.toHaveBeenCalled();
+    state.online = false;
+    await host.call("durableWrite", ["a.json", 2], sink);
+    expect(added).toHaveBeenCalledTimes(1);
+    expect((await db.listOps("3:nonce-3")).map((o) => o.value)).toEqual([2]);
+  });
+
   it("a network failure while online queues the write; a 5xx keeps it queued in order", async () => {
     const { host, calls, sink } = hostWith({ "PUT /api/storage/apps/3/a.json": ["network-error", { status: 503 }, { status: 204 }] });
     expect(await host.call("durableWrite", ["a.json", 1], sink)).toMatchObject({ durability: "queued" });

@@ -35,6 +35,12 @@ const MAX_LIST_PAGES = 1_000;
 const RETRY_FIRST_MS = 2_000;
 /** …up to this. */
 const RETRY_MAX_MS = 60_000;
+/** A write still waiting this long (not sent, or no answer yet) is stored on the device. */
+const PERSIST_GRACE_MS = 250;
+/** Confirmed values reach the stored mirror in batches this often… */
+const MIRROR_FLUSH_MS = 300;
+/** …or at once when this many are waiting. */
+const MAX_UNFLUSHED_MIRROR = 64;
 /** Dead letters kept for a frame that is not mounted yet (the oldest go first). */
 const MAX_UNDELIVERED_DEAD_LETTERS = 50;
 /** Signals per delivery request (the server's limit). */
@@ -132,7 +138,8 @@ type Outcome = { state: "confirmed"; version: string | null } | { state: "confli
 interface QueuedOp extends OpRecord {
   /** The IndexedDB key, once stored. */
   dbSeq: number | null;
-  persisted: Promise<void>;
+  /** Storing it on the device (null: not started — a write answered at once never is). */
+  persisted: Promise<void> | null;
   persistFailed: boolean;
   inFlight: boolean;
   outcome: Outcome | null;
@@ -301,6 +308,10 @@ export class AppStorageHost {
   private passAgain = false;
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
   private retryDelay = RETRY_FIRST_MS;
+  private persistTimer: ReturnType<typeof setTimeout> | null = null;
+  /** Mirror records not in the database yet (reads see them first). */
+  private readonly unflushed = new Map<string, MirrorRecord>();
+  private flushTimer: ReturnType<typeof setTimeout> | null = null;
   private readonly subscriptions = new Map<string, Subscription>();
   private readonly sinks = new Set<FrameSink>();
   private undelivered: Record<string, unknown>[] = [];
@@ -399,6 +410,9 @@ export class AppStorageHost {
     for (const stop of this.wakeListeners) stop();
     if (this.retryTimer !== null) clearTimeout(this.retryTimer);
     if (this.signalTimer !== null) clearTimeout(this.signalTimer);
+    if (this.persistTimer !== null) clearTimeout(this.persistTimer);
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    this.unflushed.clear();
     this.subscriptions.clear();
     this.sinks.clear();
   }
@@ -511,6 +525,13 @@ export class AppStorageHost {
       window.addEventListener(type, wake);
       this.wakeListeners.push(() => window.removeEventListener(type, wake));
     }
+    // Leaving: what is still waiting goes to the device now, not after its grace period.
+    const leave = () => {
+      this.persistAll();
+      this.flushMirror();
+    };
+    window.addEventListener("pagehide", leave);
+    this.wakeListeners.push(() => window.removeEventListener("pagehide", leave));
     document.addEventListener("visibilitychange", onVisible);
     this.wakeListeners.push(() => document.removeEventListener("visibilitychange", onVisible));
   }
@@ -573,10 +594,21 @@ export class AppStorageHost {
   }
 
   private async mirror(path: string): Promise<MirrorRecord | undefined> {
-    return this.db.getMirror(this.mirrorKey(path)).catch(() => undefined);
+    const key = this.mirrorKey(path);
+    return this.unflushed.get(key) ?? this.db.getMirror(key).catch(() => undefined);
   }
 
-  private remember(path: string, stored: Stored | null, version: string | null): Promise<void> {
+  /** Writes the waiting mirror records to the database (in call order, so later reads see them). */
+  private flushMirror(): void {
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    const records = [...this.unflushed.values()];
+    this.unflushed.clear();
+    for (const record of records) void this.db.putMirror(record).catch(() => undefined);
+  }
+
+  /** What the server holds for `path` now, for reads (kept in memory, stored in batches). */
+  private remember(path: string, stored: Stored | null, version: string | null): void {
     const record: MirrorRecord = {
       key: this.mirrorKey(path),
       scope: this.scope ?? "",
@@ -588,7 +620,10 @@ export class AppStorageHost {
       version,
       at: Date.now(),
     };
-    return this.db.putMirror(record).catch(() => undefined);
+    this.unflushed.delete(record.key);
+    this.unflushed.set(record.key, record);
+    if (this.unflushed.size >= MAX_UNFLUSHED_MIRROR) this.flushMirror();
+    else this.flushTimer ??= setTimeout(() => this.flushMirror(), MIRROR_FLUSH_MS);
   }
 
   /** GET from the server: the stored value (null when absent) and its version. */
@@ -614,8 +649,7 @@ export class AppStorageHost {
     if (online) {
       try {
         const { stored, version } = await this.fetchStored(path);
-        // Not awaited: transactions run in call order, so a later read still sees it.
-        void this.remember(path, stored, version);
+        this.remember(path, stored, version);
         const again = this.queuedFor(path);
         if (again) return this.fromOp(again, kind);
         return stored ? convert(stored, kind, path) : null;
@@ -637,7 +671,7 @@ export class AppStorageHost {
         const { stored, version } = await this.fetchStored(path);
         if (this.queuedFor(path)) return;
         const before = await this.mirror(path);
-        await this.remember(path, stored, version);
+        this.remember(path, stored, version);
         const changed = !before || before.present !== (stored !== null) || (stored !== null && !sameValue(before.value, stored.value));
         if (changed) this.notify(path, stored);
       } catch {
@@ -657,7 +691,7 @@ export class AppStorageHost {
       return { value, version: mirrored?.version ?? null, offline: true };
     }
     const { stored, version } = await this.fetchStored(path);
-    void this.remember(path, stored, version);
+    this.remember(path, stored, version);
     const op = this.queuedFor(path);
     return { value: op ? this.fromOp(op, kind) : stored ? convert(stored, kind, path) : null, version };
   }
@@ -713,7 +747,7 @@ export class AppStorageHost {
       writeId: `${writeCounter}-${randomId()}`,
       at: Date.now(),
       dbSeq: null,
-      persisted: Promise.resolve(),
+      persisted: null,
       persistFailed: false,
       inFlight: false,
       outcome: null,
@@ -729,6 +763,13 @@ export class AppStorageHost {
       this.forget(old);
     }
     this.queue = [...this.queue.filter((q) => !superseded.includes(q)), op];
+    this.schedulePersist();
+    this.notify(op.path, op.method === "DELETE" ? null : { kind: op.kind, value: op.value, contentType: op.contentType });
+  }
+
+  /** Stores `op` on the device (once); a reload or another page can then send it. */
+  private persist(op: QueuedOp): Promise<void> {
+    if (op.persisted) return op.persisted;
     const record: OpRecord = {
       scope: op.scope,
       owner: op.owner,
@@ -753,7 +794,21 @@ export class AppStorageHost {
         op.persistFailed = true;
       },
     );
-    this.notify(op.path, op.method === "DELETE" ? null : { kind: op.kind, value: op.value, contentType: op.contentType });
+    return op.persisted;
+  }
+
+  /** Stores every queued write not stored yet (the network is away, or slow to answer). */
+  private persistAll(): void {
+    for (const op of this.queue) void this.persist(op);
+  }
+
+  /** A write the server confirms within the grace period never touches the device's database. */
+  private schedulePersist(): void {
+    if (this.persistTimer !== null) return;
+    this.persistTimer = setTimeout(() => {
+      this.persistTimer = null;
+      this.persistAll();
+    }, PERSIST_GRACE_MS);
   }
 
   /** Takes `op` out of the queue and the database. */
@@ -767,7 +822,7 @@ export class AppStorageHost {
     this.enqueue(op);
     await this.drain();
     if (op.outcome !== null) return op.outcome;
-    await op.persisted;
+    await this.persist(op);
     if (op.outcome !== null) return op.outcome;
     if (op.persistFailed) {
       // Not on this device and not sent: it must not stay as if it were safe.
@@ -855,6 +910,7 @@ export class AppStorageHost {
     if (this.destroyed || this.scope === null) return;
     if (!this.online()) {
       this.lastPassBlocked = true;
+      this.persistAll();
       return;
     }
     for (;;) {
@@ -880,7 +936,7 @@ export class AppStorageHost {
         op.outcome = { state: "confirmed", version };
         this.forget(op);
         // The server now holds this value (a newer queued write still shows through reads).
-        void this.remember(op.path, op.method === "DELETE" ? null : { kind: op.kind, value: op.value, contentType: op.contentType }, op.method === "DELETE" ? null : version);
+        this.remember(op.path, op.method === "DELETE" ? null : { kind: op.kind, value: op.value, contentType: op.contentType }, op.method === "DELETE" ? null : version);
         this.retryDelay = RETRY_FIRST_MS;
         continue;
       }
@@ -910,6 +966,7 @@ export class AppStorageHost {
 
   private blocked(): void {
     this.lastPassBlocked = true;
+    this.persistAll();
     if (this.retryTimer !== null || this.destroyed) return;
     const delay = this.retryDelay;
     this.retryDelay = Math.min(this.retryDelay * 2, RETRY_MAX_MS);
@@ -932,9 +989,9 @@ export class AppStorageHost {
   private repair(path: string, tell: boolean): void {
     if (this.queuedFor(path)) return;
     void this.fetchStored(path)
-      .then(async ({ stored, version }) => {
+      .then(({ stored, version }) => {
         if (this.queuedFor(path)) return;
-        await this.remember(path, stored, version);
+        this.remember(path, stored, version);
         if (tell) this.notify(path, stored);
       })
       .catch(() => undefined);
@@ -970,7 +1027,9 @@ export class AppStorageHost {
     };
     if (server) for (const entry of server) byName.set(String(entry.name), entry);
     else {
-      for (const record of await this.db.listMirror(scope).catch(() => [] as MirrorRecord[])) {
+      const records = new Map((await this.db.listMirror(scope).catch(() => [] as MirrorRecord[])).map((r) => [r.key, r]));
+      for (const [key, record] of this.unflushed) records.set(key, record);
+      for (const record of records.values()) {
         if (record.present) addDerived(record.path, record.kind, record.contentType, record.value);
       }
     }
