@@ -185,7 +185,7 @@ pub fn router(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(api::MAX_JSON_BODY_BYTES));
     Router::new()
         .nest("/api", api)
-        .merge(apps::standalone_router())
+        .merge(apps::public_router())
         .fallback(web::serve_frontend)
         .layer(middleware::from_fn_with_state(state.clone(), web::security_headers))
         .layer(CompressionLayer::new())

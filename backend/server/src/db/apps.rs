@@ -179,6 +179,17 @@ pub async fn record_apply(conn: &mut SqliteConnection, id: i64, a: &Applied, now
     Ok(())
 }
 
+/// Changes an app's slug; false if the app does not exist.
+pub async fn set_slug(conn: &mut SqliteConnection, id: i64, slug: &str) -> Result<bool> {
+    let done = sqlx::query("UPDATE apps SET slug = ?, updated_at = max(updated_at + 1, ?) WHERE id = ?")
+        .bind(slug)
+        .bind(crate::db::now_ms())
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// Removes a reserved app that never got a bundle.
 pub async fn forget_unbuilt(conn: &mut SqliteConnection, id: i64) -> Result<()> {
     sqlx::query("DELETE FROM apps WHERE id = ? AND bundle_sha IS NULL").bind(id).execute(conn).await?;

@@ -220,6 +220,7 @@ impl Actor {
                 | WriteCommand::AppForgetUnbuilt { .. }
                 | WriteCommand::AppPatch { .. }
                 | WriteCommand::AppPurge { .. }
+                | WriteCommand::AppAdopt { .. }
         );
         let ok = self.apply(command, batch).await;
         batch.list_changed |= ok && affects_list;
@@ -371,6 +372,10 @@ impl Actor {
                 let result = super::apps::patch(&mut self.conn, batch, id, &patch).await;
                 finish(batch, ack, result)
             }
+            WriteCommand::AppAdopt { id, slug, ack } => {
+                let result = super::apps::adopt(&mut self.conn, batch, id, &slug).await;
+                finish(batch, ack, result)
+            }
             WriteCommand::AppPurge { cutoff, ack } => {
                 let result = db::apps::purge_deleted(&mut self.conn, cutoff).await;
                 finish(batch, ack, result)
@@ -481,6 +486,7 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         }
         WriteCommand::AppPatch { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppPurge { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::AppAdopt { ack, .. } => batch.complete(ack, err()),
         WriteCommand::Emit { ack: None, .. }
         | WriteCommand::SnapshotLive(_)
         | WriteCommand::Shutdown(_)

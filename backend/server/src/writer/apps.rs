@@ -32,6 +32,20 @@ pub(super) async fn record_apply(
     Ok(())
 }
 
+/// Renames app `id` to `slug` (adoption by a release with `previous_id`).
+pub(super) async fn adopt(conn: &mut SqliteConnection, batch: &mut Batch, id: i64, slug: &str) -> Result<()> {
+    match db::apps::set_slug(conn, id, slug).await {
+        Ok(true) => {}
+        Ok(false) => return Err(Error::not_found("app_not_found", "No such app.")),
+        Err(e) if e.is_unique_violation() => {
+            return Err(Error::conflict("app_id_taken", format!("An app with the id {slug:?} already exists.")));
+        }
+        Err(e) => return Err(e),
+    }
+    batch.system("app_changed", json!({ "appId": id }));
+    Ok(())
+}
+
 /// Applies an owner edit and announces what changed.
 pub(super) async fn patch(
     conn: &mut SqliteConnection,

@@ -191,6 +191,8 @@ pub enum WriteCommand {
     AppForgetUnbuilt { id: i64, ack: Ack<()> },
     /// Renames, pins, marks seen/opened, deletes or recovers an app.
     AppPatch { id: i64, patch: crate::db::apps::AppPatch, ack: Ack<bool> },
+    /// Gives app `id` a new slug (a release renamed it with `previous_id`).
+    AppAdopt { id: i64, slug: String, ack: Ack<()> },
     /// Purges apps deleted before `cutoff`: `(id, slug)` of each.
     AppPurge { cutoff: i64, ack: Ack<Vec<(i64, String)>> },
     /// Coalesced live-message snapshot.

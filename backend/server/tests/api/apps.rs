@@ -198,7 +198,7 @@ async fn a_broken_source_is_refused_with_a_location_and_the_old_build_keeps_serv
     .expect("manifest");
     let err =
         assert_error(apply(&app, &token, "counter").await, StatusCode::UNPROCESSABLE_ENTITY, "manifest_invalid").await;
-    assert!(err["message"].as_str().expect("m").contains("`description` is required"));
+    assert!(err["message"].as_str().expect("m").contains("mobius.json › description: is required"));
     assert_eq!(module_etag(&app, &token, id).await.0, etag);
     // A first build that fails leaves no app behind.
     write_app(app.data_dir(), "broken", MANIFEST, "export default function App() { return <div> }");
