@@ -221,6 +221,8 @@ impl Actor {
                 | WriteCommand::AppPatch { .. }
                 | WriteCommand::AppPurge { .. }
                 | WriteCommand::AppAdopt { .. }
+                | WriteCommand::AppSecretPut { .. }
+                | WriteCommand::AppSecretDelete { .. }
         );
         let ok = self.apply(command, batch).await;
         batch.list_changed |= ok && affects_list;
@@ -372,6 +374,21 @@ impl Actor {
                 let result = super::apps::patch(&mut self.conn, batch, id, &patch).await;
                 finish(batch, ack, result)
             }
+            WriteCommand::AppSecretPut { app_id, name, sealed, max, ack } => {
+                let result = match db::apps::put_secret(&mut self.conn, app_id, &name, &sealed, max, now_ms()).await {
+                    Ok(true) => Ok(()),
+                    Ok(false) => Err(Error::too_large(
+                        "too_many_secrets",
+                        format!("An app keeps at most {max} secrets; delete one first."),
+                    )),
+                    Err(e) => Err(e),
+                };
+                finish(batch, ack, result)
+            }
+            WriteCommand::AppSecretDelete { app_id, name, ack } => {
+                let result = db::apps::delete_secret(&mut self.conn, app_id, &name).await;
+                finish(batch, ack, result)
+            }
             WriteCommand::AppAdopt { id, slug, ack } => {
                 let result = super::apps::adopt(&mut self.conn, batch, id, &slug).await;
                 finish(batch, ack, result)
@@ -486,7 +503,8 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         }
         WriteCommand::AppPatch { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppPurge { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::AppAdopt { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::AppAdopt { ack, .. } | WriteCommand::AppSecretPut { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::AppSecretDelete { ack, .. } => batch.complete(ack, err()),
         WriteCommand::Emit { ack: None, .. }
         | WriteCommand::SnapshotLive(_)
         | WriteCommand::Shutdown(_)

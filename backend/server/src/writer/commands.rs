@@ -191,6 +191,10 @@ pub enum WriteCommand {
     AppForgetUnbuilt { id: i64, ack: Ack<()> },
     /// Renames, pins, marks seen/opened, deletes or recovers an app.
     AppPatch { id: i64, patch: crate::db::apps::AppPatch, ack: Ack<bool> },
+    /// Stores app `app_id`'s sealed secret `name`; 413 when it would be more than `max`.
+    AppSecretPut { app_id: i64, name: String, sealed: Vec<u8>, max: i64, ack: Ack<()> },
+    /// Removes a secret; answers whether there was one.
+    AppSecretDelete { app_id: i64, name: String, ack: Ack<bool> },
     /// Gives app `id` a new slug (a release renamed it with `previous_id`).
     AppAdopt { id: i64, slug: String, ack: Ack<()> },
     /// Purges apps deleted before `cutoff`: `(id, slug)` of each.
