@@ -180,6 +180,7 @@ pub fn router(state: AppState) -> Router {
         .merge(apps::router())
         .merge(apps::proxy::router())
         .merge(apps::secrets::router())
+        .merge(chats::apps::router())
         .merge(providers::router())
         .merge(events::routes::router())
         .merge(crate::telemetry::router())

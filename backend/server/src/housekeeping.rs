@@ -24,7 +24,6 @@ pub async fn purge_tombstones(state: AppState) {
     for (id, slug) in purged {
         let _lock = state.app_locks.lock(&slug).await;
         let _ = tokio::fs::remove_dir_all(crate::apps::apply::apps_dir(&state).join(&slug)).await;
-        crate::apps::assets::remove(&state, id).await;
         if let Err(e) = crate::storage::remove_app_data(&state, id).await {
             tracing::warn!(app.id = id, error = %e, "removing a purged app's data failed");
         }
@@ -36,6 +35,7 @@ pub async fn purge_tombstones(state: AppState) {
                 }
             }
         }
+        crate::apps::assets::remove(&state, id).await;
         tracing::info!(app.id = id, slug, "deleted app purged");
     }
 }

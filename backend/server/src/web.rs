@@ -100,7 +100,9 @@ pub async fn frame_cors(request: Request, next: Next) -> Response {
     h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, HEAD, POST, PUT, PATCH, DELETE"));
     h.insert(
         header::ACCESS_CONTROL_ALLOW_HEADERS,
-        HeaderValue::from_static("Authorization, Content-Type, If-Match, If-None-Match, X-Mobius-Version"),
+        HeaderValue::from_static(
+            "Authorization, Content-Type, If-Match, If-None-Match, X-Mobius-Version, X-Mobius-Embed-Instance",
+        ),
     );
     h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("ETag"));
     h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));

@@ -22,6 +22,9 @@ pub enum Scope {
     App,
     /// An agent run's token: owner powers, valid only while its run is running.
     Agent,
+    /// An embedded chat's session (the nested chat frame of an app): one chat, a few
+    /// operations, 15 minutes, bound to its embed instance and a live grant row.
+    ChatEmbed,
 }
 
 /// The claims every token carries.
@@ -44,6 +47,16 @@ pub struct Claims {
     pub chat_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// Chat-embed sessions: the embed instance the session is bound to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embed_instance: Option<String>,
+    /// Chat-embed sessions: the grant row (its id) that became this session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embed_session: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embed_role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embed_ops: Option<Vec<String>>,
 }
 
 impl Claims {
@@ -60,6 +73,10 @@ impl Claims {
             app_nonce: None,
             chat_id: None,
             run_id: None,
+            embed_instance: None,
+            embed_session: None,
+            embed_role: None,
+            embed_ops: None,
         }
     }
 }

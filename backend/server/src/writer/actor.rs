@@ -223,6 +223,9 @@ impl Actor {
                 | WriteCommand::AppAdopt { .. }
                 | WriteCommand::AppSecretPut { .. }
                 | WriteCommand::AppSecretDelete { .. }
+                | WriteCommand::EmbedGrantMint { .. }
+                | WriteCommand::EmbedGrantExchange { .. }
+                | WriteCommand::EmbedRevoke { .. }
         );
         let ok = self.apply(command, batch).await;
         batch.list_changed |= ok && affects_list;
@@ -389,6 +392,18 @@ impl Actor {
                 let result = db::apps::delete_secret(&mut self.conn, app_id, &name).await;
                 finish(batch, ack, result)
             }
+            WriteCommand::EmbedGrantMint { grant, ack } => {
+                let result = super::apps::mint_grant(&mut self.conn, &grant).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::EmbedGrantExchange { id, instance_id, session_expires_at, ack } => {
+                let result = super::apps::exchange_grant(&mut self.conn, &id, &instance_id, session_expires_at).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::EmbedRevoke { app_id, chat_id, instance_id, ack } => {
+                let result = db::embeds::revoke(&mut self.conn, app_id, &chat_id, &instance_id, now_ms()).await;
+                finish(batch, ack, result)
+            }
             WriteCommand::AppAdopt { id, slug, ack } => {
                 let result = super::apps::adopt(&mut self.conn, batch, id, &slug).await;
                 finish(batch, ack, result)
@@ -505,6 +520,9 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         WriteCommand::AppPurge { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppAdopt { ack, .. } | WriteCommand::AppSecretPut { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppSecretDelete { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::EmbedGrantMint { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::EmbedGrantExchange { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::EmbedRevoke { ack, .. } => batch.complete(ack, err()),
         WriteCommand::Emit { ack: None, .. }
         | WriteCommand::SnapshotLive(_)
         | WriteCommand::Shutdown(_)

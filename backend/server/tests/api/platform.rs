@@ -484,3 +484,285 @@ async fn app_secrets_are_set_by_the_owner_checked_by_their_app_and_never_read_ba
     )
     .await;
 }
+
+/// A fake Claude CLI that answers one turn and leaves its arguments in `args-<chat>`.
+fn recording_claude(dir: &Path) -> std::path::PathBuf {
+    crate::helpers::script(
+        dir,
+        "fake-claude",
+        &format!(
+            r#"printf '%s\n' "$@" > "{}/args-$MOBIUS_CHAT_ID"
+IFS= read -r init
+IFS= read -r user
+sid="s-$MOBIUS_CHAT_ID"
+printf '{{"type":"system","subtype":"init","session_id":"%s"}}\n' "$sid"
+printf '{{"type":"assistant","message":{{"id":"m1","content":[{{"type":"text","text":"embedded reply"}}]}},"session_id":"%s"}}\n' "$sid"
+printf '{{"type":"result","subtype":"success","is_error":false,"session_id":"%s","total_cost_usd":0.01,"usage":{{"input_tokens":5,"output_tokens":7}}}}\n' "$sid"
+cat >/dev/null"#,
+            dir.display()
+        ),
+    )
+}
+
+async fn with_claude() -> (TestApp, String) {
+    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+    let bin = recording_claude(dir.path());
+    let app = TestApp::spawn_in(dir, |c| {
+        c.claude_bin = bin;
+        c.agent_start_timeout = std::time::Duration::from_secs(5);
+    })
+    .await;
+    let token = app.setup_owner().await;
+    app.connect_claude(&token).await;
+    (app, token)
+}
+
+async fn patch(app: &TestApp, path: &str, body: Value, token: &str) -> reqwest::Response {
+    app.client.patch(app.url(path)).bearer_auth(token).json(&body).send().await.expect("patch")
+}
+
+#[tokio::test]
+async fn an_app_creates_its_own_chats_runs_turns_in_them_and_touches_no_other_chat() {
+    let (app, token) = with_claude().await;
+    let (app_id, app_token) = applied_app(&app, &token, "tutor", json!({ "embeds_agent": true })).await;
+    let (_, other_token) = applied_app(&app, &token, "other", json!({})).await;
+
+    assert_error(app.post("/api/app-chats", json!({}), Some(&token)).await, StatusCode::FORBIDDEN, "wrong_scope").await;
+    let r = app
+        .post(
+            "/api/app-chats",
+            json!({ "title": "Lesson 1", "system_prompt": "You are a patient tutor.", "scope": "lessons", "scope_label": "Lessons" }),
+            Some(&app_token),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let created: Value = r.json().await.expect("json");
+    let chat = created["id"].as_str().expect("id").to_owned();
+    assert_eq!(created["created_by_app_id"], app_id);
+    let visible: Value = app
+        .post("/api/app-chats", json!({ "title": "Shown", "owner_visible": true }), Some(&app_token))
+        .await
+        .json()
+        .await
+        .expect("json");
+
+    // Hidden from the owner's drawer unless owner_visible; listed for the app by scope.
+    let drawer: Value = app.get("/api/chats", Some(&token)).await.json().await.expect("json");
+    let ids: Vec<&str> = drawer.as_array().expect("list").iter().filter_map(|c| c["id"].as_str()).collect();
+    assert!(!ids.contains(&chat.as_str()) && ids.contains(&visible["id"].as_str().expect("id")), "{drawer}");
+    let mine: Value = app.get("/api/app-chats?scope=lessons", Some(&app_token)).await.json().await.expect("json");
+    assert_eq!(mine.as_array().map(Vec::len), Some(1), "{mine}");
+    assert_eq!(mine[0]["scope_label"], "Lessons");
+    assert_eq!(app.get("/api/app-chats", Some(&other_token)).await.json::<Value>().await.expect("json"), json!([]));
+
+    // The app sends through the ordinary route; the turn runs with the app's system prompt.
+    let r = app
+        .post(&format!("/api/chats/{chat}/messages"), json!({ "content": "Teach me", "cid": "c-1" }), Some(&app_token))
+        .await;
+    assert_eq!(r.status(), StatusCode::ACCEPTED, "{}", r.text().await.unwrap_or_default());
+    let mut stream = crate::helpers::SseReader::connect(
+        &app.client,
+        &app.url(&format!("/api/chats/{chat}/stream?after=0")),
+        &app_token,
+        None,
+    )
+    .await;
+    stream.until("done", 20).await;
+    let args = std::fs::read_to_string(app.data_dir().join(format!("args-{chat}"))).expect("args");
+    assert!(args.contains("You are a patient tutor."), "{args}");
+    assert!(args.contains("<app_context>") && args.contains("\"tutor\""), "{args}");
+    assert!(!args.contains("Skills available on demand"), "the app's prompt replaces the platform's: {args}");
+    let detail: Value = app.get(&format!("/api/chats/{chat}"), Some(&app_token)).await.json().await.expect("json");
+    assert!(detail["messages"].to_string().contains("embedded reply"), "{detail}");
+
+    // Once started the system prompt is fixed; scope can change.
+    let r = patch(&app, &format!("/api/app-chats/{chat}"), json!({ "system_prompt": "Other" }), &app_token).await;
+    assert_error(r, StatusCode::CONFLICT, "chat_started").await;
+    let r = patch(
+        &app,
+        &format!("/api/app-chats/{chat}"),
+        json!({ "scope_label": "Renamed", "model": "sonnet" }),
+        &app_token,
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let body: Value = r.json().await.expect("json");
+    assert!(body["agent_settings_json"].as_str().expect("settings").contains("sonnet"), "{body}");
+
+    // Other apps and other chats are out of reach; the owner's chats too.
+    let r = app
+        .post(&format!("/api/chats/{chat}/messages"), json!({ "content": "x", "cid": "c-2" }), Some(&other_token))
+        .await;
+    assert_error(r, StatusCode::FORBIDDEN, "forbidden").await;
+    app.chat(&token, "owners-chat").await;
+    assert_error(app.get("/api/chats/owners-chat", Some(&app_token)).await, StatusCode::FORBIDDEN, "forbidden").await;
+    assert_error(
+        patch(&app, &format!("/api/chats/{chat}"), json!({ "title": "x" }), &app_token).await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    )
+    .await;
+    assert_error(
+        patch(&app, &format!("/api/app-chats/{chat}"), json!({}), &other_token).await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    )
+    .await;
+    assert_error(app.get("/api/chats", Some(&app_token)).await, StatusCode::FORBIDDEN, "wrong_scope").await;
+
+    // Bad input.
+    for body in [
+        json!({ "provider": "gemini" }),
+        json!({ "scope": "x".repeat(161) }),
+        json!({ "project_id": "../x" }),
+        json!({ "report_date": "yesterday" }),
+        json!({ "provider": "codex", "model": "claude-sonnet-4" }),
+    ] {
+        assert_error(
+            app.post("/api/app-chats", body, Some(&app_token)).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_app_chat",
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn an_embedded_chat_trades_a_one_use_grant_for_a_session_scoped_to_its_chat() {
+    let (app, token) = with_claude().await;
+    let (app_id, app_token) = applied_app(&app, &token, "tutor", json!({ "embeds_agent": true })).await;
+    let (_, plain_token) = applied_app(&app, &token, "plain", json!({})).await;
+    let chat: Value = app.post("/api/app-chats", json!({}), Some(&app_token)).await.json().await.expect("json");
+    let chat = chat["id"].as_str().expect("id").to_owned();
+    let other: Value = app.post("/api/app-chats", json!({}), Some(&app_token)).await.json().await.expect("json");
+    let other = other["id"].as_str().expect("id").to_owned();
+    let instance = format!("{app_id}:1:1700000000000");
+
+    let mint = |instance: String| {
+        let (app, chat, app_token) = (&app, chat.clone(), app_token.clone());
+        async move {
+            let r = app
+                .client
+                .post(app.url(&format!("/api/app-chats/{chat}/embed-capability")))
+                .bearer_auth(&app_token)
+                .header("origin", "null")
+                .json(&json!({ "instance_id": instance }))
+                .send()
+                .await
+                .expect("mint");
+            assert_eq!(r.status(), StatusCode::OK);
+            let grant: Value = r.json().await.expect("json");
+            assert_eq!(grant["role"], "participant");
+            assert!(grant["expires_at"].as_str().expect("expiry").ends_with('Z'));
+            grant["capability"].as_str().expect("capability").to_owned()
+        }
+    };
+    let exchange = |capability: String, instance: String| {
+        let app = &app;
+        async move {
+            app.client
+                .post(app.url("/api/app-chat-embeds/session"))
+                .bearer_auth(capability)
+                .header("origin", "null")
+                .json(&json!({ "instance_id": instance }))
+                .send()
+                .await
+                .expect("exchange")
+        }
+    };
+
+    let grant = mint(instance.clone()).await;
+    assert!(grant.len() >= 32);
+    let r = exchange(grant.clone(), instance.clone()).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let session: Value = r.json().await.expect("json");
+    assert_eq!(session["chat_id"], chat.as_str());
+    assert_eq!(session["instance_id"], instance.as_str());
+    assert!(session["operations"].to_string().contains("chat:send"));
+    let embed = session["token"].as_str().expect("token").to_owned();
+    // One use only.
+    assert_error(exchange(grant, instance.clone()).await, StatusCode::UNAUTHORIZED, "invalid_grant").await;
+    let wrong_instance = mint(instance.clone()).await;
+    assert_error(exchange(wrong_instance, format!("{instance}-x")).await, StatusCode::UNAUTHORIZED, "invalid_grant")
+        .await;
+    assert_error(exchange("x".repeat(43), instance.clone()).await, StatusCode::UNAUTHORIZED, "invalid_grant").await;
+
+    // The session reads, sends and streams its chat, with its instance header, from the frame.
+    let with = |req: reqwest::RequestBuilder| {
+        req.bearer_auth(&embed).header("x-mobius-embed-instance", &instance).header("origin", "null")
+    };
+    let r = with(app.client.get(app.url(&format!("/api/chats/{chat}")))).send().await.expect("detail");
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = with(app.client.post(app.url(&format!("/api/chats/{chat}/messages"))))
+        .json(&json!({ "content": "hello from the embed", "cid": "e-1" }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), StatusCode::ACCEPTED, "{}", r.text().await.unwrap_or_default());
+    let models = with(app.client.get(app.url("/api/models"))).send().await.expect("models");
+    assert_eq!(models.status(), StatusCode::OK);
+    // Without its header, on another chat, or on owner routes: refused.
+    let r = app.client.get(app.url(&format!("/api/chats/{chat}"))).bearer_auth(&embed).send().await.expect("detail");
+    assert_error(r, StatusCode::UNAUTHORIZED, "embed_instance_mismatch").await;
+    let r = with(app.client.get(app.url(&format!("/api/chats/{other}")))).send().await.expect("other");
+    assert_error(r, StatusCode::FORBIDDEN, "forbidden").await;
+    assert_error(
+        with(app.client.get(app.url("/api/chats"))).send().await.expect("list"),
+        StatusCode::FORBIDDEN,
+        "wrong_scope",
+    )
+    .await;
+    assert_error(
+        with(app.client.get(app.url("/api/apps"))).send().await.expect("apps"),
+        StatusCode::FORBIDDEN,
+        "wrong_scope",
+    )
+    .await;
+
+    // A newer session of the instance replaces the older one; revoking ends them all.
+    let newer = mint(instance.clone()).await;
+    let second: Value = exchange(newer, instance.clone()).await.json().await.expect("json");
+    let r = with(app.client.get(app.url(&format!("/api/chats/{chat}")))).send().await.expect("old session");
+    assert_error(r, StatusCode::UNAUTHORIZED, "token_revoked").await;
+    let second = second["token"].as_str().expect("token").to_owned();
+    let r = app
+        .client
+        .delete(app.url(&format!("/api/app-chats/{chat}/embed-sessions/{instance}")))
+        .bearer_auth(&app_token)
+        .send()
+        .await
+        .expect("revoke");
+    assert!(r.json::<Value>().await.expect("json")["revoked"].as_u64().expect("n") >= 1);
+    let r = app
+        .client
+        .get(app.url(&format!("/api/chats/{chat}")))
+        .bearer_auth(&second)
+        .header("x-mobius-embed-instance", &instance)
+        .send()
+        .await
+        .expect("revoked session");
+    assert_error(r, StatusCode::UNAUTHORIZED, "token_revoked").await;
+
+    // Only apps that declare embeds_agent may embed; instance ids are checked.
+    let plain_chat: Value = app.post("/api/app-chats", json!({}), Some(&plain_token)).await.json().await.expect("json");
+    let r = app
+        .post(
+            &format!("/api/app-chats/{}/embed-capability", plain_chat["id"].as_str().expect("id")),
+            json!({ "instance_id": instance }),
+            Some(&plain_token),
+        )
+        .await;
+    assert_error(r, StatusCode::FORBIDDEN, "embeds_agent_required").await;
+    let r = app
+        .post(&format!("/api/app-chats/{chat}/embed-capability"), json!({ "instance_id": "short" }), Some(&app_token))
+        .await;
+    assert_error(r, StatusCode::BAD_REQUEST, "invalid_instance_id").await;
+    let r = app
+        .post(
+            &format!("/api/app-chats/{chat}/embed-capability"),
+            json!({ "instance_id": instance }),
+            Some(&plain_token),
+        )
+        .await;
+    assert_error(r, StatusCode::FORBIDDEN, "embeds_agent_required").await;
+}
