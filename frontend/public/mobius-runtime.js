@@ -1,12 +1,14 @@
 // `window.mobius`: the API a mini-app sees inside its sandboxed frame. The server bundles this
 // module into every app (the bare specifier `mobius-runtime` points here) and
 // app-runtime-inject.js calls `initMobiusRuntime(globalThis.__mobiusRuntimeConfig)` before the
-// app's own code runs.
+// app's own code runs. The embedded agent chat (`mobius.chat`) lives in mobius-chat.js.
 //
 // The frame is an opaque origin: storage goes to the parent shell over postMessage
 // (`moebius:storage-rpc` → `moebius:storage-rpc-result`), and the shell performs it with this
 // app's own token (it also keeps an offline outbox and a read mirror). The owner's token never
 // enters the frame. Keep this file dependency-free: it is compiled into every app.
+
+import { createChat } from "./mobius-chat.js";
 
 const RPC_TIMEOUT_MS = 60_000;
 const MAX_BLOB_BYTES = 25 * 1024 * 1024;
@@ -375,15 +377,16 @@ const mobius = {
     },
   },
   immersive,
-  chat: {
-    /** A new chat with the agent, its composer holding `draft`. */
-    start({ title, draft } = {}) {
-      hostRequest("moebius:new-chat", { title: title ? String(title) : null, draft: draft ? String(draft) : "" });
+  /** `chat(opts)` embeds the agent chat; `chat.start(opts)` starts an app chat (mobius-chat.js). */
+  chat: Object.assign(
+    createChat(() => ({ appId: mobius.appId, origin: parentOrigin, getToken: mobius.getToken, storage })),
+    {
+      /** Shows chat `chatId` in the shell, its composer holding `draft`. */
+      open(chatId, { draft } = {}) {
+        hostRequest("moebius:open-chat", { chatId: String(chatId), draft: draft ? String(draft) : "" });
+      },
     },
-    open(chatId, { draft } = {}) {
-      hostRequest("moebius:open-chat", { chatId: String(chatId), draft: draft ? String(draft) : "" });
-    },
-  },
+  ),
   apps: {
     open(appId) {
       hostRequest("moebius:open-app", { appId: Number(appId) });

@@ -192,6 +192,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .nest("/api", api)
         .merge(apps::public_router())
+        .route("/shell/embed/chat", axum::routing::get(web::embed_chat))
         .fallback(web::serve_frontend)
         .layer(middleware::from_fn_with_state(state.clone(), web::security_headers))
         .layer(CompressionLayer::new())

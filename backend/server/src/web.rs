@@ -53,7 +53,36 @@ pub async fn serve_frontend(State(state): State<AppState>, request: Request) -> 
     if response.status().is_success() || response.status() == StatusCode::NOT_MODIFIED {
         let cache = if path.starts_with("/assets/") { IMMUTABLE } else { NO_CACHE };
         response.headers_mut().entry(header::CACHE_CONTROL).or_insert(cache);
+        if path.starts_with("/assets/") {
+            // The embedded chat runs in an opaque (sandboxed) origin: its module scripts,
+            // styles and fonts are fetched in CORS mode. These files are public anyway.
+            response.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+        }
     }
+    response
+}
+
+/// `GET /shell/embed/chat`: the nested chat frame an app embeds (`mobius.chat`). It runs
+/// sandboxed inside the app's frame (an opaque origin), so its policy names this origin.
+pub async fn embed_chat(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let dist = state.config.frontend_dir.clone();
+    let Ok(page) = tokio::fs::read_to_string(dist.join("embed-chat.html")).await else {
+        return not_built(&dist);
+    };
+    let origin = crate::apps::request_origin(&state, &headers);
+    let csp = format!(
+        "default-src {origin}; script-src {origin} 'wasm-unsafe-eval'; style-src {origin} 'unsafe-inline'; \
+         img-src {origin} data: blob:; font-src {origin} data:; connect-src {origin}; frame-src 'none'; \
+         frame-ancestors {origin}; base-uri 'none'; form-action 'none'; object-src 'none'"
+    );
+    let mut response = Html(page).into_response();
+    let h = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&csp) {
+        h.insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    h.insert(header::CACHE_CONTROL, NO_CACHE);
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("SAMEORIGIN"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     response
 }
 

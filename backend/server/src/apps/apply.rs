@@ -80,7 +80,7 @@ pub fn runtime_fingerprint(state: &AppState) -> Result<String> {
     let runtime = &state.config.app_runtime_dir;
     let mut hash = Sha256::new();
     hash.update(BUNDLE_BANNER.as_bytes());
-    for file in ["mobius-runtime.js", "app-runtime-inject.js"] {
+    for file in ["mobius-runtime.js", "mobius-chat.js", "app-runtime-inject.js"] {
         hash.update(std::fs::read(runtime.join(file))?);
     }
     Ok(hex::encode(hash.finalize()))

@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 pub use routes::router;
-pub use serve::standalone_router;
+pub use serve::{request_origin, standalone_router};
 
 /// The public routes outside `/api`: the standalone host and static assets.
 pub fn public_router() -> axum::Router<AppState> {
