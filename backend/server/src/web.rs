@@ -62,8 +62,11 @@ pub async fn serve_frontend(State(state): State<AppState>, request: Request) -> 
     response
 }
 
-/// `GET /shell/embed/chat`: the nested chat frame an app embeds (`mobius.chat`). It runs
-/// sandboxed inside the app's frame (an opaque origin), so its policy names this origin.
+/// `GET /shell/embed/chat`: the nested chat frame an app embeds (`mobius.chat`). Its own CSP
+/// sandboxes it (an opaque origin, whoever frames it: it never sees the shell's storage or
+/// token), so its policy names this origin. It has no `frame-ancestors`: its ancestor is the
+/// app's opaque frame, which no origin source matches, and without a grant minted with an app
+/// token the page shows nothing.
 pub async fn embed_chat(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let dist = state.config.frontend_dir.clone();
     let Ok(page) = tokio::fs::read_to_string(dist.join("embed-chat.html")).await else {
@@ -71,9 +74,10 @@ pub async fn embed_chat(State(state): State<AppState>, headers: HeaderMap) -> Re
     };
     let origin = crate::apps::request_origin(&state, &headers);
     let csp = format!(
-        "default-src {origin}; script-src {origin} 'wasm-unsafe-eval'; style-src {origin} 'unsafe-inline'; \
-         img-src {origin} data: blob:; font-src {origin} data:; connect-src {origin}; frame-src 'none'; \
-         frame-ancestors {origin}; base-uri 'none'; form-action 'none'; object-src 'none'"
+        "sandbox allow-scripts allow-forms allow-popups allow-popups-to-escape-sandbox; default-src {origin}; \
+         script-src {origin} 'wasm-unsafe-eval'; style-src {origin} 'unsafe-inline'; img-src {origin} data: blob:; \
+         font-src {origin} data:; connect-src {origin}; frame-src 'none'; base-uri 'none'; form-action 'none'; \
+         object-src 'none'"
     );
     let mut response = Html(page).into_response();
     let h = response.headers_mut();
@@ -81,7 +85,6 @@ pub async fn embed_chat(State(state): State<AppState>, headers: HeaderMap) -> Re
         h.insert(header::CONTENT_SECURITY_POLICY, v);
     }
     h.insert(header::CACHE_CONTROL, NO_CACHE);
-    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("SAMEORIGIN"));
     h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     response
 }
@@ -130,7 +133,7 @@ pub async fn frame_cors(request: Request, next: Next) -> Response {
     h.insert(
         header::ACCESS_CONTROL_ALLOW_HEADERS,
         HeaderValue::from_static(
-            "Authorization, Content-Type, If-Match, If-None-Match, X-Mobius-Version, X-Mobius-Embed-Instance",
+            "Authorization, Content-Type, If-Match, If-None-Match, Last-Event-ID, X-Mobius-Version, X-Mobius-Embed-Instance",
         ),
     );
     h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("ETag"));
@@ -151,9 +154,17 @@ pub fn apply_security_headers(headers: &mut HeaderMap, https: bool) {
         headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/html"));
     headers.entry(header::X_CONTENT_TYPE_OPTIONS).or_insert(HeaderValue::from_static("nosniff"));
     headers.entry(header::REFERRER_POLICY).or_insert(HeaderValue::from_static("strict-origin-when-cross-origin"));
+    // A document that sandboxes itself decides its own framing (the nested chat frame is
+    // framed by an opaque app frame, which SAMEORIGIN would refuse).
+    let sandboxed = headers
+        .get(header::CONTENT_SECURITY_POLICY)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("sandbox"));
     if is_html {
         headers.entry(header::CONTENT_SECURITY_POLICY).or_insert(HeaderValue::from_static(SHELL_CSP));
-        headers.entry(header::X_FRAME_OPTIONS).or_insert(HeaderValue::from_static("SAMEORIGIN"));
+        if !sandboxed {
+            headers.entry(header::X_FRAME_OPTIONS).or_insert(HeaderValue::from_static("SAMEORIGIN"));
+        }
         headers
             .entry("permissions-policy")
             .or_insert(HeaderValue::from_static("camera=(self), microphone=(self), geolocation=(self)"));
