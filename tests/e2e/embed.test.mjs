@@ -59,6 +59,7 @@ export default function Tutor() {
         systemPrompt: "You are a patient maths tutor.",
         picker: false,
         guidance: "Ask about fractions",
+        getContext: () => ({ lesson: "Fractions", page: 3 }),
         onTurnDone: () => log("turn-done"),
         onMessageSent: () => log("message-sent"),
         onError: (detail) => log("error " + detail.error),
@@ -209,6 +210,10 @@ describe("an app embeds the agent chat (real server, real Claude CLI, scripted m
     assert.equal(detail.status, 200);
     const texts = JSON.stringify(detail.json.messages);
     assert.ok(texts.includes("What is a half?") && texts.includes(REPLY), texts);
+    // getContext: the app's state went to the agent with the message, not into its visible text.
+    const sent = detail.json.messages.find((m) => m.role === "user");
+    assert.equal(sent.content, "What is a half?");
+    assert.match(sent.agent_context ?? "", /<lesson>Fractions<\/lesson>\n<page>3<\/page>/);
     // The reply came from the scripted model through the real CLI.
     const requests = await (await fetch(`${mock.url}/_mock/requests`)).json();
     assert.ok(JSON.stringify(requests).includes("/v1/messages"), "the CLI asked the model");

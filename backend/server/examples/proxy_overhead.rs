@@ -63,7 +63,11 @@ async fn main() -> mobius::Result<()> {
             if let Some(t) = token {
                 request = request.bearer_auth(t);
             }
-            let bytes = request.send().await.and_then(|r| r.error_for_status()).map_err(|e| mobius::Error::Internal(e.to_string()))?;
+            let bytes = request
+                .send()
+                .await
+                .and_then(|r| r.error_for_status())
+                .map_err(|e| mobius::Error::Internal(e.to_string()))?;
             let got = bytes.bytes().await.map_err(|e| mobius::Error::Internal(e.to_string()))?.len();
             if got != BODY_BYTES {
                 return Err(mobius::Error::Internal(format!("got {got} bytes")));

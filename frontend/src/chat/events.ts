@@ -14,3 +14,22 @@ export function onChatEvent(listener: Listener): () => void {
 export function notifyChatEvent(chatId: string, type: string): void {
   for (const listener of [...listeners]) listener(chatId, type);
 }
+
+type ContextSource = (chatId: string) => Promise<string | null>;
+
+let contextSource: ContextSource | null = null;
+
+/** Sets where agent-only context for each send comes from (the embedding app); `null` clears it. */
+export function setSendContext(source: ContextSource | null): void {
+  contextSource = source;
+}
+
+/** The agent-only context to attach to a send in `chatId`, if any. */
+export async function sendContext(chatId: string): Promise<string | null> {
+  if (!contextSource) return null;
+  try {
+    return await contextSource(chatId);
+  } catch {
+    return null;
+  }
+}

@@ -26,7 +26,7 @@ import { announceAppPreview } from "../shell/appEvents";
 import { recheckOnline, useOnline } from "../shell/online";
 import { newCid, resolveStopResend, snapshotQueue, takeQueued } from "./queue";
 import { chatReducer, emptyChat, fromDetail, queueOf, toDetail, type ChatState } from "./reducer";
-import { notifyChatEvent } from "./events";
+import { notifyChatEvent, sendContext } from "./events";
 import { backoffDelay, connReducer, initialConn, shouldReconnectOnWake, type ConnState } from "./reconnect";
 import { runStream } from "./sse";
 
@@ -260,7 +260,9 @@ export function useChat(chatId: string): ChatHandle {
   const deliver = useCallback(
     async (text: string, cid: string, steer: boolean): Promise<SendOutcome> => {
       dispatch({ type: steer ? "steer_local" : "send_local", cid, content: text, ts: Date.now() });
-      const post = () => sendMessage(chatId, steer ? { content: text, cid, steer } : { content: text, cid });
+      const context = await sendContext(chatId);
+      const extra = context ? { agent_context: context } : {};
+      const post = () => sendMessage(chatId, steer ? { content: text, cid, steer, ...extra } : { content: text, cid, ...extra });
       try {
         let result;
         try {

@@ -4,11 +4,16 @@
 //! message went out, when a turn finished, when its session is about to end, and what failed.
 
 import { useEffect, useRef, useState } from "react";
+import { sendMessage } from "../api/chats";
 import { onUnauthorized, setRequestHeader } from "../api/client";
 import { writeToken } from "../auth/token";
-import { onChatEvent } from "../chat/events";
+import { notifyChatEvent, onChatEvent, sendContext, setSendContext } from "../chat/events";
+import { newCid } from "../chat/queue";
 import { ChatView } from "../components/ChatView";
-import { asInit, PREFIX, sessionMatches, TurnGate, warnIn, type InitMessage } from "./protocol";
+import { appStateBlock, asInit, PREFIX, sessionMatches, TurnGate, warnIn, type InitMessage } from "./protocol";
+
+/** How long a send waits for the app's context. */
+const CONTEXT_WAIT_MS = 250;
 
 const INSTANCE_HEADER = "X-Mobius-Embed-Instance";
 
@@ -21,6 +26,39 @@ interface Live {
   instanceId: string;
   picker: boolean;
   guidance: string;
+  quickActions: { label: string; prompt: string }[];
+}
+
+/** Asks the app for its context (`context-request`) and waits briefly for the answer. */
+function askContext(instanceId: string): Promise<string | null> {
+  const nonce = newCid();
+  return new Promise((resolve) => {
+    const done = (value: string | null) => {
+      clearTimeout(timer);
+      window.removeEventListener("message", onAnswer);
+      resolve(value);
+    };
+    const onAnswer = (event: MessageEvent) => {
+      const msg = event.data as { type?: unknown; instanceId?: unknown; nonce?: unknown; context?: unknown } | null;
+      if (event.source !== window.parent || !msg || msg.type !== `${PREFIX}context-response`) return;
+      if (msg.instanceId !== instanceId || msg.nonce !== nonce) return;
+      done(appStateBlock(msg.context));
+    };
+    const timer = setTimeout(() => done(null), CONTEXT_WAIT_MS);
+    window.addEventListener("message", onAnswer);
+    toParent({ type: `${PREFIX}context-request`, instanceId, nonce });
+  });
+}
+
+/** A quick action sends its prompt as the owner's next message (with the app's context). */
+async function quick(chatId: string, prompt: string): Promise<void> {
+  const context = await sendContext(chatId);
+  try {
+    await sendMessage(chatId, { content: prompt, cid: newCid(), ...(context ? { agent_context: context } : {}) });
+    notifyChatEvent(chatId, "message_sent");
+  } catch {
+    // The chat view shows the connection state; the chip can be pressed again.
+  }
 }
 
 export function EmbedChat() {
@@ -55,7 +93,13 @@ export function EmbedChat() {
         }
         writeToken(session.token);
         setRequestHeader(INSTANCE_HEADER, init.instanceId);
-        const next = { chatId: init.chatId, instanceId: init.instanceId, picker: init.picker, guidance: init.guidance ?? "" };
+        const next = {
+          chatId: init.chatId,
+          instanceId: init.instanceId,
+          picker: init.picker,
+          guidance: init.guidance ?? "",
+          quickActions: init.guidance ? [] : (init.quickActions ?? []),
+        };
         current.current = next;
         setLive((prev) => (prev && prev.chatId === next.chatId && prev.instanceId === next.instanceId ? { ...prev, ...next, guidance: next.guidance || prev.guidance } : next));
         setProblem(null);
@@ -105,6 +149,7 @@ export function EmbedChat() {
     });
     // A request that finds the session gone asks the app for a new grant.
     const stopUnauthorized = onUnauthorized(() => warnExpiring());
+    setSendContext(async () => (current.current ? askContext(current.current.instanceId) : null));
 
     window.addEventListener("message", onMessage);
     toParent({ type: `${PREFIX}bootstrap-ready` });
@@ -112,6 +157,7 @@ export function EmbedChat() {
       window.removeEventListener("message", onMessage);
       stopEvents();
       stopUnauthorized();
+      setSendContext(null);
       if (expiryTimer.current) clearTimeout(expiryTimer.current);
     };
   }, []);
@@ -126,6 +172,15 @@ export function EmbedChat() {
   return (
     <div className={live.picker ? "embed-chat" : "embed-chat embed-chat--no-picker"} data-chat-id={live.chatId}>
       {live.guidance ? <p className="embed-chat__guidance">{live.guidance}</p> : null}
+      {live.quickActions.length > 0 ? (
+        <div className="embed-chat__actions">
+          {live.quickActions.map((action) => (
+            <button key={action.label} type="button" className="embed-chat__action" onClick={() => void quick(live.chatId, action.prompt)}>
+              {action.label}
+            </button>
+          ))}
+        </div>
+      ) : null}
       <ChatView
         key={live.chatId}
         chatId={live.chatId}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { asInit, PREFIX, sessionMatches, TurnGate, warnIn } from "./protocol";
+import { appStateBlock, asInit, PREFIX, sessionMatches, TurnGate, warnIn } from "./protocol";
 
 const INIT = {
   type: `${PREFIX}init`,
@@ -44,5 +44,16 @@ describe("chat-embed protocol", () => {
     gate.sent();
     expect(gate.done()).toBe(true);
     expect(gate.done()).toBe(false);
+  });
+});
+
+describe("app state for the agent", () => {
+  it("turns the app's context into an escaped <app_state> block", () => {
+    expect(appStateBlock({ lesson: "Fractions <b>", page: 3, empty: "", nothing: null, "bad key!": "x" })).toBe(
+      "<app_state>\n<lesson>Fractions &lt;b></lesson>\n<page>3</page>\n<bad_key_>x</bad_key_>\n</app_state>",
+    );
+    expect(appStateBlock({})).toBeNull();
+    expect(appStateBlock(null)).toBeNull();
+    expect(appStateBlock(["a"])).toBeNull();
   });
 });

@@ -86,3 +86,24 @@ export class TurnGate {
     return true;
   }
 }
+
+const MAX_CONTEXT_KEYS = 32;
+const MAX_CONTEXT_VALUE_CHARS = 4000;
+
+/**
+ * The `<app_state>` block the agent gets after a message: each non-empty entry of the app's
+ * `getContext()` answer as `<key>value</key>` (keys reduced to `[A-Za-z0-9_.-]`, `<` escaped in
+ * values), or `null` when there is nothing to say.
+ */
+export function appStateBlock(context: unknown): string | null {
+  if (typeof context !== "object" || context === null || Array.isArray(context)) return null;
+  const lines: string[] = [];
+  for (const [rawKey, rawValue] of Object.entries(context).slice(0, MAX_CONTEXT_KEYS)) {
+    const key = rawKey.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 64);
+    if (!key || rawValue === null || rawValue === undefined) continue;
+    const text = typeof rawValue === "string" ? rawValue : JSON.stringify(rawValue);
+    if (!text || !text.trim()) continue;
+    lines.push(`<${key}>${text.slice(0, MAX_CONTEXT_VALUE_CHARS).replace(/</g, "&lt;")}</${key}>`);
+  }
+  return lines.length ? `<app_state>\n${lines.join("\n")}\n</app_state>` : null;
+}

@@ -50,6 +50,16 @@ pub struct TurnStart {
     pub messages: Vec<Value>,
 }
 
+/// What the agent reads of a user message: its text, plus the `<app_state>` an embedding app
+/// attached to it (kept out of the visible text).
+fn agent_text(message: &Value) -> Option<String> {
+    let content = message.get("content").and_then(Value::as_str)?;
+    Some(match message.get("agent_context").and_then(Value::as_str).filter(|c| !c.is_empty()) {
+        Some(context) => format!("{content}\n\n{context}"),
+        None => content.to_owned(),
+    })
+}
+
 /// The system prompt a chat starts with: the platform's, or an app chat's own `system_prompt`
 /// in its place; app chats then get an `<app_context>` block naming their app.
 async fn compose_for(state: &AppState, chat: &db::chats::ChatRow) -> Result<String> {
@@ -200,12 +210,7 @@ impl Turn<'_> {
             .and_then(|s| serde_json::from_str::<Value>(s).ok())
             .and_then(|s| s.get("model").and_then(Value::as_str).map(str::to_owned))
             .filter(|m| !m.is_empty());
-        let prompt = start
-            .messages
-            .iter()
-            .filter_map(|m| m.get("content").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n\n");
+        let prompt = start.messages.iter().filter_map(agent_text).collect::<Vec<_>>().join("\n\n");
         let mut claims =
             Claims::new(&state.owner.get().map(|o| o.0).unwrap_or_default(), Scope::Agent, 0, AGENT_TOKEN_TTL_SECS);
         claims.epoch = state.owner.get().map_or(0, |o| o.1);

@@ -25,6 +25,8 @@ use crate::writer::{ChatCreated, ChatPatch, FinishRun, NewChat, SendOutcome, Use
 const STOP_WAIT: Duration = Duration::from_secs(3);
 /// How long a steering message waits for the CLI to take it before it is queued instead.
 const STEER_WAIT: Duration = Duration::from_secs(10);
+/// Largest agent-only context a message may carry (an embedding app's `<app_state>`).
+const MAX_AGENT_CONTEXT_BYTES: usize = 16 * 1024;
 /// How long an answer waits for the turn to take it.
 const ANSWER_WAIT: Duration = Duration::from_secs(10);
 
@@ -326,6 +328,8 @@ struct SendIn {
     question_id: Option<String>,
     timezone: Option<String>,
     attachments: Option<Value>,
+    /// Text for the agent only (an embedding app's `<app_state>` block), not shown as the message.
+    agent_context: Option<String>,
     /// While a turn runs: add this message to it instead of queueing (when the CLI can).
     #[serde(default)]
     steer: bool,
@@ -372,6 +376,15 @@ async fn send(
     }
     if let Some(attachments) = body.attachments.filter(Value::is_array) {
         extra.insert("attachments".into(), attachments);
+    }
+    if let Some(context) = body.agent_context.filter(|c| !c.trim().is_empty()) {
+        if context.len() > MAX_AGENT_CONTEXT_BYTES {
+            return Err(Error::too_large(
+                "agent_context_too_large",
+                format!("agent_context is at most {} KiB.", MAX_AGENT_CONTEXT_BYTES >> 10),
+            ));
+        }
+        extra.insert("agent_context".into(), context.into());
     }
     let message = UserMessage { cid: checked_cid(body.cid)?, content, hidden: false, extra };
     let _lock = state.chat_locks.lock(&id).await;

@@ -483,6 +483,19 @@ async fn app_secrets_are_set_by_the_owner_checked_by_their_app_and_never_read_ba
         "app_not_found",
     )
     .await;
+
+    // Backups carry them (sealed as they are at rest).
+    let dest = app.data_dir().join("backup-out");
+    mobius::backup::backup(app.data_dir(), &dest).await.expect("backup");
+    use sqlx::Connection;
+    let url = format!("sqlite://{}?mode=ro", dest.join("db/mobius.sqlite3").display());
+    let mut copy = sqlx::SqliteConnection::connect(&url).await.expect("open the backup");
+    let kept: i64 = sqlx::query_scalar("SELECT count(*) FROM app_secrets WHERE app_id = ?")
+        .bind(id)
+        .fetch_one(&mut copy)
+        .await
+        .expect("count");
+    assert_eq!(kept, 15, "every secret is in the backup");
 }
 
 /// A fake Claude CLI that answers one turn and leaves its arguments in `args-<chat>`.
@@ -494,11 +507,13 @@ fn recording_claude(dir: &Path) -> std::path::PathBuf {
             r#"printf '%s\n' "$@" > "{}/args-$MOBIUS_CHAT_ID"
 IFS= read -r init
 IFS= read -r user
+printf '%s\n' "$user" > "{}/user-$MOBIUS_CHAT_ID"
 sid="s-$MOBIUS_CHAT_ID"
 printf '{{"type":"system","subtype":"init","session_id":"%s"}}\n' "$sid"
 printf '{{"type":"assistant","message":{{"id":"m1","content":[{{"type":"text","text":"embedded reply"}}]}},"session_id":"%s"}}\n' "$sid"
 printf '{{"type":"result","subtype":"success","is_error":false,"session_id":"%s","total_cost_usd":0.01,"usage":{{"input_tokens":5,"output_tokens":7}}}}\n' "$sid"
 cat >/dev/null"#,
+            dir.display(),
             dir.display()
         ),
     )
@@ -557,7 +572,11 @@ async fn an_app_creates_its_own_chats_runs_turns_in_them_and_touches_no_other_ch
 
     // The app sends through the ordinary route; the turn runs with the app's system prompt.
     let r = app
-        .post(&format!("/api/chats/{chat}/messages"), json!({ "content": "Teach me", "cid": "c-1" }), Some(&app_token))
+        .post(
+            &format!("/api/chats/{chat}/messages"),
+            json!({ "content": "Teach me", "cid": "c-1", "agent_context": "<app_state>\n<lesson>Fractions</lesson>\n</app_state>" }),
+            Some(&app_token),
+        )
         .await;
     assert_eq!(r.status(), StatusCode::ACCEPTED, "{}", r.text().await.unwrap_or_default());
     let mut stream = crate::helpers::SseReader::connect(
@@ -574,6 +593,18 @@ async fn an_app_creates_its_own_chats_runs_turns_in_them_and_touches_no_other_ch
     assert!(!args.contains("Skills available on demand"), "the app's prompt replaces the platform's: {args}");
     let detail: Value = app.get(&format!("/api/chats/{chat}"), Some(&app_token)).await.json().await.expect("json");
     assert!(detail["messages"].to_string().contains("embedded reply"), "{detail}");
+    // The app's state reached the agent; the visible message is what was typed.
+    let user = std::fs::read_to_string(app.data_dir().join(format!("user-{chat}"))).expect("user line");
+    assert!(user.contains("Teach me") && user.contains("<lesson>Fractions</lesson>"), "{user}");
+    assert_eq!(detail["messages"][0]["content"], "Teach me");
+    let r = app
+        .post(
+            &format!("/api/chats/{chat}/messages"),
+            json!({ "content": "x", "cid": "c-big", "agent_context": "y".repeat(17 * 1024) }),
+            Some(&app_token),
+        )
+        .await;
+    assert_error(r, StatusCode::PAYLOAD_TOO_LARGE, "agent_context_too_large").await;
 
     // Once started the system prompt is fixed; scope can change.
     let r = patch(&app, &format!("/api/app-chats/{chat}"), json!({ "system_prompt": "Other" }), &app_token).await;
