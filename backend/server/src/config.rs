@@ -37,7 +37,7 @@ pub struct Config {
     /// The installed libraries mini-apps may import (`MOBIUS_APP_NODE_MODULES`, default
     /// `frontend/node_modules`).
     pub app_node_modules: PathBuf,
-    /// Where `mobius-runtime.js` and `app-runtime-inject.js` live (`MOBIUS_APP_RUNTIME_DIR`,
+    /// Where `mobius-runtime.js`, `mobius-chat.js` and `app-runtime-inject.js` live (`MOBIUS_APP_RUNTIME_DIR`,
     /// default `frontend/public`).
     pub app_runtime_dir: PathBuf,
     /// Storage each mini-app may use (`MOBIUS_APP_QUOTA_BYTES`, default 1 GiB).

@@ -16,6 +16,9 @@ use crate::db::{self, apps::AppRow};
 use crate::error::{Error, Result};
 use crate::writer::WriteCommand;
 
+/// The files of the app runtime (in `Config::app_runtime_dir`) every bundle inlines.
+pub const RUNTIME_FILES: &[&str] = &["mobius-runtime.js", "mobius-chat.js", "app-runtime-inject.js"];
+
 /// Banner at the top of every bundle: the runtime ABI the frame expects.
 pub const BUNDLE_BANNER: &str = "/* mobius-compiled-runtime-abi:1 */";
 
@@ -80,7 +83,7 @@ pub fn runtime_fingerprint(state: &AppState) -> Result<String> {
     let runtime = &state.config.app_runtime_dir;
     let mut hash = Sha256::new();
     hash.update(BUNDLE_BANNER.as_bytes());
-    for file in ["mobius-runtime.js", "mobius-chat.js", "app-runtime-inject.js"] {
+    for file in RUNTIME_FILES {
         hash.update(std::fs::read(runtime.join(file))?);
     }
     Ok(hex::encode(hash.finalize()))

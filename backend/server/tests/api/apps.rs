@@ -91,7 +91,7 @@ async fn a_runtime_update_rebuilds_live_apps_from_their_live_commit_at_start_up(
     // change them between two runs of the server.
     let runtime = tempfile::tempdir().expect("tmp");
     let shipped = mobius::config::checkout_root().join("frontend/public");
-    for file in ["mobius-runtime.js", "app-runtime-inject.js"] {
+    for file in mobius::apps::apply::RUNTIME_FILES {
         std::fs::copy(shipped.join(file), runtime.path().join(file)).expect("copy the runtime");
     }
     let runtime_dir = runtime.path().to_path_buf();
