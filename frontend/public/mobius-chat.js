@@ -8,7 +8,9 @@
 // (POST /api/app-chats/{id}/embed-capability) and posts INIT; the child trades the grant for its
 // own short session and answers READY. A missing READY, an authorization error or an expiring
 // session gets a new grant after 250 ms, 1 s, 3 s, then every 5 s (an old grant is never
-// replayed). Events: ready and error (sticky), message-sent, turn-done.
+// replayed). Events: ready and error (sticky), message-sent, turn-done. With `controls` (or a
+// scope) a chat picker and a "+" button sit above the frame: switching PATCHes the chosen chat,
+// ends the old embed sessions and mounts a fresh instance.
 //
 // chat.start(opts) creates an owner-visible app chat and sends its first message; it never
 // navigates (post moebius:open-chat {chatId} to show it).
@@ -201,12 +203,8 @@ export function createChat(context) {
         clearTimers();
         window.removeEventListener("message", onMessage);
         for (const set of listeners.values()) set.clear();
-        if (state.iframe) state.iframe.remove();
-        if (state.chatId && state.instanceId) {
-          api(`/api/app-chats/${encodeURIComponent(state.chatId)}/embed-sessions/${encodeURIComponent(state.instanceId)}`, {
-            method: "DELETE",
-          }).catch(() => undefined);
-        }
+        if (state.root) state.root.remove();
+        revokeInstance();
       },
     };
     for (const [option, name] of [
@@ -217,6 +215,8 @@ export function createChat(context) {
     ]) {
       if (typeof opts[option] === "function") handle.on(name, opts[option]);
     }
+    const scope = typeof opts.scope === "string" ? opts.scope.trim() : "";
+    const withControls = opts.controls === true || (opts.controls === undefined && scope !== "");
     const state = {
       chatId: null,
       instanceId: null,
@@ -373,24 +373,107 @@ export function createChat(context) {
       }
     }
 
+    function revokeInstance() {
+      if (state.chatId && state.instanceId) {
+        api(`/api/app-chats/${encodeURIComponent(state.chatId)}/embed-sessions/${encodeURIComponent(state.instanceId)}`, {
+          method: "DELETE",
+        }).catch(() => undefined);
+      }
+    }
+
+    /** Fills the chat picker from this app's chats of the scope (newest activity first). */
+    async function refreshPicker() {
+      if (!state.picker) return;
+      const query = scope ? `?scope=${encodeURIComponent(scope)}` : "";
+      const chats = await api(`/api/app-chats${query}`).catch(() => []);
+      const list = Array.isArray(chats) ? chats : [];
+      if (state.chatId && !list.some((c) => c.id === state.chatId)) list.unshift({ id: state.chatId });
+      state.picker.textContent = "";
+      for (const c of list) {
+        const option = document.createElement("option");
+        option.value = c.id;
+        option.textContent = c.scope_label || c.title || `Chat ${String(c.id).slice(0, 8)}`;
+        option.selected = c.id === state.chatId;
+        state.picker.appendChild(option);
+      }
+    }
+
+    /** Moves the embed to chat `id`: PATCH it, end the old sessions, mount a new instance. */
+    async function switchTo(id) {
+      if (state.destroyed || id === state.chatId) return;
+      await resume(id, opts);
+      revokeInstance();
+      clearTimers();
+      state.chatId = id;
+      const { storage } = context();
+      if (opts.persist && storage) await storage.set(opts.persist, { id }).catch(() => undefined);
+      mountFrame();
+      await refreshPicker();
+    }
+
+    function buildControls() {
+      const bar = document.createElement("div");
+      bar.setAttribute("data-mobius-chat-controls", "");
+      bar.style.cssText = "display:flex;gap:8px;align-items:center;padding:4px 0;";
+      const picker = document.createElement("select");
+      picker.setAttribute("aria-label", "Chat");
+      picker.style.cssText = "flex:1;min-height:36px;font:inherit;";
+      picker.addEventListener("change", () => {
+        switchTo(picker.value).catch(fail);
+      });
+      const add = document.createElement("button");
+      add.type = "button";
+      add.textContent = "+";
+      add.setAttribute("aria-label", "New chat");
+      add.style.cssText = "min-width:36px;min-height:36px;font:inherit;";
+      add.addEventListener("click", () => {
+        createAppChat(opts)
+          .then((id) => switchTo(id))
+          .catch(fail);
+      });
+      bar.append(picker, add);
+      state.picker = picker;
+      return bar;
+    }
+
+    function mountFrame() {
+      if (state.iframe) state.iframe.remove();
+      instanceSeq += 1;
+      state.instanceId = `${context().appId}:${instanceSeq}:${Date.now()}`;
+      Object.assign(state, { ready: false, heard: false, authorizationId: null, pending: null, attempts: 0 });
+      const iframe = document.createElement("iframe");
+      iframe.src = `${context().origin || ""}${EMBED_PATH}`;
+      iframe.setAttribute("sandbox", EMBED_SANDBOX);
+      iframe.setAttribute("title", typeof opts.title === "string" && opts.title ? opts.title : "Chat");
+      const reduced = typeof matchMedia === "function" && matchMedia("(prefers-reduced-motion: reduce)").matches;
+      iframe.style.cssText = `width:100%;height:100%;border:0;display:block;opacity:0;pointer-events:none;${
+        reduced ? "" : "transition:opacity 120ms ease;"
+      }`;
+      state.iframe = iframe;
+      state.frameHost.appendChild(iframe);
+      const bootstrap = Number(opts.bootstrapTimeoutMs) > 0 ? Number(opts.bootstrapTimeoutMs) : DEFAULT_BOOTSTRAP_TIMEOUT_MS;
+      later(bootstrap, () => {
+        if (!state.heard) fail(new Error("the chat did not start"));
+      });
+    }
+
     state.chatId = await resolveChat(opts);
-    instanceSeq += 1;
-    state.instanceId = `${context().appId}:${instanceSeq}:${Date.now()}`;
-    const iframe = document.createElement("iframe");
-    iframe.src = `${context().origin || ""}${EMBED_PATH}`;
-    iframe.setAttribute("sandbox", EMBED_SANDBOX);
-    iframe.setAttribute("title", typeof opts.title === "string" && opts.title ? opts.title : "Chat");
-    const reduced = typeof matchMedia === "function" && matchMedia("(prefers-reduced-motion: reduce)").matches;
-    iframe.style.cssText = `width:100%;height:100%;border:0;display:block;opacity:0;pointer-events:none;${
-      reduced ? "" : "transition:opacity 120ms ease;"
-    }`;
-    state.iframe = iframe;
+    if (withControls) {
+      const root = document.createElement("div");
+      root.style.cssText = "display:flex;flex-direction:column;width:100%;height:100%;";
+      const frameHost = document.createElement("div");
+      frameHost.style.cssText = "flex:1;min-height:0;";
+      root.append(buildControls(), frameHost);
+      state.root = root;
+      state.frameHost = frameHost;
+      opts.mount.appendChild(root);
+      refreshPicker().catch(() => undefined);
+    } else {
+      state.frameHost = opts.mount;
+    }
     window.addEventListener("message", onMessage);
-    opts.mount.appendChild(iframe);
-    const bootstrap = Number(opts.bootstrapTimeoutMs) > 0 ? Number(opts.bootstrapTimeoutMs) : DEFAULT_BOOTSTRAP_TIMEOUT_MS;
-    later(bootstrap, () => {
-      if (!state.heard) fail(new Error("the chat did not start"));
-    });
+    mountFrame();
+    if (!withControls) state.root = state.iframe;
     return handle;
   }
 
