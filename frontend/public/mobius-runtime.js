@@ -1,15 +1,16 @@
 // `window.mobius`: the API a mini-app sees inside its sandboxed frame. The server bundles this
 // module (and the modules under runtime/) into every app — the bare specifier `mobius-runtime`
 // points here — and app-runtime-inject.js calls `initMobiusRuntime(globalThis.__mobiusRuntimeConfig)`
-// before the app's own code runs. The reference for app authors is frontend/RUNTIME.md.
+// before the app's own code runs. The embedded agent chat (`mobius.chat`) lives in mobius-chat.js.
+// The reference for app authors is frontend/RUNTIME.md.
 //
 // The frame is an opaque origin: storage, navigation, capabilities and host requests all go to the
 // parent shell over postMessage (runtime/bridge.js); the shell acts with this app's own token.
 // The owner's token never enters the frame. No dependencies: this is compiled into every app.
 
-import { hasParent, listen, on, post, rpc, safeCall, setParentOrigin } from "./runtime/bridge.js";
+import { createChat } from "./mobius-chat.js";
+import { hasParent, listen, on, parentOrigin, post, rpc, safeCall, setParentOrigin } from "./runtime/bridge.js";
 import { capabilities, configureCapabilities } from "./runtime/capabilities.js";
-import { chat } from "./runtime/chat.js";
 import { createUseDocument } from "./runtime/document.js";
 import { CapabilityError, DurableWriteError, StorageError } from "./runtime/errors.js";
 import { configureImmersive, immersive } from "./runtime/immersive.js";
@@ -94,7 +95,16 @@ const mobius = {
   },
   signal,
   capabilities,
-  chat,
+  /** `chat(opts)` embeds the agent chat; `chat.start(opts)` starts an app chat (mobius-chat.js). */
+  chat: Object.assign(
+    createChat(() => ({ appId: mobius.appId, origin: parentOrigin(), getToken, storage })),
+    {
+      /** Shows chat `chatId` in the shell, its composer holding `draft`. */
+      open(chatId, { draft } = {}) {
+        hostRequest("moebius:open-chat", { chatId: String(chatId), draft: draft ? String(draft) : "" });
+      },
+    },
+  ),
   nav,
   split,
   immersive,

@@ -75,6 +75,8 @@ pub struct Inner {
     pub app_locks: KeyedLocks,
     /// Locks and quota accounting of app and shared storage.
     pub storage: Arc<crate::storage::Store>,
+    /// The app proxy's client and concurrency limit.
+    pub proxy: crate::apps::proxy::Proxy,
     /// The mini-app bundler, started on first use (it owns a few threads).
     bundler: OnceLock<mobius_bundler::Bundler>,
 }
@@ -161,6 +163,7 @@ impl AppState {
             client_reports: crate::telemetry::ClientReports::default(),
             app_locks: KeyedLocks::default(),
             storage: crate::storage::Store::new(config_quota),
+            proxy: crate::apps::proxy::Proxy::default(),
             bundler: OnceLock::new(),
         }));
         Ok((state, task))
@@ -175,6 +178,9 @@ pub fn router(state: AppState) -> Router {
         .merge(chats::router())
         .merge(storage::router())
         .merge(apps::router())
+        .merge(apps::proxy::router())
+        .merge(apps::secrets::router())
+        .merge(chats::apps::router())
         .merge(providers::router())
         .merge(events::routes::router())
         .merge(crate::telemetry::router())
@@ -185,8 +191,9 @@ pub fn router(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(api::MAX_JSON_BODY_BYTES));
     Router::new()
         .nest("/api", api)
-        .merge(apps::standalone_router())
+        .merge(apps::public_router())
         .merge(web::vendor_router())
+        .route("/shell/embed/chat", axum::routing::get(web::embed_chat))
         .fallback(web::serve_frontend)
         .layer(middleware::from_fn_with_state(state.clone(), web::security_headers))
         .layer(CompressionLayer::new())

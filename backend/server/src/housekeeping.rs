@@ -35,6 +35,7 @@ pub async fn purge_tombstones(state: AppState) {
                 }
             }
         }
+        crate::apps::assets::remove(&state, id).await;
         tracing::info!(app.id = id, slug, "deleted app purged");
     }
 }

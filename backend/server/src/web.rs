@@ -53,6 +53,11 @@ pub async fn serve_frontend(State(state): State<AppState>, request: Request) -> 
     if response.status().is_success() || response.status() == StatusCode::NOT_MODIFIED {
         let cache = if path.starts_with("/assets/") { IMMUTABLE } else { NO_CACHE };
         response.headers_mut().entry(header::CACHE_CONTROL).or_insert(cache);
+        if path.starts_with("/assets/") {
+            // The embedded chat runs in an opaque (sandboxed) origin: its module scripts,
+            // styles and fonts are fetched in CORS mode. These files are public anyway.
+            response.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+        }
     }
     response
 }
@@ -94,6 +99,33 @@ async fn vendor(
     if response.status().is_success() || response.status() == StatusCode::NOT_MODIFIED {
         response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=86400"));
     }
+    response
+}
+
+/// `GET /shell/embed/chat`: the nested chat frame an app embeds (`mobius.chat`). Its own CSP
+/// sandboxes it (an opaque origin, whoever frames it: it never sees the shell's storage or
+/// token), so its policy names this origin. It has no `frame-ancestors`: its ancestor is the
+/// app's opaque frame, which no origin source matches, and without a grant minted with an app
+/// token the page shows nothing.
+pub async fn embed_chat(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let dist = state.config.frontend_dir.clone();
+    let Ok(page) = tokio::fs::read_to_string(dist.join("embed-chat.html")).await else {
+        return not_built(&dist);
+    };
+    let origin = crate::apps::request_origin(&state, &headers);
+    let csp = format!(
+        "sandbox allow-scripts allow-forms allow-popups allow-popups-to-escape-sandbox; default-src {origin}; \
+         script-src {origin} 'wasm-unsafe-eval'; style-src {origin} 'unsafe-inline'; img-src {origin} data: blob:; \
+         font-src {origin} data:; connect-src {origin}; frame-src 'none'; base-uri 'none'; form-action 'none'; \
+         object-src 'none'"
+    );
+    let mut response = Html(page).into_response();
+    let h = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&csp) {
+        h.insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    h.insert(header::CACHE_CONTROL, NO_CACHE);
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     response
 }
 
@@ -140,7 +172,9 @@ pub async fn frame_cors(request: Request, next: Next) -> Response {
     h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, HEAD, POST, PUT, PATCH, DELETE"));
     h.insert(
         header::ACCESS_CONTROL_ALLOW_HEADERS,
-        HeaderValue::from_static("Authorization, Content-Type, If-Match, If-None-Match, X-Mobius-Version"),
+        HeaderValue::from_static(
+            "Authorization, Content-Type, If-Match, If-None-Match, Last-Event-ID, X-Mobius-Version, X-Mobius-Embed-Instance",
+        ),
     );
     h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("ETag"));
     h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
@@ -160,9 +194,17 @@ pub fn apply_security_headers(headers: &mut HeaderMap, https: bool) {
         headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/html"));
     headers.entry(header::X_CONTENT_TYPE_OPTIONS).or_insert(HeaderValue::from_static("nosniff"));
     headers.entry(header::REFERRER_POLICY).or_insert(HeaderValue::from_static("strict-origin-when-cross-origin"));
+    // A document that sandboxes itself decides its own framing (the nested chat frame is
+    // framed by an opaque app frame, which SAMEORIGIN would refuse).
+    let sandboxed = headers
+        .get(header::CONTENT_SECURITY_POLICY)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("sandbox"));
     if is_html {
         headers.entry(header::CONTENT_SECURITY_POLICY).or_insert(HeaderValue::from_static(SHELL_CSP));
-        headers.entry(header::X_FRAME_OPTIONS).or_insert(HeaderValue::from_static("SAMEORIGIN"));
+        if !sandboxed {
+            headers.entry(header::X_FRAME_OPTIONS).or_insert(HeaderValue::from_static("SAMEORIGIN"));
+        }
         headers
             .entry("permissions-policy")
             .or_insert(HeaderValue::from_static("camera=(self), microphone=(self), geolocation=(self)"));

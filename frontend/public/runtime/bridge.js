@@ -18,6 +18,11 @@ export function setParentOrigin(origin) {
   state.parentOrigin = typeof origin === "string" ? origin : "";
 }
 
+/** The shell's origin ("" when unknown: requests then go to the frame's own origin). */
+export function parentOrigin() {
+  return state.parentOrigin;
+}
+
 /** Posts `message` to the shell; false when there is no shell to post to. */
 export function post(message, transfer) {
   if (!hasParent()) return false;

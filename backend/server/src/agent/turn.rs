@@ -50,6 +50,44 @@ pub struct TurnStart {
     pub messages: Vec<Value>,
 }
 
+/// What the agent reads of a user message: its text, plus the `<app_state>` an embedding app
+/// attached to it (kept out of the visible text).
+fn agent_text(message: &Value) -> Option<String> {
+    let content = message.get("content").and_then(Value::as_str)?;
+    Some(match message.get("agent_context").and_then(Value::as_str).filter(|c| !c.is_empty()) {
+        Some(context) => format!("{content}\n\n{context}"),
+        None => content.to_owned(),
+    })
+}
+
+/// The system prompt a chat starts with: the platform's, or an app chat's own `system_prompt`
+/// in its place; app chats then get an `<app_context>` block naming their app.
+async fn compose_for(state: &AppState, chat: &db::chats::ChatRow) -> Result<String> {
+    let settings: Value = chat.agent_settings.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
+    let own = settings.get("system_prompt").and_then(Value::as_str).filter(|p| !p.trim().is_empty());
+    let mut prompt = match own {
+        Some(p) => p.to_owned(),
+        None => super::prompt::compose(&state.config.skill_dir)?,
+    };
+    if let Some(Some(app_id)) = db::embeds::chat_app(&state.db.read, &chat.id).await?
+        && let Some(app) = db::apps::get(&state.db.read, app_id).await?
+    {
+        let description: String = app.description.chars().take(1000).collect();
+        let storage = match settings.get("project_id").and_then(Value::as_str) {
+            Some(project) => format!("app-data/{app_id}/projects/{project}/"),
+            None => format!("app-data/{app_id}/"),
+        };
+        prompt.push_str(&format!(
+            "\n<app_context>\nThis chat was opened by the app {:?} (id {app_id}, folder apps/{}/, entry index.jsx).\n\
+             Description: {description}\nIts storage: {storage}\nOwning chat: {}\n</app_context>\n",
+            app.name,
+            app.slug,
+            app.chat_id.as_deref().unwrap_or("none"),
+        ));
+    }
+    Ok(prompt)
+}
+
 /// Registers the chat's turn and runs it (and any queued follow-ups) in the background.
 pub fn spawn(state: &AppState, start: TurnStart) {
     let (commands, rx) = mpsc::channel(16);
@@ -160,7 +198,7 @@ impl Turn<'_> {
             .into_iter()
             .collect();
         let credentials = state.providers.credentials_env(kind)?;
-        let composed = super::prompt::compose(&state.config.skill_dir)?;
+        let composed = compose_for(state, &chat).await?;
         let id = super::prompt::prompt_id(&composed);
         let (_, system_prompt) = state
             .writer
@@ -172,12 +210,7 @@ impl Turn<'_> {
             .and_then(|s| serde_json::from_str::<Value>(s).ok())
             .and_then(|s| s.get("model").and_then(Value::as_str).map(str::to_owned))
             .filter(|m| !m.is_empty());
-        let prompt = start
-            .messages
-            .iter()
-            .filter_map(|m| m.get("content").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n\n");
+        let prompt = start.messages.iter().filter_map(agent_text).collect::<Vec<_>>().join("\n\n");
         let mut claims =
             Claims::new(&state.owner.get().map(|o| o.0).unwrap_or_default(), Scope::Agent, 0, AGENT_TOKEN_TTL_SECS);
         claims.epoch = state.owner.get().map_or(0, |o| o.1);
@@ -463,7 +496,7 @@ impl Turn<'_> {
             tools.sort();
             let settings =
                 db::chats::ChatSettings { allowed_tools: Some(json!(tools).to_string()), ..Default::default() };
-            let patch = crate::writer::ChatPatch { title: None, settings };
+            let patch = crate::writer::ChatPatch { title: None, settings, scope: None };
             let _ = self
                 .state
                 .writer

@@ -16,6 +16,9 @@ use crate::db::{self, apps::AppRow};
 use crate::error::{Error, Result};
 use crate::writer::WriteCommand;
 
+/// The files of the app runtime (in `Config::app_runtime_dir`) every bundle inlines.
+pub const RUNTIME_FILES: &[&str] = &["mobius-runtime.js", "mobius-chat.js", "app-runtime-inject.js"];
+
 /// Banner at the top of every bundle: the runtime ABI the frame expects.
 pub const BUNDLE_BANNER: &str = "/* mobius-compiled-runtime-abi:1 */";
 
@@ -76,15 +79,15 @@ pub enum Snapshot {
 /// The runtime's own modules (`runtime/*.js` next to `mobius-runtime.js`, which imports them).
 pub const RUNTIME_MODULES_DIR: &str = "runtime";
 
-/// A hash of everything the bundler inlines besides the app: the runtime files (the entry, the
-/// inject module and every module under `runtime/`, by name) and the ABI banner. A bundle built
-/// with another fingerprint is outdated.
+/// A hash of everything the bundler inlines besides the app: the runtime files (`RUNTIME_FILES`
+/// and every module under `runtime/`, by name) and the ABI banner. A bundle built with another
+/// fingerprint is outdated.
 pub fn runtime_fingerprint(state: &AppState) -> Result<String> {
     use sha2::{Digest, Sha256};
     let runtime = &state.config.app_runtime_dir;
     let mut hash = Sha256::new();
     hash.update(BUNDLE_BANNER.as_bytes());
-    for file in ["mobius-runtime.js", "app-runtime-inject.js"] {
+    for file in RUNTIME_FILES {
         hash.update(std::fs::read(runtime.join(file))?);
     }
     let mut modules: Vec<std::path::PathBuf> = match std::fs::read_dir(runtime.join(RUNTIME_MODULES_DIR)) {
@@ -142,7 +145,14 @@ pub async fn apply_locked(
     let (commit, tree_dir) = snapshot;
     // The committed manifest is the one that counts (the worktree may have moved on).
     let manifest = manifest::parse(&read_manifest(tree_dir.path()).await?, slug)?;
-    let existing = db::apps::by_slug(&state.db.read, slug).await?;
+    let mut warnings = manifest.warnings.clone();
+    let mut existing = db::apps::by_slug(&state.db.read, slug).await?;
+    if existing.is_none()
+        && let Some(previous) = &manifest.previous_id
+    {
+        existing =
+            adopt(state, slug, previous, installed_from.as_ref().map(|(url, _)| url.as_str()), &mut warnings).await?;
+    }
     let runtime = runtime_fingerprint(state)?;
     if let Some(app) = &existing {
         if app.deleted_at.is_some() {
@@ -154,13 +164,14 @@ pub async fn apply_locked(
             && bundle_path(state, app.id, sha).is_file()
             && installed_from.is_none()
         {
-            return Ok(Applied { mode: "unchanged", app: app.clone(), warnings: Vec::new() });
+            return Ok(Applied { mode: "unchanged", app: app.clone(), warnings });
         }
     }
     let bundler = state.bundler()?;
     let compiled = bundler.bundle(&bundle_options(state, tree_dir.path())).await;
     crate::memory::trim_after_compiles(bundler);
     let bundle = compiled.map_err(|d| compile_error(&d))?;
+    let assets = super::assets::stage(state, tree_dir.path(), &manifest.static_assets).await?;
     drop(tree_dir);
     let created = existing.as_ref().is_none_or(|a| a.bundle_sha.is_none());
     let id = match &existing {
@@ -200,6 +211,7 @@ pub async fn apply_locked(
         .await
         .map_err(|e| Error::Internal(format!("apply task: {e}")))??;
     }
+    super::assets::publish(state, id, assets).await?;
     if let Some(old) = existing.as_ref().and_then(|a| a.bundle_sha.clone())
         && old != bundle.sha256
     {
@@ -209,9 +221,45 @@ pub async fn apply_locked(
         super::seed_storage(state, id, &dir, &manifest.storage_seeds).await?;
     }
     let app = db::apps::get(&state.db.read, id).await?.ok_or_else(|| Error::Internal("applied app vanished".into()))?;
-    let warnings = bundle.warnings.iter().map(ToString::to_string).collect();
+    warnings.extend(bundle.warnings.iter().map(ToString::to_string));
     tracing::info!(app.id = id, slug, created, "app applied");
     Ok(Applied { mode: if created { "created" } else { "updated" }, app, warnings })
+}
+
+/// Adopts the live app `previous` for the new id `slug` (its row, data and settings carry over):
+/// an install only adopts an app installed from the same source; a local apply adopts any.
+async fn adopt(
+    state: &AppState,
+    slug: &str,
+    previous: &str,
+    source: Option<&str>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<AppRow>> {
+    let Some(prev) = db::apps::by_slug(&state.db.read, previous).await? else {
+        warnings.push(format!("mobius.json › previous_id: no app {previous:?} is installed; nothing adopted"));
+        return Ok(None);
+    };
+    if prev.deleted_at.is_some() || prev.bundle_sha.is_none() {
+        warnings.push(format!("mobius.json › previous_id: the app {previous:?} is deleted; nothing adopted"));
+        return Ok(None);
+    }
+    if let Some(source) = source
+        && prev.source_url.as_deref() != Some(source)
+    {
+        warnings.push(format!(
+            "mobius.json › previous_id: the app {previous:?} was installed from elsewhere; nothing adopted"
+        ));
+        return Ok(None);
+    }
+    let id = prev.id;
+    let new_slug = slug.to_owned();
+    state.writer.call(|ack| WriteCommand::AppAdopt { id, slug: new_slug, ack }).await?;
+    warnings.push(format!(
+        "mobius.json › previous_id: this app continues {previous:?} (app {id}): its data and settings carry over; \
+         the folder apps/{previous}/ is no longer used"
+    ));
+    tracing::info!(app.id = id, from = previous, to = slug, "app adopted under a new id");
+    db::apps::get(&state.db.read, id).await
 }
 
 /// Applies with the app's lock held (concurrent applies of one app run one after the other).
@@ -381,10 +429,37 @@ pub async fn update(state: &AppState, app: &AppRow) -> Result<Updated> {
         (git::Update::UpToDate, _) => Ok(Updated { mode: "up_to_date", conflict_paths: Vec::new(), app: app.clone() }),
         (git::Update::Conflict(paths), _) => Ok(Updated { mode: "conflict", conflict_paths: paths, app: app.clone() }),
         (git::Update::Applied(_), release) => {
-            let applied = apply_locked(state, &app.slug, None, Some((url, release)), Snapshot::Worktree).await?;
+            let slug = renamed_slug(state, app).await?.unwrap_or_else(|| app.slug.clone());
+            let _new_lock = if slug == app.slug { None } else { Some(state.app_locks.lock(&slug).await) };
+            let applied = apply_locked(state, &slug, None, Some((url, release)), Snapshot::Worktree).await?;
             Ok(Updated { mode: "updated", conflict_paths: Vec::new(), app: applied.app })
         }
     }
+}
+
+/// When a new release renames the app (its `id` changed and `previous_id` names the old one),
+/// moves the folder to the new id and answers it; the apply then adopts the old row.
+async fn renamed_slug(state: &AppState, app: &AppRow) -> Result<Option<String>> {
+    let dir = source_dir(state, &app.slug)?;
+    let text = read_manifest(&dir).await?;
+    let value: Value = serde_json::from_str(&text).unwrap_or_default();
+    let (Some(id), Some(previous)) =
+        (value.get("id").and_then(Value::as_str), value.get("previous_id").and_then(Value::as_str))
+    else {
+        return Ok(None);
+    };
+    if id == app.slug || previous != app.slug || !manifest::valid_id(id) {
+        return Ok(None);
+    }
+    let target = apps_dir(state).join(id);
+    if target.exists() || db::apps::by_slug(&state.db.read, id).await?.is_some() {
+        return Err(Error::conflict(
+            "app_exists",
+            format!("The new release renames this app to {id:?}, which is already taken."),
+        ));
+    }
+    tokio::fs::rename(&dir, &target).await?;
+    Ok(Some(id.to_owned()))
 }
 
 /// Rolls the app back to an earlier version of `main` and re-applies it.

@@ -115,7 +115,7 @@ fn flag(permissions: &Map<String, Value>, key: &str) -> bool {
 
 /// The contract of an app whose manifest is `manifest`, with the storage grants the owner set.
 pub fn capability_contract(
-    manifest: &Value,
+    manifest: &Map<String, Value>,
     offline_capable: bool,
     cross_app_access: &str,
     share_with_apps: &str,
@@ -214,7 +214,7 @@ mod tests {
             "permissions": { "chat_log_access": "summary", "manage_apps": true },
             "schedule": { "job": "fetch.sh" },
         });
-        let c = capability_contract(&manifest, true, "read", "none");
+        let c = capability_contract(manifest.as_object().expect("object"), true, "read", "none");
         let runtime = c["runtime"].as_object().expect("runtime");
         assert_eq!(runtime.keys().collect::<Vec<_>>(), ["media.microphone.capture", "media.speech"]);
         let mic = &runtime["media.microphone.capture"];
@@ -235,7 +235,7 @@ mod tests {
 
     #[test]
     fn an_empty_manifest_has_an_empty_contract() {
-        let c = capability_contract(&json!({}), false, "none", "none");
+        let c = capability_contract(&Map::new(), false, "none", "none");
         assert_eq!(c["runtime"], json!({}));
         assert_eq!(c["offline"]["contract"], Value::Null);
         assert_eq!(c["background"], Value::Null);

@@ -82,7 +82,7 @@ pub async fn module(
 }
 
 /// The origin the browser used (scheme from the configured public origin, host from the request).
-fn request_origin(state: &AppState, headers: &HeaderMap) -> String {
+pub fn request_origin(state: &AppState, headers: &HeaderMap) -> String {
     let scheme = if state.config.public_origin.is_https() { "https" } else { "http" };
     match headers.get(header::HOST).and_then(|h| h.to_str().ok()) {
         Some(host) if host.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b)) => {

@@ -10,6 +10,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::access::{ChatCaller, Op};
 use super::{DEFAULT_PAGE, MAX_MESSAGE_CHARS, MAX_PAGE, RECOVERY_WINDOW_MS, valid_chat_id};
 use crate::agent::ProviderKind;
 use crate::agent::turn::{self, TurnCommand, TurnStart, new_run_id};
@@ -24,6 +25,8 @@ use crate::writer::{ChatCreated, ChatPatch, FinishRun, NewChat, SendOutcome, Use
 const STOP_WAIT: Duration = Duration::from_secs(3);
 /// How long a steering message waits for the CLI to take it before it is queued instead.
 const STEER_WAIT: Duration = Duration::from_secs(10);
+/// Largest agent-only context a message may carry (an embedding app's `<app_state>`).
+const MAX_AGENT_CONTEXT_BYTES: usize = 16 * 1024;
 /// How long an answer waits for the turn to take it.
 const ANSWER_WAIT: Duration = Duration::from_secs(10);
 
@@ -101,7 +104,7 @@ async fn create(State(state): State<AppState>, _owner: Owner, ApiJson(body): Api
             format!("At most {MAX_IMPORTED_MESSAGES} messages per import."),
         ));
     }
-    let chat = NewChat { id: id.clone(), title: body.title, messages: body.messages };
+    let chat = NewChat { id: id.clone(), title: body.title, messages: body.messages, app: None };
     let created = state.writer.call(|ack| WriteCommand::CreateChat { chat, ack }).await?;
     let summary = db::chats::list(&state.db.read).await?.into_iter().find(|c| c.id == id);
     let status = if created == ChatCreated::Created { StatusCode::CREATED } else { StatusCode::OK };
@@ -116,11 +119,12 @@ struct PageQuery {
 
 async fn detail(
     State(state): State<AppState>,
-    _owner: Owner,
+    who: ChatCaller,
     Path(id): Path<String>,
     Query(q): Query<PageQuery>,
 ) -> Result<Response> {
     let id = checked_id(&id)?;
+    who.allow(&state, id, Op::Read).await?;
     let limit = q.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
     // Any commit may change a page (new events move `seq`), so pages are cached per writer
     // version: repeated reads between two commits cost a lookup.
@@ -208,11 +212,15 @@ fn double_option<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<
 
 async fn update(
     State(state): State<AppState>,
-    _owner: Owner,
+    who: ChatCaller,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<PatchIn>,
 ) -> Result<Json<Value>> {
     let id = checked_id(&id)?.to_owned();
+    who.allow(&state, &id, Op::Settings).await?;
+    if !who.is_owner() && (body.title.is_some() || body.pinned.is_some() || body.approval_policy.is_some()) {
+        return Err(Error::forbidden("forbidden", "An app or embedded chat may change only the model and provider."));
+    }
     let mut patch = ChatPatch::default();
     if let Some(title) = body.title {
         let title = title.trim();
@@ -248,7 +256,15 @@ async fn update(
         if model.as_ref().is_some_and(|m| m.len() > 128 || m.chars().any(char::is_whitespace)) {
             return Err(Error::bad_request("invalid_model", "Model ids are short and have no spaces."));
         }
-        patch.settings.agent_settings = Some(model.map(|m| json!({ "model": m }).to_string()));
+        // Other agent settings (an app chat's system prompt) stay as they are.
+        let current = db::chats::get(&state.db.read, &id).await?.and_then(|c| c.agent_settings);
+        let mut settings: Map<String, Value> =
+            current.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
+        match model {
+            Some(m) => settings.insert("model".into(), m.into()),
+            None => settings.remove("model"),
+        };
+        patch.settings.agent_settings = Some((!settings.is_empty()).then(|| Value::Object(settings).to_string()));
     }
     state.writer.call(|ack| WriteCommand::UpdateChat { chat_id: id, patch, ack }).await?;
     Ok(Json(json!({ "ok": true })))
@@ -312,6 +328,8 @@ struct SendIn {
     question_id: Option<String>,
     timezone: Option<String>,
     attachments: Option<Value>,
+    /// Text for the agent only (an embedding app's `<app_state>` block), not shown as the message.
+    agent_context: Option<String>,
     /// While a turn runs: add this message to it instead of queueing (when the CLI can).
     #[serde(default)]
     steer: bool,
@@ -329,11 +347,12 @@ fn checked_cid(cid: Option<String>) -> Result<String> {
 
 async fn send(
     State(state): State<AppState>,
-    _owner: Owner,
+    who: ChatCaller,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<SendIn>,
 ) -> Result<Response> {
     let id = checked_id(&id)?.to_owned();
+    who.allow(&state, &id, Op::Send).await?;
     if let Some(answers) = body.answers {
         let question_id = body
             .question_id
@@ -357,6 +376,15 @@ async fn send(
     }
     if let Some(attachments) = body.attachments.filter(Value::is_array) {
         extra.insert("attachments".into(), attachments);
+    }
+    if let Some(context) = body.agent_context.filter(|c| !c.trim().is_empty()) {
+        if context.len() > MAX_AGENT_CONTEXT_BYTES {
+            return Err(Error::too_large(
+                "agent_context_too_large",
+                format!("agent_context is at most {} KiB.", MAX_AGENT_CONTEXT_BYTES >> 10),
+            ));
+        }
+        extra.insert("agent_context".into(), context.into());
     }
     let message = UserMessage { cid: checked_cid(body.cid)?, content, hidden: false, extra };
     let _lock = state.chat_locks.lock(&id).await;
@@ -489,11 +517,12 @@ struct EditIn {
 
 async fn edit_pending(
     State(state): State<AppState>,
-    _owner: Owner,
+    who: ChatCaller,
     Path((id, cid)): Path<(String, String)>,
     ApiJson(body): ApiJson<EditIn>,
 ) -> Result<Json<Value>> {
     let id = checked_id(&id)?.to_owned();
+    who.allow(&state, &id, Op::Send).await?;
     if body.content.trim().is_empty() || body.content.chars().count() > MAX_MESSAGE_CHARS {
         return Err(Error::bad_request("empty_message", "A queued message needs text (and not too much)."));
     }
@@ -504,10 +533,11 @@ async fn edit_pending(
 
 async fn remove_pending(
     State(state): State<AppState>,
-    _owner: Owner,
+    who: ChatCaller,
     Path((id, cid)): Path<(String, String)>,
 ) -> Result<Json<Value>> {
     let id = checked_id(&id)?.to_owned();
+    who.allow(&state, &id, Op::Send).await?;
     let (removed, pending) = state.writer.call(|ack| WriteCommand::CancelPending { chat_id: id, cid, ack }).await?;
     Ok(Json(json!({ "removed": removed, "pending_messages": pending })))
 }
@@ -517,8 +547,9 @@ struct StopIn {
     chat_id: String,
 }
 
-async fn stop(State(state): State<AppState>, _owner: Owner, ApiJson(body): ApiJson<StopIn>) -> Result<Json<Value>> {
+async fn stop(State(state): State<AppState>, who: ChatCaller, ApiJson(body): ApiJson<StopIn>) -> Result<Json<Value>> {
     let id = checked_id(&body.chat_id)?;
+    who.allow(&state, id, Op::Stop).await?;
     let _lock = state.chat_locks.lock(id).await;
     let (stopped, cleared) = stop_turn(&state, id).await?;
     Ok(Json(json!({ "stopped": stopped, "cleared_pending_cids": cleared })))
@@ -526,10 +557,11 @@ async fn stop(State(state): State<AppState>, _owner: Owner, ApiJson(body): ApiJs
 
 async fn tool_output(
     State(state): State<AppState>,
-    _owner: Owner,
+    who: ChatCaller,
     Path((id, tool_use_id)): Path<(String, String)>,
 ) -> Result<Response> {
     let id = checked_id(&id)?;
+    who.allow(&state, id, Op::Read).await?;
     let text = db::chats::tool_output(&state.db.read, id, &tool_use_id)
         .await?
         .ok_or_else(|| Error::not_found("output_not_found", "No stored output for this tool call."))?;
@@ -543,9 +575,10 @@ async fn tool_output(
 
 async fn runs(
     State(state): State<AppState>,
-    _owner: Owner,
+    who: ChatCaller,
     Path(id): Path<String>,
 ) -> Result<Json<Vec<db::chats::RunRow>>> {
     let id = checked_id(&id)?;
+    who.allow(&state, id, Op::Read).await?;
     Ok(Json(db::chats::runs(&state.db.read, id, 100).await?))
 }

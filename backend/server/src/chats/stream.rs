@@ -12,8 +12,8 @@ use serde_json::json;
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
+use super::access::{ChatCaller, Op};
 use crate::app::AppState;
-use crate::auth::Owner;
 use crate::db::{self, now_ms};
 use crate::error::{Error, Result};
 
@@ -38,7 +38,7 @@ pub(crate) fn sse(rx: mpsc::Receiver<std::result::Result<Event, Infallible>>) ->
 /// then streams live events.
 pub async fn chat_stream(
     State(state): State<AppState>,
-    _owner: Owner,
+    who: ChatCaller,
     Path(id): Path<String>,
     Query(query): Query<StreamQuery>,
     headers: HeaderMap,
@@ -46,6 +46,7 @@ pub async fn chat_stream(
     if !super::valid_chat_id(&id) {
         return Err(Error::not_found("chat_not_found", "No such chat."));
     }
+    who.allow(&state, &id, Op::Stream).await?;
     let after = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())

@@ -5,6 +5,7 @@
 
 pub mod apps;
 pub mod chats;
+pub mod embeds;
 pub mod owner;
 
 use std::path::Path;

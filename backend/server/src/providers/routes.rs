@@ -53,7 +53,7 @@ pub async fn default_provider(state: &AppState) -> Result<Option<ProviderKind>> 
     Ok(ProviderKind::ALL.into_iter().find(|k| state.providers.status(*k).connected).or(chosen))
 }
 
-async fn status(State(state): State<AppState>, _owner: Owner) -> Result<Json<Value>> {
+async fn status(State(state): State<AppState>, _who: crate::chats::access::ChatCaller) -> Result<Json<Value>> {
     let mut providers = serde_json::Map::new();
     for k in ProviderKind::ALL {
         providers.insert(k.id().into(), serde_json::to_value(state.providers.status(k)).unwrap_or(Value::Null));
@@ -116,7 +116,7 @@ async fn codex_status(State(state): State<AppState>, _owner: Owner) -> Json<Valu
     Json(json!({ "status": login.status, "error": login.error }))
 }
 
-async fn models(_owner: Owner) -> Json<Value> {
+async fn models(_who: crate::chats::access::ChatCaller) -> Json<Value> {
     Json(json!({ "providers": {
         "claude": [
             { "id": null, "label": "Default" },

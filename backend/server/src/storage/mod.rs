@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+pub use disk::guess_type;
 pub use routes::router;
 pub use seeds::{write_seeds, write_seeds_in};
 

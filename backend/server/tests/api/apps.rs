@@ -91,7 +91,7 @@ async fn a_runtime_update_rebuilds_live_apps_from_their_live_commit_at_start_up(
     // change them between two runs of the server.
     let runtime = tempfile::tempdir().expect("tmp");
     let shipped = mobius::config::checkout_root().join("frontend/public");
-    for file in ["mobius-runtime.js", "app-runtime-inject.js"] {
+    for file in mobius::apps::apply::RUNTIME_FILES {
         std::fs::copy(shipped.join(file), runtime.path().join(file)).expect("copy the runtime");
     }
     std::fs::create_dir(runtime.path().join("runtime")).expect("mkdir");
@@ -207,7 +207,7 @@ async fn a_broken_source_is_refused_with_a_location_and_the_old_build_keeps_serv
     .expect("manifest");
     let err =
         assert_error(apply(&app, &token, "counter").await, StatusCode::UNPROCESSABLE_ENTITY, "manifest_invalid").await;
-    assert!(err["message"].as_str().expect("m").contains("`description` is required"));
+    assert!(err["message"].as_str().expect("m").contains("mobius.json › description: is required"));
     assert_eq!(module_etag(&app, &token, id).await.0, etag);
     // A first build that fails leaves no app behind.
     write_app(app.data_dir(), "broken", MANIFEST, "export default function App() { return <div> }");

@@ -6,6 +6,7 @@ mod backup;
 mod chats;
 mod helpers;
 mod ops;
+mod platform;
 mod providers;
 mod storage;
 mod telemetry;
