@@ -372,19 +372,31 @@ describe("app-platform contract (fixture apps written for the original, in Chrom
     await screenshot(page, "contract-katex-phone.png");
   });
 
-  step("offline.precache: the service worker keeps the listed static assets and serves them offline", async (page) => {
-    await page.goto(`${server.origin}/?app=${ids["katex-math"]}`);
-    const url = "/vendor/katex/fonts/KaTeX_Math-Italic.woff2";
-    await page.evaluate(
-      ({ appId, urls }) => navigator.serviceWorker.controller.postMessage({ type: "moebius:precache-app", appId, urls }),
-      { appId: ids["katex-math"], urls: [url, "https://elsewhere.example/x.png", "/api/chats"] },
-    );
-    await until("the asset is kept", () => page.evaluate((u) => caches.open("mobius-app-assets").then((c) => c.match(u)).then((r) => !!r), url));
+  step("offline.precache: opening the app has the service worker keep its listed static asset, served offline", async (page) => {
+    const id = ids["contract-probe"];
+    const asset = `/app-assets/by-id/${id}/logo.svg`;
+    const summary = (await api(`/api/apps/${id}`)).json;
+    assert.ok(summary.offline_precache.includes(asset), `the summary lists the asset: ${JSON.stringify(summary.offline_precache)}`);
+    await openApp(page, "contract-probe", "Contract Probe");
+    await until("the asset is kept", () => page.evaluate((u) => caches.open("mobius-app-assets").then((c) => c.match(u)).then((r) => !!r), asset));
+    // /vendor/ files can be precached too; anything else (another origin, API routes) is not.
+    const vendor = "/vendor/katex/fonts/KaTeX_Math-Italic.woff2";
+    await page.evaluate(({ appId, urls }) => navigator.serviceWorker.controller.postMessage({ type: "moebius:precache-app", appId, urls }), {
+      appId: id,
+      urls: [asset, vendor, "https://elsewhere.example/x.png", "/api/chats"],
+    });
+    await until("the vendor file is kept", () => page.evaluate((u) => caches.open("mobius-app-assets").then((c) => c.match(u)).then((r) => !!r), vendor));
     assert.equal(await page.evaluate(() => caches.open("mobius-app-assets").then((c) => c.match("/api/chats")).then((r) => !!r)), false);
     await phone.context.setOffline(true);
     try {
-      const answer = await page.evaluate((u) => fetch(u).then((r) => [r.status, r.headers.get("content-type")]), url);
-      assert.deepEqual(answer, [200, "font/woff2"]);
+      const answers = await page.evaluate(
+        (urls) => Promise.all(urls.map((u) => fetch(u).then((r) => [r.status, r.headers.get("content-type")]))),
+        [asset, vendor],
+      );
+      assert.deepEqual(answers, [
+        [200, "image/svg+xml"],
+        [200, "font/woff2"],
+      ]);
     } finally {
       await phone.context.setOffline(false);
     }

@@ -251,6 +251,16 @@ describe("writes", () => {
     expect((await db.listOps("3:nonce-3")).map((o) => o.value)).toEqual([2]);
   });
 
+  it("a confirmed write is what the next page reads from the device, even before it revalidates", async () => {
+    const db = memoryAppDb();
+    const first = hostWith({ "GET /api/storage/apps/3/c.json": { status: 404 }, "PUT /api/storage/apps/3/c.json": { status: 204, headers: { ETag: '"c1"' } } }, { db });
+    expect(await first.host.call("get", ["c.json"], first.sink)).toBeNull();
+    await first.host.call("durableWrite", ["c.json", { n: 1 }], first.sink);
+    // A reload: a new page (host) on the same device, the server slow to answer.
+    const next = hostWith({ "GET /api/storage/apps/3/c.json": "network-error" }, { db, ownerId: "page-2" });
+    expect(await next.host.call("get", ["c.json"], next.sink)).toEqual({ n: 1 });
+  });
+
   it("a network failure while online queues the write; a 5xx keeps it queued in order", async () => {
     const { host, calls, sink } = hostWith({ "PUT /api/storage/apps/3/a.json": ["network-error", { status: 503 }, { status: 204 }] });
     expect(await host.call("durableWrite", ["a.json", 1], sink)).toMatchObject({ durability: "queued" });

@@ -37,10 +37,6 @@ const RETRY_FIRST_MS = 2_000;
 const RETRY_MAX_MS = 60_000;
 /** A write still waiting this long (not sent, or no answer yet) is stored on the device. */
 const PERSIST_GRACE_MS = 250;
-/** Confirmed values reach the stored mirror in batches this often… */
-const MIRROR_FLUSH_MS = 300;
-/** …or at once when this many are waiting. */
-const MAX_UNFLUSHED_MIRROR = 64;
 /** Dead letters kept for a frame that is not mounted yet (the oldest go first). */
 const MAX_UNDELIVERED_DEAD_LETTERS = 50;
 /** Signals per delivery request (the server's limit). */
@@ -309,9 +305,6 @@ export class AppStorageHost {
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
   private retryDelay = RETRY_FIRST_MS;
   private persistTimer: ReturnType<typeof setTimeout> | null = null;
-  /** Mirror records not in the database yet (reads see them first). */
-  private readonly unflushed = new Map<string, MirrorRecord>();
-  private flushTimer: ReturnType<typeof setTimeout> | null = null;
   private readonly subscriptions = new Map<string, Subscription>();
   private readonly sinks = new Set<FrameSink>();
   private undelivered: Record<string, unknown>[] = [];
@@ -411,8 +404,6 @@ export class AppStorageHost {
     if (this.retryTimer !== null) clearTimeout(this.retryTimer);
     if (this.signalTimer !== null) clearTimeout(this.signalTimer);
     if (this.persistTimer !== null) clearTimeout(this.persistTimer);
-    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
-    this.unflushed.clear();
     this.subscriptions.clear();
     this.sinks.clear();
   }
@@ -526,10 +517,7 @@ export class AppStorageHost {
       this.wakeListeners.push(() => window.removeEventListener(type, wake));
     }
     // Leaving: what is still waiting goes to the device now, not after its grace period.
-    const leave = () => {
-      this.persistAll();
-      this.flushMirror();
-    };
+    const leave = () => this.persistAll();
     window.addEventListener("pagehide", leave);
     this.wakeListeners.push(() => window.removeEventListener("pagehide", leave));
     document.addEventListener("visibilitychange", onVisible);
@@ -594,20 +582,13 @@ export class AppStorageHost {
   }
 
   private async mirror(path: string): Promise<MirrorRecord | undefined> {
-    const key = this.mirrorKey(path);
-    return this.unflushed.get(key) ?? this.db.getMirror(key).catch(() => undefined);
+    return this.db.getMirror(this.mirrorKey(path)).catch(() => undefined);
   }
 
-  /** Writes the waiting mirror records to the database (in call order, so later reads see them). */
-  private flushMirror(): void {
-    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
-    this.flushTimer = null;
-    const records = [...this.unflushed.values()];
-    this.unflushed.clear();
-    for (const record of records) void this.db.putMirror(record).catch(() => undefined);
-  }
-
-  /** What the server holds for `path` now, for reads (kept in memory, stored in batches). */
+  /**
+   * What the server holds for `path` now, for later reads (also after a reload: the write starts
+   * at once, and transactions run in call order, so a read issued after it sees it).
+   */
   private remember(path: string, stored: Stored | null, version: string | null): void {
     const record: MirrorRecord = {
       key: this.mirrorKey(path),
@@ -620,10 +601,7 @@ export class AppStorageHost {
       version,
       at: Date.now(),
     };
-    this.unflushed.delete(record.key);
-    this.unflushed.set(record.key, record);
-    if (this.unflushed.size >= MAX_UNFLUSHED_MIRROR) this.flushMirror();
-    else this.flushTimer ??= setTimeout(() => this.flushMirror(), MIRROR_FLUSH_MS);
+    void this.db.putMirror(record).catch(() => undefined);
   }
 
   /** GET from the server: the stored value (null when absent) and its version. */
@@ -1027,9 +1005,7 @@ export class AppStorageHost {
     };
     if (server) for (const entry of server) byName.set(String(entry.name), entry);
     else {
-      const records = new Map((await this.db.listMirror(scope).catch(() => [] as MirrorRecord[])).map((r) => [r.key, r]));
-      for (const [key, record] of this.unflushed) records.set(key, record);
-      for (const record of records.values()) {
+      for (const record of await this.db.listMirror(scope).catch(() => [] as MirrorRecord[])) {
         if (record.present) addDerived(record.path, record.kind, record.contentType, record.value);
       }
     }
