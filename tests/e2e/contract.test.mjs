@@ -136,7 +136,9 @@ describe("app-platform contract (fixture apps written for the original, in Chrom
     const sheetColour = await frame.evaluate(() => getComputedStyle(document.querySelector(".sheet")).backgroundColor);
     assert.notEqual(sheetColour, "rgba(0, 0, 0, 0)", "the sheet has a background");
     await screenshot(page, "contract-sheet-light-phone.png");
-    await frameOf(page, "Contract Probe").getByRole("button", { name: "Done" }).click();
+    // (This step is about paint: the sheet is closed without pointer hit-testing.)
+    await frameOf(page, "Contract Probe").getByRole("button", { name: "Done" }).dispatchEvent("click");
+    await sheet.waitFor({ state: "detached" });
     await page.emulateMedia({ colorScheme: "dark" });
     const dark = await until("the frame follows the dark palette", async () => {
       const now = await look();
