@@ -5,71 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
-/// One limit of a registered capability: name, default, lowest and highest accepted value.
-pub struct Limit {
-    pub name: &'static str,
-    pub default: i64,
-    pub min: i64,
-    pub max: i64,
-}
-
-/// A host-mediated browser capability an app may declare (`capabilities` in `mobius.json`).
-pub struct CapabilitySpec {
-    pub id: &'static str,
-    pub version: i64,
-    pub title: &'static str,
-    pub description: &'static str,
-    pub risk: &'static str,
-    pub lifecycle: &'static str,
-    pub limits: &'static [Limit],
-}
-
-const MIB: i64 = 1024 * 1024;
-const STORAGE_LIMITS: &[Limit] = &[
-    Limit { name: "max_bytes", default: 256 * MIB, min: MIB, max: 2048 * MIB },
-    Limit { name: "max_asset_bytes", default: 256 * MIB, min: MIB, max: 1024 * MIB },
-    Limit { name: "max_chunk_bytes", default: 8 * MIB, min: MIB / 4, max: 16 * MIB },
-];
-
-/// The capabilities apps can declare (all sessions, version 1).
-pub const REGISTRY: &[CapabilitySpec] = &[
-    CapabilitySpec {
-        id: "media.microphone.capture",
-        version: 1,
-        title: "Microphone capture",
-        description: "Record a short clip from the microphone while the app is on screen.",
-        risk: "device",
-        lifecycle: "active_frame",
-        limits: &[Limit { name: "max_duration_ms", default: 30_000, min: 100, max: 60_000 }],
-    },
-    CapabilitySpec {
-        id: "media.speech",
-        version: 1,
-        title: "Speech",
-        description: "Read text aloud with an on-device voice.",
-        risk: "device",
-        lifecycle: "background",
-        limits: &[Limit { name: "max_text_chars", default: 50_000, min: 1, max: 250_000 }],
-    },
-    CapabilitySpec {
-        id: "device.speech-models",
-        version: 1,
-        title: "Speech models",
-        description: "Manage the speech models kept on this device.",
-        risk: "storage",
-        lifecycle: "active_frame",
-        limits: STORAGE_LIMITS,
-    },
-    CapabilitySpec {
-        id: "device.asset-cache",
-        version: 1,
-        title: "Asset cache",
-        description: "Keep large downloaded assets on this device for the app.",
-        risk: "storage",
-        lifecycle: "active_frame",
-        limits: STORAGE_LIMITS,
-    },
-];
+use super::manifest::{CAPABILITIES, CAPABILITY_VERSION};
 
 /// Longest `reason` kept for a declaration.
 const MAX_REASON_CHARS: usize = 240;
@@ -77,9 +13,9 @@ const MAX_REASON_CHARS: usize = 240;
 /// The normalized declaration of `id`, or None when it is not a registered capability declared
 /// with its registered version (the manifest's validation says why).
 fn declaration(id: &str, decl: &Value) -> Option<Value> {
-    let spec = REGISTRY.iter().find(|s| s.id == id)?;
+    let spec = CAPABILITIES.iter().find(|s| s.id == id)?;
     let decl = decl.as_object()?;
-    if decl.get("version").and_then(Value::as_i64) != Some(spec.version) {
+    if decl.get("version").and_then(Value::as_i64) != Some(CAPABILITY_VERSION) {
         return None;
     }
     let reason = decl
@@ -89,16 +25,16 @@ fn declaration(id: &str, decl: &Value) -> Option<Value> {
         .filter(|r| !r.is_empty() && r.chars().count() <= MAX_REASON_CHARS);
     let given = decl.get("limits").and_then(Value::as_object);
     let mut limits = Map::new();
-    for limit in spec.limits {
+    for &(name, default, min, max) in spec.limits {
         let value = given
-            .and_then(|g| g.get(limit.name))
+            .and_then(|g| g.get(name))
             .and_then(Value::as_f64)
-            .filter(|v| v.is_finite() && *v >= limit.min as f64 && *v <= limit.max as f64)
-            .map_or(limit.default, |v| v as i64);
-        limits.insert(limit.name.into(), json!(value));
+            .filter(|v| v.is_finite() && *v >= min as f64 && *v <= max as f64)
+            .map_or(default, |v| v as i64);
+        limits.insert(name.into(), json!(value));
     }
     Some(json!({
-        "version": spec.version,
+        "version": CAPABILITY_VERSION,
         "kind": "session",
         "title": spec.title,
         "description": spec.description,
