@@ -114,6 +114,13 @@ const mobius = {
     open(appId) {
       hostRequest("moebius:open-app", { appId: Number(appId) });
     },
+    /**
+     * Asks the shell to install the app at `source` (a git URL). Only for apps whose manifest
+     * asks for `permissions.manage_apps`; the owner sees the install review and decides.
+     */
+    install(source) {
+      hostRequest("moebius:install-app", { source: String(source) });
+    },
   },
   settings: {
     open(section) {

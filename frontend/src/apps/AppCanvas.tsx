@@ -344,6 +344,13 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
         case "moebius:open-app":
           current.onHostRequest({ kind: "open-app", appId: message.appId });
           return;
+        case "moebius:install-app":
+          // Only an app whose manifest asks for manage_apps; the install still goes through
+          // the owner's review in the shell.
+          if ((current.app.capability_contract?.data as { manage_apps?: boolean } | undefined)?.manage_apps === true) {
+            current.onHostRequest({ kind: "install-app", source: message.source });
+          }
+          return;
         case "moebius:open-settings":
           current.onHostRequest({ kind: "open-settings", section: message.section });
           return;

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { closeApp, currentNav, navigate, openApp, parseAppParam, pushAppNav } from "./router";
+import { closeApp, currentNav, navigate, openApp, parseAppParam, parseRoute, pushAppNav } from "./router";
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
 
@@ -55,5 +55,18 @@ describe("app routes", () => {
     expect(location.search).toBe("?app=2");
     navigate({ name: "settings" });
     expect(currentNav()).toMatchObject({ route: { name: "settings" }, app: null });
+  });
+
+  it("the Apps view, the store and the install deep link have routes", () => {
+    expect(parseRoute("/apps")).toEqual({ name: "apps", tab: "installed" });
+    expect(parseRoute("/store/")).toEqual({ name: "apps", tab: "store" });
+    const link = "https://github.com/someone/notes.git";
+    const route = parseRoute("/install", `?source=${encodeURIComponent(link)}`);
+    expect(route).toEqual({ name: "apps", tab: "installed", source: link });
+    expect(parseRoute("/install", "")).toEqual({ name: "apps", tab: "installed" });
+    expect(parseRoute("/install", `?source=${"x".repeat(3000)}`)).toEqual({ name: "apps", tab: "installed" });
+    navigate(route, { app: 3 });
+    expect(location.pathname + location.search).toBe(`/install?source=${encodeURIComponent(link)}&app=3`);
+    expect(currentNav().route).toEqual(route);
   });
 });
