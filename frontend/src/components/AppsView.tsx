@@ -77,6 +77,7 @@ export default function AppsView({ tab, source, apps, owner, online, showToast }
           </button>
         </div>
         <InstallFromLink disabled={!online} onReview={review} />
+        {tab === "installed" && <CheckNow online={online} available={apps?.filter((a) => a.update?.available).length ?? 0} />}
         {tab === "installed" ? (
           <InstalledList apps={apps} online={online} onUpdate={setUpdating} owner={owner} showToast={showToast} />
         ) : (
@@ -88,6 +89,7 @@ export default function AppsView({ tab, source, apps, owner, online, showToast }
           source={source}
           onClose={() => navigate({ name: "apps", tab }, { replace: true })}
           onInstalled={(app) => {
+            queryClient.setQueryData<AppSummary[]>(appsKey, (list) => [...(list ?? []).filter((a) => a.id !== app.id), app]);
             void queryClient.invalidateQueries({ queryKey: appsKey });
             showToast({ text: `Installed “${app.name}”` });
             navigate({ name: "apps", tab: "installed" }, { replace: true });
@@ -96,6 +98,32 @@ export default function AppsView({ tab, source, apps, owner, online, showToast }
         />
       )}
       {updating && <UpdateSheet app={updating} owner={owner} onClose={() => setUpdating(null)} showToast={showToast} />}
+    </div>
+  );
+}
+
+function CheckNow({ online, available }: { online: boolean; available: number }) {
+  const queryClient = useQueryClient();
+  const check = useMutation({
+    mutationFn: () => checkUpdates(true),
+    onSettled: () => queryClient.invalidateQueries({ queryKey: appsKey }),
+  });
+  return (
+    <div className="apps-check">
+      <span className="apps-check-text" role="status">
+        {check.isPending
+          ? "Checking for updates…"
+          : check.isError
+            ? errorText(check.error)
+            : available > 0
+              ? `${available} ${available === 1 ? "update" : "updates"} available.`
+              : check.isSuccess
+                ? "Everything is up to date."
+                : ""}
+      </span>
+      <button type="button" className="btn btn-ghost btn-small" onClick={() => check.mutate()} disabled={!online || check.isPending}>
+        <Icon name="refresh" size={16} /> Check for updates
+      </button>
     </div>
   );
 }
@@ -203,7 +231,8 @@ function AppBadge({ name, icon, theme }: { name: string; icon: string | null; th
 }
 
 function ReviewSheet({ source, onClose, onInstalled }: { source: string; onClose: () => void; onInstalled: (app: AppSummary) => void }) {
-  const review = useQuery({ queryKey: ["review", source], queryFn: () => reviewSource(source), retry: false, staleTime: 60_000 });
+  // Fetched afresh each time the card opens (the source, or what is installed, may have moved).
+  const review = useQuery({ queryKey: ["review", source], queryFn: () => reviewSource(source), retry: false, gcTime: 0 });
   const install = useMutation({
     mutationFn: () => installApp(source, review.data?.commit ?? null),
     onSuccess: (result) => onInstalled(result.app),

@@ -815,7 +815,11 @@ pub fn release_diff(repo: &Repository, release: Oid) -> Result<ReleaseDiff> {
         files.push(FileChange { path, status, additions, deletions });
     }
     let main = main_commit(repo)?;
-    let local_edits = main.tree_id() != installed.tree_id();
+    // The platform's own `.gitignore` lines are not the owner's edits.
+    let local_edits = repo
+        .diff_tree_to_tree(Some(&old_tree), main.tree().ok().as_ref(), None)
+        .map(|d| d.deltas().any(|delta| delta.new_file().path().is_none_or(|p| p != Path::new(".gitignore"))))
+        .unwrap_or(true);
     let conflict_paths = if local_edits {
         let merged = merge_with_upstream(repo, &installed, &main, &new_release)?;
         if merged.has_conflicts() { conflict_paths(&merged)? } else { Vec::new() }

@@ -40,7 +40,7 @@ pub struct Lifecycle {
     pub reviews: Semaphore,
     /// Limits concurrent icon renders.
     pub icons: Semaphore,
-    /// When the last full update check finished; held while one runs.
+    /// When the last update check finished; held while one runs.
     last_check: Mutex<Option<Instant>>,
     /// The store's catalog, cached.
     pub catalog: super::catalog::CatalogCache,
@@ -137,13 +137,19 @@ pub struct CheckSummary {
 }
 
 /// Checks every live app installed from a source, [`MAX_PARALLEL_UPDATE_CHECKS`] at a time.
-/// Unless `force`, a check within [`MIN_RECHECK_INTERVAL`] of the last one does nothing.
+/// Unless `force`, apps checked within [`MIN_RECHECK_INTERVAL`] are left out (their last answer
+/// stands); checks asked for meanwhile wait for the running one.
 pub async fn check_all(state: &AppState, force: bool) -> Result<CheckSummary> {
     let mut last = state.lifecycle.last_check.lock().await;
-    if !force && last.is_some_and(|at| at.elapsed() < MIN_RECHECK_INTERVAL) {
+    let recent = now_ms() - MIN_RECHECK_INTERVAL.as_millis() as i64;
+    let apps: Vec<AppRow> = db::apps::list(&state.db.read)
+        .await?
+        .into_iter()
+        .filter(|a| a.source_url.is_some() && (force || a.update_checked_at.is_none_or(|at| at < recent)))
+        .collect();
+    if apps.is_empty() {
         return Ok(CheckSummary { ran: false, checked: 0, available: 0, results: Vec::new() });
     }
-    let apps: Vec<AppRow> = db::apps::list(&state.db.read).await?.into_iter().filter(|a| a.source_url.is_some()).collect();
     let shared = state.clone();
     let results: Vec<Checked> = futures_util::stream::iter(apps)
         .map(move |app| {
