@@ -25,13 +25,14 @@ pub async fn purge_tombstones(state: AppState) {
                 .is_ok_and(|mut entries| entries.next().is_some())
         })
         .collect();
-    let purged = match state.writer.call(|ack| WriteCommand::AppPurge { cutoff: app_cutoff, keep: keep.clone(), ack }).await {
-        Ok(purged) => purged,
-        Err(e) => {
-            tracing::warn!(error = %e, "purging deleted apps failed");
-            return;
-        }
-    };
+    let purged =
+        match state.writer.call(|ack| WriteCommand::AppPurge { cutoff: app_cutoff, keep: keep.clone(), ack }).await {
+            Ok(purged) => purged,
+            Err(e) => {
+                tracing::warn!(error = %e, "purging deleted apps failed");
+                return;
+            }
+        };
     for (id, slug) in purged {
         let _lock = state.app_locks.lock(&slug).await;
         let _ = tokio::fs::remove_dir_all(crate::apps::apply::apps_dir(&state).join(&slug)).await;

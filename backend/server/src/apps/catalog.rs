@@ -83,7 +83,8 @@ const SYSTEM_FOLDERS: &[&str] = &["/proc", "/sys", "/dev", "/run", "/boot", "/et
 /// the data folder and the system's folders.
 pub fn check_index(state: &AppState, index: &str) -> Result<String> {
     let index = index.trim();
-    let bad = |why: &str| Error::bad_request("invalid_catalog_index", format!("{index:?} is not a catalog index: {why}."));
+    let bad =
+        |why: &str| Error::bad_request("invalid_catalog_index", format!("{index:?} is not a catalog index: {why}."));
     if index.is_empty() || index.len() > MAX_INDEX_CHARS || index.chars().any(char::is_control) {
         return Err(bad("give an https:// address or a .json file's absolute path"));
     }
@@ -105,7 +106,10 @@ pub fn check_index(state: &AppState, index: &str) -> Result<String> {
 pub async fn set_indexes(state: &AppState, list: Option<Vec<String>>) -> Result<Vec<String>> {
     let list = list.unwrap_or_default();
     if list.len() > MAX_CATALOG_INDEXES {
-        return Err(Error::bad_request("too_many_catalog_indexes", format!("List at most {MAX_CATALOG_INDEXES} catalogs.")));
+        return Err(Error::bad_request(
+            "too_many_catalog_indexes",
+            format!("List at most {MAX_CATALOG_INDEXES} catalogs."),
+        ));
     }
     let mut checked = Vec::new();
     for index in &list {
@@ -121,7 +125,9 @@ pub async fn set_indexes(state: &AppState, list: Option<Vec<String>>) -> Result<
 }
 
 fn text(v: Option<&Value>) -> Option<String> {
-    v.and_then(Value::as_str).map(|s| s.trim().chars().take(MAX_FIELD_CHARS).collect::<String>()).filter(|s| !s.is_empty())
+    v.and_then(Value::as_str)
+        .map(|s| s.trim().chars().take(MAX_FIELD_CHARS).collect::<String>())
+        .filter(|s| !s.is_empty())
 }
 
 fn words(v: Option<&Value>) -> Vec<String> {
@@ -146,7 +152,12 @@ pub fn parse_index(index: &str, bytes: &[u8]) -> Result<Vec<Entry>> {
             let id = text(app.get("id")).filter(|id| super::manifest::valid_id(id))?;
             let source = text(app.get("source")).or_else(|| {
                 text(app.get("repo"))
-                    .filter(|r| r.split('/').count() == 2 && !r.starts_with('.') && !r.contains("..") && r.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b)))
+                    .filter(|r| {
+                        r.split('/').count() == 2
+                            && !r.starts_with('.')
+                            && !r.contains("..")
+                            && r.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b))
+                    })
                     .map(|repo| format!("https://github.com/{repo}.git"))
             })?;
             let author = match manifest.get("author") {
@@ -155,7 +166,9 @@ pub fn parse_index(index: &str, bytes: &[u8]) -> Result<Vec<Entry>> {
             };
             Some(Entry {
                 name: text(app.get("name")).or_else(|| text(manifest.get("name"))).unwrap_or_else(|| id.clone()),
-                description: text(app.get("description")).or_else(|| text(manifest.get("description"))).unwrap_or_default(),
+                description: text(app.get("description"))
+                    .or_else(|| text(manifest.get("description")))
+                    .unwrap_or_default(),
                 version: text(manifest.get("version")),
                 author,
                 categories: words(app.get("categories")),

@@ -533,7 +533,10 @@ pub fn plan_restore(repo: &Repository, target: Option<&str>) -> Result<RestorePl
         Some(sha) => {
             Oid::from_str(sha).map_err(|_| Error::bad_request("invalid_commit", "That is not a commit id."))?
         }
-        None => live.get(1).map(|v| v.commit).ok_or_else(|| Error::conflict("nothing_to_undo", "This app has no earlier version."))?,
+        None => live
+            .get(1)
+            .map(|v| v.commit)
+            .ok_or_else(|| Error::conflict("nothing_to_undo", "This app has no earlier version."))?,
     };
     let known = live.iter().find(|v| v.commit == target);
     let exists = repo.find_commit(target).is_ok();
@@ -663,7 +666,9 @@ impl Probe {
     pub fn is_new_for(&self, repo: &Repository) -> bool {
         let Ok(current) = upstream_commit(repo) else { return true };
         match *self {
-            Probe::Commit(commit) => commit != current.id() && !repo.find_commit(commit).is_ok_and(|c| c.tree_id() == current.tree_id()),
+            Probe::Commit(commit) => {
+                commit != current.id() && !repo.find_commit(commit).is_ok_and(|c| c.tree_id() == current.tree_id())
+            }
             Probe::Tree(tree) => tree != current.tree_id(),
         }
     }
@@ -800,7 +805,8 @@ pub fn release_diff(repo: &Repository, release: Oid) -> Result<ReleaseDiff> {
     let deltas = diff.deltas().len();
     for i in 0..deltas.min(MAX_PREVIEW_FILES) {
         let Some(delta) = diff.get_delta(i) else { continue };
-        let path = delta.new_file().path().or(delta.old_file().path()).map(|p| p.display().to_string()).unwrap_or_default();
+        let path =
+            delta.new_file().path().or(delta.old_file().path()).map(|p| p.display().to_string()).unwrap_or_default();
         let status = match delta.status() {
             git2::Delta::Added => "added",
             git2::Delta::Deleted => "deleted",
@@ -826,7 +832,14 @@ pub fn release_diff(repo: &Repository, release: Oid) -> Result<ReleaseDiff> {
     } else {
         Vec::new()
     };
-    Ok(ReleaseDiff { commits, more_commits, files, more_files: deltas > MAX_PREVIEW_FILES, local_edits, conflict_paths })
+    Ok(ReleaseDiff {
+        commits,
+        more_commits,
+        files,
+        more_files: deltas > MAX_PREVIEW_FILES,
+        local_edits,
+        conflict_paths,
+    })
 }
 
 /// The author a commit names.

@@ -224,12 +224,18 @@ pub async fn preview(state: &AppState, app: &AppRow) -> Result<Preview> {
         let before = review::permissions(&installed, installed_code);
         let parsed = review::release_manifest(&repo, release);
         let (version, name, permissions, manifest_error) = match &parsed {
-            Ok(m) => (Some(m.version.clone()), Some(m.name.clone()), review::permissions(&m.raw, review::scan_code(&repo, release)), None),
+            Ok(m) => (
+                Some(m.version.clone()),
+                Some(m.name.clone()),
+                review::permissions(&m.raw, review::scan_code(&repo, release)),
+                None,
+            ),
             Err(e) => (None, None, Vec::new(), Some(e.to_string())),
         };
         let probe = git::Probe::Commit(release);
         let up_to_date = !probe.is_new_for(&repo);
-        let permission_changes = if parsed.is_ok() { review::permission_changes(&before, &permissions) } else { Vec::new() };
+        let permission_changes =
+            if parsed.is_ok() { review::permission_changes(&before, &permissions) } else { Vec::new() };
         let preview = Preview {
             commit: release.to_string(),
             up_to_date,
@@ -247,7 +253,8 @@ pub async fn preview(state: &AppState, app: &AppRow) -> Result<Preview> {
     .await
     .map_err(blocking_failed)??;
     record_check(state, app.id, newer, None).await;
-    let resolver_chat_id = app.resolver_chat_id.clone().filter(|_| app.resolver_commit.as_deref() == Some(preview.commit.as_str()));
+    let resolver_chat_id =
+        app.resolver_chat_id.clone().filter(|_| app.resolver_commit.as_deref() == Some(preview.commit.as_str()));
     Ok(Preview { current_version: app.version.clone(), resolver_chat_id, ..preview })
 }
 
@@ -288,21 +295,22 @@ pub async fn update(state: &AppState, app: &AppRow, expect: Option<String>) -> R
     let lock = state.app_locks.lock(&app.slug).await;
     let dir = apply::source_dir(state, &app.slug)?;
     let plan_dir = dir.clone();
-    let (release, plan, resolving) = tokio::task::spawn_blocking(move || -> Result<(git2::Oid, Plan, Option<git2::Oid>)> {
-        let repo = git::open_or_init(&plan_dir)?;
-        let release = git::fetch_release(&repo, &source)?;
-        if expect.as_deref().is_some_and(|e| e != release.to_string()) {
-            return Err(apply::source_changed());
-        }
-        let resolving = git::resolving(&repo);
-        if resolving == Some(release) {
-            return Ok((release, Plan::Conflict(Vec::new()), resolving));
-        }
-        git::abandon_resolution(&repo)?;
-        Ok((release, git::plan_update(&repo, release)?, None))
-    })
-    .await
-    .map_err(blocking_failed)??;
+    let (release, plan, resolving) =
+        tokio::task::spawn_blocking(move || -> Result<(git2::Oid, Plan, Option<git2::Oid>)> {
+            let repo = git::open_or_init(&plan_dir)?;
+            let release = git::fetch_release(&repo, &source)?;
+            if expect.as_deref().is_some_and(|e| e != release.to_string()) {
+                return Err(apply::source_changed());
+            }
+            let resolving = git::resolving(&repo);
+            if resolving == Some(release) {
+                return Ok((release, Plan::Conflict(Vec::new()), resolving));
+            }
+            git::abandon_resolution(&repo)?;
+            Ok((release, git::plan_update(&repo, release)?, None))
+        })
+        .await
+        .map_err(blocking_failed)??;
     let unchanged = |mode| Updated {
         mode,
         conflict_paths: Vec::new(),
@@ -317,9 +325,12 @@ pub async fn update(state: &AppState, app: &AppRow, expect: Option<String>) -> R
             record_check(state, app.id, None, None).await;
             Ok(unchanged("up_to_date"))
         }
-        Plan::Conflict(_) if resolving.is_some() && app.resolver_chat_id.is_some() => {
-            Ok(Updated { mode: "conflict", resolver_chat_id: app.resolver_chat_id.clone(), resolver_started: true, ..unchanged("conflict") })
-        }
+        Plan::Conflict(_) if resolving.is_some() && app.resolver_chat_id.is_some() => Ok(Updated {
+            mode: "conflict",
+            resolver_chat_id: app.resolver_chat_id.clone(),
+            resolver_started: true,
+            ..unchanged("conflict")
+        }),
         Plan::Conflict(_) => {
             let begin_dir = dir.clone();
             let files = tokio::task::spawn_blocking(move || -> Result<Vec<ConflictFile>> {
@@ -331,7 +342,8 @@ pub async fn update(state: &AppState, app: &AppRow, expect: Option<String>) -> R
             drop(lock);
             let (chat_id, started, draft) = open_resolver(state, app, &release.to_string(), &files).await?;
             let id = app.id;
-            let patch = AppPatch { resolver: Some(Some((chat_id.clone(), release.to_string()))), ..AppPatch::default() };
+            let patch =
+                AppPatch { resolver: Some(Some((chat_id.clone(), release.to_string()))), ..AppPatch::default() };
             state.writer.call(|ack| WriteCommand::AppPatch { id, patch, ack }).await?;
             Ok(Updated {
                 mode: "conflict",
@@ -347,7 +359,14 @@ pub async fn update(state: &AppState, app: &AppRow, expect: Option<String>) -> R
             let moved = slug != app.slug;
             let _new_lock = if moved { Some(state.app_locks.lock(&slug).await) } else { None };
             let installed = Installed { source: url, release: Some(release.to_string()), revive_nonce: None };
-            let built = apply::apply_locked(state, &slug, None, Some(installed), Snapshot::Commit(new_main.to_string(), "update")).await;
+            let built = apply::apply_locked(
+                state,
+                &slug,
+                None,
+                Some(installed),
+                Snapshot::Commit(new_main.to_string(), "update"),
+            )
+            .await;
             let applied = match built {
                 Ok(applied) => applied,
                 Err(e) => {
@@ -365,7 +384,8 @@ pub async fn update(state: &AppState, app: &AppRow, expect: Option<String>) -> R
             .await
             .map_err(blocking_failed)??;
             let id = app.id;
-            let patch = AppPatch { update_check: Some((None, None, now_ms())), resolver: Some(None), ..AppPatch::default() };
+            let patch =
+                AppPatch { update_check: Some((None, None, now_ms())), resolver: Some(None), ..AppPatch::default() };
             state.writer.call(|ack| WriteCommand::AppPatch { id, patch, ack }).await?;
             let app = db::apps::get(&state.db.read, id).await?.unwrap_or(applied.app);
             Ok(Updated { app, warnings: applied.warnings, ..unchanged("updated") })
@@ -428,7 +448,12 @@ async fn open_resolver(
         slug = app.slug,
     );
     for file in files {
-        context.push_str(&format!("\n--- {}{} ---\n{}\n", file.path, if file.truncated { " (cut short)" } else { "" }, file.text));
+        context.push_str(&format!(
+            "\n--- {}{} ---\n{}\n",
+            file.path,
+            if file.truncated { " (cut short)" } else { "" },
+            file.text
+        ));
     }
     context.push_str("</update_conflict>");
     let title = format!("Resolve the update of {}", app.name);
@@ -449,9 +474,10 @@ pub async fn restore(state: &AppState, app: &AppRow, commit: Option<String>) -> 
     })
     .await
     .map_err(blocking_failed)??;
-    let applied = apply::apply_locked(state, &app.slug, None, None, Snapshot::Commit(plan.commit.to_string(), "restore"))
-        .await
-        .map_err(|e| kept_running(e, "That version does not build here:"))?;
+    let applied =
+        apply::apply_locked(state, &app.slug, None, None, Snapshot::Commit(plan.commit.to_string(), "restore"))
+            .await
+            .map_err(|e| kept_running(e, "That version does not build here:"))?;
     tokio::task::spawn_blocking(move || -> Result<()> {
         let repo = git::open_or_init(&dir)?;
         git::finish_restore(&repo, plan)

@@ -45,7 +45,11 @@ fn ask(key: &str, title: impl Into<String>, detail: impl Into<String>, level: &'
 
 /// The boolean grants and `requires` names of the original, with what each would allow.
 const GRANTS: &[(&str, &str, &str)] = &[
-    ("manage_apps", "Manage your apps", "It can list your apps and ask to install, update or remove apps; each change still shows you a review first."),
+    (
+        "manage_apps",
+        "Manage your apps",
+        "It can list your apps and ask to install, update or remove apps; each change still shows you a review first.",
+    ),
     ("manage_skills", "Change your agent's skills", "It could add or change the procedures your agent follows."),
     ("github_access", "Use your GitHub connection", "It could read and write GitHub on your behalf."),
     ("github_connect", "Connect GitHub", "It could connect a GitHub account to Möbius."),
@@ -95,18 +99,48 @@ pub fn permissions(raw: &Map<String, Value>, code: CodeUse) -> Vec<Permission> {
     let level = |key: &str| perms.get(key).and_then(Value::as_str).unwrap_or("none");
     let mut out = Vec::new();
     match level("cross_app_access") {
-        "read" => out.push(ask("storage.cross_app_access", "Read other apps' data", "It can read the data of apps that share theirs with other apps.", "notice")),
-        "write" => out.push(ask("storage.cross_app_access", "Read and change other apps' data", "It can read and change the data of apps that share theirs with other apps.", "warning")),
+        "read" => out.push(ask(
+            "storage.cross_app_access",
+            "Read other apps' data",
+            "It can read the data of apps that share theirs with other apps.",
+            "notice",
+        )),
+        "write" => out.push(ask(
+            "storage.cross_app_access",
+            "Read and change other apps' data",
+            "It can read and change the data of apps that share theirs with other apps.",
+            "warning",
+        )),
         _ => {}
     }
     match level("share_with_apps") {
-        "read" => out.push(ask("storage.share_with_apps", "Share its data with other apps", "Apps allowed to read other apps' data can read this one's.", "notice")),
-        "write" => out.push(ask("storage.share_with_apps", "Let other apps change its data", "Apps allowed to change other apps' data can change this one's.", "warning")),
+        "read" => out.push(ask(
+            "storage.share_with_apps",
+            "Share its data with other apps",
+            "Apps allowed to read other apps' data can read this one's.",
+            "notice",
+        )),
+        "write" => out.push(ask(
+            "storage.share_with_apps",
+            "Let other apps change its data",
+            "Apps allowed to change other apps' data can change this one's.",
+            "warning",
+        )),
         _ => {}
     }
     match level("shared_memory") {
-        "read" => out.push(ask("storage.shared_memory", "Read your shared memory", "It can read the notes and skills your agent keeps for all chats.", "notice")),
-        "write" => out.push(ask("storage.shared_memory", "Change your shared memory", "It can read and change the notes and skills your agent keeps for all chats.", "warning")),
+        "read" => out.push(ask(
+            "storage.shared_memory",
+            "Read your shared memory",
+            "It can read the notes and skills your agent keeps for all chats.",
+            "notice",
+        )),
+        "write" => out.push(ask(
+            "storage.shared_memory",
+            "Change your shared memory",
+            "It can read and change the notes and skills your agent keeps for all chats.",
+            "warning",
+        )),
         _ => {}
     }
     let origins: Vec<String> = raw
@@ -173,7 +207,8 @@ pub fn permissions(raw: &Map<String, Value>, code: CodeUse) -> Vec<Permission> {
         }
         let effective = PROVIDED_GRANTS.contains(name);
         let needs = if required { " The app says it cannot work without this." } else { "" };
-        let missing = if effective { "" } else { " This Möbius does not offer it, so those parts of the app will not work." };
+        let missing =
+            if effective { "" } else { " This Möbius does not offer it, so those parts of the app will not work." };
         out.push(Permission {
             key: format!("grant.{name}"),
             title: (*title).to_owned(),
@@ -218,7 +253,12 @@ pub fn permissions(raw: &Map<String, Value>, code: CodeUse) -> Vec<Permission> {
         }
     }
     if raw.get("offline_capable").and_then(Value::as_bool) == Some(true) {
-        out.push(ask("offline", "Work offline", "It keeps working without a connection; changes wait until you are back.", "info"));
+        out.push(ask(
+            "offline",
+            "Work offline",
+            "It keeps working without a connection; changes wait until you are back.",
+            "info",
+        ));
     }
     out
 }
@@ -240,7 +280,9 @@ pub fn permission_changes(before: &[Permission], after: &[Permission]) -> Vec<Pe
     for p in after {
         match before.iter().find(|b| b.key == p.key) {
             None => out.push(PermissionChange { change: "added", permission: p.clone(), before: None }),
-            Some(b) if b != p => out.push(PermissionChange { change: "changed", permission: p.clone(), before: Some(b.clone()) }),
+            Some(b) if b != p => {
+                out.push(PermissionChange { change: "changed", permission: p.clone(), before: Some(b.clone()) })
+            }
             Some(_) => {}
         }
     }
@@ -257,7 +299,9 @@ pub fn scan_code(repo: &Repository, commit: Oid) -> CodeUse {
     let mut budget = MAX_SCANNED_BYTES;
     let _ = tree.walk(git2::TreeWalkMode::PreOrder, |root, entry| {
         let name = entry.name().unwrap_or_default();
-        if root.starts_with("node_modules") || !["js", "jsx", "ts", "tsx", "mjs"].iter().any(|x| name.ends_with(&format!(".{x}"))) {
+        if root.starts_with("node_modules")
+            || !["js", "jsx", "ts", "tsx", "mjs"].iter().any(|x| name.ends_with(&format!(".{x}")))
+        {
             return git2::TreeWalkResult::Ok;
         }
         let Ok(blob) = repo.find_blob(entry.id()) else { return git2::TreeWalkResult::Ok };
@@ -269,7 +313,8 @@ pub fn scan_code(repo: &Repository, commit: Oid) -> CodeUse {
         let text = String::from_utf8_lossy(text);
         found.secrets |= text.contains("/secrets/");
         found.proxy |= text.contains("/api/proxy");
-        found.agent_chats |= text.contains("mobius.chat") || text.contains("/api/app-chats") || text.contains("chat.start");
+        found.agent_chats |=
+            text.contains("mobius.chat") || text.contains("/api/app-chats") || text.contains("chat.start");
         if budget == 0 { git2::TreeWalkResult::Abort } else { git2::TreeWalkResult::Ok }
     });
     found
@@ -282,7 +327,8 @@ pub fn release_manifest(repo: &Repository, release: Oid) -> Result<Manifest> {
     if bytes.len() > manifest::MAX_MANIFEST_BYTES {
         return Err(Error::unprocessable("manifest_invalid", "mobius.json is larger than 64 KiB."));
     }
-    let text = String::from_utf8(bytes).map_err(|_| Error::unprocessable("manifest_invalid", "mobius.json is not UTF-8."))?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| Error::unprocessable("manifest_invalid", "mobius.json is not UTF-8."))?;
     let id = serde_json::from_str::<Value>(&text)
         .ok()
         .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_owned))
@@ -347,7 +393,12 @@ pub async fn review(state: &AppState, source: Source, label: String) -> Result<R
     if let Source::Url(url) = &source {
         super::ssrf::check_url(url).await?;
     }
-    let _permit = state.lifecycle.reviews.acquire().await.map_err(|_| Error::unavailable("shutting_down", "Möbius is stopping."))?;
+    let _permit = state
+        .lifecycle
+        .reviews
+        .acquire()
+        .await
+        .map_err(|_| Error::unavailable("shutting_down", "Möbius is stopping."))?;
     let root: PathBuf = state.config.data_dir.join("run").join("reviews");
     std::fs::create_dir_all(&root)?;
     let mut review = tokio::task::spawn_blocking(move || -> Result<Review> {
@@ -358,7 +409,10 @@ pub async fn review(state: &AppState, source: Source, label: String) -> Result<R
     })
     .await
     .map_err(|e| Error::Internal(format!("review task: {e}")))??;
-    if let Some(app) = db::apps::by_slug(&state.db.read, &review.id).await?.filter(|a| a.bundle_sha.is_some() || a.deleted_at.is_some()) {
+    if let Some(app) = db::apps::by_slug(&state.db.read, &review.id)
+        .await?
+        .filter(|a| a.bundle_sha.is_some() || a.deleted_at.is_some())
+    {
         review.existing = Some(Existing {
             id: app.id,
             name: app.name,
@@ -378,7 +432,12 @@ pub fn describe(repo: &Repository, release: Oid, source: String) -> Result<Revie
         source,
         commit: release.to_string(),
         author: author_of(&m.raw).or_else(|| git::commit_author(repo, release)),
-        homepage: m.raw.get("homepage").and_then(Value::as_str).filter(|h| h.starts_with("https://")).map(str::to_owned),
+        homepage: m
+            .raw
+            .get("homepage")
+            .and_then(Value::as_str)
+            .filter(|h| h.starts_with("https://"))
+            .map(str::to_owned),
         icon: release_icon(repo, release, &m, REVIEW_ICON_SIZE),
         theme_color: m.theme_color.clone(),
         permissions: permissions(&m.raw, code),
@@ -414,9 +473,21 @@ mod tests {
         let keys: Vec<&str> = a.iter().map(|p| p.key.as_str()).collect();
         assert_eq!(
             keys,
-            ["storage.cross_app_access", "network", "secrets", "agent.embed", "grant.manage_apps", "grant.github_access", "chat_logs"]
+            [
+                "storage.cross_app_access",
+                "network",
+                "secrets",
+                "agent.embed",
+                "grant.manage_apps",
+                "grant.github_access",
+                "chat_logs"
+            ]
         );
-        assert!(a.iter().find(|p| p.key == "grant.github_access").is_some_and(|p| !p.effective && p.detail.contains("cannot work without")));
+        assert!(
+            a.iter()
+                .find(|p| p.key == "grant.github_access")
+                .is_some_and(|p| !p.effective && p.detail.contains("cannot work without"))
+        );
         let changes = permission_changes(&b, &a);
         let summary: Vec<(&str, &str)> = changes.iter().map(|c| (c.change, c.permission.key.as_str())).collect();
         assert!(summary.contains(&("changed", "storage.cross_app_access")));

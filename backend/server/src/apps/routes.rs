@@ -300,9 +300,10 @@ async fn browse_catalog(
         .map(|entry| {
             let app = installed.iter().find(|a| a.slug == entry.id);
             let mut row = json!(entry);
-            row["installed"] = app.map_or(Value::Null, |a| {
-                json!({ "id": a.id, "version": a.version, "update_available": a.update_commit.is_some() })
-            });
+            row["installed"] = app.map_or(
+                Value::Null,
+                |a| json!({ "id": a.id, "version": a.version, "update_available": a.update_commit.is_some() }),
+            );
             row
         })
         .collect();
@@ -375,13 +376,15 @@ struct RedeemIn {
 /// once, for the app the pass was made for, within its minute.
 async fn redeem_install_pass(State(state): State<AppState>, ApiJson(body): ApiJson<RedeemIn>) -> Result<Json<Value>> {
     use sha2::{Digest, Sha256};
-    let refused = || Error::unauthorized("invalid_install_pass", "This install pass is not valid (anymore); sign in instead.");
+    let refused =
+        || Error::unauthorized("invalid_install_pass", "This install pass is not valid (anymore); sign in instead.");
     if body.install_pass.is_empty() || body.install_pass.len() > 128 {
         return Err(refused());
     }
     let id = hex::encode(Sha256::digest(body.install_pass.as_bytes()));
     let pass = state.writer.call(|ack| WriteCommand::InstallPassRedeem { id, ack }).await?.ok_or_else(refused)?;
-    let app = db::apps::get(&state.db.read, pass.app_id).await?.filter(|a| a.deleted_at.is_none() && a.slug == body.slug);
+    let app =
+        db::apps::get(&state.db.read, pass.app_id).await?.filter(|a| a.deleted_at.is_none() && a.slug == body.slug);
     let (username, epoch) = state.owner.get().ok_or_else(refused)?;
     if app.is_none() || epoch != pass.epoch {
         return Err(refused());

@@ -177,7 +177,9 @@ pub async fn icon(State(state): State<AppState>, Path(id): Path<i64>, Query(q): 
 async fn icon_response(state: &AppState, app: &AppRow, size: u32, maskable: bool) -> Result<Response> {
     let size = super::icon::snap_size(size);
     let fallback = || image(super::icon::fallback_png(&app.name, app.theme_color.as_deref(), size), "image/png");
-    let (Some(sha), Some(commit)) = (app.bundle_sha.as_deref(), app.source_commit.clone()) else { return Ok(fallback()) };
+    let (Some(sha), Some(commit)) = (app.bundle_sha.as_deref(), app.source_commit.clone()) else {
+        return Ok(fallback());
+    };
     let compiled = super::apply::compiled_dir(state);
     let cached = super::icon::rendered_path(&compiled, app.id, sha, size, maskable);
     if let Ok(bytes) = tokio::fs::read(&cached).await {
@@ -263,7 +265,8 @@ async fn standalone(State(state): State<AppState>, Path(slug): Path<String>) -> 
         embeddable_json(&identity)
     );
     let manifest_link = format!("<link rel=\"manifest\" href=\"/apps/{}/manifest.json\">", app.slug);
-    let v = &app.bundle_sha.as_deref().unwrap_or_default()[..8.min(app.bundle_sha.as_deref().unwrap_or_default().len())];
+    let v =
+        &app.bundle_sha.as_deref().unwrap_or_default()[..8.min(app.bundle_sha.as_deref().unwrap_or_default().len())];
     let touch_icon = format!("<link rel=\"apple-touch-icon\" href=\"/apps/{}/icon.png?v={v}&size=192\">", app.slug);
     let mut extra = format!("{manifest_link}{touch_icon}{slot}");
     if let Some(colour) = &app.theme_color {
@@ -313,7 +316,10 @@ async fn standalone_manifest(
     let app = app_by_slug(&state, &slug).await?.ok_or_else(|| Error::not_found("app_not_found", "No such app."))?;
     let scope = format!("/apps/{}/", app.slug);
     let start_url = match q.install_pass.as_deref() {
-        Some(pass) if (1..=128).contains(&pass.len()) && pass.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') => {
+        Some(pass)
+            if (1..=128).contains(&pass.len())
+                && pass.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') =>
+        {
             format!("{scope}?install_pass={pass}")
         }
         _ => scope.clone(),

@@ -77,7 +77,11 @@ impl Fixture {
     fn commit(&self, message: &str) -> String {
         git(self.path(), &["add", "-A"]);
         git(self.path(), &["commit", "-qm", message]);
-        let out = std::process::Command::new("git").args(["rev-parse", "HEAD"]).current_dir(self.path()).output().expect("rev-parse");
+        let out = std::process::Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(self.path())
+            .output()
+            .expect("rev-parse");
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 }
@@ -124,7 +128,10 @@ async fn a_review_describes_the_app_and_everything_it_asks_for_before_anything_i
     );
     std::fs::write(fixture.path().join("icon.png"), png(300, 200)).expect("icon");
     fixture.write("job.sh", "#!/bin/sh\necho hi\n");
-    fixture.write("net.js", "export const load = () => fetch(`/api/proxy?url=x`).then(() => fetch(`/api/apps/1/secrets/KEY`));\n");
+    fixture.write(
+        "net.js",
+        "export const load = () => fetch(`/api/proxy?url=x`).then(() => fetch(`/api/apps/1/secrets/KEY`));\n",
+    );
     let head = fixture.commit("icon, job and network");
 
     let review = json_of(app.post("/api/apps/review", json!({ "source": fixture.source() }), Some(&token)).await).await;
@@ -137,13 +144,34 @@ async fn a_review_describes_the_app_and_everything_it_asks_for_before_anything_i
     assert_eq!(review["source"], fixture.source());
     assert!(review["icon"].as_str().is_some_and(|i| i.starts_with("data:image/png;base64,")), "{review}");
     assert!(review["existing"].is_null());
-    let keys: Vec<&str> = review["permissions"].as_array().expect("permissions").iter().filter_map(|p| p["key"].as_str()).collect();
-    for key in ["storage.cross_app_access", "network", "secrets", "schedule", "agent.embed", "grant.manage_apps", "grant.github_access"] {
+    let keys: Vec<&str> =
+        review["permissions"].as_array().expect("permissions").iter().filter_map(|p| p["key"].as_str()).collect();
+    for key in [
+        "storage.cross_app_access",
+        "network",
+        "secrets",
+        "schedule",
+        "agent.embed",
+        "grant.manage_apps",
+        "grant.github_access",
+    ] {
         assert!(keys.contains(&key), "{key} missing from {keys:?}");
     }
-    let schedule = review["permissions"].as_array().expect("p").iter().find(|p| p["key"] == "schedule").cloned().expect("schedule");
+    let schedule = review["permissions"]
+        .as_array()
+        .expect("p")
+        .iter()
+        .find(|p| p["key"] == "schedule")
+        .cloned()
+        .expect("schedule");
     assert_eq!(schedule["detail"], "Runs job.sh every day at 06:30.");
-    let github = review["permissions"].as_array().expect("p").iter().find(|p| p["key"] == "grant.github_access").cloned().expect("gh");
+    let github = review["permissions"]
+        .as_array()
+        .expect("p")
+        .iter()
+        .find(|p| p["key"] == "grant.github_access")
+        .cloned()
+        .expect("gh");
     assert_eq!(github["effective"], false, "this Möbius has no GitHub API for apps");
 
     // Nothing was installed by the review.
@@ -162,7 +190,12 @@ async fn bad_sources_get_a_clear_error_on_the_review_and_nothing_is_installed() 
     };
     let plain = tempfile::tempdir().expect("plain");
     std::fs::write(plain.path().join("readme.txt"), "not an app").expect("w");
-    assert_error(review(plain.path().display().to_string()).await, StatusCode::UNPROCESSABLE_ENTITY, "manifest_missing").await;
+    assert_error(
+        review(plain.path().display().to_string()).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "manifest_missing",
+    )
+    .await;
 
     let broken = Fixture::new("broken", "1.0.0", "x", json!({}));
     broken.write("mobius.json", "{ \"id\": \"broken\", ");
@@ -196,16 +229,23 @@ async fn an_install_takes_the_reviewed_release_and_refuses_a_source_that_moved()
     let review = json_of(app.post("/api/apps/review", json!({ "source": fixture.source() }), Some(&token)).await).await;
     fixture.title("Release two");
     fixture.commit("second");
-    let moved = app.post("/api/apps/install", json!({ "source": fixture.source(), "commit": review["commit"] }), Some(&token)).await;
+    let moved = app
+        .post("/api/apps/install", json!({ "source": fixture.source(), "commit": review["commit"] }), Some(&token))
+        .await;
     assert_error(moved, StatusCode::CONFLICT, "source_changed").await;
     assert!(listed(&app, &token).await.is_empty());
 
     let again = json_of(app.post("/api/apps/review", json!({ "source": fixture.source() }), Some(&token)).await).await;
-    let installed = json_of(app.post("/api/apps/install", json!({ "source": fixture.source(), "commit": again["commit"] }), Some(&token)).await).await;
+    let installed = json_of(
+        app.post("/api/apps/install", json!({ "source": fixture.source(), "commit": again["commit"] }), Some(&token))
+            .await,
+    )
+    .await;
     let id = installed["app"]["id"].as_i64().expect("id");
     assert!(module(&app, &token, id).await.contains("Release two"));
     assert_eq!(installed["app"]["update"]["available"], false);
-    let existing = json_of(app.post("/api/apps/review", json!({ "source": fixture.source() }), Some(&token)).await).await;
+    let existing =
+        json_of(app.post("/api/apps/review", json!({ "source": fixture.source() }), Some(&token)).await).await;
     assert_eq!(existing["existing"]["id"], id, "the review says it is installed");
 }
 
@@ -238,7 +278,8 @@ async fn updates_are_checked_previewed_with_their_permission_changes_and_applied
     assert_eq!(preview["up_to_date"], false);
     assert_eq!(preview["commits"][0]["summary"], "Share notes and ping");
     assert_eq!(preview["commits"][0]["author"], "Ada Author");
-    let files: Vec<&str> = preview["files"].as_array().expect("files").iter().filter_map(|f| f["path"].as_str()).collect();
+    let files: Vec<&str> =
+        preview["files"].as_array().expect("files").iter().filter_map(|f| f["path"].as_str()).collect();
     assert!(files.contains(&"title.jsx") && files.contains(&"net.js") && files.contains(&"mobius.json"), "{files:?}");
     let added = preview["files"].as_array().expect("f").iter().find(|f| f["path"] == "net.js").cloned().expect("net");
     assert_eq!((added["status"].as_str(), added["additions"].as_i64()), (Some("added"), Some(1)));
@@ -252,7 +293,8 @@ async fn updates_are_checked_previewed_with_their_permission_changes_and_applied
     assert!(changes.contains(&("added".into(), "network".into())), "{changes:?}");
     assert!(module(&app, &token, id).await.contains("Release one"), "a preview changes nothing served");
 
-    let updated = json_of(app.post(&format!("/api/apps/{id}/update"), json!({ "commit": release }), Some(&token)).await).await;
+    let updated =
+        json_of(app.post(&format!("/api/apps/{id}/update"), json!({ "commit": release }), Some(&token)).await).await;
     assert_eq!(updated["mode"], "updated", "{updated}");
     assert_eq!(updated["app"]["version"], "1.1.0");
     assert_eq!(updated["app"]["update"]["available"], false);
@@ -288,7 +330,8 @@ async fn a_conflicting_update_opens_a_resolver_chat_primed_with_the_files_and_an
     let fixture = Fixture::new("notes", "1.0.0", "Release one", json!({}));
     let id = install(&app, &token, &fixture.source()).await["app"]["id"].as_i64().expect("id");
     let local = app.data_dir().join("apps/notes");
-    std::fs::write(local.join("title.jsx"), "export default function Title() {\n  return <h1>Mine</h1>;\n}\n").expect("edit");
+    std::fs::write(local.join("title.jsx"), "export default function Title() {\n  return <h1>Mine</h1>;\n}\n")
+        .expect("edit");
     fixture.title("Release two");
     fixture.commit("two");
 
@@ -319,7 +362,11 @@ async fn a_conflicting_update_opens_a_resolver_chat_primed_with_the_files_and_an
     // The agent applies while markers are left: refused; once resolved, the update completes.
     let r = app.post("/api/apps/apply", json!({ "slug": "notes" }), Some(&token)).await;
     assert_error(r, StatusCode::CONFLICT, "update_unresolved").await;
-    std::fs::write(local.join("title.jsx"), "export default function Title() {\n  return <h1>Mine, release two</h1>;\n}\n").expect("resolve");
+    std::fs::write(
+        local.join("title.jsx"),
+        "export default function Title() {\n  return <h1>Mine, release two</h1>;\n}\n",
+    )
+    .expect("resolve");
     let applied = json_of(app.post("/api/apps/apply", json!({ "slug": "notes" }), Some(&token)).await).await;
     assert_eq!(applied["mode"], "updated");
     assert!(module(&app, &token, id).await.contains("Mine, release two"));
@@ -348,7 +395,8 @@ async fn history_lists_each_version_and_restore_goes_back_and_forward() {
     assert!(versions[0]["at"].as_i64().is_some());
 
     let old = versions[1]["commit"].as_str().expect("commit").to_owned();
-    let restored = json_of(app.post(&format!("/api/apps/{id}/restore"), json!({ "commit": old }), Some(&token)).await).await;
+    let restored =
+        json_of(app.post(&format!("/api/apps/{id}/restore"), json!({ "commit": old }), Some(&token)).await).await;
     assert_eq!(restored["app"]["version"], "1.0.0");
     assert!(module(&app, &token, id).await.contains("Release one"));
     let history = json_of(app.get(&format!("/api/apps/{id}/history"), Some(&token)).await).await;
@@ -360,7 +408,13 @@ async fn history_lists_each_version_and_restore_goes_back_and_forward() {
     let newer = history["versions"][1]["commit"].as_str().expect("commit").to_owned();
     json_of(app.post(&format!("/api/apps/{id}/restore"), json!({ "commit": newer }), Some(&token)).await).await;
     assert!(module(&app, &token, id).await.contains("Release two"));
-    let bogus = app.post(&format!("/api/apps/{id}/restore"), json!({ "commit": "0123456789012345678901234567890123456789" }), Some(&token)).await;
+    let bogus = app
+        .post(
+            &format!("/api/apps/{id}/restore"),
+            json!({ "commit": "0123456789012345678901234567890123456789" }),
+            Some(&token),
+        )
+        .await;
     assert_error(bogus, StatusCode::BAD_REQUEST, "invalid_commit").await;
 }
 
@@ -374,11 +428,13 @@ async fn a_restore_to_a_version_that_does_not_build_keeps_the_current_one_and_sa
     std::fs::write(local.join("title.jsx"), "export default function Title( {\n").expect("break");
     let failed = app.post("/api/apps/apply", json!({ "slug": "notes" }), Some(&token)).await;
     assert_error(failed, StatusCode::UNPROCESSABLE_ENTITY, "compile_failed").await;
-    std::fs::write(local.join("title.jsx"), "export default function Title() {\n  return <h1>Fixed</h1>;\n}\n").expect("fix");
+    std::fs::write(local.join("title.jsx"), "export default function Title() {\n  return <h1>Fixed</h1>;\n}\n")
+        .expect("fix");
     json_of(app.post("/api/apps/apply", json!({ "slug": "notes" }), Some(&token)).await).await;
 
     let broken = {
-        let out = std::process::Command::new("git").args(["rev-parse", "main~1"]).current_dir(&local).output().expect("git");
+        let out =
+            std::process::Command::new("git").args(["rev-parse", "main~1"]).current_dir(&local).output().expect("git");
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     };
     let r = app.post(&format!("/api/apps/{id}/restore"), json!({ "commit": broken }), Some(&token)).await;
@@ -393,18 +449,31 @@ async fn a_restore_to_a_version_that_does_not_build_keeps_the_current_one_and_sa
 async fn uninstall_keeps_or_deletes_the_data_and_data_alone_can_be_deleted() {
     let app = TestApp::spawn().await;
     let token = app.setup_owner().await;
-    let fixture = Fixture::new("notes", "1.0.0", "Release one", json!({ "storage_seeds": { "start.json": { "n": 0 } } }));
+    let fixture =
+        Fixture::new("notes", "1.0.0", "Release one", json!({ "storage_seeds": { "start.json": { "n": 0 } } }));
     let id = install(&app, &token, &fixture.source()).await["app"]["id"].as_i64().expect("id");
     let data = app.data_dir().join(format!("app-data/{id}"));
     let put = |name: &'static str| {
         let (app, token) = (&app, token.clone());
         async move {
-            let r = app.client.put(app.url(&format!("/api/storage/apps/{id}/{name}"))).bearer_auth(&token).json(&json!({ "x": 1 })).send().await;
+            let r = app
+                .client
+                .put(app.url(&format!("/api/storage/apps/{id}/{name}")))
+                .bearer_auth(&token)
+                .json(&json!({ "x": 1 }))
+                .send()
+                .await;
             assert_eq!(r.expect("PUT").status(), StatusCode::NO_CONTENT);
         }
     };
     put("mine.json").await;
-    let secret = app.client.put(app.url(&format!("/api/apps/{id}/secrets/KEY"))).bearer_auth(&token).json(&json!({ "value": "v" })).send().await;
+    let secret = app
+        .client
+        .put(app.url(&format!("/api/apps/{id}/secrets/KEY")))
+        .bearer_auth(&token)
+        .json(&json!({ "value": "v" }))
+        .send()
+        .await;
     assert_eq!(secret.expect("PUT").status(), StatusCode::NO_CONTENT);
 
     // Data alone: wiped, the starting documents come back, the app stays.
@@ -431,7 +500,12 @@ async fn uninstall_keeps_or_deletes_the_data_and_data_alone_can_be_deleted() {
     assert!(!app.data_dir().join(format!("app-data/{id2}/mine.json")).exists(), "nothing came back");
     let head = app.client.head(app.url(&format!("/api/apps/{id2}/secrets/KEY"))).bearer_auth(&token).send().await;
     assert_eq!(head.expect("HEAD").status(), StatusCode::NOT_FOUND);
-    assert_error(delete(&app, &token, &format!("/api/apps/{id2}?data=maybe")).await, StatusCode::BAD_REQUEST, "invalid_request").await;
+    assert_error(
+        delete(&app, &token, &format!("/api/apps/{id2}?data=maybe")).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_request",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -455,7 +529,13 @@ async fn the_store_reads_catalog_indexes_searches_them_and_marks_installed_apps(
     assert_eq!(defaults["indexes"][0], defaults["default"]);
     assert!(defaults["default"].as_str().expect("d").starts_with("https://"));
 
-    let set = app.client.put(app.url("/api/catalog/indexes")).bearer_auth(&token).json(&json!({ "indexes": [index.display().to_string()] })).send().await;
+    let set = app
+        .client
+        .put(app.url("/api/catalog/indexes"))
+        .bearer_auth(&token)
+        .json(&json!({ "indexes": [index.display().to_string()] }))
+        .send()
+        .await;
     assert_eq!(set.expect("PUT").status(), StatusCode::OK);
     let all = json_of(app.get("/api/catalog", Some(&token)).await).await;
     let ids: Vec<&str> = all["apps"].as_array().expect("apps").iter().filter_map(|a| a["id"].as_str()).collect();
@@ -474,12 +554,24 @@ async fn the_store_reads_catalog_indexes_searches_them_and_marks_installed_apps(
 
     let bad = |body: Value| {
         let (app, token) = (&app, token.clone());
-        async move { app.client.put(app.url("/api/catalog/indexes")).bearer_auth(&token).json(&body).send().await.expect("PUT") }
+        async move {
+            app.client.put(app.url("/api/catalog/indexes")).bearer_auth(&token).json(&body).send().await.expect("PUT")
+        }
     };
-    assert_error(bad(json!({ "indexes": ["http://example.com/c.json"] })).await, StatusCode::BAD_REQUEST, "invalid_catalog_index").await;
+    assert_error(
+        bad(json!({ "indexes": ["http://example.com/c.json"] })).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_catalog_index",
+    )
+    .await;
     let inside = app.data_dir().join("c.json");
     std::fs::write(&inside, "{}").expect("w");
-    assert_error(bad(json!({ "indexes": [inside.display().to_string()] })).await, StatusCode::BAD_REQUEST, "invalid_catalog_index").await;
+    assert_error(
+        bad(json!({ "indexes": [inside.display().to_string()] })).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_catalog_index",
+    )
+    .await;
     std::fs::write(&index, "not json").expect("w");
     let broken = json_of(app.get("/api/catalog?refresh=true", Some(&token)).await).await;
     assert!(broken["apps"].as_array().is_some_and(Vec::is_empty));
@@ -496,7 +588,12 @@ async fn an_app_with_manage_apps_reads_the_registry_and_reviews_but_only_the_own
     let plain_id = install(&app, &token, &plain.source()).await["app"]["id"].as_i64().expect("id");
     let mint = |id: i64| {
         let (app, token) = (&app, token.clone());
-        async move { json_of(app.post("/api/auth/app-token", json!({ "app_id": id }), Some(&token)).await).await["token"].as_str().expect("t").to_owned() }
+        async move {
+            json_of(app.post("/api/auth/app-token", json!({ "app_id": id }), Some(&token)).await).await["token"]
+                .as_str()
+                .expect("t")
+                .to_owned()
+        }
     };
     let store_token = mint(store_id).await;
     let plain_token = mint(plain_id).await;
@@ -508,11 +605,17 @@ async fn an_app_with_manage_apps_reads_the_registry_and_reviews_but_only_the_own
     assert_eq!(app.post("/api/apps/updates/check", json!({}), Some(&store_token)).await.status(), StatusCode::OK);
     let install = app.post("/api/apps/install", json!({ "source": other.source() }), Some(&store_token)).await;
     assert_error(install, StatusCode::FORBIDDEN, "wrong_scope").await;
-    assert_error(delete(&app, &store_token, &format!("/api/apps/{plain_id}")).await, StatusCode::FORBIDDEN, "wrong_scope").await;
+    assert_error(
+        delete(&app, &store_token, &format!("/api/apps/{plain_id}")).await,
+        StatusCode::FORBIDDEN,
+        "wrong_scope",
+    )
+    .await;
 
     let refused = app.post("/api/apps/review", json!({ "source": other.source() }), Some(&plain_token)).await;
     assert_error(refused, StatusCode::FORBIDDEN, "manage_apps_required").await;
-    assert_error(app.get("/api/catalog", Some(&plain_token)).await, StatusCode::FORBIDDEN, "manage_apps_required").await;
+    assert_error(app.get("/api/catalog", Some(&plain_token)).await, StatusCode::FORBIDDEN, "manage_apps_required")
+        .await;
 }
 
 #[tokio::test]
@@ -525,18 +628,24 @@ async fn an_install_pass_signs_in_once_for_one_app_within_its_minute() {
     let secret = pass["install_pass"].as_str().expect("pass").to_owned();
     assert!(pass["expires_at"].as_i64().expect("exp") <= crate_now() + 60_000);
 
-    let wrong_app = app.post("/api/auth/install-pass/redeem", json!({ "install_pass": secret, "slug": "other" }), None).await;
+    let wrong_app =
+        app.post("/api/auth/install-pass/redeem", json!({ "install_pass": secret, "slug": "other" }), None).await;
     assert_error(wrong_app, StatusCode::UNAUTHORIZED, "invalid_install_pass").await;
     // The failed try used it up: a pass works once, whatever happens.
-    let used = app.post("/api/auth/install-pass/redeem", json!({ "install_pass": secret, "slug": "notes" }), None).await;
+    let used =
+        app.post("/api/auth/install-pass/redeem", json!({ "install_pass": secret, "slug": "notes" }), None).await;
     assert_error(used, StatusCode::UNAUTHORIZED, "invalid_install_pass").await;
 
     let pass = json_of(app.post("/api/auth/install-pass", json!({ "app_id": id }), Some(&token)).await).await;
     let secret = pass["install_pass"].as_str().expect("pass").to_owned();
-    let session = json_of(app.post("/api/auth/install-pass/redeem", json!({ "install_pass": secret, "slug": "notes" }), None).await).await;
+    let session = json_of(
+        app.post("/api/auth/install-pass/redeem", json!({ "install_pass": secret, "slug": "notes" }), None).await,
+    )
+    .await;
     let owner = session["access_token"].as_str().expect("token");
     assert_eq!(app.get("/api/auth/session", Some(owner)).await.status(), StatusCode::OK);
-    let twice = app.post("/api/auth/install-pass/redeem", json!({ "install_pass": secret, "slug": "notes" }), None).await;
+    let twice =
+        app.post("/api/auth/install-pass/redeem", json!({ "install_pass": secret, "slug": "notes" }), None).await;
     assert_error(twice, StatusCode::UNAUTHORIZED, "invalid_install_pass").await;
 
     // An expired pass (made a minute and a second ago) is refused.
@@ -552,7 +661,8 @@ async fn an_install_pass_signs_in_once_for_one_app_within_its_minute() {
         .execute(&mut conn)
         .await
         .expect("insert");
-    let late = app.post("/api/auth/install-pass/redeem", json!({ "install_pass": expired, "slug": "notes" }), None).await;
+    let late =
+        app.post("/api/auth/install-pass/redeem", json!({ "install_pass": expired, "slug": "notes" }), None).await;
     assert_error(late, StatusCode::UNAUTHORIZED, "invalid_install_pass").await;
 }
 
@@ -569,7 +679,12 @@ async fn icons_are_rendered_at_each_advertised_size_and_the_standalone_manifest_
     std::fs::write(notes.path().join("icon.png"), png(640, 480)).expect("icon");
     notes.commit("icon");
     let id = install(&app, &token, &notes.source()).await["app"]["id"].as_i64().expect("id");
-    for (query, size, maskable) in [("size=192", 192, false), ("size=512", 512, false), ("size=512&purpose=maskable", 512, true), ("size=200", 192, false)] {
+    for (query, size, maskable) in [
+        ("size=192", 192, false),
+        ("size=512", 512, false),
+        ("size=512&purpose=maskable", 512, true),
+        ("size=200", 192, false),
+    ] {
         let r = app.get(&format!("/api/apps/{id}/icon?{query}"), None).await;
         assert_eq!(r.status(), StatusCode::OK);
         assert_eq!(r.headers()["content-type"], "image/png");
@@ -586,7 +701,8 @@ async fn icons_are_rendered_at_each_advertised_size_and_the_standalone_manifest_
     assert!(compiled.iter().any(|n| n.ends_with("-icon-512-maskable.png")), "rendered once and kept: {compiled:?}");
     let manifest = json_of(app.get("/apps/notes/manifest.json", None).await).await;
     let icons = manifest["icons"].as_array().expect("icons");
-    let sizes: Vec<(&str, &str)> = icons.iter().map(|i| (i["sizes"].as_str().unwrap_or(""), i["purpose"].as_str().unwrap_or(""))).collect();
+    let sizes: Vec<(&str, &str)> =
+        icons.iter().map(|i| (i["sizes"].as_str().unwrap_or(""), i["purpose"].as_str().unwrap_or(""))).collect();
     assert_eq!(sizes, [("192x192", "any"), ("512x512", "any"), ("512x512", "maskable")]);
     let with_pass = json_of(app.get("/apps/notes/manifest.json?install_pass=abc_DEF-1", None).await).await;
     assert_eq!(with_pass["start_url"], "/apps/notes/?install_pass=abc_DEF-1");
