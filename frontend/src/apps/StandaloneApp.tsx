@@ -147,6 +147,9 @@ export default function StandaloneApp({ identity, owner }: StandaloneAppProps) {
       case "install-app":
         location.assign(`/install?source=${encodeURIComponent(request.source)}`);
         return;
+      case "manage-app":
+        location.assign(`/apps?${request.action}=${request.appId}`);
+        return;
       case "open-settings":
         location.assign("/settings");
         return;

@@ -3,6 +3,8 @@
 //! identity — and from an opaque origin (`"null"`) or this origin. Every field is checked and
 //! bounded before anything acts on it.
 
+import type { ManageAction } from "./host";
+
 /** Messages a frame may send its parent. */
 export type FrameMessage =
   | { type: "moebius:frame-hello" }
@@ -18,6 +20,7 @@ export type FrameMessage =
   | { type: "moebius:open-chat"; chatId: string; draft: string }
   | { type: "moebius:open-app"; appId: number }
   | { type: "moebius:install-app"; source: string }
+  | { type: "moebius:manage-app"; action: ManageAction; appId: number }
   | { type: "moebius:open-settings"; section: string | null }
   | { type: "moebius:nav-push"; requestId: string | null; label: string; reversible: boolean }
   | { type: "moebius:nav-pop"; requestId: string | null }
@@ -110,6 +113,11 @@ export function readFrameMessage(event: IncomingEvent, frame: Window | null | un
     case "moebius:open-app": {
       const appId = m.appId;
       return typeof appId === "number" && Number.isSafeInteger(appId) && appId > 0 ? { type: m.type, appId } : null;
+    }
+    case "moebius:manage-app": {
+      const { appId, action } = m;
+      const valid = typeof appId === "number" && Number.isSafeInteger(appId) && appId > 0 && (action === "update" || action === "uninstall");
+      return valid ? { type: m.type, action, appId } : null;
     }
     case "moebius:install-app": {
       const source = str(m.source, MAX_SOURCE);

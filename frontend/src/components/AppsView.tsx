@@ -1,7 +1,9 @@
 //! The Apps view (loaded on demand): installed apps with their update marks (a check runs when
 //! the view opens), each app's update preview, version history with one-tap restore, data and
 //! uninstall choices; the store (catalog indexes, search); and installing from a pasted link or
-//! a `/install?source=` deep link, always through the review card.
+//! a `/install?source=` deep link, always through the review card. An app with `manage_apps`
+//! (a store written as a mini-app) lands here too: its installs on the review card, its updates
+//! on the update preview and its uninstalls on the keep-or-delete choice (`manage`).
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useId, useRef, useState, type FormEvent, type ReactNode } from "react";
@@ -26,6 +28,7 @@ import {
   type PermissionChange,
 } from "../api/apps";
 import { ApiError } from "../api/client";
+import type { ManageAction } from "../apps/host";
 import { saveDraft } from "../chat/persist";
 import { navigate, openApp } from "../shell/router";
 import { Icon } from "./Icon";
@@ -38,15 +41,24 @@ export interface AppsViewProps {
   tab: "installed" | "store";
   /** A source to review (the deep link, or a pasted link). */
   source?: string | undefined;
+  /** An installed app whose update preview or uninstall choice to open (asked for by an app with `manage_apps`). */
+  manage?: { action: ManageAction; appId: number } | undefined;
   apps: AppSummary[] | undefined;
   owner: string;
   online: boolean;
   showToast: (toast: { text: string }) => void;
 }
 
-export default function AppsView({ tab, source, apps, owner, online, showToast }: AppsViewProps) {
+export default function AppsView({ tab, source, manage, apps, owner, online, showToast }: AppsViewProps) {
   const queryClient = useQueryClient();
   const [updating, setUpdating] = useState<AppSummary | null>(null);
+  const requested = manage?.action === "update" ? (apps?.find((a) => a.id === manage.appId) ?? null) : null;
+  const shownUpdate = updating ?? requested;
+  const focus = manage?.action === "uninstall" ? manage.appId : null;
+  // Leaves `?update=`/`?uninstall=` once the owner has answered, so Back and reloads do not ask again.
+  const doneManaging = () => {
+    if (manage) navigate({ name: "apps", tab: "installed" }, { replace: true });
+  };
 
   // Opening the view asks each installed app's source for a new release (the server answers
   // from a check made in the last minute, and runs one daily anyway).
@@ -79,7 +91,16 @@ export default function AppsView({ tab, source, apps, owner, online, showToast }
         <InstallFromLink disabled={!online} onReview={review} />
         {tab === "installed" && <CheckNow online={online} available={apps?.filter((a) => a.update?.available).length ?? 0} />}
         {tab === "installed" ? (
-          <InstalledList apps={apps} online={online} onUpdate={setUpdating} owner={owner} showToast={showToast} />
+          <InstalledList
+            key={focus ?? "all"}
+            apps={apps}
+            online={online}
+            onUpdate={setUpdating}
+            owner={owner}
+            showToast={showToast}
+            focus={focus}
+            onFocusDone={doneManaging}
+          />
         ) : (
           <Store online={online} onReview={review} onUpdate={(id) => setUpdating(apps?.find((a) => a.id === id) ?? null)} />
         )}
@@ -97,7 +118,17 @@ export default function AppsView({ tab, source, apps, owner, online, showToast }
           }}
         />
       )}
-      {updating && <UpdateSheet app={updating} owner={owner} onClose={() => setUpdating(null)} showToast={showToast} />}
+      {shownUpdate && (
+        <UpdateSheet
+          app={shownUpdate}
+          owner={owner}
+          onClose={() => {
+            setUpdating(null);
+            doneManaging();
+          }}
+          showToast={showToast}
+        />
+      )}
     </div>
   );
 }
@@ -442,14 +473,19 @@ function InstalledList({
   onUpdate,
   owner,
   showToast,
+  focus,
+  onFocusDone,
 }: {
   apps: AppSummary[] | undefined;
   online: boolean;
   onUpdate: (app: AppSummary) => void;
   owner: string;
   showToast: (t: { text: string }) => void;
+  /** The app whose uninstall choice opens at once. */
+  focus: number | null;
+  onFocusDone: () => void;
 }) {
-  const [open, setOpen] = useState<number | null>(null);
+  const [open, setOpen] = useState<number | null>(focus);
   if (apps === undefined) return <p className="apps-empty">Loading your apps…</p>;
   if (apps.length === 0) return <p className="apps-empty">No apps yet. Ask the agent to build one, or install one from the store or a link.</p>;
   const sorted = [...apps].sort((a, b) => Number(b.update?.available ?? false) - Number(a.update?.available ?? false) || a.name.localeCompare(b.name));
@@ -465,6 +501,8 @@ function InstalledList({
           onUpdate={() => onUpdate(app)}
           owner={owner}
           showToast={showToast}
+          askUninstall={focus === app.id}
+          onFocusDone={onFocusDone}
         />
       ))}
     </ul>
@@ -478,6 +516,8 @@ function InstalledRow({
   onToggle,
   onUpdate,
   showToast,
+  askUninstall,
+  onFocusDone,
 }: {
   app: AppSummary;
   online: boolean;
@@ -486,6 +526,8 @@ function InstalledRow({
   onUpdate: () => void;
   owner: string;
   showToast: (t: { text: string }) => void;
+  askUninstall: boolean;
+  onFocusDone: () => void;
 }) {
   const update = app.update;
   const detailsId = useId();
@@ -516,17 +558,40 @@ function InstalledRow({
       </div>
       {expanded && (
         <div id={detailsId} className="apps-row-details">
-          <AppDetails app={app} online={online} showToast={showToast} onUpdate={onUpdate} />
+          <AppDetails app={app} online={online} showToast={showToast} onUpdate={onUpdate} askUninstall={askUninstall} onFocusDone={onFocusDone} />
         </div>
       )}
     </li>
   );
 }
 
-function AppDetails({ app, online, showToast, onUpdate }: { app: AppSummary; online: boolean; showToast: (t: { text: string }) => void; onUpdate: () => void }) {
+function AppDetails({
+  app,
+  online,
+  showToast,
+  onUpdate,
+  askUninstall,
+  onFocusDone,
+}: {
+  app: AppSummary;
+  online: boolean;
+  showToast: (t: { text: string }) => void;
+  onUpdate: () => void;
+  /** Opens with the uninstall choice (an app with `manage_apps` asked for it). */
+  askUninstall: boolean;
+  onFocusDone: () => void;
+}) {
   const queryClient = useQueryClient();
   const history = useQuery({ queryKey: historyKey(app.id), queryFn: ({ signal }) => fetchHistory(app.id, signal), retry: false });
-  const [confirm, setConfirm] = useState<"uninstall" | "data" | null>(null);
+  const [confirm, setConfirmState] = useState<"uninstall" | "data" | null>(askUninstall ? "uninstall" : null);
+  const setConfirm = (next: "uninstall" | "data" | null) => {
+    if (askUninstall && next !== "uninstall") onFocusDone();
+    setConfirmState(next);
+  };
+  const asked = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (askUninstall) asked.current?.scrollIntoView?.({ block: "center" });
+  }, [askUninstall]);
   const [keepData, setKeepData] = useState(true);
   const refresh = () => {
     void queryClient.invalidateQueries({ queryKey: appsKey });
@@ -543,6 +608,7 @@ function AppDetails({ app, online, showToast, onUpdate }: { app: AppSummary; onl
     mutationFn: () => uninstallApp(app.id, keepData),
     onSuccess: () => {
       refresh();
+      if (askUninstall) onFocusDone();
       showToast({ text: keepData ? `Uninstalled “${app.name}”; its data is kept` : `Uninstalled “${app.name}” and deleted its data` });
     },
   });
@@ -588,7 +654,7 @@ function AppDetails({ app, online, showToast, onUpdate }: { app: AppSummary; onl
         </div>
       )}
       {confirm === "uninstall" && (
-        <div className="apps-confirm" role="alertdialog" aria-label={`Uninstall ${app.name}`}>
+        <div ref={asked} className="apps-confirm" role="alertdialog" aria-label={`Uninstall ${app.name}`}>
           <fieldset className="apps-choice">
             <legend>Uninstall {app.name}</legend>
             <label>

@@ -211,6 +211,10 @@ export function Shell({ session, onSignOut }: ShellProps) {
           closeApp();
           navigate({ name: "apps", tab: "installed", source: request.source });
           return;
+        case "manage-app":
+          closeApp();
+          navigate({ name: "apps", tab: "installed", manage: { action: request.action, appId: request.appId } });
+          return;
         case "open-settings":
           navigate({ name: "settings" });
           return;
@@ -358,7 +362,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
           )}
           {route.name === "apps" && (
             <Suspense fallback={<div className="settings-loading" role="status" aria-label="Loading apps" />}>
-              <AppsView tab={route.tab} source={route.source} apps={appList} owner={owner} online={online} showToast={showToast} />
+              <AppsView tab={route.tab} source={route.source} manage={route.manage} apps={appList} owner={owner} online={online} showToast={showToast} />
             </Suspense>
           )}
           {offeredApp && (

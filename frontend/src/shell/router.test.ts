@@ -69,4 +69,17 @@ describe("app routes", () => {
     expect(location.pathname + location.search).toBe(`/install?source=${encodeURIComponent(link)}&app=3`);
     expect(currentNav().route).toEqual(route);
   });
+
+  it("an app that manages apps opens another app's update preview or uninstall choice by address", () => {
+    expect(parseRoute("/apps", "?update=7")).toEqual({ name: "apps", tab: "installed", manage: { action: "update", appId: 7 } });
+    expect(parseRoute("/apps/", "?uninstall=12")).toEqual({ name: "apps", tab: "installed", manage: { action: "uninstall", appId: 12 } });
+    for (const bad of ["?update=0", "?update=-3", "?uninstall=x", "?uninstall=1e3", "?remove=4", `?update=${"9".repeat(16)}`]) {
+      expect(parseRoute("/apps", bad)).toEqual({ name: "apps", tab: "installed" });
+    }
+    const route = parseRoute("/apps", "?uninstall=5");
+    navigate(route, { app: 2 });
+    expect(location.pathname + location.search).toBe("/apps?uninstall=5&app=2");
+    expect(currentNav().route).toEqual(route);
+    expect(currentNav().app).toBe(2);
+  });
 });
