@@ -8,7 +8,7 @@ the machine used less than 0.15 cores during it (waiting up to 90 s for < 0.10 b
 starting). Run through `scripts/bench`, which builds everything first.
 
 Usage: bench.py BINARY [--only SECTION,...] [--quick]
-Sections: boot, health, chats, sse, snapshot, apply, proxy, storage, appdoc, frontend
+Sections: boot, health, chats, sse, snapshot, apply, proxy, storage, appdoc, lifecycle, frontend
 """
 import argparse
 import concurrent.futures

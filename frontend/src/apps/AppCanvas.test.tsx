@@ -75,7 +75,7 @@ describe("AppCanvas broker", () => {
     for (const ask of asks) await plain.fromFrame(ask);
     expect(plain.onHostRequest).not.toHaveBeenCalled();
     cleanup();
-    const store = setup({ ...app, capability_contract: { data: { manage_apps: true } } } as AppSummary);
+    const store = setup({ ...app, capability_contract: { schema: 1, data: { manage_apps: true } } });
     for (const ask of asks) await store.fromFrame(ask);
     expect(store.onHostRequest.mock.calls.map((c): unknown => c[0])).toEqual([
       { kind: "install-app", source: "https://example.com/a.git" },
