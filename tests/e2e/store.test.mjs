@@ -17,6 +17,7 @@ import { after, before, describe } from "node:test";
 import {
   accessibilityProblems,
   apiClient,
+  assertFitsAndLegible,
   appBuildEnv,
   ARTIFACTS,
   openBrowser,
@@ -122,6 +123,7 @@ describe("apps from the phone (real server, local fixture repository)", () => {
     await signInAsOwner(page);
     await page.waitForURL(/\/chat\/[0-9a-f-]{36}$/);
     await openAppsView(page);
+    await assertFitsAndLegible(page, "the Apps view");
     await page.getByLabel("Install from a link").fill(fixture);
     await page.getByRole("button", { name: "Review", exact: true }).click();
     const card = page.getByRole("dialog", { name: "Review the app" });
@@ -206,6 +208,7 @@ describe("apps from the phone (real server, local fixture repository)", () => {
     await page.getByRole("searchbox", { name: "Search the store" }).fill("todo");
     await list.getByText("Keeps notes on your phone.").waitFor({ state: "detached" });
     await screenshot(page, "store-catalog-phone.png");
+    await assertFitsAndLegible(page, "the store");
     await list.getByRole("button", { name: "Install Tasks" }).click();
     const card = page.getByRole("dialog", { name: "Review the app" });
     await card.getByRole("heading", { name: "Notes" }).waitFor();

@@ -62,14 +62,13 @@ fn blocking_failed(e: tokio::task::JoinError) -> Error {
 }
 
 /// The source an app was installed from; 409 for apps built here.
-fn source_of(state: &AppState, app: &AppRow) -> Result<(String, Source)> {
+fn source_of(app: &AppRow) -> Result<(String, Source)> {
     let url = app.source_url.clone().ok_or_else(|| {
         Error::conflict(
             "not_installed",
             "This app was built here, not installed from a source; there is nothing to update from.",
         )
     })?;
-    let _ = state;
     let source = apply::parse_source(&url)?;
     Ok((url, source))
 }
@@ -99,7 +98,7 @@ async fn record_check(state: &AppState, id: i64, newer: Option<String>, error: O
 /// Asks one app's source whether it has a newer release, and records the answer.
 pub async fn check_one(state: &AppState, app: &AppRow) -> Checked {
     let found = async {
-        let (_, source) = source_of(state, app)?;
+        let (_, source) = source_of(app)?;
         check_source(&source).await?;
         let dir = apply::source_dir(state, &app.slug)?;
         let probe = tokio::task::spawn_blocking(move || -> Result<Option<String>> {
@@ -206,7 +205,7 @@ pub struct Preview {
 /// Fetches the source's newest release into the app's repository and compares it with the
 /// installed one. Nothing the app serves changes.
 pub async fn preview(state: &AppState, app: &AppRow) -> Result<Preview> {
-    let (_, source) = source_of(state, app)?;
+    let (_, source) = source_of(app)?;
     check_source(&source).await?;
     let _lock = state.app_locks.lock(&app.slug).await;
     let dir = apply::source_dir(state, &app.slug)?;
@@ -290,7 +289,7 @@ fn kept_running(e: Error, what: &str) -> Error {
 /// edits are replayed on top; when they conflict, the worktree holds the merge with markers
 /// and a chat with the agent opens to resolve it (the live app is untouched meanwhile).
 pub async fn update(state: &AppState, app: &AppRow, expect: Option<String>) -> Result<Updated> {
-    let (url, source) = source_of(state, app)?;
+    let (url, source) = source_of(app)?;
     check_source(&source).await?;
     let lock = state.app_locks.lock(&app.slug).await;
     let dir = apply::source_dir(state, &app.slug)?;
