@@ -77,6 +77,8 @@ pub struct Inner {
     pub storage: Arc<crate::storage::Store>,
     /// The app proxy's client and concurrency limit.
     pub proxy: crate::apps::proxy::Proxy,
+    /// Review and icon limits, update-check state and the store's catalog cache.
+    pub lifecycle: crate::apps::lifecycle::Lifecycle,
     /// The mini-app bundler, started on first use (it owns a few threads).
     bundler: OnceLock<mobius_bundler::Bundler>,
 }
@@ -164,6 +166,7 @@ impl AppState {
             app_locks: KeyedLocks::default(),
             storage: crate::storage::Store::new(config_quota),
             proxy: crate::apps::proxy::Proxy::default(),
+            lifecycle: crate::apps::lifecycle::Lifecycle::default(),
             bundler: OnceLock::new(),
         }));
         Ok((state, task))
@@ -321,6 +324,7 @@ async fn initialise(
                 info!(frontend = %web::describe_dist(&state.config.frontend_dir).display(), "ready");
                 boot.set_ready(writer);
                 tokio::spawn(crate::apps::apply::rebuild_outdated(state.clone()));
+                tokio::spawn(crate::apps::lifecycle::check_periodically(state.clone()));
                 let _ = state_tx.send((state, writer_task));
                 return;
             }
