@@ -77,6 +77,8 @@ pub struct Inner {
     pub storage: Arc<crate::storage::Store>,
     /// The app proxy's client and concurrency limit.
     pub proxy: crate::apps::proxy::Proxy,
+    /// Open event streams, capped per client address and in all.
+    pub streams: Arc<crate::events::StreamLimits>,
     /// The mini-app bundler, started on first use (it owns a few threads).
     bundler: OnceLock<mobius_bundler::Bundler>,
 }
@@ -143,6 +145,8 @@ impl AppState {
         }
         let providers = Providers::new(&config, &config.data_dir, api_url);
         let config_quota = config.app_quota_bytes;
+        let login_limits = LoginLimiter::new(config.login.clone());
+        let streams = crate::events::StreamLimits::new(config.net.max_streams, config.net.max_streams_per_address);
         let state = Self(Arc::new(Inner {
             config,
             db,
@@ -150,7 +154,7 @@ impl AppState {
             hub,
             keys,
             passwords: Passwords::default(),
-            login_limits: LoginLimiter::default(),
+            login_limits,
             owner,
             boot,
             shutdown,
@@ -164,6 +168,7 @@ impl AppState {
             app_locks: KeyedLocks::default(),
             storage: crate::storage::Store::new(config_quota),
             proxy: crate::apps::proxy::Proxy::default(),
+            streams,
             bundler: OnceLock::new(),
         }));
         Ok((state, task))
@@ -273,13 +278,12 @@ pub async fn serve(
         std::net::IpAddr::V6(ip) => format!("http://[{ip}]:{}", addr.port()),
         ip => format!("http://{ip}:{}", addr.port()),
     };
+    let hosts = crate::net::host::AllowedHosts::new(&config.public_origin, addr);
+    let (limits, trusted, https) =
+        (config.net.clone(), config.trusted_proxies.clone(), config.public_origin.is_https());
     let init = tokio::spawn(initialise(config, api_url, boot.clone(), stop_rx.clone(), full, state_tx));
 
-    let mut stop_wait = stop_rx.clone();
-    let server = axum::serve(listener, tower::make::Shared::new(switch)).with_graceful_shutdown(async move {
-        stopping(&mut stop_wait).await;
-    });
-    let server = tokio::spawn(async move { server.await });
+    let server = tokio::spawn(crate::net::serve(listener, switch, limits, trusted, hosts, https, stop_rx.clone()));
 
     shutdown.await;
     info!("shutting down");
@@ -287,8 +291,7 @@ pub async fn serve(
     let _ = stop_tx.send(true);
     init.abort();
     match tokio::time::timeout(SHUTDOWN_GRACE, server).await {
-        Ok(Ok(Ok(()))) => {}
-        Ok(Ok(Err(e))) => warn!(error = %e, "server error during shutdown"),
+        Ok(Ok(())) => {}
         Ok(Err(e)) => warn!(error = %e, "server task failed"),
         Err(_) => warn!("connections still open after the grace period; closing them"),
     }

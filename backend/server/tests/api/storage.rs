@@ -258,7 +258,8 @@ async fn if_none_match_star_creates_a_file_only_once() {
 
 #[tokio::test]
 async fn a_hundred_concurrent_compare_and_swap_increments_all_land() {
-    let env = Arc::new(Env::new().await);
+    // A hundred clients on one address: more connections than one address may hold by default.
+    let env = Arc::new(Env::with(|c| c.net.max_connections_per_address = 256).await);
     let (id, token) = env.create_app("counter").await;
     let path = format!("/api/storage/apps/{id}/count.json");
     assert_eq!(env.put_json(&path, &token, &json!(0)).await.status(), StatusCode::NO_CONTENT);
