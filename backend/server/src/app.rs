@@ -81,6 +81,8 @@ pub struct Inner {
     pub streams: Arc<crate::events::StreamLimits>,
     /// The mini-app bundler, started on first use (it owns a few threads).
     bundler: OnceLock<mobius_bundler::Bundler>,
+    /// The frame bootstrap inlined into app frame documents, read on first use.
+    frame_bootstrap: OnceLock<crate::apps::FrameBootstrap>,
 }
 
 /// Compiles at once: one on a small machine keeps requests responsive.
@@ -94,6 +96,11 @@ impl Inner {
         }
         let bundler = mobius_bundler::Bundler::new(MAX_PARALLEL_COMPILES)?;
         Ok(self.bundler.get_or_init(|| bundler))
+    }
+
+    /// The frame bootstrap (`app-frame.js`) and its version key, read once.
+    pub fn frame_bootstrap(&self) -> &crate::apps::FrameBootstrap {
+        self.frame_bootstrap.get_or_init(|| crate::apps::FrameBootstrap::load(&self.config.frontend_dir))
     }
 }
 
@@ -170,6 +177,7 @@ impl AppState {
             proxy: crate::apps::proxy::Proxy::default(),
             streams,
             bundler: OnceLock::new(),
+            frame_bootstrap: OnceLock::new(),
         }));
         Ok((state, task))
     }

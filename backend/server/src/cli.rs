@@ -26,7 +26,12 @@ USAGE:
 ENVIRONMENT:
     DATA_DIR                 where everything is stored (default ./data)
     MOBIUS_BIND              listen address (default 127.0.0.1:8000)
-    MOBIUS_PUBLIC_ORIGIN     the https://… origin browsers use (default http://<bind>)
+    MOBIUS_PUBLIC_ORIGIN     the https://… origin browsers use (default http://<bind>; required
+                             when MOBIUS_BIND is not a loopback address)
+    MOBIUS_TRUSTED_PROXIES   addresses/CIDRs whose X-Forwarded-For is believed (default none)
+    MOBIUS_HEADER_READ_TIMEOUT_SECS, MOBIUS_REQUEST_BODY_TIMEOUT_SECS, MOBIUS_KEEP_ALIVE_SECS,
+    MOBIUS_MAX_CONNECTIONS, MOBIUS_MAX_CONNECTIONS_PER_ADDRESS, MOBIUS_MAX_STREAMS,
+    MOBIUS_MAX_STREAMS_PER_ADDRESS   connection limits (defaults 10, 30, 75, 1024, 64, 512, 32)
     MOBIUS_FRONTEND_DIR      the built PWA (default frontend/dist)
     MOBIUS_LOG               log filter, e.g. info or mobius=debug (default info)
     MOBIUS_SECRET_KEY        JWT key (default: generated into DATA_DIR/secret.key)
@@ -63,7 +68,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
 }
 
 fn serve() -> ExitCode {
-    let config = match Config::from_env() {
+    let config = match Config::from_env().and_then(|c| c.check_serve().map(|()| c)) {
         Ok(config) => config,
         Err(e) => {
             eprintln!("mobius: {e}");

@@ -203,14 +203,6 @@ impl Config {
             .map_err(|_| ConfigError(format!("MOBIUS_BIND={bind_raw:?} is not an address like 127.0.0.1:8000")))?;
         let public_origin = match get("MOBIUS_PUBLIC_ORIGIN") {
             Some(raw) => PublicOrigin::parse(&raw).map_err(|e| ConfigError(format!("MOBIUS_PUBLIC_ORIGIN: {e}")))?,
-            // Requests must name a host this server answers for (DNS rebinding): a server
-            // reachable from other machines has to be told its public name.
-            None if !bind.ip().is_loopback() => {
-                return Err(ConfigError(format!(
-                    "MOBIUS_PUBLIC_ORIGIN must be set when MOBIUS_BIND ({bind}) is not a loopback address, \
-                     e.g. MOBIUS_PUBLIC_ORIGIN=https://mobius.example.com"
-                )));
-            }
             None => PublicOrigin::parse(&format!("http://{bind}")).map_err(ConfigError)?,
         };
         let log_filter = get("MOBIUS_LOG").or_else(|| get("RUST_LOG")).unwrap_or_else(|| "info".into());
@@ -309,6 +301,20 @@ impl Config {
         }
     }
 
+    /// For `serve`: requests must name a host this server answers for (DNS rebinding), so a
+    /// server reachable from other machines has to be told its public name. (Other commands
+    /// read the same environment and need no origin.)
+    pub fn check_serve(&self) -> Result<(), ConfigError> {
+        if !self.bind.ip().is_loopback() && self.public_origin.as_str() == format!("http://{}", self.bind) {
+            return Err(ConfigError(format!(
+                "MOBIUS_PUBLIC_ORIGIN must be set when MOBIUS_BIND ({}) is not a loopback address, \
+                 e.g. MOBIUS_PUBLIC_ORIGIN=https://mobius.example.com",
+                self.bind
+            )));
+        }
+        Ok(())
+    }
+
     /// `DATA_DIR/db/mobius.sqlite3`.
     pub fn database_path(&self) -> PathBuf {
         self.data_dir.join("db").join("mobius.sqlite3")
@@ -363,10 +369,12 @@ mod tests {
 
     #[test]
     fn a_server_reachable_from_elsewhere_must_know_its_public_origin() {
-        let err = config(&[("MOBIUS_BIND", "0.0.0.0:8000")]).expect_err("must fail").to_string();
+        let c = config(&[("MOBIUS_BIND", "0.0.0.0:8000")]).expect("backup and healthcheck need no origin");
+        let err = c.check_serve().expect_err("serve must refuse").to_string();
         assert!(err.contains("MOBIUS_PUBLIC_ORIGIN") && !err.contains('\n'), "{err}");
         let c = config(&[("MOBIUS_BIND", "0.0.0.0:8000"), ("MOBIUS_PUBLIC_ORIGIN", "https://m.example")]).expect("ok");
-        assert_eq!(c.public_origin.authority(), "m.example");
+        assert!(c.check_serve().is_ok());
+        assert!(config(&[]).expect("loopback").check_serve().is_ok());
     }
 
     #[test]

@@ -165,6 +165,7 @@ pub(super) fn fetch_release_with(repo: &Repository, source: &Source, policy: &Fe
         }
         Source::Url(url) => url.clone(),
         Source::Path(path) => {
+            check_local_size(path)?;
             let is_repo =
                 Repository::open_ext(path, RepositoryOpenFlags::NO_SEARCH, std::iter::empty::<&Path>()).is_ok();
             if !is_repo {
@@ -192,37 +193,79 @@ pub(super) fn fetch_release_with(repo: &Repository, source: &Source, policy: &Fe
     Ok(incoming.id())
 }
 
-/// A plain folder becomes a commit whose parent is the current `upstream`.
+/// Largest local folder an app is installed from, `.git` included (as much as a URL fetch may
+/// bring).
+pub const MAX_LOCAL_SOURCE_BYTES: u64 = smart_http::MAX_FETCH_RESPONSE_BYTES;
+/// Most files and folders in it.
+pub const MAX_LOCAL_SOURCE_ENTRIES: usize = 20_000;
+/// Entries of a plain folder that never become part of an app.
+const PLAIN_SKIPPED: &[&str] = &[".git", "node_modules"];
+
+fn unreadable(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::bad_request("invalid_source", format!("Möbius cannot read {}: {e}", path.display()))
+}
+
+/// Refuses a local source over the size limits, walking it without following links and
+/// stopping at the first limit crossed.
+fn check_local_size(dir: &Path) -> Result<()> {
+    let (mut bytes, mut entries) = (0u64, 0usize);
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).map_err(unreadable(&folder))? {
+            let entry = entry.map_err(unreadable(&folder))?;
+            let kind = entry.file_type().map_err(unreadable(&folder))?;
+            entries += 1;
+            if kind.is_dir() {
+                folders.push(entry.path());
+            } else if kind.is_file() {
+                bytes += entry.metadata().map_err(unreadable(&folder))?.len();
+            }
+            if bytes > MAX_LOCAL_SOURCE_BYTES || entries > MAX_LOCAL_SOURCE_ENTRIES {
+                return Err(Error::unprocessable(
+                    "source_too_large",
+                    format!(
+                        "That folder holds more than {} MiB or {MAX_LOCAL_SOURCE_ENTRIES} files.",
+                        MAX_LOCAL_SOURCE_BYTES / (1024 * 1024)
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A plain folder becomes a commit whose parent is the current `upstream`: its regular files
+/// (links and anything else skipped, and `.git` and `node_modules`), written into `repo`.
 fn snapshot_plain_dir(repo: &Repository, dir: &Path) -> Result<Oid> {
-    let tmp = tempfile::tempdir()?;
-    let scratch = Repository::init(tmp.path()).map_err(git_err("scratch repository"))?;
-    copy_plain(dir, tmp.path())?;
-    let mut index = scratch.index().map_err(git_err("index"))?;
-    index.add_all(["*"], IndexAddOption::DEFAULT, None).map_err(git_err("staging"))?;
-    let tree_id = index.write_tree_to(repo).map_err(git_err("writing the tree"))?;
+    let tree_id = write_plain_tree(repo, dir)?;
     let tree = repo.find_tree(tree_id).map_err(git_err("tree"))?;
     let parent = repo.find_reference(UPSTREAM).and_then(|r| r.peel_to_commit()).map_err(git_err("upstream"))?;
     let sig = signature()?;
     repo.commit(None, &sig, &sig, "Release", &tree, &[&parent]).map_err(git_err("committing the release"))
 }
 
-fn copy_plain(from: &Path, to: &Path) -> Result<()> {
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
+fn write_plain_tree(repo: &Repository, dir: &Path) -> Result<Oid> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut builder = repo.treebuilder(None).map_err(git_err("tree"))?;
+    for entry in std::fs::read_dir(dir).map_err(unreadable(dir))? {
+        let entry = entry.map_err(unreadable(dir))?;
         let name = entry.file_name();
-        if name == ".git" || name == "node_modules" {
-            continue;
-        }
-        let kind = entry.file_type()?;
-        let dest = to.join(&name);
+        let Some(name) = name.to_str().filter(|n| !PLAIN_SKIPPED.contains(n)) else { continue };
+        let kind = entry.file_type().map_err(unreadable(dir))?;
+        let path = entry.path();
         if kind.is_dir() {
-            std::fs::create_dir_all(&dest)?;
-            copy_plain(&entry.path(), &dest)?;
+            let sub = write_plain_tree(repo, &path)?;
+            if repo.find_tree(sub).map_err(git_err("tree"))?.len() > 0 {
+                builder.insert(name, sub, 0o040000).map_err(git_err("tree"))?;
+            }
         } else if kind.is_file() {
-            std::fs::copy(entry.path(), &dest)?;
+            let bytes = std::fs::read(&path).map_err(unreadable(&path))?;
+            let blob = repo.blob(&bytes).map_err(git_err("storing a file"))?;
+            let executable = entry.metadata().map_err(unreadable(&path))?.permissions().mode() & 0o111 != 0;
+            builder.insert(name, blob, if executable { 0o100755 } else { 0o100644 }).map_err(git_err("tree"))?;
         }
     }
-    Ok(())
+    builder.write().map_err(git_err("writing the tree"))
 }
 
 /// Points `main` and `upstream` at `release` and checks it out (a fresh install).

@@ -35,11 +35,12 @@ pub fn router() -> Router<AppState> {
         .route("/auth/app-token", post(app_token))
 }
 
-async fn list(State(state): State<AppState>, _who: Principal) -> Result<Json<Vec<AppOut>>> {
+/// `GET /api/apps`: the owner's list (an app may not enumerate the others).
+async fn list(State(state): State<AppState>, _owner: Owner) -> Result<Json<Vec<AppOut>>> {
     if state.purge_clock.due() {
         tokio::spawn(crate::housekeeping::purge_tombstones(state.clone()));
     }
-    Ok(Json(db::apps::list(&state.db.read).await?.into_iter().map(AppOut::from).collect()))
+    Ok(Json(db::apps::list(&state.db.read).await?.into_iter().map(|row| AppOut::new(&state, row)).collect()))
 }
 
 async fn app_row(state: &AppState, id: i64) -> Result<db::apps::AppRow> {
@@ -57,8 +58,12 @@ async fn live_row(state: &AppState, id: i64) -> Result<db::apps::AppRow> {
     Ok(app)
 }
 
-async fn get_app(State(state): State<AppState>, _who: Principal, Path(id): Path<i64>) -> Result<Json<AppOut>> {
-    Ok(Json(live_row(&state, id).await?.into()))
+/// `GET /api/apps/{id}`: the owner's view of any app; an app sees only itself.
+async fn get_app(State(state): State<AppState>, who: Principal, Path(id): Path<i64>) -> Result<Json<AppOut>> {
+    if who.app_id().is_some_and(|own| own != id) {
+        return Err(Error::forbidden("forbidden", "An app may read only its own entry."));
+    }
+    Ok(Json(AppOut::new(&state, live_row(&state, id).await?)))
 }
 
 #[derive(Deserialize)]
@@ -69,9 +74,9 @@ struct ApplyIn {
     chat_id: Option<String>,
 }
 
-fn applied_json(a: Applied) -> Json<Value> {
+fn applied_json(state: &AppState, a: Applied) -> Json<Value> {
     let mode = a.mode;
-    Json(json!({ "mode": mode, "app": AppOut::from(a.app), "warnings": a.warnings }))
+    Json(json!({ "mode": mode, "app": AppOut::new(state, a.app), "warnings": a.warnings }))
 }
 
 /// `POST /api/apps/apply {slug}` — the owner, or an agent run (its chat is remembered).
@@ -89,7 +94,7 @@ async fn apply_app(
             Error::bad_request("invalid_request", "Name the app to apply: {\"slug\": \"<folder under apps/>\"}.")
         })?;
     let chat_id = body.chat_id.or_else(|| (claims.scope == Scope::Agent).then(|| claims.chat_id.clone()).flatten());
-    Ok(applied_json(apply::apply(&state, &slug, chat_id).await?))
+    Ok(applied_json(&state, apply::apply(&state, &slug, chat_id).await?))
 }
 
 #[derive(Deserialize)]
@@ -102,20 +107,20 @@ async fn install(
     _owner: Owner,
     ApiJson(body): ApiJson<InstallIn>,
 ) -> Result<Json<Value>> {
-    let source = apply::parse_source(&body.source)?;
+    let source = apply::parse_source(&state.config.data_dir, &body.source)?;
     let label = match &source {
         super::git::Source::Path(p) => p.display().to_string(),
         super::git::Source::Url(u) => u.clone(),
     };
     let applied = apply::install(&state, source, label).await?;
-    Ok(Json(json!({ "mode": "installed", "app": AppOut::from(applied.app), "warnings": applied.warnings })))
+    Ok(Json(json!({ "mode": "installed", "app": AppOut::new(&state, applied.app), "warnings": applied.warnings })))
 }
 
 async fn update(State(state): State<AppState>, _owner: Owner, Path(id): Path<i64>) -> Result<Json<Value>> {
     let app = live_row(&state, id).await?;
     let updated = apply::update(&state, &app).await?;
     let status = updated.mode;
-    let body = json!({ "mode": status, "conflict_paths": updated.conflict_paths, "app": AppOut::from(updated.app) });
+    let body = json!({ "mode": status, "conflict_paths": updated.conflict_paths, "app": AppOut::new(&state, updated.app) });
     if status == "conflict" {
         return Err(Error::conflict(
             "update_conflict",
@@ -144,7 +149,7 @@ async fn undo(
 ) -> Result<Json<Value>> {
     let app = live_row(&state, id).await?;
     let commit = body.commit;
-    Ok(applied_json(apply::undo(&state, &app, commit).await?))
+    Ok(applied_json(&state, apply::undo(&state, &app, commit).await?))
 }
 
 async fn history(State(state): State<AppState>, _owner: Owner, Path(id): Path<i64>) -> Result<Json<Value>> {

@@ -9,6 +9,8 @@ use crate::error::{Error, Result};
 
 /// Longest accepted storage path, in bytes.
 pub const MAX_PATH_LEN: usize = 512;
+/// Longest accepted path segment, in bytes (the filesystem's limit for one name).
+pub const MAX_SEGMENT_LEN: usize = 255;
 
 /// A relative storage path that passed the whitelist: `[A-Za-z0-9_.-]` segments joined by
 /// single `/`, none empty, `.` or `..`, at most [`MAX_PATH_LEN`] bytes.
@@ -22,6 +24,7 @@ fn invalid(message: &str) -> Error {
 /// True for one valid path segment.
 pub fn valid_segment(segment: &str) -> bool {
     !segment.is_empty()
+        && segment.len() <= MAX_SEGMENT_LEN
         && segment != "."
         && segment != ".."
         && segment.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
@@ -48,6 +51,9 @@ impl StoragePath {
             }
             if segment == "." || segment == ".." {
                 return Err(invalid("Storage paths must not contain `.` or `..` segments."));
+            }
+            if segment.len() > MAX_SEGMENT_LEN {
+                return Err(invalid("Each part of a storage path is at most 255 characters long."));
             }
         }
         Ok(Self(raw.to_owned()))
