@@ -125,7 +125,7 @@ impl AppState {
         boot: Arc<Boot>,
         shutdown: watch::Receiver<bool>,
     ) -> Result<(Self, tokio::task::JoinHandle<()>)> {
-        std::fs::create_dir_all(&config.data_dir)?;
+        create_private_dir(&config.data_dir)?;
         config.data_dir = std::fs::canonicalize(&config.data_dir)?;
         let path = config.database_path();
         let conn = db::open_writer(&path).await?;
@@ -181,6 +181,21 @@ impl AppState {
         }));
         Ok((state, task))
     }
+}
+
+/// Creates `dir` (and missing parents) as `0700`, and takes group and other access away from
+/// an existing one: everything in it is the owner's alone (files are created `0600`, see
+/// `cli::serve`'s umask).
+fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    let mode = std::fs::metadata(dir)?.permissions().mode();
+    if mode & 0o077 != 0
+        && let Err(e) = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode & 0o700))
+    {
+        warn!(error = %e, dir = %dir.display(), "cannot make the data directory private");
+    }
+    Ok(())
 }
 
 /// Every route of the product, in one place.
@@ -327,10 +342,12 @@ async fn initialise(
         match AppState::build(config.clone(), api_url.clone(), boot.clone(), stop.clone()).await {
             Ok((state, writer_task)) => {
                 let writer = state.writer.clone();
+                let booted = std::time::SystemTime::now();
                 let _ = full.set(router(state.clone()));
                 info!(frontend = %web::describe_dist(&state.config.frontend_dir).display(), "ready");
                 boot.set_ready(writer);
                 tokio::spawn(crate::apps::apply::rebuild_outdated(state.clone()));
+                tokio::spawn(crate::storage::remove_leftover_temps(state.config.data_dir.clone(), booted));
                 let _ = state_tx.send((state, writer_task));
                 return;
             }

@@ -75,6 +75,9 @@ fn serve() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Everything the server (and the agent it runs) creates is the owner's alone: files 0600,
+    // folders 0700, whatever the shell's umask.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::new(&config.log_filter))
         .with_target(false)

@@ -385,3 +385,97 @@ async fn a_stream_of_a_missing_chat_leaves_no_channel_and_a_closed_stream_frees_
     }
     assert!(freed, "the chat's channel goes with its last receiver");
 }
+
+// ---- 7. smaller holes ----
+
+#[tokio::test]
+async fn a_path_segment_longer_than_a_file_name_may_be_is_a_400() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    let long = "a".repeat(256);
+    let put = app
+        .client
+        .put(app.url(&format!("/api/storage/shared/{}.json", "b".repeat(241))))
+        .bearer_auth(&token)
+        .json(&json!({ "x": 1 }))
+        .send()
+        .await
+        .expect("put");
+    assert_error(put, StatusCode::BAD_REQUEST, "invalid_path").await;
+    let get = app.get(&format!("/api/storage/shared/notes/{long}"), Some(&token)).await;
+    assert_error(get, StatusCode::BAD_REQUEST, "invalid_path").await;
+    let fits = app
+        .client
+        .put(app.url(&format!("/api/storage/shared/{}.json", "a".repeat(240))))
+        .bearer_auth(&token)
+        .json(&json!({ "x": 1 }))
+        .send()
+        .await
+        .expect("put");
+    assert_eq!(fits.status(), StatusCode::NO_CONTENT);
+}
+
+#[tokio::test]
+async fn files_a_crash_left_half_written_are_removed_at_boot() {
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let app = TestApp::spawn_in(dir.clone(), |_| {}).await;
+    app.setup_owner().await;
+    let dir = app.stop().await;
+    let storage = dir.path().join("app-data/7/notes");
+    let meta = dir.path().join(".storage-meta/shared");
+    std::fs::create_dir_all(&storage).expect("storage");
+    std::fs::create_dir_all(&meta).expect("meta");
+    let leftovers = [storage.join(".~tmp-0123456789abcdef"), meta.join(".~tmp-fedcba9876543210")];
+    for file in &leftovers {
+        std::fs::write(file, "half a write").expect("leftover");
+    }
+    std::fs::write(storage.join("kept.json"), "{}").expect("a real file");
+    let _app = TestApp::spawn_in(dir.clone(), |_| {}).await;
+    let mut gone = false;
+    for _ in 0..400 {
+        if leftovers.iter().all(|f| !f.exists()) {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(gone, "the leftovers are still there");
+    assert!(storage.join("kept.json").is_file());
+}
+
+#[tokio::test]
+async fn the_data_directory_and_everything_in_it_is_the_owners_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let data = dir.path().join("fresh/data");
+    let app = TestApp::spawn_process(dir.clone(), &[("DATA_DIR", data.display().to_string())]).await;
+    let token = app.setup_owner().await;
+    app.chat(&token, "c").await;
+    let put = app
+        .client
+        .put(app.url("/api/storage/shared/notes/today.md"))
+        .bearer_auth(&token)
+        .header("content-type", "text/markdown")
+        .body("private")
+        .send()
+        .await
+        .expect("put");
+    assert_eq!(put.status(), StatusCode::NO_CONTENT);
+    let mut folders = vec![data.clone()];
+    let mut seen = 0;
+    while let Some(folder) = folders.pop() {
+        let mode = std::fs::metadata(&folder).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(mode & 0o077, 0, "{} is {mode:o}", folder.display());
+        for entry in std::fs::read_dir(&folder).expect("read").flatten() {
+            let meta = entry.metadata().expect("meta");
+            if meta.is_dir() {
+                folders.push(entry.path());
+            } else {
+                let mode = meta.permissions().mode() & 0o777;
+                assert_eq!(mode & 0o077, 0, "{} is {mode:o}", entry.path().display());
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen >= 3, "the database, the key and the stored file were checked");
+}
