@@ -52,6 +52,9 @@ use host::AllowedHosts;
 const MAX_CONNECTION_BUFFER_BYTES: usize = 64 * 1024;
 /// Pause after an accept error such as running out of file descriptors.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(50);
+/// After this many connections were open at once, the heap is trimmed once they are mostly
+/// gone (a burst's buffers would otherwise stay resident).
+const TRIM_AFTER_PEAK_CONNECTIONS: usize = 256;
 /// The sweeper looks at deadlines at most this often, and at least this often.
 const MIN_SWEEP_EVERY: Duration = Duration::from_millis(50);
 const MAX_SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -371,8 +374,9 @@ impl Registry {
         Some(conn)
     }
 
-    /// Closes every connection whose header or keep-alive deadline has passed.
-    fn expire(&self, header_timeout: Duration, keep_alive: Duration) {
+    /// Closes every connection whose header or keep-alive deadline has passed; returns how
+    /// many stay open.
+    fn expire(&self, header_timeout: Duration, keep_alive: Duration) -> usize {
         let now = millis(self.base);
         let header_ms = u64::try_from(header_timeout.as_millis()).unwrap_or(u64::MAX);
         let idle_ms = u64::try_from(keep_alive.as_millis()).unwrap_or(u64::MAX);
@@ -391,6 +395,7 @@ impl Registry {
                 conn.activity.kill.notify_one();
             }
         }
+        c.by_id.len()
     }
 }
 
@@ -399,9 +404,15 @@ async fn sweep(shared: Arc<Shared>) {
     let every = (limits.header_read_timeout.min(limits.keep_alive_idle) / 4).clamp(MIN_SWEEP_EVERY, MAX_SWEEP_EVERY);
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut peak = 0;
     loop {
         tick.tick().await;
-        shared.registry.expire(limits.header_read_timeout, limits.keep_alive_idle);
+        let open = shared.registry.expire(limits.header_read_timeout, limits.keep_alive_idle);
+        peak = peak.max(open);
+        if peak >= TRIM_AFTER_PEAK_CONNECTIONS && open <= peak / 4 {
+            peak = open;
+            crate::memory::trim_now();
+        }
     }
 }
 
