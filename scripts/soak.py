@@ -21,12 +21,10 @@ Usage: soak.py BINARY   (scripts/soak builds it)
 """
 import asyncio
 import http.client
-import json
 import multiprocessing
 import os
 import resource
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,17 +33,10 @@ import threading
 import time
 import uuid
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench import ROOT, free_port, http_get, http_json, owner_token  # noqa: E402
 SERVER_FD_LIMIT = 4096
 ATTACK_ADDRESSES = [f"127.0.0.{i}" for i in range(2, 202)]
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Server:
@@ -68,7 +59,7 @@ class Server:
         end = time.time() + 30
         while time.time() < end:
             try:
-                if request(self.port, "GET", "/api/ready")[0] == 200:
+                if http_get(self.port, "/api/ready")[0] == 200:
                     return
             except OSError:
                 pass
@@ -93,24 +84,6 @@ class Server:
             self.proc.kill()
 
 
-def request(port, method, path, body=None, token=None, timeout=5.0):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    headers = {"Host": f"127.0.0.1:{port}"}
-    if token:
-        headers["Authorization"] = "Bearer " + token
-    data = None
-    if body is not None:
-        data = json.dumps(body)
-        headers["Content-Type"] = "application/json"
-    try:
-        conn.request(method, path, body=data, headers=headers)
-        r = conn.getresponse()
-        raw = r.read()
-        return r.status, raw
-    finally:
-        conn.close()
-
-
 # ---- the probe: /api/health on a new connection every 100 ms ----
 
 class Probe:
@@ -124,7 +97,7 @@ class Probe:
         while not self.stop.is_set():
             started = time.perf_counter()
             try:
-                status, _ = request(self.server.port, "GET", "/api/health", timeout=5.0)
+                status, _ = http_get(self.server.port, "/api/health", timeout=5.0)
                 if status == 200:
                     self.latencies.append((time.perf_counter() - started) * 1000)
                 else:
@@ -279,8 +252,7 @@ def phase_missing(server, token):
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
     statuses = {}
     for _ in range(10_000):
-        conn.request("GET", f"/api/chats/{uuid.uuid4()}/stream",
-                     headers={"Authorization": "Bearer " + token, "Host": f"127.0.0.1:{server.port}"})
+        conn.request("GET", f"/api/chats/{uuid.uuid4()}/stream", headers={"Authorization": "Bearer " + token})
         r = conn.getresponse()
         r.read()
         statuses[r.status] = statuses.get(r.status, 0) + 1
@@ -293,7 +265,7 @@ def phase_missing(server, token):
 
 def phase_streams(server, token):
     print("streams: 10,000 attempts to open a chat's event stream, held 10 s", flush=True)
-    request(server.port, "POST", "/api/chats", {"id": "soak", "title": "soak"}, token)
+    http_json(server.port, "POST", "/api/chats", {"id": "soak", "title": "soak"}, token)
     before = server.rss_mib()
     proc, queue = attack("streams", (server.port, token, 10))
     with Probe(server) as probe:
@@ -315,9 +287,7 @@ def main():
     try:
         server = Server(binary, os.path.join(tmp, "data"))
         try:
-            status, body = request(server.port, "POST", "/api/auth/setup",
-                                   {"username": "owner", "password": "soak-password-1"})
-            token = json.loads(body)["access_token"] if status == 200 else None
+            token = owner_token(server.port)
             time.sleep(2)
             print(f"server {binary} (pid {server.proc.pid}, RLIMIT_NOFILE {SERVER_FD_LIMIT}); "
                   f"idle RSS {server.rss_mib():.1f} MiB", flush=True)

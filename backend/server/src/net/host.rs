@@ -59,14 +59,17 @@ impl AllowedHosts {
             return true;
         }
         let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else { return false };
-        let host = host.trim().to_ascii_lowercase();
+        let host = host.trim();
+        if self.allowed.iter().any(|a| a.eq_ignore_ascii_case(host)) {
+            return true;
+        }
         // `example.com.` is the same name as `example.com`.
-        let host = match split_port(&host) {
+        let undotted = match split_port(host) {
             (name, Some(port)) if name.ends_with('.') => format!("{}:{port}", name.trim_end_matches('.')),
-            (name, None) => name.trim_end_matches('.').to_owned(),
-            _ => host,
+            (name, None) if name.ends_with('.') => name.trim_end_matches('.').to_owned(),
+            _ => return false,
         };
-        self.allowed.iter().any(|a| *a == host)
+        self.allowed.iter().any(|a| a.eq_ignore_ascii_case(&undotted))
     }
 }
 

@@ -14,8 +14,8 @@
 //! - Each request carries its TCP peer (`ConnectInfo`, see [`client`]) and must name a host
 //!   this server answers for ([`host`]), else 421 before any route runs.
 //!
-//! One sweeper task checks the deadlines of every connection a few times per timeout; the
-//! request path touches only atomics.
+//! One sweeper task checks the deadlines of every connection (heads, keep-alives, paused
+//! bodies) a few times per timeout; the request path touches only atomics, no timers.
 
 pub mod client;
 pub mod host;
@@ -39,8 +39,9 @@ use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
+use futures_util::task::AtomicWaker;
 use tokio::sync::{Notify, watch};
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 use tower::ServiceExt;
 
 use crate::config::NetLimits;
@@ -117,11 +118,12 @@ pub async fn serve<S>(
             drop(done);
         });
     }
-    sweeper.abort();
     drop(listener);
     drop(done_tx);
-    // Resolves when every connection task has dropped its sender.
+    // Resolves when every connection task has dropped its sender (the sweeper keeps closing
+    // slow heads meanwhile).
     while done_rx.changed().await.is_ok() {}
+    sweeper.abort();
 }
 
 fn is_resource_error(e: &io::Error) -> bool {
@@ -190,7 +192,7 @@ where
     let (mut parts, body) = request.into_parts();
     let response = if shared.hosts.admits(parts.uri.path(), &parts.headers) {
         parts.extensions.insert(ConnectInfo(peer));
-        let body = TimedBody::new(body, shared.limits.request_body_timeout, activity.clone());
+        let body = TimedBody { inner: body, activity: activity.clone(), base: shared.registry.base };
         let request = Request::from_parts(parts, Body::new(body));
         let response = match service.oneshot(request).await {
             Ok(response) => response,
@@ -237,6 +239,9 @@ fn body_timeout_response() -> Response {
 pub struct Activity {
     busy: AtomicU32,
     state: AtomicU64,
+    /// When the request body began to keep the handler waiting (ms since the base; 0: it does not).
+    body_waiting: AtomicU64,
+    body_waker: AtomicWaker,
     body_timed_out: AtomicBool,
     kill: Notify,
 }
@@ -248,6 +253,8 @@ impl Activity {
         Self {
             busy: AtomicU32::new(0),
             state: AtomicU64::new(now << 1 | AWAITING_HEAD),
+            body_waiting: AtomicU64::new(0),
+            body_waker: AtomicWaker::new(),
             body_timed_out: AtomicBool::new(false),
             kill: Notify::new(),
         }
@@ -279,6 +286,8 @@ struct RequestGuard {
 impl RequestGuard {
     fn begin(activity: Arc<Activity>, base: Instant) -> Self {
         activity.busy.fetch_add(1, Ordering::AcqRel);
+        activity.body_waiting.store(0, Ordering::Release);
+        activity.body_timed_out.store(false, Ordering::Release);
         Self { activity, base }
     }
 }
@@ -374,18 +383,26 @@ impl Registry {
         Some(conn)
     }
 
-    /// Closes every connection whose header or keep-alive deadline has passed; returns how
-    /// many stay open.
-    fn expire(&self, header_timeout: Duration, keep_alive: Duration) -> usize {
+    /// Closes every connection whose header or keep-alive deadline has passed and fails every
+    /// request body that has paused too long; returns how many connections stay open.
+    fn expire(&self, limits: &NetLimits) -> usize {
         let now = millis(self.base);
-        let header_ms = u64::try_from(header_timeout.as_millis()).unwrap_or(u64::MAX);
-        let idle_ms = u64::try_from(keep_alive.as_millis()).unwrap_or(u64::MAX);
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let (header_ms, idle_ms) = (ms(limits.header_read_timeout), ms(limits.keep_alive_idle));
+        let body_ms = ms(limits.request_body_timeout);
         let mut c = self.conns.lock().unwrap_or_else(|p| p.into_inner());
         let expired: Vec<u64> = c
             .by_id
             .iter()
             .filter_map(|(id, conn)| {
-                let (since, head) = conn.activity.waiting()?;
+                let Some((since, head)) = conn.activity.waiting() else {
+                    let body_since = conn.activity.body_waiting.load(Ordering::Acquire);
+                    if body_since != 0 && now.saturating_sub(body_since) >= body_ms {
+                        conn.activity.body_timed_out.store(true, Ordering::Release);
+                        conn.activity.body_waker.wake();
+                    }
+                    return None;
+                };
                 let limit = if head { header_ms } else { idle_ms };
                 (now.saturating_sub(since) >= limit).then_some(*id)
             })
@@ -401,13 +418,14 @@ impl Registry {
 
 async fn sweep(shared: Arc<Shared>) {
     let limits = &shared.limits;
-    let every = (limits.header_read_timeout.min(limits.keep_alive_idle) / 4).clamp(MIN_SWEEP_EVERY, MAX_SWEEP_EVERY);
+    let shortest = limits.header_read_timeout.min(limits.keep_alive_idle).min(limits.request_body_timeout);
+    let every = (shortest / 4).clamp(MIN_SWEEP_EVERY, MAX_SWEEP_EVERY);
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut peak = 0;
     loop {
         tick.tick().await;
-        let open = shared.registry.expire(limits.header_read_timeout, limits.keep_alive_idle);
+        let open = shared.registry.expire(limits);
         peak = peak.max(open);
         if peak >= TRIM_AFTER_PEAK_CONNECTIONS && open <= peak / 4 {
             peak = open;
@@ -462,18 +480,16 @@ impl AsyncWrite for Watched {
     }
 }
 
-/// The request body, failing when it pauses longer than the body timeout.
+/// The request body, failing once the sweeper finds it paused longer than the body timeout.
 struct TimedBody {
     inner: Incoming,
-    timeout: Duration,
-    timer: Option<Pin<Box<Sleep>>>,
-    armed: bool,
     activity: Arc<Activity>,
+    base: Instant,
 }
 
-impl TimedBody {
-    fn new(inner: Incoming, timeout: Duration, activity: Arc<Activity>) -> Self {
-        Self { inner, timeout, timer: None, armed: false, activity }
+impl Drop for TimedBody {
+    fn drop(&mut self) {
+        self.activity.body_waiting.store(0, Ordering::Release);
     }
 }
 
@@ -486,21 +502,24 @@ impl hyper::body::Body for TimedBody {
     type Error = axum::BoxError;
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let timed_out = |activity: &Activity| activity.body_timed_out.load(Ordering::Acquire);
+        if timed_out(&self.activity) {
+            return Poll::Ready(Some(Err(Box::new(BodyTimeout))));
+        }
         let this = &mut *self;
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(frame) => {
-                this.armed = false;
+                this.activity.body_waiting.store(0, Ordering::Release);
                 Poll::Ready(frame.map(|f| f.map_err(Into::into)))
             }
             Poll::Pending => {
-                let deadline = Instant::now() + this.timeout;
-                let timer = this.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-                if !this.armed {
-                    timer.as_mut().reset(deadline);
-                    this.armed = true;
+                this.activity.body_waker.register(cx.waker());
+                if this.activity.body_waiting.load(Ordering::Acquire) == 0 {
+                    // Never 0, which means "not waiting".
+                    this.activity.body_waiting.store(millis(this.base).max(1), Ordering::Release);
                 }
-                if timer.as_mut().poll(cx).is_ready() {
-                    this.activity.body_timed_out.store(true, Ordering::Release);
+                // The sweeper may have fired between the first check and the registration.
+                if timed_out(&this.activity) {
                     return Poll::Ready(Some(Err(Box::new(BodyTimeout))));
                 }
                 Poll::Pending
@@ -589,14 +608,31 @@ mod tests {
         let (_, fresh) = r.admit(ip("192.0.2.1"), false).expect("fresh");
         let (_, served) = r.admit(ip("192.0.2.2"), false).expect("served");
         drop(RequestGuard::begin(served.clone(), r.base)); // one request, now idle
+        let limits = NetLimits {
+            header_read_timeout: Duration::from_secs(2),
+            keep_alive_idle: Duration::from_secs(5),
+            request_body_timeout: Duration::from_secs(3),
+            ..NetLimits::default()
+        };
         tokio::time::advance(Duration::from_secs(2)).await;
-        r.expire(Duration::from_secs(2), Duration::from_secs(5));
+        r.expire(&limits);
         assert!(tokio::time::timeout(Duration::from_millis(1), fresh.kill.notified()).await.is_ok(), "no head in time");
         assert_eq!(r.conns.lock().expect("lock").by_id.len(), 1, "the idle keep-alive stays");
         served.on_read(r.base); // a new head starts trickling in: the header deadline applies
         tokio::time::advance(Duration::from_secs(2)).await;
-        r.expire(Duration::from_secs(2), Duration::from_secs(5));
+        r.expire(&limits);
         assert!(tokio::time::timeout(Duration::from_millis(1), served.kill.notified()).await.is_ok());
         assert!(r.conns.lock().expect("lock").by_id.is_empty());
+        // A request whose body pauses: flagged once the pause reaches the body timeout.
+        let (_, uploading) = r.admit(ip("192.0.2.3"), false).expect("uploading");
+        let _request = RequestGuard::begin(uploading.clone(), r.base);
+        uploading.body_waiting.store(millis(r.base).max(1), Ordering::Release);
+        tokio::time::advance(Duration::from_secs(2)).await;
+        r.expire(&limits);
+        assert!(!uploading.body_timed_out.load(Ordering::Acquire));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        r.expire(&limits);
+        assert!(uploading.body_timed_out.load(Ordering::Acquire), "the paused body timed out");
+        assert_eq!(r.conns.lock().expect("lock").by_id.len(), 1, "a busy connection is not closed");
     }
 }
