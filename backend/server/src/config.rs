@@ -104,9 +104,13 @@ impl NetLimits {
         let secs = |key: &str, default: Duration| -> Result<Duration, ConfigError> {
             match get(key) {
                 None => Ok(default),
-                Some(raw) => raw.trim().parse::<u64>().ok().filter(|s| *s > 0).map(Duration::from_secs).ok_or_else(
-                    || ConfigError(format!("{key}={raw:?} must be a positive number of seconds")),
-                ),
+                Some(raw) => raw
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|s| *s > 0)
+                    .map(Duration::from_secs)
+                    .ok_or_else(|| ConfigError(format!("{key}={raw:?} must be a positive number of seconds"))),
             }
         };
         let count = |key: &str, default: usize| -> Result<usize, ConfigError> {

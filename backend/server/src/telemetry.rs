@@ -317,7 +317,10 @@ mod tests {
             "GET /api/apps/1/module?token=[redacted] failed"
         );
         assert_eq!(redact_text("load failed: app_token=abc123&v=2"), "load failed: app_token=[redacted]&v=2");
-        assert_eq!(redact_text("header Authorization: Bearer s3cr3t-value!"), "header Authorization: Bearer [redacted]");
+        assert_eq!(
+            redact_text("header Authorization: Bearer s3cr3t-value!"),
+            "header Authorization: Bearer [redacted]"
+        );
         assert_eq!(redact_text("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJvIn0.sig_-x in text"), "jwt [redacted] in text");
         let plain = "TypeError: x is undefined (eyJ is not a token here) é";
         assert_eq!(redact_text(plain), plain);

@@ -255,7 +255,7 @@ fn write_plain_tree(repo: &Repository, dir: &Path) -> Result<Oid> {
         let path = entry.path();
         if kind.is_dir() {
             let sub = write_plain_tree(repo, &path)?;
-            if repo.find_tree(sub).map_err(git_err("tree"))?.len() > 0 {
+            if !repo.find_tree(sub).map_err(git_err("tree"))?.is_empty() {
                 builder.insert(name, sub, 0o040000).map_err(git_err("tree"))?;
             }
         } else if kind.is_file() {

@@ -120,7 +120,8 @@ async fn update(State(state): State<AppState>, _owner: Owner, Path(id): Path<i64
     let app = live_row(&state, id).await?;
     let updated = apply::update(&state, &app).await?;
     let status = updated.mode;
-    let body = json!({ "mode": status, "conflict_paths": updated.conflict_paths, "app": AppOut::new(&state, updated.app) });
+    let body =
+        json!({ "mode": status, "conflict_paths": updated.conflict_paths, "app": AppOut::new(&state, updated.app) });
     if status == "conflict" {
         return Err(Error::conflict(
             "update_conflict",

@@ -151,7 +151,6 @@ struct FrameTemplate {
     bootstrap: Option<String>,
 }
 
-
 /// JSON safe to embed in a `<script type="application/json">` element.
 fn embeddable_json(value: &serde_json::Value) -> String {
     value.to_string().replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026")

@@ -78,10 +78,7 @@ pub async fn remember(state: &AppState, headers: &HeaderMap, known: Option<Strin
         .filter(|c| !c.is_control())
         .take(MAX_LABEL_CHARS)
         .collect();
-    state
-        .writer
-        .call(|ack| crate::writer::WriteCommand::RememberDevice { token_hash: digest, label, ack })
-        .await?;
+    state.writer.call(|ack| crate::writer::WriteCommand::RememberDevice { token_hash: digest, label, ack }).await?;
     Ok(cookie(&credential, DEVICE_TTL.as_secs(), state.config.public_origin.is_https()))
 }
 
@@ -92,9 +89,11 @@ pub fn clear(https: bool) -> HeaderValue {
 
 fn cookie(value: &str, max_age_secs: u64, https: bool) -> HeaderValue {
     let secure = if https { "; Secure" } else { "" };
-    let text = format!("{DEVICE_COOKIE}={value}; Max-Age={max_age_secs}; Path=/api/auth; HttpOnly; SameSite=Strict{secure}");
+    let text =
+        format!("{DEVICE_COOKIE}={value}; Max-Age={max_age_secs}; Path=/api/auth; HttpOnly; SameSite=Strict{secure}");
     // Base64url and digits only: always a valid header value.
-    HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static("mobius_device=; Max-Age=0; Path=/api/auth"))
+    HeaderValue::from_str(&text)
+        .unwrap_or_else(|_| HeaderValue::from_static("mobius_device=; Max-Age=0; Path=/api/auth"))
 }
 
 #[cfg(test)]

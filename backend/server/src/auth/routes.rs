@@ -110,7 +110,11 @@ async fn signed_in(
 /// Who a password attempt is counted against, after checking it may be made now: a known
 /// device only waits after its own failures; anyone else waits after their address's
 /// failures and takes from the global bucket.
-async fn admit_attempt(state: &AppState, headers: &HeaderMap, client: ClientAddr) -> Result<(Attempter, Option<String>)> {
+async fn admit_attempt(
+    state: &AppState,
+    headers: &HeaderMap,
+    client: ClientAddr,
+) -> Result<(Attempter, Option<String>)> {
     let device = devices::known(state, headers).await?;
     let who = match &device {
         Some(digest) => Attempter::Device(digest.clone()),

@@ -61,11 +61,12 @@ pub async fn default_provider(pool: &SqlitePool) -> Result<Option<String>> {
 
 /// True when a device with credential hash `token_hash` is known and was used after `since`.
 pub async fn device_known(pool: &SqlitePool, token_hash: &str, since: i64) -> Result<bool> {
-    let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM owner_devices WHERE token_hash = ? AND last_used_at >= ?")
-        .bind(token_hash)
-        .bind(since)
-        .fetch_optional(pool)
-        .await?;
+    let found: Option<i64> =
+        sqlx::query_scalar("SELECT 1 FROM owner_devices WHERE token_hash = ? AND last_used_at >= ?")
+            .bind(token_hash)
+            .bind(since)
+            .fetch_optional(pool)
+            .await?;
     Ok(found.is_some())
 }
 

@@ -34,9 +34,12 @@ impl Range {
         let max = if base.is_ipv4() { 32 } else { 128 };
         let prefix = match prefix {
             None => max,
-            Some(p) => p.trim().parse::<u8>().ok().filter(|p| *p <= max).ok_or_else(|| {
-                format!("{raw:?} has a prefix length outside 0..={max}")
-            })?,
+            Some(p) => p
+                .trim()
+                .parse::<u8>()
+                .ok()
+                .filter(|p| *p <= max)
+                .ok_or_else(|| format!("{raw:?} has a prefix length outside 0..={max}"))?,
         };
         Ok(Self { base, prefix })
     }
@@ -63,12 +66,8 @@ pub struct TrustedProxies(Vec<Range>);
 impl TrustedProxies {
     /// Parses a comma-separated list of addresses and CIDR ranges.
     pub fn parse(raw: &str) -> Result<Self, String> {
-        let ranges = raw
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(Range::parse)
-            .collect::<Result<Vec<_>, _>>()?;
+        let ranges =
+            raw.split(',').map(str::trim).filter(|s| !s.is_empty()).map(Range::parse).collect::<Result<Vec<_>, _>>()?;
         if ranges.len() > MAX_TRUSTED_PROXIES {
             return Err(format!("at most {MAX_TRUSTED_PROXIES} entries"));
         }

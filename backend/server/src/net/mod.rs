@@ -35,11 +35,11 @@ use axum::extract::ConnectInfo;
 use axum::http::{HeaderValue, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use futures_util::task::AtomicWaker;
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use futures_util::task::AtomicWaker;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 use tower::ServiceExt;
@@ -198,11 +198,7 @@ where
             Ok(response) => response,
             Err(never) => match never {},
         };
-        if activity.body_timed_out.swap(false, Ordering::AcqRel) {
-            body_timeout_response()
-        } else {
-            response
-        }
+        if activity.body_timed_out.swap(false, Ordering::AcqRel) { body_timeout_response() } else { response }
     } else {
         let mut response = Error::Client {
             status: StatusCode::MISDIRECTED_REQUEST,

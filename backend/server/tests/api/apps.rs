@@ -452,9 +452,8 @@ async fn an_app_frame_stays_sandboxed_and_an_app_token_reaches_only_its_own_app(
     }
     let built = app.post("/api/apps/apply", json!({ "slug": "first", "chat_id": "chat-that-built-it" }), Some(&token));
     let first = built.await.json::<Value>().await.expect("json")["app"]["id"].as_i64().expect("id");
-    let second = apply(&app, &token, "second").await.json::<Value>().await.expect("json")["app"]["id"]
-        .as_i64()
-        .expect("id");
+    let second =
+        apply(&app, &token, "second").await.json::<Value>().await.expect("json")["app"]["id"].as_i64().expect("id");
 
     // The frame: the iframe's sandbox is the CSP's, no popup escapes, the chat is not named.
     let listed: Value = app.get("/api/apps", Some(&token)).await.json().await.expect("json");
@@ -514,8 +513,11 @@ fn plain_source(manifest: &str) -> tempfile::TempDir {
     let src = tempfile::tempdir().expect("src");
     std::fs::write(src.path().join("mobius.json"), manifest).expect("manifest");
     std::fs::write(src.path().join("index.jsx"), counter_source("From a plain folder")).expect("index");
-    std::fs::write(src.path().join("label.jsx"), "export default function Label({ n, text }) {\n  return <span>{text}: {n}</span>;\n}\n")
-        .expect("label");
+    std::fs::write(
+        src.path().join("label.jsx"),
+        "export default function Label({ n, text }) {\n  return <span>{text}: {n}</span>;\n}\n",
+    )
+    .expect("label");
     src
 }
 

@@ -146,7 +146,8 @@ async fn another_host_name_can_neither_claim_nor_drive_the_instance() {
     let app = TestApp::spawn().await;
     let port = app.addr.port();
     let rebound = format!("rebind.attacker.example:{port}");
-    let status = app.client.get(app.url("/api/auth/setup/status")).header("host", &rebound).send().await.expect("status");
+    let status =
+        app.client.get(app.url("/api/auth/setup/status")).header("host", &rebound).send().await.expect("status");
     assert_error(status, StatusCode::MISDIRECTED_REQUEST, "wrong_host").await;
     let claim = app
         .client
@@ -252,7 +253,10 @@ async fn a_request_body_that_stops_arriving_gets_408() {
     );
     conn.write_all(head.as_bytes()).await.expect("partial request");
     let mut answer = Vec::new();
-    tokio::time::timeout(Duration::from_secs(30), conn.read_to_end(&mut answer)).await.expect("answered").expect("read");
+    tokio::time::timeout(Duration::from_secs(30), conn.read_to_end(&mut answer))
+        .await
+        .expect("answered")
+        .expect("read");
     let text = String::from_utf8_lossy(&answer);
     assert!(text.starts_with("HTTP/1.1 408"), "{text}");
     assert!(text.contains("\"request_timeout\""), "{text}");
@@ -339,9 +343,10 @@ async fn a_stream_of_a_missing_chat_leaves_no_channel_and_a_closed_stream_frees_
     let dir = tempfile::tempdir().expect("tmp");
     let config = mobius::config::Config::for_test(dir.path());
     let (_stop, stopped) = tokio::sync::watch::channel(false);
-    let (state, _writer) = mobius::app::AppState::build(config, "http://127.0.0.1:9".into(), mobius::ops::Boot::new(), stopped)
-        .await
-        .expect("state");
+    let (state, _writer) =
+        mobius::app::AppState::build(config, "http://127.0.0.1:9".into(), mobius::ops::Boot::new(), stopped)
+            .await
+            .expect("state");
     let router = mobius::app::router(state.clone());
     let call = |request: Request<Body>| {
         let mut request = request;
@@ -354,7 +359,8 @@ async fn a_stream_of_a_missing_chat_leaves_no_channel_and_a_closed_stream_frees_
         .expect("request");
     let response = call(setup).await.expect("setup");
     let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await.expect("body");
-    let token = serde_json::from_slice::<Value>(&bytes).expect("json")["access_token"].as_str().expect("token").to_owned();
+    let token =
+        serde_json::from_slice::<Value>(&bytes).expect("json")["access_token"].as_str().expect("token").to_owned();
     for i in 0..50 {
         let request = Request::get(format!("/api/chats/missing-{i}/stream"))
             .header("authorization", format!("Bearer {token}"))

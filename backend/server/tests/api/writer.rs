@@ -288,7 +288,12 @@ async fn an_interrupted_turn_keeps_what_streamed_after_its_last_snapshot() {
         .await
         .expect("start run");
     let emit = |events: Vec<mobius::writer::EventBody>| {
-        f.writer.call(|ack| WriteCommand::Emit { chat_id: "k".into(), run_id: Some("rt-k".into()), events, ack: Some(ack) })
+        f.writer.call(|ack| WriteCommand::Emit {
+            chat_id: "k".into(),
+            run_id: Some("rt-k".into()),
+            events,
+            ack: Some(ack),
+        })
     };
     emit(vec![event("text", json!({ "content": "Hello, ", "item_id": "a" }))]).await.expect("emit");
     let snapshot = json!({ "role": "assistant", "content": "Hello, ", "ts": 1,
@@ -306,10 +311,11 @@ async fn an_interrupted_turn_keeps_what_streamed_after_its_last_snapshot() {
     assert_eq!(interrupted, vec!["k".to_owned()]);
     f.writer.shutdown().await;
     let mut db = other_connection(&f.path).await;
-    let body: String = sqlx::query_scalar("SELECT body FROM chat_messages WHERE chat_id = 'k' ORDER BY idx DESC LIMIT 1")
-        .fetch_one(&mut db)
-        .await
-        .expect("message");
+    let body: String =
+        sqlx::query_scalar("SELECT body FROM chat_messages WHERE chat_id = 'k' ORDER BY idx DESC LIMIT 1")
+            .fetch_one(&mut db)
+            .await
+            .expect("message");
     let message: serde_json::Value = serde_json::from_str(&body).expect("json");
     assert_eq!(message["content"], "Hello, world", "{message}");
     let blocks = message["blocks"].as_array().expect("blocks");
