@@ -16,8 +16,8 @@ export default defineConfig({
       injectManifest: {
         // woff2: the KaTeX fonts, so math typesets offline as it does online.
         globPatterns: ["**/*.{js,css,html,svg,png,ico,woff2}"],
-        // The two runtime modules are compiled into apps by the server, never loaded as they are.
-        globIgnores: ["sw.js", "manifest.webmanifest", "mobius-runtime.js", "mobius-chat.js", "app-runtime-inject.js", "embed-chat.html"],
+        // The runtime modules are compiled into apps by the server, never loaded as they are.
+        globIgnores: ["sw.js", "manifest.webmanifest", "mobius-runtime.js", "mobius-chat.js", "app-runtime-inject.js", "runtime/**", "embed-chat.html"],
         // Every entry gets a content revision, hashed assets included.
         dontCacheBustURLsMatching: /(?!)/,
         maximumFileSizeToCacheInBytes: 3 * 1024 * 1024,

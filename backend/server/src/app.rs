@@ -220,6 +220,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .nest("/api", api)
         .merge(apps::public_router())
+        .merge(web::vendor_router())
         .route("/shell/embed/chat", axum::routing::get(web::embed_chat))
         .fallback(web::serve_frontend)
         .layer(middleware::from_fn_with_state(state.clone(), web::security_headers))

@@ -62,6 +62,46 @@ pub async fn serve_frontend(State(state): State<AppState>, request: Request) -> 
     response
 }
 
+/// The pinned libraries' browser assets that code refers to by URL rather than importing them
+/// (apps written for the original platform link KaTeX's stylesheet, whose fonts load relative to
+/// it): `/vendor/<name>/<file>` → that folder of the library apps are bundled against.
+pub const VENDOR_DIRS: &[(&str, &str)] = &[("katex", "katex/dist"), ("pdfjs", "pdfjs-dist/build")];
+
+/// `GET /vendor/{name}/{*file}`: a file of a pinned library, cacheable, readable from the opaque
+/// app frames (`Access-Control-Allow-Origin: *`: fonts are fetched in CORS mode).
+pub fn vendor_router() -> axum::Router<AppState> {
+    axum::Router::new().route("/vendor/{name}/{*file}", axum::routing::get(vendor))
+}
+
+async fn vendor(
+    State(state): State<AppState>,
+    axum::extract::Path((name, file)): axum::extract::Path<(String, String)>,
+    request: Request,
+) -> Response {
+    let Some((_, dir)) = VENDOR_DIRS.iter().find(|(n, _)| *n == name) else {
+        return (StatusCode::NOT_FOUND, "Not found").into_response();
+    };
+    if file.is_empty() || file.split('/').any(|s| s.is_empty() || s == "." || s == "..") || file.contains('\\') {
+        return (StatusCode::NOT_FOUND, "Not found").into_response();
+    }
+    let (mut parts, body) = request.into_parts();
+    parts.uri = match format!("/{file}").parse() {
+        Ok(uri) => uri,
+        Err(_) => return (StatusCode::NOT_FOUND, "Not found").into_response(),
+    };
+    let root = state.config.app_node_modules.join(dir);
+    let mut response = match ServeDir::new(root).oneshot(Request::from_parts(parts, body)).await {
+        Ok(response) => response.map(Body::new),
+        Err(e) => match e {},
+    };
+    let h = response.headers_mut();
+    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    if response.status().is_success() || response.status() == StatusCode::NOT_MODIFIED {
+        response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=86400"));
+    }
+    response
+}
+
 /// `GET /shell/embed/chat`: the nested chat frame an app embeds (`mobius.chat`). Its own CSP
 /// sandboxes it (an opaque origin, whoever frames it: it never sees the shell's storage or
 /// token), so its policy names this origin. It has no `frame-ancestors`: its ancestor is the

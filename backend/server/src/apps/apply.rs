@@ -76,8 +76,12 @@ pub enum Snapshot {
     Live(String),
 }
 
-/// A hash of everything the bundler inlines besides the app: the runtime files and the ABI
-/// banner. A bundle built with another fingerprint is outdated.
+/// The runtime's own modules (`runtime/*.js` next to `mobius-runtime.js`, which imports them).
+pub const RUNTIME_MODULES_DIR: &str = "runtime";
+
+/// A hash of everything the bundler inlines besides the app: the runtime files (`RUNTIME_FILES`
+/// and every module under `runtime/`, by name) and the ABI banner. A bundle built with another
+/// fingerprint is outdated.
 pub fn runtime_fingerprint(state: &AppState) -> Result<String> {
     use sha2::{Digest, Sha256};
     let runtime = &state.config.app_runtime_dir;
@@ -85,6 +89,20 @@ pub fn runtime_fingerprint(state: &AppState) -> Result<String> {
     hash.update(BUNDLE_BANNER.as_bytes());
     for file in RUNTIME_FILES {
         hash.update(std::fs::read(runtime.join(file))?);
+    }
+    let mut modules: Vec<std::path::PathBuf> = match std::fs::read_dir(runtime.join(RUNTIME_MODULES_DIR)) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "js") && p.is_file())
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
+    modules.sort();
+    for path in modules {
+        hash.update(path.file_name().map(|n| n.as_encoded_bytes()).unwrap_or_default());
+        hash.update([0]);
+        hash.update(std::fs::read(&path)?);
     }
     Ok(hex::encode(hash.finalize()))
 }

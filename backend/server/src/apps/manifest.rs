@@ -71,11 +71,16 @@ const DECORATIVE: &[&str] = &[
     "esm_deps",
 ];
 
-/// One host-mediated capability of the original's registry: id, version, and its limits as
-/// `(name, default, min, max)`.
-struct CapabilitySpec {
-    id: &'static str,
-    limits: &'static [(&'static str, i64, i64, i64)],
+/// One host-mediated capability of the original's registry: id, how it presents itself to the
+/// app (`capabilities.describe`), and its limits as `(name, default, min, max)`. All are
+/// sessions of version `CAPABILITY_VERSION`.
+pub struct CapabilitySpec {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub risk: &'static str,
+    pub lifecycle: &'static str,
+    pub limits: &'static [(&'static str, i64, i64, i64)],
 }
 
 const MIB: i64 = 1024 * 1024;
@@ -84,13 +89,41 @@ const STORAGE_LIMITS: &[(&str, i64, i64, i64)] = &[
     ("max_asset_bytes", 256 * MIB, MIB, 1024 * MIB),
     ("max_chunk_bytes", 8 * MIB, 256 * 1024, 16 * MIB),
 ];
-const CAPABILITIES: &[CapabilitySpec] = &[
-    CapabilitySpec { id: "media.microphone.capture", limits: &[("max_duration_ms", 30_000, 100, 60_000)] },
-    CapabilitySpec { id: "media.speech", limits: &[("max_text_chars", 50_000, 1, 250_000)] },
-    CapabilitySpec { id: "device.speech-models", limits: STORAGE_LIMITS },
-    CapabilitySpec { id: "device.asset-cache", limits: STORAGE_LIMITS },
+pub const CAPABILITIES: &[CapabilitySpec] = &[
+    CapabilitySpec {
+        id: "media.microphone.capture",
+        title: "Microphone capture",
+        description: "Record a short clip from the microphone while the app is on screen.",
+        risk: "device",
+        lifecycle: "active_frame",
+        limits: &[("max_duration_ms", 30_000, 100, 60_000)],
+    },
+    CapabilitySpec {
+        id: "media.speech",
+        title: "Speech",
+        description: "Read text aloud with an on-device voice.",
+        risk: "device",
+        lifecycle: "background",
+        limits: &[("max_text_chars", 50_000, 1, 250_000)],
+    },
+    CapabilitySpec {
+        id: "device.speech-models",
+        title: "Speech models",
+        description: "Manage the speech models kept on this device.",
+        risk: "storage",
+        lifecycle: "active_frame",
+        limits: STORAGE_LIMITS,
+    },
+    CapabilitySpec {
+        id: "device.asset-cache",
+        title: "Asset cache",
+        description: "Keep large downloaded assets on this device for the app.",
+        risk: "storage",
+        lifecycle: "active_frame",
+        limits: STORAGE_LIMITS,
+    },
 ];
-const CAPABILITY_VERSION: i64 = 1;
+pub const CAPABILITY_VERSION: i64 = 1;
 
 /// A validated manifest: the fields the platform uses, the warnings, and the raw document.
 #[derive(Debug, Clone)]

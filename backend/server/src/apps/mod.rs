@@ -4,6 +4,7 @@
 
 pub mod apply;
 pub mod assets;
+pub mod contract;
 pub mod git;
 pub mod icon;
 pub mod manifest;
@@ -54,6 +55,8 @@ pub struct AppOut {
     pub icon_url: String,
     pub standalone_url: String,
     pub chat_id: Option<String>,
+    /// What the manifest asks of the platform (`frame-init.capabilityContract`, see contract.rs).
+    pub capability_contract: Value,
     pub source_url: Option<String>,
     pub cross_app_access: String,
     pub share_with_apps: String,
@@ -90,7 +93,10 @@ impl From<AppRow> for AppOut {
         let manifest: Map<String, Value> = serde_json::from_str(&a.manifest).unwrap_or_default();
         let offline = manifest.get("offline").filter(|o| o.is_object()).cloned();
         let offline_precache = precache_urls(a.id, &v, &manifest);
+        let capability_contract =
+            contract::capability_contract(&manifest, a.offline_capable, &a.cross_app_access, &a.share_with_apps);
         Self {
+            capability_contract,
             embeds_agent: manifest.get("embeds_agent").and_then(Value::as_bool).unwrap_or(false),
             offline,
             offline_precache,

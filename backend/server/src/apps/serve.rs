@@ -143,7 +143,6 @@ pub fn request_origin(state: &AppState, headers: &HeaderMap) -> String {
 #[template(path = "app_frame.html")]
 struct FrameTemplate {
     name: String,
-    background: String,
     origin: String,
     config_json: String,
     /// `app-frame.js`, inlined so the frame needs no second request (the sandboxed frame
@@ -184,7 +183,6 @@ pub async fn frame(
         let config = json!({ "appId": app.id, "slug": app.slug, "name": app.name, "v": &sha[..16.min(sha.len())], "origin": origin });
         let page = FrameTemplate {
             name: app.name.clone(),
-            background: app.background_color.clone().unwrap_or_else(|| "transparent".into()),
             origin: origin.clone(),
             config_json: embeddable_json(&config),
             bootstrap: bootstrap.code.clone(),

@@ -94,6 +94,12 @@ async fn a_runtime_update_rebuilds_live_apps_from_their_live_commit_at_start_up(
     for file in mobius::apps::apply::RUNTIME_FILES {
         std::fs::copy(shipped.join(file), runtime.path().join(file)).expect("copy the runtime");
     }
+    std::fs::create_dir(runtime.path().join("runtime")).expect("mkdir");
+    for entry in std::fs::read_dir(shipped.join("runtime")).expect("the runtime's modules") {
+        let path = entry.expect("entry").path();
+        std::fs::copy(&path, runtime.path().join("runtime").join(path.file_name().expect("name")))
+            .expect("copy a module");
+    }
     let runtime_dir = runtime.path().to_path_buf();
     let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
     let tweak = |c: &mut mobius::config::Config| c.app_runtime_dir = runtime_dir.clone();
@@ -132,9 +138,11 @@ async fn a_runtime_update_rebuilds_live_apps_from_their_live_commit_at_start_up(
     assert_eq!(again["bundle_sha"], applied["app"]["bundle_sha"]);
     let dir = app.stop().await;
 
-    let mut js = std::fs::read_to_string(runtime.path().join("mobius-runtime.js")).expect("runtime");
+    // The update changes one of the runtime's modules (not the entry file).
+    let module = runtime.path().join("runtime/bridge.js");
+    let mut js = std::fs::read_to_string(&module).expect("runtime module");
     js.insert_str(0, "globalThis.__mobiusRuntimeMark = \"runtime-v2\";\n");
-    std::fs::write(runtime.path().join("mobius-runtime.js"), js).expect("update the runtime");
+    std::fs::write(&module, js).expect("update the runtime");
     let app = TestApp::spawn_in(dir, tweak).await;
     let mut rebuilt = Value::Null;
     for _ in 0..200 {
@@ -345,6 +353,21 @@ async fn the_registry_tokens_frame_and_standalone_host_behave() {
     assert_eq!(frame.headers()["x-mobius-offline"], "1");
     let html = frame.text().await.expect("html");
     assert!(html.contains("mobius-frame-config") && !html.contains(&token));
+    // Painted as the original platform paints apps: its theme variables in both palettes (before
+    // the shell sends the current ones), the same values as --mobius-*, and a full-height root.
+    for needle in [
+        "html, body { margin: 0; height: 100%; background: var(--bg); touch-action: manipulation; }",
+        "body { color: var(--text); font-family: var(--font); font-size: 14px;",
+        "#root { height: 100%; }",
+        "--bg: #0d0d0d;",
+        "--bg: #f0eeeb;",
+        "--surface2: #212121;",
+        "--accent-dim: rgba(139,108,247,0.08);",
+        "--mobius-surface: var(--surface);",
+    ] {
+        assert!(html.contains(needle), "the frame document lacks {needle:?}:\n{html}");
+    }
+    assert!(!html.contains("min-height: 100vh"), "the root takes the full height, not a minimum");
     assert!(html.contains("<script>window.__bootMarker = 1;</script>") && !html.contains("/app-frame.js"), "{html}");
 
     let page = app.get("/apps/counter/", None).await;
@@ -574,4 +597,29 @@ async fn a_local_install_refuses_the_data_folder_system_folders_and_huge_trees()
     let r = app.post("/api/apps/install", json!({ "source": huge.path().display().to_string() }), Some(&token)).await;
     assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, "source_too_large").await;
     assert_eq!(app.get("/api/apps", Some(&token)).await.json::<Value>().await.expect("json"), json!([]));
+}
+
+#[tokio::test]
+async fn each_app_carries_its_capability_contract_for_the_frame() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    let manifest = r#"{"id":"counter","name":"Counter","version":"0.1.0","description":"Counts.","entry":"index.jsx",
+        "offline_capable":true,"offline":{"reads":true,"precache":["static/logo.png"]},
+        "capabilities":{"media.speech":{"version":1,"reason":"Reads notes aloud"}}}"#;
+    write_app(app.data_dir(), "counter", manifest, &counter_source("Count"));
+    let body: Value = apply(&app, &token, "counter").await.json().await.expect("json");
+    let id = body["app"]["id"].as_i64().expect("id");
+    let listed: Value = app.get("/api/apps", Some(&token)).await.json().await.expect("json");
+    let contract =
+        &listed.as_array().expect("list").iter().find(|a| a["id"] == id).expect("listed")["capability_contract"];
+    assert_eq!(contract["schema"], 5);
+    assert_eq!(
+        contract["offline"],
+        json!({ "capable": true, "contract": { "reads": true, "precache": ["static/logo.png"] } })
+    );
+    assert_eq!(contract["runtime"]["media.speech"]["version"], 1);
+    assert_eq!(contract["runtime"]["media.speech"]["reason"], "Reads notes aloud");
+    assert_eq!(contract["runtime"]["media.speech"]["limits"]["max_text_chars"], 50_000);
+    let one: Value = app.get(&format!("/api/apps/{id}"), Some(&token)).await.json().await.expect("json");
+    assert_eq!(&one["capability_contract"], contract);
 }
