@@ -392,6 +392,29 @@ async fn a_stream_of_a_missing_chat_leaves_no_channel_and_a_closed_stream_frees_
     assert!(freed, "the chat's channel goes with its last receiver");
 }
 
+// ---- 6. app frames (the app frame itself: apps.rs) ----
+
+#[tokio::test]
+async fn the_embedded_chat_page_is_sandboxed_and_its_popups_stay_sandboxed() {
+    let app = TestApp::spawn().await;
+    let dist = crate::helpers::fake_dist(app.data_dir());
+    std::fs::write(dist.join("embed-chat.html"), "<!doctype html><title>chat</title>").expect("page");
+    let page = app.get("/shell/embed/chat", None).await;
+    assert_eq!(page.status(), StatusCode::OK);
+    let csp = page.headers()["content-security-policy"].to_str().expect("csp").to_owned();
+    let flags: Vec<&str> = csp
+        .split(';')
+        .next()
+        .and_then(|d| d.trim().strip_prefix("sandbox"))
+        .expect("a sandbox directive")
+        .split_whitespace()
+        .collect();
+    assert!(flags.contains(&"allow-scripts"), "{csp}");
+    for escape in ["allow-same-origin", "allow-popups-to-escape-sandbox", "allow-top-navigation"] {
+        assert!(!flags.contains(&escape), "{escape} in {csp}");
+    }
+}
+
 // ---- 7. smaller holes ----
 
 #[tokio::test]
