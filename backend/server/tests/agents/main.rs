@@ -491,7 +491,16 @@ async fn a_message_can_be_steered_into_the_running_turn(cli: Cli) {
     let mut stream = app.stream(token, "st", None).await;
     app.send(token, "st", "start the long task", "m1").await;
     stream.until("run_started", 30).await;
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    // The turn is under way once the model has been asked (the scripted answer then takes 4 s).
+    let mut asked = false;
+    for _ in 0..600 {
+        if !mock.requests().await.is_empty() {
+            asked = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(asked, "{cli:?}: the model was never asked");
     let r = app
         .post(
             "/api/chats/st/messages",
