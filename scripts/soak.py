@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Attacks a release server the way the internet would and prints what it held, how fast
 /api/health answered meanwhile, and its memory before, during and after. Not part of
-scripts/test (it takes about two minutes and wants the machine to itself).
+scripts/test (it takes about three minutes and wants the machine to itself).
 
 Method: the server runs with `ulimit -n 4096` (RLIMIT_NOFILE), pinned to CPU 0; the attackers
 and the probe run on CPU 1. Attack connections come from 127.0.0.2-127.0.0.201 (any 127/8
@@ -12,15 +12,21 @@ address reaches a loopback server), the probe from 127.0.0.1 on a new connection
   missing     10,000 `GET /api/chats/<random>/stream` (chats that do not exist), keep-alive.
   streams     10,000 attempts to open a chat's event stream (50 per address), held 10 s, then
               all closed.
+  logins      200 addresses guess the owner's password (the right username), one attempt after
+              another each, for 30 s; meanwhile the owner's phone (a device that signed in
+              before, with its device credential) signs in every 500 ms from 127.0.0.1, and a
+              new browser (no credential) tries every 2 s from 127.0.0.250.
 
 Figures: connections the attackers held open at the end of the attack (their view), /api/health
 latency p50 / p99 / max and failures during the attack, the server's RSS (VmRSS) before, the
-highest seen during, and 15 s after.
+highest seen during, and 15 s after; for logins, the attackers' answers and the owner's sign-in
+answers and time.
 
 Usage: soak.py BINARY   (scripts/soak builds it)
 """
 import asyncio
 import http.client
+import json
 import multiprocessing
 import os
 import resource
@@ -36,6 +42,8 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench import ROOT, free_port, http_get, http_json, owner_token  # noqa: E402
 SERVER_FD_LIMIT = 4096
+# The owner bench.owner_token sets up.
+OWNER = ("owner", "bench-password-1")
 ATTACK_ADDRESSES = [f"127.0.0.{i}" for i in range(2, 202)]
 
 
@@ -206,11 +214,42 @@ async def streams(port, token, hold, result):
     result.update(stats)
 
 
+async def guess_slot(port, source, until, stats):
+    body = json.dumps({"username": OWNER[0], "password": "wrong-guess-123"}).encode()
+    head = (f"POST /api/auth/token HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+    while time.time() < until:
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0))
+        except OSError:
+            stats["refused"] = stats.get("refused", 0) + 1
+            await asyncio.sleep(0.2)
+            continue
+        try:
+            writer.write(head + body)
+            line = (await asyncio.wait_for(reader.readline(), timeout=30)).decode()
+            answer = line.split(" ")[1] if line.startswith("HTTP/") else "cut"
+        except (OSError, asyncio.TimeoutError):
+            answer = "timed out"
+        finally:
+            writer.close()
+        stats[answer] = stats.get(answer, 0) + 1
+
+
+async def guesses(port, seconds, result):
+    until = time.time() + seconds
+    stats = {}
+    await asyncio.gather(*[guess_slot(port, src, until, stats) for src in ATTACK_ADDRESSES])
+    result.update(stats)
+
+
 def attacker(kind, args, queue):
     os.sched_setaffinity(0, {1})
     result = {}
     if kind == "slowloris":
         asyncio.run(slowloris(*args, result))
+    elif kind == "logins":
+        asyncio.run(guesses(*args, result))
     else:
         asyncio.run(streams(*args, result))
     queue.put(result)
@@ -279,6 +318,58 @@ def phase_streams(server, token):
     print(f"  RSS before {before:.1f} MiB, highest during {probe.max_rss:.1f} MiB, 15 s after {after:.1f} MiB")
 
 
+def sign_in(port, cookie=None, source="127.0.0.1"):
+    """POST /api/auth/token with the owner's password; returns (status, ms, device cookie)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60, source_address=(source, 0))
+    headers = {"Content-Type": "application/json"}
+    if cookie:
+        headers["Cookie"] = cookie
+    started = time.perf_counter()
+    conn.request("POST", "/api/auth/token", body=json.dumps({"username": OWNER[0], "password": OWNER[1]}),
+                 headers=headers)
+    r = conn.getresponse()
+    r.read()
+    ms = (time.perf_counter() - started) * 1000
+    set_cookie = (r.getheader("Set-Cookie") or "").split(";")[0]
+    conn.close()
+    return r.status, ms, set_cookie
+
+
+def phase_logins(server):
+    print("logins: 200 addresses guess the owner's password for 30 s; the owner's phone signs in meanwhile",
+          flush=True)
+    status, _, cookie = sign_in(server.port)
+    assert status == 200 and cookie.startswith("mobius_device="), (status, cookie)
+    before = server.rss_mib()
+    proc, queue = attack("logins", (server.port, 30))
+    time.sleep(3)
+    phone, stranger, max_rss = [], {}, 0.0
+    next_stranger = time.time()
+    while proc.is_alive():
+        status, ms, _ = sign_in(server.port, cookie)
+        phone.append((status, ms))
+        if time.time() >= next_stranger:
+            status, _, _ = sign_in(server.port, source="127.0.0.250")
+            stranger[status] = stranger.get(status, 0) + 1
+            next_stranger = time.time() + 2
+        max_rss = max(max_rss, server.rss_mib())
+        time.sleep(0.5)
+    proc.join()
+    result = queue.get()
+    after = settle(server)
+    ok = sorted(ms for status, ms in phone if status == 200)
+    refused = len(phone) - len(ok)
+    print(f"  attackers' answers: {dict(sorted(result.items()))}")
+    if ok:
+        p99 = ok[min(len(ok) - 1, int(len(ok) * 0.99))]
+        print(f"  the owner's phone (device credential): {len(ok)} of {len(phone)} sign-ins answered 200 "
+              f"(p50 {statistics.median(ok):.0f} ms, p99 {p99:.0f} ms, max {ok[-1]:.0f} ms), {refused} refused")
+    else:
+        print(f"  the owner's phone (device credential): none of {len(phone)} sign-ins succeeded")
+    print(f"  a new browser with the right password (no credential): {dict(sorted(stranger.items()))}")
+    print(f"  RSS before {before:.1f} MiB, highest during {max_rss:.1f} MiB, 15 s after {after:.1f} MiB")
+
+
 def main():
     if len(sys.argv) != 2:
         raise SystemExit(__doc__)
@@ -294,6 +385,7 @@ def main():
             phase_slowloris(server)
             phase_missing(server, token)
             phase_streams(server, token)
+            phase_logins(server)
         finally:
             server.stop()
     finally:
