@@ -6,8 +6,9 @@
 //! - One global bucket bounds all attempts of addresses together — the last resort against
 //!   many addresses, far above what one address can spend.
 //! - A device that signed in before presents its device credential (`auth::devices`) and skips
-//!   both: it only waits after its own failures. So while an attack trips every other limit,
-//!   the owner's devices still sign in with the right password.
+//!   both: it only waits after its own failures, and its password is checked in its own lane
+//!   (`auth::password::Lane`). So while an attack trips every other limit, the owner's
+//!   devices still sign in with the right password.
 
 use std::collections::HashMap;
 use std::net::IpAddr;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::limits::Attempter;
+use super::password::Lane;
 use super::{Claims, OWNER_TOKEN_TTL_SECS, Owner, Scope, devices};
 use crate::api::JsonOrForm;
 use crate::app::AppState;
@@ -165,7 +166,8 @@ async fn login(
         Some(o) if o.username == username => (Some(o.password_hash.clone()), o.token_epoch),
         _ => (None, 0),
     };
-    if state.passwords.verify(creds.password, hash).await? {
+    let lane = if device.is_some() { Lane::KnownDevice } else { Lane::Anyone };
+    if state.passwords.verify(creds.password, hash, lane).await? {
         state.login_limits.record_success(&who);
         signed_in(&state, &headers, device, &username, epoch).await
     } else {
