@@ -1,7 +1,10 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { closeApp, currentNav, navigate, openApp, parseAppParam, pushAppNav } from "./router";
 
-const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
+/** Waits (up to 5 s) until `done()` holds: history traversals land asynchronously. */
+const until = async (done: () => boolean) => {
+  for (let i = 0; i < 500 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+};
 
 afterEach(() => {
   history.replaceState({}, "", "/");
@@ -25,7 +28,7 @@ describe("app routes", () => {
     expect(history.length).toBe(depth + 1);
     expect(currentNav().app).toBe(4);
     closeApp();
-    await settle();
+    await until(() => location.search === "");
     expect(location.search).toBe("");
     expect(currentNav().app).toBeNull();
   });
@@ -36,7 +39,7 @@ describe("app routes", () => {
     pushAppNav("nav-1");
     pushAppNav("nav-2");
     closeApp();
-    await settle();
+    await until(() => location.pathname + location.search === "/chat/c2");
     expect(location.pathname + location.search).toBe("/chat/c2");
     expect(currentNav().app).toBeNull();
   });
