@@ -79,8 +79,12 @@ pub struct Inner {
     pub proxy: crate::apps::proxy::Proxy,
     /// Review and icon limits, update-check state and the store's catalog cache.
     pub lifecycle: crate::apps::lifecycle::Lifecycle,
+    /// Open event streams, capped per client address and in all.
+    pub streams: Arc<crate::events::StreamLimits>,
     /// The mini-app bundler, started on first use (it owns a few threads).
     bundler: OnceLock<mobius_bundler::Bundler>,
+    /// The frame bootstrap inlined into app frame documents, read on first use.
+    frame_bootstrap: OnceLock<crate::apps::FrameBootstrap>,
 }
 
 /// Compiles at once: one on a small machine keeps requests responsive.
@@ -94,6 +98,11 @@ impl Inner {
         }
         let bundler = mobius_bundler::Bundler::new(MAX_PARALLEL_COMPILES)?;
         Ok(self.bundler.get_or_init(|| bundler))
+    }
+
+    /// The frame bootstrap (`app-frame.js`) and its version key, read once.
+    pub fn frame_bootstrap(&self) -> &crate::apps::FrameBootstrap {
+        self.frame_bootstrap.get_or_init(|| crate::apps::FrameBootstrap::load(&self.config.frontend_dir))
     }
 }
 
@@ -118,7 +127,7 @@ impl AppState {
         boot: Arc<Boot>,
         shutdown: watch::Receiver<bool>,
     ) -> Result<(Self, tokio::task::JoinHandle<()>)> {
-        std::fs::create_dir_all(&config.data_dir)?;
+        create_private_dir(&config.data_dir)?;
         config.data_dir = std::fs::canonicalize(&config.data_dir)?;
         let path = config.database_path();
         let conn = db::open_writer(&path).await?;
@@ -145,6 +154,8 @@ impl AppState {
         }
         let providers = Providers::new(&config, &config.data_dir, api_url);
         let config_quota = config.app_quota_bytes;
+        let login_limits = LoginLimiter::new(config.login.clone());
+        let streams = crate::events::StreamLimits::new(config.net.max_streams, config.net.max_streams_per_address);
         let state = Self(Arc::new(Inner {
             config,
             db,
@@ -152,7 +163,7 @@ impl AppState {
             hub,
             keys,
             passwords: Passwords::default(),
-            login_limits: LoginLimiter::default(),
+            login_limits,
             owner,
             boot,
             shutdown,
@@ -167,10 +178,27 @@ impl AppState {
             storage: crate::storage::Store::new(config_quota),
             proxy: crate::apps::proxy::Proxy::default(),
             lifecycle: crate::apps::lifecycle::Lifecycle::default(),
+            streams,
             bundler: OnceLock::new(),
+            frame_bootstrap: OnceLock::new(),
         }));
         Ok((state, task))
     }
+}
+
+/// Creates `dir` (and missing parents) as `0700`, and takes group and other access away from
+/// an existing one: everything in it is the owner's alone (files are created `0600`, see
+/// `cli::serve`'s umask).
+fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    let mode = std::fs::metadata(dir)?.permissions().mode();
+    if mode & 0o077 != 0
+        && let Err(e) = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode & 0o700))
+    {
+        warn!(error = %e, dir = %dir.display(), "cannot make the data directory private");
+    }
+    Ok(())
 }
 
 /// Every route of the product, in one place.
@@ -277,13 +305,12 @@ pub async fn serve(
         std::net::IpAddr::V6(ip) => format!("http://[{ip}]:{}", addr.port()),
         ip => format!("http://{ip}:{}", addr.port()),
     };
+    let hosts = crate::net::host::AllowedHosts::new(&config.public_origin, addr);
+    let (limits, trusted, https) =
+        (config.net.clone(), config.trusted_proxies.clone(), config.public_origin.is_https());
     let init = tokio::spawn(initialise(config, api_url, boot.clone(), stop_rx.clone(), full, state_tx));
 
-    let mut stop_wait = stop_rx.clone();
-    let server = axum::serve(listener, tower::make::Shared::new(switch)).with_graceful_shutdown(async move {
-        stopping(&mut stop_wait).await;
-    });
-    let server = tokio::spawn(async move { server.await });
+    let server = tokio::spawn(crate::net::serve(listener, switch, limits, trusted, hosts, https, stop_rx.clone()));
 
     shutdown.await;
     info!("shutting down");
@@ -291,8 +318,7 @@ pub async fn serve(
     let _ = stop_tx.send(true);
     init.abort();
     match tokio::time::timeout(SHUTDOWN_GRACE, server).await {
-        Ok(Ok(Ok(()))) => {}
-        Ok(Ok(Err(e))) => warn!(error = %e, "server error during shutdown"),
+        Ok(Ok(())) => {}
         Ok(Err(e)) => warn!(error = %e, "server task failed"),
         Err(_) => warn!("connections still open after the grace period; closing them"),
     }
@@ -320,11 +346,13 @@ async fn initialise(
         match AppState::build(config.clone(), api_url.clone(), boot.clone(), stop.clone()).await {
             Ok((state, writer_task)) => {
                 let writer = state.writer.clone();
+                let booted = std::time::SystemTime::now();
                 let _ = full.set(router(state.clone()));
                 info!(frontend = %web::describe_dist(&state.config.frontend_dir).display(), "ready");
                 boot.set_ready(writer);
                 tokio::spawn(crate::apps::apply::rebuild_outdated(state.clone()));
                 tokio::spawn(crate::apps::lifecycle::check_periodically(state.clone()));
+                tokio::spawn(crate::storage::remove_leftover_temps(state.config.data_dir.clone(), booted));
                 let _ = state_tx.send((state, writer_task));
                 return;
             }

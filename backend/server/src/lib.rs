@@ -16,6 +16,7 @@ pub mod error;
 pub mod events;
 pub mod housekeeping;
 pub mod memory;
+pub mod net;
 pub mod ops;
 pub mod providers;
 pub mod storage;

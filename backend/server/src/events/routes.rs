@@ -15,6 +15,7 @@ use crate::api::ApiJson;
 use crate::app::AppState;
 use crate::auth::Owner;
 use crate::error::{Error, Result};
+use crate::net::client::ClientAddr;
 
 /// Events the agent (or the owner) may announce to every open shell.
 const NOTIFY_TYPES: &[&str] = &["theme_updated", "app_updated", "open_item", "build_phase", "notice"];
@@ -31,10 +32,14 @@ const KEEPALIVE_EVERY: Duration = Duration::from_secs(15);
 async fn system_stream(
     State(state): State<AppState>,
     _owner: Owner,
-) -> Sse<KeepAliveStream<impl Stream<Item = Result<Event, Infallible>>>> {
+    client: ClientAddr,
+) -> Result<Sse<KeepAliveStream<impl Stream<Item = std::result::Result<Event, Infallible>>>>> {
+    let slot = state.streams.acquire(client.key())?;
     let hello = json!({ "type": "system_stream_open", "boot_id": state.boot.boot_id }).to_string();
     let resync = json!({ "type": "resync" }).to_string();
     let live = BroadcastStream::new(state.hub.subscribe_system()).map(move |received| {
+        // The stream holds its slot until it is dropped.
+        let _held = &slot;
         Ok(match received {
             Ok(data) => Event::default().data(&*data),
             Err(_lagged) => Event::default().data(&resync),
@@ -44,7 +49,7 @@ async fn system_stream(
     let stream = futures_util::stream::once(async move { Ok(Event::default().data(hello)) })
         .chain(live)
         .take_until(async move { crate::app::stopping(&mut shutdown).await });
-    Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEPALIVE_EVERY).text("keepalive"))
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEPALIVE_EVERY).text("keepalive")))
 }
 
 /// `POST /api/notify {type, …}`: publishes a system event to every shell.

@@ -496,7 +496,11 @@ pub(super) async fn recover_chat(
     Ok(())
 }
 
-/// Boot reconciliation of runs left `running` by a crash or kill.
+/// Most journal events folded into an interrupted message at boot (the journal keeps fewer).
+const MAX_BOOT_FOLD_EVENTS: i64 = 10_000;
+
+/// Boot reconciliation of runs left `running` by a crash or kill: the live message — its last
+/// snapshot plus the journal's events after it — becomes the transcript's message.
 pub(super) async fn reconcile_startup(conn: &mut SqliteConnection, batch: &mut Batch) -> Result<Vec<String>> {
     let mut chats = Vec::new();
     for (run_id, chat_id) in db::chats::all_running_runs(conn).await? {
@@ -507,9 +511,18 @@ pub(super) async fn reconcile_startup(conn: &mut SqliteConnection, batch: &mut B
         if !deleted {
             let live = db::chats::live_body(conn, &chat_id).await?;
             let mut message = match live {
-                Some((run, body)) if run == run_id => serde_json::from_str::<Value>(&body)
-                    .map(|b| crate::agent::live::LiveMessage::from_body(&b))
-                    .unwrap_or_else(|_| crate::agent::live::LiveMessage::new(now)),
+                Some((run, body)) if run == run_id => {
+                    let mut message = serde_json::from_str::<Value>(&body)
+                        .map(|b| crate::agent::live::LiveMessage::from_body(&b))
+                        .unwrap_or_else(|_| crate::agent::live::LiveMessage::new(now));
+                    // What streamed after the last snapshot is committed too, and clients saw it.
+                    for data in db::chats::events_after_live(conn, &chat_id, MAX_BOOT_FOLD_EVENTS).await? {
+                        if let Ok(Value::Object(event)) = serde_json::from_str::<Value>(&data) {
+                            message.apply(&event);
+                        }
+                    }
+                    message
+                }
                 _ => crate::agent::live::LiveMessage::new(now),
             };
             message.close_running_tools("done");

@@ -4,6 +4,7 @@ mod apps;
 mod auth;
 mod backup;
 mod chats;
+mod exposure;
 mod helpers;
 mod lifecycle;
 mod ops;

@@ -275,3 +275,50 @@ async fn shutdown_drains_everything_queued_before_it() {
     let late = f.writer.call(WriteCommand::Barrier).await;
     assert_eq!(late.expect_err("closed").code(), "unavailable");
 }
+
+#[tokio::test]
+async fn an_interrupted_turn_keeps_what_streamed_after_its_last_snapshot() {
+    let f = fixture().await;
+    create_chat(&f.writer, "k").await;
+    f.writer
+        .call(|ack| WriteCommand::StartRun {
+            run: NewRun { chat_id: "k".into(), run_id: "rt-k".into(), provider: None },
+            ack,
+        })
+        .await
+        .expect("start run");
+    let emit = |events: Vec<mobius::writer::EventBody>| {
+        f.writer.call(|ack| WriteCommand::Emit {
+            chat_id: "k".into(),
+            run_id: Some("rt-k".into()),
+            events,
+            ack: Some(ack),
+        })
+    };
+    emit(vec![event("text", json!({ "content": "Hello, ", "item_id": "a" }))]).await.expect("emit");
+    let snapshot = json!({ "role": "assistant", "content": "Hello, ", "ts": 1,
+        "blocks": [{ "type": "text", "content": "Hello, ", "item_id": "a" }] });
+    assert!(f.writer.snapshot_live("k", "rt-k", snapshot.to_string()));
+    f.writer.barrier().await.expect("barrier");
+    // Streamed (and journaled, and seen by clients) after the snapshot; then the process dies.
+    emit(vec![
+        event("text", json!({ "content": "world", "item_id": "a" })),
+        event("tool_start", json!({ "tool_use_id": "t1", "tool": "Bash", "input": "ls" })),
+    ])
+    .await
+    .expect("emit");
+    let interrupted = f.writer.call(|ack| WriteCommand::ReconcileStartup { ack }).await.expect("reconcile");
+    assert_eq!(interrupted, vec!["k".to_owned()]);
+    f.writer.shutdown().await;
+    let mut db = other_connection(&f.path).await;
+    let body: String =
+        sqlx::query_scalar("SELECT body FROM chat_messages WHERE chat_id = 'k' ORDER BY idx DESC LIMIT 1")
+            .fetch_one(&mut db)
+            .await
+            .expect("message");
+    let message: serde_json::Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(message["content"], "Hello, world", "{message}");
+    let blocks = message["blocks"].as_array().expect("blocks");
+    assert!(blocks.iter().any(|b| b["type"] == "tool" && b["tool_use_id"] == "t1"), "{message}");
+    assert!(blocks.iter().any(|b| b["type"] == "error" && b["resumable"] == true), "{message}");
+}
