@@ -4,17 +4,20 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
-use mobius_bundler::{BundleOptions, Diagnostics};
+use mobius_bundler::{BundleOptions, Bundler, Diagnostics};
 use serde::Serialize;
 use serde_json::Value;
+use sqlx::SqlitePool;
 
 use super::git::{self, Source};
 use super::manifest::{self, Manifest};
-use crate::app::AppState;
 use crate::db::{self, apps::AppRow};
 use crate::error::{Error, Result};
-use crate::writer::WriteCommand;
+use crate::locks::KeyedLocks;
+use crate::storage::Store;
+use crate::writer::{WriteCommand, WriterHandle};
 
 /// Banner at the top of every bundle: the runtime ABI the frame expects.
 pub const BUNDLE_BANNER: &str = "/* mobius-compiled-runtime-abi:1 */";
@@ -28,33 +31,84 @@ pub struct Applied {
     pub warnings: Vec<String>,
 }
 
-/// Where app sources live: `DATA_DIR/apps`.
-pub fn apps_dir(state: &AppState) -> PathBuf {
-    state.config.data_dir.join("apps")
+/// Compiles at once: one on a small machine keeps requests responsive.
+const MAX_PARALLEL_COMPILES: usize = 1;
+
+/// What applies, installs, updates and rebuilds use, handed over once at start-up.
+pub struct Apps {
+    pub data_dir: PathBuf,
+    /// `mobius-runtime.js` and `app-runtime-inject.js`.
+    pub runtime_dir: PathBuf,
+    /// The libraries apps may import.
+    pub node_modules: PathBuf,
+    pub read: SqlitePool,
+    pub writer: WriterHandle,
+    /// App storage (seeded on first install, wiped on purge).
+    pub storage: Arc<Store>,
+    /// Applies, installs and updates of one app run one after the other.
+    pub locks: KeyedLocks,
+    /// The bundler, created on first use (it owns a few threads).
+    bundler: OnceLock<Bundler>,
 }
 
-/// Where bundles live: `DATA_DIR/compiled`.
-pub fn compiled_dir(state: &AppState) -> PathBuf {
-    state.config.data_dir.join("compiled")
-}
-
-/// The bundle file of an app build.
-pub fn bundle_path(state: &AppState, id: i64, sha: &str) -> PathBuf {
-    compiled_dir(state).join(format!("app-{id}-{sha}.js"))
-}
-
-/// The app's source folder; 404 when it does not exist (or is not a plain folder).
-pub fn source_dir(state: &AppState, slug: &str) -> Result<PathBuf> {
-    if !manifest::valid_id(slug) {
-        return Err(Error::bad_request("invalid_slug", format!("{slug:?} is not a valid app id.")));
+impl Apps {
+    pub fn new(
+        data_dir: PathBuf,
+        runtime_dir: PathBuf,
+        node_modules: PathBuf,
+        read: SqlitePool,
+        writer: WriterHandle,
+        storage: Arc<Store>,
+    ) -> Self {
+        Self {
+            data_dir,
+            runtime_dir,
+            node_modules,
+            read,
+            writer,
+            storage,
+            locks: KeyedLocks::default(),
+            bundler: OnceLock::new(),
+        }
     }
-    let dir = apps_dir(state).join(slug);
-    match std::fs::symlink_metadata(&dir) {
-        Ok(meta) if meta.is_dir() => Ok(dir),
-        _ => Err(Error::not_found(
-            "app_source_missing",
-            format!("There is no folder apps/{slug}/ with the app's mobius.json and index.jsx."),
-        )),
+
+    /// The bundler, created on first use.
+    pub fn bundler(&self) -> Result<&Bundler> {
+        if let Some(b) = self.bundler.get() {
+            return Ok(b);
+        }
+        let bundler = Bundler::new(MAX_PARALLEL_COMPILES)?;
+        Ok(self.bundler.get_or_init(|| bundler))
+    }
+
+    /// Where app sources live: `DATA_DIR/apps`.
+    pub fn apps_dir(&self) -> PathBuf {
+        self.data_dir.join("apps")
+    }
+
+    /// Where bundles live: `DATA_DIR/compiled`.
+    pub fn compiled_dir(&self) -> PathBuf {
+        self.data_dir.join("compiled")
+    }
+
+    /// The bundle file of an app build.
+    pub fn bundle_path(&self, id: i64, sha: &str) -> PathBuf {
+        self.compiled_dir().join(format!("app-{id}-{sha}.js"))
+    }
+
+    /// The app's source folder; 404 when it does not exist (or is not a plain folder).
+    pub fn source_dir(&self, slug: &str) -> Result<PathBuf> {
+        if !manifest::valid_id(slug) {
+            return Err(Error::bad_request("invalid_slug", format!("{slug:?} is not a valid app id.")));
+        }
+        let dir = self.apps_dir().join(slug);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.is_dir() => Ok(dir),
+            _ => Err(Error::not_found(
+                "app_source_missing",
+                format!("There is no folder apps/{slug}/ with the app's mobius.json and index.jsx."),
+            )),
+        }
     }
 }
 
@@ -75,9 +129,9 @@ pub enum Snapshot {
 
 /// A hash of everything the bundler inlines besides the app: the runtime files and the ABI
 /// banner. A bundle built with another fingerprint is outdated.
-pub fn runtime_fingerprint(state: &AppState) -> Result<String> {
+pub fn runtime_fingerprint(apps: &Apps) -> Result<String> {
     use sha2::{Digest, Sha256};
-    let runtime = &state.config.app_runtime_dir;
+    let runtime = &apps.runtime_dir;
     let mut hash = Sha256::new();
     hash.update(BUNDLE_BANNER.as_bytes());
     for file in ["mobius-runtime.js", "app-runtime-inject.js"] {
@@ -88,13 +142,13 @@ pub fn runtime_fingerprint(state: &AppState) -> Result<String> {
 
 /// Applies `apps/<slug>/`. The caller holds the app's lock.
 pub async fn apply_locked(
-    state: &AppState,
+    apps: &Apps,
     slug: &str,
     chat_id: Option<String>,
     installed_from: Option<(String, Option<String>)>,
     from: Snapshot,
 ) -> Result<Applied> {
-    let dir = source_dir(state, slug)?;
+    let dir = apps.source_dir(slug)?;
     let manifest_text = read_manifest(&dir).await?;
     manifest::parse(&manifest_text, slug)?;
     if !tokio::fs::try_exists(dir.join("index.jsx")).await.unwrap_or(false) {
@@ -103,7 +157,7 @@ pub async fn apply_locked(
             "index.jsx is missing: it must `export default` a React component.",
         ));
     }
-    let build_root = state.config.data_dir.join("run").join("build");
+    let build_root = apps.data_dir.join("run").join("build");
     std::fs::create_dir_all(&build_root)?;
     let message = format!("Apply {slug}");
     let snapshot = {
@@ -124,8 +178,8 @@ pub async fn apply_locked(
     let (commit, tree_dir) = snapshot;
     // The committed manifest is the one that counts (the worktree may have moved on).
     let manifest = manifest::parse(&read_manifest(tree_dir.path()).await?, slug)?;
-    let existing = db::apps::by_slug(&state.db.read, slug).await?;
-    let runtime = runtime_fingerprint(state)?;
+    let existing = db::apps::by_slug(&apps.read, slug).await?;
+    let runtime = runtime_fingerprint(apps)?;
     if let Some(app) = &existing {
         if app.deleted_at.is_some() {
             return Err(Error::conflict("app_deleted", "This app is deleted; recover it before applying again."));
@@ -133,14 +187,14 @@ pub async fn apply_locked(
         if app.source_commit.as_deref() == Some(commit.as_str())
             && app.runtime_sha.as_deref() == Some(runtime.as_str())
             && let Some(sha) = &app.bundle_sha
-            && bundle_path(state, app.id, sha).is_file()
+            && apps.bundle_path(app.id, sha).is_file()
             && installed_from.is_none()
         {
             return Ok(Applied { mode: "unchanged", app: app.clone(), warnings: Vec::new() });
         }
     }
-    let bundler = state.bundler()?;
-    let compiled = bundler.bundle(&bundle_options(state, tree_dir.path())).await;
+    let bundler = apps.bundler()?;
+    let compiled = bundler.bundle(&bundle_options(apps, tree_dir.path())).await;
     crate::memory::trim_after_compiles(bundler);
     let bundle = compiled.map_err(|d| compile_error(&d))?;
     drop(tree_dir);
@@ -150,13 +204,13 @@ pub async fn apply_locked(
         None => {
             let nonce = uuid::Uuid::new_v4().simple().to_string();
             let (slug, name) = (slug.to_owned(), manifest.name.clone());
-            state.writer.call(|ack| WriteCommand::AppReserve { slug, name, nonce, ack }).await?
+            apps.writer.call(|ack| WriteCommand::AppReserve { slug, name, nonce, ack }).await?
         }
     };
-    let path = bundle_path(state, id, &bundle.sha256);
+    let path = apps.bundle_path(id, &bundle.sha256);
     if let Err(e) = write_atomically(&path, bundle.code.as_bytes()).await {
         if existing.is_none() {
-            let _ = state.writer.call(|ack| WriteCommand::AppForgetUnbuilt { id, ack }).await;
+            let _ = apps.writer.call(|ack| WriteCommand::AppForgetUnbuilt { id, ack }).await;
         }
         return Err(e);
     }
@@ -171,7 +225,7 @@ pub async fn apply_locked(
         upstream_commit.flatten(),
     );
     applied.runtime_sha = runtime;
-    state.writer.call(|ack| WriteCommand::AppRecordApply { id, applied, created, ack }).await?;
+    apps.writer.call(|ack| WriteCommand::AppRecordApply { id, applied, created, ack }).await?;
     if existing.as_ref().and_then(|a| a.source_commit.as_deref()) != Some(commit.as_str()) {
         let (dir, commit) = (dir.clone(), commit.clone());
         tokio::task::spawn_blocking(move || -> Result<()> {
@@ -185,21 +239,21 @@ pub async fn apply_locked(
     if let Some(old) = existing.as_ref().and_then(|a| a.bundle_sha.clone())
         && old != bundle.sha256
     {
-        let _ = tokio::fs::remove_file(bundle_path(state, id, &old)).await;
+        let _ = tokio::fs::remove_file(apps.bundle_path(id, &old)).await;
     }
     if created && !manifest.storage_seeds.is_empty() {
-        super::seed_storage(state, id, &dir, &manifest.storage_seeds).await?;
+        crate::storage::write_seeds(apps.storage.clone(), &apps.data_dir, id, &dir, &manifest.storage_seeds).await?;
     }
-    let app = db::apps::get(&state.db.read, id).await?.ok_or_else(|| Error::Internal("applied app vanished".into()))?;
+    let app = db::apps::get(&apps.read, id).await?.ok_or_else(|| Error::Internal("applied app vanished".into()))?;
     let warnings = bundle.warnings.iter().map(ToString::to_string).collect();
     tracing::info!(app.id = id, slug, created, "app applied");
     Ok(Applied { mode: if created { "created" } else { "updated" }, app, warnings })
 }
 
 /// Applies with the app's lock held (concurrent applies of one app run one after the other).
-pub async fn apply(state: &AppState, slug: &str, chat_id: Option<String>) -> Result<Applied> {
-    let _lock = state.app_locks.lock(slug).await;
-    apply_locked(state, slug, chat_id, None, Snapshot::Worktree).await
+pub async fn apply(apps: &Apps, slug: &str, chat_id: Option<String>) -> Result<Applied> {
+    let _lock = apps.locks.lock(slug).await;
+    apply_locked(apps, slug, chat_id, None, Snapshot::Worktree).await
 }
 
 fn record_fields(
@@ -248,12 +302,12 @@ async fn read_manifest(dir: &Path) -> Result<String> {
         .map_err(|_| Error::unprocessable("manifest_invalid", "mobius.json is not UTF-8 text."))
 }
 
-fn bundle_options(state: &AppState, dir: &Path) -> BundleOptions {
-    let runtime = &state.config.app_runtime_dir;
+fn bundle_options(apps: &Apps, dir: &Path) -> BundleOptions {
+    let runtime = &apps.runtime_dir;
     BundleOptions {
         app_dir: dir.to_path_buf(),
         entry: "index.jsx".into(),
-        node_modules: vec![state.config.app_node_modules.clone()],
+        node_modules: vec![apps.node_modules.clone()],
         aliases: vec![("mobius-runtime".into(), runtime.join("mobius-runtime.js"))],
         inject: Some(runtime.join("app-runtime-inject.js")),
         banner: Some(BUNDLE_BANNER.into()),
@@ -279,13 +333,13 @@ async fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Installs an app from a git source (a local path or an https URL) and applies it.
-pub async fn install(state: &AppState, source: Source, label: String) -> Result<Applied> {
+pub async fn install(apps: &Apps, source: Source, label: String) -> Result<Applied> {
     if let Source::Url(url) = &source {
         super::ssrf::check_url(url).await?;
     }
-    let apps = apps_dir(state);
-    std::fs::create_dir_all(&apps)?;
-    let staging = tempfile::Builder::new().prefix(".installing-").tempdir_in(&apps)?;
+    let apps_root = apps.apps_dir();
+    std::fs::create_dir_all(&apps_root)?;
+    let staging = tempfile::Builder::new().prefix(".installing-").tempdir_in(&apps_root)?;
     let staging_path = staging.path().to_path_buf();
     let (slug, release) = {
         let source = source.clone();
@@ -308,9 +362,9 @@ pub async fn install(state: &AppState, source: Source, label: String) -> Result<
         .await
         .map_err(|e| Error::Internal(format!("install task: {e}")))??
     };
-    let _lock = state.app_locks.lock(&slug).await;
-    let target = apps.join(&slug);
-    if target.exists() || db::apps::by_slug(&state.db.read, &slug).await?.is_some() {
+    let _lock = apps.locks.lock(&slug).await;
+    let target = apps_root.join(&slug);
+    if target.exists() || db::apps::by_slug(&apps.read, &slug).await?.is_some() {
         return Err(Error::conflict(
             "app_exists",
             format!("An app with the id {slug:?} is already installed; update it instead."),
@@ -318,7 +372,7 @@ pub async fn install(state: &AppState, source: Source, label: String) -> Result<
     }
     let kept = staging.keep();
     std::fs::rename(&kept, &target)?;
-    match apply_locked(state, &slug, None, Some((label, Some(release))), Snapshot::Worktree).await {
+    match apply_locked(apps, &slug, None, Some((label, Some(release))), Snapshot::Worktree).await {
         Ok(applied) => Ok(applied),
         Err(e) => {
             // A failed first build leaves nothing behind.
@@ -339,7 +393,7 @@ pub struct Updated {
 
 /// Takes the source's new release: local edits are replayed on top; a conflict leaves the
 /// live app untouched and names the files.
-pub async fn update(state: &AppState, app: &AppRow) -> Result<Updated> {
+pub async fn update(apps: &Apps, app: &AppRow) -> Result<Updated> {
     let url = app.source_url.clone().ok_or_else(|| {
         Error::conflict(
             "not_installed",
@@ -350,8 +404,8 @@ pub async fn update(state: &AppState, app: &AppRow) -> Result<Updated> {
     if let Source::Url(u) = &source {
         super::ssrf::check_url(u).await?;
     }
-    let _lock = state.app_locks.lock(&app.slug).await;
-    let dir = source_dir(state, &app.slug)?;
+    let _lock = apps.locks.lock(&app.slug).await;
+    let dir = apps.source_dir(&app.slug)?;
     let outcome = tokio::task::spawn_blocking(move || -> Result<(git::Update, Option<String>)> {
         let repo = git::open_or_init(&dir)?;
         let release = git::fetch_release(&repo, &source)?;
@@ -363,16 +417,16 @@ pub async fn update(state: &AppState, app: &AppRow) -> Result<Updated> {
         (git::Update::UpToDate, _) => Ok(Updated { mode: "up_to_date", conflict_paths: Vec::new(), app: app.clone() }),
         (git::Update::Conflict(paths), _) => Ok(Updated { mode: "conflict", conflict_paths: paths, app: app.clone() }),
         (git::Update::Applied(_), release) => {
-            let applied = apply_locked(state, &app.slug, None, Some((url, release)), Snapshot::Worktree).await?;
+            let applied = apply_locked(apps, &app.slug, None, Some((url, release)), Snapshot::Worktree).await?;
             Ok(Updated { mode: "updated", conflict_paths: Vec::new(), app: applied.app })
         }
     }
 }
 
 /// Rolls the app back to an earlier version of `main` and re-applies it.
-pub async fn undo(state: &AppState, app: &AppRow, commit: Option<String>) -> Result<Applied> {
-    let _lock = state.app_locks.lock(&app.slug).await;
-    let dir = source_dir(state, &app.slug)?;
+pub async fn undo(apps: &Apps, app: &AppRow, commit: Option<String>) -> Result<Applied> {
+    let _lock = apps.locks.lock(&app.slug).await;
+    let dir = apps.source_dir(&app.slug)?;
     tokio::task::spawn_blocking(move || -> Result<()> {
         let repo = git::open_or_init(&dir)?;
         git::rollback(&repo, commit.as_deref())?;
@@ -380,36 +434,36 @@ pub async fn undo(state: &AppState, app: &AppRow, commit: Option<String>) -> Res
     })
     .await
     .map_err(|e| Error::Internal(format!("undo task: {e}")))??;
-    apply_locked(state, &app.slug, None, None, Snapshot::Worktree).await
+    apply_locked(apps, &app.slug, None, None, Snapshot::Worktree).await
 }
 
 /// Rebuilds, from its live commit, every live app whose bundle was built with another
 /// runtime (a platform update changed `mobius-runtime.js`), one at a time after start-up. An
 /// app that no longer compiles keeps its old bundle; the owner's "seen" mark follows the
 /// rebuild, so it does not show as an unseen update.
-pub async fn rebuild_outdated(state: AppState) {
+pub async fn rebuild_outdated(apps: Arc<Apps>) {
     // No app was ever applied here: nothing to check (and no start-up work for a fresh server).
-    if !apps_dir(&state).is_dir() {
+    if !apps.apps_dir().is_dir() {
         return;
     }
-    let runtime = match runtime_fingerprint(&state) {
+    let runtime = match runtime_fingerprint(&apps) {
         Ok(runtime) => runtime,
         Err(e) => return tracing::warn!(error = %e, "the app runtime files are unreadable; apps are not rebuilt"),
     };
-    let apps = match db::apps::list(&state.db.read).await {
+    let rows = match db::apps::list(&apps.read).await {
         Ok(apps) => apps,
         Err(e) => return tracing::warn!(error = %e, "could not list apps to rebuild"),
     };
-    for app in apps.into_iter().filter(|a| a.runtime_sha.as_deref() != Some(runtime.as_str())) {
+    for app in rows.into_iter().filter(|a| a.runtime_sha.as_deref() != Some(runtime.as_str())) {
         let Some(commit) = app.source_commit.clone() else { continue };
-        let _lock = state.app_locks.lock(&app.slug).await;
-        match apply_locked(&state, &app.slug, None, None, Snapshot::Live(commit)).await {
+        let _lock = apps.locks.lock(&app.slug).await;
+        match apply_locked(&apps, &app.slug, None, None, Snapshot::Live(commit)).await {
             Ok(applied) => {
                 tracing::info!(app.id = app.id, slug = %app.slug, "app rebuilt for the current runtime");
                 if app.seen_sha.is_some() && app.seen_sha == app.bundle_sha {
                     let patch = db::apps::AppPatch { seen_sha: applied.app.bundle_sha, ..Default::default() };
                     let id = app.id;
-                    let _ = state.writer.call(|ack| WriteCommand::AppPatch { id, patch, ack }).await;
+                    let _ = apps.writer.call(|ack| WriteCommand::AppPatch { id, patch, ack }).await;
                 }
             }
             Err(e) => {

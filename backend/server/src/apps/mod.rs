@@ -11,17 +11,12 @@ mod serve;
 pub mod smart_http;
 pub mod ssrf;
 
-use std::path::Path;
-
 use serde::Serialize;
-use serde_json::{Map, Value};
 
 pub use routes::router;
 pub use serve::standalone_router;
 
-use crate::app::AppState;
 use crate::db::apps::AppRow;
-use crate::error::Result;
 
 /// Deleted apps can be recovered this long.
 pub const RECOVERY_WINDOW_MS: i64 = 7 * 24 * 3600 * 1000;
@@ -89,9 +84,4 @@ impl From<AppRow> for AppOut {
             deleted_at: a.deleted_at,
         }
     }
-}
-
-/// Writes the manifest's `storage_seeds` into a newly installed app's storage.
-pub async fn seed_storage(state: &AppState, app_id: i64, source_dir: &Path, seeds: &Map<String, Value>) -> Result<()> {
-    crate::storage::write_seeds(state, app_id, source_dir, seeds).await
 }

@@ -9,10 +9,10 @@ use serde_json::{Value, json};
 use super::apply::{self, Applied};
 use super::{AppOut, RECOVERY_WINDOW_MS, serve};
 use crate::api::ApiJson;
-use crate::app::AppState;
 use crate::auth::{Owner, Principal, Scope, issue_app_token};
 use crate::db::{self, apps::AppPatch, now_ms};
-use crate::error::{Error, Result};
+use crate::error::{Domain, Error, Result};
+use crate::state::AppState;
 use crate::writer::WriteCommand;
 
 /// The app routes (mounted under `/api`).
@@ -37,7 +37,7 @@ pub fn router() -> Router<AppState> {
 
 async fn list(State(state): State<AppState>, _who: Principal) -> Result<Json<Vec<AppOut>>> {
     if state.purge_clock.due() {
-        tokio::spawn(crate::housekeeping::purge_tombstones(state.clone()));
+        tokio::spawn(crate::housekeeping::purge_tombstones(state.writer.clone(), state.apps.clone()));
     }
     Ok(Json(db::apps::list(&state.db.read).await?.into_iter().map(AppOut::from).collect()))
 }
@@ -46,13 +46,13 @@ async fn app_row(state: &AppState, id: i64) -> Result<db::apps::AppRow> {
     db::apps::get(&state.db.read, id)
         .await?
         .filter(|a| a.bundle_sha.is_some())
-        .ok_or_else(|| Error::not_found("app_not_found", "No such app."))
+        .ok_or_else(|| Domain::AppNotFound.into())
 }
 
 async fn live_row(state: &AppState, id: i64) -> Result<db::apps::AppRow> {
     let app = app_row(state, id).await?;
     if app.deleted_at.is_some() {
-        return Err(Error::not_found("app_not_found", "No such app."));
+        return Err(Domain::AppNotFound.into());
     }
     Ok(app)
 }
@@ -89,7 +89,7 @@ async fn apply_app(
             Error::bad_request("invalid_request", "Name the app to apply: {\"slug\": \"<folder under apps/>\"}.")
         })?;
     let chat_id = body.chat_id.or_else(|| (claims.scope == Scope::Agent).then(|| claims.chat_id.clone()).flatten());
-    Ok(applied_json(apply::apply(&state, &slug, chat_id).await?))
+    Ok(applied_json(apply::apply(&state.apps, &slug, chat_id).await?))
 }
 
 #[derive(Deserialize)]
@@ -107,13 +107,13 @@ async fn install(
         super::git::Source::Path(p) => p.display().to_string(),
         super::git::Source::Url(u) => u.clone(),
     };
-    let applied = apply::install(&state, source, label).await?;
+    let applied = apply::install(&state.apps, source, label).await?;
     Ok(Json(json!({ "mode": "installed", "app": AppOut::from(applied.app), "warnings": applied.warnings })))
 }
 
 async fn update(State(state): State<AppState>, _owner: Owner, Path(id): Path<i64>) -> Result<Json<Value>> {
     let app = live_row(&state, id).await?;
-    let updated = apply::update(&state, &app).await?;
+    let updated = apply::update(&state.apps, &app).await?;
     let status = updated.mode;
     let body = json!({ "mode": status, "conflict_paths": updated.conflict_paths, "app": AppOut::from(updated.app) });
     if status == "conflict" {
@@ -144,12 +144,12 @@ async fn undo(
 ) -> Result<Json<Value>> {
     let app = live_row(&state, id).await?;
     let commit = body.commit;
-    Ok(applied_json(apply::undo(&state, &app, commit).await?))
+    Ok(applied_json(apply::undo(&state.apps, &app, commit).await?))
 }
 
 async fn history(State(state): State<AppState>, _owner: Owner, Path(id): Path<i64>) -> Result<Json<Value>> {
     let app = live_row(&state, id).await?;
-    let dir = apply::source_dir(&state, &app.slug)?;
+    let dir = state.apps.source_dir(&app.slug)?;
     let versions = tokio::task::spawn_blocking(move || -> Result<Vec<(String, String, i64)>> {
         let repo = super::git::open_or_init(&dir)?;
         super::git::history(&repo, 50)
@@ -209,7 +209,7 @@ async fn delete_app(
     live_row(&state, id).await?;
     let patch = AppPatch { deleted_at: Some(Some(now_ms())), ..AppPatch::default() };
     state.writer.call(|ack| WriteCommand::AppPatch { id, patch, ack }).await?;
-    Ok(crate::app::no_content())
+    Ok(crate::api::no_content())
 }
 
 async fn recover(State(state): State<AppState>, _owner: Owner, Path(id): Path<i64>) -> Result<Json<Value>> {

@@ -10,11 +10,10 @@ use axum::routing::get;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::apply::bundle_path;
-use crate::app::AppState;
 use crate::auth::{bearer, verify_principal};
 use crate::db::{self, apps::AppRow};
-use crate::error::{Error, Result};
+use crate::error::{Domain, Error, Result};
+use crate::state::AppState;
 
 /// Sandbox flags of the frame document: scripts run, but in an opaque origin (no
 /// `allow-same-origin`), so the app can reach neither the shell's storage nor its token.
@@ -29,7 +28,7 @@ pub struct ModuleQuery {
 async fn live_app(state: &AppState, id: i64) -> Result<AppRow> {
     match db::apps::get(&state.db.read, id).await? {
         Some(app) if app.deleted_at.is_none() && app.bundle_sha.is_some() => Ok(app),
-        _ => Err(Error::not_found("app_not_found", "No such app.")),
+        _ => Err(Domain::AppNotFound.into()),
     }
 }
 
@@ -66,7 +65,7 @@ pub async fn module(
     let mut response = if etag_matches(&headers, &etag) {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        let bytes = tokio::fs::read(bundle_path(&state, app.id, &sha))
+        let bytes = tokio::fs::read(state.apps.bundle_path(app.id, &sha))
             .await
             .map_err(|_| Error::unavailable("bundle_missing", "This app's build is missing; apply it again."))?;
         let mut r = bytes.into_response();
@@ -175,7 +174,7 @@ pub async fn icon(State(state): State<AppState>, Path(id): Path<i64>, Query(q): 
 async fn icon_response(state: &AppState, app: &AppRow, size: u32) -> Result<Response> {
     let manifest: serde_json::Value = serde_json::from_str(&app.manifest).unwrap_or_default();
     if let Some(rel) = manifest.get("icon").and_then(|v| v.as_str())
-        && let Ok(dir) = super::apply::source_dir(state, &app.slug)
+        && let Ok(dir) = state.apps.source_dir(&app.slug)
         && let Some(file) = contained_file(&dir, rel)
     {
         let kind = match rel.rsplit('.').next().map(str::to_ascii_lowercase).as_deref() {
@@ -297,7 +296,7 @@ fn inject_head(html: &str, extra: &str) -> String {
 }
 
 async fn standalone_manifest(State(state): State<AppState>, Path(slug): Path<String>) -> Result<Response> {
-    let app = app_by_slug(&state, &slug).await?.ok_or_else(|| Error::not_found("app_not_found", "No such app."))?;
+    let app = app_by_slug(&state, &slug).await?.ok_or(Domain::AppNotFound)?;
     let scope = format!("/apps/{}/", app.slug);
     let icon = format!("/apps/{}/icon.png?v={}", app.slug, &app.bundle_sha.as_deref().unwrap_or_default()[..8]);
     let manifest = json!({
@@ -326,7 +325,7 @@ async fn standalone_icon(
     Path(slug): Path<String>,
     Query(q): Query<IconQuery>,
 ) -> Result<Response> {
-    let app = app_by_slug(&state, &slug).await?.ok_or_else(|| Error::not_found("app_not_found", "No such app."))?;
+    let app = app_by_slug(&state, &slug).await?.ok_or(Domain::AppNotFound)?;
     let size = q.size.unwrap_or(512);
     // Home screens want PNGs: a non-PNG manifest icon falls back to the generated one.
     let response = icon_response(&state, &app, size).await?;

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use super::{Claims, OWNER_TOKEN_TTL_SECS, Owner, Scope};
 use crate::api::JsonOrForm;
-use crate::app::AppState;
 use crate::error::{Error, Result};
+use crate::state::AppState;
 use crate::writer::WriteCommand;
 
 /// Longest username, in characters.

@@ -1,5 +1,5 @@
-//! Server-sent events: the per-chat journal stream (with `Last-Event-ID` replay) and the
-//! shell-wide system stream.
+//! `GET /api/chats/{id}/stream`: a chat's journal as server-sent events, replayed from
+//! `Last-Event-ID` (or `?after=`), then live. The shell-wide stream is `events/routes.rs`.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -8,14 +8,14 @@ use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, KeepAliveStream, Sse};
 use serde::Deserialize;
-use serde_json::json;
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
-use crate::app::AppState;
 use crate::auth::Owner;
 use crate::db::{self, now_ms};
-use crate::error::{Error, Result};
+use crate::error::{Domain, Result};
+use crate::protocol::{ChatId, StreamControl};
+use crate::state::AppState;
 
 /// Journal rows read per replay query.
 const REPLAY_BATCH: i64 = 500;
@@ -43,9 +43,7 @@ pub async fn chat_stream(
     Query(query): Query<StreamQuery>,
     headers: HeaderMap,
 ) -> Result<EventStream> {
-    if !super::valid_chat_id(&id) {
-        return Err(Error::not_found("chat_not_found", "No such chat."));
-    }
+    let id = ChatId::parse(&id).ok_or(Domain::ChatNotFound)?;
     let after = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -55,7 +53,7 @@ pub async fn chat_stream(
     let live = state.hub.subscribe(&id);
     let chat = match db::chats::get(&state.db.read, &id).await? {
         Some(c) if c.deleted_at.is_none() => c,
-        _ => return Err(Error::not_found("chat_not_found", "No such chat.")),
+        _ => return Err(Domain::ChatNotFound.into()),
     };
     let (tx, rx) = mpsc::channel(CONNECTION_BUFFER);
     tokio::spawn(pump(state, id, after, chat.last_seq, live, tx));
@@ -66,8 +64,12 @@ fn journal_event(seq: i64, data: &str) -> Event {
     Event::default().id(seq.to_string()).data(data)
 }
 
-fn control_event(kind: &str, seq: i64) -> Event {
-    Event::default().data(json!({ "type": kind, "seq": seq, "ts": now_ms() }).to_string())
+fn control_event(control: &StreamControl) -> Event {
+    Event::default().data(serde_json::to_string(control).unwrap_or_default())
+}
+
+fn resync(seq: i64) -> Event {
+    control_event(&StreamControl::Resync { seq, ts: now_ms() })
 }
 
 /// Sends journal rows after `cursor` from the database; returns the new cursor, or `None`
@@ -79,7 +81,7 @@ async fn replay(
     tx: &mpsc::Sender<std::result::Result<Event, Infallible>>,
 ) -> Option<i64> {
     loop {
-        let rows = db::chats::events_after(&state.db.read, chat_id, cursor, REPLAY_BATCH).await.ok()?;
+        let rows = db::journal::events_after(&state.db.read, chat_id, cursor, REPLAY_BATCH).await.ok()?;
         if let Some((first, _)) = rows.first()
             && *first != cursor + 1
         {
@@ -98,7 +100,7 @@ async fn replay(
 
 async fn pump(
     state: AppState,
-    chat_id: String,
+    chat_id: ChatId,
     after: Option<i64>,
     head: i64,
     mut live: broadcast::Receiver<std::sync::Arc<crate::events::JournalEvent>>,
@@ -109,21 +111,21 @@ async fn pump(
         Some(after) if after >= 0 && after <= head => match replay(&state, &chat_id, after, &tx).await {
             Some(c) => c,
             None => {
-                if tx.send(Ok(control_event("resync", head))).await.is_err() {
+                if tx.send(Ok(resync(head))).await.is_err() {
                     return;
                 }
                 head
             }
         },
         Some(_) => {
-            if tx.send(Ok(control_event("resync", head))).await.is_err() {
+            if tx.send(Ok(resync(head))).await.is_err() {
                 return;
             }
             head
         }
         None => head,
     };
-    if tx.send(Ok(control_event("catch_up_done", cursor))).await.is_err() {
+    if tx.send(Ok(control_event(&StreamControl::CatchUpDone { seq: cursor, ts: now_ms() }))).await.is_err() {
         return;
     }
     loop {
@@ -151,13 +153,13 @@ async fn pump(
                 Err(broadcast::error::RecvError::Lagged(_)) => match replay(&state, &chat_id, cursor, &tx).await {
                     Some(c) => cursor = c,
                     None => {
-                        let _ = tx.send(Ok(control_event("resync", cursor))).await;
+                        let _ = tx.send(Ok(resync(cursor))).await;
                         return;
                     }
                 },
                 Err(broadcast::error::RecvError::Closed) => return,
             },
-            () = crate::app::stopping(&mut shutdown) => return,
+            () = crate::state::stopping(&mut shutdown) => return,
             () = tx.closed() => return,
         }
     }

@@ -12,9 +12,9 @@ use serde_json::{Map, Value, json};
 use tokio_stream::wrappers::BroadcastStream;
 
 use crate::api::ApiJson;
-use crate::app::AppState;
 use crate::auth::Owner;
 use crate::error::{Error, Result};
+use crate::state::AppState;
 
 /// Events the agent (or the owner) may announce to every open shell.
 const NOTIFY_TYPES: &[&str] = &["theme_updated", "app_updated", "open_item", "build_phase", "notice"];
@@ -43,7 +43,7 @@ async fn system_stream(
     let mut shutdown = state.shutdown.clone();
     let stream = futures_util::stream::once(async move { Ok(Event::default().data(hello)) })
         .chain(live)
-        .take_until(async move { crate::app::stopping(&mut shutdown).await });
+        .take_until(async move { crate::state::stopping(&mut shutdown).await });
     Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEPALIVE_EVERY).text("keepalive"))
 }
 
