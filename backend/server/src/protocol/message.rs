@@ -138,7 +138,7 @@ pub enum Card {
         /// A one-line summary of the tool's input.
         #[serde(default, deserialize_with = "text_or_json")]
         input: String,
-        #[serde(default)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         answers: Option<ApprovalAnswers>,

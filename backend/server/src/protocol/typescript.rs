@@ -37,7 +37,6 @@ fn render() -> String {
         RunStatus::decl(&cfg),
         TokenCounts::decl(&cfg),
         ChatEvent::decl(&cfg),
-        JournalEntry::decl(&cfg),
         StreamControl::decl(&cfg),
         StreamEvent::decl(&cfg),
         SystemEvent::decl(&cfg),
@@ -51,15 +50,35 @@ fn render() -> String {
         "// Generated from backend/server/src/protocol by `MOBIUS_WRITE_PROTOCOL=1 cargo test -p mobius --lib \
          protocol::typescript`.\n// Do not edit: change the Rust types and regenerate.\n\n",
     );
-    /// `Choices` is a type alias in Rust (ts-rs cannot declare aliases).
-    const CHOICES: &str = "/** Question text → the chosen label (a list for multi-select questions). */\nexport type Choices = Record<string, Choice>;\n";
-    out.push_str(CHOICES);
+    // Type aliases in Rust (ts-rs declares types, not aliases).
+    out.push_str("/** Question text → the chosen label (a list for multi-select questions). */\n");
+    out.push_str("export type Choices = Record<string, Choice>;\n");
+    out.push_str("\n/** A journal event with its position: what the stream sends and the journal stores. */\n");
+    out.push_str("export type JournalEntry = { seq: number } & ChatEvent;\n");
     for declaration in declarations {
         out.push('\n');
         out.push_str("export ");
-        out.push_str(declaration.trim());
+        out.push_str(&one_line_docs(declaration.trim()));
         out.push('\n');
     }
+    out
+}
+
+/// ts-rs writes each field's doc comment on lines of its own; keep them inline.
+fn one_line_docs(declaration: &str) -> String {
+    let mut out = String::with_capacity(declaration.len());
+    let mut rest = declaration;
+    while let Some(start) = rest.find("\n/**\n") {
+        out.push_str(rest[..start].trim_end());
+        let Some(end) = rest[start..].find(" */\n") else { break };
+        let body = &rest[start + 5..start + end];
+        let text: Vec<&str> = body.lines().map(|l| l.trim().trim_start_matches('*').trim()).filter(|l| !l.is_empty()).collect();
+        out.push_str(" /** ");
+        out.push_str(&text.join(" "));
+        out.push_str(" */ ");
+        rest = &rest[start + end + 4..];
+    }
+    out.push_str(rest);
     out
 }
 
