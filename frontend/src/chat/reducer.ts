@@ -299,7 +299,7 @@ function foldEvent(state: ChatState, event: JournalEntry, now: number): ChatStat
     case "run_started": {
       if (state.live?.run_id === event.run_id) return { ...state, running: true, runId: event.run_id };
       const base = state.live ? promote(state, "completed") : state;
-      return { ...base, running: true, runId: event.run_id, live: emptyLive(event.run_id, now), lastRun: null };
+      return { ...base, running: true, runId: event.run_id, live: emptyLive(event.run_id, event.ts ?? now), lastRun: null };
     }
     case "text":
       return withLive(state, now, (blocks) => appendText(blocks, "text", event.item_id, event.content, false));

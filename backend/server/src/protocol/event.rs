@@ -55,9 +55,12 @@ pub enum ChatEvent {
     UserMessage {
         message: Message,
     },
-    /// A turn began: an empty live assistant message starts.
+    /// A turn began: an empty live assistant message starts, dated `ts` (absent in rows
+    /// written before it was added).
     RunStarted {
         run_id: RunId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ts: Option<i64>,
     },
     /// Append to the text block with this `item_id` (else start one).
     Text {

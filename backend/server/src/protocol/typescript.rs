@@ -72,7 +72,8 @@ fn one_line_docs(declaration: &str) -> String {
         out.push_str(rest[..start].trim_end());
         let Some(end) = rest[start..].find(" */\n") else { break };
         let body = &rest[start + 5..start + end];
-        let text: Vec<&str> = body.lines().map(|l| l.trim().trim_start_matches('*').trim()).filter(|l| !l.is_empty()).collect();
+        let text: Vec<&str> =
+            body.lines().map(|l| l.trim().trim_start_matches('*').trim()).filter(|l| !l.is_empty()).collect();
         out.push_str(" /** ");
         out.push_str(&text.join(" "));
         out.push_str(" */ ");

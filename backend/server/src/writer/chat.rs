@@ -88,7 +88,7 @@ pub(super) async fn start_run(conn: &mut SqliteConnection, batch: &mut Batch, ru
     let live = encode(&Message::assistant(now, Vec::new()))?;
     let head = db::journal::head_seq(conn, &run.chat_id).await?.ok_or(Domain::ChatNotFound)?;
     db::runs::replace_live(conn, &run.chat_id, &run.run_id, &live, head, now).await?;
-    batch.emit(conn, &run.chat_id, ChatEvent::RunStarted { run_id: run.run_id.clone() }).await?;
+    batch.emit(conn, &run.chat_id, ChatEvent::RunStarted { run_id: run.run_id.clone(), ts: Some(now) }).await?;
     Ok(now)
 }
 

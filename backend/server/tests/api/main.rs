@@ -4,6 +4,7 @@ mod apps;
 mod auth;
 mod backup;
 mod chats;
+mod fixture;
 mod helpers;
 mod ops;
 mod providers;
