@@ -133,7 +133,7 @@ pub enum ChatEvent {
         status: RunStatus,
         #[serde(default)]
         usage: TokenCounts,
-        #[serde(default)]
+        #[serde(default, deserialize_with = "decimal")]
         cost_usd: Option<f64>,
         #[serde(default)]
         error: Option<String>,
@@ -155,6 +155,13 @@ pub enum ChatEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resumable: Option<bool>,
     },
+}
+
+/// A number read through serde's buffering (tagged enums, `flatten`): with serde_json's
+/// `arbitrary_precision` (which the bundler's crates turn on) it arrives as a map only
+/// `serde_json::Value` understands.
+fn decimal<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    Ok(Option::<serde_json::Value>::deserialize(d)?.and_then(|v| v.as_f64()))
 }
 
 /// A journal event with its position: exactly what is stored and streamed.
@@ -272,6 +279,13 @@ mod tests {
             serde_json::to_value(SystemEvent::ChatOwnerInputChanged { chat_id: "c".into(), pending_question_id: None })
                 .expect("json");
         assert_eq!(system, json!({"type": "chat_owner_input_changed", "chat_id": "c", "pending_question_id": null}));
+    }
+
+    #[test]
+    fn a_cost_reads_back_from_text() {
+        let text = r#"{"seq":3,"type":"done","run_id":"rt-1","status":"completed","cost_usd":0.118976}"#;
+        let entry: JournalEntry = serde_json::from_str(text).expect("a done with a cost");
+        assert!(matches!(entry.event, ChatEvent::Done { cost_usd: Some(c), .. } if (c - 0.118976).abs() < 1e-12));
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //!
 //! With `MOBIUS_E2E_SERVER_BIN` naming another build and `MOBIUS_RECORD_RELEASE_DB=<file>`,
 //! it records a database made by that build instead (a run is left running by a kill at the
-//! end): `backend/server/tests/fixtures/release-0.1.sql` was made so from the last release.
+//! end): `tests/fixtures/release-db.sql` was made so from the release before the typed protocol.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

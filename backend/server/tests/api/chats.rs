@@ -12,7 +12,7 @@ use crate::helpers::{TestApp, assert_error, fold_transcript, journal, script, tr
 
 /// A stream-json Claude imitation: answers each turn with `reply for <chat>` after `delay`
 /// seconds, streaming `parts` text deltas first.
-fn fake_claude(dir: &Path, delay: &str, parts: usize) -> PathBuf {
+pub fn fake_claude(dir: &Path, delay: &str, parts: usize) -> PathBuf {
     let deltas: String = (0..parts)
         .map(|i| {
             format!(

@@ -8,6 +8,7 @@ mod fixture;
 mod helpers;
 mod ops;
 mod providers;
+mod release_db;
 mod storage;
 mod telemetry;
 mod web;
