@@ -3,7 +3,9 @@
 //!
 //! They need the pinned CLIs, so they are `#[ignore]`d in a plain `cargo test`;
 //! `scripts/test` installs the CLIs and runs them with `--ignored` inside a loopback-only
-//! network namespace. Point `MOBIUS_E2E_CLAUDE_BIN` / `MOBIUS_E2E_CODEX_BIN` at other builds.
+//! network namespace. Point `MOBIUS_E2E_CLAUDE_BIN` / `MOBIUS_E2E_CODEX_BIN` at other builds
+//! of the CLIs, and `MOBIUS_E2E_SERVER_BIN` at another build of the server (`fixtures.rs`
+//! records its database that way).
 
 #[path = "../api/helpers.rs"]
 #[allow(dead_code)]
