@@ -137,9 +137,10 @@ async fn a_runtime_update_rebuilds_live_apps_from_their_live_commit_at_start_up(
     std::fs::write(runtime.path().join("mobius-runtime.js"), js).expect("update the runtime");
     let app = TestApp::spawn_in(dir, tweak).await;
     let mut rebuilt = Value::Null;
+    // The rebuild records the new bundle, then (a second write) carries the owner's "seen" mark.
     for _ in 0..200 {
         rebuilt = app.get(&format!("/api/apps/{id}"), Some(&token)).await.json().await.expect("json");
-        if rebuilt["bundle_sha"] != applied["app"]["bundle_sha"] {
+        if rebuilt["bundle_sha"] != applied["app"]["bundle_sha"] && rebuilt["has_unseen_update"] == false {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
