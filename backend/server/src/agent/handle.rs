@@ -86,3 +86,62 @@ impl TurnHandle {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    /// A handle whose turn takes commands but never answers them.
+    fn silent_turn() -> (TurnHandle, mpsc::Receiver<TurnCommand>) {
+        let (tx, rx) = mpsc::channel(COMMAND_QUEUE);
+        (TurnHandle::new(RunId::from("rt-1"), tx), rx)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_turn_that_does_not_answer_in_time_gets_each_call_its_own_outcome() {
+        let (handle, _turn) = silent_turn();
+        let started = tokio::time::Instant::now();
+        assert_eq!(handle.stop().await, None, "no answer: the route closes the run itself");
+        assert_eq!(started.elapsed(), STOP_WAIT);
+        let steered = handle.steer(crate::protocol::UserInput::text(Cid::from("c1"), "hi".into())).await;
+        assert!(matches!(steered, Ok(None)), "not taken in time: it is queued instead");
+        let answered = handle.answer(QuestionId::from("q-1"), Answers::Choices(Default::default())).await;
+        assert!(matches!(answered, Err(Error::Domain(Domain::TurnBusy))), "{answered:?}");
+        assert_eq!(started.elapsed(), STOP_WAIT + STEER_WAIT + ANSWER_WAIT);
+    }
+
+    #[tokio::test]
+    async fn a_turn_that_is_gone_answers_at_once() {
+        let (handle, turn) = silent_turn();
+        drop(turn);
+        assert_eq!(handle.stop().await, None);
+        assert!(matches!(handle.steer(crate::protocol::UserInput::text(Cid::from("c1"), "hi".into())).await, Ok(None)));
+        let answered = handle.answer(QuestionId::from("q-1"), Answers::Choices(Default::default())).await;
+        assert!(matches!(answered, Err(Error::Domain(Domain::QuestionStale))), "{answered:?}");
+    }
+
+    #[tokio::test]
+    async fn a_turn_that_answers_hands_back_what_it_said() {
+        let (handle, mut turn) = silent_turn();
+        tokio::spawn(async move {
+            while let Some(command) = turn.recv().await {
+                match command {
+                    TurnCommand::Stop { reply } => {
+                        let _ = reply.send(vec![Cid::from("q2")]);
+                    }
+                    TurnCommand::Answer { reply, .. } => {
+                        let _ = reply.send(Ok(()));
+                    }
+                    TurnCommand::Steer { message, reply } => {
+                        let _ = reply.send(Ok(Some(message.at(7))));
+                    }
+                }
+            }
+        });
+        assert_eq!(handle.stop().await, Some(vec![Cid::from("q2")]));
+        let steered = handle.steer(crate::protocol::UserInput::text(Cid::from("c1"), "hi".into())).await;
+        assert!(matches!(steered, Ok(Some(m)) if m.ts == 7 && m.content == "hi"));
+        assert!(handle.answer(QuestionId::from("q-1"), Answers::Choices(Default::default())).await.is_ok());
+    }
+}
