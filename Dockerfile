@@ -78,6 +78,7 @@ ENV LANG=C.UTF-8 \
     MOBIUS_FRONTEND_DIR=/app/frontend/dist \
     MOBIUS_SKILL_DIR=/app/skill \
     MOBIUS_APP_NODE_MODULES=/app/frontend/node_modules \
+    MOBIUS_APP_RUNTIME_DIR=/app/frontend/dist \
     MOBIUS_CLAUDE_BIN=/opt/agent-clis/bin/claude \
     MOBIUS_CODEX_BIN=/opt/agent-clis/bin/codex
 

@@ -16,8 +16,8 @@ export default defineConfig({
       injectManifest: {
         // woff2: the KaTeX fonts, so math typesets offline as it does online.
         globPatterns: ["**/*.{js,css,html,svg,png,ico,woff2}"],
-        // The two runtime modules are compiled into apps by the server, never loaded as they are.
-        globIgnores: ["sw.js", "manifest.webmanifest", "mobius-runtime.js", "app-runtime-inject.js"],
+        // The runtime modules are compiled into apps by the server, never loaded as they are.
+        globIgnores: ["sw.js", "manifest.webmanifest", "mobius-runtime.js", "mobius-chat.js", "app-runtime-inject.js", "runtime/**", "embed-chat.html"],
         // Every entry gets a content revision, hashed assets included.
         dontCacheBustURLsMatching: /(?!)/,
         maximumFileSizeToCacheInBytes: 3 * 1024 * 1024,
@@ -29,6 +29,8 @@ export default defineConfig({
     assetsDir: "assets",
     target: "es2022",
     sourcemap: false,
+    // The shell, and the nested chat frame apps embed (served at /shell/embed/chat).
+    rollupOptions: { input: { main: "index.html", embed: "embed-chat.html" } },
   },
   server: {
     proxy: {

@@ -3,17 +3,20 @@
 // reach neither the shell's storage nor the owner's token. Everything the app needs arrives from
 // the parent shell over postMessage:
 //
-//   parent → frame  moebius:frame-init {token, expiresAt, storage, online, theme}  (repeatable)
+//   parent → frame  moebius:frame-init {token, expiresAt, storage, online, themeCss, bg, scheme,
+//                   capabilityContract}  (repeatable: a later one only refreshes token and theme)
 //                   moebius:module-ack / moebius:module-result {requestId, ok, bytes | error}
-//                   moebius:online-status {online}, moebius:frame-theme {theme},
+//                   moebius:frame-theme {themeCss, bg, scheme} (a `:root {…}` block carrying the
+//                   theme both as --mobius-* and as the original platform's --bg, --surface, …),
 //                   moebius:frame-insets {insets: {top, right, bottom, left}} (px the frame's
 //                   edges overlap the device's unsafe areas → --mobius-safe-top/right/bottom/left)
 //   frame → parent  moebius:frame-hello, moebius:module-request {requestId, appId, retry},
-//                   moebius:token-expired, moebius:frame-mounted, moebius:frame-error {error},
-//                   moebius:storage-set|remove|clear (the virtual localStorage), moebius:app-error
+//                   moebius:token-expired {appId}, moebius:frame-mounted {appId},
+//                   moebius:frame-error {appId, error}, moebius:app-error,
+//                   moebius:storage-set|remove|clear (the virtual localStorage)
 //
 // window.mobius (mobius-runtime.js, compiled into the app) speaks the rest: storage-rpc, nav-*,
-// the host requests, and moebius:immersive {value} ⇄ moebius:immersive-state {value}.
+// capability-*, online-status, the host requests, and moebius:immersive ⇄ immersive-state.
 //
 // The server inlines this file into every frame document (so a cached frame opens with the
 // network cut), hence: plain script, no imports, and never the closing-script-tag sequence.
@@ -30,6 +33,8 @@
   var VIRTUAL_STORAGE = Symbol.for("mobius.virtualStorage");
   /** Largest safe-area inset the frame accepts, in CSS px. */
   var MAX_INSET_PX = 200;
+  /** Largest theme stylesheet the frame applies, in UTF-16 units. */
+  var MAX_THEME_CSS = 64 * 1024;
   var INSET_EDGES = ["top", "right", "bottom", "left"];
 
   var rootEl = document.getElementById("root");
@@ -46,7 +51,8 @@
   var mounted = false;
   var tokenWaiters = [];
   var moduleRequests = new Map();
-  var appInstanceId = randomId();
+  /** Renders the app again (with the current token); set once it is mounted. */
+  var renderApp = null;
 
   function readConfig() {
     var el = document.getElementById("mobius-frame-config");
@@ -211,7 +217,7 @@
     if (options.report && hasParent) {
       panelEl.appendChild(
         button("Report to agent", function () {
-          post({ type: "moebius:app-error", report: true, chatId: config.chatId || null, error: { message: detail } });
+          post({ type: "moebius:app-error", appId: config.appId, report: true, chatId: config.chatId || null, error: { message: detail } });
         }, false),
       );
     }
@@ -221,7 +227,7 @@
   /** A load failure: tell the parent and show the panel. */
   function fail(code, error) {
     var message = describe(error);
-    post({ type: "moebius:frame-error", error: { code: code, message: message } });
+    post({ type: "moebius:frame-error", appId: config.appId, error: { code: code, message: message } });
     showPanel("This app couldn't start", message, { report: code !== "no_parent" && code !== "no_init" });
   }
 
@@ -231,22 +237,50 @@
     if (/^(chrome|moz|safari)-extension:/.test(file)) return;
     if (!started) return;
     if (!mounted) fail("script_error", event.error || event.message);
-    else post({ type: "moebius:app-error", error: { message: describe(event.error || event.message) } });
+    else post({ type: "moebius:app-error", appId: config.appId, error: { message: describe(event.error || event.message) } });
   });
   window.addEventListener("unhandledrejection", function (event) {
-    if (mounted) post({ type: "moebius:app-error", error: { message: describe(event.reason) } });
+    if (mounted) post({ type: "moebius:app-error", appId: config.appId, error: { message: describe(event.reason) } });
   });
 
   // ---------- theme ----------
+  // The shell sends a `:root {…}` block of custom properties (the original platform's names —
+  // --bg, --surface, --accent, … — and the same values as --mobius-*), its background colour and
+  // its scheme. The document's own stylesheet has both default palettes until then.
 
-  function applyTheme(theme) {
-    if (!theme || typeof theme !== "object") return;
-    var rootStyle = document.documentElement.style;
-    if (theme.scheme === "light" || theme.scheme === "dark") rootStyle.colorScheme = theme.scheme;
-    var vars = theme.vars && typeof theme.vars === "object" ? theme.vars : {};
-    Object.keys(vars).forEach(function (name) {
-      if (/^--mobius-[a-z0-9-]+$/.test(name) && typeof vars[name] === "string") rootStyle.setProperty(name, vars[name]);
-    });
+  var themeEl = null;
+
+  function schemeOf(scheme, bg) {
+    if (scheme === "light" || scheme === "dark") return scheme;
+    var m = typeof bg === "string" && /^#([0-9a-f]{6})$/i.exec(bg);
+    if (!m) return null;
+    var n = parseInt(m[1], 16);
+    var luma = 0.2126 * ((n >> 16) & 255) + 0.7152 * ((n >> 8) & 255) + 0.0722 * (n & 255);
+    return luma < 128 ? "dark" : "light";
+  }
+
+  function applyTheme(msg) {
+    if (!msg || typeof msg !== "object") return;
+    var root = document.documentElement;
+    var legacy = msg.theme && typeof msg.theme === "object" ? msg.theme : null;
+    var scheme = schemeOf(msg.scheme || (legacy && legacy.scheme), msg.bg);
+    if (scheme) {
+      root.setAttribute("data-theme", scheme);
+      root.style.colorScheme = scheme;
+    }
+    if (typeof msg.themeCss === "string" && msg.themeCss.length <= MAX_THEME_CSS) {
+      if (!themeEl) {
+        themeEl = document.createElement("style");
+        themeEl.id = "mobius-theme";
+        document.head.appendChild(themeEl);
+      }
+      // Only custom properties on :root: nothing that could load or run anything.
+      themeEl.textContent = msg.themeCss.replace(/@import[^;]*;?/gi, "").replace(/url\s*\(/gi, "");
+    } else if (legacy && legacy.vars && typeof legacy.vars === "object") {
+      Object.keys(legacy.vars).forEach(function (name) {
+        if (/^--[a-z0-9-]+$/.test(name) && typeof legacy.vars[name] === "string") root.style.setProperty(name, legacy.vars[name]);
+      });
+    }
   }
 
   // ---------- safe-area insets ----------
@@ -272,7 +306,9 @@
   // ---------- the app token ----------
 
   function setToken(next, expiresAt) {
+    var previous = token;
     token = typeof next === "string" && next ? next : null;
+    if (renderApp && token !== previous) renderApp();
     tokenExpiresAt = typeof expiresAt === "number" ? expiresAt : 0;
     var waiters = tokenWaiters;
     tokenWaiters = [];
@@ -283,9 +319,23 @@
     return token !== null && (tokenExpiresAt === 0 || tokenExpiresAt - Date.now() > TOKEN_EARLY_MS);
   }
 
-  /** The app token, refreshed through the parent when it is about to expire (≤ 10 s wait). */
-  function getToken() {
-    if (tokenFresh()) return Promise.resolve(token);
+  /** The installation nonce (`app_nonce`) of an app token, or null. */
+  function tokenNonce(value) {
+    try {
+      var part = String(value).split(".")[1] || "";
+      var json = atob(part.replace(/-/g, "+").replace(/_/g, "/").padEnd(part.length + ((4 - (part.length % 4)) % 4), "="));
+      var claims = JSON.parse(json);
+      return claims && typeof claims.app_nonce === "string" && claims.app_nonce ? claims.app_nonce : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /** The app token, refreshed through the parent when it is about to expire or when asked
+   *  (`{forceRefresh: true}`, after a 401); waits at most 10 s, then answers the old one. */
+  function getToken(options) {
+    var force = !!(options && options.forceRefresh);
+    if (!force && tokenFresh()) return Promise.resolve(token);
     return requestFreshToken();
   }
 
@@ -298,7 +348,7 @@
         resolve(value);
       };
       setTimeout(function () { finish(token); }, TOKEN_WAIT_MS);
-      if (tokenWaiters.push(finish) === 1) post({ type: "moebius:token-expired" });
+      if (tokenWaiters.push(finish) === 1) post({ type: "moebius:token-expired", appId: config.appId });
     });
   }
 
@@ -364,8 +414,8 @@
 
   function start(init) {
     globalThis.__mobiusRuntimeConfig = Object.freeze({
-      appId: config.appId,
-      appInstanceId: appInstanceId,
+      appId: String(config.appId),
+      appInstanceId: tokenNonce(token),
       chatId: config.chatId || null,
       name: config.name || "",
       parentOrigin: parentOrigin,
@@ -395,16 +445,15 @@
       throw moduleError("no_default_export", "index.jsx must `export default` a React component.", false);
     }
     var h = runtime.createElement;
-    var props = { appId: config.appId, token: token };
     // The first commit of this wrapper is the first commit of the app under it.
-    function Mounted() {
+    function Mounted(props) {
       runtime.useEffect(function () {
         if (mounted) return;
         mounted = true;
         if (rootEl) rootEl.style.display = "";
-        post({ type: "moebius:frame-mounted" });
+        post({ type: "moebius:frame-mounted", appId: config.appId });
       }, []);
-      return h(App, props);
+      return h(App, { appId: String(config.appId), token: props.token });
     }
     var root = runtime.createRoot(rootEl, {
       onUncaughtError: function (error) {
@@ -413,7 +462,10 @@
         fail("render_error", error);
       },
     });
-    root.render(h(Mounted, null));
+    renderApp = function () {
+      root.render(h(Mounted, { token: token }));
+    };
+    renderApp();
   }
 
   // ---------- messages from the parent ----------
@@ -421,7 +473,7 @@
   function onInit(msg) {
     if (Object.prototype.hasOwnProperty.call(msg, "token")) setToken(msg.token, msg.expiresAt);
     if (typeof msg.online === "boolean") online = msg.online;
-    applyTheme(msg.theme);
+    applyTheme(msg);
     if (started) return;
     started = true;
     clearTimeout(initTimer);
@@ -451,7 +503,7 @@
         online = msg.online === true;
         break;
       case "moebius:frame-theme":
-        applyTheme(msg.theme);
+        applyTheme(msg);
         break;
       case "moebius:frame-insets":
         applyInsets(msg.insets);
@@ -471,7 +523,7 @@
   } else {
     initTimer = setTimeout(function () {
       if (started) return;
-      post({ type: "moebius:frame-error", error: { code: "no_init", message: "No start message from Möbius." } });
+      post({ type: "moebius:frame-error", appId: config.appId, error: { code: "no_init", message: "No start message from Möbius." } });
       showPanel(
         "This app didn't get started",
         "Möbius did not send this app its start message within 10 seconds. Reload to try again.",

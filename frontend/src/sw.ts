@@ -4,7 +4,9 @@
 //! app opened (frame document, which the server sends with its bootstrap inlined, + module,
 //! per build) so it starts again with the network cut.
 //! Standalone app hosts (`/apps/<slug>/`) fall back to the shell dressed with the app's last
-//! seen identity. No other API response is cached. A new version waits until the page says the
+//! seen identity. The static assets an opened app lists in `offline.precache` are fetched ahead
+//! (`moebius:precache-app`) and, like `/vendor/` files, served from the cache with a background
+//! refresh. No other API response is cached. A new version waits until the page says the
 //! shell is idle (`SKIP_WAITING`); the very first install takes over at once.
 
 import { clientsClaim } from "workbox-core";
@@ -12,13 +14,18 @@ import { cleanupOutdatedCaches, matchPrecache, precacheAndRoute } from "workbox-
 import { NavigationRoute, registerRoute } from "workbox-routing";
 import { NetworkFirst } from "workbox-strategies";
 import {
+  APP_ASSETS_CACHE,
   APP_CODE_CACHE,
+  appAssetsPrefix,
   appCodeCacheKey,
   appCodeRoute,
   graftStandalone,
   isCacheableAppCode,
+  isCacheableAsset,
   isOtherVersion,
   isShellData,
+  isStaticAsset,
+  precacheUrls,
   RUNTIME_CACHES,
   SHELL_DATA_CACHE,
   shouldFallBack,
@@ -33,17 +40,74 @@ const NAVIGATION_TIMEOUT_MS = 3_000;
 precacheAndRoute(self.__WB_MANIFEST);
 cleanupOutdatedCaches();
 
+/** Requests the worker never answers: the browser sends them straight to the network, without
+ *  waking this worker (Service Worker static routing, where the browser has it). App storage is
+ *  on every app write's path, and the worker never caches it. */
+const NETWORK_ONLY_PATHS = ["/api/storage/*", "/api/client-signal"];
+
+interface StaticRoutingInstallEvent extends ExtendableEvent {
+  addRoutes?: (rules: { condition: { urlPattern: unknown }; source: "network" }[]) => Promise<void>;
+}
+
 // First install: no page has a controller yet, so take over straight away.
 const firstInstall = !self.registration.active;
-self.addEventListener("install", () => {
+self.addEventListener("install", (event: StaticRoutingInstallEvent) => {
+  const Pattern = (self as unknown as { URLPattern?: new (init: { pathname: string }) => unknown }).URLPattern;
+  if (typeof event.addRoutes === "function" && Pattern) {
+    const rules = NETWORK_ONLY_PATHS.map((pathname) => ({ condition: { urlPattern: new Pattern({ pathname }) }, source: "network" as const }));
+    event.waitUntil(event.addRoutes(rules).catch(() => undefined));
+  }
   if (firstInstall) void self.skipWaiting();
 });
 if (firstInstall) clientsClaim();
 
 self.addEventListener("message", (event: ExtendableMessageEvent) => {
-  const data = event.data as { type?: string } | null;
+  const data = event.data as { type?: string; appId?: unknown; urls?: unknown } | null;
   if (data?.type === "SKIP_WAITING") void self.skipWaiting();
+  if (data?.type === "moebius:precache-app" && typeof data.appId === "number" && Number.isSafeInteger(data.appId)) {
+    event.waitUntil(precacheApp(data.appId, precacheUrls(data.urls, self.location.origin)).catch(() => undefined));
+  }
 });
+
+// ---------- app assets: what an app's manifest lists in offline.precache ----------
+
+/** Fetches and keeps each of `urls` not kept yet; drops the app's assets it no longer lists. */
+async function precacheApp(appId: number, urls: string[]): Promise<void> {
+  const cache = await caches.open(APP_ASSETS_CACHE);
+  await Promise.all(
+    urls.map(async (url) => {
+      if (await cache.match(url)) return;
+      const response = await fetch(url, { cache: "no-cache", credentials: "omit" }).catch(() => null);
+      if (response && isCacheableAsset(response.status, response.headers.get("Content-Type"))) await cache.put(url, response);
+    }),
+  );
+  const prefix = self.location.origin + appAssetsPrefix(appId);
+  const keep = new Set(urls.map((u) => self.location.origin + u));
+  const stale = (await cache.keys()).filter((r) => r.url.startsWith(prefix) && !keep.has(r.url));
+  await Promise.all(stale.map((r) => cache.delete(r)));
+}
+
+async function assetHandler({ request, url, event }: { request: Request; url: URL; event: ExtendableEvent }): Promise<Response> {
+  const cache = await caches.open(APP_ASSETS_CACHE);
+  const cached = await cache.match(request, { ignoreVary: true });
+  // Stored: a refresh of a kept asset, or a /vendor/ file (a few pinned files any app may link).
+  const keep = cached !== undefined || url.pathname.startsWith("/vendor/");
+  const refresh = fetch(request, { cache: "no-cache" }).then(async (fresh) => {
+    if (keep && isCacheableAsset(fresh.status, fresh.headers.get("Content-Type"))) await cache.put(request, fresh.clone());
+    return fresh;
+  });
+  if (cached) {
+    event.waitUntil(refresh.catch(() => undefined));
+    return cached;
+  }
+  return refresh.catch(() => Response.error());
+}
+
+// Static assets: cache first when kept, else the network (only /vendor/ files are added here).
+registerRoute(
+  ({ url, request, sameOrigin }) => sameOrigin && request.method === "GET" && isStaticAsset(url) && !request.headers.has("Range"),
+  assetHandler,
+);
 
 self.addEventListener("activate", (event) => {
   // Drop runtime caches from older versions of this worker (names we no longer use).

@@ -21,6 +21,7 @@ import { join, resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
   accessibilityProblems,
+  apiClient,
   agentEnv,
   appBuildEnv,
   ARTIFACTS,
@@ -32,6 +33,7 @@ import {
   requireEnv,
   saveArtifact,
   screenshot,
+  signInAsOwner,
   startMockAnthropic,
   startServer,
   stepper,
@@ -192,21 +194,7 @@ async function assertAccessible(page, view) {
 
 const step = stepper({ prefix: "apps", timeout: STEP_TIMEOUT, page: () => phone.page });
 
-async function api(path, { method = "GET", body, token = ownerApiToken } = {}) {
-  const response = await fetch(server.origin + path, {
-    method,
-    headers: { Authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  let json = null;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    // Not JSON.
-  }
-  return { status: response.status, json, text };
-}
+const api = apiClient(() => server.origin, () => ownerApiToken);
 
 async function writeApp(slug, manifest, source) {
   const dir = join(server.dataDir, "apps", slug);
@@ -215,12 +203,7 @@ async function writeApp(slug, manifest, source) {
   await writeFile(join(dir, "index.jsx"), source);
 }
 
-async function signIn(page) {
-  await page.getByRole("heading", { name: "Sign in to Möbius" }).waitFor();
-  await page.getByLabel("Username", { exact: true }).fill(OWNER.username);
-  await page.getByLabel("Password", { exact: true }).fill(OWNER.password);
-  await page.getByRole("button", { name: "Sign in", exact: true }).click();
-}
+const signIn = signInAsOwner;
 
 const frameOf = (page, name) => page.frameLocator(`iframe[title="${name}"]`);
 /** The Playwright frame object of the app frame (for evaluate). */
@@ -438,7 +421,7 @@ describe("mini-apps (real server, opaque frames, service worker)", () => {
       return result;
     });
     assert.deepEqual(out, {
-      appId: helloId,
+      appId: String(helloId),
       text: "hello text",
       typedRead: "kind_mismatch",
       value: { n: 1 },
@@ -450,7 +433,7 @@ describe("mini-apps (real server, opaque frames, service worker)", () => {
       removed: null,
       changes: [null, { x: 1 }],
       pending: 0,
-      capabilities: ["storage", "nav", "chat"],
+      capabilities: [],
     });
     await serverHolds(helloId, "live.json", { x: 1 });
   });

@@ -176,6 +176,36 @@ async function reportBrowserVersion(page) {
   console.log(`# browser: Chromium ${running} (${note})`);
 }
 
+/** Fills in and submits the sign-in form as the suites' owner. */
+export async function signInAsOwner(page) {
+  await page.getByRole("heading", { name: "Sign in to Möbius" }).waitFor();
+  await page.getByLabel("Username", { exact: true }).fill(OWNER.username);
+  await page.getByLabel("Password", { exact: true }).fill(OWNER.password);
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
+}
+
+/**
+ * `api(path, {method, body, token})` against `origin()` with `token()` by default: answers
+ * `{status, json (null when not JSON), text, headers}`.
+ */
+export function apiClient(origin, token) {
+  return async (path, { method = "GET", body, token: as = token() } = {}) => {
+    const response = await fetch(origin() + path, {
+      method,
+      headers: { Authorization: `Bearer ${as}`, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    let json = null;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      // Not JSON.
+    }
+    return { status: response.status, json, text, headers: response.headers };
+  };
+}
+
 /** Watches a page for uncaught errors and console errors other than failed HTTP statuses. */
 export function watchProblems(page) {
   const problems = [];

@@ -63,7 +63,11 @@ pub(crate) async fn compile(opts: &BundleOptions) -> Result<Bundle, Diagnostics>
         let names: Vec<&str> = chunk.exports.iter().map(|e| e.as_str()).collect();
         return Err(internal(format!("the bundle must export only `default`, it exports: {}", names.join(", "))));
     }
-    if let Some(bare) = chunk.imports.iter().chain(&chunk.dynamic_imports).find(|spec| !is_http_url(spec)) {
+    // With code splitting off, a dynamically imported module lands in this same chunk and
+    // rolldown lists the chunk itself among its dynamic imports (the code has no `import()`).
+    let own = chunk.filename.as_str();
+    let dynamic = chunk.dynamic_imports.iter().filter(|spec| spec.as_str() != own);
+    if let Some(bare) = chunk.imports.iter().chain(dynamic).find(|spec| !is_http_url(spec)) {
         return Err(Diagnostic::new(
             DiagnosticKind::UnresolvedImport,
             format!("the bundle still imports \"{bare}\"; only the platform's libraries and the app's own files can be imported"),

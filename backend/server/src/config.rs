@@ -37,12 +37,20 @@ pub struct Config {
     /// The installed libraries mini-apps may import (`MOBIUS_APP_NODE_MODULES`, default
     /// `frontend/node_modules`).
     pub app_node_modules: PathBuf,
-    /// Where `mobius-runtime.js` and `app-runtime-inject.js` live (`MOBIUS_APP_RUNTIME_DIR`,
+    /// Where `mobius-runtime.js`, `mobius-chat.js` and `app-runtime-inject.js` live (`MOBIUS_APP_RUNTIME_DIR`,
     /// default `frontend/public`).
     pub app_runtime_dir: PathBuf,
     /// Storage each mini-app may use (`MOBIUS_APP_QUOTA_BYTES`, default 1 GiB).
     pub app_quota_bytes: u64,
+    /// Lets `/api/proxy` reach loopback addresses. No environment variable sets it: only
+    /// tests and benchmarks that build a `Config` themselves, for a server on `127.0.0.1`.
+    pub proxy_allow_loopback: bool,
+    /// How long one `/api/proxy` request may take in all (default 15 s; tests shorten it).
+    pub proxy_timeout: Duration,
 }
+
+/// The app proxy's default time limit per request.
+pub const DEFAULT_PROXY_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Where Claude's OAuth login starts and where its code is exchanged (Claude Code's own flow).
 pub const DEFAULT_CLAUDE_AUTHORIZE_URL: &str = "https://claude.ai/oauth/authorize";
@@ -168,6 +176,8 @@ impl Config {
             app_node_modules,
             app_runtime_dir,
             app_quota_bytes,
+            proxy_allow_loopback: false,
+            proxy_timeout: DEFAULT_PROXY_TIMEOUT,
         })
     }
 
@@ -190,6 +200,8 @@ impl Config {
             app_node_modules: checkout_root().join("frontend/node_modules"),
             app_runtime_dir: checkout_root().join("frontend/public"),
             app_quota_bytes: DEFAULT_APP_QUOTA_BYTES,
+            proxy_allow_loopback: false,
+            proxy_timeout: DEFAULT_PROXY_TIMEOUT,
         }
     }
 

@@ -82,6 +82,10 @@ pub enum Domain {
     /// An `If-Match` / `If-None-Match` precondition failed: which one, and what to do.
     #[error("{0}")]
     PreconditionFailed(&'static str),
+    #[error("This chat grant is not valid (anymore); ask the app for a new one.")]
+    InvalidGrant,
+    #[error("An app keeps at most {0} secrets; delete one first.")]
+    TooManySecrets(i64),
     /// The answers do not fit the card (a choice for an approval, a decision for questions).
     #[error("{0}")]
     InvalidAnswers(&'static str),
@@ -100,12 +104,13 @@ impl Domain {
     pub fn status(&self) -> StatusCode {
         match self {
             Domain::ChatNotFound | Domain::AppNotFound | Domain::FileNotFound => StatusCode::NOT_FOUND,
-            Domain::FileTooLarge | Domain::QuotaExceeded => StatusCode::PAYLOAD_TOO_LARGE,
+            Domain::FileTooLarge | Domain::QuotaExceeded | Domain::TooManySecrets(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Domain::IsADirectory => StatusCode::BAD_REQUEST,
             Domain::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             Domain::ChatPurged | Domain::QuestionStale => StatusCode::GONE,
             Domain::DuplicateCid | Domain::InvalidAnswers(_) => StatusCode::BAD_REQUEST,
             Domain::TurnBusy => StatusCode::SERVICE_UNAVAILABLE,
+            Domain::InvalidGrant => StatusCode::UNAUTHORIZED,
             Domain::ChatDeleted
             | Domain::ChatBusy
             | Domain::RunNotRunning
@@ -140,6 +145,8 @@ impl Domain {
             Domain::PreconditionFailed(_) => "precondition_failed",
             Domain::InvalidAnswers(_) => "invalid_answers",
             Domain::TurnBusy => "turn_busy",
+            Domain::InvalidGrant => "invalid_grant",
+            Domain::TooManySecrets(_) => "too_many_secrets",
             Domain::ProviderNotConnected(_) => "provider_not_connected",
         }
     }

@@ -38,6 +38,7 @@ pub async fn purge_tombstones(writer: WriterHandle, apps: Arc<Apps>) {
                 }
             }
         }
+        crate::apps::assets::files::remove(&apps.data_dir, id).await;
         tracing::info!(app.id = id, slug, "deleted app purged");
     }
 }

@@ -14,6 +14,7 @@ use tracing::warn;
 use crate::agent::registry::Turns;
 use crate::agent::turn::Agents;
 use crate::apps::apply::Apps;
+use crate::apps::proxy::client::Proxy;
 use crate::auth::jwt::Keys;
 use crate::auth::limits::LoginLimiter;
 use crate::auth::owner::OwnerCache;
@@ -64,6 +65,8 @@ pub struct Inner {
     pub apps: Arc<Apps>,
     /// Locks and quota accounting of app and shared storage.
     pub storage: Arc<Store>,
+    /// The app proxy's client and concurrency limit.
+    pub proxy: Proxy,
 }
 
 impl Deref for AppState {
@@ -153,6 +156,7 @@ impl AppState {
             client_reports: ClientReports::default(),
             apps,
             storage,
+            proxy: Proxy::default(),
         }));
         Ok((state, task))
     }

@@ -53,7 +53,79 @@ pub async fn serve_frontend(State(state): State<AppState>, request: Request) -> 
     if response.status().is_success() || response.status() == StatusCode::NOT_MODIFIED {
         let cache = if path.starts_with("/assets/") { IMMUTABLE } else { NO_CACHE };
         response.headers_mut().entry(header::CACHE_CONTROL).or_insert(cache);
+        if path.starts_with("/assets/") {
+            // The embedded chat runs in an opaque (sandboxed) origin: its module scripts,
+            // styles and fonts are fetched in CORS mode. These files are public anyway.
+            response.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+        }
     }
+    response
+}
+
+/// The pinned libraries' browser assets that code refers to by URL rather than importing them
+/// (apps written for the original platform link KaTeX's stylesheet, whose fonts load relative to
+/// it): `/vendor/<name>/<file>` → that folder of the library apps are bundled against.
+pub const VENDOR_DIRS: &[(&str, &str)] = &[("katex", "katex/dist"), ("pdfjs", "pdfjs-dist/build")];
+
+/// `GET /vendor/{name}/{*file}`: a file of a pinned library, cacheable, readable from the opaque
+/// app frames (`Access-Control-Allow-Origin: *`: fonts are fetched in CORS mode).
+pub fn vendor_router() -> axum::Router<AppState> {
+    axum::Router::new().route("/vendor/{name}/{*file}", axum::routing::get(vendor))
+}
+
+async fn vendor(
+    State(state): State<AppState>,
+    axum::extract::Path((name, file)): axum::extract::Path<(String, String)>,
+    request: Request,
+) -> Response {
+    let Some((_, dir)) = VENDOR_DIRS.iter().find(|(n, _)| *n == name) else {
+        return (StatusCode::NOT_FOUND, "Not found").into_response();
+    };
+    if file.is_empty() || file.split('/').any(|s| s.is_empty() || s == "." || s == "..") || file.contains('\\') {
+        return (StatusCode::NOT_FOUND, "Not found").into_response();
+    }
+    let (mut parts, body) = request.into_parts();
+    parts.uri = match format!("/{file}").parse() {
+        Ok(uri) => uri,
+        Err(_) => return (StatusCode::NOT_FOUND, "Not found").into_response(),
+    };
+    let root = state.config.app_node_modules.join(dir);
+    let mut response = match ServeDir::new(root).oneshot(Request::from_parts(parts, body)).await {
+        Ok(response) => response.map(Body::new),
+        Err(e) => match e {},
+    };
+    let h = response.headers_mut();
+    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    if response.status().is_success() || response.status() == StatusCode::NOT_MODIFIED {
+        response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=86400"));
+    }
+    response
+}
+
+/// `GET /shell/embed/chat`: the nested chat frame an app embeds (`mobius.chat`). Its own CSP
+/// sandboxes it (an opaque origin, whoever frames it: it never sees the shell's storage or
+/// token), so its policy names this origin. It has no `frame-ancestors`: its ancestor is the
+/// app's opaque frame, which no origin source matches, and without a grant minted with an app
+/// token the page shows nothing.
+pub async fn embed_chat(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let dist = state.config.frontend_dir.clone();
+    let Ok(page) = tokio::fs::read_to_string(dist.join("embed-chat.html")).await else {
+        return not_built(&dist);
+    };
+    let origin = crate::apps::request_origin(&state, &headers);
+    let csp = format!(
+        "sandbox allow-scripts allow-forms allow-popups allow-popups-to-escape-sandbox; default-src {origin}; \
+         script-src {origin} 'wasm-unsafe-eval'; style-src {origin} 'unsafe-inline'; img-src {origin} data: blob:; \
+         font-src {origin} data:; connect-src {origin}; frame-src 'none'; base-uri 'none'; form-action 'none'; \
+         object-src 'none'"
+    );
+    let mut response = Html(page).into_response();
+    let h = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&csp) {
+        h.insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    h.insert(header::CACHE_CONTROL, NO_CACHE);
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     response
 }
 
@@ -100,7 +172,9 @@ pub async fn frame_cors(request: Request, next: Next) -> Response {
     h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, HEAD, POST, PUT, PATCH, DELETE"));
     h.insert(
         header::ACCESS_CONTROL_ALLOW_HEADERS,
-        HeaderValue::from_static("Authorization, Content-Type, If-Match, If-None-Match, X-Mobius-Version"),
+        HeaderValue::from_static(
+            "Authorization, Content-Type, If-Match, If-None-Match, Last-Event-ID, X-Mobius-Version, X-Mobius-Embed-Instance",
+        ),
     );
     h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("ETag"));
     h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
@@ -120,9 +194,17 @@ pub fn apply_security_headers(headers: &mut HeaderMap, https: bool) {
         headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/html"));
     headers.entry(header::X_CONTENT_TYPE_OPTIONS).or_insert(HeaderValue::from_static("nosniff"));
     headers.entry(header::REFERRER_POLICY).or_insert(HeaderValue::from_static("strict-origin-when-cross-origin"));
+    // A document that sandboxes itself decides its own framing (the nested chat frame is
+    // framed by an opaque app frame, which SAMEORIGIN would refuse).
+    let sandboxed = headers
+        .get(header::CONTENT_SECURITY_POLICY)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("sandbox"));
     if is_html {
         headers.entry(header::CONTENT_SECURITY_POLICY).or_insert(HeaderValue::from_static(SHELL_CSP));
-        headers.entry(header::X_FRAME_OPTIONS).or_insert(HeaderValue::from_static("SAMEORIGIN"));
+        if !sandboxed {
+            headers.entry(header::X_FRAME_OPTIONS).or_insert(HeaderValue::from_static("SAMEORIGIN"));
+        }
         headers
             .entry("permissions-policy")
             .or_insert(HeaderValue::from_static("camera=(self), microphone=(self), geolocation=(self)"));

@@ -2,6 +2,26 @@
 
 import { apiFetch } from "./client";
 
+/** A capability an app declares in its manifest, as the frame's runtime sees it. */
+export interface CapabilityDeclaration {
+  version: number;
+  kind?: string;
+  title?: string;
+  description?: string;
+  risk?: string;
+  lifecycle?: string;
+  reason?: string | null;
+  limits?: Record<string, number>;
+}
+
+/** What the app's manifest asks of the platform (`frame-init.capabilityContract`). */
+export interface CapabilityContract {
+  schema: number;
+  offline?: { capable: boolean; contract: { precache?: string[]; reads?: boolean; writes?: string; execution?: string } | null };
+  runtime?: Record<string, CapabilityDeclaration>;
+  [key: string]: unknown;
+}
+
 /** One row of `GET /api/apps`. */
 export interface AppSummary {
   id: number;
@@ -21,6 +41,10 @@ export interface AppSummary {
   icon_url: string;
   standalone_url: string;
   chat_id: string | null;
+  /** Derived from the manifest; older servers leave it out. */
+  capability_contract?: CapabilityContract | null;
+  /** Same-origin URLs the service worker keeps for the app's offline use (`offline.precache`). */
+  offline_precache?: string[];
   pinned_at: number | null;
   last_opened_at: number | null;
   has_unseen_update: boolean;

@@ -49,7 +49,10 @@ export function recoverChat(id: string): Promise<{ ok: boolean }> {
 }
 
 /** `steer: true` while a turn runs asks the CLI to take the words into it (else they queue). */
-export function sendMessage(id: string, body: { content: string; cid: string; steer?: boolean }): Promise<SendResult> {
+export function sendMessage(
+  id: string,
+  body: { content: string; cid: string; steer?: boolean; agent_context?: string },
+): Promise<SendResult> {
   return apiFetch<SendResult>(`/api/chats/${enc(id)}/messages`, { method: "POST", body, timeoutMs: SEND_TIMEOUT_MS });
 }
 

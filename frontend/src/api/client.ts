@@ -61,13 +61,27 @@ export function onUnauthorized(listener: UnauthorizedListener): () => void {
 
 const DEFAULT_TIMEOUT_MS = 15_000;
 
+/** Headers every request of this page carries besides the token (the embedded chat's instance). */
+const extraHeaders: Record<string, string> = {};
+
+/** Adds `name: value` to every later request (and stream) of this page; `null` removes it. */
+export function setRequestHeader(name: string, value: string | null): void {
+  if (value === null) delete extraHeaders[name];
+  else extraHeaders[name] = value;
+}
+
+/** The extra headers, for the stream client. */
+export function requestHeaders(): Record<string, string> {
+  return { ...extraHeaders };
+}
+
 /** Calls a JSON API under `/api/` and returns the parsed body (undefined for 204). */
 export async function apiFetch<T>(path: string, options: ApiFetchOptions = {}): Promise<T> {
   if (!path.startsWith("/api/")) throw new Error(`apiFetch expects an /api/ path, got ${path}`);
   const { method = "GET", body, auth = true, timeoutMs = DEFAULT_TIMEOUT_MS, signal, responseType = "json" } = options;
 
   const token = auth === true ? readToken() : auth === false ? null : auth;
-  const headers: Record<string, string> = { Accept: "application/json" };
+  const headers: Record<string, string> = { ...extraHeaders, Accept: "application/json" };
   if (token !== null) headers.Authorization = `Bearer ${token}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
 

@@ -21,7 +21,7 @@ export type ApprovalPolicy = "full" | "ask";
 
 export type Role = "user" | "assistant";
 
-export type Message = { role: Role, content: string, /** Unix milliseconds. */ ts: number, cid?: Cid | null, /** Sent to the agent but not shown (answers delivered after a restart). */ hidden?: boolean, blocks?: Array<Block> | null, run_id?: RunId | null, /** The owner's time zone when they sent it (IANA name). */ timezone?: string | null, attachments?: unknown[], /** Only on the chat detail: the running turn's assistant message, still being written. */ live?: boolean, };
+export type Message = { role: Role, content: string, /** Unix milliseconds. */ ts: number, cid?: Cid | null, /** Sent to the agent but not shown (answers delivered after a restart). */ hidden?: boolean, blocks?: Array<Block> | null, run_id?: RunId | null, /** The owner's time zone when they sent it (IANA name). */ timezone?: string | null, attachments?: unknown[], /** Text for the agent only, not shown as the message (an embedding app's `<app_state>`). */ agent_context?: string | null, /** Only on the chat detail: the running turn's assistant message, still being written. */ live?: boolean, };
 
 export type Block = { "type": "text", content: string, item_id: string, } | { "type": "thinking", content: string, item_id: string, } | { "type": "tool" } & ToolBlock | { "type": "question" } & QuestionCard | { "type": "error", message: string, /** Sending a message continues where the turn left off. */ resumable?: boolean | null, };
 

@@ -68,7 +68,7 @@ describe("AppCanvas broker", () => {
   it("answers a module request with an ack, then the bytes fetched with the app token", async () => {
     const { server, posted, fromFrame } = setup();
     await fromFrame({ type: "moebius:module-request", requestId: "m1" });
-    expect(posted[0]).toEqual({ type: "moebius:module-ack", requestId: "m1" });
+    expect(posted[0]).toEqual({ type: "moebius:module-ack", requestId: "m1", appId: 5 });
     await waitFor(() => expect(posted).toContainEqual(expect.objectContaining({ type: "moebius:module-result", requestId: "m1", ok: true })));
     const moduleCall = server.calls.find((c) => c.key.startsWith("GET /api/apps/5/module"));
     expect((moduleCall?.init.headers as Record<string, string>).Authorization).toBe("Bearer app-token-5");
@@ -202,5 +202,123 @@ describe("safe-area insets", () => {
     const types = posted.map((m) => m.type);
     expect(types.indexOf("moebius:frame-insets")).toBeGreaterThan(types.indexOf("moebius:frame-init"));
     expect(posted.find((m) => m.type === "moebius:frame-insets")?.insets).toEqual({ top: 0, right: 0, bottom: 0, left: 0 });
+  });
+});
+
+describe("in-app screens (nav)", () => {
+  const navState = () => history.state as { appNav?: string; appNavDepth?: number } | null;
+  /** In-app entries above where the test started (jsdom's history outlives each test). */
+  const depthFrom = (start: number) => (navState()?.appNavDepth ?? 0) - start;
+
+  it("acknowledges a push (the runtime's, or an app's own raw one without an id) with a history entry", async () => {
+    const { fromFrame, posted } = await setupPane();
+    const start = navState()?.appNavDepth ?? 0;
+    await fromFrame({ type: "moebius:nav-push", requestId: "nav-1", label: "Details", reversible: false });
+    expect(posted).toContainEqual({ type: "moebius:nav-push-ack", requestId: "nav-1" });
+    expect(navState()?.appNav).toBe("nav-1");
+    expect(depthFrom(start)).toBe(1);
+    await fromFrame({ type: "moebius:nav-push", label: "raw" });
+    const ack = posted.filter((m) => m.type === "moebius:nav-push-ack").pop();
+    expect(typeof ack?.requestId).toBe("string");
+    expect(navState()?.appNav).toBe(ack?.requestId);
+    expect(depthFrom(start)).toBe(2);
+    // The app's own Back (a pop without an id) closes its top screen.
+    await fromFrame({ type: "moebius:nav-pop" });
+    await waitFor(() => expect(depthFrom(start)).toBe(1));
+    await fromFrame({ type: "moebius:nav-pop", requestId: "nav-1" });
+    await waitFor(() => expect(depthFrom(start)).toBe(0));
+    // Closed by the app: the frame hears no nav-back for them.
+    expect(posted.filter((m) => m.type === "moebius:nav-back")).toEqual([]);
+  });
+
+  it("the system Back closes the top screen and tells the frame which", async () => {
+    const { fromFrame, posted, onClose } = await setupPane();
+    await fromFrame({ type: "moebius:nav-push", requestId: "nav-b", label: "Sheet" });
+    act(() => history.back());
+    await waitFor(() => expect(posted).toContainEqual({ type: "moebius:nav-back", requestId: "nav-b" }));
+    expect(onClose).not.toHaveBeenCalled();
+  });
+
+  it("rejects pushes past 20 screens, and while the page is hidden", async () => {
+    const { fromFrame, posted } = await setupPane();
+    for (let i = 0; i < 21; i++) await fromFrame({ type: "moebius:nav-push", requestId: `n${i}`, label: "x" });
+    expect(posted.filter((m) => m.type === "moebius:nav-push-ack")).toHaveLength(20);
+    expect(posted).toContainEqual({ type: "moebius:nav-push-rejected", requestId: "n20" });
+    const hidden = vi.spyOn(document, "visibilityState", "get").mockReturnValue("hidden");
+    await fromFrame({ type: "moebius:nav-push", requestId: "late", label: "x" });
+    expect(posted).toContainEqual({ type: "moebius:nav-push-rejected", requestId: "late" });
+    hidden.mockRestore();
+    act(() => history.go(-20));
+  });
+
+  it("Forward onto a screen the app can restore asks it to, and steps back off one it refuses", async () => {
+    const { fromFrame, posted } = await setupPane();
+    const before = navState()?.appNav;
+    await fromFrame({ type: "moebius:nav-push", requestId: "rev", label: "Editor", reversible: true });
+    act(() => history.back());
+    await waitFor(() => expect(posted).toContainEqual({ type: "moebius:nav-back", requestId: "rev" }));
+    act(() => history.forward());
+    await waitFor(() => expect(posted).toContainEqual({ type: "moebius:nav-forward", requestId: "rev" }));
+    expect(navState()?.appNav).toBe("rev");
+    await fromFrame({ type: "moebius:nav-forward-rejected", requestId: "rev" });
+    await waitFor(() => expect(navState()?.appNav).toBe(before));
+  });
+});
+
+describe("capabilities", () => {
+  it("answers every request with an error naming why: undeclared, or not provided here (never silence)", () => {
+    const declared = { ...app, capability_contract: { schema: 5, runtime: { "media.microphone.capture": { version: 1 } } } };
+    forgetAppTokens();
+    mockFetch({ "POST /api/auth/app-token": { status: 200, body: { token: "app-token-5", expires_in: 8 * 3600 } } });
+    const view = render(<AppCanvas app={declared} onHostRequest={vi.fn()} />);
+    const frameWindow = view.container.querySelector("iframe")?.contentWindow as Window;
+    const posted: Record<string, unknown>[] = [];
+    vi.spyOn(frameWindow, "postMessage").mockImplementation((m: unknown) => void posted.push(m as Record<string, unknown>));
+    const send = (data: unknown) => fireEvent(window, new MessageEvent("message", { data, origin: "null", source: frameWindow }));
+    send({ type: "moebius:capability-open", requestId: "c1", capability: "media.microphone.capture", version: 1, input: {} });
+    send({ type: "moebius:capability-open", requestId: "c2", capability: "device.camera", version: 1, input: {} });
+    expect(posted).toEqual([
+      expect.objectContaining({ type: "moebius:capability-error", requestId: "c1", capability: "media.microphone.capture", code: "unavailable" }),
+      expect.objectContaining({ type: "moebius:capability-error", requestId: "c2", capability: "device.camera", code: "undeclared" }),
+    ]);
+  });
+});
+
+describe("frame-init", () => {
+  it("carries the theme under both names, the capability contract, and is followed by the online status", async () => {
+    const { posted, fromFrame } = await setupPane();
+    await fromFrame({ type: "moebius:frame-hello" });
+    await waitFor(() => expect(posted.map((m) => m.type)).toContain("moebius:frame-init"));
+    const init = posted.find((m) => m.type === "moebius:frame-init") as Record<string, unknown>;
+    expect(init.scheme).toMatch(/^(light|dark)$/);
+    for (const name of ["bg", "surface", "surface2", "border", "border-light", "text", "muted", "accent", "accent-hover", "accent-dim", "accent-fg", "danger", "green", "font", "mono"]) {
+      expect(init.themeCss).toContain(`--${name}: `);
+      expect(init.themeCss).toContain(`--mobius-${name}: `);
+    }
+    expect(init.capabilityContract).toBeNull();
+    const types = posted.map((m) => m.type);
+    expect(types.indexOf("moebius:online-status")).toBeGreaterThan(types.indexOf("moebius:frame-init"));
+  });
+
+  it("storage RPC errors reach the frame with the contract's fields", async () => {
+    const { posted, fromFrame } = await setupPane();
+    await fromFrame({ type: "moebius:storage-rpc", requestId: "r1", method: "set", args: ["a.json", 1] });
+    await waitFor(() => expect(posted.find((m) => m.type === "moebius:storage-rpc-result")).toBeTruthy());
+    const result = posted.find((m) => m.type === "moebius:storage-rpc-result") as { ok: boolean; error: Record<string, unknown> };
+    expect(result.ok).toBe(false);
+    expect(result.error).toMatchObject({ name: "StorageError", code: "storage_method_denied" });
+    expect(Object.keys(result.error).sort()).toEqual(["code", "message", "name", "path", "refusedValue", "retryable", "status", "writeId"]);
+  });
+});
+
+describe("offline.precache", () => {
+  it("asks the service worker to keep the app's listed assets", () => {
+    const worker = { postMessage: vi.fn() };
+    Object.defineProperty(navigator, "serviceWorker", { configurable: true, value: { controller: worker } });
+    forgetAppTokens();
+    mockFetch({ "POST /api/auth/app-token": { status: 200, body: { token: "app-token-5", expires_in: 8 * 3600 } } });
+    render(<AppCanvas app={{ ...app, offline_precache: ["/app-assets/by-id/5/logo.png"] }} onHostRequest={vi.fn()} />);
+    expect(worker.postMessage).toHaveBeenCalledWith({ type: "moebius:precache-app", appId: 5, urls: ["/app-assets/by-id/5/logo.png"] });
+    Reflect.deleteProperty(navigator, "serviceWorker");
   });
 });

@@ -3,9 +3,11 @@
 //! The iframe has no `sandbox` attribute — the frame document's own CSP sandboxes it (opaque
 //! origin), which lets the service worker answer that navigation offline. The broker sends
 //! `frame-init` (the app token, never the owner's), answers the frame's module request with the
-//! bytes it fetches (and the service worker caches), performs its storage calls, keeps its
-//! virtual localStorage, maps in-app screens onto history entries, and passes the four host
-//! requests up. Every message is checked to come from this exact iframe (see broker.ts).
+//! bytes it fetches (and the service worker caches), performs its storage calls (storageHost.ts),
+//! keeps its virtual localStorage, maps in-app screens onto history entries (`nav-push` is
+//! acknowledged or rejected; the system Back sends `nav-back`, Forward onto a screen the app can
+//! restore sends `nav-forward`), answers capability requests, and passes the four host requests
+//! up. Every message is checked to come from this exact iframe (see broker.ts).
 //!
 //! Immersive mode: the frame asks (`moebius:immersive`), the canvas decides and answers with
 //! `moebius:immersive-state` (the shell is the source of truth), tells its host to hide the chrome
@@ -20,11 +22,12 @@ import { onlineStore, useOnline } from "../shell/online";
 import { appNavDepth, pushAppNav } from "../shell/router";
 import { themeStore } from "../shell/theme";
 import { readFrameMessage, type FrameMessage } from "./broker";
+import { frameTheme } from "./frameTheme";
 import type { HostRequest } from "./host";
 import { loadFrameLocal, recordFrameLocal } from "./frameLocal";
 import { measureFrameInsets } from "./insets";
 import { telemetry } from "./telemetry";
-import { StorageRpcError, storageHostFor, type FrameSink } from "./storageHost";
+import { storageHostFor, wireError, type FrameSink } from "./storageHost";
 import { ensureAppToken, heldToken } from "./tokens";
 import { useAppToken } from "./useAppToken";
 
@@ -48,22 +51,15 @@ interface NavEntry {
   immersive: boolean;
   /** Closed by the app or the shell: Back over its history entry is no news to the frame. */
   closed: boolean;
+  /** The app can bring it back when the browser goes Forward onto it. */
+  reversible: boolean;
 }
 /** The `appNav` id of immersive mode's history entry (entries are told apart by object). */
 const IMMERSIVE_NAV_ID = "mobius:immersive";
-
-/** The shell's colours, for the frame's `--mobius-*` variables and its colour scheme. */
-export function frameTheme(): { scheme: "light" | "dark"; vars: Record<string, string> } {
-  const choice = themeStore.get();
-  const dark = choice === "dark" || (choice === "system" && typeof matchMedia === "function" && matchMedia("(prefers-color-scheme: dark)").matches);
-  const style = getComputedStyle(document.documentElement);
-  const vars: Record<string, string> = {};
-  for (const name of ["bg", "surface", "text", "muted", "border", "accent", "danger"]) {
-    const value = style.getPropertyValue(`--${name}`).trim();
-    if (value) vars[`--mobius-${name}`] = value;
-  }
-  return { scheme: dark ? "dark" : "light", vars };
-}
+/** In-app screens one app may stack above its own entry. */
+export const MAX_NAV_ENTRIES = 20;
+/** The app must answer `nav-forward` within this long, or the Forward is undone. */
+const NAV_FORWARD_TIMEOUT_MS = 5_000;
 
 type ModuleAnswer = { ok: true; bytes: ArrayBuffer } | { ok: false; error: { code: string; message: string; status: number } };
 
@@ -133,9 +129,10 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
       expiresAt: t.held?.expiresAt ?? 0,
       storage: loadFrameLocal(app.id),
       online: isOnline,
-      theme: frameTheme(),
-      capabilityContract: null,
+      ...frameTheme(),
+      capabilityContract: latest.current.app.capability_contract ?? null,
     });
+    post({ type: "moebius:online-status", online: isOnline });
     sendInsets(true);
   };
 
@@ -163,10 +160,18 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
     if (inited.current) post({ type: "moebius:online-status", online });
   }, [online]);
 
+  // The static assets the manifest lists in `offline.precache`: the service worker keeps them.
+  const precache = JSON.stringify(app.offline_precache ?? []);
+  useEffect(() => {
+    const urls = JSON.parse(precache) as string[];
+    const worker = typeof navigator !== "undefined" ? navigator.serviceWorker?.controller : null;
+    if (urls.length > 0 && worker) worker.postMessage({ type: "moebius:precache-app", appId: app.id, urls });
+  }, [app.id, precache]);
+
   // The shell's theme choice, or the system's scheme under "system", changed.
   useEffect(() => {
     const update = () => {
-      if (inited.current) post({ type: "moebius:frame-theme", theme: frameTheme() });
+      if (inited.current) post({ type: "moebius:frame-theme", ...frameTheme() });
     };
     const scheme = typeof matchMedia === "function" ? matchMedia("(prefers-color-scheme: dark)") : null;
     scheme?.addEventListener("change", update);
@@ -219,11 +224,18 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
 
   // The broker.
   useEffect(() => {
-    const host = storageHostFor(app.id, (force) => ensureAppToken(app.id, { force }).then((h) => h?.token ?? null));
+    const host = storageHostFor(app.id, { getToken: (force) => ensureAppToken(app.id, { force }).then((h) => h?.token ?? null) });
     const sink: FrameSink = { post: (message) => post(message) };
     /** One entry per history entry pushed above the app's, bottom first. */
     const navStack: NavEntry[] = [];
+    /** Screens the browser's Forward could bring back (closed, their entry still ahead in history). */
+    const dormant = new Map<string, NavEntry>();
+    /** Forward onto a screen, waiting for the app's answer. */
+    const forwarding = new Map<string, ReturnType<typeof setTimeout>>();
     let immersiveOn = false;
+    let navSeq = 0;
+    /** The depth of in-app entries this canvas started on (above 0 after a reload on a screen). */
+    let baseDepth = appNavDepth();
 
     /** Closes `entry`: goes Back over its history entry when that is the current one. */
     const closeEntry = (entry: NavEntry) => {
@@ -238,7 +250,7 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
         immersiveOn = value;
         if (value) {
           pushAppNav(IMMERSIVE_NAV_ID);
-          navStack.push({ id: IMMERSIVE_NAV_ID, immersive: true, closed: false });
+          navStack.push({ id: IMMERSIVE_NAV_ID, immersive: true, closed: false, reversible: false });
         } else if (!fromHistory) {
           const entry = navStack.findLast((e) => e.immersive && !e.closed);
           if (entry) closeEntry(entry);
@@ -251,6 +263,42 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
     };
     setImmersive.current = (value) => applyImmersive(value);
 
+    const pushScreen = (requestId: string | null, reversible: boolean) => {
+      const id = requestId ?? `nav-shell-${Date.now()}-${(navSeq += 1)}`;
+      const open = navStack.filter((e) => !e.immersive && !e.closed).length;
+      if (document.visibilityState !== "visible" || open >= MAX_NAV_ENTRIES) {
+        post({ type: "moebius:nav-push-rejected", requestId: id });
+        return;
+      }
+      try {
+        pushAppNav(id);
+      } catch {
+        post({ type: "moebius:nav-push-rejected", requestId: id });
+        return;
+      }
+      navStack.push({ id, immersive: false, closed: false, reversible });
+      // A new screen discards the Forward branch.
+      dormant.clear();
+      post({ type: "moebius:nav-push-ack", requestId: id });
+    };
+
+    /** Forward did not bring the screen back: leave its (now empty) history entry again. */
+    const undoForward = (id: string) => {
+      const timer = forwarding.get(id);
+      if (timer === undefined) return;
+      clearTimeout(timer);
+      forwarding.delete(id);
+      const entry = navStack.findLast((e) => e.id === id && !e.closed);
+      if (!entry) return;
+      entry.closed = true;
+      // The app may have taken it back after all (a late ack): tell it the screen is gone.
+      post({ type: "moebius:nav-back", requestId: id });
+      if ((history.state as { appNav?: string } | null)?.appNav === id) history.back();
+    };
+
+    const denyCapability = (requestId: string, capability: string, code: string, name: string, message: string) =>
+      post({ type: "moebius:capability-error", requestId, capability, code, name, message });
+
     const handle = (message: FrameMessage) => {
       const current = latest.current;
       switch (message.type) {
@@ -260,10 +308,10 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
           sendInit();
           return;
         case "moebius:module-request":
-          post({ type: "moebius:module-ack", requestId: message.requestId });
+          post({ type: "moebius:module-ack", requestId: message.requestId, appId: current.app.id });
           void fetchModule(current.app).then((answer) => {
-            if (answer.ok) post({ type: "moebius:module-result", requestId: message.requestId, ok: true, bytes: answer.bytes }, [answer.bytes]);
-            else post({ type: "moebius:module-result", requestId: message.requestId, ok: false, error: answer.error });
+            if (answer.ok) post({ type: "moebius:module-result", requestId: message.requestId, appId: current.app.id, ok: true, bytes: answer.bytes }, [answer.bytes]);
+            else post({ type: "moebius:module-result", requestId: message.requestId, appId: current.app.id, ok: false, error: answer.error });
           });
           return;
         case "moebius:token-expired":
@@ -279,10 +327,7 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
         case "moebius:storage-rpc":
           host.call(message.method, message.args, sink).then(
             (result) => post({ type: "moebius:storage-rpc-result", requestId: message.requestId, ok: true, result }),
-            (error: unknown) => {
-              const e = error instanceof StorageRpcError ? error : new StorageRpcError("storage_error", "The storage request failed.");
-              post({ type: "moebius:storage-rpc-result", requestId: message.requestId, ok: false, error: { code: e.code, message: e.message, status: e.status } });
-            },
+            (error: unknown) => post({ type: "moebius:storage-rpc-result", requestId: message.requestId, ok: false, error: wireError(error) }),
           );
           return;
         case "moebius:storage-set":
@@ -303,14 +348,32 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
           current.onHostRequest({ kind: "open-settings", section: message.section });
           return;
         case "moebius:nav-push":
-          pushAppNav(message.requestId);
-          navStack.push({ id: message.requestId, immersive: false, closed: false });
+          pushScreen(message.requestId, message.reversible);
           return;
         case "moebius:nav-pop": {
-          const entry = navStack.findLast((e) => !e.immersive && !e.closed && e.id === message.requestId);
+          const entry = navStack.findLast((e) => !e.immersive && !e.closed && (message.requestId === null || e.id === message.requestId));
           if (entry) closeEntry(entry);
           return;
         }
+        case "moebius:nav-forward-ack": {
+          const timer = forwarding.get(message.requestId);
+          if (timer !== undefined) clearTimeout(timer);
+          forwarding.delete(message.requestId);
+          return;
+        }
+        case "moebius:nav-forward-rejected":
+          undoForward(message.requestId);
+          return;
+        case "moebius:capability-open": {
+          const declared = current.app.capability_contract?.runtime?.[message.capability];
+          if (document.visibilityState !== "visible") denyCapability(message.requestId, message.capability, "not_active", "InvalidStateError", "This app is not on screen.");
+          else if (!declared) denyCapability(message.requestId, message.capability, "undeclared", "NotAllowedError", `${message.capability} is not declared in this app's manifest.`);
+          else denyCapability(message.requestId, message.capability, "unavailable", "NotSupportedError", `This Möbius does not provide ${message.capability}.`);
+          return;
+        }
+        case "moebius:capability-control":
+          // No provider runs a session here, so there is nothing to control.
+          return;
         case "moebius:immersive":
           applyImmersive(message.value);
           return;
@@ -321,9 +384,6 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
             telemetry.reportError(current.app.id, message.message);
           }
           return;
-        case "moebius:signal":
-          telemetry.signal(current.app.id, message.name, message.payload);
-          return;
       }
     };
 
@@ -331,22 +391,49 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
       const message = readFrameMessage(event, frameRef.current?.contentWindow, location.origin);
       if (message) handle(message);
     };
-    // Back from an in-app screen (tell the frame which screens closed) or from immersive mode.
+    // Back from an in-app screen (tell the frame which screens closed) or from immersive mode;
+    // Forward onto a screen the app can bring back.
     const onPop = () => {
-      const depth = appNavDepth();
+      // Back below where this canvas started (entries left by an earlier page): start from there.
+      baseDepth = Math.min(baseDepth, appNavDepth());
+      const depth = appNavDepth() - baseDepth;
       while (navStack.length > depth) {
         const entry = navStack.pop();
         if (entry === undefined) break;
+        const timer = forwarding.get(entry.id);
+        if (timer !== undefined) {
+          clearTimeout(timer);
+          forwarding.delete(entry.id);
+        }
+        if (entry.reversible) dormant.set(entry.id, entry);
         if (entry.closed) continue;
+        entry.closed = true;
         if (entry.immersive) applyImmersive(false, true);
         else post({ type: "moebius:nav-back", requestId: entry.id });
       }
+      if (depth <= navStack.length) return;
+      const id = (history.state as { appNav?: string } | null)?.appNav;
+      const entry = id === undefined ? undefined : dormant.get(id);
+      if (depth !== navStack.length + 1 || !entry) {
+        // Forward onto a screen nothing can show: step back off it.
+        history.back();
+        return;
+      }
+      dormant.delete(entry.id);
+      entry.closed = false;
+      navStack.push(entry);
+      forwarding.set(
+        entry.id,
+        setTimeout(() => undoForward(entry.id), NAV_FORWARD_TIMEOUT_MS),
+      );
+      post({ type: "moebius:nav-forward", requestId: entry.id });
     };
     window.addEventListener("message", onMessage);
     window.addEventListener("popstate", onPop);
     return () => {
       window.removeEventListener("message", onMessage);
       window.removeEventListener("popstate", onPop);
+      for (const timer of forwarding.values()) clearTimeout(timer);
       host.detach(sink);
       // A new frame (or none) starts with the chrome shown.
       setImmersive.current = () => undefined;

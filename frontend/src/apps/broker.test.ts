@@ -33,8 +33,14 @@ describe("frame message validation", () => {
     expect(from("moebius:frame-mounted")).toBeNull();
     expect(from(null)).toBeNull();
     expect(from({ type: "moebius:owner-token" })).toBeNull();
-    expect(from({ type: "moebius:storage-rpc", requestId: "r", method: "get", args: "a.json" })).toBeNull();
+    // A storage call with an id is always answered: bad arguments become an error reply.
+    expect(from({ type: "moebius:storage-rpc", requestId: "r", method: "get", args: "a.json" })).toEqual({ type: "moebius:storage-rpc", requestId: "r", method: "get", args: [] });
+    expect(from({ type: "moebius:storage-rpc", requestId: "r", method: "x".repeat(100), args: [] })).toMatchObject({ method: "" });
     expect(from({ type: "moebius:storage-rpc", requestId: "", method: "get", args: [] })).toBeNull();
+    expect(from({ type: "moebius:nav-push", requestId: { evil: true }, label: "x" })).toBeNull();
+    expect(from({ type: "moebius:nav-pop", requestId: 5 })).toBeNull();
+    expect(from({ type: "moebius:capability-open", requestId: "c".repeat(121), capability: "media.speech" })).toBeNull();
+    expect(from({ type: "moebius:signal", name: "old" })).toBeNull();
     expect(from({ type: "moebius:module-request" })).toBeNull();
     expect(from({ type: "moebius:open-chat", chatId: "../settings" })).toBeNull();
     expect(from({ type: "moebius:open-app", appId: "7" })).toBeNull();

@@ -18,11 +18,13 @@ export type FrameMessage =
   | { type: "moebius:open-chat"; chatId: string; draft: string }
   | { type: "moebius:open-app"; appId: number }
   | { type: "moebius:open-settings"; section: string | null }
-  | { type: "moebius:nav-push"; requestId: string; label: string }
-  | { type: "moebius:nav-pop"; requestId: string }
+  | { type: "moebius:nav-push"; requestId: string | null; label: string; reversible: boolean }
+  | { type: "moebius:nav-pop"; requestId: string | null }
+  | { type: "moebius:nav-forward-ack" | "moebius:nav-forward-rejected"; requestId: string }
+  | { type: "moebius:capability-open"; requestId: string; capability: string; version: unknown; input: unknown }
+  | { type: "moebius:capability-control"; requestId: string; capability: string; action: string }
   | { type: "moebius:immersive"; value: boolean }
-  | { type: "moebius:app-error"; report: boolean; message: string }
-  | { type: "moebius:signal"; name: string; payload: unknown };
+  | { type: "moebius:app-error"; report: boolean; message: string };
 
 /** The parts of a `MessageEvent` the check reads. */
 export interface IncomingEvent {
@@ -37,18 +39,9 @@ const MAX_KEY = 1_000;
 /** One virtual localStorage value (the whole store is capped where it is kept). */
 const MAX_VALUE = 512 * 1024;
 const MAX_ERROR = 4_000;
-/** Largest signal payload forwarded (as JSON); larger or unserialisable ones become `null`. */
-const MAX_SIGNAL_PAYLOAD = 4_096;
-
-function signalPayload(value: unknown): unknown {
-  if (value === undefined) return null;
-  try {
-    const json = JSON.stringify(value);
-    return json !== undefined && json.length <= MAX_SIGNAL_PAYLOAD ? (JSON.parse(json) as unknown) : null;
-  } catch {
-    return null;
-  }
-}
+const MAX_CAPABILITY_REQUEST_ID = 120;
+const MAX_CAPABILITY_NAME = 160;
+const MAX_CAPABILITY_ACTION = 80;
 const CHAT_ID = /^[A-Za-z0-9_-]{1,80}$/;
 
 function str(value: unknown, max: number): string | null {
@@ -91,8 +84,10 @@ export function readFrameMessage(event: IncomingEvent, frame: Window | null | un
     case "moebius:storage-rpc": {
       const requestId = id(m.requestId);
       const method = str(m.method, 40);
-      if (!requestId || !method || !Array.isArray(m.args)) return null;
-      return { type: m.type, requestId, method, args: m.args as unknown[] };
+      if (!requestId || typeof m.method !== "string") return null;
+      // Answered even when malformed (an error, never a 60 s silence): the method or its
+      // arguments are refused by the storage host.
+      return { type: m.type, requestId, method: method ?? "", args: Array.isArray(m.args) ? (m.args as unknown[]) : [] };
     }
     case "moebius:storage-set": {
       const key = str(m.key, MAX_KEY);
@@ -115,23 +110,36 @@ export function readFrameMessage(event: IncomingEvent, frame: Window | null | un
     }
     case "moebius:open-settings":
       return { type: m.type, section: str(m.section, 80) || null };
-    case "moebius:nav-push": {
-      const requestId = id(m.requestId);
-      return requestId ? { type: m.type, requestId, label: clip(m.label, 200) } : null;
-    }
-    case "moebius:nav-pop": {
+    case "moebius:nav-push":
+      // An app that posts the message itself may leave the id out; it is still a screen.
+      if (m.requestId !== undefined && m.requestId !== null && !id(m.requestId)) return null;
+      return { type: m.type, requestId: id(m.requestId), label: clip(m.label, 200) || "app-detail", reversible: m.reversible === true };
+    case "moebius:nav-pop":
+      // Without an id: the app's own Back, for its top screen.
+      if (m.requestId !== undefined && m.requestId !== null && !id(m.requestId)) return null;
+      return { type: m.type, requestId: id(m.requestId) };
+    case "moebius:nav-forward-ack":
+    case "moebius:nav-forward-rejected": {
       const requestId = id(m.requestId);
       return requestId ? { type: m.type, requestId } : null;
+    }
+    case "moebius:capability-open": {
+      const requestId = str(m.requestId, MAX_CAPABILITY_REQUEST_ID);
+      const capability = str(m.capability, MAX_CAPABILITY_NAME);
+      if (!requestId || !capability) return null;
+      return { type: m.type, requestId, capability, version: m.version, input: m.input };
+    }
+    case "moebius:capability-control": {
+      const requestId = str(m.requestId, MAX_CAPABILITY_REQUEST_ID);
+      const capability = str(m.capability, MAX_CAPABILITY_NAME);
+      if (!requestId || !capability || typeof m.action !== "string") return null;
+      return { type: m.type, requestId, capability, action: m.action.slice(0, MAX_CAPABILITY_ACTION) };
     }
     case "moebius:immersive":
       return typeof m.value === "boolean" ? { type: m.type, value: m.value } : null;
     case "moebius:app-error": {
       const error = typeof m.error === "object" && m.error !== null ? (m.error as Record<string, unknown>) : {};
       return { type: m.type, report: m.report === true, message: clip(error.message, MAX_ERROR) };
-    }
-    case "moebius:signal": {
-      const name = str(m.name, 100);
-      return name ? { type: m.type, name, payload: signalPayload(m.payload) } : null;
     }
     default:
       return null;

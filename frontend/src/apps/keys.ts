@@ -5,10 +5,8 @@
 export const APP_TOKENS_KEY = "mobius.app-tokens";
 /** An app's virtual localStorage (what its frame wrote), one key per app id. */
 export const APP_LOCAL_PREFIX = "mobius.app-local.";
-/** An app's queued storage writes, one key per app id. */
+/** An app's queued storage writes as an earlier shell kept them (now in IndexedDB, see appDb.ts). */
 export const APP_OUTBOX_PREFIX = "mobius.app-outbox.";
-/** The shell's read mirror of app storage (CacheStorage). */
-export { APP_DATA_CACHE } from "../pwa/cachePolicy";
 
 /** Removes every app-runtime key from localStorage. */
 export function wipeAppKeys(): void {

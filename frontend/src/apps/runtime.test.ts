@@ -44,7 +44,7 @@ afterEach(() => {
 describe("window.mobius.immersive", () => {
   it("asks the shell, and follows the shell's answer rather than its own wish", () => {
     immersive.set(true);
-    expect(sent("moebius:immersive")).toEqual([{ type: "moebius:immersive", value: true }]);
+    expect(sent("moebius:immersive")).toEqual([{ type: "moebius:immersive", value: true, mode: "bar", appId: "5" }]);
     expect(immersive.hidden).toBe(false);
     fromShell({ type: "moebius:immersive-state", value: true });
     expect(immersive.hidden).toBe(true);
@@ -84,7 +84,7 @@ describe("window.mobius.immersive", () => {
     window.dispatchEvent(handled);
     expect(sent("moebius:immersive")).toEqual([]);
     window.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", cancelable: true }));
-    expect(sent("moebius:immersive")).toEqual([{ type: "moebius:immersive", value: false }]);
+    expect(sent("moebius:immersive")).toEqual([{ type: "moebius:immersive", value: false, mode: "bar", appId: "5" }]);
   });
 
   it("holdToToggle: a long press toggles and eats its click; a tap or a scroll does not", () => {
@@ -116,7 +116,7 @@ describe("window.mobius.immersive", () => {
       // A long press: toggles once, and the click it ends with does not reach the app.
       press("pointerdown");
       vi.advanceTimersByTime(300);
-      expect(sent("moebius:immersive")).toEqual([{ type: "moebius:immersive", value: true }]);
+      expect(sent("moebius:immersive")).toEqual([{ type: "moebius:immersive", value: true, mode: "bar", appId: "5" }]);
       press("pointerup");
       element.click();
       expect(clicks).toHaveBeenCalledTimes(1);

@@ -1,6 +1,7 @@
 //! Server-sent events over `fetch` (EventSource can't send the bearer header): a line parser
 //! that survives arbitrary chunk boundaries, and one connection attempt that feeds it.
 
+import { requestHeaders } from "../api/client";
 import { noteResponse } from "../shell/online";
 
 /** One dispatched event: its `id:` (when the server numbered it) and its `data:` text. */
@@ -75,7 +76,7 @@ export interface StreamOptions {
 
 /** Runs one connection until it ends; never throws. */
 export async function runStream({ url, token, lastEventId, signal, onOpen, onMessage, onRead }: StreamOptions): Promise<StreamEnd> {
-  const headers: Record<string, string> = { Accept: "text/event-stream" };
+  const headers: Record<string, string> = { ...requestHeaders(), Accept: "text/event-stream" };
   if (token) headers.Authorization = `Bearer ${token}`;
   if (lastEventId !== null) headers["Last-Event-ID"] = lastEventId;
   let response: Response;

@@ -26,6 +26,7 @@ import { announceAppPreview } from "../shell/appEvents";
 import { recheckOnline, useOnline } from "../shell/online";
 import { newCid, resolveStopResend, snapshotQueue, takeQueued } from "./queue";
 import { chatReducer, emptyChat, fromDetail, queueOf, toDetail, type ChatState } from "./reducer";
+import { notifyChatEvent, sendContext } from "./events";
 import { backoffDelay, connReducer, initialConn, shouldReconnectOnWake, type ConnState } from "./reconnect";
 import { runStream } from "./sse";
 
@@ -162,6 +163,7 @@ export function useChat(chatId: string): ChatHandle {
               connDispatch({ type: "live" });
             }
             dispatch({ type: "event", event });
+            notifyChatEvent(chatId, event.type);
             if (typeof event.seq === "number" && event.seq > cursorRef.current) cursorRef.current = event.seq;
             if (event.type === "done" || event.type === "chat_renamed") void queryClient.invalidateQueries({ queryKey: chatsKey });
             if (event.type === "app_updated" && typeof event.app_id === "number") {
@@ -258,7 +260,9 @@ export function useChat(chatId: string): ChatHandle {
   const deliver = useCallback(
     async (text: string, cid: string, steer: boolean): Promise<SendOutcome> => {
       dispatch({ type: steer ? "steer_local" : "send_local", cid, content: text, ts: Date.now() });
-      const post = () => sendMessage(chatId, steer ? { content: text, cid, steer } : { content: text, cid });
+      const context = await sendContext(chatId);
+      const extra = context ? { agent_context: context } : {};
+      const post = () => sendMessage(chatId, steer ? { content: text, cid, steer, ...extra } : { content: text, cid, ...extra });
       try {
         let result;
         try {
@@ -273,6 +277,7 @@ export function useChat(chatId: string): ChatHandle {
           } else throw error;
         }
         dispatch({ type: "send_result", cid, result });
+        notifyChatEvent(chatId, "message_sent");
         void queryClient.invalidateQueries({ queryKey: chatsKey });
         return "sent";
       } catch (error) {

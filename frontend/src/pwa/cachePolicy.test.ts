@@ -4,8 +4,12 @@ import {
   appCodeRoute,
   graftStandalone,
   isCacheableAppCode,
+  isCacheableAsset,
   isOtherVersion,
   isShellData,
+  isStaticAsset,
+  MAX_PRECACHE_URLS,
+  precacheUrls,
   shouldFallBack,
   standaloneSlug,
 } from "./cachePolicy";
@@ -101,5 +105,37 @@ describe("standalone hosts", () => {
     expect(grafted).toContain("/assets/new.js");
     expect(grafted).not.toContain("/assets/old.js");
     expect(graftStandalone(index, "<head></head>")).toBeNull();
+  });
+});
+
+describe("app assets (offline.precache)", () => {
+  it("keeps same-origin static assets only, deduplicated and bounded", () => {
+    const origin = "https://m.example";
+    expect(
+      precacheUrls(
+        [
+          "/app-assets/by-id/3/logo.png",
+          "/app-assets/by-id/3/logo.png",
+          "https://m.example/app-assets/notes/fonts/a.woff2",
+          "/vendor/katex/katex.min.css",
+          "/api/apps/3/module?v=abc",
+          "https://elsewhere.example/app-assets/x/y.png",
+          "javascript:alert(1)",
+          "/settings",
+          42,
+        ],
+        origin,
+      ),
+    ).toEqual(["/app-assets/by-id/3/logo.png", "/app-assets/notes/fonts/a.woff2", "/vendor/katex/katex.min.css"]);
+    expect(precacheUrls("nope", origin)).toEqual([]);
+    expect(precacheUrls(Array.from({ length: 100 }, (_, i) => `/app-assets/by-id/1/${i}.png`), origin)).toHaveLength(MAX_PRECACHE_URLS);
+  });
+
+  it("stores only real answers, never the shell's HTML fallback", () => {
+    expect(isCacheableAsset(200, "image/png")).toBe(true);
+    expect(isCacheableAsset(200, "text/html; charset=utf-8")).toBe(false);
+    expect(isCacheableAsset(404, "image/png")).toBe(false);
+    expect(isStaticAsset(new URL("https://m.example/vendor/katex/fonts/a.woff2"))).toBe(true);
+    expect(isStaticAsset(new URL("https://m.example/vendor/"))).toBe(false);
   });
 });

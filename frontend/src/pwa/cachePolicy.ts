@@ -8,14 +8,58 @@
 //!   frame (or module).
 //! - Standalone hosts (`/apps/<slug>/`): the last page served, so the app's identity survives
 //!   offline; it is grafted onto the current precached shell rather than served as it was.
+//! - App assets (`offline.precache` of an app's manifest, and `/vendor/` library assets): what an
+//!   opened app listed is fetched ahead and kept per app (only same-origin static assets, only
+//!   200s that are not the shell's HTML); served cache-first and refreshed in the background.
 
 export const SHELL_DATA_CACHE = "mobius-shell-data";
 export const APP_CODE_CACHE = "mobius-app-code";
 export const STANDALONE_CACHE = "mobius-standalone";
-/** Filled by the page (the app storage mirror), not by the worker. */
+/** Where an earlier shell kept its app storage mirror (now in IndexedDB): deleted on activation. */
 export const APP_DATA_CACHE = "mobius-app-data";
+/** Static assets apps asked to have offline (`offline.precache`), and `/vendor/` files. */
+export const APP_ASSETS_CACHE = "mobius-app-assets";
 /** Runtime caches the current worker keeps on activation; other `mobius-*` caches are stale. */
-export const RUNTIME_CACHES = [SHELL_DATA_CACHE, APP_CODE_CACHE, STANDALONE_CACHE, APP_DATA_CACHE];
+export const RUNTIME_CACHES = [SHELL_DATA_CACHE, APP_CODE_CACHE, STANDALONE_CACHE, APP_ASSETS_CACHE];
+/** At most this many assets are precached for one app. */
+export const MAX_PRECACHE_URLS = 64;
+
+/** Whether a same-origin path is a static asset the worker keeps (an app's or a pinned library's). */
+export function isStaticAsset(url: URL): boolean {
+  return /^\/(app-assets|app-embeds)\/[^/]+\/.+/.test(url.pathname) || /^\/vendor\/[a-z0-9-]+\/.+/.test(url.pathname);
+}
+
+/**
+ * The URLs of `raw` (an app's `offline_precache`) the worker may fetch ahead: same-origin static
+ * assets only (app code is kept when the app opens, with its token), deduplicated, bounded.
+ */
+export function precacheUrls(raw: unknown, origin: string): string[] {
+  if (!Array.isArray(raw)) return [];
+  const out = new Set<string>();
+  for (const item of raw) {
+    if (typeof item !== "string" || item.length > 2048) continue;
+    let url: URL;
+    try {
+      url = new URL(item, origin);
+    } catch {
+      continue;
+    }
+    if (url.origin !== origin || url.username || url.password || !isStaticAsset(url)) continue;
+    out.add(url.pathname + url.search);
+    if (out.size >= MAX_PRECACHE_URLS) break;
+  }
+  return [...out];
+}
+
+/** The app-assets URL prefix of app `appId` (its cached assets outside the newest list are dropped). */
+export function appAssetsPrefix(appId: number): string {
+  return `/app-assets/by-id/${appId}/`;
+}
+
+/** A stored asset must be a real answer: a 200 that is not the shell's HTML fallback. */
+export function isCacheableAsset(status: number, contentType: string | null): boolean {
+  return status === 200 && !(contentType ?? "").toLowerCase().startsWith("text/html");
+}
 
 export function isShellData(url: URL, method: string = "GET"): boolean {
   if (method !== "GET") return false;

@@ -1,6 +1,7 @@
 //! Sign-out hygiene: forget drafts, reading positions, the offline copies of chats and apps,
 //! app tokens, app data mirrors and queued app writes.
 
+import { deleteAppDb } from "../apps/appDb";
 import { wipeAppKeys } from "../apps/keys";
 import { forgetAppTokens } from "../apps/tokens";
 import { wipeOwnerData } from "../chat/persist";
@@ -13,6 +14,9 @@ export async function wipeLocalData(): Promise<void> {
   wipeOwnerData();
   wipeAppKeys();
   forgetAppTokens();
+  // App storage hosts (outbox, subscriptions) exist only once an app was opened on this page.
+  await import("../apps/storageHost").then((m) => m.forgetStorageHosts()).catch(() => undefined);
+  await deleteAppDb();
   try {
     await Promise.all(OWNER_CACHES.map((name) => caches.delete(name)));
   } catch {

@@ -167,3 +167,31 @@ async fn https_imports_are_left_for_the_browser_to_load() {
 
     assert!(bundle.code.contains("https://esm.sh/canvas-confetti@1"));
 }
+
+#[tokio::test]
+async fn dynamic_imports_of_libraries_and_app_files_bundle_into_the_one_module() {
+    let app = TestApp::with(&[
+        (
+            "index.jsx",
+            "import { useEffect, useState } from \"react\";\n\
+             export default function App() {\n\
+               const [html, setHtml] = useState(\"\");\n\
+               useEffect(() => {\n\
+                 (async () => {\n\
+                   const { marked } = await import(\"marked\");\n\
+                   const katex = (await import(\"katex\")).default;\n\
+                   const { label } = await import(\"./lazy/label.js\");\n\
+                   setHtml(marked.parse(label) + katex.renderToString(\"x^2\"));\n\
+                 })();\n\
+               }, []);\n\
+               return <div dangerouslySetInnerHTML={{ __html: html }} />;\n\
+             }\n",
+        ),
+        ("lazy/label.js", "export const label = \"# Lazy-loaded label\";\n"),
+    ]);
+
+    let bundle = app.bundle_ok().await;
+
+    assert!(bundle.code.contains("Lazy-loaded label"), "the app's own lazily imported file is missing");
+    assert!(bundle.code.contains("katex"), "KaTeX is missing");
+}

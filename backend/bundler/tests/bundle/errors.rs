@@ -22,6 +22,19 @@ async fn an_import_of_an_unknown_package_names_it_and_lists_what_can_be_imported
 }
 
 #[tokio::test]
+async fn a_dynamic_import_is_held_to_the_same_rules() {
+    let app = TestApp::with(&[(
+        "index.jsx",
+        "export default function App() {\n  import(\"lodash\").then(() => {});\n  return <p>x</p>;\n}\n",
+    )]);
+
+    let error = app.single_error().await;
+
+    assert_located(&error, DiagnosticKind::UnresolvedImport, "index.jsx", 2, 10);
+    assert!(error.message.contains("\"lodash\""), "{error}");
+}
+
+#[tokio::test]
 async fn a_missing_module_of_a_pinned_library_names_the_library() {
     let app = TestApp::with(&[(
         "index.jsx",

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::Value;
 use sqlx::SqlitePool;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -58,6 +59,34 @@ pub struct Agents {
 pub struct TurnStart {
     pub chat_id: ChatId,
     pub started: Started,
+}
+
+/// The system prompt a chat starts with: the platform's, or an app chat's own `system_prompt`
+/// in its place; app chats then get an `<app_context>` block naming their app.
+async fn compose_for(agents: &Agents, chat: &db::chats::ChatRow) -> Result<String> {
+    let settings: Value = chat.agent_settings.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
+    let own = settings.get("system_prompt").and_then(Value::as_str).filter(|p| !p.trim().is_empty());
+    let mut prompt = match own {
+        Some(p) => p.to_owned(),
+        None => super::prompt::compose(&agents.skill_dir)?,
+    };
+    if let Some(Some(app_id)) = db::embeds::chat_app(&agents.read, &chat.id).await?
+        && let Some(app) = db::apps::get(&agents.read, app_id).await?
+    {
+        let description: String = app.description.chars().take(1000).collect();
+        let storage = match settings.get("project_id").and_then(Value::as_str) {
+            Some(project) => format!("app-data/{app_id}/projects/{project}/"),
+            None => format!("app-data/{app_id}/"),
+        };
+        prompt.push_str(&format!(
+            "\n<app_context>\nThis chat was opened by the app {:?} (id {app_id}, folder apps/{}/, entry index.jsx).\n\
+             Description: {description}\nIts storage: {storage}\nOwning chat: {}\n</app_context>\n",
+            app.name,
+            app.slug,
+            app.chat_id.as_deref().unwrap_or("none"),
+        ));
+    }
+    Ok(prompt)
 }
 
 /// Registers the chat's turn and runs it (and any queued follow-ups) in the background.
@@ -166,7 +195,7 @@ impl Turn<'_> {
             .into_iter()
             .collect();
         let credentials = agents.providers.credentials_env(self.provider)?;
-        let composed = super::prompt::compose(&agents.skill_dir)?;
+        let composed = compose_for(agents, &chat).await?;
         let id = super::prompt::prompt_id(&composed);
         let (_, system_prompt) = agents
             .writer
@@ -178,7 +207,7 @@ impl Turn<'_> {
             .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok())
             .and_then(|s| s.get("model").and_then(serde_json::Value::as_str).map(str::to_owned))
             .filter(|m| !m.is_empty());
-        let prompt = messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n\n");
+        let prompt = messages.iter().map(Message::agent_text).collect::<Vec<_>>().join("\n\n");
         let owner = agents.owner.get();
         let mut claims = Claims::new(
             owner.as_ref().map(|o| o.0.as_str()).unwrap_or_default(),
@@ -432,7 +461,7 @@ impl Turn<'_> {
                 allowed_tools: Some(serde_json::to_string(&tools).unwrap_or_else(|_| "[]".into())),
                 ..Default::default()
             };
-            let patch = ChatPatch { title: None, settings };
+            let patch = ChatPatch { title: None, settings, scope: None };
             let _ = self
                 .agents
                 .writer

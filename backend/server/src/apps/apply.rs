@@ -19,6 +19,9 @@ use crate::locks::KeyedLocks;
 use crate::storage::Store;
 use crate::writer::{WriteCommand, WriterHandle};
 
+/// The files of the app runtime (in `Config::app_runtime_dir`) every bundle inlines.
+pub const RUNTIME_FILES: &[&str] = &["mobius-runtime.js", "mobius-chat.js", "app-runtime-inject.js"];
+
 /// Banner at the top of every bundle: the runtime ABI the frame expects.
 pub const BUNDLE_BANNER: &str = "/* mobius-compiled-runtime-abi:1 */";
 
@@ -127,15 +130,33 @@ pub enum Snapshot {
     Live(String),
 }
 
-/// A hash of everything the bundler inlines besides the app: the runtime files and the ABI
-/// banner. A bundle built with another fingerprint is outdated.
+/// The runtime's own modules (`runtime/*.js` next to `mobius-runtime.js`, which imports them).
+pub const RUNTIME_MODULES_DIR: &str = "runtime";
+
+/// A hash of everything the bundler inlines besides the app: the runtime files (`RUNTIME_FILES`
+/// and every module under `runtime/`, by name) and the ABI banner. A bundle built with another
+/// fingerprint is outdated.
 pub fn runtime_fingerprint(apps: &Apps) -> Result<String> {
     use sha2::{Digest, Sha256};
     let runtime = &apps.runtime_dir;
     let mut hash = Sha256::new();
     hash.update(BUNDLE_BANNER.as_bytes());
-    for file in ["mobius-runtime.js", "app-runtime-inject.js"] {
+    for file in RUNTIME_FILES {
         hash.update(std::fs::read(runtime.join(file))?);
+    }
+    let mut modules: Vec<std::path::PathBuf> = match std::fs::read_dir(runtime.join(RUNTIME_MODULES_DIR)) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "js") && p.is_file())
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
+    modules.sort();
+    for path in modules {
+        hash.update(path.file_name().map(|n| n.as_encoded_bytes()).unwrap_or_default());
+        hash.update([0]);
+        hash.update(std::fs::read(&path)?);
     }
     Ok(hex::encode(hash.finalize()))
 }
@@ -178,7 +199,14 @@ pub async fn apply_locked(
     let (commit, tree_dir) = snapshot;
     // The committed manifest is the one that counts (the worktree may have moved on).
     let manifest = manifest::parse(&read_manifest(tree_dir.path()).await?, slug)?;
-    let existing = db::apps::by_slug(&apps.read, slug).await?;
+    let mut warnings = manifest.warnings.clone();
+    let mut existing = db::apps::by_slug(&apps.read, slug).await?;
+    if existing.is_none()
+        && let Some(previous) = &manifest.previous_id
+    {
+        existing =
+            adopt(apps, slug, previous, installed_from.as_ref().map(|(url, _)| url.as_str()), &mut warnings).await?;
+    }
     let runtime = runtime_fingerprint(apps)?;
     if let Some(app) = &existing {
         if app.deleted_at.is_some() {
@@ -190,13 +218,14 @@ pub async fn apply_locked(
             && apps.bundle_path(app.id, sha).is_file()
             && installed_from.is_none()
         {
-            return Ok(Applied { mode: "unchanged", app: app.clone(), warnings: Vec::new() });
+            return Ok(Applied { mode: "unchanged", app: app.clone(), warnings });
         }
     }
     let bundler = apps.bundler()?;
     let compiled = bundler.bundle(&bundle_options(apps, tree_dir.path())).await;
     crate::memory::trim_after_compiles(bundler);
     let bundle = compiled.map_err(|d| compile_error(&d))?;
+    let assets = super::assets::files::stage(&apps.data_dir, tree_dir.path(), &manifest.static_assets).await?;
     drop(tree_dir);
     let created = existing.as_ref().is_none_or(|a| a.bundle_sha.is_none());
     let id = match &existing {
@@ -236,6 +265,7 @@ pub async fn apply_locked(
         .await
         .map_err(|e| Error::Internal(format!("apply task: {e}")))??;
     }
+    super::assets::files::publish(&apps.data_dir, id, assets).await?;
     if let Some(old) = existing.as_ref().and_then(|a| a.bundle_sha.clone())
         && old != bundle.sha256
     {
@@ -245,9 +275,45 @@ pub async fn apply_locked(
         crate::storage::write_seeds(apps.storage.clone(), &apps.data_dir, id, &dir, &manifest.storage_seeds).await?;
     }
     let app = db::apps::get(&apps.read, id).await?.ok_or_else(|| Error::Internal("applied app vanished".into()))?;
-    let warnings = bundle.warnings.iter().map(ToString::to_string).collect();
+    warnings.extend(bundle.warnings.iter().map(ToString::to_string));
     tracing::info!(app.id = id, slug, created, "app applied");
     Ok(Applied { mode: if created { "created" } else { "updated" }, app, warnings })
+}
+
+/// Adopts the live app `previous` for the new id `slug` (its row, data and settings carry over):
+/// an install only adopts an app installed from the same source; a local apply adopts any.
+async fn adopt(
+    apps: &Apps,
+    slug: &str,
+    previous: &str,
+    source: Option<&str>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<AppRow>> {
+    let Some(prev) = db::apps::by_slug(&apps.read, previous).await? else {
+        warnings.push(format!("mobius.json › previous_id: no app {previous:?} is installed; nothing adopted"));
+        return Ok(None);
+    };
+    if prev.deleted_at.is_some() || prev.bundle_sha.is_none() {
+        warnings.push(format!("mobius.json › previous_id: the app {previous:?} is deleted; nothing adopted"));
+        return Ok(None);
+    }
+    if let Some(source) = source
+        && prev.source_url.as_deref() != Some(source)
+    {
+        warnings.push(format!(
+            "mobius.json › previous_id: the app {previous:?} was installed from elsewhere; nothing adopted"
+        ));
+        return Ok(None);
+    }
+    let id = prev.id;
+    let new_slug = slug.to_owned();
+    apps.writer.call(|ack| WriteCommand::AppAdopt { id, slug: new_slug, ack }).await?;
+    warnings.push(format!(
+        "mobius.json › previous_id: this app continues {previous:?} (app {id}): its data and settings carry over; \
+         the folder apps/{previous}/ is no longer used"
+    ));
+    tracing::info!(app.id = id, from = previous, to = slug, "app adopted under a new id");
+    db::apps::get(&apps.read, id).await
 }
 
 /// Applies with the app's lock held (concurrent applies of one app run one after the other).
@@ -417,10 +483,37 @@ pub async fn update(apps: &Apps, app: &AppRow) -> Result<Updated> {
         (git::Update::UpToDate, _) => Ok(Updated { mode: "up_to_date", conflict_paths: Vec::new(), app: app.clone() }),
         (git::Update::Conflict(paths), _) => Ok(Updated { mode: "conflict", conflict_paths: paths, app: app.clone() }),
         (git::Update::Applied(_), release) => {
-            let applied = apply_locked(apps, &app.slug, None, Some((url, release)), Snapshot::Worktree).await?;
+            let slug = renamed_slug(apps, app).await?.unwrap_or_else(|| app.slug.clone());
+            let _new_lock = if slug == app.slug { None } else { Some(apps.locks.lock(&slug).await) };
+            let applied = apply_locked(apps, &slug, None, Some((url, release)), Snapshot::Worktree).await?;
             Ok(Updated { mode: "updated", conflict_paths: Vec::new(), app: applied.app })
         }
     }
+}
+
+/// When a new release renames the app (its `id` changed and `previous_id` names the old one),
+/// moves the folder to the new id and answers it; the apply then adopts the old row.
+async fn renamed_slug(apps: &Apps, app: &AppRow) -> Result<Option<String>> {
+    let dir = apps.source_dir(&app.slug)?;
+    let text = read_manifest(&dir).await?;
+    let value: Value = serde_json::from_str(&text).unwrap_or_default();
+    let (Some(id), Some(previous)) =
+        (value.get("id").and_then(Value::as_str), value.get("previous_id").and_then(Value::as_str))
+    else {
+        return Ok(None);
+    };
+    if id == app.slug || previous != app.slug || !manifest::valid_id(id) {
+        return Ok(None);
+    }
+    let target = apps.apps_dir().join(id);
+    if target.exists() || db::apps::by_slug(&apps.read, id).await?.is_some() {
+        return Err(Error::conflict(
+            "app_exists",
+            format!("The new release renames this app to {id:?}, which is already taken."),
+        ));
+    }
+    tokio::fs::rename(&dir, &target).await?;
+    Ok(Some(id.to_owned()))
 }
 
 /// Rolls the app back to an earlier version of `main` and re-applies it.

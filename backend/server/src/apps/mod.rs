@@ -3,20 +3,31 @@
 //! the sandboxed frame, the standalone host and icons.
 
 pub mod apply;
+pub mod assets;
+pub mod contract;
 pub mod git;
 pub mod icon;
 pub mod manifest;
+pub mod proxy;
 mod routes;
+pub mod secrets;
 mod serve;
 pub mod smart_http;
 pub mod ssrf;
 
 use serde::Serialize;
+use serde_json::{Map, Value};
 
 pub use routes::router;
-pub use serve::standalone_router;
+pub use serve::{request_origin, standalone_router};
+
+/// The public routes outside `/api`: the standalone host and static assets.
+pub fn public_router() -> axum::Router<AppState> {
+    standalone_router().merge(assets::router())
+}
 
 use crate::db::apps::AppRow;
+use crate::state::AppState;
 
 /// Deleted apps can be recovered this long.
 pub const RECOVERY_WINDOW_MS: i64 = 7 * 24 * 3600 * 1000;
@@ -41,6 +52,8 @@ pub struct AppOut {
     pub icon_url: String,
     pub standalone_url: String,
     pub chat_id: Option<String>,
+    /// What the manifest asks of the platform (`frame-init.capabilityContract`, see contract.rs).
+    pub capability_contract: Value,
     pub source_url: Option<String>,
     pub cross_app_access: String,
     pub share_with_apps: String,
@@ -48,6 +61,13 @@ pub struct AppOut {
     pub last_opened_at: Option<i64>,
     /// A build the owner has not opened yet.
     pub has_unseen_update: bool,
+    /// The manifest's `embeds_agent`: the app may embed the agent chat.
+    pub embeds_agent: bool,
+    /// The manifest's `offline` object as written (`reads`, `writes`, `execution`, `precache`).
+    pub offline: Option<Value>,
+    /// Same-origin URLs the service worker keeps for this app's offline use: the module, the
+    /// icon and each `offline.precache` path that names a static asset.
+    pub offline_precache: Vec<String>,
     pub created_at: i64,
     pub updated_at: i64,
     pub deleted_at: Option<i64>,
@@ -56,7 +76,16 @@ pub struct AppOut {
 impl From<AppRow> for AppOut {
     fn from(a: AppRow) -> Self {
         let v = a.bundle_sha.as_deref().map_or_else(|| a.updated_at.to_string(), |s| s[..16.min(s.len())].to_owned());
+        let manifest: Map<String, Value> = serde_json::from_str(&a.manifest).unwrap_or_default();
+        let offline = manifest.get("offline").filter(|o| o.is_object()).cloned();
+        let offline_precache = precache_urls(a.id, &v, &manifest);
+        let capability_contract =
+            contract::capability_contract(&manifest, a.offline_capable, &a.cross_app_access, &a.share_with_apps);
         Self {
+            capability_contract,
+            embeds_agent: manifest.get("embeds_agent").and_then(Value::as_bool).unwrap_or(false),
+            offline,
+            offline_precache,
             module_url: format!("/api/apps/{}/module?v={v}", a.id),
             frame_url: format!("/api/apps/{}/frame?v={v}", a.id),
             icon_url: format!("/api/apps/{}/icon?v={v}", a.id),
@@ -84,4 +113,26 @@ impl From<AppRow> for AppOut {
             deleted_at: a.deleted_at,
         }
     }
+}
+
+/// The URLs behind `offline.precache`: the app's module and icon always (an offline-capable
+/// app cannot start without them), then each precache path that is a static asset's
+/// destination (also under `static/`, where the original installs them).
+fn precache_urls(id: i64, v: &str, manifest: &Map<String, Value>) -> Vec<String> {
+    let Some(paths) = manifest.get("offline").and_then(|o| o.get("precache")).and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    let destinations: Vec<String> = match manifest.get("static_assets") {
+        Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        Some(Value::Object(map)) => map.keys().cloned().collect(),
+        _ => Vec::new(),
+    };
+    let mut urls = vec![format!("/api/apps/{id}/module?v={v}"), format!("/api/apps/{id}/icon?v={v}")];
+    for path in paths.iter().filter_map(Value::as_str) {
+        let asset = path.strip_prefix("static/").filter(|p| destinations.iter().any(|d| d == p)).unwrap_or(path);
+        if destinations.iter().any(|d| d == asset) {
+            urls.push(format!("/app-assets/by-id/{id}/{asset}"));
+        }
+    }
+    urls
 }

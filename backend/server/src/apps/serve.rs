@@ -81,7 +81,7 @@ pub async fn module(
 }
 
 /// The origin the browser used (scheme from the configured public origin, host from the request).
-fn request_origin(state: &AppState, headers: &HeaderMap) -> String {
+pub fn request_origin(state: &AppState, headers: &HeaderMap) -> String {
     let scheme = if state.config.public_origin.is_https() { "https" } else { "http" };
     match headers.get(header::HOST).and_then(|h| h.to_str().ok()) {
         Some(host) if host.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b)) => {
@@ -95,7 +95,6 @@ fn request_origin(state: &AppState, headers: &HeaderMap) -> String {
 #[template(path = "app_frame.html")]
 struct FrameTemplate {
     name: String,
-    background: String,
     origin: String,
     config_json: String,
     /// `app-frame.js`, inlined so the frame needs no second request (the sandboxed frame
@@ -131,7 +130,6 @@ pub async fn frame(State(state): State<AppState>, Path(id): Path<i64>, headers: 
         let config = json!({ "appId": app.id, "slug": app.slug, "name": app.name, "chatId": app.chat_id, "v": &sha[..16.min(sha.len())], "origin": origin });
         let page = FrameTemplate {
             name: app.name.clone(),
-            background: app.background_color.clone().unwrap_or_else(|| "transparent".into()),
             origin: origin.clone(),
             config_json: embeddable_json(&config),
             bootstrap: frame_bootstrap(&state).await,

@@ -67,6 +67,12 @@ impl FetchPolicy {
         Self { allow_http: true, allow_loopback: true, ..Self::public() }
     }
 
+    /// The app proxy's rules: http or https, public addresses only. `loopback` admits
+    /// `127.0.0.1`/`::1` too; only a test configuration sets it (see `Config::proxy_allow_loopback`).
+    pub fn proxy(loopback: bool) -> Self {
+        Self { allow_http: true, allow_loopback: loopback, ..Self::public() }
+    }
+
     fn allows_ip(&self, ip: IpAddr) -> bool {
         ssrf::is_public(ip) || (self.allow_loopback && ip.to_canonical().is_loopback())
     }
@@ -161,9 +167,45 @@ impl FailureSlot {
 
 /// Resolves host names and refuses the lot when any address is not allowed, at the moment of
 /// connecting (no second lookup happens after this one).
-struct CheckedResolver {
+pub struct CheckedResolver {
     policy: FetchPolicy,
-    failure: FailureSlot,
+    /// Where a fetch session records why it failed; a shared client (the app proxy) has none
+    /// and finds the [`Refusal`] in the error's source chain instead.
+    failure: Option<FailureSlot>,
+}
+
+/// Why the resolver refused a host, carried as the source of a connection error.
+#[derive(Debug, Clone)]
+pub enum Refusal {
+    /// The name does not resolve.
+    Unresolvable(String),
+    /// It resolves to an address the policy does not allow.
+    NotAllowed(String),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Unresolvable(host) => write!(f, "{host} does not resolve"),
+            Refusal::NotAllowed(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+impl Refusal {
+    /// The refusal behind a failed request, if the resolver caused it.
+    pub fn of<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a Refusal> {
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+        while let Some(e) = source {
+            if let Some(refusal) = e.downcast_ref::<Refusal>() {
+                return Some(refusal);
+            }
+            source = e.source();
+        }
+        None
+    }
 }
 
 impl Resolve for CheckedResolver {
@@ -175,16 +217,45 @@ impl Resolve for CheckedResolver {
                 Ok(addrs) => addrs.collect(),
                 Err(_) => Vec::new(),
             };
-            if addrs.is_empty() {
-                let f = failure.record(Failure::Unreachable(format!("{host} does not resolve")));
-                return Err(f.to_string().into());
+            let refusal = if addrs.is_empty() {
+                Refusal::Unresolvable(host)
+            } else if let Some(bad) = addrs.iter().find(|a| !policy.allows_ip(a.ip())) {
+                Refusal::NotAllowed(format!("it points at a private or local address ({})", bad.ip()))
+            } else {
+                return Ok(Box::new(addrs.into_iter()) as Addrs);
+            };
+            if let Some(failure) = failure {
+                let f = match &refusal {
+                    Refusal::Unresolvable(_) => Failure::Unreachable(refusal.to_string()),
+                    Refusal::NotAllowed(why) => Failure::NotAllowed(why.clone()),
+                };
+                let text: Box<dyn std::error::Error + Send + Sync> = failure.record(f).to_string().into();
+                return Err(text);
             }
-            if let Some(bad) = addrs.iter().find(|a| !policy.allows_ip(a.ip())) {
-                let why = format!("it points at a private or local address ({})", bad.ip());
-                return Err(failure.record(Failure::NotAllowed(why)).to_string().into());
-            }
-            Ok(Box::new(addrs.into_iter()) as Addrs)
+            let refusal: Box<dyn std::error::Error + Send + Sync> = Box::new(refusal);
+            Err(refusal)
         })
+    }
+}
+
+/// A resolver for a long-lived client under `policy`: every connection's addresses are
+/// checked as they are resolved; a refusal is a [`Refusal`] in the request error's chain.
+pub fn checked_resolver(policy: &FetchPolicy) -> Arc<CheckedResolver> {
+    Arc::new(CheckedResolver { policy: policy.clone(), failure: None })
+}
+
+impl FetchPolicy {
+    /// The early check of a URL (scheme, credentials, address literals) as a [`Refusal`].
+    pub fn refuse_url(&self, url: &Url) -> Option<String> {
+        self.check_url(url).err().map(|f| match f {
+            Failure::NotAllowed(why) => why,
+            other => other.to_string(),
+        })
+    }
+
+    /// Whether literal address `ip` may be connected to.
+    pub fn admits(&self, ip: IpAddr) -> bool {
+        self.allows_ip(ip)
     }
 }
 
@@ -229,7 +300,7 @@ impl Shared {
             .no_proxy()
             .referer(false)
             .redirect(redirect_policy(policy.clone(), failure.clone()))
-            .dns_resolver(Arc::new(CheckedResolver { policy: policy.clone(), failure: failure.clone() }))
+            .dns_resolver(Arc::new(CheckedResolver { policy: policy.clone(), failure: Some(failure.clone()) }))
             .build()
             .map_err(|e| Error::Internal(format!("git http client: {e}")))?;
         Ok(Self {

@@ -15,6 +15,8 @@ use crate::state::AppState;
 pub async fn reject_cross_site(State(state): State<AppState>, request: Request, next: Next) -> Response {
     if is_safe(request.method())
         || is_same_site(request.headers(), state.config.public_origin.as_str())
+        // The nested chat frame trades its one-use grant here; the grant is the credential.
+        || request.uri().path().ends_with("/app-chat-embeds/session")
         || is_sandboxed_app(request.headers(), &state)
     {
         next.run(request).await
@@ -31,7 +33,10 @@ fn is_sandboxed_app(headers: &HeaderMap, state: &AppState) -> bool {
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")));
-    null_origin && token.is_some_and(|t| state.keys.verify(t).is_ok_and(|c| c.scope == super::Scope::App))
+    null_origin
+        && token.is_some_and(|t| {
+            state.keys.verify(t).is_ok_and(|c| matches!(c.scope, super::Scope::App | super::Scope::ChatEmbed))
+        })
 }
 
 fn is_safe(method: &Method) -> bool {

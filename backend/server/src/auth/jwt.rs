@@ -22,6 +22,9 @@ pub enum Scope {
     App,
     /// An agent run's token: owner powers, valid only while its run is running.
     Agent,
+    /// An embedded chat's session (the nested chat frame of an app): one chat, a few
+    /// operations, 15 minutes, bound to its embed instance and a live grant row.
+    ChatEmbed,
 }
 
 /// The claims every token carries.
@@ -44,6 +47,16 @@ pub struct Claims {
     pub chat_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// Chat-embed sessions: the embed instance the session is bound to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embed_instance: Option<String>,
+    /// Chat-embed sessions: the grant row (its id) that became this session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embed_session: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embed_role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embed_ops: Option<Vec<String>>,
 }
 
 impl Claims {
@@ -60,6 +73,10 @@ impl Claims {
             app_nonce: None,
             chat_id: None,
             run_id: None,
+            embed_instance: None,
+            embed_session: None,
+            embed_role: None,
+            embed_ops: None,
         }
     }
 }
@@ -70,6 +87,8 @@ pub struct Keys {
     encoding: EncodingKey,
     decoding: DecodingKey,
     validation: Validation,
+    /// Seals app secrets at rest (derived from the same server secret, for another purpose).
+    sealing: [u8; 32],
 }
 
 impl std::fmt::Debug for Keys {
@@ -96,7 +115,47 @@ impl Keys {
         let mut validation = Validation::new(Algorithm::HS256);
         validation.leeway = 5;
         validation.set_required_spec_claims(&["exp", "sub"]);
-        Self { encoding: EncodingKey::from_secret(secret), decoding: DecodingKey::from_secret(secret), validation }
+        use sha2::{Digest, Sha256};
+        let sealing = Sha256::new().chain_update(b"mobius app secrets v1\0").chain_update(secret).finalize().into();
+        Self {
+            encoding: EncodingKey::from_secret(secret),
+            decoding: DecodingKey::from_secret(secret),
+            validation,
+            sealing,
+        }
+    }
+
+    /// Encrypts `value` for `context` (a random nonce, then ChaCha20-Poly1305 ciphertext and tag).
+    pub fn seal(&self, context: &str, value: &[u8]) -> Result<Vec<u8>> {
+        use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+        let key = LessSafeKey::new(
+            UnboundKey::new(&CHACHA20_POLY1305, &self.sealing).map_err(|_| Error::Internal("sealing key".into()))?,
+        );
+        let mut nonce = [0u8; NONCE_LEN];
+        rand::rngs::OsRng.fill_bytes(&mut nonce);
+        let mut sealed = value.to_vec();
+        key.seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(context.as_bytes()), &mut sealed)
+            .map_err(|_| Error::Internal("sealing failed".into()))?;
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&sealed);
+        Ok(out)
+    }
+
+    /// Decrypts what [`Keys::seal`] made for the same `context`.
+    pub fn open(&self, context: &str, sealed: &[u8]) -> Result<Vec<u8>> {
+        use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+        let key = LessSafeKey::new(
+            UnboundKey::new(&CHACHA20_POLY1305, &self.sealing).map_err(|_| Error::Internal("sealing key".into()))?,
+        );
+        let unreadable = || Error::Internal("a sealed value could not be opened (wrong key or damaged)".into());
+        if sealed.len() < NONCE_LEN {
+            return Err(unreadable());
+        }
+        let (nonce, body) = sealed.split_at(NONCE_LEN);
+        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| unreadable())?;
+        let mut body = body.to_vec();
+        let plain = key.open_in_place(nonce, Aad::from(context.as_bytes()), &mut body).map_err(|_| unreadable())?;
+        Ok(plain.to_vec())
     }
 
     /// Signs `claims`.

@@ -41,7 +41,9 @@ pub async fn verify_owner_token(state: &AppState, token: &str) -> Result<Claims>
     let claims = state.keys.verify(token)?;
     match claims.scope {
         Scope::Owner | Scope::Agent => {}
-        Scope::App => return Err(Error::forbidden("wrong_scope", "App tokens cannot use this route.")),
+        Scope::App | Scope::ChatEmbed => {
+            return Err(Error::forbidden("wrong_scope", "Only an owner token can use this route."));
+        }
     }
     let Some((username, epoch)) = state.owner.get() else {
         return Err(Error::unauthorized("invalid_token", "No owner account exists."));
@@ -78,7 +80,7 @@ pub fn issue_app_token(state: &AppState, app: &crate::db::apps::AppRow) -> Resul
 #[derive(Debug, Clone)]
 pub enum Principal {
     /// The owner (or an agent run on the owner's behalf).
-    Owner(Claims),
+    Owner(Box<Claims>),
     /// A mini-app, with its live registry row (permissions are read fresh on every request).
     App(std::sync::Arc<crate::db::apps::AppRow>),
 }
@@ -96,8 +98,12 @@ impl Principal {
 /// Verifies any token: owner-derived, or an app token whose app is live with the same nonce.
 pub async fn verify_principal(state: &AppState, token: &str) -> Result<Principal> {
     let claims = state.keys.verify(token)?;
-    if claims.scope != Scope::App {
-        return verify_owner_token(state, token).await.map(Principal::Owner);
+    match claims.scope {
+        Scope::App => {}
+        Scope::ChatEmbed => return Err(Error::forbidden("wrong_scope", "An embedded chat cannot use this route.")),
+        Scope::Owner | Scope::Agent => {
+            return verify_owner_token(state, token).await.map(|c| Principal::Owner(Box::new(c)));
+        }
     }
     let Some((username, epoch)) = state.owner.get() else {
         return Err(Error::unauthorized("invalid_token", "No owner account exists."));

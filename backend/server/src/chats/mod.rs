@@ -1,6 +1,8 @@
 //! Chats: CRUD, send / queue / answer / stop, the chat detail with its live message, and
 //! the per-chat SSE stream. Every write goes through the writer; turns run in `agent`.
 
+pub mod access;
+pub mod apps;
 mod routes;
 pub(crate) mod stream;
 

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
+use super::access::{ChatCaller, Op};
 use super::{DEFAULT_PAGE, MAX_MESSAGE_CHARS, MAX_PAGE, RECOVERY_WINDOW_MS};
 use crate::agent::turn::{self, TurnStart};
 use crate::api::{ApiJson, MAX_LARGE_BODY_BYTES};
@@ -28,6 +29,8 @@ const MAX_IMPORTED_MESSAGES: usize = 20_000;
 const MAX_ANSWERS_BYTES: usize = 64 * 1024;
 /// Longest accepted time-zone name.
 const MAX_TIMEZONE_BYTES: usize = 64;
+/// Largest agent-only context a message may carry (an embedding app's `<app_state>`).
+const MAX_AGENT_CONTEXT_BYTES: usize = 16 * 1024;
 /// Longest accepted model id.
 const MAX_MODEL_BYTES: usize = 128;
 /// Runs listed by `GET /chats/{id}/runs`.
@@ -113,7 +116,7 @@ async fn create(State(state): State<AppState>, _owner: Owner, ApiJson(body): Api
         .map(|(idx, m)| Message::import(m, now, idx))
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(|e| Error::bad_request("invalid_message", e.0))?;
-    let chat = NewChat { id: id.clone(), title: body.title, messages };
+    let chat = NewChat { id: id.clone(), title: body.title, messages, app: None };
     let created = state.writer.call(|ack| WriteCommand::CreateChat { chat, ack }).await?;
     let summary = db::chats::list(&state.db.read).await?.into_iter().find(|c| c.id == id.as_str());
     let status = if created == ChatCreated::Created { StatusCode::CREATED } else { StatusCode::OK };
@@ -128,11 +131,12 @@ struct PageQuery {
 
 async fn detail(
     State(state): State<AppState>,
-    _owner: Owner,
+    who: ChatCaller,
     Path(id): Path<String>,
     Query(q): Query<PageQuery>,
 ) -> Result<Response> {
     let id = checked_id(&id)?;
+    who.allow(&state, &id, Op::Read).await?;
     let limit = q.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
     // Any commit may change a page (new events move `seq`), so pages are cached per writer
     // version: repeated reads between two commits cost a lookup.
@@ -213,11 +217,15 @@ fn double_option<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<
 
 async fn update(
     State(state): State<AppState>,
-    _owner: Owner,
+    who: ChatCaller,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<PatchIn>,
 ) -> Result<Json<Value>> {
     let id = checked_id(&id)?;
+    who.allow(&state, &id, Op::Settings).await?;
+    if !who.is_owner() && (body.title.is_some() || body.pinned.is_some() || body.approval_policy.is_some()) {
+        return Err(Error::forbidden("forbidden", "An app or embedded chat may change only the model and provider."));
+    }
     let mut patch = ChatPatch::default();
     if let Some(title) = body.title {
         let title = title.trim();
@@ -251,7 +259,15 @@ async fn update(
         if model.as_ref().is_some_and(|m| m.len() > MAX_MODEL_BYTES || m.chars().any(char::is_whitespace)) {
             return Err(Error::bad_request("invalid_model", "Model ids are short and have no spaces."));
         }
-        patch.settings.agent_settings = Some(model.map(|m| json!({ "model": m }).to_string()));
+        // Other agent settings (an app chat's system prompt) stay as they are.
+        let current = db::chats::get(&state.db.read, &id).await?.and_then(|c| c.agent_settings);
+        let mut settings: Map<String, Value> =
+            current.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
+        match model {
+            Some(m) => settings.insert("model".into(), m.into()),
+            None => settings.remove("model"),
+        };
+        patch.settings.agent_settings = Some((!settings.is_empty()).then(|| Value::Object(settings).to_string()));
     }
     state.writer.call(|ack| WriteCommand::UpdateChat { chat_id: id, patch, ack }).await?;
     Ok(Json(json!({ "ok": true })))
@@ -313,6 +329,8 @@ struct SendIn {
     question_id: Option<String>,
     timezone: Option<String>,
     attachments: Option<Value>,
+    /// Text for the agent only (an embedding app's `<app_state>` block), not shown as the message.
+    agent_context: Option<String>,
     /// While a turn runs: add this message to it instead of queueing (when the CLI can).
     #[serde(default)]
     steer: bool,
@@ -333,11 +351,12 @@ fn accepted(result: SendResult) -> Response {
 
 async fn send(
     State(state): State<AppState>,
-    _owner: Owner,
+    who: ChatCaller,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<SendIn>,
 ) -> Result<Response> {
     let id = checked_id(&id)?;
+    who.allow(&state, &id, Op::Send).await?;
     if let Some(answers) = body.answers {
         let question_id = body
             .question_id
@@ -355,6 +374,15 @@ async fn send(
             format!("Messages are at most {MAX_MESSAGE_CHARS} characters."),
         ));
     }
+    let agent_context = match body.agent_context.filter(|c| !c.trim().is_empty()) {
+        Some(context) if context.len() > MAX_AGENT_CONTEXT_BYTES => {
+            return Err(Error::too_large(
+                "agent_context_too_large",
+                format!("agent_context is at most {} KiB.", MAX_AGENT_CONTEXT_BYTES >> 10),
+            ));
+        }
+        context => context,
+    };
     let message = UserInput {
         cid: checked_cid(body.cid)?,
         content,
@@ -364,6 +392,7 @@ async fn send(
             Some(Value::Array(items)) => Some(items),
             _ => None,
         },
+        agent_context,
     };
     let _lock = state.chat_locks.lock(&id).await;
     if body.steer
@@ -452,13 +481,7 @@ async fn answer(state: &AppState, chat_id: &ChatId, question_id: QuestionId, ans
             ack,
         })
         .await?;
-    let message = UserInput {
-        cid: Cid::from(format!("answer-{question_id}")),
-        content: text,
-        hidden: true,
-        timezone: None,
-        attachments: None,
-    };
+    let message = UserInput { hidden: true, ..UserInput::text(Cid::from(format!("answer-{question_id}")), text) };
     Ok(send_response(match start_or_queue(state, chat_id, message, None).await? {
         SendResult::Started { run_id, messages, .. } => {
             SendResult::Started { run_id, messages, answer_turn: Some(AnswerTurn::New) }
@@ -474,11 +497,12 @@ struct EditIn {
 
 async fn edit_pending(
     State(state): State<AppState>,
-    _owner: Owner,
+    who: ChatCaller,
     Path((id, cid)): Path<(String, String)>,
     ApiJson(body): ApiJson<EditIn>,
 ) -> Result<Json<Value>> {
     let id = checked_id(&id)?;
+    who.allow(&state, &id, Op::Send).await?;
     if body.content.trim().is_empty() || body.content.chars().count() > MAX_MESSAGE_CHARS {
         return Err(Error::bad_request("empty_message", "A queued message needs text (and not too much)."));
     }
@@ -490,10 +514,11 @@ async fn edit_pending(
 
 async fn remove_pending(
     State(state): State<AppState>,
-    _owner: Owner,
+    who: ChatCaller,
     Path((id, cid)): Path<(String, String)>,
 ) -> Result<Json<Value>> {
     let id = checked_id(&id)?;
+    who.allow(&state, &id, Op::Send).await?;
     let cid = Cid::from(cid);
     let (removed, pending) = state.writer.call(|ack| WriteCommand::CancelPending { chat_id: id, cid, ack }).await?;
     Ok(Json(json!({ "removed": removed, "pending_messages": pending })))
@@ -506,20 +531,22 @@ struct StopIn {
 
 async fn stop(
     State(state): State<AppState>,
-    _owner: Owner,
+    who: ChatCaller,
     ApiJson(body): ApiJson<StopIn>,
 ) -> Result<Json<StopResult>> {
     let id = checked_id(&body.chat_id)?;
+    who.allow(&state, &id, Op::Stop).await?;
     let _lock = state.chat_locks.lock(&id).await;
     Ok(Json(stop_turn(&state, &id).await?))
 }
 
 async fn tool_output(
     State(state): State<AppState>,
-    _owner: Owner,
+    who: ChatCaller,
     Path((id, tool_use_id)): Path<(String, String)>,
 ) -> Result<Response> {
     let id = checked_id(&id)?;
+    who.allow(&state, &id, Op::Read).await?;
     let text = db::messages::tool_output(&state.db.read, &id, &tool_use_id)
         .await?
         .ok_or_else(|| Error::not_found("output_not_found", "No stored output for this tool call."))?;
@@ -533,9 +560,10 @@ async fn tool_output(
 
 async fn runs(
     State(state): State<AppState>,
-    _owner: Owner,
+    who: ChatCaller,
     Path(id): Path<String>,
 ) -> Result<Json<Vec<db::runs::RunRow>>> {
     let id = checked_id(&id)?;
+    who.allow(&state, &id, Op::Read).await?;
     Ok(Json(db::runs::runs(&state.db.read, &id, RUNS_LISTED).await?))
 }

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
-use crate::auth::Owner;
+use super::access::{ChatCaller, Op};
 use crate::db::{self, now_ms};
 use crate::error::{Domain, Result};
 use crate::protocol::{ChatId, StreamControl};
@@ -38,12 +38,13 @@ pub(crate) fn sse(rx: mpsc::Receiver<std::result::Result<Event, Infallible>>) ->
 /// then streams live events.
 pub async fn chat_stream(
     State(state): State<AppState>,
-    _owner: Owner,
+    who: ChatCaller,
     Path(id): Path<String>,
     Query(query): Query<StreamQuery>,
     headers: HeaderMap,
 ) -> Result<EventStream> {
     let id = ChatId::parse(&id).ok_or(Domain::ChatNotFound)?;
+    who.allow(&state, &id, Op::Stream).await?;
     let after = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())

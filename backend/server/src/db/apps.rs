@@ -179,6 +179,17 @@ pub async fn record_apply(conn: &mut SqliteConnection, id: i64, a: &Applied, now
     Ok(())
 }
 
+/// Changes an app's slug; false if the app does not exist.
+pub async fn set_slug(conn: &mut SqliteConnection, id: i64, slug: &str) -> Result<bool> {
+    let done = sqlx::query("UPDATE apps SET slug = ?, updated_at = max(updated_at + 1, ?) WHERE id = ?")
+        .bind(slug)
+        .bind(crate::db::now_ms())
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// Removes a reserved app that never got a bundle.
 pub async fn forget_unbuilt(conn: &mut SqliteConnection, id: i64) -> Result<()> {
     sqlx::query("DELETE FROM apps WHERE id = ? AND bundle_sha IS NULL").bind(id).execute(conn).await?;
@@ -231,4 +242,60 @@ pub async fn purge_deleted(conn: &mut SqliteConnection, cutoff: i64) -> Result<V
         .bind(cutoff)
         .fetch_all(conn)
         .await?)
+}
+
+/// The sealed value of app `app_id`'s secret `name`.
+pub async fn secret(pool: &SqlitePool, app_id: i64, name: &str) -> Result<Option<Vec<u8>>> {
+    Ok(sqlx::query_scalar("SELECT sealed FROM app_secrets WHERE app_id = ? AND name = ?")
+        .bind(app_id)
+        .bind(name)
+        .fetch_optional(pool)
+        .await?)
+}
+
+/// Stores a sealed secret unless that would make more than `max` for the app; false if it would.
+pub async fn put_secret(
+    conn: &mut SqliteConnection,
+    app_id: i64,
+    name: &str,
+    sealed: &[u8],
+    max: i64,
+    now: i64,
+) -> Result<bool> {
+    let exists: Option<i64> = sqlx::query_scalar("SELECT 1 FROM app_secrets WHERE app_id = ? AND name = ?")
+        .bind(app_id)
+        .bind(name)
+        .fetch_optional(&mut *conn)
+        .await?;
+    if exists.is_none() {
+        let count: i64 = sqlx::query_scalar("SELECT count(*) FROM app_secrets WHERE app_id = ?")
+            .bind(app_id)
+            .fetch_one(&mut *conn)
+            .await?;
+        if count >= max {
+            return Ok(false);
+        }
+    }
+    sqlx::query(
+        "INSERT INTO app_secrets (app_id, name, sealed, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (app_id, name) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at",
+    )
+    .bind(app_id)
+    .bind(name)
+    .bind(sealed)
+    .bind(now)
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(true)
+}
+
+/// Removes a secret; false if there was none.
+pub async fn delete_secret(conn: &mut SqliteConnection, app_id: i64, name: &str) -> Result<bool> {
+    let done = sqlx::query("DELETE FROM app_secrets WHERE app_id = ? AND name = ?")
+        .bind(app_id)
+        .bind(name)
+        .execute(conn)
+        .await?;
+    Ok(done.rows_affected() == 1)
 }

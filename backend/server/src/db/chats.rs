@@ -75,7 +75,7 @@ pub async fn list(pool: &SqlitePool) -> Result<Vec<ChatSummary>> {
                 c.pending_question_id,
                 (SELECT count(*) FROM chat_pending p WHERE p.chat_id = c.id) AS queued
          FROM chats c
-         WHERE c.deleted_at IS NULL
+         WHERE c.deleted_at IS NULL AND (c.app_id IS NULL OR c.owner_visible = 1)
          ORDER BY c.pinned_at IS NULL, c.pinned_at, c.activity_at DESC, c.id",
     )
     .fetch_all(pool)

@@ -5,6 +5,7 @@
 
 pub mod apps;
 pub mod chats;
+pub mod embeds;
 pub mod journal;
 pub mod messages;
 pub mod owner;

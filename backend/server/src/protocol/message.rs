@@ -42,6 +42,9 @@ pub struct Message {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(type = "unknown[]"))]
     pub attachments: Option<Vec<Value>>,
+    /// Text for the agent only, not shown as the message (an embedding app's `<app_state>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_context: Option<String>,
     /// Only on the chat detail: the running turn's assistant message, still being written.
     #[serde(default, skip_serializing_if = "is_false")]
     pub live: bool,
@@ -251,7 +254,17 @@ impl Message {
             run_id: None,
             timezone: None,
             attachments: None,
+            agent_context: None,
             live: false,
+        }
+    }
+
+    /// What the agent reads of a user message: its text, plus the context an embedding app
+    /// attached to it (kept out of the visible text).
+    pub fn agent_text(&self) -> String {
+        match self.agent_context.as_deref().filter(|c| !c.is_empty()) {
+            Some(context) => format!("{}\n\n{context}", self.content),
+            None => self.content.clone(),
         }
     }
 
@@ -306,6 +319,7 @@ impl Message {
             run_id: text("run_id").map(RunId::from),
             timezone: text("timezone"),
             attachments: message.get("attachments").and_then(Value::as_array).cloned(),
+            agent_context: text("agent_context"),
             live: false,
         })
     }
@@ -329,12 +343,14 @@ pub struct UserInput {
     pub hidden: bool,
     pub timezone: Option<String>,
     pub attachments: Option<Vec<Value>>,
+    /// Text for the agent only (an embedding app's `<app_state>`).
+    pub agent_context: Option<String>,
 }
 
 impl UserInput {
     /// Plain words from the owner.
     pub fn text(cid: Cid, content: String) -> Self {
-        Self { cid, content, hidden: false, timezone: None, attachments: None }
+        Self { cid, content, hidden: false, timezone: None, attachments: None, agent_context: None }
     }
 
     /// The stored message, sent at `ts`.
@@ -349,6 +365,7 @@ impl UserInput {
             run_id: None,
             timezone: self.timezone.clone(),
             attachments: self.attachments.clone(),
+            agent_context: self.agent_context.clone(),
             live: false,
         }
     }

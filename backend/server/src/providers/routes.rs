@@ -42,7 +42,7 @@ async fn list(State(state): State<AppState>, _owner: Owner) -> Json<Value> {
     Json(Value::Array(rows))
 }
 
-async fn status(State(state): State<AppState>, _owner: Owner) -> Result<Json<Value>> {
+async fn status(State(state): State<AppState>, _who: crate::chats::access::ChatCaller) -> Result<Json<Value>> {
     let mut providers = serde_json::Map::new();
     for k in ProviderKind::ALL {
         providers.insert(k.id().into(), serde_json::to_value(state.providers.status(k)).unwrap_or(Value::Null));
@@ -105,7 +105,7 @@ async fn codex_status(State(state): State<AppState>, _owner: Owner) -> Json<Valu
     Json(json!({ "status": login.status, "error": login.error }))
 }
 
-async fn models(_owner: Owner) -> Json<Value> {
+async fn models(_who: crate::chats::access::ChatCaller) -> Json<Value> {
     Json(json!({ "providers": {
         "claude": [
             { "id": null, "label": "Default" },

@@ -19,6 +19,7 @@ mod tree;
 
 use std::path::{Path, PathBuf};
 
+pub use disk::guess_type;
 pub use files::remove_app_data;
 pub use routes::router;
 pub use seeds::write_seeds;

@@ -141,7 +141,19 @@ struct SignalIn {
     /// The app that sent it, when the owner's shell forwards it.
     #[serde(default)]
     app_id: Option<i64>,
+    /// The event's own id (the runtime's queue retries with the same one).
+    #[serde(default)]
+    id: Option<String>,
+    /// When the app signalled (events wait in a queue while offline), as the client said.
+    #[serde(default)]
+    occurred_at: Option<String>,
+    /// The app installation that sent it (the app token's nonce).
+    #[serde(default)]
+    app_instance_id: Option<String>,
 }
+
+/// Longest event id, timestamp and instance id a signal may carry.
+const MAX_SIGNAL_TAG_CHARS: usize = 100;
 
 #[derive(Deserialize)]
 #[serde(untagged)]
@@ -150,7 +162,8 @@ enum SignalsIn {
     One(SignalIn),
 }
 
-/// `POST /api/client-signal {name, payload?, app_id?}` or `{signals: [{…}, …]}` → 202
+/// `POST /api/client-signal {name, payload?, app_id?, id?, occurred_at?, app_instance_id?}` or
+/// `{signals: [{…}, …]}` → 202
 /// `{accepted}`. Signals are logged at debug level (`MOBIUS_LOG=mobius::client=debug`).
 async fn client_signal(
     State(_state): State<AppState>,
@@ -178,16 +191,34 @@ async fn client_signal(
             ));
         }
         let app_id = reporting_app(&principal, signal.app_id)?.unwrap_or(0);
+        for tag in [&signal.id, &signal.occurred_at, &signal.app_instance_id].into_iter().flatten() {
+            if tag.is_empty() || tag.chars().count() > MAX_SIGNAL_TAG_CHARS || tag.chars().any(char::is_control) {
+                return Err(Error::bad_request(
+                    "invalid_signal",
+                    format!(
+                        "A signal's id, occurred_at and app_instance_id are 1 to {MAX_SIGNAL_TAG_CHARS} printable characters."
+                    ),
+                ));
+            }
+        }
         if signal.payload.to_string().len() > MAX_SIGNAL_PAYLOAD_BYTES {
             return Err(Error::too_large(
                 "signal_too_large",
                 format!("A signal's payload can be at most {MAX_SIGNAL_PAYLOAD_BYTES} bytes of JSON."),
             ));
         }
-        checked.push((app_id, name, &signal.payload));
+        checked.push((app_id, name, signal));
     }
-    for (app_id, name, payload) in checked {
-        tracing::debug!(target: "mobius::client", app_id, name = %clip(name, MAX_LABEL_CHARS), %payload, "signal");
+    for (app_id, name, signal) in checked {
+        tracing::debug!(
+            target: "mobius::client",
+            app_id,
+            name = %clip(name, MAX_LABEL_CHARS),
+            payload = %signal.payload,
+            id = signal.id.as_deref().unwrap_or(""),
+            occurred_at = signal.occurred_at.as_deref().unwrap_or(""),
+            "signal"
+        );
     }
     Ok((StatusCode::ACCEPTED, Json(json!({ "accepted": signals.len() }))))
 }

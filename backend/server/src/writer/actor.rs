@@ -185,6 +185,12 @@ impl Actor {
                 | WriteCommand::AppForgetUnbuilt { .. }
                 | WriteCommand::AppPatch { .. }
                 | WriteCommand::AppPurge { .. }
+                | WriteCommand::AppAdopt { .. }
+                | WriteCommand::AppSecretPut { .. }
+                | WriteCommand::AppSecretDelete { .. }
+                | WriteCommand::EmbedGrantMint { .. }
+                | WriteCommand::EmbedGrantExchange { .. }
+                | WriteCommand::EmbedRevoke { .. }
         );
         let ok = self.apply(command, batch).await;
         batch.list_changed |= ok && affects_list;
@@ -332,6 +338,34 @@ impl Actor {
                 let result = super::apps::patch(&mut self.conn, batch, id, &patch).await;
                 finish(batch, ack, result)
             }
+            WriteCommand::AppSecretPut { app_id, name, sealed, max, ack } => {
+                let result = match db::apps::put_secret(&mut self.conn, app_id, &name, &sealed, max, now_ms()).await {
+                    Ok(true) => Ok(()),
+                    Ok(false) => Err(Domain::TooManySecrets(max).into()),
+                    Err(e) => Err(e),
+                };
+                finish(batch, ack, result)
+            }
+            WriteCommand::AppSecretDelete { app_id, name, ack } => {
+                let result = db::apps::delete_secret(&mut self.conn, app_id, &name).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::EmbedGrantMint { grant, ack } => {
+                let result = super::apps::mint_grant(&mut self.conn, &grant).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::EmbedGrantExchange { id, instance_id, session_expires_at, ack } => {
+                let result = super::apps::exchange_grant(&mut self.conn, &id, &instance_id, session_expires_at).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::EmbedRevoke { app_id, chat_id, instance_id, ack } => {
+                let result = db::embeds::revoke(&mut self.conn, app_id, &chat_id, &instance_id, now_ms()).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::AppAdopt { id, slug, ack } => {
+                let result = super::apps::adopt(&mut self.conn, batch, id, &slug).await;
+                finish(batch, ack, result)
+            }
             WriteCommand::AppPurge { cutoff, ack } => {
                 let result = db::apps::purge_deleted(&mut self.conn, cutoff).await;
                 finish(batch, ack, result)
@@ -443,6 +477,11 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         }
         WriteCommand::AppPatch { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppPurge { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::AppAdopt { ack, .. } | WriteCommand::AppSecretPut { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::AppSecretDelete { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::EmbedGrantMint { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::EmbedGrantExchange { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::EmbedRevoke { ack, .. } => batch.complete(ack, err()),
         WriteCommand::Emit { ack: None, .. }
         | WriteCommand::SnapshotLive(_)
         | WriteCommand::Shutdown(_)

@@ -56,6 +56,23 @@ pub(super) async fn create(conn: &mut SqliteConnection, batch: &mut Batch, chat:
     if last_ts > 0 {
         db::chats::touch_activity(conn, &chat.id, last_ts.min(now)).await?;
     }
+    if let Some(app) = &chat.app {
+        db::embeds::set_chat_app(
+            conn,
+            &chat.id,
+            app.app_id,
+            app.owner_visible,
+            app.scope.as_deref(),
+            app.scope_label.as_deref(),
+        )
+        .await?;
+        let settings = db::chats::ChatSettings {
+            provider: app.provider.map(|p| p.id().to_owned()),
+            agent_settings: app.agent_settings.clone().map(Some),
+            ..Default::default()
+        };
+        db::chats::update_settings(conn, &chat.id, &settings, now).await?;
+    }
     batch.system(SystemEvent::ChatCreated { chat_id: chat.id });
     Ok(ChatCreated::Created)
 }
@@ -424,6 +441,9 @@ pub(super) async fn update_chat(
         batch.system(SystemEvent::ChatRenamed { chat_id: chat_id.clone(), title });
     }
     db::chats::update_settings(conn, chat_id, &patch.settings, now).await?;
+    if let Some((scope, label)) = &patch.scope {
+        db::embeds::set_chat_scope(conn, chat_id, scope.as_deref(), label.as_deref()).await?;
+    }
     batch.system(SystemEvent::ChatUpdated { chat_id: chat_id.clone() });
     Ok(())
 }

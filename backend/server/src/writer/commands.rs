@@ -44,6 +44,21 @@ pub struct NewChat {
     pub title: Option<String>,
     /// Appended in order.
     pub messages: Vec<Message>,
+    /// Set when an app creates the chat (`/api/app-chats`).
+    pub app: Option<NewAppChat>,
+}
+
+/// What makes a new chat an app's.
+#[derive(Debug, Default, Clone)]
+pub struct NewAppChat {
+    pub app_id: i64,
+    /// Shown in the owner's drawer (else only the app sees it).
+    pub owner_visible: bool,
+    pub scope: Option<String>,
+    pub scope_label: Option<String>,
+    pub provider: Option<ProviderKind>,
+    /// The chat's agent settings JSON (`system_prompt`, `model`, `project_id`, …).
+    pub agent_settings: Option<String>,
 }
 
 /// What [`WriteCommand::CreateChat`] did.
@@ -127,6 +142,8 @@ pub struct FinishOutcome {
 pub struct ChatPatch {
     pub title: Option<String>,
     pub settings: ChatSettings,
+    /// An app chat's `(scope, scope_label)`; `None` inside leaves that one alone.
+    pub scope: Option<(Option<String>, Option<String>)>,
 }
 
 /// Every mutation the writer knows how to apply.
@@ -186,6 +203,18 @@ pub enum WriteCommand {
     AppForgetUnbuilt { id: i64, ack: Ack<()> },
     /// Renames, pins, marks seen/opened, deletes or recovers an app.
     AppPatch { id: i64, patch: crate::db::apps::AppPatch, ack: Ack<bool> },
+    /// Stores app `app_id`'s sealed secret `name`; 413 when it would be more than `max`.
+    AppSecretPut { app_id: i64, name: String, sealed: Vec<u8>, max: i64, ack: Ack<()> },
+    /// Removes a secret; answers whether there was one.
+    AppSecretDelete { app_id: i64, name: String, ack: Ack<bool> },
+    /// Stores a new embedded-chat grant.
+    EmbedGrantMint { grant: crate::db::embeds::Grant, ack: Ack<()> },
+    /// Trades grant `id` (for `instance_id`) for a session until `session_expires_at`.
+    EmbedGrantExchange { id: String, instance_id: String, session_expires_at: i64, ack: Ack<crate::db::embeds::Grant> },
+    /// Revokes an embed instance's grants and sessions: how many.
+    EmbedRevoke { app_id: i64, chat_id: String, instance_id: String, ack: Ack<u64> },
+    /// Gives app `id` a new slug (a release renamed it with `previous_id`).
+    AppAdopt { id: i64, slug: String, ack: Ack<()> },
     /// Purges apps deleted before `cutoff`: `(id, slug)` of each.
     AppPurge { cutoff: i64, ack: Ack<Vec<(i64, String)>> },
     /// Coalesced live-message snapshot.

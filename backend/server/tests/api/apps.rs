@@ -91,8 +91,14 @@ async fn a_runtime_update_rebuilds_live_apps_from_their_live_commit_at_start_up(
     // change them between two runs of the server.
     let runtime = tempfile::tempdir().expect("tmp");
     let shipped = mobius::config::checkout_root().join("frontend/public");
-    for file in ["mobius-runtime.js", "app-runtime-inject.js"] {
+    for file in mobius::apps::apply::RUNTIME_FILES {
         std::fs::copy(shipped.join(file), runtime.path().join(file)).expect("copy the runtime");
+    }
+    std::fs::create_dir(runtime.path().join("runtime")).expect("mkdir");
+    for entry in std::fs::read_dir(shipped.join("runtime")).expect("the runtime's modules") {
+        let path = entry.expect("entry").path();
+        std::fs::copy(&path, runtime.path().join("runtime").join(path.file_name().expect("name")))
+            .expect("copy a module");
     }
     let runtime_dir = runtime.path().to_path_buf();
     let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
@@ -132,14 +138,16 @@ async fn a_runtime_update_rebuilds_live_apps_from_their_live_commit_at_start_up(
     assert_eq!(again["bundle_sha"], applied["app"]["bundle_sha"]);
     let dir = app.stop().await;
 
-    let mut js = std::fs::read_to_string(runtime.path().join("mobius-runtime.js")).expect("runtime");
+    // The update changes one of the runtime's modules (not the entry file).
+    let module = runtime.path().join("runtime/bridge.js");
+    let mut js = std::fs::read_to_string(&module).expect("runtime module");
     js.insert_str(0, "globalThis.__mobiusRuntimeMark = \"runtime-v2\";\n");
-    std::fs::write(runtime.path().join("mobius-runtime.js"), js).expect("update the runtime");
+    std::fs::write(&module, js).expect("update the runtime");
     let app = TestApp::spawn_in(dir, tweak).await;
     let mut rebuilt = Value::Null;
-    // The rebuild records the new bundle, then (a second write) carries the owner's "seen" mark.
     for _ in 0..200 {
         rebuilt = app.get(&format!("/api/apps/{id}"), Some(&token)).await.json().await.expect("json");
+        // The "seen" mark follows the rebuild in a second write: wait for both.
         if rebuilt["bundle_sha"] != applied["app"]["bundle_sha"] && rebuilt["has_unseen_update"] == false {
             break;
         }
@@ -199,7 +207,7 @@ async fn a_broken_source_is_refused_with_a_location_and_the_old_build_keeps_serv
     .expect("manifest");
     let err =
         assert_error(apply(&app, &token, "counter").await, StatusCode::UNPROCESSABLE_ENTITY, "manifest_invalid").await;
-    assert!(err["message"].as_str().expect("m").contains("`description` is required"));
+    assert!(err["message"].as_str().expect("m").contains("mobius.json › description: is required"));
     assert_eq!(module_etag(&app, &token, id).await.0, etag);
     // A first build that fails leaves no app behind.
     write_app(app.data_dir(), "broken", MANIFEST, "export default function App() { return <div> }");
@@ -343,6 +351,21 @@ async fn the_registry_tokens_frame_and_standalone_host_behave() {
     assert_eq!(frame.headers()["x-mobius-offline"], "1");
     let html = frame.text().await.expect("html");
     assert!(html.contains("mobius-frame-config") && html.contains("/app-frame.js") && !html.contains(&token));
+    // Painted as the original platform paints apps: its theme variables in both palettes (before
+    // the shell sends the current ones), the same values as --mobius-*, and a full-height root.
+    for needle in [
+        "html, body { margin: 0; height: 100%; background: var(--bg); touch-action: manipulation; }",
+        "body { color: var(--text); font-family: var(--font); font-size: 14px;",
+        "#root { height: 100%; }",
+        "--bg: #0d0d0d;",
+        "--bg: #f0eeeb;",
+        "--surface2: #212121;",
+        "--accent-dim: rgba(139,108,247,0.08);",
+        "--mobius-surface: var(--surface);",
+    ] {
+        assert!(html.contains(needle), "the frame document lacks {needle:?}:\n{html}");
+    }
+    assert!(!html.contains("min-height: 100vh"), "the root takes the full height, not a minimum");
     // With the PWA built, the bootstrap is inlined so the frame needs nothing else to start.
     let dist = app.dir.path().join("frontend-dist");
     std::fs::create_dir_all(&dist).expect("dist");
@@ -439,4 +462,29 @@ async fn deleted_chats_and_apps_are_purged_with_their_files_after_the_recovery_w
         "chat_not_found",
     )
     .await;
+}
+
+#[tokio::test]
+async fn each_app_carries_its_capability_contract_for_the_frame() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    let manifest = r#"{"id":"counter","name":"Counter","version":"0.1.0","description":"Counts.","entry":"index.jsx",
+        "offline_capable":true,"offline":{"reads":true,"precache":["static/logo.png"]},
+        "capabilities":{"media.speech":{"version":1,"reason":"Reads notes aloud"}}}"#;
+    write_app(app.data_dir(), "counter", manifest, &counter_source("Count"));
+    let body: Value = apply(&app, &token, "counter").await.json().await.expect("json");
+    let id = body["app"]["id"].as_i64().expect("id");
+    let listed: Value = app.get("/api/apps", Some(&token)).await.json().await.expect("json");
+    let contract =
+        &listed.as_array().expect("list").iter().find(|a| a["id"] == id).expect("listed")["capability_contract"];
+    assert_eq!(contract["schema"], 5);
+    assert_eq!(
+        contract["offline"],
+        json!({ "capable": true, "contract": { "reads": true, "precache": ["static/logo.png"] } })
+    );
+    assert_eq!(contract["runtime"]["media.speech"]["version"], 1);
+    assert_eq!(contract["runtime"]["media.speech"]["reason"], "Reads notes aloud");
+    assert_eq!(contract["runtime"]["media.speech"]["limits"]["max_text_chars"], 50_000);
+    let one: Value = app.get(&format!("/api/apps/{id}"), Some(&token)).await.json().await.expect("json");
+    assert_eq!(&one["capability_contract"], contract);
 }

@@ -7,6 +7,7 @@ mod chats;
 mod fixture;
 mod helpers;
 mod ops;
+mod platform;
 mod providers;
 mod release_db;
 mod storage;

@@ -98,6 +98,18 @@ async fn signals_are_accepted_singly_or_in_batches_within_bounds() {
     };
     let one = json!({ "name": "opened", "payload": { "tab": 2 } });
     assert_eq!(accepted(report(&app, "/api/client-signal", Some(&token), one).await).await, 1);
+    // The app runtime's queued events carry their id, time and installation.
+    let queued = json!({ "signals": [{
+        "id": "6f1c2a4e-0b7d-4c1e-9a51-3f3f2f9d0c11", "occurred_at": "2026-01-01T00:00:00.000Z",
+        "name": "opened", "payload": { "tab": 2 }, "app_instance_id": "nonce-1",
+    }] });
+    assert_eq!(accepted(report(&app, "/api/client-signal", Some(&token), queued).await).await, 1);
+    assert_error(
+        report(&app, "/api/client-signal", Some(&token), json!({ "name": "x", "id": "a\nb" })).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_signal",
+    )
+    .await;
     let batch: Vec<Value> = (0..30).map(|i| json!({ "name": "tap", "payload": i })).collect();
     assert_eq!(accepted(report(&app, "/api/client-signal", Some(&token), json!({ "signals": batch })).await).await, 30);
     let too_many: Vec<Value> = (0..101).map(|_| json!({ "name": "tap" })).collect();

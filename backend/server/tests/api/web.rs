@@ -65,3 +65,42 @@ async fn https_origins_get_hsts() {
     let r = app.get("/api/health", None).await;
     assert!(r.headers()["strict-transport-security"].to_str().expect("hsts").contains("max-age="));
 }
+
+#[tokio::test]
+async fn pinned_library_assets_are_served_under_vendor_for_the_opaque_frames() {
+    let modules = tempfile::tempdir().expect("tmp");
+    let katex = modules.path().join("katex/dist");
+    std::fs::create_dir_all(katex.join("fonts")).expect("mkdir");
+    std::fs::write(katex.join("katex.min.css"), ".katex{font:1em KaTeX_Main}").expect("css");
+    std::fs::write(katex.join("fonts/KaTeX_Main-Regular.woff2"), b"wOF2font").expect("font");
+    std::fs::write(modules.path().join("secret.txt"), "not served").expect("secret");
+    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+    let root = modules.path().to_path_buf();
+    let app = TestApp::spawn_in(dir, move |c| c.app_node_modules = root.clone()).await;
+    let css = app.get("/vendor/katex/katex.min.css", None).await;
+    assert_eq!(css.status(), StatusCode::OK);
+    assert_eq!(css.headers()["content-type"], "text/css");
+    // Fonts are fetched in CORS mode from an opaque origin: they need `*`.
+    assert_eq!(css.headers()["access-control-allow-origin"], "*");
+    assert_eq!(css.headers()["cache-control"], "public, max-age=86400");
+    let font = app
+        .client
+        .get(app.url("/vendor/katex/fonts/KaTeX_Main-Regular.woff2"))
+        .header("origin", "null")
+        .send()
+        .await
+        .expect("req");
+    assert_eq!(font.status(), StatusCode::OK);
+    assert_eq!(font.headers()["access-control-allow-origin"], "*");
+    assert_eq!(font.bytes().await.expect("body").as_ref(), b"wOF2font");
+    for path in [
+        "/vendor/katex/missing.css",
+        "/vendor/other/x.js",
+        "/vendor/katex/..%2F..%2Fsecret.txt",
+        "/vendor/katex/%2E%2E/secret.txt",
+    ] {
+        let r = app.get(path, None).await;
+        assert_ne!(r.status(), StatusCode::OK, "{path}");
+        assert!(!r.text().await.expect("body").contains("not served"), "{path}");
+    }
+}

@@ -41,7 +41,7 @@ async fn other_connection(path: &std::path::Path) -> sqlx::SqliteConnection {
 async fn create_chat(writer: &WriterHandle, id: &str) {
     writer
         .call(|ack| WriteCommand::CreateChat {
-            chat: NewChat { id: id.into(), title: None, messages: Vec::new() },
+            chat: NewChat { id: id.into(), title: None, messages: Vec::new(), app: None },
             ack,
         })
         .await
