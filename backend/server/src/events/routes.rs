@@ -14,6 +14,7 @@ use tokio_stream::wrappers::BroadcastStream;
 use crate::api::ApiJson;
 use crate::auth::Owner;
 use crate::error::{Error, Result};
+use crate::protocol::SystemEvent;
 use crate::state::AppState;
 
 /// Events the agent (or the owner) may announce to every open shell.
@@ -32,8 +33,10 @@ async fn system_stream(
     State(state): State<AppState>,
     _owner: Owner,
 ) -> Sse<KeepAliveStream<impl Stream<Item = Result<Event, Infallible>>>> {
-    let hello = json!({ "type": "system_stream_open", "boot_id": state.boot.boot_id }).to_string();
-    let resync = json!({ "type": "resync" }).to_string();
+    // Neither can fail to serialize (strings only).
+    let hello = serde_json::to_string(&SystemEvent::SystemStreamOpen { boot_id: state.boot.boot_id.clone() })
+        .unwrap_or_default();
+    let resync = serde_json::to_string(&SystemEvent::Resync).unwrap_or_default();
     let live = BroadcastStream::new(state.hub.subscribe_system()).map(move |received| {
         Ok(match received {
             Ok(data) => Event::default().data(&*data),
