@@ -183,6 +183,7 @@ async fn initialise(
                 info!(frontend = %web::describe_dist(&state.config.frontend_dir).display(), "ready");
                 boot.set_ready(writer);
                 tokio::spawn(crate::apps::apply::rebuild_outdated(state.apps.clone()));
+                tokio::spawn(crate::apps::lifecycle::check_periodically(state.clone()));
                 let _ = state_tx.send((state, writer_task));
                 return;
             }

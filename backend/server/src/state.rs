@@ -67,6 +67,8 @@ pub struct Inner {
     pub storage: Arc<Store>,
     /// The app proxy's client and concurrency limit.
     pub proxy: Proxy,
+    /// Review and icon limits, update-check state and the store's catalog cache.
+    pub lifecycle: crate::apps::lifecycle::limits::Lifecycle,
 }
 
 impl Deref for AppState {
@@ -157,6 +159,7 @@ impl AppState {
             apps,
             storage,
             proxy: Proxy::default(),
+            lifecycle: crate::apps::lifecycle::limits::Lifecycle::default(),
         }));
         Ok((state, task))
     }

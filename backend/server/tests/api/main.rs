@@ -6,6 +6,7 @@ mod backup;
 mod chats;
 mod fixture;
 mod helpers;
+mod lifecycle;
 mod ops;
 mod platform;
 mod providers;
