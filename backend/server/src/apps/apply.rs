@@ -250,6 +250,9 @@ pub async fn apply_locked(
     let assets = super::assets::files::stage(&apps.data_dir, tree_dir.path(), &manifest.static_assets).await?;
     drop(tree_dir);
     let created = existing.as_ref().is_none_or(|a| a.bundle_sha.is_none());
+    // A first build that fails leaves nothing behind, unless it brings back an uninstalled app
+    // whose data the owner kept (then its row and data stay as they were).
+    let undo_on_failure = created && existing.as_ref().is_none_or(|a| a.deleted_at.is_none());
     let id = match &existing {
         Some(app) => app.id,
         None => {
@@ -259,9 +262,24 @@ pub async fn apply_locked(
         }
     };
     let path = apps.bundle_path(id, &bundle.sha256);
-    if let Err(e) = write_atomically(&path, bundle.code.as_bytes()).await {
-        if existing.is_none() {
-            let _ = apps.writer.call(|ack| WriteCommand::AppForgetUnbuilt { id, ack }).await;
+    // A first build is all or nothing: its bundle, its seeded storage and assets, its row.
+    let mut assets = Some(assets);
+    let first_build = async {
+        write_atomically(&path, bundle.code.as_bytes()).await?;
+        if created {
+            if !manifest.storage_seeds.is_empty() {
+                crate::storage::write_seeds(apps.storage.clone(), &apps.data_dir, id, &dir, &manifest.storage_seeds)
+                    .await?;
+            }
+            if let Some(assets) = assets.take() {
+                super::assets::files::publish(&apps.data_dir, id, assets).await?;
+            }
+        }
+        Ok::<_, Error>(())
+    };
+    if let Err(e) = first_build.await {
+        if undo_on_failure {
+            forget_first_build(apps, id, &path).await;
         }
         return Err(e);
     }
@@ -277,26 +295,35 @@ pub async fn apply_locked(
     );
     applied.runtime_sha = runtime;
     applied.revive_nonce = revive_nonce;
-    apps.writer.call(|ack| WriteCommand::AppRecordApply { id, applied, created, ack }).await?;
+    if let Err(e) = apps.writer.call(|ack| WriteCommand::AppRecordApply { id, applied, created, ack }).await {
+        if undo_on_failure {
+            forget_first_build(apps, id, &path).await;
+        }
+        return Err(e);
+    }
     if existing.as_ref().and_then(|a| a.source_commit.as_deref()) != Some(commit.as_str()) {
         let (dir, commit) = (dir.clone(), commit.clone());
-        tokio::task::spawn_blocking(move || -> Result<()> {
+        let marked = tokio::task::spawn_blocking(move || -> Result<()> {
             let repo = git::open_or_init(&dir)?;
             let oid = git2::Oid::from_str(&commit).map_err(|e| Error::Internal(e.to_string()))?;
             git::mark_live(&repo, oid, why)
         })
         .await
-        .map_err(|e| Error::Internal(format!("apply task: {e}")))??;
+        .map_err(|e| Error::Internal(format!("apply task: {e}")))
+        .and_then(|r| r);
+        // The build is live already: a missing entry in the undo list is not worth failing it.
+        if let Err(e) = marked {
+            tracing::warn!(app.id = id, slug, error = %e, "could not record the live version for undo");
+        }
     }
-    super::assets::files::publish(&apps.data_dir, id, assets).await?;
+    if let Some(assets) = assets {
+        super::assets::files::publish(&apps.data_dir, id, assets).await?;
+    }
     if let Some(old) = existing.as_ref().and_then(|a| a.bundle_sha.clone())
         && old != bundle.sha256
     {
         let _ = tokio::fs::remove_file(apps.bundle_path(id, &old)).await;
         super::icon::remove_rendered(&apps.compiled_dir(), id, &old);
-    }
-    if created && !manifest.storage_seeds.is_empty() {
-        crate::storage::write_seeds(apps.storage.clone(), &apps.data_dir, id, &dir, &manifest.storage_seeds).await?;
     }
     let app = db::apps::get(&apps.read, id).await?.ok_or_else(|| Error::Internal("applied app vanished".into()))?;
     warnings.extend(bundle.warnings.iter().map(ToString::to_string));
@@ -338,6 +365,19 @@ async fn adopt(
     ));
     tracing::info!(app.id = id, from = previous, to = slug, "app adopted under a new id");
     db::apps::get(&apps.read, id).await
+}
+
+/// Undoes a failed first build: its bundle, its storage, its assets and its reserved row go, so
+/// the id (slug) is free again.
+async fn forget_first_build(apps: &Apps, id: i64, bundle: &Path) {
+    let _ = tokio::fs::remove_file(bundle).await;
+    super::assets::files::remove(&apps.data_dir, id).await;
+    if let Err(e) = crate::storage::remove_app_data(apps.storage.clone(), &apps.data_dir, id).await {
+        tracing::warn!(app.id = id, error = %e, "removing a failed first build's storage failed");
+    }
+    if let Err(e) = apps.writer.call(|ack| WriteCommand::AppForgetUnbuilt { id, ack }).await {
+        tracing::warn!(app.id = id, error = %e, "forgetting a failed first build failed");
+    }
 }
 
 /// Applies with the app's lock held (concurrent applies of one app run one after the other).
@@ -465,7 +505,9 @@ pub async fn install(apps: &Apps, source: Source, label: String, expect: Option<
     let target = apps_root.join(&slug);
     let earlier = db::apps::by_slug(&apps.read, &slug).await?;
     let revive = earlier.as_ref().is_some_and(|a| a.deleted_at.is_some());
-    if earlier.as_ref().is_some_and(|a| a.deleted_at.is_none()) || (target.exists() && !revive) {
+    // A row without a build is a first install that failed: its id is free again.
+    let taken = earlier.as_ref().is_some_and(|a| a.deleted_at.is_none() && a.bundle_sha.is_some());
+    if taken || (target.exists() && !revive) {
         return Err(Error::conflict(
             "app_exists",
             format!("An app with the id {slug:?} is already installed; update it instead."),
@@ -556,8 +598,15 @@ pub async fn rebuild_outdated(apps: Arc<Apps>) {
     }
 }
 
-/// `https://…` or an absolute local path.
-pub fn parse_source(source: &str) -> Result<Source> {
+/// Folders of the operating system no app is installed from (they, and everything in them).
+const SYSTEM_FOLDERS: &[&str] = &[
+    "/proc", "/sys", "/dev", "/run", "/boot", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/usr",
+    "/var/lib", "/var/log", "/var/run", "/root",
+];
+
+/// `https://…` or an absolute local folder: never `data_dir`, anything inside it or holding it
+/// (the platform's own state and secrets), nor a system folder.
+pub fn parse_source(data_dir: &Path, source: &str) -> Result<Source> {
     let source = source.trim();
     if source.starts_with("https://") {
         return Ok(Source::Url(source.to_owned()));
@@ -567,6 +616,16 @@ pub fn parse_source(source: &str) -> Result<Source> {
             .map_err(|_| Error::bad_request("invalid_source", "That folder does not exist."))?;
         if !path.is_dir() {
             return Err(Error::bad_request("invalid_source", "The source must be a folder or a git repository."));
+        }
+        let data_dir = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+        if path.starts_with(&data_dir) || data_dir.starts_with(&path) {
+            return Err(Error::bad_request(
+                "invalid_source",
+                "Apps cannot be installed from Möbius's own data folder (or a folder holding it).",
+            ));
+        }
+        if path == Path::new("/") || SYSTEM_FOLDERS.iter().any(|system| path.starts_with(system)) {
+            return Err(Error::bad_request("invalid_source", "Apps cannot be installed from a system folder."));
         }
         return Ok(Source::Path(path));
     }

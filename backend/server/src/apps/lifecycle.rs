@@ -6,6 +6,7 @@
 //! Updates and restores are built before any branch moves: a release that does not parse or
 //! compile leaves the installed version running, its source untouched, and says why.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
@@ -39,14 +40,14 @@ fn blocking_failed(e: tokio::task::JoinError) -> Error {
 }
 
 /// The source an app was installed from; 409 for apps built here.
-fn source_of(app: &AppRow) -> Result<(String, Source)> {
+fn source_of(data_dir: &Path, app: &AppRow) -> Result<(String, Source)> {
     let url = app.source_url.clone().ok_or_else(|| {
         Error::conflict(
             "not_installed",
             "This app was built here, not installed from a source; there is nothing to update from.",
         )
     })?;
-    let source = apply::parse_source(&url)?;
+    let source = apply::parse_source(data_dir, &url)?;
     Ok((url, source))
 }
 
@@ -75,7 +76,7 @@ async fn record_check(state: &AppState, id: i64, newer: Option<String>, error: O
 /// Asks one app's source whether it has a newer release, and records the answer.
 pub async fn check_one(state: &AppState, app: &AppRow) -> Checked {
     let found = async {
-        let (_, source) = source_of(app)?;
+        let (_, source) = source_of(&state.config.data_dir, app)?;
         check_source(&source).await?;
         let dir = state.apps.source_dir(&app.slug)?;
         let probe = tokio::task::spawn_blocking(move || -> Result<Option<String>> {
@@ -182,7 +183,7 @@ pub struct Preview {
 /// Fetches the source's newest release into the app's repository and compares it with the
 /// installed one. Nothing the app serves changes.
 pub async fn preview(state: &AppState, app: &AppRow) -> Result<Preview> {
-    let (_, source) = source_of(app)?;
+    let (_, source) = source_of(&state.config.data_dir, app)?;
     check_source(&source).await?;
     let _lock = state.apps.locks.lock(&app.slug).await;
     let dir = state.apps.source_dir(&app.slug)?;
@@ -266,7 +267,7 @@ fn kept_running(e: Error, what: &str) -> Error {
 /// edits are replayed on top; when they conflict, the worktree holds the merge with markers
 /// and a chat with the agent opens to resolve it (the live app is untouched meanwhile).
 pub async fn update(state: &AppState, app: &AppRow, expect: Option<String>) -> Result<Updated> {
-    let (url, source) = source_of(app)?;
+    let (url, source) = source_of(&state.config.data_dir, app)?;
     check_source(&source).await?;
     let lock = state.apps.locks.lock(&app.slug).await;
     let dir = state.apps.source_dir(&app.slug)?;

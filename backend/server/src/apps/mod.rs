@@ -4,6 +4,7 @@
 
 pub mod apply;
 pub mod assets;
+pub mod bootstrap;
 pub mod catalog;
 pub mod contract;
 pub mod git;
@@ -22,7 +23,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 pub use routes::router;
-pub use serve::{request_origin, standalone_router};
+pub use serve::{FRAME_SANDBOX_FLAGS, request_origin, standalone_router};
 
 /// The public routes outside `/api`: the standalone host and static assets.
 pub fn public_router() -> axum::Router<AppState> {
@@ -76,6 +77,17 @@ pub struct AppOut {
     pub created_at: i64,
     pub updated_at: i64,
     pub deleted_at: Option<i64>,
+}
+
+impl AppOut {
+    /// The app as the API shows it; its frame URL names this build and the frame bootstrap
+    /// (`b`), so the browser may cache that document for good.
+    pub fn new(state: &AppState, row: AppRow) -> Self {
+        let mut out = Self::from(row);
+        out.frame_url.push_str("&b=");
+        out.frame_url.push_str(&state.frame_bootstrap().key);
+        out
+    }
 }
 
 /// An installed app's update state as the API shows it.

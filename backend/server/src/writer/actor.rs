@@ -178,6 +178,7 @@ impl Actor {
                 | WriteCommand::Barrier(_)
                 | WriteCommand::CreateOwner { .. }
                 | WriteCommand::BumpTokenEpoch { .. }
+                | WriteCommand::RememberDevice { .. }
                 | WriteCommand::PinPrompt { .. }
                 | WriteCommand::SetDefaultProvider { .. }
                 | WriteCommand::AppReserve { .. }
@@ -221,9 +222,16 @@ impl Actor {
                 finish(batch, ack, result)
             }
             WriteCommand::BumpTokenEpoch { ack } => {
-                let result = db::owner::bump_token_epoch(&mut self.conn, now_ms())
-                    .await
-                    .and_then(|e| e.ok_or_else(|| Domain::NotConfigured.into()));
+                let result = match db::owner::bump_token_epoch(&mut self.conn, now_ms()).await {
+                    Ok(Some(epoch)) => db::owner::forget_devices(&mut self.conn).await.map(|()| epoch),
+                    Ok(None) => Err(Domain::NotConfigured.into()),
+                    Err(e) => Err(e),
+                };
+                finish(batch, ack, result)
+            }
+            WriteCommand::RememberDevice { token_hash, label, ack } => {
+                let keep = crate::auth::devices::MAX_DEVICES;
+                let result = db::owner::remember_device(&mut self.conn, &token_hash, &label, keep, now_ms()).await;
                 finish(batch, ack, result)
             }
             WriteCommand::CreateChat { chat, ack } => {
@@ -475,6 +483,7 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
     match command {
         WriteCommand::CreateOwner { ack, .. } => batch.complete(ack, err()),
         WriteCommand::BumpTokenEpoch { ack } => batch.complete(ack, err()),
+        WriteCommand::RememberDevice { ack, .. } => batch.complete(ack, err()),
         WriteCommand::CreateChat { ack, .. } => batch.complete(ack, err()),
         WriteCommand::Emit { ack: Some(ack), .. } => batch.complete(ack, err()),
         WriteCommand::StartRun { ack, .. } | WriteCommand::Barrier(ack) => batch.complete(ack, err()),
