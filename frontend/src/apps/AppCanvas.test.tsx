@@ -124,6 +124,11 @@ async function setupPane() {
     if (!found?.contentWindow) throw new Error("no frame yet");
     return found;
   });
+  // The broker listens from an effect of the commit that mounted the frame: let effects run
+  // before the frame speaks (a loaded machine can otherwise get here first).
+  await act(async () => {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  });
   const frameWindow = iframe.contentWindow as Window;
   const posted: Record<string, unknown>[] = [];
   vi.spyOn(frameWindow, "postMessage").mockImplementation((message: unknown) => {
