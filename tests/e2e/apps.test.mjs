@@ -405,14 +405,18 @@ describe("mini-apps (real server, opaque frames, service worker)", () => {
       await storage.remove("notes/today.txt");
       result.removed = await storage.getText("notes/today.txt");
       const changes = [];
+      let changed;
+      const secondChange = new Promise((resolve) => (changed = resolve));
       await new Promise((resolve) => {
         storage.subscribe("live.json", (value) => {
           changes.push(value);
-          resolve();
+          if (changes.length === 1) resolve();
+          else changed();
         });
       });
       await storage.set("live.json", { x: 1 });
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // The write's own change arrives (and nothing before it twice).
+      await secondChange;
       result.changes = changes;
       result.pending = await storage.pendingCount();
       result.capabilities = window.mobius.capabilities.list();

@@ -1,4 +1,5 @@
-//! Composition root: builds the shared state, assembles every route, and runs the server.
+//! Composition root: assembles every route and runs the server (the shared state is built
+//! in `state.rs`).
 //!
 //! The listener answers from the first moment: until the database is migrated and the
 //! writer runs, a small boot router serves `/api/health`, `/api/ready` (503 with the
@@ -6,200 +7,30 @@
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, FromRef, MatchedPath, Request};
-use axum::http::HeaderValue;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::middleware;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tower_http::compression::CompressionLayer;
 use tower_http::trace::TraceLayer;
 use tracing::{info, info_span, warn};
 
-use crate::agent::registry::{KeyedLocks, Turns};
-use crate::auth::limits::LoginLimiter;
-use crate::auth::password::Passwords;
-use crate::auth::{Keys, OwnerCache};
-use crate::chats::{PurgeClock, ResponseCache};
 use crate::config::Config;
-use crate::db::{self, Db};
 use crate::error::{Error, Result};
-use crate::events::Hub;
 use crate::ops::{self, Boot};
-use crate::providers::Providers;
-use crate::writer::{WriteCommand, WriterHandle};
+use crate::state::AppState;
 use crate::{api, apps, auth, chats, events, providers, storage, web};
 
 /// Hard cap on the graceful part of shutdown before connections are dropped.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(8);
 /// Longest pause between start-up retries (e.g. while another process locks the database).
 const MAX_INIT_RETRY_DELAY: Duration = Duration::from_secs(30);
-
-/// Everything handlers share. Cheap to clone.
-#[derive(Clone)]
-pub struct AppState(Arc<Inner>);
-
-/// The contents of [`AppState`].
-pub struct Inner {
-    pub config: Config,
-    pub db: Db,
-    pub writer: WriterHandle,
-    pub hub: Arc<Hub>,
-    pub keys: Keys,
-    pub passwords: Passwords,
-    pub login_limits: LoginLimiter,
-    pub owner: OwnerCache,
-    pub boot: Arc<Boot>,
-    /// Flips to `true` when shutdown begins; long-lived streams end on it.
-    pub shutdown: watch::Receiver<bool>,
-    /// The agent CLIs and their credentials.
-    pub providers: Providers,
-    /// The running turn of each chat.
-    pub turns: Turns,
-    /// Per-chat decision locks (send / stop / answer / delete).
-    pub chat_locks: KeyedLocks,
-    pub purge_clock: PurgeClock,
-    /// Serialized chat list and recent chat pages between writer commits.
-    pub response_cache: ResponseCache,
-    /// App registry rows between writer commits (token checks, storage authorisation).
-    pub app_rows: crate::db::apps::RowCache,
-    /// De-duplication and rate limit of browser error reports.
-    pub client_reports: crate::telemetry::ClientReports,
-    /// Per-app locks: applies, installs and updates of one app run one after the other.
-    pub app_locks: KeyedLocks,
-    /// Locks and quota accounting of app and shared storage.
-    pub storage: Arc<crate::storage::Store>,
-    /// The app proxy's client and concurrency limit.
-    pub proxy: crate::apps::proxy::Proxy,
-    /// Review and icon limits, update-check state and the store's catalog cache.
-    pub lifecycle: crate::apps::lifecycle::Lifecycle,
-    /// Open event streams, capped per client address and in all.
-    pub streams: Arc<crate::events::StreamLimits>,
-    /// The mini-app bundler, started on first use (it owns a few threads).
-    bundler: OnceLock<mobius_bundler::Bundler>,
-    /// The frame bootstrap inlined into app frame documents, read on first use.
-    frame_bootstrap: OnceLock<crate::apps::FrameBootstrap>,
-}
-
-/// Compiles at once: one on a small machine keeps requests responsive.
-const MAX_PARALLEL_COMPILES: usize = 1;
-
-impl Inner {
-    /// The bundler, created on first use.
-    pub fn bundler(&self) -> Result<&mobius_bundler::Bundler> {
-        if let Some(b) = self.bundler.get() {
-            return Ok(b);
-        }
-        let bundler = mobius_bundler::Bundler::new(MAX_PARALLEL_COMPILES)?;
-        Ok(self.bundler.get_or_init(|| bundler))
-    }
-
-    /// The frame bootstrap (`app-frame.js`) and its version key, read once.
-    pub fn frame_bootstrap(&self) -> &crate::apps::FrameBootstrap {
-        self.frame_bootstrap.get_or_init(|| crate::apps::FrameBootstrap::load(&self.config.frontend_dir))
-    }
-}
-
-impl Deref for AppState {
-    type Target = Inner;
-    fn deref(&self) -> &Inner {
-        &self.0
-    }
-}
-
-impl FromRef<AppState> for Arc<Boot> {
-    fn from_ref(state: &AppState) -> Self {
-        state.boot.clone()
-    }
-}
-
-impl AppState {
-    /// Opens the database, runs migrations, starts the writer and loads the owner.
-    pub async fn build(
-        mut config: Config,
-        api_url: String,
-        boot: Arc<Boot>,
-        shutdown: watch::Receiver<bool>,
-    ) -> Result<(Self, tokio::task::JoinHandle<()>)> {
-        create_private_dir(&config.data_dir)?;
-        config.data_dir = std::fs::canonicalize(&config.data_dir)?;
-        let path = config.database_path();
-        let conn = db::open_writer(&path).await?;
-        db::migrate(&path).await?;
-        let db = db::open_read_pool(&path).await?;
-        let keys = Keys::load_or_create(&config)?;
-        let hub = Arc::new(Hub::default());
-        let (writer, task) = WriterHandle::spawn(conn, hub.clone());
-        let owner = OwnerCache::default();
-        if let Some(row) = db::owner::get(&db.read).await? {
-            owner.set(row.username, row.token_epoch);
-        }
-        let orphans =
-            crate::agent::process::reap_orphans(&crate::agent::agent_pid_dir(&config.data_dir), &config.data_dir);
-        if orphans > 0 {
-            warn!(orphans, "killed agent processes left behind by the previous run");
-        }
-        let interrupted = writer.call(|ack| WriteCommand::ReconcileStartup { ack }).await?;
-        if !interrupted.is_empty() {
-            warn!(
-                chats = interrupted.len(),
-                "turns interrupted by the last shutdown were closed; their chats can resume"
-            );
-        }
-        let providers = Providers::new(&config, &config.data_dir, api_url);
-        let config_quota = config.app_quota_bytes;
-        let login_limits = LoginLimiter::new(config.login.clone());
-        let streams = crate::events::StreamLimits::new(config.net.max_streams, config.net.max_streams_per_address);
-        let state = Self(Arc::new(Inner {
-            config,
-            db,
-            writer,
-            hub,
-            keys,
-            passwords: Passwords::default(),
-            login_limits,
-            owner,
-            boot,
-            shutdown,
-            providers,
-            turns: Turns::default(),
-            chat_locks: KeyedLocks::default(),
-            purge_clock: PurgeClock::default(),
-            response_cache: ResponseCache::default(),
-            app_rows: crate::db::apps::RowCache::default(),
-            client_reports: crate::telemetry::ClientReports::default(),
-            app_locks: KeyedLocks::default(),
-            storage: crate::storage::Store::new(config_quota),
-            proxy: crate::apps::proxy::Proxy::default(),
-            lifecycle: crate::apps::lifecycle::Lifecycle::default(),
-            streams,
-            bundler: OnceLock::new(),
-            frame_bootstrap: OnceLock::new(),
-        }));
-        Ok((state, task))
-    }
-}
-
-/// Creates `dir` (and missing parents) as `0700`, and takes group and other access away from
-/// an existing one: everything in it is the owner's alone (files are created `0600`, see
-/// `cli::serve`'s umask).
-fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-    let mode = std::fs::metadata(dir)?.permissions().mode();
-    if mode & 0o077 != 0
-        && let Err(e) = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode & 0o700))
-    {
-        warn!(error = %e, dir = %dir.display(), "cannot make the data directory private");
-    }
-    Ok(())
-}
 
 /// Every route of the product, in one place.
 pub fn router(state: AppState) -> Router {
@@ -350,7 +181,7 @@ async fn initialise(
                 let _ = full.set(router(state.clone()));
                 info!(frontend = %web::describe_dist(&state.config.frontend_dir).display(), "ready");
                 boot.set_ready(writer);
-                tokio::spawn(crate::apps::apply::rebuild_outdated(state.clone()));
+                tokio::spawn(crate::apps::apply::rebuild_outdated(state.apps.clone()));
                 tokio::spawn(crate::apps::lifecycle::check_periodically(state.clone()));
                 tokio::spawn(crate::storage::remove_leftover_temps(state.config.data_dir.clone(), booted));
                 let _ = state_tx.send((state, writer_task));
@@ -374,20 +205,4 @@ fn describe_init_error(e: &Error) -> String {
         Error::Io(io) => format!("data directory unavailable: {io}"),
         other => other.to_string(),
     }
-}
-
-/// Resolves once shutdown has begun.
-pub async fn stopping(rx: &mut watch::Receiver<bool>) {
-    while !*rx.borrow_and_update() {
-        if rx.changed().await.is_err() {
-            return;
-        }
-    }
-}
-
-/// Response helper for handlers that only acknowledge.
-pub fn no_content() -> Response {
-    let mut response = axum::http::StatusCode::NO_CONTENT.into_response();
-    response.headers_mut().insert(axum::http::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
 }

@@ -12,7 +12,7 @@ use axum::response::{Html, IntoResponse, Response};
 use tower::ServiceExt;
 use tower_http::services::{ServeDir, ServeFile};
 
-use crate::app::AppState;
+use crate::state::AppState;
 
 /// CSP of the shell document: everything from this origin, nothing inline but styles.
 pub const SHELL_CSP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; \

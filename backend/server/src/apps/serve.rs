@@ -10,11 +10,10 @@ use axum::routing::get;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::apply::bundle_path;
-use crate::app::AppState;
 use crate::auth::{Principal, bearer, verify_principal};
 use crate::db::{self, apps::AppRow};
-use crate::error::{Error, Result};
+use crate::error::{Domain, Error, Result};
+use crate::state::AppState;
 
 /// Sandbox flags of the frame document: scripts run, but in an opaque origin (no
 /// `allow-same-origin`), so the app can reach neither the shell's storage nor its token, and
@@ -36,36 +35,14 @@ pub struct ModuleQuery {
 #[derive(Deserialize)]
 pub struct FrameQuery {
     v: Option<String>,
-    /// The frame bootstrap's version ([`FrameBootstrap::key`]).
+    /// The frame bootstrap's version ([`super::bootstrap::FrameBootstrap::key`]).
     b: Option<String>,
-}
-
-/// `app-frame.js` from the built PWA, inlined into every frame document, and a short hash of
-/// it that versions frame URLs. Read once per process (rebuilding the PWA means restarting).
-#[derive(Debug)]
-pub struct FrameBootstrap {
-    code: Option<String>,
-    pub key: String,
-}
-
-impl FrameBootstrap {
-    /// Reads `app-frame.js` from `frontend_dir` (absent or unsafe to inline: no code).
-    pub fn load(frontend_dir: &std::path::Path) -> Self {
-        use sha2::{Digest, Sha256};
-        let code = std::fs::read_to_string(frontend_dir.join("app-frame.js"))
-            .ok()
-            .filter(|code| !code.to_ascii_lowercase().contains("</script"));
-        let mut hash = Sha256::new();
-        hash.update(crate::ops::BUILD_SHA.as_bytes());
-        hash.update(code.as_deref().unwrap_or_default().as_bytes());
-        Self { code, key: hex::encode(hash.finalize())[..12].to_owned() }
-    }
 }
 
 async fn live_app(state: &AppState, id: i64) -> Result<AppRow> {
     match db::apps::get(&state.db.read, id).await? {
         Some(app) if app.deleted_at.is_none() && app.bundle_sha.is_some() => Ok(app),
-        _ => Err(Error::not_found("app_not_found", "No such app.")),
+        _ => Err(Domain::AppNotFound.into()),
     }
 }
 
@@ -113,7 +90,7 @@ pub async fn module(
     let mut response = if etag_matches(&headers, &etag) {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        let bytes = tokio::fs::read(bundle_path(&state, app.id, &sha))
+        let bytes = tokio::fs::read(state.apps.bundle_path(app.id, &sha))
             .await
             .map_err(|_| Error::unavailable("bundle_missing", "This app's build is missing; apply it again."))?;
         let mut r = bytes.into_response();
@@ -232,14 +209,14 @@ async fn icon_response(state: &AppState, app: &AppRow, size: u32, maskable: bool
     let (Some(sha), Some(commit)) = (app.bundle_sha.as_deref(), app.source_commit.clone()) else {
         return Ok(fallback());
     };
-    let compiled = super::apply::compiled_dir(state);
+    let compiled = state.apps.compiled_dir();
     let cached = super::icon::rendered_path(&compiled, app.id, sha, size, maskable);
     if let Ok(bytes) = tokio::fs::read(&cached).await {
         return Ok(image(bytes, "image/png"));
     }
     let manifest: serde_json::Value = serde_json::from_str(&app.manifest).unwrap_or_default();
     let Some(rel) = manifest.get("icon").and_then(|v| v.as_str()).map(str::to_owned) else { return Ok(fallback()) };
-    let Ok(dir) = super::apply::source_dir(state, &app.slug) else { return Ok(fallback()) };
+    let Ok(dir) = state.apps.source_dir(&app.slug) else { return Ok(fallback()) };
     let source = tokio::task::spawn_blocking(move || -> Option<Vec<u8>> {
         let repo = super::git::open_or_init(&dir).ok()?;
         let oid = git2::Oid::from_str(&commit).ok()?;
@@ -375,7 +352,7 @@ async fn standalone_manifest(
     Path(slug): Path<String>,
     Query(q): Query<ManifestQuery>,
 ) -> Result<Response> {
-    let app = app_by_slug(&state, &slug).await?.ok_or_else(|| Error::not_found("app_not_found", "No such app."))?;
+    let app = app_by_slug(&state, &slug).await?.ok_or(Domain::AppNotFound)?;
     let scope = format!("/apps/{}/", app.slug);
     let start_url = match q.install_pass.as_deref() {
         Some(pass)
@@ -414,26 +391,7 @@ async fn standalone_icon(
     Path(slug): Path<String>,
     Query(q): Query<IconQuery>,
 ) -> Result<Response> {
-    let app = app_by_slug(&state, &slug).await?.ok_or_else(|| Error::not_found("app_not_found", "No such app."))?;
+    let app = app_by_slug(&state, &slug).await?.ok_or(Domain::AppNotFound)?;
     let maskable = q.purpose.as_deref() == Some("maskable");
     icon_response(&state, &app, q.size.unwrap_or(512), maskable).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_bootstrap_that_could_close_its_script_element_is_not_inlined() {
-        let dir = tempfile::tempdir().expect("tmp");
-        let safe = FrameBootstrap::load(dir.path());
-        assert!(safe.code.is_none(), "no file, nothing to inline");
-        std::fs::write(dir.path().join("app-frame.js"), "x = '</SCRIPT>';").expect("write");
-        let unsafe_one = FrameBootstrap::load(dir.path());
-        assert!(unsafe_one.code.is_none());
-        std::fs::write(dir.path().join("app-frame.js"), "window.boot = 1;").expect("write");
-        let inlined = FrameBootstrap::load(dir.path());
-        assert_eq!(inlined.code.as_deref(), Some("window.boot = 1;"));
-        assert_ne!(inlined.key, safe.key, "another bootstrap, another frame URL");
-    }
 }

@@ -12,8 +12,8 @@ use base64::Engine;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
-use crate::app::AppState;
 use crate::error::Result;
+use crate::state::AppState;
 
 /// The cookie's name.
 pub const DEVICE_COOKIE: &str = "mobius_device";

@@ -13,9 +13,9 @@ use super::limits::Attempter;
 use super::password::Lane;
 use super::{Claims, OWNER_TOKEN_TTL_SECS, Owner, Scope, devices};
 use crate::api::JsonOrForm;
-use crate::app::AppState;
 use crate::error::{Error, Result};
 use crate::net::client::ClientAddr;
+use crate::state::AppState;
 use crate::writer::WriteCommand;
 
 /// Longest username, in characters.

@@ -67,8 +67,3 @@ impl ResponseCache {
         entries.push_back((key.to_owned(), version, body));
     }
 }
-
-/// Chat ids are client-minted UUIDs (or similar): short, URL-safe.
-pub fn valid_chat_id(id: &str) -> bool {
-    (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}

@@ -6,7 +6,11 @@
 pub mod apps;
 pub mod chats;
 pub mod embeds;
+pub mod journal;
+pub mod messages;
 pub mod owner;
+pub mod queue;
+pub mod runs;
 
 use std::path::Path;
 use std::str::FromStr;

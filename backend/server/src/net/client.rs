@@ -8,8 +8,8 @@ use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::HeaderMap;
 use axum::http::request::Parts;
 
-use crate::app::AppState;
 use crate::error::Error;
+use crate::state::AppState;
 
 /// Most entries `MOBIUS_TRUSTED_PROXIES` may list.
 const MAX_TRUSTED_PROXIES: usize = 64;

@@ -89,7 +89,7 @@ pub async fn serve<S>(
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
-            () = crate::app::stopping(&mut stop) => break,
+            () = crate::state::stopping(&mut stop) => break,
         };
         let (stream, peer) = match accepted {
             Ok(pair) => pair,
@@ -168,7 +168,7 @@ async fn connection<S>(
                 return;
             }
             () = activity.kill.notified() => return,
-            () = crate::app::stopping(&mut stop), if !draining => {
+            () = crate::state::stopping(&mut stop), if !draining => {
                 draining = true;
                 conn.as_mut().graceful_shutdown();
             }

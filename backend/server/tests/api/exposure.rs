@@ -344,7 +344,7 @@ async fn a_stream_of_a_missing_chat_leaves_no_channel_and_a_closed_stream_frees_
     let config = mobius::config::Config::for_test(dir.path());
     let (_stop, stopped) = tokio::sync::watch::channel(false);
     let (state, _writer) =
-        mobius::app::AppState::build(config, "http://127.0.0.1:9".into(), mobius::ops::Boot::new(), stopped)
+        mobius::state::AppState::build(config, "http://127.0.0.1:9".into(), mobius::ops::Boot::new(), stopped)
             .await
             .expect("state");
     let router = mobius::app::router(state.clone());

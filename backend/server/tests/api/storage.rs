@@ -817,7 +817,7 @@ async fn seeds_are_written_once_and_never_overwrite_existing_data() {
     // Seeding outside a running apply, with a store of its own (the server's is internal).
     let store = mobius::storage::Store::new(mobius::config::DEFAULT_APP_QUOTA_BYTES);
 
-    mobius::storage::write_seeds_in(store.clone(), env.app.data_dir(), id, &source, &seeds).await.expect("seed");
+    mobius::storage::write_seeds(store.clone(), env.app.data_dir(), id, &source, &seeds).await.expect("seed");
     assert_eq!(
         env.get(&format!("{base}/state.json"), &token).await.json::<Value>().await.expect("j"),
         json!({ "count": 0 })
@@ -832,7 +832,7 @@ async fn seeds_are_written_once_and_never_overwrite_existing_data() {
 
     // Seeding again (an update) leaves the app's changes alone.
     env.put_json(&format!("{base}/state.json"), &token, &json!({ "count": 5 })).await;
-    mobius::storage::write_seeds_in(store.clone(), env.app.data_dir(), id, &source, &seeds).await.expect("seed again");
+    mobius::storage::write_seeds(store.clone(), env.app.data_dir(), id, &source, &seeds).await.expect("seed again");
     assert_eq!(
         env.get(&format!("{base}/state.json"), &token).await.json::<Value>().await.expect("j"),
         json!({ "count": 5 })
@@ -847,22 +847,17 @@ async fn seeds_are_written_once_and_never_overwrite_existing_data() {
         json!({ "fresh.json": 1, "x.txt": "missing.txt" }),
         json!({ "fresh.json": 1, "big.json": { "blob": "x".repeat(4 * 1024 * 1024 + 1) } }),
     ] {
-        let err = mobius::storage::write_seeds_in(
-            store.clone(),
-            env.app.data_dir(),
-            id,
-            &source,
-            bad.as_object().expect("o"),
-        )
-        .await
-        .expect_err("refused");
+        let err =
+            mobius::storage::write_seeds(store.clone(), env.app.data_dir(), id, &source, bad.as_object().expect("o"))
+                .await
+                .expect_err("refused");
         assert_eq!(err.code(), "invalid_seed", "{bad:.80}");
         assert!(!err.to_string().contains(&*env.data_dir().to_string_lossy()), "{err}");
     }
     assert!(!env.app_dir(id).join("fresh.json").exists());
     assert!(!env.app_dir(id).join("leak.txt").exists());
     let too_many: serde_json::Map<String, Value> = (0..65).map(|i| (format!("s{i}.json"), json!(i))).collect();
-    let err = mobius::storage::write_seeds_in(store.clone(), env.app.data_dir(), id, &source, &too_many)
+    let err = mobius::storage::write_seeds(store.clone(), env.app.data_dir(), id, &source, &too_many)
         .await
         .expect_err("too many");
     assert_eq!(err.code(), "invalid_seed");

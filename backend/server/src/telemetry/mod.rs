@@ -4,11 +4,11 @@
 //! Both land in the server log (target `mobius::client`), nowhere else: an owner reads them
 //! with `docker compose logs`, and the agent sees a crash when the owner sends it the app's
 //! "Report to agent" draft. The same error repeated within a minute is logged once, and the
-//! log gets at most [`MAX_LOGGED_PER_MINUTE`] reports a minute, so a looping app cannot flood it.
+//! log gets at most 60 reports a minute (`reports.rs`), so a looping app cannot flood it.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+pub mod reports;
+
+use std::time::Instant;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -18,9 +18,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::api::ApiJson;
-use crate::app::AppState;
 use crate::auth::Principal;
 use crate::error::{Error, Result};
+use crate::state::AppState;
 
 /// Longest message kept; longer ones are cut (a report is never refused for its length).
 const MAX_MESSAGE_CHARS: usize = 2_000;
@@ -28,66 +28,16 @@ const MAX_MESSAGE_CHARS: usize = 2_000;
 const MAX_STACK_CHARS: usize = 8_000;
 /// Longest `source` / `url` / signal name.
 const MAX_LABEL_CHARS: usize = 300;
-/// An identical report inside this window is counted, not logged again.
-const DEDUPE_WINDOW: Duration = Duration::from_secs(60);
-/// Reports logged per minute across all callers.
-const MAX_LOGGED_PER_MINUTE: u32 = 60;
-/// Distinct recent reports remembered for de-duplication.
-const MAX_REMEMBERED: usize = 256;
 /// Signals in one batch (the runtime's offline queue flushes in batches).
 const MAX_SIGNALS_PER_BATCH: usize = 100;
 /// Largest signal payload, serialised.
 const MAX_SIGNAL_PAYLOAD_BYTES: usize = 4 * 1024;
 
+pub use reports::ClientReports;
+
 /// The routes (mounted under `/api`).
 pub fn router() -> Router<AppState> {
     Router::new().route("/client-error", post(client_error)).route("/client-signal", post(client_signal))
-}
-
-/// The de-duplication and rate state of client reports (one per server, in `AppState`).
-#[derive(Debug, Default)]
-pub struct ClientReports(Mutex<Window>);
-
-#[derive(Debug, Default)]
-struct Window {
-    /// Report key → when it was last logged.
-    recent: HashMap<(i64, u64), Instant>,
-    minute_started: Option<Instant>,
-    logged_this_minute: u32,
-    suppressed: u64,
-}
-
-impl ClientReports {
-    /// Whether a report keyed `key` should be logged now (and notes that it was).
-    fn admit(&self, key: (i64, u64), now: Instant) -> bool {
-        let mut w = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if w.recent.get(&key).is_some_and(|at| now.duration_since(*at) < DEDUPE_WINDOW) {
-            w.suppressed += 1;
-            return false;
-        }
-        if w.minute_started.is_none_or(|start| now.duration_since(start) >= Duration::from_secs(60)) {
-            w.minute_started = Some(now);
-            w.logged_this_minute = 0;
-        }
-        if w.logged_this_minute >= MAX_LOGGED_PER_MINUTE {
-            w.suppressed += 1;
-            return false;
-        }
-        w.logged_this_minute += 1;
-        if w.recent.len() >= MAX_REMEMBERED {
-            w.recent.retain(|_, at| now.duration_since(*at) < DEDUPE_WINDOW);
-            if w.recent.len() >= MAX_REMEMBERED {
-                w.recent.clear();
-            }
-        }
-        w.recent.insert(key, now);
-        true
-    }
-
-    /// Reports not logged since start (duplicates and over-limit ones).
-    fn take_suppressed(&self) -> u64 {
-        std::mem::take(&mut self.0.lock().unwrap_or_else(|p| p.into_inner()).suppressed)
-    }
 }
 
 /// `text` cut to `max` characters (marked), with control characters other than newlines
@@ -314,21 +264,6 @@ async fn client_signal(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn repeats_are_logged_once_a_minute_and_the_log_has_a_ceiling() {
-        let reports = ClientReports::default();
-        let start = Instant::now();
-        assert!(reports.admit((1, 7), start));
-        assert!(!reports.admit((1, 7), start + Duration::from_secs(30)));
-        assert!(reports.admit((2, 7), start + Duration::from_secs(30)), "another app's report is its own");
-        assert!(reports.admit((1, 7), start + Duration::from_secs(61)));
-        assert_eq!(reports.take_suppressed(), 1);
-        let later = start + Duration::from_secs(600);
-        let logged = (0..100).filter(|i| reports.admit((3, *i), later)).count();
-        assert_eq!(logged, MAX_LOGGED_PER_MINUTE as usize);
-        assert_eq!(reports.take_suppressed(), 100 - MAX_LOGGED_PER_MINUTE as u64);
-    }
 
     #[test]
     fn reports_cannot_forge_log_lines_or_leak_tokens() {
