@@ -20,6 +20,7 @@ pub mod memory;
 pub mod ops;
 pub mod protocol;
 pub mod providers;
+pub mod search;
 pub mod state;
 pub mod storage;
 pub mod telemetry;
