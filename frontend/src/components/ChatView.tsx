@@ -139,20 +139,22 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
   }, [state.offset]);
 
   const { loading, loadingOlder, loadOlder } = chat;
-  // A search hit: load older pages until its message is here, then centre and highlight it.
-  useLayoutEffect(() => {
-    const box = scrollRef.current;
-    if (!focus || focusShown.current === focus.n || !box || loading) return;
-    if (focus.idx < state.offset) {
-      if (loadingOlder) return;
-      if (!state.hasMore || focusLoadedFrom.current === state.offset) {
-        focusShown.current = focus.n;
-        return;
-      }
-      focusLoadedFrom.current = state.offset;
-      loadOlder();
+  // A search hit above the loaded page: load older pages until its message is here. (A passive
+  // effect: `loadOlder` reads the state the chat hook records in its own effect.)
+  useEffect(() => {
+    if (!focus || focusShown.current === focus.n || loading || loadingOlder || focus.idx >= state.offset) return;
+    if (!state.hasMore || focusLoadedFrom.current === state.offset) {
+      focusShown.current = focus.n;
       return;
     }
+    focusLoadedFrom.current = state.offset;
+    loadOlder();
+  }, [focus, loading, loadingOlder, loadOlder, state.offset, state.hasMore]);
+
+  // The hit's message is on the page: centre it and mark it, before the browser paints.
+  useLayoutEffect(() => {
+    const box = scrollRef.current;
+    if (!focus || focusShown.current === focus.n || !box || loading || focus.idx < state.offset) return;
     focusShown.current = focus.n;
     const row = contentRef.current?.querySelector<HTMLElement>(`[data-idx="${focus.idx}"]`);
     if (!row) return;
@@ -162,7 +164,7 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
     if (spacerPx.current > 0) setSpacer(0);
     box.scrollTop = Math.max(0, row.offsetTop - (box.clientHeight - row.offsetHeight) / 2);
     setHitIdx(focus.idx);
-  }, [focus, loading, loadingOlder, loadOlder, state.offset, state.hasMore]);
+  }, [focus, loading, state.offset]);
 
   // Content growth (streaming, tool output, late Markdown) re-applies the mode.
   useLayoutEffect(() => {

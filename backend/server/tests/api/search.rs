@@ -28,7 +28,7 @@ async fn import(app: &TestApp, token: &str, id: &str, title: Option<&str>, messa
 fn assistant(text: &str, ts: i64) -> Value {
     json!({ "role": "assistant", "ts": ts, "blocks": [
         { "type": "text", "content": text },
-        { "type": "tool", "tool_use_id": "t1", "name": "Bash", "input": { "command": "echo zanzibar" },
+        { "type": "tool", "tool_use_id": "t1", "tool": "Bash", "input": { "command": "echo zanzibar" },
           "output": "zanzibar", "status": "done" },
         { "type": "thinking", "content": "pondering quetzal" },
     ]})
@@ -299,7 +299,7 @@ async fn a_database_written_before_the_index_is_back_filled() {
              ('old', 'Otter habitats', 1, 1, 1), ('plain', 'New chat', 2, 2, 2);
            INSERT INTO chat_messages (chat_id, idx, role, ts, body) VALUES
              ('old', 0, 'user', 10, '{"role":"user","content":"Tell me about river otters","ts":10}'),
-             ('old', 1, 'assistant', 11, '{"role":"assistant","content":"","ts":11,"blocks":[{"type":"text","content":"Otters live"},{"type":"tool","tool_use_id":"x","name":"Bash","input":{"command":"beaver"},"status":"done"},{"type":"text","content":"near rivers"}]}'),
+             ('old', 1, 'assistant', 11, '{"role":"assistant","content":"","ts":11,"blocks":[{"type":"text","content":"Otters live"},{"type":"tool","tool_use_id":"x","tool":"Bash","input":{"command":"beaver"},"status":"done"},{"type":"text","content":"near rivers"}]}'),
              ('old', 2, 'user', 12, '{"role":"user","content":"hidden otter","hidden":true,"ts":12}'),
              ('plain', 0, 'user', 20, 'not json at all'),
              ('plain', 1, 'assistant', 21, '{"role":"assistant","blocks":["odd",7,{"type":"text","content":42}],"ts":21}');
