@@ -10,6 +10,10 @@ pub use routes::router;
 pub const MAX_QUERY_CHARS: usize = 256;
 /// Most terms (words or phrases) of a query that are searched; later ones are ignored.
 pub const MAX_QUERY_TERMS: usize = 12;
+/// Shortest word matched as a prefix, in characters: a shorter one matches whole words only
+/// (a one- or two-letter prefix reaches most of the index: 45 ms typical, 170 ms p99 for one
+/// letter over 100,000 messages, against ≤ 10 ms for three).
+pub const MIN_PREFIX_CHARS: usize = 3;
 
 /// One term of a query: a word, or the words of a quoted phrase.
 #[derive(Debug, PartialEq)]
@@ -22,7 +26,8 @@ struct Term {
 ///
 /// Words are runs of letters and digits. Words inside a pair of double quotes form a phrase;
 /// an unpaired quote is ignored. A word followed by `*`, and the last word when the query does
-/// not end in a space or a closing quote (the owner is still typing it), match as prefixes.
+/// not end in a space or a closing quote (the owner is still typing it), match as prefixes
+/// when they have at least [`MIN_PREFIX_CHARS`] characters.
 /// Every word is wrapped in double quotes, so `AND`, `NEAR(`, `-`, `^`, `:`, parentheses and
 /// the rest are plain text.
 pub fn fts_query(typed: &str) -> Option<String> {
@@ -56,14 +61,16 @@ fn terms(typed: &str) -> Vec<Term> {
                 None => {
                     let star = chars.peek() == Some(&'*');
                     let last = chars.peek().is_none();
-                    terms.push(Term { words: vec![word], prefix: star || last });
+                    let long = word.chars().count() >= MIN_PREFIX_CHARS;
+                    terms.push(Term { words: vec![word], prefix: long && (star || last) });
                 }
             }
         } else if c == '"' {
             seen_quotes += 1;
             if let Some(words) = phrase.take() {
-                if !words.is_empty() {
-                    terms.push(Term { words, prefix: chars.peek() == Some(&'*') });
+                if let Some(last) = words.last() {
+                    let long = last.chars().count() >= MIN_PREFIX_CHARS;
+                    terms.push(Term { words, prefix: long && chars.peek() == Some(&'*') });
                 }
             } else if seen_quotes <= paired_quotes {
                 phrase = Some(Vec::new());
@@ -96,9 +103,10 @@ mod tests {
 
     #[test]
     fn operators_are_text() {
-        assert_eq!(fts_query("a AND b").as_deref(), Some("\"a\" \"AND\" \"b\"*"));
-        assert_eq!(fts_query("NEAR(a b").as_deref(), Some("\"NEAR\" \"a\" \"b\"*"));
+        assert_eq!(fts_query("a AND b").as_deref(), Some("\"a\" \"AND\" \"b\""));
+        assert_eq!(fts_query("NEAR(a b").as_deref(), Some("\"NEAR\" \"a\" \"b\""));
         assert_eq!(fts_query("-x ^y col:z (").as_deref(), Some("\"x\" \"y\" \"col\" \"z\""));
+        assert_eq!(fts_query("near(abc").as_deref(), Some("\"near\" \"abc\"*"));
         assert_eq!(fts_query("  \t*()-\"").as_deref(), None);
         assert_eq!(fts_query("").as_deref(), None);
     }
@@ -107,6 +115,15 @@ mod tests {
     fn letters_of_any_script_are_words() {
         assert_eq!(fts_query("Crème brûlée").as_deref(), Some("\"Crème\" \"brûlée\"*"));
         assert_eq!(fts_query("東京 2026").as_deref(), Some("\"東京\" \"2026\"*"));
+    }
+
+    #[test]
+    fn short_words_are_never_prefixes() {
+        assert_eq!(fts_query("a").as_deref(), Some("\"a\""));
+        assert_eq!(fts_query("ab*").as_deref(), Some("\"ab\""));
+        assert_eq!(fts_query("abc").as_deref(), Some("\"abc\"*"));
+        assert_eq!(fts_query("\"big ox\"*").as_deref(), Some("\"big ox\""));
+        assert_eq!(fts_query("東京").as_deref(), Some("\"東京\""));
     }
 
     #[test]
