@@ -817,14 +817,14 @@ def search_server_run(binary, tmp, label, measure_search):
     note("search", f"{label}: GET /api/chats/{{id}}?limit=20 c=32 requests/s", fmt3([r[0] for r in detail], "", 0), "")
     if measure_search:
         # Common, middling and rare words (by rank), as typed (prefix), two words, a phrase,
-        # a one-letter prefix, hostile text, and a word that is nowhere.
+        # one or two letters as typed, hostile text, and a word that is nowhere.
         common, middle, rare = vocab[0], vocab[200], vocab[4000]
         kinds = {
             "common word": [common + " "],
             "middling word": [middle + " "],
             "rare word": [rare + " "],
             "prefix as typed (3 letters)": [middle[:3], rare[:3], common[:3]],
-            "one letter": ["a", "e", "s"],
+            "one or two letters (whole words only)": ["a", "e", "s", middle[:2], common[:2]],
             "two words (common + rare)": [f"{common} {rare} "],
             "two common words": [f"{vocab[0]} {vocab[1]} "],
             "phrase": [f'"{vocab[0]} {vocab[1]}"'],
