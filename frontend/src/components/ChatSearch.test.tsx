@@ -68,12 +68,19 @@ describe("the drawer's search", () => {
     const firstSignal = searchChats.mock.calls[0]?.[1]?.signal;
     expect(firstSignal?.aborted).toBe(true);
 
-    act(() => answers.otters?.({ hits: [hit("c1", 4, "river \u0002otters\u0003", "Rivers"), hit("c2", null, "\u0002Otters\u0003", "Otters")], next_cursor: null }));
-    // The older answer arrives last and is ignored.
-    act(() => answers.otter?.({ hits: [hit("stale", 0, "stale")], next_cursor: null }));
+    await act(async () => {
+      answers.otters?.({ hits: [hit("c1", 4, "river \u0002otters\u0003", "Rivers"), hit("c2", null, "\u0002Otters\u0003", "Otters")], next_cursor: null });
+      await Promise.resolve();
+    });
     const results = await screen.findByRole("region", { name: "Search results" });
+    const group = await within(results).findByRole("region", { name: "Rivers" });
+    // The older answer arrives last and is ignored.
+    await act(async () => {
+      answers.otter?.({ hits: [hit("stale", 0, "stale")], next_cursor: null });
+      await Promise.resolve();
+    });
     expect(within(results).queryByText("stale")).toBeNull();
-    const group = within(results).getByRole("region", { name: "Rivers" });
+    expect(within(results).getByRole("region", { name: "Rivers" })).toBe(group);
     expect(within(group).getByText("otters").tagName).toBe("MARK");
 
     fireEvent.click(within(group).getByRole("button"));
