@@ -1,7 +1,6 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { closeApp, currentNav, navigate, openApp, parseAppParam, pushAppNav } from "./router";
 
-const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
 
 afterEach(() => {
   history.replaceState({}, "", "/");
@@ -25,8 +24,8 @@ describe("app routes", () => {
     expect(history.length).toBe(depth + 1);
     expect(currentNav().app).toBe(4);
     closeApp();
-    await settle();
-    expect(location.search).toBe("");
+    // history.back() lands asynchronously: poll for it.
+    await vi.waitFor(() => expect(location.search).toBe(""));
     expect(currentNav().app).toBeNull();
   });
 
@@ -36,8 +35,7 @@ describe("app routes", () => {
     pushAppNav("nav-1");
     pushAppNav("nav-2");
     closeApp();
-    await settle();
-    expect(location.pathname + location.search).toBe("/chat/c2");
+    await vi.waitFor(() => expect(location.pathname + location.search).toBe("/chat/c2"));
     expect(currentNav().app).toBeNull();
   });
 
