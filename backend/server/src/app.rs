@@ -137,13 +137,12 @@ pub async fn serve(
         std::net::IpAddr::V6(ip) => format!("http://[{ip}]:{}", addr.port()),
         ip => format!("http://{ip}:{}", addr.port()),
     };
+    let hosts = crate::net::host::AllowedHosts::new(&config.public_origin, addr);
+    let (limits, trusted, https) =
+        (config.net.clone(), config.trusted_proxies.clone(), config.public_origin.is_https());
     let init = tokio::spawn(initialise(config, api_url, boot.clone(), stop_rx.clone(), full, state_tx));
 
-    let mut stop_wait = stop_rx.clone();
-    let server = axum::serve(listener, tower::make::Shared::new(switch)).with_graceful_shutdown(async move {
-        crate::state::stopping(&mut stop_wait).await;
-    });
-    let server = tokio::spawn(async move { server.await });
+    let server = tokio::spawn(crate::net::serve(listener, switch, limits, trusted, hosts, https, stop_rx.clone()));
 
     shutdown.await;
     info!("shutting down");
@@ -151,8 +150,7 @@ pub async fn serve(
     let _ = stop_tx.send(true);
     init.abort();
     match tokio::time::timeout(SHUTDOWN_GRACE, server).await {
-        Ok(Ok(Ok(()))) => {}
-        Ok(Ok(Err(e))) => warn!(error = %e, "server error during shutdown"),
+        Ok(Ok(())) => {}
         Ok(Err(e)) => warn!(error = %e, "server task failed"),
         Err(_) => warn!("connections still open after the grace period; closing them"),
     }
@@ -180,10 +178,13 @@ async fn initialise(
         match AppState::build(config.clone(), api_url.clone(), boot.clone(), stop.clone()).await {
             Ok((state, writer_task)) => {
                 let writer = state.writer.clone();
+                let booted = std::time::SystemTime::now();
                 let _ = full.set(router(state.clone()));
                 info!(frontend = %web::describe_dist(&state.config.frontend_dir).display(), "ready");
                 boot.set_ready(writer);
                 tokio::spawn(crate::apps::apply::rebuild_outdated(state.apps.clone()));
+                tokio::spawn(crate::apps::lifecycle::check_periodically(state.clone()));
+                tokio::spawn(crate::storage::remove_leftover_temps(state.config.data_dir.clone(), booted));
                 let _ = state_tx.send((state, writer_task));
                 return;
             }

@@ -17,7 +17,18 @@ pub async fn purge_tombstones(writer: WriterHandle, apps: Arc<Apps>) {
         Err(e) => tracing::warn!(error = %e, "purging deleted chats failed"),
     }
     let app_cutoff = now_ms() - crate::apps::RECOVERY_WINDOW_MS;
-    let purged = match writer.call(|ack| WriteCommand::AppPurge { cutoff: app_cutoff, ack }).await {
+    // An app uninstalled with its data kept keeps its row (and so its id and data) for a later
+    // install of the same app; the others go whole.
+    let expired = crate::db::apps::expired(&apps.read, app_cutoff).await.unwrap_or_default();
+    let keep: Vec<i64> = expired
+        .iter()
+        .map(|(id, _)| *id)
+        .filter(|id| {
+            std::fs::read_dir(crate::storage::app_data_dir(&apps.data_dir, *id))
+                .is_ok_and(|mut entries| entries.next().is_some())
+        })
+        .collect();
+    let purged = match writer.call(|ack| WriteCommand::AppPurge { cutoff: app_cutoff, keep: keep.clone(), ack }).await {
         Ok(purged) => purged,
         Err(e) => {
             tracing::warn!(error = %e, "purging deleted apps failed");
@@ -27,7 +38,9 @@ pub async fn purge_tombstones(writer: WriterHandle, apps: Arc<Apps>) {
     for (id, slug) in purged {
         let _lock = apps.locks.lock(&slug).await;
         let _ = tokio::fs::remove_dir_all(apps.apps_dir().join(&slug)).await;
-        if let Err(e) = crate::storage::remove_app_data(apps.storage.clone(), &apps.data_dir, id).await {
+        if !keep.contains(&id)
+            && let Err(e) = crate::storage::remove_app_data(apps.storage.clone(), &apps.data_dir, id).await
+        {
             tracing::warn!(app.id = id, error = %e, "removing a purged app's data failed");
         }
         if let Ok(mut entries) = tokio::fs::read_dir(apps.compiled_dir()).await {

@@ -17,6 +17,7 @@ pub mod events;
 pub mod housekeeping;
 pub mod locks;
 pub mod memory;
+pub mod net;
 pub mod ops;
 pub mod protocol;
 pub mod providers;

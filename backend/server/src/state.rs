@@ -5,7 +5,7 @@
 //! routes through its field.
 
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use axum::extract::FromRef;
 use tokio::sync::watch;
@@ -67,6 +67,19 @@ pub struct Inner {
     pub storage: Arc<Store>,
     /// The app proxy's client and concurrency limit.
     pub proxy: Proxy,
+    /// Review and icon limits, update-check state and the store's catalog cache.
+    pub lifecycle: crate::apps::lifecycle::limits::Lifecycle,
+    /// Open event streams, capped per client address and in all.
+    pub streams: Arc<crate::events::StreamLimits>,
+    /// The frame bootstrap inlined into app frame documents, read on first use.
+    frame_bootstrap: OnceLock<crate::apps::bootstrap::FrameBootstrap>,
+}
+
+impl Inner {
+    /// The frame bootstrap (`app-frame.js`) and its version key, read once.
+    pub fn frame_bootstrap(&self) -> &crate::apps::bootstrap::FrameBootstrap {
+        self.frame_bootstrap.get_or_init(|| crate::apps::bootstrap::FrameBootstrap::load(&self.config.frontend_dir))
+    }
 }
 
 impl Deref for AppState {
@@ -91,7 +104,7 @@ impl AppState {
         boot: Arc<Boot>,
         shutdown: watch::Receiver<bool>,
     ) -> Result<(Self, tokio::task::JoinHandle<()>)> {
-        std::fs::create_dir_all(&config.data_dir)?;
+        create_private_dir(&config.data_dir)?;
         config.data_dir = std::fs::canonicalize(&config.data_dir)?;
         let path = config.database_path();
         let conn = db::open_writer(&path).await?;
@@ -136,6 +149,8 @@ impl AppState {
             writer.clone(),
             storage.clone(),
         ));
+        let login_limits = LoginLimiter::new(config.login.clone());
+        let streams = crate::events::StreamLimits::new(config.net.max_streams, config.net.max_streams_per_address);
         let state = Self(Arc::new(Inner {
             config,
             db,
@@ -143,7 +158,7 @@ impl AppState {
             hub,
             keys,
             passwords: Passwords::default(),
-            login_limits: LoginLimiter::default(),
+            login_limits,
             owner,
             boot,
             shutdown,
@@ -157,9 +172,27 @@ impl AppState {
             apps,
             storage,
             proxy: Proxy::default(),
+            lifecycle: crate::apps::lifecycle::limits::Lifecycle::default(),
+            streams,
+            frame_bootstrap: OnceLock::new(),
         }));
         Ok((state, task))
     }
+}
+
+/// Creates `dir` (and missing parents) as `0700`, and takes group and other access away from
+/// an existing one: everything in it is the owner's alone (files are created `0600`, see
+/// `cli::serve`'s umask).
+fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    let mode = std::fs::metadata(dir)?.permissions().mode();
+    if mode & 0o077 != 0
+        && let Err(e) = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode & 0o700))
+    {
+        warn!(error = %e, dir = %dir.display(), "cannot make the data directory private");
+    }
+    Ok(())
 }
 
 /// Resolves once shutdown has begun.

@@ -1,7 +1,9 @@
 //! One running app: the sandboxed iframe and the broker between it and the server.
 //!
-//! The iframe has no `sandbox` attribute — the frame document's own CSP sandboxes it (opaque
-//! origin), which lets the service worker answer that navigation offline. The broker sends
+//! The iframe carries the same `sandbox` flags as the frame document's CSP (opaque origin, no
+//! escape for popups), so whatever the frame navigates to stays sandboxed. A sandboxed frame's
+//! navigation bypasses the service worker; the server lets the browser's HTTP cache keep each
+//! build's frame document, which is how an app opened once starts again offline. The broker sends
 //! `frame-init` (the app token, never the owner's), answers the frame's module request with the
 //! bytes it fetches (and the service worker caches), performs its storage calls (storageHost.ts),
 //! keeps its virtual localStorage, maps in-app screens onto history entries (`nav-push` is
@@ -38,6 +40,10 @@ export interface AppCanvasProps {
   onImmersiveChange?: (immersive: boolean) => void;
 }
 
+/** The iframe's sandbox: exactly the flags of the frame document's CSP (`apps/serve.rs`, whose
+ * test compares the two). No `allow-same-origin`, no `allow-popups-to-escape-sandbox`. */
+export const FRAME_SANDBOX = "allow-scripts allow-forms allow-popups allow-top-navigation-by-user-activation allow-downloads";
+
 /** Bundles are self-contained ES modules; anything larger is refused. */
 const MAX_MODULE_BYTES = 16 * 1024 * 1024;
 /** The frame must say hello this soon after the canvas mounts. */
@@ -60,6 +66,9 @@ const IMMERSIVE_NAV_ID = "mobius:immersive";
 export const MAX_NAV_ENTRIES = 20;
 /** The app must answer `nav-forward` within this long, or the Forward is undone. */
 const NAV_FORWARD_TIMEOUT_MS = 5_000;
+
+/** Whether the app's manifest asks for `permissions.manage_apps` (installs, updates, uninstalls through the owner). */
+const managesApps = (app: AppSummary) => (app.capability_contract?.data as { manage_apps?: boolean } | undefined)?.manage_apps === true;
 
 type ModuleAnswer = { ok: true; bytes: ArrayBuffer } | { ok: false; error: { code: string; message: string; status: number } };
 
@@ -344,6 +353,15 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
         case "moebius:open-app":
           current.onHostRequest({ kind: "open-app", appId: message.appId });
           return;
+        case "moebius:install-app":
+          // Only an app whose manifest asks for manage_apps; the install still goes through
+          // the owner's review in the shell.
+          if (managesApps(current.app)) current.onHostRequest({ kind: "install-app", source: message.source });
+          return;
+        case "moebius:manage-app":
+          // Likewise: the owner sees the update preview or the uninstall choice, and decides.
+          if (managesApps(current.app)) current.onHostRequest({ kind: "manage-app", action: message.action, appId: message.appId });
+          return;
         case "moebius:open-settings":
           current.onHostRequest({ kind: "open-settings", section: message.section });
           return;
@@ -466,6 +484,7 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
           ref={frameRef}
           className="app-frame"
           src={app.frame_url}
+          sandbox={FRAME_SANDBOX}
           title={app.name}
           allow="fullscreen"
           onLoad={() => {

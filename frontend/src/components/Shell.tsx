@@ -27,6 +27,7 @@ import { Icon } from "./Icon";
 import { preloadMarkdown } from "./Markdown";
 
 const Settings = lazy(() => import("./Settings"));
+const AppsView = lazy(() => import("./AppsView"));
 
 export interface ShellProps {
   session: Session;
@@ -208,6 +209,14 @@ export function Shell({ session, onSignOut }: ShellProps) {
         case "open-app":
           if (appList?.some((a) => a.id === request.appId)) openApp(request.appId);
           return;
+        case "install-app":
+          closeApp();
+          navigate({ name: "apps", tab: "installed", source: request.source });
+          return;
+        case "manage-app":
+          closeApp();
+          navigate({ name: "apps", tab: "installed", manage: { action: request.action, appId: request.appId } });
+          return;
         case "open-settings":
           navigate({ name: "settings" });
           return;
@@ -236,7 +245,11 @@ export function Shell({ session, onSignOut }: ShellProps) {
   const activeId = route.name === "chat" ? route.id : null;
   const summary = activeId ? chats.data?.find((c) => c.id === activeId) : undefined;
   const chatTitle =
-    route.name === "settings" ? "Settings" : (summary?.title || (liveTitle?.id === activeId ? liveTitle?.title : "") || "New chat");
+    route.name === "settings"
+      ? "Settings"
+      : route.name === "apps"
+        ? "Apps"
+        : summary?.title || (liveTitle?.id === activeId ? liveTitle?.title : "") || "New chat";
   const title = openedApp && !wide ? openedApp.name : chatTitle;
   const firstRun = chats.data !== undefined && !chats.data.some((c) => c.has_messages);
   const needsProvider = anyConnected(providers.data) === false;
@@ -268,6 +281,9 @@ export function Shell({ session, onSignOut }: ShellProps) {
     activeId,
     settingsActive: route.name === "settings",
     settingsNeedsAttention: needsProvider,
+    appsActive: route.name === "apps",
+    updatesAvailable: appList?.filter((a) => a.update?.available).length ?? 0,
+    onOpenApps: () => navigate({ name: "apps", tab: "installed" }),
     offline: !online,
     creating: create.isPending,
     onNewChat: () => openNewChat(),
@@ -350,6 +366,11 @@ export function Shell({ session, onSignOut }: ShellProps) {
           {route.name === "settings" && (
             <Suspense fallback={<div className="settings-loading" role="status" aria-label="Loading settings" />}>
               <Settings owner={owner} activeChatId={loadLastChat(owner)} onSignOut={onSignOut} />
+            </Suspense>
+          )}
+          {route.name === "apps" && (
+            <Suspense fallback={<div className="settings-loading" role="status" aria-label="Loading apps" />}>
+              <AppsView tab={route.tab} source={route.source} manage={route.manage} apps={appList} owner={owner} online={online} showToast={showToast} />
             </Suspense>
           )}
           {offeredApp && (

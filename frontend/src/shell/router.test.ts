@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { closeApp, currentNav, navigate, openApp, parseAppParam, pushAppNav } from "./router";
-
+import { closeApp, currentNav, navigate, openApp, parseAppParam, parseRoute, pushAppNav } from "./router";
 
 afterEach(() => {
   history.replaceState({}, "", "/");
@@ -53,5 +52,31 @@ describe("app routes", () => {
     expect(location.search).toBe("?app=2");
     navigate({ name: "settings" });
     expect(currentNav()).toMatchObject({ route: { name: "settings" }, app: null });
+  });
+
+  it("the Apps view, the store and the install deep link have routes", () => {
+    expect(parseRoute("/apps")).toEqual({ name: "apps", tab: "installed" });
+    expect(parseRoute("/store/")).toEqual({ name: "apps", tab: "store" });
+    const link = "https://github.com/someone/notes.git";
+    const route = parseRoute("/install", `?source=${encodeURIComponent(link)}`);
+    expect(route).toEqual({ name: "apps", tab: "installed", source: link });
+    expect(parseRoute("/install", "")).toEqual({ name: "apps", tab: "installed" });
+    expect(parseRoute("/install", `?source=${"x".repeat(3000)}`)).toEqual({ name: "apps", tab: "installed" });
+    navigate(route, { app: 3 });
+    expect(location.pathname + location.search).toBe(`/install?source=${encodeURIComponent(link)}&app=3`);
+    expect(currentNav().route).toEqual(route);
+  });
+
+  it("an app that manages apps opens another app's update preview or uninstall choice by address", () => {
+    expect(parseRoute("/apps", "?update=7")).toEqual({ name: "apps", tab: "installed", manage: { action: "update", appId: 7 } });
+    expect(parseRoute("/apps/", "?uninstall=12")).toEqual({ name: "apps", tab: "installed", manage: { action: "uninstall", appId: 12 } });
+    for (const bad of ["?update=0", "?update=-3", "?uninstall=x", "?uninstall=1e3", "?remove=4", `?update=${"9".repeat(16)}`]) {
+      expect(parseRoute("/apps", bad)).toEqual({ name: "apps", tab: "installed" });
+    }
+    const route = parseRoute("/apps", "?uninstall=5");
+    navigate(route, { app: 2 });
+    expect(location.pathname + location.search).toBe("/apps?uninstall=5&app=2");
+    expect(currentNav().route).toEqual(route);
+    expect(currentNav().app).toBe(2);
   });
 });

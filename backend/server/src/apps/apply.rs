@@ -120,14 +120,24 @@ fn compile_error(diagnostics: &Diagnostics) -> Error {
     Error::unprocessable("compile_failed", format!("The app did not compile:\n{diagnostics}"))
 }
 
-/// Which version of an app's source an apply builds.
+/// Which version of an app's source an apply builds, and why (recorded in its history:
+/// `install`, `update`, `restore`, `apply`, `rebuild`).
 #[derive(Debug, Clone)]
 pub enum Snapshot {
     /// The folder as it is now, committed on `main` first (what the agent asks for).
-    Worktree,
-    /// The live commit again, with the current runtime (a start-up rebuild); the folder's
-    /// uncommitted edits stay unpublished.
-    Live(String),
+    Worktree(&'static str),
+    /// A given commit, which need not be on `main` yet: the live commit again with the
+    /// current runtime (a start-up rebuild), or an update or restore built before `main`
+    /// moves to it. The folder's uncommitted edits stay unpublished.
+    Commit(String, &'static str),
+}
+
+impl Snapshot {
+    fn why(&self) -> &'static str {
+        match self {
+            Snapshot::Worktree(why) | Snapshot::Commit(_, why) => why,
+        }
+    }
 }
 
 /// The runtime's own modules (`runtime/*.js` next to `mobius-runtime.js`, which imports them).
@@ -166,18 +176,20 @@ pub async fn apply_locked(
     apps: &Apps,
     slug: &str,
     chat_id: Option<String>,
-    installed_from: Option<(String, Option<String>)>,
+    installed_from: Option<Installed>,
     from: Snapshot,
 ) -> Result<Applied> {
     let dir = apps.source_dir(slug)?;
-    let manifest_text = read_manifest(&dir).await?;
-    manifest::parse(&manifest_text, slug)?;
-    if !tokio::fs::try_exists(dir.join("index.jsx")).await.unwrap_or(false) {
-        return Err(Error::unprocessable(
-            "entry_missing",
-            "index.jsx is missing: it must `export default` a React component.",
-        ));
+    if matches!(from, Snapshot::Worktree(_)) {
+        manifest::parse(&read_manifest(&dir).await?, slug)?;
+        if !tokio::fs::try_exists(dir.join("index.jsx")).await.unwrap_or(false) {
+            return Err(Error::unprocessable(
+                "entry_missing",
+                "index.jsx is missing: it must `export default` a React component.",
+            ));
+        }
     }
+    let why = from.why();
     let build_root = apps.data_dir.join("run").join("build");
     std::fs::create_dir_all(&build_root)?;
     let message = format!("Apply {slug}");
@@ -186,8 +198,10 @@ pub async fn apply_locked(
         tokio::task::spawn_blocking(move || -> Result<(String, tempfile::TempDir)> {
             let repo = git::open_or_init(&dir)?;
             let commit = match from {
-                Snapshot::Worktree => git::commit_worktree(&repo, &message)?.0,
-                Snapshot::Live(commit) => git2::Oid::from_str(&commit).map_err(|e| Error::Internal(e.to_string()))?,
+                Snapshot::Worktree(_) => git::commit_worktree(&repo, &message)?.0,
+                Snapshot::Commit(commit, _) => {
+                    git2::Oid::from_str(&commit).map_err(|e| Error::Internal(e.to_string()))?
+                }
             };
             let tmp = tempfile::Builder::new().prefix("apply-").tempdir_in(&build_root)?;
             git::export_commit(&repo, commit, tmp.path())?;
@@ -198,18 +212,26 @@ pub async fn apply_locked(
     };
     let (commit, tree_dir) = snapshot;
     // The committed manifest is the one that counts (the worktree may have moved on).
-    let manifest = manifest::parse(&read_manifest(tree_dir.path()).await?, slug)?;
+    let manifest_text = read_manifest(tree_dir.path()).await?;
+    let manifest = manifest::parse(&manifest_text, slug)?;
+    if !tokio::fs::try_exists(tree_dir.path().join("index.jsx")).await.unwrap_or(false) {
+        return Err(Error::unprocessable(
+            "entry_missing",
+            "index.jsx is missing: it must `export default` a React component.",
+        ));
+    }
     let mut warnings = manifest.warnings.clone();
     let mut existing = db::apps::by_slug(&apps.read, slug).await?;
     if existing.is_none()
         && let Some(previous) = &manifest.previous_id
     {
         existing =
-            adopt(apps, slug, previous, installed_from.as_ref().map(|(url, _)| url.as_str()), &mut warnings).await?;
+            adopt(apps, slug, previous, installed_from.as_ref().map(|i| i.source.as_str()), &mut warnings).await?;
     }
     let runtime = runtime_fingerprint(apps)?;
+    let revive_nonce = installed_from.as_ref().and_then(|i| i.revive_nonce.clone());
     if let Some(app) = &existing {
-        if app.deleted_at.is_some() {
+        if app.deleted_at.is_some() && revive_nonce.is_none() {
             return Err(Error::conflict("app_deleted", "This app is deleted; recover it before applying again."));
         }
         if app.source_commit.as_deref() == Some(commit.as_str())
@@ -228,6 +250,9 @@ pub async fn apply_locked(
     let assets = super::assets::files::stage(&apps.data_dir, tree_dir.path(), &manifest.static_assets).await?;
     drop(tree_dir);
     let created = existing.as_ref().is_none_or(|a| a.bundle_sha.is_none());
+    // A first build that fails leaves nothing behind, unless it brings back an uninstalled app
+    // whose data the owner kept (then its row and data stay as they were).
+    let undo_on_failure = created && existing.as_ref().is_none_or(|a| a.deleted_at.is_none());
     let id = match &existing {
         Some(app) => app.id,
         None => {
@@ -237,13 +262,28 @@ pub async fn apply_locked(
         }
     };
     let path = apps.bundle_path(id, &bundle.sha256);
-    if let Err(e) = write_atomically(&path, bundle.code.as_bytes()).await {
-        if existing.is_none() {
-            let _ = apps.writer.call(|ack| WriteCommand::AppForgetUnbuilt { id, ack }).await;
+    // A first build is all or nothing: its bundle, its seeded storage and assets, its row.
+    let mut assets = Some(assets);
+    let first_build = async {
+        write_atomically(&path, bundle.code.as_bytes()).await?;
+        if created {
+            if !manifest.storage_seeds.is_empty() {
+                crate::storage::write_seeds(apps.storage.clone(), &apps.data_dir, id, &dir, &manifest.storage_seeds)
+                    .await?;
+            }
+            if let Some(assets) = assets.take() {
+                super::assets::files::publish(&apps.data_dir, id, assets).await?;
+            }
+        }
+        Ok::<_, Error>(())
+    };
+    if let Err(e) = first_build.await {
+        if undo_on_failure {
+            forget_first_build(apps, id, &path).await;
         }
         return Err(e);
     }
-    let (source_url, upstream_commit) = installed_from.unzip();
+    let (source_url, upstream_commit) = installed_from.map(|i| (i.source, i.release)).unzip();
     let mut applied = record_fields(
         &manifest,
         &manifest_text,
@@ -254,25 +294,36 @@ pub async fn apply_locked(
         upstream_commit.flatten(),
     );
     applied.runtime_sha = runtime;
-    apps.writer.call(|ack| WriteCommand::AppRecordApply { id, applied, created, ack }).await?;
+    applied.revive_nonce = revive_nonce;
+    if let Err(e) = apps.writer.call(|ack| WriteCommand::AppRecordApply { id, applied, created, ack }).await {
+        if undo_on_failure {
+            forget_first_build(apps, id, &path).await;
+        }
+        return Err(e);
+    }
     if existing.as_ref().and_then(|a| a.source_commit.as_deref()) != Some(commit.as_str()) {
         let (dir, commit) = (dir.clone(), commit.clone());
-        tokio::task::spawn_blocking(move || -> Result<()> {
+        let marked = tokio::task::spawn_blocking(move || -> Result<()> {
             let repo = git::open_or_init(&dir)?;
             let oid = git2::Oid::from_str(&commit).map_err(|e| Error::Internal(e.to_string()))?;
-            git::mark_live(&repo, oid)
+            git::mark_live(&repo, oid, why)
         })
         .await
-        .map_err(|e| Error::Internal(format!("apply task: {e}")))??;
+        .map_err(|e| Error::Internal(format!("apply task: {e}")))
+        .and_then(|r| r);
+        // The build is live already: a missing entry in the undo list is not worth failing it.
+        if let Err(e) = marked {
+            tracing::warn!(app.id = id, slug, error = %e, "could not record the live version for undo");
+        }
     }
-    super::assets::files::publish(&apps.data_dir, id, assets).await?;
+    if let Some(assets) = assets {
+        super::assets::files::publish(&apps.data_dir, id, assets).await?;
+    }
     if let Some(old) = existing.as_ref().and_then(|a| a.bundle_sha.clone())
         && old != bundle.sha256
     {
         let _ = tokio::fs::remove_file(apps.bundle_path(id, &old)).await;
-    }
-    if created && !manifest.storage_seeds.is_empty() {
-        crate::storage::write_seeds(apps.storage.clone(), &apps.data_dir, id, &dir, &manifest.storage_seeds).await?;
+        super::icon::remove_rendered(&apps.compiled_dir(), id, &old);
     }
     let app = db::apps::get(&apps.read, id).await?.ok_or_else(|| Error::Internal("applied app vanished".into()))?;
     warnings.extend(bundle.warnings.iter().map(ToString::to_string));
@@ -316,10 +367,23 @@ async fn adopt(
     db::apps::get(&apps.read, id).await
 }
 
+/// Undoes a failed first build: its bundle, its storage, its assets and its reserved row go, so
+/// the id (slug) is free again.
+async fn forget_first_build(apps: &Apps, id: i64, bundle: &Path) {
+    let _ = tokio::fs::remove_file(bundle).await;
+    super::assets::files::remove(&apps.data_dir, id).await;
+    if let Err(e) = crate::storage::remove_app_data(apps.storage.clone(), &apps.data_dir, id).await {
+        tracing::warn!(app.id = id, error = %e, "removing a failed first build's storage failed");
+    }
+    if let Err(e) = apps.writer.call(|ack| WriteCommand::AppForgetUnbuilt { id, ack }).await {
+        tracing::warn!(app.id = id, error = %e, "forgetting a failed first build failed");
+    }
+}
+
 /// Applies with the app's lock held (concurrent applies of one app run one after the other).
 pub async fn apply(apps: &Apps, slug: &str, chat_id: Option<String>) -> Result<Applied> {
     let _lock = apps.locks.lock(slug).await;
-    apply_locked(apps, slug, chat_id, None, Snapshot::Worktree).await
+    apply_locked(apps, slug, chat_id, None, Snapshot::Worktree("apply")).await
 }
 
 fn record_fields(
@@ -351,6 +415,7 @@ fn record_fields(
         permissions: Value::Object(m.permissions.clone()).to_string(),
         // The caller stamps the runtime it built with.
         runtime_sha: String::new(),
+        revive_nonce: None,
     }
 }
 
@@ -381,7 +446,7 @@ fn bundle_options(apps: &Apps, dir: &Path) -> BundleOptions {
 }
 
 /// Writes `bytes` to `path` via a temp file in the same folder, fsyncing file and folder.
-async fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+pub async fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let path = path.to_path_buf();
     let bytes = bytes.to_vec();
     tokio::task::spawn_blocking(move || -> Result<()> {
@@ -398,8 +463,22 @@ async fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     .map_err(|e| Error::Internal(format!("write task: {e}")))?
 }
 
-/// Installs an app from a git source (a local path or an https URL) and applies it.
-pub async fn install(apps: &Apps, source: Source, label: String) -> Result<Applied> {
+/// Where an installed app came from, for an apply that installs or updates it.
+#[derive(Debug, Clone)]
+pub struct Installed {
+    /// The source as the owner gave it (URL or folder).
+    pub source: String,
+    /// The release commit taken (becomes `upstream_commit`).
+    pub release: Option<String>,
+    /// Set when the install brings back a deleted app of the same id: its new install nonce.
+    pub revive_nonce: Option<String>,
+}
+
+/// Installs an app from a git source (a local path or an https URL) and applies it. With
+/// `expect`, the source's release must still be that commit (the one the owner reviewed), else
+/// 409 `source_changed`. An app of the same id that was uninstalled comes back with its id,
+/// data and secrets (its earlier source folder is replaced).
+pub async fn install(apps: &Apps, source: Source, label: String, expect: Option<String>) -> Result<Applied> {
     if let Source::Url(url) = &source {
         super::ssrf::check_url(url).await?;
     }
@@ -412,33 +491,40 @@ pub async fn install(apps: &Apps, source: Source, label: String) -> Result<Appli
         tokio::task::spawn_blocking(move || -> Result<(String, String)> {
             let repo = git::open_or_init(&staging_path)?;
             let release = git::fetch_release(&repo, &source)?;
-            let manifest_bytes = git::read_file(&repo, release, "mobius.json")?.ok_or_else(|| {
-                Error::unprocessable("manifest_missing", "The source has no mobius.json at its root.")
-            })?;
-            let text = String::from_utf8(manifest_bytes)
-                .map_err(|_| Error::unprocessable("manifest_invalid", "mobius.json is not UTF-8."))?;
-            let id = serde_json::from_str::<Value>(&text)
-                .ok()
-                .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_owned))
-                .ok_or_else(|| Error::unprocessable("manifest_invalid", "mobius.json has no id."))?;
-            manifest::parse(&text, &id)?;
+            if expect.as_deref().is_some_and(|e| e != release.to_string()) {
+                return Err(source_changed());
+            }
+            let manifest = release_manifest(&repo, release)?;
             git::adopt_release(&repo, release)?;
-            Ok((id, release.to_string()))
+            Ok((manifest.id, release.to_string()))
         })
         .await
         .map_err(|e| Error::Internal(format!("install task: {e}")))??
     };
     let _lock = apps.locks.lock(&slug).await;
     let target = apps_root.join(&slug);
-    if target.exists() || db::apps::by_slug(&apps.read, &slug).await?.is_some() {
+    let earlier = db::apps::by_slug(&apps.read, &slug).await?;
+    let revive = earlier.as_ref().is_some_and(|a| a.deleted_at.is_some());
+    // A row without a build is a first install that failed: its id is free again.
+    let taken = earlier.as_ref().is_some_and(|a| a.deleted_at.is_none() && a.bundle_sha.is_some());
+    if taken || (target.exists() && !revive) {
         return Err(Error::conflict(
             "app_exists",
             format!("An app with the id {slug:?} is already installed; update it instead."),
         ));
     }
+    if revive && target.exists() {
+        // The uninstalled app's source gives way to the new install (its data stays).
+        tokio::fs::remove_dir_all(&target).await?;
+    }
     let kept = staging.keep();
     std::fs::rename(&kept, &target)?;
-    match apply_locked(apps, &slug, None, Some((label, Some(release))), Snapshot::Worktree).await {
+    let installed = Installed {
+        source: label,
+        release: Some(release),
+        revive_nonce: revive.then(|| uuid::Uuid::new_v4().simple().to_string()),
+    };
+    match apply_locked(apps, &slug, None, Some(installed), Snapshot::Worktree("install")).await {
         Ok(applied) => Ok(applied),
         Err(e) => {
             // A failed first build leaves nothing behind.
@@ -448,86 +534,32 @@ pub async fn install(apps: &Apps, source: Source, label: String) -> Result<Appli
     }
 }
 
-/// What an update did.
-#[derive(Debug, Serialize)]
-pub struct Updated {
-    /// `updated`, `up_to_date` or `conflict`.
-    pub mode: &'static str,
-    pub conflict_paths: Vec<String>,
-    pub app: AppRow,
+/// The validated `mobius.json` of a release (its own `id` names its folder).
+pub fn release_manifest(repo: &git2::Repository, release: git2::Oid) -> Result<Manifest> {
+    let bytes = git::read_file(repo, release, "mobius.json")?
+        .ok_or_else(|| Error::unprocessable("manifest_missing", "The source has no mobius.json at its root."))?;
+    if bytes.len() > manifest::MAX_MANIFEST_BYTES {
+        return Err(Error::unprocessable("manifest_invalid", "mobius.json is larger than 64 KiB."));
+    }
+    let text =
+        String::from_utf8(bytes).map_err(|_| Error::unprocessable("manifest_invalid", "mobius.json is not UTF-8."))?;
+    let id = serde_json::from_str::<Value>(&text)
+        .ok()
+        .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_owned))
+        .ok_or_else(|| Error::unprocessable("manifest_invalid", "mobius.json has no id (or is not valid JSON)."))?;
+    let parsed = manifest::parse(&text, &id)?;
+    if git::read_file(repo, release, "index.jsx")?.is_none() {
+        return Err(Error::unprocessable("entry_missing", "The source has no index.jsx at its root."));
+    }
+    Ok(parsed)
 }
 
-/// Takes the source's new release: local edits are replayed on top; a conflict leaves the
-/// live app untouched and names the files.
-pub async fn update(apps: &Apps, app: &AppRow) -> Result<Updated> {
-    let url = app.source_url.clone().ok_or_else(|| {
-        Error::conflict(
-            "not_installed",
-            "This app was built here, not installed from a source; there is nothing to update from.",
-        )
-    })?;
-    let source = parse_source(&url)?;
-    if let Source::Url(u) = &source {
-        super::ssrf::check_url(u).await?;
-    }
-    let _lock = apps.locks.lock(&app.slug).await;
-    let dir = apps.source_dir(&app.slug)?;
-    let outcome = tokio::task::spawn_blocking(move || -> Result<(git::Update, Option<String>)> {
-        let repo = git::open_or_init(&dir)?;
-        let release = git::fetch_release(&repo, &source)?;
-        Ok((git::update(&repo, release)?, Some(release.to_string())))
-    })
-    .await
-    .map_err(|e| Error::Internal(format!("update task: {e}")))??;
-    match outcome {
-        (git::Update::UpToDate, _) => Ok(Updated { mode: "up_to_date", conflict_paths: Vec::new(), app: app.clone() }),
-        (git::Update::Conflict(paths), _) => Ok(Updated { mode: "conflict", conflict_paths: paths, app: app.clone() }),
-        (git::Update::Applied(_), release) => {
-            let slug = renamed_slug(apps, app).await?.unwrap_or_else(|| app.slug.clone());
-            let _new_lock = if slug == app.slug { None } else { Some(apps.locks.lock(&slug).await) };
-            let applied = apply_locked(apps, &slug, None, Some((url, release)), Snapshot::Worktree).await?;
-            Ok(Updated { mode: "updated", conflict_paths: Vec::new(), app: applied.app })
-        }
-    }
-}
-
-/// When a new release renames the app (its `id` changed and `previous_id` names the old one),
-/// moves the folder to the new id and answers it; the apply then adopts the old row.
-async fn renamed_slug(apps: &Apps, app: &AppRow) -> Result<Option<String>> {
-    let dir = apps.source_dir(&app.slug)?;
-    let text = read_manifest(&dir).await?;
-    let value: Value = serde_json::from_str(&text).unwrap_or_default();
-    let (Some(id), Some(previous)) =
-        (value.get("id").and_then(Value::as_str), value.get("previous_id").and_then(Value::as_str))
-    else {
-        return Ok(None);
-    };
-    if id == app.slug || previous != app.slug || !manifest::valid_id(id) {
-        return Ok(None);
-    }
-    let target = apps.apps_dir().join(id);
-    if target.exists() || db::apps::by_slug(&apps.read, id).await?.is_some() {
-        return Err(Error::conflict(
-            "app_exists",
-            format!("The new release renames this app to {id:?}, which is already taken."),
-        ));
-    }
-    tokio::fs::rename(&dir, &target).await?;
-    Ok(Some(id.to_owned()))
-}
-
-/// Rolls the app back to an earlier version of `main` and re-applies it.
-pub async fn undo(apps: &Apps, app: &AppRow, commit: Option<String>) -> Result<Applied> {
-    let _lock = apps.locks.lock(&app.slug).await;
-    let dir = apps.source_dir(&app.slug)?;
-    tokio::task::spawn_blocking(move || -> Result<()> {
-        let repo = git::open_or_init(&dir)?;
-        git::rollback(&repo, commit.as_deref())?;
-        Ok(())
-    })
-    .await
-    .map_err(|e| Error::Internal(format!("undo task: {e}")))??;
-    apply_locked(apps, &app.slug, None, None, Snapshot::Worktree).await
+/// The source moved on since the owner reviewed it.
+pub fn source_changed() -> Error {
+    Error::conflict(
+        "source_changed",
+        "The source has a newer release than the one you reviewed; review it again before installing.",
+    )
 }
 
 /// Rebuilds, from its live commit, every live app whose bundle was built with another
@@ -550,7 +582,7 @@ pub async fn rebuild_outdated(apps: Arc<Apps>) {
     for app in rows.into_iter().filter(|a| a.runtime_sha.as_deref() != Some(runtime.as_str())) {
         let Some(commit) = app.source_commit.clone() else { continue };
         let _lock = apps.locks.lock(&app.slug).await;
-        match apply_locked(&apps, &app.slug, None, None, Snapshot::Live(commit)).await {
+        match apply_locked(&apps, &app.slug, None, None, Snapshot::Commit(commit, "rebuild")).await {
             Ok(applied) => {
                 tracing::info!(app.id = app.id, slug = %app.slug, "app rebuilt for the current runtime");
                 if app.seen_sha.is_some() && app.seen_sha == app.bundle_sha {
@@ -566,8 +598,15 @@ pub async fn rebuild_outdated(apps: Arc<Apps>) {
     }
 }
 
-/// `https://…` or an absolute local path.
-pub fn parse_source(source: &str) -> Result<Source> {
+/// Folders of the operating system no app is installed from (they, and everything in them).
+const SYSTEM_FOLDERS: &[&str] = &[
+    "/proc", "/sys", "/dev", "/run", "/boot", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/usr",
+    "/var/lib", "/var/log", "/var/run", "/root",
+];
+
+/// `https://…` or an absolute local folder: never `data_dir`, anything inside it or holding it
+/// (the platform's own state and secrets), nor a system folder.
+pub fn parse_source(data_dir: &Path, source: &str) -> Result<Source> {
     let source = source.trim();
     if source.starts_with("https://") {
         return Ok(Source::Url(source.to_owned()));
@@ -577,6 +616,16 @@ pub fn parse_source(source: &str) -> Result<Source> {
             .map_err(|_| Error::bad_request("invalid_source", "That folder does not exist."))?;
         if !path.is_dir() {
             return Err(Error::bad_request("invalid_source", "The source must be a folder or a git repository."));
+        }
+        let data_dir = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+        if path.starts_with(&data_dir) || data_dir.starts_with(&path) {
+            return Err(Error::bad_request(
+                "invalid_source",
+                "Apps cannot be installed from Möbius's own data folder (or a folder holding it).",
+            ));
+        }
+        if path == Path::new("/") || SYSTEM_FOLDERS.iter().any(|system| path.starts_with(system)) {
+            return Err(Error::bad_request("invalid_source", "Apps cannot be installed from a system folder."));
         }
         return Ok(Source::Path(path));
     }

@@ -4,11 +4,15 @@
 
 pub mod apply;
 pub mod assets;
+pub mod bootstrap;
+pub mod catalog;
 pub mod contract;
 pub mod git;
 pub mod icon;
+pub mod lifecycle;
 pub mod manifest;
 pub mod proxy;
+pub mod review;
 mod routes;
 pub mod secrets;
 mod serve;
@@ -19,7 +23,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 pub use routes::router;
-pub use serve::{request_origin, standalone_router};
+pub use serve::{FRAME_SANDBOX_FLAGS, request_origin, standalone_router};
 
 /// The public routes outside `/api`: the standalone host and static assets.
 pub fn public_router() -> axum::Router<AppState> {
@@ -68,9 +72,34 @@ pub struct AppOut {
     /// Same-origin URLs the service worker keeps for this app's offline use: the module, the
     /// icon and each `offline.precache` path that names a static asset.
     pub offline_precache: Vec<String>,
+    /// For apps installed from a source: what the last update check found.
+    pub update: Option<UpdateInfo>,
     pub created_at: i64,
     pub updated_at: i64,
     pub deleted_at: Option<i64>,
+}
+
+impl AppOut {
+    /// The app as the API shows it; its frame URL names this build and the frame bootstrap
+    /// (`b`), so the browser may cache that document for good.
+    pub fn new(state: &AppState, row: AppRow) -> Self {
+        let mut out = Self::from(row);
+        out.frame_url.push_str("&b=");
+        out.frame_url.push_str(&state.frame_bootstrap().key);
+        out
+    }
+}
+
+/// An installed app's update state as the API shows it.
+#[derive(Debug, Serialize)]
+pub struct UpdateInfo {
+    /// The source has a newer release than the installed one.
+    pub available: bool,
+    pub checked_at: Option<i64>,
+    /// Why the last check could not reach the source.
+    pub error: Option<String>,
+    /// A chat resolving a conflicting update.
+    pub resolver_chat_id: Option<String>,
 }
 
 impl From<AppRow> for AppOut {
@@ -91,6 +120,12 @@ impl From<AppRow> for AppOut {
             icon_url: format!("/api/apps/{}/icon?v={v}", a.id),
             standalone_url: format!("/apps/{}/", a.slug),
             has_unseen_update: a.bundle_sha.is_some() && a.seen_sha != a.bundle_sha,
+            update: a.source_url.as_ref().map(|_| UpdateInfo {
+                available: a.update_commit.is_some(),
+                checked_at: a.update_checked_at,
+                error: a.update_error.clone(),
+                resolver_chat_id: a.resolver_chat_id.clone(),
+            }),
             v,
             id: a.id,
             slug: a.slug,

@@ -10,19 +10,33 @@ use axum::routing::get;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::auth::{bearer, verify_principal};
+use crate::auth::{Principal, bearer, verify_principal};
 use crate::db::{self, apps::AppRow};
 use crate::error::{Domain, Error, Result};
 use crate::state::AppState;
 
 /// Sandbox flags of the frame document: scripts run, but in an opaque origin (no
-/// `allow-same-origin`), so the app can reach neither the shell's storage nor its token.
-const FRAME_SANDBOX: &str = "sandbox allow-scripts allow-forms allow-popups allow-popups-to-escape-sandbox allow-top-navigation-by-user-activation allow-downloads";
+/// `allow-same-origin`), so the app can reach neither the shell's storage nor its token, and
+/// popups it opens stay sandboxed (no `allow-popups-to-escape-sandbox`). The shell's iframe
+/// carries the same flags (`FRAME_SANDBOX` in `frontend/src/apps/AppCanvas.tsx`), so a frame
+/// that navigates elsewhere stays sandboxed too.
+pub const FRAME_SANDBOX_FLAGS: &str =
+    "allow-scripts allow-forms allow-popups allow-top-navigation-by-user-activation allow-downloads";
+
+/// Cache policy of one build's module or frame document, asked for by its versioned URL.
+const IMMUTABLE: &str = "private, max-age=31536000, immutable";
 
 #[derive(Deserialize)]
 pub struct ModuleQuery {
     token: Option<String>,
     v: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub struct FrameQuery {
+    v: Option<String>,
+    /// The frame bootstrap's version ([`super::bootstrap::FrameBootstrap::key`]).
+    b: Option<String>,
 }
 
 async fn live_app(state: &AppState, id: i64) -> Result<AppRow> {
@@ -46,20 +60,31 @@ pub async fn module(
     Query(q): Query<ModuleQuery>,
     headers: HeaderMap,
 ) -> Result<Response> {
-    let token = match &q.token {
-        Some(t) => t.clone(),
+    let principal = match &q.token {
+        // A URL ends up in logs and histories: only an app's own short-lived token goes there.
+        Some(t) => match verify_principal(&state, t).await? {
+            Principal::Owner(_) => {
+                return Err(Error::unauthorized(
+                    "token_in_url",
+                    "Only app tokens may be sent in a URL; send this token in the Authorization header.",
+                ));
+            }
+            app => app,
+        },
         None => {
             let (mut parts, ()) = axum::http::Request::new(()).into_parts();
             parts.headers = headers.clone();
-            bearer(&parts)?.to_owned()
+            verify_principal(&state, bearer(&parts)?).await?
         }
     };
-    verify_principal(&state, &token).await?;
+    if principal.app_id().is_some_and(|own| own != id) {
+        return Err(Error::forbidden("forbidden", "An app may download only its own code."));
+    }
     let app = live_app(&state, id).await?;
     let sha = app.bundle_sha.clone().unwrap_or_default();
     let etag = format!("\"{sha}\"");
     let cache = match &q.v {
-        Some(v) if !v.is_empty() && sha.starts_with(v.as_str()) => "private, max-age=31536000, immutable",
+        Some(v) if !v.is_empty() && sha.starts_with(v.as_str()) => IMMUTABLE,
         _ => "private, no-cache",
     };
     let mut response = if etag_matches(&headers, &etag) {
@@ -102,37 +127,42 @@ struct FrameTemplate {
     bootstrap: Option<String>,
 }
 
-/// The frame bootstrap from the built PWA, when it can be inlined safely.
-async fn frame_bootstrap(state: &AppState) -> Option<String> {
-    let code = tokio::fs::read_to_string(state.config.frontend_dir.join("app-frame.js")).await.ok()?;
-    (!code.to_ascii_lowercase().contains("</script")).then_some(code)
-}
-
 /// JSON safe to embed in a `<script type="application/json">` element.
 fn embeddable_json(value: &serde_json::Value) -> String {
     value.to_string().replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026")
 }
 
-/// `GET /api/apps/{id}/frame`: the sandboxed document the app runs in (no token in it).
-pub async fn frame(State(state): State<AppState>, Path(id): Path<i64>, headers: HeaderMap) -> Result<Response> {
+/// `GET /api/apps/{id}/frame`: the sandboxed document the app runs in (no token in it, and
+/// nothing about the app beyond what it shows: not the chat that built it). Asked for by this
+/// build's URL (`frame_url`), it may be cached for good: a sandboxed frame's navigation never
+/// reaches the service worker, so the browser's HTTP cache is what opens it offline.
+pub async fn frame(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    Query(q): Query<FrameQuery>,
+    headers: HeaderMap,
+) -> Result<Response> {
     let app = live_app(&state, id).await?;
     let origin = request_origin(&state, &headers);
     let sha = app.bundle_sha.clone().unwrap_or_default();
-    let etag = format!("W/\"{}-{}\"", &sha[..16.min(sha.len())], crate::ops::BUILD_SHA);
+    let bootstrap = state.frame_bootstrap();
+    let etag = format!("W/\"{}-{}\"", &sha[..16.min(sha.len())], bootstrap.key);
+    let current = q.v.as_deref().is_some_and(|v| !v.is_empty() && sha.starts_with(v))
+        && q.b.as_deref() == Some(bootstrap.key.as_str());
     let csp = format!(
-        "{FRAME_SANDBOX}; default-src {origin}; script-src {origin} 'unsafe-inline' 'unsafe-eval' 'wasm-unsafe-eval' blob:; \
+        "sandbox {FRAME_SANDBOX_FLAGS}; default-src {origin}; script-src {origin} 'unsafe-inline' 'unsafe-eval' 'wasm-unsafe-eval' blob:; \
          style-src {origin} 'unsafe-inline'; img-src {origin} data: blob:; font-src {origin} data:; media-src {origin} data: blob:; \
          connect-src {origin}; worker-src {origin} blob:; frame-src {origin}; frame-ancestors {origin}; base-uri 'none'; form-action {origin}"
     );
     let mut response = if etag_matches(&headers, &etag) {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        let config = json!({ "appId": app.id, "slug": app.slug, "name": app.name, "chatId": app.chat_id, "v": &sha[..16.min(sha.len())], "origin": origin });
+        let config = json!({ "appId": app.id, "slug": app.slug, "name": app.name, "v": &sha[..16.min(sha.len())], "origin": origin });
         let page = FrameTemplate {
             name: app.name.clone(),
             origin: origin.clone(),
             config_json: embeddable_json(&config),
-            bootstrap: frame_bootstrap(&state).await,
+            bootstrap: bootstrap.code.clone(),
         };
         let html = page.render().map_err(|e| Error::Internal(format!("frame template: {e}")))?;
         let mut r = html.into_response();
@@ -146,7 +176,7 @@ pub async fn frame(State(state): State<AppState>, Path(id): Path<i64>, headers: 
     if let Ok(v) = HeaderValue::from_str(&etag) {
         h.insert(header::ETAG, v);
     }
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(if current { IMMUTABLE } else { "no-cache" }));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("SAMEORIGIN"));
     h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     if app.offline_capable {
@@ -158,53 +188,57 @@ pub async fn frame(State(state): State<AppState>, Path(id): Path<i64>, headers: 
 #[derive(Deserialize)]
 pub struct IconQuery {
     size: Option<u32>,
+    /// `maskable`: padded into the safe zone on the theme colour (home screens crop it).
+    purpose: Option<String>,
 }
 
-/// Largest icon file served from an app's source.
-const MAX_ICON_BYTES: u64 = 12 * 1024 * 1024;
-
-/// `GET /api/apps/{id}/icon`: the manifest's icon file, or a generated one.
+/// `GET /api/apps/{id}/icon?size=&purpose=`: the manifest's icon as a square PNG of the nearest
+/// rendered size, or a generated one.
 pub async fn icon(State(state): State<AppState>, Path(id): Path<i64>, Query(q): Query<IconQuery>) -> Result<Response> {
     let app = live_app(&state, id).await?;
-    icon_response(&state, &app, q.size.unwrap_or(512)).await
+    let maskable = q.purpose.as_deref() == Some("maskable");
+    icon_response(&state, &app, q.size.unwrap_or(512), maskable).await
 }
 
-async fn icon_response(state: &AppState, app: &AppRow, size: u32) -> Result<Response> {
+/// The app's icon at `size` (snapped to a rendered size): rendered once per build from the
+/// live commit's icon file off the async threads and kept next to the bundle; the generated
+/// fallback when the app has none or it does not decode.
+async fn icon_response(state: &AppState, app: &AppRow, size: u32, maskable: bool) -> Result<Response> {
+    let size = super::icon::snap_size(size);
+    let fallback = || image(super::icon::fallback_png(&app.name, app.theme_color.as_deref(), size), "image/png");
+    let (Some(sha), Some(commit)) = (app.bundle_sha.as_deref(), app.source_commit.clone()) else {
+        return Ok(fallback());
+    };
+    let compiled = state.apps.compiled_dir();
+    let cached = super::icon::rendered_path(&compiled, app.id, sha, size, maskable);
+    if let Ok(bytes) = tokio::fs::read(&cached).await {
+        return Ok(image(bytes, "image/png"));
+    }
     let manifest: serde_json::Value = serde_json::from_str(&app.manifest).unwrap_or_default();
-    if let Some(rel) = manifest.get("icon").and_then(|v| v.as_str())
-        && let Ok(dir) = state.apps.source_dir(&app.slug)
-        && let Some(file) = contained_file(&dir, rel)
-    {
-        let kind = match rel.rsplit('.').next().map(str::to_ascii_lowercase).as_deref() {
-            Some("png") => "image/png",
-            Some("svg") => "image/svg+xml",
-            Some("webp") => "image/webp",
-            Some("jpg" | "jpeg") => "image/jpeg",
-            _ => "application/octet-stream",
-        };
-        if let Ok(bytes) = tokio::fs::read(&file).await {
-            return Ok(image(bytes, kind));
+    let Some(rel) = manifest.get("icon").and_then(|v| v.as_str()).map(str::to_owned) else { return Ok(fallback()) };
+    let Ok(dir) = state.apps.source_dir(&app.slug) else { return Ok(fallback()) };
+    let source = tokio::task::spawn_blocking(move || -> Option<Vec<u8>> {
+        let repo = super::git::open_or_init(&dir).ok()?;
+        let oid = git2::Oid::from_str(&commit).ok()?;
+        super::git::read_file(&repo, oid, &rel).ok().flatten()
+    })
+    .await
+    .ok()
+    .flatten();
+    let Some(source) = source.filter(|b| b.len() <= super::icon::MAX_ICON_SOURCE_BYTES) else { return Ok(fallback()) };
+    let limit = &state.lifecycle.icons;
+    match super::icon::render_blocking(limit, source, size, maskable, app.theme_color.clone()).await {
+        Ok(png) => {
+            if let Err(e) = super::apply::write_atomically(&cached, &png).await {
+                tracing::warn!(app.id = app.id, error = %e, "keeping a rendered icon failed");
+            }
+            Ok(image(png, "image/png"))
+        }
+        Err(why) => {
+            tracing::debug!(app.id = app.id, why, "the app's icon does not render; the generated one stands in");
+            Ok(fallback())
         }
     }
-    let size = size.clamp(48, 1024);
-    Ok(image(super::icon::fallback_png(&app.name, app.theme_color.as_deref(), size), "image/png"))
-}
-
-/// A regular file under `dir` reached without symlinks, within the size limit.
-fn contained_file(dir: &std::path::Path, rel: &str) -> Option<std::path::PathBuf> {
-    if rel.starts_with('/') || rel.split('/').any(|s| s.is_empty() || s == ".." || s == ".") {
-        return None;
-    }
-    let mut path = dir.to_path_buf();
-    for segment in rel.split('/') {
-        path.push(segment);
-        let meta = std::fs::symlink_metadata(&path).ok()?;
-        if meta.file_type().is_symlink() {
-            return None;
-        }
-    }
-    let meta = std::fs::metadata(&path).ok()?;
-    (meta.is_file() && meta.len() <= MAX_ICON_BYTES).then_some(path)
 }
 
 fn image(bytes: Vec<u8>, kind: &'static str) -> Response {
@@ -224,7 +258,10 @@ pub fn standalone_router() -> Router<AppState> {
     Router::new()
         .route(
             "/apps/{slug}",
-            get(|Path(slug): Path<String>| async move { Redirect::permanent(&format!("/apps/{slug}/")) }),
+            get(|Path(slug): Path<String>| async move {
+                checked_slug(&slug)?;
+                Ok::<_, Error>(Redirect::permanent(&format!("/apps/{slug}/")))
+            }),
         )
         .route("/apps/{slug}/", get(standalone))
         .route("/apps/{slug}/manifest.json", get(standalone_manifest))
@@ -237,10 +274,17 @@ struct MissingTemplate {
     slug: String,
 }
 
-async fn app_by_slug(state: &AppState, slug: &str) -> Result<Option<AppRow>> {
-    if !super::manifest::valid_id(slug) {
-        return Ok(None);
+/// 400 for a slug no app could have (it would end up in a header or a path).
+fn checked_slug(slug: &str) -> Result<()> {
+    if super::manifest::valid_id(slug) {
+        Ok(())
+    } else {
+        Err(Error::bad_request("invalid_slug", "That is not an app id (lowercase letters, digits, `-` and `_`)."))
     }
+}
+
+async fn app_by_slug(state: &AppState, slug: &str) -> Result<Option<AppRow>> {
+    checked_slug(slug)?;
     Ok(db::apps::by_slug(&state.db.read, slug).await?.filter(|a| a.deleted_at.is_none() && a.bundle_sha.is_some()))
 }
 
@@ -260,7 +304,10 @@ async fn standalone(State(state): State<AppState>, Path(slug): Path<String>) -> 
         embeddable_json(&identity)
     );
     let manifest_link = format!("<link rel=\"manifest\" href=\"/apps/{}/manifest.json\">", app.slug);
-    let mut extra = format!("{manifest_link}{slot}");
+    let v =
+        &app.bundle_sha.as_deref().unwrap_or_default()[..8.min(app.bundle_sha.as_deref().unwrap_or_default().len())];
+    let touch_icon = format!("<link rel=\"apple-touch-icon\" href=\"/apps/{}/icon.png?v={v}&size=192\">", app.slug);
+    let mut extra = format!("{manifest_link}{touch_icon}{slot}");
     if let Some(colour) = &app.theme_color {
         extra.push_str(&format!("<meta name=\"theme-color\" content=\"{colour}\">"));
     }
@@ -293,23 +340,44 @@ fn inject_head(html: &str, extra: &str) -> String {
     }
 }
 
-async fn standalone_manifest(State(state): State<AppState>, Path(slug): Path<String>) -> Result<Response> {
+#[derive(Deserialize)]
+pub struct ManifestQuery {
+    /// A one-use install pass to carry into the installed app's start URL (iOS opens the
+    /// home-screen app with its own storage, so it signs in with the pass).
+    install_pass: Option<String>,
+}
+
+async fn standalone_manifest(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    Query(q): Query<ManifestQuery>,
+) -> Result<Response> {
     let app = app_by_slug(&state, &slug).await?.ok_or(Domain::AppNotFound)?;
     let scope = format!("/apps/{}/", app.slug);
+    let start_url = match q.install_pass.as_deref() {
+        Some(pass)
+            if (1..=128).contains(&pass.len())
+                && pass.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') =>
+        {
+            format!("{scope}?install_pass={pass}")
+        }
+        _ => scope.clone(),
+    };
     let icon = format!("/apps/{}/icon.png?v={}", app.slug, &app.bundle_sha.as_deref().unwrap_or_default()[..8]);
     let manifest = json!({
         "id": scope,
         "name": app.name,
         "short_name": app.name.chars().take(12).collect::<String>(),
         "description": app.description,
-        "start_url": scope,
+        "start_url": start_url,
         "scope": scope,
         "display": app.display.clone().unwrap_or_else(|| "standalone".into()),
         "theme_color": app.theme_color.clone().unwrap_or_else(|| "#4f46e5".into()),
         "background_color": app.background_color.clone().unwrap_or_else(|| "#ffffff".into()),
         "icons": [
             { "src": format!("{icon}&size=192"), "sizes": "192x192", "type": "image/png", "purpose": "any" },
-            { "src": format!("{icon}&size=512"), "sizes": "512x512", "type": "image/png", "purpose": "any maskable" },
+            { "src": format!("{icon}&size=512"), "sizes": "512x512", "type": "image/png", "purpose": "any" },
+            { "src": format!("{icon}&size=512&purpose=maskable"), "sizes": "512x512", "type": "image/png", "purpose": "maskable" },
         ],
     });
     let mut r = axum::Json(manifest).into_response();
@@ -324,11 +392,6 @@ async fn standalone_icon(
     Query(q): Query<IconQuery>,
 ) -> Result<Response> {
     let app = app_by_slug(&state, &slug).await?.ok_or(Domain::AppNotFound)?;
-    let size = q.size.unwrap_or(512);
-    // Home screens want PNGs: a non-PNG manifest icon falls back to the generated one.
-    let response = icon_response(&state, &app, size).await?;
-    if response.headers().get(header::CONTENT_TYPE).is_some_and(|t| t == "image/png") {
-        return Ok(response);
-    }
-    Ok(image(super::icon::fallback_png(&app.name, app.theme_color.as_deref(), size.clamp(48, 1024)), "image/png"))
+    let maskable = q.purpose.as_deref() == Some("maskable");
+    icon_response(&state, &app, q.size.unwrap_or(512), maskable).await
 }

@@ -2,6 +2,7 @@
 //! cross-site request check and login throttling.
 
 pub mod csrf;
+pub mod devices;
 pub mod jwt;
 pub mod limits;
 pub mod owner;

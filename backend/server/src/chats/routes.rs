@@ -412,6 +412,28 @@ fn send_response(result: SendResult) -> Response {
     }
 }
 
+/// Creates an owner chat titled `title` and, when an agent is connected, sends it `content`
+/// (with `agent_context` for the agent only), starting a turn. Answers the chat id and whether
+/// the message went out (without an agent the chat waits, empty, for the owner).
+pub async fn open_primed_chat(
+    state: &AppState,
+    title: &str,
+    content: String,
+    agent_context: String,
+) -> Result<(ChatId, bool)> {
+    let id = ChatId::random();
+    let chat = NewChat { id: id.clone(), title: Some(title.to_owned()), messages: Vec::new(), app: None };
+    state.writer.call(|ack| WriteCommand::CreateChat { chat, ack }).await?;
+    if provider_for(state, &id).await.is_err() {
+        return Ok((id, false));
+    }
+    let cid = Cid::from(format!("server-{}", uuid::Uuid::new_v4().simple()));
+    let message = UserInput { agent_context: Some(agent_context), ..UserInput::text(cid, content) };
+    let _lock = state.chat_locks.lock(&id).await;
+    start_or_queue(state, &id, message, None).await?;
+    Ok((id, true))
+}
+
 /// The provider a send runs on: the chat's (stored at its first send), else the default;
 /// 409 when it is not connected. This is the only place a provider is chosen.
 async fn provider_for(state: &AppState, chat_id: &ChatId) -> Result<ProviderKind> {

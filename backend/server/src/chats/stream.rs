@@ -14,6 +14,8 @@ use tokio_stream::wrappers::ReceiverStream;
 use super::access::{ChatCaller, Op};
 use crate::db::{self, now_ms};
 use crate::error::{Domain, Result};
+use crate::events::{ChatSubscription, StreamSlot};
+use crate::net::client::ClientAddr;
 use crate::protocol::{ChatId, StreamControl};
 use crate::state::AppState;
 
@@ -39,6 +41,7 @@ pub(crate) fn sse(rx: mpsc::Receiver<std::result::Result<Event, Infallible>>) ->
 pub async fn chat_stream(
     State(state): State<AppState>,
     who: ChatCaller,
+    client: ClientAddr,
     Path(id): Path<String>,
     Query(query): Query<StreamQuery>,
     headers: HeaderMap,
@@ -50,14 +53,18 @@ pub async fn chat_stream(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<i64>().ok())
         .or(query.after);
+    let live_chat = |row: Option<db::chats::ChatRow>| match row {
+        Some(c) if c.deleted_at.is_none() => Ok(c),
+        _ => Err(Domain::ChatNotFound),
+    };
+    // A missing chat costs nothing: no slot, no channel.
+    live_chat(db::chats::get(&state.db.read, &id).await?)?;
+    let slot = state.streams.acquire(client.key())?;
     // Subscribe before reading the head, so nothing committed in between is missed.
     let live = state.hub.subscribe(&id);
-    let chat = match db::chats::get(&state.db.read, &id).await? {
-        Some(c) if c.deleted_at.is_none() => c,
-        _ => return Err(Domain::ChatNotFound.into()),
-    };
+    let chat = live_chat(db::chats::get(&state.db.read, &id).await?)?;
     let (tx, rx) = mpsc::channel(CONNECTION_BUFFER);
-    tokio::spawn(pump(state, id, after, chat.last_seq, live, tx));
+    tokio::spawn(pump(state, id, after, chat.last_seq, live, tx, slot));
     Ok(sse(rx))
 }
 
@@ -104,8 +111,9 @@ async fn pump(
     chat_id: ChatId,
     after: Option<i64>,
     head: i64,
-    mut live: broadcast::Receiver<std::sync::Arc<crate::events::JournalEvent>>,
+    mut live: ChatSubscription,
     tx: mpsc::Sender<std::result::Result<Event, Infallible>>,
+    _slot: StreamSlot,
 ) {
     let mut shutdown = state.shutdown.clone();
     let mut cursor = match after {

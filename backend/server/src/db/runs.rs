@@ -182,6 +182,19 @@ pub async fn live_body(conn: &mut SqliteConnection, chat_id: &str) -> Result<Opt
         .await?)
 }
 
+/// Journal events committed after the live snapshot of `chat_id` was taken, oldest first, at
+/// most `limit` (what clients saw stream by after the last snapshot).
+pub async fn events_after_live(conn: &mut SqliteConnection, chat_id: &str, limit: i64) -> Result<Vec<String>> {
+    Ok(sqlx::query_scalar(
+        "SELECT e.data FROM chat_events e JOIN chat_live l ON l.chat_id = e.chat_id
+         WHERE e.chat_id = ? AND e.seq > l.upto_seq ORDER BY e.seq LIMIT ?",
+    )
+    .bind(chat_id)
+    .bind(limit)
+    .fetch_all(conn)
+    .await?)
+}
+
 /// Drops the live message row.
 pub async fn delete_live(conn: &mut SqliteConnection, chat_id: &str) -> Result<()> {
     sqlx::query("DELETE FROM chat_live WHERE chat_id = ?").bind(chat_id).execute(conn).await?;

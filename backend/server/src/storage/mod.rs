@@ -47,3 +47,21 @@ pub fn app_data_dir(data_dir: &Path, app_id: i64) -> PathBuf {
 pub fn shared_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("shared")
 }
+
+/// After start-up: removes the staged files a crash left in app and shared storage and their
+/// sidecars (files staged by this process are newer than `booted` and stay).
+pub async fn remove_leftover_temps(data_dir: PathBuf, booted: std::time::SystemTime) {
+    let roots = [data_dir.join("app-data"), shared_dir(&data_dir), data_dir.join(".storage-meta")];
+    // A server that never stored a file has nothing to look at (and starts no thread for it).
+    if !roots.iter().any(|root| root.is_dir()) {
+        return;
+    }
+    let removed = tokio::task::spawn_blocking(move || {
+        roots.iter().map(|root| disk::remove_stale_temps(root, booted)).sum::<usize>()
+    })
+    .await
+    .unwrap_or(0);
+    if removed > 0 {
+        tracing::info!(removed, "removed files a crash left half-written in app storage");
+    }
+}

@@ -94,6 +94,22 @@ async fn authorize(state: &AppState, principal: &Principal, raw_id: &str, need: 
     Ok(Tree::App(id))
 }
 
+/// Reading the shared tree: the owner, or an app whose manifest asks for it
+/// (`permissions.shared_memory` of `read` or `write`).
+fn may_read_shared(principal: &Principal) -> Result<()> {
+    let Principal::App(app) = principal else { return Ok(()) };
+    let level = serde_json::from_str::<Value>(&app.permissions)
+        .ok()
+        .and_then(|p| p.get("shared_memory").and_then(Value::as_str).map(str::to_owned));
+    match level.as_deref() {
+        Some("read" | "write") => Ok(()),
+        _ => Err(Error::forbidden(
+            "forbidden",
+            "This app may not read shared files: its mobius.json must ask for `permissions.shared_memory`.",
+        )),
+    }
+}
+
 fn owner_only(principal: &Principal) -> Result<()> {
     match principal {
         Principal::Owner(_) => Ok(()),
@@ -382,10 +398,11 @@ async fn list_app_at(state: &AppState, principal: &Principal, id: &str, prefix: 
 
 async fn read_shared(
     State(s): State<AppState>,
-    _p: Principal,
+    p: Principal,
     path: std::result::Result<Path<String>, PathRejection>,
     h: HeaderMap,
 ) -> Result<Response> {
+    may_read_shared(&p)?;
     let Path(raw) = path.map_err(bad_params)?;
     let rel = StoragePath::parse(&raw)?;
     let inm = h.get(IF_NONE_MATCH).and_then(|v| v.to_str().ok()).map(str::to_owned);
@@ -420,16 +437,18 @@ async fn delete_shared(
     Ok(crate::api::no_content())
 }
 
-async fn list_shared_root(State(s): State<AppState>, _p: Principal, q: ListQ) -> Result<Json<Value>> {
+async fn list_shared_root(State(s): State<AppState>, p: Principal, q: ListQ) -> Result<Json<Value>> {
+    may_read_shared(&p)?;
     list_shared_at(&s, "", q).await
 }
 
 async fn list_shared(
     State(s): State<AppState>,
-    _p: Principal,
+    p: Principal,
     path: std::result::Result<Path<String>, PathRejection>,
     q: ListQ,
 ) -> Result<Json<Value>> {
+    may_read_shared(&p)?;
     let Path(prefix) = path.map_err(bad_params)?;
     list_shared_at(&s, &prefix, q).await
 }

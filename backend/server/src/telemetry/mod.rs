@@ -64,6 +64,44 @@ fn redact_url(url: &str) -> String {
     format!("{base}?{}", query.join("&"))
 }
 
+/// Removes what looks like a credential from free text (a message or a stack): the values of
+/// `*token*=` parameters, `Bearer …`, and anything shaped like a JWT (`eyJ….….…`).
+fn redact_text(text: &str) -> String {
+    const REDACTED: &str = "[redacted]";
+    let ends_value = |c: char| c.is_whitespace() || "&#\"'<>(),;`".contains(c);
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let boundary = out.chars().next_back().is_none_or(|p| !(p.is_ascii_alphanumeric() || p == '_' || p == '-'));
+        if boundary && rest.starts_with("eyJ") {
+            let run = rest.find(|c: char| !(c.is_ascii_alphanumeric() || "-_.".contains(c))).unwrap_or(rest.len());
+            if rest[..run].matches('.').count() >= 2 {
+                out.push_str(REDACTED);
+                rest = &rest[run..];
+                continue;
+            }
+        }
+        let name_start = out.rfind(|p: char| !(p.is_ascii_alphanumeric() || p == '_' || p == '-')).map_or(0, |i| i + 1);
+        let is_token_param = c == '=' && out[name_start..].to_ascii_lowercase().contains("token");
+        let is_bearer = out.len() >= 7 && out[out.len() - 7..].eq_ignore_ascii_case("bearer ") && !ends_value(c);
+        if is_token_param || is_bearer {
+            if is_token_param {
+                out.push('=');
+                rest = &rest[1..];
+            }
+            let run = rest.find(ends_value).unwrap_or(rest.len());
+            if run > 0 {
+                out.push_str(REDACTED);
+            }
+            rest = &rest[run..];
+            continue;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
 fn fingerprint(parts: &[&str]) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -110,11 +148,11 @@ async fn client_error(
         return Err(Error::bad_request("invalid_report", "`message` must say what went wrong."));
     }
     let app_id = reporting_app(&principal, body.app_id)?;
-    let message = clip(message, MAX_MESSAGE_CHARS);
+    let message = clip(&redact_text(message), MAX_MESSAGE_CHARS);
     let source = clip(body.source.as_deref().unwrap_or("app"), MAX_LABEL_CHARS);
     let logged = state.client_reports.admit((app_id.unwrap_or(0), fingerprint(&[&source, &message])), Instant::now());
     if logged {
-        let stack = body.stack.as_deref().map(|s| clip(s, MAX_STACK_CHARS)).unwrap_or_default();
+        let stack = body.stack.as_deref().map(|s| clip(&redact_text(s), MAX_STACK_CHARS)).unwrap_or_default();
         let url = body.url.as_deref().map(|u| clip(&redact_url(u), MAX_LABEL_CHARS)).unwrap_or_default();
         let chat = body.chat_id.as_deref().map(|c| clip(c, 64)).unwrap_or_default();
         let suppressed = state.client_reports.take_suppressed();
@@ -236,5 +274,22 @@ mod tests {
             "https://x/api/apps/1/frame?v=3&token=[redacted]&app_token=[redacted]"
         );
         assert_eq!(redact_url("/plain/path"), "/plain/path");
+    }
+
+    #[test]
+    fn credentials_in_free_text_are_redacted() {
+        assert_eq!(
+            redact_text("GET /api/apps/1/module?token=eyJhbGciOi.eyJzdWIi.c2ln failed"),
+            "GET /api/apps/1/module?token=[redacted] failed"
+        );
+        assert_eq!(redact_text("load failed: app_token=abc123&v=2"), "load failed: app_token=[redacted]&v=2");
+        assert_eq!(
+            redact_text("header Authorization: Bearer s3cr3t-value!"),
+            "header Authorization: Bearer [redacted]"
+        );
+        assert_eq!(redact_text("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJvIn0.sig_-x in text"), "jwt [redacted] in text");
+        let plain = "TypeError: x is undefined (eyJ is not a token here) é";
+        assert_eq!(redact_text(plain), plain);
+        assert_eq!(redact_text("tokens=3 and token_count: 4"), "tokens=[redacted] and token_count: 4");
     }
 }

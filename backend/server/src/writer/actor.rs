@@ -178,6 +178,7 @@ impl Actor {
                 | WriteCommand::Barrier(_)
                 | WriteCommand::CreateOwner { .. }
                 | WriteCommand::BumpTokenEpoch { .. }
+                | WriteCommand::RememberDevice { .. }
                 | WriteCommand::PinPrompt { .. }
                 | WriteCommand::SetDefaultProvider { .. }
                 | WriteCommand::AppReserve { .. }
@@ -185,6 +186,10 @@ impl Actor {
                 | WriteCommand::AppForgetUnbuilt { .. }
                 | WriteCommand::AppPatch { .. }
                 | WriteCommand::AppPurge { .. }
+                | WriteCommand::AppDeleteSecrets { .. }
+                | WriteCommand::InstallPassMint { .. }
+                | WriteCommand::InstallPassRedeem { .. }
+                | WriteCommand::SetCatalogIndexes { .. }
                 | WriteCommand::AppAdopt { .. }
                 | WriteCommand::AppSecretPut { .. }
                 | WriteCommand::AppSecretDelete { .. }
@@ -217,9 +222,16 @@ impl Actor {
                 finish(batch, ack, result)
             }
             WriteCommand::BumpTokenEpoch { ack } => {
-                let result = db::owner::bump_token_epoch(&mut self.conn, now_ms())
-                    .await
-                    .and_then(|e| e.ok_or_else(|| Domain::NotConfigured.into()));
+                let result = match db::owner::bump_token_epoch(&mut self.conn, now_ms()).await {
+                    Ok(Some(epoch)) => db::owner::forget_devices(&mut self.conn).await.map(|()| epoch),
+                    Ok(None) => Err(Domain::NotConfigured.into()),
+                    Err(e) => Err(e),
+                };
+                finish(batch, ack, result)
+            }
+            WriteCommand::RememberDevice { token_hash, label, ack } => {
+                let keep = crate::auth::devices::MAX_DEVICES;
+                let result = db::owner::remember_device(&mut self.conn, &token_hash, &label, keep, now_ms()).await;
                 finish(batch, ack, result)
             }
             WriteCommand::CreateChat { chat, ack } => {
@@ -366,8 +378,25 @@ impl Actor {
                 let result = super::apps::adopt(&mut self.conn, batch, id, &slug).await;
                 finish(batch, ack, result)
             }
-            WriteCommand::AppPurge { cutoff, ack } => {
-                let result = db::apps::purge_deleted(&mut self.conn, cutoff).await;
+            WriteCommand::AppPurge { cutoff, keep, ack } => {
+                let result = db::apps::purge_deleted(&mut self.conn, cutoff, &keep).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::AppDeleteSecrets { app_id, ack } => {
+                let result = db::apps::delete_secrets(&mut self.conn, app_id).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::InstallPassMint { pass, ack } => {
+                let now = now_ms();
+                let result = db::apps::insert_install_pass(&mut self.conn, &pass, now - 24 * 3600 * 1000).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::InstallPassRedeem { id, ack } => {
+                let result = db::apps::consume_install_pass(&mut self.conn, &id, now_ms()).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::SetCatalogIndexes { indexes, ack } => {
+                let result = db::owner::set_catalog_indexes(&mut self.conn, indexes.as_deref(), now_ms()).await;
                 finish(batch, ack, result)
             }
             WriteCommand::SnapshotLive(snapshot) => self.snapshot(snapshot).await,
@@ -454,6 +483,7 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
     match command {
         WriteCommand::CreateOwner { ack, .. } => batch.complete(ack, err()),
         WriteCommand::BumpTokenEpoch { ack } => batch.complete(ack, err()),
+        WriteCommand::RememberDevice { ack, .. } => batch.complete(ack, err()),
         WriteCommand::CreateChat { ack, .. } => batch.complete(ack, err()),
         WriteCommand::Emit { ack: Some(ack), .. } => batch.complete(ack, err()),
         WriteCommand::StartRun { ack, .. } | WriteCommand::Barrier(ack) => batch.complete(ack, err()),
@@ -477,6 +507,11 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         }
         WriteCommand::AppPatch { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppPurge { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::AppDeleteSecrets { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::InstallPassMint { ack, .. } | WriteCommand::SetCatalogIndexes { ack, .. } => {
+            batch.complete(ack, err())
+        }
+        WriteCommand::InstallPassRedeem { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppAdopt { ack, .. } | WriteCommand::AppSecretPut { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppSecretDelete { ack, .. } => batch.complete(ack, err()),
         WriteCommand::EmbedGrantMint { ack, .. } => batch.complete(ack, err()),

@@ -9,8 +9,8 @@ use super::commands::{ChatCreated, ChatPatch, FinishOutcome, FinishRun, NewChat,
 use crate::db::{self, now_ms};
 use crate::error::{Domain, Error, Result};
 use crate::protocol::{
-    Answers, Block, ChatEvent, ChatId, Cid, LiveMessage, Message, QuestionCard, QuestionId, Role, RunId, RunStatus,
-    SystemEvent, TokenCounts, ToolStatus, UserInput,
+    Answers, Block, ChatEvent, ChatId, Cid, JournalEntry, LiveMessage, Message, QuestionCard, QuestionId, Role, RunId,
+    RunStatus, SystemEvent, TokenCounts, ToolStatus, UserInput,
 };
 
 /// Longest title taken from a chat's first message, in characters.
@@ -486,7 +486,11 @@ pub(super) async fn recover_chat(
     Ok(())
 }
 
-/// Boot reconciliation of runs left `running` by a crash or kill.
+/// Most journal events folded into an interrupted message at boot (the journal keeps fewer).
+const MAX_BOOT_FOLD_EVENTS: i64 = 10_000;
+
+/// Boot reconciliation of runs left `running` by a crash or kill: the live message — its last
+/// snapshot plus the journal's events after it — becomes the transcript's message.
 pub(super) async fn reconcile_startup(conn: &mut SqliteConnection, batch: &mut Batch) -> Result<Vec<ChatId>> {
     let mut chats = Vec::new();
     for (run_id, chat_id) in db::runs::all_running_runs(conn).await? {
@@ -498,9 +502,18 @@ pub(super) async fn reconcile_startup(conn: &mut SqliteConnection, batch: &mut B
         let note = ChatEvent::Error { message: INTERRUPTED_NOTE.to_owned(), resumable: Some(true) };
         if !deleted {
             let mut live = match db::runs::live_body(conn, &chat_id).await? {
-                Some((run, body)) if run_id == run.as_str() => serde_json::from_str::<Message>(&body)
-                    .map(LiveMessage::from_message)
-                    .unwrap_or_else(|_| LiveMessage::new(now)),
+                Some((run, body)) if run_id == run.as_str() => {
+                    let mut live = serde_json::from_str::<Message>(&body)
+                        .map(LiveMessage::from_message)
+                        .unwrap_or_else(|_| LiveMessage::new(now));
+                    // What streamed after the last snapshot is committed too, and clients saw it.
+                    for data in db::runs::events_after_live(conn, &chat_id, MAX_BOOT_FOLD_EVENTS).await? {
+                        if let Ok(entry) = serde_json::from_str::<JournalEntry>(&data) {
+                            live.apply(&entry.event);
+                        }
+                    }
+                    live
+                }
                 _ => LiveMessage::new(now),
             };
             live.close_running_tools(ToolStatus::Done);

@@ -151,8 +151,11 @@ pub struct ChatPatch {
 pub enum WriteCommand {
     /// Creates the owner row (fails with 409 if it exists).
     CreateOwner { username: String, password_hash: String, ack: Ack<()> },
-    /// Bumps the token epoch, revoking every issued token; answers the new epoch.
+    /// Bumps the token epoch, revoking every issued token and device credential; answers the
+    /// new epoch.
     BumpTokenEpoch { ack: Ack<i64> },
+    /// Records a sign-in from the device whose credential hashes to `token_hash`.
+    RememberDevice { token_hash: String, label: String, ack: Ack<()> },
     /// Creates a chat (idempotent on id).
     CreateChat { chat: NewChat, ack: Ack<ChatCreated> },
     /// Appends events to a chat's journal. With `run_id`, only while that run is running:
@@ -215,8 +218,17 @@ pub enum WriteCommand {
     EmbedRevoke { app_id: i64, chat_id: String, instance_id: String, ack: Ack<u64> },
     /// Gives app `id` a new slug (a release renamed it with `previous_id`).
     AppAdopt { id: i64, slug: String, ack: Ack<()> },
-    /// Purges apps deleted before `cutoff`: `(id, slug)` of each.
-    AppPurge { cutoff: i64, ack: Ack<Vec<(i64, String)>> },
+    /// Ends apps deleted before `cutoff` (those in `keep` keep their row and data): `(id, slug)`
+    /// of each app whose build went.
+    AppPurge { cutoff: i64, keep: Vec<i64>, ack: Ack<Vec<(i64, String)>> },
+    /// Removes every secret of an app: how many.
+    AppDeleteSecrets { app_id: i64, ack: Ack<u64> },
+    /// Stores a new one-use install pass.
+    InstallPassMint { pass: crate::db::apps::InstallPass, ack: Ack<()> },
+    /// Consumes install pass `id` (by its hash) when it is unused and unexpired.
+    InstallPassRedeem { id: String, ack: Ack<Option<crate::db::apps::InstallPass>> },
+    /// Sets the store's catalog indexes (a JSON list; `None`: the default catalog).
+    SetCatalogIndexes { indexes: Option<String>, ack: Ack<()> },
     /// Coalesced live-message snapshot.
     SnapshotLive(LiveSnapshot),
     /// Resolves after everything queued before it is committed.

@@ -16,7 +16,7 @@ mod fixtures;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use helpers::{TestApp, types};
 use serde_json::{Value, json};
@@ -412,6 +412,54 @@ async fn a_server_killed_mid_turn_keeps_the_transcript_run_and_queue_and_resumes
     // The model got the conversation from before the crash: the session was resumed.
     let body = rig.mock.last_body();
     assert!(body.contains("long job") && body.contains("carry on"), "{cli:?}: the session did not resume");
+}
+
+/// Text streamed after the last live snapshot was committed to the journal and seen by every
+/// client; a `kill -9` right then must not lose it: boot folds it into the interrupted message.
+#[tokio::test]
+#[ignore = "needs the agent CLIs; scripts/test runs it"]
+async fn claude_a_kill_after_the_last_snapshot_keeps_the_text_clients_saw() {
+    use sqlx::Connection;
+    let text: String = (0..16).map(|i| format!("Piece {i:02} of a slowly streamed answer. ")).collect();
+    let script = json!({ "steps": [{ "text": text, "chunk_delay_s": 0.2 }], "default": { "text": "resumed" } });
+    let rig = Rig::start(Cli::Claude, script).await;
+    let (app, token) = (&rig.app, rig.token.clone());
+    app.chat(&token, "f").await;
+    let mut stream = app.stream(&token, "f", None).await;
+    app.send(&token, "f", "tell me slowly", "m1").await;
+    let url = format!("sqlite://{}?mode=ro", app.data_dir().join("db/mobius.sqlite3").display());
+    let mut db = sqlx::SqliteConnection::connect(&url).await.expect("read the database");
+    let (mut seen, mut last_seq) = (String::new(), 0i64);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        assert!(Instant::now() < deadline, "the text never got ahead of the snapshot");
+        let event = stream.next(90).await;
+        assert_ne!(event.data["type"], "done", "the turn ended before the test could kill the server");
+        if event.data["type"] == "text" {
+            seen.push_str(event.data["content"].as_str().unwrap_or_default());
+            last_seq = event.id.unwrap_or(last_seq);
+        }
+        if seen.len() < 120 {
+            continue;
+        }
+        let snapshot: Option<i64> = sqlx::query_scalar("SELECT upto_seq FROM chat_live WHERE chat_id = 'f'")
+            .fetch_optional(&mut db)
+            .await
+            .expect("live row");
+        // Kill while the newest text the client has is past the last snapshot.
+        if snapshot.is_some_and(|upto| upto < last_seq) {
+            break;
+        }
+    }
+    drop(db);
+    drop(stream);
+    let rig = rig.restart_after_kill().await;
+    let detail = rig.app.detail(&rig.token, "f").await;
+    let reply = detail["messages"][1].clone();
+    let content = reply["content"].as_str().expect("content");
+    assert!(content.contains(seen.trim_end()), "lost what the client saw.\nseen:  {seen:?}\nkept:  {content:?}");
+    assert!(reply.to_string().contains("interrupted"), "{reply}");
+    assert_eq!(detail["running"], false);
 }
 
 const APP_MANIFEST: &str = r#"{"id":"hello-agent","name":"Hello Agent","version":"1.0.0","description":"Built by the agent.","entry":"index.jsx"}"#;

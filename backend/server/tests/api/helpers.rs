@@ -94,18 +94,24 @@ impl TestApp {
     /// bundle) and returns its id and an app token for it. Later changes to it must go
     /// through the API: the server caches app rows between its own commits.
     pub async fn register_app(&self, slug: &str) -> (i64, String) {
+        self.register_app_with(slug, "{}").await
+    }
+
+    /// [`register_app`](Self::register_app) with the manifest's `permissions` object.
+    pub async fn register_app_with(&self, slug: &str, permissions: &str) -> (i64, String) {
         use sqlx::Connection;
         let url = format!("sqlite://{}?mode=rw", self.data_dir().join("db/mobius.sqlite3").display());
         let mut conn = sqlx::SqliteConnection::connect(&url).await.expect("open the database");
         sqlx::query("PRAGMA busy_timeout = 5000").execute(&mut conn).await.expect("busy timeout");
         let nonce = format!("nonce-{slug}");
         let id: i64 = sqlx::query_scalar(
-            "INSERT INTO apps (slug, name, token_nonce, bundle_sha, created_at, updated_at)
-             VALUES (?, ?, ?, 'sha', 0, 0) RETURNING id",
+            "INSERT INTO apps (slug, name, token_nonce, bundle_sha, permissions, created_at, updated_at)
+             VALUES (?, ?, ?, 'sha', ?, 0, 0) RETURNING id",
         )
         .bind(slug)
         .bind(slug)
         .bind(&nonce)
+        .bind(permissions)
         .fetch_one(&mut conn)
         .await
         .expect("insert app");

@@ -258,7 +258,8 @@ async fn if_none_match_star_creates_a_file_only_once() {
 
 #[tokio::test]
 async fn a_hundred_concurrent_compare_and_swap_increments_all_land() {
-    let env = Arc::new(Env::new().await);
+    // A hundred clients on one address: more connections than one address may hold by default.
+    let env = Arc::new(Env::with(|c| c.net.max_connections_per_address = 256).await);
     let (id, token) = env.create_app("counter").await;
     let path = format!("/api/storage/apps/{id}/count.json");
     assert_eq!(env.put_json(&path, &token, &json!(0)).await.status(), StatusCode::NO_CONTENT);
@@ -623,7 +624,7 @@ async fn apps_reach_each_others_storage_only_when_both_sides_allow_it() {
 #[tokio::test]
 async fn app_tokens_are_refused_on_owner_only_routes_and_the_shared_tree_is_read_only_for_apps() {
     let env = Env::new().await;
-    let (_, token) = env.create_app("shared-reader").await;
+    let (_, token) = env.app.register_app_with("shared-reader", r#"{"shared_memory":"read"}"#).await;
     assert_eq!(env.get("/api/chats", &token).await.status(), StatusCode::FORBIDDEN);
     let r = env.put("/api/storage/shared/theme.css", &token, "text/css", "body{}").await;
     assert_error(r, StatusCode::FORBIDDEN, "forbidden").await;
@@ -643,6 +644,27 @@ async fn app_tokens_are_refused_on_owner_only_routes_and_the_shared_tree_is_read
     assert!(env.data_dir().join("shared/theme.css").is_file());
     assert_eq!(env.delete("/api/storage/shared/theme.css", &env.owner).await.status(), StatusCode::NO_CONTENT);
     assert!(!env.data_dir().join("shared/theme.css").exists());
+}
+
+#[tokio::test]
+async fn an_app_reads_shared_files_only_when_its_manifest_asks_for_shared_memory() {
+    let env = Env::new().await;
+    let r = env.put("/api/storage/shared/memory/notes.md", &env.owner, "text/markdown", "private notes").await;
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    let (_, plain) = env.create_app("plain").await;
+    let (_, none) = env.app.register_app_with("opted-out", r#"{"shared_memory":"none"}"#).await;
+    for token in [&plain, &none] {
+        let r = env.get("/api/storage/shared/memory/notes.md", token).await;
+        assert_error(r, StatusCode::FORBIDDEN, "forbidden").await;
+        let r = env.get("/api/storage/shared-list/memory", token).await;
+        assert_error(r, StatusCode::FORBIDDEN, "forbidden").await;
+        assert_error(env.get("/api/storage/shared-list", token).await, StatusCode::FORBIDDEN, "forbidden").await;
+    }
+    let (_, reader) = env.app.register_app_with("memory-reader", r#"{"shared_memory":"write"}"#).await;
+    let r = env.get("/api/storage/shared/memory/notes.md", &reader).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.text().await.expect("text"), "private notes");
+    assert_eq!(env.get("/api/storage/shared/memory/notes.md", &env.owner).await.status(), StatusCode::OK);
 }
 
 #[tokio::test]

@@ -284,3 +284,55 @@ async fn shutdown_drains_everything_queued_before_it() {
     let late = f.writer.call(WriteCommand::Barrier).await;
     assert_eq!(late.expect_err("closed").code(), "unavailable");
 }
+
+#[tokio::test]
+async fn an_interrupted_turn_keeps_what_streamed_after_its_last_snapshot() {
+    let f = fixture().await;
+    create_chat(&f.writer, "k").await;
+    f.writer
+        .call(|ack| WriteCommand::StartRun {
+            run: NewRun { chat_id: "k".into(), run_id: "rt-k".into(), provider: ProviderKind::Claude },
+            ack,
+        })
+        .await
+        .expect("start run");
+    let emit = |events: Vec<ChatEvent>| {
+        f.writer.call(|ack| WriteCommand::Emit {
+            chat_id: "k".into(),
+            run_id: Some("rt-k".into()),
+            events,
+            ack: Some(ack),
+        })
+    };
+    emit(vec![text("Hello, ")]).await.expect("emit");
+    let snapshot = json!({ "role": "assistant", "content": "Hello, ", "ts": 1,
+        "blocks": [{ "type": "text", "content": "Hello, ", "item_id": "a" }] });
+    assert!(f.writer.snapshot_live(&"k".into(), &"rt-k".into(), snapshot.to_string()));
+    f.writer.barrier().await.expect("barrier");
+    // Streamed (and journaled, and seen by clients) after the snapshot; then the process dies.
+    emit(vec![
+        text("world"),
+        ChatEvent::ToolStart { tool_use_id: "t1".into(), tool: "Bash".into(), input: "ls".into() },
+    ])
+    .await
+    .expect("emit");
+    let interrupted = f.writer.call(|ack| WriteCommand::ReconcileStartup { ack }).await.expect("reconcile");
+    assert_eq!(interrupted, vec![mobius::protocol::ChatId::from("k")]);
+    f.writer.shutdown().await;
+    let mut db = other_connection(&f.path).await;
+    let body: String =
+        sqlx::query_scalar("SELECT body FROM chat_messages WHERE chat_id = 'k' ORDER BY idx DESC LIMIT 1")
+            .fetch_one(&mut db)
+            .await
+            .expect("message");
+    let message: serde_json::Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(message["content"], "Hello, world", "{message}");
+    let blocks = message["blocks"].as_array().expect("blocks");
+    assert!(blocks.iter().any(|b| b["type"] == "tool" && b["tool_use_id"] == "t1"), "{message}");
+    assert!(blocks.iter().any(|b| b["type"] == "error" && b["resumable"] == true), "{message}");
+}
+
+/// A text delta of block `a`.
+fn text(content: &str) -> ChatEvent {
+    ChatEvent::Text { content: content.into(), item_id: "a".into() }
+}
