@@ -38,6 +38,7 @@ pub fn router(state: AppState) -> Router {
         .merge(ops::router().with_state(state.boot.clone()))
         .merge(auth::router())
         .merge(chats::router())
+        .merge(crate::search::router())
         .merge(storage::router())
         .merge(apps::router())
         .merge(apps::proxy::router())

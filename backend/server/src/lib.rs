@@ -21,6 +21,7 @@ pub mod net;
 pub mod ops;
 pub mod protocol;
 pub mod providers;
+pub mod search;
 pub mod state;
 pub mod storage;
 pub mod telemetry;

@@ -507,6 +507,8 @@ export interface Row {
   key: string;
   message: ChatMessage;
   live: boolean;
+  /** The message's index in the transcript, for rows of the durable history. */
+  idx?: number;
 }
 
 /**
@@ -550,7 +552,7 @@ export function rowsOf(state: ChatState): Row[] {
     let key = rowKey(message, state.offset + i, part);
     if (seen.has(key)) key = `${key}#${state.offset + i}`;
     seen.add(key);
-    rows.push({ key, message, live: false });
+    rows.push({ key, message, live: false, idx: state.offset + i });
   });
   if (state.live) {
     const live = state.live;

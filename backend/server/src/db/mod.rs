@@ -11,6 +11,7 @@ pub mod messages;
 pub mod owner;
 pub mod queue;
 pub mod runs;
+pub mod search;
 
 use std::path::Path;
 use std::str::FromStr;

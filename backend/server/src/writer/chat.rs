@@ -35,7 +35,10 @@ async fn store(conn: &mut SqliteConnection, chat_id: &str, message: &Message) ->
         Role::Assistant => "assistant",
     };
     let row = db::messages::NewMessage { role, cid: message.cid.as_deref(), ts: message.ts, body: &body };
-    db::messages::push_message(conn, chat_id, row).await?;
+    let idx = db::messages::push_message(conn, chat_id, row).await?;
+    if let Some(text) = db::search::document_text(message) {
+        db::search::index_message(conn, chat_id, idx, message.ts, &text).await?;
+    }
     Ok(())
 }
 
@@ -44,7 +47,7 @@ pub(super) async fn create(conn: &mut SqliteConnection, batch: &mut Batch, chat:
     let now = now_ms();
     let title = chat.title.as_deref().map(str::trim).filter(|t| !t.is_empty()).unwrap_or("New chat");
     match db::chats::insert_chat(conn, &chat.id, title, now).await? {
-        db::chats::Inserted::Yes => {}
+        db::chats::Inserted::Yes => db::search::index_title(conn, &chat.id).await?,
         db::chats::Inserted::Exists { deleted: false } => return Ok(ChatCreated::Existing),
         db::chats::Inserted::Exists { deleted: true } => return Err(Domain::ChatDeleted.into()),
     }
@@ -200,6 +203,7 @@ pub(super) async fn send(conn: &mut SqliteConnection, batch: &mut Batch, send: S
     if chat.title == "New chat" && !chat.title_locked && !send.message.hidden {
         let title = title_from(&send.message.content);
         db::chats::set_title(conn, chat_id, &title, false, now).await?;
+        db::search::index_title(conn, chat_id).await?;
         batch.emit(conn, chat_id, ChatEvent::ChatRenamed { title: title.clone() }).await?;
         batch.system(SystemEvent::ChatRenamed { chat_id: chat_id.clone(), title });
     }
@@ -436,6 +440,7 @@ pub(super) async fn update_chat(
     let now = now_ms();
     if let Some(title) = &patch.title {
         db::chats::set_title(conn, chat_id, title, true, now).await?;
+        db::search::index_title(conn, chat_id).await?;
         let title: String = title.chars().take(db::chats::MAX_TITLE_CHARS).collect();
         batch.emit(conn, chat_id, ChatEvent::ChatRenamed { title: title.clone() }).await?;
         batch.system(SystemEvent::ChatRenamed { chat_id: chat_id.clone(), title });

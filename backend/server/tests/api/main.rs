@@ -12,6 +12,7 @@ mod ops;
 mod platform;
 mod providers;
 mod release_db;
+mod search;
 mod storage;
 mod telemetry;
 mod web;
