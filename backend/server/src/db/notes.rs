@@ -19,12 +19,10 @@ pub struct Note {
 
 /// A chat's note, if it has one.
 pub async fn get<'e, E: sqlx::SqliteExecutor<'e>>(executor: E, chat_id: &str) -> Result<Option<Note>> {
-    Ok(sqlx::query_as(
-        "SELECT digest, summary, source_count, by_owner, updated_at FROM chat_notes WHERE chat_id = ?",
-    )
-    .bind(chat_id)
-    .fetch_optional(executor)
-    .await?)
+    Ok(sqlx::query_as("SELECT digest, summary, source_count, by_owner, updated_at FROM chat_notes WHERE chat_id = ?")
+        .bind(chat_id)
+        .fetch_optional(executor)
+        .await?)
 }
 
 /// Writes a chat's note.

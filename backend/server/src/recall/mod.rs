@@ -156,7 +156,7 @@ mod tests {
         assert!(block.contains("likes &lt;b&gt;tea&lt;/b&gt; &amp; toast"), "{block}");
         assert!(!block.contains("<b>"));
         let entries = block.matches("<recent_chat>").count();
-        assert!(entries >= 1 && entries < 40, "{entries}");
+        assert!((1..40).contains(&entries), "{entries}");
         let digests: usize = block.split("<recent_chats>").nth(1).map_or(0, str::len);
         assert!(digests <= MAX_DIGESTS_BLOCK_BYTES + 32, "{digests}");
         for line in block.lines().filter(|l| l.starts_with("Digest: ")) {

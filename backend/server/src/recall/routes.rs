@@ -79,8 +79,12 @@ async fn put_note(
             format!("A summary holds at most {MAX_SUMMARY_CHARS} characters."),
         ));
     }
-    let note =
-        NoteWrite { digest: body.digest.trim().to_owned(), summary: body.summary.trim().to_owned(), title: None, expect_count: None };
+    let note = NoteWrite {
+        digest: body.digest.trim().to_owned(),
+        summary: body.summary.trim().to_owned(),
+        title: None,
+        expect_count: None,
+    };
     state.writer.call(|ack| WriteCommand::SetNote { chat_id: id.clone(), note, ack }).await?;
     note_out(&state, &id).await
 }

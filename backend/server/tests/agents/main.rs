@@ -14,7 +14,10 @@ mod helpers;
 mod fixtures;
 mod memory;
 
-use memory::{a_note_is_written_after_idle_titles_the_chat_and_primes_new_chats, an_owner_turn_during_a_note_turn_is_not_held_up_by_it};
+use memory::{
+    a_note_is_written_after_idle_titles_the_chat_and_primes_new_chats,
+    an_owner_turn_during_a_note_turn_is_not_held_up_by_it,
+};
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -24,7 +24,8 @@ async fn the_owner_memory_file_is_read_and_written_within_its_limit() {
     let memory: Value = app.get("/api/memory", Some(&token)).await.json().await.expect("json");
     assert_eq!(memory, json!({ "enabled": true, "owner_md": "", "truncated": false, "max_bytes": 16384 }));
 
-    let r = send_json(&app, reqwest::Method::PUT, "/api/memory/owner", json!({ "content": "- likes tea\n" }), &token).await;
+    let r =
+        send_json(&app, reqwest::Method::PUT, "/api/memory/owner", json!({ "content": "- likes tea\n" }), &token).await;
     assert_eq!(r.status(), StatusCode::OK);
     let on_disk = std::fs::read_to_string(app.data_dir().join("memory/owner.md")).expect("owner.md");
     assert_eq!(on_disk, "- likes tea\n");
