@@ -9,6 +9,9 @@ import { MemorySection } from "./MemorySettings";
 
 afterEach(() => vi.unstubAllGlobals());
 
+/** The JSON body a recorded request sent. */
+const sentBody = (init: RequestInit | undefined) => JSON.parse(init?.body as string) as Record<string, unknown>;
+
 function withQueries(node: ReactNode) {
   writeToken("tok");
   const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
@@ -23,7 +26,7 @@ describe("the chat's info sheet", () => {
       "GET /api/chats/g/note": { status: 200, body: { note, max_digest_chars: 600, max_summary_chars: 8000 } },
       "PUT /api/chats/g/note": (init) => ({
         status: 200,
-        body: { note: { ...note, ...JSON.parse(String(init.body)), by_owner: true }, max_digest_chars: 600, max_summary_chars: 8000 },
+        body: { note: { ...note, ...sentBody(init), by_owner: true }, max_digest_chars: 600, max_summary_chars: 8000 },
       }),
     });
     withQueries(<ChatInfo chatId="g" title="Garden" onClose={vi.fn()} />);
@@ -36,7 +39,7 @@ describe("the chat's info sheet", () => {
     fireEvent.click(save);
     await waitFor(() => expect(screen.getByText(/Edited by you/)).toBeTruthy());
     const sent = server.calls.find((c) => c.key === "PUT /api/chats/g/note");
-    expect(JSON.parse(String(sent?.init.body))).toEqual({ digest: "Four raised beds, tomatoes first.", summary: "A vegetable garden." });
+    expect(sentBody(sent?.init)).toEqual({ digest: "Four raised beds, tomatoes first.", summary: "A vegetable garden." });
   });
 });
 
@@ -45,8 +48,8 @@ describe("Settings › Memory", () => {
     const state = { enabled: true, owner_md: "- likes tea\n", truncated: false, max_bytes: 20 };
     const server = mockFetch({
       "GET /api/memory": { status: 200, body: state },
-      "PATCH /api/memory": (init) => ({ status: 200, body: { ...state, ...JSON.parse(String(init.body)) } }),
-      "PUT /api/memory/owner": (init) => ({ status: 200, body: { ...state, owner_md: JSON.parse(String(init.body)).content } }),
+      "PATCH /api/memory": (init) => ({ status: 200, body: { ...state, ...sentBody(init) } }),
+      "PUT /api/memory/owner": (init) => ({ status: 200, body: { ...state, owner_md: sentBody(init).content } }),
       "GET /api/skills": {
         status: 200,
         body: {

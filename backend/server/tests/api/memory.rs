@@ -148,7 +148,8 @@ async fn a_new_chat_prompt_carries_memory_pinned_and_not_when_it_is_off() {
     let prompt = |t: &str| t.split("--append-system-prompt\n").nth(1).map(|p| p.to_owned()).unwrap_or_default();
     assert_eq!(both.len(), 2);
     assert!(!prompt(&both[0]).is_empty());
-    assert_eq!(prompt(&both[0]).split("\n--").next(), prompt(&both[1]).split("\n--").next());
+    let head = |t: &str| prompt(t).split("\n--").next().map(|p| p.trim_end().to_owned());
+    assert_eq!(head(&both[0]), head(&both[1]));
     assert!(!both[1].contains("coffee"));
 
     send_json(&app, reqwest::Method::PATCH, "/api/memory", json!({ "enabled": false }), &token).await;
