@@ -65,7 +65,7 @@ describe("memory (390×844)", () => {
     await digest.fill("Four raised beds; tomatoes and beans.");
     await sheet.getByRole("button", { name: "Save" }).click();
     await sheet.getByText(/Edited by you/).waitFor();
-    const saved = await (await api("/api/chats/garden/note")).json();
+    const saved = (await api("/api/chats/garden/note")).json;
     assert.equal(saved.note.digest, "Four raised beds; tomatoes and beans.");
     await page.keyboard.press("Escape");
     await sheet.waitFor({ state: "detached" });
@@ -83,14 +83,14 @@ describe("memory (390×844)", () => {
     await page.getByRole("region", { name: "Memory" }).getByRole("button", { name: "Save" }).click();
     let memory;
     for (let i = 0; i < 100; i++) {
-      memory = await (await api("/api/memory")).json();
+      memory = (await api("/api/memory")).json;
       if (memory.owner_md === "- The owner's cat is called Miso.") break;
       await new Promise((r) => setTimeout(r, 50));
     }
     assert.equal(memory.owner_md, "- The owner's cat is called Miso.");
     await page.getByLabel("New chats remember").selectOption("off");
     for (let i = 0; i < 100 && memory.enabled; i++) {
-      memory = await (await api("/api/memory")).json();
+      memory = (await api("/api/memory")).json;
       await new Promise((r) => setTimeout(r, 50));
     }
     assert.equal(memory.enabled, false);
