@@ -6,9 +6,9 @@
 
 import assert from "node:assert/strict";
 import { mkdir, writeFile } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { after, before, describe } from "node:test";
-import { ARTIFACTS, OWNER, PHONE, apiClient, openBrowser, requireEnv, saveArtifact, screenshot, startServer, stepper, watchProblems } from "./harness.mjs";
+import { PHONE, apiClient, openBrowser, screenshot, setupOwner, startTestServer, stepper, tearDown, watchProblems } from "./harness.mjs";
 
 const STEP_TIMEOUT = 60_000;
 const TOKEN_KEY = "mobius.token";
@@ -22,30 +22,16 @@ const step = stepper({ prefix: "memory", timeout: STEP_TIMEOUT, page: () => phon
 const api = apiClient(() => server.origin, () => token);
 
 before(async () => {
-  const bin = requireEnv("MOBIUS_BIN", "point it at the mobius server binary");
-  const frontendDir = resolve(requireEnv("MOBIUS_FRONTEND_DIR", "point it at the built frontend (frontend/dist)"));
-  server = await startServer({ bin, frontendDir });
+  server = await startTestServer();
   phone = await openBrowser(PHONE);
   problems = watchProblems(phone.page);
 });
 
-after(async () => {
-  await phone?.close();
-  if (server) {
-    await saveArtifact(ARTIFACTS, "server-memory.log", server.logs());
-    await server.stop();
-  }
-});
+after(() => tearDown({ server, log: "server-memory.log", browsers: [phone] }));
 
 describe("memory (390×844)", () => {
   step("the owner has a chat with a note", async (page) => {
-    const setup = await fetch(`${server.origin}/api/auth/setup`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(OWNER),
-    });
-    assert.equal(setup.status, 200);
-    token = (await setup.json()).access_token;
+    token = await setupOwner(server.origin);
     const messages = [{ role: "user", content: "Plan my garden", ts: 1_700_000_000_000 }];
     assert.equal((await api("/api/chats", { method: "POST", body: { id: "garden", title: "Garden plans", messages } })).status, 201);
     const note = { digest: "Planned four raised beds.", summary: "Tomatoes first." };
