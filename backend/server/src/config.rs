@@ -54,7 +54,13 @@ pub struct Config {
     pub net: NetLimits,
     /// Password-attempt throttling (not set from the environment).
     pub login: LoginPolicy,
+    /// How long a chat stays idle after its turns before its note is written
+    /// (`MOBIUS_NOTE_IDLE_SECS`, default 120; `0` turns chat notes off, as `for_test` does).
+    pub note_idle: Option<Duration>,
 }
+
+/// The default idle spell before a chat's note is written.
+pub const DEFAULT_NOTE_IDLE: Duration = Duration::from_secs(120);
 
 pub use crate::auth::limits::LoginPolicy;
 pub use crate::net::client::TrustedProxies;
@@ -253,6 +259,18 @@ impl Config {
             None => TrustedProxies::default(),
         };
         let net = NetLimits::from_lookup(&get)?;
+        let note_idle = match get("MOBIUS_NOTE_IDLE_SECS") {
+            None => Some(DEFAULT_NOTE_IDLE),
+            Some(raw) => match raw.trim().parse::<u64>() {
+                Ok(0) => None,
+                Ok(secs) => Some(Duration::from_secs(secs)),
+                Err(_) => {
+                    return Err(ConfigError(format!(
+                        "MOBIUS_NOTE_IDLE_SECS={raw:?} must be a number of seconds (0: no chat notes)"
+                    )));
+                }
+            },
+        };
         Ok(Self {
             data_dir,
             bind,
@@ -275,6 +293,7 @@ impl Config {
             trusted_proxies,
             net,
             login: LoginPolicy::default(),
+            note_idle,
         })
     }
 
@@ -302,6 +321,7 @@ impl Config {
             trusted_proxies: TrustedProxies::default(),
             net: NetLimits::default(),
             login: LoginPolicy::default(),
+            note_idle: None,
         }
     }
 

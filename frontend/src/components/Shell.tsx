@@ -21,6 +21,7 @@ import { useSystemEvents } from "../shell/systemEvents";
 import { AccountMenu } from "./AccountMenu";
 import { AppPane } from "./AppPane";
 import { useApps } from "./useApps";
+import { ChatInfo } from "./ChatInfo";
 import { ChatView } from "./ChatView";
 import { Drawer } from "./Drawer";
 import { Icon } from "./Icon";
@@ -265,6 +266,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
   const firstRun = chats.data !== undefined && !chats.data.some((c) => c.has_messages);
   const needsProvider = anyConnected(providers.data) === false;
   const onTitle = useCallback((t: string) => activeId && setLiveTitle({ id: activeId, title: t }), [activeId]);
+  const [infoOpen, setInfoOpen] = useState(false);
 
   // The phone drawer takes focus when it opens and gives it back to the menu button on close.
   const drawerRef = useRef<HTMLDivElement>(null);
@@ -338,6 +340,11 @@ export function Shell({ session, onSignOut }: ShellProps) {
             {needsProvider && <span className="attention-dot attention-dot-corner" aria-hidden="true" />}
           </button>
           <h1 className="topbar-title">{chatTitle}</h1>
+          {activeId && (
+            <button type="button" className="icon-button topbar-info" aria-label="Chat info" onClick={() => setInfoOpen(true)}>
+              <Icon name="info" size={20} />
+            </button>
+          )}
           <button
             type="button"
             className="icon-button topbar-new"
@@ -361,6 +368,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
             <span>You're offline · saved chats are readable</span>
           </div>
         )}
+        {infoOpen && activeId && <ChatInfo chatId={activeId} title={chatTitle} onClose={() => setInfoOpen(false)} />}
         <main className="view">
           {route.name === "chat" && (
             <ChatView
