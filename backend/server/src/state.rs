@@ -12,7 +12,8 @@ use tokio::sync::watch;
 use tracing::warn;
 
 use crate::agent::registry::Turns;
-use crate::agent::turn::Agents;
+use crate::agent::sandbox::{Sandbox, SandboxState};
+use crate::agent::turn::{Agents, TurnLimits};
 use crate::apps::apply::Apps;
 use crate::apps::proxy::client::Proxy;
 use crate::auth::jwt::Keys;
@@ -117,10 +118,17 @@ impl AppState {
         if let Some(row) = db::owner::get(&db.read).await? {
             owner.set(row.username, row.token_epoch);
         }
+        if !crate::agent::process::become_subreaper() {
+            warn!("the kernel refused to make the server a child subreaper; escaped agent processes are found only by their environment");
+        }
         let orphans =
             crate::agent::process::reap_orphans(&crate::agent::agent_pid_dir(&config.data_dir), &config.data_dir);
         if orphans > 0 {
             warn!(orphans, "killed agent processes left behind by the previous run");
+        }
+        let resealed = crate::apps::sealed::reseal_legacy(&db.read, &writer, &keys).await?;
+        if resealed > 0 {
+            tracing::info!(resealed, "app secrets sealed again under the data key");
         }
         let interrupted = writer.call(|ack| WriteCommand::ReconcileStartup { ack }).await?;
         if !interrupted.is_empty() {
@@ -130,6 +138,15 @@ impl AppState {
             );
         }
         let providers = Arc::new(Providers::new(&config, &config.data_dir, api_url));
+        let sandbox = Sandbox::detect(
+            config.agent_sandbox,
+            &config.data_dir,
+            vec![config.skill_dir.clone(), config.app_node_modules.clone(), config.app_runtime_dir.clone()],
+        );
+        match sandbox.state() {
+            SandboxState::Landlock { abi } => tracing::info!(abi, "agent sandbox: Landlock"),
+            SandboxState::Off { reason } => warn!(%reason, "agent sandbox OFF: the agent can read every file the server can"),
+        }
         let storage = Store::new(config.app_quota_bytes);
         let agents = Arc::new(Agents {
             writer: writer.clone(),
@@ -140,6 +157,9 @@ impl AppState {
             skill_dir: config.skill_dir.clone(),
             data_dir: config.data_dir.clone(),
             turns: Turns::default(),
+            sandbox: sandbox.clone(),
+            limits: TurnLimits { max_duration: config.agent_turn_max, max_silence: config.agent_silence_max },
+            overflow_dir: config.data_dir.join(crate::agent::fold::OVERFLOW_DIR),
         });
         let apps = Arc::new(Apps::new(
             config.data_dir.clone(),

@@ -13,12 +13,14 @@ import {
   fetchModels,
   fetchProviders,
   fetchProvidersStatus,
+  fetchSettings,
   fetchVersion,
   modelsKey,
   providersKey,
   providersStatusKey,
   saveApiKey,
   saveSettings,
+  settingsKey,
   startClaudeLogin,
   startCodexLogin,
   submitClaudeCode,
@@ -69,6 +71,7 @@ export default function Settings({ activeChatId, onSignOut }: SettingsProps) {
           </div>
         </section>
         <DefaultsSection providers={list} status={status.data} activeChatId={activeChatId} />
+        <SandboxSection />
         <AppearanceSection />
         <StoreSection />
         <section className="settings-section" aria-labelledby="s-sessions">
@@ -481,6 +484,31 @@ function SessionsRow({ onSignOut }: { onSignOut: (everywhere: boolean) => void }
       </div>
       {everywhere.isError && <p className="settings-error" role="alert">{errorText(everywhere.error)}</p>}
     </div>
+  );
+}
+
+/** What the agent's processes can reach on this server, as the server reports it. */
+function SandboxSection() {
+  const settings = useQuery({ queryKey: settingsKey, queryFn: fetchSettings, retry: false });
+  const sandbox = settings.data?.sandbox;
+  return (
+    <section className="settings-section" aria-labelledby="s-sandbox">
+      <h2 id="s-sandbox" className="settings-title">
+        Agent sandbox
+      </h2>
+      {sandbox === undefined ? (
+        <p className="settings-lead">{settings.isError ? `Couldn't load it: ${errorText(settings.error)}` : "Loading…"}</p>
+      ) : sandbox.mode === "landlock" ? (
+        <p className="settings-lead" data-sandbox="landlock">
+          On: Landlock (ABI {sandbox.abi}). The agent works in its apps, storage, home and scratch folders; the server's keys,
+          database and the other agent's sign-in are out of its reach.
+        </p>
+      ) : (
+        <p className="settings-error" role="status" data-sandbox="off">
+          Off: {sandbox.reason}. The agent can read every file the server can, including its keys and database.
+        </p>
+      )}
+    </section>
   );
 }
 

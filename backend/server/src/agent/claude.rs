@@ -30,8 +30,10 @@ impl AgentProvider for Claude {
         ProviderKind::Claude
     }
 
-    fn start(&self, request: TurnRequest) -> Result<ProviderTurn> {
-        let spawned = process::spawn(&self.bin, &args(&request), &request.cwd, &request.env, Some(&request.pid_dir))?;
+    fn start(&self, mut request: TurnRequest) -> Result<ProviderTurn> {
+        let confine = request.confine.take();
+        let spawned =
+            process::spawn(&self.bin, &args(&request), &request.cwd, &request.env, Some(&request.pid_dir), confine)?;
         let (events_tx, events) = mpsc::channel(256);
         let (control, control_rx) = mpsc::channel(8);
         let driver = tokio::spawn(drive(spawned, request.prompt, events_tx, control_rx, self.start_timeout));

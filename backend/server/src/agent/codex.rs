@@ -31,12 +31,13 @@ impl AgentProvider for Codex {
         ProviderKind::Codex
     }
 
-    fn start(&self, request: TurnRequest) -> Result<ProviderTurn> {
+    fn start(&self, mut request: TurnRequest) -> Result<ProviderTurn> {
         let args: Vec<String> = ["-c", "features.default_mode_request_user_input=true", "app-server"]
             .iter()
             .map(|s| (*s).to_owned())
             .collect();
-        let spawned = process::spawn(&self.bin, &args, &request.cwd, &request.env, Some(&request.pid_dir))?;
+        let confine = request.confine.take();
+        let spawned = process::spawn(&self.bin, &args, &request.cwd, &request.env, Some(&request.pid_dir), confine)?;
         let (events_tx, events) = mpsc::channel(256);
         let (control, control_rx) = mpsc::channel(8);
         let driver = tokio::spawn(drive(spawned, request, events_tx, control_rx, self.start_timeout));
@@ -573,6 +574,7 @@ mod tests {
             env: vec![],
             approval: ApprovalPolicy::Full,
             pid_dir: "/data/run/agents".into(),
+            confine: None,
         };
         let r = thread_request(&request);
         assert_eq!(r["method"], "thread/resume");

@@ -13,6 +13,7 @@ pub mod handle;
 pub mod process;
 pub mod prompt;
 pub mod registry;
+pub mod sandbox;
 pub mod turn;
 
 use std::path::PathBuf;
@@ -26,7 +27,7 @@ pub use crate::protocol::{ApprovalPolicy, ProviderKind};
 use crate::protocol::{Choices, QuestionItem};
 
 /// Everything a provider needs to run one turn.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct TurnRequest {
     /// The user's words for this turn (several queued messages are joined).
     pub prompt: String,
@@ -41,6 +42,8 @@ pub struct TurnRequest {
     pub approval: ApprovalPolicy,
     /// Where the process group id is recorded while the CLI runs (`DATA_DIR/run/agents`).
     pub pid_dir: PathBuf,
+    /// The Landlock ruleset the CLI runs under (`None` when the sandbox is off).
+    pub confine: Option<mobius_sys::landlock::Ruleset>,
 }
 
 /// Token counts of a turn.
