@@ -153,6 +153,8 @@ pub const DEFAULT_CLAUDE_TOKEN_URL: &str = "https://console.anthropic.com/v1/oau
 
 /// Default wall-clock ceiling of a turn.
 pub const DEFAULT_AGENT_TURN_MAX: Duration = Duration::from_secs(6 * 3600);
+/// The longest either ceiling may be set to (30 days).
+pub const MAX_AGENT_CEILING: Duration = Duration::from_secs(30 * 24 * 3600);
 /// Default silence ceiling of a turn.
 pub const DEFAULT_AGENT_SILENCE_MAX: Duration = Duration::from_secs(30 * 60);
 
@@ -257,9 +259,14 @@ impl Config {
             raw.trim()
                 .parse::<u64>()
                 .ok()
-                .filter(|s| *s > 0)
+                .filter(|s| *s > 0 && *s <= MAX_AGENT_CEILING.as_secs())
                 .map(Duration::from_secs)
-                .ok_or_else(|| ConfigError(format!("{key}={raw:?} must be a positive number of seconds")))
+                .ok_or_else(|| {
+                    ConfigError(format!(
+                        "{key}={raw:?} must be a number of seconds from 1 to {}",
+                        MAX_AGENT_CEILING.as_secs()
+                    ))
+                })
         };
         let agent_turn_max = secs("MOBIUS_AGENT_TURN_MAX_SECS", DEFAULT_AGENT_TURN_MAX.as_secs())?;
         let agent_silence_max = secs("MOBIUS_AGENT_SILENCE_MAX_SECS", DEFAULT_AGENT_SILENCE_MAX.as_secs())?;

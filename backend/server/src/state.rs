@@ -157,7 +157,7 @@ impl AppState {
             skill_dir: config.skill_dir.clone(),
             data_dir: config.data_dir.clone(),
             turns: Turns::default(),
-            sandbox: sandbox.clone(),
+            sandbox,
             limits: TurnLimits { max_duration: config.agent_turn_max, max_silence: config.agent_silence_max },
             overflow_dir: config.data_dir.join(crate::agent::fold::OVERFLOW_DIR),
         });

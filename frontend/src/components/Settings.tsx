@@ -4,7 +4,8 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useId, useRef, useState, type FormEvent } from "react";
 import { catalogIndexesKey, fetchCatalogIndexes, saveCatalogIndexes } from "../api/apps";
-import { signOutEverywhere } from "../api/auth";
+import { changePassword, signOutEverywhere } from "../api/auth";
+import { writeToken } from "../auth/token";
 import { chatKey, fetchChat, patchChat } from "../api/chats";
 import { ApiError } from "../api/client";
 import {
@@ -26,9 +27,12 @@ import {
   submitClaudeCode,
   versionKey,
 } from "../api/settings";
+import type { ApprovalPolicy } from "../api/protocol.gen";
 import type { ProviderId, ProviderInfo, ProvidersStatus } from "../api/types";
 import { setTheme, useTheme, type ThemeChoice } from "../shell/theme";
 import { Icon } from "./Icon";
+
+const toPolicy = (value: string): ApprovalPolicy => (value === "ask" || value === "workspace" ? value : "full");
 
 const errorText = (error: unknown) => (error instanceof ApiError ? error.message : "Something went wrong.");
 
@@ -364,7 +368,7 @@ function DefaultsSection({ providers, status, activeChatId }: { providers: Provi
     onSettled: () => activeChatId && queryClient.invalidateQueries({ queryKey: chatKey(activeChatId) }),
   });
   const savePolicy = useMutation({
-    mutationFn: (policy: "full" | "ask") => patchChat(activeChatId ?? "", { approval_policy: policy }),
+    mutationFn: (policy: ApprovalPolicy) => patchChat(activeChatId ?? "", { approval_policy: policy }),
     onSettled: () => activeChatId && queryClient.invalidateQueries({ queryKey: chatKey(activeChatId) }),
   });
   const defaultId = useId();
@@ -426,11 +430,12 @@ function DefaultsSection({ providers, status, activeChatId }: { providers: Provi
           <select
             id={policyId}
             className="select"
-            value={chat.data.approval_policy === "ask" ? "ask" : "full"}
-            onChange={(e) => savePolicy.mutate(e.target.value === "ask" ? "ask" : "full")}
+            value={chat.data.approval_policy}
+            onChange={(e) => savePolicy.mutate(toPolicy(e.target.value))}
             disabled={savePolicy.isPending}
           >
             <option value="full">Run without asking</option>
+            <option value="workspace">Ask for anything outside the workspace</option>
             <option value="ask">Ask me first</option>
           </select>
         </div>
@@ -483,7 +488,43 @@ function SessionsRow({ onSignOut }: { onSignOut: (everywhere: boolean) => void }
         </button>
       </div>
       {everywhere.isError && <p className="settings-error" role="alert">{errorText(everywhere.error)}</p>}
+      <PasswordForm />
     </div>
+  );
+}
+
+/** A new password signs every other device out (and rotates the server's signing key). */
+function PasswordForm() {
+  const [current, setCurrent] = useState("");
+  const [next, setNext] = useState("");
+  const change = useMutation({
+    mutationFn: () => changePassword({ current_password: current, new_password: next }),
+    onSuccess: (answer) => {
+      writeToken(answer.access_token);
+      setCurrent("");
+      setNext("");
+    },
+  });
+  const currentId = useId();
+  const nextId = useId();
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    change.mutate();
+  };
+  return (
+    <form className="setting-stack" onSubmit={submit}>
+      <label htmlFor={currentId}>Current password</label>
+      <input id={currentId} className="text-input" type="password" autoComplete="current-password" value={current} onChange={(e) => setCurrent(e.target.value)} />
+      <label htmlFor={nextId}>New password</label>
+      <input id={nextId} className="text-input" type="password" autoComplete="new-password" minLength={8} value={next} onChange={(e) => setNext(e.target.value)} />
+      <div className="inline-actions">
+        <button type="submit" className="btn btn-secondary btn-small" disabled={change.isPending || !current || next.length < 8}>
+          {change.isPending ? "Changing…" : "Change password"}
+        </button>
+      </div>
+      {change.isSuccess && <p className="settings-lead" role="status">Password changed. Every other device is signed out.</p>}
+      {change.isError && <p className="settings-error" role="alert">{errorText(change.error)}</p>}
+    </form>
   );
 }
 

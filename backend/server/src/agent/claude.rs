@@ -57,6 +57,11 @@ pub fn args(request: &TurnRequest) -> Vec<String> {
     .iter()
     .map(|s| (*s).to_owned())
     .collect();
+    if request.approval == super::ApprovalPolicy::Workspace {
+        // Edits in the working directory go ahead; everything else asks (a card).
+        args.push("--permission-mode".into());
+        args.push("acceptEdits".into());
+    }
     if !request.system_prompt.is_empty() {
         args.push("--append-system-prompt".into());
         args.push(request.system_prompt.clone());

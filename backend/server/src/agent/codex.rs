@@ -55,14 +55,18 @@ const ID_STEER_BASE: i64 = 100;
 
 /// The `thread/start` (or `thread/resume`) request for a turn.
 pub fn thread_request(request: &TurnRequest) -> Value {
-    let approval = match request.approval {
-        ApprovalPolicy::Full => "never",
-        ApprovalPolicy::Ask => "untrusted",
+    // Codex's own sandbox runs inside ours (Landlock): `danger-full-access` means "nothing
+    // more than the server's sandbox", `workspace-write` also keeps writes in the workspace
+    // and the network off unless the owner approves.
+    let (approval, sandbox) = match request.approval {
+        ApprovalPolicy::Full => ("never", "danger-full-access"),
+        ApprovalPolicy::Workspace => ("on-request", "workspace-write"),
+        ApprovalPolicy::Ask => ("untrusted", "danger-full-access"),
     };
     let mut params = json!({
         "cwd": request.cwd.display().to_string(),
         "approvalPolicy": approval,
-        "sandbox": "danger-full-access",
+        "sandbox": sandbox,
         "developerInstructions": request.system_prompt,
     });
     if let Some(model) = &request.model {
@@ -584,5 +588,8 @@ mod tests {
         let r = thread_request(&ask);
         assert_eq!(r["method"], "thread/start");
         assert_eq!(r["params"]["approvalPolicy"], "untrusted");
+        let workspace = TurnRequest { approval: ApprovalPolicy::Workspace, ..ask };
+        let r = thread_request(&workspace);
+        assert_eq!((r["params"]["approvalPolicy"].as_str(), r["params"]["sandbox"].as_str()), (Some("on-request"), Some("workspace-write")));
     }
 }

@@ -2,7 +2,7 @@
 //! before the CLI runs (`no_new_privs` always, Landlock when available), capped stdout lines,
 //! a bounded stderr tail, and the whole group killed when the handle is dropped — with every
 //! process that escaped the group (`setsid`, double fork), which the server finds because it
-//! is their child subreaper ([`become_subreaper`], [`sweep_escapees`]); and the JSON-lines
+//! is their child subreaper ([`become_subreaper`], `sweep_escapees`); and the JSON-lines
 //! session both drivers speak over them ([`JsonLinesSession`]).
 
 use std::collections::VecDeque;
@@ -682,7 +682,8 @@ mod tests {
             Path::new("/bin/sh"),
             &["-c".into(), script],
             dir.path(),
-            &[("PATH".into(), "/usr/bin:/bin".into())],
+            // Its own run: another test's sweep leaves it alone.
+            &[("PATH".into(), "/usr/bin:/bin".into()), ("MOBIUS_RUN_ID".into(), "drop-test".into())],
             Some(&dir.path().join("pids")),
             None,
         )

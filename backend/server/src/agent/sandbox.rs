@@ -91,7 +91,7 @@ impl Sandbox {
     pub fn grants(&self, kind: ProviderKind, cli: &Path, home: &Path, scratch: &Path, path: &str) -> Grants {
         let data = &self.data_dir;
         let mut grants = Grants::default();
-        let mut generic = |list: &mut Vec<PathBuf>, skipped: &mut Vec<PathBuf>, p: PathBuf| {
+        let generic = |list: &mut Vec<PathBuf>, skipped: &mut Vec<PathBuf>, p: PathBuf| {
             let p = std::fs::canonicalize(&p).unwrap_or(p);
             if data.starts_with(&p) {
                 skipped.push(p);
@@ -143,10 +143,10 @@ impl Sandbox {
         let all = landlock::all_access(abi);
         let read = landlock::ACCESS_READ_FILE | landlock::ACCESS_READ_DIR;
         let sets: [(&[PathBuf], u64); 4] = [
-            (&grants.read_exec, read | landlock::ACCESS_EXECUTE),
-            (&grants.read, read),
-            (&grants.read_write, all),
-            (&grants.list, landlock::ACCESS_READ_DIR),
+            (grants.read_exec.as_slice(), read | landlock::ACCESS_EXECUTE),
+            (grants.read.as_slice(), read),
+            (grants.read_write.as_slice(), all),
+            (grants.list.as_slice(), landlock::ACCESS_READ_DIR),
         ];
         for (paths, access) in sets {
             for path in paths {

@@ -106,11 +106,14 @@ struct KeysInner {
 struct Signing {
     encoding: EncodingKey,
     decoding: DecodingKey,
+    /// Keys rotated away in this process, newest first: a token they verify is reported as
+    /// revoked (it grants nothing), so clients can tell "signed out" from "not ours".
+    retired: Vec<DecodingKey>,
 }
 
 impl Signing {
     fn new(secret: &[u8]) -> Self {
-        Self { encoding: EncodingKey::from_secret(secret), decoding: DecodingKey::from_secret(secret) }
+        Self { encoding: EncodingKey::from_secret(secret), decoding: DecodingKey::from_secret(secret), retired: Vec::new() }
     }
 }
 
@@ -122,6 +125,8 @@ impl std::fmt::Debug for Keys {
 
 /// Length of a generated key, in random bytes (written hex-encoded).
 const GENERATED_KEY_BYTES: usize = 48;
+/// Rotated-away signing keys remembered (in memory) to name their tokens revoked.
+const MAX_RETIRED_KEYS: usize = 4;
 /// Length of the data key, in random bytes (written hex-encoded).
 const DATA_KEY_BYTES: usize = 32;
 /// The signing key's file in `DATA_DIR`.
@@ -182,7 +187,12 @@ impl Keys {
             out.sync_all()?;
             std::fs::rename(&tmp, file)?;
         }
-        *self.0.signing.write().unwrap_or_else(|p| p.into_inner()) = Signing::new(secret.as_bytes());
+        let mut signing = self.0.signing.write().unwrap_or_else(|p| p.into_inner());
+        let mut next = Signing::new(secret.as_bytes());
+        next.retired = std::mem::take(&mut signing.retired);
+        next.retired.insert(0, signing.decoding.clone());
+        next.retired.truncate(MAX_RETIRED_KEYS);
+        *signing = next;
         Ok(())
     }
 
@@ -211,10 +221,16 @@ impl Keys {
 
     /// Verifies signature, algorithm and expiry; maps failures to 401 codes.
     pub fn verify(&self, token: &str) -> Result<Claims> {
-        let decoded = {
+        let (decoded, retired) = {
             let signing = self.0.signing.read().unwrap_or_else(|p| p.into_inner());
-            jsonwebtoken::decode::<Claims>(token, &signing.decoding, &self.0.validation)
+            let decoded = jsonwebtoken::decode::<Claims>(token, &signing.decoding, &self.0.validation);
+            let retired = decoded.is_err()
+                && signing.retired.iter().any(|key| jsonwebtoken::decode::<Claims>(token, key, &self.0.validation).is_ok());
+            (decoded, retired)
         };
+        if retired {
+            return Err(Error::unauthorized("token_revoked", "This session was signed out everywhere; sign in again."));
+        }
         match decoded {
             Ok(data) => Ok(data.claims),
             Err(e) => Err(match e.kind() {
@@ -222,7 +238,7 @@ impl Keys {
                     Error::unauthorized("token_expired", "Your session has expired; sign in again.")
                 }
                 ErrorKind::InvalidSignature | ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => {
-                    Error::unauthorized("invalid_token", "This token was not issued by this server, or it was signed out everywhere.")
+                    Error::unauthorized("invalid_token", "This token was not issued by this server.")
                 }
                 _ => Error::unauthorized("malformed_token", "The token is malformed."),
             }),
@@ -344,11 +360,12 @@ mod tests {
         let forged = Keys::from_secret(stolen.as_bytes()).issue(&Claims::new("owner", Scope::Owner, 0, 3600)).expect("forge");
         assert!(keys.verify(&forged).is_ok());
         keys.rotate().expect("rotate");
-        assert_eq!(keys.verify(&before).expect_err("old").code(), "invalid_token");
-        assert_eq!(keys.verify(&forged).expect_err("forged").code(), "invalid_token");
+        assert_eq!(keys.verify(&before).expect_err("old").code(), "token_revoked");
+        assert_eq!(keys.verify(&forged).expect_err("forged").code(), "token_revoked");
         let after = keys.issue(&Claims::new("owner", Scope::Owner, 0, 60)).expect("issue");
         let reloaded = Keys::load_or_create(&config).expect("reload");
         assert!(reloaded.verify(&after).is_ok(), "the rotated key is the one on disk");
+        assert_eq!(reloaded.verify(&forged).expect_err("forged").code(), "invalid_token");
         assert_ne!(std::fs::read_to_string(dir.path().join("secret.key")).expect("key"), stolen);
         assert_eq!(reloaded.open("app:1:k", &sealed).expect("open"), b"value");
         let mode = std::fs::metadata(dir.path().join("data.key")).expect("meta").permissions().mode();

@@ -239,7 +239,7 @@ async fn update(
     }
     if let Some(policy) = body.approval_policy {
         let policy = ApprovalPolicy::parse(&policy)
-            .ok_or_else(|| Error::bad_request("invalid_approval_policy", "approval_policy is \"full\" or \"ask\"."))?;
+            .ok_or_else(|| Error::bad_request("invalid_approval_policy", "approval_policy is \"full\", \"workspace\" or \"ask\"."))?;
         patch.settings.approval_policy = Some(policy.id().to_owned());
     }
     if let Some(provider) = body.provider {
