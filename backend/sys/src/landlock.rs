@@ -28,6 +28,8 @@ const ACCESS_FILE: u64 = ACCESS_EXECUTE | ACCESS_WRITE_FILE | ACCESS_READ_FILE |
 
 /// `landlock_create_ruleset` flag: return the ABI version instead of a ruleset.
 const CREATE_RULESET_VERSION: libc::c_uint = 1;
+/// The flags argument when there are none.
+const NO_FLAGS: libc::c_uint = 0;
 /// `landlock_add_rule` type: a rule for a file hierarchy.
 const RULE_PATH_BENEATH: libc::c_int = 1;
 
@@ -95,7 +97,7 @@ impl Ruleset {
                 libc::SYS_landlock_create_ruleset,
                 &raw const attr,
                 std::mem::size_of::<RulesetAttr>(),
-                0 as libc::c_uint,
+                NO_FLAGS,
             )
         };
         if fd < 0 {
@@ -130,7 +132,7 @@ impl Ruleset {
                 self.fd.as_raw_fd(),
                 RULE_PATH_BENEATH,
                 &raw const rule,
-                0 as libc::c_uint,
+                NO_FLAGS,
             )
         };
         if result < 0 {
@@ -151,7 +153,7 @@ impl Ruleset {
                 if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                     return Err(io::Error::last_os_error());
                 }
-                if libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0 as libc::c_uint) != 0 {
+                if libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), NO_FLAGS) != 0 {
                     return Err(io::Error::last_os_error());
                 }
                 Ok(())

@@ -22,6 +22,8 @@ pub const MAX_INLINE_TEXT_BYTES: usize = 256 * 1024;
 pub const MAX_TURN_TEXT_BYTES: usize = 1024 * 1024;
 /// Overflowing text written to files per turn, in bytes; past it the rest is dropped.
 pub const MAX_TURN_OVERFLOW_BYTES: u64 = 16 * 1024 * 1024;
+/// Overflow files one turn writes at most (blocks past it lose their overflow).
+pub const MAX_OVERFLOW_FILES_PER_TURN: usize = 32;
 /// The folder of `DATA_DIR` that keeps overflowing text, one file per chat and block.
 pub const OVERFLOW_DIR: &str = "agent-output";
 /// What a block that overflowed ends with.
@@ -132,7 +134,11 @@ impl ChatFold {
         let event = |content: String, item_id: String| {
             if thinking { ChatEvent::Thinking { content, item_id } } else { ChatEvent::Text { content, item_id } }
         };
-        if self.overflowed.contains(&item_id) {
+        // A block that overflowed, or a new one once the turn is full (not even tracked, so a
+        // flood of new blocks costs no memory here), goes to the overflow file only.
+        if self.overflowed.contains(&item_id)
+            || (self.turn_text >= MAX_TURN_TEXT_BYTES && !self.text.contains_key(&item_id))
+        {
             return Folded::Overflow { event: None, item_id, rest: delta };
         }
         let room = self.room(&item_id);

@@ -43,7 +43,7 @@ pub struct Grants {
     pub read_write: Vec<PathBuf>,
     /// Only list names (no file in it can be opened unless another grant covers it).
     pub list: Vec<PathBuf>,
-    /// Generic grants left out because they contain `DATA_DIR` (they would open all of it).
+    /// Generic grants left out because they contain `DATA_DIR` or lie in it.
     pub skipped: Vec<PathBuf>,
 }
 
@@ -93,7 +93,9 @@ impl Sandbox {
         let mut grants = Grants::default();
         let generic = |list: &mut Vec<PathBuf>, skipped: &mut Vec<PathBuf>, p: PathBuf| {
             let p = std::fs::canonicalize(&p).unwrap_or(p);
-            if data.starts_with(&p) {
+            // A generic grant holding the data dir would open all of it; one inside it could
+            // open what the data grants below leave closed.
+            if data.starts_with(&p) || p.starts_with(data) {
                 skipped.push(p);
             } else if !list.contains(&p) {
                 list.push(p);

@@ -388,7 +388,8 @@ impl Turn<'_> {
     }
 
     /// Appends text past the inline caps to its block's overflow file (the first write of a
-    /// turn starts the file afresh), up to [`MAX_TURN_OVERFLOW_BYTES`] per turn.
+    /// turn starts the file afresh), up to [`MAX_TURN_OVERFLOW_BYTES`] and
+    /// `MAX_OVERFLOW_FILES_PER_TURN` files per turn.
     fn spill(&mut self, item_id: &str, rest: &str) {
         use std::io::Write;
         let room = usize::try_from(MAX_TURN_OVERFLOW_BYTES.saturating_sub(self.overflow_written)).unwrap_or(0);
@@ -397,6 +398,9 @@ impl Turn<'_> {
             return;
         }
         if !self.overflow.contains_key(item_id) {
+            if self.overflow.len() >= super::fold::MAX_OVERFLOW_FILES_PER_TURN {
+                return;
+            }
             let path = super::fold::overflow_file(&self.agents.overflow_dir, &self.chat_id, item_id);
             let opened = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| {
                 std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(&path)
