@@ -107,7 +107,13 @@ impl Sandbox {
         for dir in path.split(':').filter(|d| d.starts_with('/')) {
             generic(&mut grants.read_exec, &mut grants.skipped, PathBuf::from(dir));
         }
-        if let Some(root) = package_root(cli) {
+        // A bare name (`claude`) is the one the CLI's PATH finds.
+        let cli = if cli.components().count() == 1 {
+            path.split(':').map(|dir| Path::new(dir).join(cli)).find(|p| p.is_file()).unwrap_or_else(|| cli.to_path_buf())
+        } else {
+            cli.to_path_buf()
+        };
+        if let Some(root) = package_root(&cli) {
             generic(&mut grants.read_exec, &mut grants.skipped, root);
         }
         if let Ok(exe) = std::env::current_exe() {
