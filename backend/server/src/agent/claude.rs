@@ -490,6 +490,29 @@ mod tests {
     }
 
     #[test]
+    fn the_workspace_policy_accepts_edits_and_asks_for_the_rest() {
+        let request = |approval| TurnRequest {
+            prompt: "hi".into(),
+            system_prompt: String::new(),
+            resume: None,
+            model: None,
+            cwd: "/data".into(),
+            env: vec![],
+            approval,
+            pid_dir: "/data/run/agents".into(),
+            confine: None,
+        };
+        let mode = |approval| {
+            let args = args(&request(approval));
+            args.iter().position(|a| a == "--permission-mode").map(|i| args[i + 1].clone())
+        };
+        assert_eq!(mode(super::super::ApprovalPolicy::Workspace).as_deref(), Some("acceptEdits"));
+        assert_eq!(mode(super::super::ApprovalPolicy::Ask), None, "ask: Claude's default mode asks for everything");
+        assert_eq!(mode(super::super::ApprovalPolicy::Full), None, "full: the server allows each prompt");
+        assert!(args(&request(super::super::ApprovalPolicy::Full)).contains(&"stdio".to_owned()));
+    }
+
+    #[test]
     fn error_results_carry_a_readable_message() {
         let mut parser = Parser::default();
         let line = json!({"type":"result","subtype":"error_during_execution","is_error":true,"api_error_status":400,"errors":["[ede_diagnostic] x","bad request"]});
