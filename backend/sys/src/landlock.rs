@@ -4,6 +4,7 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 
@@ -28,6 +29,9 @@ const ACCESS_FILE: u64 = ACCESS_EXECUTE | ACCESS_WRITE_FILE | ACCESS_READ_FILE |
 
 /// `landlock_create_ruleset` flag: return the ABI version instead of a ruleset.
 const CREATE_RULESET_VERSION: libc::c_uint = 1;
+/// prctl's arguments are `unsigned long`s (passed as such through its variadic signature).
+const PRCTL_ON: libc::c_ulong = 1;
+const PRCTL_UNUSED: libc::c_ulong = 0;
 /// The flags argument when there are none.
 const NO_FLAGS: libc::c_uint = 0;
 /// `landlock_add_rule` type: a rule for a file hierarchy.
@@ -150,7 +154,7 @@ impl Ruleset {
         // takes no lock and touches no memory shared with other threads.
         unsafe {
             command.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, PRCTL_ON, PRCTL_UNUSED, PRCTL_UNUSED, PRCTL_UNUSED) != 0 {
                     return Err(io::Error::last_os_error());
                 }
                 if libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), NO_FLAGS) != 0 {
@@ -171,7 +175,7 @@ pub fn no_new_privs_on_exec(command: &mut std::process::Command) {
     // it allocates nothing and takes no lock.
     unsafe {
         command.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, PRCTL_ON, PRCTL_UNUSED, PRCTL_UNUSED, PRCTL_UNUSED) != 0 {
                 return Err(io::Error::last_os_error());
             }
             Ok(())
