@@ -660,9 +660,18 @@ mod tests {
             spawn(Path::new("/bin/sh"), &["-c".into(), script], dir.path(), &env, None, None).expect("spawn");
         assert_eq!(spawned.lines.recv().await, Some(Line::Text("started".into())));
         let escapee: i32 = std::fs::read_to_string(&pidfile).expect("pid").trim().parse().expect("int");
-        let info = proc_info(escapee).expect("escapee runs");
+        // `setsid` leaves the group as it starts: wait until it has.
+        let leader = spawned.process.pgid.expect("pgid");
+        let mut info = proc_info(escapee).expect("escapee runs");
+        for _ in 0..200 {
+            if info.pgid != leader {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            info = proc_info(escapee).expect("escapee runs");
+        }
         assert!(info.no_new_privs, "agent processes carry no_new_privs");
-        assert_ne!(info.pgid, spawned.process.pgid.expect("pgid"), "it left the group");
+        assert_ne!(info.pgid, leader, "it left the group");
         spawned.process.terminate().await;
         assert!(gone(escapee).await, "the setsid escapee {escapee} outlived the turn");
     }
