@@ -119,7 +119,9 @@ impl AppState {
             owner.set(row.username, row.token_epoch);
         }
         if !crate::agent::process::become_subreaper() {
-            warn!("the kernel refused to make the server a child subreaper; escaped agent processes are found only by their environment");
+            warn!(
+                "the kernel refused to make the server a child subreaper; escaped agent processes are found only by their environment"
+            );
         }
         let orphans =
             crate::agent::process::reap_orphans(&crate::agent::agent_pid_dir(&config.data_dir), &config.data_dir);
@@ -145,7 +147,9 @@ impl AppState {
         );
         match sandbox.state() {
             SandboxState::Landlock { abi } => tracing::info!(abi, "agent sandbox: Landlock"),
-            SandboxState::Off { reason } => warn!(%reason, "agent sandbox OFF: the agent can read every file the server can"),
+            SandboxState::Off { reason } => {
+                warn!(%reason, "agent sandbox OFF: the agent can read every file the server can")
+            }
         }
         let storage = Store::new(config.app_quota_bytes);
         let agents = Arc::new(Agents {

@@ -115,10 +115,7 @@ impl Ruleset {
     /// Allows `access` (masked to what the ruleset handles, and to file rights for a file)
     /// on `path` and everything beneath it. A path that does not exist is an `ErrorKind::NotFound`.
     pub fn allow(&mut self, path: &Path, access: u64) -> io::Result<()> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_PATH | libc::O_CLOEXEC)
-            .open(path)?;
+        let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_PATH | libc::O_CLOEXEC).open(path)?;
         let is_dir = file.metadata()?.is_dir();
         let mut allowed = access & self.handled;
         if !is_dir {
@@ -210,11 +207,7 @@ mod tests {
         }
         rules.allow(&open, ACCESS_READ_FILE | ACCESS_READ_DIR).expect("allow");
         let mut command = std::process::Command::new("/bin/sh");
-        command.arg("-c").arg(format!(
-            "cat {}/a; cat {}/b && echo LEAKED",
-            open.display(),
-            closed.display()
-        ));
+        command.arg("-c").arg(format!("cat {}/a; cat {}/b && echo LEAKED", open.display(), closed.display()));
         rules.restrict_on_exec(&mut command);
         let out = command.output().expect("run");
         let stdout = String::from_utf8_lossy(&out.stdout);

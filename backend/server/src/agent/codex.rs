@@ -590,6 +590,9 @@ mod tests {
         assert_eq!(r["params"]["approvalPolicy"], "untrusted");
         let workspace = TurnRequest { approval: ApprovalPolicy::Workspace, ..ask };
         let r = thread_request(&workspace);
-        assert_eq!((r["params"]["approvalPolicy"].as_str(), r["params"]["sandbox"].as_str()), (Some("on-request"), Some("workspace-write")));
+        assert_eq!(
+            (r["params"]["approvalPolicy"].as_str(), r["params"]["sandbox"].as_str()),
+            (Some("on-request"), Some("workspace-write"))
+        );
     }
 }

@@ -27,8 +27,7 @@ pub const MAX_OVERFLOW_FILES_PER_TURN: usize = 32;
 /// The folder of `DATA_DIR` that keeps overflowing text, one file per chat and block.
 pub const OVERFLOW_DIR: &str = "agent-output";
 /// What a block that overflowed ends with.
-pub const OVERFLOW_NOTE: &str =
-    "\n\n… [The rest of this text was too long to show here. The server keeps it (up to 16 MiB) as this block's full output.]";
+pub const OVERFLOW_NOTE: &str = "\n\n… [The rest of this text was too long to show here. The server keeps it (up to 16 MiB) as this block's full output.]";
 
 /// What one provider event means for the chat.
 #[derive(Debug)]
@@ -58,8 +57,11 @@ pub struct ChatFold {
 
 /// The overflow file of block `item_id` of chat `chat_id` under `dir` (`DATA_DIR/agent-output`).
 pub fn overflow_file(dir: &Path, chat_id: &str, item_id: &str) -> PathBuf {
-    let safe: String =
-        item_id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).take(120).collect();
+    let safe: String = item_id
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .take(120)
+        .collect();
     dir.join(chat_id).join(format!("{safe}.txt"))
 }
 
@@ -176,7 +178,11 @@ impl ChatFold {
         let mut kept = text;
         kept.truncate(cut);
         kept.push_str(OVERFLOW_NOTE);
-        Folded::Overflow { event: Some(ChatEvent::TextFinal { content: kept, item_id: item_id.clone() }), item_id, rest }
+        Folded::Overflow {
+            event: Some(ChatEvent::TextFinal { content: kept, item_id: item_id.clone() }),
+            item_id,
+            rest,
+        }
     }
 }
 
@@ -289,10 +295,7 @@ mod tests {
             blocks += 1;
         }
         assert!(fold.turn_text <= MAX_TURN_TEXT_BYTES && blocks < 10, "{blocks} blocks");
-        assert_eq!(
-            overflow_file(Path::new("/d"), "c1", "msg_1:0/../x"),
-            PathBuf::from("/d/c1/msg_1_0____x.txt")
-        );
+        assert_eq!(overflow_file(Path::new("/d"), "c1", "msg_1:0/../x"), PathBuf::from("/d/c1/msg_1_0____x.txt"));
     }
 
     #[test]

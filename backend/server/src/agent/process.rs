@@ -314,11 +314,7 @@ fn proc_info(pid: i32) -> Option<ProcInfo> {
 
 /// `KEY=value` pairs of a process's environment (empty when unreadable).
 fn environ_of(pid: i32) -> Vec<Vec<u8>> {
-    std::fs::read(format!("/proc/{pid}/environ"))
-        .unwrap_or_default()
-        .split(|b| *b == 0)
-        .map(<[u8]>::to_vec)
-        .collect()
+    std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default().split(|b| *b == 0).map(<[u8]>::to_vec).collect()
 }
 
 fn env_value<'a>(environ: &'a [Vec<u8>], key: &str) -> Option<&'a [u8]> {
@@ -334,10 +330,14 @@ fn all_pids() -> Vec<i32> {
 /// Kills the agent processes that escaped a finished turn's group and were reparented to this
 /// server: direct children marked `no_new_privs` (every agent process is; nothing else the
 /// server starts is) that belong to `owner`'s run or to no identifiable run, and are not the
-/// leader of a running turn (those carry `MOBIUS_RUN_ID` of their own run). Repeats while
+/// leader of a running turn (those carry `MOBIUS_RUN_ID` of their own run) nor a CLI still
+/// being started (forked, not yet executed: it still runs this binary). Repeats while
 /// killing one orphans more; reaps what it killed. Returns how many it killed.
 fn sweep_escapees(owner: &Escapees) -> usize {
     let me = i32::try_from(std::process::id()).unwrap_or(0);
+    // A child between fork and exec still runs this binary with this process's environment
+    // (no run in it): it is a turn's CLI being started, not an escapee.
+    let own_exe = std::fs::read_link("/proc/self/exe").ok();
     let mut killed = Vec::new();
     for round in 0..MAX_SWEEP_ROUNDS {
         let mut found = 0;
@@ -352,6 +352,9 @@ fn sweep_escapees(owner: &Escapees) -> usize {
                 if killed.contains(&pid) || info.pgid != pid {
                     let _ = nix::sys::wait::waitpid(Pid::from_raw(pid), Some(nix::sys::wait::WaitPidFlag::WNOHANG));
                 }
+                continue;
+            }
+            if own_exe.is_some() && std::fs::read_link(format!("/proc/{pid}/exe")).ok() == own_exe {
                 continue;
             }
             let environ = environ_of(pid);
@@ -620,9 +623,15 @@ mod tests {
             ("PATH".to_owned(), "/usr/bin:/bin".to_owned()),
             ("MOBIUS_DATA_DIR".to_owned(), data.display().to_string()),
         ];
-        let spawned =
-            spawn(Path::new("/bin/sh"), &["-c".into(), "echo up; sleep 30".into()], dir.path(), &env, Some(&pids), None)
-                .expect("spawn");
+        let spawned = spawn(
+            Path::new("/bin/sh"),
+            &["-c".into(), "echo up; sleep 30".into()],
+            dir.path(),
+            &env,
+            Some(&pids),
+            None,
+        )
+        .expect("spawn");
         let mut lines = spawned.lines;
         assert_eq!(lines.recv().await, Some(Line::Text("up".into())));
         let leader = spawned.process.pgid.expect("pgid");

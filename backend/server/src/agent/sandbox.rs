@@ -109,7 +109,10 @@ impl Sandbox {
         }
         // A bare name (`claude`) is the one the CLI's PATH finds.
         let cli = if cli.components().count() == 1 {
-            path.split(':').map(|dir| Path::new(dir).join(cli)).find(|p| p.is_file()).unwrap_or_else(|| cli.to_path_buf())
+            path.split(':')
+                .map(|dir| Path::new(dir).join(cli))
+                .find(|p| p.is_file())
+                .unwrap_or_else(|| cli.to_path_buf())
         } else {
             cli.to_path_buf()
         };

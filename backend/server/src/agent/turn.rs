@@ -402,9 +402,10 @@ impl Turn<'_> {
                 return;
             }
             let path = super::fold::overflow_file(&self.agents.overflow_dir, &self.chat_id, item_id);
-            let opened = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| {
-                std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(&path)
-            });
+            let opened = path
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(&path));
             match opened {
                 Ok(file) => {
                     self.overflow.insert(item_id.to_owned(), file);

@@ -113,7 +113,11 @@ struct Signing {
 
 impl Signing {
     fn new(secret: &[u8]) -> Self {
-        Self { encoding: EncodingKey::from_secret(secret), decoding: DecodingKey::from_secret(secret), retired: Vec::new() }
+        Self {
+            encoding: EncodingKey::from_secret(secret),
+            decoding: DecodingKey::from_secret(secret),
+            retired: Vec::new(),
+        }
     }
 }
 
@@ -147,10 +151,10 @@ impl Keys {
         let key_file = config.data_dir.join(SIGNING_KEY_FILE);
         let secret = read_or_create_key_file(&key_file, config.secret_key.as_deref(), GENERATED_KEY_BYTES)?;
         let data_key = read_or_create_key_file(&config.data_dir.join(DATA_KEY_FILE), None, DATA_KEY_BYTES)?;
-        let data_key = hex::decode(data_key.trim())
-            .ok()
-            .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
-            .ok_or_else(|| Error::Internal(format!("{DATA_KEY_FILE} is not 64 hex digits; restore it from a backup")))?;
+        let data_key =
+            hex::decode(data_key.trim()).ok().and_then(|bytes| <[u8; 32]>::try_from(bytes).ok()).ok_or_else(|| {
+                Error::Internal(format!("{DATA_KEY_FILE} is not 64 hex digits; restore it from a backup"))
+            })?;
         Ok(Self::build(secret.as_bytes(), data_key, Some(key_file)))
     }
 
@@ -225,7 +229,10 @@ impl Keys {
             let signing = self.0.signing.read().unwrap_or_else(|p| p.into_inner());
             let decoded = jsonwebtoken::decode::<Claims>(token, &signing.decoding, &self.0.validation);
             let retired = decoded.is_err()
-                && signing.retired.iter().any(|key| jsonwebtoken::decode::<Claims>(token, key, &self.0.validation).is_ok());
+                && signing
+                    .retired
+                    .iter()
+                    .any(|key| jsonwebtoken::decode::<Claims>(token, key, &self.0.validation).is_ok());
             (decoded, retired)
         };
         if retired {
@@ -248,9 +255,8 @@ impl Keys {
 
 fn seal_with(key: &[u8; 32], context: &str, value: &[u8]) -> Result<Vec<u8>> {
     use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
-    let key = LessSafeKey::new(
-        UnboundKey::new(&CHACHA20_POLY1305, key).map_err(|_| Error::Internal("sealing key".into()))?,
-    );
+    let key =
+        LessSafeKey::new(UnboundKey::new(&CHACHA20_POLY1305, key).map_err(|_| Error::Internal("sealing key".into()))?);
     let mut nonce = [0u8; NONCE_LEN];
     rand::rngs::OsRng.fill_bytes(&mut nonce);
     let mut sealed = value.to_vec();
@@ -263,9 +269,8 @@ fn seal_with(key: &[u8; 32], context: &str, value: &[u8]) -> Result<Vec<u8>> {
 
 fn open_with(key: &[u8; 32], context: &str, sealed: &[u8]) -> Result<Vec<u8>> {
     use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
-    let key = LessSafeKey::new(
-        UnboundKey::new(&CHACHA20_POLY1305, key).map_err(|_| Error::Internal("sealing key".into()))?,
-    );
+    let key =
+        LessSafeKey::new(UnboundKey::new(&CHACHA20_POLY1305, key).map_err(|_| Error::Internal("sealing key".into()))?);
     let unreadable = || Error::Internal("a sealed value could not be opened (wrong key or damaged)".into());
     if sealed.len() < NONCE_LEN {
         return Err(unreadable());
@@ -357,7 +362,8 @@ mod tests {
         let sealed = keys.seal("app:1:k", b"value").expect("seal");
         // A token forged with the stolen key file verifies until the rotation.
         let stolen = std::fs::read_to_string(dir.path().join("secret.key")).expect("key file");
-        let forged = Keys::from_secret(stolen.as_bytes()).issue(&Claims::new("owner", Scope::Owner, 0, 3600)).expect("forge");
+        let forged =
+            Keys::from_secret(stolen.as_bytes()).issue(&Claims::new("owner", Scope::Owner, 0, 3600)).expect("forge");
         assert!(keys.verify(&forged).is_ok());
         keys.rotate().expect("rotate");
         assert_eq!(keys.verify(&before).expect_err("old").code(), "token_revoked");

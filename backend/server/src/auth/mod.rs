@@ -28,7 +28,9 @@ pub const OWNER_TOKEN_TTL_SECS: i64 = 30 * 24 * 3600;
 pub fn bearer_of(headers: &axum::http::HeaderMap) -> Option<&str> {
     let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
     match value.split_once(' ') {
-        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() => Some(token.trim()),
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() => {
+            Some(token.trim())
+        }
         _ => None,
     }
 }

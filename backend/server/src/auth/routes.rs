@@ -219,9 +219,9 @@ async fn change_password(
         return Err(Error::unauthorized("invalid_credentials", "The current password is not right."));
     }
     let (who, device) = admit_attempt(&state, &headers, client).await?;
-    let owner = crate::db::owner::get(&state.db.read).await?.ok_or_else(|| {
-        Error::unauthorized("invalid_token", "No owner account exists.")
-    })?;
+    let owner = crate::db::owner::get(&state.db.read)
+        .await?
+        .ok_or_else(|| Error::unauthorized("invalid_token", "No owner account exists."))?;
     let lane = if device.is_some() { Lane::KnownDevice } else { Lane::Anyone };
     if !state.passwords.verify(body.current_password, Some(owner.password_hash), lane).await? {
         state.login_limits.record_failure(who);

@@ -238,8 +238,9 @@ async fn update(
         patch.settings.pinned_at = Some(pinned.then(now_ms));
     }
     if let Some(policy) = body.approval_policy {
-        let policy = ApprovalPolicy::parse(&policy)
-            .ok_or_else(|| Error::bad_request("invalid_approval_policy", "approval_policy is \"full\", \"workspace\" or \"ask\"."))?;
+        let policy = ApprovalPolicy::parse(&policy).ok_or_else(|| {
+            Error::bad_request("invalid_approval_policy", "approval_policy is \"full\", \"workspace\" or \"ask\".")
+        })?;
         patch.settings.approval_policy = Some(policy.id().to_owned());
     }
     if let Some(provider) = body.provider {

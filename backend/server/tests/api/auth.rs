@@ -113,7 +113,9 @@ async fn bad_tokens_get_401_with_a_stable_code() {
     let mut agent = Claims::new(USERNAME, Scope::Agent, 0, 3600);
     agent.run_id = Some("rt-none".into());
     let agent = keys.issue(&agent).expect("issue");
-    assert_error(app.get("/api/auth/session", Some(&agent)).await, StatusCode::UNAUTHORIZED, "token_revoked").await;
+    assert_error(app.get("/api/apps", Some(&agent)).await, StatusCode::UNAUTHORIZED, "token_revoked").await;
+    // Outside its route table an agent token is refused before anything else.
+    assert_error(app.get("/api/auth/session", Some(&agent)).await, StatusCode::FORBIDDEN, "agent_not_allowed").await;
 }
 
 #[tokio::test]

@@ -150,7 +150,10 @@ async fn wait_for_file(path: &Path) -> String {
     panic!("{} never appeared", path.display());
 }
 
-async fn app_with_cli(bin: impl FnOnce(&Path) -> PathBuf, tweak: impl FnOnce(&mut mobius::config::Config)) -> (TestApp, String) {
+async fn app_with_cli(
+    bin: impl FnOnce(&Path) -> PathBuf,
+    tweak: impl FnOnce(&mut mobius::config::Config),
+) -> (TestApp, String) {
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
     let bin = bin(dir.path());
     let app = TestApp::spawn_in(dir, |c| {
