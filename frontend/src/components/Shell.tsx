@@ -16,7 +16,7 @@ import { newCid } from "../chat/queue";
 import { onAppPreview } from "../shell/appEvents";
 import { useWide } from "../shell/layout";
 import { useOnline } from "../shell/online";
-import { closeApp, closeDrawer, currentNav, navigate, openApp, openDrawer, useNav, type Route } from "../shell/router";
+import { closeApp, closeDrawer, currentNav, navigate, openApp, openDrawer, takeSlugLink, useNav, type Route } from "../shell/router";
 import { useSystemEvents } from "../shell/systemEvents";
 import { AccountMenu } from "./AccountMenu";
 import { AppPane } from "./AppPane";
@@ -44,7 +44,7 @@ const TOAST_MS = 8_000;
 export function Shell({ session, onSignOut }: ShellProps) {
   const queryClient = useQueryClient();
   const online = useOnline();
-  const { route, drawer, app: openAppId } = useNav();
+  const { route, drawer, app: openAppId, intent: appIntent } = useNav();
   const wide = useWide();
   const owner = session.username;
   useSystemEvents();
@@ -162,6 +162,15 @@ export function Shell({ session, onSignOut }: ShellProps) {
   const appList = apps.list;
   const openedApp = appList?.find((a) => a.id === openAppId);
 
+  // `?app=<slug>` (a deep link naming the app by its folder): once the apps are known, the
+  // current entry is re-addressed by the app's id, keeping the intent.
+  useEffect(() => {
+    if (!appList) return;
+    const link = takeSlugLink();
+    const target = link && appList.find((a) => a.slug === link.slug);
+    if (target) openApp(target.id, link.intent, { replace: true });
+  }, [appList]);
+
   /** Goes to `route`; on wide screens the open app stays beside it. */
   const go = useCallback(
     (to: Route, options: { replace?: boolean } = {}) => navigate(to, { ...options, app: wide ? currentNav().app : null }),
@@ -206,9 +215,11 @@ export function Shell({ session, onSignOut }: ShellProps) {
           if (request.draft) saveDraft(owner, request.chatId, request.draft);
           go({ name: "chat", id: request.chatId });
           return;
-        case "open-app":
-          if (appList?.some((a) => a.id === request.appId)) openApp(request.appId);
+        case "open-app": {
+          const target = appList?.find((a) => (typeof request.appId === "number" ? a.id === request.appId : a.slug === request.appId));
+          if (target) openApp(target.id, request.intent);
           return;
+        }
         case "install-app":
           closeApp();
           navigate({ name: "apps", tab: "installed", source: request.source });
@@ -402,7 +413,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
           )}
         </main>
       </div>
-      {openAppId !== null && <AppPane app={openedApp} loading={apps.loading} onClose={closeApp} onHostRequest={onHostRequest} />}
+      {openAppId !== null && <AppPane app={openedApp} intent={appIntent} loading={apps.loading} onClose={closeApp} onHostRequest={onHostRequest} />}
       <div className="toast-region" role="status" aria-live="polite">
         {toast && (
           <div className="toast">
