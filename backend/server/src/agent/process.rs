@@ -329,9 +329,8 @@ fn all_pids() -> Vec<i32> {
 
 /// Kills the agent processes that escaped a finished turn's group and were reparented to this
 /// server: direct children marked `no_new_privs` (every agent process is; nothing else the
-/// server starts is) that belong to `owner`'s run or to no identifiable run, and are not the
-/// leader of a running turn (those carry `MOBIUS_RUN_ID` of their own run) nor a CLI still
-/// being started (forked, not yet executed: it still runs this binary). Repeats while
+/// server starts is) whose environment names `owner`'s data dir and run, other than a CLI
+/// still being started (forked, not yet executed: it still runs this binary). Repeats while
 /// killing one orphans more; reaps what it killed. Returns how many it killed.
 fn sweep_escapees(owner: &Escapees) -> usize {
     let me = i32::try_from(std::process::id()).unwrap_or(0);
@@ -347,9 +346,9 @@ fn sweep_escapees(owner: &Escapees) -> usize {
                 continue;
             }
             if info.zombie {
-                // Ours to reap: killed in an earlier round, or an escapee that ended alone
-                // (never a turn's leader, which leads its own group and is waited for).
-                if killed.contains(&pid) || info.pgid != pid {
+                // Ours to reap only if this sweep killed it (anything else may be a turn's
+                // leader, whose exit status tokio waits for).
+                if killed.contains(&pid) {
                     let _ = nix::sys::wait::waitpid(Pid::from_raw(pid), Some(nix::sys::wait::WaitPidFlag::WNOHANG));
                 }
                 continue;
@@ -360,12 +359,13 @@ fn sweep_escapees(owner: &Escapees) -> usize {
             let environ = environ_of(pid);
             let data_dir = env_value(&environ, "MOBIUS_DATA_DIR");
             let run_id = env_value(&environ, "MOBIUS_RUN_ID");
-            // A process that cleared its environment is anyone's to sweep; a marked one only
-            // its own run's.
+            // Only processes whose environment names this data dir and this run: an unreadable
+            // or cleared environment (a process exiting, or one started elsewhere) could be
+            // another turn's, and is left alone.
             let matches = |theirs: Option<&[u8]>, mine: Option<&str>| match (theirs, mine) {
-                (None, _) => true,
                 (Some(theirs), Some(mine)) => theirs == mine.as_bytes(),
-                (Some(_), None) => false,
+                (None, None) => true,
+                _ => false,
             };
             if !matches(data_dir, owner.data_dir.as_deref()) || !matches(run_id, owner.run_id.as_deref()) {
                 continue;
