@@ -976,6 +976,83 @@ def section_search(binary, tmp, baseline):
         note("search", "chat detail requests/s change vs the baseline", f"{(med / base_med - 1) * 100:+.1f} %", "≥ −10 %")
 
 
+def section_sandbox(tmp):
+    print("sandbox", flush=True)
+    exe = os.path.join(os.environ["CARGO_TARGET_DIR"], "release", "examples", "sandbox_cost")
+    out = subprocess.run(["taskset", "-c", "0", exe], capture_output=True, text=True, check=True).stdout
+    rows = {}
+    for line in out.splitlines():
+        r = json.loads(line)
+        if r["mode"] == "unavailable":
+            note("sandbox", "turn start: the kernel has no Landlock", r["reason"], "")
+            return
+        rows[r["mode"]] = r  # the second round of each mode (warm)
+    note("sandbox", "CLI spawn to exit, no sandbox: p50 | p99 ms",
+         f"{rows['none']['p50_ms']:.2f}  |  {rows['none']['p99_ms']:.2f}", "")
+    note("sandbox", f"CLI spawn to exit, Landlock ABI {rows['landlock']['abi']}: p50 | p99 ms",
+         f"{rows['landlock']['p50_ms']:.2f}  |  {rows['landlock']['p99_ms']:.2f}", "")
+    note("sandbox", "turn start added by the sandbox (p50, ms)",
+         f"{rows['landlock']['p50_ms'] - rows['none']['p50_ms']:.2f}", "≤ 10 ms")
+
+
+FLOOD_CLI = r"""#!/bin/sh
+IFS= read -r init
+IFS= read -r user
+chunk=$(printf '%01000d' 0)
+printf '{"type":"system","subtype":"init","session_id":"s1"}\n'
+printf '{"type":"stream_event","event":{"type":"message_start","message":{"id":"m1"}},"session_id":"s1"}\n'
+i=0
+while [ $i -lt LINES ]; do
+  printf '{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"%s"}},"session_id":"s1"}\n' "$chunk"
+  i=$((i+1))
+done
+printf '{"type":"result","subtype":"success","is_error":false,"session_id":"s1"}\n'
+cat >/dev/null
+"""
+
+
+def db_bytes(d):
+    return sum(os.path.getsize(os.path.join(d, "db", f)) for f in os.listdir(os.path.join(d, "db")))
+
+
+def section_flood(binary, tmp):
+    """One turn whose model prints 100 MB of text (100,000 deltas of 1,000 bytes)."""
+    print("flood", flush=True)
+    lines = 10_000 if QUICK else 100_000
+    bindir = os.path.join(tmp, "flood-bin")
+    os.makedirs(bindir, exist_ok=True)
+    cli = os.path.join(bindir, "claude")
+    with open(cli, "w") as f:
+        f.write(FLOOD_CLI.replace("LINES", str(lines)))
+    os.chmod(cli, 0o755)
+    d = os.path.join(tmp, "flood")
+    s = Server(binary, d, {"MOBIUS_CLAUDE_BIN": cli})
+    s.wait()
+    token = owner_token(s.port)
+    http_json(s.port, "POST", "/api/providers/claude/api-key", {"api_key": "sk-bench"}, token)
+    http_json(s.port, "POST", "/api/chats", {"id": "flood"}, token)
+    base_rss, base_db = s.rss_mib(), db_bytes(d)
+    started = time.perf_counter()
+    status, body = http_json(s.port, "POST", "/api/chats/flood/messages", {"content": "flood", "cid": "f1"}, token)
+    assert status == 202, body
+    peak = base_rss
+    while True:
+        peak = max(peak, s.hwm_mib())
+        _, detail = http_json(s.port, "GET", "/api/chats/flood?limit=1", None, token)
+        if not detail.get("running"):
+            break
+        time.sleep(0.2)
+    took = time.perf_counter() - started
+    http_json(s.port, "GET", "/api/chats/flood", None, token)
+    peak = max(peak, s.hwm_mib())
+    grown = db_bytes(d) - base_db
+    size = lines * 1000 / 1e6
+    note("flood", f"{size:.0f} MB of model text in one turn: server peak RSS (MiB)", f"{peak:.1f} (idle {base_rss:.1f})", "< 64 MiB")
+    note("flood", "database growth (MiB, with WAL)", f"{grown / 2**20:.2f}", "a few MiB")
+    note("flood", "the turn took (s)", f"{took:.1f}", "")
+    s.stop()
+
+
 def main():
     global QUICK
     ap = argparse.ArgumentParser()
@@ -1012,6 +1089,10 @@ def main():
             section_frontend(args.binary)
         if want("search"):
             section_search(args.binary, tmp, args.baseline)
+        if want("sandbox"):
+            section_sandbox(tmp)
+        if want("flood"):
+            section_flood(args.binary, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -46,7 +46,7 @@ const SCRIPT = {
     {
       thinking: "The owner wants a greeting file; Write is the right tool.",
       text: "Creating hello.txt.",
-      tool_use: { name: "Write", input: { file_path: "{cwd}/hello.txt", content: "hello from the mock\n" } },
+      tool_use: { name: "Write", input: { file_path: "{cwd}/agent-home/hello.txt", content: "hello from the mock\n" } },
     },
     {
       text:

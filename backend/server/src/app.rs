@@ -51,6 +51,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::telemetry::router())
         .fallback(api_not_found)
         .method_not_allowed_fallback(api_method_not_allowed)
+        .layer(middleware::from_fn_with_state(state.clone(), auth::agent::restrict_agent))
         .layer(middleware::from_fn_with_state(state.clone(), auth::csrf::reject_cross_site))
         .layer(middleware::from_fn(web::frame_cors))
         .layer(DefaultBodyLimit::max(api::MAX_JSON_BODY_BYTES));

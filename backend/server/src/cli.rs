@@ -34,12 +34,16 @@ ENVIRONMENT:
     MOBIUS_MAX_STREAMS_PER_ADDRESS   connection limits (defaults 10, 30, 75, 1024, 64, 512, 32)
     MOBIUS_FRONTEND_DIR      the built PWA (default frontend/dist)
     MOBIUS_LOG               log filter, e.g. info or mobius=debug (default info)
-    MOBIUS_SECRET_KEY        JWT key (default: generated into DATA_DIR/secret.key)
+    MOBIUS_SECRET_KEY        the first JWT key, written into DATA_DIR/secret.key (default: generated);
+                             sign-out-everywhere and a new password replace it there
     MOBIUS_SKILL_DIR         the agent's constitution and skills (default skill)
     MOBIUS_CLAUDE_BIN        Claude Code CLI (default claude on PATH)
     MOBIUS_CODEX_BIN         Codex CLI (default codex on PATH)
     MOBIUS_CLAUDE_BASE_URL   model endpoint for Claude Code (optional)
     MOBIUS_AGENT_START_TIMEOUT_SECS  fail a turn whose CLI stays silent this long (default 90)
+    MOBIUS_AGENT_TURN_MAX_SECS       end a turn after this long (default 21600)
+    MOBIUS_AGENT_SILENCE_MAX_SECS    end a turn whose CLI says nothing this long (default 1800)
+    MOBIUS_AGENT_SANDBOX     on (default): confine the agent with Landlock; off: do not
     MOBIUS_APP_NODE_MODULES  the libraries mini-apps may import (default frontend/node_modules)
     MOBIUS_APP_RUNTIME_DIR   the app runtime: mobius-runtime.js, mobius-chat.js, app-runtime-inject.js (default frontend/public)
 ";

@@ -34,6 +34,14 @@ pub struct Config {
     pub claude_oauth_token_url: String,
     /// A turn whose CLI prints nothing for this long fails (`MOBIUS_AGENT_START_TIMEOUT_SECS`).
     pub agent_start_timeout: Duration,
+    /// A turn is ended after this long (`MOBIUS_AGENT_TURN_MAX_SECS`, default 6 h).
+    pub agent_turn_max: Duration,
+    /// A turn whose CLI says nothing for this long is ended as stuck; a card waiting for the
+    /// owner does not count (`MOBIUS_AGENT_SILENCE_MAX_SECS`, default 30 min).
+    pub agent_silence_max: Duration,
+    /// Confine the agent's processes with Landlock where the kernel has it
+    /// (`MOBIUS_AGENT_SANDBOX`: `on`, the default, or `off`).
+    pub agent_sandbox: bool,
     /// The installed libraries mini-apps may import (`MOBIUS_APP_NODE_MODULES`, default
     /// `frontend/node_modules`).
     pub app_node_modules: PathBuf,
@@ -149,6 +157,13 @@ pub const DEFAULT_PROXY_TIMEOUT: Duration = Duration::from_secs(15);
 pub const DEFAULT_CLAUDE_AUTHORIZE_URL: &str = "https://claude.ai/oauth/authorize";
 pub const DEFAULT_CLAUDE_TOKEN_URL: &str = "https://console.anthropic.com/v1/oauth/token";
 
+/// Default wall-clock ceiling of a turn.
+pub const DEFAULT_AGENT_TURN_MAX: Duration = Duration::from_secs(6 * 3600);
+/// The longest either ceiling may be set to (30 days).
+pub const MAX_AGENT_CEILING: Duration = Duration::from_secs(30 * 24 * 3600);
+/// Default silence ceiling of a turn.
+pub const DEFAULT_AGENT_SILENCE_MAX: Duration = Duration::from_secs(30 * 60);
+
 /// Default per-app storage quota.
 pub const DEFAULT_APP_QUOTA_BYTES: u64 = 1024 * 1024 * 1024;
 
@@ -245,6 +260,27 @@ impl Config {
                     "MOBIUS_AGENT_START_TIMEOUT_SECS={timeout_raw:?} must be a positive number of seconds"
                 ))
             })?;
+        let secs = |key: &str, default: u64| -> Result<Duration, ConfigError> {
+            let raw = get(key).unwrap_or_else(|| default.to_string());
+            raw.trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|s| *s > 0 && *s <= MAX_AGENT_CEILING.as_secs())
+                .map(Duration::from_secs)
+                .ok_or_else(|| {
+                    ConfigError(format!(
+                        "{key}={raw:?} must be a number of seconds from 1 to {}",
+                        MAX_AGENT_CEILING.as_secs()
+                    ))
+                })
+        };
+        let agent_turn_max = secs("MOBIUS_AGENT_TURN_MAX_SECS", DEFAULT_AGENT_TURN_MAX.as_secs())?;
+        let agent_silence_max = secs("MOBIUS_AGENT_SILENCE_MAX_SECS", DEFAULT_AGENT_SILENCE_MAX.as_secs())?;
+        let agent_sandbox = match get("MOBIUS_AGENT_SANDBOX").as_deref().map(str::trim) {
+            None | Some("on") => true,
+            Some("off") => false,
+            Some(other) => return Err(ConfigError(format!("MOBIUS_AGENT_SANDBOX={other:?} must be on or off"))),
+        };
         let app_node_modules =
             PathBuf::from(get("MOBIUS_APP_NODE_MODULES").unwrap_or_else(|| "frontend/node_modules".into()));
         let app_runtime_dir = PathBuf::from(get("MOBIUS_APP_RUNTIME_DIR").unwrap_or_else(|| "frontend/public".into()));
@@ -285,6 +321,9 @@ impl Config {
             claude_oauth_authorize_url,
             claude_oauth_token_url,
             agent_start_timeout,
+            agent_turn_max,
+            agent_silence_max,
+            agent_sandbox,
             app_node_modules,
             app_runtime_dir,
             app_quota_bytes,
@@ -313,6 +352,11 @@ impl Config {
             claude_oauth_authorize_url: DEFAULT_CLAUDE_AUTHORIZE_URL.into(),
             claude_oauth_token_url: DEFAULT_CLAUDE_TOKEN_URL.into(),
             agent_start_timeout: Duration::from_secs(30),
+            agent_turn_max: DEFAULT_AGENT_TURN_MAX,
+            agent_silence_max: DEFAULT_AGENT_SILENCE_MAX,
+            // Tests keep their fake CLIs in the data dir the sandbox closes; the ones about the
+            // sandbox turn it on.
+            agent_sandbox: false,
             app_node_modules: checkout_root().join("frontend/node_modules"),
             app_runtime_dir: checkout_root().join("frontend/public"),
             app_quota_bytes: DEFAULT_APP_QUOTA_BYTES,
@@ -419,6 +463,12 @@ mod tests {
     #[test]
     fn short_secret_keys_and_bad_filters_are_refused() {
         assert!(config(&[("MOBIUS_SECRET_KEY", "short")]).is_err());
+        assert!(config(&[("MOBIUS_AGENT_SANDBOX", "maybe")]).is_err());
+        assert!(config(&[("MOBIUS_AGENT_SILENCE_MAX_SECS", "0")]).is_err());
+        let c = config(&[("MOBIUS_AGENT_SANDBOX", "off"), ("MOBIUS_AGENT_TURN_MAX_SECS", "60")]).expect("ok");
+        assert!(!c.agent_sandbox);
+        assert_eq!(c.agent_turn_max, Duration::from_secs(60));
+        assert!(config(&[]).expect("defaults").agent_sandbox);
         assert!(config(&[("MOBIUS_LOG", "info,[[[")]).is_err());
     }
 }

@@ -12,7 +12,8 @@ use tokio::sync::watch;
 use tracing::{Instrument, info_span, warn};
 
 use crate::agent::registry::Turns;
-use crate::agent::turn::Agents;
+use crate::agent::sandbox::{Sandbox, SandboxState};
+use crate::agent::turn::{Agents, TurnLimits};
 use crate::apps::apply::Apps;
 use crate::apps::proxy::client::Proxy;
 use crate::auth::jwt::Keys;
@@ -121,10 +122,19 @@ impl AppState {
         if let Some(row) = db::owner::get(&db.read).await? {
             owner.set(row.username, row.token_epoch);
         }
+        if !crate::agent::process::become_subreaper() {
+            warn!(
+                "the kernel refused to make the server a child subreaper; escaped agent processes are found only by their environment"
+            );
+        }
         let orphans =
             crate::agent::process::reap_orphans(&crate::agent::agent_pid_dir(&config.data_dir), &config.data_dir);
         if orphans > 0 {
             warn!(orphans, "killed agent processes left behind by the previous run");
+        }
+        let resealed = crate::apps::sealed::reseal_legacy(&db.read, &writer, &keys).await?;
+        if resealed > 0 {
+            tracing::info!(resealed, "app secrets sealed again under the data key");
         }
         let interrupted = writer.call(|ack| WriteCommand::ReconcileStartup { ack }).await?;
         if !interrupted.is_empty() {
@@ -134,6 +144,17 @@ impl AppState {
             );
         }
         let providers = Arc::new(Providers::new(&config, &config.data_dir, api_url));
+        let sandbox = Sandbox::detect(
+            config.agent_sandbox,
+            &config.data_dir,
+            vec![config.skill_dir.clone(), config.app_node_modules.clone(), config.app_runtime_dir.clone()],
+        );
+        match sandbox.state() {
+            SandboxState::Landlock { abi } => tracing::info!(abi, "agent sandbox: Landlock"),
+            SandboxState::Off { reason } => {
+                warn!(%reason, "agent sandbox OFF: the agent can read every file the server can")
+            }
+        }
         let storage = Store::new(config.app_quota_bytes);
         let skills = Arc::new(Skills::new(&config.skill_dir.join("skills"), config.data_dir.join("skills")));
         skills.watch();
@@ -145,6 +166,7 @@ impl AppState {
                     writer: writer.clone(),
                     providers: providers.clone(),
                     data_dir: config.data_dir.clone(),
+                    sandbox: sandbox.clone(),
                     idle,
                 };
                 tokio::spawn(runner.run(receiver).instrument(info_span!("notes")));
@@ -163,6 +185,9 @@ impl AppState {
             turns: Turns::default(),
             notes,
             skills: skills.clone(),
+            sandbox,
+            limits: TurnLimits { max_duration: config.agent_turn_max, max_silence: config.agent_silence_max },
+            overflow_dir: config.data_dir.join(crate::agent::fold::OVERFLOW_DIR),
         });
         let apps = Arc::new(Apps::new(
             config.data_dir.clone(),

@@ -1,6 +1,9 @@
 //! The workspace's only unsafe code, each call wrapped in a safe function with its reasoning:
-//! glibc's allocator settings and trim, and registering a git transport with libgit2. Every
-//! other crate forbids `unsafe`.
+//! glibc's allocator settings and trim, registering a git transport with libgit2, and
+//! confining the agent's processes (`landlock`: its system calls and the `pre_exec` hook that
+//! applies them in the child). Every other crate forbids `unsafe`.
+
+pub mod landlock;
 
 use std::sync::OnceLock;
 

@@ -54,6 +54,12 @@ export function signIn(credentials: Credentials): Promise<TokenResponse> {
   return apiFetch<TokenResponse>("/api/auth/token", { method: "POST", body: credentials, auth: false });
 }
 
+/** A new owner password: every other session and device is signed out and the server's signing
+ * key rotates; the answer is this browser's new token. */
+export function changePassword(body: { current_password: string; new_password: string }): Promise<TokenResponse> {
+  return apiFetch<TokenResponse>("/api/auth/password", { method: "POST", body });
+}
+
 export function signOutEverywhere(): Promise<{ ok: boolean }> {
   return apiFetch<{ ok: boolean }>("/api/auth/logout-all", { method: "POST" });
 }

@@ -30,7 +30,7 @@ export function fetchChat(id: string, options: { before?: number; signal?: Abort
 export interface ChatPatch {
   title?: string;
   pinned?: boolean;
-  approval_policy?: "full" | "ask";
+  approval_policy?: "full" | "workspace" | "ask";
   provider?: "claude" | "codex";
   /** null goes back to the provider's default model. */
   model?: string | null;

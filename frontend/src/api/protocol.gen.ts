@@ -17,7 +17,7 @@ export type QuestionId = string;
 
 export type ProviderKind = "claude" | "codex";
 
-export type ApprovalPolicy = "full" | "ask";
+export type ApprovalPolicy = "full" | "workspace" | "ask";
 
 export type Role = "user" | "assistant";
 

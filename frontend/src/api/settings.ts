@@ -9,10 +9,14 @@ export const modelsKey = ["models"] as const;
 export const settingsKey = ["settings"] as const;
 export const versionKey = ["version"] as const;
 
+/** What confines the agent's processes on this server (`GET /api/settings`). */
+export type SandboxState = { mode: "landlock"; abi: number } | { mode: "off"; reason: string };
+
 export interface Settings {
   default_provider: ProviderId | null;
   claude_version?: string | null;
   codex_version?: string | null;
+  sandbox?: SandboxState;
 }
 
 export const fetchProviders = () => apiFetch<ProviderInfo[]>("/api/auth/providers");

@@ -2,7 +2,7 @@ import { fireEvent, render, screen } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ToolBlock } from "../api/types";
 import { mockFetch } from "../test/fetchMock";
-import { ToolView } from "./Blocks";
+import { TextRest, ToolView, wasCut } from "./Blocks";
 
 afterEach(() => vi.unstubAllGlobals());
 
@@ -33,6 +33,18 @@ describe("ToolView", () => {
     fireEvent.click(screen.getByRole("button", { name: /Bash/ }));
     fireEvent.click(screen.getByRole("button", { name: "Show full output (5,000 more characters)" }));
     await screen.findByText("the whole log");
+    expect(calls).toHaveLength(1);
+  });
+});
+
+describe("a text block cut at its inline cap", () => {
+  it("is recognised by the server's note and loads its rest on demand", async () => {
+    expect(wasCut("…\n\n… [The rest of this text was too long to show here. The server keeps it (up to 16 MiB) as this block's full output.]")).toBe(true);
+    expect(wasCut("an ordinary reply")).toBe(false);
+    const { calls } = mockFetch({ "GET /api/chats/c1/tool-output/m1%3A0": { status: 200, body: "… the rest" } });
+    render(<TextRest chatId="c1" itemId="m1:0" />);
+    fireEvent.click(screen.getByRole("button", { name: "Show the rest of this text" }));
+    await screen.findByText("… the rest");
     expect(calls).toHaveLength(1);
   });
 });

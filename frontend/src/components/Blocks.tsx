@@ -71,6 +71,43 @@ export function ToolView({ chatId, block }: { chatId: string; block: ToolBlock }
   );
 }
 
+/** The end of a text block the server cut at its inline cap (agent/fold.rs `OVERFLOW_NOTE`). */
+const OVERFLOW_NOTE_END = "as this block's full output.]";
+
+/** True when the server cut this text block and keeps the rest. */
+export const wasCut = (text: string) => text.endsWith(OVERFLOW_NOTE_END);
+
+/** The rest of a text block past its inline cap, on demand. */
+export function TextRest({ chatId, itemId }: { chatId: string; itemId: string }) {
+  const [rest, setRest] = useState<string | null>(null);
+  const [fetching, setFetching] = useState(false);
+  const [failed, setFailed] = useState(false);
+  async function load() {
+    setFetching(true);
+    setFailed(false);
+    try {
+      setRest(await fetchToolOutput(chatId, itemId));
+    } catch {
+      setFailed(true);
+    } finally {
+      setFetching(false);
+    }
+  }
+  if (rest !== null) return <pre className="tool-pre">{rest}</pre>;
+  return (
+    <>
+      <button type="button" className="tool-more" onClick={() => void load()} disabled={fetching} aria-busy={fetching}>
+        {fetching ? "Loading…" : "Show the rest of this text"}
+      </button>
+      {failed && (
+        <p className="tool-meta tool-meta-error" role="alert">
+          Couldn't load the rest.
+        </p>
+      )}
+    </>
+  );
+}
+
 export function ThinkingView({ block, live }: { block: ThinkingBlock; live: boolean }) {
   return (
     <details className="thinking">

@@ -4,7 +4,7 @@
 import { memo } from "react";
 import type { ApprovalAnswers, QuestionAnswers } from "../api/types";
 import type { ChatMessage } from "../chat/reducer";
-import { ErrorView, ThinkingView, ToolView } from "./Blocks";
+import { ErrorView, TextRest, ThinkingView, ToolView, wasCut } from "./Blocks";
 import { Markdown } from "./Markdown";
 import { QuestionCard } from "./QuestionCard";
 
@@ -41,7 +41,14 @@ export const MessageRow = memo(function MessageRow({ rowKey, chatId, message, li
       {blocks.map((block, i) => {
         switch (block.type) {
           case "text":
-            return <Markdown key={`t:${block.item_id}:${i}`} text={block.content} />;
+            return wasCut(block.content) ? (
+              <div key={`t:${block.item_id}:${i}`}>
+                <Markdown text={block.content} />
+                <TextRest chatId={chatId} itemId={block.item_id} />
+              </div>
+            ) : (
+              <Markdown key={`t:${block.item_id}:${i}`} text={block.content} />
+            );
           case "thinking":
             return <ThinkingView key={`k:${block.item_id}:${i}`} block={block} live={live && i === blocks.length - 1} />;
           case "tool":

@@ -4,7 +4,8 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useId, useRef, useState, type FormEvent } from "react";
 import { catalogIndexesKey, fetchCatalogIndexes, saveCatalogIndexes } from "../api/apps";
-import { signOutEverywhere } from "../api/auth";
+import { changePassword, signOutEverywhere } from "../api/auth";
+import { writeToken } from "../auth/token";
 import { chatKey, fetchChat, patchChat } from "../api/chats";
 import { ApiError } from "../api/client";
 import {
@@ -13,21 +14,26 @@ import {
   fetchModels,
   fetchProviders,
   fetchProvidersStatus,
+  fetchSettings,
   fetchVersion,
   modelsKey,
   providersKey,
   providersStatusKey,
   saveApiKey,
   saveSettings,
+  settingsKey,
   startClaudeLogin,
   startCodexLogin,
   submitClaudeCode,
   versionKey,
 } from "../api/settings";
+import type { ApprovalPolicy } from "../api/protocol.gen";
 import type { ProviderId, ProviderInfo, ProvidersStatus } from "../api/types";
 import { setTheme, useTheme, type ThemeChoice } from "../shell/theme";
 import { Icon } from "./Icon";
 import { MemorySection } from "./MemorySettings";
+
+const toPolicy = (value: string): ApprovalPolicy => (value === "ask" || value === "workspace" ? value : "full");
 
 const errorText = (error: unknown) => (error instanceof ApiError ? error.message : "Something went wrong.");
 
@@ -71,6 +77,7 @@ export default function Settings({ activeChatId, onSignOut }: SettingsProps) {
         </section>
         <DefaultsSection providers={list} status={status.data} activeChatId={activeChatId} />
         <MemorySection />
+        <SandboxSection />
         <AppearanceSection />
         <StoreSection />
         <section className="settings-section" aria-labelledby="s-sessions">
@@ -363,7 +370,7 @@ function DefaultsSection({ providers, status, activeChatId }: { providers: Provi
     onSettled: () => activeChatId && queryClient.invalidateQueries({ queryKey: chatKey(activeChatId) }),
   });
   const savePolicy = useMutation({
-    mutationFn: (policy: "full" | "ask") => patchChat(activeChatId ?? "", { approval_policy: policy }),
+    mutationFn: (policy: ApprovalPolicy) => patchChat(activeChatId ?? "", { approval_policy: policy }),
     onSettled: () => activeChatId && queryClient.invalidateQueries({ queryKey: chatKey(activeChatId) }),
   });
   const defaultId = useId();
@@ -425,11 +432,12 @@ function DefaultsSection({ providers, status, activeChatId }: { providers: Provi
           <select
             id={policyId}
             className="select"
-            value={chat.data.approval_policy === "ask" ? "ask" : "full"}
-            onChange={(e) => savePolicy.mutate(e.target.value === "ask" ? "ask" : "full")}
+            value={chat.data.approval_policy}
+            onChange={(e) => savePolicy.mutate(toPolicy(e.target.value))}
             disabled={savePolicy.isPending}
           >
             <option value="full">Run without asking</option>
+            <option value="workspace">Ask for anything outside the workspace</option>
             <option value="ask">Ask me first</option>
           </select>
         </div>
@@ -482,7 +490,68 @@ function SessionsRow({ onSignOut }: { onSignOut: (everywhere: boolean) => void }
         </button>
       </div>
       {everywhere.isError && <p className="settings-error" role="alert">{errorText(everywhere.error)}</p>}
+      <PasswordForm />
     </div>
+  );
+}
+
+/** A new password signs every other device out (and rotates the server's signing key). */
+function PasswordForm() {
+  const [current, setCurrent] = useState("");
+  const [next, setNext] = useState("");
+  const change = useMutation({
+    mutationFn: () => changePassword({ current_password: current, new_password: next }),
+    onSuccess: (answer) => {
+      writeToken(answer.access_token);
+      setCurrent("");
+      setNext("");
+    },
+  });
+  const currentId = useId();
+  const nextId = useId();
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    change.mutate();
+  };
+  return (
+    <form className="setting-stack" onSubmit={submit}>
+      <label htmlFor={currentId}>Current password</label>
+      <input id={currentId} className="text-input" type="password" autoComplete="current-password" value={current} onChange={(e) => setCurrent(e.target.value)} />
+      <label htmlFor={nextId}>New password</label>
+      <input id={nextId} className="text-input" type="password" autoComplete="new-password" minLength={8} value={next} onChange={(e) => setNext(e.target.value)} />
+      <div className="inline-actions">
+        <button type="submit" className="btn btn-secondary btn-small" disabled={change.isPending || !current || next.length < 8}>
+          {change.isPending ? "Changing…" : "Change password"}
+        </button>
+      </div>
+      {change.isSuccess && <p className="settings-lead" role="status">Password changed. Every other device is signed out.</p>}
+      {change.isError && <p className="settings-error" role="alert">{errorText(change.error)}</p>}
+    </form>
+  );
+}
+
+/** What the agent's processes can reach on this server, as the server reports it. */
+function SandboxSection() {
+  const settings = useQuery({ queryKey: settingsKey, queryFn: fetchSettings, retry: false });
+  const sandbox = settings.data?.sandbox;
+  return (
+    <section className="settings-section" aria-labelledby="s-sandbox">
+      <h2 id="s-sandbox" className="settings-title">
+        Agent sandbox
+      </h2>
+      {sandbox === undefined ? (
+        <p className="settings-lead">{settings.isError ? `Couldn't load it: ${errorText(settings.error)}` : "Loading…"}</p>
+      ) : sandbox.mode === "landlock" ? (
+        <p className="settings-lead" data-sandbox="landlock">
+          On: Landlock (ABI {sandbox.abi}). The agent works in its apps, storage, home and scratch folders; the server's keys,
+          database and the other agent's sign-in are out of its reach.
+        </p>
+      ) : (
+        <p className="settings-error" role="status" data-sandbox="off">
+          Off: {sandbox.reason}. The agent can read every file the server can, including its keys and database.
+        </p>
+      )}
+    </section>
   );
 }
 

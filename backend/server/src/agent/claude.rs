@@ -30,8 +30,10 @@ impl AgentProvider for Claude {
         ProviderKind::Claude
     }
 
-    fn start(&self, request: TurnRequest) -> Result<ProviderTurn> {
-        let spawned = process::spawn(&self.bin, &args(&request), &request.cwd, &request.env, Some(&request.pid_dir))?;
+    fn start(&self, mut request: TurnRequest) -> Result<ProviderTurn> {
+        let confine = request.confine.take();
+        let spawned =
+            process::spawn(&self.bin, &args(&request), &request.cwd, &request.env, Some(&request.pid_dir), confine)?;
         let (events_tx, events) = mpsc::channel(256);
         let (control, control_rx) = mpsc::channel(8);
         let driver = tokio::spawn(drive(spawned, request.prompt, events_tx, control_rx, self.start_timeout));
@@ -59,6 +61,11 @@ pub fn args(request: &TurnRequest) -> Vec<String> {
     .iter()
     .map(|s| (*s).to_owned())
     .collect();
+    if request.approval == super::ApprovalPolicy::Workspace {
+        // Edits in the working directory go ahead; everything else asks (a card).
+        args.push("--permission-mode".into());
+        args.push("acceptEdits".into());
+    }
     if !request.system_prompt.is_empty() {
         args.push("--append-system-prompt".into());
         args.push(request.system_prompt.clone());
@@ -489,6 +496,30 @@ mod tests {
             .collect();
         assert_eq!(ids, vec!["m1:1", "m1:1", "m1:1"]);
         assert!(events.iter().any(|e| matches!(e, AgentEvent::Thinking { item_id, .. } if item_id == "m1:0")));
+    }
+
+    #[test]
+    fn the_workspace_policy_accepts_edits_and_asks_for_the_rest() {
+        let request = |approval| TurnRequest {
+            prompt: "hi".into(),
+            system_prompt: String::new(),
+            resume: None,
+            model: None,
+            cwd: "/data".into(),
+            env: vec![],
+            approval,
+            pid_dir: "/data/run/agents".into(),
+            tools: true,
+            confine: None,
+        };
+        let mode = |approval| {
+            let args = args(&request(approval));
+            args.iter().position(|a| a == "--permission-mode").map(|i| args[i + 1].clone())
+        };
+        assert_eq!(mode(super::super::ApprovalPolicy::Workspace).as_deref(), Some("acceptEdits"));
+        assert_eq!(mode(super::super::ApprovalPolicy::Ask), None, "ask: Claude's default mode asks for everything");
+        assert_eq!(mode(super::super::ApprovalPolicy::Full), None, "full: the server allows each prompt");
+        assert!(args(&request(super::super::ApprovalPolicy::Full)).contains(&"stdio".to_owned()));
     }
 
     #[test]

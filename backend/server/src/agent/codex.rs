@@ -31,12 +31,13 @@ impl AgentProvider for Codex {
         ProviderKind::Codex
     }
 
-    fn start(&self, request: TurnRequest) -> Result<ProviderTurn> {
+    fn start(&self, mut request: TurnRequest) -> Result<ProviderTurn> {
         let args: Vec<String> = ["-c", "features.default_mode_request_user_input=true", "app-server"]
             .iter()
             .map(|s| (*s).to_owned())
             .collect();
-        let spawned = process::spawn(&self.bin, &args, &request.cwd, &request.env, Some(&request.pid_dir))?;
+        let confine = request.confine.take();
+        let spawned = process::spawn(&self.bin, &args, &request.cwd, &request.env, Some(&request.pid_dir), confine)?;
         let (events_tx, events) = mpsc::channel(256);
         let (control, control_rx) = mpsc::channel(8);
         let driver = tokio::spawn(drive(spawned, request, events_tx, control_rx, self.start_timeout));
@@ -54,12 +55,16 @@ const ID_STEER_BASE: i64 = 100;
 
 /// The `thread/start` (or `thread/resume`) request for a turn.
 pub fn thread_request(request: &TurnRequest) -> Value {
-    let approval = match request.approval {
-        ApprovalPolicy::Full => "never",
-        ApprovalPolicy::Ask => "untrusted",
+    // Codex's own sandbox runs inside ours (Landlock): `danger-full-access` means "nothing
+    // more than the server's sandbox", `workspace-write` also keeps writes in the workspace
+    // and the network off unless the owner approves.
+    let (approval, sandbox) = match request.approval {
+        ApprovalPolicy::Full => ("never", "danger-full-access"),
+        ApprovalPolicy::Workspace => ("on-request", "workspace-write"),
+        ApprovalPolicy::Ask => ("untrusted", "danger-full-access"),
     };
     // Codex always offers its tools; a tool-less turn gets a read-only sandbox and no approvals.
-    let (approval, sandbox) = if request.tools { (approval, "danger-full-access") } else { ("never", "read-only") };
+    let (approval, sandbox) = if request.tools { (approval, sandbox) } else { ("never", "read-only") };
     let mut params = json!({
         "cwd": request.cwd.display().to_string(),
         "approvalPolicy": approval,
@@ -576,6 +581,7 @@ mod tests {
             approval: ApprovalPolicy::Full,
             pid_dir: "/data/run/agents".into(),
             tools: true,
+            confine: None,
         };
         let r = thread_request(&request);
         assert_eq!(r["method"], "thread/resume");
@@ -588,5 +594,11 @@ mod tests {
         let quiet = TurnRequest { tools: false, ..ask };
         let r = thread_request(&quiet);
         assert_eq!((&r["params"]["sandbox"], &r["params"]["approvalPolicy"]), (&json!("read-only"), &json!("never")));
+        let workspace = TurnRequest { approval: ApprovalPolicy::Workspace, tools: true, ..quiet };
+        let r = thread_request(&workspace);
+        assert_eq!(
+            (r["params"]["approvalPolicy"].as_str(), r["params"]["sandbox"].as_str()),
+            (Some("on-request"), Some("workspace-write"))
+        );
     }
 }

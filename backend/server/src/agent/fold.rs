@@ -1,9 +1,11 @@
 //! The one fold from provider events ([`AgentEvent`]) to chat events ([`ChatEvent`]): what a
 //! delta, a tool call or its output becomes in the journal, with long outputs truncated
-//! inline and kept whole elsewhere. Events that are not part of the transcript (the session,
-//! usage, questions, steering, the end) go back to the turn.
+//! inline and kept whole elsewhere, and text capped per block and per turn (the rest goes to
+//! an overflow file, never to the journal). Events that are not part of the transcript (the
+//! session, usage, questions, steering, the end) go back to the turn.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 
 use super::AgentEvent;
 use crate::protocol::ChatEvent;
@@ -13,6 +15,19 @@ pub const MAX_INLINE_TOOL_OUTPUT: usize = 4096;
 /// Characters kept from the start and the end of a truncated output.
 const TRUNCATED_HEAD: usize = 2048;
 const TRUNCATED_TAIL: usize = 1024;
+/// Text (or thinking) kept inline per block, in bytes; the rest of the block goes to its
+/// overflow file.
+pub const MAX_INLINE_TEXT_BYTES: usize = 256 * 1024;
+/// Text and thinking kept inline per turn, all blocks together, in bytes.
+pub const MAX_TURN_TEXT_BYTES: usize = 1024 * 1024;
+/// Overflowing text written to files per turn, in bytes; past it the rest is dropped.
+pub const MAX_TURN_OVERFLOW_BYTES: u64 = 16 * 1024 * 1024;
+/// Overflow files one turn writes at most (blocks past it lose their overflow).
+pub const MAX_OVERFLOW_FILES_PER_TURN: usize = 32;
+/// The folder of `DATA_DIR` that keeps overflowing text, one file per chat and block.
+pub const OVERFLOW_DIR: &str = "agent-output";
+/// What a block that overflowed ends with.
+pub const OVERFLOW_NOTE: &str = "\n\n… [The rest of this text was too long to show here. The server keeps it (up to 16 MiB) as this block's full output.]";
 
 /// What one provider event means for the chat.
 #[derive(Debug)]
@@ -23,23 +38,49 @@ pub enum Folded {
     Truncated { event: ChatEvent, tool_use_id: String, full: String },
     /// Nothing to record (streamed output past the inline cap).
     Nothing,
+    /// Text past the caps: `event` (the kept part and the note, the first time) is journaled,
+    /// `rest` goes to the block's overflow file only.
+    Overflow { event: Option<ChatEvent>, item_id: String, rest: String },
     /// Not part of the transcript: the turn handles it.
     Turn(AgentEvent),
 }
 
-/// The fold's state for one turn: how much output each tool has streamed.
+/// The fold's state for one turn: how much output each tool has streamed, how much text each
+/// block and the turn hold, and which blocks overflowed.
 #[derive(Debug, Default)]
 pub struct ChatFold {
     streamed: HashMap<String, usize>,
+    text: HashMap<String, usize>,
+    turn_text: usize,
+    overflowed: HashSet<String>,
+}
+
+/// The overflow file of block `item_id` of chat `chat_id` under `dir` (`DATA_DIR/agent-output`).
+pub fn overflow_file(dir: &Path, chat_id: &str, item_id: &str) -> PathBuf {
+    let safe: String = item_id
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .take(120)
+        .collect();
+    dir.join(chat_id).join(format!("{safe}.txt"))
+}
+
+/// The largest char boundary of `s` at or below `at`.
+pub fn floor_boundary(s: &str, at: usize) -> usize {
+    let mut i = at.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
 }
 
 impl ChatFold {
     /// Folds one provider event.
     pub fn fold(&mut self, event: AgentEvent) -> Folded {
         match event {
-            AgentEvent::Text { item_id, delta } => Folded::Chat(ChatEvent::Text { content: delta, item_id }),
-            AgentEvent::TextFinal { item_id, text } => Folded::Chat(ChatEvent::TextFinal { content: text, item_id }),
-            AgentEvent::Thinking { item_id, delta } => Folded::Chat(ChatEvent::Thinking { content: delta, item_id }),
+            AgentEvent::Text { item_id, delta } => self.text(false, item_id, delta),
+            AgentEvent::Thinking { item_id, delta } => self.text(true, item_id, delta),
+            AgentEvent::TextFinal { item_id, text } => self.text_final(item_id, text),
             AgentEvent::ToolStart { id, name, input } => {
                 Folded::Chat(ChatEvent::ToolStart { tool_use_id: id, tool: name, input })
             }
@@ -73,6 +114,74 @@ impl ChatFold {
             | AgentEvent::SteerAccepted
             | AgentEvent::SteerRejected(_)
             | AgentEvent::Finished(_)) => Folded::Turn(other),
+        }
+    }
+}
+
+impl ChatFold {
+    /// Room left for block `item` within both caps.
+    fn room(&self, item: &str) -> usize {
+        let used = self.text.get(item).copied().unwrap_or(0);
+        MAX_INLINE_TEXT_BYTES.saturating_sub(used).min(MAX_TURN_TEXT_BYTES.saturating_sub(self.turn_text))
+    }
+
+    fn count(&mut self, item: &str, bytes: usize) {
+        *self.text.entry(item.to_owned()).or_insert(0) += bytes;
+        self.turn_text += bytes;
+    }
+
+    /// A text or thinking delta: appended while the block and the turn have room; the first
+    /// delta past it is cut (with the note), and every later one goes to the overflow file.
+    fn text(&mut self, thinking: bool, item_id: String, delta: String) -> Folded {
+        let event = |content: String, item_id: String| {
+            if thinking { ChatEvent::Thinking { content, item_id } } else { ChatEvent::Text { content, item_id } }
+        };
+        // A block that overflowed, or a new one once the turn is full (not even tracked, so a
+        // flood of new blocks costs no memory here), goes to the overflow file only.
+        if self.overflowed.contains(&item_id)
+            || (self.turn_text >= MAX_TURN_TEXT_BYTES && !self.text.contains_key(&item_id))
+        {
+            return Folded::Overflow { event: None, item_id, rest: delta };
+        }
+        let room = self.room(&item_id);
+        if delta.len() <= room {
+            self.count(&item_id, delta.len());
+            return Folded::Chat(event(delta, item_id));
+        }
+        let cut = floor_boundary(&delta, room);
+        self.count(&item_id, cut);
+        self.overflowed.insert(item_id.clone());
+        let rest = delta[cut..].to_owned();
+        let mut kept = delta;
+        kept.truncate(cut);
+        kept.push_str(OVERFLOW_NOTE);
+        Folded::Overflow { event: Some(event(kept, item_id.clone())), item_id, rest }
+    }
+
+    /// The authoritative text of a block, held to the same caps. A block that already
+    /// overflowed keeps what it showed (its overflow file has the rest).
+    fn text_final(&mut self, item_id: String, text: String) -> Folded {
+        if self.overflowed.contains(&item_id) {
+            return Folded::Nothing;
+        }
+        let used = self.text.remove(&item_id).unwrap_or(0);
+        self.turn_text -= used.min(self.turn_text);
+        let room = self.room(&item_id);
+        if text.len() <= room {
+            self.count(&item_id, text.len());
+            return Folded::Chat(ChatEvent::TextFinal { content: text, item_id });
+        }
+        let cut = floor_boundary(&text, room);
+        self.count(&item_id, cut);
+        self.overflowed.insert(item_id.clone());
+        let rest = text[cut..].to_owned();
+        let mut kept = text;
+        kept.truncate(cut);
+        kept.push_str(OVERFLOW_NOTE);
+        Folded::Overflow {
+            event: Some(ChatEvent::TextFinal { content: kept, item_id: item_id.clone() }),
+            item_id,
+            rest,
         }
     }
 }
@@ -150,5 +259,55 @@ mod tests {
         assert!(matches!(fold.fold(out("y".repeat(MAX_INLINE_TOOL_OUTPUT), true)), Folded::Chat(_)));
         assert!(matches!(fold.fold(out("more".into(), true)), Folded::Nothing), "past the cap nothing streams");
         assert!(matches!(fold.fold(AgentEvent::SteerAccepted), Folded::Turn(AgentEvent::SteerAccepted)));
+    }
+
+    #[test]
+    fn text_past_the_block_cap_is_cut_once_then_only_overflows() {
+        let mut fold = ChatFold::default();
+        let delta = |fold: &mut ChatFold, item: &str, text: String| {
+            fold.fold(AgentEvent::Text { item_id: item.into(), delta: text })
+        };
+        let chunk = "é".repeat(1000); // 2,000 bytes
+        let mut journaled = 0usize;
+        let mut overflow = 0usize;
+        for _ in 0..200 {
+            match delta(&mut fold, "a", chunk.clone()) {
+                Folded::Chat(ChatEvent::Text { content, .. }) => journaled += content.len(),
+                Folded::Overflow { event: Some(ChatEvent::Text { content, .. }), rest, .. } => {
+                    assert!(content.ends_with(OVERFLOW_NOTE));
+                    journaled += content.len() - OVERFLOW_NOTE.len();
+                    overflow += rest.len();
+                }
+                Folded::Overflow { event: None, rest, .. } => overflow += rest.len(),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(journaled, MAX_INLINE_TEXT_BYTES, "cut exactly at the cap, on a char boundary");
+        assert_eq!(journaled + overflow, 200 * 2000, "nothing lost");
+        // The authoritative text of an overflowed block changes nothing.
+        assert!(matches!(
+            fold.fold(AgentEvent::TextFinal { item_id: "a".into(), text: "short".into() }),
+            Folded::Nothing
+        ));
+        // Other blocks share the turn's cap.
+        let mut blocks = 1;
+        while !matches!(delta(&mut fold, &format!("b{blocks}"), "x".repeat(200_000)), Folded::Overflow { .. }) {
+            blocks += 1;
+        }
+        assert!(fold.turn_text <= MAX_TURN_TEXT_BYTES && blocks < 10, "{blocks} blocks");
+        assert_eq!(overflow_file(Path::new("/d"), "c1", "msg_1:0/../x"), PathBuf::from("/d/c1/msg_1_0____x.txt"));
+    }
+
+    #[test]
+    fn an_authoritative_text_replaces_what_its_deltas_counted() {
+        let mut fold = ChatFold::default();
+        for _ in 0..10 {
+            let _ = fold.fold(AgentEvent::Text { item_id: "a".into(), delta: "x".repeat(10_000) });
+        }
+        assert!(matches!(
+            fold.fold(AgentEvent::TextFinal { item_id: "a".into(), text: "y".repeat(100_000) }),
+            Folded::Chat(_)
+        ));
+        assert_eq!(fold.turn_text, 100_000);
     }
 }

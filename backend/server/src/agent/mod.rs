@@ -14,6 +14,7 @@ pub mod process;
 pub mod prompt;
 pub mod quiet;
 pub mod registry;
+pub mod sandbox;
 pub mod turn;
 
 use std::path::PathBuf;
@@ -27,7 +28,7 @@ pub use crate::protocol::{ApprovalPolicy, ProviderKind};
 use crate::protocol::{Choices, QuestionItem};
 
 /// Everything a provider needs to run one turn.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct TurnRequest {
     /// The user's words for this turn (several queued messages are joined).
     pub prompt: String,
@@ -44,6 +45,8 @@ pub struct TurnRequest {
     pub pid_dir: PathBuf,
     /// Whether the agent may use tools (a quiet turn, `quiet.rs`, may not).
     pub tools: bool,
+    /// The Landlock ruleset the CLI runs under (`None` when the sandbox is off).
+    pub confine: Option<mobius_sys::landlock::Ruleset>,
 }
 
 /// Token counts of a turn.

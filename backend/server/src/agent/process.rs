@@ -1,6 +1,9 @@
-//! Agent CLI subprocesses: own process group, whitelisted environment, capped stdout lines,
-//! a bounded stderr tail, and the whole group killed when the handle is dropped; and the
-//! JSON-lines session both drivers speak over them ([`JsonLinesSession`]).
+//! Agent CLI subprocesses: own process group, whitelisted environment, the sandbox applied
+//! before the CLI runs (`no_new_privs` always, Landlock when available), capped stdout lines,
+//! a bounded stderr tail, and the whole group killed when the handle is dropped — with every
+//! process that escaped the group (`setsid`, double fork), which the server finds because it
+//! is their child subreaper ([`become_subreaper`], `sweep_escapees`); and the JSON-lines
+//! session both drivers speak over them ([`JsonLinesSession`]).
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -19,6 +22,8 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot};
 
+use mobius_sys::landlock::{self, Ruleset};
+
 use super::{AgentEvent, Ask, Control, Finish, Reply};
 use crate::error::{Error, Result};
 
@@ -36,6 +41,13 @@ const STDERR_TAIL_LINES: usize = 50;
 const MAX_STDERR_LINE_CHARS: usize = 1000;
 /// Between SIGTERM and SIGKILL of the group.
 pub const KILL_GRACE: Duration = Duration::from_millis(250);
+/// Stdout lines buffered between the reader and the driver (each at most [`MAX_LINE_BYTES`]).
+const LINE_QUEUE: usize = 32;
+/// Rounds of the escapee sweep after a turn's group is gone: each round kills what the last
+/// one left orphaned (an escapee's own children are reparented to the server in turn).
+const MAX_SWEEP_ROUNDS: usize = 8;
+/// Pause between sweep rounds, for the kernel to reparent the children of what was killed.
+const SWEEP_PAUSE: Duration = Duration::from_millis(25);
 
 /// One line of a CLI's stdout.
 #[derive(Debug, PartialEq, Eq)]
@@ -85,13 +97,30 @@ impl StderrTail {
     }
 }
 
-/// A running CLI. Dropping it terminates the whole process group.
+/// A running CLI. Dropping it terminates the whole process group and what escaped it.
 #[derive(Debug)]
 pub struct AgentProcess {
     child: Child,
     pgid: Option<i32>,
     /// `DATA_DIR/run/agents/<pgid>`: lets the next boot kill this group if the server dies.
     marker: Option<std::path::PathBuf>,
+    /// Whose escaped processes this process's end sweeps up.
+    owner: Escapees,
+}
+
+/// What identifies the processes a turn started, for the sweep: the data dir and run in
+/// their environment (processes that cleared theirs are swept by any turn's end).
+#[derive(Clone, Debug, Default)]
+struct Escapees {
+    data_dir: Option<String>,
+    run_id: Option<String>,
+}
+
+impl Escapees {
+    fn of(env: &[(String, String)]) -> Self {
+        let get = |key: &str| env.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+        Self { data_dir: get("MOBIUS_DATA_DIR"), run_id: get("MOBIUS_RUN_ID") }
+    }
 }
 
 /// What [`spawn`] hands back.
@@ -103,7 +132,8 @@ pub struct Spawned {
     pub stderr: StderrTail,
 }
 
-/// Starts `program` with exactly `env` (nothing inherited), in its own process group. With
+/// Starts `program` with exactly `env` (nothing inherited), in its own process group, with
+/// `no_new_privs` set and, given a ruleset, confined by Landlock before it runs. With
 /// `pid_dir`, the group id is recorded there until the process is gone.
 pub fn spawn(
     program: &Path,
@@ -111,9 +141,11 @@ pub fn spawn(
     cwd: &Path,
     env: &[(String, String)],
     pid_dir: Option<&Path>,
+    confine: Option<Ruleset>,
 ) -> Result<Spawned> {
-    let mut command = Command::new(program);
-    command
+    use std::os::unix::process::CommandExt;
+    let mut std_command = std::process::Command::new(program);
+    std_command
         .args(args)
         .current_dir(cwd)
         .env_clear()
@@ -121,8 +153,13 @@ pub fn spawn(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+        .process_group(0);
+    match confine {
+        Some(rules) => rules.restrict_on_exec(&mut std_command),
+        None => landlock::no_new_privs_on_exec(&mut std_command),
+    }
+    let mut command = Command::from(std_command);
+    command.kill_on_drop(true);
     let mut child = command.spawn().map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => Error::conflict(
             "agent_cli_missing",
@@ -143,7 +180,7 @@ pub fn spawn(
     let stdin = child.stdin.take().ok_or_else(|| Error::Internal("no stdin pipe".into()))?;
     let stdout = child.stdout.take().ok_or_else(|| Error::Internal("no stdout pipe".into()))?;
     let stderr_pipe = child.stderr.take().ok_or_else(|| Error::Internal("no stderr pipe".into()))?;
-    let (tx, lines) = mpsc::channel(256);
+    let (tx, lines) = mpsc::channel(LINE_QUEUE);
     tokio::spawn(read_lines(stdout, tx));
     let stderr = StderrTail::default();
     let tail = stderr.clone();
@@ -153,7 +190,7 @@ pub fn spawn(
             tail.push(line);
         }
     });
-    Ok(Spawned { process: AgentProcess { child, pgid, marker }, stdin, lines, stderr })
+    Ok(Spawned { process: AgentProcess { child, pgid, marker, owner: Escapees::of(env) }, stdin, lines, stderr })
 }
 
 async fn read_lines(stdout: impl AsyncRead + Unpin, tx: mpsc::Sender<Line>) {
@@ -242,25 +279,142 @@ impl AgentProcess {
         if let Some(marker) = self.marker.take() {
             let _ = std::fs::remove_file(marker);
         }
+        let owner = self.owner.clone();
+        let _ = tokio::task::spawn_blocking(move || sweep_escapees(&owner)).await;
     }
 }
 
-/// Kills agent process groups left behind by a server that died without cleaning up. Only
-/// groups whose leader still carries this data dir in its environment are touched.
+/// Makes this process the child subreaper of everything it starts: a process that leaves its
+/// group (`setsid`) and loses its parent (double fork) is reparented here instead of to init,
+/// so the end of its turn finds it. Returns false where the kernel refuses.
+pub fn become_subreaper() -> bool {
+    nix::sys::prctl::set_child_subreaper(true).is_ok()
+}
+
+/// One process as `/proc/<pid>/stat` and `status` describe it.
+struct ProcInfo {
+    ppid: i32,
+    pgid: i32,
+    zombie: bool,
+    no_new_privs: bool,
+}
+
+fn proc_info(pid: i32) -> Option<ProcInfo> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgid = fields.next()?.parse().ok()?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let no_new_privs = status.lines().any(|l| l.starts_with("NoNewPrivs:") && l.trim_end().ends_with('1'));
+    Some(ProcInfo { ppid, pgid, zombie: state == "Z" || state == "X", no_new_privs })
+}
+
+/// `KEY=value` pairs of a process's environment (empty when unreadable).
+fn environ_of(pid: i32) -> Vec<Vec<u8>> {
+    std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default().split(|b| *b == 0).map(<[u8]>::to_vec).collect()
+}
+
+fn env_value<'a>(environ: &'a [Vec<u8>], key: &str) -> Option<&'a [u8]> {
+    let prefix = format!("{key}=");
+    environ.iter().find_map(|v| v.strip_prefix(prefix.as_bytes()))
+}
+
+fn all_pids() -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries.flatten().filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok())).collect()
+}
+
+/// Kills the agent processes that escaped a finished turn's group and were reparented to this
+/// server: direct children marked `no_new_privs` (every agent process is; nothing else the
+/// server starts is) whose environment names `owner`'s data dir and run, other than a CLI
+/// still being started (forked, not yet executed: it still runs this binary). Repeats while
+/// killing one orphans more; reaps what it killed. Returns how many it killed.
+fn sweep_escapees(owner: &Escapees) -> usize {
+    let me = i32::try_from(std::process::id()).unwrap_or(0);
+    // A child between fork and exec still runs this binary with this process's environment
+    // (no run in it): it is a turn's CLI being started, not an escapee.
+    let own_exe = std::fs::read_link("/proc/self/exe").ok();
+    let mut killed = Vec::new();
+    for round in 0..MAX_SWEEP_ROUNDS {
+        let mut found = 0;
+        for pid in all_pids() {
+            let Some(info) = proc_info(pid) else { continue };
+            if info.ppid != me || !info.no_new_privs {
+                continue;
+            }
+            if info.zombie {
+                // Ours to reap only if this sweep killed it (anything else may be a turn's
+                // leader, whose exit status tokio waits for).
+                if killed.contains(&pid) {
+                    let _ = nix::sys::wait::waitpid(Pid::from_raw(pid), Some(nix::sys::wait::WaitPidFlag::WNOHANG));
+                }
+                continue;
+            }
+            if own_exe.is_some() && std::fs::read_link(format!("/proc/{pid}/exe")).ok() == own_exe {
+                continue;
+            }
+            let environ = environ_of(pid);
+            let data_dir = env_value(&environ, "MOBIUS_DATA_DIR");
+            let run_id = env_value(&environ, "MOBIUS_RUN_ID");
+            // Only processes whose environment names this data dir and this run: an unreadable
+            // or cleared environment (a process exiting, or one started elsewhere) could be
+            // another turn's, and is left alone.
+            let matches = |theirs: Option<&[u8]>, mine: Option<&str>| match (theirs, mine) {
+                (Some(theirs), Some(mine)) => theirs == mine.as_bytes(),
+                (None, None) => true,
+                _ => false,
+            };
+            if !matches(data_dir, owner.data_dir.as_deref()) || !matches(run_id, owner.run_id.as_deref()) {
+                continue;
+            }
+            // An escapee that made its own group takes that group with it.
+            if info.pgid == pid {
+                let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+            killed.push(pid);
+            found += 1;
+        }
+        if found == 0 && round > 0 {
+            break;
+        }
+        std::thread::sleep(SWEEP_PAUSE);
+    }
+    for pid in &killed {
+        let _ = nix::sys::wait::waitpid(Pid::from_raw(*pid), Some(nix::sys::wait::WaitPidFlag::WNOHANG));
+    }
+    killed.len()
+}
+
+/// Kills agent processes left behind by a server that died without cleaning up: the groups
+/// recorded in `pid_dir`, and any process anywhere (escapees included) that still carries this
+/// data dir in its environment. Only processes with that mark are touched. Returns how many
+/// groups and processes were killed.
 pub fn reap_orphans(pid_dir: &Path, data_dir: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(pid_dir) else { return 0 };
     let needle = format!("MOBIUS_DATA_DIR={}", data_dir.display()).into_bytes();
+    let marked = |pid: i32| environ_of(pid).iter().any(|var| var == &needle);
     let mut killed = 0;
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if let Some(pgid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) {
-            let environ = std::fs::read(format!("/proc/{pgid}/environ")).unwrap_or_default();
-            if environ.split(|b| *b == 0).any(|var| var == needle.as_slice()) {
+    if let Ok(entries) = std::fs::read_dir(pid_dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if let Some(pgid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok())
+                && marked(pgid)
+            {
                 let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
                 killed += 1;
             }
+            let _ = std::fs::remove_file(path);
         }
-        let _ = std::fs::remove_file(path);
+    }
+    let me = i32::try_from(std::process::id()).unwrap_or(0);
+    for pid in all_pids() {
+        if pid != me && marked(pid) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+            killed += 1;
+        }
     }
     killed
 }
@@ -424,9 +578,11 @@ impl Drop for AgentProcess {
         }
         if let Some(pgid) = self.pgid.take() {
             let _ = killpg(Pid::from_raw(pgid), Signal::SIGTERM);
+            let owner = self.owner.clone();
             std::thread::spawn(move || {
                 std::thread::sleep(KILL_GRACE);
                 let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+                sweep_escapees(&owner);
             });
         }
     }
@@ -467,22 +623,71 @@ mod tests {
             ("PATH".to_owned(), "/usr/bin:/bin".to_owned()),
             ("MOBIUS_DATA_DIR".to_owned(), data.display().to_string()),
         ];
-        let spawned =
-            spawn(Path::new("/bin/sh"), &["-c".into(), "echo up; sleep 30".into()], dir.path(), &env, Some(&pids))
-                .expect("spawn");
+        let spawned = spawn(
+            Path::new("/bin/sh"),
+            &["-c".into(), "echo up; sleep 30".into()],
+            dir.path(),
+            &env,
+            Some(&pids),
+            None,
+        )
+        .expect("spawn");
         let mut lines = spawned.lines;
         assert_eq!(lines.recv().await, Some(Line::Text("up".into())));
+        let leader = spawned.process.pgid.expect("pgid");
         // Simulate the server dying: forget the handle without running its cleanup.
         std::mem::forget(spawned.process);
         // A marker for an unrelated process (pid 1) must not be acted on.
         std::fs::write(pids.join("1"), b"").expect("marker");
-        assert_eq!(reap_orphans(&pids, &data), 1);
+        assert!(reap_orphans(&pids, &data) >= 1);
         assert_eq!(std::fs::read_dir(&pids).expect("pids").count(), 0);
+        assert!(gone(leader).await, "the orphaned group survived");
+    }
+
+    /// Waits until `pid` has exited (or is a zombie); false if it is still running after 2 s.
+    async fn gone(pid: i32) -> bool {
+        for _ in 0..200 {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            if state.is_empty() || state.contains(") Z ") || state.contains(") X ") {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        false
+    }
+
+    #[tokio::test]
+    async fn a_child_that_left_the_group_with_setsid_dies_with_the_turn() {
+        assert!(become_subreaper(), "the kernel refused PR_SET_CHILD_SUBREAPER");
+        let dir = tempfile::tempdir().expect("tmp");
+        let pidfile = dir.path().join("escapee.pid");
+        // `setsid` puts the sleeper in a session and group of its own; the double fork
+        // (`( … & )`) leaves it without its parent.
+        let script = format!("( setsid sleep 300 & echo $! > {} ) ; echo started; wait", pidfile.display());
+        let env = vec![("PATH".to_owned(), "/usr/bin:/bin".to_owned()), ("MOBIUS_RUN_ID".to_owned(), "r1".to_owned())];
+        let mut spawned =
+            spawn(Path::new("/bin/sh"), &["-c".into(), script], dir.path(), &env, None, None).expect("spawn");
+        assert_eq!(spawned.lines.recv().await, Some(Line::Text("started".into())));
+        let escapee: i32 = std::fs::read_to_string(&pidfile).expect("pid").trim().parse().expect("int");
+        // `setsid` leaves the group as it starts: wait until it has.
+        let leader = spawned.process.pgid.expect("pgid");
+        let mut info = proc_info(escapee).expect("escapee runs");
+        for _ in 0..200 {
+            if info.pgid != leader {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            info = proc_info(escapee).expect("escapee runs");
+        }
+        assert!(info.no_new_privs, "agent processes carry no_new_privs");
+        assert_ne!(info.pgid, leader, "it left the group");
+        spawned.process.terminate().await;
+        assert!(gone(escapee).await, "the setsid escapee {escapee} outlived the turn");
     }
 
     #[tokio::test]
     async fn a_missing_binary_is_a_clear_error() {
-        let err = spawn(Path::new("/nonexistent/claude"), &[], Path::new("/"), &[], None).expect_err("missing");
+        let err = spawn(Path::new("/nonexistent/claude"), &[], Path::new("/"), &[], None, None).expect_err("missing");
         assert_eq!(err.code(), "agent_cli_missing");
     }
 
@@ -495,8 +700,10 @@ mod tests {
             Path::new("/bin/sh"),
             &["-c".into(), script],
             dir.path(),
-            &[("PATH".into(), "/usr/bin:/bin".into())],
+            // Its own run: another test's sweep leaves it alone.
+            &[("PATH".into(), "/usr/bin:/bin".into()), ("MOBIUS_RUN_ID".into(), "drop-test".into())],
             Some(&dir.path().join("pids")),
+            None,
         )
         .expect("spawn");
         assert_eq!(std::fs::read_dir(dir.path().join("pids")).expect("pids").count(), 1);

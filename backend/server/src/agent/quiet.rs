@@ -1,7 +1,8 @@
 //! A quiet turn: one short, tool-less provider run outside any chat's transcript (a chat's
 //! note). It goes through the same seam and process machinery as a chat's turns (so it gets
 //! their process group, environment whitelist and limits), has no agent token, runs in its own
-//! empty folder, and is bounded in time (`timeout`) and in output ([`MAX_QUIET_OUTPUT_BYTES`]).
+//! empty folder, runs confined by the agent's sandbox (that folder granted besides the usual
+//! grants), and is bounded in time (`timeout`) and in output ([`MAX_QUIET_OUTPUT_BYTES`]).
 //! Dropping it (or its task being aborted) kills the CLI.
 
 use std::path::Path;
@@ -15,20 +16,32 @@ use crate::providers::Providers;
 /// Most text a quiet turn may answer; the turn is ended once it has said this much.
 pub const MAX_QUIET_OUTPUT_BYTES: usize = 16 * 1024;
 
+/// What a quiet turn asks, and how long it may take.
+pub struct QuietAsk {
+    pub system_prompt: String,
+    pub prompt: String,
+    pub timeout: Duration,
+}
+
 /// Runs a quiet turn of `kind` for `chat_id` and answers its text.
 pub async fn run(
     providers: &Providers,
+    sandbox: &super::sandbox::Sandbox,
     kind: ProviderKind,
     chat_id: &ChatId,
     data_dir: &Path,
-    system_prompt: String,
-    prompt: String,
-    timeout: Duration,
+    ask: QuietAsk,
 ) -> Result<String> {
+    let QuietAsk { system_prompt, prompt, timeout } = ask;
     let credentials = providers.credentials_env(kind)?;
     let cwd = data_dir.join("run").join("quiet");
     tokio::fs::create_dir_all(&cwd).await?;
     let env = providers.agent_env(kind, chat_id, "quiet", "", credentials)?;
+    let var = |key: &str| env.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str()).unwrap_or_default();
+    let mut grants =
+        sandbox.grants(kind, providers.bin(kind), Path::new(var("HOME")), Path::new(var("TMPDIR")), var("PATH"));
+    grants.read_write.push(std::fs::canonicalize(&cwd).unwrap_or_else(|_| cwd.clone()));
+    let confine = sandbox.ruleset(&grants)?;
     let provider = providers.provider(kind);
     let request = TurnRequest {
         prompt,
@@ -40,6 +53,7 @@ pub async fn run(
         approval: ApprovalPolicy::Full,
         pid_dir: super::agent_pid_dir(data_dir),
         tools: false,
+        confine,
     };
     let mut turn = provider.start(request)?;
     let collect = async {

@@ -2,7 +2,7 @@
 //! journal (through the writer), answer questions and approvals, stop, and run queued
 //! follow-ups until the queue is empty.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tracing::{Instrument, info, info_span, warn};
 
-use super::fold::{ChatFold, Folded};
+use super::fold::{ChatFold, Folded, MAX_TURN_OVERFLOW_BYTES};
 use super::handle::{COMMAND_QUEUE, TurnCommand, TurnHandle};
 use super::registry::Turns;
 use super::{
@@ -56,6 +56,21 @@ pub struct Agents {
     pub notes: crate::recall::notes::NoteSignals,
     /// The skills index (the agent's own skills go into new prompts; reads mark them used).
     pub skills: Arc<crate::skills::Skills>,
+    /// What the agent's processes may touch.
+    pub sandbox: super::sandbox::Sandbox,
+    /// How long a turn may run, and stay silent.
+    pub limits: TurnLimits,
+    /// Where text past the inline caps goes (`DATA_DIR/agent-output`).
+    pub overflow_dir: PathBuf,
+}
+
+/// The ceilings of one turn (`MOBIUS_AGENT_TURN_MAX_SECS`, `MOBIUS_AGENT_SILENCE_MAX_SECS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TurnLimits {
+    /// Wall-clock time from start to end.
+    pub max_duration: Duration,
+    /// Time without any event from the CLI (not counted while a card waits for the owner).
+    pub max_silence: Duration,
 }
 
 /// A run that is about to start (decided by a send or a queue promotion).
@@ -169,6 +184,9 @@ struct Turn<'a> {
     session: Option<String>,
     /// A steering message handed to the CLI and not yet taken or refused.
     pending_steer: Option<(UserInput, oneshot::Sender<Result<Option<Message>>>)>,
+    /// Overflow files of this turn's blocks, and the bytes written to them.
+    overflow: HashMap<String, std::fs::File>,
+    overflow_written: u64,
 }
 
 async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiver<TurnCommand>) -> Option<TurnStart> {
@@ -187,6 +205,8 @@ async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiv
         usage: None,
         session: None,
         pending_steer: None,
+        overflow: HashMap::new(),
+        overflow_written: 0,
     };
     let provider_turn = match turn.prepare_and_start(&start.started.messages).await {
         Ok(p) => p,
@@ -250,6 +270,15 @@ impl Turn<'_> {
         claims.run_id = Some(self.run_id.to_string());
         let token = agents.keys.issue(&claims)?;
         let env = agents.providers.agent_env(self.provider, &self.chat_id, &self.run_id, &token, credentials)?;
+        let var = |key: &str| env.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str()).unwrap_or_default();
+        let grants = agents.sandbox.grants(
+            self.provider,
+            agents.providers.bin(self.provider),
+            std::path::Path::new(var("HOME")),
+            std::path::Path::new(var("TMPDIR")),
+            var("PATH"),
+        );
+        let confine = agents.sandbox.ruleset(&grants)?;
         let request = TurnRequest {
             prompt,
             system_prompt,
@@ -260,6 +289,7 @@ impl Turn<'_> {
             approval: self.approval,
             pid_dir: super::agent_pid_dir(&agents.data_dir),
             tools: true,
+            confine,
         };
         agents.providers.provider(self.provider).start(request)
     }
@@ -269,12 +299,33 @@ impl Turn<'_> {
         mut provider: ProviderTurn,
         commands: &mut mpsc::Receiver<TurnCommand>,
     ) -> Option<TurnStart> {
+        let limits = self.agents.limits;
+        let deadline = Instant::now() + limits.max_duration;
+        let mut heard = Instant::now();
         loop {
             let snapshot_due = self.last_snapshot + SNAPSHOT_EVERY;
+            let silent_until = heard + limits.max_silence;
             tokio::select! {
                 // A quiet spell after some output (e.g. a long tool run): persist what we have.
                 () = tokio::time::sleep_until(snapshot_due), if self.dirty => self.snapshot(),
+                () = tokio::time::sleep_until(deadline) => {
+                    let message = format!(
+                        "The turn ran for {} and was ended: that is the longest a turn may run \
+                         (MOBIUS_AGENT_TURN_MAX_SECS). Send a message to continue.",
+                        minutes(limits.max_duration)
+                    );
+                    return self.end_at_ceiling(provider, message).await;
+                }
+                () = tokio::time::sleep_until(silent_until), if self.pending_ask.is_none() => {
+                    let message = format!(
+                        "The agent printed nothing for {} and was ended as stuck \
+                         (MOBIUS_AGENT_SILENCE_MAX_SECS). Send a message to continue.",
+                        minutes(limits.max_silence)
+                    );
+                    return self.end_at_ceiling(provider, message).await;
+                }
                 event = provider.events.recv() => {
+                    heard = Instant::now();
                     let Some(event) = event else {
                         return self.finish(Finish::failed("The agent stopped without finishing the turn."), false).await.next;
                     };
@@ -297,6 +348,7 @@ impl Turn<'_> {
                     }
                     Some(TurnCommand::Answer { question_id, answers, reply }) => {
                         let _ = reply.send(self.answer(&question_id, answers).await);
+                        heard = Instant::now();
                     }
                     Some(TurnCommand::Steer { message, reply }) => {
                         if self.pending_ask.is_some() || self.pending_steer.is_some() {
@@ -314,6 +366,17 @@ impl Turn<'_> {
                 },
             }
         }
+    }
+
+    /// Ends a turn that passed a ceiling: the run fails with `message` as its error card (the
+    /// queue goes on as after any failure), and the CLI's process group and everything that
+    /// escaped it are killed.
+    async fn end_at_ceiling(mut self, provider: ProviderTurn, message: String) -> Option<TurnStart> {
+        warn!(run.id = %self.run_id, reason = %message, "turn ended at a ceiling");
+        let _ = provider.control.try_send(Control::Interrupt);
+        let outcome = self.finish(Finish::failed(message), false).await;
+        drop(provider);
+        outcome.next
     }
 
     /// Applies a batch of provider events; returns the finish if the turn ended.
@@ -338,6 +401,13 @@ impl Turn<'_> {
                         .await;
                     event
                 }
+                Folded::Overflow { event, item_id, rest } => {
+                    self.spill(&item_id, &rest);
+                    match event {
+                        Some(event) => event,
+                        None => continue,
+                    }
+                }
                 Folded::Nothing => continue,
                 Folded::Turn(other) => {
                     if let Some(finish) = self.handle_turn_event(other, &mut out).await {
@@ -351,6 +421,44 @@ impl Turn<'_> {
         }
         self.flush(out).await;
         None
+    }
+
+    /// Appends text past the inline caps to its block's overflow file (the first write of a
+    /// turn starts the file afresh), up to [`MAX_TURN_OVERFLOW_BYTES`] and
+    /// `MAX_OVERFLOW_FILES_PER_TURN` files per turn.
+    fn spill(&mut self, item_id: &str, rest: &str) {
+        use std::io::Write;
+        let room = usize::try_from(MAX_TURN_OVERFLOW_BYTES.saturating_sub(self.overflow_written)).unwrap_or(0);
+        let take = &rest[..super::fold::floor_boundary(rest, room)];
+        if take.is_empty() {
+            return;
+        }
+        if !self.overflow.contains_key(item_id) {
+            if self.overflow.len() >= super::fold::MAX_OVERFLOW_FILES_PER_TURN {
+                return;
+            }
+            let path = super::fold::overflow_file(&self.agents.overflow_dir, &self.chat_id, item_id);
+            let opened = path
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(&path));
+            match opened {
+                Ok(file) => {
+                    self.overflow.insert(item_id.to_owned(), file);
+                }
+                Err(e) => {
+                    warn!(error = %e, "an overflow file could not be opened; the text past the cap is dropped");
+                    self.overflow_written = MAX_TURN_OVERFLOW_BYTES;
+                    return;
+                }
+            }
+        }
+        if let Some(file) = self.overflow.get_mut(item_id) {
+            if let Err(e) = file.write_all(take.as_bytes()) {
+                warn!(error = %e, "an overflow file could not be written");
+            }
+            self.overflow_written += take.len() as u64;
+        }
     }
 
     /// The provider events that are not transcript: returns the finish if the turn ended.
@@ -627,6 +735,11 @@ impl Turn<'_> {
 struct Outcome {
     next: Option<TurnStart>,
     cleared: Vec<crate::protocol::Cid>,
+}
+
+/// "90 min" / "45 s": a ceiling as the owner reads it.
+fn minutes(d: Duration) -> String {
+    if d.as_secs() >= 120 { format!("{} min", d.as_secs() / 60) } else { format!("{} s", d.as_secs()) }
 }
 
 /// The hidden message that carries answers given after a restart (the turn that asked is

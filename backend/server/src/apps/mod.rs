@@ -14,6 +14,7 @@ pub mod manifest;
 pub mod proxy;
 pub mod review;
 mod routes;
+pub mod sealed;
 pub mod secrets;
 mod serve;
 pub mod smart_http;

@@ -1,7 +1,7 @@
 //! App secrets `/api/apps/{id}/secrets/{name}`: API keys and the like an app needs for its
 //! proxied calls. The owner (or the app itself) sets and replaces them; an app may check that
 //! one exists but never read it back, and never another app's. Values are sealed at rest with
-//! a key derived from the server secret (bound to the app and the name), live in the database
+//! the data key (`DATA_DIR/data.key`, bound to the app and the name; see `sealed.rs`), live in the database
 //! (so backups carry them), and never appear in a log line or an error message.
 
 use axum::extract::{Path, State};
@@ -59,9 +59,7 @@ async fn authorise(state: &AppState, who: &Principal, id: i64, name: &str, read:
     }
 }
 
-fn context(id: i64, name: &str) -> String {
-    format!("app-secret:{id}:{name}")
-}
+use super::sealed::context;
 
 fn not_found() -> Error {
     Error::not_found("secret_not_found", "Secret not found.")

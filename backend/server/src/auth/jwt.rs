@@ -1,8 +1,10 @@
-//! JWT (HS256) issue and verification; the signing key lives in `DATA_DIR/secret.key`.
+//! JWT (HS256) issue and verification with a signing key that rotates (`DATA_DIR/secret.key`),
+//! and the sealing of app secrets under a key that does not (`DATA_DIR/data.key`).
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
 
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
@@ -20,7 +22,8 @@ pub enum Scope {
     Owner,
     /// A mini-app's token (storage and app routes only).
     App,
-    /// An agent run's token: owner powers, valid only while its run is running.
+    /// An agent run's token: the routes of `auth::agent::AGENT_ROUTES` only, valid only
+    /// while its run is running.
     Agent,
     /// An embedded chat's session (the nested chat frame of an app): one chat, a few
     /// operations, 15 minutes, bound to its embed instance and a live grant row.
@@ -81,14 +84,41 @@ impl Claims {
     }
 }
 
-/// Signing and verification keys.
+/// The JWT signing key and the app-secret sealing key. The signing key rotates ("sign out
+/// everywhere", a new password: every token dies, forged ones included); the sealing key
+/// (`DATA_DIR/data.key`) never does, so sealed secrets outlive rotations. Cheap to clone:
+/// clones share one key.
 #[derive(Clone)]
-pub struct Keys {
+pub struct Keys(Arc<KeysInner>);
+
+struct KeysInner {
+    signing: RwLock<Signing>,
+    validation: Validation,
+    /// Where a rotated signing key is written (`None`: in memory only, for tests).
+    key_file: Option<PathBuf>,
+    /// Seals app secrets at rest.
+    sealing: [u8; 32],
+    /// The sealing key earlier releases derived from the signing key, to re-seal secrets
+    /// stored before `data.key` existed (see [`Keys::open_legacy`]).
+    legacy_sealing: [u8; 32],
+}
+
+struct Signing {
     encoding: EncodingKey,
     decoding: DecodingKey,
-    validation: Validation,
-    /// Seals app secrets at rest (derived from the same server secret, for another purpose).
-    sealing: [u8; 32],
+    /// Keys rotated away in this process, newest first: a token they verify is reported as
+    /// revoked (it grants nothing), so clients can tell "signed out" from "not ours".
+    retired: Vec<DecodingKey>,
+}
+
+impl Signing {
+    fn new(secret: &[u8]) -> Self {
+        Self {
+            encoding: EncodingKey::from_secret(secret),
+            decoding: DecodingKey::from_secret(secret),
+            retired: Vec::new(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Keys {
@@ -99,74 +129,116 @@ impl std::fmt::Debug for Keys {
 
 /// Length of a generated key, in random bytes (written hex-encoded).
 const GENERATED_KEY_BYTES: usize = 48;
+/// Rotated-away signing keys remembered (in memory) to name their tokens revoked.
+const MAX_RETIRED_KEYS: usize = 4;
+/// Length of the data key, in random bytes (written hex-encoded).
+const DATA_KEY_BYTES: usize = 32;
+/// The signing key's file in `DATA_DIR`.
+pub const SIGNING_KEY_FILE: &str = "secret.key";
+/// The sealing key's file in `DATA_DIR`.
+pub const DATA_KEY_FILE: &str = "data.key";
+
+fn derive_legacy_sealing(secret: &[u8]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    Sha256::new().chain_update(b"mobius app secrets v1\0").chain_update(secret).finalize().into()
+}
 
 impl Keys {
-    /// Uses `MOBIUS_SECRET_KEY` if set, else reads `DATA_DIR/secret.key`, creating it (0600) on first boot.
+    /// Reads `DATA_DIR/secret.key` (the signing key) and `DATA_DIR/data.key` (the sealing key),
+    /// creating each (0600) on first boot; `MOBIUS_SECRET_KEY`, when set, is the first signing
+    /// key written into `secret.key` (a rotation replaces it there).
     pub fn load_or_create(config: &Config) -> Result<Self> {
-        let secret = match &config.secret_key {
-            Some(key) => key.clone(),
-            None => read_or_create_key_file(&config.data_dir.join("secret.key"))?,
-        };
-        Ok(Self::from_secret(secret.as_bytes()))
+        let key_file = config.data_dir.join(SIGNING_KEY_FILE);
+        let secret = read_or_create_key_file(&key_file, config.secret_key.as_deref(), GENERATED_KEY_BYTES)?;
+        let data_key = read_or_create_key_file(&config.data_dir.join(DATA_KEY_FILE), None, DATA_KEY_BYTES)?;
+        let data_key =
+            hex::decode(data_key.trim()).ok().and_then(|bytes| <[u8; 32]>::try_from(bytes).ok()).ok_or_else(|| {
+                Error::Internal(format!("{DATA_KEY_FILE} is not 64 hex digits; restore it from a backup"))
+            })?;
+        Ok(Self::build(secret.as_bytes(), data_key, Some(key_file)))
     }
 
-    /// Keys from raw secret bytes.
+    /// Keys from raw secret bytes, in memory only (the sealing key is derived from it).
     pub fn from_secret(secret: &[u8]) -> Self {
+        let sealing = derive_legacy_sealing(secret);
+        Self::build(secret, sealing, None)
+    }
+
+    fn build(secret: &[u8], sealing: [u8; 32], key_file: Option<PathBuf>) -> Self {
         let mut validation = Validation::new(Algorithm::HS256);
         validation.leeway = 5;
         validation.set_required_spec_claims(&["exp", "sub"]);
-        use sha2::{Digest, Sha256};
-        let sealing = Sha256::new().chain_update(b"mobius app secrets v1\0").chain_update(secret).finalize().into();
-        Self {
-            encoding: EncodingKey::from_secret(secret),
-            decoding: DecodingKey::from_secret(secret),
+        Self(Arc::new(KeysInner {
+            signing: RwLock::new(Signing::new(secret)),
             validation,
+            key_file,
             sealing,
+            legacy_sealing: derive_legacy_sealing(secret),
+        }))
+    }
+
+    /// Replaces the signing key with a fresh random one (written to `secret.key` first, so a
+    /// restart keeps it): every token signed before, forged or not, stops verifying.
+    pub fn rotate(&self) -> Result<()> {
+        let mut bytes = [0u8; GENERATED_KEY_BYTES];
+        rand::rngs::OsRng.fill_bytes(&mut bytes);
+        let secret = hex::encode(bytes);
+        if let Some(file) = &self.0.key_file {
+            // Atomically: a crash leaves the old key or the new one, never half of one.
+            let tmp = file.with_extension("tmp");
+            let mut out = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
+            out.write_all(secret.as_bytes())?;
+            out.sync_all()?;
+            std::fs::rename(&tmp, file)?;
         }
+        let mut signing = self.0.signing.write().unwrap_or_else(|p| p.into_inner());
+        let mut next = Signing::new(secret.as_bytes());
+        next.retired = std::mem::take(&mut signing.retired);
+        next.retired.insert(0, signing.decoding.clone());
+        next.retired.truncate(MAX_RETIRED_KEYS);
+        *signing = next;
+        Ok(())
     }
 
     /// Encrypts `value` for `context` (a random nonce, then ChaCha20-Poly1305 ciphertext and tag).
     pub fn seal(&self, context: &str, value: &[u8]) -> Result<Vec<u8>> {
-        use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
-        let key = LessSafeKey::new(
-            UnboundKey::new(&CHACHA20_POLY1305, &self.sealing).map_err(|_| Error::Internal("sealing key".into()))?,
-        );
-        let mut nonce = [0u8; NONCE_LEN];
-        rand::rngs::OsRng.fill_bytes(&mut nonce);
-        let mut sealed = value.to_vec();
-        key.seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(context.as_bytes()), &mut sealed)
-            .map_err(|_| Error::Internal("sealing failed".into()))?;
-        let mut out = nonce.to_vec();
-        out.extend_from_slice(&sealed);
-        Ok(out)
+        seal_with(&self.0.sealing, context, value)
     }
 
     /// Decrypts what [`Keys::seal`] made for the same `context`.
     pub fn open(&self, context: &str, sealed: &[u8]) -> Result<Vec<u8>> {
-        use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
-        let key = LessSafeKey::new(
-            UnboundKey::new(&CHACHA20_POLY1305, &self.sealing).map_err(|_| Error::Internal("sealing key".into()))?,
-        );
-        let unreadable = || Error::Internal("a sealed value could not be opened (wrong key or damaged)".into());
-        if sealed.len() < NONCE_LEN {
-            return Err(unreadable());
-        }
-        let (nonce, body) = sealed.split_at(NONCE_LEN);
-        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| unreadable())?;
-        let mut body = body.to_vec();
-        let plain = key.open_in_place(nonce, Aad::from(context.as_bytes()), &mut body).map_err(|_| unreadable())?;
-        Ok(plain.to_vec())
+        open_with(&self.0.sealing, context, sealed)
+    }
+
+    /// Decrypts a value sealed by an earlier release (under a key derived from the signing key
+    /// as it was at this start-up), to seal it again with [`Keys::seal`].
+    pub fn open_legacy(&self, context: &str, sealed: &[u8]) -> Result<Vec<u8>> {
+        open_with(&self.0.legacy_sealing, context, sealed)
     }
 
     /// Signs `claims`.
     pub fn issue(&self, claims: &Claims) -> Result<String> {
-        jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &self.encoding)
+        let signing = self.0.signing.read().unwrap_or_else(|p| p.into_inner());
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &signing.encoding)
             .map_err(|e| Error::Internal(format!("token signing failed: {e}")))
     }
 
     /// Verifies signature, algorithm and expiry; maps failures to 401 codes.
     pub fn verify(&self, token: &str) -> Result<Claims> {
-        match jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation) {
+        let (decoded, retired) = {
+            let signing = self.0.signing.read().unwrap_or_else(|p| p.into_inner());
+            let decoded = jsonwebtoken::decode::<Claims>(token, &signing.decoding, &self.0.validation);
+            let retired = decoded.is_err()
+                && signing
+                    .retired
+                    .iter()
+                    .any(|key| jsonwebtoken::decode::<Claims>(token, key, &self.0.validation).is_ok());
+            (decoded, retired)
+        };
+        if retired {
+            return Err(Error::unauthorized("token_revoked", "This session was signed out everywhere; sign in again."));
+        }
+        match decoded {
             Ok(data) => Ok(data.claims),
             Err(e) => Err(match e.kind() {
                 ErrorKind::ExpiredSignature => {
@@ -181,7 +253,38 @@ impl Keys {
     }
 }
 
-fn read_or_create_key_file(path: &Path) -> Result<String> {
+fn seal_with(key: &[u8; 32], context: &str, value: &[u8]) -> Result<Vec<u8>> {
+    use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+    let key =
+        LessSafeKey::new(UnboundKey::new(&CHACHA20_POLY1305, key).map_err(|_| Error::Internal("sealing key".into()))?);
+    let mut nonce = [0u8; NONCE_LEN];
+    rand::rngs::OsRng.fill_bytes(&mut nonce);
+    let mut sealed = value.to_vec();
+    key.seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(context.as_bytes()), &mut sealed)
+        .map_err(|_| Error::Internal("sealing failed".into()))?;
+    let mut out = nonce.to_vec();
+    out.extend_from_slice(&sealed);
+    Ok(out)
+}
+
+fn open_with(key: &[u8; 32], context: &str, sealed: &[u8]) -> Result<Vec<u8>> {
+    use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+    let key =
+        LessSafeKey::new(UnboundKey::new(&CHACHA20_POLY1305, key).map_err(|_| Error::Internal("sealing key".into()))?);
+    let unreadable = || Error::Internal("a sealed value could not be opened (wrong key or damaged)".into());
+    if sealed.len() < NONCE_LEN {
+        return Err(unreadable());
+    }
+    let (nonce, body) = sealed.split_at(NONCE_LEN);
+    let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| unreadable())?;
+    let mut body = body.to_vec();
+    let plain = key.open_in_place(nonce, Aad::from(context.as_bytes()), &mut body).map_err(|_| unreadable())?;
+    Ok(plain.to_vec())
+}
+
+/// The key in `path` (at least 32 characters), or, when there is none, `initial` (or
+/// `random_bytes` fresh random bytes, hex-encoded) written there with mode 0600.
+fn read_or_create_key_file(path: &Path, initial: Option<&str>, random_bytes: usize) -> Result<String> {
     match std::fs::read_to_string(path) {
         Ok(text) if text.trim().len() >= 32 => return Ok(text.trim().to_owned()),
         Ok(_) => {
@@ -196,9 +299,14 @@ fn read_or_create_key_file(path: &Path) -> Result<String> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let mut bytes = [0u8; GENERATED_KEY_BYTES];
-    rand::rngs::OsRng.fill_bytes(&mut bytes);
-    let key = hex::encode(bytes);
+    let key = match initial {
+        Some(key) => key.to_owned(),
+        None => {
+            let mut bytes = vec![0u8; random_bytes];
+            rand::rngs::OsRng.fill_bytes(&mut bytes);
+            hex::encode(bytes)
+        }
+    };
     match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
         Ok(mut file) => {
             file.write_all(key.as_bytes())?;
@@ -206,7 +314,7 @@ fn read_or_create_key_file(path: &Path) -> Result<String> {
             Ok(key)
         }
         // Another process won the race: use its key.
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read_or_create_key_file(path),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read_or_create_key_file(path, initial, random_bytes),
         Err(e) => Err(e.into()),
     }
 }
@@ -242,5 +350,43 @@ mod tests {
         let expired = keys.issue(&Claims::new("owner", Scope::Owner, 0, -3600)).expect("issue");
         assert_eq!(keys.verify(&expired).expect_err("expired").code(), "token_expired");
         assert_eq!(keys.verify("not.a.jwt").expect_err("garbage").code(), "malformed_token");
+    }
+
+    #[test]
+    fn rotation_kills_every_token_and_survives_a_restart_while_sealed_values_stay_readable() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let mut config = Config::for_test(dir.path());
+        config.secret_key = Some("an initial key of at least thirty-two characters".into());
+        let keys = Keys::load_or_create(&config).expect("create");
+        let before = keys.issue(&Claims::new("owner", Scope::Owner, 0, 60)).expect("issue");
+        let sealed = keys.seal("app:1:k", b"value").expect("seal");
+        // A token forged with the stolen key file verifies until the rotation.
+        let stolen = std::fs::read_to_string(dir.path().join("secret.key")).expect("key file");
+        let forged =
+            Keys::from_secret(stolen.as_bytes()).issue(&Claims::new("owner", Scope::Owner, 0, 3600)).expect("forge");
+        assert!(keys.verify(&forged).is_ok());
+        keys.rotate().expect("rotate");
+        assert_eq!(keys.verify(&before).expect_err("old").code(), "token_revoked");
+        assert_eq!(keys.verify(&forged).expect_err("forged").code(), "token_revoked");
+        let after = keys.issue(&Claims::new("owner", Scope::Owner, 0, 60)).expect("issue");
+        let reloaded = Keys::load_or_create(&config).expect("reload");
+        assert!(reloaded.verify(&after).is_ok(), "the rotated key is the one on disk");
+        assert_eq!(reloaded.verify(&forged).expect_err("forged").code(), "invalid_token");
+        assert_ne!(std::fs::read_to_string(dir.path().join("secret.key")).expect("key"), stolen);
+        assert_eq!(reloaded.open("app:1:k", &sealed).expect("open"), b"value");
+        let mode = std::fs::metadata(dir.path().join("data.key")).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn values_sealed_by_an_earlier_release_open_with_the_legacy_key() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let config = Config::for_test(dir.path());
+        let keys = Keys::load_or_create(&config).expect("create");
+        let secret = std::fs::read_to_string(dir.path().join("secret.key")).expect("key");
+        // Earlier releases sealed with a key derived from the signing key.
+        let old = Keys::from_secret(secret.trim().as_bytes()).seal("app:1:k", b"v").expect("seal");
+        assert!(keys.open("app:1:k", &old).is_err());
+        assert_eq!(keys.open_legacy("app:1:k", &old).expect("legacy"), b"v");
     }
 }

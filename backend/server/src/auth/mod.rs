@@ -1,6 +1,7 @@
 //! Owner authentication: setup, login, tokens, the extractors that guard routes, the
 //! cross-site request check and login throttling.
 
+pub mod agent;
 pub mod csrf;
 pub mod devices;
 pub mod jwt;
@@ -22,6 +23,17 @@ use crate::state::AppState;
 
 /// Login tokens live this long.
 pub const OWNER_TOKEN_TTL_SECS: i64 = 30 * 24 * 3600;
+
+/// The bearer token of `Authorization`, if it has one (unchecked).
+pub fn bearer_of(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
+    match value.split_once(' ') {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() => {
+            Some(token.trim())
+        }
+        _ => None,
+    }
+}
 
 /// Pulls the bearer token out of `Authorization`.
 pub fn bearer(parts: &Parts) -> Result<&str> {

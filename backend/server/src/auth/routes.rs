@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::limits::Attempter;
 use super::password::Lane;
 use super::{Claims, OWNER_TOKEN_TTL_SECS, Owner, Scope, devices};
-use crate::api::JsonOrForm;
+use crate::api::{ApiJson, JsonOrForm};
 use crate::error::{Error, Result};
 use crate::net::client::ClientAddr;
 use crate::state::AppState;
@@ -31,6 +31,7 @@ pub fn router() -> Router<AppState> {
         .route("/auth/setup", post(setup))
         .route("/auth/token", post(login))
         .route("/auth/logout-all", post(logout_all))
+        .route("/auth/password", post(change_password))
         .route("/admin/sign-out-everywhere", post(logout_all))
         .route("/auth/session", get(session))
 }
@@ -177,13 +178,60 @@ async fn login(
     }
 }
 
-async fn logout_all(State(state): State<AppState>, _owner: Owner) -> Result<Response> {
-    let epoch = state.writer.call(|ack| WriteCommand::BumpTokenEpoch { ack }).await?;
+/// Revokes everything a session or a stolen key could use: the epoch moves (every token and
+/// device credential dies) and the signing key rotates (so no token minted with the old key,
+/// whatever epoch it names, verifies again).
+async fn revoke_everything(state: &AppState, password_hash: Option<String>) -> Result<i64> {
+    let epoch = state.writer.call(|ack| WriteCommand::BumpTokenEpoch { password_hash, ack }).await?;
     state.owner.set_epoch(epoch);
-    tracing::info!(epoch, "every session and device credential revoked");
+    state.keys.rotate()?;
+    Ok(epoch)
+}
+
+async fn logout_all(State(state): State<AppState>, _owner: Owner) -> Result<Response> {
+    let epoch = revoke_everything(&state, None).await?;
+    tracing::info!(epoch, "every session and device credential revoked; the signing key rotated");
     let mut response = Json(json!({ "ok": true })).into_response();
     response.headers_mut().insert(header::SET_COOKIE, devices::clear(state.config.public_origin.is_https()));
     Ok(response)
+}
+
+#[derive(Deserialize)]
+struct PasswordChange {
+    #[serde(default)]
+    current_password: String,
+    #[serde(default)]
+    new_password: String,
+}
+
+/// `POST /api/auth/password {current_password, new_password}`: a new password signs every
+/// session and device out and rotates the signing key; this browser gets a fresh token and
+/// device credential.
+async fn change_password(
+    State(state): State<AppState>,
+    Owner(claims): Owner,
+    client: ClientAddr,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<PasswordChange>,
+) -> Result<Response> {
+    let username = validate(&Credentials { username: claims.sub.clone(), password: body.new_password.clone() })?;
+    if body.current_password.is_empty() || body.current_password.chars().count() > MAX_PASSWORD_CHARS {
+        return Err(Error::unauthorized("invalid_credentials", "The current password is not right."));
+    }
+    let (who, device) = admit_attempt(&state, &headers, client).await?;
+    let owner = crate::db::owner::get(&state.db.read)
+        .await?
+        .ok_or_else(|| Error::unauthorized("invalid_token", "No owner account exists."))?;
+    let lane = if device.is_some() { Lane::KnownDevice } else { Lane::Anyone };
+    if !state.passwords.verify(body.current_password, Some(owner.password_hash), lane).await? {
+        state.login_limits.record_failure(who);
+        return Err(Error::unauthorized("invalid_credentials", "The current password is not right."));
+    }
+    state.login_limits.record_success(&who);
+    let hash = state.passwords.hash(body.new_password).await?;
+    let epoch = revoke_everything(&state, Some(hash)).await?;
+    tracing::info!(epoch, "the owner's password changed; every session revoked and the signing key rotated");
+    signed_in(&state, &headers, None, &username, epoch).await
 }
 
 async fn session(Owner(claims): Owner) -> Json<Value> {

@@ -238,8 +238,9 @@ async fn update(
         patch.settings.pinned_at = Some(pinned.then(now_ms));
     }
     if let Some(policy) = body.approval_policy {
-        let policy = ApprovalPolicy::parse(&policy)
-            .ok_or_else(|| Error::bad_request("invalid_approval_policy", "approval_policy is \"full\" or \"ask\"."))?;
+        let policy = ApprovalPolicy::parse(&policy).ok_or_else(|| {
+            Error::bad_request("invalid_approval_policy", "approval_policy is \"full\", \"workspace\" or \"ask\".")
+        })?;
         patch.settings.approval_policy = Some(policy.id().to_owned());
     }
     if let Some(provider) = body.provider {
@@ -569,9 +570,18 @@ async fn tool_output(
 ) -> Result<Response> {
     let id = checked_id(&id)?;
     who.allow(&state, &id, Op::Read).await?;
-    let text = db::messages::tool_output(&state.db.read, &id, &tool_use_id)
-        .await?
-        .ok_or_else(|| Error::not_found("output_not_found", "No stored output for this tool call."))?;
+    let text = match db::messages::tool_output(&state.db.read, &id, &tool_use_id).await? {
+        Some(text) => text,
+        // A text block past its inline cap keeps the rest in its overflow file.
+        None => {
+            let file = crate::agent::fold::overflow_file(&state.agents.overflow_dir, &id, &tool_use_id);
+            let mut text = tokio::fs::read_to_string(&file)
+                .await
+                .map_err(|_| Error::not_found("output_not_found", "No stored output for this tool call."))?;
+            text.insert_str(0, "… ");
+            text
+        }
+    };
     let mut response = text.into_response();
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
     response

@@ -355,6 +355,11 @@ pub async fn consume_install_pass(conn: &mut SqliteConnection, id: &str, now: i6
     .await?)
 }
 
+/// Every stored secret: app, name and sealed value.
+pub async fn all_secrets(pool: &SqlitePool) -> Result<Vec<(i64, String, Vec<u8>)>> {
+    Ok(sqlx::query_as("SELECT app_id, name, sealed FROM app_secrets ORDER BY app_id, name").fetch_all(pool).await?)
+}
+
 /// The sealed value of app `app_id`'s secret `name`.
 pub async fn secret(pool: &SqlitePool, app_id: i64, name: &str) -> Result<Option<Vec<u8>>> {
     Ok(sqlx::query_scalar("SELECT sealed FROM app_secrets WHERE app_id = ? AND name = ?")

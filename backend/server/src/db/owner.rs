@@ -44,6 +44,16 @@ pub async fn bump_token_epoch(conn: &mut SqliteConnection, now: i64) -> Result<O
     .await?)
 }
 
+/// Replaces the owner's password hash.
+pub async fn set_password(conn: &mut SqliteConnection, password_hash: &str, now: i64) -> Result<()> {
+    sqlx::query("UPDATE owner SET password_hash = ?, updated_at = ? WHERE id = 1")
+        .bind(password_hash)
+        .bind(now)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 /// Sets (or clears) the provider new chats use.
 pub async fn set_default_provider(conn: &mut SqliteConnection, provider: Option<&str>, now: i64) -> Result<()> {
     sqlx::query("UPDATE owner SET default_provider = ?, updated_at = ? WHERE id = 1")

@@ -72,9 +72,14 @@ impl ProviderKind {
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum ApprovalPolicy {
-    /// Allow everything (the owner trusts their agent).
+    /// Allow everything (the owner trusts their agent); the sandbox still applies.
     #[default]
     Full,
+    /// Edits inside the workspace go ahead; anything else (other commands, the network,
+    /// files outside the workspace) becomes a card the owner answers. Claude Code runs with
+    /// `--permission-mode acceptEdits`; Codex with its `workspace-write` sandbox and
+    /// `on-request` approvals.
+    Workspace,
     /// Each request becomes a card the owner answers.
     Ask,
 }
@@ -84,6 +89,7 @@ impl ApprovalPolicy {
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "full" => Some(Self::Full),
+            "workspace" => Some(Self::Workspace),
             "ask" => Some(Self::Ask),
             _ => None,
         }
@@ -93,6 +99,7 @@ impl ApprovalPolicy {
     pub fn id(self) -> &'static str {
         match self {
             Self::Full => "full",
+            Self::Workspace => "workspace",
             Self::Ask => "ask",
         }
     }

@@ -97,7 +97,8 @@ impl Providers {
         }
     }
 
-    fn bin(&self, kind: ProviderKind) -> &Path {
+    /// The CLI binary of `kind`.
+    pub fn bin(&self, kind: ProviderKind) -> &Path {
         match kind {
             ProviderKind::Claude => &self.claude.bin,
             ProviderKind::Codex => &self.codex.bin,
@@ -201,8 +202,6 @@ impl Providers {
             ("TMPDIR".to_owned(), s(&scratch)),
             ("TMP".to_owned(), s(&scratch)),
             ("TEMP".to_owned(), s(&scratch)),
-            ("CLAUDE_CONFIG_DIR".to_owned(), s(&self.auth_dir(ProviderKind::Claude)?)),
-            ("CODEX_HOME".to_owned(), s(&self.auth_dir(ProviderKind::Codex)?)),
             ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".to_owned(), "1".to_owned()),
             ("DISABLE_AUTOUPDATER".to_owned(), "1".to_owned()),
             ("MOBIUS_API_URL".to_owned(), self.api_url.clone()),
@@ -216,6 +215,12 @@ impl Providers {
             ("AGENT_TOKEN".to_owned(), token.to_owned()),
             ("CHAT_ID".to_owned(), chat_id.to_owned()),
         ];
+        // Only this provider's credentials: the other one's folder is not named (and the
+        // sandbox does not open it).
+        match kind {
+            ProviderKind::Claude => env.push(("CLAUDE_CONFIG_DIR".to_owned(), s(&self.auth_dir(kind)?))),
+            ProviderKind::Codex => env.push(("CODEX_HOME".to_owned(), s(&self.auth_dir(kind)?))),
+        }
         for key in ["USER", "LOGNAME", "TZ"] {
             if let Ok(value) = std::env::var(key) {
                 env.push((key.to_owned(), value));

@@ -123,7 +123,12 @@ async fn models(_who: crate::chats::access::ChatCaller) -> Json<Value> {
 async fn settings(State(state): State<AppState>, _owner: Owner) -> Result<Json<Value>> {
     let [claude_version, codex_version] = state.providers.versions().await;
     let default = state.providers.default_provider(&state.db.read).await?.map(ProviderKind::id);
-    Ok(Json(json!({ "default_provider": default, "claude_version": claude_version, "codex_version": codex_version })))
+    Ok(Json(json!({
+        "default_provider": default,
+        "claude_version": claude_version,
+        "codex_version": codex_version,
+        "sandbox": state.agents.sandbox.state(),
+    })))
 }
 
 #[derive(Deserialize)]

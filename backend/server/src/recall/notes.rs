@@ -97,6 +97,8 @@ pub struct NoteRunner {
     pub writer: WriterHandle,
     pub providers: Arc<Providers>,
     pub data_dir: PathBuf,
+    /// The agent's sandbox: a note turn runs confined like every turn.
+    pub sandbox: crate::agent::sandbox::Sandbox,
     /// How long a chat stays idle before its note is written.
     pub idle: Duration,
 }
@@ -150,12 +152,15 @@ impl NoteRunner {
         let transcript = render(&lines);
         let asked = quiet::run(
             &self.providers,
+            &self.sandbox,
             provider,
             chat_id,
             &self.data_dir,
-            instructions(),
-            note_input(previous, &transcript),
-            MAX_NOTE_TURN,
+            quiet::QuietAsk {
+                system_prompt: instructions(),
+                prompt: note_input(previous, &transcript),
+                timeout: MAX_NOTE_TURN,
+            },
         )
         .await;
         let parsed = match asked {

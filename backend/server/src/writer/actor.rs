@@ -222,9 +222,18 @@ impl Actor {
                 };
                 finish(batch, ack, result)
             }
-            WriteCommand::BumpTokenEpoch { ack } => {
+            WriteCommand::BumpTokenEpoch { password_hash, ack } => {
                 let result = match db::owner::bump_token_epoch(&mut self.conn, now_ms()).await {
-                    Ok(Some(epoch)) => db::owner::forget_devices(&mut self.conn).await.map(|()| epoch),
+                    Ok(Some(epoch)) => {
+                        let password = match password_hash {
+                            Some(hash) => db::owner::set_password(&mut self.conn, &hash, now_ms()).await,
+                            None => Ok(()),
+                        };
+                        match password {
+                            Ok(()) => db::owner::forget_devices(&mut self.conn).await.map(|()| epoch),
+                            Err(e) => Err(e),
+                        }
+                    }
                     Ok(None) => Err(Domain::NotConfigured.into()),
                     Err(e) => Err(e),
                 };
@@ -491,7 +500,7 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
     }
     match command {
         WriteCommand::CreateOwner { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::BumpTokenEpoch { ack } => batch.complete(ack, err()),
+        WriteCommand::BumpTokenEpoch { ack, .. } => batch.complete(ack, err()),
         WriteCommand::RememberDevice { ack, .. } => batch.complete(ack, err()),
         WriteCommand::CreateChat { ack, .. } => batch.complete(ack, err()),
         WriteCommand::Emit { ack: Some(ack), .. } => batch.complete(ack, err()),

@@ -163,9 +163,9 @@ pub struct ChatPatch {
 pub enum WriteCommand {
     /// Creates the owner row (fails with 409 if it exists).
     CreateOwner { username: String, password_hash: String, ack: Ack<()> },
-    /// Bumps the token epoch, revoking every issued token and device credential; answers the
-    /// new epoch.
-    BumpTokenEpoch { ack: Ack<i64> },
+    /// Bumps the token epoch, revoking every issued token and device credential, and sets the
+    /// owner's new password hash when given; answers the new epoch.
+    BumpTokenEpoch { password_hash: Option<String>, ack: Ack<i64> },
     /// Records a sign-in from the device whose credential hashes to `token_hash`.
     RememberDevice { token_hash: String, label: String, ack: Ack<()> },
     /// Creates a chat (idempotent on id).

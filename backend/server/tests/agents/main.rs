@@ -234,23 +234,24 @@ impl Rig {
     }
 }
 
-/// The provider's way of writing `hello.txt` in the workspace.
+/// The provider's way of writing `hello.txt` in the agent's home (the sandbox keeps the data
+/// dir's own root closed).
 fn write_step(cli: Cli, text: &str) -> Value {
     match cli {
         Cli::Claude => json!({ "text": text, "tool_use": { "name": "Write",
-            "input": { "file_path": "{cwd}/hello.txt", "content": "hello from the mock\n" } } }),
+            "input": { "file_path": "{cwd}/agent-home/hello.txt", "content": "hello from the mock\n" } } }),
         Cli::Codex => json!({ "text": text,
-            "apply_patch": "*** Begin Patch\n*** Add File: hello.txt\n+hello from the mock\n*** End Patch\n" }),
+            "apply_patch": "*** Begin Patch\n*** Add File: agent-home/hello.txt\n+hello from the mock\n*** End Patch\n" }),
     }
 }
 
-/// A step whose shell command marks `slow-started` in the workspace, then runs for half a
+/// A step whose shell command marks `slow-started` in the agent's home, then runs for half a
 /// minute (Claude refuses a bare `sleep`).
-const SLOW_COMMAND: &str = "touch slow-started; python3 -c 'import time; time.sleep(30)'";
+const SLOW_COMMAND: &str = "touch agent-home/slow-started; python3 -c 'import time; time.sleep(30)'";
 
-/// Waits until the slow command started (its marker is in the workspace).
+/// Waits until the slow command started (its marker is in the agent's home).
 async fn slow_command_started(app: &TestApp) {
-    let marker = app.data_dir().join("slow-started");
+    let marker = app.data_dir().join("agent-home/slow-started");
     for _ in 0..1200 {
         if marker.exists() {
             return;
@@ -297,7 +298,8 @@ async fn turn_writes_a_file_streams_and_the_next_message_resumes(cli: Cli) {
     }
     assert!(kinds.iter().any(|k| k == "text" || k == "text_final"), "{cli:?}: no text in {kinds:?}");
     assert_eq!(events.last().expect("done").data["status"], "completed", "{cli:?}: {:?}", events.last());
-    let written = std::fs::read_to_string(app.data_dir().join("hello.txt")).expect("hello.txt in the workspace");
+    let written =
+        std::fs::read_to_string(app.data_dir().join("agent-home/hello.txt")).expect("hello.txt in the agent's home");
     assert_eq!(written.trim(), "hello from the mock");
     let detail = app.detail(token, "c").await;
     let reply = &detail["messages"][1];
@@ -615,6 +617,44 @@ async fn claude_a_steer_during_a_shell_step_marks_that_step_stopped() {
     assert_eq!(tools[0]["status"], "stopped", "the interrupted command: {}", tools[0]);
 }
 
+/// The agent's process tree runs in the sandbox: `cat secret.key` (and the data key, the
+/// database, the other provider's credentials, `run/`) fails, its own folders still work, and
+/// Settings says so.
+async fn the_agent_cannot_read_the_servers_secrets(cli: Cli) {
+    let other = match cli {
+        Cli::Claude => "codex",
+        Cli::Codex => "claude",
+    };
+    let probe = format!(
+        "for f in secret.key data.key db/mobius.sqlite3 cli-auth/{other}/auth-probe run/agents/*; do \
+         if cat \"$f\" >/dev/null 2>&1; then echo \"READ:$f\"; else echo \"DENIED:$f\"; fi; done; \
+         cat /etc/hostname >/dev/null && echo SYSTEM-OK; echo ok > apps/probe.txt && echo WROTE"
+    );
+    let step = match cli {
+        Cli::Claude => json!({ "text": "Looking around.", "tool_use": { "name": "Bash",
+            "input": { "command": probe, "description": "look around" } } }),
+        Cli::Codex => json!({ "text": "Looking around.", "shell": probe }),
+    };
+    let rig = Rig::start(cli, json!({ "steps": [step, { "text": "done" }] })).await;
+    let Rig { app, token, .. } = &rig;
+    let settings: Value = app.get("/api/settings", Some(token)).await.json().await.expect("settings");
+    assert_eq!(settings["sandbox"]["mode"], "landlock", "{cli:?}: {settings}");
+    std::fs::create_dir_all(app.data_dir().join("cli-auth").join(other)).expect("other provider dir");
+    std::fs::write(app.data_dir().join("cli-auth").join(other).join("auth-probe"), "credentials").expect("probe");
+    app.chat(token, "s").await;
+    let mut stream = app.stream(token, "s", None).await;
+    app.send(token, "s", "look around", "m1").await;
+    let events = stream.until("done", 120).await;
+    assert_eq!(events.last().expect("done").data["status"], "completed", "{cli:?}: {:?}", types(&events));
+    let transcript = app.detail(token, "s").await["messages"].to_string();
+    for f in ["secret.key", "data.key", "db/mobius.sqlite3", &format!("cli-auth/{other}/auth-probe"), "run/agents/"] {
+        assert!(transcript.contains(&format!("DENIED:{f}")), "{cli:?}: {f} was not denied: {transcript}");
+        assert!(!transcript.contains(&format!("READ:{f}")), "{cli:?}: {f} was read: {transcript}");
+    }
+    assert!(transcript.contains("SYSTEM-OK") && transcript.contains("WROTE"), "{cli:?}: {transcript}");
+    assert!(app.data_dir().join("apps/probe.txt").is_file());
+}
+
 macro_rules! for_both {
     ($($name:ident),* $(,)?) => {
         mod claude {
@@ -644,4 +684,5 @@ for_both!(
     a_server_killed_mid_turn_keeps_the_transcript_run_and_queue_and_resumes,
     the_agent_builds_an_app_and_publishes_it_with_mobius_app_apply,
     a_message_can_be_steered_into_the_running_turn,
+    the_agent_cannot_read_the_servers_secrets,
 );

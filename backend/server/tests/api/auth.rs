@@ -113,7 +113,9 @@ async fn bad_tokens_get_401_with_a_stable_code() {
     let mut agent = Claims::new(USERNAME, Scope::Agent, 0, 3600);
     agent.run_id = Some("rt-none".into());
     let agent = keys.issue(&agent).expect("issue");
-    assert_error(app.get("/api/auth/session", Some(&agent)).await, StatusCode::UNAUTHORIZED, "token_revoked").await;
+    assert_error(app.get("/api/apps", Some(&agent)).await, StatusCode::UNAUTHORIZED, "token_revoked").await;
+    // Outside its route table an agent token is refused before anything else.
+    assert_error(app.get("/api/auth/session", Some(&agent)).await, StatusCode::FORBIDDEN, "agent_not_allowed").await;
 }
 
 #[tokio::test]
@@ -134,7 +136,8 @@ async fn logout_all_revokes_every_issued_token() {
     // The revocation is durable.
     let dir = app.stop().await;
     let app = TestApp::spawn_in(dir, |_| {}).await;
-    assert_error(app.get("/api/auth/session", Some(&first)).await, StatusCode::UNAUTHORIZED, "token_revoked").await;
+    // After a restart the rotated-away key is forgotten: the old token is simply not ours.
+    assert_error(app.get("/api/auth/session", Some(&first)).await, StatusCode::UNAUTHORIZED, "invalid_token").await;
     assert_eq!(app.get("/api/auth/session", Some(&fresh)).await.status(), StatusCode::OK);
 }
 

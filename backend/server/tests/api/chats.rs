@@ -264,7 +264,9 @@ async fn stop_returns_fast_leaves_the_chat_idle_and_hands_back_the_queue() {
     // As a process, so its log shows whether the turn itself answered the stop.
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
     let bin = fake_claude(dir.path(), "30", 1);
-    let app = TestApp::spawn_process(dir, &[("MOBIUS_CLAUDE_BIN", bin.display().to_string())]).await;
+    // The fake CLI lives in the data dir, which the sandbox closes.
+    let env = [("MOBIUS_CLAUDE_BIN", bin.display().to_string()), ("MOBIUS_AGENT_SANDBOX", "off".to_owned())];
+    let app = TestApp::spawn_process(dir, &env).await;
     let token = app.setup_owner().await;
     app.connect_claude(&token).await;
     app.chat(&token, "st").await;
@@ -472,7 +474,7 @@ async fn under_the_ask_policy_a_tool_waits_for_the_owner_and_a_denial_reaches_th
 async fn a_server_killed_mid_turn_reopens_with_the_turn_interrupted_and_the_queue_kept() {
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
     let bin = fake_claude(dir.path(), "30", 0);
-    let env = [("MOBIUS_CLAUDE_BIN", bin.display().to_string())];
+    let env = [("MOBIUS_CLAUDE_BIN", bin.display().to_string()), ("MOBIUS_AGENT_SANDBOX", "off".to_owned())];
     let app = TestApp::spawn_process(dir, &env).await;
     let token = app.setup_owner().await;
     app.connect_claude(&token).await;

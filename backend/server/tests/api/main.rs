@@ -4,6 +4,7 @@ mod apps;
 mod auth;
 mod backup;
 mod chats;
+mod containment;
 mod exposure;
 mod fixture;
 mod helpers;

@@ -1,0 +1,220 @@
+//! The agent's sandbox: what its processes may touch on disk. With Landlock (Linux ≥ 5.13, no
+//! privileges needed, allowed by Docker's default profile) every CLI a turn starts, and all
+//! it starts in turn, sees only the folders of [`Sandbox::grants`]; `secret.key`, `data.key`,
+//! `db/`, `run/` and the other provider's credentials stay out of reach. Without Landlock the
+//! state says so ([`SandboxState::Off`]) and Settings shows it: nothing pretends.
+
+use std::path::{Path, PathBuf};
+
+use mobius_sys::landlock;
+use serde::Serialize;
+
+use super::ProviderKind;
+use crate::error::{Error, Result};
+
+/// System folders the agent's tools read and execute from (missing ones are skipped).
+const SYSTEM_READ_EXEC: &[&str] =
+    &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/etc", "/run/systemd/resolve"];
+/// Kernel views the runtimes read (`/proc/self`, cgroup limits, CPU counts).
+const SYSTEM_READ: &[&str] = &["/proc", "/sys"];
+/// Shared scratch and devices the tools write to.
+const SYSTEM_READ_WRITE: &[&str] = &["/tmp", "/var/tmp", "/dev"];
+/// Folders of `DATA_DIR` the agent works in, read and write.
+const DATA_READ_WRITE: &[&str] = &["apps", "app-data", "shared", "agent-home"];
+
+/// What the sandbox is on this server, as Settings shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum SandboxState {
+    /// Every agent process is confined by Landlock at this ABI version.
+    Landlock { abi: u32 },
+    /// The agent runs with the server's own file access; `reason` says why.
+    Off { reason: String },
+}
+
+/// Paths a turn's processes may use, by kind of access.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Grants {
+    /// Read, list and execute.
+    pub read_exec: Vec<PathBuf>,
+    /// Read and list.
+    pub read: Vec<PathBuf>,
+    /// Everything: read, write, create, remove, execute.
+    pub read_write: Vec<PathBuf>,
+    /// Only list names (no file in it can be opened unless another grant covers it).
+    pub list: Vec<PathBuf>,
+    /// Generic grants left out because they contain `DATA_DIR` or lie in it.
+    pub skipped: Vec<PathBuf>,
+}
+
+/// The sandbox of this server: its state and what it grants.
+#[derive(Clone, Debug)]
+pub struct Sandbox {
+    state: SandboxState,
+    data_dir: PathBuf,
+    /// Extra folders the agent reads (its skills, the libraries apps may import).
+    read_only: Vec<PathBuf>,
+}
+
+impl Sandbox {
+    /// Detects Landlock; `enabled: false` (`MOBIUS_AGENT_SANDBOX=off`) turns the sandbox off.
+    pub fn detect(enabled: bool, data_dir: &Path, read_only: Vec<PathBuf>) -> Self {
+        let state = if !enabled {
+            SandboxState::Off { reason: "turned off by MOBIUS_AGENT_SANDBOX=off".into() }
+        } else {
+            match landlock::abi_version() {
+                Ok(abi) if abi >= 1 => SandboxState::Landlock { abi },
+                Ok(abi) => SandboxState::Off { reason: format!("this kernel reports Landlock ABI {abi}") },
+                Err(e) => SandboxState::Off {
+                    reason: match e.raw_os_error() {
+                        Some(libc_enosys) if libc_enosys == nix::libc::ENOSYS => {
+                            "this kernel was built without Landlock".into()
+                        }
+                        Some(off) if off == nix::libc::EOPNOTSUPP => {
+                            "Landlock is built into this kernel but turned off at boot (lsm=…)".into()
+                        }
+                        _ => format!("Landlock is not available: {e}"),
+                    },
+                },
+            }
+        };
+        Self { state, data_dir: data_dir.to_path_buf(), read_only }
+    }
+
+    /// The sandbox's state.
+    pub fn state(&self) -> &SandboxState {
+        &self.state
+    }
+
+    /// What a turn of `kind` may use: `cli` is the provider's binary, `home` and `scratch` the
+    /// agent's HOME and TMPDIR, `path` its PATH.
+    pub fn grants(&self, kind: ProviderKind, cli: &Path, home: &Path, scratch: &Path, path: &str) -> Grants {
+        let data = &self.data_dir;
+        let mut grants = Grants::default();
+        let generic = |list: &mut Vec<PathBuf>, skipped: &mut Vec<PathBuf>, p: PathBuf| {
+            let p = std::fs::canonicalize(&p).unwrap_or(p);
+            // A generic grant holding the data dir would open all of it; one inside it could
+            // open what the data grants below leave closed.
+            if data.starts_with(&p) || p.starts_with(data) {
+                skipped.push(p);
+            } else if !list.contains(&p) {
+                list.push(p);
+            }
+        };
+        for p in SYSTEM_READ_EXEC {
+            generic(&mut grants.read_exec, &mut grants.skipped, PathBuf::from(p));
+        }
+        for dir in path.split(':').filter(|d| d.starts_with('/')) {
+            generic(&mut grants.read_exec, &mut grants.skipped, PathBuf::from(dir));
+        }
+        // A bare name (`claude`) is the one the CLI's PATH finds.
+        let cli = if cli.components().count() == 1 {
+            path.split(':')
+                .map(|dir| Path::new(dir).join(cli))
+                .find(|p| p.is_file())
+                .unwrap_or_else(|| cli.to_path_buf())
+        } else {
+            cli.to_path_buf()
+        };
+        if let Some(root) = package_root(&cli) {
+            generic(&mut grants.read_exec, &mut grants.skipped, root);
+        }
+        if let Ok(exe) = std::env::current_exe() {
+            generic(&mut grants.read_exec, &mut grants.skipped, exe);
+        }
+        for p in SYSTEM_READ {
+            generic(&mut grants.read, &mut grants.skipped, PathBuf::from(p));
+        }
+        for p in &self.read_only {
+            generic(&mut grants.read, &mut grants.skipped, p.clone());
+        }
+        for p in SYSTEM_READ_WRITE {
+            generic(&mut grants.read_write, &mut grants.skipped, PathBuf::from(p));
+        }
+        for name in DATA_READ_WRITE {
+            grants.read_write.push(data.join(name));
+        }
+        grants.read_write.push(data.join("cli-auth").join(kind.id()));
+        for p in [home, scratch] {
+            if !grants.read_write.iter().any(|g| g == p) {
+                grants.read_write.push(p.to_path_buf());
+            }
+        }
+        grants.list.push(data.clone());
+        grants
+    }
+
+    /// The Landlock ruleset for `grants`, or `None` when the sandbox is off. Folders of
+    /// `DATA_DIR` it grants are created first (a missing one could not be granted); other
+    /// missing paths are skipped.
+    pub fn ruleset(&self, grants: &Grants) -> Result<Option<landlock::Ruleset>> {
+        let SandboxState::Landlock { abi } = self.state else { return Ok(None) };
+        let failed = |e: std::io::Error| Error::Internal(format!("the agent's sandbox could not be built: {e}"));
+        let mut rules = landlock::Ruleset::new(abi).map_err(failed)?;
+        let all = landlock::all_access(abi);
+        let read = landlock::ACCESS_READ_FILE | landlock::ACCESS_READ_DIR;
+        let sets: [(&[PathBuf], u64); 4] = [
+            (grants.read_exec.as_slice(), read | landlock::ACCESS_EXECUTE),
+            (grants.read.as_slice(), read),
+            (grants.read_write.as_slice(), all),
+            (grants.list.as_slice(), landlock::ACCESS_READ_DIR),
+        ];
+        for (paths, access) in sets {
+            for path in paths {
+                if access == all && path.starts_with(&self.data_dir) {
+                    std::fs::create_dir_all(path)?;
+                }
+                match rules.allow(path, access) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(failed(e)),
+                }
+            }
+        }
+        Ok(Some(rules))
+    }
+}
+
+/// The folder a CLI's code lives in: the folder holding the nearest `node_modules` above the
+/// resolved binary (npm installs link `bin/` into the package), else the binary's own folder.
+fn package_root(cli: &Path) -> Option<PathBuf> {
+    let resolved = std::fs::canonicalize(cli).ok()?;
+    let mut dir = resolved.parent();
+    while let Some(d) = dir {
+        if d.file_name().is_some_and(|n| n == "node_modules") {
+            return d.parent().map(Path::to_path_buf);
+        }
+        dir = d.parent();
+    }
+    resolved.parent().map(Path::to_path_buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grants_never_open_the_data_dir_and_name_only_the_own_provider() {
+        let root = tempfile::tempdir().expect("tmp");
+        let data = root.path().join("data");
+        std::fs::create_dir_all(&data).expect("data");
+        let data = std::fs::canonicalize(&data).expect("canon");
+        let sandbox = Sandbox::detect(true, &data, vec![root.path().to_path_buf()]);
+        let home = data.join("agent-home");
+        let scratch = data.join("agent-scratch/c1");
+        let path = format!("/usr/bin:{}:/bin", root.path().display());
+        let g = sandbox.grants(ProviderKind::Claude, Path::new("/bin/sh"), &home, &scratch, &path);
+        let everything: Vec<&PathBuf> = g.read_exec.iter().chain(&g.read).chain(&g.read_write).collect();
+        for p in &everything {
+            assert!(!data.starts_with(p), "{} would expose the data dir", p.display());
+        }
+        assert!(g.skipped.iter().any(|p| data.starts_with(p)), "the temp root is skipped: {g:?}");
+        assert!(g.read_write.contains(&data.join("cli-auth/claude")));
+        assert!(!everything.iter().any(|p| p.ends_with("cli-auth/codex") || p.ends_with("db")));
+        assert!(!everything.iter().any(|p| p.ends_with("secret.key") || p.ends_with("run")));
+        assert_eq!(g.list, vec![data.clone()]);
+        let off = Sandbox::detect(false, &data, Vec::new());
+        assert!(matches!(off.state(), SandboxState::Off { reason } if reason.contains("MOBIUS_AGENT_SANDBOX")));
+        assert!(off.ruleset(&g).expect("off").is_none());
+    }
+}

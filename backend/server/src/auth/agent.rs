@@ -1,0 +1,104 @@
+//! What an agent run's token may call. The token (`Scope::Agent`, bound to one chat and one
+//! running run) reaches only the routes of [`AGENT_ROUTES`] — its own chat, publishing and
+//! reading apps, app storage, the proxy and notifications — and nothing in auth, providers,
+//! settings, app tokens, secrets or other chats. The table is API.md's "Agent token" table;
+//! every row has a test (`tests/api/agent_scope.rs`).
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::Scope;
+use crate::error::Error;
+use crate::state::AppState;
+
+/// `(method, route)` pairs an agent token may call (`*`: any method); a route naming
+/// `/chats/{id}` is allowed for the token's own chat only. HEAD goes wherever GET does.
+pub const AGENT_ROUTES: &[(&str, &str)] = &[
+    ("GET", "/chats/{id}"),
+    ("GET", "/chats/{id}/stream"),
+    ("GET", "/chats/{id}/runs"),
+    ("GET", "/chats/{id}/tool-output/{tool_use_id}"),
+    ("POST", "/apps/apply"),
+    ("GET", "/apps"),
+    ("GET", "/apps/"),
+    ("GET", "/apps/{id}"),
+    ("GET", "/apps/{id}/history"),
+    ("POST", "/apps/review"),
+    ("GET", "/catalog"),
+    ("*", "/storage/apps/{id}/{*path}"),
+    ("*", "/storage/apps/{id}/folder/{*path}"),
+    ("*", "/storage/apps/{id}/move"),
+    ("GET", "/storage/apps-list/{id}"),
+    ("GET", "/storage/apps-list/{id}/"),
+    ("GET", "/storage/apps-list/{id}/{*prefix}"),
+    ("*", "/storage/shared/{*path}"),
+    ("GET", "/storage/shared-list"),
+    ("GET", "/storage/shared-list/"),
+    ("GET", "/storage/shared-list/{*prefix}"),
+    ("GET", "/proxy"),
+    ("POST", "/proxy"),
+    ("POST", "/notify"),
+    ("POST", "/notifications/send"),
+];
+
+/// May an agent token bound to `own_chat` call `method` on `path`, which matched `route`?
+pub fn allowed(method: &Method, route: &str, path: &str, own_chat: Option<&str>) -> bool {
+    let method = if *method == Method::HEAD { "GET" } else { method.as_str() };
+    let listed = AGENT_ROUTES.iter().any(|(m, r)| (*m == "*" || *m == method) && *r == route);
+    if !listed {
+        return false;
+    }
+    // `/chats/{id}…`: the second segment must be the token's own chat.
+    if route.starts_with("/chats/{id}") {
+        let id = path.trim_start_matches('/').split('/').nth(1);
+        return id.is_some() && id == own_chat;
+    }
+    true
+}
+
+/// Middleware on the API router: a request carrying a valid agent token goes on only to the
+/// routes of [`AGENT_ROUTES`] (403 `agent_not_allowed` otherwise). Other requests pass; the
+/// routes' own extractors check their tokens.
+pub async fn restrict_agent(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let token = super::bearer_of(request.headers());
+    let Some(claims) = token.and_then(|t| state.keys.verify(t).ok()) else {
+        return next.run(request).await;
+    };
+    if claims.scope != Scope::Agent {
+        return next.run(request).await;
+    }
+    let Some(matched) = request.extensions().get::<MatchedPath>() else {
+        // No route matched: the API's own 404 answers.
+        return next.run(request).await;
+    };
+    let route = matched.as_str().strip_prefix("/api").unwrap_or(matched.as_str());
+    let path = request.uri().path();
+    let path = path.strip_prefix("/api").unwrap_or(path);
+    if allowed(request.method(), route, path, claims.chat_id.as_deref()) {
+        next.run(request).await
+    } else {
+        Error::forbidden("agent_not_allowed", "The agent's token cannot use this route; ask the owner to do it.")
+            .into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_chat_only_and_listed_methods_only() {
+        let own = Some("c1");
+        assert!(allowed(&Method::GET, "/chats/{id}", "/chats/c1", own));
+        assert!(allowed(&Method::HEAD, "/chats/{id}/runs", "/chats/c1/runs", own));
+        assert!(!allowed(&Method::GET, "/chats/{id}", "/chats/c2", own));
+        assert!(!allowed(&Method::PATCH, "/chats/{id}", "/chats/c1", own), "not its approval policy");
+        assert!(!allowed(&Method::POST, "/chats/{id}/messages", "/chats/c1/messages", own));
+        assert!(!allowed(&Method::GET, "/chats/{id}", "/chats/c1", None));
+        assert!(allowed(&Method::PUT, "/storage/apps/{id}/{*path}", "/storage/apps/3/a.json", own));
+        assert!(!allowed(&Method::POST, "/auth/logout-all", "/auth/logout-all", own));
+        assert!(!allowed(&Method::POST, "/auth/app-token", "/auth/app-token", own));
+    }
+}
