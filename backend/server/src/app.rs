@@ -77,6 +77,8 @@ pub struct Inner {
     pub storage: Arc<crate::storage::Store>,
     /// The app proxy's client and concurrency limit.
     pub proxy: crate::apps::proxy::Proxy,
+    /// Notifications: the centre, Web Push and its worker.
+    pub push: crate::push::Push,
     /// The mini-app bundler, started on first use (it owns a few threads).
     bundler: OnceLock<mobius_bundler::Bundler>,
 }
@@ -142,6 +144,7 @@ impl AppState {
             );
         }
         let providers = Providers::new(&config, &config.data_dir, api_url);
+        let push = crate::push::Push::start(&config, db.clone(), writer.clone())?;
         let config_quota = config.app_quota_bytes;
         let state = Self(Arc::new(Inner {
             config,
@@ -164,6 +167,7 @@ impl AppState {
             app_locks: KeyedLocks::default(),
             storage: crate::storage::Store::new(config_quota),
             proxy: crate::apps::proxy::Proxy::default(),
+            push,
             bundler: OnceLock::new(),
         }));
         Ok((state, task))
@@ -184,6 +188,7 @@ pub fn router(state: AppState) -> Router {
         .merge(providers::router())
         .merge(events::routes::router())
         .merge(crate::telemetry::router())
+        .merge(crate::push::router())
         .fallback(api_not_found)
         .method_not_allowed_fallback(api_method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), auth::csrf::reject_cross_site))

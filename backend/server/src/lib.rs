@@ -18,6 +18,7 @@ pub mod housekeeping;
 pub mod memory;
 pub mod ops;
 pub mod providers;
+pub mod push;
 pub mod storage;
 pub mod telemetry;
 pub mod web;

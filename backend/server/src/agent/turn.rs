@@ -429,7 +429,7 @@ impl Turn<'_> {
                 )
             }
         };
-        let body = event("question", fields);
+        let body = event("question", fields.clone());
         self.live.apply(&body);
         let committed = self
             .state
@@ -444,7 +444,10 @@ impl Turn<'_> {
             })
             .await;
         match committed {
-            Ok(()) => self.pending_ask = Some(PendingAsk { question_id, approval_tool, reply }),
+            Ok(()) => {
+                self.state.push.question_waiting(&self.chat_id, &question_id, &fields);
+                self.pending_ask = Some(PendingAsk { question_id, approval_tool, reply });
+            }
             Err(e) => {
                 warn!(error = %e, "a question could not be recorded; declining it");
                 let _ = reply.send(Reply::Deny("The question could not be delivered to the owner.".into()));
@@ -607,7 +610,13 @@ impl Turn<'_> {
             next_run_id: new_run_id(),
         };
         info!(run.id = %self.run_id, status, "turn ended");
+        let reply =
+            run.body.as_ref().and_then(|b| b.get("content")).and_then(Value::as_str).unwrap_or_default().to_owned();
         match self.state.writer.call(|ack| WriteCommand::FinishRun { finish: run, ack }).await {
+            Ok(outcome) if !stopped && outcome.next.is_none() && matches!(status, "completed" | "failed") => {
+                self.state.push.turn_ended(&self.chat_id, status == "failed", &reply, finish.error.as_deref());
+                Outcome { next: None, cleared: outcome.cleared }
+            }
             Ok(outcome) => Outcome {
                 next: outcome.next.map(|(run_id, messages)| TurnStart {
                     chat_id: self.chat_id.clone(),

@@ -3,7 +3,7 @@
 
 pub mod access;
 pub mod apps;
-mod routes;
+pub(crate) mod routes;
 pub(crate) mod stream;
 
 use std::collections::VecDeque;

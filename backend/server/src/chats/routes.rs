@@ -465,7 +465,8 @@ async fn start_or_queue(
 }
 
 /// Routes an answer to the waiting turn; after a restart, starts a new turn with it.
-async fn answer(state: &AppState, chat_id: &str, question_id: &str, answers: Value) -> Result<Response> {
+/// Hands the owner's answers to the question (also used by notification buttons).
+pub(crate) async fn answer(state: &AppState, chat_id: &str, question_id: &str, answers: Value) -> Result<Response> {
     if !(answers.is_object()) || answers.to_string().len() > 64 * 1024 {
         return Err(Error::bad_request("invalid_answers", "answers is an object of at most 64 KiB."));
     }

@@ -7,6 +7,7 @@ pub mod apps;
 pub mod chats;
 pub mod embeds;
 pub mod owner;
+pub mod push;
 
 use std::path::Path;
 use std::str::FromStr;

@@ -220,6 +220,7 @@ impl Actor {
                 | WriteCommand::AppForgetUnbuilt { .. }
                 | WriteCommand::AppPatch { .. }
                 | WriteCommand::AppPurge { .. }
+                | WriteCommand::Push { .. }
                 | WriteCommand::AppAdopt { .. }
                 | WriteCommand::AppSecretPut { .. }
                 | WriteCommand::AppSecretDelete { .. }
@@ -408,6 +409,10 @@ impl Actor {
                 let result = super::apps::adopt(&mut self.conn, batch, id, &slug).await;
                 finish(batch, ack, result)
             }
+            WriteCommand::Push { op, ack } => {
+                let result = super::push::apply(&mut self.conn, batch, op).await;
+                finish(batch, ack, result)
+            }
             WriteCommand::AppPurge { cutoff, ack } => {
                 let result = db::apps::purge_deleted(&mut self.conn, cutoff).await;
                 finish(batch, ack, result)
@@ -518,6 +523,7 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         }
         WriteCommand::AppPatch { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppPurge { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::Push { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppAdopt { ack, .. } | WriteCommand::AppSecretPut { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppSecretDelete { ack, .. } => batch.complete(ack, err()),
         WriteCommand::EmbedGrantMint { ack, .. } => batch.complete(ack, err()),

@@ -222,6 +222,8 @@ pub enum WriteCommand {
     AppAdopt { id: i64, slug: String, ack: Ack<()> },
     /// Purges apps deleted before `cutoff`: `(id, slug)` of each.
     AppPurge { cutoff: i64, ack: Ack<Vec<(i64, String)>> },
+    /// Push subscriptions and the notification centre (`writer/push.rs`).
+    Push { op: super::push::PushWrite, ack: Ack<u64> },
     /// Coalesced live-message snapshot.
     SnapshotLive(LiveSnapshot),
     /// Resolves after everything queued before it is committed.

@@ -11,6 +11,7 @@ mod actor;
 mod apps;
 mod chat;
 pub mod commands;
+pub mod push;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

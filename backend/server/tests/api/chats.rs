@@ -12,7 +12,7 @@ use crate::helpers::{TestApp, assert_error, script, types};
 
 /// A stream-json Claude imitation: answers each turn with `reply for <chat>` after `delay`
 /// seconds, streaming `parts` text deltas first.
-fn fake_claude(dir: &Path, delay: &str, parts: usize) -> PathBuf {
+pub fn fake_claude(dir: &Path, delay: &str, parts: usize) -> PathBuf {
     let deltas: String = (0..parts)
         .map(|i| {
             format!(
@@ -345,7 +345,7 @@ async fn broken_clis_fail_the_turn_with_a_readable_error() {
 }
 
 /// A fake CLI that asks a question (or for a permission) and reports the answer it got.
-fn asking_claude(dir: &Path, tool: &str, input: &str) -> PathBuf {
+pub fn asking_claude(dir: &Path, tool: &str, input: &str) -> PathBuf {
     script(
         dir,
         "asking-claude",

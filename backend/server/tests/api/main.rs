@@ -8,6 +8,7 @@ mod helpers;
 mod ops;
 mod platform;
 mod providers;
+mod push;
 mod storage;
 mod telemetry;
 mod web;
