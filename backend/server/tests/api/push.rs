@@ -525,3 +525,40 @@ async fn apps_send_attributed_notifications_within_their_rate_and_the_centre_kee
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(app.get("/api/notifications", Some(&token)).await.json::<Value>().await.expect("json"), json!([]));
 }
+
+/// A fake Claude that runs `mobius notify … --chat` during its turn, then finishes.
+fn notifying_claude(dir: &Path) -> PathBuf {
+    crate::helpers::script(
+        dir,
+        "notifying-claude",
+        &format!(
+            r#"IFS= read -r init
+IFS= read -r user
+"{bin}" notify "Build done" "All green" --chat > "$TMPDIR/notify.out" 2>&1
+printf '{{"type":"assistant","message":{{"id":"m1","content":[{{"type":"text","text":"notified: %s"}}]}},"session_id":"s1"}}\n' "$(tr -d '\n"' < "$TMPDIR/notify.out")"
+printf '{{"type":"result","subtype":"success","is_error":false,"session_id":"s1","usage":{{}}}}\n'
+cat >/dev/null"#,
+            bin = env!("CARGO_BIN_EXE_mobius")
+        ),
+    )
+}
+
+#[tokio::test]
+async fn the_agent_notifies_with_the_cli_attributed_to_its_chat() {
+    let (app, token, mut service) = app_with(Some(&notifying_claude)).await;
+    app.connect_claude(&token).await;
+    subscribe(&app, &token, service.add(Device::new("phone"))).await;
+    app.chat(&token, "n1").await;
+    app.send(&token, "n1", "build it", "m1").await;
+    let push = service.next().await;
+    assert_eq!(push.payload["kind"], "agent", "{:?}", push.payload);
+    assert_eq!(
+        (&push.payload["title"], &push.payload["body"], &push.payload["target"], &push.payload["tag"]),
+        (&json!("Build done"), &json!("All green"), &json!("/shell/?chat=n1"), &json!("chat:n1"))
+    );
+    let done = service.next().await;
+    assert_eq!(done.payload["kind"], "turn_done");
+    assert!(done.payload["body"].as_str().expect("body").starts_with("notified: notified ("), "{}", done.payload);
+    let list: Value = app.get("/api/notifications", Some(&token)).await.json().await.expect("json");
+    assert_eq!((&list[1]["source_type"], &list[1]["source_id"]), (&json!("chat"), &json!("n1")));
+}
