@@ -26,6 +26,7 @@ import {
 import type { ProviderId, ProviderInfo, ProvidersStatus } from "../api/types";
 import { setTheme, useTheme, type ThemeChoice } from "../shell/theme";
 import { Icon } from "./Icon";
+import NotificationSettings from "./NotificationSettings";
 
 const errorText = (error: unknown) => (error instanceof ApiError ? error.message : "Something went wrong.");
 
@@ -69,6 +70,7 @@ export default function Settings({ activeChatId, onSignOut }: SettingsProps) {
         </section>
         <DefaultsSection providers={list} status={status.data} activeChatId={activeChatId} />
         <AppearanceSection />
+        <NotificationSettings />
         <section className="settings-section" aria-labelledby="s-sessions">
           <h2 id="s-sessions" className="settings-title">
             Sessions

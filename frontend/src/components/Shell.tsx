@@ -17,6 +17,7 @@ import { onAppPreview } from "../shell/appEvents";
 import { useWide } from "../shell/layout";
 import { useOnline } from "../shell/online";
 import { closeApp, closeDrawer, currentNav, navigate, openApp, openDrawer, useNav, type Route } from "../shell/router";
+import { usePresence } from "../shell/push";
 import { useSystemEvents } from "../shell/systemEvents";
 import { AccountMenu } from "./AccountMenu";
 import { AppPane } from "./AppPane";
@@ -25,6 +26,7 @@ import { ChatView } from "./ChatView";
 import { Drawer } from "./Drawer";
 import { Icon } from "./Icon";
 import { preloadMarkdown } from "./Markdown";
+import NotificationBell from "./NotificationBell";
 
 const Settings = lazy(() => import("./Settings"));
 
@@ -232,6 +234,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
   );
 
   const activeId = route.name === "chat" ? route.id : null;
+  usePresence(activeId);
   const summary = activeId ? chats.data?.find((c) => c.id === activeId) : undefined;
   const chatTitle =
     route.name === "settings" ? "Settings" : (summary?.title || (liveTitle?.id === activeId ? liveTitle?.title : "") || "New chat");
@@ -313,6 +316,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
           >
             <Icon name="compose" size={20} />
           </button>
+          <NotificationBell />
           <AccountMenu
             username={owner}
             onSignOut={() => onSignOut(false)}

@@ -12,6 +12,7 @@ import { backoffDelay } from "../chat/reconnect";
 import { runStream } from "../chat/sse";
 import { announceAppPreview } from "./appEvents";
 import { useOnline } from "./online";
+import { notificationsKey, pushDevicesKey } from "../api/push";
 
 interface SystemEvent {
   type?: string;
@@ -59,6 +60,8 @@ export function useSystemEvents(): void {
             } catch {
               return;
             }
+            if (touchesNotifications(event.type)) void queryClient.invalidateQueries({ queryKey: notificationsKey });
+            if (event.type === "push_devices_changed") void queryClient.invalidateQueries({ queryKey: pushDevicesKey });
             // (Re)opening may have missed events: refresh once then too.
             if (event.type === "system_stream_open") {
               invalidate("chats");
@@ -91,4 +94,9 @@ export function useSystemEvents(): void {
       if (refresh !== null) clearTimeout(refresh);
     };
   }, [online, queryClient]);
+}
+
+/** Events after which the bell and the badge recount (a question waiting changes a chat). */
+function touchesNotifications(type: string | undefined): boolean {
+  return type === "system_stream_open" || type === "notifications_changed" || type === "notification_created" || !!type?.startsWith("chat_");
 }

@@ -1,0 +1,98 @@
+//! What a push carries and where a tap on it leads, shared by the service worker and its tests.
+//! Targets come from the server (`/shell/?chat=<id>[&question=<id>]`, `/shell/?app=<id>`, `/`);
+//! anything else leads to `/`. The shell's own routes are `/chat/<id>` and `?app=<id>`.
+
+export interface PushAction {
+  action: string;
+  title: string;
+  target?: string;
+}
+
+/** The JSON a push delivers (see backend/server/API.md, "Notifications"). */
+export interface PushPayload {
+  id: string | null;
+  title: string;
+  body: string | null;
+  icon: string | null;
+  target: string | null;
+  actions: PushAction[];
+  kind: string | null;
+  tag: string | null;
+  chat_id?: string;
+  question_id?: string;
+  action_token?: string;
+}
+
+/** Buttons a notification shows. */
+export const MAX_ACTIONS = 2;
+const ID = /^[A-Za-z0-9_-]{1,128}$/;
+const INTENT = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+/** Parses a push's JSON text; `null` when it is not a notification. */
+export function parsePayload(text: string): PushPayload | null {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof raw !== "object" || raw === null) return null;
+  const r = raw as Record<string, unknown>;
+  if (typeof r.title !== "string" || r.title === "") return null;
+  const str = (v: unknown) => (typeof v === "string" && v !== "" ? v : null);
+  const actions = Array.isArray(r.actions)
+    ? r.actions
+        .filter((a: unknown): a is PushAction => {
+          const o = a as Partial<Record<keyof PushAction, unknown>> | null;
+          return typeof o === "object" && o !== null && typeof o.action === "string" && typeof o.title === "string";
+        })
+        .slice(0, MAX_ACTIONS)
+    : [];
+  const payload: PushPayload = {
+    id: str(r.id),
+    title: r.title,
+    body: str(r.body),
+    icon: str(r.icon),
+    target: str(r.target),
+    actions,
+    kind: str(r.kind),
+    tag: str(r.tag),
+  };
+  if (str(r.chat_id) && str(r.question_id) && str(r.action_token)) {
+    payload.chat_id = r.chat_id as string;
+    payload.question_id = r.question_id as string;
+    payload.action_token = r.action_token as string;
+  }
+  return payload;
+}
+
+/** The shell URL (same origin, path and query) a notification target opens; `/` for anything
+ *  that is not a known deep link. */
+export function shellUrlFor(target: string | null | undefined, origin: string): string {
+  if (!target) return "/";
+  let url: URL;
+  try {
+    url = new URL(target, origin);
+  } catch {
+    return "/";
+  }
+  if (url.origin !== origin) return "/";
+  if (url.pathname === "/" && url.search === "") return "/";
+  if (url.pathname !== "/shell/" && url.pathname !== "/shell") return "/";
+  const chat = url.searchParams.get("chat");
+  const app = url.searchParams.get("app");
+  const question = url.searchParams.get("question");
+  const intent = url.searchParams.get("intent");
+  if (chat !== null && app === null && ID.test(chat)) {
+    return question !== null && ID.test(question) ? `/chat/${chat}?question=${question}` : `/chat/${chat}`;
+  }
+  if (app !== null && chat === null && ID.test(app)) {
+    return intent !== null && INTENT.test(intent) ? `/?app=${app}&intent=${intent}` : `/?app=${app}`;
+  }
+  return "/";
+}
+
+/** Whether the platform shows notification buttons (iOS does not: a tap opens the question). */
+export function actionsSupported(maxActions: number | undefined): boolean {
+  return typeof maxActions === "number" && maxActions > 0;
+}
