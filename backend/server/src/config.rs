@@ -47,6 +47,9 @@ pub struct Config {
     pub proxy_allow_loopback: bool,
     /// How long one `/api/proxy` request may take in all (default 15 s; tests shorten it).
     pub proxy_timeout: Duration,
+    /// Lets Web Push reach plain-http loopback endpoints (`MOBIUS_PUSH_ALLOW_LOOPBACK=1`): for
+    /// the browser tests' push service only. Off, pushes go to https public addresses only.
+    pub push_allow_loopback: bool,
 }
 
 /// The app proxy's default time limit per request.
@@ -159,6 +162,11 @@ impl Config {
         let app_quota_bytes = quota_raw.trim().parse::<u64>().ok().filter(|q| *q > 0).ok_or_else(|| {
             ConfigError(format!("MOBIUS_APP_QUOTA_BYTES={quota_raw:?} must be a positive number of bytes"))
         })?;
+        let push_allow_loopback = match get("MOBIUS_PUSH_ALLOW_LOOPBACK").as_deref().map(str::trim) {
+            None | Some("" | "0" | "false") => false,
+            Some("1" | "true") => true,
+            Some(other) => return Err(ConfigError(format!("MOBIUS_PUSH_ALLOW_LOOPBACK={other:?} must be 1 or 0"))),
+        };
         Ok(Self {
             data_dir,
             bind,
@@ -178,6 +186,7 @@ impl Config {
             app_quota_bytes,
             proxy_allow_loopback: false,
             proxy_timeout: DEFAULT_PROXY_TIMEOUT,
+            push_allow_loopback,
         })
     }
 
@@ -202,6 +211,7 @@ impl Config {
             app_quota_bytes: DEFAULT_APP_QUOTA_BYTES,
             proxy_allow_loopback: false,
             proxy_timeout: DEFAULT_PROXY_TIMEOUT,
+            push_allow_loopback: false,
         }
     }
 

@@ -249,7 +249,8 @@ pub(crate) struct Shared {
     pub subject: String,
     pub presence: presence::Presence,
     pub actions: actions::ActionTokens,
-    /// Test configurations may push to `http://127.0.0.1` (the tests' push service).
+    /// Test configurations may push to `http://127.0.0.1` (the tests' push service):
+    /// `Config::push_allow_loopback`.
     pub allow_loopback: bool,
 }
 
@@ -263,8 +264,11 @@ impl Push {
             subject: format!("mailto:admin@{host}"),
             presence: presence::Presence::default(),
             actions: actions::ActionTokens::default(),
-            allow_loopback: config.proxy_allow_loopback,
+            allow_loopback: config.push_allow_loopback,
         });
+        if config.push_allow_loopback {
+            warn!("MOBIUS_PUSH_ALLOW_LOOPBACK is set: pushes may go to plain-http loopback endpoints (tests only)");
+        }
         let (queue, rx) = mpsc::channel(MAX_QUEUED_NOTICES);
         tokio::spawn(worker::run(rx, shared.clone(), db, writer));
         Ok(Self { shared, queue, limits: Mutex::new(HashMap::new()) })

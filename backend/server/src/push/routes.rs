@@ -106,7 +106,11 @@ fn checked_endpoint(state: &AppState, raw: &str) -> Result<String> {
     }
     let url = reqwest::Url::parse(raw.trim()).map_err(|_| invalid("is not a URL"))?;
     let loopback = state.push.shared().allow_loopback;
-    if url.scheme() != "https" && !loopback {
+    let loopback_literal = url
+        .host_str()
+        .and_then(|h| h.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>().ok())
+        .is_some_and(|ip| ip.is_loopback());
+    if url.scheme() != "https" && !(loopback && loopback_literal && url.scheme() == "http") {
         return Err(invalid("must be https"));
     }
     if let Some(why) = super::worker::policy(loopback).refuse_url(&url) {

@@ -206,7 +206,7 @@ async fn app_with(bin: Option<&dyn Fn(&Path) -> PathBuf>) -> (TestApp, String, P
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
     let bin = bin.map(|b| b(dir.path()));
     let app = TestApp::spawn_in(dir, |c| {
-        c.proxy_allow_loopback = true;
+        c.push_allow_loopback = true;
         if let Some(bin) = bin {
             c.claude_bin = bin;
         }
