@@ -690,6 +690,107 @@ def section_appdoc(binary, tmp):
         note("appdoc", label, f"{p50}  |  {p99}", "p50 ≤ 5 ms" if key == "update" else "")
 
 
+# A valid P-256 point (RFC 8291's example device key) for bench subscriptions.
+BENCH_DEVICE_KEY = "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4"
+
+
+def push_service():
+    """A local push service that accepts everything: (port, count of pushes received)."""
+    import http.server
+    import threading
+    received = [0]
+
+    class Accept(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            received[0] += 1
+            self.send_response(201)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Accept)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, received
+
+
+def section_push(binary, tmp):
+    """Notifications: the cost a finished turn pays (10 devices), idle RSS with push in use, and
+    listing the centre with 1,000 stored notifications."""
+    print("push", flush=True)
+    exe = os.path.join(os.environ["CARGO_TARGET_DIR"], "release", "examples", "push_cost")
+    out = subprocess.run(["taskset", "-c", "0", exe], capture_output=True, text=True, check=True).stdout
+    r = json.loads(out.strip().splitlines()[-1])
+    note("push", f"turn end with {r['devices']} devices: added to commit path p50 | p99 (µs)",
+         f"{r['enqueue_p50_us']:.1f}  |  {r['enqueue_p99_us']:.1f}", "≤ 1 ms")
+    note("push", f"turn end → all {r['devices']} pushes received p50 | p99 (ms)",
+         f"{r['delivered_p50_ms']:.1f}  |  {r['delivered_p99_ms']:.1f}", "")
+
+    d = tempfile.mkdtemp(dir=tmp)
+    s = Server(binary, d, {"MOBIUS_PUSH_ALLOW_LOOPBACK": "1"})
+    s.wait()
+    token = owner_token(s.port)
+    time.sleep(3)
+    idle_before = s.rss_mib()
+    httpd, received = push_service()
+    for i in range(10):
+        sub = {"endpoint": f"http://127.0.0.1:{httpd.server_address[1]}/push/{i}",
+               "keys": {"p256dh": BENCH_DEVICE_KEY, "auth": "BTBZMqHH6r4Tts7J_aSIgg"}, "label": f"bench {i}"}
+        status, _ = http_json(s.port, "POST", "/api/push/subscribe", sub, token)
+        assert status == 201, status
+    for _ in range(5):
+        http_json(s.port, "POST", "/api/push/test", {}, token)
+    end = time.time() + 30
+    while received[0] < 50 and time.time() < end:
+        time.sleep(0.05)
+    time.sleep(12)  # the push client is dropped after 10 s without a notice
+    idle_after = s.rss_mib()
+    note("push", "idle RSS: before push | after 10 devices and 50 pushes (MiB)", f"{idle_before:.1f}  |  {idle_after:.1f}", "")
+    note("push", "idle RSS growth with push in use (MiB)", f"{idle_after - idle_before:+.2f}", "≤ 0.5 MiB")
+    httpd.shutdown()
+
+    # 1,000 stored notifications, written behind the server's back like an old history.
+    import sqlite3
+    db = sqlite3.connect(os.path.join(d, "db", "mobius.sqlite3"), timeout=10)
+    now = int(time.time() * 1000)
+    db.executemany(
+        "INSERT INTO notifications (id, kind, source_type, source_id, title, body, target, sent_at) VALUES (?,?,?,?,?,?,?,?)",
+        [(f"bench-{i:05}", "turn_done", "chat", f"c{i % 20}", f"Chat {i % 20}", "The agent finished. " * 5,
+          f"/shell/?chat=c{i % 20}", now - i * 1000) for i in range(1000)])
+    db.commit()
+    db.close()
+    gate = Gate(s.proc.pid)
+    for label, path in (("first page of 100", "/api/notifications?limit=100"), ("unread count", "/api/notifications/unread-count")):
+        def timed():
+            samples = []
+            for _ in range(300):
+                t = time.perf_counter()
+                status, _ = http_get(s.port, path, token, timeout=5)
+                samples.append((time.perf_counter() - t) * 1000)
+                assert status == 200, status
+            return sorted(samples)
+        samples = gate.run(timed)
+        note("push", f"1,000 stored: {label} p50 | p99 (ms)", f"{samples[150]:.2f}  |  {samples[296]:.2f}", "≤ 5 ms")
+    walks = []
+    for _ in range(30):
+        t = time.perf_counter()
+        before, n = None, 0
+        while True:
+            path = "/api/notifications?limit=100" + (f"&before={before}" if before else "")
+            status, body = http_json(s.port, "GET", path, None, token)
+            if not body:
+                break
+            n += len(body)
+            before = body[-1]["id"]
+        walks.append((time.perf_counter() - t) * 1000)
+        assert n >= 1000, n
+    walks.sort()
+    note("push", "1,000 stored: all of them, 10 pages, p50 | max (ms)", f"{walks[15]:.1f}  |  {walks[-1]:.1f}", "")
+    s.stop()
+
+
 def section_frontend(binary):
     print("frontend", flush=True)
     env = dict(os.environ, MOBIUS_BIN=binary)
@@ -731,6 +832,8 @@ def main():
             section_storage(args.binary, tmp)
         if want("appdoc"):
             section_appdoc(args.binary, tmp)
+        if want("push"):
+            section_push(args.binary, tmp)
         if want("frontend"):
             section_frontend(args.binary)
     finally:

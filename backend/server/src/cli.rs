@@ -40,6 +40,7 @@ ENVIRONMENT:
     MOBIUS_AGENT_START_TIMEOUT_SECS  fail a turn whose CLI stays silent this long (default 90)
     MOBIUS_APP_NODE_MODULES  the libraries mini-apps may import (default frontend/node_modules)
     MOBIUS_APP_RUNTIME_DIR   the app runtime: mobius-runtime.js, mobius-chat.js, app-runtime-inject.js (default frontend/public)
+    MOBIUS_PUSH_ALLOW_LOOPBACK  1: Web Push may reach plain-http loopback endpoints (tests only)
 ";
 
 /// Runs the command named by `args` (without the program name).

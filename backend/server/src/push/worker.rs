@@ -25,6 +25,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The first pause after a device's push failed; doubles per failure up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_secs(30);
 const MAX_BACKOFF: Duration = Duration::from_secs(3600);
+/// The HTTP client (and its connections) is dropped after this long without a notice.
+const CLIENT_IDLE: Duration = Duration::from_secs(10);
 /// `last_ok_at` is refreshed at most this often per device (one write, not one per push).
 const DELIVERED_MARK_EVERY_MS: i64 = 3600 * 1000;
 /// Sources that never push (maintenance noise; only the type decides), as in the original.
@@ -55,7 +57,21 @@ struct Worker {
 
 pub(super) async fn run(mut rx: mpsc::Receiver<Notice>, shared: Arc<Shared>, db: Db, writer: WriterHandle) {
     let mut worker = Worker { shared, db, writer, client: None, backoff: HashMap::new() };
-    while let Some(notice) = rx.recv().await {
+    loop {
+        let next = if worker.client.is_some() {
+            match tokio::time::timeout(CLIENT_IDLE, rx.recv()).await {
+                Ok(next) => next,
+                Err(_idle) => {
+                    // Pushes come in bursts: between them, keep nothing (connections, TLS state).
+                    worker.client = None;
+                    let _ = tokio::task::spawn_blocking(mobius_sys::return_freed_memory).await;
+                    continue;
+                }
+            }
+        } else {
+            rx.recv().await
+        };
+        let Some(notice) = next else { return };
         if let Err(e) = worker.handle(notice).await {
             warn!(error = %e, "a notification could not be delivered");
         }
