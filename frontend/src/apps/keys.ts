@@ -7,6 +7,11 @@ export const APP_TOKENS_KEY = "mobius.app-tokens";
 export const APP_LOCAL_PREFIX = "mobius.app-local.";
 /** An app's queued storage writes as an earlier shell kept them (now in IndexedDB, see appDb.ts). */
 export const APP_OUTBOX_PREFIX = "mobius.app-outbox.";
+/**
+ * Paths an installation wrote whose device mirror may not hold the server's value yet, one key per
+ * installation (`<appId>:<nonce>`): written synchronously, so a reload right after a write knows.
+ */
+export const APP_UNMIRRORED_PREFIX = "mobius.app-unmirrored.";
 
 /** Removes every app-runtime key from localStorage. */
 export function wipeAppKeys(): void {
@@ -14,7 +19,7 @@ export function wipeAppKeys(): void {
     const doomed: string[] = [];
     for (let i = 0; i < localStorage.length; i++) {
       const key = localStorage.key(i);
-      if (key && (key === APP_TOKENS_KEY || key.startsWith(APP_LOCAL_PREFIX) || key.startsWith(APP_OUTBOX_PREFIX))) doomed.push(key);
+      if (key && (key === APP_TOKENS_KEY || key.startsWith(APP_LOCAL_PREFIX) || key.startsWith(APP_OUTBOX_PREFIX) || key.startsWith(APP_UNMIRRORED_PREFIX))) doomed.push(key);
     }
     for (const key of doomed) localStorage.removeItem(key);
   } catch {

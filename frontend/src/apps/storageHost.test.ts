@@ -77,6 +77,8 @@ async function failure(promise: Promise<unknown>): Promise<Record<string, unknow
   throw new Error("expected a rejection");
 }
 
+afterEach(() => localStorage.clear());
+
 describe("storage URLs", () => {
   it("encode each segment and keep the slashes", () => {
     expect(encodePath("notes/my day.json")).toBe("notes/my%20day.json");
@@ -259,6 +261,35 @@ describe("writes", () => {
     // A reload: a new page (host) on the same device, the server slow to answer.
     const next = hostWith({ "GET /api/storage/apps/3/c.json": "network-error" }, { db, ownerId: "page-2" });
     expect(await next.host.call("get", ["c.json"], next.sink)).toEqual({ n: 1 });
+  });
+
+  it("a reload before the confirmed value reached the device's mirror reads the server, not the older mirror", async () => {
+    const db = memoryAppDb();
+    const first = hostWith({ "GET /api/storage/apps/3/d.json": { status: 404 }, "PUT /api/storage/apps/3/d.json": { status: 204, headers: { ETag: '"d1"' } } }, { db });
+    expect(await first.host.call("get", ["d.json"], first.sink)).toBeNull();
+    await settle();
+    // The page goes away before the mirror's update commits: the mirror still says "absent".
+    const cut = vi.spyOn(db, "putMirror").mockImplementation(() => new Promise(() => undefined));
+    await first.host.call("durableWrite", ["d.json", { n: 1 }], first.sink);
+    expect((await db.getMirror("3:nonce-3:d.json"))?.present).toBe(false);
+    cut.mockRestore();
+    const next = hostWith({ "GET /api/storage/apps/3/d.json": [json({ n: 1 }, '"d1"'), "network-error"] }, { db, ownerId: "page-2" });
+    expect(await next.host.call("get", ["d.json"], next.sink)).toEqual({ n: 1 });
+    await vi.waitFor(async () => expect((await db.getMirror("3:nonce-3:d.json"))?.value).toEqual({ n: 1 }));
+    // Once the mirror caught up, it answers again (the server is not asked first).
+    await vi.waitFor(() => expect(localStorage.getItem("mobius.app-unmirrored.3:nonce-3")).toBeNull());
+    expect(await next.host.call("get", ["d.json"], next.sink)).toEqual({ n: 1 });
+  });
+
+  it("a path the mirror may be behind on still reads the device's value when the server cannot answer", async () => {
+    const db = memoryAppDb();
+    const first = hostWith({ "GET /api/storage/apps/3/e.json": json({ n: 1 }) }, { db });
+    expect(await first.host.call("get", ["e.json"], first.sink)).toEqual({ n: 1 });
+    await settle();
+    localStorage.setItem("mobius.app-unmirrored.3:nonce-3", JSON.stringify(["e.json"]));
+    const next = hostWith({ "GET /api/storage/apps/3/e.json": "network-error" }, { db, ownerId: "page-2" });
+    expect(await next.host.call("get", ["e.json"], next.sink)).toEqual({ n: 1 });
+    expect(next.calls.map((c) => c.method)).toEqual(["GET"]);
   });
 
   it("a network failure while online queues the write; a 5xx keeps it queued in order", async () => {

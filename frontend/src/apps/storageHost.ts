@@ -10,7 +10,9 @@
 //! app's frames as a dead letter and the mirror is repaired from the server.
 //!
 //! Reads come from the mirror of the last known server value when there is one (answered at once,
-//! then revalidated in the background: subscribers hear of a change), else from the server. Reads
+//! then revalidated in the background: subscribers hear of a change), else from the server; a path
+//! written since the mirror last learned the server's value (`unmirrored.ts`: a reload may have cut
+//! that update short) is read from the server first. Reads
 //! see queued writes. A page only sends the writes it queued; writes left by a closed page are
 //! adopted by the next one (Web Locks tell which pages are alive). `mobius.signal` events wait in
 //! a bounded queue here too and are delivered to `/api/client-signal`.
@@ -18,6 +20,7 @@
 import { noteResponse, onlineStore, recheckOnline } from "../shell/online";
 import { appDb, type AppDb, type MirrorRecord, type OpRecord, type ReadKind, type SignalRecord } from "./appDb";
 import { APP_OUTBOX_PREFIX } from "./keys";
+import { forgetOtherInstallations, UnmirroredPaths } from "./unmirrored";
 
 export type { ReadKind };
 
@@ -295,6 +298,10 @@ export class AppStorageHost {
   private readonly ownerId: string;
   private readonly locks: LockManager | null;
   private scope: string | null = null;
+  private unmirrored: UnmirroredPaths | null = null;
+  /** Mirror updates not yet committed, and whether one failed (then the marks stay). */
+  private mirrorWrites = 0;
+  private mirrorFailed = false;
   private starting: Promise<string> | null = null;
   private adoptedOnce = false;
   private queue: QueuedOp[] = [];
@@ -420,6 +427,8 @@ export class AppStorageHost {
       const scope = `${this.appId}:${nonce ?? "legacy"}`;
       // Records of an earlier installation of this app can never be delivered or read again.
       await this.db.purgeOtherScopes(this.appId, scope).catch(() => undefined);
+      forgetOtherInstallations(this.appId, scope);
+      this.unmirrored = new UnmirroredPaths(scope);
       this.scope = scope;
       await this.adopt().catch(() => undefined);
       this.importLegacyOutbox();
@@ -601,7 +610,21 @@ export class AppStorageHost {
       version,
       at: Date.now(),
     };
-    void this.db.putMirror(record).catch(() => undefined);
+    this.mirrorWrites += 1;
+    void this.db
+      .putMirror(record)
+      .then(
+        () => {
+          if (!this.queuedFor(path)) this.unmirrored?.remove(path);
+        },
+        () => {
+          this.mirrorFailed = true;
+        },
+      )
+      .finally(() => {
+        this.mirrorWrites -= 1;
+        if (this.mirrorWrites === 0 && this.queue.length === 0 && !this.mirrorFailed) this.unmirrored?.settled();
+      });
   }
 
   /** GET from the server: the stored value (null when absent) and its version. */
@@ -618,8 +641,10 @@ export class AppStorageHost {
     if (op) return this.fromOp(op, kind);
     const mirrored = await this.mirror(path);
     const online = this.online();
+    // Written since the mirror last heard from the server: the server's answer comes first.
+    const behind = online && (this.unmirrored?.has(path) ?? false);
     // A known absence of a blob is checked again (the agent or a job may have written it since).
-    const usable = mirrored && !(mirrored.present === false && kind === "blob" && online) && (!mirrored.present || mirrored.kind === kind || !online);
+    const usable = !behind && mirrored && !(mirrored.present === false && kind === "blob" && online) && (!mirrored.present || mirrored.kind === kind || !online);
     if (mirrored && usable) {
       if (online && kind !== "blob") this.revalidate(path);
       return mirrored.present ? convert(mirrored, kind, path) : null;
@@ -636,6 +661,8 @@ export class AppStorageHost {
         if (error instanceof StorageRpcError && error.status > 0 && error.code !== "token_unavailable") throw error;
       }
     }
+    // The server could not say: what the device last knew beats nothing.
+    if (behind && mirrored?.present && mirrored.kind === kind) return convert(mirrored, kind, path);
     return null;
   }
 
@@ -741,6 +768,7 @@ export class AppStorageHost {
       this.forget(old);
     }
     this.queue = [...this.queue.filter((q) => !superseded.includes(q)), op];
+    this.unmirrored?.add(op.path);
     this.schedulePersist();
     this.notify(op.path, op.method === "DELETE" ? null : { kind: op.kind, value: op.value, contentType: op.contentType });
   }
