@@ -36,17 +36,37 @@ pub async fn subscriptions(pool: &SqlitePool) -> Result<Vec<Subscription>> {
     .await?)
 }
 
+/// What [`upsert_subscription`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upserted {
+    Stored,
+    /// The table already holds `max` other endpoints.
+    Full,
+    /// An app tried to renew an endpoint it did not subscribe.
+    NotYours,
+}
+
 /// Inserts a subscription or replaces the keys (and label, when given) of the same endpoint.
-/// `false` when the table already holds `max` other endpoints.
-pub async fn upsert_subscription(conn: &mut SqliteConnection, s: &NewSubscription, max: i64, now: i64) -> Result<bool> {
-    let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM push_subscriptions WHERE endpoint = ?")
+/// An app may only renew its own endpoints.
+pub async fn upsert_subscription(
+    conn: &mut SqliteConnection,
+    s: &NewSubscription,
+    max: i64,
+    now: i64,
+) -> Result<Upserted> {
+    let exists: Option<Option<i64>> = sqlx::query_scalar("SELECT app_id FROM push_subscriptions WHERE endpoint = ?")
         .bind(&s.endpoint)
         .fetch_optional(&mut *conn)
         .await?;
+    if let (Some(owner_of_row), Some(_)) = (exists, s.app_id)
+        && owner_of_row != s.app_id
+    {
+        return Ok(Upserted::NotYours);
+    }
     if exists.is_none() {
         let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM push_subscriptions").fetch_one(&mut *conn).await?;
         if count >= max {
-            return Ok(false);
+            return Ok(Upserted::Full);
         }
     }
     sqlx::query(
@@ -62,13 +82,15 @@ pub async fn upsert_subscription(conn: &mut SqliteConnection, s: &NewSubscriptio
     .bind(now)
     .execute(conn)
     .await?;
-    Ok(true)
+    Ok(Upserted::Stored)
 }
 
-/// Deletes a subscription by endpoint; `true` when one was there.
-pub async fn delete_subscription(conn: &mut SqliteConnection, endpoint: &str) -> Result<bool> {
-    Ok(sqlx::query("DELETE FROM push_subscriptions WHERE endpoint = ?")
+/// Deletes a subscription by endpoint (`app`: only one that app subscribed); `true` when one
+/// was there.
+pub async fn delete_subscription(conn: &mut SqliteConnection, endpoint: &str, app: Option<i64>) -> Result<bool> {
+    Ok(sqlx::query("DELETE FROM push_subscriptions WHERE endpoint = ? AND (?2 IS NULL OR app_id = ?2)")
         .bind(endpoint)
+        .bind(app)
         .execute(conn)
         .await?
         .rows_affected()

@@ -157,6 +157,14 @@ impl Source {
         }
     }
 
+    /// The app this is about.
+    fn app(&self) -> Option<i64> {
+        match self {
+            Source::App(id) | Source::Schedule { app_id: Some(id), .. } => Some(*id),
+            _ => None,
+        }
+    }
+
     /// The chat this is about, for presence.
     fn chat(&self) -> Option<&str> {
         match self {

@@ -127,10 +127,10 @@ struct EndpointIn {
 /// `DELETE /api/push/subscribe {endpoint}` → 204 (also when it was not subscribed).
 async fn unsubscribe(
     State(state): State<AppState>,
-    _who: Principal,
+    who: Principal,
     ApiJson(body): ApiJson<EndpointIn>,
 ) -> Result<Response> {
-    write(&state, PushWrite::Unsubscribe(body.endpoint.trim().to_owned())).await?;
+    write(&state, PushWrite::Unsubscribe(body.endpoint.trim().to_owned(), who.app_id())).await?;
     Ok(no_content())
 }
 
@@ -301,9 +301,12 @@ async fn send(State(state): State<AppState>, who: Principal, ApiJson(body): ApiJ
     let (kind, source, key) = match &who {
         Principal::App(app) => (Kind::App, Source::App(app.id), format!("app:{}", app.id)),
         Principal::Owner(claims) if claims.scope == Scope::Agent => {
-            let chat = claims.chat_id.clone().unwrap_or_default();
             let key = format!("run:{}", claims.run_id.as_deref().unwrap_or_default());
-            (Kind::Agent, Source::Chat(chat), key)
+            let source = match claims.chat_id.clone() {
+                Some(chat) => Source::Chat(chat),
+                None => Source::Owner { source_type: "agent".into(), source_id: None },
+            };
+            (Kind::Agent, source, key)
         }
         Principal::Owner(_) => {
             let source_type = body.source_type.as_deref().map(str::trim).filter(|s| !s.is_empty()).unwrap_or("agent");

@@ -187,6 +187,9 @@ impl Worker {
             .await?
             .into_iter()
             .filter(|s| self.backoff.get(&s.id).is_none_or(|b| b.until <= now))
+            // An app's subscription gets only that app's notifications (never a question's
+            // action token, never another source's news).
+            .filter(|s| s.app_id.is_none() || s.app_id == notice.source.app())
             .collect();
         if devices.is_empty() {
             return Ok(());
@@ -216,7 +219,7 @@ impl Worker {
                 Outcome::Gone => {
                     info!(device = device.id, "push subscription expired; removed");
                     self.backoff.remove(&device.id);
-                    self.write(PushWrite::Unsubscribe(device.endpoint)).await?;
+                    self.write(PushWrite::Unsubscribe(device.endpoint, None)).await?;
                 }
                 Outcome::Failed(why) => {
                     let failures = self.backoff.get(&device.id).map_or(1, |b| b.failures.saturating_add(1));

@@ -19,8 +19,8 @@ pub const MAX_SUBSCRIPTIONS: i64 = 50;
 pub enum PushWrite {
     /// Adds a device or renews its keys.
     Subscribe(db::push::NewSubscription),
-    /// Removes the device with this endpoint.
-    Unsubscribe(String),
+    /// Removes the device with this endpoint (`Some(app)`: only if that app subscribed it).
+    Unsubscribe(String, Option<i64>),
     /// Removes the device with this id (Settings).
     UnsubscribeId(i64),
     /// The push service accepted a push for this device.
@@ -38,17 +38,23 @@ pub enum PushWrite {
 pub(super) async fn apply(conn: &mut SqliteConnection, batch: &mut Batch, op: PushWrite) -> Result<u64> {
     match op {
         PushWrite::Subscribe(s) => {
-            if !db::push::upsert_subscription(conn, &s, MAX_SUBSCRIPTIONS, now_ms()).await? {
-                return Err(Error::too_large(
-                    "too_many_devices",
-                    format!("At most {MAX_SUBSCRIPTIONS} devices receive notifications; remove one in Settings."),
-                ));
+            match db::push::upsert_subscription(conn, &s, MAX_SUBSCRIPTIONS, now_ms()).await? {
+                db::push::Upserted::Stored => {}
+                db::push::Upserted::Full => {
+                    return Err(Error::too_large(
+                        "too_many_devices",
+                        format!("At most {MAX_SUBSCRIPTIONS} devices receive notifications; remove one in Settings."),
+                    ));
+                }
+                db::push::Upserted::NotYours => {
+                    return Err(Error::forbidden("forbidden", "This push endpoint was not subscribed by this app."));
+                }
             }
             batch.system("push_devices_changed", json!({}));
             Ok(1)
         }
-        PushWrite::Unsubscribe(endpoint) => {
-            let removed = db::push::delete_subscription(conn, &endpoint).await?;
+        PushWrite::Unsubscribe(endpoint, app) => {
+            let removed = db::push::delete_subscription(conn, &endpoint, app).await?;
             if removed {
                 batch.system("push_devices_changed", json!({}));
             }

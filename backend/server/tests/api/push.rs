@@ -562,3 +562,41 @@ async fn the_agent_notifies_with_the_cli_attributed_to_its_chat() {
     let list: Value = app.get("/api/notifications", Some(&token)).await.json().await.expect("json");
     assert_eq!((&list[1]["source_type"], &list[1]["source_id"]), (&json!("chat"), &json!("n1")));
 }
+
+#[tokio::test]
+async fn an_app_subscription_gets_only_that_apps_news_and_cannot_touch_the_owners() {
+    let (app, token, mut service) = app_with(None).await;
+    let (app_id, app_token) = app.register_app("notes").await;
+    let owner_device = service.add(Device::new("phone"));
+    subscribe(&app, &token, owner_device.clone()).await;
+    subscribe(&app, &app_token, service.add(Device::new("app-endpoint"))).await;
+    // An app can neither take over nor drop the owner's device.
+    let mut hijack = owner_device.clone();
+    hijack["keys"] = Device::new("x").subscription(&service.base)["keys"].clone();
+    assert_error(app.post("/api/push/subscribe", hijack, Some(&app_token)).await, StatusCode::FORBIDDEN, "forbidden")
+        .await;
+    let r = app
+        .client
+        .delete(app.url("/api/push/subscribe"))
+        .bearer_auth(&app_token)
+        .json(&json!({ "endpoint": owner_device["endpoint"] }))
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        app.get("/api/push/devices", Some(&token)).await.json::<Value>().await.expect("json").as_array().map(Vec::len),
+        Some(2)
+    );
+
+    // The owner's test reaches only the owner's device; the app's own notice reaches both.
+    assert_eq!(app.post("/api/push/test", json!({}), Some(&token)).await.status(), StatusCode::ACCEPTED);
+    assert_eq!(service.next().await.device, "phone");
+    let r = app.post("/api/notifications/send", json!({ "title": "From the app" }), Some(&app_token)).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let mut got = vec![service.next().await, service.next().await];
+    got.sort_by(|a, b| a.device.cmp(&b.device));
+    assert_eq!((got[0].device.as_str(), got[1].device.as_str()), ("app-endpoint", "phone"));
+    assert_eq!(got[0].payload["tag"], format!("app:{app_id}"));
+    assert_eq!(service.hits("app-endpoint"), 1, "the owner's test never went to the app's endpoint");
+}
