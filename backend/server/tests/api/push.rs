@@ -594,7 +594,7 @@ async fn an_app_subscription_gets_only_that_apps_news_and_cannot_touch_the_owner
     assert_eq!(service.next().await.device, "phone");
     let r = app.post("/api/notifications/send", json!({ "title": "From the app" }), Some(&app_token)).await;
     assert_eq!(r.status(), StatusCode::OK);
-    let mut got = vec![service.next().await, service.next().await];
+    let mut got = [service.next().await, service.next().await];
     got.sort_by(|a, b| a.device.cmp(&b.device));
     assert_eq!((got[0].device.as_str(), got[1].device.as_str()), ("app-endpoint", "phone"));
     assert_eq!(got[0].payload["tag"], format!("app:{app_id}"));
