@@ -5,7 +5,8 @@
 // registered service worker through the DevTools protocol (ServiceWorker.deliverPushMessage).
 // The test checks the notification the worker shows, with its buttons, then presses "Red" and
 // checks the answer reached the CLI's turn and the turn went on, and that the spent action
-// token changes nothing when replayed.
+// token changes nothing when replayed. A tap without a button (as on iOS) opens the decision
+// screen, which loads offline from the worker's cache and answers with the same kind of token.
 //
 // Environment: as chat.test.mjs (MOBIUS_BIN, MOBIUS_FRONTEND_DIR, the Claude CLI).
 
@@ -57,6 +58,25 @@ const SCRIPT = {
       },
     },
     { text: "You picked from the notification." },
+    {
+      tool_use: {
+        name: "AskUserQuestion",
+        input: {
+          questions: [
+            {
+              question: "Which size?",
+              header: "Size",
+              multiSelect: false,
+              options: [
+                { label: "Small", description: "" },
+                { label: "Large", description: "" },
+              ],
+            },
+          ],
+        },
+      },
+    },
+    { text: "Size taken from the decision screen." },
   ],
   default: { text: "Default reply." },
 };
@@ -150,6 +170,50 @@ async function until(check, what, timeout = TURN_TIMEOUT) {
   }
 }
 
+/** The shell's service worker as Playwright sees it. */
+function shellWorker() {
+  const worker = phone.context.serviceWorkers().find((w) => w.url().startsWith(server.origin));
+  assert.ok(worker, "the shell's service worker");
+  return worker;
+}
+
+/** What the worker shows now: `[{title, body, tag, actions}]`. */
+function shownNotifications() {
+  return shellWorker().evaluate(async () =>
+    (await self.registration.getNotifications()).map((n) => ({ title: n.title, body: n.body, tag: n.tag, actions: n.actions.map((a) => a.title) })),
+  );
+}
+
+/**
+ * Delivers `text` as a push to the shell's registration over the DevTools protocol and waits
+ * until the worker shows a notification with `body`. A delivery made while the worker is being
+ * started can be dropped by the browser; it is repeated once then (same tag: never shown twice).
+ */
+async function deliverPush(page, text, body) {
+  const cdp = await page.context().newCDPSession(page);
+  const registration = new Promise((resolveId) => {
+    cdp.on("ServiceWorker.workerRegistrationUpdated", ({ registrations }) => {
+      const live = registrations.find((r) => !r.isDeleted && r.scopeURL === server.origin + "/");
+      if (live) resolveId(live.registrationId);
+    });
+  });
+  await cdp.send("ServiceWorker.enable");
+  const registrationId = await registration;
+  try {
+    for (let attempt = 1; ; attempt += 1) {
+      await cdp.send("ServiceWorker.deliverPushMessage", { origin: server.origin, registrationId, data: text });
+      try {
+        return await until(async () => (await shownNotifications()).find((n) => n.body === body), "the notification", 10_000);
+      } catch (error) {
+        if (attempt === 2) throw error;
+        console.log("# the first delivery was not shown; delivering again");
+      }
+    }
+  } finally {
+    await cdp.detach();
+  }
+}
+
 describe("notifications in Chromium: a question answered from its notification", () => {
   before(async () => {
     mock = await startMockAnthropic(SCRIPT);
@@ -184,6 +248,8 @@ describe("notifications in Chromium: a question answered from its notification",
     assert.equal((await api("/api/providers/claude/api-key", { method: "POST", body: { api_key: "sk-ant-mock" } })).status, 200);
     await page.goto(server.origin + "/");
     await page.waitForFunction(() => navigator.serviceWorker?.controller !== null, null, { timeout: 30_000 });
+    // A push reaches only an activated worker (claiming the page happens while it activates).
+    await page.waitForFunction(async () => (await navigator.serviceWorker.ready).active?.state === "activated", null, { timeout: 30_000 });
     // Headless Chromium has no push service of its own: the test's stands in for it.
     const stored = await api("/api/push/subscribe", { method: "POST", body: pushService.subscription });
     assert.equal(stored.status, 201, stored.text);
@@ -201,33 +267,13 @@ describe("notifications in Chromium: a question answered from its notification",
     assert.equal(pushed.json.title, "Paint the shed");
     assert.equal(pushed.headers.urgency, "high");
 
-    const cdp = await page.context().newCDPSession(page);
-    const registration = new Promise((resolveId) => {
-      cdp.on("ServiceWorker.workerRegistrationUpdated", ({ registrations }) => {
-        const live = registrations.find((r) => !r.isDeleted && r.scopeURL === server.origin + "/");
-        if (live) resolveId(live.registrationId);
-      });
-    });
-    await cdp.send("ServiceWorker.enable");
-    const registrationId = await registration;
-    await cdp.send("ServiceWorker.deliverPushMessage", { origin: server.origin, registrationId, data: pushed.text });
-    const shown = await until(
-      () =>
-        page.evaluate(async () => {
-          const reg = await navigator.serviceWorker.ready;
-          return (await reg.getNotifications()).map((n) => ({ title: n.title, body: n.body, tag: n.tag, actions: n.actions.map((a) => a.title) }));
-        }).then((list) => (list.length ? list : null)),
-      "the notification",
-    );
-    assert.deepEqual(shown, [{ title: "Paint the shed", body: "Which color?", tag: "chat:push-chat", actions: ["Blue", "Red"] }]);
-    await cdp.detach();
+    const shown = await deliverPush(page, pushed.text, "Which color?");
+    assert.deepEqual(shown, { title: "Paint the shed", body: "Which color?", tag: "chat:push-chat", actions: ["Blue", "Red"] });
   });
 
   step("pressing Red answers the CLI's question from the service worker and the turn goes on", async () => {
-    const worker = phone.context.serviceWorkers().find((w) => w.url().startsWith(server.origin));
-    assert.ok(worker, "the shell's service worker");
     // No DevTools command clicks a notification: dispatch the click the platform would.
-    await worker.evaluate(async () => {
+    await shellWorker().evaluate(async () => {
       const [notification] = await self.registration.getNotifications();
       self.dispatchEvent(new NotificationEvent("notificationclick", { notification, action: "option-1" }));
     });
@@ -254,5 +300,34 @@ describe("notifications in Chromium: a question answered from its notification",
     await signInAsOwner(page);
     await page.getByText("You picked from the notification.").waitFor({ timeout: 30_000 });
     await screenshot(page, "push-answered-phone.png");
+  });
+
+  step("without buttons (iOS), a tap opens the decision screen, which loads offline and answers", async (page) => {
+    const sent = await api("/api/chats/push-chat/messages", { method: "POST", body: { content: "now a size", cid: "m2" } });
+    assert.ok(sent.status < 300, sent.text);
+    const second = await pushService.next((p) => p.kind === "question" && p.body === "Which size?");
+    await deliverPush(page, second.text, "Which size?");
+    // A tap on the notification itself (no button): the worker brings the app to the question.
+    await shellWorker().evaluate(async () => {
+      const [notification] = await self.registration.getNotifications();
+      self.dispatchEvent(new NotificationEvent("notificationclick", { notification, action: "" }));
+    });
+    await page.waitForURL((url) => url.searchParams.get("question") === second.json.question_id);
+    const sheet = page.getByRole("dialog", { name: "Paint the shed" });
+    await sheet.getByText("Which size?").waitFor();
+    // Offline, the screen still opens: the shell is precached and the question was kept.
+    await phone.context.setOffline(true);
+    await page.reload();
+    await sheet.getByRole("button", { name: "Large" }).waitFor();
+    await screenshot(page, "push-decision-offline-phone.png");
+    await phone.context.setOffline(false);
+    await sheet.getByRole("button", { name: "Large" }).click();
+    await sheet.waitFor({ state: "detached" });
+    const detail = await until(async () => {
+      const r = await api("/api/chats/push-chat");
+      return r.json?.running === false && r.json.pending_question_id === null ? r.json : null;
+    }, "the turn to finish after the decision screen's answer");
+    assert.ok(JSON.stringify(detail.messages).includes("Size taken from the decision screen."));
+    assert.ok(JSON.stringify(detail.messages).includes('"Which size?":"Large"'));
   });
 });

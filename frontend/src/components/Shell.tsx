@@ -26,6 +26,7 @@ import { ChatView } from "./ChatView";
 import { Drawer } from "./Drawer";
 import { Icon } from "./Icon";
 import { preloadMarkdown } from "./Markdown";
+import DecisionSheet from "./DecisionSheet";
 import NotificationBell from "./NotificationBell";
 
 const Settings = lazy(() => import("./Settings"));
@@ -325,6 +326,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
             error={accountError}
           />
         </header>
+        <DecisionSheet search={location.search} />
         {!online && (
           <div className="offline-note" role="status">
             <Icon name="offline" size={16} />

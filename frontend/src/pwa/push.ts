@@ -96,3 +96,11 @@ export function shellUrlFor(target: string | null | undefined, origin: string): 
 export function actionsSupported(maxActions: number | undefined): boolean {
   return typeof maxActions === "number" && maxActions > 0;
 }
+
+/** Pushed questions kept for the decision screen, at most. */
+export const MAX_KEPT_DECISIONS = 20;
+
+/** The cache key of a pushed question (same origin, never fetched). */
+export function decisionKey(questionId: string): string {
+  return `/__decisions/${encodeURIComponent(questionId)}`;
+}

@@ -2,7 +2,8 @@
 //! question from its button (with the push's single-use action token, never the owner's) or
 //! focuses an open window at the deep link, else opens one there.
 
-import { actionsSupported, parsePayload, shellUrlFor, type PushPayload } from "./push";
+import { DECISIONS_CACHE } from "./cachePolicy";
+import { actionsSupported, decisionKey, MAX_KEPT_DECISIONS, parsePayload, shellUrlFor, type PushPayload } from "./push";
 
 const ICON = "/icons/icon-192.png";
 
@@ -29,7 +30,7 @@ export function installPushHandlers(self: ServiceWorkerGlobalScope): void {
     if (actionsSupported(maxActions) && payload.actions.length > 0) {
       options.actions = payload.actions.map(({ action, title }) => ({ action, title }));
     }
-    event.waitUntil(self.registration.showNotification(payload.title, options));
+    event.waitUntil(Promise.all([self.registration.showNotification(payload.title, options), keepDecision(payload)]));
   });
 
   self.addEventListener("notificationclick", (event: NotificationEvent) => {
@@ -74,4 +75,14 @@ async function openAt(self: ServiceWorkerGlobalScope, url: string): Promise<void
     return;
   }
   await self.clients.openWindow(url);
+}
+
+/** Keeps a question that buttons can answer, so its decision screen opens without the network
+ *  (where the platform shows no buttons, iOS, the tap leads there). */
+async function keepDecision(payload: PushPayload): Promise<void> {
+  if (!payload.question_id || !payload.action_token) return;
+  const cache = await caches.open(DECISIONS_CACHE);
+  await cache.put(decisionKey(payload.question_id), new Response(JSON.stringify(payload), { headers: { "Content-Type": "application/json" } }));
+  const keys = await cache.keys();
+  await Promise.all(keys.slice(0, Math.max(0, keys.length - MAX_KEPT_DECISIONS)).map((k) => cache.delete(k)));
 }
