@@ -8,9 +8,10 @@ the machine used less than 0.15 cores during it (waiting up to 90 s for < 0.10 b
 starting). Run through `scripts/bench`, which builds everything first.
 
 Usage: bench.py BINARY [--only SECTION,...] [--quick]
-Sections: boot, health, chats, sse, snapshot, apply, proxy, storage, appdoc, frontend
+Sections: boot, health, chats, sse, snapshot, apply, proxy, storage, appdoc, lifecycle, frontend
 """
 import argparse
+import concurrent.futures
 import http.client
 import json
 import os
@@ -22,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -792,6 +794,118 @@ def section_push(binary, tmp):
         assert n >= 1000, n
     walks.sort()
     note("push", "1,000 stored: all of them, 10 pages, p50 | max (ms)", f"{walks[15]:.1f}  |  {walks[-1]:.1f}", "")
+def png_bytes(size):
+    """A size x size RGB PNG with a gradient (so resizing has real work to do)."""
+    import struct
+    import zlib
+    rows = b"".join(b"\x00" + bytes(v for x in range(size) for v in (x * 255 // size, y * 255 // size, 128)) for y in range(size))
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows, 6)) + chunk(b"IEND", b""))
+
+
+def git_fixture(root, slug, version, title, icon=None):
+    """A local git repository holding a counter app: the install and update source."""
+    d = os.path.join(root, slug)
+    os.makedirs(d, exist_ok=True)
+    manifest = {"id": slug, "name": f"Bench {slug}", "version": version, "description": "Benchmark app.",
+                "entry": "index.jsx", "author": "Bench", "permissions": {"share_with_apps": "read"}}
+    if icon is not None:
+        manifest["icon"] = "icon.png"
+        with open(os.path.join(d, "icon.png"), "wb") as f:
+            f.write(icon)
+    with open(os.path.join(d, "mobius.json"), "w") as f:
+        json.dump(manifest, f)
+    with open(os.path.join(d, "index.jsx"), "w") as f:
+        f.write(COUNTER_JSX.replace("TITLE", title))
+    git = ["git", "-c", "user.name=Bench", "-c", "user.email=bench@example.com", "-c", "init.defaultBranch=main"]
+    if not os.path.isdir(os.path.join(d, ".git")):
+        subprocess.run(git + ["init", "-q"], cwd=d, check=True)
+    subprocess.run(git + ["add", "-A"], cwd=d, check=True)
+    subprocess.run(git + ["commit", "-qm", f"Release {version}"], cwd=d, check=True)
+    return d
+
+
+def section_lifecycle(binary, tmp):
+    """Install review, update checks of many apps, icon rendering while the server answers."""
+    print("lifecycle", flush=True)
+    d = tempfile.mkdtemp(dir=tmp)
+    sources = tempfile.mkdtemp(dir=tmp)
+    s = Server(binary, d, app_env())
+    s.wait()
+    token = owner_token(s.port)
+    gate = Gate(s.proc.pid)
+    icon = png_bytes(1024)
+    small = git_fixture(sources, "review-me", "1.0.0", "Review", icon)
+
+    def review():
+        samples = []
+        for _ in range(10 if QUICK else 30):
+            t0 = time.perf_counter()
+            status, body = http_json(s.port, "POST", "/api/apps/review", {"source": small}, token=token)
+            samples.append((time.perf_counter() - t0) * 1000)
+            assert status == 200 and body["id"] == "review-me", (status, body)
+        samples.sort()
+        return samples[len(samples) // 2]
+    runs = [gate.run(review) for _ in range(3)]
+    note("lifecycle", "review card data, small local app with a 1024 px icon (ms, p50)", fmt3(runs), "≤ 150 ms")
+
+    count = 20
+    slugs = [f"installed-{i}" for i in range(count)]
+    for slug in slugs:
+        src = git_fixture(sources, slug, "1.0.0", slug, icon)
+        status, body = http_json(s.port, "POST", "/api/apps/install", {"source": src}, token=token, timeout=120)
+        if status != 200:
+            raise SystemExit(f"install {slug} failed: {status} {body}")
+    for slug in slugs[::2]:
+        git_fixture(sources, slug, "1.1.0", slug + " two", icon)
+
+    def check():
+        t0 = time.perf_counter()
+        status, body = http_json(s.port, "POST", "/api/apps/updates/check", {"force": True}, token=token, timeout=120)
+        elapsed = (time.perf_counter() - t0) * 1000
+        assert status == 200 and body["checked"] == count and body["available"] == count // 2, (status, body)
+        return elapsed
+    checks = [gate.run(check) for _ in range(3 if QUICK else 5)]
+    note("lifecycle", f"update check of {count} installed apps, 4 at a time (ms)", fmt3(checks), "≤ 2,000 ms")
+
+    # Icons: every app's icon at every advertised size, rendered cold (8 requests at a time)
+    # while another client times /api/health: the renders must not hold the async threads up.
+    apps = http_json(s.port, "GET", "/api/apps", token=token)[1]
+    paths = [f"/api/apps/{a['id']}/icon?size={size}{purpose}" for a in apps for size in (192, 512) for purpose in ("", "&purpose=maskable")]
+
+    def health_samples(stop):
+        out = []
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            http_get(s.port, "/api/health", timeout=5)
+            out.append((time.perf_counter() - t0) * 1000)
+            time.sleep(0.002)
+        return out
+    idle_stop = threading.Event()
+    timer = threading.Timer(1.0, idle_stop.set)
+    timer.start()
+    idle = sorted(health_samples(idle_stop))
+    busy_stop = threading.Event()
+    renders = []
+
+    def fetch_icon(path):
+        t0 = time.perf_counter()
+        status, body = http_get(s.port, path, timeout=30)
+        assert status == 200 and body.startswith(b"\x89PNG"), (path, status)
+        renders.append((time.perf_counter() - t0) * 1000)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=9) as pool:
+        watcher = pool.submit(health_samples, busy_stop)
+        list(pool.map(fetch_icon, paths))
+        busy_stop.set()
+        busy = sorted(watcher.result())
+    renders.sort()
+    pct = lambda xs, q: xs[min(len(xs) - 1, int(len(xs) * q))] if xs else float("nan")
+    note("lifecycle", f"{len(paths)} cold icon renders, 8 at a time: each p50 | p99 (ms)", f"{pct(renders, .5):.1f}  |  {pct(renders, .99):.1f}", "")
+    note("lifecycle", "GET /api/health meanwhile, p50 | p99 ms (idle: p50 | p99)",
+         f"{pct(busy, .5):.2f} | {pct(busy, .99):.2f}  (idle {pct(idle, .5):.2f} | {pct(idle, .99):.2f})", "p99 ≤ 10 ms")
     s.stop()
 
 
@@ -838,6 +952,8 @@ def main():
             section_appdoc(args.binary, tmp)
         if want("push"):
             section_push(args.binary, tmp)
+        if want("lifecycle"):
+            section_lifecycle(args.binary, tmp)
         if want("frontend"):
             section_frontend(args.binary)
     finally:

@@ -114,6 +114,21 @@ const mobius = {
     open(appId) {
       hostRequest("moebius:open-app", { appId: Number(appId) });
     },
+    /**
+     * Asks the shell to install the app at `source` (a git URL). Only for apps whose manifest
+     * asks for `permissions.manage_apps`; the owner sees the install review and decides.
+     */
+    install(source) {
+      hostRequest("moebius:install-app", { source: String(source) });
+    },
+    /** Asks the shell to update app `appId`: the owner sees the update preview and decides (`manage_apps` only). */
+    update(appId) {
+      hostRequest("moebius:manage-app", { action: "update", appId: Number(appId) });
+    },
+    /** Asks the shell to uninstall app `appId`: the owner chooses to keep or delete its data, or cancels (`manage_apps` only). */
+    uninstall(appId) {
+      hostRequest("moebius:manage-app", { action: "uninstall", appId: Number(appId) });
+    },
   },
   settings: {
     open(section) {

@@ -9,6 +9,9 @@ import { chatKey, fetchChat } from "./api/chats";
 import { createQueryClient } from "./api/queryClient";
 import { readToken } from "./auth/token";
 import { preloadMarkdown } from "./components/Markdown";
+import { redeemInstallPass } from "./api/apps";
+import { redeemInstallPass as redeemFromUrl, readStandaloneIdentity } from "./apps/standalone";
+import { writeToken } from "./auth/token";
 import { registerServiceWorker } from "./pwa/register";
 import { parseRoute } from "./shell/router";
 import { initTheme } from "./shell/theme";
@@ -17,10 +20,13 @@ import "./styles.css";
 initTheme();
 const queryClient = createQueryClient();
 
+// An installed home-screen app opened with its one-use install pass signs in with it.
+void redeemFromUrl(readStandaloneIdentity(), readToken() !== null, redeemInstallPass, writeToken);
+
 // Signed in already: fetch the open chat and the Markdown renderer while the session is checked.
 if (readToken() !== null) {
   void preloadMarkdown();
-  const route = parseRoute(location.pathname);
+  const route = parseRoute(location.pathname, location.search);
   if (route.name === "chat") void queryClient.prefetchQuery({ queryKey: chatKey(route.id), queryFn: () => fetchChat(route.id) });
 }
 

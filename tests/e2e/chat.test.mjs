@@ -21,6 +21,7 @@ import { after, before, describe, test } from "node:test";
 import {
   accessibilityProblems,
   agentEnv,
+  assertFitsAndLegible,
   ARTIFACTS,
   claudeBin,
   DESKTOP,
@@ -153,18 +154,6 @@ async function assertConsecutive(page, parts) {
 async function turnEnds(page) {
   await stopButton(page).waitFor({ state: "detached", timeout: TURN_TIMEOUT });
   await page.locator('.row[data-live="true"]').waitFor({ state: "detached", timeout: TURN_TIMEOUT });
-}
-
-/** Fails if the page scrolls sideways or any text field renders below 16px (iOS zoom). */
-async function assertFitsAndLegible(page, view) {
-  const layout = await page.evaluate(() => ({
-    overflow: document.documentElement.scrollWidth - window.innerWidth,
-    small: [...document.querySelectorAll("input:not([type=radio]):not([type=checkbox]), textarea, select")]
-      .map((el) => parseFloat(getComputedStyle(el).fontSize))
-      .filter((size) => size < 16),
-  }));
-  assert.ok(layout.overflow <= 0, `${view} overflows horizontally by ${layout.overflow}px`);
-  assert.deepEqual(layout.small, [], `${view} has text fields under 16px`);
 }
 
 async function expectEnabled(locator) {

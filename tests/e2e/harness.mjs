@@ -1,6 +1,7 @@
 // Test harness for the browser journey: starts the real server on a free port with a fresh
 // DATA_DIR, and opens Debian's Chromium with a fresh profile. Both clean up after themselves.
 
+import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync } from "node:fs";
@@ -310,6 +311,18 @@ export function agentEnv(mockUrl) {
 }
 
 const AXE_SOURCE = join(REPO, "tests", "e2e", "node_modules", "axe-core", "axe.min.js");
+
+/** Fails if the page scrolls sideways or any text field renders below 16px (iOS zoom). */
+export async function assertFitsAndLegible(page, view) {
+  const layout = await page.evaluate(() => ({
+    overflow: document.documentElement.scrollWidth - window.innerWidth,
+    small: [...document.querySelectorAll("input:not([type=radio]):not([type=checkbox]), textarea, select")]
+      .map((el) => parseFloat(getComputedStyle(el).fontSize))
+      .filter((size) => size < 16),
+  }));
+  assert.ok(layout.overflow <= 0, `${view} overflows horizontally by ${layout.overflow}px`);
+  assert.deepEqual(layout.small, [], `${view} has text fields under 16px`);
+}
 
 /**
  * Runs axe-core in the page and returns the serious and critical violations, each as

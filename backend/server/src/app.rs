@@ -79,6 +79,8 @@ pub struct Inner {
     pub proxy: crate::apps::proxy::Proxy,
     /// Notifications: the centre, Web Push and its worker.
     pub push: crate::push::Push,
+    /// Review and icon limits, update-check state and the store's catalog cache.
+    pub lifecycle: crate::apps::lifecycle::Lifecycle,
     /// The mini-app bundler, started on first use (it owns a few threads).
     bundler: OnceLock<mobius_bundler::Bundler>,
 }
@@ -168,6 +170,7 @@ impl AppState {
             storage: crate::storage::Store::new(config_quota),
             proxy: crate::apps::proxy::Proxy::default(),
             push,
+            lifecycle: crate::apps::lifecycle::Lifecycle::default(),
             bundler: OnceLock::new(),
         }));
         Ok((state, task))
@@ -326,6 +329,7 @@ async fn initialise(
                 info!(frontend = %web::describe_dist(&state.config.frontend_dir).display(), "ready");
                 boot.set_ready(writer);
                 tokio::spawn(crate::apps::apply::rebuild_outdated(state.clone()));
+                tokio::spawn(crate::apps::lifecycle::check_periodically(state.clone()));
                 let _ = state_tx.send((state, writer_task));
                 return;
             }

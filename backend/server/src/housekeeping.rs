@@ -14,17 +14,31 @@ pub async fn purge_tombstones(state: AppState) {
         Err(e) => tracing::warn!(error = %e, "purging deleted chats failed"),
     }
     let app_cutoff = now_ms() - crate::apps::RECOVERY_WINDOW_MS;
-    let purged = match state.writer.call(|ack| WriteCommand::AppPurge { cutoff: app_cutoff, ack }).await {
-        Ok(purged) => purged,
-        Err(e) => {
-            tracing::warn!(error = %e, "purging deleted apps failed");
-            return;
-        }
-    };
+    // An app uninstalled with its data kept keeps its row (and so its id and data) for a later
+    // install of the same app; the others go whole.
+    let expired = crate::db::apps::expired(&state.db.read, app_cutoff).await.unwrap_or_default();
+    let keep: Vec<i64> = expired
+        .iter()
+        .map(|(id, _)| *id)
+        .filter(|id| {
+            std::fs::read_dir(crate::storage::app_data_dir(&state.config.data_dir, *id))
+                .is_ok_and(|mut entries| entries.next().is_some())
+        })
+        .collect();
+    let purged =
+        match state.writer.call(|ack| WriteCommand::AppPurge { cutoff: app_cutoff, keep: keep.clone(), ack }).await {
+            Ok(purged) => purged,
+            Err(e) => {
+                tracing::warn!(error = %e, "purging deleted apps failed");
+                return;
+            }
+        };
     for (id, slug) in purged {
         let _lock = state.app_locks.lock(&slug).await;
         let _ = tokio::fs::remove_dir_all(crate::apps::apply::apps_dir(&state).join(&slug)).await;
-        if let Err(e) = crate::storage::remove_app_data(&state, id).await {
+        if !keep.contains(&id)
+            && let Err(e) = crate::storage::remove_app_data(&state, id).await
+        {
             tracing::warn!(app.id = id, error = %e, "removing a purged app's data failed");
         }
         if let Ok(mut entries) = tokio::fs::read_dir(crate::apps::apply::compiled_dir(&state)).await {

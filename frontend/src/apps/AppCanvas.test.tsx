@@ -1,4 +1,4 @@
-import { act, fireEvent, render, screen, waitFor } from "@testing-library/react";
+import { act, cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { describe, expect, it, vi } from "vitest";
 import type { AppSummary } from "../api/apps";
 import { AppPane } from "../components/AppPane";
@@ -9,7 +9,7 @@ import { forgetAppTokens } from "./tokens";
 
 const app = appSummary(5, { slug: "hello", name: "Hello", v: "abc", chat_id: "chat-1" });
 
-function setup() {
+function setup(shown: AppSummary = app) {
   forgetAppTokens();
   localStorage.setItem("mobius.token", "OWNER-SECRET");
   const server = mockFetch({
@@ -17,7 +17,7 @@ function setup() {
     "GET /api/apps/5/module?v=abc": { status: 200, body: "export default 1" },
   });
   const onHostRequest = vi.fn();
-  const view = render(<AppCanvas app={app} onHostRequest={onHostRequest} />);
+  const view = render(<AppCanvas app={shown} onHostRequest={onHostRequest} />);
   const iframe = view.container.querySelector("iframe");
   if (!iframe?.contentWindow) throw new Error("no frame window");
   const frameWindow = iframe.contentWindow;
@@ -63,6 +63,25 @@ describe("AppCanvas broker", () => {
     expect(screen.queryByRole("status", { name: "Opening Hello" })).toBeNull();
     await fromFrame({ type: "moebius:new-chat", title: "Idea", draft: "Make it blue" });
     expect(onHostRequest).toHaveBeenCalledWith({ kind: "new-chat", title: "Idea", draft: "Make it blue" });
+  });
+
+  it("passes installs, updates and uninstalls up only for an app whose manifest asks for manage_apps", async () => {
+    const asks = [
+      { type: "moebius:install-app", source: "https://example.com/a.git" },
+      { type: "moebius:manage-app", action: "update", appId: 7 },
+      { type: "moebius:manage-app", action: "uninstall", appId: 7 },
+    ];
+    const plain = setup();
+    for (const ask of asks) await plain.fromFrame(ask);
+    expect(plain.onHostRequest).not.toHaveBeenCalled();
+    cleanup();
+    const store = setup({ ...app, capability_contract: { schema: 1, data: { manage_apps: true } } });
+    for (const ask of asks) await store.fromFrame(ask);
+    expect(store.onHostRequest.mock.calls.map((c): unknown => c[0])).toEqual([
+      { kind: "install-app", source: "https://example.com/a.git" },
+      { kind: "manage-app", action: "update", appId: 7 },
+      { kind: "manage-app", action: "uninstall", appId: 7 },
+    ]);
   });
 
   it("answers a module request with an ack, then the bytes fetched with the app token", async () => {

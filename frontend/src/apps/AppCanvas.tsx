@@ -61,6 +61,9 @@ export const MAX_NAV_ENTRIES = 20;
 /** The app must answer `nav-forward` within this long, or the Forward is undone. */
 const NAV_FORWARD_TIMEOUT_MS = 5_000;
 
+/** Whether the app's manifest asks for `permissions.manage_apps` (installs, updates, uninstalls through the owner). */
+const managesApps = (app: AppSummary) => (app.capability_contract?.data as { manage_apps?: boolean } | undefined)?.manage_apps === true;
+
 type ModuleAnswer = { ok: true; bytes: ArrayBuffer } | { ok: false; error: { code: string; message: string; status: number } };
 
 /** Fetches the app's bundle with its token (the service worker may answer from its cache). */
@@ -343,6 +346,15 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
           return;
         case "moebius:open-app":
           current.onHostRequest({ kind: "open-app", appId: message.appId });
+          return;
+        case "moebius:install-app":
+          // Only an app whose manifest asks for manage_apps; the install still goes through
+          // the owner's review in the shell.
+          if (managesApps(current.app)) current.onHostRequest({ kind: "install-app", source: message.source });
+          return;
+        case "moebius:manage-app":
+          // Likewise: the owner sees the update preview or the uninstall choice, and decides.
+          if (managesApps(current.app)) current.onHostRequest({ kind: "manage-app", action: message.action, appId: message.appId });
           return;
         case "moebius:open-settings":
           current.onHostRequest({ kind: "open-settings", section: message.section });

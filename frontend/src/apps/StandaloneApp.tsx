@@ -4,14 +4,102 @@
 //! of the shell (a chat, Settings, another app) opens the shell itself.
 
 import { useQuery } from "@tanstack/react-query";
-import { useEffect, useRef } from "react";
-import { appKey, fetchApp, markAppOpened } from "../api/apps";
+import { useEffect, useRef, useState } from "react";
+import { appKey, fetchApp, markAppOpened, mintInstallPass, type AppSummary } from "../api/apps";
 import { ApiError } from "../api/client";
 import { saveDraft } from "../chat/persist";
 import { useOnline } from "../shell/online";
 import AppCanvas from "./AppCanvas";
 import { crashDraft, type HostRequest } from "./host";
 import type { StandaloneIdentity } from "./standalone";
+import { Icon } from "../components/Icon";
+
+/** How often the open app asks whether a new version landed. */
+const UPDATE_POLL_MS = 60_000;
+
+interface BeforeInstallPromptEvent extends Event {
+  prompt: () => Promise<void>;
+  userChoice: Promise<{ outcome: "accepted" | "dismissed" }>;
+}
+
+const isIos = () => /iPhone|iPad|iPod/.test(navigator.userAgent) || (navigator.platform === "MacIntel" && navigator.maxTouchPoints > 1);
+const isInstalled = () =>
+  window.matchMedia?.("(display-mode: standalone)").matches === true || (navigator as Navigator & { standalone?: boolean }).standalone === true;
+
+/**
+ * Offers to put the app on the home screen: Android's own prompt when the browser offers one;
+ * on iOS, the steps — and a one-use install pass in the address and the manifest's start URL,
+ * so the installed app (whose storage iOS keeps apart) signs in once by itself.
+ */
+function InstallOffer({ app }: { app: AppSummary }) {
+  const [prompt, setPrompt] = useState<BeforeInstallPromptEvent | null>(null);
+  const [dismissed, setDismissed] = useState(() => sessionStorage.getItem(`mobius.install-offer.${app.id}`) === "dismissed");
+  const [ios, setIos] = useState<"offer" | "steps" | "failed" | null>(() => (isIos() && !isInstalled() ? "offer" : null));
+  useEffect(() => {
+    const onPrompt = (event: Event) => {
+      event.preventDefault();
+      setPrompt(event as BeforeInstallPromptEvent);
+    };
+    const onInstalled = () => setPrompt(null);
+    window.addEventListener("beforeinstallprompt", onPrompt);
+    window.addEventListener("appinstalled", onInstalled);
+    return () => {
+      window.removeEventListener("beforeinstallprompt", onPrompt);
+      window.removeEventListener("appinstalled", onInstalled);
+    };
+  }, []);
+  const dismiss = () => {
+    sessionStorage.setItem(`mobius.install-offer.${app.id}`, "dismissed");
+    setDismissed(true);
+  };
+  const prepareIos = async () => {
+    try {
+      const pass = await mintInstallPass(app.id);
+      const link = document.querySelector<HTMLLinkElement>('link[rel="manifest"]');
+      if (link) link.href = `/apps/${pass.slug}/manifest.json?install_pass=${encodeURIComponent(pass.install_pass)}`;
+      history.replaceState(history.state, "", `${location.pathname}?install_pass=${encodeURIComponent(pass.install_pass)}`);
+      setIos("steps");
+    } catch {
+      setIos("failed");
+    }
+  };
+  if (dismissed || isInstalled() || (!prompt && !ios)) return null;
+  return (
+    <div className="install-offer" role="region" aria-label={`Install ${app.name}`}>
+      {prompt ? (
+        <>
+          <span className="install-offer-text">Put {app.name} on your home screen</span>
+          <button
+            type="button"
+            className="btn btn-primary btn-small"
+            onClick={() => {
+              void prompt.prompt();
+              void prompt.userChoice.finally(() => setPrompt(null));
+            }}
+          >
+            Install
+          </button>
+        </>
+      ) : ios === "steps" ? (
+        <span className="install-offer-text">
+          Tap <strong>Share</strong>, then <strong>Add to Home Screen</strong>. Open it from there within a minute and it signs in by itself.
+        </span>
+      ) : ios === "failed" ? (
+        <span className="install-offer-text">Couldn't prepare the sign-in for the home screen; you can still add it and sign in there.</span>
+      ) : (
+        <>
+          <span className="install-offer-text">Add {app.name} to your home screen</span>
+          <button type="button" className="btn btn-primary btn-small" onClick={() => void prepareIos()}>
+            How
+          </button>
+        </>
+      )}
+      <button type="button" className="icon-button icon-button-small" aria-label="Dismiss" onClick={dismiss}>
+        <Icon name="close" size={16} />
+      </button>
+    </div>
+  );
+}
 
 export interface StandaloneAppProps {
   identity: StandaloneIdentity;
@@ -26,8 +114,15 @@ export default function StandaloneApp({ identity, owner }: StandaloneAppProps) {
     queryFn: ({ signal }) => fetchApp(identity.id, signal),
     retry: false,
     staleTime: 30_000,
+    // A new version may land while the app is open: it is announced, not swapped in.
+    refetchInterval: UPDATE_POLL_MS,
+    refetchOnWindowFocus: true,
   });
-  const app = query.data;
+  const latest = query.data;
+  const [pinned, setPinned] = useState<AppSummary | null>(null);
+  if (latest && pinned === null) setPinned(latest);
+  const app = pinned && latest && pinned.id === latest.id ? pinned : latest;
+  const updated = latest !== undefined && app !== undefined && latest.v !== app.v;
 
   const marked = useRef<string | null>(null);
   useEffect(() => {
@@ -49,6 +144,12 @@ export default function StandaloneApp({ identity, owner }: StandaloneAppProps) {
       case "open-app":
         location.assign(`/?app=${request.appId}`);
         return;
+      case "install-app":
+        location.assign(`/install?source=${encodeURIComponent(request.source)}`);
+        return;
+      case "manage-app":
+        location.assign(`/apps?${request.action}=${request.appId}`);
+        return;
       case "open-settings":
         location.assign("/settings");
         return;
@@ -65,6 +166,13 @@ export default function StandaloneApp({ identity, owner }: StandaloneAppProps) {
   return (
     <div className="standalone">
       <title>{app?.name ?? identity.name}</title>
+      {updated && latest && (
+        <button type="button" className="updated-pill" onClick={() => setPinned(latest)}>
+          <Icon name="refresh" size={16} />
+          Updated · tap to reload
+        </button>
+      )}
+      {app && <InstallOffer app={app} />}
       {app ? (
         <AppCanvas key={`${app.id}:${app.v}`} app={app} onHostRequest={onHostRequest} />
       ) : (

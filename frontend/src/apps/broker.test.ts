@@ -45,6 +45,14 @@ describe("frame message validation", () => {
     expect(from({ type: "moebius:open-chat", chatId: "../settings" })).toBeNull();
     expect(from({ type: "moebius:open-app", appId: "7" })).toBeNull();
     expect(from({ type: "moebius:open-app", appId: -1 })).toBeNull();
+    expect(from({ type: "moebius:install-app", source: "  " })).toBeNull();
+    expect(from({ type: "moebius:install-app", source: " https://example.com/a.git " })).toEqual({ type: "moebius:install-app", source: "https://example.com/a.git" });
+    expect(from({ type: "moebius:install-app", source: "x".repeat(2049) })).toBeNull();
+    expect(from({ type: "moebius:manage-app", action: "update", appId: 4 })).toEqual({ type: "moebius:manage-app", action: "update", appId: 4 });
+    expect(from({ type: "moebius:manage-app", action: "uninstall", appId: 9 })).toEqual({ type: "moebius:manage-app", action: "uninstall", appId: 9 });
+    expect(from({ type: "moebius:manage-app", action: "delete-data", appId: 4 })).toBeNull();
+    expect(from({ type: "moebius:manage-app", action: "update", appId: "4" })).toBeNull();
+    expect(from({ type: "moebius:manage-app", action: "uninstall", appId: 0 })).toBeNull();
     expect(from({ type: "moebius:storage-set", key: "k", value: 5 })).toBeNull();
   });
 

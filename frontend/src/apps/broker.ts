@@ -3,6 +3,8 @@
 //! identity — and from an opaque origin (`"null"`) or this origin. Every field is checked and
 //! bounded before anything acts on it.
 
+import type { ManageAction } from "./host";
+
 /** Messages a frame may send its parent. */
 export type FrameMessage =
   | { type: "moebius:frame-hello" }
@@ -17,6 +19,8 @@ export type FrameMessage =
   | { type: "moebius:new-chat"; title: string | null; draft: string }
   | { type: "moebius:open-chat"; chatId: string; draft: string }
   | { type: "moebius:open-app"; appId: number }
+  | { type: "moebius:install-app"; source: string }
+  | { type: "moebius:manage-app"; action: ManageAction; appId: number }
   | { type: "moebius:open-settings"; section: string | null }
   | { type: "moebius:nav-push"; requestId: string | null; label: string; reversible: boolean }
   | { type: "moebius:nav-pop"; requestId: string | null }
@@ -35,6 +39,8 @@ export interface IncomingEvent {
 
 const MAX_ID = 200;
 const MAX_DRAFT = 20_000;
+/** An install source an app may hand the shell's review. */
+const MAX_SOURCE = 2_048;
 const MAX_KEY = 1_000;
 /** One virtual localStorage value (the whole store is capped where it is kept). */
 const MAX_VALUE = 512 * 1024;
@@ -107,6 +113,15 @@ export function readFrameMessage(event: IncomingEvent, frame: Window | null | un
     case "moebius:open-app": {
       const appId = m.appId;
       return typeof appId === "number" && Number.isSafeInteger(appId) && appId > 0 ? { type: m.type, appId } : null;
+    }
+    case "moebius:manage-app": {
+      const { appId, action } = m;
+      const valid = typeof appId === "number" && Number.isSafeInteger(appId) && appId > 0 && (action === "update" || action === "uninstall");
+      return valid ? { type: m.type, action, appId } : null;
+    }
+    case "moebius:install-app": {
+      const source = str(m.source, MAX_SOURCE);
+      return source !== null && source.trim() !== "" ? { type: m.type, source: source.trim() } : null;
     }
     case "moebius:open-settings":
       return { type: m.type, section: str(m.section, 80) || null };

@@ -1,9 +1,17 @@
-//! What an app may ask of the shell (the four host requests, plus a crash report).
+//! What an app may ask of the shell (the host requests, an install for apps that manage apps,
+//! plus a crash report).
+
+/** What an app that manages apps may ask the owner to do to another app. */
+export type ManageAction = "update" | "uninstall";
 
 export type HostRequest =
   | { kind: "new-chat"; title: string | null; draft: string }
   | { kind: "open-chat"; chatId: string; draft: string }
   | { kind: "open-app"; appId: number }
+  /** An app with `permissions.manage_apps` asks to install `source`: the owner reviews it first. */
+  | { kind: "install-app"; source: string }
+  /** An app with `permissions.manage_apps` asks to update or uninstall an app: the owner sees the preview or the choice first. */
+  | { kind: "manage-app"; action: ManageAction; appId: number }
   | { kind: "open-settings"; section: string | null }
   | { kind: "report"; message: string };
 

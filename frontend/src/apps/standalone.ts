@@ -29,3 +29,29 @@ export function readStandaloneIdentity(doc: Document = document): StandaloneIden
     return null;
   }
 }
+
+/**
+ * On an installed home-screen app opened with `?install_pass=` (iOS gives it storage of its
+ * own, so it starts signed out): trades the one-use pass for a session once, and takes the pass
+ * out of the address either way.
+ */
+export async function redeemInstallPass(
+  identity: StandaloneIdentity | null,
+  hasToken: boolean,
+  redeem: (pass: string, slug: string) => Promise<{ access_token: string }>,
+  store: (token: string) => void,
+): Promise<void> {
+  if (!identity) return;
+  const params = new URLSearchParams(location.search);
+  const pass = params.get("install_pass");
+  if (!pass) return;
+  params.delete("install_pass");
+  const rest = params.toString();
+  history.replaceState(history.state, "", `${location.pathname}${rest ? `?${rest}` : ""}`);
+  if (hasToken) return;
+  try {
+    store((await redeem(pass, identity.slug)).access_token);
+  } catch {
+    // Used, expired or for another app: the sign-in form shows instead.
+  }
+}

@@ -28,6 +28,10 @@ export interface DrawerProps {
   onRenameApp: (app: AppSummary, name: string) => void;
   onTogglePinApp: (app: AppSummary) => void;
   onDeleteApp: (app: AppSummary) => void;
+  /** The Apps view (installed apps, updates, the store). */
+  appsActive?: boolean;
+  updatesAvailable?: number;
+  onOpenApps?: () => void;
 }
 
 /** Rows shown: pinned, then chats that have messages; the open chat always appears. */
@@ -79,6 +83,15 @@ export function Drawer(props: DrawerProps) {
         )}
       </div>
       <div className="drawer-foot">
+        <button type="button" className="drawer-link" aria-current={props.appsActive ? "page" : undefined} onClick={props.onOpenApps}>
+          <Icon name="apps" size={18} />
+          <span>Apps &amp; store</span>
+          {(props.updatesAvailable ?? 0) > 0 && (
+            <span className="badge badge-count" role="img" aria-label={`${props.updatesAvailable} updates available`}>
+              {props.updatesAvailable}
+            </span>
+          )}
+        </button>
         <button type="button" className="drawer-link" aria-current={settingsActive ? "page" : undefined} onClick={onOpenSettings}>
           <Icon name="settings" size={18} />
           <span>Settings</span>

@@ -3,6 +3,7 @@
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useId, useRef, useState, type FormEvent } from "react";
+import { catalogIndexesKey, fetchCatalogIndexes, saveCatalogIndexes } from "../api/apps";
 import { signOutEverywhere } from "../api/auth";
 import { chatKey, fetchChat, patchChat } from "../api/chats";
 import { ApiError } from "../api/client";
@@ -71,6 +72,7 @@ export default function Settings({ activeChatId, onSignOut }: SettingsProps) {
         <DefaultsSection providers={list} status={status.data} activeChatId={activeChatId} />
         <AppearanceSection />
         <NotificationSettings />
+        <StoreSection />
         <section className="settings-section" aria-labelledby="s-sessions">
           <h2 id="s-sessions" className="settings-title">
             Sessions
@@ -500,6 +502,61 @@ function VersionSection() {
           {version.data?.build_date ? ` · ${version.data.build_date}` : ""}
         </dd>
       </dl>
+    </section>
+  );
+}
+
+/** The store's catalog indexes, one address per line (empty: the default catalog). */
+function StoreSection() {
+  const queryClient = useQueryClient();
+  const indexes = useQuery({ queryKey: catalogIndexesKey, queryFn: fetchCatalogIndexes, retry: false });
+  const [draft, setDraft] = useState<string | null>(null);
+  const save = useMutation({
+    mutationFn: (list: string[] | null) => saveCatalogIndexes(list),
+    onSuccess: (saved) => {
+      queryClient.setQueryData(catalogIndexesKey, saved);
+      void queryClient.invalidateQueries({ queryKey: ["catalog"] });
+      setDraft(null);
+    },
+  });
+  const fieldId = useId();
+  const current = indexes.data?.indexes.join("\n") ?? "";
+  const text = draft ?? current;
+  const onSubmit = (event: FormEvent) => {
+    event.preventDefault();
+    const list = text
+      .split("\n")
+      .map((l) => l.trim())
+      .filter(Boolean);
+    save.mutate(list.length > 0 ? list : null);
+  };
+  return (
+    <section className="settings-section" aria-labelledby="s-store">
+      <h2 id="s-store" className="settings-title">
+        App store
+      </h2>
+      <p className="settings-lead">The catalogs the store lists apps from: https:// addresses of catalog.json files, one per line.</p>
+      {indexes.isError && <p className="settings-error" role="alert">Couldn't load the catalogs: {errorText(indexes.error)}</p>}
+      <form className="setting-stack" onSubmit={onSubmit}>
+        <label htmlFor={fieldId} className="field-label">
+          Catalogs
+        </label>
+        <textarea id={fieldId} className="field-input catalog-indexes" rows={3} value={text} spellCheck={false} onChange={(e) => setDraft(e.target.value)} />
+        {save.isError && <p className="settings-error" role="alert">{errorText(save.error)}</p>}
+        <div className="inline-actions">
+          <button type="submit" className="btn btn-primary btn-small" disabled={save.isPending || draft === null}>
+            Save
+          </button>
+          <button
+            type="button"
+            className="btn btn-secondary btn-small"
+            disabled={save.isPending || (indexes.data !== undefined && current === indexes.data.default)}
+            onClick={() => save.mutate(null)}
+          >
+            Use the default catalog
+          </button>
+        </div>
+      </form>
     </section>
   );
 }

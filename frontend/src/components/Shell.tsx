@@ -30,6 +30,7 @@ import DecisionSheet from "./DecisionSheet";
 import NotificationBell from "./NotificationBell";
 
 const Settings = lazy(() => import("./Settings"));
+const AppsView = lazy(() => import("./AppsView"));
 
 export interface ShellProps {
   session: Session;
@@ -209,6 +210,14 @@ export function Shell({ session, onSignOut }: ShellProps) {
         case "open-app":
           if (appList?.some((a) => a.id === request.appId)) openApp(request.appId);
           return;
+        case "install-app":
+          closeApp();
+          navigate({ name: "apps", tab: "installed", source: request.source });
+          return;
+        case "manage-app":
+          closeApp();
+          navigate({ name: "apps", tab: "installed", manage: { action: request.action, appId: request.appId } });
+          return;
         case "open-settings":
           navigate({ name: "settings" });
           return;
@@ -238,7 +247,11 @@ export function Shell({ session, onSignOut }: ShellProps) {
   usePresence(activeId);
   const summary = activeId ? chats.data?.find((c) => c.id === activeId) : undefined;
   const chatTitle =
-    route.name === "settings" ? "Settings" : (summary?.title || (liveTitle?.id === activeId ? liveTitle?.title : "") || "New chat");
+    route.name === "settings"
+      ? "Settings"
+      : route.name === "apps"
+        ? "Apps"
+        : summary?.title || (liveTitle?.id === activeId ? liveTitle?.title : "") || "New chat";
   const title = openedApp && !wide ? openedApp.name : chatTitle;
   const firstRun = chats.data !== undefined && !chats.data.some((c) => c.has_messages);
   const needsProvider = anyConnected(providers.data) === false;
@@ -270,6 +283,9 @@ export function Shell({ session, onSignOut }: ShellProps) {
     activeId,
     settingsActive: route.name === "settings",
     settingsNeedsAttention: needsProvider,
+    appsActive: route.name === "apps",
+    updatesAvailable: appList?.filter((a) => a.update?.available).length ?? 0,
+    onOpenApps: () => navigate({ name: "apps", tab: "installed" }),
     offline: !online,
     creating: create.isPending,
     onNewChat: () => openNewChat(),
@@ -348,6 +364,11 @@ export function Shell({ session, onSignOut }: ShellProps) {
           {route.name === "settings" && (
             <Suspense fallback={<div className="settings-loading" role="status" aria-label="Loading settings" />}>
               <Settings owner={owner} activeChatId={loadLastChat(owner)} onSignOut={onSignOut} />
+            </Suspense>
+          )}
+          {route.name === "apps" && (
+            <Suspense fallback={<div className="settings-loading" role="status" aria-label="Loading apps" />}>
+              <AppsView tab={route.tab} source={route.source} manage={route.manage} apps={appList} owner={owner} online={online} showToast={showToast} />
             </Suspense>
           )}
           {offeredApp && (

@@ -1,7 +1,6 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { closeApp, currentNav, navigate, openApp, parseAppParam, pushAppNav } from "./router";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { closeApp, currentNav, navigate, openApp, parseAppParam, parseRoute, pushAppNav } from "./router";
 
-const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
 
 afterEach(() => {
   history.replaceState({}, "", "/");
@@ -25,8 +24,8 @@ describe("app routes", () => {
     expect(history.length).toBe(depth + 1);
     expect(currentNav().app).toBe(4);
     closeApp();
-    await settle();
-    expect(location.search).toBe("");
+    // history.back() lands asynchronously: poll for it.
+    await vi.waitFor(() => expect(location.search).toBe(""));
     expect(currentNav().app).toBeNull();
   });
 
@@ -36,8 +35,7 @@ describe("app routes", () => {
     pushAppNav("nav-1");
     pushAppNav("nav-2");
     closeApp();
-    await settle();
-    expect(location.pathname + location.search).toBe("/chat/c2");
+    await vi.waitFor(() => expect(location.pathname + location.search).toBe("/chat/c2"));
     expect(currentNav().app).toBeNull();
   });
 
@@ -55,5 +53,31 @@ describe("app routes", () => {
     expect(location.search).toBe("?app=2");
     navigate({ name: "settings" });
     expect(currentNav()).toMatchObject({ route: { name: "settings" }, app: null });
+  });
+
+  it("the Apps view, the store and the install deep link have routes", () => {
+    expect(parseRoute("/apps")).toEqual({ name: "apps", tab: "installed" });
+    expect(parseRoute("/store/")).toEqual({ name: "apps", tab: "store" });
+    const link = "https://github.com/someone/notes.git";
+    const route = parseRoute("/install", `?source=${encodeURIComponent(link)}`);
+    expect(route).toEqual({ name: "apps", tab: "installed", source: link });
+    expect(parseRoute("/install", "")).toEqual({ name: "apps", tab: "installed" });
+    expect(parseRoute("/install", `?source=${"x".repeat(3000)}`)).toEqual({ name: "apps", tab: "installed" });
+    navigate(route, { app: 3 });
+    expect(location.pathname + location.search).toBe(`/install?source=${encodeURIComponent(link)}&app=3`);
+    expect(currentNav().route).toEqual(route);
+  });
+
+  it("an app that manages apps opens another app's update preview or uninstall choice by address", () => {
+    expect(parseRoute("/apps", "?update=7")).toEqual({ name: "apps", tab: "installed", manage: { action: "update", appId: 7 } });
+    expect(parseRoute("/apps/", "?uninstall=12")).toEqual({ name: "apps", tab: "installed", manage: { action: "uninstall", appId: 12 } });
+    for (const bad of ["?update=0", "?update=-3", "?uninstall=x", "?uninstall=1e3", "?remove=4", `?update=${"9".repeat(16)}`]) {
+      expect(parseRoute("/apps", bad)).toEqual({ name: "apps", tab: "installed" });
+    }
+    const route = parseRoute("/apps", "?uninstall=5");
+    navigate(route, { app: 2 });
+    expect(location.pathname + location.search).toBe("/apps?uninstall=5&app=2");
+    expect(currentNav().route).toEqual(route);
+    expect(currentNav().app).toBe(2);
   });
 });

@@ -1,16 +1,43 @@
-//! Client routes (`/`, `/chat/<id>`, `/settings`) on the History API, plus the phone drawer as
+//! Client routes (`/`, `/chat/<id>`, `/settings`, `/apps` (with `?update=<id>` or
+//! `?uninstall=<id>` opening that app's update preview or uninstall choice), `/store`, and the
+//! `/install?source=` deep link that opens the install review) on the History API, plus the phone drawer as
 //! a history entry of its own so the system Back gesture closes it. An open app is the `?app=<id>`
 //! query on any route (beside the chat on wide screens, full screen on phones); opening one
 //! pushes an entry, so Back closes it, and its in-app screens (`mobius.nav.open`) stack above.
 
+import type { ManageAction } from "../apps/host";
 import { createStore, useStore } from "./store";
 
-export type Route = { name: "home" } | { name: "chat"; id: string } | { name: "settings" };
+export type Route =
+  | { name: "home" }
+  | { name: "chat"; id: string }
+  | { name: "settings" }
+  /**
+   * The Apps view: installed apps (`/apps`) or the store (`/store`); `source` opens its install
+   * review, `manage` an installed app's update preview or uninstall choice.
+   */
+  | { name: "apps"; tab: "installed" | "store"; source?: string | undefined; manage?: { action: ManageAction; appId: number } | undefined };
 
-export function parseRoute(pathname: string): Route {
+/** Longest source a deep link may carry. */
+const MAX_SOURCE_CHARS = 2048;
+
+export function parseRoute(pathname: string, search = ""): Route {
   const chat = /^\/chat\/([A-Za-z0-9_-]{1,80})\/?$/.exec(pathname);
   if (chat?.[1]) return { name: "chat", id: chat[1] };
   if (/^\/settings\/?$/.test(pathname)) return { name: "settings" };
+  if (/^\/apps\/?$/.test(pathname)) {
+    const query = new URLSearchParams(search);
+    for (const action of ["update", "uninstall"] as const) {
+      const appId = positiveId(query.get(action));
+      if (appId !== null) return { name: "apps", tab: "installed", manage: { action, appId } };
+    }
+    return { name: "apps", tab: "installed" };
+  }
+  if (/^\/store\/?$/.test(pathname)) return { name: "apps", tab: "store" };
+  if (/^\/install\/?$/.test(pathname)) {
+    const source = new URLSearchParams(search).get("source")?.trim();
+    return source && source.length <= MAX_SOURCE_CHARS ? { name: "apps", tab: "installed", source } : { name: "apps", tab: "installed" };
+  }
   return { name: "home" };
 }
 
@@ -22,19 +49,29 @@ export function pathOf(route: Route): string {
       return `/chat/${route.id}`;
     case "settings":
       return "/settings";
+    case "apps":
+      if (route.source) return `/install?source=${encodeURIComponent(route.source)}`;
+      if (route.manage) return `/apps?${route.manage.action}=${route.manage.appId}`;
+      return route.tab === "store" ? "/store" : "/apps";
   }
 }
 
 /** The app named by `?app=<id>`, if any. */
 export function parseAppParam(search: string): number | null {
-  const raw = new URLSearchParams(search).get("app");
+  return positiveId(new URLSearchParams(search).get("app"));
+}
+
+/** An app id in an address: digits only, above zero. */
+function positiveId(raw: string | null): number | null {
   if (raw === null || !/^\d{1,15}$/.test(raw)) return null;
   const id = Number(raw);
   return id > 0 ? id : null;
 }
 
 function urlOf(route: Route, app: number | null): string {
-  return app === null ? pathOf(route) : `${pathOf(route)}?app=${app}`;
+  if (app === null) return pathOf(route);
+  const path = pathOf(route);
+  return `${path}${path.includes("?") ? "&" : "?"}app=${app}`;
 }
 
 interface NavState {
@@ -57,7 +94,7 @@ interface EntryState {
 const entry = (): EntryState => (history.state as EntryState | null) ?? {};
 
 const read = (): NavState => ({
-  route: parseRoute(location.pathname),
+  route: parseRoute(location.pathname, location.search),
   drawer: entry().drawer === true,
   app: parseAppParam(location.search),
 });

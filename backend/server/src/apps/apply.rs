@@ -66,14 +66,24 @@ fn compile_error(diagnostics: &Diagnostics) -> Error {
     Error::unprocessable("compile_failed", format!("The app did not compile:\n{diagnostics}"))
 }
 
-/// Which version of an app's source an apply builds.
+/// Which version of an app's source an apply builds, and why (recorded in its history:
+/// `install`, `update`, `restore`, `apply`, `rebuild`).
 #[derive(Debug, Clone)]
 pub enum Snapshot {
     /// The folder as it is now, committed on `main` first (what the agent asks for).
-    Worktree,
-    /// The live commit again, with the current runtime (a start-up rebuild); the folder's
-    /// uncommitted edits stay unpublished.
-    Live(String),
+    Worktree(&'static str),
+    /// A given commit, which need not be on `main` yet: the live commit again with the
+    /// current runtime (a start-up rebuild), or an update or restore built before `main`
+    /// moves to it. The folder's uncommitted edits stay unpublished.
+    Commit(String, &'static str),
+}
+
+impl Snapshot {
+    fn why(&self) -> &'static str {
+        match self {
+            Snapshot::Worktree(why) | Snapshot::Commit(_, why) => why,
+        }
+    }
 }
 
 /// The runtime's own modules (`runtime/*.js` next to `mobius-runtime.js`, which imports them).
@@ -112,18 +122,20 @@ pub async fn apply_locked(
     state: &AppState,
     slug: &str,
     chat_id: Option<String>,
-    installed_from: Option<(String, Option<String>)>,
+    installed_from: Option<Installed>,
     from: Snapshot,
 ) -> Result<Applied> {
     let dir = source_dir(state, slug)?;
-    let manifest_text = read_manifest(&dir).await?;
-    manifest::parse(&manifest_text, slug)?;
-    if !tokio::fs::try_exists(dir.join("index.jsx")).await.unwrap_or(false) {
-        return Err(Error::unprocessable(
-            "entry_missing",
-            "index.jsx is missing: it must `export default` a React component.",
-        ));
+    if matches!(from, Snapshot::Worktree(_)) {
+        manifest::parse(&read_manifest(&dir).await?, slug)?;
+        if !tokio::fs::try_exists(dir.join("index.jsx")).await.unwrap_or(false) {
+            return Err(Error::unprocessable(
+                "entry_missing",
+                "index.jsx is missing: it must `export default` a React component.",
+            ));
+        }
     }
+    let why = from.why();
     let build_root = state.config.data_dir.join("run").join("build");
     std::fs::create_dir_all(&build_root)?;
     let message = format!("Apply {slug}");
@@ -132,8 +144,10 @@ pub async fn apply_locked(
         tokio::task::spawn_blocking(move || -> Result<(String, tempfile::TempDir)> {
             let repo = git::open_or_init(&dir)?;
             let commit = match from {
-                Snapshot::Worktree => git::commit_worktree(&repo, &message)?.0,
-                Snapshot::Live(commit) => git2::Oid::from_str(&commit).map_err(|e| Error::Internal(e.to_string()))?,
+                Snapshot::Worktree(_) => git::commit_worktree(&repo, &message)?.0,
+                Snapshot::Commit(commit, _) => {
+                    git2::Oid::from_str(&commit).map_err(|e| Error::Internal(e.to_string()))?
+                }
             };
             let tmp = tempfile::Builder::new().prefix("apply-").tempdir_in(&build_root)?;
             git::export_commit(&repo, commit, tmp.path())?;
@@ -144,18 +158,26 @@ pub async fn apply_locked(
     };
     let (commit, tree_dir) = snapshot;
     // The committed manifest is the one that counts (the worktree may have moved on).
-    let manifest = manifest::parse(&read_manifest(tree_dir.path()).await?, slug)?;
+    let manifest_text = read_manifest(tree_dir.path()).await?;
+    let manifest = manifest::parse(&manifest_text, slug)?;
+    if !tokio::fs::try_exists(tree_dir.path().join("index.jsx")).await.unwrap_or(false) {
+        return Err(Error::unprocessable(
+            "entry_missing",
+            "index.jsx is missing: it must `export default` a React component.",
+        ));
+    }
     let mut warnings = manifest.warnings.clone();
     let mut existing = db::apps::by_slug(&state.db.read, slug).await?;
     if existing.is_none()
         && let Some(previous) = &manifest.previous_id
     {
         existing =
-            adopt(state, slug, previous, installed_from.as_ref().map(|(url, _)| url.as_str()), &mut warnings).await?;
+            adopt(state, slug, previous, installed_from.as_ref().map(|i| i.source.as_str()), &mut warnings).await?;
     }
     let runtime = runtime_fingerprint(state)?;
+    let revive_nonce = installed_from.as_ref().and_then(|i| i.revive_nonce.clone());
     if let Some(app) = &existing {
-        if app.deleted_at.is_some() {
+        if app.deleted_at.is_some() && revive_nonce.is_none() {
             return Err(Error::conflict("app_deleted", "This app is deleted; recover it before applying again."));
         }
         if app.source_commit.as_deref() == Some(commit.as_str())
@@ -189,7 +211,7 @@ pub async fn apply_locked(
         }
         return Err(e);
     }
-    let (source_url, upstream_commit) = installed_from.unzip();
+    let (source_url, upstream_commit) = installed_from.map(|i| (i.source, i.release)).unzip();
     let mut applied = record_fields(
         &manifest,
         &manifest_text,
@@ -200,13 +222,14 @@ pub async fn apply_locked(
         upstream_commit.flatten(),
     );
     applied.runtime_sha = runtime;
+    applied.revive_nonce = revive_nonce;
     state.writer.call(|ack| WriteCommand::AppRecordApply { id, applied, created, ack }).await?;
     if existing.as_ref().and_then(|a| a.source_commit.as_deref()) != Some(commit.as_str()) {
         let (dir, commit) = (dir.clone(), commit.clone());
         tokio::task::spawn_blocking(move || -> Result<()> {
             let repo = git::open_or_init(&dir)?;
             let oid = git2::Oid::from_str(&commit).map_err(|e| Error::Internal(e.to_string()))?;
-            git::mark_live(&repo, oid)
+            git::mark_live(&repo, oid, why)
         })
         .await
         .map_err(|e| Error::Internal(format!("apply task: {e}")))??;
@@ -216,6 +239,7 @@ pub async fn apply_locked(
         && old != bundle.sha256
     {
         let _ = tokio::fs::remove_file(bundle_path(state, id, &old)).await;
+        super::icon::remove_rendered(&compiled_dir(state), id, &old);
     }
     if created && !manifest.storage_seeds.is_empty() {
         super::seed_storage(state, id, &dir, &manifest.storage_seeds).await?;
@@ -265,7 +289,7 @@ async fn adopt(
 /// Applies with the app's lock held (concurrent applies of one app run one after the other).
 pub async fn apply(state: &AppState, slug: &str, chat_id: Option<String>) -> Result<Applied> {
     let _lock = state.app_locks.lock(slug).await;
-    apply_locked(state, slug, chat_id, None, Snapshot::Worktree).await
+    apply_locked(state, slug, chat_id, None, Snapshot::Worktree("apply")).await
 }
 
 fn record_fields(
@@ -297,6 +321,7 @@ fn record_fields(
         permissions: Value::Object(m.permissions.clone()).to_string(),
         // The caller stamps the runtime it built with.
         runtime_sha: String::new(),
+        revive_nonce: None,
     }
 }
 
@@ -327,7 +352,7 @@ fn bundle_options(state: &AppState, dir: &Path) -> BundleOptions {
 }
 
 /// Writes `bytes` to `path` via a temp file in the same folder, fsyncing file and folder.
-async fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+pub async fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let path = path.to_path_buf();
     let bytes = bytes.to_vec();
     tokio::task::spawn_blocking(move || -> Result<()> {
@@ -344,8 +369,22 @@ async fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     .map_err(|e| Error::Internal(format!("write task: {e}")))?
 }
 
-/// Installs an app from a git source (a local path or an https URL) and applies it.
-pub async fn install(state: &AppState, source: Source, label: String) -> Result<Applied> {
+/// Where an installed app came from, for an apply that installs or updates it.
+#[derive(Debug, Clone)]
+pub struct Installed {
+    /// The source as the owner gave it (URL or folder).
+    pub source: String,
+    /// The release commit taken (becomes `upstream_commit`).
+    pub release: Option<String>,
+    /// Set when the install brings back a deleted app of the same id: its new install nonce.
+    pub revive_nonce: Option<String>,
+}
+
+/// Installs an app from a git source (a local path or an https URL) and applies it. With
+/// `expect`, the source's release must still be that commit (the one the owner reviewed), else
+/// 409 `source_changed`. An app of the same id that was uninstalled comes back with its id,
+/// data and secrets (its earlier source folder is replaced).
+pub async fn install(state: &AppState, source: Source, label: String, expect: Option<String>) -> Result<Applied> {
     if let Source::Url(url) = &source {
         super::ssrf::check_url(url).await?;
     }
@@ -358,33 +397,38 @@ pub async fn install(state: &AppState, source: Source, label: String) -> Result<
         tokio::task::spawn_blocking(move || -> Result<(String, String)> {
             let repo = git::open_or_init(&staging_path)?;
             let release = git::fetch_release(&repo, &source)?;
-            let manifest_bytes = git::read_file(&repo, release, "mobius.json")?.ok_or_else(|| {
-                Error::unprocessable("manifest_missing", "The source has no mobius.json at its root.")
-            })?;
-            let text = String::from_utf8(manifest_bytes)
-                .map_err(|_| Error::unprocessable("manifest_invalid", "mobius.json is not UTF-8."))?;
-            let id = serde_json::from_str::<Value>(&text)
-                .ok()
-                .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_owned))
-                .ok_or_else(|| Error::unprocessable("manifest_invalid", "mobius.json has no id."))?;
-            manifest::parse(&text, &id)?;
+            if expect.as_deref().is_some_and(|e| e != release.to_string()) {
+                return Err(source_changed());
+            }
+            let manifest = super::review::release_manifest(&repo, release)?;
             git::adopt_release(&repo, release)?;
-            Ok((id, release.to_string()))
+            Ok((manifest.id, release.to_string()))
         })
         .await
         .map_err(|e| Error::Internal(format!("install task: {e}")))??
     };
     let _lock = state.app_locks.lock(&slug).await;
     let target = apps.join(&slug);
-    if target.exists() || db::apps::by_slug(&state.db.read, &slug).await?.is_some() {
+    let earlier = db::apps::by_slug(&state.db.read, &slug).await?;
+    let revive = earlier.as_ref().is_some_and(|a| a.deleted_at.is_some());
+    if earlier.as_ref().is_some_and(|a| a.deleted_at.is_none()) || (target.exists() && !revive) {
         return Err(Error::conflict(
             "app_exists",
             format!("An app with the id {slug:?} is already installed; update it instead."),
         ));
     }
+    if revive && target.exists() {
+        // The uninstalled app's source gives way to the new install (its data stays).
+        tokio::fs::remove_dir_all(&target).await?;
+    }
     let kept = staging.keep();
     std::fs::rename(&kept, &target)?;
-    match apply_locked(state, &slug, None, Some((label, Some(release))), Snapshot::Worktree).await {
+    let installed = Installed {
+        source: label,
+        release: Some(release),
+        revive_nonce: revive.then(|| uuid::Uuid::new_v4().simple().to_string()),
+    };
+    match apply_locked(state, &slug, None, Some(installed), Snapshot::Worktree("install")).await {
         Ok(applied) => Ok(applied),
         Err(e) => {
             // A failed first build leaves nothing behind.
@@ -394,86 +438,12 @@ pub async fn install(state: &AppState, source: Source, label: String) -> Result<
     }
 }
 
-/// What an update did.
-#[derive(Debug, Serialize)]
-pub struct Updated {
-    /// `updated`, `up_to_date` or `conflict`.
-    pub mode: &'static str,
-    pub conflict_paths: Vec<String>,
-    pub app: AppRow,
-}
-
-/// Takes the source's new release: local edits are replayed on top; a conflict leaves the
-/// live app untouched and names the files.
-pub async fn update(state: &AppState, app: &AppRow) -> Result<Updated> {
-    let url = app.source_url.clone().ok_or_else(|| {
-        Error::conflict(
-            "not_installed",
-            "This app was built here, not installed from a source; there is nothing to update from.",
-        )
-    })?;
-    let source = parse_source(&url)?;
-    if let Source::Url(u) = &source {
-        super::ssrf::check_url(u).await?;
-    }
-    let _lock = state.app_locks.lock(&app.slug).await;
-    let dir = source_dir(state, &app.slug)?;
-    let outcome = tokio::task::spawn_blocking(move || -> Result<(git::Update, Option<String>)> {
-        let repo = git::open_or_init(&dir)?;
-        let release = git::fetch_release(&repo, &source)?;
-        Ok((git::update(&repo, release)?, Some(release.to_string())))
-    })
-    .await
-    .map_err(|e| Error::Internal(format!("update task: {e}")))??;
-    match outcome {
-        (git::Update::UpToDate, _) => Ok(Updated { mode: "up_to_date", conflict_paths: Vec::new(), app: app.clone() }),
-        (git::Update::Conflict(paths), _) => Ok(Updated { mode: "conflict", conflict_paths: paths, app: app.clone() }),
-        (git::Update::Applied(_), release) => {
-            let slug = renamed_slug(state, app).await?.unwrap_or_else(|| app.slug.clone());
-            let _new_lock = if slug == app.slug { None } else { Some(state.app_locks.lock(&slug).await) };
-            let applied = apply_locked(state, &slug, None, Some((url, release)), Snapshot::Worktree).await?;
-            Ok(Updated { mode: "updated", conflict_paths: Vec::new(), app: applied.app })
-        }
-    }
-}
-
-/// When a new release renames the app (its `id` changed and `previous_id` names the old one),
-/// moves the folder to the new id and answers it; the apply then adopts the old row.
-async fn renamed_slug(state: &AppState, app: &AppRow) -> Result<Option<String>> {
-    let dir = source_dir(state, &app.slug)?;
-    let text = read_manifest(&dir).await?;
-    let value: Value = serde_json::from_str(&text).unwrap_or_default();
-    let (Some(id), Some(previous)) =
-        (value.get("id").and_then(Value::as_str), value.get("previous_id").and_then(Value::as_str))
-    else {
-        return Ok(None);
-    };
-    if id == app.slug || previous != app.slug || !manifest::valid_id(id) {
-        return Ok(None);
-    }
-    let target = apps_dir(state).join(id);
-    if target.exists() || db::apps::by_slug(&state.db.read, id).await?.is_some() {
-        return Err(Error::conflict(
-            "app_exists",
-            format!("The new release renames this app to {id:?}, which is already taken."),
-        ));
-    }
-    tokio::fs::rename(&dir, &target).await?;
-    Ok(Some(id.to_owned()))
-}
-
-/// Rolls the app back to an earlier version of `main` and re-applies it.
-pub async fn undo(state: &AppState, app: &AppRow, commit: Option<String>) -> Result<Applied> {
-    let _lock = state.app_locks.lock(&app.slug).await;
-    let dir = source_dir(state, &app.slug)?;
-    tokio::task::spawn_blocking(move || -> Result<()> {
-        let repo = git::open_or_init(&dir)?;
-        git::rollback(&repo, commit.as_deref())?;
-        Ok(())
-    })
-    .await
-    .map_err(|e| Error::Internal(format!("undo task: {e}")))??;
-    apply_locked(state, &app.slug, None, None, Snapshot::Worktree).await
+/// The source moved on since the owner reviewed it.
+pub fn source_changed() -> Error {
+    Error::conflict(
+        "source_changed",
+        "The source has a newer release than the one you reviewed; review it again before installing.",
+    )
 }
 
 /// Rebuilds, from its live commit, every live app whose bundle was built with another
@@ -496,7 +466,7 @@ pub async fn rebuild_outdated(state: AppState) {
     for app in apps.into_iter().filter(|a| a.runtime_sha.as_deref() != Some(runtime.as_str())) {
         let Some(commit) = app.source_commit.clone() else { continue };
         let _lock = state.app_locks.lock(&app.slug).await;
-        match apply_locked(&state, &app.slug, None, None, Snapshot::Live(commit)).await {
+        match apply_locked(&state, &app.slug, None, None, Snapshot::Commit(commit, "rebuild")).await {
             Ok(applied) => {
                 tracing::info!(app.id = app.id, slug = %app.slug, "app rebuilt for the current runtime");
                 if app.seen_sha.is_some() && app.seen_sha == app.bundle_sha {

@@ -1,6 +1,10 @@
-//! A generated fallback icon: the app's initial in white on its theme colour, as a PNG.
+//! App icons: the manifest's image decoded (bounded), centre-cropped and resized to each size
+//! a web manifest advertises (a maskable variant padded into the safe zone on the theme
+//! colour), and a generated fallback — the app's initial in white on its theme colour.
+//! Rendering is CPU work: callers run it off the async threads ([`render_blocking`]).
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use flate2::Compression;
 use flate2::write::ZlibEncoder;
@@ -104,9 +108,121 @@ fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
     out.extend_from_slice(&crc.sum().to_be_bytes());
 }
 
+/// Largest icon file decoded (the original's limit).
+pub const MAX_ICON_SOURCE_BYTES: usize = 12 * 1024 * 1024;
+/// Largest side of an icon decoded, and most pixels (decompression-bomb guards).
+const MAX_ICON_SIDE: u32 = 4096;
+const MAX_ICON_ALLOC_BYTES: u64 = 128 * 1024 * 1024;
+/// The sizes icons are rendered at; a request is served the nearest one (so at most
+/// `ICON_SIZES.len()` × 2 files exist per build).
+pub const ICON_SIZES: &[u32] = &[48, 96, 128, 192, 256, 512];
+/// Share of a maskable icon's side the picture takes (the rest is the theme colour), so a
+/// round or squircle mask never cuts into it.
+const MASKABLE_CONTENT: f32 = 0.64;
+/// Icons rendered at once (each holds a decoded image).
+pub const MAX_PARALLEL_ICON_RENDERS: usize = 2;
+
+/// The rendered size nearest to `requested`.
+pub fn snap_size(requested: u32) -> u32 {
+    *ICON_SIZES.iter().min_by_key(|s| s.abs_diff(requested)).unwrap_or(&512)
+}
+
+/// Decodes `bytes` (PNG, JPEG, WebP or GIF), crops it to a centred square and resizes it to
+/// `size`; `maskable` pads it into the safe zone on `background`. Answers why not otherwise.
+pub fn render(bytes: &[u8], size: u32, maskable: bool, background: Option<&str>) -> Result<Vec<u8>, String> {
+    use image::{DynamicImage, GenericImageView, ImageReader, Limits, imageops::FilterType};
+    if bytes.len() > MAX_ICON_SOURCE_BYTES {
+        return Err(format!("the icon is larger than {} MiB", MAX_ICON_SOURCE_BYTES >> 20));
+    }
+    let mut reader = ImageReader::new(std::io::Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|e| format!("the icon could not be read: {e}"))?;
+    let mut limits = Limits::default();
+    limits.max_image_width = Some(MAX_ICON_SIDE);
+    limits.max_image_height = Some(MAX_ICON_SIDE);
+    limits.max_alloc = Some(MAX_ICON_ALLOC_BYTES);
+    reader.limits(limits);
+    let image = reader.decode().map_err(|e| format!("the icon is not a PNG, JPEG, WebP or GIF image: {e}"))?;
+    let (w, h) = image.dimensions();
+    let side = w.min(h);
+    let square = image.crop_imm((w - side) / 2, (h - side) / 2, side, side);
+    let inner = if maskable { ((size as f32) * MASKABLE_CONTENT).round() as u32 } else { size };
+    let resized = square.resize_exact(inner.max(1), inner.max(1), FilterType::Lanczos3).to_rgba8();
+    let out = if maskable {
+        let [r, g, b] = colour(background);
+        let mut canvas = image::RgbaImage::from_pixel(size, size, image::Rgba([r, g, b, 255]));
+        let offset = i64::from((size - inner) / 2);
+        image::imageops::overlay(&mut canvas, &resized, offset, offset);
+        DynamicImage::ImageRgba8(canvas)
+    } else {
+        DynamicImage::ImageRgba8(resized)
+    };
+    let mut png = Vec::new();
+    out.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .map_err(|e| format!("the icon could not be encoded: {e}"))?;
+    Ok(png)
+}
+
+/// Where a build's rendered icon lives: next to its bundle, named after it, so the clean-ups
+/// of old bundles (`app-<id>-…`) take it too.
+pub fn rendered_path(compiled_dir: &Path, id: i64, sha: &str, size: u32, maskable: bool) -> PathBuf {
+    let purpose = if maskable { "-maskable" } else { "" };
+    compiled_dir.join(format!("app-{id}-{sha}-icon-{size}{purpose}.png"))
+}
+
+/// Removes the rendered icons of build `sha` of app `id`.
+pub fn remove_rendered(compiled_dir: &Path, id: i64, sha: &str) {
+    for size in ICON_SIZES {
+        for maskable in [false, true] {
+            let _ = std::fs::remove_file(rendered_path(compiled_dir, id, sha, *size, maskable));
+        }
+    }
+}
+
+/// [`render`] on a blocking thread, at most [`MAX_PARALLEL_ICON_RENDERS`] at once.
+pub async fn render_blocking(
+    limit: &tokio::sync::Semaphore,
+    bytes: Vec<u8>,
+    size: u32,
+    maskable: bool,
+    background: Option<String>,
+) -> Result<Vec<u8>, String> {
+    let _permit = limit.acquire().await.map_err(|_| "shutting down".to_owned())?;
+    tokio::task::spawn_blocking(move || render(&bytes, size, maskable, background.as_deref()))
+        .await
+        .map_err(|e| format!("icon task: {e}"))?
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sample(w: u32, h: u32) -> Vec<u8> {
+        let img = image::RgbaImage::from_fn(w, h, |x, y| image::Rgba([(x % 256) as u8, (y % 256) as u8, 90, 255]));
+        let mut png = Vec::new();
+        image::DynamicImage::ImageRgba8(img)
+            .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+            .expect("encode");
+        png
+    }
+
+    #[test]
+    fn icons_are_cropped_square_and_resized_to_each_size() {
+        let source = sample(300, 200);
+        for size in [192, 512] {
+            for maskable in [false, true] {
+                let png = render(&source, size, maskable, Some("#112233")).expect("render");
+                let out = image::load_from_memory(&png).expect("decode");
+                assert_eq!((out.width(), out.height()), (size, size));
+                if maskable {
+                    assert_eq!(out.to_rgba8().get_pixel(0, 0).0, [0x11, 0x22, 0x33, 255], "padded on the theme colour");
+                }
+            }
+        }
+        assert!(render(b"<svg/>", 192, false, None).is_err(), "not a raster image");
+        assert_eq!(snap_size(200), 192);
+        assert_eq!(snap_size(4000), 512);
+    }
 
     #[test]
     fn the_fallback_is_a_valid_png_of_the_asked_size() {

@@ -4,11 +4,14 @@
 
 pub mod apply;
 pub mod assets;
+pub mod catalog;
 pub mod contract;
 pub mod git;
 pub mod icon;
+pub mod lifecycle;
 pub mod manifest;
 pub mod proxy;
+pub mod review;
 mod routes;
 pub mod secrets;
 mod serve;
@@ -71,9 +74,23 @@ pub struct AppOut {
     /// Same-origin URLs the service worker keeps for this app's offline use: the module, the
     /// icon and each `offline.precache` path that names a static asset.
     pub offline_precache: Vec<String>,
+    /// For apps installed from a source: what the last update check found.
+    pub update: Option<UpdateInfo>,
     pub created_at: i64,
     pub updated_at: i64,
     pub deleted_at: Option<i64>,
+}
+
+/// An installed app's update state as the API shows it.
+#[derive(Debug, Serialize)]
+pub struct UpdateInfo {
+    /// The source has a newer release than the installed one.
+    pub available: bool,
+    pub checked_at: Option<i64>,
+    /// Why the last check could not reach the source.
+    pub error: Option<String>,
+    /// A chat resolving a conflicting update.
+    pub resolver_chat_id: Option<String>,
 }
 
 impl From<AppRow> for AppOut {
@@ -94,6 +111,12 @@ impl From<AppRow> for AppOut {
             icon_url: format!("/api/apps/{}/icon?v={v}", a.id),
             standalone_url: format!("/apps/{}/", a.slug),
             has_unseen_update: a.bundle_sha.is_some() && a.seen_sha != a.bundle_sha,
+            update: a.source_url.as_ref().map(|_| UpdateInfo {
+                available: a.update_commit.is_some(),
+                checked_at: a.update_checked_at,
+                error: a.update_error.clone(),
+                resolver_chat_id: a.resolver_chat_id.clone(),
+            }),
             v,
             id: a.id,
             slug: a.slug,

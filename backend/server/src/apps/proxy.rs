@@ -203,6 +203,37 @@ async fn forward(state: &AppState, request: reqwest::RequestBuilder) -> Result<R
     Ok(answer(status, &headers, body))
 }
 
+/// Fetches a public `https://` document for the server itself (a store catalog index) with the
+/// proxy's client and rules: 2xx only, at most `max_bytes`, within the proxy's time limit.
+pub async fn fetch_public(state: &AppState, raw: &str, max_bytes: usize) -> Result<Vec<u8>> {
+    let url = target(state, Some(raw))?;
+    let client = state.proxy.client(&policy(state))?;
+    let _permit = state
+        .proxy
+        .permits
+        .acquire()
+        .await
+        .map_err(|_| Error::unavailable("proxy_unavailable", "The proxy is shutting down."))?;
+    let too_large = || Error::bad_gateway("document_too_large", format!("It is larger than {} KiB.", max_bytes >> 10));
+    let exchange = async {
+        let mut upstream = client.get(url).send().await.map_err(|e| transport_error(&e))?;
+        if !upstream.status().is_success() {
+            return Err(Error::bad_gateway("document_unavailable", format!("It answered {}.", upstream.status())));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = upstream.chunk().await.map_err(|e| transport_error(&e))? {
+            if body.len() + chunk.len() > max_bytes {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    };
+    tokio::time::timeout(state.config.proxy_timeout, exchange)
+        .await
+        .map_err(|_| Error::gateway_timeout("proxy_timeout", "It did not answer in time."))?
+}
+
 fn transport_error(e: &reqwest::Error) -> Error {
     match Refusal::of(e) {
         Some(Refusal::NotAllowed(why)) => not_allowed(why),

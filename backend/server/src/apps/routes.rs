@@ -1,16 +1,16 @@
 //! `/api/apps…` and `/api/auth/app-token`.
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::apply::{self, Applied};
-use super::{AppOut, RECOVERY_WINDOW_MS, serve};
+use super::{AppOut, RECOVERY_WINDOW_MS, catalog, lifecycle, review, serve};
 use crate::api::ApiJson;
 use crate::app::AppState;
-use crate::auth::{Owner, Principal, Scope, issue_app_token};
+use crate::auth::{Claims, OWNER_TOKEN_TTL_SECS, Owner, Principal, Scope, issue_app_token};
 use crate::db::{self, apps::AppPatch, now_ms};
 use crate::error::{Error, Result};
 use crate::writer::WriteCommand;
@@ -22,17 +22,47 @@ pub fn router() -> Router<AppState> {
         .route("/apps/", get(list))
         .route("/apps/apply", post(apply_app))
         .route("/apps/install", post(install))
+        .route("/apps/review", post(review_source))
+        .route("/apps/updates/check", post(check_updates))
         .route("/apps/{id}", get(get_app).patch(patch_app).delete(delete_app))
         .route("/apps/{id}/recover", post(recover))
         .route("/apps/{id}/update", post(update))
-        .route("/apps/{id}/undo", post(undo))
+        .route("/apps/{id}/update/check", post(check_update))
+        .route("/apps/{id}/update/preview", get(update_preview))
+        .route("/apps/{id}/restore", post(restore))
+        .route("/apps/{id}/undo", post(restore))
         .route("/apps/{id}/history", get(history))
+        .route("/apps/{id}/data", axum::routing::delete(delete_data))
+        .route("/catalog", get(browse_catalog))
+        .route("/catalog/indexes", get(catalog_indexes).put(set_catalog_indexes))
+        .route("/auth/install-pass", post(mint_install_pass))
+        .route("/auth/install-pass/redeem", post(redeem_install_pass))
         .route("/apps/{id}/opened", post(opened))
         .route("/apps/{id}/seen", post(seen))
         .route("/apps/{id}/module", get(serve::module))
         .route("/apps/{id}/frame", get(serve::frame))
         .route("/apps/{id}/icon", get(serve::icon))
         .route("/auth/app-token", post(app_token))
+}
+
+/// Lets the owner through, and an app whose manifest asks for `permissions.manage_apps` (the
+/// store as a mini-app): reads only; every change it asks for goes through the owner's review
+/// in the shell.
+fn manager(who: &Principal) -> Result<()> {
+    match who {
+        Principal::Owner(_) => Ok(()),
+        Principal::App(app) => {
+            let manifest: Value = serde_json::from_str(&app.manifest).unwrap_or_default();
+            if manifest.pointer("/permissions/manage_apps").and_then(Value::as_bool) == Some(true) {
+                Ok(())
+            } else {
+                Err(Error::forbidden(
+                    "manage_apps_required",
+                    "Only an app whose mobius.json asks for permissions.manage_apps may do this.",
+                ))
+            }
+        }
+    }
 }
 
 async fn list(State(state): State<AppState>, _who: Principal) -> Result<Json<Vec<AppOut>>> {
@@ -95,72 +125,273 @@ async fn apply_app(
 #[derive(Deserialize)]
 struct InstallIn {
     source: String,
+    /// The release commit the owner reviewed; the install refuses another (409 `source_changed`).
+    commit: Option<String>,
 }
 
+fn source_label(source: &super::git::Source) -> String {
+    match source {
+        super::git::Source::Path(p) => p.display().to_string(),
+        super::git::Source::Url(u) => u.clone(),
+    }
+}
+
+/// `POST /api/apps/install {source, commit?}` (the owner: an app's request goes through the
+/// shell's review).
 async fn install(
     State(state): State<AppState>,
     _owner: Owner,
     ApiJson(body): ApiJson<InstallIn>,
 ) -> Result<Json<Value>> {
     let source = apply::parse_source(&body.source)?;
-    let label = match &source {
-        super::git::Source::Path(p) => p.display().to_string(),
-        super::git::Source::Url(u) => u.clone(),
-    };
-    let applied = apply::install(&state, source, label).await?;
+    let label = source_label(&source);
+    let applied = apply::install(&state, source, label, body.commit).await?;
     Ok(Json(json!({ "mode": "installed", "app": AppOut::from(applied.app), "warnings": applied.warnings })))
 }
 
-async fn update(State(state): State<AppState>, _owner: Owner, Path(id): Path<i64>) -> Result<Json<Value>> {
-    let app = live_row(&state, id).await?;
-    let updated = apply::update(&state, &app).await?;
-    let status = updated.mode;
-    let body = json!({ "mode": status, "conflict_paths": updated.conflict_paths, "app": AppOut::from(updated.app) });
-    if status == "conflict" {
-        return Err(Error::conflict(
-            "update_conflict",
-            format!(
-                "Local edits and the new release change the same lines in: {}. The app was left as it was.",
-                body["conflict_paths"]
-                    .as_array()
-                    .map(|p| p.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
-                    .unwrap_or_default()
-            ),
-        ));
-    }
-    Ok(Json(body))
+#[derive(Deserialize)]
+struct ReviewIn {
+    source: String,
+}
+
+/// `POST /api/apps/review {source}`: what installing `source` would bring, before anything is
+/// installed.
+async fn review_source(
+    State(state): State<AppState>,
+    who: Principal,
+    ApiJson(body): ApiJson<ReviewIn>,
+) -> Result<Json<review::Review>> {
+    manager(&who)?;
+    let source = apply::parse_source(&body.source)?;
+    let label = source_label(&source);
+    Ok(Json(review::review(&state, source, label).await?))
 }
 
 #[derive(Deserialize, Default)]
-struct UndoIn {
+struct CheckIn {
+    #[serde(default)]
+    force: bool,
+}
+
+/// `POST /api/apps/updates/check {force?}`: asks every installed app's source for a new release.
+async fn check_updates(
+    State(state): State<AppState>,
+    who: Principal,
+    ApiJson(body): ApiJson<CheckIn>,
+) -> Result<Json<lifecycle::CheckSummary>> {
+    manager(&who)?;
+    let force = body.force;
+    Ok(Json(lifecycle::check_all(&state, force).await?))
+}
+
+/// `POST /api/apps/{id}/update/check`: asks this app's source.
+async fn check_update(State(state): State<AppState>, who: Principal, Path(id): Path<i64>) -> Result<Json<Value>> {
+    manager(&who)?;
+    let app = live_row(&state, id).await?;
+    let checked = lifecycle::check_one(&state, &app).await;
+    Ok(Json(json!(checked)))
+}
+
+/// `GET /api/apps/{id}/update/preview`: what the source's newest release would change.
+async fn update_preview(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(id): Path<i64>,
+) -> Result<Json<lifecycle::Preview>> {
+    manager(&who)?;
+    let app = live_row(&state, id).await?;
+    Ok(Json(lifecycle::preview(&state, &app).await?))
+}
+
+#[derive(Deserialize, Default)]
+struct UpdateIn {
+    /// The release the owner previewed; the update refuses another (409 `source_changed`).
     commit: Option<String>,
 }
 
-async fn undo(
+/// `POST /api/apps/{id}/update {commit?}` → `{mode: updated | up_to_date | conflict, …}`.
+async fn update(
     State(state): State<AppState>,
     _owner: Owner,
     Path(id): Path<i64>,
-    ApiJson(body): ApiJson<UndoIn>,
+    ApiJson(body): ApiJson<UpdateIn>,
+) -> Result<Json<Value>> {
+    let app = live_row(&state, id).await?;
+    let expect = body.commit;
+    let updated = lifecycle::update(&state, &app, expect).await?;
+    Ok(Json(json!({
+        "mode": updated.mode,
+        "conflict_paths": updated.conflict_paths,
+        "resolver_chat_id": updated.resolver_chat_id,
+        "resolver_started": updated.resolver_started,
+        "draft": updated.draft,
+        "warnings": updated.warnings,
+        "app": AppOut::from(updated.app),
+    })))
+}
+
+#[derive(Deserialize, Default)]
+struct RestoreIn {
+    commit: Option<String>,
+}
+
+/// `POST /api/apps/{id}/restore {commit?}` (and `/undo`): back to an earlier version.
+async fn restore(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Path(id): Path<i64>,
+    ApiJson(body): ApiJson<RestoreIn>,
 ) -> Result<Json<Value>> {
     let app = live_row(&state, id).await?;
     let commit = body.commit;
-    Ok(applied_json(apply::undo(&state, &app, commit).await?))
+    Ok(applied_json(lifecycle::restore(&state, &app, commit).await?))
 }
 
-async fn history(State(state): State<AppState>, _owner: Owner, Path(id): Path<i64>) -> Result<Json<Value>> {
+/// `GET /api/apps/{id}/history`: the versions that went live, newest first.
+async fn history(State(state): State<AppState>, who: Principal, Path(id): Path<i64>) -> Result<Json<Value>> {
+    manager(&who)?;
     let app = live_row(&state, id).await?;
-    let dir = apply::source_dir(&state, &app.slug)?;
-    let versions = tokio::task::spawn_blocking(move || -> Result<Vec<(String, String, i64)>> {
-        let repo = super::git::open_or_init(&dir)?;
-        super::git::history(&repo, 50)
-    })
-    .await
-    .map_err(|e| Error::Internal(e.to_string()))??;
+    let versions = lifecycle::history(&state, &app).await?;
     let rows: Vec<Value> = versions
         .into_iter()
-        .map(|(sha, message, at)| json!({ "commit": sha, "message": message, "at": at, "live": app.source_commit.as_deref() == Some(sha.as_str()) }))
+        .map(|v| {
+            let live = app.source_commit.as_deref() == Some(v.commit.as_str());
+            let mut row = json!(v);
+            row["live"] = json!(live);
+            row
+        })
         .collect();
     Ok(Json(json!({ "versions": rows })))
+}
+
+/// `DELETE /api/apps/{id}/data`: wipes what the app stored (its starting documents come back).
+async fn delete_data(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Path(id): Path<i64>,
+) -> Result<axum::response::Response> {
+    let app = live_row(&state, id).await?;
+    lifecycle::delete_data(&state, &app).await?;
+    Ok(crate::app::no_content())
+}
+
+#[derive(Deserialize)]
+struct CatalogQuery {
+    q: Option<String>,
+    #[serde(default)]
+    refresh: bool,
+}
+
+/// `GET /api/catalog?q=&refresh=`: the store's apps, each marked when installed.
+async fn browse_catalog(
+    State(state): State<AppState>,
+    who: Principal,
+    Query(q): Query<CatalogQuery>,
+) -> Result<Json<Value>> {
+    manager(&who)?;
+    let mut found = catalog::catalog(&state, q.refresh).await?;
+    if let Some(query) = q.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
+        found.apps.retain(|entry| catalog::matches(entry, query));
+    }
+    let installed = db::apps::list(&state.db.read).await?;
+    let apps: Vec<Value> = found
+        .apps
+        .into_iter()
+        .map(|entry| {
+            let app = installed.iter().find(|a| a.slug == entry.id);
+            let mut row = json!(entry);
+            row["installed"] = app.map_or(
+                Value::Null,
+                |a| json!({ "id": a.id, "version": a.version, "update_available": a.update_commit.is_some() }),
+            );
+            row
+        })
+        .collect();
+    Ok(Json(json!({ "apps": apps, "errors": found.errors })))
+}
+
+/// `GET /api/catalog/indexes`.
+async fn catalog_indexes(State(state): State<AppState>, _owner: Owner) -> Result<Json<Value>> {
+    let indexes = catalog::indexes(&state).await?;
+    Ok(Json(json!({ "indexes": indexes, "default": catalog::DEFAULT_CATALOG_INDEX })))
+}
+
+#[derive(Deserialize)]
+struct IndexesIn {
+    indexes: Option<Vec<String>>,
+}
+
+/// `PUT /api/catalog/indexes {indexes}` (`null` or `[]`: the default catalog).
+async fn set_catalog_indexes(
+    State(state): State<AppState>,
+    _owner: Owner,
+    ApiJson(body): ApiJson<IndexesIn>,
+) -> Result<Json<Value>> {
+    let indexes = catalog::set_indexes(&state, body.indexes).await?;
+    Ok(Json(json!({ "indexes": indexes, "default": catalog::DEFAULT_CATALOG_INDEX })))
+}
+
+/// An install pass lives this long.
+pub const INSTALL_PASS_TTL_MS: i64 = 60 * 1000;
+
+#[derive(Deserialize)]
+struct PassIn {
+    app_id: i64,
+}
+
+/// `POST /api/auth/install-pass {app_id}` → `{install_pass, expires_at}`: a one-use pass that
+/// signs the installed home-screen app of `app_id` in once, within a minute.
+async fn mint_install_pass(
+    State(state): State<AppState>,
+    Owner(claims): Owner,
+    ApiJson(body): ApiJson<PassIn>,
+) -> Result<Json<Value>> {
+    use rand::RngCore;
+    use sha2::{Digest, Sha256};
+    let app = live_row(&state, body.app_id).await?;
+    let mut raw = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut raw);
+    let pass = base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, raw);
+    let now = now_ms();
+    let record = db::apps::InstallPass {
+        id: hex::encode(Sha256::digest(pass.as_bytes())),
+        app_id: app.id,
+        epoch: claims.epoch,
+        created_at: now,
+        expires_at: now + INSTALL_PASS_TTL_MS,
+        consumed_at: None,
+    };
+    let expires_at = record.expires_at;
+    state.writer.call(|ack| WriteCommand::InstallPassMint { pass: record, ack }).await?;
+    Ok(Json(json!({ "install_pass": pass, "expires_at": expires_at, "slug": app.slug })))
+}
+
+#[derive(Deserialize)]
+struct RedeemIn {
+    install_pass: String,
+    slug: String,
+}
+
+/// `POST /api/auth/install-pass/redeem {install_pass, slug}` (no token) → an owner session,
+/// once, for the app the pass was made for, within its minute.
+async fn redeem_install_pass(State(state): State<AppState>, ApiJson(body): ApiJson<RedeemIn>) -> Result<Json<Value>> {
+    use sha2::{Digest, Sha256};
+    let refused =
+        || Error::unauthorized("invalid_install_pass", "This install pass is not valid (anymore); sign in instead.");
+    if body.install_pass.is_empty() || body.install_pass.len() > 128 {
+        return Err(refused());
+    }
+    let id = hex::encode(Sha256::digest(body.install_pass.as_bytes()));
+    let pass = state.writer.call(|ack| WriteCommand::InstallPassRedeem { id, ack }).await?.ok_or_else(refused)?;
+    let app =
+        db::apps::get(&state.db.read, pass.app_id).await?.filter(|a| a.deleted_at.is_none() && a.slug == body.slug);
+    let (username, epoch) = state.owner.get().ok_or_else(refused)?;
+    if app.is_none() || epoch != pass.epoch {
+        return Err(refused());
+    }
+    let token = state.keys.issue(&Claims::new(&username, Scope::Owner, epoch, OWNER_TOKEN_TTL_SECS))?;
+    tracing::info!(app.id = pass.app_id, "install pass redeemed");
+    Ok(Json(json!({ "access_token": token, "token_type": "bearer" })))
 }
 
 #[derive(Deserialize)]
@@ -201,14 +432,26 @@ async fn patch_app(
     Ok(Json(json!({ "ok": true })))
 }
 
+#[derive(Deserialize)]
+struct DeleteQuery {
+    /// `keep` (the default: installing the app again brings it back) or `delete`.
+    data: Option<String>,
+}
+
+/// `DELETE /api/apps/{id}?data=keep|delete`: uninstalls (recoverable for a week).
 async fn delete_app(
     State(state): State<AppState>,
     _owner: Owner,
     Path(id): Path<i64>,
+    Query(q): Query<DeleteQuery>,
 ) -> Result<axum::response::Response> {
-    live_row(&state, id).await?;
-    let patch = AppPatch { deleted_at: Some(Some(now_ms())), ..AppPatch::default() };
-    state.writer.call(|ack| WriteCommand::AppPatch { id, patch, ack }).await?;
+    let app = live_row(&state, id).await?;
+    let keep_data = match q.data.as_deref() {
+        None | Some("keep") => true,
+        Some("delete") => false,
+        Some(_) => return Err(Error::bad_request("invalid_request", "data is keep or delete.")),
+    };
+    lifecycle::uninstall(&state, &app, keep_data).await?;
     Ok(crate::app::no_content())
 }
 

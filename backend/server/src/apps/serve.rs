@@ -159,53 +159,57 @@ pub async fn frame(State(state): State<AppState>, Path(id): Path<i64>, headers: 
 #[derive(Deserialize)]
 pub struct IconQuery {
     size: Option<u32>,
+    /// `maskable`: padded into the safe zone on the theme colour (home screens crop it).
+    purpose: Option<String>,
 }
 
-/// Largest icon file served from an app's source.
-const MAX_ICON_BYTES: u64 = 12 * 1024 * 1024;
-
-/// `GET /api/apps/{id}/icon`: the manifest's icon file, or a generated one.
+/// `GET /api/apps/{id}/icon?size=&purpose=`: the manifest's icon as a square PNG of the nearest
+/// rendered size, or a generated one.
 pub async fn icon(State(state): State<AppState>, Path(id): Path<i64>, Query(q): Query<IconQuery>) -> Result<Response> {
     let app = live_app(&state, id).await?;
-    icon_response(&state, &app, q.size.unwrap_or(512)).await
+    let maskable = q.purpose.as_deref() == Some("maskable");
+    icon_response(&state, &app, q.size.unwrap_or(512), maskable).await
 }
 
-async fn icon_response(state: &AppState, app: &AppRow, size: u32) -> Result<Response> {
+/// The app's icon at `size` (snapped to a rendered size): rendered once per build from the
+/// live commit's icon file off the async threads and kept next to the bundle; the generated
+/// fallback when the app has none or it does not decode.
+async fn icon_response(state: &AppState, app: &AppRow, size: u32, maskable: bool) -> Result<Response> {
+    let size = super::icon::snap_size(size);
+    let fallback = || image(super::icon::fallback_png(&app.name, app.theme_color.as_deref(), size), "image/png");
+    let (Some(sha), Some(commit)) = (app.bundle_sha.as_deref(), app.source_commit.clone()) else {
+        return Ok(fallback());
+    };
+    let compiled = super::apply::compiled_dir(state);
+    let cached = super::icon::rendered_path(&compiled, app.id, sha, size, maskable);
+    if let Ok(bytes) = tokio::fs::read(&cached).await {
+        return Ok(image(bytes, "image/png"));
+    }
     let manifest: serde_json::Value = serde_json::from_str(&app.manifest).unwrap_or_default();
-    if let Some(rel) = manifest.get("icon").and_then(|v| v.as_str())
-        && let Ok(dir) = super::apply::source_dir(state, &app.slug)
-        && let Some(file) = contained_file(&dir, rel)
-    {
-        let kind = match rel.rsplit('.').next().map(str::to_ascii_lowercase).as_deref() {
-            Some("png") => "image/png",
-            Some("svg") => "image/svg+xml",
-            Some("webp") => "image/webp",
-            Some("jpg" | "jpeg") => "image/jpeg",
-            _ => "application/octet-stream",
-        };
-        if let Ok(bytes) = tokio::fs::read(&file).await {
-            return Ok(image(bytes, kind));
+    let Some(rel) = manifest.get("icon").and_then(|v| v.as_str()).map(str::to_owned) else { return Ok(fallback()) };
+    let Ok(dir) = super::apply::source_dir(state, &app.slug) else { return Ok(fallback()) };
+    let source = tokio::task::spawn_blocking(move || -> Option<Vec<u8>> {
+        let repo = super::git::open_or_init(&dir).ok()?;
+        let oid = git2::Oid::from_str(&commit).ok()?;
+        super::git::read_file(&repo, oid, &rel).ok().flatten()
+    })
+    .await
+    .ok()
+    .flatten();
+    let Some(source) = source.filter(|b| b.len() <= super::icon::MAX_ICON_SOURCE_BYTES) else { return Ok(fallback()) };
+    let limit = &state.lifecycle.icons;
+    match super::icon::render_blocking(limit, source, size, maskable, app.theme_color.clone()).await {
+        Ok(png) => {
+            if let Err(e) = super::apply::write_atomically(&cached, &png).await {
+                tracing::warn!(app.id = app.id, error = %e, "keeping a rendered icon failed");
+            }
+            Ok(image(png, "image/png"))
+        }
+        Err(why) => {
+            tracing::debug!(app.id = app.id, why, "the app's icon does not render; the generated one stands in");
+            Ok(fallback())
         }
     }
-    let size = size.clamp(48, 1024);
-    Ok(image(super::icon::fallback_png(&app.name, app.theme_color.as_deref(), size), "image/png"))
-}
-
-/// A regular file under `dir` reached without symlinks, within the size limit.
-fn contained_file(dir: &std::path::Path, rel: &str) -> Option<std::path::PathBuf> {
-    if rel.starts_with('/') || rel.split('/').any(|s| s.is_empty() || s == ".." || s == ".") {
-        return None;
-    }
-    let mut path = dir.to_path_buf();
-    for segment in rel.split('/') {
-        path.push(segment);
-        let meta = std::fs::symlink_metadata(&path).ok()?;
-        if meta.file_type().is_symlink() {
-            return None;
-        }
-    }
-    let meta = std::fs::metadata(&path).ok()?;
-    (meta.is_file() && meta.len() <= MAX_ICON_BYTES).then_some(path)
 }
 
 fn image(bytes: Vec<u8>, kind: &'static str) -> Response {
@@ -261,7 +265,10 @@ async fn standalone(State(state): State<AppState>, Path(slug): Path<String>) -> 
         embeddable_json(&identity)
     );
     let manifest_link = format!("<link rel=\"manifest\" href=\"/apps/{}/manifest.json\">", app.slug);
-    let mut extra = format!("{manifest_link}{slot}");
+    let v =
+        &app.bundle_sha.as_deref().unwrap_or_default()[..8.min(app.bundle_sha.as_deref().unwrap_or_default().len())];
+    let touch_icon = format!("<link rel=\"apple-touch-icon\" href=\"/apps/{}/icon.png?v={v}&size=192\">", app.slug);
+    let mut extra = format!("{manifest_link}{touch_icon}{slot}");
     if let Some(colour) = &app.theme_color {
         extra.push_str(&format!("<meta name=\"theme-color\" content=\"{colour}\">"));
     }
@@ -294,23 +301,44 @@ fn inject_head(html: &str, extra: &str) -> String {
     }
 }
 
-async fn standalone_manifest(State(state): State<AppState>, Path(slug): Path<String>) -> Result<Response> {
+#[derive(Deserialize)]
+pub struct ManifestQuery {
+    /// A one-use install pass to carry into the installed app's start URL (iOS opens the
+    /// home-screen app with its own storage, so it signs in with the pass).
+    install_pass: Option<String>,
+}
+
+async fn standalone_manifest(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    Query(q): Query<ManifestQuery>,
+) -> Result<Response> {
     let app = app_by_slug(&state, &slug).await?.ok_or_else(|| Error::not_found("app_not_found", "No such app."))?;
     let scope = format!("/apps/{}/", app.slug);
+    let start_url = match q.install_pass.as_deref() {
+        Some(pass)
+            if (1..=128).contains(&pass.len())
+                && pass.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') =>
+        {
+            format!("{scope}?install_pass={pass}")
+        }
+        _ => scope.clone(),
+    };
     let icon = format!("/apps/{}/icon.png?v={}", app.slug, &app.bundle_sha.as_deref().unwrap_or_default()[..8]);
     let manifest = json!({
         "id": scope,
         "name": app.name,
         "short_name": app.name.chars().take(12).collect::<String>(),
         "description": app.description,
-        "start_url": scope,
+        "start_url": start_url,
         "scope": scope,
         "display": app.display.clone().unwrap_or_else(|| "standalone".into()),
         "theme_color": app.theme_color.clone().unwrap_or_else(|| "#4f46e5".into()),
         "background_color": app.background_color.clone().unwrap_or_else(|| "#ffffff".into()),
         "icons": [
             { "src": format!("{icon}&size=192"), "sizes": "192x192", "type": "image/png", "purpose": "any" },
-            { "src": format!("{icon}&size=512"), "sizes": "512x512", "type": "image/png", "purpose": "any maskable" },
+            { "src": format!("{icon}&size=512"), "sizes": "512x512", "type": "image/png", "purpose": "any" },
+            { "src": format!("{icon}&size=512&purpose=maskable"), "sizes": "512x512", "type": "image/png", "purpose": "maskable" },
         ],
     });
     let mut r = axum::Json(manifest).into_response();
@@ -325,11 +353,6 @@ async fn standalone_icon(
     Query(q): Query<IconQuery>,
 ) -> Result<Response> {
     let app = app_by_slug(&state, &slug).await?.ok_or_else(|| Error::not_found("app_not_found", "No such app."))?;
-    let size = q.size.unwrap_or(512);
-    // Home screens want PNGs: a non-PNG manifest icon falls back to the generated one.
-    let response = icon_response(&state, &app, size).await?;
-    if response.headers().get(header::CONTENT_TYPE).is_some_and(|t| t == "image/png") {
-        return Ok(response);
-    }
-    Ok(image(super::icon::fallback_png(&app.name, app.theme_color.as_deref(), size.clamp(48, 1024)), "image/png"))
+    let maskable = q.purpose.as_deref() == Some("maskable");
+    icon_response(&state, &app, q.size.unwrap_or(512), maskable).await
 }

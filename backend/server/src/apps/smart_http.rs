@@ -793,6 +793,40 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_update_check_reads_only_the_advertised_head() {
+        let source = source_repo();
+        let (base, served) = serve(source.path()).await;
+        let app = tempfile::tempdir().expect("app");
+        let installed =
+            fetch(app.path(), format!("{base}/repo.git"), FetchPolicy::loopback_http()).await.expect("fetch");
+        let probe = |url: String| {
+            let into = app.path().to_path_buf();
+            tokio::task::spawn_blocking(move || {
+                let repo = git::open_or_init(&into)?;
+                git::adopt_release(&repo, installed)?;
+                let probe = git::probe_release_with(&repo, &Source::Url(url), &FetchPolicy::loopback_http())?;
+                Ok::<_, Error>((probe, probe.is_new_for(&repo)))
+            })
+        };
+        let before = served.seen().len();
+        let (head, newer) = probe(format!("{base}/repo.git")).await.expect("task").expect("probe");
+        assert_eq!(head, git::Probe::Commit(installed));
+        assert!(!newer, "nothing new");
+        std::fs::write(source.path().join("index.jsx"), "export default () => 'two';\n").expect("edit");
+        git_cli(source.path(), &["commit", "-qam", "two"]);
+        let (head, newer) = probe(format!("{base}/repo.git")).await.expect("task").expect("probe");
+        assert_eq!(head.id(), git_cli(source.path(), &["rev-parse", "HEAD"]));
+        assert!(newer, "a new release");
+        let asked: Vec<String> = served.seen()[before..].iter().map(|s| format!("{} {}", s.0, s.1)).collect();
+        assert_eq!(asked, ["GET /repo.git/info/refs", "GET /repo.git/info/refs"], "only the advertisement");
+        let repo = git::open_or_init(app.path()).expect("repo");
+        let new_head = Oid::from_str(&head.id()).expect("oid");
+        assert!(repo.find_commit(new_head).is_err(), "checking fetches no objects");
+        let refused = probe(format!("{base}/private.git")).await.expect("task");
+        assert_eq!(refused.expect_err("a redirect to a private address").code(), "source_not_allowed");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_name_that_resolves_to_loopback_is_refused_when_connecting_not_only_by_check_url() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         listener.set_nonblocking(true).expect("nonblocking");

@@ -9,7 +9,7 @@ pub(crate) mod stream;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-pub use routes::router;
+pub use routes::{open_primed_chat, router};
 
 use crate::db::now_ms;
 

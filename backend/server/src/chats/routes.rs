@@ -403,6 +403,30 @@ async fn send(
     start_or_queue(&state, &id, message, None).await
 }
 
+/// Creates an owner chat titled `title` and, when an agent is connected, sends it `content`
+/// (with `agent_context` for the agent only), starting a turn. Answers the chat id and whether
+/// the message went out (without an agent the chat waits, empty, for the owner).
+pub async fn open_primed_chat(
+    state: &AppState,
+    title: &str,
+    content: String,
+    agent_context: String,
+) -> Result<(String, bool)> {
+    let id = uuid::Uuid::new_v4().to_string();
+    let chat = NewChat { id: id.clone(), title: Some(title.to_owned()), messages: Vec::new(), app: None };
+    state.writer.call(|ack| WriteCommand::CreateChat { chat, ack }).await?;
+    if provider_for(state, &id).await.is_err() {
+        return Ok((id, false));
+    }
+    let mut extra = Map::new();
+    extra.insert("agent_context".into(), agent_context.into());
+    let message =
+        UserMessage { cid: format!("server-{}", uuid::Uuid::new_v4().simple()), content, hidden: false, extra };
+    let _lock = state.chat_locks.lock(&id).await;
+    start_or_queue(state, &id, message, None).await?;
+    Ok((id, true))
+}
+
 /// The provider a send would run on; 409 when it is not connected.
 async fn provider_for(state: &AppState, chat_id: &str) -> Result<ProviderKind> {
     let chat = db::chats::get(&state.db.read, chat_id).await?;

@@ -35,6 +35,14 @@ pub struct AppRow {
     /// The runtime the bundle was built with (see `apps::apply::runtime_fingerprint`).
     #[serde(skip)]
     pub runtime_sha: Option<String>,
+    /// The newest release the last update check saw (a commit id, or a plain folder's tree id).
+    pub update_commit: Option<String>,
+    pub update_checked_at: Option<i64>,
+    /// Why the last update check could not reach the source.
+    pub update_error: Option<String>,
+    /// The chat resolving a conflicting update, and the release it resolves.
+    pub resolver_chat_id: Option<String>,
+    pub resolver_commit: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
     pub deleted_at: Option<i64>,
@@ -42,7 +50,8 @@ pub struct AppRow {
 
 const COLUMNS: &str = "id, slug, name, description, version, manifest, token_nonce, bundle_sha, source_commit, \
     upstream_commit, source_url, chat_id, theme_color, background_color, display, offline_capable, cross_app_access, \
-    share_with_apps, permissions, pinned_at, last_opened_at, seen_sha, runtime_sha, created_at, updated_at, deleted_at";
+    share_with_apps, permissions, pinned_at, last_opened_at, seen_sha, runtime_sha, update_commit, update_checked_at, \
+    update_error, resolver_chat_id, resolver_commit, created_at, updated_at, deleted_at";
 
 /// App rows read between writer commits, so a token check and a storage authorisation on the
 /// hot path cost no query. Every write of the registry goes through the writer, which bumps
@@ -133,6 +142,9 @@ pub struct Applied {
     pub share_with_apps: String,
     pub permissions: String,
     pub runtime_sha: String,
+    /// Set when this apply brings a deleted app back (a new install of the same id): its new
+    /// install nonce.
+    pub revive_nonce: Option<String>,
 }
 
 impl Applied {
@@ -152,7 +164,9 @@ pub async fn record_apply(conn: &mut SqliteConnection, id: i64, a: &Applied, now
                 upstream_commit = coalesce(?, upstream_commit), source_url = coalesce(?, source_url),
                 chat_id = coalesce(?, chat_id), theme_color = ?, background_color = ?, display = ?,
                 offline_capable = ?, cross_app_access = ?, share_with_apps = ?, permissions = ?,
-                runtime_sha = ?, updated_at = max(updated_at + 1, ?)
+                runtime_sha = ?, updated_at = max(updated_at + 1, ?),
+                deleted_at = CASE WHEN ? IS NULL THEN deleted_at ELSE NULL END,
+                token_nonce = coalesce(?, token_nonce)
          WHERE id = ?",
     )
     .bind(&a.name)
@@ -173,6 +187,8 @@ pub async fn record_apply(conn: &mut SqliteConnection, id: i64, a: &Applied, now
     .bind(&a.permissions)
     .bind(&a.runtime_sha)
     .bind(now)
+    .bind(&a.revive_nonce)
+    .bind(&a.revive_nonce)
     .bind(id)
     .execute(conn)
     .await?;
@@ -206,6 +222,12 @@ pub struct AppPatch {
     pub deleted_at: Option<Option<i64>>,
     pub cross_app_access: Option<String>,
     pub share_with_apps: Option<String>,
+    /// The outcome of an update check: `(newest release or None, error or None, when)`.
+    pub update_check: Option<(Option<String>, Option<String>, i64)>,
+    /// The chat resolving a conflicting update and the release it resolves (`None` clears both).
+    pub resolver: Option<Option<(String, String)>>,
+    /// A new install nonce: every token of the earlier install stops working.
+    pub token_nonce: Option<String>,
 }
 
 /// Applies an [`AppPatch`]; false if the app does not exist.
@@ -218,7 +240,13 @@ pub async fn patch(conn: &mut SqliteConnection, id: i64, p: &AppPatch) -> Result
             seen_sha = coalesce(?, seen_sha),
             deleted_at = CASE WHEN ? THEN ? ELSE deleted_at END,
             cross_app_access = coalesce(?, cross_app_access),
-            share_with_apps = coalesce(?, share_with_apps)
+            share_with_apps = coalesce(?, share_with_apps),
+            update_commit = CASE WHEN ? THEN ? ELSE update_commit END,
+            update_error = CASE WHEN ? THEN ? ELSE update_error END,
+            update_checked_at = coalesce(?, update_checked_at),
+            resolver_chat_id = CASE WHEN ? THEN ? ELSE resolver_chat_id END,
+            resolver_commit = CASE WHEN ? THEN ? ELSE resolver_commit END,
+            token_nonce = coalesce(?, token_nonce)
          WHERE id = ?",
     )
     .bind(&p.name)
@@ -230,18 +258,101 @@ pub async fn patch(conn: &mut SqliteConnection, id: i64, p: &AppPatch) -> Result
     .bind(p.deleted_at.flatten())
     .bind(&p.cross_app_access)
     .bind(&p.share_with_apps)
+    .bind(p.update_check.is_some())
+    .bind(p.update_check.as_ref().and_then(|c| c.0.clone()))
+    .bind(p.update_check.is_some())
+    .bind(p.update_check.as_ref().and_then(|c| c.1.clone()))
+    .bind(p.update_check.as_ref().map(|c| c.2))
+    .bind(p.resolver.is_some())
+    .bind(p.resolver.as_ref().and_then(|r| r.as_ref().map(|r| r.0.clone())))
+    .bind(p.resolver.is_some())
+    .bind(p.resolver.as_ref().and_then(|r| r.as_ref().map(|r| r.1.clone())))
+    .bind(&p.token_nonce)
     .bind(id)
     .execute(conn)
     .await?;
     Ok(done.rows_affected() == 1)
 }
 
-/// Permanently removes apps deleted before `cutoff`; returns `(id, slug)` of each.
-pub async fn purge_deleted(conn: &mut SqliteConnection, cutoff: i64) -> Result<Vec<(i64, String)>> {
-    Ok(sqlx::query_as("DELETE FROM apps WHERE deleted_at IS NOT NULL AND deleted_at < ? RETURNING id, slug")
-        .bind(cutoff)
-        .fetch_all(conn)
-        .await?)
+/// Apps deleted before `cutoff` that still have a build: `(id, slug)` of each.
+pub async fn expired(pool: &SqlitePool, cutoff: i64) -> Result<Vec<(i64, String)>> {
+    Ok(sqlx::query_as(
+        "SELECT id, slug FROM apps WHERE deleted_at IS NOT NULL AND deleted_at < ? AND bundle_sha IS NOT NULL",
+    )
+    .bind(cutoff)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Ends apps deleted before `cutoff`: those in `keep` (their data was kept) lose their build but
+/// keep their row, so installing the same app again brings the data back; the others are
+/// removed. Returns `(id, slug)` of each app whose build went.
+pub async fn purge_deleted(conn: &mut SqliteConnection, cutoff: i64, keep: &[i64]) -> Result<Vec<(i64, String)>> {
+    let kept = serde_json::to_string(keep).unwrap_or_else(|_| "[]".into());
+    let mut gone: Vec<(i64, String)> = sqlx::query_as(
+        "UPDATE apps SET bundle_sha = NULL, source_commit = NULL, upstream_commit = NULL, update_commit = NULL,
+                resolver_chat_id = NULL, resolver_commit = NULL
+         WHERE deleted_at IS NOT NULL AND deleted_at < ? AND bundle_sha IS NOT NULL
+           AND id IN (SELECT value FROM json_each(?))
+         RETURNING id, slug",
+    )
+    .bind(cutoff)
+    .bind(&kept)
+    .fetch_all(&mut *conn)
+    .await?;
+    let removed: Vec<(i64, String, Option<String>)> = sqlx::query_as(
+        "DELETE FROM apps WHERE deleted_at IS NOT NULL AND deleted_at < ?
+           AND id NOT IN (SELECT value FROM json_each(?))
+         RETURNING id, slug, bundle_sha",
+    )
+    .bind(cutoff)
+    .bind(&kept)
+    .fetch_all(conn)
+    .await?;
+    gone.extend(removed.into_iter().filter(|r| r.2.is_some()).map(|(id, slug, _)| (id, slug)));
+    Ok(gone)
+}
+
+/// Removes every secret of app `app_id`; how many there were.
+pub async fn delete_secrets(conn: &mut SqliteConnection, app_id: i64) -> Result<u64> {
+    Ok(sqlx::query("DELETE FROM app_secrets WHERE app_id = ?").bind(app_id).execute(conn).await?.rows_affected())
+}
+
+/// A one-use install pass as stored (`id` is the SHA-256 of the pass).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct InstallPass {
+    pub id: String,
+    pub app_id: i64,
+    pub epoch: i64,
+    pub created_at: i64,
+    pub expires_at: i64,
+    pub consumed_at: Option<i64>,
+}
+
+/// Stores a new install pass and drops the long-dead ones (expired before `purge_before`).
+pub async fn insert_install_pass(conn: &mut SqliteConnection, pass: &InstallPass, purge_before: i64) -> Result<()> {
+    sqlx::query("DELETE FROM install_passes WHERE expires_at < ?").bind(purge_before).execute(&mut *conn).await?;
+    sqlx::query("INSERT INTO install_passes (id, app_id, epoch, created_at, expires_at) VALUES (?, ?, ?, ?, ?)")
+        .bind(&pass.id)
+        .bind(pass.app_id)
+        .bind(pass.epoch)
+        .bind(pass.created_at)
+        .bind(pass.expires_at)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Consumes pass `id` if it is unused and unexpired at `now`; answers it when it was.
+pub async fn consume_install_pass(conn: &mut SqliteConnection, id: &str, now: i64) -> Result<Option<InstallPass>> {
+    Ok(sqlx::query_as(
+        "UPDATE install_passes SET consumed_at = ?1 WHERE id = ?2 AND consumed_at IS NULL AND expires_at > ?1
+         RETURNING id, app_id, epoch, created_at, expires_at, consumed_at",
+    )
+    .bind(now)
+    .bind(id)
+    .fetch_optional(conn)
+    .await?)
 }
 
 /// The sealed value of app `app_id`'s secret `name`.

@@ -58,3 +58,18 @@ pub async fn set_default_provider(conn: &mut SqliteConnection, provider: Option<
 pub async fn default_provider(pool: &SqlitePool) -> Result<Option<String>> {
     Ok(sqlx::query_scalar("SELECT default_provider FROM owner WHERE id = 1").fetch_optional(pool).await?.flatten())
 }
+
+/// The catalog index URLs the owner chose (a JSON list), or `None` for the default catalog.
+pub async fn catalog_indexes(pool: &SqlitePool) -> Result<Option<String>> {
+    Ok(sqlx::query_scalar("SELECT catalog_indexes FROM owner WHERE id = 1").fetch_optional(pool).await?.flatten())
+}
+
+/// Stores the catalog index URLs (a JSON list); `None` goes back to the default catalog.
+pub async fn set_catalog_indexes(conn: &mut SqliteConnection, indexes: Option<&str>, now: i64) -> Result<()> {
+    sqlx::query("UPDATE owner SET catalog_indexes = ?, updated_at = ? WHERE id = 1")
+        .bind(indexes)
+        .bind(now)
+        .execute(conn)
+        .await?;
+    Ok(())
+}

@@ -221,6 +221,10 @@ impl Actor {
                 | WriteCommand::AppPatch { .. }
                 | WriteCommand::AppPurge { .. }
                 | WriteCommand::Push { .. }
+                | WriteCommand::AppDeleteSecrets { .. }
+                | WriteCommand::InstallPassMint { .. }
+                | WriteCommand::InstallPassRedeem { .. }
+                | WriteCommand::SetCatalogIndexes { .. }
                 | WriteCommand::AppAdopt { .. }
                 | WriteCommand::AppSecretPut { .. }
                 | WriteCommand::AppSecretDelete { .. }
@@ -413,8 +417,25 @@ impl Actor {
                 let result = super::push::apply(&mut self.conn, batch, op).await;
                 finish(batch, ack, result)
             }
-            WriteCommand::AppPurge { cutoff, ack } => {
-                let result = db::apps::purge_deleted(&mut self.conn, cutoff).await;
+            WriteCommand::AppPurge { cutoff, keep, ack } => {
+                let result = db::apps::purge_deleted(&mut self.conn, cutoff, &keep).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::AppDeleteSecrets { app_id, ack } => {
+                let result = db::apps::delete_secrets(&mut self.conn, app_id).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::InstallPassMint { pass, ack } => {
+                let now = now_ms();
+                let result = db::apps::insert_install_pass(&mut self.conn, &pass, now - 24 * 3600 * 1000).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::InstallPassRedeem { id, ack } => {
+                let result = db::apps::consume_install_pass(&mut self.conn, &id, now_ms()).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::SetCatalogIndexes { indexes, ack } => {
+                let result = db::owner::set_catalog_indexes(&mut self.conn, indexes.as_deref(), now_ms()).await;
                 finish(batch, ack, result)
             }
             WriteCommand::SnapshotLive(snapshot) => self.snapshot(snapshot).await,
@@ -524,6 +545,11 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         WriteCommand::AppPatch { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppPurge { ack, .. } => batch.complete(ack, err()),
         WriteCommand::Push { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::AppDeleteSecrets { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::InstallPassMint { ack, .. } | WriteCommand::SetCatalogIndexes { ack, .. } => {
+            batch.complete(ack, err())
+        }
+        WriteCommand::InstallPassRedeem { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppAdopt { ack, .. } | WriteCommand::AppSecretPut { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppSecretDelete { ack, .. } => batch.complete(ack, err()),
         WriteCommand::EmbedGrantMint { ack, .. } => batch.complete(ack, err()),

@@ -220,8 +220,17 @@ pub enum WriteCommand {
     EmbedRevoke { app_id: i64, chat_id: String, instance_id: String, ack: Ack<u64> },
     /// Gives app `id` a new slug (a release renamed it with `previous_id`).
     AppAdopt { id: i64, slug: String, ack: Ack<()> },
-    /// Purges apps deleted before `cutoff`: `(id, slug)` of each.
-    AppPurge { cutoff: i64, ack: Ack<Vec<(i64, String)>> },
+    /// Ends apps deleted before `cutoff` (those in `keep` keep their row and data): `(id, slug)`
+    /// of each app whose build went.
+    AppPurge { cutoff: i64, keep: Vec<i64>, ack: Ack<Vec<(i64, String)>> },
+    /// Removes every secret of an app: how many.
+    AppDeleteSecrets { app_id: i64, ack: Ack<u64> },
+    /// Stores a new one-use install pass.
+    InstallPassMint { pass: crate::db::apps::InstallPass, ack: Ack<()> },
+    /// Consumes install pass `id` (by its hash) when it is unused and unexpired.
+    InstallPassRedeem { id: String, ack: Ack<Option<crate::db::apps::InstallPass>> },
+    /// Sets the store's catalog indexes (a JSON list; `None`: the default catalog).
+    SetCatalogIndexes { indexes: Option<String>, ack: Ack<()> },
     /// Push subscriptions and the notification centre (`writer/push.rs`).
     Push { op: super::push::PushWrite, ack: Ack<u64> },
     /// Coalesced live-message snapshot.

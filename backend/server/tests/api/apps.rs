@@ -295,13 +295,10 @@ async fn apps_install_from_a_git_repo_update_with_and_without_conflicts_and_undo
     std::fs::write(src.join("title.jsx"), "export default function Title() {\n  return <h1>Release three</h1>;\n}\n")
         .expect("t3");
     git(src, &["commit", "-qam", "three"]);
-    let conflict = assert_error(
-        app.post(&format!("/api/apps/{id}/update"), json!({}), Some(&token)).await,
-        StatusCode::CONFLICT,
-        "update_conflict",
-    )
-    .await;
-    assert!(conflict["message"].as_str().expect("m").contains("title.jsx"));
+    let conflict: Value =
+        app.post(&format!("/api/apps/{id}/update"), json!({}), Some(&token)).await.json().await.expect("json");
+    assert_eq!(conflict["mode"], "conflict", "{conflict}");
+    assert_eq!(conflict["conflict_paths"], json!(["title.jsx"]));
     assert_eq!(module_etag(&app, &token, id).await.0, etag_two, "live app untouched");
     assert!(std::fs::read_to_string(local.join("title.jsx")).expect("title").contains("Mine"), "local edit kept");
 

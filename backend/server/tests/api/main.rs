@@ -5,6 +5,7 @@ mod auth;
 mod backup;
 mod chats;
 mod helpers;
+mod lifecycle;
 mod ops;
 mod platform;
 mod providers;
