@@ -36,6 +36,8 @@ export default defineConfig({
     proxy: {
       "/api": { target: "http://127.0.0.1:8000", changeOrigin: false },
     },
+    // The reducer's tests read the fixture of real turns the server's tests share.
+    fs: { allow: [".", "../tests/fixtures"] },
   },
   test: {
     environment: "jsdom",

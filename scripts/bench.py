@@ -7,8 +7,11 @@ three accepted runs each reported min / median / max. A run is accepted only whe
 the machine used less than 0.15 cores during it (waiting up to 90 s for < 0.10 before
 starting). Run through `scripts/bench`, which builds everything first.
 
-Usage: bench.py BINARY [--only SECTION,...] [--quick]
-Sections: boot, health, chats, sse, snapshot, apply, proxy, storage, appdoc, lifecycle, frontend
+Usage: bench.py BINARY [--only SECTION,...] [--quick] [--baseline BINARY]
+Sections: boot, health, chats, sse, snapshot, apply, proxy, storage, appdoc, push, lifecycle, frontend, search
+`--baseline` names a build without chat search (e.g. a release build of the previous main); the
+search section then runs its write and chat-detail workloads on both and prints the change. The
+push section compares idle RSS against it (a build without push).
 """
 import argparse
 import concurrent.futures
@@ -721,9 +724,44 @@ def push_service():
     return httpd, received
 
 
-def section_push(binary, tmp):
-    """Notifications: the cost a finished turn pays (10 devices), idle RSS with push in use, and
-    listing the centre with 1,000 stored notifications."""
+# How long a server idles after the last push before its RSS is read: the push worker drops its
+# client after 10 s without a notice and then trims the heap on a blocking thread, which tokio
+# ends after another 10 s idle.
+PUSH_IDLE_S = 25
+
+
+def push_idle_run(binary, tmp):
+    """One boot of `binary`: ((rss, anon) idle after boot, (rss, anon) idle after push use), MiB."""
+    d = tempfile.mkdtemp(dir=tmp)
+    s = Server(binary, d, {"MOBIUS_PUSH_ALLOW_LOOPBACK": "1"})
+    s.wait()
+    token = owner_token(s.port)
+    time.sleep(5)
+    boot = (s.rss_mib(), s.anon_mib())
+    httpd, received = push_service()
+    statuses = set()
+    for i in range(10):
+        sub = {"endpoint": f"http://127.0.0.1:{httpd.server_address[1]}/push/{i}",
+               "keys": {"p256dh": BENCH_DEVICE_KEY, "auth": "BTBZMqHH6r4Tts7J_aSIgg"}, "label": f"bench {i}"}
+        status, _ = http_json(s.port, "POST", "/api/push/subscribe", sub, token)
+        statuses.add(status)
+    for _ in range(5):
+        http_json(s.port, "POST", "/api/push/test", {}, token)
+    if statuses == {201}:
+        end = time.time() + 30
+        while received[0] < 50 and time.time() < end:
+            time.sleep(0.05)
+        assert received[0] == 50, received[0]
+    time.sleep(PUSH_IDLE_S)
+    after = (s.rss_mib(), s.anon_mib())
+    httpd.shutdown()
+    s.stop()
+    return boot, after
+
+
+def section_push(binary, tmp, baseline):
+    """Notifications: the cost a finished turn pays (10 devices), idle RSS with push (A/B against
+    `--baseline`, a build without push), and listing the centre with 1,000 stored notifications."""
     print("push", flush=True)
     exe = os.path.join(os.environ["CARGO_TARGET_DIR"], "release", "examples", "push_cost")
     out = subprocess.run(["taskset", "-c", "0", exe], capture_output=True, text=True, check=True).stdout
@@ -733,29 +771,31 @@ def section_push(binary, tmp):
     note("push", f"turn end → all {r['devices']} pushes received p50 | p99 (ms)",
          f"{r['delivered_p50_ms']:.1f}  |  {r['delivered_p99_ms']:.1f}", "")
 
+    # Idle RSS, A/B on the same harness: each build boots on an empty DATA_DIR, the owner is set
+    # up, then idles 5 s ("boot"); then 10 devices subscribe and 5 test pushes go to all of them
+    # (on a build without push these requests are 404s), and it idles PUSH_IDLE_S ("after use").
+    runs = {"push": [push_idle_run(binary, tmp) for _ in range(1 if QUICK else 3)]}
+    if baseline:
+        runs["baseline"] = [push_idle_run(baseline, tmp) for _ in range(1 if QUICK else 3)]
+    med = lambda name, i, j: statistics.median(r[i][j] for r in runs[name])
+    note("push", "idle RSS after boot | after 10 devices, 50 pushes (MiB)",
+         f"{med('push', 0, 0):.2f}  |  {med('push', 1, 0):.2f}", "")
+    note("push", "idle RSS growth after push use, same process: all | anon (MiB)",
+         f"{med('push', 1, 0) - med('push', 0, 0):+.2f}  |  {med('push', 1, 1) - med('push', 0, 1):+.2f}", "≤ 0.5 MiB")
+    if baseline:
+        note("push", "baseline idle RSS after boot | after the same requests (MiB)",
+             f"{med('baseline', 0, 0):.2f}  |  {med('baseline', 1, 0):.2f}", "")
+        note("push", "push vs baseline, idle RSS after boot: all | anon (MiB)",
+             f"{med('push', 0, 0) - med('baseline', 0, 0):+.2f}  |  {med('push', 0, 1) - med('baseline', 0, 1):+.2f}",
+             "≤ 0.5 MiB")
+        note("push", "push vs baseline, idle RSS after use: all | anon (MiB)",
+             f"{med('push', 1, 0) - med('baseline', 1, 0):+.2f}  |  {med('push', 1, 1) - med('baseline', 1, 1):+.2f}",
+             "≤ 0.5 MiB")
+
     d = tempfile.mkdtemp(dir=tmp)
     s = Server(binary, d, {"MOBIUS_PUSH_ALLOW_LOOPBACK": "1"})
     s.wait()
     token = owner_token(s.port)
-    time.sleep(3)
-    idle_before, anon_before = s.rss_mib(), s.anon_mib()
-    httpd, received = push_service()
-    for i in range(10):
-        sub = {"endpoint": f"http://127.0.0.1:{httpd.server_address[1]}/push/{i}",
-               "keys": {"p256dh": BENCH_DEVICE_KEY, "auth": "BTBZMqHH6r4Tts7J_aSIgg"}, "label": f"bench {i}"}
-        status, _ = http_json(s.port, "POST", "/api/push/subscribe", sub, token)
-        assert status == 201, status
-    for _ in range(5):
-        http_json(s.port, "POST", "/api/push/test", {}, token)
-    end = time.time() + 30
-    while received[0] < 50 and time.time() < end:
-        time.sleep(0.05)
-    time.sleep(12)  # the push client is dropped after 10 s without a notice
-    idle_after, anon_after = s.rss_mib(), s.anon_mib()
-    note("push", "idle RSS: before push | after 10 devices and 50 pushes (MiB)", f"{idle_before:.1f}  |  {idle_after:.1f}", "")
-    note("push", "idle RSS growth with push in use: all | heap (anon) (MiB)",
-         f"{idle_after - idle_before:+.2f}  |  {anon_after - anon_before:+.2f}", "≤ 0.5 MiB")
-    httpd.shutdown()
 
     # 1,000 stored notifications, written behind the server's back like an old history.
     import sqlite3
@@ -921,12 +961,168 @@ def section_frontend(binary):
         print("    " + line, flush=True)
 
 
+# ---- search ----
+
+SEARCH_CHATS = 2000
+SEARCH_MESSAGES_PER_CHAT = 50  # 100,000 messages
+
+
+def search_vocab(rng, n=6000):
+    """Pseudo-words with a Zipf-like frequency, so queries meet common and rare words."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocab = sorted({"".join(rng.choice(letters) for _ in range(rng.randint(3, 10))) for _ in range(n)})
+    rng.shuffle(vocab)
+    weights = [1 / (rank + 1) for rank in range(len(vocab))]
+    return vocab, weights
+
+
+def search_text(rng, vocab, weights, chars):
+    out, size = [], 0
+    for w in rng.choices(vocab, weights, k=max(1, chars // 5)):
+        out.append(w)
+        size += len(w) + 1
+        if size >= chars:
+            break
+    return " ".join(out)
+
+
+def search_chat(rng, vocab, weights, c):
+    ts = 1780000000000 + c * 10_000_000
+    messages = []
+    for i in range(SEARCH_MESSAGES_PER_CHAT):
+        ts += rng.randint(1000, 60000)
+        if i % 2 == 0:
+            messages.append({"role": "user", "content": search_text(rng, vocab, weights, 160), "ts": ts})
+        else:
+            text = search_text(rng, vocab, weights, 600)
+            messages.append({"role": "assistant", "ts": ts, "blocks": [
+                {"type": "text", "content": text},
+                {"type": "tool", "tool": "Bash", "tool_use_id": f"toolu_{c:05d}_{i:03d}",
+                 "input": "ls -la /data/apps/" + search_text(rng, vocab, weights, 20),
+                 "output": search_text(rng, vocab, weights, 400), "status": "done"},
+            ]})
+    return {"id": f"s{c:05d}", "title": search_text(rng, vocab, weights, 30), "messages": messages}
+
+
+def search_populate(port, token):
+    """Imports the 2,000 chats; answers the writer's throughput in messages/s."""
+    rng = random.Random(20)
+    vocab, weights = search_vocab(rng)
+    chats = [search_chat(rng, vocab, weights, c) for c in range(SEARCH_CHATS)]
+    started = time.perf_counter()
+    for chat in chats:
+        status, _ = http_json(port, "POST", "/api/chats", chat, token=token, timeout=60)
+        assert status in (200, 201), status
+    secs = time.perf_counter() - started
+    return SEARCH_CHATS * SEARCH_MESSAGES_PER_CHAT / secs, vocab
+
+
+def search_latencies(port, token, queries, rounds):
+    from urllib.parse import quote
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    headers = {"Authorization": "Bearer " + token}
+    out = []
+    for _ in range(rounds):
+        for q in queries:
+            t0 = time.perf_counter()
+            conn.request("GET", "/api/chats/search?q=" + quote(q), headers=headers)
+            r = conn.getresponse()
+            r.read()
+            out.append((time.perf_counter() - t0) * 1000)
+            assert r.status == 200, r.status
+    conn.close()
+    return out
+
+
+def pct(values, p):
+    vals = sorted(values)
+    return vals[min(len(vals) - 1, int(round(p / 100 * (len(vals) - 1))))]
+
+
+def search_index_share(db_path, tmp):
+    """Bytes the search tables add, as a share of the database without them (both vacuumed)."""
+    import sqlite3
+    with_index = os.path.join(tmp, "with.sqlite3")
+    without = os.path.join(tmp, "without.sqlite3")
+    src = sqlite3.connect(db_path)
+    src.execute(f"VACUUM INTO '{with_index}'")
+    src.close()
+    shutil.copy(with_index, without)
+    c = sqlite3.connect(without)
+    c.execute("DROP TABLE chat_search")
+    c.execute("DROP TABLE chat_search_docs")
+    c.commit()
+    c.execute("VACUUM")
+    c.close()
+    a, b = os.path.getsize(with_index), os.path.getsize(without)
+    return a, b
+
+
+def search_server_run(binary, tmp, label, measure_search):
+    d = tempfile.mkdtemp(dir=tmp)
+    s = Server(binary, d)
+    s.wait()
+    token = owner_token(s.port)
+    rate, vocab = search_populate(s.port, token)
+    note("search", f"{label}: import 100,000 msgs in 2,000 chats (msgs/s)", f"{rate:,.0f}", "")
+    gate = Gate(s.proc.pid)
+    duration = 3 if QUICK else 10
+    path = "/api/chats/s01000?limit=20"
+    url = f"http://127.0.0.1:{s.port}{path}"
+    wrk(url, 32, 1 if QUICK else 3, token)
+    detail = [gate.run(lambda: wrk(url, 32, duration, token)) for _ in range(1 if QUICK else 3)]
+    note("search", f"{label}: GET /api/chats/{{id}}?limit=20 c=32 requests/s", fmt3([r[0] for r in detail], "", 0), "")
+    if measure_search:
+        # Common, middling and rare words (by rank), as typed (prefix), two words, a phrase,
+        # one or two letters as typed, hostile text, and a word that is nowhere.
+        common, middle, rare = vocab[0], vocab[200], vocab[4000]
+        kinds = {
+            "common word": [common + " "],
+            "middling word": [middle + " "],
+            "rare word": [rare + " "],
+            "prefix as typed (3 letters)": [middle[:3], rare[:3], common[:3]],
+            "one or two letters (whole words only)": ["a", "e", "s", middle[:2], common[:2]],
+            "two words (common + rare)": [f"{common} {rare} "],
+            "two common words": [f"{vocab[0]} {vocab[1]} "],
+            "phrase": [f'"{vocab[0]} {vocab[1]}"'],
+            "hostile": ['NEAR( "x * -y AND (', '\\' + '"' * 30],
+            "no match": ["zzzzzzzzzzz "],
+        }
+        rounds = 20 if QUICK else 100
+        everything = []
+        for kind, queries in kinds.items():
+            gate.wait_quiet()
+            lat = search_latencies(s.port, token, queries, rounds)
+            everything += lat
+            note("search", f"search p50 | p99 ms: {kind}", f"{pct(lat, 50):.2f}  |  {pct(lat, 99):.2f}", "")
+        note("search", "search p99 ms, all queries above", f"{pct(everything, 99):.2f}", "≤ 10 ms")
+        s.stop()
+        a, b = search_index_share(os.path.join(d, "db", "mobius.sqlite3"), tmp)
+        note("search", "database without | with the index (MiB, vacuumed)", f"{b / 2**20:.1f}  |  {a / 2**20:.1f}", "")
+        note("search", "the index adds (% of the database without it)", f"{(a - b) / b * 100:.1f} %", "≤ 60 %")
+    else:
+        s.stop()
+    return rate, detail
+
+
+def section_search(binary, tmp, baseline):
+    print("search", flush=True)
+    rate, detail = search_server_run(binary, tmp, "indexed", True)
+    if baseline:
+        base_rate, base_detail = search_server_run(baseline, tmp, "baseline", False)
+        note("search", "import throughput change vs the baseline", f"{(rate / base_rate - 1) * 100:+.1f} %", "≥ −10 %")
+        med = statistics.median(r[0] for r in detail)
+        base_med = statistics.median(r[0] for r in base_detail)
+        note("search", "chat detail requests/s change vs the baseline", f"{(med / base_med - 1) * 100:+.1f} %", "≥ −10 %")
+
+
 def main():
     global QUICK
     ap = argparse.ArgumentParser()
     ap.add_argument("binary")
     ap.add_argument("--only", default="")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--baseline", default="")
     args = ap.parse_args()
     QUICK = args.quick
     only = set(filter(None, args.only.split(",")))
@@ -951,11 +1147,13 @@ def main():
         if want("appdoc"):
             section_appdoc(args.binary, tmp)
         if want("push"):
-            section_push(args.binary, tmp)
+            section_push(args.binary, tmp, args.baseline)
         if want("lifecycle"):
             section_lifecycle(args.binary, tmp)
         if want("frontend"):
             section_frontend(args.binary)
+        if want("search"):
+            section_search(args.binary, tmp, args.baseline)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -5,7 +5,10 @@ import { App } from "./App";
 import { readToken, writeToken } from "./auth/token";
 import { authHeader, mockFetch } from "./test/fetchMock";
 
-afterEach(() => vi.unstubAllGlobals());
+afterEach(() => {
+  vi.unstubAllGlobals();
+  sessionStorage.clear();
+});
 
 const session = { status: 200, body: { username: "ada", scope: "owner", expires_at: 2_000_000_000 } };
 const configured = { status: 200, body: { configured: true, auth_mode: "local" } };
@@ -82,6 +85,27 @@ describe("boot", () => {
     await screen.findByRole("heading", { name: "Sign in to Möbius" });
     expect(screen.getByText("Your session ended — sign in again.")).toBeTruthy();
     expect(readToken()).toBeNull();
+  });
+
+  it("keeps that note over a reload right after the session ended, and forgets it once signed in", async () => {
+    writeToken("tok-old");
+    mockFetch({
+      "GET /api/auth/session": { status: 401, body: { code: "token_revoked", message: "Revoked." } },
+      "GET /api/auth/setup/status": configured,
+    });
+    const first = renderApp();
+    await screen.findByRole("heading", { name: "Sign in to Möbius" });
+    first.unmount();
+    // The reload finds no token (the 401 cleared it) but still says why.
+    const second = renderApp();
+    await screen.findByRole("heading", { name: "Sign in to Möbius" });
+    expect(screen.getByText("Your session ended — sign in again.")).toBeTruthy();
+    second.unmount();
+    writeToken("tok-new");
+    mockFetch({ "GET /api/auth/session": session, ...shellRoutes });
+    renderApp();
+    await screen.findByRole("heading", { name: "No chats yet" });
+    expect(sessionStorage.getItem("mobius.login-notice")).toBeNull();
   });
 
   it("says it couldn't reach the server, and Retry tries again", async () => {

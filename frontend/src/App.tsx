@@ -17,6 +17,27 @@ import { Unreachable } from "./components/Unreachable";
 import { wipeLocalData } from "./pwa/wipe";
 
 const StandaloneApp = lazy(() => import("./apps/StandaloneApp"));
+/** The sign-in note of this tab, kept so a reload right after the session ended still says why. */
+const NOTICE_KEY = "mobius.login-notice";
+const NOTICES: readonly LoginNotice[] = ["session-ended", "signed-out", "signed-out-everywhere"];
+
+function keepNotice(notice: LoginNotice | null): void {
+  try {
+    if (notice === null) sessionStorage.removeItem(NOTICE_KEY);
+    else sessionStorage.setItem(NOTICE_KEY, notice);
+  } catch {
+    // No session storage: the note lasts until the page goes.
+  }
+}
+
+function keptNotice(): LoginNotice | null {
+  try {
+    const kept = sessionStorage.getItem(NOTICE_KEY);
+    return NOTICES.find((n) => n === kept) ?? null;
+  } catch {
+    return null;
+  }
+}
 /** Set when this page is an app's standalone host (`/apps/<slug>/`). */
 const standalone = readStandaloneIdentity();
 
@@ -24,14 +45,23 @@ export function App() {
   const queryClient = useQueryClient();
   const token = useSyncExternalStore(subscribeToken, readToken, () => null);
   const hasToken = token !== null;
-  const [notice, setNotice] = useState<LoginNotice | null>(null);
+  const [notice, setNoticeState] = useState<LoginNotice | null>(() => {
+    if (!hasToken) return keptNotice();
+    keepNotice(null);
+    return null;
+  });
+  const setNotice = (next: LoginNotice | null) => {
+    keepNotice(next);
+    setNoticeState(next);
+  };
 
   useEffect(
     () =>
       onUnauthorized(() => {
         queryClient.removeQueries();
         void wipeLocalData();
-        setNotice("session-ended");
+        keepNotice("session-ended");
+        setNoticeState("session-ended");
       }),
     [queryClient],
   );

@@ -1,8 +1,9 @@
 //! The service worker: precaches the shell (content-revisioned),
 //! answers navigations from the network within ~3 s or else from the precached index.html,
-//! keeps recently read chats and the app list for offline reading, and keeps the code of every
-//! app opened (frame document, which the server sends with its bootstrap inlined, + module,
-//! per build) so it starts again with the network cut.
+//! keeps recently read chats and the app list for offline reading, and keeps the module of
+//! every app opened (per build) so it starts again with the network cut. (The sandboxed frame's
+//! navigation never reaches a service worker; its document, per build, is kept by the browser's
+//! HTTP cache.)
 //! Standalone app hosts (`/apps/<slug>/`) fall back to the shell dressed with the app's last
 //! seen identity. The static assets an opened app lists in `offline.precache` are fetched ahead
 //! (`moebius:precache-app`) and, like `/vendor/` files, served from the cache with a background

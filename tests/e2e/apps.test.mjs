@@ -8,7 +8,9 @@
 // --mobius-safe-* insets. Then the real Claude Code CLI, driven by the
 // scripted model, writes apps/hello-agent and runs `mobius app apply hello-agent`: the preview
 // opens from the chat (beside it on the desktop, from the "is ready" card on the phone), from the
-// drawer, and offline. Screenshots go to tests/artifacts/.
+// drawer, and offline. An app that navigates its frame to the shell, or opens the shell in a popup,
+// gets a sandboxed (opaque) document that cannot read the owner's token. Screenshots go to
+// tests/artifacts/.
 //
 // Environment: MOBIUS_BIN, MOBIUS_FRONTEND_DIR (as journey.test.mjs); MOBIUS_APP_NODE_MODULES and
 // MOBIUS_APP_RUNTIME_DIR default to the repository's frontend/node_modules and frontend/public;
@@ -403,14 +405,18 @@ describe("mini-apps (real server, opaque frames, service worker)", () => {
       await storage.remove("notes/today.txt");
       result.removed = await storage.getText("notes/today.txt");
       const changes = [];
+      let changed;
+      const secondChange = new Promise((resolve) => (changed = resolve));
       await new Promise((resolve) => {
         storage.subscribe("live.json", (value) => {
           changes.push(value);
-          resolve();
+          if (changes.length === 1) resolve();
+          else changed();
         });
       });
       await storage.set("live.json", { x: 1 });
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // The write's own change arrives (and nothing before it twice).
+      await secondChange;
       result.changes = changes;
       result.pending = await storage.pendingCount();
       result.capabilities = window.mobius.capabilities.list();
@@ -586,6 +592,46 @@ describe("mini-apps (real server, opaque frames, service worker)", () => {
       await page.getByRole("button", { name: "Close Immersive" }).click();
       await page.locator(".app-pane").waitFor({ state: "detached" });
       assert.deepEqual(desktopProblems, []);
+    } finally {
+      await desktop.close();
+    }
+  });
+
+  test("an app that navigates its frame to the shell, or opens it in a popup, gets a sandboxed document without the owner's token", { timeout: STEP_TIMEOUT }, async () => {
+    const desktop = await openBrowser(DESKTOP);
+    try {
+      const page = desktop.page;
+      await page.goto(chatUrl);
+      await signIn(page);
+      const ownerToken = await (await page.waitForFunction(() => localStorage.getItem("mobius.token"))).jsonValue();
+      assert.ok(ownerToken, "the shell holds an owner token");
+      await page.locator(".sidebar").getByRole("region", { name: "Apps" }).getByRole("button", { name: /^Hello( |$)/ }).click();
+      await frameOf(page, "Hello").getByRole("button", { name: /^Count / }).waitFor({ timeout: 30_000 });
+      const frame = appFrame(page);
+      /** What a document can reach: its origin and the shell's token. */
+      const reach = () => {
+        let token;
+        try {
+          token = localStorage.getItem("mobius.token");
+        } catch (error) {
+          token = error.name;
+        }
+        return { origin: self.origin, token };
+      };
+      // A popup the app opens onto the shell's own address stays sandboxed.
+      const [popup] = await Promise.all([page.waitForEvent("popup"), frame.evaluate(() => void window.open("/"))]);
+      await popup.waitForLoadState("domcontentloaded");
+      const inPopup = await popup.evaluate(reach);
+      assert.equal(inPopup.origin, "null", "the popup runs in an opaque origin");
+      assert.notEqual(inPopup.token, ownerToken, "the popup cannot read the owner's token");
+      await popup.close();
+      // The app navigates its own frame to the shell: the document it gets is sandboxed too.
+      await frame.evaluate(() => void (location.href = "/")).catch(() => {});
+      await frame.waitForURL(`${server.origin}/`);
+      await frame.waitForLoadState("domcontentloaded");
+      const inFrame = await frame.evaluate(reach);
+      assert.equal(inFrame.origin, "null", "the frame's new document runs in an opaque origin");
+      assert.notEqual(inFrame.token, ownerToken, "the frame's new document cannot read the owner's token");
     } finally {
       await desktop.close();
     }

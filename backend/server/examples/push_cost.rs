@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use mobius::config::Config;
 use mobius::db;
 use mobius::events::Hub;
+use mobius::protocol::{ChatId, RunStatus};
 use mobius::push::Push;
-use mobius::writer::push::PushWrite;
+use mobius::writer::PushWrite;
 use mobius::writer::{WriteCommand, WriterHandle};
 
 const DEVICES: usize = 10;
@@ -46,7 +47,7 @@ async fn main() -> mobius::Result<()> {
     db::migrate(&path).await?;
     let read = db::open_read_pool(&path).await?;
     let (writer, _task) = WriterHandle::spawn(conn, Arc::new(Hub::default()));
-    let push = Push::start(&config, read, writer.clone())?;
+    let push = Push::start(&config, read, writer.clone());
     for i in 0..DEVICES {
         let op = PushWrite::Subscribe(db::push::NewSubscription {
             endpoint: format!("{base}/push/{i}"),
@@ -57,12 +58,13 @@ async fn main() -> mobius::Result<()> {
         });
         writer.call(|ack| WriteCommand::Push { op, ack }).await?;
     }
+    let chat = ChatId::from("bench-chat");
     let reply = format!("{}\n\nDone: the build is green.", "x".repeat(4000));
     let (mut enqueue_us, mut delivered_ms) = (Vec::new(), Vec::new());
     for turn in 0..TURNS {
         let started = Instant::now();
         let copy = reply.clone();
-        push.turn_ended("bench-chat", false, &copy, None);
+        push.turn_ended(&chat, RunStatus::Completed, &copy, None);
         enqueue_us.push(started.elapsed().as_secs_f64() * 1e6);
         let want = (turn + 1) * DEVICES;
         while received.load(Ordering::Relaxed) < want {

@@ -18,19 +18,21 @@ async fn main() -> mobius::Result<()> {
         sqlx::query("BEGIN").execute(&mut conn).await?;
         db::chats::insert_chat(&mut conn, "bench", "Bench", 1).await?;
         for i in 0..history {
-            let body = json!({ "role": if i % 2 == 0 { "user" } else { "assistant" }, "content": "x".repeat(300), "ts": i + 1 });
-            let message = db::chats::StoredMessage::from_import(body.as_object().cloned().unwrap_or_default(), 1, i)?;
-            db::chats::push_message(&mut conn, "bench", &message).await?;
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            let body = json!({ "role": role, "content": "x".repeat(300), "ts": i + 1 }).to_string();
+            let ts = i64::try_from(i + 1).unwrap_or(i64::MAX);
+            let message = db::messages::NewMessage { role, cid: None, ts, body: &body };
+            db::messages::push_message(&mut conn, "bench", message).await?;
         }
-        db::chats::insert_run(&mut conn, "rt-bench", "bench", None, 1).await?;
-        db::chats::replace_live(&mut conn, "bench", "rt-bench", "{}", 0, 1).await?;
+        db::runs::insert_run(&mut conn, "rt-bench", "bench", None, 1).await?;
+        db::runs::replace_live(&mut conn, "bench", "rt-bench", "{}", 0, 1).await?;
         sqlx::query("COMMIT").execute(&mut conn).await?;
         let live = json!({ "role": "assistant", "content": "y".repeat(4000), "blocks": [{ "type": "text", "content": "y".repeat(4000) }] }).to_string();
         let mut samples = Vec::new();
         for i in 0..300 {
             let started = Instant::now();
             sqlx::query("BEGIN IMMEDIATE").execute(&mut conn).await?;
-            db::chats::update_live(&mut conn, "bench", "rt-bench", &live, i, i).await?;
+            db::runs::update_live(&mut conn, "bench", "rt-bench", &live, i, i).await?;
             sqlx::query("COMMIT").execute(&mut conn).await?;
             samples.push(started.elapsed().as_secs_f64() * 1000.0);
         }

@@ -2,13 +2,18 @@
 //! `sse_fanout PORT TOKEN SUBSCRIBERS EVENTS` opens the subscribers on `/api/events/system`,
 //! then per event records the time from just before `POST /api/notify` is written until each
 //! subscriber has read it. Prints one JSON line. Used by `scripts/bench` (pinned to CPU 1).
+//! Subscribers connect from 127.0.0.2 on, one address per [`STREAMS_PER_ADDRESS`] of them, as
+//! devices do: a single address may hold only a few streams (`MOBIUS_MAX_STREAMS_PER_ADDRESS`).
 
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::mpsc;
+
+/// Subscribers sharing one source address (below the server's per-address stream cap).
+const STREAMS_PER_ADDRESS: usize = 4;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -22,10 +27,13 @@ async fn main() {
     for n in 0..subscribers {
         let (tx, ready_tx, token) = (tx.clone(), ready_tx.clone(), token.clone());
         tokio::spawn(async move {
-            let mut sock = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+            let from = u8::try_from(2 + n / STREAMS_PER_ADDRESS).expect("at most 1,000 subscribers");
+            let socket = TcpSocket::new_v4().expect("socket");
+            socket.bind(([127, 0, 0, from], 0).into()).expect("bind");
+            let mut sock = socket.connect(([127, 0, 0, 1], port).into()).await.expect("connect");
             sock.set_nodelay(true).expect("nodelay");
             let req = format!(
-                "GET /api/events/system HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n"
+                "GET /api/events/system HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n"
             );
             sock.write_all(req.as_bytes()).await.expect("write");
             let mut buf = vec![0u8; 65536];
@@ -58,7 +66,7 @@ async fn main() {
         let marker = format!("bench-{i}");
         let body = json!({ "type": "notice", "label": marker }).to_string();
         let req = format!(
-            "POST /api/notify HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            "POST /api/notify HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         );
         let mut poster = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");

@@ -1,9 +1,11 @@
-//! Request-body extractors that turn every rejection into a `{code, message}` error.
+//! Request-body extractors that turn every rejection into a `{code, message}` error, and
+//! small response helpers.
 
 use axum::extract::rejection::{FormRejection, JsonRejection};
 use axum::extract::{FromRequest, Request};
-use axum::http::StatusCode;
-use axum::http::header::CONTENT_TYPE;
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
 use crate::error::Error;
@@ -68,4 +70,11 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonOrForm<T> {
             ApiJson::<T>::from_request(req, state).await.map(|j| Self(j.0))
         }
     }
+}
+
+/// Response helper for handlers that only acknowledge.
+pub fn no_content() -> Response {
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    response.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
 }

@@ -1,4 +1,5 @@
-//! Composition root: builds the shared state, assembles every route, and runs the server.
+//! Composition root: assembles every route and runs the server (the shared state is built
+//! in `state.rs`).
 //!
 //! The listener answers from the first moment: until the database is migrated and the
 //! writer runs, a small boot router serves `/api/health`, `/api/ready` (503 with the
@@ -6,34 +7,24 @@
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, FromRef, MatchedPath, Request};
-use axum::http::HeaderValue;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::middleware;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tower_http::compression::CompressionLayer;
 use tower_http::trace::TraceLayer;
 use tracing::{info, info_span, warn};
 
-use crate::agent::registry::{KeyedLocks, Turns};
-use crate::auth::limits::LoginLimiter;
-use crate::auth::password::Passwords;
-use crate::auth::{Keys, OwnerCache};
-use crate::chats::{PurgeClock, ResponseCache};
 use crate::config::Config;
-use crate::db::{self, Db};
 use crate::error::{Error, Result};
-use crate::events::Hub;
 use crate::ops::{self, Boot};
-use crate::providers::Providers;
-use crate::writer::{WriteCommand, WriterHandle};
+use crate::state::AppState;
 use crate::{api, apps, auth, chats, events, providers, storage, web};
 
 /// Hard cap on the graceful part of shutdown before connections are dropped.
@@ -41,148 +32,13 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(8);
 /// Longest pause between start-up retries (e.g. while another process locks the database).
 const MAX_INIT_RETRY_DELAY: Duration = Duration::from_secs(30);
 
-/// Everything handlers share. Cheap to clone.
-#[derive(Clone)]
-pub struct AppState(Arc<Inner>);
-
-/// The contents of [`AppState`].
-pub struct Inner {
-    pub config: Config,
-    pub db: Db,
-    pub writer: WriterHandle,
-    pub hub: Arc<Hub>,
-    pub keys: Keys,
-    pub passwords: Passwords,
-    pub login_limits: LoginLimiter,
-    pub owner: OwnerCache,
-    pub boot: Arc<Boot>,
-    /// Flips to `true` when shutdown begins; long-lived streams end on it.
-    pub shutdown: watch::Receiver<bool>,
-    /// The agent CLIs and their credentials.
-    pub providers: Providers,
-    /// The running turn of each chat.
-    pub turns: Turns,
-    /// Per-chat decision locks (send / stop / answer / delete).
-    pub chat_locks: KeyedLocks,
-    pub purge_clock: PurgeClock,
-    /// Serialized chat list and recent chat pages between writer commits.
-    pub response_cache: ResponseCache,
-    /// App registry rows between writer commits (token checks, storage authorisation).
-    pub app_rows: crate::db::apps::RowCache,
-    /// De-duplication and rate limit of browser error reports.
-    pub client_reports: crate::telemetry::ClientReports,
-    /// Per-app locks: applies, installs and updates of one app run one after the other.
-    pub app_locks: KeyedLocks,
-    /// Locks and quota accounting of app and shared storage.
-    pub storage: Arc<crate::storage::Store>,
-    /// The app proxy's client and concurrency limit.
-    pub proxy: crate::apps::proxy::Proxy,
-    /// Notifications: the centre, Web Push and its worker.
-    pub push: crate::push::Push,
-    /// Review and icon limits, update-check state and the store's catalog cache.
-    pub lifecycle: crate::apps::lifecycle::Lifecycle,
-    /// The mini-app bundler, started on first use (it owns a few threads).
-    bundler: OnceLock<mobius_bundler::Bundler>,
-}
-
-/// Compiles at once: one on a small machine keeps requests responsive.
-const MAX_PARALLEL_COMPILES: usize = 1;
-
-impl Inner {
-    /// The bundler, created on first use.
-    pub fn bundler(&self) -> Result<&mobius_bundler::Bundler> {
-        if let Some(b) = self.bundler.get() {
-            return Ok(b);
-        }
-        let bundler = mobius_bundler::Bundler::new(MAX_PARALLEL_COMPILES)?;
-        Ok(self.bundler.get_or_init(|| bundler))
-    }
-}
-
-impl Deref for AppState {
-    type Target = Inner;
-    fn deref(&self) -> &Inner {
-        &self.0
-    }
-}
-
-impl FromRef<AppState> for Arc<Boot> {
-    fn from_ref(state: &AppState) -> Self {
-        state.boot.clone()
-    }
-}
-
-impl AppState {
-    /// Opens the database, runs migrations, starts the writer and loads the owner.
-    pub async fn build(
-        mut config: Config,
-        api_url: String,
-        boot: Arc<Boot>,
-        shutdown: watch::Receiver<bool>,
-    ) -> Result<(Self, tokio::task::JoinHandle<()>)> {
-        std::fs::create_dir_all(&config.data_dir)?;
-        config.data_dir = std::fs::canonicalize(&config.data_dir)?;
-        let path = config.database_path();
-        let conn = db::open_writer(&path).await?;
-        db::migrate(&path).await?;
-        let db = db::open_read_pool(&path).await?;
-        let keys = Keys::load_or_create(&config)?;
-        let hub = Arc::new(Hub::default());
-        let (writer, task) = WriterHandle::spawn(conn, hub.clone());
-        let owner = OwnerCache::default();
-        if let Some(row) = db::owner::get(&db.read).await? {
-            owner.set(row.username, row.token_epoch);
-        }
-        let orphans =
-            crate::agent::process::reap_orphans(&crate::agent::agent_pid_dir(&config.data_dir), &config.data_dir);
-        if orphans > 0 {
-            warn!(orphans, "killed agent processes left behind by the previous run");
-        }
-        let interrupted = writer.call(|ack| WriteCommand::ReconcileStartup { ack }).await?;
-        if !interrupted.is_empty() {
-            warn!(
-                chats = interrupted.len(),
-                "turns interrupted by the last shutdown were closed; their chats can resume"
-            );
-        }
-        let providers = Providers::new(&config, &config.data_dir, api_url);
-        let push = crate::push::Push::start(&config, db.clone(), writer.clone())?;
-        let config_quota = config.app_quota_bytes;
-        let state = Self(Arc::new(Inner {
-            config,
-            db,
-            writer,
-            hub,
-            keys,
-            passwords: Passwords::default(),
-            login_limits: LoginLimiter::default(),
-            owner,
-            boot,
-            shutdown,
-            providers,
-            turns: Turns::default(),
-            chat_locks: KeyedLocks::default(),
-            purge_clock: PurgeClock::default(),
-            response_cache: ResponseCache::default(),
-            app_rows: crate::db::apps::RowCache::default(),
-            client_reports: crate::telemetry::ClientReports::default(),
-            app_locks: KeyedLocks::default(),
-            storage: crate::storage::Store::new(config_quota),
-            proxy: crate::apps::proxy::Proxy::default(),
-            push,
-            lifecycle: crate::apps::lifecycle::Lifecycle::default(),
-            bundler: OnceLock::new(),
-        }));
-        Ok((state, task))
-    }
-}
-
 /// Every route of the product, in one place.
 pub fn router(state: AppState) -> Router {
     let api = Router::new()
         .merge(ops::router().with_state(state.boot.clone()))
         .merge(auth::router())
         .merge(chats::router())
+        .merge(crate::search::router())
         .merge(storage::router())
         .merge(apps::router())
         .merge(apps::proxy::router())
@@ -282,13 +138,12 @@ pub async fn serve(
         std::net::IpAddr::V6(ip) => format!("http://[{ip}]:{}", addr.port()),
         ip => format!("http://{ip}:{}", addr.port()),
     };
+    let hosts = crate::net::host::AllowedHosts::new(&config.public_origin, addr);
+    let (limits, trusted, https) =
+        (config.net.clone(), config.trusted_proxies.clone(), config.public_origin.is_https());
     let init = tokio::spawn(initialise(config, api_url, boot.clone(), stop_rx.clone(), full, state_tx));
 
-    let mut stop_wait = stop_rx.clone();
-    let server = axum::serve(listener, tower::make::Shared::new(switch)).with_graceful_shutdown(async move {
-        stopping(&mut stop_wait).await;
-    });
-    let server = tokio::spawn(async move { server.await });
+    let server = tokio::spawn(crate::net::serve(listener, switch, limits, trusted, hosts, https, stop_rx.clone()));
 
     shutdown.await;
     info!("shutting down");
@@ -296,8 +151,7 @@ pub async fn serve(
     let _ = stop_tx.send(true);
     init.abort();
     match tokio::time::timeout(SHUTDOWN_GRACE, server).await {
-        Ok(Ok(Ok(()))) => {}
-        Ok(Ok(Err(e))) => warn!(error = %e, "server error during shutdown"),
+        Ok(Ok(())) => {}
         Ok(Err(e)) => warn!(error = %e, "server task failed"),
         Err(_) => warn!("connections still open after the grace period; closing them"),
     }
@@ -325,11 +179,13 @@ async fn initialise(
         match AppState::build(config.clone(), api_url.clone(), boot.clone(), stop.clone()).await {
             Ok((state, writer_task)) => {
                 let writer = state.writer.clone();
+                let booted = std::time::SystemTime::now();
                 let _ = full.set(router(state.clone()));
                 info!(frontend = %web::describe_dist(&state.config.frontend_dir).display(), "ready");
                 boot.set_ready(writer);
-                tokio::spawn(crate::apps::apply::rebuild_outdated(state.clone()));
+                tokio::spawn(crate::apps::apply::rebuild_outdated(state.apps.clone()));
                 tokio::spawn(crate::apps::lifecycle::check_periodically(state.clone()));
+                tokio::spawn(crate::storage::remove_leftover_temps(state.config.data_dir.clone(), booted));
                 let _ = state_tx.send((state, writer_task));
                 return;
             }
@@ -351,20 +207,4 @@ fn describe_init_error(e: &Error) -> String {
         Error::Io(io) => format!("data directory unavailable: {io}"),
         other => other.to_string(),
     }
-}
-
-/// Resolves once shutdown has begun.
-pub async fn stopping(rx: &mut watch::Receiver<bool>) {
-    while !*rx.borrow_and_update() {
-        if rx.changed().await.is_err() {
-            return;
-        }
-    }
-}
-
-/// Response helper for handlers that only acknowledge.
-pub fn no_content() -> Response {
-    let mut response = axum::http::StatusCode::NO_CONTENT.into_response();
-    response.headers_mut().insert(axum::http::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
 }

@@ -29,7 +29,12 @@ USAGE:
 ENVIRONMENT:
     DATA_DIR                 where everything is stored (default ./data)
     MOBIUS_BIND              listen address (default 127.0.0.1:8000)
-    MOBIUS_PUBLIC_ORIGIN     the https://… origin browsers use (default http://<bind>)
+    MOBIUS_PUBLIC_ORIGIN     the https://… origin browsers use (default http://<bind>; required
+                             when MOBIUS_BIND is not a loopback address)
+    MOBIUS_TRUSTED_PROXIES   addresses/CIDRs whose X-Forwarded-For is believed (default none)
+    MOBIUS_HEADER_READ_TIMEOUT_SECS, MOBIUS_REQUEST_BODY_TIMEOUT_SECS, MOBIUS_KEEP_ALIVE_SECS,
+    MOBIUS_MAX_CONNECTIONS, MOBIUS_MAX_CONNECTIONS_PER_ADDRESS, MOBIUS_MAX_STREAMS,
+    MOBIUS_MAX_STREAMS_PER_ADDRESS   connection limits (defaults 10, 30, 75, 1024, 64, 512, 32)
     MOBIUS_FRONTEND_DIR      the built PWA (default frontend/dist)
     MOBIUS_LOG               log filter, e.g. info or mobius=debug (default info)
     MOBIUS_SECRET_KEY        JWT key (default: generated into DATA_DIR/secret.key)
@@ -68,13 +73,16 @@ pub fn main(args: Vec<String>) -> ExitCode {
 }
 
 fn serve() -> ExitCode {
-    let config = match Config::from_env() {
+    let config = match Config::from_env().and_then(|c| c.check_serve().map(|()| c)) {
         Ok(config) => config,
         Err(e) => {
             eprintln!("mobius: {e}");
             return ExitCode::from(2);
         }
     };
+    // Everything the server (and the agent it runs) creates is the owner's alone: files 0600,
+    // folders 0700, whatever the shell's umask.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::new(&config.log_filter))
         .with_target(false)

@@ -47,9 +47,96 @@ pub struct Config {
     pub proxy_allow_loopback: bool,
     /// How long one `/api/proxy` request may take in all (default 15 s; tests shorten it).
     pub proxy_timeout: Duration,
+    /// Proxies whose `X-Forwarded-For` names the client (`MOBIUS_TRUSTED_PROXIES`: addresses
+    /// or CIDR ranges, comma-separated; default none, so the header is ignored).
+    pub trusted_proxies: TrustedProxies,
+    /// Connection and stream limits and timeouts (`MOBIUS_HEADER_READ_TIMEOUT_SECS`, …).
+    pub net: NetLimits,
+    /// Password-attempt throttling (not set from the environment).
+    pub login: LoginPolicy,
     /// Lets Web Push reach plain-http loopback endpoints (`MOBIUS_PUSH_ALLOW_LOOPBACK=1`): for
     /// the browser tests' push service only. Off, pushes go to https public addresses only.
     pub push_allow_loopback: bool,
+}
+
+pub use crate::auth::limits::LoginPolicy;
+pub use crate::net::client::TrustedProxies;
+
+/// How long connections may take and how many may be open; every field has its own
+/// environment variable (in parentheses).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NetLimits {
+    /// A request's head must arrive this soon after the connection opens or the previous
+    /// response ends (`MOBIUS_HEADER_READ_TIMEOUT_SECS`, default 10).
+    pub header_read_timeout: Duration,
+    /// Longest pause while a request body arrives; then 408 (`MOBIUS_REQUEST_BODY_TIMEOUT_SECS`,
+    /// default 30).
+    pub request_body_timeout: Duration,
+    /// An idle keep-alive connection is closed after this long (`MOBIUS_KEEP_ALIVE_SECS`,
+    /// default 75).
+    pub keep_alive_idle: Duration,
+    /// Open connections in all (`MOBIUS_MAX_CONNECTIONS`, default 1024). At the cap, a new
+    /// connection replaces the one that has waited longest without a request in progress.
+    pub max_connections: usize,
+    /// Open connections per client address, an IPv6 /64 counting as one; trusted proxies are
+    /// exempt (`MOBIUS_MAX_CONNECTIONS_PER_ADDRESS`, default 64).
+    pub max_connections_per_address: usize,
+    /// Open event streams in all (`MOBIUS_MAX_STREAMS`, default 512); more get 503.
+    pub max_streams: usize,
+    /// Open event streams per client address (`MOBIUS_MAX_STREAMS_PER_ADDRESS`, default 32).
+    pub max_streams_per_address: usize,
+}
+
+impl Default for NetLimits {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: Duration::from_secs(10),
+            request_body_timeout: Duration::from_secs(30),
+            keep_alive_idle: Duration::from_secs(75),
+            max_connections: 1024,
+            max_connections_per_address: 64,
+            max_streams: 512,
+            max_streams_per_address: 32,
+        }
+    }
+}
+
+impl NetLimits {
+    fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let d = Self::default();
+        let secs = |key: &str, default: Duration| -> Result<Duration, ConfigError> {
+            match get(key) {
+                None => Ok(default),
+                Some(raw) => raw
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|s| *s > 0)
+                    .map(Duration::from_secs)
+                    .ok_or_else(|| ConfigError(format!("{key}={raw:?} must be a positive number of seconds"))),
+            }
+        };
+        let count = |key: &str, default: usize| -> Result<usize, ConfigError> {
+            match get(key) {
+                None => Ok(default),
+                Some(raw) => raw
+                    .trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| ConfigError(format!("{key}={raw:?} must be a positive whole number"))),
+            }
+        };
+        Ok(Self {
+            header_read_timeout: secs("MOBIUS_HEADER_READ_TIMEOUT_SECS", d.header_read_timeout)?,
+            request_body_timeout: secs("MOBIUS_REQUEST_BODY_TIMEOUT_SECS", d.request_body_timeout)?,
+            keep_alive_idle: secs("MOBIUS_KEEP_ALIVE_SECS", d.keep_alive_idle)?,
+            max_connections: count("MOBIUS_MAX_CONNECTIONS", d.max_connections)?,
+            max_connections_per_address: count("MOBIUS_MAX_CONNECTIONS_PER_ADDRESS", d.max_connections_per_address)?,
+            max_streams: count("MOBIUS_MAX_STREAMS", d.max_streams)?,
+            max_streams_per_address: count("MOBIUS_MAX_STREAMS_PER_ADDRESS", d.max_streams_per_address)?,
+        })
+    }
 }
 
 /// The app proxy's default time limit per request.
@@ -167,6 +254,13 @@ impl Config {
             Some("1" | "true") => true,
             Some(other) => return Err(ConfigError(format!("MOBIUS_PUSH_ALLOW_LOOPBACK={other:?} must be 1 or 0"))),
         };
+        let trusted_proxies = match get("MOBIUS_TRUSTED_PROXIES") {
+            Some(raw) => {
+                TrustedProxies::parse(&raw).map_err(|e| ConfigError(format!("MOBIUS_TRUSTED_PROXIES: {e}")))?
+            }
+            None => TrustedProxies::default(),
+        };
+        let net = NetLimits::from_lookup(&get)?;
         Ok(Self {
             data_dir,
             bind,
@@ -187,6 +281,9 @@ impl Config {
             proxy_allow_loopback: false,
             proxy_timeout: DEFAULT_PROXY_TIMEOUT,
             push_allow_loopback,
+            trusted_proxies,
+            net,
+            login: LoginPolicy::default(),
         })
     }
 
@@ -212,7 +309,24 @@ impl Config {
             proxy_allow_loopback: false,
             proxy_timeout: DEFAULT_PROXY_TIMEOUT,
             push_allow_loopback: false,
+            trusted_proxies: TrustedProxies::default(),
+            net: NetLimits::default(),
+            login: LoginPolicy::default(),
         }
+    }
+
+    /// For `serve`: requests must name a host this server answers for (DNS rebinding), so a
+    /// server reachable from other machines has to be told its public name. (Other commands
+    /// read the same environment and need no origin.)
+    pub fn check_serve(&self) -> Result<(), ConfigError> {
+        if !self.bind.ip().is_loopback() && self.public_origin.as_str() == format!("http://{}", self.bind) {
+            return Err(ConfigError(format!(
+                "MOBIUS_PUBLIC_ORIGIN must be set when MOBIUS_BIND ({}) is not a loopback address, \
+                 e.g. MOBIUS_PUBLIC_ORIGIN=https://mobius.example.com",
+                self.bind
+            )));
+        }
+        Ok(())
     }
 
     /// `DATA_DIR/db/mobius.sqlite3`.
@@ -265,6 +379,31 @@ mod tests {
         assert_eq!(c.public_origin.as_str(), "https://mobius.example.com");
         assert_eq!(c.public_origin.authority(), "mobius.example.com");
         assert!(c.public_origin.is_https());
+    }
+
+    #[test]
+    fn a_server_reachable_from_elsewhere_must_know_its_public_origin() {
+        let c = config(&[("MOBIUS_BIND", "0.0.0.0:8000")]).expect("backup and healthcheck need no origin");
+        let err = c.check_serve().expect_err("serve must refuse").to_string();
+        assert!(err.contains("MOBIUS_PUBLIC_ORIGIN") && !err.contains('\n'), "{err}");
+        let c = config(&[("MOBIUS_BIND", "0.0.0.0:8000"), ("MOBIUS_PUBLIC_ORIGIN", "https://m.example")]).expect("ok");
+        assert!(c.check_serve().is_ok());
+        assert!(config(&[]).expect("loopback").check_serve().is_ok());
+    }
+
+    #[test]
+    fn connection_limits_have_defaults_and_refuse_nonsense() {
+        let c = config(&[]).expect("defaults");
+        assert_eq!(c.net, NetLimits::default());
+        assert!(c.trusted_proxies.is_empty());
+        let c = config(&[("MOBIUS_MAX_CONNECTIONS", "50"), ("MOBIUS_HEADER_READ_TIMEOUT_SECS", "3")]).expect("ok");
+        assert_eq!(c.net.max_connections, 50);
+        assert_eq!(c.net.header_read_timeout, Duration::from_secs(3));
+        assert!(config(&[("MOBIUS_MAX_CONNECTIONS", "0")]).is_err());
+        assert!(config(&[("MOBIUS_KEEP_ALIVE_SECS", "soon")]).is_err());
+        assert!(config(&[("MOBIUS_TRUSTED_PROXIES", "10.0.0.0/99")]).is_err());
+        let c = config(&[("MOBIUS_TRUSTED_PROXIES", "172.16.0.0/12, ::1")]).expect("ok");
+        assert!(!c.trusted_proxies.is_empty());
     }
 
     #[test]

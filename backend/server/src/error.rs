@@ -12,11 +12,17 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 ///
 /// Client errors carry a stable snake_case `code` and a human sentence. Library errors
 /// (SQLite, I/O) keep their cause for the logs and show clients only a generic message.
+/// Domain code (`writer/`, `db/`, the turn) says what went wrong with a [`Domain`] error;
+/// only this file maps it to an HTTP status. Routes build `Client` errors for requests they
+/// refuse themselves (validation).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A request the client can fix or must not repeat.
     #[error("{message}")]
     Client { status: StatusCode, code: &'static str, message: String, retry_after_secs: Option<u64> },
+    /// A rule of the domain refused the operation.
+    #[error(transparent)]
+    Domain(#[from] Domain),
     /// The database refused or failed an operation.
     #[error("database error")]
     Db(#[from] sqlx::Error),
@@ -32,6 +38,128 @@ pub enum Error {
     /// A bug or an impossible state; the message goes to the logs only.
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// Refusals of the chat, app and owner domains, each with its one code, sentence and status.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Domain {
+    #[error("No such chat.")]
+    ChatNotFound,
+    #[error("A deleted chat has this id; recover it instead.")]
+    ChatDeleted,
+    #[error("This chat was deleted too long ago to recover.")]
+    ChatPurged,
+    #[error("A turn is already running in this chat.")]
+    ChatBusy,
+    #[error("This turn has already ended.")]
+    RunNotRunning,
+    #[error("Answer the open question (or stop the turn) first.")]
+    PendingQuestionOpen,
+    #[error("That question is no longer open.")]
+    QuestionStale,
+    /// Two messages of one import share a cid.
+    #[error("Two messages share the same cid.")]
+    DuplicateCid,
+    /// A message with this cid is already in the transcript.
+    #[error("This message was already sent.")]
+    AlreadySent,
+    #[error("The owner account already exists.")]
+    AlreadyConfigured,
+    #[error("No owner account exists yet.")]
+    NotConfigured,
+    #[error("No such app.")]
+    AppNotFound,
+    #[error("An app with the id {0:?} already exists.")]
+    AppIdTaken(String),
+    #[error("There is no file at this path.")]
+    FileNotFound,
+    #[error("A stored file can be at most 50 MiB.")]
+    FileTooLarge,
+    #[error("This path is a folder; use the folder route for folders.")]
+    IsADirectory,
+    #[error("This app's storage quota is full.")]
+    QuotaExceeded,
+    /// An `If-Match` / `If-None-Match` precondition failed: which one, and what to do.
+    #[error("{0}")]
+    PreconditionFailed(&'static str),
+    #[error("This chat grant is not valid (anymore); ask the app for a new one.")]
+    InvalidGrant,
+    #[error("An app keeps at most {0} secrets; delete one first.")]
+    TooManySecrets(i64),
+    #[error("At most {0} devices receive notifications; remove one in Settings.")]
+    TooManyDevices(i64),
+    /// An app tried to renew or remove a push endpoint it did not subscribe.
+    #[error("This push endpoint was not subscribed by this app.")]
+    PushEndpointNotYours,
+    /// The answers do not fit the card (a choice for an approval, a decision for questions).
+    #[error("{0}")]
+    InvalidAnswers(&'static str),
+    #[error("The agent did not take the answer in time; try again.")]
+    TurnBusy,
+    /// `Some(name)`: that provider; `None`: none at all.
+    #[error("{}", match .0 {
+        Some(name) => format!("{name} is not connected. Connect it in Settings → Providers."),
+        None => "No agent is connected yet. Connect Claude or Codex in Settings → Providers.".to_owned(),
+    })]
+    ProviderNotConnected(Option<&'static str>),
+}
+
+impl Domain {
+    /// The HTTP status of this refusal.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Domain::ChatNotFound | Domain::AppNotFound | Domain::FileNotFound => StatusCode::NOT_FOUND,
+            Domain::FileTooLarge | Domain::QuotaExceeded | Domain::TooManySecrets(_) | Domain::TooManyDevices(_) => {
+                StatusCode::PAYLOAD_TOO_LARGE
+            }
+            Domain::PushEndpointNotYours => StatusCode::FORBIDDEN,
+            Domain::IsADirectory => StatusCode::BAD_REQUEST,
+            Domain::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
+            Domain::ChatPurged | Domain::QuestionStale => StatusCode::GONE,
+            Domain::DuplicateCid | Domain::InvalidAnswers(_) => StatusCode::BAD_REQUEST,
+            Domain::TurnBusy => StatusCode::SERVICE_UNAVAILABLE,
+            Domain::InvalidGrant => StatusCode::UNAUTHORIZED,
+            Domain::ChatDeleted
+            | Domain::ChatBusy
+            | Domain::RunNotRunning
+            | Domain::PendingQuestionOpen
+            | Domain::AlreadySent
+            | Domain::AlreadyConfigured
+            | Domain::NotConfigured
+            | Domain::AppIdTaken(_)
+            | Domain::ProviderNotConnected(_) => StatusCode::CONFLICT,
+        }
+    }
+
+    /// The stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Domain::ChatNotFound => "chat_not_found",
+            Domain::ChatDeleted => "chat_deleted",
+            Domain::ChatPurged => "chat_purged",
+            Domain::ChatBusy => "chat_busy",
+            Domain::RunNotRunning => "run_not_running",
+            Domain::PendingQuestionOpen => "pending_question_open",
+            Domain::QuestionStale => "question_stale",
+            Domain::DuplicateCid | Domain::AlreadySent => "duplicate_cid",
+            Domain::AlreadyConfigured => "already_configured",
+            Domain::NotConfigured => "not_configured",
+            Domain::AppNotFound => "app_not_found",
+            Domain::AppIdTaken(_) => "app_id_taken",
+            Domain::FileNotFound => "not_found",
+            Domain::FileTooLarge => "file_too_large",
+            Domain::IsADirectory => "is_a_directory",
+            Domain::QuotaExceeded => "quota_exceeded",
+            Domain::PreconditionFailed(_) => "precondition_failed",
+            Domain::InvalidAnswers(_) => "invalid_answers",
+            Domain::TurnBusy => "turn_busy",
+            Domain::InvalidGrant => "invalid_grant",
+            Domain::TooManySecrets(_) => "too_many_secrets",
+            Domain::TooManyDevices(_) => "too_many_devices",
+            Domain::PushEndpointNotYours => "forbidden",
+            Domain::ProviderNotConnected(_) => "provider_not_connected",
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -115,10 +243,20 @@ impl Error {
         Self::client(StatusCode::SERVICE_UNAVAILABLE, code, message)
     }
 
+    /// The sentence a client is shown, if this error is one the client may read.
+    pub fn client_message(&self) -> Option<String> {
+        match self {
+            Error::Client { message, .. } => Some(message.clone()),
+            Error::Domain(d) => Some(d.to_string()),
+            _ => None,
+        }
+    }
+
     /// The HTTP status this error maps to.
     pub fn status(&self) -> StatusCode {
         match self {
             Error::Client { status, .. } => *status,
+            Error::Domain(d) => d.status(),
             Error::WriterUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             Error::Db(sqlx::Error::PoolTimedOut) => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
@@ -129,6 +267,7 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Error::Client { code, .. } => code,
+            Error::Domain(d) => d.code(),
             Error::WriterUnavailable | Error::Db(sqlx::Error::PoolTimedOut) => "unavailable",
             _ => "internal_error",
         }
@@ -143,8 +282,13 @@ impl Error {
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let status = self.status();
+        let domain_message = match &self {
+            Error::Domain(d) => d.to_string(),
+            _ => String::new(),
+        };
         let message = match &self {
             Error::Client { message, .. } => message.as_str(),
+            Error::Domain(_) => domain_message.as_str(),
             Error::WriterUnavailable => "The server is busy or restarting; try again shortly.",
             Error::Db(sqlx::Error::PoolTimedOut) => "The server is busy; try again shortly.",
             _ => "Something went wrong on the server; it has been logged.",
@@ -183,6 +327,17 @@ mod tests {
         let text = String::from_utf8_lossy(&bytes);
         assert!(text.contains("internal_error"), "{text}");
         assert!(!text.contains("SELEC") && !text.contains("chats"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn domain_refusals_map_to_their_status_code_and_sentence() {
+        let response = Error::from(Domain::QuestionStale).into_response();
+        assert_eq!(response.status(), StatusCode::GONE);
+        let bytes = axum::body::to_bytes(response.into_body(), 4096).await.expect("body");
+        let body: serde_json::Value = serde_json::from_slice(&bytes).expect("json");
+        assert_eq!(body["code"], "question_stale");
+        assert_eq!(body["message"], "That question is no longer open.");
+        assert_eq!(Error::from(Domain::ProviderNotConnected(Some("Codex"))).status(), StatusCode::CONFLICT);
     }
 
     #[tokio::test]

@@ -1,14 +1,17 @@
-//! Periodic clean-up: chats and apps deleted longer ago than their recovery window are
-//! removed for good, with everything they own on disk.
+//! Clean-up of tombstones: chats and apps deleted longer ago than their recovery window are
+//! removed for good, with everything they own on disk. The list routes start it, at most
+//! once an hour ([`crate::chats::PurgeClock`]).
 
-use crate::app::AppState;
+use std::sync::Arc;
+
+use crate::apps::apply::Apps;
 use crate::db::now_ms;
-use crate::writer::WriteCommand;
+use crate::writer::{WriteCommand, WriterHandle};
 
-/// Purges expired chat and app tombstones (run at boot and, at most hourly, from list routes).
-pub async fn purge_tombstones(state: AppState) {
+/// Purges expired chat and app tombstones.
+pub async fn purge_tombstones(writer: WriterHandle, apps: Arc<Apps>) {
     let chat_cutoff = now_ms() - crate::chats::RECOVERY_WINDOW_MS;
-    match state.writer.call(|ack| WriteCommand::PurgeDeleted { cutoff: chat_cutoff, ack }).await {
+    match writer.call(|ack| WriteCommand::PurgeDeleted { cutoff: chat_cutoff, ack }).await {
         Ok(0) => {}
         Ok(n) => tracing::info!(chats = n, "deleted chats purged"),
         Err(e) => tracing::warn!(error = %e, "purging deleted chats failed"),
@@ -16,32 +19,31 @@ pub async fn purge_tombstones(state: AppState) {
     let app_cutoff = now_ms() - crate::apps::RECOVERY_WINDOW_MS;
     // An app uninstalled with its data kept keeps its row (and so its id and data) for a later
     // install of the same app; the others go whole.
-    let expired = crate::db::apps::expired(&state.db.read, app_cutoff).await.unwrap_or_default();
+    let expired = crate::db::apps::expired(&apps.read, app_cutoff).await.unwrap_or_default();
     let keep: Vec<i64> = expired
         .iter()
         .map(|(id, _)| *id)
         .filter(|id| {
-            std::fs::read_dir(crate::storage::app_data_dir(&state.config.data_dir, *id))
+            std::fs::read_dir(crate::storage::app_data_dir(&apps.data_dir, *id))
                 .is_ok_and(|mut entries| entries.next().is_some())
         })
         .collect();
-    let purged =
-        match state.writer.call(|ack| WriteCommand::AppPurge { cutoff: app_cutoff, keep: keep.clone(), ack }).await {
-            Ok(purged) => purged,
-            Err(e) => {
-                tracing::warn!(error = %e, "purging deleted apps failed");
-                return;
-            }
-        };
+    let purged = match writer.call(|ack| WriteCommand::AppPurge { cutoff: app_cutoff, keep: keep.clone(), ack }).await {
+        Ok(purged) => purged,
+        Err(e) => {
+            tracing::warn!(error = %e, "purging deleted apps failed");
+            return;
+        }
+    };
     for (id, slug) in purged {
-        let _lock = state.app_locks.lock(&slug).await;
-        let _ = tokio::fs::remove_dir_all(crate::apps::apply::apps_dir(&state).join(&slug)).await;
+        let _lock = apps.locks.lock(&slug).await;
+        let _ = tokio::fs::remove_dir_all(apps.apps_dir().join(&slug)).await;
         if !keep.contains(&id)
-            && let Err(e) = crate::storage::remove_app_data(&state, id).await
+            && let Err(e) = crate::storage::remove_app_data(apps.storage.clone(), &apps.data_dir, id).await
         {
             tracing::warn!(app.id = id, error = %e, "removing a purged app's data failed");
         }
-        if let Ok(mut entries) = tokio::fs::read_dir(crate::apps::apply::compiled_dir(&state)).await {
+        if let Ok(mut entries) = tokio::fs::read_dir(apps.compiled_dir()).await {
             let prefix = format!("app-{id}-");
             while let Ok(Some(entry)) = entries.next_entry().await {
                 if entry.file_name().to_string_lossy().starts_with(&prefix) {
@@ -49,7 +51,7 @@ pub async fn purge_tombstones(state: AppState) {
                 }
             }
         }
-        crate::apps::assets::remove(&state, id).await;
+        crate::apps::assets::files::remove(&apps.data_dir, id).await;
         tracing::info!(app.id = id, slug, "deleted app purged");
     }
 }

@@ -25,3 +25,8 @@ pub fn trim_after_compiles(bundler: &mobius_bundler::Bundler) {
         }
     });
 }
+
+/// Returns the free parts of every arena to the system now, off the async threads.
+pub fn trim_now() {
+    tokio::task::spawn_blocking(mobius_sys::return_freed_memory);
+}

@@ -12,7 +12,7 @@ use axum::response::{Html, IntoResponse, Response};
 use tower::ServiceExt;
 use tower_http::services::{ServeDir, ServeFile};
 
-use crate::app::AppState;
+use crate::state::AppState;
 
 /// CSP of the shell document: everything from this origin, nothing inline but styles.
 pub const SHELL_CSP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; \
@@ -106,7 +106,7 @@ async fn vendor(
 /// sandboxes it (an opaque origin, whoever frames it: it never sees the shell's storage or
 /// token), so its policy names this origin. It has no `frame-ancestors`: its ancestor is the
 /// app's opaque frame, which no origin source matches, and without a grant minted with an app
-/// token the page shows nothing.
+/// token the page shows nothing. Like the app frame, popups it opens stay sandboxed.
 pub async fn embed_chat(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let dist = state.config.frontend_dir.clone();
     let Ok(page) = tokio::fs::read_to_string(dist.join("embed-chat.html")).await else {
@@ -114,7 +114,7 @@ pub async fn embed_chat(State(state): State<AppState>, headers: HeaderMap) -> Re
     };
     let origin = crate::apps::request_origin(&state, &headers);
     let csp = format!(
-        "sandbox allow-scripts allow-forms allow-popups allow-popups-to-escape-sandbox; default-src {origin}; \
+        "sandbox allow-scripts allow-forms allow-popups; default-src {origin}; \
          script-src {origin} 'wasm-unsafe-eval'; style-src {origin} 'unsafe-inline'; img-src {origin} data: blob:; \
          font-src {origin} data:; connect-src {origin}; frame-src 'none'; base-uri 'none'; form-action 'none'; \
          object-src 'none'"

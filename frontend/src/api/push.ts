@@ -1,23 +1,14 @@
 //! Notifications: this device's push subscription, the switches, the devices, the centre.
 
 import { apiFetch } from "./client";
+import type { NotificationItem, NotificationKind } from "./protocol.gen";
+
+export type { NotificationItem };
 
 export const notificationsKey = ["notifications"] as const;
 export const unreadKey = ["notifications", "unread"] as const;
 export const pushPrefsKey = ["push", "prefs"] as const;
 export const pushDevicesKey = ["push", "devices"] as const;
-
-export interface NotificationItem {
-  id: string;
-  kind: string;
-  source_type: string;
-  source_id: string | null;
-  title: string;
-  body: string | null;
-  target: string | null;
-  sent_at: string;
-  read_at: string | null;
-}
 
 export interface PushDevice {
   id: number;
@@ -28,7 +19,8 @@ export interface PushDevice {
   last_ok_at: number | null;
 }
 
-export const KIND_LABELS: Record<string, string> = {
+/** The switches Settings shows (every kind but `test`), in order. */
+export const KIND_LABELS: Record<Exclude<NotificationKind, "test">, string> = {
   turn_done: "A turn finished",
   turn_failed: "A turn failed",
   question: "The agent asks or needs approval",

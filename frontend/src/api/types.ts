@@ -1,184 +1,61 @@
-//! The server's chat, stream and provider shapes, as `backend/server/API.md` describes them.
+//! The server's shapes. Chat protocol types come from `protocol.gen.ts`, generated from the
+//! Rust types in `backend/server/src/protocol`; the names the PWA reads them by are below.
+//! Settings and provider shapes (not part of the chat protocol) are written here.
 
-export type ProviderId = "claude" | "codex";
+import type { Block, Card, ChatDetail, Choices, Cid, Message, ProviderKind, QuestionId } from "./protocol.gen";
 
-/** One row of `GET /api/chats`. */
-export interface ChatSummary {
-  id: string;
-  title: string;
-  provider: string | null;
-  created_at: number;
-  updated_at: number;
-  activity_at: number;
-  pinned_at: number | null;
-  has_messages: boolean;
-  running: boolean;
-  pending_question_id: string | null;
-  queued: number;
+export type {
+  AnswerTurn,
+  Answers,
+  ApprovalAnswers,
+  Block,
+  ChatDetail,
+  ChatEvent,
+  ChatId,
+  ChatSummary,
+  Choice,
+  Cid,
+  Decision,
+  JournalEntry,
+  Message,
+  QuestionItem,
+  QuestionOption,
+  RunId,
+  RunStatus,
+  SendResult,
+  StopResult,
+  StreamControl,
+  StreamEvent,
+  SystemEvent,
+  ToolStatus,
+} from "./protocol.gen";
+
+export type ProviderId = ProviderKind;
+
+export type TextBlock = Extract<Block, { type: "text" }>;
+export type ThinkingBlock = Extract<Block, { type: "thinking" }>;
+export type ToolBlock = Extract<Block, { type: "tool" }>;
+export type ErrorBlock = Extract<Block, { type: "error" }>;
+/** A card of clarifying questions. */
+export type QuestionBlock = { type: "question"; question_id: QuestionId } & Extract<Card, { kind: "question" }>;
+/** A card asking permission to use a tool. */
+export type ApprovalBlock = { type: "question"; question_id: QuestionId } & Extract<Card, { kind: "approval" }>;
+
+/** Answers to a question card: question text → chosen label (a list for multi-select). */
+export type QuestionAnswers = Choices;
+
+/** The part of a chat detail the chat view folds (and caches back): `GET /api/chats/{id}` sends
+ * the whole [`ChatDetail`]; settings the view does not show are optional here. */
+export type ChatPage = Omit<ChatDetail, ChatSettingsKey> & Partial<Pick<ChatDetail, ChatSettingsKey>>;
+type ChatSettingsKey = "approval_policy" | "model" | "session_id" | "pinned_at" | "created_at" | "updated_at";
+
+/** A queued message: the owner's, so it always has its cid. */
+export type PendingMessage = Message & { cid: Cid };
+
+/** The queue rows of a list of messages (every queued message has a cid). */
+export function pendingOf(messages: readonly Message[]): PendingMessage[] {
+  return messages.filter((m): m is PendingMessage => typeof m.cid === "string");
 }
-
-export interface TextBlock {
-  type: "text";
-  content: string;
-  item_id: string;
-}
-
-export interface ThinkingBlock {
-  type: "thinking";
-  content: string;
-  item_id: string;
-}
-
-export type ToolStatus = "running" | "done" | "error" | "stopped";
-
-export interface ToolBlock {
-  type: "tool";
-  tool: string;
-  tool_use_id: string;
-  input: string;
-  output: string;
-  status: ToolStatus;
-  output_truncated?: boolean;
-  output_full_len?: number;
-  output_exit_code?: number | null;
-}
-
-export interface QuestionOption {
-  label: string;
-  description?: string;
-}
-
-export interface QuestionItem {
-  question: string;
-  header?: string;
-  options: QuestionOption[];
-  multiSelect?: boolean;
-}
-
-/** Answers to a question card: question text → chosen label (a list for multiSelect). */
-export type QuestionAnswers = Record<string, string | string[]>;
-
-export type ApprovalDecision = "allow" | "allow_chat" | "deny";
-
-export interface ApprovalAnswers {
-  decision: ApprovalDecision;
-  reason?: string;
-}
-
-export interface QuestionBlock {
-  type: "question";
-  question_id: string;
-  kind: "question";
-  questions: QuestionItem[];
-  answers?: QuestionAnswers | null;
-}
-
-export interface ApprovalBlock {
-  type: "question";
-  question_id: string;
-  kind: "approval";
-  tool: string;
-  input: string;
-  reason?: string | null;
-  answers?: ApprovalAnswers | null;
-}
-
-export interface ErrorBlock {
-  type: "error";
-  message: string;
-  resumable?: boolean;
-}
-
-export type Block = TextBlock | ThinkingBlock | ToolBlock | QuestionBlock | ApprovalBlock | ErrorBlock;
-
-/** A transcript row. */
-export interface Message {
-  role: "user" | "assistant";
-  content: string;
-  ts: number;
-  cid?: string | null;
-  hidden?: boolean;
-  blocks?: Block[];
-  run_id?: string | null;
-  /** The running turn's live assistant message (only on the newest page). */
-  live?: boolean;
-}
-
-/** A queued message waiting for the running turn to end. */
-export interface PendingMessage {
-  cid: string;
-  content: string;
-  ts?: number;
-}
-
-/** `GET /api/chats/{id}`. */
-export interface ChatDetail {
-  id: string;
-  title: string;
-  provider: string | null;
-  approval_policy?: string | null;
-  model?: string | null;
-  session_id?: string | null;
-  messages: Message[];
-  offset: number;
-  total: number;
-  has_more: boolean;
-  running: boolean;
-  run_id: string | null;
-  pending_question_id: string | null;
-  pending_messages: PendingMessage[];
-  seq: number;
-}
-
-export type RunStatus = "completed" | "failed" | "stopped" | "interrupted";
-
-/** One event of `GET /api/chats/{id}/stream`. Numbered events carry `seq`. */
-export type StreamEvent =
-  | { type: "user_message"; seq: number; message: Message }
-  | { type: "run_started"; seq: number; run_id: string; ts?: number }
-  | { type: "text"; seq: number; content: string; item_id: string }
-  | { type: "text_final"; seq: number; content: string; item_id: string }
-  | { type: "thinking"; seq: number; content: string; item_id: string }
-  | { type: "tool_start"; seq: number; tool_use_id: string; tool: string; input: string }
-  | {
-      type: "tool_output";
-      seq: number;
-      tool_use_id: string;
-      content: string;
-      append?: boolean;
-      output_truncated?: boolean;
-      output_full_len?: number;
-      output_exit_code?: number | null;
-    }
-  | { type: "tool_end"; seq: number; tool_use_id: string; is_error?: boolean; interrupted?: boolean }
-  | ({ type: "question"; seq: number } & (Omit<QuestionBlock, "type"> | Omit<ApprovalBlock, "type">))
-  | { type: "answers_applied"; seq: number; question_id: string; answers: QuestionAnswers | ApprovalAnswers }
-  | { type: "queue_changed"; seq: number; pending: PendingMessage[] }
-  | { type: "queued_turn_starting"; seq: number; run_id: string; messages: Message[] }
-  | { type: "steered_into_turn"; seq: number; run_id: string; message: Message; sealed: boolean }
-  | {
-      type: "done";
-      seq: number;
-      run_id: string;
-      status: RunStatus;
-      usage?: unknown;
-      cost_usd?: number | null;
-      error?: string | null;
-    }
-  | { type: "chat_renamed"; seq: number; title: string }
-  | { type: "chat_deleted"; seq: number }
-  | { type: "app_updated"; seq: number; app_id: number; slug?: string; name?: string; created?: boolean }
-  | { type: "error"; seq: number; message: string; resumable?: boolean }
-  | { type: "catch_up_done"; seq: number; ts?: number }
-  | { type: "resync"; seq?: number };
-
-/** `POST /api/chats/{id}/messages` answers. */
-export type SendResult =
-  | { status: "started"; run_id: string; messages?: Message[]; answer_turn?: "new" }
-  | { status: "queued"; position: number; message: PendingMessage; pending_messages: PendingMessage[] }
-  | { status: "steered"; message: Message }
-  | { status: "duplicate"; message: Message | PendingMessage; running: boolean }
-  | { status: "answer_delivered" };
 
 /** `GET /api/auth/providers`. */
 export interface ProviderInfo {

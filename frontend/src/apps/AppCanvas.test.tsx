@@ -4,7 +4,7 @@ import type { AppSummary } from "../api/apps";
 import { AppPane } from "../components/AppPane";
 import { mockFetch } from "../test/fetchMock";
 import { appSummary } from "../test/fixtures";
-import AppCanvas from "./AppCanvas";
+import AppCanvas, { FRAME_SANDBOX } from "./AppCanvas";
 import { forgetAppTokens } from "./tokens";
 
 const app = appSummary(5, { slug: "hello", name: "Hello", v: "abc", chat_id: "chat-1" });
@@ -33,10 +33,14 @@ function setup(shown: AppSummary = app) {
 }
 
 describe("AppCanvas broker", () => {
-  it("renders the frame without a sandbox attribute (the document's CSP sandboxes it)", () => {
+  it("renders the frame sandboxed like its CSP, with no way for popups to escape", () => {
     const { iframe } = setup();
     expect(iframe.getAttribute("src")).toBe("/api/apps/5/frame?v=abc");
-    expect(iframe.hasAttribute("sandbox")).toBe(false);
+    expect(iframe.getAttribute("sandbox")).toBe(FRAME_SANDBOX);
+    const flags = (iframe.getAttribute("sandbox") ?? "").split(" ");
+    expect(flags).toContain("allow-scripts");
+    expect(flags).not.toContain("allow-same-origin");
+    expect(flags).not.toContain("allow-popups-to-escape-sandbox");
     expect(iframe.getAttribute("allow")).toBe("fullscreen");
   });
 
@@ -119,6 +123,11 @@ async function setupPane() {
     const found = view.container.querySelector("iframe");
     if (!found?.contentWindow) throw new Error("no frame yet");
     return found;
+  });
+  // The broker listens from an effect of the commit that mounted the frame: let effects run
+  // before the frame speaks (a loaded machine can otherwise get here first).
+  await act(async () => {
+    await new Promise((resolve) => setTimeout(resolve, 0));
   });
   const frameWindow = iframe.contentWindow as Window;
   const posted: Record<string, unknown>[] = [];

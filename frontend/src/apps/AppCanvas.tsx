@@ -1,7 +1,9 @@
 //! One running app: the sandboxed iframe and the broker between it and the server.
 //!
-//! The iframe has no `sandbox` attribute — the frame document's own CSP sandboxes it (opaque
-//! origin), which lets the service worker answer that navigation offline. The broker sends
+//! The iframe carries the same `sandbox` flags as the frame document's CSP (opaque origin, no
+//! escape for popups), so whatever the frame navigates to stays sandboxed. A sandboxed frame's
+//! navigation bypasses the service worker; the server lets the browser's HTTP cache keep each
+//! build's frame document, which is how an app opened once starts again offline. The broker sends
 //! `frame-init` (the app token, never the owner's), answers the frame's module request with the
 //! bytes it fetches (and the service worker caches), performs its storage calls (storageHost.ts),
 //! keeps its virtual localStorage, maps in-app screens onto history entries (`nav-push` is
@@ -37,6 +39,10 @@ export interface AppCanvasProps {
   /** Immersive mode turned on or off (also off when the canvas goes away): hide the chrome. */
   onImmersiveChange?: (immersive: boolean) => void;
 }
+
+/** The iframe's sandbox: exactly the flags of the frame document's CSP (`apps/serve.rs`, whose
+ * test compares the two). No `allow-same-origin`, no `allow-popups-to-escape-sandbox`. */
+export const FRAME_SANDBOX = "allow-scripts allow-forms allow-popups allow-top-navigation-by-user-activation allow-downloads";
 
 /** Bundles are self-contained ES modules; anything larger is refused. */
 const MAX_MODULE_BYTES = 16 * 1024 * 1024;
@@ -478,6 +484,7 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
           ref={frameRef}
           className="app-frame"
           src={app.frame_url}
+          sandbox={FRAME_SANDBOX}
           title={app.name}
           allow="fullscreen"
           onLoad={() => {

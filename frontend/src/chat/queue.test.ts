@@ -1,11 +1,12 @@
+import type { PendingMessage } from "../api/types";
 import { describe, expect, it } from "vitest";
 import { composerButtons, enterAction, joinSteer, resolveStopResend, snapshotQueue, takeQueued, type ComposerInputs } from "./queue";
 
 describe("stop re-send rule", () => {
   const snapshot = snapshotQueue([
-    { cid: "a", content: "first" },
-    { cid: "b", content: "second" },
-    { cid: "c", content: "third" },
+    { role: "user", ts: 1, cid: "a", content: "first" },
+    { role: "user", ts: 1, cid: "b", content: "second" },
+    { role: "user", ts: 1, cid: "c", content: "third" },
   ]);
 
   it("re-sends only what the server cleared, as one message joined by newlines, in server order", () => {
@@ -19,24 +20,24 @@ describe("stop re-send rule", () => {
   it("re-sends nothing when nothing was cleared", () => {
     expect(resolveStopResend(snapshot, [])).toBeNull();
     expect(resolveStopResend(snapshot, undefined)).toBeNull();
-    expect(resolveStopResend(snapshotQueue([{ cid: "w", content: "  " }]), ["w"])).toBeNull();
+    expect(resolveStopResend(snapshotQueue([{ role: "user", ts: 1, cid: "w", content: "  " }]), ["w"])).toBeNull();
   });
 });
 
 describe("steering queued messages", () => {
   it("joins the rows in tray order with a blank line, skipping blank ones", () => {
-    expect(joinSteer([{ cid: "a", content: "first" }, { cid: "b", content: " " }, { cid: "c", content: "second\nline" }])).toBe("first\n\nsecond\nline");
+    expect(joinSteer([{ role: "user", ts: 1, cid: "a", content: "first" }, { role: "user", ts: 1, cid: "b", content: " " }, { role: "user", ts: 1, cid: "c", content: "second\nline" }])).toBe("first\n\nsecond\nline");
     expect(joinSteer([])).toBeNull();
-    expect(joinSteer([{ cid: "w", content: "\n" }])).toBeNull();
+    expect(joinSteer([{ role: "user", ts: 1, cid: "w", content: "\n" }])).toBeNull();
   });
 });
 
 describe("taking queued rows back to steer them", () => {
-  const rows = [
-    { cid: "a", content: "first" },
-    { cid: "b", content: "already running" },
-    { cid: "c", content: "unreachable" },
-    { cid: "d", content: "last" },
+  const rows: PendingMessage[] = [
+    { role: "user", ts: 1, cid: "a", content: "first" },
+    { role: "user", ts: 1, cid: "b", content: "already running" },
+    { role: "user", ts: 1, cid: "c", content: "unreachable" },
+    { role: "user", ts: 1, cid: "d", content: "last" },
   ];
 
   it("steers only what the server gave back, in tray order, and reports the queue as it stands", async () => {
@@ -50,7 +51,7 @@ describe("taking queued rows back to steer them", () => {
         if (cid === "c") return Promise.reject(new Error("network"));
         const removed = cid !== "b";
         queue = queue.filter((q) => q !== cid || !removed);
-        return Promise.resolve({ removed, pending_messages: queue.map((q) => ({ cid: q, content: q })) });
+        return Promise.resolve({ removed, pending_messages: queue.map((q) => ({ role: "user", ts: 1, cid: q, content: q })) });
       },
       (pending) => seen.push(pending.map((p) => p.cid)),
     );
@@ -62,7 +63,7 @@ describe("taking queued rows back to steer them", () => {
   });
 
   it("a row the server no longer had sends nothing", async () => {
-    const result = await takeQueued([{ cid: "x", content: "gone" }], () => Promise.resolve({ removed: false, pending_messages: [] }));
+    const result = await takeQueued([{ role: "user", ts: 1, cid: "x", content: "gone" }], () => Promise.resolve({ removed: false, pending_messages: [] }));
     expect(result).toEqual({ text: null, unreachable: 0, pending: [] });
   });
 });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { ChatDetail, StreamEvent, ToolBlock } from "../api/types";
+import type { ChatPage, StreamEvent, ToolBlock } from "../api/types";
 import { chatReducer, emptyChat, fromDetail, queueOf, rowsOf, toDetail, type ChatState } from "./reducer";
 
-function detail(overrides: Partial<ChatDetail> = {}): ChatDetail {
+function detail(overrides: Partial<ChatPage> = {}): ChatPage {
   return {
     id: "c1",
     title: "Chat",
@@ -101,7 +101,7 @@ describe("stream reducer", () => {
   });
 
   it("adds one question card per question_id and answers_applied closes it", () => {
-    const q = { type: "question", question_id: "q1", kind: "question", questions: [{ question: "Which?", header: "H", options: [{ label: "A" }], multiSelect: false }] };
+    const q = { type: "question", question_id: "q1", kind: "question", questions: [{ question: "Which?", header: "H", options: [{ label: "A" }], multi_select: false }] };
     let s = fold(started(), ev(q), ev(q));
     expect(s.live?.blocks?.filter((b) => b.type === "question")).toHaveLength(1);
     expect(s.pendingQuestionId).toBe("q1");
@@ -125,7 +125,8 @@ describe("stream reducer", () => {
     const rows = rowsOf(s);
     expect(rows).toHaveLength(1);
     expect(rows[0]?.key).toBe(liveKey);
-    expect(rows[0]?.message).toMatchObject({ role: "assistant", content: "Hi", live: false });
+    expect(rows[0]?.message).toMatchObject({ role: "assistant", content: "Hi" });
+    expect(rows[0]?.message.live).toBeUndefined();
     expect((rows[0]?.message.blocks?.[1] as ToolBlock).status).toBe("done");
   });
 
@@ -180,8 +181,8 @@ describe("stream reducer", () => {
 
   it("queue_changed replaces the queue; queued_turn_starting moves rows into the transcript", () => {
     let s = started();
-    s = fold(s, ev({ type: "queue_changed", pending: [{ cid: "q1", content: "next" }] }));
-    expect(queueOf(s)).toEqual([{ cid: "q1", content: "next", confirmed: true }]);
+    s = fold(s, ev({ type: "queue_changed", pending: [{ role: "user", ts: 1, cid: "q1", content: "next" }] }));
+    expect(queueOf(s)).toEqual([{ role: "user", ts: 1, cid: "q1", content: "next", confirmed: true }]);
     s = fold(s, ev({ type: "done", run_id: "r1", status: "completed" }));
     s = fold(s, ev({ type: "queued_turn_starting", run_id: "r2", messages: [{ role: "user", content: "next", ts: 9, cid: "q1" }] }));
     expect(s.pending).toEqual([]);
@@ -202,13 +203,13 @@ describe("stream reducer", () => {
 
   it("resync changes nothing by itself (the hook refetches the detail)", () => {
     const s = started();
-    expect(chatReducer(s, { type: "event", event: { type: "resync" } })).toBe(s);
+    expect(chatReducer(s, { type: "event", event: { type: "resync", seq: 0, ts: 1 } })).toBe(s);
   });
 
   it("catch_up_done moves the cursor forward only", () => {
     const s = started();
-    expect(chatReducer(s, { type: "event", event: { type: "catch_up_done", seq: 40 } }).seq).toBe(40);
-    expect(chatReducer(s, { type: "event", event: { type: "catch_up_done", seq: 2 } })).toBe(s);
+    expect(chatReducer(s, { type: "event", event: { type: "catch_up_done", seq: 40, ts: 1 } }).seq).toBe(40);
+    expect(chatReducer(s, { type: "event", event: { type: "catch_up_done", seq: 2, ts: 1 } })).toBe(s);
   });
 
   it("a snapshot with a live last message resumes it as the live row", () => {
@@ -265,7 +266,7 @@ describe("sends", () => {
     s = chatReducer(s, { type: "send_local", cid: "m1", content: "hi", ts: 1 });
     seq = 10;
     s = fold(s, ev({ type: "run_started", run_id: "r1" }), ev({ type: "done", run_id: "r1", status: "completed" }));
-    s = chatReducer(s, { type: "send_result", cid: "m1", result: { status: "started", run_id: "r1" } });
+    s = chatReducer(s, { type: "send_result", cid: "m1", result: { status: "started", run_id: "r1", messages: [] } });
     expect(s.running).toBe(false);
     expect(s.live).toBeNull();
   });
@@ -273,20 +274,20 @@ describe("sends", () => {
   it("a send while running goes to the tray, and 'queued' hands it to the server's queue", () => {
     let s = started();
     s = chatReducer(s, { type: "send_local", cid: "m2", content: "later", ts: 1 });
-    expect(queueOf(s)).toEqual([{ cid: "m2", content: "later", ts: 1, confirmed: false }]);
+    expect(queueOf(s)).toEqual([{ role: "user", cid: "m2", content: "later", ts: 1, confirmed: false }]);
     expect(rowsOf(s).some((r) => r.message.cid === "m2")).toBe(false);
-    s = chatReducer(s, { type: "send_result", cid: "m2", result: { status: "queued", position: 1, message: { cid: "m2", content: "later" }, pending_messages: [{ cid: "m2", content: "later" }] } });
-    expect(queueOf(s)).toEqual([{ cid: "m2", content: "later", confirmed: true }]);
+    s = chatReducer(s, { type: "send_result", cid: "m2", result: { status: "queued", position: 1, message: { role: "user", ts: 1, cid: "m2", content: "later" }, pending_messages: [{ role: "user", ts: 1, cid: "m2", content: "later" }] } });
+    expect(queueOf(s)).toEqual([{ role: "user", ts: 1, cid: "m2", content: "later", confirmed: true }]);
   });
 
   it("rows Stop cleared stay gone even if a racing snapshot or queue event still lists them", () => {
-    let s = fold(started(), ev({ type: "queue_changed", pending: [{ cid: "q1", content: "a" }] }));
+    let s = fold(started(), ev({ type: "queue_changed", pending: [{ role: "user", ts: 1, cid: "q1", content: "a" }] }));
     s = chatReducer(s, { type: "send_local", cid: "q2", content: "b", ts: 1 });
     s = chatReducer(s, { type: "queue_cleared" });
     expect(queueOf(s)).toEqual([]);
-    s = chatReducer(s, { type: "snapshot", detail: detail({ running: true, run_id: "r1", seq: 30, pending_messages: [{ cid: "q1", content: "a" }, { cid: "q3", content: "c" }] }) });
+    s = chatReducer(s, { type: "snapshot", detail: detail({ running: true, run_id: "r1", seq: 30, pending_messages: [{ role: "user", ts: 1, cid: "q1", content: "a" }, { role: "user", ts: 1, cid: "q3", content: "c" }] }) });
     expect(queueOf(s).map((p) => p.cid)).toEqual(["q3"]);
-    s = fold(s, { type: "queue_changed", seq: 31, pending: [{ cid: "q2", content: "b" }] });
+    s = fold(s, { type: "queue_changed", seq: 31, pending: [{ role: "user", ts: 1, cid: "q2", content: "b" }] });
     expect(queueOf(s)).toEqual([]);
   });
 
@@ -336,7 +337,8 @@ describe("steering", () => {
     expect(s.running).toBe(true);
     expect(s.runId).toBe("r1");
     expect(s.live).toMatchObject({ run_id: "r1", blocks: [], live: true });
-    expect(s.messages.at(-2)).toMatchObject({ role: "assistant", run_id: "r1", content: "Part one.", live: false });
+    expect(s.messages.at(-2)).toMatchObject({ role: "assistant", run_id: "r1", content: "Part one." });
+    expect(s.messages.at(-2)?.live).toBeUndefined();
     expect((s.messages.at(-2)?.blocks?.[1] as ToolBlock).status).toBe("done");
     expect(s.messages.at(-1)).toEqual({ role: "user", content: "also this", ts: 50, cid: "s1" });
     const keys = rowsOf(s).map((r) => r.key);
@@ -388,16 +390,16 @@ describe("steering", () => {
 
   it("a steer the CLI could not take moves into the tray; a failed one disappears", () => {
     let s = chatReducer(working(), { type: "steer_local", cid: "s1", content: "later", ts: 40 });
-    s = chatReducer(s, { type: "send_result", cid: "s1", result: { status: "queued", position: 1, message: { cid: "s1", content: "later" }, pending_messages: [{ cid: "s1", content: "later" }] } });
+    s = chatReducer(s, { type: "send_result", cid: "s1", result: { status: "queued", position: 1, message: { role: "user", ts: 1, cid: "s1", content: "later" }, pending_messages: [{ role: "user", ts: 1, cid: "s1", content: "later" }] } });
     expect(s.steering).toEqual([]);
-    expect(queueOf(s)).toEqual([{ cid: "s1", content: "later", confirmed: true }]);
+    expect(queueOf(s)).toEqual([{ role: "user", ts: 1, cid: "s1", content: "later", confirmed: true }]);
     s = chatReducer(s, { type: "steer_local", cid: "s2", content: "oops", ts: 41 });
     s = chatReducer(s, { type: "send_failed", cid: "s2" });
     expect(rowsOf(s).some((r) => r.message.cid === "s2")).toBe(false);
   });
 
   it("a queued row that was steered leaves the tray", () => {
-    let s = fold(working(), ev({ type: "queue_changed", pending: [{ cid: "q1", content: "queued" }] }));
+    let s = fold(working(), ev({ type: "queue_changed", pending: [{ role: "user", ts: 1, cid: "q1", content: "queued" }] }));
     expect(queueOf(s)).toHaveLength(1);
     s = fold(s, steer("q1", "queued"));
     expect(queueOf(s)).toEqual([]);

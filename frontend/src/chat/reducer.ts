@@ -2,13 +2,18 @@
 //! sends into one transcript. Pure, so every event type in API.md is unit-tested. Events
 //! carry `seq`; anything at or below the last applied `seq` is a replay and changes nothing.
 //! One run can own several assistant rows: steering seals the reply so far into its own row.
+//! The live message folds exactly as the server's `protocol/live.rs` does; the shared fixture
+//! `tests/fixtures/chat-turns.jsonl` checks both against the transcript the server stored.
 
+import { pendingOf } from "../api/types";
 import type {
   ApprovalAnswers,
   Block,
-  ChatDetail,
+  ChatPage,
+  JournalEntry,
   Message,
   PendingMessage,
+  ProviderId,
   QuestionAnswers,
   RunStatus,
   SendResult,
@@ -29,7 +34,7 @@ export interface LastRun {
 export interface ChatState {
   id: string;
   title: string;
-  provider: string | null;
+  provider: ProviderId | null;
   model: string | null;
   /** Durable history (and optimistic user rows), oldest first; `offset` is messages[0]'s index. */
   messages: ChatMessage[];
@@ -59,8 +64,8 @@ export interface ChatState {
 }
 
 export type ChatAction =
-  | { type: "snapshot"; detail: ChatDetail }
-  | { type: "older"; page: ChatDetail }
+  | { type: "snapshot"; detail: ChatPage }
+  | { type: "older"; page: ChatPage }
   | { type: "event"; event: StreamEvent; now?: number }
   | { type: "send_local"; cid: string; content: string; ts: number }
   | { type: "steer_local"; cid: string; content: string; ts: number }
@@ -96,7 +101,7 @@ export function emptyChat(id: string): ChatState {
 }
 
 /** State from a detail snapshot, keeping the owner's unconfirmed sends. */
-export function fromDetail(detail: ChatDetail, previous?: ChatState): ChatState {
+export function fromDetail(detail: ChatPage, previous?: ChatState): ChatState {
   const all = detail.messages;
   const last = all[all.length - 1];
   const liveRow = last?.live ? last : null;
@@ -110,7 +115,7 @@ export function fromDetail(detail: ChatDetail, previous?: ChatState): ChatState 
   if (previous && previous.id === detail.id) {
     const known = new Set<string>();
     for (const m of messages) if (m.cid) known.add(m.cid);
-    for (const p of detail.pending_messages) known.add(p.cid);
+    for (const p of pendingOf(detail.pending_messages)) known.add(p.cid);
     // Optimistic rows the snapshot does not know yet stay until their POST answers.
     const unconfirmed = previous.messages.filter((m) => m.sending && m.cid && !known.has(m.cid));
     messages = [...messages, ...unconfirmed];
@@ -142,7 +147,7 @@ export function fromDetail(detail: ChatDetail, previous?: ChatState): ChatState 
       running: detail.running,
       runId: detail.run_id,
       pendingQuestionId: detail.pending_question_id,
-      pending: notDropped(detail.pending_messages, dropped),
+      pending: notDropped(pendingOf(detail.pending_messages), dropped),
       localQueue,
       steering,
       seq: detail.seq,
@@ -172,7 +177,7 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
     case "event":
       return applyEvent(state, action.event, action.now ?? Date.now());
     case "send_local": {
-      const row: PendingMessage = { cid: action.cid, content: action.content, ts: action.ts };
+      const row: PendingMessage = { role: "user", cid: action.cid, content: action.content, ts: action.ts };
       if (state.running) return { ...state, localQueue: [...state.localQueue, row] };
       const message: ChatMessage = { role: "user", content: action.content, ts: action.ts, cid: action.cid, sending: true };
       return { ...state, messages: [...state.messages, message], lastRun: null };
@@ -216,7 +221,7 @@ function applySendResult(state: ChatState, cid: string, result: SendResult, now:
       return {
         ...state,
         messages: state.messages.filter((m) => !(m.sending && m.cid === cid)),
-        pending: notDropped(result.pending_messages, state.dropped),
+        pending: notDropped(pendingOf(result.pending_messages), state.dropped),
         localQueue: state.localQueue.filter((p) => p.cid !== cid),
         steering: state.steering.filter((m) => m.cid !== cid),
       };
@@ -283,7 +288,7 @@ function applyEvent(state: ChatState, event: StreamEvent, now: number): ChatStat
   return settleSteering({ ...next, seq: event.seq });
 }
 
-function foldEvent(state: ChatState, event: Exclude<StreamEvent, { type: "resync" | "catch_up_done" }>, now: number): ChatState {
+function foldEvent(state: ChatState, event: JournalEntry, now: number): ChatState {
   switch (event.type) {
     case "user_message": {
       const next = upsertUser(state, event.message);
@@ -311,9 +316,9 @@ function foldEvent(state: ChatState, event: Exclude<StreamEvent, { type: "resync
     case "tool_output":
       return updateTool(state, now, event.tool_use_id, (tool) => {
         const updated: ToolBlock = { ...tool, output: event.append ? tool.output + event.content : event.content };
-        if (event.output_truncated !== undefined) updated.output_truncated = event.output_truncated;
+        if (event.output_truncated) updated.output_truncated = true;
         if (event.output_full_len !== undefined) updated.output_full_len = event.output_full_len;
-        if (event.output_exit_code !== undefined) updated.output_exit_code = event.output_exit_code;
+        if (event.output_exit_code !== undefined && event.output_exit_code !== null) updated.output_exit_code = event.output_exit_code;
         return updated;
       });
     case "tool_end":
@@ -323,18 +328,19 @@ function foldEvent(state: ChatState, event: Exclude<StreamEvent, { type: "resync
         status: event.interrupted ? "stopped" : event.is_error ? "error" : "done",
       }));
     case "question": {
-      const card = { ...event } as Partial<typeof event>;
-      delete card.seq;
-      const block = { ...card, type: "question" } as Block;
+      const block = { ...event } as Block & { seq?: number };
+      delete block.seq;
       const next = withLive(state, now, (blocks) =>
         blocks.some((b) => b.type === "question" && b.question_id === event.question_id) ? blocks : [...blocks, block],
       );
-      return card.answers ? next : { ...next, pendingQuestionId: event.question_id };
+      return event.answers ? next : { ...next, pendingQuestionId: event.question_id };
     }
     case "answers_applied":
       return setAnswers(state, event.question_id, event.answers);
-    case "queue_changed":
-      return { ...state, pending: notDropped(event.pending, state.dropped), localQueue: withoutCids(state.localQueue, event.pending) };
+    case "queue_changed": {
+      const pending = pendingOf(event.pending);
+      return { ...state, pending: notDropped(pending, state.dropped), localQueue: withoutCids(state.localQueue, pending) };
+    }
     case "queued_turn_starting": {
       let next = state.live && state.live.run_id !== event.run_id ? promote(state, "completed") : state;
       for (const message of event.messages) next = upsertUser(next, message);
@@ -398,7 +404,8 @@ function foldEvent(state: ChatState, event: Exclude<StreamEvent, { type: "resync
       return state;
     case "error": {
       const block: Block = event.resumable === undefined ? { type: "error", message: event.message } : { type: "error", message: event.message, resumable: event.resumable };
-      if (state.live) return withLive(state, now, (blocks) => [...blocks, block]);
+      // A new error replaces a trailing one (as the server's fold does).
+      if (state.live) return withLive(state, now, (blocks) => [...(blocks.at(-1)?.type === "error" ? blocks.slice(0, -1) : blocks), block]);
       const last = state.messages[state.messages.length - 1];
       if (last?.role === "assistant") {
         const messages = [...state.messages];
@@ -410,15 +417,17 @@ function foldEvent(state: ChatState, event: Exclude<StreamEvent, { type: "resync
   }
 }
 
-/** The live message as a finished row: running tools end, the text becomes its content. */
+/** The live message as a finished row: running tools end (stopped by a stop, else done), the
+ * non-empty texts become its content. */
 function sealed(live: ChatMessage, status: RunStatus): ChatMessage {
-  const toolStatus = status === "stopped" || status === "interrupted" ? "stopped" : "done";
-  const blocks = (live.blocks ?? []).map((b) => (b.type === "tool" && b.status === "running" ? { ...b, status: toolStatus as ToolBlock["status"] } : b));
+  const toolStatus: ToolBlock["status"] = status === "stopped" ? "stopped" : "done";
+  const blocks = (live.blocks ?? []).map((b) => (b.type === "tool" && b.status === "running" ? { ...b, status: toolStatus } : b));
   const content = blocks
-    .filter((b) => b.type === "text")
-    .map((b) => (b as { content: string }).content)
+    .flatMap((b) => (b.type === "text" && b.content !== "" ? [b.content] : []))
     .join("\n\n");
-  return { ...live, blocks, content, live: false };
+  const row: ChatMessage = { ...live, blocks, content };
+  delete row.live;
+  return row;
 }
 
 function appendSealed(state: ChatState, row: ChatMessage): ChatState {
@@ -456,8 +465,9 @@ function withLive(state: ChatState, now: number, change: (blocks: Block[]) => Bl
 }
 
 function appendText(blocks: Block[], kind: "text" | "thinking", itemId: string, content: string, replace: boolean): Block[] {
-  const index = blocks.findIndex((b) => b.type === kind && b.item_id === itemId);
-  if (index < 0) return [...blocks, { type: kind, item_id: itemId, content }];
+  const index = blocks.findLastIndex((b) => b.type === kind && b.item_id === itemId);
+  // An empty final text starts nothing.
+  if (index < 0) return replace && content === "" ? blocks : [...blocks, { type: kind, item_id: itemId, content }];
   const block = blocks[index] as { type: "text" | "thinking"; item_id: string; content: string };
   const next = [...blocks];
   next[index] = { ...block, content: replace ? content : block.content + content };
@@ -466,7 +476,7 @@ function appendText(blocks: Block[], kind: "text" | "thinking", itemId: string, 
 
 function updateTool(state: ChatState, now: number, toolUseId: string, change: (tool: ToolBlock) => ToolBlock): ChatState {
   return withLive(state, now, (blocks) => {
-    const index = blocks.findIndex((b) => b.type === "tool" && b.tool_use_id === toolUseId);
+    const index = blocks.findLastIndex((b) => b.type === "tool" && b.tool_use_id === toolUseId);
     if (index < 0) return blocks;
     const next = [...blocks];
     next[index] = change(blocks[index] as ToolBlock);
@@ -497,6 +507,8 @@ export interface Row {
   key: string;
   message: ChatMessage;
   live: boolean;
+  /** The message's index in the transcript, for rows of the durable history. */
+  idx?: number;
 }
 
 /**
@@ -540,7 +552,7 @@ export function rowsOf(state: ChatState): Row[] {
     let key = rowKey(message, state.offset + i, part);
     if (seen.has(key)) key = `${key}#${state.offset + i}`;
     seen.add(key);
-    rows.push({ key, message, live: false });
+    rows.push({ key, message, live: false, idx: state.offset + i });
   });
   if (state.live) {
     const live = state.live;
@@ -565,7 +577,7 @@ export function queueOf(state: ChatState): (PendingMessage & { confirmed: boolea
 }
 
 /** Back to a detail shape, so a chat left mid-way reopens from the query cache instantly. */
-export function toDetail(state: ChatState): ChatDetail {
+export function toDetail(state: ChatState): ChatPage {
   const messages: Message[] = state.messages
     .filter((m) => !m.sending)
     .map((m) => {

@@ -19,7 +19,7 @@ import {
   sendMessage,
   stopChat,
 } from "../api/chats";
-import type { ApprovalAnswers, ChatDetail, QuestionAnswers, StreamEvent } from "../api/types";
+import type { ApprovalAnswers, ChatPage, QuestionAnswers, StreamEvent } from "../api/types";
 import { readToken } from "../auth/token";
 import { setStreaming } from "../shell/activity";
 import { announceAppPreview } from "../shell/appEvents";
@@ -74,7 +74,7 @@ export function useChat(chatId: string): ChatHandle {
   });
 
   const [state, dispatch] = useReducer(chatReducer, chatId, (id) => {
-    const cached = queryClient.getQueryData<ChatDetail>(chatKey(id));
+    const cached = queryClient.getQueryData<ChatPage>(chatKey(id));
     return cached ? fromDetail(cached) : emptyChat(id);
   });
   const [conn, connDispatch] = useReducer(connReducer, initialConn);
@@ -94,7 +94,7 @@ export function useChat(chatId: string): ChatHandle {
 
   // A fetched snapshot replaces local state unless the stream is already further along.
   const snapshot = detail.data;
-  const [appliedSnapshot, setAppliedSnapshot] = useState<ChatDetail | undefined>(undefined);
+  const [appliedSnapshot, setAppliedSnapshot] = useState<ChatPage | undefined>(undefined);
   if (snapshot && snapshot !== appliedSnapshot) {
     setAppliedSnapshot(snapshot);
     if (snapshot.seq >= state.seq || state.seq === 0) dispatch({ type: "snapshot", detail: snapshot });

@@ -1,13 +1,13 @@
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { ChatDetail } from "../api/types";
+import type { ChatPage } from "../api/types";
 import { writeToken } from "../auth/token";
 import { ChatView } from "./ChatView";
 
 afterEach(() => vi.unstubAllGlobals());
 
-const running: ChatDetail = {
+const running: ChatPage = {
   id: "c1",
   title: "Chat",
   provider: "claude",
@@ -22,8 +22,8 @@ const running: ChatDetail = {
   run_id: "r1",
   pending_question_id: null,
   pending_messages: [
-    { cid: "q1", content: "first" },
-    { cid: "q2", content: "second" },
+    { role: "user", ts: 1, cid: "q1", content: "first" },
+    { role: "user", ts: 1, cid: "q2", content: "second" },
   ],
   seq: 7,
 };
@@ -66,7 +66,7 @@ describe("ChatView stop", () => {
         }
         if (key === "POST /api/chats/c1/messages") {
           sent.push(JSON.parse(init.body as string));
-          return Promise.resolve(json({ status: "queued", position: 1, message: { cid: "x", content: "" }, pending_messages: [] }, 202));
+          return Promise.resolve(json({ status: "queued", position: 1, message: { role: "user", ts: 1, cid: "x", content: "" }, pending_messages: [] }, 202));
         }
         if (key === "GET /api/auth/providers/status") return Promise.resolve(json({ default_provider: "claude", providers: { claude: { connected: true } } }));
         return Promise.reject(new Error(`unexpected ${key}`));

@@ -35,13 +35,15 @@ export interface ChatViewProps {
   firstRun: boolean;
   onTitle: (title: string) => void;
   onOpenSettings: () => void;
+  /** A search hit to show: the message at transcript index `idx`; `n` changes with every tap. */
+  focus?: { idx: number; n: number } | null;
 }
 
 /** Reader input owns the scroll until it has been quiet this long. */
 const READER_QUIET_MS = 250;
 const PIN_TOP_GAP_PX = 12;
 
-export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings }: ChatViewProps) {
+export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, focus = null }: ChatViewProps) {
   const chat = useChat(chatId);
   const { state } = chat;
   const online = useOnline();
@@ -60,6 +62,11 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings }: C
   const readerUntil = useRef(0);
   const restored = useRef(false);
   const prependRef = useRef<{ key: string; top: number } | null>(null);
+  /** The `n` of the last search hit shown, and the message it highlighted. */
+  const focusShown = useRef(0);
+  /** The offset an older page was last asked from for the hit (a failed load is not retried). */
+  const focusLoadedFrom = useRef<number | null>(null);
+  const [hitIdx, setHitIdx] = useState<number | null>(null);
 
   useEffect(() => saveLastChat(owner, chatId), [owner, chatId]);
   useEffect(() => {
@@ -131,6 +138,34 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings }: C
     prependRef.current = null;
   }, [state.offset]);
 
+  const { loading, loadingOlder, loadOlder } = chat;
+  // A search hit above the loaded page: load older pages until its message is here. (A passive
+  // effect: `loadOlder` reads the state the chat hook records in its own effect.)
+  useEffect(() => {
+    if (!focus || focusShown.current === focus.n || loading || loadingOlder || focus.idx >= state.offset) return;
+    if (!state.hasMore || focusLoadedFrom.current === state.offset) {
+      focusShown.current = focus.n;
+      return;
+    }
+    focusLoadedFrom.current = state.offset;
+    loadOlder();
+  }, [focus, loading, loadingOlder, loadOlder, state.offset, state.hasMore]);
+
+  // The hit's message is on the page: centre it and mark it, before the browser paints.
+  useLayoutEffect(() => {
+    const box = scrollRef.current;
+    if (!focus || focusShown.current === focus.n || !box || loading || focus.idx < state.offset) return;
+    focusShown.current = focus.n;
+    const row = contentRef.current?.querySelector<HTMLElement>(`[data-idx="${focus.idx}"]`);
+    if (!row) return;
+    restored.current = true;
+    modeRef.current = { kind: "hold" };
+    readerUntil.current = 0;
+    if (spacerPx.current > 0) setSpacer(0);
+    box.scrollTop = Math.max(0, row.offsetTop - (box.clientHeight - row.offsetHeight) / 2);
+    setHitIdx(focus.idx);
+  }, [focus, loading, state.offset]);
+
   // Content growth (streaming, tool output, late Markdown) re-applies the mode.
   useLayoutEffect(() => {
     layoutPass();
@@ -195,7 +230,6 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings }: C
   }, []);
 
   const settleTimer = useRef<ReturnType<typeof setTimeout> | null>(null);
-  const { loadOlder, loadingOlder } = chat;
   const onScroll = () => {
     const box = scrollRef.current;
     if (!box) return;
@@ -328,6 +362,8 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings }: C
               working={row.live && state.pendingQuestionId === null}
               onAnswer={chat.answer}
               offline={!online}
+              idx={row.idx}
+              hit={row.idx !== undefined && row.idx === hitIdx}
             />
           ))}
           {(failed || interrupted) && (

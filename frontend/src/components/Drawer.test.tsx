@@ -50,6 +50,7 @@ describe("drawer apps", () => {
         creating={false}
         onNewChat={noop}
         onOpenChat={noop}
+        onOpenHit={noop}
         onOpenSettings={noop}
         onRename={noop}
         onTogglePin={noop}

@@ -1,11 +1,13 @@
 //! The chat list: New chat, pinned chats, the apps (icon, unseen-update dot), then recent chats
-//! with running / needs-answer / queued badges; per-row rename, pin and delete (with Undo). A
-//! persistent sidebar on wide screens, a slide-in drawer on phones.
+//! with running / needs-answer / queued badges; per-row rename, pin and delete (with Undo); above
+//! them a search field whose results replace the list while it holds words. A persistent
+//! sidebar on wide screens, a slide-in drawer on phones.
 
 import { useEffect, useId, useRef, useState, type KeyboardEvent, type ReactNode } from "react";
 import { sortApps, type AppSummary } from "../api/apps";
 import type { ChatSummary } from "../api/types";
 import { BrandMark } from "./BrandMark";
+import { ChatSearch } from "./ChatSearch";
 import { Icon, type IconName } from "./Icon";
 
 export interface DrawerProps {
@@ -18,6 +20,8 @@ export interface DrawerProps {
   creating: boolean;
   onNewChat: () => void;
   onOpenChat: (id: string) => void;
+  /** Opens a chat at a search hit (`messageIdx` null: a title hit). */
+  onOpenHit: (id: string, messageIdx: number | null) => void;
   onOpenSettings: () => void;
   onRename: (id: string, title: string) => void;
   onTogglePin: (chat: ChatSummary) => void;
@@ -57,6 +61,7 @@ export function Drawer(props: DrawerProps) {
         <Icon name="compose" size={18} />
         <span>New chat</span>
       </button>
+      <ChatSearch onOpenHit={props.onOpenHit}>
       <div className="drawer-scroll">
         {pinned.length > 0 && (
           <DrawerSection title="Pinned">
@@ -82,6 +87,7 @@ export function Drawer(props: DrawerProps) {
           </DrawerSection>
         )}
       </div>
+      </ChatSearch>
       <div className="drawer-foot">
         <button type="button" className="drawer-link" aria-current={props.appsActive ? "page" : undefined} onClick={props.onOpenApps}>
           <Icon name="apps" size={18} />

@@ -17,12 +17,16 @@ export interface MessageRowProps {
   working: boolean;
   onAnswer: (questionId: string, answers: QuestionAnswers | ApprovalAnswers) => Promise<void>;
   offline: boolean;
+  /** The message's index in the transcript (settled rows). */
+  idx?: number | undefined;
+  /** The search hit the owner opened the chat at. */
+  hit?: boolean;
 }
 
-export const MessageRow = memo(function MessageRow({ rowKey, chatId, message, live, working, onAnswer, offline }: MessageRowProps) {
+export const MessageRow = memo(function MessageRow({ rowKey, chatId, message, live, working, onAnswer, offline, idx, hit }: MessageRowProps) {
   if (message.role === "user") {
     return (
-      <div className="row row-user" data-key={rowKey} data-cid={message.cid ?? undefined} data-sending={message.sending || undefined}>
+      <div className="row row-user" data-key={rowKey} data-idx={idx} data-hit={hit || undefined} data-cid={message.cid ?? undefined} data-sending={message.sending || undefined}>
         <div className="bubble">{message.content}</div>
         {message.sending && <span className="row-note">Sending…</span>}
       </div>
@@ -33,7 +37,7 @@ export const MessageRow = memo(function MessageRow({ rowKey, chatId, message, li
   const hasCard = all.some((b) => b.type === "question");
   const blocks = hasCard ? all.filter((b) => !(b.type === "tool" && b.tool === "AskUserQuestion")) : all;
   return (
-    <div className="row row-assistant" data-key={rowKey} data-live={live || undefined} aria-busy={live || undefined}>
+    <div className="row row-assistant" data-key={rowKey} data-idx={idx} data-hit={hit || undefined} data-live={live || undefined} aria-busy={live || undefined}>
       {blocks.map((block, i) => {
         switch (block.type) {
           case "text":

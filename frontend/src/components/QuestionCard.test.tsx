@@ -8,8 +8,8 @@ const ask: QuestionBlock = {
   question_id: "q1",
   kind: "question",
   questions: [
-    { question: "Which color?", header: "Color", options: [{ label: "Blue" }, { label: "Red" }], multiSelect: false },
-    { question: "Which sizes?", options: [{ label: "S" }, { label: "M" }], multiSelect: true },
+    { question: "Which color?", header: "Color", options: [{ label: "Blue" }, { label: "Red" }], multi_select: false },
+    { question: "Which sizes?", options: [{ label: "S" }, { label: "M" }], multi_select: true },
   ],
 };
 

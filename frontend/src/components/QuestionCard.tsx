@@ -60,7 +60,7 @@ function AskCard({ block, onAnswer, disabled }: QuestionCardProps & { block: Que
 
   const resolved = block.questions.map((q, i) => {
     const chosen = (choices[i] ?? []).map((c) => (c === OTHER ? (other[i] ?? "").trim() : c)).filter((c) => c !== "");
-    return q.multiSelect ? chosen : chosen.slice(0, 1);
+    return q.multi_select ? chosen : chosen.slice(0, 1);
   });
   const complete = resolved.every((r) => r.length > 0);
 
@@ -70,7 +70,7 @@ function AskCard({ block, onAnswer, disabled }: QuestionCardProps & { block: Que
     const answers: QuestionAnswers = {};
     block.questions.forEach((q, i) => {
       const r = resolved[i] ?? [];
-      answers[q.question] = q.multiSelect ? r : (r[0] ?? "");
+      answers[q.question] = q.multi_select ? r : (r[0] ?? "");
     });
     setBusy(true);
     setError(null);
@@ -89,7 +89,7 @@ function AskCard({ block, onAnswer, disabled }: QuestionCardProps & { block: Que
         <Icon name="question" size={16} /> Needs your answer
       </p>
       {block.questions.map((q, i) => {
-        const multi = q.multiSelect === true;
+        const multi = q.multi_select;
         const name = `${id}-${i}`;
         const chosen = choices[i] ?? [];
         return (

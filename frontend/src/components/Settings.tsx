@@ -369,7 +369,7 @@ function DefaultsSection({ providers, status, activeChatId }: { providers: Provi
   const defaultId = useId();
   const modelId = useId();
   const policyId = useId();
-  const chatProvider = (chat.data?.provider ?? status?.default_provider ?? "claude") as ProviderId;
+  const chatProvider: ProviderId = chat.data?.provider ?? status?.default_provider ?? "claude";
   const modelList = models.data?.providers[chatProvider] ?? [];
 
   return (

@@ -56,6 +56,8 @@ export function Shell({ session, onSignOut }: ShellProps) {
   const providers = useQuery({ queryKey: providersStatusKey, queryFn: fetchProvidersStatus, staleTime: 60_000, retry: false });
   const [liveTitle, setLiveTitle] = useState<{ id: string; title: string } | null>(null);
   const [toast, setToast] = useState<Toast | null>(null);
+  // The search hit to show when its chat opens; `n` tells two taps on one hit apart.
+  const [focus, setFocus] = useState<{ chatId: string; idx: number; n: number } | null>(null);
   const toastTimer = useRef<ReturnType<typeof setTimeout> | null>(null);
 
   const showToast = useCallback((next: Toast) => {
@@ -290,6 +292,11 @@ export function Shell({ session, onSignOut }: ShellProps) {
     creating: create.isPending,
     onNewChat: () => openNewChat(),
     onOpenChat: (id: string) => go({ name: "chat", id }),
+    onOpenHit: (id: string, messageIdx: number | null) => {
+      setFocus(messageIdx === null ? null : { chatId: id, idx: messageIdx, n: (focus?.n ?? 0) + 1 });
+      if (route.name !== "chat" || route.id !== id) go({ name: "chat", id });
+      else closeDrawer();
+    },
     onOpenSettings: () => navigate({ name: "settings" }),
     onRename: (id: string, t: string) => rename.mutate({ id, title: t }),
     onTogglePin: (chat: ChatSummary) => pin.mutate(chat),
@@ -359,6 +366,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
               firstRun={firstRun}
               onTitle={onTitle}
               onOpenSettings={() => navigate({ name: "settings" })}
+              focus={focus?.chatId === route.id ? focus : null}
             />
           )}
           {route.name === "settings" && (

@@ -2,33 +2,20 @@
 //! Targets come from the server (`/shell/?chat=<id>[&question=<id>]`, `/shell/?app=<id>`, `/`);
 //! anything else leads to `/`. The shell's own routes are `/chat/<id>` and `?app=<id>`.
 
-export interface PushAction {
-  action: string;
-  title: string;
-  target?: string;
-}
+import type { NotificationAction, NotificationKind, PushPayload } from "../api/protocol.gen";
 
-/** The JSON a push delivers (see backend/server/API.md, "Notifications"). */
-export interface PushPayload {
-  id: string | null;
-  title: string;
-  body: string | null;
-  icon: string | null;
-  target: string | null;
-  actions: PushAction[];
-  kind: string | null;
-  tag: string | null;
-  chat_id?: string;
-  question_id?: string;
-  action_token?: string;
-}
+export type { PushPayload };
+
+/** Every kind a push may carry (a payload of another kind is not shown). */
+const KINDS: readonly NotificationKind[] = ["turn_done", "turn_failed", "question", "agent", "app", "schedule", "test"];
 
 /** Buttons a notification shows. */
 export const MAX_ACTIONS = 2;
 const ID = /^[A-Za-z0-9_-]{1,128}$/;
 const INTENT = /^[A-Za-z0-9_.:-]{1,128}$/;
 
-/** Parses a push's JSON text; `null` when it is not a notification. */
+/** Parses a push's JSON text (the server's `protocol::PushPayload`); `null` when it is not a
+ *  notification. */
 export function parsePayload(text: string): PushPayload | null {
   let raw: unknown;
   try {
@@ -38,30 +25,35 @@ export function parsePayload(text: string): PushPayload | null {
   }
   if (typeof raw !== "object" || raw === null) return null;
   const r = raw as Record<string, unknown>;
-  if (typeof r.title !== "string" || r.title === "") return null;
+  if (typeof r.title !== "string" || r.title === "" || typeof r.id !== "string") return null;
+  const kind = KINDS.find((k) => k === r.kind);
+  if (!kind) return null;
   const str = (v: unknown) => (typeof v === "string" && v !== "" ? v : null);
   const actions = Array.isArray(r.actions)
     ? r.actions
-        .filter((a: unknown): a is PushAction => {
-          const o = a as Partial<Record<keyof PushAction, unknown>> | null;
+        .filter((a: unknown): a is NotificationAction => {
+          const o = a as Partial<Record<keyof NotificationAction, unknown>> | null;
           return typeof o === "object" && o !== null && typeof o.action === "string" && typeof o.title === "string";
         })
         .slice(0, MAX_ACTIONS)
     : [];
   const payload: PushPayload = {
-    id: str(r.id),
+    id: r.id,
     title: r.title,
     body: str(r.body),
     icon: str(r.icon),
     target: str(r.target),
     actions,
-    kind: str(r.kind),
+    kind,
     tag: str(r.tag),
   };
-  if (str(r.chat_id) && str(r.question_id) && str(r.action_token)) {
-    payload.chat_id = r.chat_id as string;
-    payload.question_id = r.question_id as string;
-    payload.action_token = r.action_token as string;
+  const chat = str(r.chat_id);
+  const question = str(r.question_id);
+  const token = str(r.action_token);
+  if (chat && question && token) {
+    payload.chat_id = chat;
+    payload.question_id = question;
+    payload.action_token = token;
   }
   return payload;
 }

@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { closeApp, currentNav, navigate, openApp, parseAppParam, parseRoute, pushAppNav } from "./router";
 
-
 afterEach(() => {
   history.replaceState({}, "", "/");
   window.dispatchEvent(new PopStateEvent("popstate"));

@@ -7,6 +7,7 @@ import { useEffect } from "react";
 import { appsKey } from "../api/apps";
 import { chatsKey } from "../api/chats";
 import { ApiError, reportUnauthorized } from "../api/client";
+import type { SystemEvent } from "../api/types";
 import { readToken } from "../auth/token";
 import { backoffDelay } from "../chat/reconnect";
 import { runStream } from "../chat/sse";
@@ -14,11 +15,8 @@ import { announceAppPreview } from "./appEvents";
 import { useOnline } from "./online";
 import { notificationsKey, pushDevicesKey } from "../api/push";
 
-interface SystemEvent {
-  type?: string;
-  appId?: unknown;
-  chatId?: unknown;
-}
+/** A system event, or an announcement posted to `/api/notify` (free-form, typed by `type`). */
+type ShellEvent = SystemEvent | { type: string; app_id?: unknown; chat_id?: unknown };
 
 export function useSystemEvents(): void {
   const queryClient = useQueryClient();
@@ -54,9 +52,9 @@ export function useSystemEvents(): void {
             failures = 0;
           },
           onMessage: (message) => {
-            let event: SystemEvent;
+            let event: ShellEvent;
             try {
-              event = JSON.parse(message.data) as SystemEvent;
+              event = JSON.parse(message.data) as ShellEvent;
             } catch {
               return;
             }
@@ -66,12 +64,12 @@ export function useSystemEvents(): void {
             if (event.type === "system_stream_open") {
               invalidate("chats");
               invalidate("apps");
-            } else if (event.type?.startsWith("chat_")) invalidate("chats");
-            else if (event.type?.startsWith("app_")) {
+            } else if (event.type.startsWith("chat_")) invalidate("chats");
+            else if (event.type.startsWith("app_")) {
               invalidate("apps");
               const built = event.type === "app_preview_ready" || event.type === "app_updated" || event.type === "app_created";
-              if (built && typeof event.appId === "number" && typeof event.chatId === "string") {
-                announceAppPreview({ appId: event.appId, chatId: event.chatId });
+              if (built && "app_id" in event && typeof event.app_id === "number" && "chat_id" in event && typeof event.chat_id === "string") {
+                announceAppPreview({ appId: event.app_id, chatId: event.chat_id });
               }
             }
           },

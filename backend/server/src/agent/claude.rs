@@ -5,22 +5,17 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use futures_util::stream::FuturesUnordered;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tokio::io::AsyncWriteExt;
-use tokio::process::ChildStdin;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
-use super::process::{self, Incoming, Spawned};
+use super::process::{self, JsonLinesSession, Next, Spawned};
 use super::{
     AgentEvent, AgentProvider, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply, TurnRequest,
     Usage, summarize_input,
 };
 use crate::error::Result;
-
-/// After the result, how long the CLI gets to exit on its own once stdin closes.
-const EXIT_GRACE: Duration = Duration::from_secs(2);
+use crate::protocol::QuestionItem;
 
 /// The Claude Code CLI.
 #[derive(Clone, Debug)]
@@ -271,7 +266,7 @@ pub fn permission_response(request_id: &str, input: &Value, reply: &Reply) -> Va
     let decision = match reply {
         Reply::Answers(answers) => {
             let mut updated = input.as_object().cloned().unwrap_or_default();
-            updated.insert("answers".into(), Value::Object(answers.clone()));
+            updated.insert("answers".into(), serde_json::to_value(answers).unwrap_or(Value::Null));
             json!({ "behavior": "allow", "updatedInput": updated })
         }
         Reply::Allow | Reply::AllowAlways => json!({ "behavior": "allow", "updatedInput": input }),
@@ -280,140 +275,108 @@ pub fn permission_response(request_id: &str, input: &Value, reply: &Reply) -> Va
     json!({ "type": "control_response", "response": { "subtype": "success", "request_id": request_id, "response": decision } })
 }
 
-async fn write_line(stdin: &mut ChildStdin, value: &Value) -> std::io::Result<()> {
-    let mut line = value.to_string();
-    line.push('\n');
-    stdin.write_all(line.as_bytes()).await?;
-    stdin.flush().await
-}
-
-type PendingReply = std::pin::Pin<Box<dyn std::future::Future<Output = (String, Value, Reply)> + Send>>;
-
 async fn drive(
     spawned: Spawned,
     prompt: String,
     events: mpsc::Sender<AgentEvent>,
-    mut control: mpsc::Receiver<Control>,
+    control: mpsc::Receiver<Control>,
     start_timeout: Duration,
 ) {
-    let Spawned { mut process, mut stdin, mut lines, stderr } = spawned;
+    let mut session: JsonLinesSession<(String, Value, Reply)> =
+        JsonLinesSession::new("Claude Code", spawned, events, control, start_timeout);
     let mut parser = Parser::default();
-    let mut replies: FuturesUnordered<PendingReply> = FuturesUnordered::new();
-    let init = json!({ "type": "control_request", "request_id": "mobius-init", "request": { "subtype": "initialize", "hooks": null } });
-    let user = json!({ "type": "user", "message": { "role": "user", "content": prompt }, "parent_tool_use_id": null, "session_id": "" });
-    let mut stdin_ok = write_line(&mut stdin, &init).await.is_ok() && write_line(&mut stdin, &user).await.is_ok();
-    let mut heard = false;
+    session
+        .send(&json!({ "type": "control_request", "request_id": "mobius-init", "request": { "subtype": "initialize", "hooks": null } }))
+        .await;
+    session.send(&user_message(&prompt)).await;
     // Words to continue with once the interrupt we sent for them has ended the current step.
     let mut steer: Option<String> = None;
-    let start_deadline = tokio::time::sleep(start_timeout);
-    tokio::pin!(start_deadline);
-
     let finish = loop {
-        tokio::select! {
-            line = lines.recv() => match line {
-                None => {
-                    let status = process.wait_timeout(Duration::from_secs(1)).await;
-                    break Finish::failed(exit_message("Claude Code", status, &stderr.text()));
-                }
-                Some(line) => {
-                    heard = true;
-                    let value = match process::classify(line, "Claude Code") {
-                        Incoming::Json(value) => value,
-                        Incoming::Skipped(why) => {
-                            let _ = events.send(AgentEvent::Warning(why)).await;
-                            continue;
-                        }
-                    };
-                    match parser.parse(&value) {
-                        Parsed::Events(list) => {
-                            for event in list {
-                                let _ = events.send(event).await;
-                            }
-                        }
-                        Parsed::Permission { request_id, tool, input } => {
-                            let (tx, rx) = oneshot::channel();
-                            let ask = if tool == "AskUserQuestion" {
-                                let questions = input.get("questions").and_then(Value::as_array).cloned().unwrap_or_default();
-                                Ask::Question { questions }
-                            } else {
-                                Ask::Approval { tool, input: input.clone(), reason: None }
-                            };
-                            let _ = events.send(AgentEvent::Ask { ask, reply: tx }).await;
-                            replies.push(Box::pin(async move {
-                                let reply = rx.await.unwrap_or_else(|_| Reply::Deny("Stopped by the owner.".into()));
-                                (request_id, input, reply)
-                            }));
-                        }
-                        Parsed::OtherRequest { request_id } => {
-                            let reply = json!({ "type": "control_response", "response": {
-                                "subtype": "error", "request_id": request_id, "error": "not supported by this host" } });
-                            stdin_ok = stdin_ok && write_line(&mut stdin, &reply).await.is_ok();
-                        }
-                        Parsed::Finished(finish) => match steer.take() {
-                            Some(text) if finish.status != FinishStatus::Failed => {
-                                parser.interrupt_sent = false;
-                                let user = json!({ "type": "user", "message": { "role": "user", "content": text },
-                                    "parent_tool_use_id": null, "session_id": "" });
-                                stdin_ok = stdin_ok && write_line(&mut stdin, &user).await.is_ok();
-                                let _ = events.send(AgentEvent::SteerAccepted).await;
-                            }
-                            Some(_) => {
-                                let _ = events.send(AgentEvent::SteerRejected("the step failed".into())).await;
-                                break finish;
-                            }
-                            None => break finish,
-                        },
+        match session.next().await {
+            Next::Closed(message) => break Finish::failed(message),
+            Next::StartTimedOut => break Finish::failed(session.silent_message()),
+            Next::Message(value) => match parser.parse(&value) {
+                Parsed::Events(list) => {
+                    for event in list {
+                        session.emit(event).await;
                     }
                 }
-            },
-            Some((request_id, input, reply)) = replies.next(), if !replies.is_empty() => {
-                stdin_ok = stdin_ok && write_line(&mut stdin, &permission_response(&request_id, &input, &reply)).await.is_ok();
-            }
-            command = control.recv() => match command {
-                Some(Control::Interrupt) => {
-                    parser.interrupt_sent = true;
-                    if steer.take().is_some() {
-                        let _ = events.send(AgentEvent::SteerRejected("the turn was stopped".into())).await;
-                    }
-                    let interrupt = json!({ "type": "control_request", "request_id": "mobius-interrupt",
-                        "request": { "subtype": "interrupt" } });
-                    stdin_ok = stdin_ok && write_line(&mut stdin, &interrupt).await.is_ok();
-                }
-                Some(Control::Steer(text)) => {
-                    if steer.is_some() || !replies.is_empty() {
-                        let _ = events.send(AgentEvent::SteerRejected("the agent is waiting on the owner".into())).await;
+                Parsed::Permission { request_id, tool, input } => {
+                    let ask = if tool == "AskUserQuestion" {
+                        Ask::Question { questions: questions_of(&input) }
                     } else {
-                        // Claude Code takes new words between turns: end this step, then go on.
-                        parser.interrupt_sent = true;
-                        steer = Some(text);
-                        let interrupt = json!({ "type": "control_request", "request_id": "mobius-steer",
-                            "request": { "subtype": "interrupt" } });
-                        stdin_ok = stdin_ok && write_line(&mut stdin, &interrupt).await.is_ok();
-                    }
+                        Ask::Approval { tool, input: input.clone(), reason: None }
+                    };
+                    session.ask(ask, move |reply| (request_id, input, reply)).await;
                 }
-                None => break Finish { status: FinishStatus::Interrupted, error: None, usage: None, cost_usd: None, session_id: None },
+                Parsed::OtherRequest { request_id } => {
+                    session
+                        .send(&json!({ "type": "control_response", "response": {
+                            "subtype": "error", "request_id": request_id, "error": "not supported by this host" } }))
+                        .await;
+                }
+                Parsed::Finished(finish) => match steer.take() {
+                    Some(text) if finish.status != FinishStatus::Failed => {
+                        parser.interrupt_sent = false;
+                        session.send(&user_message(&text)).await;
+                        session.emit(AgentEvent::SteerAccepted).await;
+                    }
+                    Some(_) => {
+                        session.emit(AgentEvent::SteerRejected("the step failed".into())).await;
+                        break finish;
+                    }
+                    None => break finish,
+                },
             },
-            () = &mut start_deadline, if !heard => {
-                break Finish::failed(format!("Claude Code did not respond within {} s.", start_timeout.as_secs()));
+            Next::Reply((request_id, input, reply)) => {
+                session.send(&permission_response(&request_id, &input, &reply)).await;
+            }
+            Next::Control(Some(Control::Interrupt)) => {
+                parser.interrupt_sent = true;
+                if steer.take().is_some() {
+                    session.emit(AgentEvent::SteerRejected("the turn was stopped".into())).await;
+                }
+                session.send(&interrupt("mobius-interrupt")).await;
+            }
+            Next::Control(Some(Control::Steer(text))) => {
+                if steer.is_some() || session.waiting() {
+                    session.emit(AgentEvent::SteerRejected("the agent is waiting on the owner".into())).await;
+                } else {
+                    // Claude Code takes new words between turns: end this step, then go on.
+                    parser.interrupt_sent = true;
+                    steer = Some(text);
+                    session.send(&interrupt("mobius-steer")).await;
+                }
+            }
+            Next::Control(None) => {
+                break Finish {
+                    status: FinishStatus::Interrupted,
+                    error: None,
+                    usage: None,
+                    cost_usd: None,
+                    session_id: None,
+                };
             }
         }
     };
-    let _ = events.send(AgentEvent::Finished(finish)).await;
-    // End of input lets the CLI finish writing its session and exit on its own.
-    drop(stdin);
-    let _ = process.wait_timeout(EXIT_GRACE).await;
-    process.terminate().await;
+    session.finish(finish).await;
 }
 
-/// "X exited with status N: <stderr tail>" for a CLI that ended without a result.
-pub fn exit_message(cli: &str, status: Option<std::process::ExitStatus>, stderr: &str) -> String {
-    let how = match status.and_then(|s| s.code()) {
-        Some(code) => format!("{cli} exited with status {code} before finishing the turn"),
-        None => format!("{cli} stopped before finishing the turn"),
-    };
-    let tail: String =
-        stderr.lines().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
-    if tail.trim().is_empty() { format!("{how}.") } else { format!("{how}:\n{tail}") }
+fn user_message(text: &str) -> Value {
+    json!({ "type": "user", "message": { "role": "user", "content": text }, "parent_tool_use_id": null, "session_id": "" })
+}
+
+fn interrupt(request_id: &str) -> Value {
+    json!({ "type": "control_request", "request_id": request_id, "request": { "subtype": "interrupt" } })
+}
+
+/// The questions of an `AskUserQuestion` call, as cards show them (unreadable ones are left out).
+fn questions_of(input: &Value) -> Vec<QuestionItem> {
+    input
+        .get("questions")
+        .and_then(Value::as_array)
+        .map(|qs| qs.iter().filter_map(|q| QuestionItem::deserialize(q).ok()).collect())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -535,8 +498,8 @@ mod tests {
     #[test]
     fn answers_are_sent_back_inside_the_updated_input() {
         let input = json!({"questions":[{"question":"Which color?"}]});
-        let mut answers = Map::new();
-        answers.insert("Which color?".into(), "Blue".into());
+        let mut answers = crate::protocol::Choices::new();
+        answers.insert("Which color?".into(), crate::protocol::Choice::One("Blue".into()));
         let response = permission_response("r1", &input, &Reply::Answers(answers));
         assert_eq!(response["response"]["response"]["updatedInput"]["answers"]["Which color?"], "Blue");
         assert_eq!(response["response"]["request_id"], "r1");

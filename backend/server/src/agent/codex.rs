@@ -6,23 +6,17 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use futures_util::stream::FuturesUnordered;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tokio::io::AsyncWriteExt;
-use tokio::process::ChildStdin;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
-use super::claude::exit_message;
-use super::process::{self, Incoming, Spawned};
+use super::process::{self, JsonLinesSession, Next, Spawned};
 use super::{
     AgentEvent, AgentProvider, ApprovalPolicy, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply,
     TurnRequest, Usage,
 };
 use crate::error::Result;
-
-/// After `turn/completed`, how long the app-server gets to exit once stdin closes.
-const EXIT_GRACE: Duration = Duration::from_secs(2);
+use crate::protocol::{Choice, QuestionItem, QuestionOption};
 
 /// The Codex CLI.
 #[derive(Clone, Debug)]
@@ -289,7 +283,7 @@ impl Parser {
             }
             "item/tool/requestUserInput" => {
                 let mut by_text = HashMap::new();
-                let questions: Vec<Value> = p
+                let questions: Vec<QuestionItem> = p
                     .get("questions")
                     .and_then(Value::as_array)
                     .map(|qs| {
@@ -298,13 +292,16 @@ impl Parser {
                                 let text = q.get("question").and_then(Value::as_str).unwrap_or_default().to_owned();
                                 let qid = q.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
                                 by_text.insert(text.clone(), qid.clone());
-                                json!({
-                                    "id": qid,
-                                    "question": text,
-                                    "header": q.get("header").cloned().unwrap_or(Value::Null),
-                                    "options": q.get("options").cloned().unwrap_or(json!([])),
-                                    "multiSelect": false,
-                                })
+                                QuestionItem {
+                                    id: Some(qid),
+                                    question: text,
+                                    header: q.get("header").and_then(Value::as_str).map(str::to_owned),
+                                    options: q
+                                        .get("options")
+                                        .and_then(|o| Vec::<QuestionOption>::deserialize(o).ok())
+                                        .unwrap_or_default(),
+                                    multi_select: false,
+                                }
                             })
                             .collect()
                     })
@@ -375,9 +372,9 @@ pub fn reply_result(ask_is_question: bool, reply: &Reply, questions_by_text: &Ha
         if let Reply::Answers(given) = reply {
             for (question, answer) in given {
                 let id = questions_by_text.get(question).cloned().unwrap_or_else(|| question.clone());
-                let list: Vec<Value> = match answer {
-                    Value::Array(items) => items.clone(),
-                    other => vec![Value::String(other.as_str().map_or_else(|| other.to_string(), str::to_owned))],
+                let list: Vec<String> = match answer {
+                    Choice::Many(items) => items.clone(),
+                    Choice::One(one) => vec![one.clone()],
                 };
                 answers.insert(id, json!({ "answers": list }));
             }
@@ -392,129 +389,93 @@ pub fn reply_result(ask_is_question: bool, reply: &Reply, questions_by_text: &Ha
     json!({ "decision": decision })
 }
 
-async fn write_line(stdin: &mut ChildStdin, value: &Value) -> std::io::Result<()> {
-    let mut line = value.to_string();
-    line.push('\n');
-    stdin.write_all(line.as_bytes()).await?;
-    stdin.flush().await
-}
-
-type PendingReply = std::pin::Pin<Box<dyn std::future::Future<Output = (Value, Value)> + Send>>;
-
 async fn drive(
     spawned: Spawned,
     request: TurnRequest,
     events: mpsc::Sender<AgentEvent>,
-    mut control: mpsc::Receiver<Control>,
+    control: mpsc::Receiver<Control>,
     start_timeout: Duration,
 ) {
-    let Spawned { mut process, mut stdin, mut lines, stderr } = spawned;
+    let mut session: JsonLinesSession<(Value, Value)> =
+        JsonLinesSession::new("Codex", spawned, events, control, start_timeout);
     let mut parser = Parser::default();
-    let mut replies: FuturesUnordered<PendingReply> = FuturesUnordered::new();
-    let initialize = json!({ "id": ID_INITIALIZE, "method": "initialize",
-        "params": { "clientInfo": { "name": "mobius", "version": env!("CARGO_PKG_VERSION") } } });
-    let mut stdin_ok = write_line(&mut stdin, &initialize).await.is_ok()
-        && write_line(&mut stdin, &json!({ "method": "initialized" })).await.is_ok()
-        && write_line(&mut stdin, &thread_request(&request)).await.is_ok();
+    session
+        .send(&json!({ "id": ID_INITIALIZE, "method": "initialize",
+            "params": { "clientInfo": { "name": "mobius", "version": env!("CARGO_PKG_VERSION") } } }))
+        .await;
+    session.send(&json!({ "method": "initialized" })).await;
+    session.send(&thread_request(&request)).await;
     let mut thread: Option<String> = None;
     let mut turn: Option<String> = None;
     let mut interrupt_wanted = false;
     let mut next_steer_id = ID_STEER_BASE;
-    let mut heard = false;
-    let start_deadline = tokio::time::sleep(start_timeout);
-    tokio::pin!(start_deadline);
-
     let finish = loop {
-        tokio::select! {
-            line = lines.recv() => match line {
-                None => {
-                    let status = process.wait_timeout(Duration::from_secs(1)).await;
-                    break Finish::failed(exit_message("Codex", status, &stderr.text()));
-                }
-                Some(line) => {
-                    heard = true;
-                    let value = match process::classify(line, "Codex") {
-                        Incoming::Json(value) => value,
-                        Incoming::Skipped(why) => {
-                            let _ = events.send(AgentEvent::Warning(why)).await;
-                            continue;
-                        }
-                    };
-                    match parser.parse(&value) {
-                        Parsed::Events(list) => {
-                            for event in list {
-                                let _ = events.send(event).await;
-                            }
-                        }
-                        Parsed::ThreadReady(id) => {
-                            let _ = events.send(AgentEvent::Session(id.clone())).await;
-                            let start = json!({ "id": ID_TURN, "method": "turn/start", "params": {
-                                "threadId": id, "input": [{ "type": "text", "text": request.prompt }] } });
-                            stdin_ok = stdin_ok && write_line(&mut stdin, &start).await.is_ok();
-                            thread = Some(id);
-                        }
-                        Parsed::TurnStarted(id) => {
-                            turn = Some(id);
-                            if interrupt_wanted {
-                                stdin_ok = stdin_ok && write_line(&mut stdin, &interrupt(&thread, &turn)).await.is_ok();
-                            }
-                        }
-                        Parsed::Request { id, ask, questions_by_text } => {
-                            let is_question = matches!(ask, Ask::Question { .. });
-                            let (tx, rx) = oneshot::channel();
-                            let _ = events.send(AgentEvent::Ask { ask, reply: tx }).await;
-                            replies.push(Box::pin(async move {
-                                let reply = rx.await.unwrap_or_else(|_| Reply::Deny("Stopped by the owner.".into()));
-                                (id, reply_result(is_question, &reply, &questions_by_text))
-                            }));
-                        }
-                        Parsed::Unhandled { id } => {
-                            let error = json!({ "id": id, "error": { "code": -32601, "message": "not supported by this host" } });
-                            stdin_ok = stdin_ok && write_line(&mut stdin, &error).await.is_ok();
-                        }
-                        Parsed::SteerAnswered { error: None } => {
-                            let _ = events.send(AgentEvent::SteerAccepted).await;
-                        }
-                        Parsed::SteerAnswered { error: Some(e) } => {
-                            let _ = events.send(AgentEvent::SteerRejected(e)).await;
-                        }
-                        Parsed::Finished(finish) => break finish,
+        match session.next().await {
+            Next::Closed(message) => break Finish::failed(message),
+            Next::StartTimedOut => break Finish::failed(session.silent_message()),
+            Next::Message(value) => match parser.parse(&value) {
+                Parsed::Events(list) => {
+                    for event in list {
+                        session.emit(event).await;
                     }
                 }
+                Parsed::ThreadReady(id) => {
+                    session.emit(AgentEvent::Session(id.clone())).await;
+                    session
+                        .send(&json!({ "id": ID_TURN, "method": "turn/start", "params": {
+                            "threadId": id, "input": [{ "type": "text", "text": request.prompt }] } }))
+                        .await;
+                    thread = Some(id);
+                }
+                Parsed::TurnStarted(id) => {
+                    turn = Some(id);
+                    if interrupt_wanted {
+                        session.send(&interrupt(&thread, &turn)).await;
+                    }
+                }
+                Parsed::Request { id, ask, questions_by_text } => {
+                    let is_question = matches!(ask, Ask::Question { .. });
+                    session.ask(ask, move |reply| (id, reply_result(is_question, &reply, &questions_by_text))).await;
+                }
+                Parsed::Unhandled { id } => {
+                    session
+                        .send(
+                            &json!({ "id": id, "error": { "code": -32601, "message": "not supported by this host" } }),
+                        )
+                        .await;
+                }
+                Parsed::SteerAnswered { error: None } => session.emit(AgentEvent::SteerAccepted).await,
+                Parsed::SteerAnswered { error: Some(e) } => session.emit(AgentEvent::SteerRejected(e)).await,
+                Parsed::Finished(finish) => break finish,
             },
-            Some((id, result)) = replies.next(), if !replies.is_empty() => {
-                stdin_ok = stdin_ok && write_line(&mut stdin, &json!({ "id": id, "result": result })).await.is_ok();
+            Next::Reply((id, result)) => session.send(&json!({ "id": id, "result": result })).await,
+            Next::Control(Some(Control::Interrupt)) => {
+                interrupt_wanted = true;
+                if turn.is_some() {
+                    session.send(&interrupt(&thread, &turn)).await;
+                }
             }
-            command = control.recv() => match command {
-                Some(Control::Interrupt) => {
-                    interrupt_wanted = true;
-                    if turn.is_some() {
-                        stdin_ok = stdin_ok && write_line(&mut stdin, &interrupt(&thread, &turn)).await.is_ok();
-                    }
+            Next::Control(Some(Control::Steer(text))) => match (&thread, &turn) {
+                (Some(thread_id), Some(turn_id)) if !interrupt_wanted => {
+                    let steer = json!({ "id": next_steer_id, "method": "turn/steer", "params": {
+                        "threadId": thread_id, "expectedTurnId": turn_id, "input": [{ "type": "text", "text": text }] } });
+                    next_steer_id += 1;
+                    session.send(&steer).await;
                 }
-                Some(Control::Steer(text)) => match (&thread, &turn) {
-                    (Some(thread_id), Some(turn_id)) if !interrupt_wanted => {
-                        let steer = json!({ "id": next_steer_id, "method": "turn/steer", "params": {
-                            "threadId": thread_id, "expectedTurnId": turn_id, "input": [{ "type": "text", "text": text }] } });
-                        next_steer_id += 1;
-                        stdin_ok = stdin_ok && write_line(&mut stdin, &steer).await.is_ok();
-                    }
-                    _ => {
-                        let _ = events.send(AgentEvent::SteerRejected("the turn has not started yet".into())).await;
-                    }
-                },
-                None => break Finish { status: FinishStatus::Interrupted, error: None, usage: None, cost_usd: None, session_id: thread.clone() },
+                _ => session.emit(AgentEvent::SteerRejected("the turn has not started yet".into())).await,
             },
-            () = &mut start_deadline, if !heard => {
-                break Finish::failed(format!("Codex did not respond within {} s.", start_timeout.as_secs()));
+            Next::Control(None) => {
+                break Finish {
+                    status: FinishStatus::Interrupted,
+                    error: None,
+                    usage: None,
+                    cost_usd: None,
+                    session_id: thread.clone(),
+                };
             }
         }
     };
-    let _ = stdin_ok;
-    let _ = events.send(AgentEvent::Finished(finish)).await;
-    drop(stdin);
-    let _ = process.wait_timeout(EXIT_GRACE).await;
-    process.terminate().await;
+    session.finish(finish).await;
 }
 
 fn interrupt(thread: &Option<String>, turn: &Option<String>) -> Value {
@@ -578,9 +539,9 @@ mod tests {
             panic!("expected a question");
         };
         assert_eq!(id, json!(7));
-        assert_eq!(questions[0]["question"], "Which color?");
-        let mut answers = Map::new();
-        answers.insert("Which color?".into(), "Blue".into());
+        assert_eq!(questions[0].question, "Which color?");
+        let mut answers = crate::protocol::Choices::new();
+        answers.insert("Which color?".into(), Choice::One("Blue".into()));
         let result = reply_result(true, &Reply::Answers(answers), &questions_by_text);
         assert_eq!(result, json!({"answers": {"color": {"answers": ["Blue"]}}}));
         assert_eq!(reply_result(false, &Reply::Deny("no".into()), &HashMap::new()), json!({"decision": "decline"}));

@@ -1,13 +1,15 @@
 //! The agent runtime: one seam ([`AgentProvider`]) over the real `claude` and `codex` CLIs,
-//! their normalised events ([`AgentEvent`]), and the turn runner that folds those events into
-//! the live message and the chat journal.
+//! their normalised events ([`AgentEvent`]), the fold of those events into chat events
+//! (`fold.rs`), and the turn runner (`turn.rs`) that applies them to the live message and the
+//! journal, controlled through a [`handle::TurnHandle`].
 //!
 //! Provider wire formats live only in `claude.rs` and `codex.rs`; everything else speaks
 //! [`AgentEvent`].
 
 pub mod claude;
 pub mod codex;
-pub mod live;
+pub mod fold;
+pub mod handle;
 pub mod process;
 pub mod prompt;
 pub mod registry;
@@ -16,78 +18,12 @@ pub mod turn;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::Result;
-
-/// Which CLI runs a chat.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ProviderKind {
-    Claude,
-    Codex,
-}
-
-impl ProviderKind {
-    /// Every provider, in display order.
-    pub const ALL: [ProviderKind; 2] = [ProviderKind::Claude, ProviderKind::Codex];
-
-    /// The lowercase id used in the API and the database.
-    pub fn id(self) -> &'static str {
-        match self {
-            ProviderKind::Claude => "claude",
-            ProviderKind::Codex => "codex",
-        }
-    }
-
-    /// Human name.
-    pub fn name(self) -> &'static str {
-        match self {
-            ProviderKind::Claude => "Claude Code",
-            ProviderKind::Codex => "Codex",
-        }
-    }
-
-    /// Parses an id.
-    pub fn parse(id: &str) -> Option<Self> {
-        match id {
-            "claude" => Some(ProviderKind::Claude),
-            "codex" => Some(ProviderKind::Codex),
-            _ => None,
-        }
-    }
-}
-
-/// How permission requests from the agent are answered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum ApprovalPolicy {
-    /// Allow everything (the owner trusts their agent).
-    #[default]
-    Full,
-    /// Each request becomes a card the owner answers.
-    Ask,
-}
-
-impl ApprovalPolicy {
-    /// Parses the stored value.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "full" => Some(Self::Full),
-            "ask" => Some(Self::Ask),
-            _ => None,
-        }
-    }
-
-    /// The stored value.
-    pub fn id(self) -> &'static str {
-        match self {
-            Self::Full => "full",
-            Self::Ask => "ask",
-        }
-    }
-}
+pub use crate::protocol::{ApprovalPolicy, ProviderKind};
+use crate::protocol::{Choices, QuestionItem};
 
 /// Everything a provider needs to run one turn.
 #[derive(Clone, Debug)]
@@ -151,8 +87,8 @@ impl Finish {
 /// Something the agent needs the owner (or the approval policy) to decide.
 #[derive(Debug)]
 pub enum Ask {
-    /// Clarifying questions: `[{question, header, options: [{label, description}], multiSelect, id?}]`.
-    Question { questions: Vec<Value> },
+    /// Clarifying questions.
+    Question { questions: Vec<QuestionItem> },
     /// Permission to use a tool.
     Approval { tool: String, input: Value, reason: Option<String> },
 }
@@ -161,7 +97,7 @@ pub enum Ask {
 #[derive(Debug, Clone)]
 pub enum Reply {
     /// Answers keyed by question text: `{"Which color?": "Blue"}` (multi-select: a list).
-    Answers(Map<String, Value>),
+    Answers(Choices),
     Allow,
     /// Allow, and the same tool again without asking for the rest of the chat.
     AllowAlways,

@@ -1,22 +1,35 @@
 //! Agent CLI subprocesses: own process group, whitelisted environment, capped stdout lines,
-//! a bounded stderr tail, and the whole group killed when the handle is dropped.
+//! a bounded stderr tail, and the whole group killed when the handle is dropped; and the
+//! JSON-lines session both drivers speak over them ([`JsonLinesSession`]).
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::path::Path;
+use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
+use super::{AgentEvent, Ask, Control, Finish, Reply};
 use crate::error::{Error, Result};
 
 /// Longest stdout line accepted from a CLI; longer lines are skipped and reported.
 pub const MAX_LINE_BYTES: usize = 10 * 1024 * 1024;
+/// After its last message, how long a CLI gets to exit on its own once stdin closes.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// How long a CLI whose output ended gets to report its exit status.
+const EXIT_STATUS_WAIT: Duration = Duration::from_secs(1);
+/// stderr lines quoted in the message of a CLI that ended early.
+const EXIT_MESSAGE_LINES: usize = 8;
 /// stderr lines kept for error messages.
 const STDERR_TAIL_LINES: usize = 50;
 /// Longest stderr line kept.
@@ -250,6 +263,158 @@ pub fn reap_orphans(pid_dir: &Path, data_dir: &Path) -> usize {
         let _ = std::fs::remove_file(path);
     }
     killed
+}
+
+/// What a [`JsonLinesSession`] hands its driver next.
+#[derive(Debug)]
+pub enum Next<R> {
+    /// A JSON message from the CLI.
+    Message(Value),
+    /// The CLI's output ended before the turn did: what to tell the owner.
+    Closed(String),
+    /// The decision on an earlier [`JsonLinesSession::ask`], ready to send back.
+    Reply(R),
+    /// An instruction from the turn; `None` when the turn went away.
+    Control(Option<Control>),
+    /// The CLI said nothing within its start timeout.
+    StartTimedOut,
+}
+
+type PendingReply<R> = Pin<Box<dyn Future<Output = R> + Send>>;
+
+/// One turn of a CLI that speaks JSON lines on stdio (Claude's stream-json, Codex's
+/// JSON-RPC): writing messages, reading them (oversized and malformed lines become warnings),
+/// decisions the turn owes the CLI, control from the turn, the start timeout, and the end.
+/// The drivers keep only their protocol.
+pub struct JsonLinesSession<R> {
+    cli: &'static str,
+    process: AgentProcess,
+    stdin: ChildStdin,
+    /// False after a failed write: the CLI is gone, nothing more is written.
+    stdin_ok: bool,
+    lines: mpsc::Receiver<Line>,
+    stderr: StderrTail,
+    events: mpsc::Sender<AgentEvent>,
+    control: mpsc::Receiver<Control>,
+    replies: FuturesUnordered<PendingReply<R>>,
+    heard: bool,
+    start_timeout: Duration,
+    start_deadline: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl<R: Send + 'static> JsonLinesSession<R> {
+    /// A session over a freshly spawned CLI.
+    pub fn new(
+        cli: &'static str,
+        spawned: Spawned,
+        events: mpsc::Sender<AgentEvent>,
+        control: mpsc::Receiver<Control>,
+        start_timeout: Duration,
+    ) -> Self {
+        let Spawned { process, stdin, lines, stderr } = spawned;
+        Self {
+            cli,
+            process,
+            stdin,
+            stdin_ok: true,
+            lines,
+            stderr,
+            events,
+            control,
+            replies: FuturesUnordered::new(),
+            heard: false,
+            start_timeout,
+            start_deadline: Box::pin(tokio::time::sleep(start_timeout)),
+        }
+    }
+
+    /// Writes one message as a line. After a failed write the CLI is gone; later writes are
+    /// skipped and the end shows up as [`Next::Closed`].
+    pub async fn send(&mut self, message: &Value) {
+        if !self.stdin_ok {
+            return;
+        }
+        let mut line = message.to_string();
+        line.push('\n');
+        self.stdin_ok = self.stdin.write_all(line.as_bytes()).await.is_ok() && self.stdin.flush().await.is_ok();
+    }
+
+    /// Hands an event to the turn.
+    pub async fn emit(&mut self, event: AgentEvent) {
+        let _ = self.events.send(event).await;
+    }
+
+    /// Asks the turn to decide; `answer` turns the decision (a denial if the turn goes away)
+    /// into what [`Next::Reply`] yields.
+    pub async fn ask(&mut self, ask: Ask, answer: impl FnOnce(Reply) -> R + Send + 'static) {
+        let (reply, decided) = oneshot::channel();
+        self.emit(AgentEvent::Ask { ask, reply }).await;
+        self.replies.push(Box::pin(async move {
+            answer(decided.await.unwrap_or_else(|_| Reply::Deny("Stopped by the owner.".into())))
+        }));
+    }
+
+    /// True while a decision is still owed to the CLI.
+    pub fn waiting(&self) -> bool {
+        !self.replies.is_empty()
+    }
+
+    /// The next thing the driver must handle.
+    pub async fn next(&mut self) -> Next<R> {
+        loop {
+            tokio::select! {
+                line = self.lines.recv() => match line {
+                    None => {
+                        let status = self.process.wait_timeout(EXIT_STATUS_WAIT).await;
+                        return Next::Closed(exit_message(self.cli, status, &self.stderr.text()));
+                    }
+                    Some(line) => {
+                        self.heard = true;
+                        match classify(line, self.cli) {
+                            Incoming::Json(value) => return Next::Message(value),
+                            Incoming::Skipped(why) => self.emit(AgentEvent::Warning(why)).await,
+                        }
+                    }
+                },
+                Some(reply) = self.replies.next(), if !self.replies.is_empty() => return Next::Reply(reply),
+                command = self.control.recv() => return Next::Control(command),
+                () = &mut self.start_deadline, if !self.heard => return Next::StartTimedOut,
+            }
+        }
+    }
+
+    /// The message for a CLI that stayed silent past its start timeout.
+    pub fn silent_message(&self) -> String {
+        format!("{} did not respond within {} s.", self.cli, self.start_timeout.as_secs())
+    }
+
+    /// Ends the turn: reports `finish`, closes stdin so the CLI can finish writing its session
+    /// and exit on its own, then terminates its process group.
+    pub async fn finish(self, finish: Finish) {
+        let Self { mut process, stdin, events, .. } = self;
+        let _ = events.send(AgentEvent::Finished(finish)).await;
+        drop(stdin);
+        let _ = process.wait_timeout(EXIT_GRACE).await;
+        process.terminate().await;
+    }
+}
+
+/// "X exited with status N: <stderr tail>" for a CLI that ended without finishing the turn.
+pub fn exit_message(cli: &str, status: Option<std::process::ExitStatus>, stderr: &str) -> String {
+    let how = match status.and_then(|s| s.code()) {
+        Some(code) => format!("{cli} exited with status {code} before finishing the turn"),
+        None => format!("{cli} stopped before finishing the turn"),
+    };
+    let tail: String = stderr
+        .lines()
+        .rev()
+        .take(EXIT_MESSAGE_LINES)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect::<Vec<_>>()
+        .join("\n");
+    if tail.trim().is_empty() { format!("{how}.") } else { format!("{how}:\n{tail}") }
 }
 
 impl Drop for AgentProcess {

@@ -2,24 +2,34 @@
 //! journal (through the writer), answer questions and approvals, stop, and run queued
 //! follow-ups until the queue is empty.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
+use sqlx::SqlitePool;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tracing::{Instrument, info, info_span, warn};
 
-use super::live::{LiveMessage, MAX_INLINE_TOOL_OUTPUT, reduce_output};
-use super::registry::TurnHandle;
+use super::fold::{ChatFold, Folded};
+use super::handle::{COMMAND_QUEUE, TurnCommand, TurnHandle};
+use super::registry::Turns;
 use super::{
     AgentEvent, ApprovalPolicy, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply, TurnRequest,
 };
-use crate::app::AppState;
-use crate::auth::{Claims, Scope};
-use crate::db::{self, now_ms};
-use crate::error::{Error, Result};
-use crate::writer::{EventBody, FinishRun, WriteCommand, event};
+use crate::auth::jwt::{Claims, Keys, Scope};
+use crate::auth::owner::OwnerCache;
+use crate::db;
+use crate::error::{Domain, Result};
+use crate::protocol::{
+    Answers, Card, ChatEvent, ChatId, Choice, Decision, LiveMessage, Message, QuestionCard, QuestionId, RunId,
+    RunStatus, ToolStatus, UserInput,
+};
+use crate::providers::Providers;
+use crate::push::Push;
+use crate::writer::{ChatPatch, FinishRun, Started, WriteCommand, WriterHandle};
 
 /// How long a stopped CLI gets to wind down before its process group is killed.
 pub const STOP_GRACE: Duration = Duration::from_secs(2);
@@ -30,47 +40,41 @@ const AGENT_TOKEN_TTL_SECS: i64 = 26 * 3600;
 /// Most provider events folded into one writer command.
 const MAX_EVENTS_PER_EMIT: usize = 64;
 
-/// Requests routes make to a running turn.
-#[derive(Debug)]
-pub enum TurnCommand {
-    /// Stop now; the reply carries the cids of the queued messages that were cleared.
-    Stop { reply: oneshot::Sender<Vec<String>> },
-    /// The owner answered question `question_id`.
-    Answer { question_id: String, answers: Value, reply: oneshot::Sender<Result<()>> },
-    /// Add the owner's message to the running turn. The reply carries the stored message, or
-    /// `None` when the CLI cannot take it now (the caller queues it instead).
-    Steer { message: crate::writer::UserMessage, reply: oneshot::Sender<Result<Option<Value>>> },
+/// What turns use from the rest of the server, handed over once at start-up.
+pub struct Agents {
+    pub writer: WriterHandle,
+    pub read: SqlitePool,
+    pub providers: Arc<Providers>,
+    pub keys: Keys,
+    pub owner: Arc<OwnerCache>,
+    /// Tells the owner when a turn ends or asks (off the turn's path).
+    pub push: Arc<Push>,
+    /// The agent's constitution and skills.
+    pub skill_dir: PathBuf,
+    /// The agent's working directory (and where its process groups are recorded).
+    pub data_dir: PathBuf,
+    /// The running turn of each chat.
+    pub turns: Turns,
 }
 
-/// A run that is about to start: its id and the user messages it answers.
+/// A run that is about to start (decided by a send or a queue promotion).
 #[derive(Debug, Clone)]
 pub struct TurnStart {
-    pub chat_id: String,
-    pub run_id: String,
-    pub messages: Vec<Value>,
-}
-
-/// What the agent reads of a user message: its text, plus the `<app_state>` an embedding app
-/// attached to it (kept out of the visible text).
-fn agent_text(message: &Value) -> Option<String> {
-    let content = message.get("content").and_then(Value::as_str)?;
-    Some(match message.get("agent_context").and_then(Value::as_str).filter(|c| !c.is_empty()) {
-        Some(context) => format!("{content}\n\n{context}"),
-        None => content.to_owned(),
-    })
+    pub chat_id: ChatId,
+    pub started: Started,
 }
 
 /// The system prompt a chat starts with: the platform's, or an app chat's own `system_prompt`
 /// in its place; app chats then get an `<app_context>` block naming their app.
-async fn compose_for(state: &AppState, chat: &db::chats::ChatRow) -> Result<String> {
+async fn compose_for(agents: &Agents, chat: &db::chats::ChatRow) -> Result<String> {
     let settings: Value = chat.agent_settings.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
     let own = settings.get("system_prompt").and_then(Value::as_str).filter(|p| !p.trim().is_empty());
     let mut prompt = match own {
         Some(p) => p.to_owned(),
-        None => super::prompt::compose(&state.config.skill_dir)?,
+        None => super::prompt::compose(&agents.skill_dir)?,
     };
-    if let Some(Some(app_id)) = db::embeds::chat_app(&state.db.read, &chat.id).await?
-        && let Some(app) = db::apps::get(&state.db.read, app_id).await?
+    if let Some(Some(app_id)) = db::embeds::chat_app(&agents.read, &chat.id).await?
+        && let Some(app) = db::apps::get(&agents.read, app_id).await?
     {
         let description: String = app.description.chars().take(1000).collect();
         let storage = match settings.get("project_id").and_then(Value::as_str) {
@@ -89,23 +93,23 @@ async fn compose_for(state: &AppState, chat: &db::chats::ChatRow) -> Result<Stri
 }
 
 /// Registers the chat's turn and runs it (and any queued follow-ups) in the background.
-pub fn spawn(state: &AppState, start: TurnStart) {
-    let (commands, rx) = mpsc::channel(16);
-    state.turns.insert(&start.chat_id, TurnHandle { run_id: start.run_id.clone(), commands });
+pub fn spawn(agents: &Arc<Agents>, start: TurnStart) {
+    let (commands, rx) = mpsc::channel(COMMAND_QUEUE);
+    agents.turns.insert(&start.chat_id, TurnHandle::new(start.started.run_id.clone(), commands));
     let span = info_span!(parent: None, "turn", chat.id = %start.chat_id);
-    tokio::spawn(run_chat(state.clone(), start, rx).instrument(span));
+    tokio::spawn(run_chat(agents.clone(), start, rx).instrument(span));
 }
 
-async fn run_chat(state: AppState, start: TurnStart, mut commands: mpsc::Receiver<TurnCommand>) {
+async fn run_chat(agents: Arc<Agents>, start: TurnStart, mut commands: mpsc::Receiver<TurnCommand>) {
     let chat_id = start.chat_id.clone();
+    let mut last_run = start.started.run_id.clone();
     let mut next = Some(start);
-    let mut last_run = String::new();
     while let Some(turn) = next.take() {
-        last_run.clone_from(&turn.run_id);
-        state.turns.set_run(&chat_id, &turn.run_id);
-        next = run_turn(&state, turn, &mut commands).await;
+        last_run.clone_from(&turn.started.run_id);
+        agents.turns.set_run(&chat_id, &turn.started.run_id);
+        next = run_turn(&agents, turn, &mut commands).await;
     }
-    state.turns.remove(&chat_id, &last_run);
+    agents.turns.remove(&chat_id, &last_run);
     // Anything that raced with the end of the last turn gets a clear answer.
     commands.close();
     while let Ok(command) = commands.try_recv() {
@@ -114,7 +118,7 @@ async fn run_chat(state: AppState, start: TurnStart, mut commands: mpsc::Receive
                 let _ = reply.send(Vec::new());
             }
             TurnCommand::Answer { reply, .. } => {
-                let _ = reply.send(Err(Error::gone("question_stale", "That question is no longer open.")));
+                let _ = reply.send(Err(Domain::QuestionStale.into()));
             }
             TurnCommand::Steer { reply, .. } => {
                 let _ = reply.send(Ok(None));
@@ -123,56 +127,55 @@ async fn run_chat(state: AppState, start: TurnStart, mut commands: mpsc::Receive
     }
 }
 
-/// A question or approval waiting for the owner.
+/// A card waiting for the owner.
 struct PendingAsk {
-    question_id: String,
+    question_id: QuestionId,
+    /// The tool an approval card is about; `None` for questions.
     approval_tool: Option<String>,
     reply: oneshot::Sender<Reply>,
 }
 
 /// State of one running turn.
 struct Turn<'a> {
-    state: &'a AppState,
-    chat_id: String,
-    run_id: String,
+    agents: &'a Agents,
+    chat_id: ChatId,
+    run_id: RunId,
+    provider: ProviderKind,
     live: LiveMessage,
+    fold: ChatFold,
     last_snapshot: Instant,
     /// The live message changed since the last snapshot.
     dirty: bool,
     pending_ask: Option<PendingAsk>,
     approval: ApprovalPolicy,
     allowed_tools: HashSet<String>,
-    /// Characters of streamed output per tool, to stop streaming past the inline cap.
-    streamed: HashMap<String, usize>,
     usage: Option<super::Usage>,
     session: Option<String>,
     /// A steering message handed to the CLI and not yet taken or refused.
-    pending_steer: Option<(crate::writer::UserMessage, oneshot::Sender<Result<Option<Value>>>)>,
+    pending_steer: Option<(UserInput, oneshot::Sender<Result<Option<Message>>>)>,
 }
 
-async fn run_turn(state: &AppState, start: TurnStart, commands: &mut mpsc::Receiver<TurnCommand>) -> Option<TurnStart> {
+async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiver<TurnCommand>) -> Option<TurnStart> {
     let mut turn = Turn {
-        state,
+        agents,
         chat_id: start.chat_id.clone(),
-        run_id: start.run_id.clone(),
-        live: LiveMessage::new(now_ms()),
+        run_id: start.started.run_id.clone(),
+        provider: start.started.provider,
+        live: LiveMessage::new(start.started.ts),
+        fold: ChatFold::default(),
         last_snapshot: Instant::now(),
         dirty: false,
         pending_ask: None,
         approval: ApprovalPolicy::Full,
         allowed_tools: HashSet::new(),
-        streamed: HashMap::new(),
         usage: None,
         session: None,
         pending_steer: None,
     };
-    let provider_turn = match turn.prepare_and_start(&start).await {
+    let provider_turn = match turn.prepare_and_start(&start.started.messages).await {
         Ok(p) => p,
         Err(e) => {
-            let message = match &e {
-                Error::Client { message, .. } => message.clone(),
-                other => other.to_string(),
-            };
+            let message = e.client_message().unwrap_or_else(|| e.to_string());
             warn!(error = %message, "the turn could not start");
             return turn.finish(Finish::failed(message), false).await.next;
         }
@@ -183,12 +186,9 @@ async fn run_turn(state: &AppState, start: TurnStart, commands: &mut mpsc::Recei
 
 impl Turn<'_> {
     /// Reads the chat, composes the prompt and environment, and starts the provider.
-    async fn prepare_and_start(&mut self, start: &TurnStart) -> Result<ProviderTurn> {
-        let state = self.state;
-        let chat = db::chats::get(&state.db.read, &self.chat_id)
-            .await?
-            .ok_or_else(|| Error::not_found("chat_not_found", "No such chat."))?;
-        let kind = chat.provider.as_deref().and_then(ProviderKind::parse).unwrap_or(ProviderKind::Claude);
+    async fn prepare_and_start(&mut self, messages: &[Message]) -> Result<ProviderTurn> {
+        let agents = self.agents;
+        let chat = db::chats::get(&agents.read, &self.chat_id).await?.ok_or(Domain::ChatNotFound)?;
         self.approval = ApprovalPolicy::parse(&chat.approval_policy).unwrap_or_default();
         self.allowed_tools = chat
             .allowed_tools
@@ -197,38 +197,43 @@ impl Turn<'_> {
             .unwrap_or_default()
             .into_iter()
             .collect();
-        let credentials = state.providers.credentials_env(kind)?;
-        let composed = compose_for(state, &chat).await?;
+        let credentials = agents.providers.credentials_env(self.provider)?;
+        let composed = compose_for(agents, &chat).await?;
         let id = super::prompt::prompt_id(&composed);
-        let (_, system_prompt) = state
+        let (_, system_prompt) = agents
             .writer
             .call(|ack| WriteCommand::PinPrompt { chat_id: self.chat_id.clone(), id, content: composed, ack })
             .await?;
         let model = chat
             .agent_settings
             .as_deref()
-            .and_then(|s| serde_json::from_str::<Value>(s).ok())
-            .and_then(|s| s.get("model").and_then(Value::as_str).map(str::to_owned))
+            .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok())
+            .and_then(|s| s.get("model").and_then(serde_json::Value::as_str).map(str::to_owned))
             .filter(|m| !m.is_empty());
-        let prompt = start.messages.iter().filter_map(agent_text).collect::<Vec<_>>().join("\n\n");
-        let mut claims =
-            Claims::new(&state.owner.get().map(|o| o.0).unwrap_or_default(), Scope::Agent, 0, AGENT_TOKEN_TTL_SECS);
-        claims.epoch = state.owner.get().map_or(0, |o| o.1);
-        claims.chat_id = Some(self.chat_id.clone());
-        claims.run_id = Some(self.run_id.clone());
-        let token = state.keys.issue(&claims)?;
-        let env = state.providers.agent_env(kind, &self.chat_id, &self.run_id, &token, credentials)?;
+        let prompt = messages.iter().map(Message::agent_text).collect::<Vec<_>>().join("\n\n");
+        let owner = agents.owner.get();
+        let mut claims = Claims::new(
+            owner.as_ref().map(|o| o.0.as_str()).unwrap_or_default(),
+            Scope::Agent,
+            0,
+            AGENT_TOKEN_TTL_SECS,
+        );
+        claims.epoch = owner.as_ref().map_or(0, |o| o.1);
+        claims.chat_id = Some(self.chat_id.to_string());
+        claims.run_id = Some(self.run_id.to_string());
+        let token = agents.keys.issue(&claims)?;
+        let env = agents.providers.agent_env(self.provider, &self.chat_id, &self.run_id, &token, credentials)?;
         let request = TurnRequest {
             prompt,
             system_prompt,
             resume: chat.session_id.clone(),
             model,
-            cwd: state.config.data_dir.clone(),
+            cwd: agents.data_dir.clone(),
             env,
             approval: self.approval,
-            pid_dir: crate::agent::agent_pid_dir(&state.config.data_dir),
+            pid_dir: super::agent_pid_dir(&agents.data_dir),
         };
-        state.providers.provider(kind).start(request)
+        agents.providers.provider(self.provider).start(request)
     }
 
     async fn drive(
@@ -285,118 +290,82 @@ impl Turn<'_> {
 
     /// Applies a batch of provider events; returns the finish if the turn ended.
     async fn handle_events(&mut self, batch: Vec<AgentEvent>) -> Option<Finish> {
-        let mut out: Vec<EventBody> = Vec::new();
-        let mut finished = None;
+        let mut out: Vec<ChatEvent> = Vec::new();
         for agent_event in batch {
-            match agent_event {
-                AgentEvent::Session(id) => {
-                    self.session = Some(id.clone());
-                    self.state
+            let event = match self.fold.fold(agent_event) {
+                Folded::Chat(event) => event,
+                Folded::Truncated { event, tool_use_id, full } => {
+                    self.agents
                         .writer
-                        .enqueue(WriteCommand::RecordSession {
+                        .enqueue(WriteCommand::StashToolOutput {
                             chat_id: self.chat_id.clone(),
-                            run_id: self.run_id.clone(),
-                            session_id: id,
+                            tool_use_id,
+                            content: full,
                         })
                         .await;
+                    event
                 }
-                AgentEvent::Text { item_id, delta } => {
-                    out.push(event("text", json!({ "content": delta, "item_id": item_id })))
-                }
-                AgentEvent::TextFinal { item_id, text } => {
-                    out.push(event("text_final", json!({ "content": text, "item_id": item_id })));
-                }
-                AgentEvent::Thinking { item_id, delta } => {
-                    out.push(event("thinking", json!({ "content": delta, "item_id": item_id })));
-                }
-                AgentEvent::ToolStart { id, name, input } => {
-                    out.push(event("tool_start", json!({ "tool_use_id": id, "tool": name, "input": input })));
-                }
-                AgentEvent::ToolOutput { id, text, append, exit_code } => {
-                    if let Some(e) = self.tool_output(&id, &text, append, exit_code).await {
-                        out.push(e);
+                Folded::Nothing => continue,
+                Folded::Turn(other) => {
+                    if let Some(finish) = self.handle_turn_event(other, &mut out).await {
+                        self.flush(out).await;
+                        return Some(finish);
                     }
+                    continue;
                 }
-                AgentEvent::ToolEnd { id, is_error, interrupted } => {
-                    let mut fields = json!({ "tool_use_id": id, "is_error": is_error });
-                    if interrupted {
-                        fields["interrupted"] = true.into();
-                    }
-                    out.push(event("tool_end", fields));
-                }
-                AgentEvent::Usage(u) => self.usage = Some(u),
-                AgentEvent::SteerAccepted => {
-                    self.flush(std::mem::take(&mut out)).await;
-                    self.seal_for_steer().await;
-                }
-                AgentEvent::SteerRejected(why) => {
-                    info!(reason = %why, "steering refused; the message will be queued");
-                    if let Some((_, reply)) = self.pending_steer.take() {
-                        let _ = reply.send(Ok(None));
-                    }
-                }
-                AgentEvent::Warning(w) => warn!(warning = %w, "agent CLI"),
-                AgentEvent::Ask { ask, reply } => {
-                    // Everything before the question is journaled first, in order.
-                    self.flush(std::mem::take(&mut out)).await;
-                    self.ask(ask, reply).await;
-                }
-                AgentEvent::Finished(f) => {
-                    finished = Some(f);
-                    break;
-                }
-            }
+            };
+            out.push(event);
         }
         self.flush(out).await;
-        finished
+        None
     }
 
-    async fn tool_output(&mut self, id: &str, text: &str, append: bool, exit_code: Option<i64>) -> Option<EventBody> {
-        if append {
-            let sent = self.streamed.entry(id.to_owned()).or_insert(0);
-            if *sent >= MAX_INLINE_TOOL_OUTPUT {
-                return None;
-            }
-            *sent += text.chars().count();
-            return Some(event("tool_output", json!({ "tool_use_id": id, "content": text, "append": true })));
-        }
-        let reduced = reduce_output(text);
-        let mut fields = json!({ "tool_use_id": id, "content": reduced.inline });
-        if reduced.truncated {
-            self.state
-                .writer
-                .enqueue(WriteCommand::StashToolOutput {
+    /// The provider events that are not transcript: returns the finish if the turn ended.
+    async fn handle_turn_event(&mut self, event: AgentEvent, out: &mut Vec<ChatEvent>) -> Option<Finish> {
+        match event {
+            AgentEvent::Session(id) => {
+                self.session = Some(id.clone());
+                let record = WriteCommand::RecordSession {
                     chat_id: self.chat_id.clone(),
-                    tool_use_id: id.to_owned(),
-                    content: text.to_owned(),
-                })
-                .await;
-            fields["output_truncated"] = true.into();
-            fields["output_full_len"] = reduced.full_len.into();
+                    run_id: self.run_id.clone(),
+                    session_id: id,
+                };
+                self.agents.writer.enqueue(record).await;
+            }
+            AgentEvent::Usage(u) => self.usage = Some(u),
+            AgentEvent::SteerAccepted => {
+                self.flush(std::mem::take(out)).await;
+                self.seal_for_steer().await;
+            }
+            AgentEvent::SteerRejected(why) => {
+                info!(reason = %why, "steering refused; the message will be queued");
+                if let Some((_, reply)) = self.pending_steer.take() {
+                    let _ = reply.send(Ok(None));
+                }
+            }
+            AgentEvent::Warning(w) => warn!(warning = %w, "agent CLI"),
+            AgentEvent::Ask { ask, reply } => {
+                // Everything before the question is journaled first, in order.
+                self.flush(std::mem::take(out)).await;
+                self.ask(ask, reply).await;
+            }
+            AgentEvent::Finished(f) => return Some(f),
+            transcript => warn!(event = ?transcript, "a transcript event reached the turn unfolded"),
         }
-        if let Some(code) = exit_code {
-            fields["output_exit_code"] = code.into();
-        }
-        Some(event("tool_output", fields))
+        None
     }
 
     /// Folds events into the live message, journals them, and snapshots now and then.
-    async fn flush(&mut self, events: Vec<EventBody>) {
+    async fn flush(&mut self, events: Vec<ChatEvent>) {
         if events.is_empty() {
             return;
         }
         for e in &events {
             self.live.apply(e);
         }
-        self.state
-            .writer
-            .enqueue(WriteCommand::Emit {
-                chat_id: self.chat_id.clone(),
-                run_id: Some(self.run_id.clone()),
-                events,
-                ack: None,
-            })
-            .await;
+        let emit =
+            WriteCommand::Emit { chat_id: self.chat_id.clone(), run_id: Some(self.run_id.clone()), events, ack: None };
+        self.agents.writer.enqueue(emit).await;
         self.dirty = true;
         if self.last_snapshot.elapsed() >= SNAPSHOT_EVERY {
             self.snapshot();
@@ -407,45 +376,45 @@ impl Turn<'_> {
     fn snapshot(&mut self) {
         self.last_snapshot = Instant::now();
         self.dirty = false;
-        self.state.writer.snapshot_live(&self.chat_id, &self.run_id, self.live.to_body().to_string());
+        match serde_json::to_string(&self.live.to_message()) {
+            Ok(body) => {
+                self.agents.writer.snapshot_live(&self.chat_id, &self.run_id, body);
+            }
+            Err(e) => warn!(error = %e, "the live message could not be encoded"),
+        }
     }
 
     /// A question always goes to the owner; an approval only under the `ask` policy.
     async fn ask(&mut self, ask: Ask, reply: oneshot::Sender<Reply>) {
-        let question_id = format!("q-{}", uuid::Uuid::new_v4().simple());
-        let (fields, approval_tool) = match ask {
-            Ask::Question { questions } => {
-                (json!({ "question_id": question_id, "kind": "question", "questions": questions }), None)
-            }
+        let question_id = QuestionId::random();
+        let (card, approval_tool) = match ask {
+            Ask::Question { questions } => (Card::Question { questions, answers: None }, None),
             Ask::Approval { tool, input, reason } => {
                 if self.approval == ApprovalPolicy::Full || self.allowed_tools.contains(&tool) {
                     let _ = reply.send(Reply::Allow);
                     return;
                 }
-                let summary = super::summarize_input(&tool, &input);
-                (
-                    json!({ "question_id": question_id, "kind": "approval", "tool": tool, "input": summary, "reason": reason }),
-                    Some(tool),
-                )
+                let input = super::summarize_input(&tool, &input);
+                (Card::Approval { tool: tool.clone(), input, reason, answers: None }, Some(tool))
             }
         };
-        let body = event("question", fields.clone());
-        self.live.apply(&body);
+        let card = QuestionCard { question_id: question_id.clone(), card };
+        self.live.apply(&ChatEvent::Question(card.clone()));
+        let notice = crate::push::Notice::question(&self.chat_id, &card);
         let committed = self
-            .state
+            .agents
             .writer
             .call(|ack| WriteCommand::QuestionCommit {
                 chat_id: self.chat_id.clone(),
                 run_id: self.run_id.clone(),
-                question_id: question_id.clone(),
-                event: body,
-                live: self.live.to_body(),
+                card,
+                live: self.live.to_message(),
                 ack,
             })
             .await;
         match committed {
             Ok(()) => {
-                self.state.push.question_waiting(&self.chat_id, &question_id, &fields);
+                self.agents.push.notify(notice);
                 self.pending_ask = Some(PendingAsk { question_id, approval_tool, reply });
             }
             Err(e) => {
@@ -456,52 +425,52 @@ impl Turn<'_> {
     }
 
     /// Records the owner's answer (durably first), then hands it to the CLI.
-    async fn answer(&mut self, question_id: &str, answers: Value) -> Result<()> {
-        match &self.pending_ask {
-            Some(p) if p.question_id == question_id => {}
-            _ => return Err(Error::gone("question_stale", "That question is no longer open.")),
-        }
-        let approval_tool = self.pending_ask.as_ref().and_then(|p| p.approval_tool.clone());
-        let reply = match &approval_tool {
-            None => {
-                let Value::Object(map) = &answers else {
-                    return Err(Error::bad_request("invalid_answers", "answers must map each question to a choice"));
-                };
-                Reply::Answers(map.clone())
+    async fn answer(&mut self, question_id: &QuestionId, answers: Answers) -> Result<()> {
+        let approval_tool = match &self.pending_ask {
+            Some(p) if p.question_id == *question_id => p.approval_tool.clone(),
+            _ => return Err(Domain::QuestionStale.into()),
+        };
+        let reply = match (&approval_tool, &answers) {
+            (None, Answers::Choices(choices)) => Reply::Answers(choices.clone()),
+            (None, Answers::Approval(_)) => {
+                return Err(Domain::InvalidAnswers("answers must map each question to a choice").into());
             }
-            Some(_) => match answers.get("decision").and_then(Value::as_str) {
-                Some("allow") => Reply::Allow,
-                Some("allow_chat") => Reply::AllowAlways,
-                Some("deny") => Reply::Deny(
-                    answers
-                        .get("reason")
-                        .and_then(Value::as_str)
+            (Some(_), Answers::Approval(a)) => match a.decision {
+                Decision::Allow => Reply::Allow,
+                Decision::AllowChat => Reply::AllowAlways,
+                Decision::Deny => Reply::Deny(
+                    a.reason
+                        .as_deref()
                         .filter(|r| !r.trim().is_empty())
                         .unwrap_or("The owner declined this.")
                         .to_owned(),
                 ),
-                _ => return Err(Error::bad_request("invalid_answers", "decision must be allow, allow_chat or deny")),
             },
+            (Some(_), Answers::Choices(_)) => {
+                return Err(Domain::InvalidAnswers("decision must be allow, allow_chat or deny").into());
+            }
         };
-        self.state
+        self.agents
             .writer
             .call(|ack| WriteCommand::AnswerQuestion {
                 chat_id: self.chat_id.clone(),
-                question_id: question_id.to_owned(),
+                question_id: question_id.clone(),
                 answers: answers.clone(),
                 ack,
             })
             .await?;
-        self.live.apply(&event("answers_applied", json!({ "question_id": question_id, "answers": answers })));
+        self.live.apply(&ChatEvent::AnswersApplied { question_id: question_id.clone(), answers });
         if let (Reply::AllowAlways, Some(tool)) = (&reply, &approval_tool) {
             self.allowed_tools.insert(tool.clone());
             let mut tools: Vec<&String> = self.allowed_tools.iter().collect();
             tools.sort();
-            let settings =
-                db::chats::ChatSettings { allowed_tools: Some(json!(tools).to_string()), ..Default::default() };
-            let patch = crate::writer::ChatPatch { title: None, settings, scope: None };
+            let settings = db::chats::ChatSettings {
+                allowed_tools: Some(serde_json::to_string(&tools).unwrap_or_else(|_| "[]".into())),
+                ..Default::default()
+            };
+            let patch = ChatPatch { title: None, settings, scope: None };
             let _ = self
-                .state
+                .agents
                 .writer
                 .call(|ack| WriteCommand::UpdateChat { chat_id: self.chat_id.clone(), patch, ack })
                 .await;
@@ -516,10 +485,10 @@ impl Turn<'_> {
     /// message, the owner's words follow it, and the reply goes on as a new live message.
     async fn seal_for_steer(&mut self) {
         let Some((message, reply)) = self.pending_steer.take() else { return };
-        self.live.close_running_tools("done");
-        let sealed = self.live.to_body();
+        self.live.close_running_tools(ToolStatus::Done);
+        let sealed = self.live.to_message();
         let committed = self
-            .state
+            .agents
             .writer
             .call(|ack| WriteCommand::SteerCommit {
                 chat_id: self.chat_id.clone(),
@@ -531,7 +500,7 @@ impl Turn<'_> {
             .await;
         match committed {
             Ok(stored) => {
-                self.live = LiveMessage::new(now_ms());
+                self.live = LiveMessage::new(stored.ts);
                 self.dirty = false;
                 let _ = reply.send(Ok(Some(stored)));
             }
@@ -580,18 +549,18 @@ impl Turn<'_> {
             let _ = reply.send(Ok(None));
         }
         let status = match (stopped, finish.status) {
-            (true, _) => "stopped",
-            (false, FinishStatus::Completed) => "completed",
-            (false, FinishStatus::Failed) => "failed",
-            (false, FinishStatus::Interrupted) => "interrupted",
+            (true, _) => RunStatus::Stopped,
+            (false, FinishStatus::Completed) => RunStatus::Completed,
+            (false, FinishStatus::Failed) => RunStatus::Failed,
+            (false, FinishStatus::Interrupted) => RunStatus::Interrupted,
         };
         if let Some(message) = &finish.error {
-            self.live.apply(&event("error", json!({ "message": message, "resumable": true })));
+            self.live.apply(&ChatEvent::Error { message: message.clone(), resumable: Some(true) });
         }
-        self.live.close_running_tools(if stopped { "stopped" } else { "done" });
+        self.live.close_running_tools(if stopped { ToolStatus::Stopped } else { ToolStatus::Done });
         let usage = finish.usage.clone().or_else(|| self.usage.clone());
-        let end = db::chats::RunEnd {
-            status: status.to_owned(),
+        let end = db::runs::RunEnd {
+            status: status.as_str().to_owned(),
             cost_usd: finish.cost_usd,
             input_tokens: usage.as_ref().map(|u| u.input_tokens),
             output_tokens: usage.as_ref().map(|u| u.output_tokens),
@@ -605,24 +574,21 @@ impl Turn<'_> {
             chat_id: self.chat_id.clone(),
             run_id: self.run_id.clone(),
             status,
-            body: Some(self.live.to_body()),
+            body: Some(self.live.to_message()),
             end,
-            next_run_id: new_run_id(),
+            provider: Some(self.provider),
+            next_run_id: RunId::random(),
         };
-        info!(run.id = %self.run_id, status, "turn ended");
-        let reply =
-            run.body.as_ref().and_then(|b| b.get("content")).and_then(Value::as_str).unwrap_or_default().to_owned();
-        match self.state.writer.call(|ack| WriteCommand::FinishRun { finish: run, ack }).await {
-            Ok(outcome) if !stopped && outcome.next.is_none() && matches!(status, "completed" | "failed") => {
-                self.state.push.turn_ended(&self.chat_id, status == "failed", &reply, finish.error.as_deref());
+        info!(run.id = %self.run_id, status = status.as_str(), "turn ended");
+        let reply = run.body.as_ref().map(|m| m.content.clone()).unwrap_or_default();
+        match self.agents.writer.call(|ack| WriteCommand::FinishRun { finish: run, ack }).await {
+            Ok(outcome) if outcome.next.is_none() => {
+                // The push goes after the commit, off this path (a bounded enqueue).
+                self.agents.push.turn_ended(&self.chat_id, status, &reply, finish.error.as_deref());
                 Outcome { next: None, cleared: outcome.cleared }
             }
             Ok(outcome) => Outcome {
-                next: outcome.next.map(|(run_id, messages)| TurnStart {
-                    chat_id: self.chat_id.clone(),
-                    run_id,
-                    messages,
-                }),
+                next: outcome.next.map(|started| TurnStart { chat_id: self.chat_id.clone(), started }),
                 cleared: outcome.cleared,
             },
             Err(e) => {
@@ -634,30 +600,40 @@ impl Turn<'_> {
     }
 }
 
-/// A fresh run id: `rt-` + 32 hex.
-pub fn new_run_id() -> String {
-    format!("rt-{}", uuid::Uuid::new_v4().simple())
-}
-
 /// What ending a turn led to, as the turn runner sees it.
-pub struct Outcome {
-    pub next: Option<TurnStart>,
-    pub cleared: Vec<String>,
+struct Outcome {
+    next: Option<TurnStart>,
+    cleared: Vec<crate::protocol::Cid>,
 }
 
-/// Builds a user message object for answers delivered after a restart.
-pub fn answers_text(questions: &[Value], answers: &Map<String, Value>) -> String {
+/// The hidden message that carries answers given after a restart (the turn that asked is
+/// gone, so the next one reads them).
+pub fn answers_text(answers: &Answers) -> String {
     let mut lines = vec!["My answers to your questions:".to_owned()];
-    for (question, answer) in answers {
-        let answer = match answer {
-            Value::String(s) => s.clone(),
-            Value::Array(items) => items.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "),
-            other => other.to_string(),
-        };
-        lines.push(format!("- {question}: {answer}"));
-    }
-    if questions.is_empty() && answers.is_empty() {
-        lines.push("(no answer)".into());
+    match answers {
+        Answers::Choices(choices) => {
+            for (question, choice) in choices {
+                let answer = match choice {
+                    Choice::One(s) => s.clone(),
+                    Choice::Many(items) => items.join(", "),
+                };
+                lines.push(format!("- {question}: {answer}"));
+            }
+            if choices.is_empty() {
+                lines.push("(no answer)".into());
+            }
+        }
+        Answers::Approval(approval) => {
+            let decision = match approval.decision {
+                Decision::Allow => "allow",
+                Decision::AllowChat => "allow_chat",
+                Decision::Deny => "deny",
+            };
+            lines.push(format!("- decision: {decision}"));
+            if let Some(reason) = &approval.reason {
+                lines.push(format!("- reason: {reason}"));
+            }
+        }
     }
     lines.join("\n")
 }

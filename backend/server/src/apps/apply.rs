@@ -4,17 +4,20 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
-use mobius_bundler::{BundleOptions, Diagnostics};
+use mobius_bundler::{BundleOptions, Bundler, Diagnostics};
 use serde::Serialize;
 use serde_json::Value;
+use sqlx::SqlitePool;
 
 use super::git::{self, Source};
 use super::manifest::{self, Manifest};
-use crate::app::AppState;
 use crate::db::{self, apps::AppRow};
 use crate::error::{Error, Result};
-use crate::writer::WriteCommand;
+use crate::locks::KeyedLocks;
+use crate::storage::Store;
+use crate::writer::{WriteCommand, WriterHandle};
 
 /// The files of the app runtime (in `Config::app_runtime_dir`) every bundle inlines.
 pub const RUNTIME_FILES: &[&str] = &["mobius-runtime.js", "mobius-chat.js", "app-runtime-inject.js"];
@@ -31,33 +34,84 @@ pub struct Applied {
     pub warnings: Vec<String>,
 }
 
-/// Where app sources live: `DATA_DIR/apps`.
-pub fn apps_dir(state: &AppState) -> PathBuf {
-    state.config.data_dir.join("apps")
+/// Compiles at once: one on a small machine keeps requests responsive.
+const MAX_PARALLEL_COMPILES: usize = 1;
+
+/// What applies, installs, updates and rebuilds use, handed over once at start-up.
+pub struct Apps {
+    pub data_dir: PathBuf,
+    /// `mobius-runtime.js` and `app-runtime-inject.js`.
+    pub runtime_dir: PathBuf,
+    /// The libraries apps may import.
+    pub node_modules: PathBuf,
+    pub read: SqlitePool,
+    pub writer: WriterHandle,
+    /// App storage (seeded on first install, wiped on purge).
+    pub storage: Arc<Store>,
+    /// Applies, installs and updates of one app run one after the other.
+    pub locks: KeyedLocks,
+    /// The bundler, created on first use (it owns a few threads).
+    bundler: OnceLock<Bundler>,
 }
 
-/// Where bundles live: `DATA_DIR/compiled`.
-pub fn compiled_dir(state: &AppState) -> PathBuf {
-    state.config.data_dir.join("compiled")
-}
-
-/// The bundle file of an app build.
-pub fn bundle_path(state: &AppState, id: i64, sha: &str) -> PathBuf {
-    compiled_dir(state).join(format!("app-{id}-{sha}.js"))
-}
-
-/// The app's source folder; 404 when it does not exist (or is not a plain folder).
-pub fn source_dir(state: &AppState, slug: &str) -> Result<PathBuf> {
-    if !manifest::valid_id(slug) {
-        return Err(Error::bad_request("invalid_slug", format!("{slug:?} is not a valid app id.")));
+impl Apps {
+    pub fn new(
+        data_dir: PathBuf,
+        runtime_dir: PathBuf,
+        node_modules: PathBuf,
+        read: SqlitePool,
+        writer: WriterHandle,
+        storage: Arc<Store>,
+    ) -> Self {
+        Self {
+            data_dir,
+            runtime_dir,
+            node_modules,
+            read,
+            writer,
+            storage,
+            locks: KeyedLocks::default(),
+            bundler: OnceLock::new(),
+        }
     }
-    let dir = apps_dir(state).join(slug);
-    match std::fs::symlink_metadata(&dir) {
-        Ok(meta) if meta.is_dir() => Ok(dir),
-        _ => Err(Error::not_found(
-            "app_source_missing",
-            format!("There is no folder apps/{slug}/ with the app's mobius.json and index.jsx."),
-        )),
+
+    /// The bundler, created on first use.
+    pub fn bundler(&self) -> Result<&Bundler> {
+        if let Some(b) = self.bundler.get() {
+            return Ok(b);
+        }
+        let bundler = Bundler::new(MAX_PARALLEL_COMPILES)?;
+        Ok(self.bundler.get_or_init(|| bundler))
+    }
+
+    /// Where app sources live: `DATA_DIR/apps`.
+    pub fn apps_dir(&self) -> PathBuf {
+        self.data_dir.join("apps")
+    }
+
+    /// Where bundles live: `DATA_DIR/compiled`.
+    pub fn compiled_dir(&self) -> PathBuf {
+        self.data_dir.join("compiled")
+    }
+
+    /// The bundle file of an app build.
+    pub fn bundle_path(&self, id: i64, sha: &str) -> PathBuf {
+        self.compiled_dir().join(format!("app-{id}-{sha}.js"))
+    }
+
+    /// The app's source folder; 404 when it does not exist (or is not a plain folder).
+    pub fn source_dir(&self, slug: &str) -> Result<PathBuf> {
+        if !manifest::valid_id(slug) {
+            return Err(Error::bad_request("invalid_slug", format!("{slug:?} is not a valid app id.")));
+        }
+        let dir = self.apps_dir().join(slug);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.is_dir() => Ok(dir),
+            _ => Err(Error::not_found(
+                "app_source_missing",
+                format!("There is no folder apps/{slug}/ with the app's mobius.json and index.jsx."),
+            )),
+        }
     }
 }
 
@@ -92,9 +146,9 @@ pub const RUNTIME_MODULES_DIR: &str = "runtime";
 /// A hash of everything the bundler inlines besides the app: the runtime files (`RUNTIME_FILES`
 /// and every module under `runtime/`, by name) and the ABI banner. A bundle built with another
 /// fingerprint is outdated.
-pub fn runtime_fingerprint(state: &AppState) -> Result<String> {
+pub fn runtime_fingerprint(apps: &Apps) -> Result<String> {
     use sha2::{Digest, Sha256};
-    let runtime = &state.config.app_runtime_dir;
+    let runtime = &apps.runtime_dir;
     let mut hash = Sha256::new();
     hash.update(BUNDLE_BANNER.as_bytes());
     for file in RUNTIME_FILES {
@@ -119,13 +173,13 @@ pub fn runtime_fingerprint(state: &AppState) -> Result<String> {
 
 /// Applies `apps/<slug>/`. The caller holds the app's lock.
 pub async fn apply_locked(
-    state: &AppState,
+    apps: &Apps,
     slug: &str,
     chat_id: Option<String>,
     installed_from: Option<Installed>,
     from: Snapshot,
 ) -> Result<Applied> {
-    let dir = source_dir(state, slug)?;
+    let dir = apps.source_dir(slug)?;
     if matches!(from, Snapshot::Worktree(_)) {
         manifest::parse(&read_manifest(&dir).await?, slug)?;
         if !tokio::fs::try_exists(dir.join("index.jsx")).await.unwrap_or(false) {
@@ -136,7 +190,7 @@ pub async fn apply_locked(
         }
     }
     let why = from.why();
-    let build_root = state.config.data_dir.join("run").join("build");
+    let build_root = apps.data_dir.join("run").join("build");
     std::fs::create_dir_all(&build_root)?;
     let message = format!("Apply {slug}");
     let snapshot = {
@@ -167,14 +221,14 @@ pub async fn apply_locked(
         ));
     }
     let mut warnings = manifest.warnings.clone();
-    let mut existing = db::apps::by_slug(&state.db.read, slug).await?;
+    let mut existing = db::apps::by_slug(&apps.read, slug).await?;
     if existing.is_none()
         && let Some(previous) = &manifest.previous_id
     {
         existing =
-            adopt(state, slug, previous, installed_from.as_ref().map(|i| i.source.as_str()), &mut warnings).await?;
+            adopt(apps, slug, previous, installed_from.as_ref().map(|i| i.source.as_str()), &mut warnings).await?;
     }
-    let runtime = runtime_fingerprint(state)?;
+    let runtime = runtime_fingerprint(apps)?;
     let revive_nonce = installed_from.as_ref().and_then(|i| i.revive_nonce.clone());
     if let Some(app) = &existing {
         if app.deleted_at.is_some() && revive_nonce.is_none() {
@@ -183,31 +237,49 @@ pub async fn apply_locked(
         if app.source_commit.as_deref() == Some(commit.as_str())
             && app.runtime_sha.as_deref() == Some(runtime.as_str())
             && let Some(sha) = &app.bundle_sha
-            && bundle_path(state, app.id, sha).is_file()
+            && apps.bundle_path(app.id, sha).is_file()
             && installed_from.is_none()
         {
             return Ok(Applied { mode: "unchanged", app: app.clone(), warnings });
         }
     }
-    let bundler = state.bundler()?;
-    let compiled = bundler.bundle(&bundle_options(state, tree_dir.path())).await;
+    let bundler = apps.bundler()?;
+    let compiled = bundler.bundle(&bundle_options(apps, tree_dir.path())).await;
     crate::memory::trim_after_compiles(bundler);
     let bundle = compiled.map_err(|d| compile_error(&d))?;
-    let assets = super::assets::stage(state, tree_dir.path(), &manifest.static_assets).await?;
+    let assets = super::assets::files::stage(&apps.data_dir, tree_dir.path(), &manifest.static_assets).await?;
     drop(tree_dir);
     let created = existing.as_ref().is_none_or(|a| a.bundle_sha.is_none());
+    // A first build that fails leaves nothing behind, unless it brings back an uninstalled app
+    // whose data the owner kept (then its row and data stay as they were).
+    let undo_on_failure = created && existing.as_ref().is_none_or(|a| a.deleted_at.is_none());
     let id = match &existing {
         Some(app) => app.id,
         None => {
             let nonce = uuid::Uuid::new_v4().simple().to_string();
             let (slug, name) = (slug.to_owned(), manifest.name.clone());
-            state.writer.call(|ack| WriteCommand::AppReserve { slug, name, nonce, ack }).await?
+            apps.writer.call(|ack| WriteCommand::AppReserve { slug, name, nonce, ack }).await?
         }
     };
-    let path = bundle_path(state, id, &bundle.sha256);
-    if let Err(e) = write_atomically(&path, bundle.code.as_bytes()).await {
-        if existing.is_none() {
-            let _ = state.writer.call(|ack| WriteCommand::AppForgetUnbuilt { id, ack }).await;
+    let path = apps.bundle_path(id, &bundle.sha256);
+    // A first build is all or nothing: its bundle, its seeded storage and assets, its row.
+    let mut assets = Some(assets);
+    let first_build = async {
+        write_atomically(&path, bundle.code.as_bytes()).await?;
+        if created {
+            if !manifest.storage_seeds.is_empty() {
+                crate::storage::write_seeds(apps.storage.clone(), &apps.data_dir, id, &dir, &manifest.storage_seeds)
+                    .await?;
+            }
+            if let Some(assets) = assets.take() {
+                super::assets::files::publish(&apps.data_dir, id, assets).await?;
+            }
+        }
+        Ok::<_, Error>(())
+    };
+    if let Err(e) = first_build.await {
+        if undo_on_failure {
+            forget_first_build(apps, id, &path).await;
         }
         return Err(e);
     }
@@ -223,28 +295,37 @@ pub async fn apply_locked(
     );
     applied.runtime_sha = runtime;
     applied.revive_nonce = revive_nonce;
-    state.writer.call(|ack| WriteCommand::AppRecordApply { id, applied, created, ack }).await?;
+    if let Err(e) = apps.writer.call(|ack| WriteCommand::AppRecordApply { id, applied, created, ack }).await {
+        if undo_on_failure {
+            forget_first_build(apps, id, &path).await;
+        }
+        return Err(e);
+    }
     if existing.as_ref().and_then(|a| a.source_commit.as_deref()) != Some(commit.as_str()) {
         let (dir, commit) = (dir.clone(), commit.clone());
-        tokio::task::spawn_blocking(move || -> Result<()> {
+        let marked = tokio::task::spawn_blocking(move || -> Result<()> {
             let repo = git::open_or_init(&dir)?;
             let oid = git2::Oid::from_str(&commit).map_err(|e| Error::Internal(e.to_string()))?;
             git::mark_live(&repo, oid, why)
         })
         .await
-        .map_err(|e| Error::Internal(format!("apply task: {e}")))??;
+        .map_err(|e| Error::Internal(format!("apply task: {e}")))
+        .and_then(|r| r);
+        // The build is live already: a missing entry in the undo list is not worth failing it.
+        if let Err(e) = marked {
+            tracing::warn!(app.id = id, slug, error = %e, "could not record the live version for undo");
+        }
     }
-    super::assets::publish(state, id, assets).await?;
+    if let Some(assets) = assets {
+        super::assets::files::publish(&apps.data_dir, id, assets).await?;
+    }
     if let Some(old) = existing.as_ref().and_then(|a| a.bundle_sha.clone())
         && old != bundle.sha256
     {
-        let _ = tokio::fs::remove_file(bundle_path(state, id, &old)).await;
-        super::icon::remove_rendered(&compiled_dir(state), id, &old);
+        let _ = tokio::fs::remove_file(apps.bundle_path(id, &old)).await;
+        super::icon::remove_rendered(&apps.compiled_dir(), id, &old);
     }
-    if created && !manifest.storage_seeds.is_empty() {
-        super::seed_storage(state, id, &dir, &manifest.storage_seeds).await?;
-    }
-    let app = db::apps::get(&state.db.read, id).await?.ok_or_else(|| Error::Internal("applied app vanished".into()))?;
+    let app = db::apps::get(&apps.read, id).await?.ok_or_else(|| Error::Internal("applied app vanished".into()))?;
     warnings.extend(bundle.warnings.iter().map(ToString::to_string));
     tracing::info!(app.id = id, slug, created, "app applied");
     Ok(Applied { mode: if created { "created" } else { "updated" }, app, warnings })
@@ -253,13 +334,13 @@ pub async fn apply_locked(
 /// Adopts the live app `previous` for the new id `slug` (its row, data and settings carry over):
 /// an install only adopts an app installed from the same source; a local apply adopts any.
 async fn adopt(
-    state: &AppState,
+    apps: &Apps,
     slug: &str,
     previous: &str,
     source: Option<&str>,
     warnings: &mut Vec<String>,
 ) -> Result<Option<AppRow>> {
-    let Some(prev) = db::apps::by_slug(&state.db.read, previous).await? else {
+    let Some(prev) = db::apps::by_slug(&apps.read, previous).await? else {
         warnings.push(format!("mobius.json › previous_id: no app {previous:?} is installed; nothing adopted"));
         return Ok(None);
     };
@@ -277,19 +358,32 @@ async fn adopt(
     }
     let id = prev.id;
     let new_slug = slug.to_owned();
-    state.writer.call(|ack| WriteCommand::AppAdopt { id, slug: new_slug, ack }).await?;
+    apps.writer.call(|ack| WriteCommand::AppAdopt { id, slug: new_slug, ack }).await?;
     warnings.push(format!(
         "mobius.json › previous_id: this app continues {previous:?} (app {id}): its data and settings carry over; \
          the folder apps/{previous}/ is no longer used"
     ));
     tracing::info!(app.id = id, from = previous, to = slug, "app adopted under a new id");
-    db::apps::get(&state.db.read, id).await
+    db::apps::get(&apps.read, id).await
+}
+
+/// Undoes a failed first build: its bundle, its storage, its assets and its reserved row go, so
+/// the id (slug) is free again.
+async fn forget_first_build(apps: &Apps, id: i64, bundle: &Path) {
+    let _ = tokio::fs::remove_file(bundle).await;
+    super::assets::files::remove(&apps.data_dir, id).await;
+    if let Err(e) = crate::storage::remove_app_data(apps.storage.clone(), &apps.data_dir, id).await {
+        tracing::warn!(app.id = id, error = %e, "removing a failed first build's storage failed");
+    }
+    if let Err(e) = apps.writer.call(|ack| WriteCommand::AppForgetUnbuilt { id, ack }).await {
+        tracing::warn!(app.id = id, error = %e, "forgetting a failed first build failed");
+    }
 }
 
 /// Applies with the app's lock held (concurrent applies of one app run one after the other).
-pub async fn apply(state: &AppState, slug: &str, chat_id: Option<String>) -> Result<Applied> {
-    let _lock = state.app_locks.lock(slug).await;
-    apply_locked(state, slug, chat_id, None, Snapshot::Worktree("apply")).await
+pub async fn apply(apps: &Apps, slug: &str, chat_id: Option<String>) -> Result<Applied> {
+    let _lock = apps.locks.lock(slug).await;
+    apply_locked(apps, slug, chat_id, None, Snapshot::Worktree("apply")).await
 }
 
 fn record_fields(
@@ -339,12 +433,12 @@ async fn read_manifest(dir: &Path) -> Result<String> {
         .map_err(|_| Error::unprocessable("manifest_invalid", "mobius.json is not UTF-8 text."))
 }
 
-fn bundle_options(state: &AppState, dir: &Path) -> BundleOptions {
-    let runtime = &state.config.app_runtime_dir;
+fn bundle_options(apps: &Apps, dir: &Path) -> BundleOptions {
+    let runtime = &apps.runtime_dir;
     BundleOptions {
         app_dir: dir.to_path_buf(),
         entry: "index.jsx".into(),
-        node_modules: vec![state.config.app_node_modules.clone()],
+        node_modules: vec![apps.node_modules.clone()],
         aliases: vec![("mobius-runtime".into(), runtime.join("mobius-runtime.js"))],
         inject: Some(runtime.join("app-runtime-inject.js")),
         banner: Some(BUNDLE_BANNER.into()),
@@ -384,13 +478,13 @@ pub struct Installed {
 /// `expect`, the source's release must still be that commit (the one the owner reviewed), else
 /// 409 `source_changed`. An app of the same id that was uninstalled comes back with its id,
 /// data and secrets (its earlier source folder is replaced).
-pub async fn install(state: &AppState, source: Source, label: String, expect: Option<String>) -> Result<Applied> {
+pub async fn install(apps: &Apps, source: Source, label: String, expect: Option<String>) -> Result<Applied> {
     if let Source::Url(url) = &source {
         super::ssrf::check_url(url).await?;
     }
-    let apps = apps_dir(state);
-    std::fs::create_dir_all(&apps)?;
-    let staging = tempfile::Builder::new().prefix(".installing-").tempdir_in(&apps)?;
+    let apps_root = apps.apps_dir();
+    std::fs::create_dir_all(&apps_root)?;
+    let staging = tempfile::Builder::new().prefix(".installing-").tempdir_in(&apps_root)?;
     let staging_path = staging.path().to_path_buf();
     let (slug, release) = {
         let source = source.clone();
@@ -400,18 +494,20 @@ pub async fn install(state: &AppState, source: Source, label: String, expect: Op
             if expect.as_deref().is_some_and(|e| e != release.to_string()) {
                 return Err(source_changed());
             }
-            let manifest = super::review::release_manifest(&repo, release)?;
+            let manifest = release_manifest(&repo, release)?;
             git::adopt_release(&repo, release)?;
             Ok((manifest.id, release.to_string()))
         })
         .await
         .map_err(|e| Error::Internal(format!("install task: {e}")))??
     };
-    let _lock = state.app_locks.lock(&slug).await;
-    let target = apps.join(&slug);
-    let earlier = db::apps::by_slug(&state.db.read, &slug).await?;
+    let _lock = apps.locks.lock(&slug).await;
+    let target = apps_root.join(&slug);
+    let earlier = db::apps::by_slug(&apps.read, &slug).await?;
     let revive = earlier.as_ref().is_some_and(|a| a.deleted_at.is_some());
-    if earlier.as_ref().is_some_and(|a| a.deleted_at.is_none()) || (target.exists() && !revive) {
+    // A row without a build is a first install that failed: its id is free again.
+    let taken = earlier.as_ref().is_some_and(|a| a.deleted_at.is_none() && a.bundle_sha.is_some());
+    if taken || (target.exists() && !revive) {
         return Err(Error::conflict(
             "app_exists",
             format!("An app with the id {slug:?} is already installed; update it instead."),
@@ -428,7 +524,7 @@ pub async fn install(state: &AppState, source: Source, label: String, expect: Op
         release: Some(release),
         revive_nonce: revive.then(|| uuid::Uuid::new_v4().simple().to_string()),
     };
-    match apply_locked(state, &slug, None, Some(installed), Snapshot::Worktree("install")).await {
+    match apply_locked(apps, &slug, None, Some(installed), Snapshot::Worktree("install")).await {
         Ok(applied) => Ok(applied),
         Err(e) => {
             // A failed first build leaves nothing behind.
@@ -436,6 +532,26 @@ pub async fn install(state: &AppState, source: Source, label: String, expect: Op
             Err(e)
         }
     }
+}
+
+/// The validated `mobius.json` of a release (its own `id` names its folder).
+pub fn release_manifest(repo: &git2::Repository, release: git2::Oid) -> Result<Manifest> {
+    let bytes = git::read_file(repo, release, "mobius.json")?
+        .ok_or_else(|| Error::unprocessable("manifest_missing", "The source has no mobius.json at its root."))?;
+    if bytes.len() > manifest::MAX_MANIFEST_BYTES {
+        return Err(Error::unprocessable("manifest_invalid", "mobius.json is larger than 64 KiB."));
+    }
+    let text =
+        String::from_utf8(bytes).map_err(|_| Error::unprocessable("manifest_invalid", "mobius.json is not UTF-8."))?;
+    let id = serde_json::from_str::<Value>(&text)
+        .ok()
+        .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_owned))
+        .ok_or_else(|| Error::unprocessable("manifest_invalid", "mobius.json has no id (or is not valid JSON)."))?;
+    let parsed = manifest::parse(&text, &id)?;
+    if git::read_file(repo, release, "index.jsx")?.is_none() {
+        return Err(Error::unprocessable("entry_missing", "The source has no index.jsx at its root."));
+    }
+    Ok(parsed)
 }
 
 /// The source moved on since the owner reviewed it.
@@ -450,29 +566,29 @@ pub fn source_changed() -> Error {
 /// runtime (a platform update changed `mobius-runtime.js`), one at a time after start-up. An
 /// app that no longer compiles keeps its old bundle; the owner's "seen" mark follows the
 /// rebuild, so it does not show as an unseen update.
-pub async fn rebuild_outdated(state: AppState) {
+pub async fn rebuild_outdated(apps: Arc<Apps>) {
     // No app was ever applied here: nothing to check (and no start-up work for a fresh server).
-    if !apps_dir(&state).is_dir() {
+    if !apps.apps_dir().is_dir() {
         return;
     }
-    let runtime = match runtime_fingerprint(&state) {
+    let runtime = match runtime_fingerprint(&apps) {
         Ok(runtime) => runtime,
         Err(e) => return tracing::warn!(error = %e, "the app runtime files are unreadable; apps are not rebuilt"),
     };
-    let apps = match db::apps::list(&state.db.read).await {
+    let rows = match db::apps::list(&apps.read).await {
         Ok(apps) => apps,
         Err(e) => return tracing::warn!(error = %e, "could not list apps to rebuild"),
     };
-    for app in apps.into_iter().filter(|a| a.runtime_sha.as_deref() != Some(runtime.as_str())) {
+    for app in rows.into_iter().filter(|a| a.runtime_sha.as_deref() != Some(runtime.as_str())) {
         let Some(commit) = app.source_commit.clone() else { continue };
-        let _lock = state.app_locks.lock(&app.slug).await;
-        match apply_locked(&state, &app.slug, None, None, Snapshot::Commit(commit, "rebuild")).await {
+        let _lock = apps.locks.lock(&app.slug).await;
+        match apply_locked(&apps, &app.slug, None, None, Snapshot::Commit(commit, "rebuild")).await {
             Ok(applied) => {
                 tracing::info!(app.id = app.id, slug = %app.slug, "app rebuilt for the current runtime");
                 if app.seen_sha.is_some() && app.seen_sha == app.bundle_sha {
                     let patch = db::apps::AppPatch { seen_sha: applied.app.bundle_sha, ..Default::default() };
                     let id = app.id;
-                    let _ = state.writer.call(|ack| WriteCommand::AppPatch { id, patch, ack }).await;
+                    let _ = apps.writer.call(|ack| WriteCommand::AppPatch { id, patch, ack }).await;
                 }
             }
             Err(e) => {
@@ -482,8 +598,15 @@ pub async fn rebuild_outdated(state: AppState) {
     }
 }
 
-/// `https://…` or an absolute local path.
-pub fn parse_source(source: &str) -> Result<Source> {
+/// Folders of the operating system no app is installed from (they, and everything in them).
+const SYSTEM_FOLDERS: &[&str] = &[
+    "/proc", "/sys", "/dev", "/run", "/boot", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/usr",
+    "/var/lib", "/var/log", "/var/run", "/root",
+];
+
+/// `https://…` or an absolute local folder: never `data_dir`, anything inside it or holding it
+/// (the platform's own state and secrets), nor a system folder.
+pub fn parse_source(data_dir: &Path, source: &str) -> Result<Source> {
     let source = source.trim();
     if source.starts_with("https://") {
         return Ok(Source::Url(source.to_owned()));
@@ -493,6 +616,16 @@ pub fn parse_source(source: &str) -> Result<Source> {
             .map_err(|_| Error::bad_request("invalid_source", "That folder does not exist."))?;
         if !path.is_dir() {
             return Err(Error::bad_request("invalid_source", "The source must be a folder or a git repository."));
+        }
+        let data_dir = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+        if path.starts_with(&data_dir) || data_dir.starts_with(&path) {
+            return Err(Error::bad_request(
+                "invalid_source",
+                "Apps cannot be installed from Möbius's own data folder (or a folder holding it).",
+            ));
+        }
+        if path == Path::new("/") || SYSTEM_FOLDERS.iter().any(|system| path.starts_with(system)) {
+            return Err(Error::bad_request("invalid_source", "Apps cannot be installed from a system folder."));
         }
         return Ok(Source::Path(path));
     }

@@ -10,12 +10,11 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::app::AppState;
 use crate::db;
 use crate::error::{Error, Result};
+use crate::state::AppState;
 use crate::writer::WriteCommand;
 
 /// The original product's public catalog.
@@ -33,40 +32,8 @@ const MAX_INDEX_CHARS: usize = 2048;
 /// Longest text kept per entry field.
 const MAX_FIELD_CHARS: usize = 600;
 
-/// One app a catalog offers.
-#[derive(Debug, Clone, Serialize)]
-pub struct Entry {
-    pub id: String,
-    pub name: String,
-    pub description: String,
-    pub version: Option<String>,
-    pub author: Option<String>,
-    /// The git source to review and install.
-    pub source: String,
-    pub categories: Vec<String>,
-    pub keywords: Vec<String>,
-    pub theme_color: Option<String>,
-    /// The index it came from.
-    pub index: String,
-}
-
-/// An index that could not be read, and why.
-#[derive(Debug, Clone, Serialize)]
-pub struct IndexError {
-    pub index: String,
-    pub message: String,
-}
-
-/// The merged catalog.
-#[derive(Debug, Clone, Serialize, Default)]
-pub struct Catalog {
-    pub apps: Vec<Entry>,
-    pub errors: Vec<IndexError>,
-}
-
-/// The last catalog read, per set of indexes.
-#[derive(Default)]
-pub struct CatalogCache(tokio::sync::Mutex<Option<(Vec<String>, Instant, Catalog)>>);
+pub mod entries;
+pub use entries::{Catalog, CatalogCache, Entry, IndexError};
 
 /// The indexes in force.
 pub async fn indexes(state: &AppState) -> Result<Vec<String>> {

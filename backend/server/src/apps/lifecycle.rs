@@ -6,23 +6,24 @@
 //! Updates and restores are built before any branch moves: a release that does not parse or
 //! compile leaves the installed version running, its source untouched, and says why.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use tokio::sync::{Mutex, Semaphore};
 
 use super::apply::{self, Applied, Installed, Snapshot};
 use super::git::{self, ConflictFile, Plan, Source};
 use super::review::{self, Permission, PermissionChange};
-use crate::app::AppState;
+
+pub mod limits;
 use crate::db::{self, apps::AppPatch, apps::AppRow, now_ms};
 use crate::error::{Error, Result};
+use crate::state::AppState;
 use crate::writer::WriteCommand;
+pub use limits::{Lifecycle, MAX_PARALLEL_REVIEWS};
 
-/// Reviews fetched at once (each a fetch into a throwaway repository).
-pub const MAX_PARALLEL_REVIEWS: usize = 2;
 /// Sources asked at once during an update check.
 pub const MAX_PARALLEL_UPDATE_CHECKS: usize = 4;
 /// How often every installed app's source is asked for a new release.
@@ -34,42 +35,19 @@ pub const MIN_RECHECK_INTERVAL: Duration = Duration::from_secs(60);
 /// Longest one source may take to answer a check.
 pub const UPDATE_CHECK_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Bounds and state of the app lifecycle, shared by the routes.
-pub struct Lifecycle {
-    /// Limits concurrent reviews.
-    pub reviews: Semaphore,
-    /// Limits concurrent icon renders.
-    pub icons: Semaphore,
-    /// When the last update check finished; held while one runs.
-    last_check: Mutex<Option<Instant>>,
-    /// The store's catalog, cached.
-    pub catalog: super::catalog::CatalogCache,
-}
-
-impl Default for Lifecycle {
-    fn default() -> Self {
-        Self {
-            reviews: Semaphore::new(MAX_PARALLEL_REVIEWS),
-            icons: Semaphore::new(super::icon::MAX_PARALLEL_ICON_RENDERS),
-            last_check: Mutex::new(None),
-            catalog: super::catalog::CatalogCache::default(),
-        }
-    }
-}
-
 fn blocking_failed(e: tokio::task::JoinError) -> Error {
     Error::Internal(format!("app task: {e}"))
 }
 
 /// The source an app was installed from; 409 for apps built here.
-fn source_of(app: &AppRow) -> Result<(String, Source)> {
+fn source_of(data_dir: &Path, app: &AppRow) -> Result<(String, Source)> {
     let url = app.source_url.clone().ok_or_else(|| {
         Error::conflict(
             "not_installed",
             "This app was built here, not installed from a source; there is nothing to update from.",
         )
     })?;
-    let source = apply::parse_source(&url)?;
+    let source = apply::parse_source(data_dir, &url)?;
     Ok((url, source))
 }
 
@@ -98,9 +76,9 @@ async fn record_check(state: &AppState, id: i64, newer: Option<String>, error: O
 /// Asks one app's source whether it has a newer release, and records the answer.
 pub async fn check_one(state: &AppState, app: &AppRow) -> Checked {
     let found = async {
-        let (_, source) = source_of(app)?;
+        let (_, source) = source_of(&state.config.data_dir, app)?;
         check_source(&source).await?;
-        let dir = apply::source_dir(state, &app.slug)?;
+        let dir = state.apps.source_dir(&app.slug)?;
         let probe = tokio::task::spawn_blocking(move || -> Result<Option<String>> {
             let repo = git::open_or_init(&dir)?;
             let probe = git::probe_release(&repo, &source)?;
@@ -172,7 +150,7 @@ pub async fn check_periodically(state: AppState) {
     loop {
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
-            () = crate::app::stopping(&mut stop) => return,
+            () = crate::state::stopping(&mut stop) => return,
         }
         if let Err(e) = check_all(&state, true).await {
             tracing::warn!(error = %e, "the periodic update check failed");
@@ -205,10 +183,10 @@ pub struct Preview {
 /// Fetches the source's newest release into the app's repository and compares it with the
 /// installed one. Nothing the app serves changes.
 pub async fn preview(state: &AppState, app: &AppRow) -> Result<Preview> {
-    let (_, source) = source_of(app)?;
+    let (_, source) = source_of(&state.config.data_dir, app)?;
     check_source(&source).await?;
-    let _lock = state.app_locks.lock(&app.slug).await;
-    let dir = apply::source_dir(state, &app.slug)?;
+    let _lock = state.apps.locks.lock(&app.slug).await;
+    let dir = state.apps.source_dir(&app.slug)?;
     let installed: Map<String, Value> = serde_json::from_str(&app.manifest).unwrap_or_default();
     let live = app.source_commit.clone();
     let (preview, newer) = tokio::task::spawn_blocking(move || -> Result<(Preview, Option<String>)> {
@@ -221,7 +199,7 @@ pub async fn preview(state: &AppState, app: &AppRow) -> Result<Preview> {
             .map(|c| review::scan_code(&repo, c))
             .unwrap_or_default();
         let before = review::permissions(&installed, installed_code);
-        let parsed = review::release_manifest(&repo, release);
+        let parsed = apply::release_manifest(&repo, release);
         let (version, name, permissions, manifest_error) = match &parsed {
             Ok(m) => (
                 Some(m.version.clone()),
@@ -289,10 +267,10 @@ fn kept_running(e: Error, what: &str) -> Error {
 /// edits are replayed on top; when they conflict, the worktree holds the merge with markers
 /// and a chat with the agent opens to resolve it (the live app is untouched meanwhile).
 pub async fn update(state: &AppState, app: &AppRow, expect: Option<String>) -> Result<Updated> {
-    let (url, source) = source_of(app)?;
+    let (url, source) = source_of(&state.config.data_dir, app)?;
     check_source(&source).await?;
-    let lock = state.app_locks.lock(&app.slug).await;
-    let dir = apply::source_dir(state, &app.slug)?;
+    let lock = state.apps.locks.lock(&app.slug).await;
+    let dir = state.apps.source_dir(&app.slug)?;
     let plan_dir = dir.clone();
     let (release, plan, resolving) =
         tokio::task::spawn_blocking(move || -> Result<(git2::Oid, Plan, Option<git2::Oid>)> {
@@ -356,10 +334,10 @@ pub async fn update(state: &AppState, app: &AppRow, expect: Option<String>) -> R
         Plan::Ready(new_main) => {
             let slug = renamed_slug(state, app, &dir, new_main).await?;
             let moved = slug != app.slug;
-            let _new_lock = if moved { Some(state.app_locks.lock(&slug).await) } else { None };
+            let _new_lock = if moved { Some(state.apps.locks.lock(&slug).await) } else { None };
             let installed = Installed { source: url, release: Some(release.to_string()), revive_nonce: None };
             let built = apply::apply_locked(
-                state,
+                &state.apps,
                 &slug,
                 None,
                 Some(installed),
@@ -370,12 +348,12 @@ pub async fn update(state: &AppState, app: &AppRow, expect: Option<String>) -> R
                 Ok(applied) => applied,
                 Err(e) => {
                     if moved {
-                        let _ = tokio::fs::rename(apply::apps_dir(state).join(&slug), &dir).await;
+                        let _ = tokio::fs::rename(state.apps.apps_dir().join(&slug), &dir).await;
                     }
                     return Err(kept_running(e, "The update was not applied:"));
                 }
             };
-            let repo_dir = apply::apps_dir(state).join(&slug);
+            let repo_dir = state.apps.apps_dir().join(&slug);
             tokio::task::spawn_blocking(move || -> Result<()> {
                 let repo = git::open_or_init(&repo_dir)?;
                 git::finish_update(&repo, release, new_main)
@@ -412,7 +390,7 @@ async fn renamed_slug(state: &AppState, app: &AppRow, dir: &std::path::Path, com
     if id == app.slug || previous != app.slug || !super::manifest::valid_id(id) {
         return Ok(app.slug.clone());
     }
-    let target = apply::apps_dir(state).join(id);
+    let target = state.apps.apps_dir().join(id);
     if target.exists() || db::apps::by_slug(&state.db.read, id).await?.is_some() {
         return Err(Error::conflict(
             "app_exists",
@@ -458,14 +436,14 @@ async fn open_resolver(
     let title = format!("Resolve the update of {}", app.name);
     let (chat_id, started) = crate::chats::open_primed_chat(state, &title, content.clone(), context.clone()).await?;
     let draft = (!started).then(|| format!("{content}\n\n{context}"));
-    Ok((chat_id, started, draft))
+    Ok((chat_id.to_string(), started, draft))
 }
 
 /// Restores an earlier version (without `commit`: the one live before the current one). It is
 /// built first; one that does not build leaves the current version running and says why.
 pub async fn restore(state: &AppState, app: &AppRow, commit: Option<String>) -> Result<Applied> {
-    let _lock = state.app_locks.lock(&app.slug).await;
-    let dir = apply::source_dir(state, &app.slug)?;
+    let _lock = state.apps.locks.lock(&app.slug).await;
+    let dir = state.apps.source_dir(&app.slug)?;
     let plan_dir = dir.clone();
     let plan = tokio::task::spawn_blocking(move || -> Result<git::RestorePlan> {
         let repo = git::open_or_init(&plan_dir)?;
@@ -474,7 +452,7 @@ pub async fn restore(state: &AppState, app: &AppRow, commit: Option<String>) -> 
     .await
     .map_err(blocking_failed)??;
     let applied =
-        apply::apply_locked(state, &app.slug, None, None, Snapshot::Commit(plan.commit.to_string(), "restore"))
+        apply::apply_locked(&state.apps, &app.slug, None, None, Snapshot::Commit(plan.commit.to_string(), "restore"))
             .await
             .map_err(|e| kept_running(e, "That version does not build here:"))?;
     tokio::task::spawn_blocking(move || -> Result<()> {
@@ -493,7 +471,7 @@ pub async fn restore(state: &AppState, app: &AppRow, commit: Option<String>) -> 
 
 /// The version history of an app, newest first.
 pub async fn history(state: &AppState, app: &AppRow) -> Result<Vec<git::HistoryEntry>> {
-    let dir = apply::source_dir(state, &app.slug)?;
+    let dir = state.apps.source_dir(&app.slug)?;
     tokio::task::spawn_blocking(move || -> Result<Vec<git::HistoryEntry>> {
         let repo = git::open_or_init(&dir)?;
         git::history(&repo, MAX_HISTORY_ENTRIES)
@@ -513,7 +491,7 @@ pub async fn uninstall(state: &AppState, app: &AppRow, keep_data: bool) -> Resul
     let patch = AppPatch { deleted_at: Some(Some(now_ms())), ..AppPatch::default() };
     state.writer.call(|ack| WriteCommand::AppPatch { id, patch, ack }).await?;
     if !keep_data {
-        crate::storage::remove_app_data(state, id).await?;
+        crate::storage::remove_app_data(state.storage.clone(), &state.config.data_dir, id).await?;
         state.writer.call(|ack| WriteCommand::AppDeleteSecrets { app_id: id, ack }).await?;
     }
     tracing::info!(app.id = id, slug = %app.slug, keep_data, "app uninstalled");
@@ -523,13 +501,13 @@ pub async fn uninstall(state: &AppState, app: &AppRow, keep_data: bool) -> Resul
 /// Deletes everything an app stored and writes its starting documents again, as on a fresh
 /// install (its secrets stay).
 pub async fn delete_data(state: &AppState, app: &AppRow) -> Result<()> {
-    let _lock = state.app_locks.lock(&app.slug).await;
-    crate::storage::remove_app_data(state, app.id).await?;
+    let _lock = state.apps.locks.lock(&app.slug).await;
+    crate::storage::remove_app_data(state.storage.clone(), &state.config.data_dir, app.id).await?;
     let manifest: Map<String, Value> = serde_json::from_str(&app.manifest).unwrap_or_default();
     if let Some(seeds) = manifest.get("storage_seeds").and_then(Value::as_object).filter(|s| !s.is_empty())
-        && let Ok(dir) = apply::source_dir(state, &app.slug)
+        && let Ok(dir) = state.apps.source_dir(&app.slug)
     {
-        super::seed_storage(state, app.id, &dir, seeds).await?;
+        crate::storage::write_seeds(state.storage.clone(), &state.config.data_dir, app.id, &dir, seeds).await?;
     }
     tracing::info!(app.id = app.id, slug = %app.slug, "app data deleted");
     Ok(())

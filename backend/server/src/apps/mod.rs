@@ -4,6 +4,7 @@
 
 pub mod apply;
 pub mod assets;
+pub mod bootstrap;
 pub mod catalog;
 pub mod contract;
 pub mod git;
@@ -18,22 +19,19 @@ mod serve;
 pub mod smart_http;
 pub mod ssrf;
 
-use std::path::Path;
-
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 pub use routes::router;
-pub use serve::{request_origin, standalone_router};
+pub use serve::{FRAME_SANDBOX_FLAGS, request_origin, standalone_router};
 
 /// The public routes outside `/api`: the standalone host and static assets.
 pub fn public_router() -> axum::Router<AppState> {
     standalone_router().merge(assets::router())
 }
 
-use crate::app::AppState;
 use crate::db::apps::AppRow;
-use crate::error::Result;
+use crate::state::AppState;
 
 /// Deleted apps can be recovered this long.
 pub const RECOVERY_WINDOW_MS: i64 = 7 * 24 * 3600 * 1000;
@@ -79,6 +77,17 @@ pub struct AppOut {
     pub created_at: i64,
     pub updated_at: i64,
     pub deleted_at: Option<i64>,
+}
+
+impl AppOut {
+    /// The app as the API shows it; its frame URL names this build and the frame bootstrap
+    /// (`b`), so the browser may cache that document for good.
+    pub fn new(state: &AppState, row: AppRow) -> Self {
+        let mut out = Self::from(row);
+        out.frame_url.push_str("&b=");
+        out.frame_url.push_str(&state.frame_bootstrap().key);
+        out
+    }
 }
 
 /// An installed app's update state as the API shows it.
@@ -161,9 +170,4 @@ fn precache_urls(id: i64, v: &str, manifest: &Map<String, Value>) -> Vec<String>
         }
     }
     urls
-}
-
-/// Writes the manifest's `storage_seeds` into a newly installed app's storage.
-pub async fn seed_storage(state: &AppState, app_id: i64, source_dir: &Path, seeds: &Map<String, Value>) -> Result<()> {
-    crate::storage::write_seeds(state, app_id, source_dir, seeds).await
 }

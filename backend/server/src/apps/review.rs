@@ -14,10 +14,10 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::git::{self, Source};
-use super::manifest::{self, CAPABILITIES, Manifest};
-use crate::app::AppState;
+use super::manifest::{CAPABILITIES, Manifest};
 use crate::db;
 use crate::error::{Error, Result};
+use crate::state::AppState;
 
 /// Side of the icon a review shows.
 const REVIEW_ICON_SIZE: u32 = 128;
@@ -320,26 +320,6 @@ pub fn scan_code(repo: &Repository, commit: Oid) -> CodeUse {
     found
 }
 
-/// The validated `mobius.json` of a release (its own `id` names its folder).
-pub fn release_manifest(repo: &Repository, release: Oid) -> Result<Manifest> {
-    let bytes = git::read_file(repo, release, "mobius.json")?
-        .ok_or_else(|| Error::unprocessable("manifest_missing", "The source has no mobius.json at its root."))?;
-    if bytes.len() > manifest::MAX_MANIFEST_BYTES {
-        return Err(Error::unprocessable("manifest_invalid", "mobius.json is larger than 64 KiB."));
-    }
-    let text =
-        String::from_utf8(bytes).map_err(|_| Error::unprocessable("manifest_invalid", "mobius.json is not UTF-8."))?;
-    let id = serde_json::from_str::<Value>(&text)
-        .ok()
-        .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_owned))
-        .ok_or_else(|| Error::unprocessable("manifest_invalid", "mobius.json has no id (or is not valid JSON)."))?;
-    let parsed = manifest::parse(&text, &id)?;
-    if git::read_file(repo, release, "index.jsx")?.is_none() {
-        return Err(Error::unprocessable("entry_missing", "The source has no index.jsx at its root."));
-    }
-    Ok(parsed)
-}
-
 /// The icon of a release as a `data:` PNG of `size`, if it has one that decodes.
 pub fn release_icon(repo: &Repository, release: Oid, manifest: &Manifest, size: u32) -> Option<String> {
     let path = manifest.icon.as_deref()?;
@@ -426,7 +406,7 @@ pub async fn review(state: &AppState, source: Source, label: String) -> Result<R
 
 /// The review of `release` in `repo`.
 pub fn describe(repo: &Repository, release: Oid, source: String) -> Result<Review> {
-    let m = release_manifest(repo, release)?;
+    let m = super::apply::release_manifest(repo, release)?;
     let code = scan_code(repo, release);
     Ok(Review {
         source,

@@ -9,10 +9,10 @@ use serde_json::{Value, json};
 use super::apply::{self, Applied};
 use super::{AppOut, RECOVERY_WINDOW_MS, catalog, lifecycle, review, serve};
 use crate::api::ApiJson;
-use crate::app::AppState;
 use crate::auth::{Claims, OWNER_TOKEN_TTL_SECS, Owner, Principal, Scope, issue_app_token};
 use crate::db::{self, apps::AppPatch, now_ms};
-use crate::error::{Error, Result};
+use crate::error::{Domain, Error, Result};
+use crate::state::AppState;
 use crate::writer::WriteCommand;
 
 /// The app routes (mounted under `/api`).
@@ -65,30 +65,36 @@ fn manager(who: &Principal) -> Result<()> {
     }
 }
 
-async fn list(State(state): State<AppState>, _who: Principal) -> Result<Json<Vec<AppOut>>> {
+/// `GET /api/apps`: the owner's list, and a `manage_apps` app's (no other app may enumerate them).
+async fn list(State(state): State<AppState>, who: Principal) -> Result<Json<Vec<AppOut>>> {
+    manager(&who)?;
     if state.purge_clock.due() {
-        tokio::spawn(crate::housekeeping::purge_tombstones(state.clone()));
+        tokio::spawn(crate::housekeeping::purge_tombstones(state.writer.clone(), state.apps.clone()));
     }
-    Ok(Json(db::apps::list(&state.db.read).await?.into_iter().map(AppOut::from).collect()))
+    Ok(Json(db::apps::list(&state.db.read).await?.into_iter().map(|row| AppOut::new(&state, row)).collect()))
 }
 
 async fn app_row(state: &AppState, id: i64) -> Result<db::apps::AppRow> {
     db::apps::get(&state.db.read, id)
         .await?
         .filter(|a| a.bundle_sha.is_some())
-        .ok_or_else(|| Error::not_found("app_not_found", "No such app."))
+        .ok_or_else(|| Domain::AppNotFound.into())
 }
 
 async fn live_row(state: &AppState, id: i64) -> Result<db::apps::AppRow> {
     let app = app_row(state, id).await?;
     if app.deleted_at.is_some() {
-        return Err(Error::not_found("app_not_found", "No such app."));
+        return Err(Domain::AppNotFound.into());
     }
     Ok(app)
 }
 
-async fn get_app(State(state): State<AppState>, _who: Principal, Path(id): Path<i64>) -> Result<Json<AppOut>> {
-    Ok(Json(live_row(&state, id).await?.into()))
+/// `GET /api/apps/{id}`: the owner's view of any app; an app sees only itself.
+async fn get_app(State(state): State<AppState>, who: Principal, Path(id): Path<i64>) -> Result<Json<AppOut>> {
+    if who.app_id().is_some_and(|own| own != id) {
+        return Err(Error::forbidden("forbidden", "An app may read only its own entry."));
+    }
+    Ok(Json(AppOut::new(&state, live_row(&state, id).await?)))
 }
 
 #[derive(Deserialize)]
@@ -99,9 +105,9 @@ struct ApplyIn {
     chat_id: Option<String>,
 }
 
-fn applied_json(a: Applied) -> Json<Value> {
+fn applied_json(state: &AppState, a: Applied) -> Json<Value> {
     let mode = a.mode;
-    Json(json!({ "mode": mode, "app": AppOut::from(a.app), "warnings": a.warnings }))
+    Json(json!({ "mode": mode, "app": AppOut::new(state, a.app), "warnings": a.warnings }))
 }
 
 /// `POST /api/apps/apply {slug}` — the owner, or an agent run (its chat is remembered).
@@ -119,7 +125,7 @@ async fn apply_app(
             Error::bad_request("invalid_request", "Name the app to apply: {\"slug\": \"<folder under apps/>\"}.")
         })?;
     let chat_id = body.chat_id.or_else(|| (claims.scope == Scope::Agent).then(|| claims.chat_id.clone()).flatten());
-    Ok(applied_json(apply::apply(&state, &slug, chat_id).await?))
+    Ok(applied_json(&state, apply::apply(&state.apps, &slug, chat_id).await?))
 }
 
 #[derive(Deserialize)]
@@ -143,10 +149,10 @@ async fn install(
     _owner: Owner,
     ApiJson(body): ApiJson<InstallIn>,
 ) -> Result<Json<Value>> {
-    let source = apply::parse_source(&body.source)?;
+    let source = apply::parse_source(&state.config.data_dir, &body.source)?;
     let label = source_label(&source);
-    let applied = apply::install(&state, source, label, body.commit).await?;
-    Ok(Json(json!({ "mode": "installed", "app": AppOut::from(applied.app), "warnings": applied.warnings })))
+    let applied = apply::install(&state.apps, source, label, body.commit).await?;
+    Ok(Json(json!({ "mode": "installed", "app": AppOut::new(&state, applied.app), "warnings": applied.warnings })))
 }
 
 #[derive(Deserialize)]
@@ -162,7 +168,7 @@ async fn review_source(
     ApiJson(body): ApiJson<ReviewIn>,
 ) -> Result<Json<review::Review>> {
     manager(&who)?;
-    let source = apply::parse_source(&body.source)?;
+    let source = apply::parse_source(&state.config.data_dir, &body.source)?;
     let label = source_label(&source);
     Ok(Json(review::review(&state, source, label).await?))
 }
@@ -226,7 +232,7 @@ async fn update(
         "resolver_started": updated.resolver_started,
         "draft": updated.draft,
         "warnings": updated.warnings,
-        "app": AppOut::from(updated.app),
+        "app": AppOut::new(&state, updated.app),
     })))
 }
 
@@ -244,7 +250,7 @@ async fn restore(
 ) -> Result<Json<Value>> {
     let app = live_row(&state, id).await?;
     let commit = body.commit;
-    Ok(applied_json(lifecycle::restore(&state, &app, commit).await?))
+    Ok(applied_json(&state, lifecycle::restore(&state, &app, commit).await?))
 }
 
 /// `GET /api/apps/{id}/history`: the versions that went live, newest first.
@@ -272,7 +278,7 @@ async fn delete_data(
 ) -> Result<axum::response::Response> {
     let app = live_row(&state, id).await?;
     lifecycle::delete_data(&state, &app).await?;
-    Ok(crate::app::no_content())
+    Ok(crate::api::no_content())
 }
 
 #[derive(Deserialize)]
@@ -452,7 +458,7 @@ async fn delete_app(
         Some(_) => return Err(Error::bad_request("invalid_request", "data is keep or delete.")),
     };
     lifecycle::uninstall(&state, &app, keep_data).await?;
-    Ok(crate::app::no_content())
+    Ok(crate::api::no_content())
 }
 
 async fn recover(State(state): State<AppState>, _owner: Owner, Path(id): Path<i64>) -> Result<Json<Value>> {

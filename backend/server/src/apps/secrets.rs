@@ -11,10 +11,10 @@ use axum::routing::put;
 use axum::{Json, Router};
 use serde::Deserialize;
 
-use crate::app::AppState;
 use crate::auth::Principal;
 use crate::db;
-use crate::error::{Error, Result};
+use crate::error::{Domain, Error, Result};
+use crate::state::AppState;
 use crate::writer::WriteCommand;
 
 /// Secrets one app may keep.
@@ -55,7 +55,7 @@ async fn authorise(state: &AppState, who: &Principal, id: i64, name: &str, read:
     }
     match db::apps::get(&state.db.read, id).await? {
         Some(app) if app.deleted_at.is_none() && app.bundle_sha.is_some() => Ok(app.id),
-        _ => Err(Error::not_found("app_not_found", "No such app.")),
+        _ => Err(Domain::AppNotFound.into()),
     }
 }
 

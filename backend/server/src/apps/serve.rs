@@ -10,15 +10,21 @@ use axum::routing::get;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::apply::bundle_path;
-use crate::app::AppState;
-use crate::auth::{bearer, verify_principal};
+use crate::auth::{Principal, bearer, verify_principal};
 use crate::db::{self, apps::AppRow};
-use crate::error::{Error, Result};
+use crate::error::{Domain, Error, Result};
+use crate::state::AppState;
 
 /// Sandbox flags of the frame document: scripts run, but in an opaque origin (no
-/// `allow-same-origin`), so the app can reach neither the shell's storage nor its token.
-const FRAME_SANDBOX: &str = "sandbox allow-scripts allow-forms allow-popups allow-popups-to-escape-sandbox allow-top-navigation-by-user-activation allow-downloads";
+/// `allow-same-origin`), so the app can reach neither the shell's storage nor its token, and
+/// popups it opens stay sandboxed (no `allow-popups-to-escape-sandbox`). The shell's iframe
+/// carries the same flags (`FRAME_SANDBOX` in `frontend/src/apps/AppCanvas.tsx`), so a frame
+/// that navigates elsewhere stays sandboxed too.
+pub const FRAME_SANDBOX_FLAGS: &str =
+    "allow-scripts allow-forms allow-popups allow-top-navigation-by-user-activation allow-downloads";
+
+/// Cache policy of one build's module or frame document, asked for by its versioned URL.
+const IMMUTABLE: &str = "private, max-age=31536000, immutable";
 
 #[derive(Deserialize)]
 pub struct ModuleQuery {
@@ -26,10 +32,17 @@ pub struct ModuleQuery {
     v: Option<String>,
 }
 
+#[derive(Deserialize)]
+pub struct FrameQuery {
+    v: Option<String>,
+    /// The frame bootstrap's version ([`super::bootstrap::FrameBootstrap::key`]).
+    b: Option<String>,
+}
+
 async fn live_app(state: &AppState, id: i64) -> Result<AppRow> {
     match db::apps::get(&state.db.read, id).await? {
         Some(app) if app.deleted_at.is_none() && app.bundle_sha.is_some() => Ok(app),
-        _ => Err(Error::not_found("app_not_found", "No such app.")),
+        _ => Err(Domain::AppNotFound.into()),
     }
 }
 
@@ -47,26 +60,37 @@ pub async fn module(
     Query(q): Query<ModuleQuery>,
     headers: HeaderMap,
 ) -> Result<Response> {
-    let token = match &q.token {
-        Some(t) => t.clone(),
+    let principal = match &q.token {
+        // A URL ends up in logs and histories: only an app's own short-lived token goes there.
+        Some(t) => match verify_principal(&state, t).await? {
+            Principal::Owner(_) => {
+                return Err(Error::unauthorized(
+                    "token_in_url",
+                    "Only app tokens may be sent in a URL; send this token in the Authorization header.",
+                ));
+            }
+            app => app,
+        },
         None => {
             let (mut parts, ()) = axum::http::Request::new(()).into_parts();
             parts.headers = headers.clone();
-            bearer(&parts)?.to_owned()
+            verify_principal(&state, bearer(&parts)?).await?
         }
     };
-    verify_principal(&state, &token).await?;
+    if principal.app_id().is_some_and(|own| own != id) {
+        return Err(Error::forbidden("forbidden", "An app may download only its own code."));
+    }
     let app = live_app(&state, id).await?;
     let sha = app.bundle_sha.clone().unwrap_or_default();
     let etag = format!("\"{sha}\"");
     let cache = match &q.v {
-        Some(v) if !v.is_empty() && sha.starts_with(v.as_str()) => "private, max-age=31536000, immutable",
+        Some(v) if !v.is_empty() && sha.starts_with(v.as_str()) => IMMUTABLE,
         _ => "private, no-cache",
     };
     let mut response = if etag_matches(&headers, &etag) {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        let bytes = tokio::fs::read(bundle_path(&state, app.id, &sha))
+        let bytes = tokio::fs::read(state.apps.bundle_path(app.id, &sha))
             .await
             .map_err(|_| Error::unavailable("bundle_missing", "This app's build is missing; apply it again."))?;
         let mut r = bytes.into_response();
@@ -103,37 +127,42 @@ struct FrameTemplate {
     bootstrap: Option<String>,
 }
 
-/// The frame bootstrap from the built PWA, when it can be inlined safely.
-async fn frame_bootstrap(state: &AppState) -> Option<String> {
-    let code = tokio::fs::read_to_string(state.config.frontend_dir.join("app-frame.js")).await.ok()?;
-    (!code.to_ascii_lowercase().contains("</script")).then_some(code)
-}
-
 /// JSON safe to embed in a `<script type="application/json">` element.
 fn embeddable_json(value: &serde_json::Value) -> String {
     value.to_string().replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026")
 }
 
-/// `GET /api/apps/{id}/frame`: the sandboxed document the app runs in (no token in it).
-pub async fn frame(State(state): State<AppState>, Path(id): Path<i64>, headers: HeaderMap) -> Result<Response> {
+/// `GET /api/apps/{id}/frame`: the sandboxed document the app runs in (no token in it, and
+/// nothing about the app beyond what it shows: not the chat that built it). Asked for by this
+/// build's URL (`frame_url`), it may be cached for good: a sandboxed frame's navigation never
+/// reaches the service worker, so the browser's HTTP cache is what opens it offline.
+pub async fn frame(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    Query(q): Query<FrameQuery>,
+    headers: HeaderMap,
+) -> Result<Response> {
     let app = live_app(&state, id).await?;
     let origin = request_origin(&state, &headers);
     let sha = app.bundle_sha.clone().unwrap_or_default();
-    let etag = format!("W/\"{}-{}\"", &sha[..16.min(sha.len())], crate::ops::BUILD_SHA);
+    let bootstrap = state.frame_bootstrap();
+    let etag = format!("W/\"{}-{}\"", &sha[..16.min(sha.len())], bootstrap.key);
+    let current = q.v.as_deref().is_some_and(|v| !v.is_empty() && sha.starts_with(v))
+        && q.b.as_deref() == Some(bootstrap.key.as_str());
     let csp = format!(
-        "{FRAME_SANDBOX}; default-src {origin}; script-src {origin} 'unsafe-inline' 'unsafe-eval' 'wasm-unsafe-eval' blob:; \
+        "sandbox {FRAME_SANDBOX_FLAGS}; default-src {origin}; script-src {origin} 'unsafe-inline' 'unsafe-eval' 'wasm-unsafe-eval' blob:; \
          style-src {origin} 'unsafe-inline'; img-src {origin} data: blob:; font-src {origin} data:; media-src {origin} data: blob:; \
          connect-src {origin}; worker-src {origin} blob:; frame-src {origin}; frame-ancestors {origin}; base-uri 'none'; form-action {origin}"
     );
     let mut response = if etag_matches(&headers, &etag) {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        let config = json!({ "appId": app.id, "slug": app.slug, "name": app.name, "chatId": app.chat_id, "v": &sha[..16.min(sha.len())], "origin": origin });
+        let config = json!({ "appId": app.id, "slug": app.slug, "name": app.name, "v": &sha[..16.min(sha.len())], "origin": origin });
         let page = FrameTemplate {
             name: app.name.clone(),
             origin: origin.clone(),
             config_json: embeddable_json(&config),
-            bootstrap: frame_bootstrap(&state).await,
+            bootstrap: bootstrap.code.clone(),
         };
         let html = page.render().map_err(|e| Error::Internal(format!("frame template: {e}")))?;
         let mut r = html.into_response();
@@ -147,7 +176,7 @@ pub async fn frame(State(state): State<AppState>, Path(id): Path<i64>, headers: 
     if let Ok(v) = HeaderValue::from_str(&etag) {
         h.insert(header::ETAG, v);
     }
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(if current { IMMUTABLE } else { "no-cache" }));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("SAMEORIGIN"));
     h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     if app.offline_capable {
@@ -180,14 +209,14 @@ async fn icon_response(state: &AppState, app: &AppRow, size: u32, maskable: bool
     let (Some(sha), Some(commit)) = (app.bundle_sha.as_deref(), app.source_commit.clone()) else {
         return Ok(fallback());
     };
-    let compiled = super::apply::compiled_dir(state);
+    let compiled = state.apps.compiled_dir();
     let cached = super::icon::rendered_path(&compiled, app.id, sha, size, maskable);
     if let Ok(bytes) = tokio::fs::read(&cached).await {
         return Ok(image(bytes, "image/png"));
     }
     let manifest: serde_json::Value = serde_json::from_str(&app.manifest).unwrap_or_default();
     let Some(rel) = manifest.get("icon").and_then(|v| v.as_str()).map(str::to_owned) else { return Ok(fallback()) };
-    let Ok(dir) = super::apply::source_dir(state, &app.slug) else { return Ok(fallback()) };
+    let Ok(dir) = state.apps.source_dir(&app.slug) else { return Ok(fallback()) };
     let source = tokio::task::spawn_blocking(move || -> Option<Vec<u8>> {
         let repo = super::git::open_or_init(&dir).ok()?;
         let oid = git2::Oid::from_str(&commit).ok()?;
@@ -229,7 +258,10 @@ pub fn standalone_router() -> Router<AppState> {
     Router::new()
         .route(
             "/apps/{slug}",
-            get(|Path(slug): Path<String>| async move { Redirect::permanent(&format!("/apps/{slug}/")) }),
+            get(|Path(slug): Path<String>| async move {
+                checked_slug(&slug)?;
+                Ok::<_, Error>(Redirect::permanent(&format!("/apps/{slug}/")))
+            }),
         )
         .route("/apps/{slug}/", get(standalone))
         .route("/apps/{slug}/manifest.json", get(standalone_manifest))
@@ -242,10 +274,17 @@ struct MissingTemplate {
     slug: String,
 }
 
-async fn app_by_slug(state: &AppState, slug: &str) -> Result<Option<AppRow>> {
-    if !super::manifest::valid_id(slug) {
-        return Ok(None);
+/// 400 for a slug no app could have (it would end up in a header or a path).
+fn checked_slug(slug: &str) -> Result<()> {
+    if super::manifest::valid_id(slug) {
+        Ok(())
+    } else {
+        Err(Error::bad_request("invalid_slug", "That is not an app id (lowercase letters, digits, `-` and `_`)."))
     }
+}
+
+async fn app_by_slug(state: &AppState, slug: &str) -> Result<Option<AppRow>> {
+    checked_slug(slug)?;
     Ok(db::apps::by_slug(&state.db.read, slug).await?.filter(|a| a.deleted_at.is_none() && a.bundle_sha.is_some()))
 }
 
@@ -313,7 +352,7 @@ async fn standalone_manifest(
     Path(slug): Path<String>,
     Query(q): Query<ManifestQuery>,
 ) -> Result<Response> {
-    let app = app_by_slug(&state, &slug).await?.ok_or_else(|| Error::not_found("app_not_found", "No such app."))?;
+    let app = app_by_slug(&state, &slug).await?.ok_or(Domain::AppNotFound)?;
     let scope = format!("/apps/{}/", app.slug);
     let start_url = match q.install_pass.as_deref() {
         Some(pass)
@@ -352,7 +391,7 @@ async fn standalone_icon(
     Path(slug): Path<String>,
     Query(q): Query<IconQuery>,
 ) -> Result<Response> {
-    let app = app_by_slug(&state, &slug).await?.ok_or_else(|| Error::not_found("app_not_found", "No such app."))?;
+    let app = app_by_slug(&state, &slug).await?.ok_or(Domain::AppNotFound)?;
     let maskable = q.purpose.as_deref() == Some("maskable");
     icon_response(&state, &app, q.size.unwrap_or(512), maskable).await
 }

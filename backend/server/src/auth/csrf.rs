@@ -5,8 +5,8 @@ use axum::http::{HeaderMap, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::app::AppState;
 use crate::error::Error;
+use crate::state::AppState;
 
 /// Middleware: lets safe methods through; refuses other requests that a browser marks as
 /// cross-site, or whose `Origin` (else `Referer`) is neither the public origin nor the

@@ -1,20 +1,54 @@
-//! Login throttling: per-username exponential backoff plus a global token bucket.
+//! Login throttling that nobody can turn against the owner.
+//!
+//! - Failures count per client address (an IPv6 /64 as one): after [`LoginPolicy::free_failures`]
+//!   wrong passwords from one address, that address waits, doubling up to [`MAX_BACKOFF`].
+//!   Guessing from one address is slow; other addresses are untouched.
+//! - One global bucket bounds all attempts of addresses together — the last resort against
+//!   many addresses, far above what one address can spend.
+//! - A device that signed in before presents its device credential (`auth::devices`) and skips
+//!   both: it only waits after its own failures, and its password is checked in its own lane
+//!   (`auth::password::Lane`). So while an attack trips every other limit, the owner's
+//!   devices still sign in with the right password.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// Failed logins allowed before a username starts backing off.
-pub const FREE_FAILURES: u32 = 5;
-/// Longest wait a username can be put on.
+use tokio::time::Instant;
+
+/// Longest wait an address or device can be put on.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(15 * 60);
-/// A username's failures are forgotten after this long without a new one.
+/// An address's failures are forgotten after this long without a new one.
 const FAILURE_MEMORY: Duration = Duration::from_secs(60 * 60);
-/// Most usernames tracked at once (oldest are evicted first).
-const MAX_TRACKED_USERNAMES: usize = 10_000;
-/// Global bucket for login and setup attempts: burst and refill interval.
-const GLOBAL_BURST: f64 = 20.0;
-const GLOBAL_REFILL_EVERY: Duration = Duration::from_secs(2);
+/// Most addresses and devices tracked at once (expired ones go first, then the oldest).
+const MAX_TRACKED: usize = 10_000;
+
+/// The throttle's numbers (defaults for production; tests shrink them).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoginPolicy {
+    /// Failed attempts an address or device may make before it has to wait.
+    pub free_failures: u32,
+    /// Burst of the global bucket (attempts without a device credential, all addresses).
+    pub global_burst: u32,
+    /// The global bucket gains one attempt this often.
+    pub global_refill_every: Duration,
+}
+
+impl Default for LoginPolicy {
+    fn default() -> Self {
+        Self { free_failures: 5, global_burst: 100, global_refill_every: Duration::from_secs(1) }
+    }
+}
+
+/// What failures are counted against.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Attempter {
+    /// A client address (already reduced by `net::client::limit_key`).
+    Address(IpAddr),
+    /// A known device (the hash of its credential).
+    Device(String),
+}
 
 #[derive(Debug, Clone, Copy)]
 struct Failures {
@@ -28,72 +62,67 @@ struct Bucket {
     at: Instant,
 }
 
-/// Throttles password attempts.
+/// Throttles password attempts (login and first-run setup).
 #[derive(Debug)]
 pub struct LoginLimiter {
-    users: Mutex<HashMap<String, Failures>>,
+    policy: LoginPolicy,
+    failures: Mutex<HashMap<Attempter, Failures>>,
     global: Mutex<Bucket>,
 }
 
-impl Default for LoginLimiter {
-    fn default() -> Self {
-        Self {
-            users: Mutex::new(HashMap::new()),
-            global: Mutex::new(Bucket { tokens: GLOBAL_BURST, at: Instant::now() }),
-        }
-    }
-}
-
-fn backoff(count: u32) -> Duration {
-    if count < FREE_FAILURES {
-        return Duration::ZERO;
-    }
-    let exp = (count - FREE_FAILURES).min(20);
-    Duration::from_secs(1u64 << exp).min(MAX_BACKOFF)
-}
-
-fn key(username: &str) -> String {
-    username.trim().to_lowercase()
-}
-
 impl LoginLimiter {
+    /// A limiter with `policy`.
+    pub fn new(policy: LoginPolicy) -> Self {
+        let tokens = f64::from(policy.global_burst);
+        Self { policy, failures: Mutex::new(HashMap::new()), global: Mutex::new(Bucket { tokens, at: Instant::now() }) }
+    }
+
+    fn backoff(&self, count: u32) -> Duration {
+        if count < self.policy.free_failures {
+            return Duration::ZERO;
+        }
+        let exp = (count - self.policy.free_failures).min(20);
+        Duration::from_secs(1u64 << exp).min(MAX_BACKOFF)
+    }
+
+    /// `Err(wait)` while `who` is backing off after its failures.
+    pub fn check(&self, who: &Attempter) -> Result<(), Duration> {
+        let failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(f) = failures.get(who) else { return Ok(()) };
+        let until = f.last + self.backoff(f.count);
+        let now = Instant::now();
+        if until > now { Err(until - now) } else { Ok(()) }
+    }
+
     /// Takes one attempt from the global bucket; `Err(wait)` when it is empty.
     pub fn take_global(&self) -> Result<(), Duration> {
         let mut bucket = self.global.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
-        let refill = now.duration_since(bucket.at).as_secs_f64() / GLOBAL_REFILL_EVERY.as_secs_f64();
-        bucket.tokens = (bucket.tokens + refill).min(GLOBAL_BURST);
+        let every = self.policy.global_refill_every.as_secs_f64().max(f64::EPSILON);
+        let refill = now.duration_since(bucket.at).as_secs_f64() / every;
+        bucket.tokens = (bucket.tokens + refill).min(f64::from(self.policy.global_burst));
         bucket.at = now;
         if bucket.tokens >= 1.0 {
             bucket.tokens -= 1.0;
             Ok(())
         } else {
-            Err(GLOBAL_REFILL_EVERY.mul_f64(1.0 - bucket.tokens))
+            Err(self.policy.global_refill_every.mul_f64(1.0 - bucket.tokens))
         }
     }
 
-    /// `Err(wait)` while `username` is backing off.
-    pub fn check(&self, username: &str) -> Result<(), Duration> {
-        let users = self.users.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(f) = users.get(&key(username)) else { return Ok(()) };
-        let until = f.last + backoff(f.count);
+    /// Records a failed attempt by `who`.
+    pub fn record_failure(&self, who: Attempter) {
+        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
-        if until > now { Err(until - now) } else { Ok(()) }
-    }
-
-    /// Records a failed attempt.
-    pub fn record_failure(&self, username: &str) {
-        let mut users = self.users.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        if users.len() >= MAX_TRACKED_USERNAMES {
-            users.retain(|_, f| now.duration_since(f.last) < FAILURE_MEMORY);
-            if users.len() >= MAX_TRACKED_USERNAMES
-                && let Some(oldest) = users.iter().min_by_key(|(_, f)| f.last).map(|(k, _)| k.clone())
+        if failures.len() >= MAX_TRACKED && !failures.contains_key(&who) {
+            failures.retain(|_, f| now.duration_since(f.last) < FAILURE_MEMORY);
+            if failures.len() >= MAX_TRACKED
+                && let Some(oldest) = failures.iter().min_by_key(|(_, f)| f.last).map(|(k, _)| k.clone())
             {
-                users.remove(&oldest);
+                failures.remove(&oldest);
             }
         }
-        let entry = users.entry(key(username)).or_insert(Failures { count: 0, last: now });
+        let entry = failures.entry(who).or_insert(Failures { count: 0, last: now });
         if now.duration_since(entry.last) > FAILURE_MEMORY {
             entry.count = 0;
         }
@@ -101,9 +130,9 @@ impl LoginLimiter {
         entry.last = now;
     }
 
-    /// Clears a username's failures after a successful login.
-    pub fn record_success(&self, username: &str) {
-        self.users.lock().unwrap_or_else(|p| p.into_inner()).remove(&key(username));
+    /// Forgets `who`'s failures after a successful sign-in.
+    pub fn record_success(&self, who: &Attempter) {
+        self.failures.lock().unwrap_or_else(|p| p.into_inner()).remove(who);
     }
 }
 
@@ -111,32 +140,45 @@ impl LoginLimiter {
 mod tests {
     use super::*;
 
+    fn addr(s: &str) -> Attempter {
+        Attempter::Address(s.parse().expect("ip"))
+    }
+
     #[test]
     fn backoff_starts_after_the_free_failures_and_doubles() {
-        assert_eq!(backoff(FREE_FAILURES - 1), Duration::ZERO);
-        assert_eq!(backoff(FREE_FAILURES), Duration::from_secs(1));
-        assert_eq!(backoff(FREE_FAILURES + 3), Duration::from_secs(8));
-        assert_eq!(backoff(FREE_FAILURES + 30), MAX_BACKOFF);
+        let l = LoginLimiter::new(LoginPolicy::default());
+        let free = LoginPolicy::default().free_failures;
+        assert_eq!(l.backoff(free - 1), Duration::ZERO);
+        assert_eq!(l.backoff(free), Duration::from_secs(1));
+        assert_eq!(l.backoff(free + 3), Duration::from_secs(8));
+        assert_eq!(l.backoff(free + 30), MAX_BACKOFF);
     }
 
-    #[test]
-    fn a_username_is_locked_after_repeated_failures_and_freed_by_success() {
-        let l = LoginLimiter::default();
-        for _ in 0..FREE_FAILURES {
-            assert!(l.check("Owner").is_ok());
-            l.record_failure("owner ");
+    #[tokio::test(start_paused = true)]
+    async fn an_address_waits_after_its_failures_and_no_one_else_does() {
+        let l = LoginLimiter::new(LoginPolicy::default());
+        for _ in 0..LoginPolicy::default().free_failures {
+            assert!(l.check(&addr("192.0.2.1")).is_ok());
+            l.record_failure(addr("192.0.2.1"));
         }
-        assert!(l.check("owner").is_err(), "case and spaces do not dodge the backoff");
-        assert!(l.check("someone-else").is_ok());
-        l.record_success("OWNER");
-        assert!(l.check("owner").is_ok());
+        assert!(l.check(&addr("192.0.2.1")).is_err());
+        assert!(l.check(&addr("192.0.2.2")).is_ok(), "another address is not slowed");
+        assert!(l.check(&Attempter::Device("d".into())).is_ok(), "a device is not slowed");
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(l.check(&addr("192.0.2.1")).is_ok(), "the wait ends");
+        l.record_success(&addr("192.0.2.1"));
+        l.record_failure(addr("192.0.2.1"));
+        assert!(l.check(&addr("192.0.2.1")).is_ok(), "a success forgets the failures");
     }
 
-    #[test]
-    fn the_global_bucket_empties() {
-        let l = LoginLimiter::default();
-        let taken = (0..100).take_while(|_| l.take_global().is_ok()).count();
-        assert_eq!(taken, GLOBAL_BURST as usize);
+    #[tokio::test(start_paused = true)]
+    async fn the_global_bucket_empties_and_refills() {
+        let policy = LoginPolicy { global_burst: 3, ..LoginPolicy::default() };
+        let l = LoginLimiter::new(policy.clone());
+        let taken = (0..10).take_while(|_| l.take_global().is_ok()).count();
+        assert_eq!(taken, 3);
         assert!(l.take_global().is_err());
+        tokio::time::advance(policy.global_refill_every).await;
+        assert!(l.take_global().is_ok());
     }
 }

@@ -2,48 +2,27 @@
 //! cross-site request check and login throttling.
 
 pub mod csrf;
+pub mod devices;
 pub mod jwt;
 pub mod limits;
+pub mod owner;
 pub mod password;
 mod routes;
-
-use std::sync::RwLock;
 
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 
 pub use jwt::{Claims, Keys, Scope};
+pub use owner::OwnerCache;
 pub use routes::router;
+pub(crate) use routes::throttled;
 
-use crate::app::AppState;
 use crate::error::{Error, Result};
+use crate::state::AppState;
 
 /// Login tokens live this long.
 pub const OWNER_TOKEN_TTL_SECS: i64 = 30 * 24 * 3600;
-
-/// In-memory copy of the owner's username and token epoch, so token checks need no query.
-#[derive(Debug, Default)]
-pub struct OwnerCache(RwLock<Option<(String, i64)>>);
-
-impl OwnerCache {
-    /// Replaces the cached owner.
-    pub fn set(&self, username: String, epoch: i64) {
-        *self.0.write().unwrap_or_else(|p| p.into_inner()) = Some((username, epoch));
-    }
-
-    /// Updates only the epoch.
-    pub fn set_epoch(&self, epoch: i64) {
-        if let Some((_, e)) = self.0.write().unwrap_or_else(|p| p.into_inner()).as_mut() {
-            *e = epoch;
-        }
-    }
-
-    /// `(username, epoch)` once setup has happened.
-    pub fn get(&self) -> Option<(String, i64)> {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-}
 
 /// Pulls the bearer token out of `Authorization`.
 pub fn bearer(parts: &Parts) -> Result<&str> {
@@ -79,7 +58,7 @@ pub async fn verify_owner_token(state: &AppState, token: &str) -> Result<Claims>
     }
     if claims.scope == Scope::Agent {
         let run_id = claims.run_id.as_deref().unwrap_or_default();
-        if !crate::db::chats::run_is_running_read(&state.db.read, run_id).await? {
+        if !crate::db::runs::run_is_running_read(&state.db.read, run_id).await? {
             return Err(Error::unauthorized("token_revoked", "This agent run has ended."));
         }
     }

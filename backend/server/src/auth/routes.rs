@@ -3,14 +3,19 @@
 use axum::Json;
 use axum::Router;
 use axum::extract::State;
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{Claims, OWNER_TOKEN_TTL_SECS, Owner, Scope};
+use super::limits::Attempter;
+use super::password::Lane;
+use super::{Claims, OWNER_TOKEN_TTL_SECS, Owner, Scope, devices};
 use crate::api::JsonOrForm;
-use crate::app::AppState;
 use crate::error::{Error, Result};
+use crate::net::client::ClientAddr;
+use crate::state::AppState;
 use crate::writer::WriteCommand;
 
 /// Longest username, in characters.
@@ -78,7 +83,8 @@ fn validate(creds: &Credentials) -> Result<String> {
     Ok(username.to_owned())
 }
 
-fn throttled(wait: std::time::Duration) -> Error {
+/// 429 for an attempt that must wait `wait` (sign-ins, notification buttons).
+pub(crate) fn throttled(wait: std::time::Duration) -> Error {
     let secs = wait.as_secs_f64().ceil() as u64;
     Error::too_many("too_many_attempts", format!("Too many attempts; try again in {secs} s."), secs)
 }
@@ -88,20 +94,66 @@ fn owner_token(state: &AppState, username: &str, epoch: i64) -> Result<Json<Toke
     Ok(Json(TokenOut { access_token: token, token_type: "bearer" }))
 }
 
-async fn setup(State(state): State<AppState>, JsonOrForm(creds): JsonOrForm<Credentials>) -> Result<Json<TokenOut>> {
+/// A token for a successful sign-in, with this device remembered in its cookie.
+async fn signed_in(
+    state: &AppState,
+    headers: &HeaderMap,
+    device: Option<String>,
+    username: &str,
+    epoch: i64,
+) -> Result<Response> {
+    let token = owner_token(state, username, epoch)?;
+    let cookie = devices::remember(state, headers, device).await?;
+    let mut response = token.into_response();
+    response.headers_mut().insert(header::SET_COOKIE, cookie);
+    Ok(response)
+}
+
+/// Who a password attempt is counted against, after checking it may be made now: a known
+/// device only waits after its own failures; anyone else waits after their address's
+/// failures and takes from the global bucket.
+async fn admit_attempt(
+    state: &AppState,
+    headers: &HeaderMap,
+    client: ClientAddr,
+) -> Result<(Attempter, Option<String>)> {
+    let device = devices::known(state, headers).await?;
+    let who = match &device {
+        Some(digest) => Attempter::Device(digest.clone()),
+        None => Attempter::Address(client.key()),
+    };
+    state.login_limits.check(&who).map_err(throttled)?;
+    if device.is_none() {
+        state.login_limits.take_global().map_err(throttled)?;
+    }
+    Ok((who, device))
+}
+
+async fn setup(
+    State(state): State<AppState>,
+    client: ClientAddr,
+    headers: HeaderMap,
+    JsonOrForm(creds): JsonOrForm<Credentials>,
+) -> Result<Response> {
     if state.owner.get().is_some() {
         return Err(Error::conflict("already_configured", "The owner account already exists; sign in instead."));
     }
     let username = validate(&creds)?;
-    state.login_limits.take_global().map_err(throttled)?;
+    let (who, _) = admit_attempt(&state, &headers, client).await?;
     let password_hash = state.passwords.hash(creds.password).await?;
     state.writer.call(|ack| WriteCommand::CreateOwner { username: username.clone(), password_hash, ack }).await?;
     state.owner.set(username.clone(), 0);
+    state.login_limits.record_success(&who);
     tracing::info!("owner account created");
-    owner_token(&state, &username, 0)
+    signed_in(&state, &headers, None, &username, 0).await
 }
 
-async fn login(State(state): State<AppState>, JsonOrForm(creds): JsonOrForm<Credentials>) -> Result<Json<TokenOut>> {
+async fn login(
+    State(state): State<AppState>,
+    client: ClientAddr,
+    headers: HeaderMap,
+    JsonOrForm(creds): JsonOrForm<Credentials>,
+) -> Result<Response> {
     let username = creds.username.trim().to_owned();
     if username.is_empty() || creds.password.is_empty() {
         return Err(Error::bad_request("invalid_request", "Enter your username and password."));
@@ -109,28 +161,30 @@ async fn login(State(state): State<AppState>, JsonOrForm(creds): JsonOrForm<Cred
     if creds.password.chars().count() > MAX_PASSWORD_CHARS || username.chars().count() > MAX_USERNAME_CHARS {
         return Err(Error::unauthorized("invalid_credentials", "Incorrect username or password."));
     }
-    state.login_limits.check(&username).map_err(throttled)?;
-    state.login_limits.take_global().map_err(throttled)?;
+    let (who, device) = admit_attempt(&state, &headers, client).await?;
     let owner = crate::db::owner::get(&state.db.read).await?;
     let (hash, epoch) = match &owner {
         Some(o) if o.username == username => (Some(o.password_hash.clone()), o.token_epoch),
         _ => (None, 0),
     };
-    if state.passwords.verify(creds.password, hash).await? {
-        state.login_limits.record_success(&username);
-        owner_token(&state, &username, epoch)
+    let lane = if device.is_some() { Lane::KnownDevice } else { Lane::Anyone };
+    if state.passwords.verify(creds.password, hash, lane).await? {
+        state.login_limits.record_success(&who);
+        signed_in(&state, &headers, device, &username, epoch).await
     } else {
-        state.login_limits.record_failure(&username);
-        tracing::info!("failed login attempt");
+        state.login_limits.record_failure(who);
+        tracing::info!(client = %client.0, "failed login attempt");
         Err(Error::unauthorized("invalid_credentials", "Incorrect username or password."))
     }
 }
 
-async fn logout_all(State(state): State<AppState>, _owner: Owner) -> Result<Json<Value>> {
+async fn logout_all(State(state): State<AppState>, _owner: Owner) -> Result<Response> {
     let epoch = state.writer.call(|ack| WriteCommand::BumpTokenEpoch { ack }).await?;
     state.owner.set_epoch(epoch);
-    tracing::info!(epoch, "every session signed out");
-    Ok(Json(json!({ "ok": true })))
+    tracing::info!(epoch, "every session and device credential revoked");
+    let mut response = Json(json!({ "ok": true })).into_response();
+    response.headers_mut().insert(header::SET_COOKIE, devices::clear(state.config.public_origin.is_https()));
+    Ok(response)
 }
 
 async fn session(Owner(claims): Owner) -> Json<Value> {

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
-use crate::app::AppState;
 use crate::auth::{Claims, Principal, Scope, bearer, verify_principal};
 use crate::db::{self, apps::AppRow, now_ms};
-use crate::error::{Error, Result};
+use crate::error::{Domain, Error, Result};
+use crate::state::AppState;
 
 /// The header an embedded chat sends its instance id in.
 pub const EMBED_INSTANCE_HEADER: &str = "x-mobius-embed-instance";
@@ -79,7 +79,7 @@ impl ChatCaller {
             ChatCaller::App(app) => match db::embeds::chat_app(&state.db.read, chat_id).await? {
                 Some(Some(owner)) if owner == app.id => Ok(()),
                 Some(_) => Err(Error::forbidden("forbidden", "An app can only use the chats it created.")),
-                None => Err(Error::not_found("chat_not_found", "No such chat.")),
+                None => Err(Domain::ChatNotFound.into()),
             },
             ChatCaller::Embed(session) if session.chat_id == chat_id => {
                 if session.ops.iter().any(|o| o == op.name()) {

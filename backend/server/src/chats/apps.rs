@@ -21,13 +21,13 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use super::access::EMBED_OPERATIONS;
-use super::valid_chat_id;
 use crate::agent::ProviderKind;
 use crate::api::ApiJson;
-use crate::app::AppState;
 use crate::auth::{Claims, Principal, Scope};
 use crate::db::{self, apps::AppRow, now_ms};
-use crate::error::{Error, Result};
+use crate::error::{Domain, Error, Result};
+use crate::protocol::ChatId;
+use crate::state::AppState;
 use crate::writer::{ChatPatch, NewAppChat, NewChat, WriteCommand};
 
 /// A grant is good for this long after it is minted.
@@ -113,12 +113,11 @@ struct CreateIn {
     owner_visible: bool,
 }
 
-async fn provider_of(state: &AppState, provider: Option<&str>) -> Result<Option<String>> {
+/// The provider an app chat runs on, decided (and stored) when the app creates it.
+async fn provider_of(state: &AppState, provider: Option<&str>) -> Result<Option<ProviderKind>> {
     match provider.map(str::trim).filter(|p| !p.is_empty()) {
-        Some(p) => ProviderKind::parse(p)
-            .map(|k| Some(k.id().to_owned()))
-            .ok_or_else(|| invalid("provider is \"claude\" or \"codex\".")),
-        None => Ok(crate::providers::default_provider(state).await?.map(|k| k.id().to_owned())),
+        Some(p) => ProviderKind::parse(p).map(Some).ok_or_else(|| invalid("provider is \"claude\" or \"codex\".")),
+        None => state.providers.default_provider(&state.db.read).await,
     }
 }
 
@@ -146,7 +145,7 @@ async fn create(State(state): State<AppState>, who: Principal, ApiJson(body): Ap
     let app = calling_app(who)?;
     let title = one_line(body.title, "title", MAX_TITLE_CHARS)?.unwrap_or_else(|| "New chat".into());
     let provider = provider_of(&state, body.provider.as_deref()).await?;
-    let model = check_model(body.model, provider.as_deref())?;
+    let model = check_model(body.model, provider.map(ProviderKind::id))?;
     let system_prompt =
         text(body.system_prompt, "system_prompt", MAX_SYSTEM_PROMPT_CHARS)?.filter(|p| !p.trim().is_empty());
     if let Some(date) = &body.report_date
@@ -182,7 +181,7 @@ async fn create(State(state): State<AppState>, who: Principal, ApiJson(body): Ap
             settings.insert(key.into(), v.into());
         }
     }
-    let id = uuid::Uuid::new_v4().to_string();
+    let id = ChatId::random();
     let chat = NewChat {
         id: id.clone(),
         title: Some(title.clone()),
@@ -202,8 +201,8 @@ async fn create(State(state): State<AppState>, who: Principal, ApiJson(body): Ap
 
 /// This app's live chat `id`, or 404/403.
 async fn own_chat(state: &AppState, app: &AppRow, id: &str) -> Result<db::chats::ChatRow> {
-    let missing = || Error::not_found("chat_not_found", "No such chat.");
-    if !valid_chat_id(id) {
+    let missing = || Error::from(Domain::ChatNotFound);
+    if ChatId::parse(id).is_none() {
         return Err(missing());
     }
     match db::embeds::chat_app(&state.db.read, id).await?.ok_or_else(missing)? {
@@ -235,7 +234,7 @@ async fn update(
     let started = chat.message_count > 0
         || chat.session_id.is_some()
         || chat.system_prompt_id.is_some()
-        || db::chats::running_run(&state.db.read, &id).await?.is_some();
+        || db::runs::running_run(&state.db.read, &id).await?.is_some();
     let mut settings: Map<String, Value> =
         chat.agent_settings.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
     let mut patch = ChatPatch::default();
@@ -279,7 +278,7 @@ async fn update(
     if scope.is_some() || scope_label.is_some() {
         patch.scope = Some((scope, scope_label));
     }
-    let chat_id = id.clone();
+    let chat_id = ChatId::from(id.clone());
     state.writer.call(|ack| WriteCommand::UpdateChat { chat_id, patch, ack }).await?;
     Ok(Json(json!({ "ok": true, "id": id, "provider": provider, "agent_settings_json": agent_settings })))
 }
@@ -372,8 +371,7 @@ async fn exchange(
     headers: HeaderMap,
     ApiJson(body): ApiJson<InstanceIn>,
 ) -> Result<Json<Value>> {
-    let refused =
-        || Error::unauthorized("invalid_grant", "This chat grant is not valid (anymore); ask the app for a new one.");
+    let refused = || Error::from(Domain::InvalidGrant);
     let capability = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())

@@ -3,12 +3,13 @@
 
 pub mod access;
 pub mod apps;
-pub(crate) mod routes;
+mod routes;
 pub(crate) mod stream;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, Ordering};
 
+pub(crate) use routes::deliver_answer;
 pub use routes::{open_primed_chat, router};
 
 use crate::db::now_ms;
@@ -66,9 +67,4 @@ impl ResponseCache {
         }
         entries.push_back((key.to_owned(), version, body));
     }
-}
-
-/// Chat ids are client-minted UUIDs (or similar): short, URL-safe.
-pub fn valid_chat_id(id: &str) -> bool {
-    (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }

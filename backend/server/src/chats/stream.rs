@@ -1,5 +1,5 @@
-//! Server-sent events: the per-chat journal stream (with `Last-Event-ID` replay) and the
-//! shell-wide system stream.
+//! `GET /api/chats/{id}/stream`: a chat's journal as server-sent events, replayed from
+//! `Last-Event-ID` (or `?after=`), then live. The shell-wide stream is `events/routes.rs`.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -8,14 +8,16 @@ use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, KeepAliveStream, Sse};
 use serde::Deserialize;
-use serde_json::json;
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::access::{ChatCaller, Op};
-use crate::app::AppState;
 use crate::db::{self, now_ms};
-use crate::error::{Error, Result};
+use crate::error::{Domain, Result};
+use crate::events::{ChatSubscription, StreamSlot};
+use crate::net::client::ClientAddr;
+use crate::protocol::{ChatId, StreamControl};
+use crate::state::AppState;
 
 /// Journal rows read per replay query.
 const REPLAY_BATCH: i64 = 500;
@@ -39,27 +41,30 @@ pub(crate) fn sse(rx: mpsc::Receiver<std::result::Result<Event, Infallible>>) ->
 pub async fn chat_stream(
     State(state): State<AppState>,
     who: ChatCaller,
+    client: ClientAddr,
     Path(id): Path<String>,
     Query(query): Query<StreamQuery>,
     headers: HeaderMap,
 ) -> Result<EventStream> {
-    if !super::valid_chat_id(&id) {
-        return Err(Error::not_found("chat_not_found", "No such chat."));
-    }
+    let id = ChatId::parse(&id).ok_or(Domain::ChatNotFound)?;
     who.allow(&state, &id, Op::Stream).await?;
     let after = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<i64>().ok())
         .or(query.after);
+    let live_chat = |row: Option<db::chats::ChatRow>| match row {
+        Some(c) if c.deleted_at.is_none() => Ok(c),
+        _ => Err(Domain::ChatNotFound),
+    };
+    // A missing chat costs nothing: no slot, no channel.
+    live_chat(db::chats::get(&state.db.read, &id).await?)?;
+    let slot = state.streams.acquire(client.key())?;
     // Subscribe before reading the head, so nothing committed in between is missed.
     let live = state.hub.subscribe(&id);
-    let chat = match db::chats::get(&state.db.read, &id).await? {
-        Some(c) if c.deleted_at.is_none() => c,
-        _ => return Err(Error::not_found("chat_not_found", "No such chat.")),
-    };
+    let chat = live_chat(db::chats::get(&state.db.read, &id).await?)?;
     let (tx, rx) = mpsc::channel(CONNECTION_BUFFER);
-    tokio::spawn(pump(state, id, after, chat.last_seq, live, tx));
+    tokio::spawn(pump(state, id, after, chat.last_seq, live, tx, slot));
     Ok(sse(rx))
 }
 
@@ -67,8 +72,12 @@ fn journal_event(seq: i64, data: &str) -> Event {
     Event::default().id(seq.to_string()).data(data)
 }
 
-fn control_event(kind: &str, seq: i64) -> Event {
-    Event::default().data(json!({ "type": kind, "seq": seq, "ts": now_ms() }).to_string())
+fn control_event(control: &StreamControl) -> Event {
+    Event::default().data(serde_json::to_string(control).unwrap_or_default())
+}
+
+fn resync(seq: i64) -> Event {
+    control_event(&StreamControl::Resync { seq, ts: now_ms() })
 }
 
 /// Sends journal rows after `cursor` from the database; returns the new cursor, or `None`
@@ -80,7 +89,7 @@ async fn replay(
     tx: &mpsc::Sender<std::result::Result<Event, Infallible>>,
 ) -> Option<i64> {
     loop {
-        let rows = db::chats::events_after(&state.db.read, chat_id, cursor, REPLAY_BATCH).await.ok()?;
+        let rows = db::journal::events_after(&state.db.read, chat_id, cursor, REPLAY_BATCH).await.ok()?;
         if let Some((first, _)) = rows.first()
             && *first != cursor + 1
         {
@@ -99,32 +108,33 @@ async fn replay(
 
 async fn pump(
     state: AppState,
-    chat_id: String,
+    chat_id: ChatId,
     after: Option<i64>,
     head: i64,
-    mut live: broadcast::Receiver<std::sync::Arc<crate::events::JournalEvent>>,
+    mut live: ChatSubscription,
     tx: mpsc::Sender<std::result::Result<Event, Infallible>>,
+    _slot: StreamSlot,
 ) {
     let mut shutdown = state.shutdown.clone();
     let mut cursor = match after {
         Some(after) if after >= 0 && after <= head => match replay(&state, &chat_id, after, &tx).await {
             Some(c) => c,
             None => {
-                if tx.send(Ok(control_event("resync", head))).await.is_err() {
+                if tx.send(Ok(resync(head))).await.is_err() {
                     return;
                 }
                 head
             }
         },
         Some(_) => {
-            if tx.send(Ok(control_event("resync", head))).await.is_err() {
+            if tx.send(Ok(resync(head))).await.is_err() {
                 return;
             }
             head
         }
         None => head,
     };
-    if tx.send(Ok(control_event("catch_up_done", cursor))).await.is_err() {
+    if tx.send(Ok(control_event(&StreamControl::CatchUpDone { seq: cursor, ts: now_ms() }))).await.is_err() {
         return;
     }
     loop {
@@ -152,13 +162,13 @@ async fn pump(
                 Err(broadcast::error::RecvError::Lagged(_)) => match replay(&state, &chat_id, cursor, &tx).await {
                     Some(c) => cursor = c,
                     None => {
-                        let _ = tx.send(Ok(control_event("resync", cursor))).await;
+                        let _ = tx.send(Ok(resync(cursor))).await;
                         return;
                     }
                 },
                 Err(broadcast::error::RecvError::Closed) => return,
             },
-            () = crate::app::stopping(&mut shutdown) => return,
+            () = crate::state::stopping(&mut shutdown) => return,
             () = tx.closed() => return,
         }
     }

@@ -6,8 +6,13 @@
 pub mod apps;
 pub mod chats;
 pub mod embeds;
+pub mod journal;
+pub mod messages;
 pub mod owner;
 pub mod push;
+pub mod queue;
+pub mod runs;
+pub mod search;
 
 use std::path::Path;
 use std::str::FromStr;

@@ -59,6 +59,51 @@ pub async fn default_provider(pool: &SqlitePool) -> Result<Option<String>> {
     Ok(sqlx::query_scalar("SELECT default_provider FROM owner WHERE id = 1").fetch_optional(pool).await?.flatten())
 }
 
+/// True when a device with credential hash `token_hash` is known and was used after `since`.
+pub async fn device_known(pool: &SqlitePool, token_hash: &str, since: i64) -> Result<bool> {
+    let found: Option<i64> =
+        sqlx::query_scalar("SELECT 1 FROM owner_devices WHERE token_hash = ? AND last_used_at >= ?")
+            .bind(token_hash)
+            .bind(since)
+            .fetch_optional(pool)
+            .await?;
+    Ok(found.is_some())
+}
+
+/// Records a sign-in from a device: a new one is added (only the `keep` most recently used
+/// stay), a known one is marked used now.
+pub async fn remember_device(
+    conn: &mut SqliteConnection,
+    token_hash: &str,
+    label: &str,
+    keep: i64,
+    now: i64,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO owner_devices (token_hash, label, created_at, last_used_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (token_hash) DO UPDATE SET last_used_at = excluded.last_used_at",
+    )
+    .bind(token_hash)
+    .bind(label)
+    .bind(now)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "DELETE FROM owner_devices WHERE id NOT IN (SELECT id FROM owner_devices ORDER BY last_used_at DESC, id DESC LIMIT ?)",
+    )
+    .bind(keep)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Forgets every device (sign out everywhere).
+pub async fn forget_devices(conn: &mut SqliteConnection) -> Result<()> {
+    sqlx::query("DELETE FROM owner_devices").execute(conn).await?;
+    Ok(())
+}
+
 /// The catalog index URLs the owner chose (a JSON list), or `None` for the default catalog.
 pub async fn catalog_indexes(pool: &SqlitePool) -> Result<Option<String>> {
     Ok(sqlx::query_scalar("SELECT catalog_indexes FROM owner WHERE id = 1").fetch_optional(pool).await?.flatten())

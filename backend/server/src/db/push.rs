@@ -3,6 +3,7 @@
 use sqlx::{SqliteConnection, SqlitePool};
 
 use crate::error::Result;
+use crate::protocol::NotificationKind;
 
 /// A device that receives pushes.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -112,7 +113,8 @@ pub async fn mark_delivered(conn: &mut SqliteConnection, id: i64, now: i64) -> R
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Notification {
     pub id: String,
-    pub kind: String,
+    #[sqlx(try_from = "String")]
+    pub kind: NotificationKind,
     pub source_type: String,
     pub source_id: Option<String>,
     pub title: String,
@@ -133,7 +135,7 @@ pub async fn insert_notification(conn: &mut SqliteConnection, n: &Notification, 
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(&n.id)
-    .bind(&n.kind)
+    .bind(n.kind.as_str())
     .bind(&n.source_type)
     .bind(&n.source_id)
     .bind(&n.title)

@@ -4,10 +4,13 @@
 pub mod routes;
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::broadcast;
+
+use crate::error::{Error, Result};
 
 /// Queue depth per chat channel; a subscriber that falls further behind catches up from
 /// the journal in the database instead of holding anyone else back.
@@ -46,17 +49,49 @@ impl Default for Hub {
     }
 }
 
+/// A live subscription to one chat's events; the chat's channel goes with its last one.
+#[derive(Debug)]
+pub struct ChatSubscription {
+    hub: Arc<Hub>,
+    chat_id: Arc<str>,
+    rx: Option<broadcast::Receiver<Arc<JournalEvent>>>,
+}
+
+impl ChatSubscription {
+    /// The next committed event (see `broadcast::Receiver::recv`).
+    pub async fn recv(&mut self) -> std::result::Result<Arc<JournalEvent>, broadcast::error::RecvError> {
+        match self.rx.as_mut() {
+            Some(rx) => rx.recv().await,
+            None => Err(broadcast::error::RecvError::Closed),
+        }
+    }
+}
+
+impl Drop for ChatSubscription {
+    fn drop(&mut self) {
+        drop(self.rx.take());
+        let mut chats = self.hub.chats.lock().unwrap_or_else(|p| p.into_inner());
+        if chats.get(&*self.chat_id).is_some_and(|tx| tx.receiver_count() == 0) {
+            chats.remove(&*self.chat_id);
+        }
+    }
+}
+
 impl Hub {
     /// Subscribes to a chat's committed events. Subscribe *before* reading the journal for
     /// replay, then skip anything at or below the last replayed seq.
-    pub fn subscribe(&self, chat_id: &str) -> broadcast::Receiver<Arc<JournalEvent>> {
+    pub fn subscribe(self: &Arc<Self>, chat_id: &str) -> ChatSubscription {
         let mut chats = self.chats.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(tx) = chats.get(chat_id) {
-            return tx.subscribe();
-        }
-        let (tx, rx) = broadcast::channel(CHAT_CHANNEL_CAPACITY);
-        chats.insert(Arc::from(chat_id), tx);
-        rx
+        let (chat_id, rx) = match chats.get_key_value(chat_id) {
+            Some((key, tx)) => (key.clone(), tx.subscribe()),
+            None => {
+                let (tx, rx) = broadcast::channel(CHAT_CHANNEL_CAPACITY);
+                let key: Arc<str> = Arc::from(chat_id);
+                chats.insert(key.clone(), tx);
+                (key, rx)
+            }
+        };
+        ChatSubscription { hub: self.clone(), chat_id, rx: Some(rx) }
     }
 
     /// Delivers committed events of one chat to its subscribers, if any.
@@ -109,6 +144,61 @@ impl Hub {
     }
 }
 
+/// Caps open event streams (chat and system), per client address and in all.
+#[derive(Debug)]
+pub struct StreamLimits {
+    max: usize,
+    max_per_address: usize,
+    open: Mutex<(usize, HashMap<IpAddr, usize>)>,
+}
+
+/// An open stream's place under [`StreamLimits`]; given back when dropped.
+#[derive(Debug)]
+pub struct StreamSlot {
+    limits: Arc<StreamLimits>,
+    key: IpAddr,
+}
+
+impl StreamLimits {
+    /// At most `max` streams, `max_per_address` of them from one client address.
+    pub fn new(max: usize, max_per_address: usize) -> Arc<Self> {
+        Arc::new(Self { max, max_per_address, open: Mutex::new((0, HashMap::new())) })
+    }
+
+    /// A slot for a stream of the client keyed `key`, or 503 `too_many_streams`.
+    pub fn acquire(self: &Arc<Self>, key: IpAddr) -> Result<StreamSlot> {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let (total, per_address) = &mut *open;
+        let mine = per_address.get(&key).copied().unwrap_or(0);
+        if mine >= self.max_per_address || *total >= self.max {
+            let whose = if mine >= self.max_per_address { "from this address" } else { "on this server" };
+            return Err(Error::Client {
+                status: axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                code: "too_many_streams",
+                message: format!("Too many event streams are open {whose}; close one and try again."),
+                retry_after_secs: Some(5),
+            });
+        }
+        *total += 1;
+        per_address.insert(key, mine + 1);
+        Ok(StreamSlot { limits: self.clone(), key })
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        let mut open = self.limits.open.lock().unwrap_or_else(|p| p.into_inner());
+        let (total, per_address) = &mut *open;
+        *total = total.saturating_sub(1);
+        if let Some(n) = per_address.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                per_address.remove(&self.key);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,7 +209,7 @@ mod tests {
 
     #[tokio::test]
     async fn publish_reaches_every_subscriber_in_order() {
-        let hub = Hub::default();
+        let hub = Arc::new(Hub::default());
         let mut a = hub.subscribe("c1");
         let mut b = hub.subscribe("c1");
         hub.publish("c1", [ev(1), ev(2)]);
@@ -130,13 +220,31 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn channels_without_subscribers_are_dropped() {
-        let hub = Hub::default();
-        drop(hub.subscribe("c1"));
+    async fn a_chat_channel_goes_with_its_last_subscriber() {
+        let hub = Arc::new(Hub::default());
+        let a = hub.subscribe("c1");
+        let b = hub.subscribe("c1");
+        drop(hub.subscribe("c2"));
+        assert_eq!(hub.chat_channels(), 1, "c2 had one subscriber, now none");
+        drop(a);
         assert_eq!(hub.chat_channels(), 1);
-        hub.publish("c1", [ev(1)]);
+        drop(b);
         assert_eq!(hub.chat_channels(), 0);
         hub.publish("nobody", [ev(1)]);
         assert_eq!(hub.chat_channels(), 0);
+    }
+
+    #[test]
+    fn stream_slots_are_capped_and_given_back() {
+        let limits = StreamLimits::new(3, 2);
+        let a: IpAddr = "192.0.2.1".parse().expect("ip");
+        let b: IpAddr = "192.0.2.2".parse().expect("ip");
+        let first = limits.acquire(a).expect("1");
+        let _second = limits.acquire(a).expect("2");
+        assert!(limits.acquire(a).is_err(), "per address");
+        let _third = limits.acquire(b).expect("3");
+        assert!(limits.acquire("192.0.2.3".parse().expect("ip")).is_err(), "in all");
+        drop(first);
+        assert!(limits.acquire(a).is_ok());
     }
 }

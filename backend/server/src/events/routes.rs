@@ -12,9 +12,11 @@ use serde_json::{Map, Value, json};
 use tokio_stream::wrappers::BroadcastStream;
 
 use crate::api::ApiJson;
-use crate::app::AppState;
 use crate::auth::Owner;
 use crate::error::{Error, Result};
+use crate::net::client::ClientAddr;
+use crate::protocol::SystemEvent;
+use crate::state::AppState;
 
 /// Events the agent (or the owner) may announce to every open shell.
 const NOTIFY_TYPES: &[&str] = &["theme_updated", "app_updated", "open_item", "build_phase", "notice"];
@@ -31,10 +33,16 @@ const KEEPALIVE_EVERY: Duration = Duration::from_secs(15);
 async fn system_stream(
     State(state): State<AppState>,
     _owner: Owner,
-) -> Sse<KeepAliveStream<impl Stream<Item = Result<Event, Infallible>>>> {
-    let hello = json!({ "type": "system_stream_open", "boot_id": state.boot.boot_id }).to_string();
-    let resync = json!({ "type": "resync" }).to_string();
+    client: ClientAddr,
+) -> Result<Sse<KeepAliveStream<impl Stream<Item = std::result::Result<Event, Infallible>>>>> {
+    let slot = state.streams.acquire(client.key())?;
+    // Neither can fail to serialize (strings only).
+    let hello = serde_json::to_string(&SystemEvent::SystemStreamOpen { boot_id: state.boot.boot_id.clone() })
+        .unwrap_or_default();
+    let resync = serde_json::to_string(&SystemEvent::Resync).unwrap_or_default();
     let live = BroadcastStream::new(state.hub.subscribe_system()).map(move |received| {
+        // The stream holds its slot until it is dropped.
+        let _held = &slot;
         Ok(match received {
             Ok(data) => Event::default().data(&*data),
             Err(_lagged) => Event::default().data(&resync),
@@ -43,8 +51,8 @@ async fn system_stream(
     let mut shutdown = state.shutdown.clone();
     let stream = futures_util::stream::once(async move { Ok(Event::default().data(hello)) })
         .chain(live)
-        .take_until(async move { crate::app::stopping(&mut shutdown).await });
-    Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEPALIVE_EVERY).text("keepalive"))
+        .take_until(async move { crate::state::stopping(&mut shutdown).await });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEPALIVE_EVERY).text("keepalive")))
 }
 
 /// `POST /api/notify {type, …}`: publishes a system event to every shell.

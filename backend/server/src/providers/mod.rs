@@ -3,23 +3,26 @@
 //! turn's CLI process gets.
 
 mod oauth;
+mod private;
 mod routes;
 
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use sqlx::SqlitePool;
 use tokio::io::AsyncWriteExt;
 
-pub use routes::{default_provider, router};
+pub use private::write_private;
+pub use routes::router;
 
 use crate::agent::claude::Claude;
 use crate::agent::codex::Codex;
 use crate::agent::{AgentProvider, ProviderKind};
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::{Domain, Error, Result};
 
 /// `--version` answers are cached this long.
 const VERSION_CACHE: Duration = Duration::from_secs(300);
@@ -143,13 +146,22 @@ impl Providers {
         ProviderStatus { connected: method.is_some(), method }
     }
 
+    /// The provider a chat without one runs on: the owner's choice if connected, else the
+    /// first connected one, else the owner's choice (which then reports as not connected).
+    pub async fn default_provider(&self, read: &SqlitePool) -> Result<Option<ProviderKind>> {
+        let chosen = crate::db::owner::default_provider(read).await?.as_deref().and_then(ProviderKind::parse);
+        if let Some(k) = chosen
+            && self.status(k).connected
+        {
+            return Ok(Some(k));
+        }
+        Ok(ProviderKind::ALL.into_iter().find(|k| self.status(*k).connected).or(chosen))
+    }
+
     /// Extra environment carrying the credentials of `kind`; 409 when it is not connected.
     pub fn credentials_env(&self, kind: ProviderKind) -> Result<Vec<(String, String)>> {
         if !self.status(kind).connected {
-            return Err(Error::conflict(
-                "provider_not_connected",
-                format!("{} is not connected yet. Connect it in Settings → Providers.", kind.name()),
-            ));
+            return Err(Domain::ProviderNotConnected(Some(kind.name())).into());
         }
         let mut env = Vec::new();
         if kind == ProviderKind::Claude {
@@ -426,17 +438,6 @@ fn ensure_login_profile(home: &Path, bin_dir: &Path) -> Result<()> {
             )?;
         }
     }
-    Ok(())
-}
-
-/// Writes a secret file with mode 0600 (atomically: temp file + rename).
-pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let tmp = path.with_extension("tmp");
-    let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, path)?;
     Ok(())
 }
 

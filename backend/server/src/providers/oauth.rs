@@ -138,7 +138,7 @@ impl ClaudeOAuth {
             "expiresAt": crate::db::now_ms() + expires_in * 1000,
             "scopes": scopes,
         }});
-        super::write_private(&config_dir.join(".credentials.json"), credentials.to_string().as_bytes())?;
+        super::private::write_private(&config_dir.join(".credentials.json"), credentials.to_string().as_bytes())?;
         *self.flow.lock().unwrap_or_else(|p| p.into_inner()) = None;
         Ok(())
     }

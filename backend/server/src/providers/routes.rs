@@ -8,9 +8,9 @@ use serde_json::{Value, json};
 
 use crate::agent::ProviderKind;
 use crate::api::ApiJson;
-use crate::app::AppState;
 use crate::auth::Owner;
 use crate::error::{Error, Result};
+use crate::state::AppState;
 use crate::writer::WriteCommand;
 
 /// The provider routes.
@@ -42,23 +42,12 @@ async fn list(State(state): State<AppState>, _owner: Owner) -> Json<Value> {
     Json(Value::Array(rows))
 }
 
-/// The default provider: the owner's choice if connected, else the first connected one.
-pub async fn default_provider(state: &AppState) -> Result<Option<ProviderKind>> {
-    let chosen = crate::db::owner::default_provider(&state.db.read).await?.as_deref().and_then(ProviderKind::parse);
-    if let Some(k) = chosen
-        && state.providers.status(k).connected
-    {
-        return Ok(Some(k));
-    }
-    Ok(ProviderKind::ALL.into_iter().find(|k| state.providers.status(*k).connected).or(chosen))
-}
-
 async fn status(State(state): State<AppState>, _who: crate::chats::access::ChatCaller) -> Result<Json<Value>> {
     let mut providers = serde_json::Map::new();
     for k in ProviderKind::ALL {
         providers.insert(k.id().into(), serde_json::to_value(state.providers.status(k)).unwrap_or(Value::Null));
     }
-    let default = default_provider(&state).await?.map(ProviderKind::id);
+    let default = state.providers.default_provider(&state.db.read).await?.map(ProviderKind::id);
     Ok(Json(json!({ "default_provider": default, "providers": providers })))
 }
 
@@ -133,7 +122,7 @@ async fn models(_who: crate::chats::access::ChatCaller) -> Json<Value> {
 
 async fn settings(State(state): State<AppState>, _owner: Owner) -> Result<Json<Value>> {
     let [claude_version, codex_version] = state.providers.versions().await;
-    let default = default_provider(&state).await?.map(ProviderKind::id);
+    let default = state.providers.default_provider(&state.db.read).await?.map(ProviderKind::id);
     Ok(Json(json!({ "default_provider": default, "claude_version": claude_version, "codex_version": codex_version })))
 }
 
@@ -149,7 +138,7 @@ async fn update_settings(
 ) -> Result<Json<Value>> {
     let provider = match body.default_provider.as_deref() {
         None => None,
-        Some(id) => Some(kind(id)?.id().to_owned()),
+        Some(id) => Some(kind(id)?),
     };
     state.writer.call(|ack| WriteCommand::SetDefaultProvider { provider, ack }).await?;
     Ok(Json(json!({ "ok": true })))

@@ -10,10 +10,10 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::error::{Error, Result};
+use crate::protocol::{Answers, ChatId, QuestionId};
 
 /// How long a notification's buttons can answer.
 pub const ACTION_TOKEN_TTL: Duration = Duration::from_secs(3600);
@@ -22,10 +22,10 @@ pub const MAX_ACTION_TOKENS: usize = 256;
 
 #[derive(Debug)]
 struct Grant {
-    chat_id: String,
-    question_id: String,
+    chat_id: ChatId,
+    question_id: QuestionId,
     /// `(action, answers)` offered by the notification.
-    choices: Vec<(String, Value)>,
+    choices: Vec<(String, Answers)>,
     expires: Instant,
     spent: bool,
 }
@@ -33,9 +33,9 @@ struct Grant {
 /// What a redeemed token answers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Redeemed {
-    pub chat_id: String,
-    pub question_id: String,
-    pub answers: Value,
+    pub chat_id: ChatId,
+    pub question_id: QuestionId,
+    pub answers: Answers,
 }
 
 /// The live action tokens, by hash.
@@ -44,7 +44,7 @@ pub struct ActionTokens(Mutex<HashMap<[u8; 32], Grant>>);
 
 impl ActionTokens {
     /// Mints a token for `question_id` of `chat_id` with its `(action, answers)` choices.
-    pub fn mint(&self, chat_id: &str, question_id: &str, choices: Vec<(String, Value)>) -> Result<String> {
+    pub fn mint(&self, chat_id: &ChatId, question_id: &QuestionId, choices: Vec<(String, Answers)>) -> Result<String> {
         let (token, hash) = super::crypto::new_secret()?;
         let now = Instant::now();
         let mut grants = self.0.lock().unwrap_or_else(|p| p.into_inner());
@@ -59,8 +59,8 @@ impl ActionTokens {
         grants.insert(
             hash,
             Grant {
-                chat_id: chat_id.to_owned(),
-                question_id: question_id.to_owned(),
+                chat_id: chat_id.clone(),
+                question_id: question_id.clone(),
                 choices,
                 expires: now + ACTION_TOKEN_TTL,
                 spent: false,
@@ -77,7 +77,7 @@ impl ActionTokens {
         let Some(grant) = grants.get_mut(&hash) else {
             return Err(Error::unauthorized("invalid_action_token", "This notification can no longer answer."));
         };
-        if grant.question_id != question_id {
+        if grant.question_id.as_str() != question_id {
             return Err(Error::unauthorized("invalid_action_token", "This token answers another question."));
         }
         if grant.spent {
@@ -110,17 +110,21 @@ impl ActionTokens {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use crate::protocol::{ApprovalAnswers, Decision};
 
     use super::*;
+
+    fn verdict(decision: Decision) -> Answers {
+        Answers::Approval(ApprovalAnswers { decision, reason: None })
+    }
 
     fn tokens() -> (ActionTokens, String) {
         let tokens = ActionTokens::default();
         let token = tokens
             .mint(
-                "c1",
-                "q-1",
-                vec![("allow".into(), json!({"decision": "allow"})), ("deny".into(), json!({"decision": "deny"}))],
+                &ChatId::from("c1"),
+                &QuestionId::from("q-1"),
+                vec![("allow".into(), verdict(Decision::Allow)), ("deny".into(), verdict(Decision::Deny))],
             )
             .expect("mint");
         (tokens, token)
@@ -135,7 +139,7 @@ mod tests {
         let redeemed = tokens.redeem(&token, "q-1", "deny").expect("first use");
         assert_eq!(
             redeemed,
-            Redeemed { chat_id: "c1".into(), question_id: "q-1".into(), answers: json!({"decision": "deny"}) }
+            Redeemed { chat_id: "c1".into(), question_id: "q-1".into(), answers: verdict(Decision::Deny) }
         );
         assert_eq!(tokens.redeem(&token, "q-1", "deny").expect_err("replay").code(), "action_token_used");
         tokens.restore(&token);

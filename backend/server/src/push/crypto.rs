@@ -47,7 +47,7 @@ impl std::fmt::Debug for Vapid {
 }
 
 impl Vapid {
-    /// Reads the key at `path`, creating it (0600, its folder 0700) on first boot.
+    /// Reads the key at `path`, creating it (0600, its folder 0700) the first time.
     pub fn load_or_create(path: &Path) -> Result<Self> {
         match std::fs::read_to_string(path) {
             Ok(pem) => Self::from_pem(&pem),
@@ -60,11 +60,23 @@ impl Vapid {
                     std::fs::create_dir_all(dir)?;
                     std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
                 }
-                // create_new: two processes racing on first boot cannot both write a key.
-                let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+                // Written aside, then linked into place: a reader never sees a half-written key,
+                // and of two callers racing on first use, the one that loses reads the winner's.
+                let mut nonce = [0u8; 8];
+                rng.fill(&mut nonce).map_err(|_| Error::Internal("no randomness".into()))?;
+                let aside = path.with_extension(format!("{}.tmp", URL_SAFE_NO_PAD.encode(nonce)));
+                let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&aside)?;
                 file.write_all(pem.as_bytes())?;
                 file.sync_all()?;
-                Self::from_pem(&pem)
+                let linked = std::fs::hard_link(&aside, path);
+                let _ = std::fs::remove_file(&aside);
+                match linked {
+                    Ok(()) => Self::from_pem(&pem),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        Self::from_pem(&std::fs::read_to_string(path)?)
+                    }
+                    Err(e) => Err(e.into()),
+                }
             }
             Err(e) => Err(e.into()),
         }

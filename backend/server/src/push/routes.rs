@@ -9,14 +9,16 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Kind, Notice, NoticeAction, Source, clip};
-use crate::api::ApiJson;
-use crate::app::{AppState, no_content};
+use super::notice::{self, MAX_ACTION_TITLE_CHARS, Notice, Source, clip};
+use crate::api::{ApiJson, no_content};
+use crate::auth::limits::Attempter;
 use crate::auth::{Owner, Principal, Scope};
 use crate::db::{self, now_ms};
 use crate::error::{Error, Result};
-use crate::writer::WriteCommand;
-use crate::writer::push::PushWrite;
+use crate::net::client::ClientAddr;
+use crate::protocol::{ChatId, NotificationAction, NotificationItem, NotificationKind as Kind};
+use crate::state::AppState;
+use crate::writer::{PushWrite, WriteCommand};
 
 /// Longest push endpoint URL accepted.
 const MAX_ENDPOINT_CHARS: usize = 2048;
@@ -24,8 +26,6 @@ const MAX_ENDPOINT_CHARS: usize = 2048;
 const MAX_LABEL_CHARS: usize = 80;
 /// Longest device id a page reports presence under.
 const MAX_DEVICE_ID_CHARS: usize = 64;
-/// Buttons a sent notification may carry (the platform shows two).
-const MAX_SENT_ACTIONS: usize = 2;
 /// Longest icon or target URL (characters).
 const MAX_URL_CHARS: usize = 512;
 /// Notifications listed per page by default, and at most.
@@ -55,8 +55,8 @@ async fn write(state: &AppState, op: PushWrite) -> Result<u64> {
 }
 
 /// `GET /api/push/vapid-key` → `{publicKey}` (no auth: it is public by nature).
-async fn vapid_key(State(state): State<AppState>) -> Json<Value> {
-    Json(json!({ "publicKey": state.push.public_key() }))
+async fn vapid_key(State(state): State<AppState>) -> Result<Json<Value>> {
+    Ok(Json(json!({ "publicKey": state.push.public_key()? })))
 }
 
 #[derive(Deserialize)]
@@ -105,7 +105,7 @@ fn checked_endpoint(state: &AppState, raw: &str) -> Result<String> {
         return Err(invalid("is too long"));
     }
     let url = reqwest::Url::parse(raw.trim()).map_err(|_| invalid("is not a URL"))?;
-    let loopback = state.push.shared().allow_loopback;
+    let loopback = state.push.allow_loopback();
     let loopback_literal = url
         .host_str()
         .and_then(|h| h.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>().ok())
@@ -175,8 +175,8 @@ async fn presence(
     if body.device.is_empty() || body.device.len() > MAX_DEVICE_ID_CHARS {
         return Err(Error::bad_request("invalid_device", format!("device is 1 to {MAX_DEVICE_ID_CHARS} characters.")));
     }
-    let chat = body.chat_id.as_deref().filter(|c| crate::chats::valid_chat_id(c));
-    state.push.shared().presence.report(&body.device, chat);
+    let chat = body.chat_id.as_deref().and_then(ChatId::parse);
+    state.push.presence().report(&body.device, chat.as_deref());
     Ok(no_content())
 }
 
@@ -208,7 +208,7 @@ async fn set_prefs(
         changes.push((kind, enabled));
     }
     for (kind, enabled) in changes {
-        write(&state, PushWrite::SetPref { kind: kind.as_str().to_owned(), enabled }).await?;
+        write(&state, PushWrite::SetPref { kind, enabled }).await?;
     }
     prefs(State(state), owner).await
 }
@@ -235,15 +235,32 @@ struct ActionIn {
 }
 
 /// `POST /api/push/action {token, question_id, action}`: a notification button answers its
-/// question. Authorised by the action token alone (the service worker holds no owner token).
-async fn action(State(state): State<AppState>, ApiJson(body): ApiJson<ActionIn>) -> Result<Response> {
-    let redeemed = state.push.shared().actions.redeem(&body.token, &body.question_id, &body.action)?;
-    match crate::chats::routes::answer(&state, &redeemed.chat_id, &redeemed.question_id, redeemed.answers).await {
+/// question. Authorised by the action token alone (the service worker holds no owner token),
+/// so it is throttled like a sign-in: a client address that presents wrong tokens waits, and
+/// every attempt takes from the global bucket of unauthenticated attempts.
+async fn action(
+    State(state): State<AppState>,
+    client: ClientAddr,
+    ApiJson(body): ApiJson<ActionIn>,
+) -> Result<Response> {
+    let who = Attempter::Address(client.key());
+    state.login_limits.check(&who).map_err(crate::auth::throttled)?;
+    state.login_limits.take_global().map_err(crate::auth::throttled)?;
+    let redeemed = match state.push.actions().redeem(&body.token, &body.question_id, &body.action) {
+        Ok(redeemed) => redeemed,
+        Err(e) => {
+            if e.status() == StatusCode::UNAUTHORIZED {
+                state.login_limits.record_failure(who);
+            }
+            return Err(e);
+        }
+    };
+    match crate::chats::deliver_answer(&state, &redeemed.chat_id, redeemed.question_id, redeemed.answers).await {
         Ok(response) => Ok(response),
         Err(e) => {
             if e.status() == StatusCode::SERVICE_UNAVAILABLE {
                 // Not taken in time: the button may try again.
-                state.push.shared().actions.restore(&body.token);
+                state.push.actions().restore(&body.token);
             }
             Err(e)
         }
@@ -287,8 +304,11 @@ async fn send(State(state): State<AppState>, who: Principal, ApiJson(body): ApiJ
     if icon.as_ref().is_some_and(|i| i.len() > MAX_URL_CHARS) {
         return Err(Error::bad_request("invalid_notification", "icon is too long."));
     }
-    if body.actions.len() > MAX_SENT_ACTIONS {
-        return Err(Error::bad_request("invalid_notification", format!("at most {MAX_SENT_ACTIONS} actions.")));
+    if body.actions.len() > notice::MAX_NOTIFICATION_ACTIONS {
+        return Err(Error::bad_request(
+            "invalid_notification",
+            format!("at most {} actions.", notice::MAX_NOTIFICATION_ACTIONS),
+        ));
     }
     let mut actions = Vec::new();
     for a in body.actions {
@@ -296,13 +316,13 @@ async fn send(State(state): State<AppState>, who: Principal, ApiJson(body): ApiJ
             return Err(Error::bad_request("invalid_notification", "each action has an action id and a title."));
         }
         let target = a.target.as_deref().map(checked_target).transpose()?;
-        actions.push(NoticeAction { action: a.action, title: clip(&a.title, 40), target });
+        actions.push(NotificationAction { action: a.action, title: clip(&a.title, MAX_ACTION_TITLE_CHARS), target });
     }
     let (kind, source, key) = match &who {
         Principal::App(app) => (Kind::App, Source::App(app.id), format!("app:{}", app.id)),
         Principal::Owner(claims) if claims.scope == Scope::Agent => {
             let key = format!("run:{}", claims.run_id.as_deref().unwrap_or_default());
-            let source = match claims.chat_id.clone() {
+            let source = match claims.chat_id.as_deref().and_then(ChatId::parse) {
                 Some(chat) => Source::Chat(chat),
                 None => Source::Owner { source_type: "agent".into(), source_id: None },
             };
@@ -313,11 +333,13 @@ async fn send(State(state): State<AppState>, who: Principal, ApiJson(body): ApiJ
             let source_type = clip(source_type, 40);
             let kind = if source_type == "schedule" { Kind::Schedule } else { Kind::Agent };
             let source_id = body.source_id.map(|s| clip(&s, 128));
-            let source = match source_id {
-                Some(id) if source_type == "chat" || source_type == "agent" && crate::chats::valid_chat_id(&id) => {
-                    Source::Chat(id)
-                }
-                source_id => Source::Owner { source_type, source_id },
+            let chat = source_id
+                .as_deref()
+                .filter(|_| source_type == "chat" || source_type == "agent")
+                .and_then(ChatId::parse);
+            let source = match chat {
+                Some(chat) => Source::Chat(chat),
+                None => Source::Owner { source_type, source_id },
             };
             (kind, source, "owner".to_owned())
         }
@@ -334,16 +356,21 @@ async fn send(State(state): State<AppState>, who: Principal, ApiJson(body): ApiJ
     notice.icon = icon;
     notice.actions = actions;
     let (source_type, source_id) = notice.source.attribution();
+    let stored_actions = if notice.actions.is_empty() {
+        None
+    } else {
+        Some(serde_json::to_string(&notice.actions).map_err(|e| Error::Internal(e.to_string()))?)
+    };
     let row = db::push::Notification {
         id: uuid::Uuid::new_v4().to_string(),
-        kind: kind.as_str().to_owned(),
+        kind,
         source_type,
         source_id,
         title: notice.title.clone(),
         body: notice.body.clone(),
         icon: notice.icon.clone(),
         target: notice.target.clone(),
-        actions: (!notice.actions.is_empty()).then(|| json!(notice.actions).to_string()),
+        actions: stored_actions,
         sent_at: now_ms(),
         clicked_at: None,
         read_at: None,
@@ -425,7 +452,11 @@ struct ListQuery {
 }
 
 /// `GET /api/notifications?limit=20&before=<id>` → newest first.
-async fn list(State(state): State<AppState>, _owner: Owner, Query(q): Query<ListQuery>) -> Result<Json<Value>> {
+async fn list(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<Vec<NotificationItem>>> {
     let limit = q.limit.unwrap_or(DEFAULT_LIST);
     if !(1..=MAX_LIST).contains(&limit) {
         return Err(Error::bad_request("invalid_limit", format!("limit is 1 to {MAX_LIST}.")));
@@ -434,18 +465,24 @@ async fn list(State(state): State<AppState>, _owner: Owner, Query(q): Query<List
         return Err(Error::bad_request("invalid_cursor", "Invalid notification cursor."));
     };
     let iso = |ms: Option<i64>| ms.map(crate::chats::apps::iso);
-    Ok(Json(Value::Array(
+    Ok(Json(
         rows.into_iter()
-            .map(|n| {
-                let actions = n.actions.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok());
-                json!({
-                    "id": n.id, "kind": n.kind, "source_type": n.source_type, "source_id": n.source_id,
-                    "title": n.title, "body": n.body, "icon": n.icon, "target": n.target, "actions": actions,
-                    "sent_at": crate::chats::apps::iso(n.sent_at), "clicked_at": iso(n.clicked_at), "read_at": iso(n.read_at),
-                })
+            .map(|n| NotificationItem {
+                actions: n.actions.as_deref().and_then(|a| serde_json::from_str(a).ok()),
+                id: n.id,
+                kind: n.kind,
+                source_type: n.source_type,
+                source_id: n.source_id,
+                title: n.title,
+                body: n.body,
+                icon: n.icon,
+                target: n.target,
+                sent_at: crate::chats::apps::iso(n.sent_at),
+                clicked_at: iso(n.clicked_at),
+                read_at: iso(n.read_at),
             })
             .collect(),
-    )))
+    ))
 }
 
 /// `GET /api/notifications/unread-count` → `{count, decisions}`: unread notifications, and

@@ -1,21 +1,23 @@
 //! The one task that stores notices and sends pushes, off every caller's path.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
-use super::{Kind, Notice, Shared, crypto};
+use super::notice::{self, Notice};
+use super::{actions, crypto, presence};
 use crate::apps::smart_http::{FetchPolicy, checked_resolver};
+use crate::config::Config;
 use crate::db::{self, Db, now_ms};
 use crate::error::{Error, Result};
-use crate::writer::push::PushWrite;
-use crate::writer::{WriteCommand, WriterHandle};
+use crate::protocol::{NotificationKind as Kind, PushPayload};
+use crate::writer::{PushWrite, WriteCommand, WriterHandle};
 
 /// Pushes in flight at once.
 const MAX_PARALLEL_SENDS: usize = 8;
@@ -25,8 +27,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The first pause after a device's push failed; doubles per failure up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_secs(30);
 const MAX_BACKOFF: Duration = Duration::from_secs(3600);
-/// The HTTP client (and its connections) is dropped after this long without a notice.
-const CLIENT_IDLE: Duration = Duration::from_secs(10);
+/// The sender (HTTP client, connections, the parsed key) is dropped after this long without a
+/// notice.
+const SENDER_IDLE: Duration = Duration::from_secs(10);
 /// `last_ok_at` is refreshed at most this often per device (one write, not one per push).
 const DELIVERED_MARK_EVERY_MS: i64 = 3600 * 1000;
 /// Sources that never push (maintenance noise; only the type decides), as in the original.
@@ -41,6 +44,58 @@ const QUIET_SOURCE_TYPES: &[&str] = &[
 ];
 const USER_AGENT: &str = "Mobius/1.0 (web push)";
 
+/// What routes and the worker share.
+pub(super) struct Shared {
+    /// `DATA_DIR/push/vapid.pem`: created on first use, read when a burst of pushes starts.
+    vapid_path: PathBuf,
+    /// The VAPID public key, once read.
+    public_key: OnceLock<String>,
+    /// The VAPID `sub` claim: `mailto:admin@<public host>`.
+    pub subject: String,
+    pub presence: presence::Presence,
+    pub actions: actions::ActionTokens,
+    /// Test configurations may push to `http://127.0.0.1` (the tests' push service):
+    /// `Config::push_allow_loopback`.
+    pub allow_loopback: bool,
+}
+
+impl Shared {
+    /// Nothing is read or built here: the key is loaded on first use.
+    pub(super) fn new(config: &Config) -> Self {
+        let host = config.public_origin.authority().split(':').next().unwrap_or("localhost").to_owned();
+        Self {
+            vapid_path: config.data_dir.join("push").join("vapid.pem"),
+            public_key: OnceLock::new(),
+            subject: format!("mailto:admin@{host}"),
+            presence: presence::Presence::default(),
+            actions: actions::ActionTokens::default(),
+            allow_loopback: config.push_allow_loopback,
+        }
+    }
+
+    /// The VAPID key pair, created (0600) the first time anything needs it.
+    pub(super) fn vapid(&self) -> Result<crypto::Vapid> {
+        let vapid = crypto::Vapid::load_or_create(&self.vapid_path)?;
+        let _ = self.public_key.set(vapid.public_key().to_owned());
+        Ok(vapid)
+    }
+
+    /// The VAPID public key browsers subscribe with.
+    pub(super) fn public_key(&self) -> Result<String> {
+        match self.public_key.get() {
+            Some(key) => Ok(key.clone()),
+            None => Ok(self.vapid()?.public_key().to_owned()),
+        }
+    }
+}
+
+/// What sending needs, built on a burst's first push and dropped after [`SENDER_IDLE`]: the
+/// HTTP client (its connections, TLS roots and sessions) and the parsed VAPID key.
+struct Sender {
+    client: reqwest::Client,
+    vapid: crypto::Vapid,
+}
+
 /// A device whose pushes failed: skipped until `until`.
 struct Backoff {
     failures: u32,
@@ -51,20 +106,21 @@ struct Worker {
     shared: Arc<Shared>,
     db: Db,
     writer: WriterHandle,
-    client: Option<reqwest::Client>,
+    sender: Option<Arc<Sender>>,
     backoff: HashMap<i64, Backoff>,
 }
 
-pub(super) async fn run(mut rx: mpsc::Receiver<Notice>, shared: Arc<Shared>, db: Db, writer: WriterHandle) {
-    let mut worker = Worker { shared, db, writer, client: None, backoff: HashMap::new() };
+pub(super) async fn run(mut rx: mpsc::Receiver<Box<Notice>>, shared: Arc<Shared>, db: Db, writer: WriterHandle) {
+    let mut worker = Worker { shared, db, writer, sender: None, backoff: HashMap::new() };
     loop {
-        let next = if worker.client.is_some() {
-            match tokio::time::timeout(CLIENT_IDLE, rx.recv()).await {
+        let next = if worker.sender.is_some() {
+            match tokio::time::timeout(SENDER_IDLE, rx.recv()).await {
                 Ok(next) => next,
                 Err(_idle) => {
-                    // Pushes come in bursts: between them, keep nothing (connections, TLS state).
-                    worker.client = None;
-                    let _ = tokio::task::spawn_blocking(mobius_sys::return_freed_memory).await;
+                    // Pushes come in bursts: between them, keep nothing (connections, TLS
+                    // roots, the key), and give the freed memory back.
+                    worker.sender = None;
+                    crate::memory::trim_now();
                     continue;
                 }
             }
@@ -72,7 +128,7 @@ pub(super) async fn run(mut rx: mpsc::Receiver<Notice>, shared: Arc<Shared>, db:
             rx.recv().await
         };
         let Some(notice) = next else { return };
-        if let Err(e) = worker.handle(notice).await {
+        if let Err(e) = worker.handle(*notice).await {
             warn!(error = %e, "a notification could not be delivered");
         }
     }
@@ -99,9 +155,9 @@ impl Worker {
                 Some(chat) => db::push::chat_title(&self.db.read, chat).await?.filter(|t| !t.trim().is_empty()),
                 None => None,
             };
-            notice.title = super::clip(title.as_deref().unwrap_or("Möbius"), super::MAX_TITLE_CHARS);
+            notice.title = notice::clip(title.as_deref().unwrap_or("Möbius"), notice::MAX_TITLE_CHARS);
         }
-        let watched = notice.kind.suppressed_while_watched()
+        let watched = notice::suppressed_while_watched(notice.kind)
             && notice.source.chat().is_some_and(|chat| self.shared.presence.watching(chat));
         let (source_type, source_id) = notice.source.attribution();
         let quiet = QUIET_SOURCE_TYPES.contains(&source_type.trim().to_ascii_lowercase().as_str());
@@ -112,20 +168,24 @@ impl Worker {
             token = Some(self.shared.actions.mint(&decision.chat_id, &decision.question_id, choices)?);
             notice.actions = decision.choices.iter().map(|(a, _)| a.clone()).collect();
         }
-        let actions = (!notice.actions.is_empty()).then(|| json!(notice.actions));
         let id = match notice.stored_id.take() {
             Some(id) => id,
             None => {
+                let actions = if notice.actions.is_empty() {
+                    None
+                } else {
+                    Some(serde_json::to_string(&notice.actions).map_err(|e| Error::Internal(e.to_string()))?)
+                };
                 let row = db::push::Notification {
                     id: uuid::Uuid::new_v4().to_string(),
-                    kind: notice.kind.as_str().to_owned(),
+                    kind: notice.kind,
                     source_type,
                     source_id,
                     title: notice.title.clone(),
                     body: notice.body.clone(),
                     icon: notice.icon.clone(),
                     target: target.clone(),
-                    actions: actions.as_ref().map(Value::to_string),
+                    actions,
                     sent_at: now_ms(),
                     clicked_at: None,
                     // Seen already: the owner watched it happen.
@@ -140,31 +200,32 @@ impl Worker {
             debug!(watched, quiet, "notification stored without a push");
             return Ok(());
         }
-        let mut payload = json!({
-            "id": id,
-            "title": notice.title,
-            "body": notice.body,
-            "icon": notice.icon,
-            "target": target,
-            "actions": notice.actions,
-            "kind": notice.kind,
-            "tag": notice.source.topic_key(),
-        });
-        if let (Some(decision), Some(token)) = (&notice.decision, token) {
-            payload["chat_id"] = json!(decision.chat_id);
-            payload["question_id"] = json!(decision.question_id);
-            payload["action_token"] = json!(token);
-        }
-        self.push(&notice, payload.to_string().as_bytes()).await
+        let tag = notice.source.topic_key();
+        let decision = notice.decision.take();
+        let payload = PushPayload {
+            id,
+            title: std::mem::take(&mut notice.title),
+            body: notice.body.take(),
+            icon: notice.icon.take(),
+            target,
+            actions: std::mem::take(&mut notice.actions),
+            kind: notice.kind,
+            tag,
+            chat_id: decision.as_ref().map(|d| d.chat_id.clone()),
+            question_id: decision.map(|d| d.question_id),
+            action_token: token,
+        };
+        let plaintext = serde_json::to_vec(&payload).map_err(|e| Error::Internal(e.to_string()))?;
+        self.push(&notice, &plaintext).await
     }
 
     async fn write(&self, op: PushWrite) -> Result<u64> {
         self.writer.call(|ack| WriteCommand::Push { op, ack }).await
     }
 
-    fn client(&mut self) -> Result<reqwest::Client> {
-        if let Some(client) = &self.client {
-            return Ok(client.clone());
+    fn sender(&mut self) -> Result<Arc<Sender>> {
+        if let Some(sender) = &self.sender {
+            return Ok(sender.clone());
         }
         let client = reqwest::Client::builder()
             .user_agent(USER_AGENT)
@@ -176,8 +237,9 @@ impl Worker {
             .dns_resolver(checked_resolver(&policy(self.shared.allow_loopback)))
             .build()
             .map_err(|e| Error::Internal(format!("push client: {e}")))?;
-        self.client = Some(client.clone());
-        Ok(client)
+        let sender = Arc::new(Sender { client, vapid: self.shared.vapid()? });
+        self.sender = Some(sender.clone());
+        Ok(sender)
     }
 
     /// Sends `plaintext` to every device not backing off; prunes gone ones.
@@ -194,14 +256,14 @@ impl Worker {
         if devices.is_empty() {
             return Ok(());
         }
-        let client = self.client()?;
+        let sender = self.sender()?;
         let topic = notice.source.topic_key().map(|k| crypto::topic(&k));
-        let (kind, shared) = (notice.kind, self.shared.clone());
+        let (kind, subject) = (notice.kind, self.shared.subject.as_str());
         let results: Vec<_> = futures_util::stream::iter(devices)
             .map(|device| {
-                let (client, topic, shared) = (client.clone(), topic.clone(), shared.clone());
+                let (sender, topic) = (&sender, topic.as_deref());
                 async move {
-                    let outcome = send(&client, &shared, &device, kind, topic.as_deref(), plaintext).await;
+                    let outcome = send(sender, subject, &device, kind, topic, plaintext).await;
                     (device, outcome)
                 }
             })
@@ -240,8 +302,8 @@ pub(super) fn policy(allow_loopback: bool) -> FetchPolicy {
 }
 
 async fn send(
-    client: &reqwest::Client,
-    shared: &Shared,
+    sender: &Sender,
+    subject: &str,
     device: &db::push::Subscription,
     kind: Kind,
     topic: Option<&str>,
@@ -257,14 +319,15 @@ async fn send(
     };
     let audience = url.origin().ascii_serialization();
     let now_secs = now_ms() / 1000;
-    let authorization = match shared.vapid.authorization(&audience, &shared.subject, now_secs) {
+    let authorization = match sender.vapid.authorization(&audience, subject, now_secs) {
         Ok(a) => a,
         Err(e) => return Outcome::Failed(e.to_string()),
     };
-    let mut request = client
+    let mut request = sender
+        .client
         .post(url)
-        .header("TTL", kind.ttl_secs().to_string())
-        .header("Urgency", kind.urgency())
+        .header("TTL", notice::ttl(kind).as_secs().to_string())
+        .header("Urgency", notice::urgency(kind))
         .header("Content-Encoding", "aes128gcm")
         .header("Content-Type", "application/octet-stream")
         .header("Authorization", authorization)

@@ -106,6 +106,29 @@ pub fn move_sidecars(meta_root: &Path, from: &StoragePath, to: &StoragePath, dir
 /// How staged files start (`~` never passes the whitelist).
 const TEMP_PREFIX: &str = ".~tmp-";
 
+/// Removes staged files a crash left under `root` (only those older than `before`, so a write
+/// staging right now keeps its file). Links are not followed. Returns how many went.
+pub fn remove_stale_temps(root: &Path, before: std::time::SystemTime) -> usize {
+    let mut removed = 0;
+    let mut folders = vec![root.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else { continue };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else { continue };
+            if kind.is_dir() {
+                folders.push(entry.path());
+            } else if kind.is_file()
+                && entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX)
+                && entry.metadata().and_then(|m| m.modified()).is_ok_and(|at| at < before)
+                && std::fs::remove_file(entry.path()).is_ok()
+            {
+                removed += 1;
+            }
+        }
+    }
+    removed
+}
+
 /// A staged file that deletes itself unless it was committed.
 #[derive(Debug)]
 pub struct Temp {
@@ -114,13 +137,13 @@ pub struct Temp {
 }
 
 impl Temp {
-    /// Creates an empty `0644` temp file in `dir`; its name never passes the whitelist, so
+    /// Creates an empty `0600` temp file in `dir`; its name never passes the whitelist, so
     /// listings and reads never see it.
     pub fn create(dir: &Path) -> Result<(File, Self)> {
         let mut bytes = [0u8; 8];
         rand::thread_rng().fill_bytes(&mut bytes);
         let path = dir.join(format!("{TEMP_PREFIX}{}", hex::encode(bytes)));
-        let file = OpenOptions::new().write(true).create_new(true).mode(0o644).open(&path)?;
+        let file = OpenOptions::new().write(true).create_new(true).mode(STORED_FILE_MODE).open(&path)?;
         Ok((file, Self { path, armed: true }))
     }
 
@@ -138,9 +161,12 @@ impl Drop for Temp {
     }
 }
 
-/// Flushes a staged file to disk with mode `0644` and returns its stamp.
+/// Stored files are the owner's alone.
+const STORED_FILE_MODE: u32 = 0o600;
+
+/// Flushes a staged file to disk with mode `0600` and returns its stamp.
 pub fn seal(file: &File) -> Result<Stamp> {
-    file.set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    file.set_permissions(std::fs::Permissions::from_mode(STORED_FILE_MODE))?;
     file.sync_all()?;
     Ok(Stamp::of(&file.metadata()?))
 }
@@ -317,7 +343,7 @@ mod tests {
         sync_dir(&commit(temp, &rel.under(&root), &meta, &rel, &sidecar).expect("commit")).expect("sync");
         let file_meta = std::fs::metadata(rel.under(&root)).expect("stat");
         assert_eq!(describe(&meta, &rel, &file_meta), ("v1".into(), Some("image/png".into())));
-        assert_eq!(file_meta.permissions().mode() & 0o777, 0o644);
+        assert_eq!(file_meta.permissions().mode() & 0o777, 0o600);
         // Rewritten behind the API's back: the sidecar no longer applies.
         std::fs::remove_file(rel.under(&root)).expect("rm");
         std::fs::write(rel.under(&root), b"other bytes").expect("write");

@@ -1,4 +1,4 @@
-//! Entity tags for stored files and the RFC 9110 conditional-request checks.
+//! Entity tags for stored files and the RFC 9110 conditional-request checks ([`Preconditions`]).
 //!
 //! A write through the API mints a random version (`v…`), recorded in the sidecar together
 //! with the stamp of the file it describes; a file written behind the API's back (no sidecar,
@@ -8,8 +8,12 @@
 use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
 
+use axum::http::HeaderMap;
+use axum::http::header::{IF_MATCH, IF_NONE_MATCH};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
+
+use crate::error::{Domain, Result};
 
 /// What identifies one version of a file on disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,6 +116,51 @@ pub fn if_none_match_hits(header: &str, current: Option<&str>) -> bool {
         Member::Any => true,
         Member::Tag { opaque, .. } => same(opaque, current),
     })
+}
+
+/// `If-Match` / `If-None-Match` of a write.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Preconditions {
+    if_match: Option<String>,
+    if_none_match: Option<String>,
+}
+
+/// All values of a list header joined by commas. A non-ASCII value becomes a token no list
+/// parser accepts, so it matches nothing (If-Match fails, If-None-Match never hits).
+fn joined(headers: &HeaderMap, name: axum::http::HeaderName) -> Option<String> {
+    let values: Vec<&str> = headers.get_all(name).iter().map(|v| v.to_str().unwrap_or("?")).collect();
+    (!values.is_empty()).then(|| values.join(", "))
+}
+
+impl Preconditions {
+    /// Reads the conditional headers of a request.
+    pub fn from_headers(headers: &HeaderMap) -> Self {
+        Self { if_match: joined(headers, IF_MATCH), if_none_match: joined(headers, IF_NONE_MATCH) }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.if_match.is_none() && self.if_none_match.is_none()
+    }
+
+    /// 412 unless a write over the file currently tagged `current` may proceed.
+    pub(crate) fn check(&self, current: Option<&str>) -> Result<()> {
+        if let Some(h) = &self.if_match
+            && !if_match_passes(h, current)
+        {
+            return Err(Domain::PreconditionFailed(
+                "The file is not the version named in If-Match; read it again and retry.",
+            )
+            .into());
+        }
+        if let Some(h) = &self.if_none_match
+            && if_none_match_hits(h, current)
+        {
+            return Err(
+                Domain::PreconditionFailed("The file already exists in the version named in If-None-Match.").into()
+            );
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

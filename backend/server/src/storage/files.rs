@@ -7,8 +7,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::http::HeaderMap;
-use axum::http::header::{IF_MATCH, IF_NONE_MATCH};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bytes::Bytes;
@@ -18,79 +16,22 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
 use super::disk::{self, Sidecar, Temp};
-use super::etag::{self, Stamp};
+use super::etag::{self, Preconditions, Stamp};
 use super::group;
 use super::path::{Found, StoragePath, inspect, prepare_parent, valid_segment};
-use super::{INLINE_CONTENT_BYTES, INLINE_PAGE_BYTES, INLINE_READ_BYTES, MAX_OBJECT_BYTES, Store, Tree, TreeState};
-use crate::app::AppState;
-use crate::error::{Error, Result};
+use super::store::Store;
+use super::tree::{Tree, TreeState};
+use super::{INLINE_CONTENT_BYTES, INLINE_PAGE_BYTES, INLINE_READ_BYTES, MAX_OBJECT_BYTES};
+use crate::error::{Domain, Error, Result};
 
 /// Runs blocking disk work off the async threads.
 pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     tokio::task::spawn_blocking(f).await.map_err(|e| Error::Internal(format!("storage task failed: {e}")))?
 }
 
-pub(crate) fn not_found() -> Error {
-    Error::not_found("not_found", "There is no file at this path.")
-}
-
-pub(crate) fn file_too_large() -> Error {
-    Error::too_large("file_too_large", "A stored file can be at most 50 MiB.")
-}
-
-pub(crate) fn is_a_directory() -> Error {
-    Error::bad_request("is_a_directory", "This path is a folder; use the folder route for folders.")
-}
-
 /// Opens a regular file for reading, refusing a link in its last component.
 pub(crate) fn open_read(path: &Path) -> Result<File> {
     Ok(OpenOptions::new().read(true).custom_flags(nix::libc::O_NOFOLLOW).open(path)?)
-}
-
-/// `If-Match` / `If-None-Match` of a write.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Preconditions {
-    if_match: Option<String>,
-    if_none_match: Option<String>,
-}
-
-/// All values of a list header joined by commas. A non-ASCII value becomes a token no list
-/// parser accepts, so it matches nothing (If-Match fails, If-None-Match never hits).
-fn joined(headers: &HeaderMap, name: axum::http::HeaderName) -> Option<String> {
-    let values: Vec<&str> = headers.get_all(name).iter().map(|v| v.to_str().unwrap_or("?")).collect();
-    (!values.is_empty()).then(|| values.join(", "))
-}
-
-impl Preconditions {
-    /// Reads the conditional headers of a request.
-    pub fn from_headers(headers: &HeaderMap) -> Self {
-        Self { if_match: joined(headers, IF_MATCH), if_none_match: joined(headers, IF_NONE_MATCH) }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.if_match.is_none() && self.if_none_match.is_none()
-    }
-
-    /// 412 unless a write over the file currently tagged `current` may proceed.
-    pub(crate) fn check(&self, current: Option<&str>) -> Result<()> {
-        if let Some(h) = &self.if_match
-            && !etag::if_match_passes(h, current)
-        {
-            return Err(Error::precondition_failed(
-                "precondition_failed",
-                "The file is not the version named in If-Match; read it again and retry.",
-            ));
-        }
-        if let Some(h) = &self.if_none_match
-            && etag::if_none_match_hits(h, current)
-        {
-            return Err(Error::precondition_failed(
-                "precondition_failed",
-                "The file already exists in the version named in If-None-Match.",
-            ));
-        }
-        Ok(())
-    }
 }
 
 /// A request body on its way to disk.
@@ -152,11 +93,6 @@ impl Ctx {
         Self { store, tree, root: tree.root(data_dir), meta: tree.meta_root(data_dir) }
     }
 
-    /// The tree `tree` of the server's data directory.
-    pub fn of(state: &AppState, tree: Tree) -> Self {
-        Self::new(state.storage.clone(), &state.config.data_dir, tree)
-    }
-
     /// The tree's usage, walking it on first use.
     async fn usage(&self, state: &mut TreeState) -> Result<u64> {
         if let Some(used) = state.used {
@@ -173,7 +109,7 @@ impl Ctx {
         let (root, meta, rel) = (self.root.clone(), self.meta.clone(), rel.clone());
         blocking(move || match inspect(&root, &rel)? {
             (_, Found::File(m)) => Ok(Some(disk::describe(&meta, &rel, &m).0)),
-            (_, Found::Dir(_)) => Err(is_a_directory()),
+            (_, Found::Dir(_)) => Err(Domain::IsADirectory.into()),
             (_, Found::Missing) => Ok(None),
         })
         .await
@@ -183,14 +119,14 @@ impl Ctx {
     pub async fn read(&self, rel: StoragePath, if_none_match: Option<String>) -> Result<Read> {
         let (root, meta) = (self.root.clone(), self.meta.clone());
         blocking(move || {
-            let (path, Found::File(_)) = inspect(&root, &rel)? else { return Err(not_found()) };
+            let (path, Found::File(_)) = inspect(&root, &rel)? else { return Err(Domain::FileNotFound.into()) };
             let mut file = open_read(&path).map_err(|e| match e {
-                Error::Io(io) if io.kind() == std::io::ErrorKind::NotFound => not_found(),
+                Error::Io(io) if io.kind() == std::io::ErrorKind::NotFound => Domain::FileNotFound.into(),
                 other => other,
             })?;
             let m = file.metadata()?;
             if !m.is_file() {
-                return Err(not_found());
+                return Err(Domain::FileNotFound.into());
             }
             let (tag, recorded) = disk::describe(&meta, &rel, &m);
             if if_none_match.is_some_and(|h| etag::if_none_match_hits(&h, Some(&tag))) {
@@ -217,7 +153,7 @@ impl Ctx {
         let (body, content_type) = match payload {
             Payload::Bytes { bytes, content_type } => {
                 if bytes.len() as u64 > MAX_OBJECT_BYTES {
-                    return Err(file_too_large());
+                    return Err(Domain::FileTooLarge.into());
                 }
                 (group::Body::InMemory(bytes), content_type)
             }
@@ -254,8 +190,8 @@ impl Ctx {
         let outcome = blocking(move || {
             let (path, m) = match inspect(&root, &rel)? {
                 (path, Found::File(m)) => (path, m),
-                (_, Found::Dir(_)) => return Err(is_a_directory()),
-                (_, Found::Missing) => return Err(not_found()),
+                (_, Found::Dir(_)) => return Err(Domain::IsADirectory.into()),
+                (_, Found::Missing) => return Err(Domain::FileNotFound.into()),
             };
             pre.check(Some(&disk::describe(&meta, &rel, &m).0))?;
             std::fs::remove_file(&path)?;
@@ -427,7 +363,7 @@ impl Ctx {
                 }
                 let size = bytes.len() as u64;
                 if quota.is_some_and(|q| used.saturating_add(size) > q) {
-                    return Err(Error::too_large("quota_exceeded", "This app's storage quota is full."));
+                    return Err(Domain::QuotaExceeded.into());
                 }
                 let dir = prepare_parent(&root, &rel)?;
                 let (temp, stamp) = disk::stage_bytes(&dir, &bytes)?;
@@ -454,7 +390,7 @@ impl Ctx {
 
 /// After a failed mutation whose effect on disk is unknown, the usage is walked again.
 fn forget_usage_on_failure(state: &mut TreeState, e: &Error) {
-    if !matches!(e, Error::Client { .. }) {
+    if !matches!(e, Error::Client { .. } | Error::Domain(_)) {
         state.used = None;
     }
 }
@@ -509,7 +445,7 @@ async fn stage_stream(dir: PathBuf, body: Body) -> Result<(Temp, Stamp)> {
         let chunk = chunk.map_err(|_| Error::bad_request("body_incomplete", "The request body was cut off."))?;
         size += chunk.len() as u64;
         if size > MAX_OBJECT_BYTES {
-            return Err(file_too_large());
+            return Err(Domain::FileTooLarge.into());
         }
         file.write_all(&chunk).await?;
     }
@@ -517,4 +453,9 @@ async fn stage_stream(dir: PathBuf, body: Body) -> Result<(Temp, Stamp)> {
     let file = file.into_std().await;
     let stamp = blocking(move || disk::seal(&file)).await?;
     Ok((temp, stamp))
+}
+
+/// Deletes every stored file of app `app_id` (its source is untouched).
+pub async fn remove_app_data(store: Arc<Store>, data_dir: &Path, app_id: i64) -> Result<()> {
+    Ctx::new(store, data_dir, Tree::App(app_id)).wipe().await
 }

@@ -19,12 +19,11 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use tokio::sync::oneshot;
 
-use super::TreeState;
 use super::disk::{self, Sidecar, Temp};
-use super::etag::{self, Stamp};
-use super::files::{Preconditions, is_a_directory};
+use super::etag::{self, Preconditions, Stamp};
 use super::path::{Found, StoragePath, inspect, prepare_parent};
-use crate::error::{Error, Result};
+use super::tree::TreeState;
+use crate::error::{Domain, Error, Result};
 
 /// A write's bytes: still in memory (JSON, text) or already staged and sealed (streamed).
 #[derive(Debug)]
@@ -173,8 +172,7 @@ fn commit(target: &Target, state: &mut TreeState, batch: Vec<Queued>) -> (Vec<An
             && size > view.size
             && new_used > quota
         {
-            answers
-                .push(((q.done, Err(Error::too_large("quota_exceeded", "This app's storage quota is full."))), None));
+            answers.push(((q.done, Err(Domain::QuotaExceeded.into())), None));
             continue;
         }
         let tag = etag::fresh_tag();
@@ -217,7 +215,7 @@ fn first_view(root: &Path, meta: &Path, rel: &StoragePath) -> Result<View> {
     let (size, tag) = match inspect(root, rel)? {
         (_, Found::Missing) => (0, None),
         (_, Found::File(m)) => (m.len(), Some(disk::describe(meta, rel, &m).0)),
-        (_, Found::Dir(_)) => return Err(is_a_directory()),
+        (_, Found::Dir(_)) => return Err(Domain::IsADirectory.into()),
     };
     Ok(View { rel: rel.clone(), size, tag, last: None })
 }
@@ -236,7 +234,7 @@ fn apply(
     // An earlier path of this batch may have made this one a folder's name.
     let (target, found) = inspect(root, rel)?;
     if matches!(found, Found::Dir(_)) {
-        return Err(is_a_directory());
+        return Err(Domain::IsADirectory.into());
     }
     let (temp, stamp) = match body {
         Body::InMemory(bytes) => disk::stage_bytes(&dir, &bytes)?,
@@ -251,6 +249,7 @@ fn replicate(e: &Error) -> Error {
         Error::Client { status, code, message, retry_after_secs } => {
             Error::Client { status: *status, code, message: message.clone(), retry_after_secs: *retry_after_secs }
         }
+        Error::Domain(d) => Error::Domain(d.clone()),
         other => Error::Internal(format!("storage write failed: {other:?}")),
     }
 }

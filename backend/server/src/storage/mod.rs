@@ -14,18 +14,16 @@ mod group;
 pub mod path;
 mod routes;
 mod seeds;
+mod store;
+mod tree;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 pub use disk::guess_type;
+pub use files::remove_app_data;
 pub use routes::router;
-pub use seeds::{write_seeds, write_seeds_in};
-
-use crate::app::AppState;
-use crate::error::Result;
+pub use seeds::write_seeds;
+pub use store::Store;
 
 /// Largest single stored object.
 pub const MAX_OBJECT_BYTES: u64 = 50 * 1024 * 1024;
@@ -50,73 +48,20 @@ pub fn shared_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("shared")
 }
 
-/// One storage tree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Tree {
-    App(i64),
-    Shared,
-}
-
-impl Tree {
-    fn root(self, data_dir: &Path) -> PathBuf {
-        match self {
-            Tree::App(id) => app_data_dir(data_dir, id),
-            Tree::Shared => shared_dir(data_dir),
-        }
+/// After start-up: removes the staged files a crash left in app and shared storage and their
+/// sidecars (files staged by this process are newer than `booted` and stay).
+pub async fn remove_leftover_temps(data_dir: PathBuf, booted: std::time::SystemTime) {
+    let roots = [data_dir.join("app-data"), shared_dir(&data_dir), data_dir.join(".storage-meta")];
+    // A server that never stored a file has nothing to look at (and starts no thread for it).
+    if !roots.iter().any(|root| root.is_dir()) {
+        return;
     }
-
-    fn meta_root(self, data_dir: &Path) -> PathBuf {
-        let meta = data_dir.join(".storage-meta");
-        match self {
-            Tree::App(id) => meta.join("apps").join(id.to_string()),
-            Tree::Shared => meta.join("shared"),
-        }
+    let removed = tokio::task::spawn_blocking(move || {
+        roots.iter().map(|root| disk::remove_stale_temps(root, booted)).sum::<usize>()
+    })
+    .await
+    .unwrap_or(0);
+    if removed > 0 {
+        tracing::info!(removed, "removed files a crash left half-written in app storage");
     }
-}
-
-/// What a tree's lock guards besides the files themselves.
-#[derive(Debug, Default)]
-pub(crate) struct TreeState {
-    /// Bytes stored in the tree: walked once, then charged and refunded by every write.
-    used: Option<u64>,
-}
-
-/// One tree's write lock and the queue of its group commit.
-type Slot = (Arc<tokio::sync::Mutex<TreeState>>, Arc<Mutex<group::Queue>>);
-
-/// The locks and quota of the storage trees under one data directory (one per server, in
-/// `AppState`: everything that writes these files in this process must share it).
-#[derive(Debug)]
-pub struct Store {
-    trees: Mutex<HashMap<Tree, Slot>>,
-    app_quota: AtomicU64,
-}
-
-impl Store {
-    /// A store whose apps may each keep `app_quota_bytes`.
-    pub fn new(app_quota_bytes: u64) -> Arc<Self> {
-        Arc::new(Self { trees: Mutex::default(), app_quota: AtomicU64::new(app_quota_bytes) })
-    }
-
-    /// Waits for, then holds, `tree`'s write lock.
-    async fn lock(&self, tree: Tree) -> tokio::sync::OwnedMutexGuard<TreeState> {
-        self.slot(tree).0.lock_owned().await
-    }
-
-    /// `tree`'s lock (blocking tasks take it with `blocking_lock`) and group-commit queue.
-    fn slot(&self, tree: Tree) -> Slot {
-        self.trees.lock().unwrap_or_else(|p| p.into_inner()).entry(tree).or_default().clone()
-    }
-
-    fn quota(&self, tree: Tree) -> Option<u64> {
-        match tree {
-            Tree::App(_) => Some(self.app_quota.load(Ordering::Relaxed)),
-            Tree::Shared => None,
-        }
-    }
-}
-
-/// Deletes every stored file of app `app_id` (its source is untouched).
-pub async fn remove_app_data(state: &AppState, app_id: i64) -> Result<()> {
-    files::Ctx::of(state, Tree::App(app_id)).wipe().await
 }

@@ -9,6 +9,9 @@ use crate::error::{Error, Result};
 
 /// Longest accepted storage path, in bytes.
 pub const MAX_PATH_LEN: usize = 512;
+/// Longest accepted path segment, in bytes: a file name may have 255, and its metadata sidecar
+/// adds `@meta.json` to it.
+pub const MAX_SEGMENT_LEN: usize = 255 - "@meta.json".len();
 
 /// A relative storage path that passed the whitelist: `[A-Za-z0-9_.-]` segments joined by
 /// single `/`, none empty, `.` or `..`, at most [`MAX_PATH_LEN`] bytes.
@@ -22,6 +25,7 @@ fn invalid(message: &str) -> Error {
 /// True for one valid path segment.
 pub fn valid_segment(segment: &str) -> bool {
     !segment.is_empty()
+        && segment.len() <= MAX_SEGMENT_LEN
         && segment != "."
         && segment != ".."
         && segment.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
@@ -48,6 +52,9 @@ impl StoragePath {
             }
             if segment == "." || segment == ".." {
                 return Err(invalid("Storage paths must not contain `.` or `..` segments."));
+            }
+            if segment.len() > MAX_SEGMENT_LEN {
+                return Err(invalid("Each part of a storage path is at most 245 characters long."));
             }
         }
         Ok(Self(raw.to_owned()))
@@ -194,6 +201,8 @@ mod tests {
     #[test]
     fn unsafe_paths_are_refused() {
         let long = "a".repeat(513);
+        let long_name = format!("notes/{}", "n".repeat(MAX_SEGMENT_LEN + 1));
+        assert!(StoragePath::parse(&format!("notes/{}", "n".repeat(MAX_SEGMENT_LEN))).is_ok());
         for bad in [
             "",
             "/etc/passwd",
@@ -213,11 +222,14 @@ mod tests {
             "%2e%2e/x",
             "~/x",
             &long,
+            &long_name,
         ] {
             let err = StoragePath::parse(bad).expect_err(bad);
             assert_eq!(err.code(), "invalid_path", "{bad:?}");
         }
-        assert!(StoragePath::parse(&"a".repeat(512)).is_ok());
+        let longest = format!("{}/{}/{}", "a".repeat(200), "b".repeat(200), "c".repeat(110));
+        assert_eq!(longest.len(), MAX_PATH_LEN);
+        assert!(StoragePath::parse(&longest).is_ok());
     }
 
     #[test]

@@ -14,14 +14,16 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::disk::TEXT_PLAIN;
+use super::etag::Preconditions;
 use super::etag::quoted;
-use super::files::{Ctx, ListOptions, Payload, Preconditions, Read, file_too_large};
+use super::files::{Ctx, ListOptions, Payload, Read};
 use super::path::StoragePath;
-use super::{LIST_DEFAULT, LIST_MAX, MAX_BODY_BYTES, MAX_OBJECT_BYTES, Tree};
+use super::tree::Tree;
+use super::{LIST_DEFAULT, LIST_MAX, MAX_BODY_BYTES, MAX_OBJECT_BYTES};
 use crate::api::ApiJson;
-use crate::app::AppState;
 use crate::auth::Principal;
-use crate::error::{Error, Result};
+use crate::error::{Domain, Error, Result};
+use crate::state::AppState;
 
 /// The storage routes (mounted under `/api`).
 ///
@@ -62,7 +64,12 @@ impl Access {
 }
 
 fn app_not_found() -> Error {
-    Error::not_found("app_not_found", "There is no such app.")
+    Domain::AppNotFound.into()
+}
+
+/// The tree `tree` of the server's data directory.
+fn ctx(state: &AppState, tree: Tree) -> Ctx {
+    Ctx::new(state.storage.clone(), &state.config.data_dir, tree)
 }
 
 /// Checks that `principal` may use app `raw_id`'s tree with `need`, reading both apps fresh.
@@ -85,6 +92,22 @@ async fn authorize(state: &AppState, principal: &Principal, raw_id: &str, need: 
         }
     }
     Ok(Tree::App(id))
+}
+
+/// Reading the shared tree: the owner, or an app whose manifest asks for it
+/// (`permissions.shared_memory` of `read` or `write`).
+fn may_read_shared(principal: &Principal) -> Result<()> {
+    let Principal::App(app) = principal else { return Ok(()) };
+    let level = serde_json::from_str::<Value>(&app.permissions)
+        .ok()
+        .and_then(|p| p.get("shared_memory").and_then(Value::as_str).map(str::to_owned));
+    match level.as_deref() {
+        Some("read" | "write") => Ok(()),
+        _ => Err(Error::forbidden(
+            "forbidden",
+            "This app may not read shared files: its mobius.json must ask for `permissions.shared_memory`.",
+        )),
+    }
 }
 
 fn owner_only(principal: &Principal) -> Result<()> {
@@ -129,7 +152,7 @@ fn read_response(read: Read) -> Response {
 }
 
 fn written(tag: &str) -> Response {
-    let mut response = crate::app::no_content();
+    let mut response = crate::api::no_content();
     response.headers_mut().insert(ETAG, header(&quoted(tag)));
     response
 }
@@ -143,7 +166,7 @@ async fn collect(body: Body, limit: u64) -> Result<Bytes> {
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|_| Error::bad_request("body_incomplete", "The request body was cut off."))?;
         if (buf.len() + chunk.len()) as u64 > limit {
-            return Err(file_too_large());
+            return Err(Error::from(Domain::FileTooLarge));
         }
         buf.extend_from_slice(&chunk);
     }
@@ -160,7 +183,7 @@ fn clean_type(raw: &str) -> Option<String> {
 async fn payload(rel: &StoragePath, headers: &HeaderMap, body: Body) -> Result<Payload> {
     let declared = headers.get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
-        return Err(file_too_large());
+        return Err(Error::from(Domain::FileTooLarge));
     }
     let raw_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).and_then(clean_type);
     let essence = raw_type.as_deref().and_then(|t| t.split(';').next()).unwrap_or("").trim().to_ascii_lowercase();
@@ -212,7 +235,7 @@ async fn app_read(
     let tree = authorize(state, principal, id, Access::Read).await?;
     let rel = StoragePath::parse(raw)?;
     let inm = headers.get(IF_NONE_MATCH).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    Ok(read_response(Ctx::of(state, tree).read(rel, inm).await?))
+    Ok(read_response(ctx(state, tree).read(rel, inm).await?))
 }
 
 async fn app_write(
@@ -226,7 +249,7 @@ async fn app_write(
     let tree = authorize(state, principal, id, Access::Write).await?;
     let rel = StoragePath::parse(raw)?;
     let payload = payload(&rel, headers, body).await?;
-    let tag = Ctx::of(state, tree).write(rel, payload, Preconditions::from_headers(headers)).await?;
+    let tag = ctx(state, tree).write(rel, payload, Preconditions::from_headers(headers)).await?;
     Ok(written(&tag))
 }
 
@@ -239,8 +262,8 @@ async fn app_delete(
 ) -> Result<Response> {
     let tree = authorize(state, principal, id, Access::Write).await?;
     let rel = StoragePath::parse(raw)?;
-    Ctx::of(state, tree).delete(rel, Preconditions::from_headers(headers)).await?;
-    Ok(crate::app::no_content())
+    ctx(state, tree).delete(rel, Preconditions::from_headers(headers)).await?;
+    Ok(crate::api::no_content())
 }
 
 type IdAndPath = std::result::Result<Path<(String, String)>, PathRejection>;
@@ -287,8 +310,8 @@ async fn delete_folder(State(s): State<AppState>, p: Principal, path: IdAndPath)
     let Path((id, rel)) = path.map_err(bad_params)?;
     let tree = authorize(&s, &p, &id, Access::Write).await?;
     let rel = StoragePath::parse(&rel)?;
-    Ctx::of(&s, tree).delete_folder(rel).await?;
-    Ok(crate::app::no_content())
+    ctx(&s, tree).delete_folder(rel).await?;
+    Ok(crate::api::no_content())
 }
 
 async fn read_move(State(s): State<AppState>, p: Principal, id: IdOnly, h: HeaderMap) -> Result<Response> {
@@ -322,8 +345,8 @@ async fn move_in_app(
     let Path(id) = id.map_err(bad_params)?;
     let tree = authorize(&s, &p, &id, Access::Write).await?;
     let (from, to) = (StoragePath::parse(&body.from)?, StoragePath::parse(&body.to)?);
-    Ctx::of(&s, tree).rename(from, to).await?;
-    Ok(crate::app::no_content())
+    ctx(&s, tree).rename(from, to).await?;
+    Ok(crate::api::no_content())
 }
 
 // ---- listings ----
@@ -367,7 +390,7 @@ async fn list_app_at(state: &AppState, principal: &Principal, id: &str, prefix: 
     let tree = authorize(state, principal, id, Access::Read).await?;
     let options = list_options(q)?;
     let prefix = StoragePath::parse_prefix(prefix)?;
-    let page = Ctx::of(state, tree).list(prefix, options).await?;
+    let page = ctx(state, tree).list(prefix, options).await?;
     Ok(Json(serde_json::to_value(page).map_err(|e| Error::Internal(format!("listing encoding: {e}")))?))
 }
 
@@ -375,14 +398,15 @@ async fn list_app_at(state: &AppState, principal: &Principal, id: &str, prefix: 
 
 async fn read_shared(
     State(s): State<AppState>,
-    _p: Principal,
+    p: Principal,
     path: std::result::Result<Path<String>, PathRejection>,
     h: HeaderMap,
 ) -> Result<Response> {
+    may_read_shared(&p)?;
     let Path(raw) = path.map_err(bad_params)?;
     let rel = StoragePath::parse(&raw)?;
     let inm = h.get(IF_NONE_MATCH).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    Ok(read_response(Ctx::of(&s, Tree::Shared).read(rel, inm).await?))
+    Ok(read_response(ctx(&s, Tree::Shared).read(rel, inm).await?))
 }
 
 async fn write_shared(
@@ -396,7 +420,7 @@ async fn write_shared(
     let Path(raw) = path.map_err(bad_params)?;
     let rel = StoragePath::parse(&raw)?;
     let payload = payload(&rel, &h, body).await?;
-    let tag = Ctx::of(&s, Tree::Shared).write(rel, payload, Preconditions::from_headers(&h)).await?;
+    let tag = ctx(&s, Tree::Shared).write(rel, payload, Preconditions::from_headers(&h)).await?;
     Ok(written(&tag))
 }
 
@@ -409,20 +433,22 @@ async fn delete_shared(
     owner_only(&p)?;
     let Path(raw) = path.map_err(bad_params)?;
     let rel = StoragePath::parse(&raw)?;
-    Ctx::of(&s, Tree::Shared).delete(rel, Preconditions::from_headers(&h)).await?;
-    Ok(crate::app::no_content())
+    ctx(&s, Tree::Shared).delete(rel, Preconditions::from_headers(&h)).await?;
+    Ok(crate::api::no_content())
 }
 
-async fn list_shared_root(State(s): State<AppState>, _p: Principal, q: ListQ) -> Result<Json<Value>> {
+async fn list_shared_root(State(s): State<AppState>, p: Principal, q: ListQ) -> Result<Json<Value>> {
+    may_read_shared(&p)?;
     list_shared_at(&s, "", q).await
 }
 
 async fn list_shared(
     State(s): State<AppState>,
-    _p: Principal,
+    p: Principal,
     path: std::result::Result<Path<String>, PathRejection>,
     q: ListQ,
 ) -> Result<Json<Value>> {
+    may_read_shared(&p)?;
     let Path(prefix) = path.map_err(bad_params)?;
     list_shared_at(&s, &prefix, q).await
 }
@@ -430,6 +456,6 @@ async fn list_shared(
 async fn list_shared_at(state: &AppState, prefix: &str, q: ListQ) -> Result<Json<Value>> {
     let options = list_options(q)?;
     let prefix = StoragePath::parse_prefix(prefix)?;
-    let page = Ctx::of(state, Tree::Shared).list(prefix, options).await?;
+    let page = ctx(state, Tree::Shared).list(prefix, options).await?;
     Ok(Json(serde_json::to_value(page).map_err(|e| Error::Internal(format!("listing encoding: {e}")))?))
 }

@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::Tree;
 use super::disk::guess_type;
 use super::files::{Ctx, blocking, open_read};
 use super::path::{Found, StoragePath, inspect};
-use crate::app::AppState;
+use super::store::Store;
+use super::tree::Tree;
 use crate::error::{Error, Result};
 
 /// At most this many seeds per manifest.
@@ -26,7 +26,9 @@ fn invalid(message: String) -> Error {
 /// Rewrites a client error about `dest` as an `invalid_seed` naming it.
 fn about(dest: &str, e: Error) -> Error {
     match e {
-        Error::Client { message, .. } => invalid(format!("storage_seeds[{dest:?}]: {message}")),
+        e @ (Error::Client { .. } | Error::Domain(_)) => {
+            invalid(format!("storage_seeds[{dest:?}]: {}", e.client_message().unwrap_or_default()))
+        }
         other => other,
     }
 }
@@ -35,13 +37,8 @@ fn about(dest: &str, e: Error) -> Error {
 /// yet, a string value copies that file from `source_dir` (no links, no escaping it) and
 /// any other value is stored as an inline JSON document. Every seed is checked before
 /// anything is written.
-pub async fn write_seeds(state: &AppState, app_id: i64, source_dir: &Path, seeds: &Map<String, Value>) -> Result<()> {
-    write_seeds_in(state.storage.clone(), &state.config.data_dir, app_id, source_dir, seeds).await
-}
-
-/// [`write_seeds`] with an explicit store and data dir (for tools and tests).
-pub async fn write_seeds_in(
-    store: std::sync::Arc<super::Store>,
+pub async fn write_seeds(
+    store: std::sync::Arc<Store>,
     data_dir: &Path,
     app_id: i64,
     source_dir: &Path,

@@ -3,66 +3,31 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use sqlx::SqliteConnection;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tracing::{error, warn};
 
-use super::{Ack, LiveSnapshot, MAX_BATCH, SNAPSHOT_INTERVAL, WriteCommand, WriterStats};
+use super::batch::Batch;
+use super::commands::{Ack, LiveSnapshot, SendOutcome, WriteCommand, WriterStats};
 use crate::db::{self, now_ms};
-use crate::error::{Error, Result};
+use crate::error::{Domain, Error, Result};
 use crate::events::{Hub, JournalEvent};
+use crate::protocol::{ChatId, RunId};
+
+/// Minimum spacing of live-snapshot writes for one chat.
+pub const SNAPSHOT_INTERVAL: Duration = Duration::from_secs(1);
+/// Most commands folded into one transaction.
+const MAX_BATCH: usize = 256;
 
 /// A snapshot waiting for its chat's next write slot.
 struct PendingSnapshot {
-    run_id: String,
+    run_id: RunId,
     body: String,
     upto_seq: i64,
     due: Instant,
-}
-
-type Completion = Box<dyn FnOnce(bool) + Send>;
-
-/// Everything a batch produces that must wait for the commit.
-#[derive(Default)]
-pub(super) struct Batch {
-    events: Vec<(Arc<str>, Arc<JournalEvent>)>,
-    system: Vec<String>,
-    completions: Vec<Completion>,
-    /// A command changed a field the chat list shows.
-    list_changed: bool,
-}
-
-impl Batch {
-    fn complete<T: Send + 'static>(&mut self, ack: Ack<T>, result: Result<T>) {
-        self.completions.push(Box::new(move |committed| {
-            let outcome = match result {
-                Ok(value) if committed => Ok(value),
-                Ok(_) => Err(Error::Internal("the transaction could not be committed".into())),
-                Err(e) => Err(e),
-            };
-            let _ = ack.send(outcome);
-        }));
-    }
-
-    /// Appends an event to a chat's journal inside the current transaction.
-    pub(super) async fn emit(
-        &mut self,
-        conn: &mut SqliteConnection,
-        chat_id: &str,
-        body: super::EventBody,
-    ) -> Result<i64> {
-        let (seq, data) = db::chats::append_event(conn, chat_id, body).await?;
-        self.events.push((Arc::from(chat_id), Arc::new(JournalEvent { seq, data: Arc::from(data) })));
-        Ok(seq)
-    }
-
-    /// Queues a shell-wide system event for after the commit.
-    pub(super) fn system(&mut self, kind: &str, fields: serde_json::Value) {
-        let body = super::event(kind, fields);
-        self.system.push(serde_json::Value::Object(body).to_string());
-    }
 }
 
 pub(super) struct Actor {
@@ -71,8 +36,8 @@ pub(super) struct Actor {
     rx: mpsc::Receiver<WriteCommand>,
     alive: Arc<AtomicBool>,
     stats: Arc<WriterStats>,
-    pending: HashMap<String, PendingSnapshot>,
-    last_write: HashMap<String, Instant>,
+    pending: HashMap<ChatId, PendingSnapshot>,
+    last_write: HashMap<ChatId, Instant>,
 }
 
 /// Marks the writer dead however the task ends (return, panic, abort).
@@ -213,6 +178,7 @@ impl Actor {
                 | WriteCommand::Barrier(_)
                 | WriteCommand::CreateOwner { .. }
                 | WriteCommand::BumpTokenEpoch { .. }
+                | WriteCommand::RememberDevice { .. }
                 | WriteCommand::PinPrompt { .. }
                 | WriteCommand::SetDefaultProvider { .. }
                 | WriteCommand::AppReserve { .. }
@@ -251,17 +217,22 @@ impl Actor {
         match command {
             WriteCommand::CreateOwner { username, password_hash, ack } => {
                 let result = match db::owner::insert(&mut self.conn, &username, &password_hash, now_ms()).await {
-                    Err(e) if e.is_unique_violation() => {
-                        Err(Error::conflict("already_configured", "The owner account already exists."))
-                    }
+                    Err(e) if e.is_unique_violation() => Err(Domain::AlreadyConfigured.into()),
                     other => other,
                 };
                 finish(batch, ack, result)
             }
             WriteCommand::BumpTokenEpoch { ack } => {
-                let result = db::owner::bump_token_epoch(&mut self.conn, now_ms())
-                    .await
-                    .and_then(|e| e.ok_or_else(|| Error::conflict("not_configured", "No owner account exists yet.")));
+                let result = match db::owner::bump_token_epoch(&mut self.conn, now_ms()).await {
+                    Ok(Some(epoch)) => db::owner::forget_devices(&mut self.conn).await.map(|()| epoch),
+                    Ok(None) => Err(Domain::NotConfigured.into()),
+                    Err(e) => Err(e),
+                };
+                finish(batch, ack, result)
+            }
+            WriteCommand::RememberDevice { token_hash, label, ack } => {
+                let keep = crate::auth::devices::MAX_DEVICES;
+                let result = db::owner::remember_device(&mut self.conn, &token_hash, &label, keep, now_ms()).await;
                 finish(batch, ack, result)
             }
             WriteCommand::CreateChat { chat, ack } => {
@@ -269,14 +240,14 @@ impl Actor {
                 finish(batch, ack, result)
             }
             WriteCommand::Emit { chat_id, run_id, events, ack } => {
-                let result = super::chat::emit(&mut self.conn, batch, &chat_id, run_id.as_deref(), events).await;
+                let result = super::chat::emit(&mut self.conn, batch, &chat_id, run_id.as_ref(), events).await;
                 match ack {
                     Some(ack) => finish(batch, ack, result),
                     None => result.is_ok(),
                 }
             }
             WriteCommand::StartRun { run, ack } => {
-                let result = super::chat::start_run(&mut self.conn, batch, &run).await;
+                let result = super::chat::start_run(&mut self.conn, batch, &run).await.map(|_| ());
                 if result.is_ok() {
                     self.pending.remove(&run.chat_id);
                 }
@@ -285,7 +256,7 @@ impl Actor {
             WriteCommand::Send { send, ack } => {
                 let chat_id = send.chat_id.clone();
                 let result = super::chat::send(&mut self.conn, batch, send).await;
-                if matches!(result, Ok(super::SendOutcome::Started { .. })) {
+                if matches!(result, Ok(SendOutcome::Started(_))) {
                     self.pending.remove(&chat_id);
                 }
                 finish(batch, ack, result)
@@ -302,12 +273,10 @@ impl Actor {
                 let result = super::chat::cancel_pending(&mut self.conn, batch, &chat_id, &cid).await;
                 finish(batch, ack, result)
             }
-            WriteCommand::QuestionCommit { chat_id, run_id, question_id, event, live, ack } => {
+            WriteCommand::QuestionCommit { chat_id, run_id, card, live, ack } => {
                 // The strict write supersedes any snapshot still waiting for its slot.
                 self.pending.remove(&chat_id);
-                let result =
-                    super::chat::question_commit(&mut self.conn, batch, &chat_id, &run_id, &question_id, event, &live)
-                        .await;
+                let result = super::chat::question_commit(&mut self.conn, batch, &chat_id, &run_id, card, &live).await;
                 finish(batch, ack, result)
             }
             WriteCommand::AnswerQuestion { chat_id, question_id, answers, ack } => {
@@ -330,7 +299,9 @@ impl Actor {
                 db::chats::set_session(&mut self.conn, &chat_id, &run_id, &session_id).await.is_ok()
             }
             WriteCommand::StashToolOutput { chat_id, tool_use_id, content } => {
-                db::chats::stash_tool_output(&mut self.conn, &chat_id, &tool_use_id, &content, now_ms()).await.is_ok()
+                db::messages::stash_tool_output(&mut self.conn, &chat_id, &tool_use_id, &content, now_ms())
+                    .await
+                    .is_ok()
             }
             WriteCommand::UpdateChat { chat_id, patch, ack } => {
                 let result = super::chat::update_chat(&mut self.conn, batch, &chat_id, patch).await;
@@ -358,14 +329,12 @@ impl Actor {
                 finish(batch, ack, result)
             }
             WriteCommand::SetDefaultProvider { provider, ack } => {
-                let result = db::owner::set_default_provider(&mut self.conn, provider.as_deref(), now_ms()).await;
+                let result = db::owner::set_default_provider(&mut self.conn, provider.map(|p| p.id()), now_ms()).await;
                 finish(batch, ack, result)
             }
             WriteCommand::AppReserve { slug, name, nonce, ack } => {
                 let result = match db::apps::insert(&mut self.conn, &slug, &name, &nonce, now_ms()).await {
-                    Err(e) if e.is_unique_violation() => {
-                        Err(Error::conflict("app_id_taken", format!("An app with the id {slug:?} already exists.")))
-                    }
+                    Err(e) if e.is_unique_violation() => Err(Domain::AppIdTaken(slug).into()),
                     other => other,
                 };
                 finish(batch, ack, result)
@@ -385,10 +354,7 @@ impl Actor {
             WriteCommand::AppSecretPut { app_id, name, sealed, max, ack } => {
                 let result = match db::apps::put_secret(&mut self.conn, app_id, &name, &sealed, max, now_ms()).await {
                     Ok(true) => Ok(()),
-                    Ok(false) => Err(Error::too_large(
-                        "too_many_secrets",
-                        format!("An app keeps at most {max} secrets; delete one first."),
-                    )),
+                    Ok(false) => Err(Domain::TooManySecrets(max).into()),
                     Err(e) => Err(e),
                 };
                 finish(batch, ack, result)
@@ -447,7 +413,7 @@ impl Actor {
     /// Records a snapshot; writes it now if the chat's slot is free, else keeps the latest.
     async fn snapshot(&mut self, snapshot: LiveSnapshot) -> bool {
         self.stats.snapshots_received.fetch_add(1, Ordering::Relaxed);
-        let upto_seq = match db::chats::head_seq(&mut self.conn, &snapshot.chat_id).await {
+        let upto_seq = match db::journal::head_seq(&mut self.conn, &snapshot.chat_id).await {
             Ok(Some(seq)) => seq,
             Ok(None) => return false,
             Err(e) => {
@@ -463,11 +429,11 @@ impl Actor {
         if due <= now { self.write_snapshot(&chat_id, now).await } else { true }
     }
 
-    async fn write_snapshot(&mut self, chat_id: &str, now: Instant) -> bool {
+    async fn write_snapshot(&mut self, chat_id: &ChatId, now: Instant) -> bool {
         let Some(p) = self.pending.remove(chat_id) else { return true };
-        self.last_write.insert(chat_id.to_owned(), now);
+        self.last_write.insert(chat_id.clone(), now);
         self.stats.snapshot_writes.fetch_add(1, Ordering::Relaxed);
-        match db::chats::update_live(&mut self.conn, chat_id, &p.run_id, &p.body, p.upto_seq, now_ms()).await {
+        match db::runs::update_live(&mut self.conn, chat_id, &p.run_id, &p.body, p.upto_seq, now_ms()).await {
             Ok(_) => true,
             Err(e) => {
                 warn!(error = %e, "live snapshot write failed");
@@ -479,7 +445,7 @@ impl Actor {
     /// Writes due snapshots (or all of them) in their own transaction.
     async fn flush_snapshots(&mut self, all: bool) {
         let now = Instant::now();
-        let due: Vec<String> =
+        let due: Vec<ChatId> =
             self.pending.iter().filter(|(_, p)| all || p.due <= now).map(|(chat, _)| chat.clone()).collect();
         self.last_write.retain(|_, t| now.duration_since(*t) < SNAPSHOT_INTERVAL * 4);
         if due.is_empty() {
@@ -522,6 +488,7 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
     match command {
         WriteCommand::CreateOwner { ack, .. } => batch.complete(ack, err()),
         WriteCommand::BumpTokenEpoch { ack } => batch.complete(ack, err()),
+        WriteCommand::RememberDevice { ack, .. } => batch.complete(ack, err()),
         WriteCommand::CreateChat { ack, .. } => batch.complete(ack, err()),
         WriteCommand::Emit { ack: Some(ack), .. } => batch.complete(ack, err()),
         WriteCommand::StartRun { ack, .. } | WriteCommand::Barrier(ack) => batch.complete(ack, err()),
@@ -536,7 +503,8 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         WriteCommand::FinishRun { ack, .. } => batch.complete(ack, err()),
         WriteCommand::SteerCommit { ack, .. } => batch.complete(ack, err()),
         WriteCommand::PurgeDeleted { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::ReconcileStartup { ack } | WriteCommand::ClearQueue { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::ReconcileStartup { ack } => batch.complete(ack, err()),
+        WriteCommand::ClearQueue { ack, .. } => batch.complete(ack, err()),
         WriteCommand::PinPrompt { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppReserve { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppRecordApply { ack, .. } | WriteCommand::AppForgetUnbuilt { ack, .. } => {

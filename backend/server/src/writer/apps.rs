@@ -1,11 +1,11 @@
 //! App-registry command logic applied inside the writer's transaction.
 
-use serde_json::json;
 use sqlx::SqliteConnection;
 
-use super::actor::Batch;
+use super::batch::Batch;
 use crate::db::{self, now_ms};
-use crate::error::{Error, Result};
+use crate::error::{Domain, Error, Result};
+use crate::protocol::{ChatEvent, ChatId, SystemEvent};
 
 /// Records an apply; announces `app_created`/`app_updated` and, when a chat built it, the
 /// preview for that chat (in its durable journal too).
@@ -17,16 +17,23 @@ pub(super) async fn record_apply(
     created: bool,
 ) -> Result<()> {
     db::apps::record_apply(conn, id, applied, now_ms()).await?;
-    let kind = if created { "app_created" } else { "app_updated" };
-    batch.system(kind, json!({ "appId": id, "chatId": applied.chat_id, "sha": applied.bundle_sha }));
-    if let Some(chat_id) = &applied.chat_id {
-        batch.system("app_preview_ready", json!({ "appId": id, "chatId": chat_id }));
-        if db::chats::head_seq(conn, chat_id).await?.is_some() {
-            let event = super::event(
-                "app_updated",
-                json!({ "app_id": id, "slug": applied.manifest_slug(), "name": applied.name, "created": created }),
-            );
-            batch.emit(conn, chat_id, event).await?;
+    let chat_id = applied.chat_id.clone().map(ChatId::from);
+    let sha = applied.bundle_sha.clone();
+    batch.system(if created {
+        SystemEvent::AppCreated { app_id: id, chat_id: chat_id.clone(), sha }
+    } else {
+        SystemEvent::AppUpdated { app_id: id, chat_id: chat_id.clone(), sha }
+    });
+    if let Some(chat_id) = chat_id {
+        batch.system(SystemEvent::AppPreviewReady { app_id: id, chat_id: chat_id.clone() });
+        if db::journal::head_seq(conn, &chat_id).await?.is_some() {
+            let event = ChatEvent::AppUpdated {
+                app_id: id,
+                slug: applied.manifest_slug(),
+                name: applied.name.clone(),
+                created,
+            };
+            batch.emit(conn, &chat_id, event).await?;
         }
     }
     Ok(())
@@ -48,8 +55,7 @@ pub(super) async fn exchange_grant(
     instance_id: &str,
     session_expires_at: i64,
 ) -> Result<db::embeds::Grant> {
-    let refused =
-        || Error::unauthorized("invalid_grant", "This chat grant is not valid (anymore); ask the app for a new one.");
+    let refused = || Error::from(Domain::InvalidGrant);
     let now = now_ms();
     let grant = db::embeds::grant(&mut *conn, id).await?.ok_or_else(refused)?;
     if grant.consumed_at.is_some()
@@ -75,13 +81,11 @@ pub(super) async fn exchange_grant(
 pub(super) async fn adopt(conn: &mut SqliteConnection, batch: &mut Batch, id: i64, slug: &str) -> Result<()> {
     match db::apps::set_slug(conn, id, slug).await {
         Ok(true) => {}
-        Ok(false) => return Err(Error::not_found("app_not_found", "No such app.")),
-        Err(e) if e.is_unique_violation() => {
-            return Err(Error::conflict("app_id_taken", format!("An app with the id {slug:?} already exists.")));
-        }
+        Ok(false) => return Err(Domain::AppNotFound.into()),
+        Err(e) if e.is_unique_violation() => return Err(Domain::AppIdTaken(slug.to_owned()).into()),
         Err(e) => return Err(e),
     }
-    batch.system("app_changed", json!({ "appId": id }));
+    batch.system(SystemEvent::AppChanged { app_id: id });
     Ok(())
 }
 
@@ -93,13 +97,12 @@ pub(super) async fn patch(
     p: &db::apps::AppPatch,
 ) -> Result<bool> {
     if !db::apps::patch(conn, id, p).await? {
-        return Err(Error::not_found("app_not_found", "No such app."));
+        return Err(Domain::AppNotFound.into());
     }
-    let kind = match p.deleted_at {
-        Some(Some(_)) => "app_deleted",
-        Some(None) => "app_recovered",
-        None => "app_changed",
-    };
-    batch.system(kind, json!({ "appId": id }));
+    batch.system(match p.deleted_at {
+        Some(Some(_)) => SystemEvent::AppDeleted { app_id: id },
+        Some(None) => SystemEvent::AppRecovered { app_id: id },
+        None => SystemEvent::AppChanged { app_id: id },
+    });
     Ok(true)
 }

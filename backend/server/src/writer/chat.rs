@@ -1,29 +1,60 @@
 //! Chat-domain command logic applied inside the writer's transaction.
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use sqlx::SqliteConnection;
 
-use super::actor::Batch;
-use super::{ChatCreated, EventBody, NewChat, NewRun};
+use super::batch::Batch;
+use super::commands::{ChatCreated, ChatPatch, FinishOutcome, FinishRun, NewChat, NewRun, Send, SendOutcome, Started};
 use crate::db::{self, now_ms};
-use crate::error::{Error, Result};
+use crate::error::{Domain, Error, Result};
+use crate::protocol::{
+    Answers, Block, ChatEvent, ChatId, Cid, JournalEntry, LiveMessage, Message, QuestionCard, QuestionId, Role, RunId,
+    RunStatus, SystemEvent, TokenCounts, ToolStatus, UserInput,
+};
+
+/// Longest title taken from a chat's first message, in characters.
+const AUTO_TITLE_CHARS: usize = 60;
+/// The note a turn cut short by a restart ends with.
+const INTERRUPTED_NOTE: &str =
+    "This turn was interrupted when Möbius restarted. Send a message to continue where it left off.";
+
+fn encode<T: Serialize>(value: &T) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| Error::Internal(format!("a row could not be encoded: {e}")))
+}
+
+fn decode<T: DeserializeOwned>(text: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| Error::Internal(format!("a stored row is not readable: {e}")))
+}
+
+/// Appends a message to the end of the transcript.
+async fn store(conn: &mut SqliteConnection, chat_id: &str, message: &Message) -> Result<()> {
+    let body = encode(message)?;
+    let role = match message.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    };
+    let row = db::messages::NewMessage { role, cid: message.cid.as_deref(), ts: message.ts, body: &body };
+    let idx = db::messages::push_message(conn, chat_id, row).await?;
+    if let Some(text) = db::search::document_text(message) {
+        db::search::index_message(conn, chat_id, idx, message.ts, &text).await?;
+    }
+    Ok(())
+}
 
 /// Creates a chat and imports its messages; idempotent on the id.
 pub(super) async fn create(conn: &mut SqliteConnection, batch: &mut Batch, chat: NewChat) -> Result<ChatCreated> {
     let now = now_ms();
     let title = chat.title.as_deref().map(str::trim).filter(|t| !t.is_empty()).unwrap_or("New chat");
     match db::chats::insert_chat(conn, &chat.id, title, now).await? {
-        db::chats::Inserted::Yes => {}
+        db::chats::Inserted::Yes => db::search::index_title(conn, &chat.id).await?,
         db::chats::Inserted::Exists { deleted: false } => return Ok(ChatCreated::Existing),
-        db::chats::Inserted::Exists { deleted: true } => {
-            return Err(Error::conflict("chat_deleted", "A deleted chat has this id; recover it instead."));
-        }
+        db::chats::Inserted::Exists { deleted: true } => return Err(Domain::ChatDeleted.into()),
     }
     let mut last_ts = 0;
-    for (idx, message) in chat.messages.into_iter().enumerate() {
-        let message = db::chats::StoredMessage::from_import(message, now, idx)?;
+    for message in &chat.messages {
         last_ts = last_ts.max(message.ts);
-        db::chats::push_message(conn, &chat.id, &message).await?;
+        store(conn, &chat.id, message).await?;
     }
     if last_ts > 0 {
         db::chats::touch_activity(conn, &chat.id, last_ts.min(now)).await?;
@@ -39,13 +70,13 @@ pub(super) async fn create(conn: &mut SqliteConnection, batch: &mut Batch, chat:
         )
         .await?;
         let settings = db::chats::ChatSettings {
-            provider: app.provider.clone(),
+            provider: app.provider.map(|p| p.id().to_owned()),
             agent_settings: app.agent_settings.clone().map(Some),
             ..Default::default()
         };
         db::chats::update_settings(conn, &chat.id, &settings, now).await?;
     }
-    batch.system("chat_created", json!({ "chatId": chat.id }));
+    batch.system(SystemEvent::ChatCreated { chat_id: chat.id });
     Ok(ChatCreated::Created)
 }
 
@@ -53,9 +84,9 @@ pub(super) async fn create(conn: &mut SqliteConnection, batch: &mut Batch, chat:
 pub(super) async fn emit(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
-    chat_id: &str,
-    run_id: Option<&str>,
-    events: Vec<EventBody>,
+    chat_id: &ChatId,
+    run_id: Option<&RunId>,
+    events: Vec<ChatEvent>,
 ) -> Result<i64> {
     if let Some(run_id) = run_id {
         ensure_running(conn, chat_id, run_id).await?;
@@ -67,199 +98,153 @@ pub(super) async fn emit(
     Ok(last)
 }
 
-/// Opens a running run with an empty live message.
-pub(super) async fn start_run(conn: &mut SqliteConnection, batch: &mut Batch, run: &NewRun) -> Result<()> {
+/// Opens a running run with an empty live message; answers when it started.
+pub(super) async fn start_run(conn: &mut SqliteConnection, batch: &mut Batch, run: &NewRun) -> Result<i64> {
     let now = now_ms();
-    match db::chats::insert_run(conn, &run.run_id, &run.chat_id, run.provider.as_deref(), now).await {
-        Err(e) if e.is_unique_violation() => {
-            return Err(Error::conflict("chat_busy", "A turn is already running in this chat."));
-        }
+    match db::runs::insert_run(conn, &run.run_id, &run.chat_id, Some(run.provider.id()), now).await {
+        Err(e) if e.is_unique_violation() => return Err(Domain::ChatBusy.into()),
         other => other?,
     }
-    let live = Value::Object(live_stub(now)).to_string();
-    let head = db::chats::head_seq(conn, &run.chat_id).await?.ok_or_else(chat_not_found)?;
-    db::chats::replace_live(conn, &run.chat_id, &run.run_id, &live, head, now).await?;
-    batch.emit(conn, &run.chat_id, super::event("run_started", json!({ "run_id": run.run_id }))).await?;
-    Ok(())
-}
-
-/// The empty assistant message a turn starts from.
-pub(crate) fn live_stub(ts: i64) -> Map<String, Value> {
-    let mut live = Map::new();
-    live.insert("role".into(), "assistant".into());
-    live.insert("content".into(), "".into());
-    live.insert("blocks".into(), Value::Array(Vec::new()));
-    live.insert("ts".into(), ts.into());
-    live
+    let live = encode(&Message::assistant(now, Vec::new()))?;
+    let head = db::journal::head_seq(conn, &run.chat_id).await?.ok_or(Domain::ChatNotFound)?;
+    db::runs::replace_live(conn, &run.chat_id, &run.run_id, &live, head, now).await?;
+    batch.emit(conn, &run.chat_id, ChatEvent::RunStarted { run_id: run.run_id.clone(), ts: Some(now) }).await?;
+    Ok(now)
 }
 
 async fn ensure_running(conn: &mut SqliteConnection, chat_id: &str, run_id: &str) -> Result<()> {
-    if db::chats::run_is_running(conn, chat_id, run_id).await? {
-        Ok(())
-    } else {
-        Err(Error::conflict("run_not_running", "This turn has already ended."))
-    }
-}
-
-fn chat_not_found() -> Error {
-    Error::not_found("chat_not_found", "No such chat.")
+    if db::runs::run_is_running(conn, chat_id, run_id).await? { Ok(()) } else { Err(Domain::RunNotRunning.into()) }
 }
 
 /// Title given to a chat from its first message when the owner has not named it.
 fn title_from(content: &str) -> String {
     let first_line = content.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("New chat");
-    let mut title: String = first_line.chars().take(60).collect();
-    if first_line.chars().count() > 60 {
+    let mut title: String = first_line.chars().take(AUTO_TITLE_CHARS).collect();
+    if first_line.chars().count() > AUTO_TITLE_CHARS {
         title.push('…');
     }
     title
 }
 
-fn pending_values(rows: &[(String, String)]) -> Vec<Value> {
+/// The queued messages; a row that cannot be read is left out.
+fn pending_messages(rows: &[(String, String)]) -> Vec<Message> {
     rows.iter().filter_map(|(_, body)| serde_json::from_str(body).ok()).collect()
 }
 
-async fn emit_queue(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: &str) -> Result<Vec<Value>> {
-    let pending = pending_values(&db::chats::pending_list(conn, chat_id).await?);
-    batch.emit(conn, chat_id, super::event("queue_changed", json!({ "pending": pending }))).await?;
+async fn emit_queue(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: &str) -> Result<Vec<Message>> {
+    let pending = pending_messages(&db::queue::pending_list(conn, chat_id).await?);
+    batch.emit(conn, chat_id, ChatEvent::QueueChanged { pending: pending.clone() }).await?;
     Ok(pending)
 }
 
 async fn live_chat(conn: &mut SqliteConnection, chat_id: &str) -> Result<db::chats::ChatRow> {
     match db::chats::get(&mut *conn, chat_id).await? {
         Some(chat) if chat.deleted_at.is_none() => Ok(chat),
-        _ => Err(chat_not_found()),
+        _ => Err(Domain::ChatNotFound.into()),
     }
 }
 
-/// Starts a run for `messages` (already in the transcript): run row, live stub, events.
-async fn open_run(
-    conn: &mut SqliteConnection,
-    batch: &mut Batch,
-    chat_id: &str,
-    run_id: &str,
-    provider: Option<&str>,
-) -> Result<()> {
-    start_run(
-        conn,
-        batch,
-        &NewRun { chat_id: chat_id.into(), run_id: run_id.into(), provider: provider.map(Into::into) },
-    )
-    .await?;
-    batch.system("chat_run_started", json!({ "chatId": chat_id }));
-    Ok(())
+/// Starts a run for messages already in the transcript and announces it; answers its start.
+async fn open_run(conn: &mut SqliteConnection, batch: &mut Batch, run: &NewRun) -> Result<i64> {
+    let ts = start_run(conn, batch, run).await?;
+    batch.system(SystemEvent::ChatRunStarted { chat_id: run.chat_id.clone() });
+    Ok(ts)
 }
 
 /// Appends a user message to the transcript and announces it.
-async fn push_user(
-    conn: &mut SqliteConnection,
-    batch: &mut Batch,
-    chat_id: &str,
-    body: Map<String, Value>,
-) -> Result<Value> {
-    let stored = db::chats::StoredMessage::from_import(body, now_ms(), 0)?;
-    db::chats::push_message(conn, chat_id, &stored).await?;
-    let value: Value = serde_json::from_str(&stored.body).map_err(|e| Error::Internal(e.to_string()))?;
-    batch.emit(conn, chat_id, super::event("user_message", json!({ "message": value }))).await?;
-    Ok(value)
+async fn push_user(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: &str, message: Message) -> Result<Message> {
+    store(conn, chat_id, &message).await?;
+    batch.emit(conn, chat_id, ChatEvent::UserMessage { message: message.clone() }).await?;
+    Ok(message)
 }
 
-/// Send: duplicate check, then start a turn when idle or queue behind a running one.
-pub(super) async fn send(
-    conn: &mut SqliteConnection,
-    batch: &mut Batch,
-    send: super::Send,
-) -> Result<super::SendOutcome> {
-    use super::SendOutcome;
-    let chat = live_chat(conn, &send.chat_id).await?;
-    let chat_id = send.chat_id.as_str();
-    let running = db::chats::running_run(&mut *conn, chat_id).await?;
-    if let Some(body) = db::chats::message_by_cid(conn, chat_id, &send.message.cid).await? {
-        let message = serde_json::from_str(&body).unwrap_or(Value::Null);
-        return Ok(SendOutcome::Duplicate { message, running: running.is_some() });
-    }
-    let queue = db::chats::pending_list(conn, chat_id).await?;
-    if let Some((_, body)) = queue.iter().find(|(cid, _)| *cid == send.message.cid) {
-        let message = serde_json::from_str(body).unwrap_or(Value::Null);
-        return Ok(SendOutcome::Duplicate { message, running: running.is_some() });
-    }
-    match (&chat.pending_question_id, &send.answering) {
-        (Some(pending), Some(answering)) if pending == answering => {}
-        (Some(_), _) => {
-            return Err(Error::conflict("pending_question_open", "Answer the open question (or stop the turn) first."));
-        }
-        (None, Some(_)) => return Err(Error::gone("question_stale", "That question is no longer open.")),
-        (None, None) => {}
-    }
-    let now = now_ms();
-    let body = send.message.body(now);
-    if running.is_some() {
-        let body_text = Value::Object(body.clone()).to_string();
-        let position = db::chats::push_pending(conn, chat_id, &send.message.cid, &body_text, now).await?;
-        let pending = emit_queue(conn, batch, chat_id).await?;
-        return Ok(SendOutcome::Queued { position, message: Value::Object(body), pending });
-    }
-    // Idle: messages left in the queue (e.g. across a restart) go first, in one turn.
+/// Moves the queue into the transcript (in order); answers the user rows.
+async fn promote_queue(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: &str) -> Result<Vec<Message>> {
     let mut messages = Vec::new();
-    for (_, queued) in db::chats::take_pending(conn, chat_id).await? {
-        if let Ok(Value::Object(queued)) = serde_json::from_str::<Value>(&queued) {
+    for (_, queued) in db::queue::take_pending(conn, chat_id).await? {
+        if let Ok(queued) = serde_json::from_str::<Message>(&queued) {
             messages.push(push_user(conn, batch, chat_id, queued).await?);
         }
     }
+    Ok(messages)
+}
+
+/// Send: duplicate check, then start a turn when idle or queue behind a running one.
+pub(super) async fn send(conn: &mut SqliteConnection, batch: &mut Batch, send: Send) -> Result<SendOutcome> {
+    let chat = live_chat(conn, &send.chat_id).await?;
+    let chat_id = &send.chat_id;
+    let running = db::runs::running_run(&mut *conn, chat_id).await?;
+    if let Some(body) = db::messages::message_by_cid(conn, chat_id, &send.message.cid).await? {
+        return Ok(SendOutcome::Duplicate { message: decode(&body)?, running: running.is_some() });
+    }
+    let queue = db::queue::pending_list(conn, chat_id).await?;
+    if let Some((_, body)) = queue.iter().find(|(cid, _)| *cid == *send.message.cid) {
+        return Ok(SendOutcome::Duplicate { message: decode(body)?, running: running.is_some() });
+    }
+    match (&chat.pending_question_id, &send.answering) {
+        (Some(pending), Some(answering)) if *answering == pending.as_str() => {}
+        (Some(_), _) => return Err(Domain::PendingQuestionOpen.into()),
+        (None, Some(_)) => return Err(Domain::QuestionStale.into()),
+        (None, None) => {}
+    }
+    let now = now_ms();
+    let message = send.message.at(now);
+    if running.is_some() {
+        let position = db::queue::push_pending(conn, chat_id, &send.message.cid, &encode(&message)?, now).await?;
+        let pending = emit_queue(conn, batch, chat_id).await?;
+        return Ok(SendOutcome::Queued { position, message, pending });
+    }
+    // Idle: messages left in the queue (e.g. across a restart) go first, in one turn.
+    let mut messages = promote_queue(conn, batch, chat_id).await?;
     if !queue.is_empty() {
         emit_queue(conn, batch, chat_id).await?;
     }
-    messages.push(push_user(conn, batch, chat_id, body).await?);
+    messages.push(push_user(conn, batch, chat_id, message).await?);
     if chat.title == "New chat" && !chat.title_locked && !send.message.hidden {
         let title = title_from(&send.message.content);
         db::chats::set_title(conn, chat_id, &title, false, now).await?;
-        batch.emit(conn, chat_id, super::event("chat_renamed", json!({ "title": title }))).await?;
-        batch.system("chat_renamed", json!({ "chatId": chat_id, "title": title }));
+        db::search::index_title(conn, chat_id).await?;
+        batch.emit(conn, chat_id, ChatEvent::ChatRenamed { title: title.clone() }).await?;
+        batch.system(SystemEvent::ChatRenamed { chat_id: chat_id.clone(), title });
     }
-    if chat.provider.as_deref() != Some(send.provider.as_str()) {
-        let settings = db::chats::ChatSettings { provider: Some(send.provider.clone()), ..Default::default() };
+    if chat.provider.as_deref() != Some(send.provider.id()) {
+        let settings = db::chats::ChatSettings { provider: Some(send.provider.id().to_owned()), ..Default::default() };
         db::chats::update_settings(conn, chat_id, &settings, now).await?;
     }
     db::chats::touch_activity(conn, chat_id, now).await?;
-    open_run(conn, batch, chat_id, &send.run_id, Some(&send.provider)).await?;
-    Ok(SendOutcome::Started { run_id: send.run_id, messages })
+    let run = NewRun { chat_id: chat_id.clone(), run_id: send.run_id, provider: send.provider };
+    let ts = open_run(conn, batch, &run).await?;
+    Ok(SendOutcome::Started(Started { run_id: run.run_id, provider: run.provider, ts, messages }))
 }
 
 /// Steering: the live message so far is sealed into the transcript, the owner's message
-/// follows, and the run continues with a fresh live message.
+/// follows, and the run continues with a fresh live message (started at the message's `ts`).
 pub(super) async fn steer_commit(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
-    chat_id: &str,
-    run_id: &str,
-    message: &super::UserMessage,
-    sealed: Value,
-) -> Result<Value> {
+    chat_id: &ChatId,
+    run_id: &RunId,
+    message: &UserInput,
+    mut sealed: Message,
+) -> Result<Message> {
     ensure_running(conn, chat_id, run_id).await?;
-    if db::chats::message_by_cid(conn, chat_id, &message.cid).await?.is_some() {
-        return Err(Error::conflict("duplicate_cid", "This message was already sent."));
+    if db::messages::message_by_cid(conn, chat_id, &message.cid).await?.is_some() {
+        return Err(Domain::AlreadySent.into());
     }
     let now = now_ms();
-    let has_blocks = sealed.get("blocks").and_then(Value::as_array).is_some_and(|b| !b.is_empty());
-    if let (true, Value::Object(mut body)) = (has_blocks, sealed) {
-        body.insert("run_id".into(), run_id.into());
-        let stored = db::chats::StoredMessage::from_import(body, now, 0)?;
-        db::chats::push_message(conn, chat_id, &stored).await?;
+    let has_blocks = sealed.has_blocks();
+    if has_blocks {
+        sealed.run_id = Some(run_id.clone());
+        store(conn, chat_id, &sealed).await?;
     }
-    let stored = db::chats::StoredMessage::from_import(message.body(now), now, 0)?;
-    db::chats::push_message(conn, chat_id, &stored).await?;
-    let value: Value = serde_json::from_str(&stored.body).map_err(|e| Error::Internal(e.to_string()))?;
-    let seq = batch
-        .emit(
-            conn,
-            chat_id,
-            super::event("steered_into_turn", json!({ "run_id": run_id, "message": value, "sealed": has_blocks })),
-        )
-        .await?;
-    let live = Value::Object(live_stub(now)).to_string();
-    db::chats::replace_live(conn, chat_id, run_id, &live, seq, now).await?;
+    let user = message.at(now);
+    store(conn, chat_id, &user).await?;
+    let event = ChatEvent::SteeredIntoTurn { run_id: run_id.clone(), message: user.clone(), sealed: has_blocks };
+    let seq = batch.emit(conn, chat_id, event).await?;
+    let live = encode(&Message::assistant(now, Vec::new()))?;
+    db::runs::replace_live(conn, chat_id, run_id, &live, seq, now).await?;
     db::chats::touch_activity(conn, chat_id, now).await?;
-    Ok(value)
+    Ok(user)
 }
 
 /// Edits a queued message's text.
@@ -267,24 +252,25 @@ pub(super) async fn update_pending(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
     chat_id: &str,
-    cid: &str,
+    cid: &Cid,
     content: &str,
-) -> Result<(bool, Vec<Value>)> {
+) -> Result<(bool, Vec<Message>)> {
     live_chat(conn, chat_id).await?;
-    let queue = db::chats::pending_list(conn, chat_id).await?;
-    let Some((_, body)) = queue.iter().find(|(c, _)| c == cid) else {
-        return Ok((false, pending_values(&queue)));
+    let queue = db::queue::pending_list(conn, chat_id).await?;
+    let Some((_, body)) = queue.iter().find(|(c, _)| *cid == c.as_str()) else {
+        return Ok((false, pending_messages(&queue)));
     };
-    let mut message: Value = serde_json::from_str(body).unwrap_or_else(|_| json!({}));
-    message["content"] = Value::String(content.to_owned());
-    db::chats::update_pending(conn, chat_id, cid, &message.to_string()).await?;
+    let mut message: Message = decode(body)?;
+    content.clone_into(&mut message.content);
+    db::queue::update_pending(conn, chat_id, cid, &encode(&message)?).await?;
     Ok((true, emit_queue(conn, batch, chat_id).await?))
 }
 
 /// Empties the queue; answers the removed cids.
-pub(super) async fn clear_queue(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: &str) -> Result<Vec<String>> {
+pub(super) async fn clear_queue(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: &str) -> Result<Vec<Cid>> {
     live_chat(conn, chat_id).await?;
-    let removed: Vec<String> = db::chats::take_pending(conn, chat_id).await?.into_iter().map(|(cid, _)| cid).collect();
+    let removed: Vec<Cid> =
+        db::queue::take_pending(conn, chat_id).await?.into_iter().map(|(cid, _)| Cid::from(cid)).collect();
     if !removed.is_empty() {
         emit_queue(conn, batch, chat_id).await?;
     }
@@ -296,30 +282,33 @@ pub(super) async fn cancel_pending(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
     chat_id: &str,
-    cid: &str,
-) -> Result<(bool, Vec<Value>)> {
+    cid: &Cid,
+) -> Result<(bool, Vec<Message>)> {
     live_chat(conn, chat_id).await?;
-    if !db::chats::delete_pending(conn, chat_id, cid).await? {
-        return Ok((false, pending_values(&db::chats::pending_list(conn, chat_id).await?)));
+    if !db::queue::delete_pending(conn, chat_id, cid).await? {
+        return Ok((false, pending_messages(&db::queue::pending_list(conn, chat_id).await?)));
     }
     Ok((true, emit_queue(conn, batch, chat_id).await?))
 }
 
-/// Question first becomes durable (marker + live message + journal), then it is shown.
+/// A card first becomes durable (marker + live message + journal), then it is shown.
 pub(super) async fn question_commit(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
-    chat_id: &str,
-    run_id: &str,
-    question_id: &str,
-    event: EventBody,
-    live: &Value,
+    chat_id: &ChatId,
+    run_id: &RunId,
+    card: QuestionCard,
+    live: &Message,
 ) -> Result<()> {
     ensure_running(conn, chat_id, run_id).await?;
-    db::chats::set_pending_question(conn, chat_id, Some(question_id)).await?;
-    let seq = batch.emit(conn, chat_id, event).await?;
-    db::chats::update_live(conn, chat_id, run_id, &live.to_string(), seq, now_ms()).await?;
-    batch.system("chat_owner_input_changed", json!({ "chatId": chat_id, "pending_question_id": question_id }));
+    let question_id = card.question_id.clone();
+    db::chats::set_pending_question(conn, chat_id, Some(&question_id)).await?;
+    let seq = batch.emit(conn, chat_id, ChatEvent::Question(card)).await?;
+    db::runs::update_live(conn, chat_id, run_id, &encode(live)?, seq, now_ms()).await?;
+    batch.system(SystemEvent::ChatOwnerInputChanged {
+        chat_id: chat_id.clone(),
+        pending_question_id: Some(question_id),
+    });
     Ok(())
 }
 
@@ -327,31 +316,32 @@ pub(super) async fn question_commit(
 pub(super) async fn answer_question(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
-    chat_id: &str,
-    question_id: &str,
-    answers: &Value,
+    chat_id: &ChatId,
+    question_id: &QuestionId,
+    answers: &Answers,
 ) -> Result<()> {
     let chat = live_chat(conn, chat_id).await?;
-    if chat.pending_question_id.as_deref() != Some(question_id) {
-        return Err(Error::gone("question_stale", "That question is no longer open."));
+    if chat.pending_question_id.as_deref() != Some(question_id.as_str()) {
+        return Err(Domain::QuestionStale.into());
     }
     db::chats::set_pending_question(conn, chat_id, None).await?;
-    // After a restart the question sits in the settled transcript: record the answers there.
-    if let Some((idx, body)) = db::chats::message_with_question(conn, chat_id, question_id).await?
-        && let Ok(mut message) = serde_json::from_str::<Value>(&body)
+    // After a restart the card sits in the settled transcript: record the answers there.
+    if let Some((idx, body)) = db::messages::message_with_question(conn, chat_id, question_id).await?
+        && let Ok(mut message) = serde_json::from_str::<Message>(&body)
     {
-        if let Some(blocks) = message.get_mut("blocks").and_then(Value::as_array_mut) {
-            for block in blocks.iter_mut().filter(|b| b["question_id"] == question_id) {
-                block["answers"] = answers.clone();
+        for block in message.blocks.iter_mut().flatten() {
+            if let Block::Question(card) = block
+                && card.question_id == *question_id
+            {
+                card.set_answers(answers);
             }
         }
-        db::chats::replace_message(conn, chat_id, idx, &message.to_string()).await?;
+        db::messages::replace_message(conn, chat_id, idx, &encode(&message)?).await?;
     }
     db::chats::touch_activity(conn, chat_id, now_ms()).await?;
-    batch
-        .emit(conn, chat_id, super::event("answers_applied", json!({ "question_id": question_id, "answers": answers })))
-        .await?;
-    batch.system("chat_owner_input_changed", json!({ "chatId": chat_id, "pending_question_id": null }));
+    let event = ChatEvent::AnswersApplied { question_id: question_id.clone(), answers: answers.clone() };
+    batch.emit(conn, chat_id, event).await?;
+    batch.system(SystemEvent::ChatOwnerInputChanged { chat_id: chat_id.clone(), pending_question_id: None });
     Ok(())
 }
 
@@ -359,83 +349,82 @@ pub(super) async fn answer_question(
 pub(super) async fn finish_run(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
-    finish: super::FinishRun,
-) -> Result<super::FinishOutcome> {
-    let chat_id = finish.chat_id.as_str();
+    finish: FinishRun,
+) -> Result<FinishOutcome> {
+    let chat_id = &finish.chat_id;
     ensure_running(conn, chat_id, &finish.run_id).await?;
     let now = now_ms();
     let body = match finish.body {
         Some(body) => Some(body),
-        None => match db::chats::live_body(conn, chat_id).await? {
-            Some((run, body)) if run == finish.run_id => serde_json::from_str::<Value>(&body).ok().map(|b| {
-                let mut live = crate::agent::live::LiveMessage::from_body(&b);
-                live.close_running_tools("done");
-                live.to_body()
-            }),
+        None => match db::runs::live_body(conn, chat_id).await? {
+            Some((run, body)) if finish.run_id == run.as_str() => {
+                serde_json::from_str::<Message>(&body).ok().map(|m| {
+                    let mut live = LiveMessage::from_message(m);
+                    let status =
+                        if finish.status == RunStatus::Stopped { ToolStatus::Stopped } else { ToolStatus::Done };
+                    live.close_running_tools(status);
+                    live.into_message()
+                })
+            }
             _ => None,
         },
     };
-    if let Some(Value::Object(body)) = body
-        && body.get("blocks").and_then(Value::as_array).is_some_and(|b| !b.is_empty())
-    {
-        let mut body = body;
-        body.insert("run_id".into(), finish.run_id.clone().into());
-        let stored = db::chats::StoredMessage::from_import(body, now, 0)?;
-        db::chats::push_message(conn, chat_id, &stored).await?;
+    if let Some(mut body) = body.filter(Message::has_blocks) {
+        body.run_id = Some(finish.run_id.clone());
+        store(conn, chat_id, &body).await?;
     }
-    db::chats::delete_live(conn, chat_id).await?;
+    db::runs::delete_live(conn, chat_id).await?;
     let mut end = finish.end.clone();
-    finish.status.clone_into(&mut end.status);
-    db::chats::close_run(conn, &finish.run_id, &end, now).await?;
+    finish.status.as_str().clone_into(&mut end.status);
+    db::runs::close_run(conn, &finish.run_id, &end, now).await?;
     if let Some(session) = &end.session_id {
         db::chats::set_session(conn, chat_id, &finish.run_id, session).await?;
     }
     db::chats::set_pending_question(conn, chat_id, None).await?;
     db::chats::touch_activity(conn, chat_id, now).await?;
-    let usage = json!({
-        "input_tokens": end.input_tokens, "output_tokens": end.output_tokens,
-        "cache_read_tokens": end.cache_read_tokens, "cache_write_tokens": end.cache_write_tokens,
-    });
-    batch
-        .emit(
-            conn,
-            chat_id,
-            super::event(
-                "done",
-                json!({ "run_id": finish.run_id, "status": finish.status, "usage": usage, "cost_usd": end.cost_usd, "error": end.error }),
-            ),
-        )
-        .await?;
-    let mut outcome = super::FinishOutcome::default();
-    let queue = db::chats::pending_list(conn, chat_id).await?;
-    if finish.status == "stopped" || finish.status == "interrupted" {
-        if finish.status == "stopped" && !queue.is_empty() {
-            outcome.cleared = db::chats::take_pending(conn, chat_id).await?.into_iter().map(|(cid, _)| cid).collect();
+    if let Some(message) = &end.error {
+        batch.emit(conn, chat_id, ChatEvent::Error { message: message.clone(), resumable: Some(true) }).await?;
+    }
+    let usage = TokenCounts {
+        input_tokens: end.input_tokens,
+        output_tokens: end.output_tokens,
+        cache_read_tokens: end.cache_read_tokens,
+        cache_write_tokens: end.cache_write_tokens,
+    };
+    let done = ChatEvent::Done {
+        run_id: finish.run_id.clone(),
+        status: finish.status,
+        usage,
+        cost_usd: end.cost_usd,
+        error: end.error.clone(),
+    };
+    batch.emit(conn, chat_id, done).await?;
+    let mut outcome = FinishOutcome::default();
+    let queued = !db::queue::pending_list(conn, chat_id).await?.is_empty();
+    match (finish.status, finish.provider) {
+        (_, _) if !queued => {}
+        (RunStatus::Stopped, _) => {
+            outcome.cleared =
+                db::queue::take_pending(conn, chat_id).await?.into_iter().map(|(cid, _)| Cid::from(cid)).collect();
             emit_queue(conn, batch, chat_id).await?;
         }
-    } else if !queue.is_empty() {
-        db::chats::take_pending(conn, chat_id).await?;
-        let mut messages = Vec::new();
-        for (_, queued) in queue {
-            if let Ok(Value::Object(queued)) = serde_json::from_str::<Value>(&queued) {
-                messages.push(push_user(conn, batch, chat_id, queued).await?);
-            }
+        (RunStatus::Interrupted, _) => {}
+        (RunStatus::Completed | RunStatus::Failed, None) => {
+            tracing::warn!(chat.id = %chat_id, "a run without a provider ended; its queue waits for the next send");
         }
-        emit_queue(conn, batch, chat_id).await?;
-        batch
-            .emit(
-                conn,
-                chat_id,
-                super::event("queued_turn_starting", json!({ "run_id": finish.next_run_id, "messages": messages })),
-            )
-            .await?;
-        let provider: Option<String> = db::chats::get(&mut *conn, chat_id).await?.and_then(|c| c.provider);
-        start_run(conn, batch, &NewRun { chat_id: chat_id.into(), run_id: finish.next_run_id.clone(), provider })
-            .await?;
-        outcome.next = Some((finish.next_run_id, messages));
+        (RunStatus::Completed | RunStatus::Failed, Some(provider)) => {
+            let messages = promote_queue(conn, batch, chat_id).await?;
+            emit_queue(conn, batch, chat_id).await?;
+            let event =
+                ChatEvent::QueuedTurnStarting { run_id: finish.next_run_id.clone(), messages: messages.clone() };
+            batch.emit(conn, chat_id, event).await?;
+            let run = NewRun { chat_id: chat_id.clone(), run_id: finish.next_run_id.clone(), provider };
+            let ts = start_run(conn, batch, &run).await?;
+            outcome.next = Some(Started { run_id: run.run_id, provider, ts, messages });
+        }
     }
     if outcome.next.is_none() {
-        batch.system("chat_run_finished", json!({ "chatId": chat_id, "status": finish.status }));
+        batch.system(SystemEvent::ChatRunFinished { chat_id: chat_id.clone(), status: finish.status });
     }
     Ok(outcome)
 }
@@ -444,36 +433,37 @@ pub(super) async fn finish_run(
 pub(super) async fn update_chat(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
-    chat_id: &str,
-    patch: super::ChatPatch,
+    chat_id: &ChatId,
+    patch: ChatPatch,
 ) -> Result<()> {
     live_chat(conn, chat_id).await?;
     let now = now_ms();
     if let Some(title) = &patch.title {
         db::chats::set_title(conn, chat_id, title, true, now).await?;
+        db::search::index_title(conn, chat_id).await?;
         let title: String = title.chars().take(db::chats::MAX_TITLE_CHARS).collect();
-        batch.emit(conn, chat_id, super::event("chat_renamed", json!({ "title": title }))).await?;
-        batch.system("chat_renamed", json!({ "chatId": chat_id, "title": title }));
+        batch.emit(conn, chat_id, ChatEvent::ChatRenamed { title: title.clone() }).await?;
+        batch.system(SystemEvent::ChatRenamed { chat_id: chat_id.clone(), title });
     }
     db::chats::update_settings(conn, chat_id, &patch.settings, now).await?;
     if let Some((scope, label)) = &patch.scope {
         db::embeds::set_chat_scope(conn, chat_id, scope.as_deref(), label.as_deref()).await?;
     }
-    batch.system("chat_updated", json!({ "chatId": chat_id }));
+    batch.system(SystemEvent::ChatUpdated { chat_id: chat_id.clone() });
     Ok(())
 }
 
 /// Soft delete (the caller stopped the turn first).
-pub(super) async fn delete_chat(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: &str) -> Result<()> {
+pub(super) async fn delete_chat(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: &ChatId) -> Result<()> {
     live_chat(conn, chat_id).await?;
-    if let Some(run) = db::chats::running_run(&mut *conn, chat_id).await? {
-        let end = db::chats::RunEnd { status: "stopped".into(), ..Default::default() };
-        db::chats::close_run(conn, &run, &end, now_ms()).await?;
-        db::chats::delete_live(conn, chat_id).await?;
+    if let Some(run) = db::runs::running_run(&mut *conn, chat_id).await? {
+        let end = db::runs::RunEnd { status: RunStatus::Stopped.as_str().into(), ..Default::default() };
+        db::runs::close_run(conn, &run, &end, now_ms()).await?;
+        db::runs::delete_live(conn, chat_id).await?;
     }
-    batch.emit(conn, chat_id, super::event("chat_deleted", json!({}))).await?;
+    batch.emit(conn, chat_id, ChatEvent::ChatDeleted).await?;
     db::chats::soft_delete(conn, chat_id, now_ms()).await?;
-    batch.system("chat_deleted", json!({ "chatId": chat_id }));
+    batch.system(SystemEvent::ChatDeleted { chat_id: chat_id.clone() });
     Ok(())
 }
 
@@ -481,59 +471,74 @@ pub(super) async fn delete_chat(conn: &mut SqliteConnection, batch: &mut Batch, 
 pub(super) async fn recover_chat(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
-    chat_id: &str,
+    chat_id: &ChatId,
     cutoff: i64,
 ) -> Result<()> {
     match db::chats::get(&mut *conn, chat_id).await? {
-        None => return Err(chat_not_found()),
+        None => return Err(Domain::ChatNotFound.into()),
         Some(c) if c.deleted_at.is_none() => return Ok(()),
         Some(_) => {}
     }
     if !db::chats::recover(conn, chat_id, cutoff).await? {
-        return Err(Error::gone("chat_purged", "This chat was deleted too long ago to recover."));
+        return Err(Domain::ChatPurged.into());
     }
-    batch.system("chat_recovered", json!({ "chatId": chat_id }));
+    batch.system(SystemEvent::ChatRecovered { chat_id: chat_id.clone() });
     Ok(())
 }
 
-/// Boot reconciliation of runs left `running` by a crash or kill.
-pub(super) async fn reconcile_startup(conn: &mut SqliteConnection, batch: &mut Batch) -> Result<Vec<String>> {
+/// Most journal events folded into an interrupted message at boot (the journal keeps fewer).
+const MAX_BOOT_FOLD_EVENTS: i64 = 10_000;
+
+/// Boot reconciliation of runs left `running` by a crash or kill: the live message — its last
+/// snapshot plus the journal's events after it — becomes the transcript's message.
+pub(super) async fn reconcile_startup(conn: &mut SqliteConnection, batch: &mut Batch) -> Result<Vec<ChatId>> {
     let mut chats = Vec::new();
-    for (run_id, chat_id) in db::chats::all_running_runs(conn).await? {
+    for (run_id, chat_id) in db::runs::all_running_runs(conn).await? {
+        let (run_id, chat_id) = (RunId::from(run_id), ChatId::from(chat_id));
         let chat = db::chats::get(&mut *conn, &chat_id).await?;
         let deleted = chat.as_ref().is_none_or(|c| c.deleted_at.is_some());
         let waiting = chat.as_ref().and_then(|c| c.pending_question_id.clone()).is_some();
         let now = now_ms();
+        let note = ChatEvent::Error { message: INTERRUPTED_NOTE.to_owned(), resumable: Some(true) };
         if !deleted {
-            let live = db::chats::live_body(conn, &chat_id).await?;
-            let mut message = match live {
-                Some((run, body)) if run == run_id => serde_json::from_str::<Value>(&body)
-                    .map(|b| crate::agent::live::LiveMessage::from_body(&b))
-                    .unwrap_or_else(|_| crate::agent::live::LiveMessage::new(now)),
-                _ => crate::agent::live::LiveMessage::new(now),
+            let mut live = match db::runs::live_body(conn, &chat_id).await? {
+                Some((run, body)) if run_id == run.as_str() => {
+                    let mut live = serde_json::from_str::<Message>(&body)
+                        .map(LiveMessage::from_message)
+                        .unwrap_or_else(|_| LiveMessage::new(now));
+                    // What streamed after the last snapshot is committed too, and clients saw it.
+                    for data in db::runs::events_after_live(conn, &chat_id, MAX_BOOT_FOLD_EVENTS).await? {
+                        if let Ok(entry) = serde_json::from_str::<JournalEntry>(&data) {
+                            live.apply(&entry.event);
+                        }
+                    }
+                    live
+                }
+                _ => LiveMessage::new(now),
             };
-            message.close_running_tools("done");
+            live.close_running_tools(ToolStatus::Done);
             if !waiting {
-                message.push_error(
-                    "This turn was interrupted when Möbius restarted. Send a message to continue where it left off.",
-                    true,
-                );
+                live.apply(&note);
             }
-            let mut body = match message.to_body() {
-                Value::Object(m) => m,
-                _ => Map::new(),
-            };
-            body.insert("run_id".into(), run_id.clone().into());
-            let stored = db::chats::StoredMessage::from_import(body, now, 0)?;
-            db::chats::push_message(conn, &chat_id, &stored).await?;
+            let mut message = live.into_message();
+            message.run_id = Some(run_id.clone());
+            store(conn, &chat_id, &message).await?;
         }
-        db::chats::delete_live(conn, &chat_id).await?;
-        let end = db::chats::RunEnd { status: "interrupted".into(), ..Default::default() };
-        db::chats::close_run(conn, &run_id, &end, now).await?;
+        db::runs::delete_live(conn, &chat_id).await?;
+        let end = db::runs::RunEnd { status: RunStatus::Interrupted.as_str().into(), ..Default::default() };
+        db::runs::close_run(conn, &run_id, &end, now).await?;
         if !deleted {
-            batch
-                .emit(conn, &chat_id, super::event("done", json!({ "run_id": run_id, "status": "interrupted" })))
-                .await?;
+            if !waiting {
+                batch.emit(conn, &chat_id, note).await?;
+            }
+            let done = ChatEvent::Done {
+                run_id,
+                status: RunStatus::Interrupted,
+                usage: TokenCounts::default(),
+                cost_usd: None,
+                error: None,
+            };
+            batch.emit(conn, &chat_id, done).await?;
             chats.push(chat_id);
         }
     }

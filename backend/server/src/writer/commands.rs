@@ -1,41 +1,49 @@
 //! The messages the writer actor accepts. Strict commands carry an [`Ack`] resolved after
 //! commit; [`WriteCommand::SnapshotLive`] is fire-and-forget and coalesced.
 
-use serde_json::{Map, Value};
+use std::sync::atomic::AtomicU64;
+
 use tokio::sync::oneshot;
 
-use super::Ack;
+use crate::db::chats::ChatSettings;
+use crate::db::runs::RunEnd;
+use crate::error::Result;
+use crate::protocol::{
+    Answers, ChatEvent, ChatId, Cid, Message, ProviderKind, QuestionCard, QuestionId, RunId, RunStatus, UserInput,
+};
 
-/// A journal event before it has a seq: a JSON object with at least `"type"`.
-pub type EventBody = Map<String, Value>;
+/// A reply channel carried by a strict command.
+pub type Ack<T> = oneshot::Sender<Result<T>>;
 
-/// Builds an event body `{"type": kind, ...fields}`.
-pub fn event(kind: &str, fields: Value) -> EventBody {
-    let mut map = Map::new();
-    map.insert("type".into(), Value::String(kind.to_owned()));
-    if let Value::Object(extra) = fields {
-        map.extend(extra);
-    }
-    map
+/// Counters for diagnostics, tests and the benchmark.
+#[derive(Debug, Default)]
+pub struct WriterStats {
+    /// Transactions committed.
+    pub commits: AtomicU64,
+    /// Commands applied (including failed ones).
+    pub commands: AtomicU64,
+    /// Live snapshots received.
+    pub snapshots_received: AtomicU64,
+    /// Live snapshots actually written.
+    pub snapshot_writes: AtomicU64,
 }
 
 /// The latest state of a running turn's assistant message.
 #[derive(Debug)]
 pub struct LiveSnapshot {
-    pub chat_id: String,
-    pub run_id: String,
+    pub chat_id: ChatId,
+    pub run_id: RunId,
     /// The live assistant message JSON.
     pub body: String,
 }
 
-/// A new chat, optionally with an imported transcript.
-#[derive(Debug, Default)]
+/// A new chat, optionally with an imported (already validated) transcript.
+#[derive(Debug)]
 pub struct NewChat {
-    /// Client-supplied id (idempotent) or a fresh UUID.
-    pub id: String,
+    pub id: ChatId,
     pub title: Option<String>,
-    /// Messages as JSON objects (`role`, `content`, `ts`, …), appended in order.
-    pub messages: Vec<Map<String, Value>>,
+    /// Appended in order.
+    pub messages: Vec<Message>,
     /// Set when an app creates the chat (`/api/app-chats`).
     pub app: Option<NewAppChat>,
 }
@@ -48,7 +56,7 @@ pub struct NewAppChat {
     pub owner_visible: bool,
     pub scope: Option<String>,
     pub scope_label: Option<String>,
-    pub provider: Option<String>,
+    pub provider: Option<ProviderKind>,
     /// The chat's agent settings JSON (`system_prompt`, `model`, `project_id`, …).
     pub agent_settings: Option<String>,
 }
@@ -63,92 +71,100 @@ pub enum ChatCreated {
 }
 
 /// Opening a run row and the empty live message for a turn.
-#[derive(Debug)]
-pub struct NewRun {
-    pub chat_id: String,
-    pub run_id: String,
-    pub provider: Option<String>,
-}
-
-/// A message from the owner (or the server on the owner's behalf).
 #[derive(Debug, Clone)]
-pub struct UserMessage {
-    pub cid: String,
-    pub content: String,
-    /// Hidden messages (e.g. answers after a restart) are sent to the agent but not shown.
-    pub hidden: bool,
-    /// Extra fields kept on the message (`timezone`, `attachments`, …).
-    pub extra: Map<String, Value>,
+pub struct NewRun {
+    pub chat_id: ChatId,
+    pub run_id: RunId,
+    pub provider: ProviderKind,
 }
 
-impl UserMessage {
-    /// The stored JSON body of this message at `ts`.
-    pub fn body(&self, ts: i64) -> Map<String, Value> {
-        let mut body = self.extra.clone();
-        body.insert("role".into(), "user".into());
-        body.insert("content".into(), self.content.clone().into());
-        body.insert("cid".into(), self.cid.clone().into());
-        body.insert("ts".into(), ts.into());
-        if self.hidden {
-            body.insert("hidden".into(), true.into());
-        }
-        body
-    }
+/// A turn that starts: its run, the provider decided at send, when it began (the live
+/// message's `ts`) and the user rows it answers.
+#[derive(Debug, Clone)]
+pub struct Started {
+    pub run_id: RunId,
+    pub provider: ProviderKind,
+    pub ts: i64,
+    pub messages: Vec<Message>,
 }
 
 /// What a send did.
 #[derive(Debug, Clone)]
 pub enum SendOutcome {
     /// A turn started with these user messages (queued ones first, then the new one).
-    Started { run_id: String, messages: Vec<Value> },
+    Started(Started),
     /// The chat is busy; the message waits in the queue.
-    Queued { position: i64, message: Value, pending: Vec<Value> },
+    Queued { position: i64, message: Message, pending: Vec<Message> },
     /// This cid was already accepted; nothing changed.
-    Duplicate { message: Value, running: bool },
+    Duplicate { message: Message, running: bool },
 }
 
 /// Sending a message: starts a turn when idle, else queues.
 #[derive(Debug)]
 pub struct Send {
-    pub chat_id: String,
-    pub message: UserMessage,
+    pub chat_id: ChatId,
+    pub message: UserInput,
     /// The run id to use if a turn starts.
-    pub run_id: String,
-    pub provider: String,
+    pub run_id: RunId,
+    /// Decided by the route and stored on the chat: every later turn of this send uses it.
+    pub provider: ProviderKind,
     /// Answers a pending question first (after a restart) instead of refusing the send.
-    pub answering: Option<String>,
+    pub answering: Option<QuestionId>,
 }
 
 /// How a run ends, as recorded.
 #[derive(Debug, Clone)]
 pub struct FinishRun {
-    pub chat_id: String,
-    pub run_id: String,
-    /// `completed`, `failed`, `stopped` or `interrupted`.
-    pub status: &'static str,
+    pub chat_id: ChatId,
+    pub run_id: RunId,
+    pub status: RunStatus,
     /// The final assistant message; `None` uses the last stored snapshot.
-    pub body: Option<Value>,
-    pub end: crate::db::chats::RunEnd,
+    pub body: Option<Message>,
+    pub end: RunEnd,
+    /// The provider a queued follow-up runs on (the finishing run's); `None` when the run
+    /// cannot be followed (a stop).
+    pub provider: Option<ProviderKind>,
     /// The run id for a queued follow-up turn, if the queue is promoted.
-    pub next_run_id: String,
+    pub next_run_id: RunId,
 }
 
 /// What ending a run led to.
 #[derive(Debug, Clone, Default)]
 pub struct FinishOutcome {
-    /// A queued turn that starts now: `(run_id, user messages)`.
-    pub next: Option<(String, Vec<Value>)>,
+    /// A queued turn that starts now.
+    pub next: Option<Started>,
     /// Queued messages removed because the run was stopped.
-    pub cleared: Vec<String>,
+    pub cleared: Vec<Cid>,
 }
 
 /// Owner-editable chat fields.
 #[derive(Debug, Default, Clone)]
 pub struct ChatPatch {
     pub title: Option<String>,
-    pub settings: crate::db::chats::ChatSettings,
+    pub settings: ChatSettings,
     /// An app chat's `(scope, scope_label)`; `None` inside leaves that one alone.
     pub scope: Option<(Option<String>, Option<String>)>,
+}
+
+/// One write of the push module. Each answers a count (rows changed, or 1/0).
+#[derive(Debug)]
+pub enum PushWrite {
+    /// Adds a device or renews its keys.
+    Subscribe(crate::db::push::NewSubscription),
+    /// Removes the device with this endpoint (`Some(app)`: only if that app subscribed it).
+    Unsubscribe(String, Option<i64>),
+    /// Removes the device with this id (Settings).
+    UnsubscribeId(i64),
+    /// The push service accepted a push for this device.
+    Delivered(i64),
+    /// Stores a notification and announces `notification_created`.
+    Store(Box<crate::db::push::Notification>),
+    /// Marks every unread notification read.
+    ReadAll,
+    /// Deletes one notification, or all.
+    Delete(Option<String>),
+    /// Turns one kind of notification on or off.
+    SetPref { kind: crate::protocol::NotificationKind, enabled: bool },
 }
 
 /// Every mutation the writer knows how to apply.
@@ -156,50 +172,53 @@ pub struct ChatPatch {
 pub enum WriteCommand {
     /// Creates the owner row (fails with 409 if it exists).
     CreateOwner { username: String, password_hash: String, ack: Ack<()> },
-    /// Bumps the token epoch, revoking every issued token; answers the new epoch.
+    /// Bumps the token epoch, revoking every issued token and device credential; answers the
+    /// new epoch.
     BumpTokenEpoch { ack: Ack<i64> },
+    /// Records a sign-in from the device whose credential hashes to `token_hash`.
+    RememberDevice { token_hash: String, label: String, ack: Ack<()> },
     /// Creates a chat (idempotent on id).
     CreateChat { chat: NewChat, ack: Ack<ChatCreated> },
     /// Appends events to a chat's journal. With `run_id`, only while that run is running:
     /// a stopped turn can no longer write. Answers the seq of the last event.
-    Emit { chat_id: String, run_id: Option<String>, events: Vec<EventBody>, ack: Option<Ack<i64>> },
+    Emit { chat_id: ChatId, run_id: Option<RunId>, events: Vec<ChatEvent>, ack: Option<Ack<i64>> },
     /// Opens a running run with an empty live message.
     StartRun { run: NewRun, ack: Ack<()> },
     /// Sends a message (start or queue).
     Send { send: Send, ack: Ack<SendOutcome> },
     /// Edits a queued message: `(updated, pending)`.
-    UpdatePending { chat_id: String, cid: String, content: String, ack: Ack<(bool, Vec<Value>)> },
+    UpdatePending { chat_id: ChatId, cid: Cid, content: String, ack: Ack<(bool, Vec<Message>)> },
     /// Empties the queue of an idle chat; answers the removed cids.
-    ClearQueue { chat_id: String, ack: Ack<Vec<String>> },
+    ClearQueue { chat_id: ChatId, ack: Ack<Vec<Cid>> },
     /// Removes a queued message: `(removed, pending)`.
-    CancelPending { chat_id: String, cid: String, ack: Ack<(bool, Vec<Value>)> },
-    /// Makes a question durable before it is shown: journal event, marker and live message.
-    QuestionCommit { chat_id: String, run_id: String, question_id: String, event: EventBody, live: Value, ack: Ack<()> },
+    CancelPending { chat_id: ChatId, cid: Cid, ack: Ack<(bool, Vec<Message>)> },
+    /// Makes a card durable before it is shown: journal event, marker and live message.
+    QuestionCommit { chat_id: ChatId, run_id: RunId, card: QuestionCard, live: Message, ack: Ack<()> },
     /// Records the owner's answers (410 when the question is no longer pending).
-    AnswerQuestion { chat_id: String, question_id: String, answers: Value, ack: Ack<()> },
+    AnswerQuestion { chat_id: ChatId, question_id: QuestionId, answers: Answers, ack: Ack<()> },
     /// Ends a run: merges its message, records usage, then promotes or clears the queue.
     FinishRun { finish: FinishRun, ack: Ack<FinishOutcome> },
     /// Steering: seals the live message so far, appends the owner's message, and restarts the
     /// live message of the same run. Answers the stored user message.
-    SteerCommit { chat_id: String, run_id: String, message: UserMessage, sealed: Value, ack: Ack<Value> },
+    SteerCommit { chat_id: ChatId, run_id: RunId, message: UserInput, sealed: Message, ack: Ack<Message> },
     /// Records the provider session id as soon as it is known.
-    RecordSession { chat_id: String, run_id: String, session_id: String },
+    RecordSession { chat_id: ChatId, run_id: RunId, session_id: String },
     /// Stores the full text of a large tool output.
-    StashToolOutput { chat_id: String, tool_use_id: String, content: String },
+    StashToolOutput { chat_id: ChatId, tool_use_id: String, content: String },
     /// Renames, pins or changes settings.
-    UpdateChat { chat_id: String, patch: ChatPatch, ack: Ack<()> },
+    UpdateChat { chat_id: ChatId, patch: ChatPatch, ack: Ack<()> },
     /// Soft-deletes a chat (its turn must already be stopped).
-    DeleteChat { chat_id: String, ack: Ack<()> },
+    DeleteChat { chat_id: ChatId, ack: Ack<()> },
     /// Undeletes a chat within the recovery window.
-    RecoverChat { chat_id: String, cutoff: i64, ack: Ack<()> },
+    RecoverChat { chat_id: ChatId, cutoff: i64, ack: Ack<()> },
     /// Purges chats deleted before `cutoff`.
     PurgeDeleted { cutoff: i64, ack: Ack<u64> },
     /// Boot: runs still `running` become `interrupted`, their live messages merged.
-    ReconcileStartup { ack: Ack<Vec<String>> },
+    ReconcileStartup { ack: Ack<Vec<ChatId>> },
     /// Stores a system prompt and pins it on the chat if it has none: `(id, content)`.
-    PinPrompt { chat_id: String, id: String, content: String, ack: Ack<(String, String)> },
+    PinPrompt { chat_id: ChatId, id: String, content: String, ack: Ack<(String, String)> },
     /// Sets the owner's default provider.
-    SetDefaultProvider { provider: Option<String>, ack: Ack<()> },
+    SetDefaultProvider { provider: Option<ProviderKind>, ack: Ack<()> },
     /// Reserves an id for a new app (hidden until it has a bundle).
     AppReserve { slug: String, name: String, nonce: String, ack: Ack<i64> },
     /// Records a successful apply and announces it (`created` for a first build).
@@ -232,7 +251,7 @@ pub enum WriteCommand {
     /// Sets the store's catalog indexes (a JSON list; `None`: the default catalog).
     SetCatalogIndexes { indexes: Option<String>, ack: Ack<()> },
     /// Push subscriptions and the notification centre (`writer/push.rs`).
-    Push { op: super::push::PushWrite, ack: Ack<u64> },
+    Push { op: PushWrite, ack: Ack<u64> },
     /// Coalesced live-message snapshot.
     SnapshotLive(LiveSnapshot),
     /// Resolves after everything queued before it is committed.

@@ -320,7 +320,9 @@ async fn apps_install_from_a_git_repo_update_with_and_without_conflicts_and_undo
 #[tokio::test]
 async fn the_registry_tokens_frame_and_standalone_host_behave() {
     let app = TestApp::spawn().await;
-    crate::helpers::fake_dist(app.data_dir());
+    let dist = crate::helpers::fake_dist(app.data_dir());
+    // With the PWA built, the bootstrap is inlined so the frame needs nothing else to start.
+    std::fs::write(dist.join("app-frame.js"), "window.__bootMarker = 1;").expect("write");
     let token = app.setup_owner().await;
     let manifest = r##"{"id":"counter","name":"Counter","version":"0.1.0","description":"Counts.","entry":"index.jsx","theme_color":"#336699","offline_capable":true}"##;
     write_app(app.data_dir(), "counter", manifest, &counter_source("Count"));
@@ -347,7 +349,7 @@ async fn the_registry_tokens_frame_and_standalone_host_behave() {
     assert!(csp.starts_with("sandbox allow-scripts") && !csp.contains("allow-same-origin"), "{csp}");
     assert_eq!(frame.headers()["x-mobius-offline"], "1");
     let html = frame.text().await.expect("html");
-    assert!(html.contains("mobius-frame-config") && html.contains("/app-frame.js") && !html.contains(&token));
+    assert!(html.contains("mobius-frame-config") && !html.contains(&token));
     // Painted as the original platform paints apps: its theme variables in both palettes (before
     // the shell sends the current ones), the same values as --mobius-*, and a full-height root.
     for needle in [
@@ -363,15 +365,7 @@ async fn the_registry_tokens_frame_and_standalone_host_behave() {
         assert!(html.contains(needle), "the frame document lacks {needle:?}:\n{html}");
     }
     assert!(!html.contains("min-height: 100vh"), "the root takes the full height, not a minimum");
-    // With the PWA built, the bootstrap is inlined so the frame needs nothing else to start.
-    let dist = app.dir.path().join("frontend-dist");
-    std::fs::create_dir_all(&dist).expect("dist");
-    std::fs::write(dist.join("app-frame.js"), "window.__bootMarker = 1;").expect("write");
-    let html = app.get(&format!("/api/apps/{id}/frame"), None).await.text().await.expect("html");
     assert!(html.contains("<script>window.__bootMarker = 1;</script>") && !html.contains("/app-frame.js"), "{html}");
-    std::fs::write(dist.join("app-frame.js"), "x = '</SCRIPT>';").expect("write");
-    let html = app.get(&format!("/api/apps/{id}/frame"), None).await.text().await.expect("html");
-    assert!(html.contains("/app-frame.js") && !html.contains("x = '"), "unsafe script must not be inlined");
 
     let page = app.get("/apps/counter/", None).await;
     assert_eq!(page.status(), StatusCode::OK);
@@ -459,6 +453,150 @@ async fn deleted_chats_and_apps_are_purged_with_their_files_after_the_recovery_w
         "chat_not_found",
     )
     .await;
+}
+
+/// The sandbox flags the shell puts on the app iframe (`FRAME_SANDBOX` in AppCanvas.tsx).
+fn shell_iframe_sandbox() -> Vec<String> {
+    let source = std::fs::read_to_string(mobius::config::checkout_root().join("frontend/src/apps/AppCanvas.tsx"))
+        .expect("AppCanvas.tsx");
+    let start = source.find("FRAME_SANDBOX = \"").expect("the FRAME_SANDBOX constant") + "FRAME_SANDBOX = \"".len();
+    let end = start + source[start..].find('"').expect("closing quote");
+    source[start..end].split_whitespace().map(str::to_owned).collect()
+}
+
+#[tokio::test]
+async fn an_app_frame_stays_sandboxed_and_an_app_token_reaches_only_its_own_app() {
+    let app = TestApp::spawn().await;
+    crate::helpers::fake_dist(app.data_dir());
+    let token = app.setup_owner().await;
+    for slug in ["first", "second"] {
+        write_app(app.data_dir(), slug, MANIFEST, &counter_source("Count"));
+    }
+    let built = app.post("/api/apps/apply", json!({ "slug": "first", "chat_id": "chat-that-built-it" }), Some(&token));
+    let first = built.await.json::<Value>().await.expect("json")["app"]["id"].as_i64().expect("id");
+    let second =
+        apply(&app, &token, "second").await.json::<Value>().await.expect("json")["app"]["id"].as_i64().expect("id");
+
+    // The frame: the iframe's sandbox is the CSP's, no popup escapes, the chat is not named.
+    let listed: Value = app.get("/api/apps", Some(&token)).await.json().await.expect("json");
+    let frame_url = listed.as_array().expect("apps").iter().find(|a| a["id"] == first).expect("first")["frame_url"]
+        .as_str()
+        .expect("frame_url")
+        .to_owned();
+    assert!(frame_url.contains("&b="), "{frame_url}");
+    let frame = app.get(&frame_url, None).await;
+    assert_eq!(frame.headers()["cache-control"], "private, max-age=31536000, immutable", "kept for offline starts");
+    let csp = frame.headers()["content-security-policy"].to_str().expect("csp").to_owned();
+    let flags: Vec<String> = csp
+        .split(';')
+        .next()
+        .and_then(|d| d.trim().strip_prefix("sandbox"))
+        .expect("a sandbox directive")
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(flags, shell_iframe_sandbox(), "the iframe carries exactly the frame CSP's sandbox");
+    assert!(!flags.iter().any(|f| f == "allow-popups-to-escape-sandbox" || f == "allow-same-origin"), "{csp}");
+    assert!(!frame.text().await.expect("html").contains("chat-that-built-it"), "the frame names no chat");
+    let unversioned = app.get(&format!("/api/apps/{first}/frame"), None).await;
+    assert_eq!(unversioned.headers()["cache-control"], "no-cache");
+
+    // An app token: its own entry and module, nothing else.
+    let minted = app.post("/api/auth/app-token", json!({ "app_id": first }), Some(&token)).await;
+    let app_token = minted.json::<Value>().await.expect("json")["token"].as_str().expect("token").to_owned();
+    // Only the owner, and a store app (manage_apps), may list the apps.
+    assert_error(app.get("/api/apps", Some(&app_token)).await, StatusCode::FORBIDDEN, "manage_apps_required").await;
+    assert_eq!(app.get(&format!("/api/apps/{first}"), Some(&app_token)).await.status(), StatusCode::OK);
+    let other = app.get(&format!("/api/apps/{second}"), Some(&app_token)).await;
+    assert_error(other, StatusCode::FORBIDDEN, "forbidden").await;
+    let other = app.get(&format!("/api/apps/{second}/module"), Some(&app_token)).await;
+    assert_error(other, StatusCode::FORBIDDEN, "forbidden").await;
+    let other = app.get(&format!("/api/apps/{second}/module?token={app_token}"), None).await;
+    assert_error(other, StatusCode::FORBIDDEN, "forbidden").await;
+    let own = app.get(&format!("/api/apps/{first}/module?token={app_token}"), None).await;
+    assert_eq!(own.status(), StatusCode::OK);
+    // The owner's token never travels in a URL.
+    let owner_in_url = app.get(&format!("/api/apps/{first}/module?token={token}"), None).await;
+    assert_error(owner_in_url, StatusCode::UNAUTHORIZED, "token_in_url").await;
+    assert_eq!(app.get(&format!("/api/apps/{second}/module"), Some(&token)).await.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_standalone_path_that_is_no_app_id_is_a_400() {
+    let app = TestApp::spawn().await;
+    crate::helpers::fake_dist(app.data_dir());
+    for path in ["/apps/a%0Ab", "/apps/a%0Ab/", "/apps/a%0Ab/manifest.json", "/apps/Bad%20Id/icon.png"] {
+        assert_error(app.get(path, None).await, StatusCode::BAD_REQUEST, "invalid_slug").await;
+    }
+    assert_eq!(app.get("/apps/missing/", None).await.status(), StatusCode::NOT_FOUND);
+}
+
+/// A plain folder (no git) holding an app with `manifest`.
+fn plain_source(manifest: &str) -> tempfile::TempDir {
+    let src = tempfile::tempdir().expect("src");
+    std::fs::write(src.path().join("mobius.json"), manifest).expect("manifest");
+    std::fs::write(src.path().join("index.jsx"), counter_source("From a plain folder")).expect("index");
+    std::fs::write(
+        src.path().join("label.jsx"),
+        "export default function Label({ n, text }) {\n  return <span>{text}: {n}</span>;\n}\n",
+    )
+    .expect("label");
+    src
+}
+
+#[tokio::test]
+async fn an_app_installs_from_a_plain_folder() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    let src = plain_source(&MANIFEST.replace("\"counter\"", "\"plain\""));
+    std::fs::create_dir_all(src.path().join("node_modules/junk")).expect("junk");
+    std::fs::write(src.path().join("node_modules/junk/x.js"), "never copied").expect("junk");
+    let r = app.post("/api/apps/install", json!({ "source": src.path().display().to_string() }), Some(&token)).await;
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap_or_default());
+    let listed: Value = app.get("/api/apps", Some(&token)).await.json().await.expect("json");
+    let id = listed[0]["id"].as_i64().expect("id");
+    assert!(module_etag(&app, &token, id).await.1.contains("From a plain folder"));
+    assert!(!app.data_dir().join("apps/plain/node_modules").exists());
+}
+
+#[tokio::test]
+async fn a_failed_first_install_leaves_nothing_behind_and_the_id_stays_free() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    let broken = r#"{"id":"seeded","name":"Seeded","version":"0.1.0","description":"x","entry":"index.jsx","storage_seeds":{"data/start.json":"missing-file.json"}}"#;
+    let src = plain_source(broken);
+    let r = app.post("/api/apps/install", json!({ "source": src.path().display().to_string() }), Some(&token)).await;
+    assert_error(r, StatusCode::BAD_REQUEST, "invalid_seed").await;
+    let listed: Value = app.get("/api/apps", Some(&token)).await.json().await.expect("json");
+    assert_eq!(listed, json!([]), "no app row is left behind");
+    assert!(!app.data_dir().join("apps/seeded").exists());
+    let compiled = app.data_dir().join("compiled");
+    assert!(!compiled.exists() || std::fs::read_dir(&compiled).expect("compiled").next().is_none(), "no bundle left");
+    // Fixed, the same id installs.
+    std::fs::write(src.path().join("missing-file.json"), "{\"n\":1}").expect("seed file");
+    let r = app.post("/api/apps/install", json!({ "source": src.path().display().to_string() }), Some(&token)).await;
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap_or_default());
+}
+
+#[tokio::test]
+async fn a_local_install_refuses_the_data_folder_system_folders_and_huge_trees() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    let data = app.data_dir().display().to_string();
+    let parent = app.data_dir().parent().expect("parent").display().to_string();
+    let inside = app.data_dir().join("cli-auth").display().to_string();
+    for source in [data.as_str(), parent.as_str(), inside.as_str(), "/proc/self", "/etc", "/", "/usr/share", "/sys"] {
+        let r = app.post("/api/apps/install", json!({ "source": source }), Some(&token)).await;
+        assert_error(r, StatusCode::BAD_REQUEST, "invalid_source").await;
+    }
+    let huge = plain_source(&MANIFEST.replace("\"counter\"", "\"huge\""));
+    std::fs::create_dir_all(huge.path().join("many")).expect("many");
+    for i in 0..=mobius::apps::git::MAX_LOCAL_SOURCE_ENTRIES {
+        std::fs::write(huge.path().join("many").join(i.to_string()), "").expect("file");
+    }
+    let r = app.post("/api/apps/install", json!({ "source": huge.path().display().to_string() }), Some(&token)).await;
+    assert_error(r, StatusCode::UNPROCESSABLE_ENTITY, "source_too_large").await;
+    assert_eq!(app.get("/api/apps", Some(&token)).await.json::<Value>().await.expect("json"), json!([]));
 }
 
 #[tokio::test]

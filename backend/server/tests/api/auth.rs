@@ -63,10 +63,10 @@ async fn login_accepts_the_right_password_as_json_or_form_and_refuses_a_wrong_on
 }
 
 #[tokio::test]
-async fn repeated_failures_make_a_username_back_off_even_for_the_right_password() {
+async fn repeated_failures_make_an_address_back_off_even_for_the_right_password() {
     let app = TestApp::spawn().await;
     app.setup_owner().await;
-    for _ in 0..mobius::auth::limits::FREE_FAILURES {
+    for _ in 0..mobius::auth::limits::LoginPolicy::default().free_failures {
         let r = app.post("/api/auth/token", json!({ "username": USERNAME, "password": "guess-guess" }), None).await;
         assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
     }

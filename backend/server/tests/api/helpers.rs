@@ -60,7 +60,9 @@ impl TestApp {
             .append(true)
             .open(dir.path().join("server.log"))
             .expect("log file");
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_mobius"));
+        // `MOBIUS_E2E_SERVER_BIN` runs another build (recording a fixture from a release).
+        let bin = std::env::var_os("MOBIUS_E2E_SERVER_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_mobius").into());
+        let mut command = std::process::Command::new(bin);
         command
             .env("DATA_DIR", dir.path())
             .env("MOBIUS_BIND", addr.to_string())
@@ -92,18 +94,24 @@ impl TestApp {
     /// bundle) and returns its id and an app token for it. Later changes to it must go
     /// through the API: the server caches app rows between its own commits.
     pub async fn register_app(&self, slug: &str) -> (i64, String) {
+        self.register_app_with(slug, "{}").await
+    }
+
+    /// [`register_app`](Self::register_app) with the manifest's `permissions` object.
+    pub async fn register_app_with(&self, slug: &str, permissions: &str) -> (i64, String) {
         use sqlx::Connection;
         let url = format!("sqlite://{}?mode=rw", self.data_dir().join("db/mobius.sqlite3").display());
         let mut conn = sqlx::SqliteConnection::connect(&url).await.expect("open the database");
         sqlx::query("PRAGMA busy_timeout = 5000").execute(&mut conn).await.expect("busy timeout");
         let nonce = format!("nonce-{slug}");
         let id: i64 = sqlx::query_scalar(
-            "INSERT INTO apps (slug, name, token_nonce, bundle_sha, created_at, updated_at)
-             VALUES (?, ?, ?, 'sha', 0, 0) RETURNING id",
+            "INSERT INTO apps (slug, name, token_nonce, bundle_sha, permissions, created_at, updated_at)
+             VALUES (?, ?, ?, 'sha', ?, 0, 0) RETURNING id",
         )
         .bind(slug)
         .bind(slug)
         .bind(&nonce)
+        .bind(permissions)
         .fetch_one(&mut conn)
         .await
         .expect("insert app");
@@ -359,4 +367,86 @@ impl TestApp {
     pub async fn stream(&self, token: &str, chat: &str, after: Option<i64>) -> SseReader {
         SseReader::connect(&self.client, &self.url(&format!("/api/chats/{chat}/stream")), token, after).await
     }
+}
+
+/// Folds a chat's journal into its transcript the way the writer stores it: user rows by cid,
+/// each run's assistant message with the server's own fold (`LiveMessage`), sealed at a
+/// steer and at the run's end; a run that produced nothing leaves no row.
+pub fn fold_transcript(events: &[mobius::protocol::JournalEntry]) -> Vec<mobius::protocol::Message> {
+    use mobius::protocol::{Block, ChatEvent, LiveMessage, Message, RunId, RunStatus, ToolStatus};
+    fn upsert(rows: &mut Vec<Message>, message: &Message) {
+        match rows.iter().position(|r| r.cid.is_some() && r.cid == message.cid) {
+            Some(i) => rows[i] = message.clone(),
+            None => rows.push(message.clone()),
+        }
+    }
+    fn seal(rows: &mut Vec<Message>, run_id: RunId, mut live: LiveMessage, status: ToolStatus) {
+        live.close_running_tools(status);
+        let mut message = live.into_message();
+        if message.has_blocks() {
+            message.run_id = Some(run_id);
+            rows.push(message);
+        }
+    }
+    let mut rows: Vec<Message> = Vec::new();
+    let mut live: Option<(RunId, LiveMessage)> = None;
+    for entry in events {
+        match &entry.event {
+            ChatEvent::UserMessage { message } => upsert(&mut rows, message),
+            ChatEvent::RunStarted { run_id, ts } => {
+                if let Some((run, message)) = live.take().filter(|(run, _)| run != run_id) {
+                    seal(&mut rows, run, message, ToolStatus::Done);
+                }
+                live = Some((run_id.clone(), LiveMessage::new(ts.unwrap_or_default())));
+            }
+            ChatEvent::QueuedTurnStarting { messages, .. } => messages.iter().for_each(|m| upsert(&mut rows, m)),
+            ChatEvent::SteeredIntoTurn { run_id, message, sealed } => {
+                if let Some((run, part)) = live.take().filter(|_| *sealed) {
+                    seal(&mut rows, run, part, ToolStatus::Done);
+                }
+                upsert(&mut rows, message);
+                live = Some((run_id.clone(), LiveMessage::new(message.ts)));
+            }
+            ChatEvent::Done { status, .. } => {
+                if let Some((run, message)) = live.take() {
+                    let tools = if *status == RunStatus::Stopped { ToolStatus::Stopped } else { ToolStatus::Done };
+                    seal(&mut rows, run, message, tools);
+                }
+            }
+            ChatEvent::AnswersApplied { question_id, answers } if live.is_none() => {
+                for block in rows.iter_mut().flat_map(|m| m.blocks.iter_mut().flatten()) {
+                    if let Block::Question(card) = block
+                        && card.question_id == *question_id
+                    {
+                        card.set_answers(answers);
+                    }
+                }
+            }
+            other => {
+                if let Some((_, message)) = live.as_mut() {
+                    message.apply(other);
+                }
+            }
+        }
+    }
+    rows
+}
+
+/// A chat's whole journal, replayed from the start.
+pub async fn journal(app: &TestApp, token: &str, chat: &str) -> Vec<mobius::protocol::JournalEntry> {
+    let mut stream = app.stream(token, chat, Some(0)).await;
+    let events = stream.until("catch_up_done", 30).await;
+    events
+        .into_iter()
+        .filter(|e| e.id.is_some())
+        .map(|e| serde_json::from_value(e.data.clone()).unwrap_or_else(|err| panic!("{err}: {}", e.data)))
+        .collect()
+}
+
+/// A chat's whole transcript as the server stored it (no live row).
+pub async fn transcript(app: &TestApp, token: &str, chat: &str) -> Vec<mobius::protocol::Message> {
+    let detail = app.get(&format!("/api/chats/{chat}?limit=200"), Some(token)).await;
+    let detail: Value = detail.json().await.expect("detail");
+    assert_eq!(detail["has_more"], false, "the transcript fits one page");
+    serde_json::from_value(detail["messages"].clone()).expect("typed messages")
 }

@@ -65,10 +65,10 @@ async fn sigterm_stops_the_binary_promptly_even_with_a_stream_open() {
     let token = app.setup_owner().await;
     app.chat(&token, "open").await;
     let _stream = app.stream(&token, "open", None).await;
-    let started = std::time::Instant::now();
     let dir = app.stop().await;
-    assert!(started.elapsed() < std::time::Duration::from_secs(10), "shutdown took {:?}", started.elapsed());
     let log = std::fs::read_to_string(dir.path().join("server.log")).expect("log");
     assert!(log.contains("stopped"), "{log}");
+    // Promptly: the open stream ended with the shutdown, not after the grace period.
+    assert!(!log.contains("still open after the grace period"), "{log}");
     assert!(!log.contains(&token), "tokens never reach the logs");
 }

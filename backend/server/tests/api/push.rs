@@ -600,3 +600,63 @@ async fn an_app_subscription_gets_only_that_apps_news_and_cannot_touch_the_owner
     assert_eq!(got[0].payload["tag"], format!("app:{app_id}"));
     assert_eq!(service.hits("app-endpoint"), 1, "the owner's test never went to the app's endpoint");
 }
+
+#[tokio::test]
+async fn wrong_action_tokens_are_throttled_per_address_like_sign_ins() {
+    let (app, _token, _service) = app_with(None).await;
+    let forged =
+        || app.post("/api/push/action", json!({ "token": "forged", "question_id": "q-1", "action": "allow" }), None);
+    let free = mobius::config::LoginPolicy::default().free_failures;
+    for _ in 0..free {
+        assert_error(forged().await, StatusCode::UNAUTHORIZED, "invalid_action_token").await;
+    }
+    let throttled = assert_error(forged().await, StatusCode::TOO_MANY_REQUESTS, "too_many_attempts").await;
+    assert!(throttled["message"].as_str().is_some_and(|m| m.contains("try again")), "{throttled}");
+}
+
+/// A database that main's build made (every migration up to 0010, without this branch's 0009)
+/// opens on this build: sqlx applies the missing lower version, and push works on it.
+#[tokio::test]
+async fn a_database_migrated_past_0009_without_it_gains_the_push_tables() {
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let without = dir.path().join("migrations-without-0009");
+    std::fs::create_dir_all(&without).expect("dir");
+    let source = mobius::config::checkout_root().join("backend/server/migrations");
+    for entry in std::fs::read_dir(&source).expect("migrations") {
+        let path = entry.expect("entry").path();
+        let name = path.file_name().expect("name").to_string_lossy().into_owned();
+        if !name.starts_with("0009_") {
+            std::fs::copy(&path, without.join(&name)).expect("copy");
+        }
+    }
+    let db = dir.path().join("db");
+    std::fs::create_dir_all(&db).expect("db dir");
+    let url = format!("sqlite://{}?mode=rwc", db.join("mobius.sqlite3").display());
+    {
+        use sqlx::Connection;
+        let mut conn = sqlx::SqliteConnection::connect(&url).await.expect("create");
+        let old = sqlx::migrate::Migrator::new(without.as_path()).await.expect("migrator");
+        old.run(&mut conn).await.expect("main's migrations");
+        let versions: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations ORDER BY version")
+            .fetch_all(&mut conn)
+            .await
+            .expect("versions");
+        assert!(versions.contains(&10) && !versions.contains(&9), "{versions:?}");
+        conn.close().await.expect("close");
+    }
+    let app = TestApp::spawn_in(dir.clone(), |c| c.push_allow_loopback = true).await;
+    let token = app.setup_owner().await;
+    let key: Value = app.get("/api/push/vapid-key", None).await.json().await.expect("json");
+    let mut service = PushService::start(key["publicKey"].as_str().expect("key")).await;
+    subscribe(&app, &token, service.add(Device::new("phone"))).await;
+    assert_eq!(app.post("/api/push/test", json!({}), Some(&token)).await.status(), StatusCode::ACCEPTED);
+    assert_eq!(service.next().await.payload["kind"], "test");
+    let url = format!("sqlite://{}", db.join("mobius.sqlite3").display());
+    use sqlx::Connection;
+    let mut conn = sqlx::SqliteConnection::connect(&url).await.expect("open");
+    let versions: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations ORDER BY version")
+        .fetch_all(&mut conn)
+        .await
+        .expect("versions");
+    assert!(versions.contains(&9) && versions.contains(&10), "{versions:?}");
+}

@@ -258,7 +258,8 @@ async fn if_none_match_star_creates_a_file_only_once() {
 
 #[tokio::test]
 async fn a_hundred_concurrent_compare_and_swap_increments_all_land() {
-    let env = Arc::new(Env::new().await);
+    // A hundred clients on one address: more connections than one address may hold by default.
+    let env = Arc::new(Env::with(|c| c.net.max_connections_per_address = 256).await);
     let (id, token) = env.create_app("counter").await;
     let path = format!("/api/storage/apps/{id}/count.json");
     assert_eq!(env.put_json(&path, &token, &json!(0)).await.status(), StatusCode::NO_CONTENT);
@@ -623,7 +624,7 @@ async fn apps_reach_each_others_storage_only_when_both_sides_allow_it() {
 #[tokio::test]
 async fn app_tokens_are_refused_on_owner_only_routes_and_the_shared_tree_is_read_only_for_apps() {
     let env = Env::new().await;
-    let (_, token) = env.create_app("shared-reader").await;
+    let (_, token) = env.app.register_app_with("shared-reader", r#"{"shared_memory":"read"}"#).await;
     assert_eq!(env.get("/api/chats", &token).await.status(), StatusCode::FORBIDDEN);
     let r = env.put("/api/storage/shared/theme.css", &token, "text/css", "body{}").await;
     assert_error(r, StatusCode::FORBIDDEN, "forbidden").await;
@@ -643,6 +644,27 @@ async fn app_tokens_are_refused_on_owner_only_routes_and_the_shared_tree_is_read
     assert!(env.data_dir().join("shared/theme.css").is_file());
     assert_eq!(env.delete("/api/storage/shared/theme.css", &env.owner).await.status(), StatusCode::NO_CONTENT);
     assert!(!env.data_dir().join("shared/theme.css").exists());
+}
+
+#[tokio::test]
+async fn an_app_reads_shared_files_only_when_its_manifest_asks_for_shared_memory() {
+    let env = Env::new().await;
+    let r = env.put("/api/storage/shared/memory/notes.md", &env.owner, "text/markdown", "private notes").await;
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    let (_, plain) = env.create_app("plain").await;
+    let (_, none) = env.app.register_app_with("opted-out", r#"{"shared_memory":"none"}"#).await;
+    for token in [&plain, &none] {
+        let r = env.get("/api/storage/shared/memory/notes.md", token).await;
+        assert_error(r, StatusCode::FORBIDDEN, "forbidden").await;
+        let r = env.get("/api/storage/shared-list/memory", token).await;
+        assert_error(r, StatusCode::FORBIDDEN, "forbidden").await;
+        assert_error(env.get("/api/storage/shared-list", token).await, StatusCode::FORBIDDEN, "forbidden").await;
+    }
+    let (_, reader) = env.app.register_app_with("memory-reader", r#"{"shared_memory":"write"}"#).await;
+    let r = env.get("/api/storage/shared/memory/notes.md", &reader).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.text().await.expect("text"), "private notes");
+    assert_eq!(env.get("/api/storage/shared/memory/notes.md", &env.owner).await.status(), StatusCode::OK);
 }
 
 #[tokio::test]
@@ -795,7 +817,7 @@ async fn seeds_are_written_once_and_never_overwrite_existing_data() {
     // Seeding outside a running apply, with a store of its own (the server's is internal).
     let store = mobius::storage::Store::new(mobius::config::DEFAULT_APP_QUOTA_BYTES);
 
-    mobius::storage::write_seeds_in(store.clone(), env.app.data_dir(), id, &source, &seeds).await.expect("seed");
+    mobius::storage::write_seeds(store.clone(), env.app.data_dir(), id, &source, &seeds).await.expect("seed");
     assert_eq!(
         env.get(&format!("{base}/state.json"), &token).await.json::<Value>().await.expect("j"),
         json!({ "count": 0 })
@@ -810,7 +832,7 @@ async fn seeds_are_written_once_and_never_overwrite_existing_data() {
 
     // Seeding again (an update) leaves the app's changes alone.
     env.put_json(&format!("{base}/state.json"), &token, &json!({ "count": 5 })).await;
-    mobius::storage::write_seeds_in(store.clone(), env.app.data_dir(), id, &source, &seeds).await.expect("seed again");
+    mobius::storage::write_seeds(store.clone(), env.app.data_dir(), id, &source, &seeds).await.expect("seed again");
     assert_eq!(
         env.get(&format!("{base}/state.json"), &token).await.json::<Value>().await.expect("j"),
         json!({ "count": 5 })
@@ -825,22 +847,17 @@ async fn seeds_are_written_once_and_never_overwrite_existing_data() {
         json!({ "fresh.json": 1, "x.txt": "missing.txt" }),
         json!({ "fresh.json": 1, "big.json": { "blob": "x".repeat(4 * 1024 * 1024 + 1) } }),
     ] {
-        let err = mobius::storage::write_seeds_in(
-            store.clone(),
-            env.app.data_dir(),
-            id,
-            &source,
-            bad.as_object().expect("o"),
-        )
-        .await
-        .expect_err("refused");
+        let err =
+            mobius::storage::write_seeds(store.clone(), env.app.data_dir(), id, &source, bad.as_object().expect("o"))
+                .await
+                .expect_err("refused");
         assert_eq!(err.code(), "invalid_seed", "{bad:.80}");
         assert!(!err.to_string().contains(&*env.data_dir().to_string_lossy()), "{err}");
     }
     assert!(!env.app_dir(id).join("fresh.json").exists());
     assert!(!env.app_dir(id).join("leak.txt").exists());
     let too_many: serde_json::Map<String, Value> = (0..65).map(|i| (format!("s{i}.json"), json!(i))).collect();
-    let err = mobius::storage::write_seeds_in(store.clone(), env.app.data_dir(), id, &source, &too_many)
+    let err = mobius::storage::write_seeds(store.clone(), env.app.data_dir(), id, &source, &too_many)
         .await
         .expect_err("too many");
     assert_eq!(err.code(), "invalid_seed");

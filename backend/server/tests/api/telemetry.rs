@@ -59,6 +59,24 @@ async fn app_errors_reach_the_log_once_per_minute_without_their_tokens() {
 }
 
 #[tokio::test]
+async fn a_reported_message_is_redacted_of_tokens_like_the_url() {
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let app = TestApp::spawn_process(dir.clone(), &[]).await;
+    let owner = app.setup_owner().await;
+    let leak = json!({
+        "message": format!("fetch /api/apps/1/module?token={owner} failed; Authorization: Bearer {owner}"),
+        "stack": format!("at load (frame?app_token={owner}:1:2)"),
+        "source": "frame",
+    });
+    assert!(logged(report(&app, "/api/client-error", Some(&owner), leak).await).await);
+    let dir = app.stop().await;
+    let log = std::fs::read_to_string(dir.path().join("server.log")).expect("log");
+    let line = log.lines().find(|l| l.contains("client error: fetch")).expect("the report was logged");
+    assert!(!line.contains(&owner), "a token reached the log: {line}");
+    assert!(line.contains("token=[redacted]") && line.contains("Bearer [redacted]"), "{line}");
+}
+
+#[tokio::test]
 async fn bad_reports_get_clear_errors() {
     let app = TestApp::spawn().await;
     let owner = app.setup_owner().await;

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use mobius::events::Hub;
-use mobius::writer::{NewChat, NewRun, WriteCommand, WriterHandle, event};
+use mobius::protocol::{ChatEvent, ProviderKind};
+use mobius::writer::{NewChat, NewRun, WriteCommand, WriterHandle};
 use serde_json::json;
 use sqlx::Connection;
 
@@ -27,6 +28,11 @@ async fn fixture() -> Fixture {
     Fixture { _dir: dir, path, writer, hub, task }
 }
 
+/// A journal event with `title` in it.
+fn note(title: &str) -> ChatEvent {
+    ChatEvent::ChatRenamed { title: title.to_owned() }
+}
+
 /// A separate connection, as another process would open it.
 async fn other_connection(path: &std::path::Path) -> sqlx::SqliteConnection {
     sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display())).await.expect("connect")
@@ -34,7 +40,10 @@ async fn other_connection(path: &std::path::Path) -> sqlx::SqliteConnection {
 
 async fn create_chat(writer: &WriterHandle, id: &str) {
     writer
-        .call(|ack| WriteCommand::CreateChat { chat: NewChat { id: id.into(), ..NewChat::default() }, ack })
+        .call(|ack| WriteCommand::CreateChat {
+            chat: NewChat { id: id.into(), title: None, messages: Vec::new(), app: None },
+            ack,
+        })
         .await
         .expect("create chat");
 }
@@ -54,10 +63,10 @@ async fn a_thousand_concurrent_commands_lose_nothing_and_seqs_strictly_increase(
             let mut seen: Vec<(String, i64)> = Vec::new();
             for i in 0..20usize {
                 let chat = chats[(t * 7 + i * 13) % chats.len()].clone();
-                let body = event("note", json!({ "task": t, "i": i }));
+                let body = note(&format!("task {t} #{i}"));
                 let seq = writer
                     .call(|ack| WriteCommand::Emit {
-                        chat_id: chat.clone(),
+                        chat_id: chat.as_str().into(),
                         run_id: None,
                         events: vec![body],
                         ack: Some(ack),
@@ -131,14 +140,14 @@ async fn events_are_published_only_after_commit_with_their_seq() {
         .call(|ack| WriteCommand::Emit {
             chat_id: "c".into(),
             run_id: None,
-            events: vec![event("hello", json!({}))],
+            events: vec![note("hello")],
             ack: Some(ack),
         })
         .await
         .expect("emit");
     let got = rx.recv().await.expect("event");
     assert_eq!(got.seq, seq);
-    assert!(got.data.contains("\"type\":\"hello\""));
+    assert!(got.data.contains("\"type\":\"chat_renamed\""), "{}", got.data);
     // By the time a subscriber sees it, it is durable.
     let mut db = other_connection(&f.path).await;
     let n: i64 = sqlx::query_scalar("SELECT count(*) FROM chat_events WHERE chat_id = 'c' AND seq = ?")
@@ -157,13 +166,13 @@ async fn a_failing_command_does_not_take_its_batch_neighbours_down() {
         f.writer.call(|ack| WriteCommand::Emit {
             chat_id: "missing".into(),
             run_id: None,
-            events: vec![event("x", json!({}))],
+            events: vec![note("x")],
             ack: Some(ack)
         }),
         f.writer.call(|ack| WriteCommand::Emit {
             chat_id: "real".into(),
             run_id: None,
-            events: vec![event("x", json!({}))],
+            events: vec![note("x")],
             ack: Some(ack)
         }),
     );
@@ -175,7 +184,7 @@ async fn a_failing_command_does_not_take_its_batch_neighbours_down() {
         .call(|ack| WriteCommand::Emit {
             chat_id: "real".into(),
             run_id: Some("rt-gone".into()),
-            events: vec![event("x", json!({}))],
+            events: vec![note("x")],
             ack: Some(ack),
         })
         .await;
@@ -188,14 +197,14 @@ async fn a_hundred_rapid_snapshots_become_a_handful_of_writes_and_the_last_wins(
     create_chat(&f.writer, "snap").await;
     f.writer
         .call(|ack| WriteCommand::StartRun {
-            run: NewRun { chat_id: "snap".into(), run_id: "rt-1".into(), provider: None },
+            run: NewRun { chat_id: "snap".into(), run_id: "rt-1".into(), provider: ProviderKind::Claude },
             ack,
         })
         .await
         .expect("start run");
     for i in 0..100 {
         let body = json!({ "role": "assistant", "content": format!("version {i}"), "blocks": [] }).to_string();
-        assert!(f.writer.snapshot_live("snap", "rt-1", body));
+        assert!(f.writer.snapshot_live(&"snap".into(), &"rt-1".into(), body));
     }
     f.writer.barrier().await.expect("barrier");
     let stats = f.writer.stats();
@@ -216,12 +225,12 @@ async fn a_stale_snapshot_never_overwrites_a_newer_run() {
     create_chat(&f.writer, "c").await;
     f.writer
         .call(|ack| WriteCommand::StartRun {
-            run: NewRun { chat_id: "c".into(), run_id: "rt-new".into(), provider: None },
+            run: NewRun { chat_id: "c".into(), run_id: "rt-new".into(), provider: ProviderKind::Claude },
             ack,
         })
         .await
         .expect("start");
-    f.writer.snapshot_live("c", "rt-old", "{\"content\":\"stale\"}".into());
+    f.writer.snapshot_live(&"c".into(), &"rt-old".into(), "{\"content\":\"stale\"}".into());
     f.writer.shutdown().await;
     let mut db = other_connection(&f.path).await;
     let body: String =
@@ -241,7 +250,7 @@ async fn shutdown_drains_everything_queued_before_it() {
                 .call(|ack| WriteCommand::Emit {
                     chat_id: "drain".into(),
                     run_id: None,
-                    events: vec![event("n", json!({ "i": i }))],
+                    events: vec![note(&format!("n {i}"))],
                     ack: Some(ack),
                 })
                 .await
@@ -251,7 +260,7 @@ async fn shutdown_drains_everything_queued_before_it() {
         assert!(f.writer.submit(WriteCommand::Emit {
             chat_id: "drain".into(),
             run_id: None,
-            events: vec![event("fire", json!({ "i": i }))],
+            events: vec![note(&format!("fire {i}"))],
             ack: None,
         }));
     }
@@ -274,4 +283,56 @@ async fn shutdown_drains_everything_queued_before_it() {
     // After shutdown the writer refuses new work with a clear error.
     let late = f.writer.call(WriteCommand::Barrier).await;
     assert_eq!(late.expect_err("closed").code(), "unavailable");
+}
+
+#[tokio::test]
+async fn an_interrupted_turn_keeps_what_streamed_after_its_last_snapshot() {
+    let f = fixture().await;
+    create_chat(&f.writer, "k").await;
+    f.writer
+        .call(|ack| WriteCommand::StartRun {
+            run: NewRun { chat_id: "k".into(), run_id: "rt-k".into(), provider: ProviderKind::Claude },
+            ack,
+        })
+        .await
+        .expect("start run");
+    let emit = |events: Vec<ChatEvent>| {
+        f.writer.call(|ack| WriteCommand::Emit {
+            chat_id: "k".into(),
+            run_id: Some("rt-k".into()),
+            events,
+            ack: Some(ack),
+        })
+    };
+    emit(vec![text("Hello, ")]).await.expect("emit");
+    let snapshot = json!({ "role": "assistant", "content": "Hello, ", "ts": 1,
+        "blocks": [{ "type": "text", "content": "Hello, ", "item_id": "a" }] });
+    assert!(f.writer.snapshot_live(&"k".into(), &"rt-k".into(), snapshot.to_string()));
+    f.writer.barrier().await.expect("barrier");
+    // Streamed (and journaled, and seen by clients) after the snapshot; then the process dies.
+    emit(vec![
+        text("world"),
+        ChatEvent::ToolStart { tool_use_id: "t1".into(), tool: "Bash".into(), input: "ls".into() },
+    ])
+    .await
+    .expect("emit");
+    let interrupted = f.writer.call(|ack| WriteCommand::ReconcileStartup { ack }).await.expect("reconcile");
+    assert_eq!(interrupted, vec![mobius::protocol::ChatId::from("k")]);
+    f.writer.shutdown().await;
+    let mut db = other_connection(&f.path).await;
+    let body: String =
+        sqlx::query_scalar("SELECT body FROM chat_messages WHERE chat_id = 'k' ORDER BY idx DESC LIMIT 1")
+            .fetch_one(&mut db)
+            .await
+            .expect("message");
+    let message: serde_json::Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(message["content"], "Hello, world", "{message}");
+    let blocks = message["blocks"].as_array().expect("blocks");
+    assert!(blocks.iter().any(|b| b["type"] == "tool" && b["tool_use_id"] == "t1"), "{message}");
+    assert!(blocks.iter().any(|b| b["type"] == "error" && b["resumable"] == true), "{message}");
+}
+
+/// A text delta of block `a`.
+fn text(content: &str) -> ChatEvent {
+    ChatEvent::Text { content: content.into(), item_id: "a".into() }
 }

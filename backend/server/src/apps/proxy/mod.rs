@@ -6,15 +6,18 @@
 //! header is forwarded); redirects are not followed (the 3xx comes back without `Location`);
 //! the answer keeps the upstream status and `Content-Type` plus only `Retry-After` and the
 //! `X-RateLimit-*` headers. Bounded: request body 512 KiB, response 2 MiB, 15 s in all,
-//! 10 s to connect, [`MAX_CONCURRENT_PROXY_REQUESTS`] at once.
+//! 10 s to connect, [`client::MAX_CONCURRENT_PROXY_REQUESTS`] at once.
 //!
 //! Fixed on purpose (the original truncated an oversized body silently and answered every
 //! transport failure 502): a body over 2 MiB is refused with 502 `proxy_response_too_large`
 //! and a slow upstream with 504 `proxy_timeout`.
 
-use std::sync::OnceLock;
-use std::time::Duration;
+pub mod client;
 
+use super::smart_http::{FetchPolicy, Refusal};
+use crate::auth::Principal;
+use crate::error::{Error, Result};
+use crate::state::AppState;
 use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
@@ -23,12 +26,6 @@ use axum::routing::get;
 use axum::{Json, Router};
 use reqwest::Url;
 use serde::Deserialize;
-use tokio::sync::Semaphore;
-
-use super::smart_http::{FetchPolicy, Refusal, checked_resolver};
-use crate::app::AppState;
-use crate::auth::Principal;
-use crate::error::{Error, Result};
 
 /// Largest body an app may send upstream.
 pub const MAX_PROXY_REQUEST_BYTES: usize = 512 * 1024;
@@ -36,47 +33,11 @@ pub const MAX_PROXY_REQUEST_BYTES: usize = 512 * 1024;
 const MAX_PROXY_ENVELOPE_BYTES: usize = 6 * MAX_PROXY_REQUEST_BYTES + 64 * 1024;
 /// Largest upstream body passed back.
 pub const MAX_PROXY_RESPONSE_BYTES: usize = 2 * 1024 * 1024;
-/// Opening one upstream connection.
-const PROXY_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Proxied requests in flight at once (bounds memory to this many response buffers).
-pub const MAX_CONCURRENT_PROXY_REQUESTS: usize = 16;
 /// Longest accepted URL.
 const MAX_URL_CHARS: usize = 8 * 1024;
-const USER_AGENT: &str = "Mobius/1.0 (app proxy; +https://github.com/mobius-os/mobius)";
 /// Upstream response headers passed back besides `Content-Type`.
 const FORWARDED: &[&str] =
     &["retry-after", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "x-ratelimit-used"];
-
-/// The proxy's client (built on first use) and its concurrency limit.
-#[derive(Debug)]
-pub struct Proxy {
-    client: OnceLock<reqwest::Client>,
-    permits: Semaphore,
-}
-
-impl Default for Proxy {
-    fn default() -> Self {
-        Self { client: OnceLock::new(), permits: Semaphore::new(MAX_CONCURRENT_PROXY_REQUESTS) }
-    }
-}
-
-impl Proxy {
-    fn client(&self, policy: &FetchPolicy) -> Result<&reqwest::Client> {
-        if let Some(client) = self.client.get() {
-            return Ok(client);
-        }
-        let client = reqwest::Client::builder()
-            .user_agent(USER_AGENT)
-            .connect_timeout(PROXY_CONNECT_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .referer(false)
-            .dns_resolver(checked_resolver(policy))
-            .build()
-            .map_err(|e| Error::Internal(format!("proxy client: {e}")))?;
-        Ok(self.client.get_or_init(|| client))
-    }
-}
 
 /// The proxy routes (mounted under `/api`).
 pub fn router() -> Router<AppState> {
@@ -175,10 +136,9 @@ fn too_large_response() -> Error {
 async fn forward(state: &AppState, request: reqwest::RequestBuilder) -> Result<Response> {
     let _permit = state
         .proxy
-        .permits
-        .acquire()
+        .permit()
         .await
-        .map_err(|_| Error::unavailable("proxy_unavailable", "The proxy is shutting down."))?;
+        .ok_or_else(|| Error::unavailable("proxy_unavailable", "The proxy is shutting down."))?;
     let limit = state.config.proxy_timeout;
     let exchange = async {
         let mut upstream = request.send().await.map_err(|e| transport_error(&e))?;
@@ -210,10 +170,9 @@ pub async fn fetch_public(state: &AppState, raw: &str, max_bytes: usize) -> Resu
     let client = state.proxy.client(&policy(state))?;
     let _permit = state
         .proxy
-        .permits
-        .acquire()
+        .permit()
         .await
-        .map_err(|_| Error::unavailable("proxy_unavailable", "The proxy is shutting down."))?;
+        .ok_or_else(|| Error::unavailable("proxy_unavailable", "The proxy is shutting down."))?;
     let too_large = || Error::bad_gateway("document_too_large", format!("It is larger than {} KiB.", max_bytes >> 10));
     let exchange = async {
         let mut upstream = client.get(url).send().await.map_err(|e| transport_error(&e))?;

@@ -1,85 +1,26 @@
-//! Operations commands: `mobius backup` (a consistent copy of a live `DATA_DIR`),
-//! `mobius restore` (into a stopped server's empty data directory) and `mobius healthcheck`
-//! (the container's probe of the local server).
-//!
-//! A backup is a plain directory: every file of `DATA_DIR` with its mode, each SQLite
-//! database as an online snapshot (`VACUUM INTO`) instead of its live file, WAL and shared
-//! memory, and `mobius-backup.json`, written last, so an interrupted backup never restores.
+//! `mobius backup` and `mobius restore`: the plan of what a data directory holds, SQLite
+//! snapshots (`VACUUM INTO`), file copies with their modes, and the manifest written last.
 
 use std::io::{Read, Write};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection};
 
-use crate::config::Config;
+use super::{BACKUP_FORMAT, BackupError, MAIN_DATABASE, MANIFEST_FILE, Manifest, io_error};
 
-/// The file that marks a directory as a complete backup.
-pub const MANIFEST_FILE: &str = "mobius-backup.json";
-/// Layout version of a backup directory; `restore` refuses any other.
-pub const BACKUP_FORMAT: u32 = 1;
-/// The main database, relative to `DATA_DIR`.
-pub const MAIN_DATABASE: &str = "db/mobius.sqlite3";
 /// Top-level folders that hold only a running server's transient state.
 const TRANSIENT_DIRS: &[&str] = &["run", "agent-scratch"];
+
 /// Companion files of a live SQLite database, never copied (the snapshot replaces them).
 const SQLITE_SIDECARS: &[&str] = &["-wal", "-shm", "-journal"];
+
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
 /// How long the snapshot waits for a lock held by the running server.
 const SNAPSHOT_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
-/// The health probe gives up after this long (connect, send and receive each).
-const HEALTHCHECK_TIMEOUT: Duration = Duration::from_secs(5);
-/// Largest health response read.
-const MAX_HEALTH_RESPONSE_BYTES: u64 = 64 * 1024;
-
-/// Why a backup, restore or probe failed; printed as one line by the commands.
-#[derive(Debug, thiserror::Error)]
-pub enum BackupError {
-    /// The request cannot be carried out as asked (wrong or non-empty directory, not a backup).
-    #[error("{0}")]
-    Refused(String),
-    /// A filesystem operation failed.
-    #[error("{context}: {source}")]
-    Io {
-        context: String,
-        #[source]
-        source: std::io::Error,
-    },
-    /// SQLite refused to snapshot or check a database.
-    #[error("{context}: {source}")]
-    Db {
-        context: String,
-        #[source]
-        source: sqlx::Error,
-    },
-}
-
-fn io_error(context: impl std::fmt::Display, path: &Path) -> impl FnOnce(std::io::Error) -> BackupError {
-    let context = format!("{context} {}", path.display());
-    move |source| BackupError::Io { context, source }
-}
-
-/// What a backup holds, written to [`MANIFEST_FILE`].
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Manifest {
-    /// [`BACKUP_FORMAT`] at the time of writing.
-    pub format: u32,
-    /// Unix milliseconds when the backup finished.
-    pub created_at_ms: i64,
-    /// The `mobius` version and build that wrote it.
-    pub mobius_version: String,
-    pub build_sha: String,
-    /// SQLite databases, as paths relative to the data directory (the main one first).
-    pub databases: Vec<String>,
-    /// Regular files copied besides the databases, and their total size.
-    pub files: u64,
-    pub bytes: u64,
-}
 
 /// One entry of a directory tree, relative to its root.
 #[derive(Debug)]
@@ -454,235 +395,9 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| BackupError::Refused(format!("the copy was interrupted: {e}")))?
 }
 
-/// The loopback address to reach a server bound to `bind` from the same machine.
-pub fn local_address(bind: SocketAddr) -> SocketAddr {
-    let ip = match bind.ip() {
-        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
-        ip => ip,
-    };
-    SocketAddr::new(ip, bind.port())
-}
-
-/// GETs `path` from the server at `addr` (plain HTTP/1.0, no TLS) and returns the body of a
-/// 200 answer; anything else is an error that says what came back.
-pub fn probe(addr: SocketAddr, path: &str) -> Result<String, String> {
-    let mut stream =
-        TcpStream::connect_timeout(&addr, HEALTHCHECK_TIMEOUT).map_err(|e| format!("cannot connect to {addr}: {e}"))?;
-    let io = |e: std::io::Error| format!("no answer from {addr}: {e}");
-    stream.set_read_timeout(Some(HEALTHCHECK_TIMEOUT)).map_err(io)?;
-    stream.set_write_timeout(Some(HEALTHCHECK_TIMEOUT)).map_err(io)?;
-    let request = format!(
-        "GET {path} HTTP/1.0\r\nHost: {addr}\r\nUser-Agent: mobius-healthcheck\r\nAccept: application/json\r\n\r\n"
-    );
-    stream.write_all(request.as_bytes()).map_err(io)?;
-    let mut raw = Vec::new();
-    stream.take(MAX_HEALTH_RESPONSE_BYTES).read_to_end(&mut raw).map_err(io)?;
-    let text = String::from_utf8_lossy(&raw);
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.lines().next().and_then(|line| line.split_whitespace().nth(1)).unwrap_or("");
-    if status == "200" {
-        Ok(body.to_owned())
-    } else if status.is_empty() {
-        Err(format!("{addr} did not answer with HTTP"))
-    } else {
-        Err(format!("GET {path} answered {status}: {}", body.trim()))
-    }
-}
-
-/// Parsed `--name VALUE` / `--name=VALUE` options and flags.
-#[derive(Debug, Default)]
-struct Options {
-    values: Vec<(String, String)>,
-    flags: Vec<String>,
-    positional: Vec<String>,
-}
-
-impl Options {
-    fn parse(args: &[String], valued: &[&str]) -> Result<Self, String> {
-        let mut out = Self::default();
-        let mut it = args.iter();
-        while let Some(arg) = it.next() {
-            if let Some((name, value)) = arg.split_once('=').filter(|(n, _)| n.starts_with("--")) {
-                if !valued.contains(&name) {
-                    return Err(format!("unknown option {name}"));
-                }
-                out.values.push((name.to_owned(), value.to_owned()));
-            } else if valued.contains(&arg.as_str()) {
-                let value = it.next().ok_or_else(|| format!("{arg} needs a value"))?;
-                out.values.push((arg.clone(), value.clone()));
-            } else if arg.starts_with('-') {
-                out.flags.push(arg.clone());
-            } else {
-                out.positional.push(arg.clone());
-            }
-        }
-        Ok(out)
-    }
-
-    fn value(&self, name: &str) -> Option<&str> {
-        self.values.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
-    }
-
-    fn flag(&self, names: &[&str]) -> bool {
-        self.flags.iter().any(|f| names.contains(&f.as_str()))
-    }
-
-    fn unknown_flag(&self, known: &[&str]) -> Option<&str> {
-        self.flags.iter().map(String::as_str).find(|f| !known.contains(f))
-    }
-}
-
-const BACKUP_HELP: &str = "mobius backup --to DIR
-    Copies DATA_DIR (the server may be running) into DIR, a new or empty directory:
-    SQLite databases as consistent snapshots, every other file with its mode.
-";
-const RESTORE_HELP: &str = "mobius restore --from BACKUP_DIR --to DATA_DIR [--force]
-    Restores a backup into DATA_DIR, which must be empty or missing. Stop the server first.
-    --force deletes the current contents of DATA_DIR before restoring.
-";
-const HEALTHCHECK_HELP: &str = "mobius healthcheck [PATH]
-    GETs PATH (default /api/ready) from the server at MOBIUS_BIND on this machine, prints
-    the answer and exits 0 when it is 200, else 1.
-";
-
-fn usage(help: &str, problem: Option<String>) -> ExitCode {
-    match problem {
-        Some(problem) => {
-            eprintln!("mobius: {problem}\n\nusage: {help}");
-            ExitCode::from(2)
-        }
-        None => {
-            print!("{help}");
-            ExitCode::SUCCESS
-        }
-    }
-}
-
-fn run_async<T>(work: impl std::future::Future<Output = Result<T, BackupError>>) -> Result<T, BackupError> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| BackupError::Io { context: "cannot start the async runtime".into(), source: e })?
-        .block_on(work)
-}
-
-fn describe(manifest: &Manifest) -> String {
-    let db = match manifest.databases.len() {
-        1 => "1 database".to_owned(),
-        n => format!("{n} databases"),
-    };
-    format!("{db} and {} files ({:.1} MiB)", manifest.files, manifest.bytes as f64 / (1024.0 * 1024.0))
-}
-
-/// `mobius backup --to DIR`.
-pub fn backup_command(args: &[String]) -> ExitCode {
-    let options = match Options::parse(args, &["--to"]) {
-        Ok(o) if o.flag(&["-h", "--help"]) => return usage(BACKUP_HELP, None),
-        Ok(o) => o,
-        Err(e) => return usage(BACKUP_HELP, Some(e)),
-    };
-    if let Some(flag) = options.unknown_flag(&[]) {
-        return usage(BACKUP_HELP, Some(format!("unknown option {flag}")));
-    }
-    let Some(dest) = options.value("--to").map(PathBuf::from) else {
-        return usage(BACKUP_HELP, Some("--to DIR is required".into()));
-    };
-    let config = match Config::from_env() {
-        Ok(config) => config,
-        Err(e) => {
-            eprintln!("mobius: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    match run_async(backup(&config.data_dir, &dest)) {
-        Ok(manifest) => {
-            println!("backed up {} from {} to {}", describe(&manifest), config.data_dir.display(), dest.display());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("mobius backup: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// `mobius restore --from BACKUP_DIR --to DATA_DIR [--force]`.
-pub fn restore_command(args: &[String]) -> ExitCode {
-    let options = match Options::parse(args, &["--from", "--to"]) {
-        Ok(o) if o.flag(&["-h", "--help"]) => return usage(RESTORE_HELP, None),
-        Ok(o) => o,
-        Err(e) => return usage(RESTORE_HELP, Some(e)),
-    };
-    if let Some(flag) = options.unknown_flag(&["--force"]) {
-        return usage(RESTORE_HELP, Some(format!("unknown option {flag}")));
-    }
-    let (Some(from), Some(to)) = (options.value("--from"), options.value("--to")) else {
-        return usage(RESTORE_HELP, Some("--from BACKUP_DIR and --to DATA_DIR are required".into()));
-    };
-    match run_async(restore(Path::new(from), Path::new(to), options.flag(&["--force"]))) {
-        Ok(manifest) => {
-            println!("restored {} from {from} into {to}", describe(&manifest));
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("mobius restore: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// `mobius healthcheck [PATH]`: the container's `HEALTHCHECK`.
-pub fn healthcheck_command(args: &[String]) -> ExitCode {
-    let options = match Options::parse(args, &[]) {
-        Ok(o) if o.flag(&["-h", "--help"]) => return usage(HEALTHCHECK_HELP, None),
-        Ok(o) => o,
-        Err(e) => return usage(HEALTHCHECK_HELP, Some(e)),
-    };
-    if let Some(flag) = options.unknown_flag(&[]) {
-        return usage(HEALTHCHECK_HELP, Some(format!("unknown option {flag}")));
-    }
-    let path = options.positional.first().map_or("/api/ready", String::as_str);
-    if !path.starts_with('/') || path.contains(char::is_whitespace) || options.positional.len() > 1 {
-        return usage(HEALTHCHECK_HELP, Some(format!("{path:?} is not a path like /api/ready")));
-    }
-    let config = match Config::from_env() {
-        Ok(config) => config,
-        Err(e) => {
-            eprintln!("mobius: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    match probe(local_address(config.bind), path) {
-        Ok(body) => {
-            println!("{}", body.trim_end());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("mobius healthcheck: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| (*s).to_owned()).collect()
-    }
-
-    #[test]
-    fn options_take_values_in_both_spellings_and_keep_flags_apart() {
-        let o = Options::parse(&args(&["--from", "/b", "--to=/d", "--force"]), &["--from", "--to"]).expect("parse");
-        assert_eq!(o.value("--from"), Some("/b"));
-        assert_eq!(o.value("--to"), Some("/d"));
-        assert!(o.flag(&["--force"]));
-        assert_eq!(o.unknown_flag(&["--force"]), None);
-        assert!(Options::parse(&args(&["--to"]), &["--to"]).is_err(), "a missing value is an error");
-        assert!(Options::parse(&args(&["--bogus=1"]), &["--to"]).is_err());
-    }
 
     #[test]
     fn sqlite_companions_are_recognised_only_next_to_a_database() {
@@ -720,22 +435,5 @@ mod tests {
         assert!(paths.contains(&"backups".to_owned()), "{paths:?}");
         assert!(!paths.iter().any(|p| p.starts_with("run") || p.starts_with("agent-scratch")), "{paths:?}");
         assert!(!paths.iter().any(|p| p.starts_with("backups/now")), "{paths:?}");
-    }
-
-    #[test]
-    fn the_probe_targets_loopback_for_a_wildcard_bind() {
-        let v4: SocketAddr = "0.0.0.0:8000".parse().expect("addr");
-        assert_eq!(local_address(v4).to_string(), "127.0.0.1:8000");
-        let v6: SocketAddr = "[::]:8000".parse().expect("addr");
-        assert_eq!(local_address(v6).to_string(), "[::1]:8000");
-        let fixed: SocketAddr = "10.1.2.3:9000".parse().expect("addr");
-        assert_eq!(local_address(fixed), fixed);
-    }
-
-    #[test]
-    fn the_probe_reports_a_closed_port() {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-        let err = probe(SocketAddr::from(([127, 0, 0, 1], port)), "/api/ready").expect_err("nothing listens");
-        assert!(err.contains("cannot connect"), "{err}");
     }
 }

@@ -4,11 +4,11 @@
 //! Both land in the server log (target `mobius::client`), nowhere else: an owner reads them
 //! with `docker compose logs`, and the agent sees a crash when the owner sends it the app's
 //! "Report to agent" draft. The same error repeated within a minute is logged once, and the
-//! log gets at most [`MAX_LOGGED_PER_MINUTE`] reports a minute, so a looping app cannot flood it.
+//! log gets at most 60 reports a minute (`reports.rs`), so a looping app cannot flood it.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+pub mod reports;
+
+use std::time::Instant;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -18,9 +18,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::api::ApiJson;
-use crate::app::AppState;
 use crate::auth::Principal;
 use crate::error::{Error, Result};
+use crate::state::AppState;
 
 /// Longest message kept; longer ones are cut (a report is never refused for its length).
 const MAX_MESSAGE_CHARS: usize = 2_000;
@@ -28,66 +28,16 @@ const MAX_MESSAGE_CHARS: usize = 2_000;
 const MAX_STACK_CHARS: usize = 8_000;
 /// Longest `source` / `url` / signal name.
 const MAX_LABEL_CHARS: usize = 300;
-/// An identical report inside this window is counted, not logged again.
-const DEDUPE_WINDOW: Duration = Duration::from_secs(60);
-/// Reports logged per minute across all callers.
-const MAX_LOGGED_PER_MINUTE: u32 = 60;
-/// Distinct recent reports remembered for de-duplication.
-const MAX_REMEMBERED: usize = 256;
 /// Signals in one batch (the runtime's offline queue flushes in batches).
 const MAX_SIGNALS_PER_BATCH: usize = 100;
 /// Largest signal payload, serialised.
 const MAX_SIGNAL_PAYLOAD_BYTES: usize = 4 * 1024;
 
+pub use reports::ClientReports;
+
 /// The routes (mounted under `/api`).
 pub fn router() -> Router<AppState> {
     Router::new().route("/client-error", post(client_error)).route("/client-signal", post(client_signal))
-}
-
-/// The de-duplication and rate state of client reports (one per server, in `AppState`).
-#[derive(Debug, Default)]
-pub struct ClientReports(Mutex<Window>);
-
-#[derive(Debug, Default)]
-struct Window {
-    /// Report key → when it was last logged.
-    recent: HashMap<(i64, u64), Instant>,
-    minute_started: Option<Instant>,
-    logged_this_minute: u32,
-    suppressed: u64,
-}
-
-impl ClientReports {
-    /// Whether a report keyed `key` should be logged now (and notes that it was).
-    fn admit(&self, key: (i64, u64), now: Instant) -> bool {
-        let mut w = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if w.recent.get(&key).is_some_and(|at| now.duration_since(*at) < DEDUPE_WINDOW) {
-            w.suppressed += 1;
-            return false;
-        }
-        if w.minute_started.is_none_or(|start| now.duration_since(start) >= Duration::from_secs(60)) {
-            w.minute_started = Some(now);
-            w.logged_this_minute = 0;
-        }
-        if w.logged_this_minute >= MAX_LOGGED_PER_MINUTE {
-            w.suppressed += 1;
-            return false;
-        }
-        w.logged_this_minute += 1;
-        if w.recent.len() >= MAX_REMEMBERED {
-            w.recent.retain(|_, at| now.duration_since(*at) < DEDUPE_WINDOW);
-            if w.recent.len() >= MAX_REMEMBERED {
-                w.recent.clear();
-            }
-        }
-        w.recent.insert(key, now);
-        true
-    }
-
-    /// Reports not logged since start (duplicates and over-limit ones).
-    fn take_suppressed(&self) -> u64 {
-        std::mem::take(&mut self.0.lock().unwrap_or_else(|p| p.into_inner()).suppressed)
-    }
 }
 
 /// `text` cut to `max` characters (marked), with control characters other than newlines
@@ -112,6 +62,44 @@ fn redact_url(url: &str) -> String {
         })
         .collect();
     format!("{base}?{}", query.join("&"))
+}
+
+/// Removes what looks like a credential from free text (a message or a stack): the values of
+/// `*token*=` parameters, `Bearer …`, and anything shaped like a JWT (`eyJ….….…`).
+fn redact_text(text: &str) -> String {
+    const REDACTED: &str = "[redacted]";
+    let ends_value = |c: char| c.is_whitespace() || "&#\"'<>(),;`".contains(c);
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let boundary = out.chars().next_back().is_none_or(|p| !(p.is_ascii_alphanumeric() || p == '_' || p == '-'));
+        if boundary && rest.starts_with("eyJ") {
+            let run = rest.find(|c: char| !(c.is_ascii_alphanumeric() || "-_.".contains(c))).unwrap_or(rest.len());
+            if rest[..run].matches('.').count() >= 2 {
+                out.push_str(REDACTED);
+                rest = &rest[run..];
+                continue;
+            }
+        }
+        let name_start = out.rfind(|p: char| !(p.is_ascii_alphanumeric() || p == '_' || p == '-')).map_or(0, |i| i + 1);
+        let is_token_param = c == '=' && out[name_start..].to_ascii_lowercase().contains("token");
+        let is_bearer = out.len() >= 7 && out[out.len() - 7..].eq_ignore_ascii_case("bearer ") && !ends_value(c);
+        if is_token_param || is_bearer {
+            if is_token_param {
+                out.push('=');
+                rest = &rest[1..];
+            }
+            let run = rest.find(ends_value).unwrap_or(rest.len());
+            if run > 0 {
+                out.push_str(REDACTED);
+            }
+            rest = &rest[run..];
+            continue;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
 }
 
 fn fingerprint(parts: &[&str]) -> u64 {
@@ -160,11 +148,11 @@ async fn client_error(
         return Err(Error::bad_request("invalid_report", "`message` must say what went wrong."));
     }
     let app_id = reporting_app(&principal, body.app_id)?;
-    let message = clip(message, MAX_MESSAGE_CHARS);
+    let message = clip(&redact_text(message), MAX_MESSAGE_CHARS);
     let source = clip(body.source.as_deref().unwrap_or("app"), MAX_LABEL_CHARS);
     let logged = state.client_reports.admit((app_id.unwrap_or(0), fingerprint(&[&source, &message])), Instant::now());
     if logged {
-        let stack = body.stack.as_deref().map(|s| clip(s, MAX_STACK_CHARS)).unwrap_or_default();
+        let stack = body.stack.as_deref().map(|s| clip(&redact_text(s), MAX_STACK_CHARS)).unwrap_or_default();
         let url = body.url.as_deref().map(|u| clip(&redact_url(u), MAX_LABEL_CHARS)).unwrap_or_default();
         let chat = body.chat_id.as_deref().map(|c| clip(c, 64)).unwrap_or_default();
         let suppressed = state.client_reports.take_suppressed();
@@ -278,21 +266,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn repeats_are_logged_once_a_minute_and_the_log_has_a_ceiling() {
-        let reports = ClientReports::default();
-        let start = Instant::now();
-        assert!(reports.admit((1, 7), start));
-        assert!(!reports.admit((1, 7), start + Duration::from_secs(30)));
-        assert!(reports.admit((2, 7), start + Duration::from_secs(30)), "another app's report is its own");
-        assert!(reports.admit((1, 7), start + Duration::from_secs(61)));
-        assert_eq!(reports.take_suppressed(), 1);
-        let later = start + Duration::from_secs(600);
-        let logged = (0..100).filter(|i| reports.admit((3, *i), later)).count();
-        assert_eq!(logged, MAX_LOGGED_PER_MINUTE as usize);
-        assert_eq!(reports.take_suppressed(), 100 - MAX_LOGGED_PER_MINUTE as u64);
-    }
-
-    #[test]
     fn reports_cannot_forge_log_lines_or_leak_tokens() {
         assert_eq!(clip("a\u{1b}[31mb\r\nc", 100), "a\u{fffd}[31mb\u{fffd}\nc");
         assert_eq!(clip("abcdef", 3), "abc […]");
@@ -301,5 +274,22 @@ mod tests {
             "https://x/api/apps/1/frame?v=3&token=[redacted]&app_token=[redacted]"
         );
         assert_eq!(redact_url("/plain/path"), "/plain/path");
+    }
+
+    #[test]
+    fn credentials_in_free_text_are_redacted() {
+        assert_eq!(
+            redact_text("GET /api/apps/1/module?token=eyJhbGciOi.eyJzdWIi.c2ln failed"),
+            "GET /api/apps/1/module?token=[redacted] failed"
+        );
+        assert_eq!(redact_text("load failed: app_token=abc123&v=2"), "load failed: app_token=[redacted]&v=2");
+        assert_eq!(
+            redact_text("header Authorization: Bearer s3cr3t-value!"),
+            "header Authorization: Bearer [redacted]"
+        );
+        assert_eq!(redact_text("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJvIn0.sig_-x in text"), "jwt [redacted] in text");
+        let plain = "TypeError: x is undefined (eyJ is not a token here) é";
+        assert_eq!(redact_text(plain), plain);
+        assert_eq!(redact_text("tokens=3 and token_count: 4"), "tokens=[redacted] and token_count: 4");
     }
 }

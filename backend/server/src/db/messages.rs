@@ -1,0 +1,105 @@
+//! SQL for transcripts: the rows of `chat_messages` and the full text of reduced tool outputs.
+
+use sqlx::{SqliteConnection, SqlitePool};
+
+use crate::error::{Domain, Error, Result};
+
+/// A transcript row ready to store: its JSON body and the columns indexed from it.
+#[derive(Debug, Clone, Copy)]
+pub struct NewMessage<'a> {
+    pub role: &'a str,
+    pub cid: Option<&'a str>,
+    pub ts: i64,
+    pub body: &'a str,
+}
+
+/// Appends a message to the end of a chat's transcript; returns its index.
+pub async fn push_message(conn: &mut SqliteConnection, chat_id: &str, message: NewMessage<'_>) -> Result<i64> {
+    let idx: i64 = sqlx::query_scalar(
+        "UPDATE chats SET message_count = message_count + 1 WHERE id = ? RETURNING message_count - 1",
+    )
+    .bind(chat_id)
+    .fetch_one(&mut *conn)
+    .await?;
+    let inserted =
+        sqlx::query("INSERT INTO chat_messages (chat_id, idx, role, cid, ts, body) VALUES (?, ?, ?, ?, ?, ?)")
+            .bind(chat_id)
+            .bind(idx)
+            .bind(message.role)
+            .bind(message.cid)
+            .bind(message.ts)
+            .bind(message.body)
+            .execute(conn)
+            .await;
+    match inserted {
+        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(Domain::DuplicateCid.into()),
+        other => other.map(|_| idx).map_err(Error::from),
+    }
+}
+
+/// The body of a transcript message with this cid.
+pub async fn message_by_cid(conn: &mut SqliteConnection, chat_id: &str, cid: &str) -> Result<Option<String>> {
+    Ok(sqlx::query_scalar("SELECT body FROM chat_messages WHERE chat_id = ? AND cid = ?")
+        .bind(chat_id)
+        .bind(cid)
+        .fetch_optional(conn)
+        .await?)
+}
+
+/// The newest transcript message containing the question `question_id`: `(idx, body)`.
+pub async fn message_with_question(
+    conn: &mut SqliteConnection,
+    chat_id: &str,
+    question_id: &str,
+) -> Result<Option<(i64, String)>> {
+    let pattern = format!("%\"question_id\":\"{}\"%", question_id.replace(['%', '_', '\\'], ""));
+    Ok(sqlx::query_as(
+        "SELECT idx, body FROM chat_messages WHERE chat_id = ? AND role = 'assistant' AND body LIKE ?
+         ORDER BY idx DESC LIMIT 1",
+    )
+    .bind(chat_id)
+    .bind(pattern)
+    .fetch_optional(conn)
+    .await?)
+}
+
+/// Rewrites one transcript message.
+pub async fn replace_message(conn: &mut SqliteConnection, chat_id: &str, idx: i64, body: &str) -> Result<()> {
+    sqlx::query("UPDATE chat_messages SET body = ? WHERE chat_id = ? AND idx = ?")
+        .bind(body)
+        .bind(chat_id)
+        .bind(idx)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// The stored full text of a reduced tool output.
+pub async fn tool_output(pool: &SqlitePool, chat_id: &str, tool_use_id: &str) -> Result<Option<String>> {
+    Ok(sqlx::query_scalar("SELECT content FROM tool_outputs WHERE chat_id = ? AND tool_use_id = ?")
+        .bind(chat_id)
+        .bind(tool_use_id)
+        .fetch_optional(pool)
+        .await?)
+}
+
+/// Stores the full text of a large tool output.
+pub async fn stash_tool_output(
+    conn: &mut SqliteConnection,
+    chat_id: &str,
+    tool_use_id: &str,
+    content: &str,
+    now: i64,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO tool_outputs (chat_id, tool_use_id, content, created_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (chat_id, tool_use_id) DO UPDATE SET content = excluded.content",
+    )
+    .bind(chat_id)
+    .bind(tool_use_id)
+    .bind(content)
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,454 @@
+//! Transcript rows and their blocks: what `chat_messages` stores, the chat detail serves and
+//! the live message is made of.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+use super::ids::{Cid, QuestionId, RunId};
+
+/// Who wrote a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// A transcript row. User rows carry `cid`; assistant rows carry `blocks` and the `run_id`
+/// that produced them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Message {
+    pub role: Role,
+    #[serde(default)]
+    pub content: String,
+    /// Unix milliseconds.
+    pub ts: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cid: Option<Cid>,
+    /// Sent to the agent but not shown (answers delivered after a restart).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub hidden: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocks: Option<Vec<Block>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<RunId>,
+    /// The owner's time zone when they sent it (IANA name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(type = "unknown[]"))]
+    pub attachments: Option<Vec<Value>>,
+    /// Text for the agent only, not shown as the message (an embedding app's `<app_state>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_context: Option<String>,
+    /// Only on the chat detail: the running turn's assistant message, still being written.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub live: bool,
+}
+
+/// One piece of an assistant message, in order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Block {
+    Text {
+        #[serde(default)]
+        content: String,
+        #[serde(default)]
+        item_id: String,
+    },
+    Thinking {
+        #[serde(default)]
+        content: String,
+        #[serde(default)]
+        item_id: String,
+    },
+    Tool(ToolBlock),
+    /// A question or approval card.
+    Question(QuestionCard),
+    Error {
+        #[serde(default)]
+        message: String,
+        /// Sending a message continues where the turn left off.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resumable: Option<bool>,
+    },
+}
+
+/// How far a tool call got.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    Running,
+    #[default]
+    Done,
+    Error,
+    /// Cut short by our interrupt (a stop or a steer), not failed.
+    Stopped,
+}
+
+/// A tool call and its (possibly truncated) output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ToolBlock {
+    #[serde(default)]
+    pub tool: String,
+    #[serde(default)]
+    pub tool_use_id: String,
+    /// A one-line summary of the tool's input.
+    #[serde(default, deserialize_with = "text_or_json")]
+    pub input: String,
+    #[serde(default)]
+    pub output: String,
+    #[serde(default)]
+    pub status: ToolStatus,
+    /// The inline output is head + tail; the whole text is at `/tool-output/{tool_use_id}`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub output_truncated: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(type = "number"))]
+    pub output_full_len: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_exit_code: Option<i64>,
+}
+
+/// A card the owner answers: clarifying questions, or permission to use a tool.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct QuestionCard {
+    pub question_id: QuestionId,
+    #[serde(flatten)]
+    pub card: Card,
+}
+
+/// What a card asks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Card {
+    Question {
+        questions: Vec<QuestionItem>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answers: Option<Choices>,
+    },
+    Approval {
+        tool: String,
+        /// A one-line summary of the tool's input.
+        #[serde(default, deserialize_with = "text_or_json")]
+        input: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answers: Option<ApprovalAnswers>,
+    },
+}
+
+/// One clarifying question.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct QuestionItem {
+    /// The provider's id for the question (Codex), if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub question: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+    #[serde(default)]
+    pub options: Vec<QuestionOption>,
+    /// Rows stored before the casing fix say `multiSelect`.
+    #[serde(default, alias = "multiSelect")]
+    pub multi_select: bool,
+}
+
+/// One choice of a question.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct QuestionOption {
+    pub label: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// Question text → the chosen label (a list for multi-select questions).
+pub type Choices = BTreeMap<String, Choice>;
+
+/// The answer to one question.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(untagged)]
+pub enum Choice {
+    One(String),
+    Many(Vec<String>),
+}
+
+/// The owner's decision on an approval card.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalAnswers {
+    pub decision: Decision,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Allow once, allow this tool for the rest of the chat, or deny.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Allow,
+    AllowChat,
+    Deny,
+}
+
+/// The answers to a card, of either kind.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(untagged)]
+pub enum Answers {
+    Approval(ApprovalAnswers),
+    Choices(Choices),
+}
+
+impl Block {
+    /// True for a text block.
+    pub fn is_text(&self) -> bool {
+        matches!(self, Block::Text { .. })
+    }
+}
+
+impl QuestionCard {
+    /// Records the owner's answers on the card (answers of the other kind are ignored).
+    pub fn set_answers(&mut self, given: &Answers) {
+        match (&mut self.card, given) {
+            (Card::Question { answers, .. }, Answers::Choices(choices)) => *answers = Some(choices.clone()),
+            (Card::Approval { answers, .. }, Answers::Approval(approval)) => *answers = Some(approval.clone()),
+            _ => {}
+        }
+    }
+}
+
+impl Message {
+    /// An assistant message from its blocks: `content` is the text blocks joined.
+    pub fn assistant(ts: i64, blocks: Vec<Block>) -> Self {
+        let content = blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text { content, .. } if !content.is_empty() => Some(content.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        Self {
+            role: Role::Assistant,
+            content,
+            ts,
+            cid: None,
+            hidden: false,
+            blocks: Some(blocks),
+            run_id: None,
+            timezone: None,
+            attachments: None,
+            agent_context: None,
+            live: false,
+        }
+    }
+
+    /// What the agent reads of a user message: its text, plus the context an embedding app
+    /// attached to it (kept out of the visible text).
+    pub fn agent_text(&self) -> String {
+        match self.agent_context.as_deref().filter(|c| !c.is_empty()) {
+            Some(context) => format!("{}\n\n{context}", self.content),
+            None => self.content.clone(),
+        }
+    }
+
+    /// True when the message has blocks to show.
+    pub fn has_blocks(&self) -> bool {
+        self.blocks.as_ref().is_some_and(|b| !b.is_empty())
+    }
+
+    /// Validates one message of an imported transcript (`messages[idx]` of `POST /api/chats`)
+    /// and fills in what may be left out: `content` (empty) and `ts` (`now + idx`). Fields the
+    /// protocol does not know are dropped.
+    pub fn import(message: Map<String, Value>, now: i64, idx: usize) -> Result<Self, InvalidMessage> {
+        let bad = |what: String| InvalidMessage(format!("messages[{idx}].{what}"));
+        let role = match message.get("role").and_then(Value::as_str) {
+            Some("user") => Role::User,
+            Some("assistant") => Role::Assistant,
+            _ => return Err(bad("role must be \"user\" or \"assistant\"".into())),
+        };
+        let content = match message.get("content") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => s.clone(),
+            Some(_) => return Err(bad("content must be a string".into())),
+        };
+        let ts = match message.get("ts") {
+            Some(v) => v.as_i64().filter(|t| *t > 0).ok_or_else(|| bad("ts must be a positive integer".into()))?,
+            None => now + i64::try_from(idx).unwrap_or(0),
+        };
+        let cid = match message.get("cid") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(c)) => Some(Cid::parse(c).ok_or_else(|| {
+                bad(format!("cid must be a string of 1 to {} characters", super::ids::MAX_CID_CHARS))
+            })?),
+            Some(_) => {
+                return Err(bad(format!("cid must be a string of 1 to {} characters", super::ids::MAX_CID_CHARS)));
+            }
+        };
+        let blocks = match message.get("blocks") {
+            None | Some(Value::Null) => None,
+            Some(v @ Value::Array(_)) => Some(
+                Vec::<Block>::deserialize(v).map_err(|e| bad(format!("blocks are not valid message blocks: {e}")))?,
+            ),
+            Some(_) => return Err(bad("blocks must be a list".into())),
+        };
+        let text = |key: &str| message.get(key).and_then(Value::as_str).map(str::to_owned);
+        Ok(Self {
+            role,
+            content,
+            ts,
+            cid,
+            hidden: message.get("hidden").and_then(Value::as_bool).unwrap_or(false),
+            blocks,
+            run_id: text("run_id").map(RunId::from),
+            timezone: text("timezone"),
+            attachments: message.get("attachments").and_then(Value::as_array).cloned(),
+            agent_context: text("agent_context"),
+            live: false,
+        })
+    }
+}
+
+/// A message of an imported transcript that cannot be stored, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidMessage(pub String);
+
+impl std::fmt::Display for InvalidMessage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What the owner sends; it becomes a user [`Message`] when the writer stamps its time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UserInput {
+    pub cid: Cid,
+    pub content: String,
+    pub hidden: bool,
+    pub timezone: Option<String>,
+    pub attachments: Option<Vec<Value>>,
+    /// Text for the agent only (an embedding app's `<app_state>`).
+    pub agent_context: Option<String>,
+}
+
+impl UserInput {
+    /// Plain words from the owner.
+    pub fn text(cid: Cid, content: String) -> Self {
+        Self { cid, content, hidden: false, timezone: None, attachments: None, agent_context: None }
+    }
+
+    /// The stored message, sent at `ts`.
+    pub fn at(&self, ts: i64) -> Message {
+        Message {
+            role: Role::User,
+            content: self.content.clone(),
+            ts,
+            cid: Some(self.cid.clone()),
+            hidden: self.hidden,
+            blocks: None,
+            run_id: None,
+            timezone: self.timezone.clone(),
+            attachments: self.attachments.clone(),
+            agent_context: self.agent_context.clone(),
+            live: false,
+        }
+    }
+}
+
+pub(crate) fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// Tool inputs are one-line text; a stored object (an import from elsewhere) becomes its JSON.
+fn text_or_json<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::String(s) => s,
+        Value::Null => String::new(),
+        other => other.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn import(v: Value) -> Result<Message, InvalidMessage> {
+        match v {
+            Value::Object(m) => Message::import(m, 1_000, 2),
+            _ => panic!("object"),
+        }
+    }
+
+    #[test]
+    fn imports_fill_defaults_and_refuse_what_cannot_be_shown() {
+        let m = import(json!({"role": "user"})).expect("minimal");
+        assert_eq!((m.content.as_str(), m.ts), ("", 1_002));
+        let m = import(json!({"role": "assistant", "content": "hi", "ts": 5, "extra": 1,
+            "blocks": [{"type": "text", "content": "hi"}, {"type": "tool", "tool": "Bash", "input": {"command": "ls"}}]}))
+        .expect("lenient blocks");
+        assert_eq!(m.blocks.as_ref().map(Vec::len), Some(2));
+        assert_eq!(serde_json::to_value(&m).expect("json").get("extra"), None, "unknown fields are dropped");
+        for (bad, needle) in [
+            (json!({"role": "robot"}), "messages[2].role"),
+            (json!({"role": "user", "content": 3}), "content must be a string"),
+            (json!({"role": "user", "ts": -1}), "ts must be"),
+            (json!({"role": "user", "cid": ""}), "cid must be"),
+            (json!({"role": "user", "blocks": {}}), "blocks must be a list"),
+            (json!({"role": "user", "blocks": [{"type": "hologram"}]}), "blocks are not valid"),
+        ] {
+            let err = import(bad).expect_err("refused");
+            assert!(err.0.contains(needle), "{err}");
+        }
+    }
+
+    #[test]
+    fn cards_read_both_casings_and_write_snake_case() {
+        let old = json!({"type": "question", "question_id": "q1", "kind": "question",
+            "questions": [{"question": "Which?", "header": "H", "options": [{"label": "A"}], "multiSelect": true}]});
+        let block: Block = serde_json::from_value(old).expect("old row");
+        let text = serde_json::to_string(&block).expect("json");
+        assert!(text.contains("\"multi_select\":true") && !text.contains("multiSelect"), "{text}");
+        let approval = json!({"type": "question", "question_id": "q2", "kind": "approval", "tool": "Bash",
+            "input": "rm x", "reason": null, "answers": {"decision": "allow_chat"}});
+        let Block::Question(card) = serde_json::from_value::<Block>(approval).expect("approval") else {
+            panic!("a card");
+        };
+        assert!(matches!(
+            card.card,
+            Card::Approval { answers: Some(ApprovalAnswers { decision: Decision::AllowChat, .. }), .. }
+        ));
+    }
+
+    #[test]
+    fn answers_of_each_kind_parse_and_land_on_their_card() {
+        let choices: Answers = serde_json::from_value(json!({"Which?": "A", "Sizes?": ["S", "M"]})).expect("choices");
+        let approval: Answers = serde_json::from_value(json!({"decision": "deny", "reason": "no"})).expect("approval");
+        assert!(matches!(approval, Answers::Approval(_)));
+        let mut card =
+            QuestionCard { question_id: "q1".into(), card: Card::Question { questions: Vec::new(), answers: None } };
+        card.set_answers(&approval);
+        assert!(matches!(card.card, Card::Question { answers: None, .. }), "the wrong kind is ignored");
+        card.set_answers(&choices);
+        assert!(
+            matches!(&card.card, Card::Question { answers: Some(a), .. } if a["Sizes?"] == Choice::Many(vec!["S".into(), "M".into()]))
+        );
+    }
+}

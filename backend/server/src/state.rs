@@ -1,0 +1,211 @@
+//! The shared state of the routes ([`AppState`]), built once at start-up.
+//!
+//! Runtime code does not take `AppState`: turns get [`Agents`], app builds get [`Apps`],
+//! storage a [`Store`]; each is built here from the handles it needs and shared with the
+//! routes through its field.
+
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
+
+use axum::extract::FromRef;
+use tokio::sync::watch;
+use tracing::warn;
+
+use crate::agent::registry::Turns;
+use crate::agent::turn::Agents;
+use crate::apps::apply::Apps;
+use crate::apps::proxy::client::Proxy;
+use crate::auth::jwt::Keys;
+use crate::auth::limits::LoginLimiter;
+use crate::auth::owner::OwnerCache;
+use crate::auth::password::Passwords;
+use crate::chats::{PurgeClock, ResponseCache};
+use crate::config::Config;
+use crate::db::{self, Db};
+use crate::error::Result;
+use crate::events::Hub;
+use crate::locks::KeyedLocks;
+use crate::ops::Boot;
+use crate::providers::Providers;
+use crate::push::Push;
+use crate::storage::Store;
+use crate::telemetry::reports::ClientReports;
+use crate::writer::{WriteCommand, WriterHandle};
+
+/// Everything handlers share. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+/// The contents of [`AppState`].
+pub struct Inner {
+    pub config: Config,
+    pub db: Db,
+    pub writer: WriterHandle,
+    pub hub: Arc<Hub>,
+    pub keys: Keys,
+    pub passwords: Passwords,
+    pub login_limits: LoginLimiter,
+    pub owner: Arc<OwnerCache>,
+    pub boot: Arc<Boot>,
+    /// Flips to `true` when shutdown begins; long-lived streams end on it.
+    pub shutdown: watch::Receiver<bool>,
+    /// The agent CLIs and their credentials.
+    pub providers: Arc<Providers>,
+    /// Turns: what they use, and the running one of each chat.
+    pub agents: Arc<Agents>,
+    /// Per-chat decision locks (send / stop / answer / delete).
+    pub chat_locks: KeyedLocks,
+    pub purge_clock: PurgeClock,
+    /// Serialized chat list and chat pages between writer commits.
+    pub response_cache: ResponseCache,
+    /// App registry rows between writer commits (token checks, storage authorisation).
+    pub app_rows: crate::db::apps::RowCache,
+    /// De-duplication and rate limit of browser error reports.
+    pub client_reports: ClientReports,
+    /// App builds: sources, bundles, the bundler and the per-app locks.
+    pub apps: Arc<Apps>,
+    /// Locks and quota accounting of app and shared storage.
+    pub storage: Arc<Store>,
+    /// The app proxy's client and concurrency limit.
+    pub proxy: Proxy,
+    /// Review and icon limits, update-check state and the store's catalog cache.
+    pub lifecycle: crate::apps::lifecycle::limits::Lifecycle,
+    /// Notifications: the centre, Web Push and its worker.
+    pub push: Arc<Push>,
+    /// Open event streams, capped per client address and in all.
+    pub streams: Arc<crate::events::StreamLimits>,
+    /// The frame bootstrap inlined into app frame documents, read on first use.
+    frame_bootstrap: OnceLock<crate::apps::bootstrap::FrameBootstrap>,
+}
+
+impl Inner {
+    /// The frame bootstrap (`app-frame.js`) and its version key, read once.
+    pub fn frame_bootstrap(&self) -> &crate::apps::bootstrap::FrameBootstrap {
+        self.frame_bootstrap.get_or_init(|| crate::apps::bootstrap::FrameBootstrap::load(&self.config.frontend_dir))
+    }
+}
+
+impl Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl FromRef<AppState> for Arc<Boot> {
+    fn from_ref(state: &AppState) -> Self {
+        state.boot.clone()
+    }
+}
+
+impl AppState {
+    /// Opens the database, runs migrations, starts the writer, closes what the last run left
+    /// open, and builds every runtime part.
+    pub async fn build(
+        mut config: Config,
+        api_url: String,
+        boot: Arc<Boot>,
+        shutdown: watch::Receiver<bool>,
+    ) -> Result<(Self, tokio::task::JoinHandle<()>)> {
+        create_private_dir(&config.data_dir)?;
+        config.data_dir = std::fs::canonicalize(&config.data_dir)?;
+        let path = config.database_path();
+        let conn = db::open_writer(&path).await?;
+        db::migrate(&path).await?;
+        let db = db::open_read_pool(&path).await?;
+        let keys = Keys::load_or_create(&config)?;
+        let hub = Arc::new(Hub::default());
+        let (writer, task) = WriterHandle::spawn(conn, hub.clone());
+        let owner = Arc::new(OwnerCache::default());
+        if let Some(row) = db::owner::get(&db.read).await? {
+            owner.set(row.username, row.token_epoch);
+        }
+        let orphans =
+            crate::agent::process::reap_orphans(&crate::agent::agent_pid_dir(&config.data_dir), &config.data_dir);
+        if orphans > 0 {
+            warn!(orphans, "killed agent processes left behind by the previous run");
+        }
+        let interrupted = writer.call(|ack| WriteCommand::ReconcileStartup { ack }).await?;
+        if !interrupted.is_empty() {
+            warn!(
+                chats = interrupted.len(),
+                "turns interrupted by the last shutdown were closed; their chats can resume"
+            );
+        }
+        let providers = Arc::new(Providers::new(&config, &config.data_dir, api_url));
+        let storage = Store::new(config.app_quota_bytes);
+        let push = Arc::new(Push::start(&config, db.clone(), writer.clone()));
+        let agents = Arc::new(Agents {
+            writer: writer.clone(),
+            read: db.read.clone(),
+            providers: providers.clone(),
+            keys: keys.clone(),
+            owner: owner.clone(),
+            push: push.clone(),
+            skill_dir: config.skill_dir.clone(),
+            data_dir: config.data_dir.clone(),
+            turns: Turns::default(),
+        });
+        let apps = Arc::new(Apps::new(
+            config.data_dir.clone(),
+            config.app_runtime_dir.clone(),
+            config.app_node_modules.clone(),
+            db.read.clone(),
+            writer.clone(),
+            storage.clone(),
+        ));
+        let login_limits = LoginLimiter::new(config.login.clone());
+        let streams = crate::events::StreamLimits::new(config.net.max_streams, config.net.max_streams_per_address);
+        let state = Self(Arc::new(Inner {
+            config,
+            db,
+            writer,
+            hub,
+            keys,
+            passwords: Passwords::default(),
+            login_limits,
+            owner,
+            boot,
+            shutdown,
+            providers,
+            agents,
+            chat_locks: KeyedLocks::default(),
+            purge_clock: PurgeClock::default(),
+            response_cache: ResponseCache::default(),
+            app_rows: crate::db::apps::RowCache::default(),
+            client_reports: ClientReports::default(),
+            apps,
+            storage,
+            proxy: Proxy::default(),
+            lifecycle: crate::apps::lifecycle::limits::Lifecycle::default(),
+            push,
+            streams,
+            frame_bootstrap: OnceLock::new(),
+        }));
+        Ok((state, task))
+    }
+}
+
+/// Creates `dir` (and missing parents) as `0700`, and takes group and other access away from
+/// an existing one: everything in it is the owner's alone (files are created `0600`, see
+/// `cli::serve`'s umask).
+fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    let mode = std::fs::metadata(dir)?.permissions().mode();
+    if mode & 0o077 != 0
+        && let Err(e) = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode & 0o700))
+    {
+        warn!(error = %e, dir = %dir.display(), "cannot make the data directory private");
+    }
+    Ok(())
+}
+
+/// Resolves once shutdown has begun.
+pub async fn stopping(rx: &mut watch::Receiver<bool>) {
+    while !*rx.borrow_and_update() {
+        if rx.changed().await.is_err() {
+            return;
+        }
+    }
+}

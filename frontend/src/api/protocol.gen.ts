@@ -1,0 +1,76 @@
+// Generated from backend/server/src/protocol by `MOBIUS_WRITE_PROTOCOL=1 cargo test -p mobius --lib protocol::typescript`.
+// Do not edit: change the Rust types and regenerate.
+
+/** Question text → the chosen label (a list for multi-select questions). */
+export type Choices = Record<string, Choice>;
+
+/** A journal event with its position: what the stream sends and the journal stores. */
+export type JournalEntry = { seq: number } & ChatEvent;
+
+export type ChatId = string;
+
+export type RunId = string;
+
+export type Cid = string;
+
+export type QuestionId = string;
+
+export type ProviderKind = "claude" | "codex";
+
+export type ApprovalPolicy = "full" | "ask";
+
+export type Role = "user" | "assistant";
+
+export type Message = { role: Role, content: string, /** Unix milliseconds. */ ts: number, cid?: Cid | null, /** Sent to the agent but not shown (answers delivered after a restart). */ hidden?: boolean, blocks?: Array<Block> | null, run_id?: RunId | null, /** The owner's time zone when they sent it (IANA name). */ timezone?: string | null, attachments?: unknown[], /** Text for the agent only, not shown as the message (an embedding app's `<app_state>`). */ agent_context?: string | null, /** Only on the chat detail: the running turn's assistant message, still being written. */ live?: boolean, };
+
+export type Block = { "type": "text", content: string, item_id: string, } | { "type": "thinking", content: string, item_id: string, } | { "type": "tool" } & ToolBlock | { "type": "question" } & QuestionCard | { "type": "error", message: string, /** Sending a message continues where the turn left off. */ resumable?: boolean | null, };
+
+export type ToolStatus = "running" | "done" | "error" | "stopped";
+
+export type ToolBlock = { tool: string, tool_use_id: string, /** A one-line summary of the tool's input. */ input: string, output: string, status: ToolStatus, /** The inline output is head + tail; the whole text is at `/tool-output/{tool_use_id}`. */ output_truncated?: boolean, output_full_len?: number, output_exit_code?: number | null, };
+
+export type QuestionCard = { question_id: QuestionId, } & ({ "kind": "question", questions: Array<QuestionItem>, answers?: { [key in string]: Choice } | null, } | { "kind": "approval", tool: string, /** A one-line summary of the tool's input. */ input: string, reason?: string | null, answers?: ApprovalAnswers | null, });
+
+export type Card = { "kind": "question", questions: Array<QuestionItem>, answers?: { [key in string]: Choice } | null, } | { "kind": "approval", tool: string, /** A one-line summary of the tool's input. */ input: string, reason?: string | null, answers?: ApprovalAnswers | null, };
+
+export type QuestionItem = { /** The provider's id for the question (Codex), if it has one. */ id?: string | null, question: string, header?: string | null, options: Array<QuestionOption>, /** Rows stored before the casing fix say `multiSelect`. */ multi_select: boolean, };
+
+export type QuestionOption = { label: string, description?: string | null, };
+
+export type Choice = string | Array<string>;
+
+export type ApprovalAnswers = { decision: Decision, reason?: string | null, };
+
+export type Decision = "allow" | "allow_chat" | "deny";
+
+export type Answers = ApprovalAnswers | { [key in string]: Choice };
+
+export type RunStatus = "completed" | "failed" | "stopped" | "interrupted";
+
+export type TokenCounts = { input_tokens: number | null, output_tokens: number | null, cache_read_tokens: number | null, cache_write_tokens: number | null, };
+
+export type ChatEvent = { "type": "user_message", message: Message, } | { "type": "run_started", run_id: RunId, ts?: number | null, } | { "type": "text", content: string, item_id: string, } | { "type": "text_final", content: string, item_id: string, } | { "type": "thinking", content: string, item_id: string, } | { "type": "tool_start", tool_use_id: string, tool: string, input: string, } | { "type": "tool_output", tool_use_id: string, content: string, append?: boolean, output_truncated?: boolean, output_full_len?: number, output_exit_code?: number | null, } | { "type": "tool_end", tool_use_id: string, is_error: boolean, interrupted?: boolean, } | { "type": "question" } & QuestionCard | { "type": "answers_applied", question_id: QuestionId, answers: Answers, } | { "type": "queue_changed", pending: Array<Message>, } | { "type": "queued_turn_starting", run_id: RunId, messages: Array<Message>, } | { "type": "steered_into_turn", run_id: RunId, message: Message, sealed: boolean, } | { "type": "done", run_id: RunId, status: RunStatus, usage: TokenCounts, cost_usd: number | null, error: string | null, } | { "type": "chat_renamed", title: string, } | { "type": "chat_deleted" } | { "type": "app_updated", app_id: number, slug: string, name: string, created: boolean, } | { "type": "error", message: string, resumable?: boolean | null, };
+
+export type StreamControl = { "type": "catch_up_done", seq: number, ts: number, } | { "type": "resync", seq: number, ts: number, };
+
+export type StreamEvent = JournalEntry | StreamControl;
+
+export type NotificationKind = "turn_done" | "turn_failed" | "question" | "agent" | "app" | "schedule" | "test";
+
+export type NotificationAction = { action: string, title: string, target?: string | null, };
+
+export type PushPayload = { /** The stored notification's id. */ id: string, title: string, body: string | null, icon: string | null, /** The deep link a tap opens (`/shell/?chat=…`, `/shell/?app=…`, `/`). */ target: string | null, actions: Array<NotificationAction>, kind: NotificationKind, /** A newer notification with the same tag replaces an older one on the device. */ tag: string | null, /** The question the buttons answer (all three set, or none). */ chat_id?: ChatId | null, question_id?: QuestionId | null, /** Single-use, short-lived, good for this question only (`POST /api/push/action`). */ action_token?: string | null, };
+
+export type NotificationItem = { id: string, kind: NotificationKind, source_type: string, source_id: string | null, title: string, body: string | null, icon: string | null, target: string | null, actions: Array<NotificationAction> | null, sent_at: string, clicked_at: string | null, read_at: string | null, };
+
+export type SystemEvent = { "type": "system_stream_open", boot_id: string, } | { "type": "resync" } | { "type": "chat_created", chat_id: ChatId, } | { "type": "chat_renamed", chat_id: ChatId, title: string, } | { "type": "chat_updated", chat_id: ChatId, } | { "type": "chat_deleted", chat_id: ChatId, } | { "type": "chat_recovered", chat_id: ChatId, } | { "type": "chat_run_started", chat_id: ChatId, } | { "type": "chat_run_finished", chat_id: ChatId, status: RunStatus, } | { "type": "chat_owner_input_changed", chat_id: ChatId, pending_question_id: QuestionId | null, } | { "type": "app_created", app_id: number, chat_id: ChatId | null, sha: string, } | { "type": "app_updated", app_id: number, chat_id: ChatId | null, sha: string, } | { "type": "app_preview_ready", app_id: number, chat_id: ChatId, } | { "type": "app_changed", app_id: number, } | { "type": "app_deleted", app_id: number, } | { "type": "app_recovered", app_id: number, } | { "type": "notification_created", id: string, kind: NotificationKind, } | { "type": "notifications_changed" } | { "type": "notification_prefs_changed" } | { "type": "push_devices_changed" };
+
+export type ChatDetail = { id: string, title: string, provider: ProviderKind | null, approval_policy: ApprovalPolicy, model: string | null, session_id: string | null, /** Oldest first; on the newest page the running turn's live message is last (`live`). */ messages: Array<Message>, /** Index of `messages[0]` in the transcript. */ offset: number, total: number, has_more: boolean, running: boolean, run_id: RunId | null, pending_question_id: QuestionId | null, /** The queue, in order. */ pending_messages: Array<Message>, pinned_at: number | null, created_at: number, updated_at: number, seq: number, };
+
+export type AnswerTurn = "same" | "new";
+
+export type SendResult = { "status": "started", run_id: RunId, messages: Array<Message>, answer_turn?: AnswerTurn | null, } | { "status": "queued", position: number, message: Message, pending_messages: Array<Message>, } | { "status": "steered", message: Message, } | { "status": "duplicate", message: Message, running: boolean, } | { "status": "answer_delivered", answer_turn: AnswerTurn, };
+
+export type StopResult = { stopped: boolean, /** The queued messages that were dropped (re-send them, as one message, to keep them). */ cleared_pending_cids: Array<Cid>, };
+
+export type ChatSummary = { id: string, title: string, provider: ProviderKind | null, created_at: number, updated_at: number, activity_at: number, pinned_at: number | null, has_messages: boolean, running: boolean, pending_question_id: string | null, queued: number, };
