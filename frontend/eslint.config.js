@@ -24,7 +24,7 @@ export default defineConfig(
   },
   {
     // The service worker has its own tsconfig (WebWorker globals instead of the DOM's).
-    files: ["src/sw.ts"],
+    files: ["src/sw.ts", "src/pwa/pushWorker.ts"],
     languageOptions: {
       globals: globals.serviceworker,
       parserOptions: { projectService: false, project: "./tsconfig.sw.json", tsconfigRootDir: import.meta.dirname },

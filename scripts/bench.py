@@ -8,9 +8,10 @@ the machine used less than 0.15 cores during it (waiting up to 90 s for < 0.10 b
 starting). Run through `scripts/bench`, which builds everything first.
 
 Usage: bench.py BINARY [--only SECTION,...] [--quick] [--baseline BINARY]
-Sections: boot, health, chats, sse, snapshot, apply, proxy, storage, appdoc, lifecycle, frontend, search
+Sections: boot, health, chats, sse, snapshot, apply, proxy, storage, appdoc, push, lifecycle, frontend, search
 `--baseline` names a build without chat search (e.g. a release build of the previous main); the
-search section then runs its write and chat-detail workloads on both and prints the change.
+search section then runs its write and chat-detail workloads on both and prints the change. The
+push section compares idle RSS against it (a build without push).
 """
 import argparse
 import concurrent.futures
@@ -184,12 +185,15 @@ class Server:
         with open(f"/proc/{self.proc.pid}/status") as f:
             for line in f:
                 k, _, v = line.partition(":")
-                if k in ("VmRSS", "VmHWM", "Threads"):
+                if k in ("VmRSS", "VmHWM", "Threads", "RssAnon", "RssFile"):
                     out[k] = v.strip()
         return out
 
     def rss_mib(self):
         return int(self.status()["VmRSS"].split()[0]) / 1024
+
+    def anon_mib(self):
+        return int(self.status()["RssAnon"].split()[0]) / 1024
 
     def hwm_mib(self):
         return int(self.status()["VmHWM"].split()[0]) / 1024
@@ -694,6 +698,142 @@ def section_appdoc(binary, tmp):
         note("appdoc", label, f"{p50}  |  {p99}", "p50 ≤ 5 ms" if key == "update" else "")
 
 
+# A valid P-256 point (RFC 8291's example device key) for bench subscriptions.
+BENCH_DEVICE_KEY = "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4"
+
+
+def push_service():
+    """A local push service that accepts everything: (port, count of pushes received)."""
+    import http.server
+    import threading
+    received = [0]
+
+    class Accept(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            received[0] += 1
+            self.send_response(201)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Accept)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, received
+
+
+# How long a server idles after the last push before its RSS is read: the push worker drops its
+# client after 10 s without a notice and then trims the heap on a blocking thread, which tokio
+# ends after another 10 s idle.
+PUSH_IDLE_S = 25
+
+
+def push_idle_run(binary, tmp):
+    """One boot of `binary`: ((rss, anon) idle after boot, (rss, anon) idle after push use), MiB."""
+    d = tempfile.mkdtemp(dir=tmp)
+    s = Server(binary, d, {"MOBIUS_PUSH_ALLOW_LOOPBACK": "1"})
+    s.wait()
+    token = owner_token(s.port)
+    time.sleep(5)
+    boot = (s.rss_mib(), s.anon_mib())
+    httpd, received = push_service()
+    statuses = set()
+    for i in range(10):
+        sub = {"endpoint": f"http://127.0.0.1:{httpd.server_address[1]}/push/{i}",
+               "keys": {"p256dh": BENCH_DEVICE_KEY, "auth": "BTBZMqHH6r4Tts7J_aSIgg"}, "label": f"bench {i}"}
+        status, _ = http_json(s.port, "POST", "/api/push/subscribe", sub, token)
+        statuses.add(status)
+    for _ in range(5):
+        http_json(s.port, "POST", "/api/push/test", {}, token)
+    if statuses == {201}:
+        end = time.time() + 30
+        while received[0] < 50 and time.time() < end:
+            time.sleep(0.05)
+        assert received[0] == 50, received[0]
+    time.sleep(PUSH_IDLE_S)
+    after = (s.rss_mib(), s.anon_mib())
+    httpd.shutdown()
+    s.stop()
+    return boot, after
+
+
+def section_push(binary, tmp, baseline):
+    """Notifications: the cost a finished turn pays (10 devices), idle RSS with push (A/B against
+    `--baseline`, a build without push), and listing the centre with 1,000 stored notifications."""
+    print("push", flush=True)
+    exe = os.path.join(os.environ["CARGO_TARGET_DIR"], "release", "examples", "push_cost")
+    out = subprocess.run(["taskset", "-c", "0", exe], capture_output=True, text=True, check=True).stdout
+    r = json.loads(out.strip().splitlines()[-1])
+    note("push", f"turn end with {r['devices']} devices: added to commit path p50 | p99 (µs)",
+         f"{r['enqueue_p50_us']:.1f}  |  {r['enqueue_p99_us']:.1f}", "≤ 1 ms")
+    note("push", f"turn end → all {r['devices']} pushes received p50 | p99 (ms)",
+         f"{r['delivered_p50_ms']:.1f}  |  {r['delivered_p99_ms']:.1f}", "")
+
+    # Idle RSS, A/B on the same harness: each build boots on an empty DATA_DIR, the owner is set
+    # up, then idles 5 s ("boot"); then 10 devices subscribe and 5 test pushes go to all of them
+    # (on a build without push these requests are 404s), and it idles PUSH_IDLE_S ("after use").
+    runs = {"push": [push_idle_run(binary, tmp) for _ in range(1 if QUICK else 3)]}
+    if baseline:
+        runs["baseline"] = [push_idle_run(baseline, tmp) for _ in range(1 if QUICK else 3)]
+    med = lambda name, i, j: statistics.median(r[i][j] for r in runs[name])
+    note("push", "idle RSS after boot | after 10 devices, 50 pushes (MiB)",
+         f"{med('push', 0, 0):.2f}  |  {med('push', 1, 0):.2f}", "")
+    note("push", "idle RSS growth after push use, same process: all | anon (MiB)",
+         f"{med('push', 1, 0) - med('push', 0, 0):+.2f}  |  {med('push', 1, 1) - med('push', 0, 1):+.2f}", "≤ 0.5 MiB")
+    if baseline:
+        note("push", "baseline idle RSS after boot | after the same requests (MiB)",
+             f"{med('baseline', 0, 0):.2f}  |  {med('baseline', 1, 0):.2f}", "")
+        note("push", "push vs baseline, idle RSS after boot: all | anon (MiB)",
+             f"{med('push', 0, 0) - med('baseline', 0, 0):+.2f}  |  {med('push', 0, 1) - med('baseline', 0, 1):+.2f}",
+             "≤ 0.5 MiB")
+        note("push", "push vs baseline, idle RSS after use: all | anon (MiB)",
+             f"{med('push', 1, 0) - med('baseline', 1, 0):+.2f}  |  {med('push', 1, 1) - med('baseline', 1, 1):+.2f}",
+             "≤ 0.5 MiB")
+
+    d = tempfile.mkdtemp(dir=tmp)
+    s = Server(binary, d, {"MOBIUS_PUSH_ALLOW_LOOPBACK": "1"})
+    s.wait()
+    token = owner_token(s.port)
+
+    # 1,000 stored notifications, written behind the server's back like an old history.
+    import sqlite3
+    db = sqlite3.connect(os.path.join(d, "db", "mobius.sqlite3"), timeout=10)
+    now = int(time.time() * 1000)
+    db.executemany(
+        "INSERT INTO notifications (id, kind, source_type, source_id, title, body, target, sent_at) VALUES (?,?,?,?,?,?,?,?)",
+        [(f"bench-{i:05}", "turn_done", "chat", f"c{i % 20}", f"Chat {i % 20}", "The agent finished. " * 5,
+          f"/shell/?chat=c{i % 20}", now - i * 1000) for i in range(1000)])
+    db.commit()
+    db.close()
+    gate = Gate(s.proc.pid)
+    for label, path in (("first page of 100", "/api/notifications?limit=100"), ("unread count", "/api/notifications/unread-count")):
+        def timed():
+            samples = []
+            for _ in range(300):
+                t = time.perf_counter()
+                status, _ = http_get(s.port, path, token, timeout=5)
+                samples.append((time.perf_counter() - t) * 1000)
+                assert status == 200, status
+            return sorted(samples)
+        samples = gate.run(timed)
+        note("push", f"1,000 stored: {label} p50 | p99 (ms)", f"{samples[150]:.2f}  |  {samples[296]:.2f}", "≤ 5 ms")
+    walks = []
+    for _ in range(30):
+        t = time.perf_counter()
+        before, n = None, 0
+        while True:
+            path = "/api/notifications?limit=100" + (f"&before={before}" if before else "")
+            status, body = http_json(s.port, "GET", path, None, token)
+            if not body:
+                break
+            n += len(body)
+            before = body[-1]["id"]
+        walks.append((time.perf_counter() - t) * 1000)
+        assert n >= 1000, n
+    walks.sort()
+    note("push", "1,000 stored: all of them, 10 pages, p50 | max (ms)", f"{walks[15]:.1f}  |  {walks[-1]:.1f}", "")
 def png_bytes(size):
     """A size x size RGB PNG with a gradient (so resizing has real work to do)."""
     import struct
@@ -1083,6 +1223,8 @@ def main():
             section_storage(args.binary, tmp)
         if want("appdoc"):
             section_appdoc(args.binary, tmp)
+        if want("push"):
+            section_push(args.binary, tmp, args.baseline)
         if want("lifecycle"):
             section_lifecycle(args.binary, tmp)
         if want("frontend"):

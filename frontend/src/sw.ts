@@ -7,7 +7,7 @@
 //! Standalone app hosts (`/apps/<slug>/`) fall back to the shell dressed with the app's last
 //! seen identity. The static assets an opened app lists in `offline.precache` are fetched ahead
 //! (`moebius:precache-app`) and, like `/vendor/` files, served from the cache with a background
-//! refresh. No other API response is cached. A new version waits until the page says the
+//! refresh. No other API response is cached. Notifications: `pwa/pushWorker.ts`. A new version waits until the page says the
 //! shell is idle (`SKIP_WAITING`); the very first install takes over at once.
 
 import { clientsClaim } from "workbox-core";
@@ -33,6 +33,7 @@ import {
   STANDALONE_CACHE,
   standaloneSlug,
 } from "./pwa/cachePolicy";
+import { installPushHandlers } from "./pwa/pushWorker";
 
 declare const self: ServiceWorkerGlobalScope & { __WB_MANIFEST: (string | { url: string; revision: string | null })[] };
 
@@ -40,6 +41,7 @@ const NAVIGATION_TIMEOUT_MS = 3_000;
 
 precacheAndRoute(self.__WB_MANIFEST);
 cleanupOutdatedCaches();
+installPushHandlers(self);
 
 /** Requests the worker never answers: the browser sends them straight to the network, without
  *  waking this worker (Service Worker static routing, where the browser has it). App storage is

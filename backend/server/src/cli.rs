@@ -20,6 +20,9 @@ USAGE:
                                     restore a backup into a stopped deployment
     mobius healthcheck [PATH]       exit 0 when the local server answers /api/ready (or PATH)
     mobius app apply <slug>         (agents) validate, commit, bundle and publish apps/<slug>/
+    mobius notify <title> <body> [--chat [ID]] [--app ID]
+                                    (agents) tell the owner: a notification on their devices,
+                                    opening this chat (--chat) or an app (--app)
     mobius --version   print the version
     mobius help        print this help
 
@@ -46,6 +49,7 @@ ENVIRONMENT:
     MOBIUS_AGENT_SANDBOX     on (default): confine the agent with Landlock; off: do not
     MOBIUS_APP_NODE_MODULES  the libraries mini-apps may import (default frontend/node_modules)
     MOBIUS_APP_RUNTIME_DIR   the app runtime: mobius-runtime.js, mobius-chat.js, app-runtime-inject.js (default frontend/public)
+    MOBIUS_PUSH_ALLOW_LOOPBACK  1: Web Push may reach plain-http loopback endpoints (tests only)
 ";
 
 /// Runs the command named by `args` (without the program name).
@@ -60,6 +64,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
             ExitCode::SUCCESS
         }
         Some("app") => app_command(&args[1..]),
+        Some("notify") => notify_command(&args[1..]),
         Some("help" | "--help" | "-h") => {
             print!("{HELP}");
             ExitCode::SUCCESS
@@ -163,6 +168,98 @@ fn app_command(args: &[String]) -> ExitCode {
         } else {
             eprintln!(
                 "apply failed ({}): {}\n{}",
+                status.as_u16(),
+                json["code"].as_str().unwrap_or("error"),
+                json["message"].as_str().unwrap_or("no details")
+            );
+            ExitCode::FAILURE
+        }
+    })
+}
+
+/// `mobius notify <title> <body> [--chat [ID]] [--app ID]`: a notification to the owner's
+/// devices through `POST /api/notifications/send`, attributed to the agent's chat. `--chat`
+/// links it to this chat (or chat ID), `--app` to an app.
+fn notify_command(args: &[String]) -> ExitCode {
+    const USAGE: &str = "usage: mobius notify <title> <body> [--chat [ID]] [--app ID]";
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let mut words = Vec::new();
+    let mut target = None;
+    let mut rest = args.iter().peekable();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--chat" => {
+                let id = match rest.peek() {
+                    Some(next) if !next.starts_with("--") && words.len() >= 2 => rest.next().cloned(),
+                    _ => env("MOBIUS_CHAT_ID").or_else(|| env("CHAT_ID")),
+                };
+                let Some(id) = id else {
+                    eprintln!("mobius: --chat needs a chat id outside an agent turn\n{USAGE}");
+                    return ExitCode::from(2);
+                };
+                target = Some(format!("/shell/?chat={id}"));
+            }
+            "--app" => {
+                let Some(id) = rest.next() else {
+                    eprintln!("{USAGE}");
+                    return ExitCode::from(2);
+                };
+                target = Some(format!("/shell/?app={id}"));
+            }
+            other if other.starts_with("--") => {
+                eprintln!("mobius: unknown option {other:?}\n{USAGE}");
+                return ExitCode::from(2);
+            }
+            word => words.push(word.to_owned()),
+        }
+    }
+    let (Some(title), body, true) = (words.first(), words.get(1), words.len() <= 2) else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let body = serde_json::json!({ "title": title, "body": body, "target": target });
+    agent_request("/api/notifications/send", &body, |json| {
+        println!("notified ({})", json["id"].as_str().unwrap_or("sent"));
+    })
+}
+
+/// POSTs `body` to the running server with the agent's run-bound token; prints the server's
+/// explanation on failure.
+fn agent_request(path: &str, body: &serde_json::Value, on_success: impl FnOnce(&serde_json::Value)) -> ExitCode {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let Some(base) = env("MOBIUS_API_URL").or_else(|| env("API_BASE_URL")) else {
+        eprintln!("mobius: MOBIUS_API_URL is not set (this command runs inside an agent turn)");
+        return ExitCode::from(2);
+    };
+    let Some(token) = env("MOBIUS_AGENT_TOKEN").or_else(|| env("AGENT_TOKEN")) else {
+        eprintln!("mobius: MOBIUS_AGENT_TOKEN is not set (this command runs inside an agent turn)");
+        return ExitCode::from(2);
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mobius: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap_or_default();
+        let url = format!("{}{path}", base.trim_end_matches('/'));
+        let response = match client.post(url).bearer_auth(token).json(body).send().await {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("mobius: cannot reach the server at {base}: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let status = response.status();
+        let json: serde_json::Value = response.json().await.unwrap_or_default();
+        if status.is_success() {
+            on_success(&json);
+            ExitCode::SUCCESS
+        } else {
+            eprintln!(
+                "failed ({}): {}: {}",
                 status.as_u16(),
                 json["code"].as_str().unwrap_or("error"),
                 json["message"].as_str().unwrap_or("no details")

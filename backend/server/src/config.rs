@@ -65,6 +65,9 @@ pub struct Config {
     /// How long a chat stays idle after its turns before its note is written
     /// (`MOBIUS_NOTE_IDLE_SECS`, default 120; `0` turns chat notes off, as `for_test` does).
     pub note_idle: Option<Duration>,
+    /// Lets Web Push reach plain-http loopback endpoints (`MOBIUS_PUSH_ALLOW_LOOPBACK=1`): for
+    /// the browser tests' push service only. Off, pushes go to https public addresses only.
+    pub push_allow_loopback: bool,
 }
 
 /// The default idle spell before a chat's note is written.
@@ -288,6 +291,11 @@ impl Config {
         let app_quota_bytes = quota_raw.trim().parse::<u64>().ok().filter(|q| *q > 0).ok_or_else(|| {
             ConfigError(format!("MOBIUS_APP_QUOTA_BYTES={quota_raw:?} must be a positive number of bytes"))
         })?;
+        let push_allow_loopback = match get("MOBIUS_PUSH_ALLOW_LOOPBACK").as_deref().map(str::trim) {
+            None | Some("" | "0" | "false") => false,
+            Some("1" | "true") => true,
+            Some(other) => return Err(ConfigError(format!("MOBIUS_PUSH_ALLOW_LOOPBACK={other:?} must be 1 or 0"))),
+        };
         let trusted_proxies = match get("MOBIUS_TRUSTED_PROXIES") {
             Some(raw) => {
                 TrustedProxies::parse(&raw).map_err(|e| ConfigError(format!("MOBIUS_TRUSTED_PROXIES: {e}")))?
@@ -329,6 +337,7 @@ impl Config {
             app_quota_bytes,
             proxy_allow_loopback: false,
             proxy_timeout: DEFAULT_PROXY_TIMEOUT,
+            push_allow_loopback,
             trusted_proxies,
             net,
             login: LoginPolicy::default(),
@@ -362,6 +371,7 @@ impl Config {
             app_quota_bytes: DEFAULT_APP_QUOTA_BYTES,
             proxy_allow_loopback: false,
             proxy_timeout: DEFAULT_PROXY_TIMEOUT,
+            push_allow_loopback: false,
             trusted_proxies: TrustedProxies::default(),
             net: NetLimits::default(),
             login: LoginPolicy::default(),

@@ -86,6 +86,11 @@ pub enum Domain {
     InvalidGrant,
     #[error("An app keeps at most {0} secrets; delete one first.")]
     TooManySecrets(i64),
+    #[error("At most {0} devices receive notifications; remove one in Settings.")]
+    TooManyDevices(i64),
+    /// An app tried to renew or remove a push endpoint it did not subscribe.
+    #[error("This push endpoint was not subscribed by this app.")]
+    PushEndpointNotYours,
     /// The answers do not fit the card (a choice for an approval, a decision for questions).
     #[error("{0}")]
     InvalidAnswers(&'static str),
@@ -104,7 +109,10 @@ impl Domain {
     pub fn status(&self) -> StatusCode {
         match self {
             Domain::ChatNotFound | Domain::AppNotFound | Domain::FileNotFound => StatusCode::NOT_FOUND,
-            Domain::FileTooLarge | Domain::QuotaExceeded | Domain::TooManySecrets(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Domain::FileTooLarge | Domain::QuotaExceeded | Domain::TooManySecrets(_) | Domain::TooManyDevices(_) => {
+                StatusCode::PAYLOAD_TOO_LARGE
+            }
+            Domain::PushEndpointNotYours => StatusCode::FORBIDDEN,
             Domain::IsADirectory => StatusCode::BAD_REQUEST,
             Domain::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             Domain::ChatPurged | Domain::QuestionStale => StatusCode::GONE,
@@ -147,6 +155,8 @@ impl Domain {
             Domain::TurnBusy => "turn_busy",
             Domain::InvalidGrant => "invalid_grant",
             Domain::TooManySecrets(_) => "too_many_secrets",
+            Domain::TooManyDevices(_) => "too_many_devices",
+            Domain::PushEndpointNotYours => "forbidden",
             Domain::ProviderNotConnected(_) => "provider_not_connected",
         }
     }

@@ -22,6 +22,7 @@ pub mod ops;
 pub mod protocol;
 pub mod providers;
 pub mod recall;
+pub mod push;
 pub mod search;
 pub mod skills;
 pub mod state;

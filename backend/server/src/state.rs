@@ -30,6 +30,7 @@ use crate::ops::Boot;
 use crate::providers::Providers;
 use crate::recall::notes::{NoteRunner, NoteSignals};
 use crate::skills::Skills;
+use crate::push::Push;
 use crate::storage::Store;
 use crate::telemetry::reports::ClientReports;
 use crate::writer::{WriteCommand, WriterHandle};
@@ -72,6 +73,8 @@ pub struct Inner {
     pub proxy: Proxy,
     /// Review and icon limits, update-check state and the store's catalog cache.
     pub lifecycle: crate::apps::lifecycle::limits::Lifecycle,
+    /// Notifications: the centre, Web Push and its worker.
+    pub push: Arc<Push>,
     /// Open event streams, capped per client address and in all.
     pub streams: Arc<crate::events::StreamLimits>,
     /// The built-in and agent-written skills.
@@ -174,12 +177,14 @@ impl AppState {
             }
             None => NoteSignals::off(),
         };
+        let push = Arc::new(Push::start(&config, db.clone(), writer.clone()));
         let agents = Arc::new(Agents {
             writer: writer.clone(),
             read: db.read.clone(),
             providers: providers.clone(),
             keys: keys.clone(),
             owner: owner.clone(),
+            push: push.clone(),
             skill_dir: config.skill_dir.clone(),
             data_dir: config.data_dir.clone(),
             turns: Turns::default(),
@@ -221,6 +226,7 @@ impl AppState {
             storage,
             proxy: Proxy::default(),
             lifecycle: crate::apps::lifecycle::limits::Lifecycle::default(),
+            push,
             streams,
             skills,
             frame_bootstrap: OnceLock::new(),

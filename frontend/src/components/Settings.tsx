@@ -34,6 +34,7 @@ import { Icon } from "./Icon";
 import { MemorySection } from "./MemorySettings";
 
 const toPolicy = (value: string): ApprovalPolicy => (value === "ask" || value === "workspace" ? value : "full");
+import NotificationSettings from "./NotificationSettings";
 
 const errorText = (error: unknown) => (error instanceof ApiError ? error.message : "Something went wrong.");
 
@@ -79,6 +80,7 @@ export default function Settings({ activeChatId, onSignOut }: SettingsProps) {
         <MemorySection />
         <SandboxSection />
         <AppearanceSection />
+        <NotificationSettings />
         <StoreSection />
         <section className="settings-section" aria-labelledby="s-sessions">
           <h2 id="s-sessions" className="settings-title">

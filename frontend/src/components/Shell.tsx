@@ -17,6 +17,7 @@ import { onAppPreview } from "../shell/appEvents";
 import { useWide } from "../shell/layout";
 import { useOnline } from "../shell/online";
 import { closeApp, closeDrawer, currentNav, navigate, openApp, openDrawer, takeSlugLink, useNav, type Route } from "../shell/router";
+import { usePresence } from "../shell/push";
 import { useSystemEvents } from "../shell/systemEvents";
 import { AccountMenu } from "./AccountMenu";
 import { AppPane } from "./AppPane";
@@ -26,6 +27,8 @@ import { ChatView } from "./ChatView";
 import { Drawer } from "./Drawer";
 import { Icon } from "./Icon";
 import { preloadMarkdown } from "./Markdown";
+import DecisionSheet from "./DecisionSheet";
+import NotificationBell from "./NotificationBell";
 
 const Settings = lazy(() => import("./Settings"));
 const AppsView = lazy(() => import("./AppsView"));
@@ -255,6 +258,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
   );
 
   const activeId = route.name === "chat" ? route.id : null;
+  usePresence(activeId);
   const summary = activeId ? chats.data?.find((c) => c.id === activeId) : undefined;
   const chatTitle =
     route.name === "settings"
@@ -354,6 +358,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
           >
             <Icon name="compose" size={20} />
           </button>
+          <NotificationBell />
           <AccountMenu
             username={owner}
             onSignOut={() => onSignOut(false)}
@@ -362,6 +367,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
             error={accountError}
           />
         </header>
+        <DecisionSheet search={location.search} />
         {!online && (
           <div className="offline-note" role="status">
             <Icon name="offline" size={16} />

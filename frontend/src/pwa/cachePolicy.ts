@@ -20,7 +20,9 @@ export const APP_DATA_CACHE = "mobius-app-data";
 /** Static assets apps asked to have offline (`offline.precache`), and `/vendor/` files. */
 export const APP_ASSETS_CACHE = "mobius-app-assets";
 /** Runtime caches the current worker keeps on activation; other `mobius-*` caches are stale. */
-export const RUNTIME_CACHES = [SHELL_DATA_CACHE, APP_CODE_CACHE, STANDALONE_CACHE, APP_ASSETS_CACHE];
+/** Questions pushed with answer buttons, kept for the decision screen (works offline). */
+export const DECISIONS_CACHE = "mobius-decisions";
+export const RUNTIME_CACHES = [SHELL_DATA_CACHE, APP_CODE_CACHE, STANDALONE_CACHE, APP_ASSETS_CACHE, DECISIONS_CACHE];
 /** At most this many assets are precached for one app. */
 export const MAX_PRECACHE_URLS = 64;
 

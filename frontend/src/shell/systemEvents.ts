@@ -13,6 +13,7 @@ import { backoffDelay } from "../chat/reconnect";
 import { runStream } from "../chat/sse";
 import { announceAppPreview } from "./appEvents";
 import { useOnline } from "./online";
+import { notificationsKey, pushDevicesKey } from "../api/push";
 
 /** A system event, or an announcement posted to `/api/notify` (free-form, typed by `type`). */
 type ShellEvent = SystemEvent | { type: string; app_id?: unknown; chat_id?: unknown };
@@ -57,6 +58,8 @@ export function useSystemEvents(): void {
             } catch {
               return;
             }
+            if (touchesNotifications(event.type)) void queryClient.invalidateQueries({ queryKey: notificationsKey });
+            if (event.type === "push_devices_changed") void queryClient.invalidateQueries({ queryKey: pushDevicesKey });
             // (Re)opening may have missed events: refresh once then too.
             if (event.type === "system_stream_open") {
               invalidate("chats");
@@ -89,4 +92,9 @@ export function useSystemEvents(): void {
       if (refresh !== null) clearTimeout(refresh);
     };
   }, [online, queryClient]);
+}
+
+/** Events after which the bell and the badge recount (a question waiting changes a chat). */
+function touchesNotifications(type: string | undefined): boolean {
+  return type === "system_stream_open" || type === "notifications_changed" || type === "notification_created" || !!type?.startsWith("chat_");
 }

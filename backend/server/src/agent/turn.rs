@@ -28,6 +28,7 @@ use crate::protocol::{
     RunStatus, ToolStatus, UserInput,
 };
 use crate::providers::Providers;
+use crate::push::Push;
 use crate::writer::{ChatPatch, FinishRun, Started, WriteCommand, WriterHandle};
 
 /// How long a stopped CLI gets to wind down before its process group is killed.
@@ -46,6 +47,8 @@ pub struct Agents {
     pub providers: Arc<Providers>,
     pub keys: Keys,
     pub owner: Arc<OwnerCache>,
+    /// Tells the owner when a turn ends or asks (off the turn's path).
+    pub push: Arc<Push>,
     /// The agent's constitution and skills.
     pub skill_dir: PathBuf,
     /// The agent's working directory (and where its process groups are recorded).
@@ -541,6 +544,7 @@ impl Turn<'_> {
         };
         let card = QuestionCard { question_id: question_id.clone(), card };
         self.live.apply(&ChatEvent::Question(card.clone()));
+        let notice = crate::push::Notice::question(&self.chat_id, &card);
         let committed = self
             .agents
             .writer
@@ -553,7 +557,10 @@ impl Turn<'_> {
             })
             .await;
         match committed {
-            Ok(()) => self.pending_ask = Some(PendingAsk { question_id, approval_tool, reply }),
+            Ok(()) => {
+                self.agents.push.notify(notice);
+                self.pending_ask = Some(PendingAsk { question_id, approval_tool, reply });
+            }
             Err(e) => {
                 warn!(error = %e, "a question could not be recorded; declining it");
                 let _ = reply.send(Reply::Deny("The question could not be delivered to the owner.".into()));
@@ -717,7 +724,13 @@ impl Turn<'_> {
             next_run_id: RunId::random(),
         };
         info!(run.id = %self.run_id, status = status.as_str(), "turn ended");
+        let reply = run.body.as_ref().map(|m| m.content.clone()).unwrap_or_default();
         match self.agents.writer.call(|ack| WriteCommand::FinishRun { finish: run, ack }).await {
+            Ok(outcome) if outcome.next.is_none() => {
+                // The push goes after the commit, off this path (a bounded enqueue).
+                self.agents.push.turn_ended(&self.chat_id, status, &reply, finish.error.as_deref());
+                Outcome { next: None, cleared: outcome.cleared }
+            }
             Ok(outcome) => Outcome {
                 next: outcome.next.map(|started| TurnStart { chat_id: self.chat_id.clone(), started }),
                 cleared: outcome.cleared,

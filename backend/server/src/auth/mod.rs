@@ -17,6 +17,7 @@ use axum::http::request::Parts;
 pub use jwt::{Claims, Keys, Scope};
 pub use owner::OwnerCache;
 pub use routes::router;
+pub(crate) use routes::throttled;
 
 use crate::error::{Error, Result};
 use crate::state::AppState;

@@ -84,7 +84,8 @@ fn validate(creds: &Credentials) -> Result<String> {
     Ok(username.to_owned())
 }
 
-fn throttled(wait: std::time::Duration) -> Error {
+/// 429 for an attempt that must wait `wait` (sign-ins, notification buttons).
+pub(crate) fn throttled(wait: std::time::Duration) -> Error {
     let secs = wait.as_secs_f64().ceil() as u64;
     Error::too_many("too_many_attempts", format!("Too many attempts; try again in {secs} s."), secs)
 }

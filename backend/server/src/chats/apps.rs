@@ -298,7 +298,8 @@ struct InstanceIn {
     instance_id: String,
 }
 
-fn iso(ms: i64) -> String {
+/// `ms` (unix milliseconds) as an ISO 8601 UTC timestamp.
+pub fn iso(ms: i64) -> String {
     let secs = ms.div_euclid(1000);
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).

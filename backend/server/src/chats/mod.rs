@@ -9,6 +9,7 @@ pub(crate) mod stream;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, Ordering};
 
+pub(crate) use routes::deliver_answer;
 pub use routes::{open_primed_chat, router};
 
 use crate::db::now_ms;

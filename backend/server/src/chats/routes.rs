@@ -487,6 +487,17 @@ async fn answer(state: &AppState, chat_id: &ChatId, question_id: QuestionId, ans
         })?,
         _ => return Err(Error::bad_request("invalid_answers", "answers is an object of at most 64 KiB.")),
     };
+    deliver_answer(state, chat_id, question_id, answers).await
+}
+
+/// Hands the owner's answers to the waiting turn; after a restart, records them and starts a
+/// new turn with them. Also used by a notification's buttons (`push::routes`).
+pub(crate) async fn deliver_answer(
+    state: &AppState,
+    chat_id: &ChatId,
+    question_id: QuestionId,
+    answers: Answers,
+) -> Result<Response> {
     let _lock = state.chat_locks.lock(chat_id).await;
     if let Some(handle) = state.agents.turns.get(chat_id) {
         handle.answer(question_id, answers).await?;

@@ -10,6 +10,7 @@ pub mod journal;
 pub mod messages;
 pub mod notes;
 pub mod owner;
+pub mod push;
 pub mod queue;
 pub mod runs;
 pub mod search;

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ids::{ChatId, QuestionId, RunId};
 use super::message::{Answers, Message, QuestionCard, is_false};
+use super::notice::NotificationKind;
 
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -256,6 +257,17 @@ pub enum SystemEvent {
     AppRecovered {
         app_id: i64,
     },
+    /// A notification was stored: the bell and the badge recount.
+    NotificationCreated {
+        id: String,
+        kind: NotificationKind,
+    },
+    /// Notifications were read or deleted.
+    NotificationsChanged,
+    /// A notification switch was turned on or off.
+    NotificationPrefsChanged,
+    /// A device was subscribed to pushes, or removed.
+    PushDevicesChanged,
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ mod event;
 mod ids;
 mod live;
 mod message;
+mod notice;
 #[cfg(test)]
 mod typescript;
 
@@ -27,6 +28,7 @@ pub use message::{
     Answers, ApprovalAnswers, Block, Card, Choice, Choices, Decision, InvalidMessage, Message, QuestionCard,
     QuestionItem, QuestionOption, Role, ToolBlock, ToolStatus, UserInput,
 };
+pub use notice::{NotificationAction, NotificationItem, NotificationKind, PushPayload};
 
 /// Which CLI runs a chat.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -187,6 +187,7 @@ impl Actor {
                 | WriteCommand::AppForgetUnbuilt { .. }
                 | WriteCommand::AppPatch { .. }
                 | WriteCommand::AppPurge { .. }
+                | WriteCommand::Push { .. }
                 | WriteCommand::AppDeleteSecrets { .. }
                 | WriteCommand::InstallPassMint { .. }
                 | WriteCommand::InstallPassRedeem { .. }
@@ -396,6 +397,10 @@ impl Actor {
                 let result = super::apps::adopt(&mut self.conn, batch, id, &slug).await;
                 finish(batch, ack, result)
             }
+            WriteCommand::Push { op, ack } => {
+                let result = super::push::apply(&mut self.conn, batch, op).await;
+                finish(batch, ack, result)
+            }
             WriteCommand::AppPurge { cutoff, keep, ack } => {
                 let result = db::apps::purge_deleted(&mut self.conn, cutoff, &keep).await;
                 finish(batch, ack, result)
@@ -527,6 +532,7 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         }
         WriteCommand::AppPatch { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppPurge { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::Push { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppDeleteSecrets { ack, .. } => batch.complete(ack, err()),
         WriteCommand::InstallPassMint { ack, .. } | WriteCommand::SetCatalogIndexes { ack, .. } => {
             batch.complete(ack, err())

@@ -158,6 +158,27 @@ pub struct ChatPatch {
     pub scope: Option<(Option<String>, Option<String>)>,
 }
 
+/// One write of the push module. Each answers a count (rows changed, or 1/0).
+#[derive(Debug)]
+pub enum PushWrite {
+    /// Adds a device or renews its keys.
+    Subscribe(crate::db::push::NewSubscription),
+    /// Removes the device with this endpoint (`Some(app)`: only if that app subscribed it).
+    Unsubscribe(String, Option<i64>),
+    /// Removes the device with this id (Settings).
+    UnsubscribeId(i64),
+    /// The push service accepted a push for this device.
+    Delivered(i64),
+    /// Stores a notification and announces `notification_created`.
+    Store(Box<crate::db::push::Notification>),
+    /// Marks every unread notification read.
+    ReadAll,
+    /// Deletes one notification, or all.
+    Delete(Option<String>),
+    /// Turns one kind of notification on or off.
+    SetPref { kind: crate::protocol::NotificationKind, enabled: bool },
+}
+
 /// Every mutation the writer knows how to apply.
 #[derive(Debug)]
 pub enum WriteCommand {
@@ -245,6 +266,8 @@ pub enum WriteCommand {
     InstallPassRedeem { id: String, ack: Ack<Option<crate::db::apps::InstallPass>> },
     /// Sets the store's catalog indexes (a JSON list; `None`: the default catalog).
     SetCatalogIndexes { indexes: Option<String>, ack: Ack<()> },
+    /// Push subscriptions and the notification centre (`writer/push.rs`).
+    Push { op: PushWrite, ack: Ack<u64> },
     /// Coalesced live-message snapshot.
     SnapshotLive(LiveSnapshot),
     /// Resolves after everything queued before it is committed.

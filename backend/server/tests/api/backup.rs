@@ -44,6 +44,7 @@ async fn a_backup_of_a_running_server_restores_the_owner_chats_and_provider_logi
     std::fs::write(app.data_dir().join("apps/notes/index.jsx"), "export default () => null;\n").expect("app file");
     std::os::unix::fs::symlink("index.jsx", app.data_dir().join("apps/notes/entry.jsx")).expect("symlink");
     let titles = chat_titles(&app, &token).await;
+    let vapid: Value = app.get("/api/push/vapid-key", None).await.json().await.expect("json");
 
     let backups = tempfile::tempdir().expect("tmp");
     let dest = backups.path().join("b1");
@@ -52,6 +53,7 @@ async fn a_backup_of_a_running_server_restores_the_owner_chats_and_provider_logi
     assert!(dest.join(MANIFEST_FILE).is_file());
     assert_eq!(mode(&dest), 0o700, "a backup holds secrets");
     assert_eq!(mode(&dest.join("secret.key")), 0o600);
+    assert_eq!(mode(&dest.join("push/vapid.pem")), 0o600, "the push key is backed up, private");
     assert!(!dest.join("db/mobius.sqlite3-wal").exists() && !dest.join("db/mobius.sqlite3-shm").exists());
     assert!(!dest.join("run").exists(), "transient process markers are not backed up");
     assert_eq!(std::fs::read_link(dest.join("apps/notes/entry.jsx")).expect("link"), Path::new("index.jsx"));
@@ -69,6 +71,8 @@ async fn a_backup_of_a_running_server_restores_the_owner_chats_and_provider_logi
 
     let again = TestApp::spawn_in(restored, |_| {}).await;
     assert_eq!(again.get("/api/auth/session", Some(&token)).await.status(), StatusCode::OK, "same signing key");
+    let restored_vapid: Value = again.get("/api/push/vapid-key", None).await.json().await.expect("json");
+    assert_eq!(restored_vapid, vapid, "devices stay subscribed: same VAPID key");
     let r = again.post("/api/auth/token", json!({ "username": USERNAME, "password": PASSWORD }), None).await;
     assert_eq!(r.status(), StatusCode::OK, "the owner can sign in");
     let fresh = token_of(r).await;

@@ -356,7 +356,7 @@ async fn broken_clis_fail_the_turn_with_a_readable_error() {
 }
 
 /// A fake CLI that asks a question (or for a permission) and reports the answer it got.
-fn asking_claude(dir: &Path, tool: &str, input: &str) -> PathBuf {
+pub fn asking_claude(dir: &Path, tool: &str, input: &str) -> PathBuf {
     script(
         dir,
         "asking-claude",

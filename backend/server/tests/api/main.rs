@@ -13,6 +13,7 @@ mod memory;
 mod ops;
 mod platform;
 mod providers;
+mod push;
 mod release_db;
 mod search;
 mod storage;

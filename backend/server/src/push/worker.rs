@@ -1,0 +1,346 @@
+//! The one task that stores notices and sends pushes, off every caller's path.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
+
+use super::notice::{self, Notice};
+use super::{actions, crypto, presence};
+use crate::apps::smart_http::{FetchPolicy, checked_resolver};
+use crate::config::Config;
+use crate::db::{self, Db, now_ms};
+use crate::error::{Error, Result};
+use crate::protocol::{NotificationKind as Kind, PushPayload};
+use crate::writer::{PushWrite, WriteCommand, WriterHandle};
+
+/// Pushes in flight at once.
+const MAX_PARALLEL_SENDS: usize = 8;
+/// One push request, connect to answer.
+const SEND_TIMEOUT: Duration = Duration::from_secs(15);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The first pause after a device's push failed; doubles per failure up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_secs(30);
+const MAX_BACKOFF: Duration = Duration::from_secs(3600);
+/// The sender (HTTP client, connections, the parsed key) is dropped after this long without a
+/// notice.
+const SENDER_IDLE: Duration = Duration::from_secs(10);
+/// `last_ok_at` is refreshed at most this often per device (one write, not one per push).
+const DELIVERED_MARK_EVERY_MS: i64 = 3600 * 1000;
+/// Sources that never push (maintenance noise; only the type decides), as in the original.
+const QUIET_SOURCE_TYPES: &[&str] = &[
+    "platform_conflict",
+    "platform_update",
+    "shell",
+    "shell_rebuild",
+    "shell_rebuilding",
+    "shell_rebuilt",
+    "shell_rebuild_failed",
+];
+const USER_AGENT: &str = "Mobius/1.0 (web push)";
+
+/// What routes and the worker share.
+pub(super) struct Shared {
+    /// `DATA_DIR/push/vapid.pem`: created on first use, read when a burst of pushes starts.
+    vapid_path: PathBuf,
+    /// The VAPID public key, once read.
+    public_key: OnceLock<String>,
+    /// The VAPID `sub` claim: `mailto:admin@<public host>`.
+    pub subject: String,
+    pub presence: presence::Presence,
+    pub actions: actions::ActionTokens,
+    /// Test configurations may push to `http://127.0.0.1` (the tests' push service):
+    /// `Config::push_allow_loopback`.
+    pub allow_loopback: bool,
+}
+
+impl Shared {
+    /// Nothing is read or built here: the key is loaded on first use.
+    pub(super) fn new(config: &Config) -> Self {
+        let host = config.public_origin.authority().split(':').next().unwrap_or("localhost").to_owned();
+        Self {
+            vapid_path: config.data_dir.join("push").join("vapid.pem"),
+            public_key: OnceLock::new(),
+            subject: format!("mailto:admin@{host}"),
+            presence: presence::Presence::default(),
+            actions: actions::ActionTokens::default(),
+            allow_loopback: config.push_allow_loopback,
+        }
+    }
+
+    /// The VAPID key pair, created (0600) the first time anything needs it.
+    pub(super) fn vapid(&self) -> Result<crypto::Vapid> {
+        let vapid = crypto::Vapid::load_or_create(&self.vapid_path)?;
+        let _ = self.public_key.set(vapid.public_key().to_owned());
+        Ok(vapid)
+    }
+
+    /// The VAPID public key browsers subscribe with.
+    pub(super) fn public_key(&self) -> Result<String> {
+        match self.public_key.get() {
+            Some(key) => Ok(key.clone()),
+            None => Ok(self.vapid()?.public_key().to_owned()),
+        }
+    }
+}
+
+/// What sending needs, built on a burst's first push and dropped after [`SENDER_IDLE`]: the
+/// HTTP client (its connections, TLS roots and sessions) and the parsed VAPID key.
+struct Sender {
+    client: reqwest::Client,
+    vapid: crypto::Vapid,
+}
+
+/// A device whose pushes failed: skipped until `until`.
+struct Backoff {
+    failures: u32,
+    until: Instant,
+}
+
+struct Worker {
+    shared: Arc<Shared>,
+    db: Db,
+    writer: WriterHandle,
+    sender: Option<Arc<Sender>>,
+    backoff: HashMap<i64, Backoff>,
+}
+
+pub(super) async fn run(mut rx: mpsc::Receiver<Box<Notice>>, shared: Arc<Shared>, db: Db, writer: WriterHandle) {
+    let mut worker = Worker { shared, db, writer, sender: None, backoff: HashMap::new() };
+    loop {
+        let next = if worker.sender.is_some() {
+            match tokio::time::timeout(SENDER_IDLE, rx.recv()).await {
+                Ok(next) => next,
+                Err(_idle) => {
+                    // Pushes come in bursts: between them, keep nothing (connections, TLS
+                    // roots, the key), and give the freed memory back.
+                    worker.sender = None;
+                    crate::memory::trim_now();
+                    continue;
+                }
+            }
+        } else {
+            rx.recv().await
+        };
+        let Some(notice) = next else { return };
+        if let Err(e) = worker.handle(*notice).await {
+            warn!(error = %e, "a notification could not be delivered");
+        }
+    }
+}
+
+/// What a device's push service said.
+enum Outcome {
+    Accepted,
+    /// 404/410: the subscription is gone for good.
+    Gone,
+    Failed(String),
+}
+
+impl Worker {
+    async fn handle(&mut self, mut notice: Notice) -> Result<()> {
+        if notice.kind != Kind::Test
+            && db::push::disabled_kinds(&self.db.read).await?.iter().any(|k| k == notice.kind.as_str())
+        {
+            debug!(kind = notice.kind.as_str(), "notification switched off");
+            return Ok(());
+        }
+        if notice.title.is_empty() {
+            let title = match notice.source.chat() {
+                Some(chat) => db::push::chat_title(&self.db.read, chat).await?.filter(|t| !t.trim().is_empty()),
+                None => None,
+            };
+            notice.title = notice::clip(title.as_deref().unwrap_or("Möbius"), notice::MAX_TITLE_CHARS);
+        }
+        let watched = notice::suppressed_while_watched(notice.kind)
+            && notice.source.chat().is_some_and(|chat| self.shared.presence.watching(chat));
+        let (source_type, source_id) = notice.source.attribution();
+        let quiet = QUIET_SOURCE_TYPES.contains(&source_type.trim().to_ascii_lowercase().as_str());
+        let target = notice.target.clone().or_else(|| notice.source.default_target());
+        let mut token = None;
+        if let Some(decision) = &notice.decision {
+            let choices = decision.choices.iter().map(|(a, answers)| (a.action.clone(), answers.clone())).collect();
+            token = Some(self.shared.actions.mint(&decision.chat_id, &decision.question_id, choices)?);
+            notice.actions = decision.choices.iter().map(|(a, _)| a.clone()).collect();
+        }
+        let id = match notice.stored_id.take() {
+            Some(id) => id,
+            None => {
+                let actions = if notice.actions.is_empty() {
+                    None
+                } else {
+                    Some(serde_json::to_string(&notice.actions).map_err(|e| Error::Internal(e.to_string()))?)
+                };
+                let row = db::push::Notification {
+                    id: uuid::Uuid::new_v4().to_string(),
+                    kind: notice.kind,
+                    source_type,
+                    source_id,
+                    title: notice.title.clone(),
+                    body: notice.body.clone(),
+                    icon: notice.icon.clone(),
+                    target: target.clone(),
+                    actions,
+                    sent_at: now_ms(),
+                    clicked_at: None,
+                    // Seen already: the owner watched it happen.
+                    read_at: watched.then(now_ms),
+                };
+                let id = row.id.clone();
+                self.write(PushWrite::Store(Box::new(row))).await?;
+                id
+            }
+        };
+        if watched || quiet {
+            debug!(watched, quiet, "notification stored without a push");
+            return Ok(());
+        }
+        let tag = notice.source.topic_key();
+        let decision = notice.decision.take();
+        let payload = PushPayload {
+            id,
+            title: std::mem::take(&mut notice.title),
+            body: notice.body.take(),
+            icon: notice.icon.take(),
+            target,
+            actions: std::mem::take(&mut notice.actions),
+            kind: notice.kind,
+            tag,
+            chat_id: decision.as_ref().map(|d| d.chat_id.clone()),
+            question_id: decision.map(|d| d.question_id),
+            action_token: token,
+        };
+        let plaintext = serde_json::to_vec(&payload).map_err(|e| Error::Internal(e.to_string()))?;
+        self.push(&notice, &plaintext).await
+    }
+
+    async fn write(&self, op: PushWrite) -> Result<u64> {
+        self.writer.call(|ack| WriteCommand::Push { op, ack }).await
+    }
+
+    fn sender(&mut self) -> Result<Arc<Sender>> {
+        if let Some(sender) = &self.sender {
+            return Ok(sender.clone());
+        }
+        let client = reqwest::Client::builder()
+            .user_agent(USER_AGENT)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(SEND_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .referer(false)
+            .dns_resolver(checked_resolver(&policy(self.shared.allow_loopback)))
+            .build()
+            .map_err(|e| Error::Internal(format!("push client: {e}")))?;
+        let sender = Arc::new(Sender { client, vapid: self.shared.vapid()? });
+        self.sender = Some(sender.clone());
+        Ok(sender)
+    }
+
+    /// Sends `plaintext` to every device not backing off; prunes gone ones.
+    async fn push(&mut self, notice: &Notice, plaintext: &[u8]) -> Result<()> {
+        let now = Instant::now();
+        let devices: Vec<_> = db::push::subscriptions(&self.db.read)
+            .await?
+            .into_iter()
+            .filter(|s| self.backoff.get(&s.id).is_none_or(|b| b.until <= now))
+            // An app's subscription gets only that app's notifications (never a question's
+            // action token, never another source's news).
+            .filter(|s| s.app_id.is_none() || s.app_id == notice.source.app())
+            .collect();
+        if devices.is_empty() {
+            return Ok(());
+        }
+        let sender = self.sender()?;
+        let topic = notice.source.topic_key().map(|k| crypto::topic(&k));
+        let (kind, subject) = (notice.kind, self.shared.subject.as_str());
+        let results: Vec<_> = futures_util::stream::iter(devices)
+            .map(|device| {
+                let (sender, topic) = (&sender, topic.as_deref());
+                async move {
+                    let outcome = send(sender, subject, &device, kind, topic, plaintext).await;
+                    (device, outcome)
+                }
+            })
+            .buffer_unordered(MAX_PARALLEL_SENDS)
+            .collect()
+            .await;
+        for (device, outcome) in results {
+            match outcome {
+                Outcome::Accepted => {
+                    self.backoff.remove(&device.id);
+                    if device.last_ok_at.is_none_or(|t| now_ms() - t >= DELIVERED_MARK_EVERY_MS) {
+                        self.write(PushWrite::Delivered(device.id)).await?;
+                    }
+                }
+                Outcome::Gone => {
+                    info!(device = device.id, "push subscription expired; removed");
+                    self.backoff.remove(&device.id);
+                    self.write(PushWrite::Unsubscribe(device.endpoint, None)).await?;
+                }
+                Outcome::Failed(why) => {
+                    let failures = self.backoff.get(&device.id).map_or(1, |b| b.failures.saturating_add(1));
+                    let pause = FIRST_BACKOFF.saturating_mul(1 << failures.saturating_sub(1).min(7)).min(MAX_BACKOFF);
+                    warn!(device = device.id, failures, pause_secs = pause.as_secs(), %why, "push failed; backing off");
+                    self.backoff.insert(device.id, Backoff { failures, until: Instant::now() + pause });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Who push requests may reach: https to public addresses; test configurations also plain
+/// http to loopback (the tests' push service).
+pub(super) fn policy(allow_loopback: bool) -> FetchPolicy {
+    FetchPolicy::proxy(allow_loopback)
+}
+
+async fn send(
+    sender: &Sender,
+    subject: &str,
+    device: &db::push::Subscription,
+    kind: Kind,
+    topic: Option<&str>,
+    plaintext: &[u8],
+) -> Outcome {
+    let Some(keys) = crypto::ClientKeys::decode(&device.p256dh, &device.auth) else {
+        return Outcome::Gone;
+    };
+    let Ok(url) = reqwest::Url::parse(&device.endpoint) else { return Outcome::Gone };
+    let body = match crypto::encrypt(&keys, plaintext) {
+        Ok(body) => body,
+        Err(e) => return Outcome::Failed(e.to_string()),
+    };
+    let audience = url.origin().ascii_serialization();
+    let now_secs = now_ms() / 1000;
+    let authorization = match sender.vapid.authorization(&audience, subject, now_secs) {
+        Ok(a) => a,
+        Err(e) => return Outcome::Failed(e.to_string()),
+    };
+    let mut request = sender
+        .client
+        .post(url)
+        .header("TTL", notice::ttl(kind).as_secs().to_string())
+        .header("Urgency", notice::urgency(kind))
+        .header("Content-Encoding", "aes128gcm")
+        .header("Content-Type", "application/octet-stream")
+        .header("Authorization", authorization)
+        .body(body);
+    if let Some(topic) = topic {
+        request = request.header("Topic", topic);
+    }
+    match request.send().await {
+        Ok(response) => match response.status().as_u16() {
+            200..=299 => Outcome::Accepted,
+            404 | 410 => Outcome::Gone,
+            status => Outcome::Failed(format!("push service answered {status}")),
+        },
+        Err(e) => Outcome::Failed(e.to_string()),
+    }
+}
