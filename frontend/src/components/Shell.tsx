@@ -6,7 +6,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { lazy, Suspense, useCallback, useEffect, useRef, useState } from "react";
 import { signOutEverywhere, type Session } from "../api/auth";
-import { chatKey, chatsKey, createChat, deleteChat, listChats, patchChat, recoverChat } from "../api/chats";
+import { chatKey, chatsKey, createChat, deleteChat, fetchChatSummary, patchChat, recoverChat } from "../api/chats";
 import { ApiError } from "../api/client";
 import { anyConnected, fetchProvidersStatus, providersStatusKey } from "../api/settings";
 import type { ChatSummary } from "../api/types";
@@ -17,7 +17,9 @@ import { onAppPreview } from "../shell/appEvents";
 import { useWide } from "../shell/layout";
 import { useOnline } from "../shell/online";
 import { closeApp, closeDrawer, currentNav, navigate, openApp, openDrawer, useNav, type Route } from "../shell/router";
+import { withChat, withChatPatched, withoutChat, type ChatList } from "../shell/chatList";
 import { useSystemEvents } from "../shell/systemEvents";
+import { useChatList } from "../shell/useChatList";
 import { AccountMenu } from "./AccountMenu";
 import { AppPane } from "./AppPane";
 import { useApps } from "./useApps";
@@ -49,7 +51,8 @@ export function Shell({ session, onSignOut }: ShellProps) {
   const owner = session.username;
   useSystemEvents();
 
-  const chats = useQuery({ queryKey: chatsKey, queryFn: ({ signal }) => listChats(signal), staleTime: 10_000 });
+  const chats = useChatList();
+  const chatList = chats.list?.chats;
   const providers = useQuery({ queryKey: providersStatusKey, queryFn: fetchProvidersStatus, staleTime: 60_000, retry: false });
   const [liveTitle, setLiveTitle] = useState<{ id: string; title: string } | null>(null);
   const [toast, setToast] = useState<Toast | null>(null);
@@ -77,14 +80,14 @@ export function Shell({ session, onSignOut }: ShellProps) {
     // The id is minted here, so retrying after a lost answer cannot create a second chat.
     retry: (failures, error) => error instanceof ApiError && error.isNetwork && failures < 2,
     onSuccess: (summary) => {
-      queryClient.setQueryData<ChatSummary[]>(chatsKey, (list) => (list ? [summary, ...list.filter((c) => c.id !== summary.id)] : [summary]));
+      if (summary) queryClient.setQueryData<ChatList>(chatsKey, (list) => (list ? withChat(list, summary) : list));
     },
   });
 
   /** Opens an empty chat: an unused one when there is one, else a new one (client-minted id). */
   const openNewChat = useCallback(
     (options: { replace?: boolean } = {}) => {
-      const spare = chats.data?.find((c) => !c.has_messages && c.pinned_at === null && !c.running);
+      const spare = chatList?.find((c) => !c.has_messages && c.pinned_at === null && !c.running);
       if (spare) {
         navigate({ name: "chat", id: spare.id }, options);
         return;
@@ -92,27 +95,39 @@ export function Shell({ session, onSignOut }: ShellProps) {
       const id = newCid();
       create.mutate(id, { onSuccess: () => navigate({ name: "chat", id }, options) });
     },
-    [chats.data, create],
+    [chatList, create],
   );
 
   // "/" opens the last chat, else the newest, else a fresh one.
-  const list = chats.data;
+  const list = chatList;
+  const listComplete = chats.list?.next === null;
   const creatingHome = useRef(false);
   useEffect(() => {
     if (route.name !== "home" || !list) return;
     const last = loadLastChat(owner);
-    const target = list.find((c) => c.id === last) ?? list.find((c) => c.has_messages) ?? list[0];
-    if (target) navigate({ name: "chat", id: target.id }, { replace: true, app: currentNav().app });
+    const fallback = list.find((c) => c.has_messages) ?? list[0];
+    const open = (id: string) => navigate({ name: "chat", id }, { replace: true, app: currentNav().app });
+    const known = list.find((c) => c.id === last);
+    if (known) open(known.id);
+    else if (last && !listComplete) {
+      // The last chat may sit on a page not loaded yet: ask for it alone.
+      void fetchChatSummary(last)
+        .then((chat) => chat.id)
+        .catch(() => fallback?.id)
+        .then((id) => {
+          if (id && currentNav().route.name === "home") open(id);
+        });
+    } else if (fallback) open(fallback.id);
     else if (!creatingHome.current && online) {
       creatingHome.current = true;
       openNewChat({ replace: true });
     }
-  }, [route.name, list, owner, online, openNewChat]);
+  }, [route.name, list, listComplete, owner, online, openNewChat]);
 
   const rename = useMutation({
     mutationFn: ({ id, title }: { id: string; title: string }) => patchChat(id, { title }),
     onMutate: ({ id, title }) => {
-      queryClient.setQueryData<ChatSummary[]>(chatsKey, (l) => l?.map((c) => (c.id === id ? { ...c, title } : c)));
+      queryClient.setQueryData<ChatList>(chatsKey, (l) => l && withChatPatched(l, id, (c) => ({ ...c, title })));
     },
     onSettled: () => queryClient.invalidateQueries({ queryKey: chatsKey }),
   });
@@ -120,8 +135,8 @@ export function Shell({ session, onSignOut }: ShellProps) {
   const pin = useMutation({
     mutationFn: (chat: ChatSummary) => patchChat(chat.id, { pinned: chat.pinned_at === null }),
     onMutate: (chat) => {
-      queryClient.setQueryData<ChatSummary[]>(chatsKey, (l) =>
-        l?.map((c) => (c.id === chat.id ? { ...c, pinned_at: c.pinned_at === null ? Date.now() : null } : c)),
+      queryClient.setQueryData<ChatList>(chatsKey, (l) =>
+        l && withChatPatched(l, chat.id, (c) => ({ ...c, pinned_at: c.pinned_at === null ? Date.now() : null })),
       );
     },
     onSettled: () => queryClient.invalidateQueries({ queryKey: chatsKey }),
@@ -130,7 +145,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
   const removeChat = useMutation({
     mutationFn: (chat: ChatSummary) => deleteChat(chat.id),
     onMutate: (chat) => {
-      queryClient.setQueryData<ChatSummary[]>(chatsKey, (l) => l?.filter((c) => c.id !== chat.id));
+      queryClient.setQueryData<ChatList>(chatsKey, (l) => l && withoutChat(l, chat.id));
       void dropCachedList();
       if (route.name === "chat" && route.id === chat.id) navigate({ name: "home" }, { replace: true });
     },
@@ -243,7 +258,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
   );
 
   const activeId = route.name === "chat" ? route.id : null;
-  const summary = activeId ? chats.data?.find((c) => c.id === activeId) : undefined;
+  const summary = activeId ? chatList?.find((c) => c.id === activeId) : undefined;
   const chatTitle =
     route.name === "settings"
       ? "Settings"
@@ -251,7 +266,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
         ? "Apps"
         : summary?.title || (liveTitle?.id === activeId ? liveTitle?.title : "") || "New chat";
   const title = openedApp && !wide ? openedApp.name : chatTitle;
-  const firstRun = chats.data !== undefined && !chats.data.some((c) => c.has_messages);
+  const firstRun = chatList !== undefined && !chatList.some((c) => c.has_messages);
   const needsProvider = anyConnected(providers.data) === false;
   const onTitle = useCallback((t: string) => activeId && setLiveTitle({ id: activeId, title: t }), [activeId]);
 
@@ -276,8 +291,11 @@ export function Shell({ session, onSignOut }: ShellProps) {
   }, [drawer]);
 
   const drawerProps = {
-    chats: chats.data,
-    loading: chats.isPending,
+    chats: chatList,
+    loading: chats.loading,
+    hasMore: chats.list !== undefined && chats.list.next !== null,
+    loadingMore: chats.loadingMore,
+    onLoadMore: chats.loadMore,
     activeId,
     settingsActive: route.name === "settings",
     settingsNeedsAttention: needsProvider,
@@ -423,7 +441,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
 async function dropCachedList(): Promise<void> {
   try {
     const cache = await caches.open("mobius-shell-data");
-    await cache.delete("/api/chats");
+    await cache.delete("/api/chats", { ignoreSearch: true });
   } catch {
     // No CacheStorage (tests, private mode): nothing to drop.
   }
