@@ -32,7 +32,7 @@ ENVIRONMENT:
     MOBIUS_HEADER_READ_TIMEOUT_SECS, MOBIUS_REQUEST_BODY_TIMEOUT_SECS, MOBIUS_KEEP_ALIVE_SECS,
     MOBIUS_MAX_CONNECTIONS, MOBIUS_MAX_CONNECTIONS_PER_ADDRESS, MOBIUS_MAX_STREAMS,
     MOBIUS_MAX_STREAMS_PER_ADDRESS   connection limits (defaults 10, 30, 75, 1024, 64, 512, 32)
-    MOBIUS_MAX_BLOCKING_THREADS      threads for blocking work (files, hashes, git; default 16)
+    MOBIUS_MAX_BLOCKING_THREADS      threads for blocking work (files, hashes, git; default 32)
     MOBIUS_FRONTEND_DIR      the built PWA (default frontend/dist)
     MOBIUS_LOG               log filter, e.g. info or mobius=debug (default info)
     MOBIUS_SECRET_KEY        JWT key (default: generated into DATA_DIR/secret.key)

@@ -55,13 +55,13 @@ pub struct Config {
     /// Password-attempt throttling (not set from the environment).
     pub login: LoginPolicy,
     /// Threads the runtime may start for blocking work: file storage, password hashes, git,
-    /// icons (`MOBIUS_MAX_BLOCKING_THREADS`, default 16). More work waits for a free thread
+    /// icons (`MOBIUS_MAX_BLOCKING_THREADS`, default 32). More work waits for a free thread
     /// instead of starting another one (tokio's own default is 512).
     pub max_blocking_threads: usize,
 }
 
 /// Default of [`Config::max_blocking_threads`].
-pub const DEFAULT_MAX_BLOCKING_THREADS: usize = 16;
+pub const DEFAULT_MAX_BLOCKING_THREADS: usize = 32;
 /// Largest accepted [`Config::max_blocking_threads`].
 const MAX_BLOCKING_THREADS: usize = 512;
 

@@ -44,6 +44,8 @@ pub struct Trimmer {
     /// A trim task is waiting.
     waiting: std::sync::atomic::AtomicBool,
     clock: std::sync::OnceLock<tokio::time::Instant>,
+    /// Trims done (for tests and diagnostics).
+    trims: std::sync::atomic::AtomicU64,
 }
 
 impl Trimmer {
@@ -77,7 +79,13 @@ impl Trimmer {
                 }
             }
             let _ = tokio::task::spawn_blocking(mobius_sys::return_freed_memory).await;
+            this.trims.fetch_add(1, Ordering::Relaxed);
         });
+    }
+
+    /// Trims done so far.
+    pub fn trims(&self) -> u64 {
+        self.trims.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -101,4 +109,47 @@ pub async fn trim_after_large(
         trimmer.large_request();
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// Lets the spawned tasks run until none is ready.
+    async fn settle() {
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// Moves the clock on in small steps until `n` trims are done (the trim itself runs on a
+    /// real thread).
+    async fn until_trims(trimmer: &Trimmer, n: u64) {
+        for _ in 0..100_000 {
+            if trimmer.trims() >= n {
+                return;
+            }
+            tokio::time::advance(std::time::Duration::from_millis(10)).await;
+            settle().await;
+        }
+        panic!("no trim came");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_of_large_requests_costs_one_trim_once_they_stop() {
+        let trimmer = Arc::new(Trimmer::default());
+        for _ in 0..5 {
+            trimmer.large_request();
+            tokio::time::advance(TRIM_AFTER_IDLE / 2).await;
+            settle().await;
+        }
+        assert_eq!(trimmer.trims(), 0, "requests kept coming: no trim yet");
+        until_trims(&trimmer, 1).await;
+        assert_eq!(trimmer.trims(), 1);
+        trimmer.large_request();
+        until_trims(&trimmer, 2).await;
+        assert_eq!(trimmer.trims(), 2);
+    }
 }

@@ -22,7 +22,7 @@ import {
 } from "../chat/scroll";
 import { useChat, type SendOutcome } from "../chat/useChat";
 import { PAGE_SIZE } from "../api/chats";
-import { HistoryView, type HistoryTarget } from "./HistoryView";
+import { HistoryView, MAX_WINDOW_ROWS, type HistoryTarget } from "./HistoryView";
 import { useOnline } from "../shell/online";
 import { Composer } from "./Composer";
 import { Icon } from "./Icon";
@@ -47,6 +47,9 @@ const READER_QUIET_MS = 250;
 /** A search hit at most this many pages above the loaded ones loads them; a farther one opens
  *  the history window around it. */
 const HIT_LOAD_PAGES = 3;
+/** Messages the live transcript holds before scrolling further back hands over to the history
+ *  window (which stays bounded), so the page never holds thousands of rows. */
+const MAX_LIVE_ROWS = 200;
 const PIN_TOP_GAP_PX = 12;
 
 export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, focus = null }: ChatViewProps) {
@@ -258,6 +261,25 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
         saveReadingPosition();
       }, READER_QUIET_MS);
     }
+    if (shouldLoadOlder(box, state.hasMore, loadingOlder) && restored.current && state.messages.length >= MAX_LIVE_ROWS) {
+      // Far enough back: the history window takes over right where the reader is.
+      const settled = state.messages.filter((m) => !m.sending).slice(0, MAX_WINDOW_ROWS);
+      const top = rows.find((r) => {
+        const el = r.idx === undefined ? null : rowEl(r.key);
+        return el !== null && el.offsetTop + el.offsetHeight > box.scrollTop;
+      });
+      const el = top ? rowEl(top.key) : null;
+      if (top?.idx !== undefined && el && top.idx < state.offset + settled.length) {
+        setHistory({
+          kind: "at",
+          idx: top.idx,
+          top: el.offsetTop - box.scrollTop,
+          initial: { start: state.offset, messages: settled, total: state.total },
+          n: Date.now(),
+        });
+        return;
+      }
+    }
     if (shouldLoadOlder(box, state.hasMore, loadingOlder) && restored.current) {
       const first = rows[0];
       const el = first ? rowEl(first.key) : null;
@@ -345,7 +367,7 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
   return (
     <div className="chat">
       {history !== null && (
-        <HistoryView chatId={chatId} target={history} offline={!online} onAnswer={chat.answer} onLatest={jumpToLatest} />
+        <HistoryView key={history.n} chatId={chatId} target={history} offline={!online} onAnswer={chat.answer} onLatest={jumpToLatest} />
       )}
       <div className="chat-scroll" ref={scrollRef} onScroll={onScroll} tabIndex={0} role="region" aria-label="Conversation" hidden={history !== null}>
         <div className="chat-content" ref={contentRef}>

@@ -4,7 +4,7 @@
 //! sidebar on wide screens, a slide-in drawer on phones. The chat list arrives in pages as the
 //! drawer scrolls, and only the rows near the visible part are rendered (`VirtualList`).
 
-import { useEffect, useId, useRef, useState, type KeyboardEvent, type ReactNode, type RefObject } from "react";
+import { useEffect, useId, useRef, useState, type KeyboardEvent, type ReactNode } from "react";
 import { sortApps, type AppSummary } from "../api/apps";
 import type { ChatSummary } from "../api/types";
 import { BrandMark } from "./BrandMark";
@@ -63,11 +63,12 @@ export function Drawer(props: DrawerProps) {
   const { chats, loading, activeId, offline, creating, onNewChat, onOpenSettings, settingsActive, settingsNeedsAttention } = props;
   const { pinned, recent } = visibleChats(chats ?? [], activeId);
   const apps = sortApps(props.apps ?? []);
-  const scrollRef = useRef<HTMLDivElement>(null);
+  // The list's scroller, as state: it is replaced while search results show.
+  const [scroller, setScroller] = useState<HTMLDivElement | null>(null);
   const { hasMore = false, loadingMore = false, onLoadMore } = props;
   // Near the end (or a list shorter than the drawer): ask for the next page.
   useEffect(() => {
-    const box = scrollRef.current;
+    const box = scroller;
     if (!box || !hasMore || loadingMore || !onLoadMore) return;
     const check = () => {
       if (box.scrollTop + box.clientHeight >= box.scrollHeight - LOAD_MORE_WITHIN_PX) onLoadMore();
@@ -75,7 +76,7 @@ export function Drawer(props: DrawerProps) {
     check();
     box.addEventListener("scroll", check, { passive: true });
     return () => box.removeEventListener("scroll", check);
-  }, [hasMore, loadingMore, onLoadMore, chats]);
+  }, [scroller, hasMore, loadingMore, onLoadMore, chats]);
   const row = (chat: ChatSummary) => <ChatRow key={chat.id} chat={chat} {...props} />;
   return (
     <nav className="drawer-inner" aria-label="Chats">
@@ -90,8 +91,8 @@ export function Drawer(props: DrawerProps) {
         <span>New chat</span>
       </button>
       <ChatSearch onOpenHit={props.onOpenHit}>
-      <div className="drawer-scroll" ref={scrollRef}>
-        {pinned.length > 0 && <ChatSection title="Pinned" chats={pinned} scroller={scrollRef} row={row} />}
+      <div className="drawer-scroll" ref={setScroller}>
+        {pinned.length > 0 && <ChatSection title="Pinned" chats={pinned} scroller={scroller} row={row} />}
         {apps.length > 0 && (
           <DrawerSection title="Apps">
             {apps.map((app) => (
@@ -103,7 +104,7 @@ export function Drawer(props: DrawerProps) {
           <ChatSection
             title="Recent"
             chats={recent}
-            scroller={scrollRef}
+            scroller={scroller}
             row={row}
             footer={
               <>
@@ -148,7 +149,7 @@ function ChatSection({
 }: {
   title: string;
   chats: ChatSummary[];
-  scroller: RefObject<HTMLDivElement | null>;
+  scroller: HTMLDivElement | null;
   row: (chat: ChatSummary) => ReactNode;
   footer?: ReactNode;
 }) {

@@ -10,15 +10,21 @@ import type { ApprovalAnswers, Message, QuestionAnswers } from "../api/types";
 import { Icon } from "./Icon";
 import { MessageRow } from "./MessageRow";
 
-/** Where the history opens: the first message, or around message `idx` (`n` tells two taps apart). */
-export type HistoryTarget = { kind: "start"; n: number } | { kind: "around"; idx: number; n: number };
+/** Where the history opens: the first message; around message `idx` (a search hit); or with
+ *  message `idx` at `top` pixels below the top, from messages already on screen (`initial`), so
+ *  the live transcript hands over without a visible change. `n` tells two openings apart. */
+export type HistoryTarget =
+  | { kind: "start"; n: number }
+  | { kind: "around"; idx: number; n: number }
+  | { kind: "at"; idx: number; top: number; initial: HistoryWindow; n: number };
 
 /** Most messages the window holds; beyond it, rows leave at the end away from the reader. */
 export const MAX_WINDOW_ROWS = 160;
 /** Pages load once the reader is this close to an end of the window. */
 const LOAD_WITHIN_PX = 600;
 
-interface Window {
+/** A run of consecutive settled messages: `messages[0]` is message `start` of `total`. */
+export interface HistoryWindow {
   start: number;
   messages: Message[];
   total: number;
@@ -37,7 +43,7 @@ function topRow(box: HTMLElement): { idx: number; top: number } | null {
 }
 
 /** The next window after a page arrived (`page` starts at `offset`), kept within the bound. */
-export function grow(win: Window, offset: number, page: Message[], total: number): Window {
+export function grow(win: HistoryWindow, offset: number, page: Message[], total: number): HistoryWindow {
   const end = win.start + win.messages.length;
   if (offset < win.start) {
     // An older page: prepend what is missing, drop from the newer end.
@@ -60,23 +66,24 @@ export interface HistoryViewProps {
   onLatest: () => void;
 }
 
+/** Mount one per target (key it by `target.n`). */
 export function HistoryView({ chatId, target, offline, onAnswer, onLatest }: HistoryViewProps) {
-  // `n`: the target this window was opened for.
-  const [win, setWin] = useState<(Window & { n: number }) | null>(null);
+  const [win, setWin] = useState<HistoryWindow | null>(() => (target.kind === "at" ? target.initial : null));
   const [failed, setFailed] = useState(false);
   const [loading, setLoading] = useState<"older" | "newer" | null>(null);
   const boxRef = useRef<HTMLDivElement>(null);
   /** The row at the top of the screen before the window changed, and where it was. */
   const anchor = useRef<{ idx: number; top: number } | null>(null);
-  const placed = useRef(0);
+  const placed = useRef(false);
 
   // Open at the target: the page holding it (a search hit in its middle).
   useEffect(() => {
+    if (target.kind === "at") return;
     const controller = new AbortController();
     const before = target.kind === "start" ? PAGE_SIZE : target.idx + PAGE_SIZE / 2;
     fetchChat(chatId, { before, signal: controller.signal })
       .then((page) => {
-        setWin({ start: page.offset, messages: page.messages.filter((m) => !m.live), total: page.total, n: target.n });
+        setWin({ start: page.offset, messages: page.messages.filter((m) => !m.live), total: page.total });
         setFailed(false);
       })
       .catch(() => {
@@ -88,14 +95,16 @@ export function HistoryView({ chatId, target, offline, onAnswer, onLatest }: His
   // First paint of a window: the first message at the top, or the hit in the middle.
   useLayoutEffect(() => {
     const box = boxRef.current;
-    if (!box || !win || win.n !== target.n || placed.current === target.n) return;
-    placed.current = target.n;
+    if (!box || !win || placed.current) return;
+    placed.current = true;
     if (target.kind === "start") {
       box.scrollTop = 0;
       return;
     }
     const row = rowAt(box, target.idx);
-    if (row) box.scrollTop = Math.max(0, row.offsetTop - (box.clientHeight - row.offsetHeight) / 2);
+    if (!row) return;
+    if (target.kind === "at") box.scrollTop = row.offsetTop - target.top;
+    else box.scrollTop = Math.max(0, row.offsetTop - (box.clientHeight - row.offsetHeight) / 2);
   }, [win, target]);
 
   // Rows came or went: put the row that was at the top back where it was.
@@ -118,7 +127,7 @@ export function HistoryView({ chatId, target, offline, onAnswer, onLatest }: His
       fetchChat(chatId, { before })
         .then((page) => {
           anchor.current = boxRef.current ? topRow(boxRef.current) : null;
-          setWin((current) => (current ? { ...grow(current, page.offset, page.messages.filter((m) => !m.live), page.total), n: current.n } : current));
+          setWin((current) => (current ? grow(current, page.offset, page.messages.filter((m) => !m.live), page.total) : current));
         })
         .catch(() => setFailed(true))
         .finally(() => setLoading(null));
@@ -128,7 +137,7 @@ export function HistoryView({ chatId, target, offline, onAnswer, onLatest }: His
 
   const onScroll = () => {
     const box = boxRef.current;
-    if (!box || !win || win.n !== target.n || placed.current !== target.n) return;
+    if (!box || !win || !placed.current) return;
     if (box.scrollTop <= LOAD_WITHIN_PX) load("older");
     else if (box.scrollHeight - box.clientHeight - box.scrollTop <= LOAD_WITHIN_PX) load("newer");
   };

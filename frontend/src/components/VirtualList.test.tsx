@@ -1,5 +1,4 @@
 import { render, screen } from "@testing-library/react";
-import { createRef } from "react";
 import { describe, expect, it } from "vitest";
 import { VirtualList, visibleRange } from "./VirtualList";
 
@@ -15,11 +14,11 @@ describe("virtual list", () => {
 
   it("renders the first screenful of a long list and spacers for the rest", () => {
     const items = Array.from({ length: 10_000 }, (_, i) => `row ${i}`);
-    const scroller = createRef<HTMLDivElement>();
+    const scroller = document.createElement("div");
+    document.body.appendChild(scroller);
     const { container } = render(
-      <div ref={scroller}>
-        <VirtualList items={items} itemKey={(s) => s} renderItem={(s) => <li key={s}>{s}</li>} estimate={40} scroller={scroller} />
-      </div>,
+      <VirtualList items={items} itemKey={(s) => s} renderItem={(s) => <li key={s}>{s}</li>} estimate={40} scroller={scroller} />,
+      { container: scroller },
     );
     expect(screen.getByText("row 0")).toBeTruthy();
     const rendered = container.querySelectorAll("li:not(.virtual-spacer)").length;

@@ -3,7 +3,7 @@
 //! (and re-measured when the list resizes), rows never rendered count as `estimate` pixels.
 //! The list can sit anywhere inside the scroller, below other content.
 
-import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode, type RefObject } from "react";
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode } from "react";
 
 export interface VirtualListProps<T> {
   items: readonly T[];
@@ -12,8 +12,8 @@ export interface VirtualListProps<T> {
   renderItem: (item: T) => ReactNode;
   /** Height assumed for a row not measured yet, in pixels. */
   estimate: number;
-  /** The scrolling ancestor. */
-  scroller: RefObject<HTMLElement | null>;
+  /** The scrolling ancestor (null until it is mounted). */
+  scroller: HTMLElement | null;
   /** Rendered beyond each edge of the visible part, in pixels. */
   overscanPx?: number;
   className?: string;
@@ -57,7 +57,7 @@ export function VirtualList<T>({ items, itemKey, renderItem, estimate, scroller,
   const [view, setView] = useState({ top: 0, bottom: 2 * DEFAULT_OVERSCAN_PX });
 
   const readView = useCallback(() => {
-    const box = scroller.current;
+    const box = scroller;
     const list = listRef.current;
     if (!box || !list) return;
     const listTop = list.getBoundingClientRect().top - box.getBoundingClientRect().top + box.scrollTop;
@@ -67,7 +67,7 @@ export function VirtualList<T>({ items, itemKey, renderItem, estimate, scroller,
   }, [scroller, overscanPx]);
 
   useEffect(() => {
-    const box = scroller.current;
+    const box = scroller;
     if (!box) return;
     readView();
     box.addEventListener("scroll", readView, { passive: true });
