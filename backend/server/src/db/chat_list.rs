@@ -25,11 +25,16 @@ pub struct ChatSummary {
     pub queued: i64,
 }
 
-/// The summary columns of `chats c`, then the rest of the statement. The visibility terms
-/// (`deleted_at`, `app_id`, `owner_visible`) are written exactly as in the partial indexes of
-/// migration `0012`, so the planner can use them.
+/// The summary columns of `chats c` (read through `$index` when named), then the rest of the
+/// statement. The visibility terms (`deleted_at`, `app_id`, `owner_visible`) are written exactly
+/// as in the partial indexes of migration `0012`, so they can serve the page queries, which name
+/// them with `INDEXED BY`: without statistics the planner preferred `chats_by_activity` and a
+/// sort of the whole section (and SQLite refuses a query whose named index cannot serve it).
 macro_rules! summaries {
     ($rest:literal) => {
+        summaries!("", $rest)
+    };
+    ($index:literal, $rest:literal) => {
         concat!(
             "SELECT c.id, c.title, c.provider, c.created_at, c.updated_at, c.activity_at, c.pinned_at,
                     c.message_count > 0 AS has_messages,
@@ -37,6 +42,8 @@ macro_rules! summaries {
                     c.pending_question_id,
                     (SELECT count(*) FROM chat_pending p WHERE p.chat_id = c.id) AS queued
              FROM chats c ",
+            $index,
+            " ",
             $rest
         )
     };
@@ -45,6 +52,7 @@ macro_rules! summaries {
 /// Pinned chats after `(pinned_at ?1, activity_at ?2, id ?3)`, at most ?4. `>=` on the first
 /// key lets the scan start at the cursor; the rest breaks the tie.
 const PINNED_PAGE: &str = summaries!(
+    "INDEXED BY chats_drawer_pinned",
     "WHERE c.deleted_at IS NULL AND c.pinned_at IS NOT NULL AND (c.app_id IS NULL OR c.owner_visible = 1)
        AND c.pinned_at >= ?1
        AND (c.pinned_at > ?1 OR c.activity_at < ?2 OR (c.activity_at = ?2 AND c.id > ?3))
@@ -54,6 +62,7 @@ const PINNED_PAGE: &str = summaries!(
 
 /// Unpinned chats after `(activity_at ?1, id ?2)`, at most ?3.
 const RECENT_PAGE: &str = summaries!(
+    "INDEXED BY chats_drawer_recent",
     "WHERE c.deleted_at IS NULL AND c.pinned_at IS NULL AND (c.app_id IS NULL OR c.owner_visible = 1)
        AND c.activity_at <= ?1
        AND (c.activity_at < ?1 OR c.id > ?2)
@@ -94,7 +103,8 @@ impl ListCursor {
 
     /// Reads [`Self::encode`]'s form; `None` for anything else.
     pub fn parse(text: &str) -> Option<Self> {
-        let id_ok = |id: &str| !id.is_empty() && id.chars().count() <= MAX_CURSOR_ID_CHARS && !id.contains(char::is_control);
+        let id_ok =
+            |id: &str| !id.is_empty() && id.chars().count() <= MAX_CURSOR_ID_CHARS && !id.contains(char::is_control);
         match text.split_once('.')? {
             ("p", rest) => {
                 let mut parts = rest.splitn(3, '.');
@@ -136,25 +146,16 @@ pub async fn page(pool: &SqlitePool, cursor: Option<&ListCursor>, limit: i64) ->
             Some(ListCursor::Pinned { pinned_at, activity_at, id }) => (*pinned_at, *activity_at, id.as_str()),
             _ => (i64::MIN, i64::MAX, ""),
         };
-        rows = sqlx::query_as(PINNED_PAGE)
-        .bind(pinned_at)
-        .bind(activity_at)
-        .bind(id)
-        .bind(limit)
-        .fetch_all(pool)
-        .await?;
+        rows =
+            sqlx::query_as(PINNED_PAGE).bind(pinned_at).bind(activity_at).bind(id).bind(limit).fetch_all(pool).await?;
     }
     let left = limit - i64::try_from(rows.len()).unwrap_or(limit);
     if left <= 0 {
         return Ok(rows);
     }
     let (activity_at, id) = recent_after.unwrap_or((i64::MAX, ""));
-    let recent: Vec<ChatSummary> = sqlx::query_as(RECENT_PAGE)
-    .bind(activity_at)
-    .bind(id)
-    .bind(left)
-    .fetch_all(pool)
-    .await?;
+    let recent: Vec<ChatSummary> =
+        sqlx::query_as(RECENT_PAGE).bind(activity_at).bind(id).bind(left).fetch_all(pool).await?;
     rows.extend(recent);
     Ok(rows)
 }

@@ -60,7 +60,8 @@ pub async fn push_messages(conn: &mut SqliteConnection, chat_id: &str, messages:
     .await?;
     let mut idx = first;
     for chunk in messages.chunks(INSERT_CHUNK_ROWS) {
-        let sql = multi_row_sql("INSERT INTO chat_messages (chat_id, idx, role, cid, ts, body) VALUES", 6, chunk.len(), "");
+        let sql =
+            multi_row_sql("INSERT INTO chat_messages (chat_id, idx, role, cid, ts, body) VALUES", 6, chunk.len(), "");
         // Full chunks share one prepared statement; the last, shorter one is used once.
         let mut query = sqlx::query(&sql).persistent(chunk.len() == INSERT_CHUNK_ROWS);
         for m in chunk {

@@ -37,7 +37,8 @@ fn role_name(message: &Message) -> &'static str {
 /// Appends a message to the end of the transcript.
 async fn store(conn: &mut SqliteConnection, chat_id: &str, message: &Message) -> Result<()> {
     let body = encode(message)?;
-    let row = db::messages::NewMessage { role: role_name(message), cid: message.cid.as_deref(), ts: message.ts, body: &body };
+    let row =
+        db::messages::NewMessage { role: role_name(message), cid: message.cid.as_deref(), ts: message.ts, body: &body };
     let idx = db::messages::push_message(conn, chat_id, row).await?;
     if let Some(text) = db::search::document_text(message) {
         db::search::index_message(conn, chat_id, idx, message.ts, &text).await?;

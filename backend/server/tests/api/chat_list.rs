@@ -22,7 +22,14 @@ async fn create(app: &TestApp, token: &str, id: &str) -> Value {
 }
 
 async fn patch(app: &TestApp, token: &str, id: &str, body: Value) {
-    let r = app.client.patch(app.url(&format!("/api/chats/{id}"))).bearer_auth(token).json(&body).send().await.expect("patch");
+    let r = app
+        .client
+        .patch(app.url(&format!("/api/chats/{id}")))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .expect("patch");
     assert_eq!(r.status(), StatusCode::OK);
 }
 
@@ -48,7 +55,8 @@ async fn page(app: &TestApp, token: &str, limit: i64, cursor: Option<&str>) -> (
     let r = app.get(&path, Some(token)).await;
     assert_eq!(r.status(), StatusCode::OK, "{path}");
     let body: Value = r.json().await.expect("page");
-    let ids = body["chats"].as_array().expect("chats").iter().map(|c| c["id"].as_str().expect("id").to_owned()).collect();
+    let ids =
+        body["chats"].as_array().expect("chats").iter().map(|c| c["id"].as_str().expect("id").to_owned()).collect();
     (ids, body["next_cursor"].as_str().map(str::to_owned))
 }
 

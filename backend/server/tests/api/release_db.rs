@@ -113,11 +113,12 @@ async fn the_old_database_gets_the_list_indexes_and_pages_through_every_chat_in_
     let (app, token) = release_server().await;
     let url = format!("sqlite://{}", app.data_dir().join("db/mobius.sqlite3").display());
     let mut conn = sqlx::SqliteConnection::connect(&url).await.expect("open");
-    let indexes: Vec<String> =
-        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'chats_drawer_%' ORDER BY name")
-            .fetch_all(&mut conn)
-            .await
-            .expect("indexes");
+    let indexes: Vec<String> = sqlx::query_scalar(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'chats_drawer_%' ORDER BY name",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .expect("indexes");
     assert_eq!(indexes, ["chats_drawer_pinned", "chats_drawer_recent"]);
     let all: Vec<Value> = app.get("/api/chats", Some(&token)).await.json().await.expect("list");
     assert!(all.len() >= CHATS.len(), "{} chats", all.len());
