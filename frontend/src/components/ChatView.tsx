@@ -152,23 +152,25 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
   }, [state.offset]);
 
   const { loading, loadingOlder, loadOlder } = chat;
+  // A hit far up opens the history window around it rather than loading every page in between
+  // (decided while rendering, once per tap).
+  const [farHit, setFarHit] = useState<number | null>(null);
+  if (focus && farHit !== focus.n && !loading && focus.idx < state.offset - HIT_LOAD_PAGES * PAGE_SIZE) {
+    setFarHit(focus.n);
+    setHistory({ kind: "around", idx: focus.idx, n: focus.n });
+  }
   // A search hit above the loaded page: load older pages until its message is here. (A passive
   // effect: `loadOlder` reads the state the chat hook records in its own effect.)
   useEffect(() => {
     if (!focus || focusShown.current === focus.n || loading || loadingOlder || focus.idx >= state.offset) return;
-    if (focus.idx < state.offset - HIT_LOAD_PAGES * PAGE_SIZE) {
-      // Far up: open the history window around it rather than every page in between.
-      focusShown.current = focus.n;
-      setHistory({ kind: "around", idx: focus.idx, n: focus.n });
-      return;
-    }
+    if (farHit === focus.n) return;
     if (!state.hasMore || focusLoadedFrom.current === state.offset) {
       focusShown.current = focus.n;
       return;
     }
     focusLoadedFrom.current = state.offset;
     loadOlder();
-  }, [focus, loading, loadingOlder, loadOlder, state.offset, state.hasMore]);
+  }, [focus, farHit, loading, loadingOlder, loadOlder, state.offset, state.hasMore]);
 
   // The hit's message is on the page: centre it and mark it, before the browser paints.
   useLayoutEffect(() => {

@@ -3,7 +3,7 @@ import type { Message } from "../api/types";
 import { MAX_WINDOW_ROWS, grow } from "./HistoryView";
 
 const msgs = (from: number, n: number): Message[] =>
-  Array.from({ length: n }, (_, i) => ({ role: "user", content: `m${from + i}`, ts: from + i }) as Message);
+  Array.from({ length: n }, (_, i): Message => ({ role: "user", content: `m${from + i}`, ts: from + i }));
 const contents = (w: { messages: Message[] }) => w.messages.map((m) => m.content);
 
 describe("the history window", () => {

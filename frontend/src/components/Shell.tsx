@@ -415,7 +415,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
           )}
           {route.name === "home" && (
             <div className="chat-loading" role="status" aria-label={online ? "Opening your chats" : "Offline"}>
-              {!online && !chats.data && <p className="empty-lead">You're offline and no chats are saved on this device yet.</p>}
+              {!online && !chats.list && <p className="empty-lead">You're offline and no chats are saved on this device yet.</p>}
             </div>
           )}
         </main>
