@@ -135,12 +135,20 @@ export function HistoryView({ chatId, target, offline, onAnswer, onLatest }: His
     [chatId, win, loading],
   );
 
-  const onScroll = () => {
+  /** Near an end of the window (or a window shorter than the screen): the next page there. */
+  const onScroll = useCallback(() => {
     const box = boxRef.current;
     if (!box || !win || !placed.current) return;
-    if (box.scrollTop <= LOAD_WITHIN_PX) load("older");
-    else if (box.scrollHeight - box.clientHeight - box.scrollTop <= LOAD_WITHIN_PX) load("newer");
-  };
+    const end = win.start + win.messages.length;
+    if (box.scrollTop <= LOAD_WITHIN_PX && win.start > 0) load("older");
+    else if (box.scrollHeight - box.clientHeight - box.scrollTop <= LOAD_WITHIN_PX && end < win.total) load("newer");
+  }, [win, load]);
+
+  // A window that does not fill the screen never scrolls: look once it is laid out.
+  useEffect(() => {
+    const frame = requestAnimationFrame(onScroll);
+    return () => cancelAnimationFrame(frame);
+  }, [onScroll, loading]);
 
   const end = win ? win.start + win.messages.length : 0;
   return (
