@@ -44,5 +44,7 @@ export default defineConfig({
     include: ["src/**/*.test.{ts,tsx}"],
     setupFiles: ["src/test/setup.ts"],
     restoreMocks: true,
+    // A hang guard, not a speed check: typing-heavy tests take seconds on a loaded 2-core machine.
+    testTimeout: 20_000,
   },
 });

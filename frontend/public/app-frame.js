@@ -10,9 +10,13 @@
 //                   theme both as --mobius-* and as the original platform's --bg, --surface, …),
 //                   moebius:frame-insets {insets: {top, right, bottom, left}} (px the frame's
 //                   edges overlap the device's unsafe areas → --mobius-safe-top/right/bottom/left)
+//                   moebius:app-intent {intent, nonce} (a deep link: the app's own listener
+//                   applies it; this script acknowledges it, see acknowledgeIntent),
+//                   moebius:frame-visibility {visible} (for the app's own listener)
 //   frame → parent  moebius:frame-hello, moebius:module-request {requestId, appId, retry},
 //                   moebius:token-expired {appId}, moebius:frame-mounted {appId},
 //                   moebius:frame-error {appId, error}, moebius:app-error,
+//                   moebius:app-intent-applied {appId, nonce},
 //                   moebius:storage-set|remove|clear (the virtual localStorage)
 //
 // window.mobius (mobius-runtime.js, compiled into the app) speaks the rest: storage-rpc, nav-*,
@@ -36,6 +40,9 @@
   /** Largest theme stylesheet the frame applies, in UTF-16 units. */
   var MAX_THEME_CSS = 64 * 1024;
   var INSET_EDGES = ["top", "right", "bottom", "left"];
+  /** The intent is acknowledged after two animation frames, or this long when frames are paused. */
+  var INTENT_ACK_FALLBACK_MS = 120;
+  var MAX_INTENT_NONCE = 200;
 
   var rootEl = document.getElementById("root");
   var panelEl = document.getElementById("mobius-frame-error");
@@ -468,6 +475,24 @@
     renderApp();
   }
 
+  // ---------- deep-link intents ----------
+
+  // The app's own message listener receives `moebius:app-intent` too and applies it; once it has
+  // had two frames to draw the result, the shell may uncover the app.
+  function acknowledgeIntent(nonce) {
+    if (typeof nonce !== "string" || nonce === "" || nonce.length > MAX_INTENT_NONCE) return;
+    var done = false;
+    function ack() {
+      if (done) return;
+      done = true;
+      post({ type: "moebius:app-intent-applied", appId: config.appId, nonce: nonce });
+    }
+    requestAnimationFrame(function () {
+      requestAnimationFrame(ack);
+    });
+    setTimeout(ack, INTENT_ACK_FALLBACK_MS);
+  }
+
   // ---------- messages from the parent ----------
 
   function onInit(msg) {
@@ -507,6 +532,9 @@
         break;
       case "moebius:frame-insets":
         applyInsets(msg.insets);
+        break;
+      case "moebius:app-intent":
+        acknowledgeIntent(msg.nonce);
         break;
       default:
         break;

@@ -111,8 +111,10 @@ const mobius = {
   /** The app token (for `/api/proxy` and other app routes), refreshed through the shell when near expiry. */
   getToken,
   apps: {
-    open(appId) {
-      hostRequest("moebius:open-app", { appId: Number(appId) });
+    /** Opens app `appId` (its id or slug), handing it the deep-link `intent` if given. */
+    open(appId, { intent } = {}) {
+      const ref = typeof appId === "number" || /^\d+$/.test(String(appId)) ? Number(appId) : String(appId);
+      hostRequest("moebius:open-app", { appId: ref, ...(intent ? { intent: String(intent) } : {}) });
     },
     /**
      * Asks the shell to install the app at `source` (a git URL). Only for apps whose manifest

@@ -19,7 +19,7 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
   accessibilityProblems,
@@ -30,15 +30,15 @@ import {
   claudeBin,
   DESKTOP,
   openBrowser,
-  OWNER,
   PHONE,
-  requireEnv,
   saveArtifact,
   screenshot,
   signInAsOwner,
   startMockAnthropic,
-  startServer,
+  startTestServer,
+  setupOwner,
   stepper,
+  tearDown,
   watchProblems,
 } from "./harness.mjs";
 
@@ -232,18 +232,8 @@ async function openDrawerApp(page, name) {
 describe("mini-apps (real server, opaque frames, service worker)", () => {
   before(async () => {
     mock = await startMockAnthropic(SCRIPT);
-    server = await startServer({
-      bin: process.env.MOBIUS_BIN,
-      frontendDir: resolve(requireEnv("MOBIUS_FRONTEND_DIR", "the built frontend")),
-      env: agentEnv(mock.url),
-    });
-    const setup = await fetch(`${server.origin}/api/auth/setup`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(OWNER),
-    });
-    assert.equal(setup.status, 200, `owner setup: ${await setup.clone().text()}`);
-    ownerApiToken = (await setup.json()).access_token;
+    server = await startTestServer(agentEnv(mock.url));
+    ownerApiToken = await setupOwner(server.origin);
     await writeApp("hello", HELLO_MANIFEST, HELLO_JSX);
     const applied = await api("/api/apps/apply", { method: "POST", body: { slug: "hello" } });
     assert.equal(applied.status, 200, `apply hello: ${applied.text}`);
@@ -256,14 +246,7 @@ describe("mini-apps (real server, opaque frames, service worker)", () => {
     problems = watchProblems(phone.page);
   });
 
-  after(async () => {
-    await phone?.close();
-    if (server) {
-      await saveArtifact(ARTIFACTS, "apps-server.log", server.logs());
-      await server.stop();
-    }
-    await mock?.stop();
-  });
+  after(() => tearDown({ server, log: "apps-server.log", browsers: [phone], mocks: [mock] }));
 
   step("the drawer lists the app, and on a phone it opens full screen", async (page) => {
     await page.goto(server.origin + "/");

@@ -16,7 +16,6 @@
 
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
   accessibilityProblems,
@@ -28,12 +27,12 @@ import {
   openBrowser,
   OWNER,
   PHONE,
-  requireEnv,
   saveArtifact,
   screenshot,
   startMockAnthropic,
-  startServer,
+  startTestServer,
   stepper,
+  tearDown,
   watchProblems,
 } from "./harness.mjs";
 
@@ -174,23 +173,12 @@ if (cliMissing) throw new Error(`no Claude CLI at ${claudeBin()} (scripts/test i
 describe("chat journey on a phone (real server, real Claude Code, scripted model)", () => {
   before(async () => {
     mock = await startMockAnthropic(SCRIPT);
-    server = await startServer({
-      bin: process.env.MOBIUS_BIN,
-      frontendDir: resolve(requireEnv("MOBIUS_FRONTEND_DIR", "the built frontend")),
-      env: agentEnv(mock.url),
-    });
+    server = await startTestServer(agentEnv(mock.url));
     phone = await openBrowser(PHONE);
     problems = watchProblems(phone.page);
   });
 
-  after(async () => {
-    await phone?.close();
-    if (server) {
-      await saveArtifact(ARTIFACTS, "chat-server.log", server.logs());
-      await server.stop();
-    }
-    await mock?.stop();
-  });
+  after(() => tearDown({ server, log: "chat-server.log", browsers: [phone], mocks: [mock] }));
 
   step("setup opens a usable shell with a hint to connect an agent", async (page) => {
     await page.goto(server.origin + "/");
@@ -520,21 +508,11 @@ describe("steering a running turn (real server, real Claude Code, scripted model
 
   before(async () => {
     steerMock = await startMockAnthropic(STEER_SCRIPT);
-    steerServer = await startServer({
-      bin: process.env.MOBIUS_BIN,
-      frontendDir: resolve(requireEnv("MOBIUS_FRONTEND_DIR", "the built frontend")),
-      env: agentEnv(steerMock.url),
-    });
+    steerServer = await startTestServer(agentEnv(steerMock.url));
     await ownerWithClaude(steerServer.origin);
   });
 
-  after(async () => {
-    if (steerServer) {
-      await saveArtifact(ARTIFACTS, "steer-server.log", steerServer.logs());
-      await steerServer.stop();
-    }
-    await steerMock?.stop();
-  });
+  after(() => tearDown({ server: steerServer, log: "steer-server.log", mocks: [steerMock] }));
 
   /** Runs `body` in a fresh browser; on failure keeps a screenshot; asserts no page errors. */
   async function inBrowser(options, name, body) {

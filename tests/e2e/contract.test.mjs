@@ -12,21 +12,19 @@
 
 import assert from "node:assert/strict";
 import { cp, mkdir, readdir } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
   apiClient,
-  ARTIFACTS,
   openBrowser,
-  OWNER,
   PHONE,
   REPO,
-  requireEnv,
-  saveArtifact,
   screenshot,
   signInAsOwner,
-  startServer,
+  startTestServer,
+  setupOwner,
   stepper,
+  tearDown,
   watchProblems,
 } from "./harness.mjs";
 
@@ -68,19 +66,9 @@ async function openApp(page, slug, name) {
 
 describe("app-platform contract (fixture apps written for the original, in Chromium)", () => {
   before(async () => {
-    server = await startServer({
-      bin: process.env.MOBIUS_BIN,
-      frontendDir: resolve(requireEnv("MOBIUS_FRONTEND_DIR", "the built frontend")),
-      // Delivered signals are logged at debug level.
-      env: { MOBIUS_LOG: "info,mobius::client=debug" },
-    });
-    const setup = await fetch(`${server.origin}/api/auth/setup`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(OWNER),
-    });
-    assert.equal(setup.status, 200, `owner setup: ${await setup.clone().text()}`);
-    ownerToken = (await setup.json()).access_token;
+    // Delivered signals are logged at debug level.
+    server = await startTestServer({ MOBIUS_LOG: "info,mobius::client=debug" });
+    ownerToken = await setupOwner(server.origin);
     for (const slug of await readdir(FIXTURES, { withFileTypes: true })) {
       if (!slug.isDirectory()) continue;
       const dir = join(server.dataDir, "apps", slug.name);
@@ -94,13 +82,7 @@ describe("app-platform contract (fixture apps written for the original, in Chrom
     problems = watchProblems(phone.page);
   });
 
-  after(async () => {
-    await phone?.close();
-    if (server) {
-      await saveArtifact(ARTIFACTS, "contract-server.log", server.logs());
-      await server.stop();
-    }
-  });
+  after(() => tearDown({ server, log: "contract-server.log", browsers: [phone] }));
 
   step("the frame is painted as the original paints it: its theme variables, both palettes, full height", async (page) => {
     await page.goto(server.origin + "/");
@@ -363,6 +345,19 @@ describe("app-platform contract (fixture apps written for the original, in Chrom
     await page.goBack();
     await app.getByRole("heading", { name: "Legacy home" }).waitFor();
     assert.match(page.url(), new RegExp(`\\?app=${ids["legacy-nav"]}$`));
+  });
+
+  step("a deep link names the app by slug with an intent: the app opens at that screen, uncovered only once it applied it", async (page) => {
+    await page.goto(`${server.origin}/?app=legacy-nav&intent=settings`);
+    // The slug is re-addressed by the app's id in place, keeping the intent.
+    await page.waitForURL(new RegExp(`\\?app=${ids["legacy-nav"]}&intent=settings$`));
+    await page.locator('iframe[title="Legacy Nav"]').waitFor({ state: "attached" });
+    const app = frameOf(page, "Legacy Nav");
+    await page.getByRole("status", { name: "Opening Legacy Nav" }).waitFor({ state: "detached", timeout: 30_000 });
+    // Uncovered: the intent's screen is already there, never the home screen first.
+    assert.equal(await app.getByRole("heading").first().textContent({ timeout: 1_000 }), "Legacy settings");
+    await app.getByTestId("intent").getByText("settings").waitFor();
+    await app.getByTestId("visible").getByText("visible").waitFor();
   });
 
   step("KaTeX's stylesheet and fonts load from /vendor/ into the opaque frame", async (page) => {

@@ -9,21 +9,20 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { after, before, describe } from "node:test";
 import {
   agentEnv,
-  ARTIFACTS,
   claudeBin,
   openBrowser,
   OWNER,
   PHONE,
-  requireEnv,
-  saveArtifact,
   screenshot,
   startMockAnthropic,
-  startServer,
+  startTestServer,
+  setupOwner,
   stepper,
+  tearDown,
   watchProblems,
 } from "./harness.mjs";
 
@@ -144,18 +143,8 @@ const events = (page) => appFrame(page).getByRole("list", { name: "Chat events" 
 describe("an app embeds the agent chat (real server, real Claude CLI, scripted model)", () => {
   before(async () => {
     mock = await startMockAnthropic(SCRIPT);
-    server = await startServer({
-      bin: process.env.MOBIUS_BIN,
-      frontendDir: resolve(requireEnv("MOBIUS_FRONTEND_DIR", "the built frontend")),
-      env: agentEnv(mock.url),
-    });
-    const setup = await fetch(`${server.origin}/api/auth/setup`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(OWNER),
-    });
-    assert.equal(setup.status, 200);
-    ownerToken = (await setup.json()).access_token;
+    server = await startTestServer(agentEnv(mock.url));
+    ownerToken = await setupOwner(server.origin);
     const saved = await api("/api/providers/claude/api-key", { method: "POST", body: { api_key: "sk-ant-mock" } });
     assert.equal(saved.status, 200, saved.text);
     const dir = join(server.dataDir, "apps", "tutor");
@@ -169,14 +158,7 @@ describe("an app embeds the agent chat (real server, real Claude CLI, scripted m
     problems = watchProblems(phone.page);
   });
 
-  after(async () => {
-    await phone?.close();
-    if (server) {
-      await saveArtifact(ARTIFACTS, "embed-server.log", server.logs());
-      await server.stop();
-    }
-    await mock?.stop();
-  });
+  after(() => tearDown({ server, log: "embed-server.log", browsers: [phone], mocks: [mock] }));
 
   step("the app's nested chat connects with its own session", async (page) => {
     await page.goto(server.origin + "/");

@@ -135,6 +135,44 @@ export async function startServer({ bin, frontendDir, env = {} }) {
 }
 
 /**
+ * The server under test: the binary and built frontend named by MOBIUS_BIN and
+ * MOBIUS_FRONTEND_DIR (scripts/test sets both), with extra environment `env`.
+ */
+export function startTestServer(env = {}) {
+  return startServer({
+    bin: requireEnv("MOBIUS_BIN", "point it at the mobius server binary"),
+    frontendDir: resolve(requireEnv("MOBIUS_FRONTEND_DIR", "point it at the built frontend (frontend/dist)")),
+    env,
+  });
+}
+
+/** Creates the owner account (OWNER) on a fresh server; returns the owner's access token. */
+export async function setupOwner(origin) {
+  const response = await fetch(`${origin}/api/auth/setup`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(OWNER),
+  });
+  const text = await response.text();
+  assert.equal(response.status, 200, `owner setup: ${text}`);
+  return JSON.parse(text).access_token;
+}
+
+/**
+ * Closes what a suite opened: browsers, then the server (its log saved as the artifact `log`
+ * first), then scripted model servers. Any part may be missing: a before() that failed half
+ * way still cleans up what it started.
+ */
+export async function tearDown({ server, log, browsers = [], mocks = [] }) {
+  for (const browser of browsers) await browser?.close();
+  if (server) {
+    await saveArtifact(ARTIFACTS, log, server.logs());
+    await server.stop();
+  }
+  for (const mock of mocks) await mock?.stop();
+}
+
+/**
  * Opens Chromium with a fresh profile directory and one page.
  * Returns { context, page, close() }; close() also deletes the profile.
  */

@@ -9,19 +9,16 @@
 // Screenshots and the server log go to tests/artifacts/ (git-ignored).
 
 import assert from "node:assert/strict";
-import { resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
-  ARTIFACTS,
   DESKTOP,
   openBrowser,
   OWNER,
   PHONE,
-  requireEnv,
-  saveArtifact,
   screenshot,
-  startServer,
+  startTestServer,
   stepper,
+  tearDown,
   watchProblems,
 } from "./harness.mjs";
 
@@ -65,20 +62,12 @@ async function assertFitsAndInputsAreLegible(page) {
 }
 
 before(async () => {
-  const bin = requireEnv("MOBIUS_BIN", "point it at the mobius server binary");
-  const frontendDir = resolve(requireEnv("MOBIUS_FRONTEND_DIR", "point it at the built frontend (frontend/dist)"));
-  server = await startServer({ bin, frontendDir });
+  server = await startTestServer();
   phone = await openBrowser(PHONE);
   problems = watchProblems(phone.page);
 });
 
-after(async () => {
-  await phone?.close();
-  if (server) {
-    await saveArtifact(ARTIFACTS, "server.log", server.logs());
-    await server.stop();
-  }
-});
+after(() => tearDown({ server, log: "server.log", browsers: [phone] }));
 
 describe("phone journey (390×844)", () => {
   step("a fresh server opens the setup wizard under the strict CSP", async (page) => {

@@ -4,9 +4,8 @@
 // Environment: MOBIUS_BIN and MOBIUS_FRONTEND_DIR, as for journey.test.mjs.
 
 import assert from "node:assert/strict";
-import { resolve } from "node:path";
 import { after, before, describe } from "node:test";
-import { ARTIFACTS, OWNER, PHONE, apiClient, openBrowser, requireEnv, saveArtifact, screenshot, startServer, stepper, watchProblems } from "./harness.mjs";
+import { PHONE, apiClient, openBrowser, screenshot, setupOwner, startTestServer, stepper, tearDown, watchProblems } from "./harness.mjs";
 
 const STEP_TIMEOUT = 60_000;
 const TOKEN_KEY = "mobius.token";
@@ -23,30 +22,16 @@ const step = stepper({ prefix: "search", timeout: STEP_TIMEOUT, page: () => phon
 const api = apiClient(() => server.origin, () => token);
 
 before(async () => {
-  const bin = requireEnv("MOBIUS_BIN", "point it at the mobius server binary");
-  const frontendDir = resolve(requireEnv("MOBIUS_FRONTEND_DIR", "point it at the built frontend (frontend/dist)"));
-  server = await startServer({ bin, frontendDir });
+  server = await startTestServer();
   phone = await openBrowser(PHONE);
   problems = watchProblems(phone.page);
 });
 
-after(async () => {
-  await phone?.close();
-  if (server) {
-    await saveArtifact(ARTIFACTS, "server-search.log", server.logs());
-    await server.stop();
-  }
-});
+after(() => tearDown({ server, log: "server-search.log", browsers: [phone] }));
 
 describe("search in the drawer (390×844)", () => {
   step("the owner has a long chat with one rare word far up, and another chat", async (page) => {
-    const setup = await fetch(`${server.origin}/api/auth/setup`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(OWNER),
-    });
-    assert.equal(setup.status, 200);
-    token = (await setup.json()).access_token;
+    token = await setupOwner(server.origin);
     const messages = Array.from({ length: LONG_CHAT }, (_, i) => ({
       role: i % 2 === 0 ? "user" : "assistant",
       ts: 1_700_000_000_000 + i * 60_000,

@@ -12,23 +12,21 @@ import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { after, before, describe } from "node:test";
 import {
   accessibilityProblems,
   apiClient,
   assertFitsAndLegible,
   appBuildEnv,
-  ARTIFACTS,
   openBrowser,
-  OWNER,
   PHONE,
-  requireEnv,
-  saveArtifact,
   screenshot,
   signInAsOwner,
-  startServer,
+  startTestServer,
+  setupOwner,
   stepper,
+  tearDown,
   watchProblems,
 } from "./harness.mjs";
 
@@ -93,27 +91,14 @@ describe("apps from the phone (real server, local fixture repository)", () => {
     catalogDir = await mkdtemp(join(tmpdir(), "mobius-e2e-catalog-"));
     git("init", "-q");
     await publish("1.0.0", "Release one", { permissions: { share_with_apps: "read" } }, "First release");
-    server = await startServer({
-      bin: process.env.MOBIUS_BIN,
-      frontendDir: resolve(requireEnv("MOBIUS_FRONTEND_DIR", "the built frontend")),
-    });
-    const setup = await fetch(`${server.origin}/api/auth/setup`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(OWNER),
-    });
-    assert.equal(setup.status, 200, `owner setup: ${await setup.clone().text()}`);
-    ownerApiToken = (await setup.json()).access_token;
+    server = await startTestServer();
+    ownerApiToken = await setupOwner(server.origin);
     phone = await openBrowser(PHONE);
     problems = watchProblems(phone.page);
   });
 
   after(async () => {
-    await phone?.close();
-    if (server) {
-      await saveArtifact(ARTIFACTS, "store-server.log", server.logs());
-      await server.stop();
-    }
+    await tearDown({ server, log: "store-server.log", browsers: [phone] });
     await rm(fixture, { recursive: true, force: true });
     await rm(catalogDir, { recursive: true, force: true });
   });

@@ -39,6 +39,8 @@ pub fn router(state: AppState) -> Router {
         .merge(auth::router())
         .merge(chats::router())
         .merge(crate::search::router())
+        .merge(crate::recall::routes::router())
+        .merge(crate::skills::routes::router())
         .merge(storage::router())
         .merge(apps::router())
         .merge(apps::proxy::router())

@@ -54,11 +54,17 @@ pub struct Config {
     pub net: NetLimits,
     /// Password-attempt throttling (not set from the environment).
     pub login: LoginPolicy,
+    /// How long a chat stays idle after its turns before its note is written
+    /// (`MOBIUS_NOTE_IDLE_SECS`, default 120; `0` turns chat notes off, as `for_test` does).
+    pub note_idle: Option<Duration>,
     /// Threads the runtime may start for blocking work: file storage, password hashes, git,
     /// icons (`MOBIUS_MAX_BLOCKING_THREADS`, default 32). More work waits for a free thread
     /// instead of starting another one (tokio's own default is 512).
     pub max_blocking_threads: usize,
 }
+
+/// The default idle spell before a chat's note is written.
+pub const DEFAULT_NOTE_IDLE: Duration = Duration::from_secs(120);
 
 /// Default of [`Config::max_blocking_threads`].
 pub const DEFAULT_MAX_BLOCKING_THREADS: usize = 32;
@@ -262,6 +268,18 @@ impl Config {
             None => TrustedProxies::default(),
         };
         let net = NetLimits::from_lookup(&get)?;
+        let note_idle = match get("MOBIUS_NOTE_IDLE_SECS") {
+            None => Some(DEFAULT_NOTE_IDLE),
+            Some(raw) => match raw.trim().parse::<u64>() {
+                Ok(0) => None,
+                Ok(secs) => Some(Duration::from_secs(secs)),
+                Err(_) => {
+                    return Err(ConfigError(format!(
+                        "MOBIUS_NOTE_IDLE_SECS={raw:?} must be a number of seconds (0: no chat notes)"
+                    )));
+                }
+            },
+        };
         let blocking_raw =
             get("MOBIUS_MAX_BLOCKING_THREADS").unwrap_or_else(|| DEFAULT_MAX_BLOCKING_THREADS.to_string());
         let max_blocking_threads = blocking_raw
@@ -296,6 +314,7 @@ impl Config {
             trusted_proxies,
             net,
             login: LoginPolicy::default(),
+            note_idle,
             max_blocking_threads,
         })
     }
@@ -324,6 +343,7 @@ impl Config {
             trusted_proxies: TrustedProxies::default(),
             net: NetLimits::default(),
             login: LoginPolicy::default(),
+            note_idle: None,
             max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
         }
     }

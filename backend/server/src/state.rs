@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use axum::extract::FromRef;
 use tokio::sync::watch;
-use tracing::warn;
+use tracing::{Instrument, info_span, warn};
 
 use crate::agent::registry::Turns;
 use crate::agent::turn::Agents;
@@ -27,6 +27,8 @@ use crate::events::Hub;
 use crate::locks::KeyedLocks;
 use crate::ops::Boot;
 use crate::providers::Providers;
+use crate::recall::notes::{NoteRunner, NoteSignals};
+use crate::skills::Skills;
 use crate::storage::Store;
 use crate::telemetry::reports::ClientReports;
 use crate::writer::{WriteCommand, WriterHandle};
@@ -71,6 +73,8 @@ pub struct Inner {
     pub lifecycle: crate::apps::lifecycle::limits::Lifecycle,
     /// Open event streams, capped per client address and in all.
     pub streams: Arc<crate::events::StreamLimits>,
+    /// The built-in and agent-written skills.
+    pub skills: Arc<Skills>,
     /// The frame bootstrap inlined into app frame documents, read on first use.
     frame_bootstrap: OnceLock<crate::apps::bootstrap::FrameBootstrap>,
 }
@@ -131,6 +135,23 @@ impl AppState {
         }
         let providers = Arc::new(Providers::new(&config, &config.data_dir, api_url));
         let storage = Store::new(config.app_quota_bytes);
+        let skills = Arc::new(Skills::new(&config.skill_dir.join("skills"), config.data_dir.join("skills")));
+        skills.watch();
+        let notes = match config.note_idle {
+            Some(idle) => {
+                let (notes, receiver) = NoteSignals::channel();
+                let runner = NoteRunner {
+                    read: db.read.clone(),
+                    writer: writer.clone(),
+                    providers: providers.clone(),
+                    data_dir: config.data_dir.clone(),
+                    idle,
+                };
+                tokio::spawn(runner.run(receiver).instrument(info_span!("notes")));
+                notes
+            }
+            None => NoteSignals::off(),
+        };
         let agents = Arc::new(Agents {
             writer: writer.clone(),
             read: db.read.clone(),
@@ -140,6 +161,8 @@ impl AppState {
             skill_dir: config.skill_dir.clone(),
             data_dir: config.data_dir.clone(),
             turns: Turns::default(),
+            notes,
+            skills: skills.clone(),
         });
         let apps = Arc::new(Apps::new(
             config.data_dir.clone(),
@@ -174,6 +197,7 @@ impl AppState {
             proxy: Proxy::default(),
             lifecycle: crate::apps::lifecycle::limits::Lifecycle::default(),
             streams,
+            skills,
             frame_bootstrap: OnceLock::new(),
         }));
         Ok((state, task))

@@ -5,11 +5,12 @@ import { AppPane } from "../components/AppPane";
 import { mockFetch } from "../test/fetchMock";
 import { appSummary } from "../test/fixtures";
 import AppCanvas, { FRAME_SANDBOX } from "./AppCanvas";
+import type { AppIntent } from "../shell/router";
 import { forgetAppTokens } from "./tokens";
 
 const app = appSummary(5, { slug: "hello", name: "Hello", v: "abc", chat_id: "chat-1" });
 
-function setup(shown: AppSummary = app) {
+function setup(shown: AppSummary = app, intent: AppIntent | null = null) {
   forgetAppTokens();
   localStorage.setItem("mobius.token", "OWNER-SECRET");
   const server = mockFetch({
@@ -17,7 +18,7 @@ function setup(shown: AppSummary = app) {
     "GET /api/apps/5/module?v=abc": { status: 200, body: "export default 1" },
   });
   const onHostRequest = vi.fn();
-  const view = render(<AppCanvas app={shown} onHostRequest={onHostRequest} />);
+  const view = render(<AppCanvas app={shown} onHostRequest={onHostRequest} intent={intent} />);
   const iframe = view.container.querySelector("iframe");
   if (!iframe?.contentWindow) throw new Error("no frame window");
   const frameWindow = iframe.contentWindow;
@@ -29,7 +30,8 @@ function setup(shown: AppSummary = app) {
     fireEvent(window, new MessageEvent("message", { data, origin: "null", source }));
     return Promise.resolve();
   };
-  return { server, onHostRequest, iframe, posted, fromFrame };
+  const setIntent = (next: AppIntent | null) => view.rerender(<AppCanvas app={shown} onHostRequest={onHostRequest} intent={next} />);
+  return { server, onHostRequest, iframe, posted, fromFrame, setIntent };
 }
 
 describe("AppCanvas broker", () => {
@@ -290,6 +292,71 @@ describe("in-app screens (nav)", () => {
     expect(navState()?.appNav).toBe("rev");
     await fromFrame({ type: "moebius:nav-forward-rejected", requestId: "rev" });
     await waitFor(() => expect(navState()?.appNav).toBe(before));
+  });
+});
+
+describe("deep-link intents and visibility", () => {
+  const intents = (posted: unknown[]) => posted.filter((m) => (m as { type: string }).type === "moebius:app-intent") as { intent: string; nonce: string }[];
+
+  it("hands the mounted app its intent and keeps it covered until the frame applied that nonce", async () => {
+    const { posted, fromFrame } = setup(app, { value: "note:7", nonce: 1 });
+    expect(intents(posted)).toEqual([]);
+    await fromFrame({ type: "moebius:frame-mounted" });
+    expect(intents(posted)).toEqual([expect.objectContaining({ intent: "note:7" })]);
+    const nonce = intents(posted)[0]?.nonce;
+    expect(screen.getByRole("status", { name: "Opening Hello" })).toBeTruthy();
+    await fromFrame({ type: "moebius:app-intent-applied", nonce: "someone-else" });
+    expect(screen.getByRole("status", { name: "Opening Hello" })).toBeTruthy();
+    await fromFrame({ type: "moebius:app-intent-applied", nonce });
+    await waitFor(() => expect(screen.queryByRole("status", { name: "Opening Hello" })).toBeNull());
+  });
+
+  it("a new intent for the open app goes to the frame once; the same nonce again is not repeated", async () => {
+    const { posted, fromFrame, setIntent } = setup();
+    await fromFrame({ type: "moebius:frame-mounted" });
+    expect(intents(posted)).toEqual([]);
+    const intent = { value: "today", nonce: 2 };
+    setIntent(intent);
+    setIntent({ ...intent });
+    expect(intents(posted).map((m) => m.intent)).toEqual(["today"]);
+    setIntent({ value: "today", nonce: 3 });
+    expect(intents(posted).map((m) => m.intent)).toEqual(["today", "today"]);
+  });
+
+  it("an app that never answers is uncovered after a short while, not kept behind the cover", async () => {
+    vi.useFakeTimers();
+    try {
+      const { fromFrame } = setup(app, { value: "x", nonce: 4 });
+      await fromFrame({ type: "moebius:frame-mounted" });
+      expect(screen.getByRole("status", { name: "Opening Hello" })).toBeTruthy();
+      act(() => void vi.advanceTimersByTime(1_600));
+      expect(screen.queryByRole("status", { name: "Opening Hello" })).toBeNull();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("passes open-app up with the app's id or slug and the intent", async () => {
+    const { fromFrame, onHostRequest } = setup();
+    await fromFrame({ type: "moebius:open-app", appId: "notes", intent: "new" });
+    await fromFrame({ type: "moebius:open-app", appId: 9 });
+    expect(onHostRequest.mock.calls).toEqual([[{ kind: "open-app", appId: "notes", intent: "new" }], [{ kind: "open-app", appId: 9, intent: null }]]);
+  });
+
+  it("tells the app whether it is on screen, once mounted and when the page is hidden", async () => {
+    const { posted, fromFrame } = setup();
+    await fromFrame({ type: "moebius:frame-hello" });
+    await waitFor(() => expect(posted).toContainEqual(expect.objectContaining({ type: "moebius:frame-init" })));
+    expect(posted).not.toContainEqual(expect.objectContaining({ type: "moebius:frame-visibility" }));
+    await fromFrame({ type: "moebius:frame-mounted" });
+    expect(posted).toContainEqual({ type: "moebius:frame-visibility", visible: true });
+    const visibility = vi.spyOn(document, "visibilityState", "get").mockReturnValue("hidden");
+    try {
+      fireEvent(document, new Event("visibilitychange"));
+      expect(posted).toContainEqual({ type: "moebius:frame-visibility", visible: false });
+    } finally {
+      visibility.mockRestore();
+    }
   });
 });
 

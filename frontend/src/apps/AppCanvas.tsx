@@ -16,12 +16,18 @@
 //! around it, and shows a small "Exit full screen" button; Escape and the system Back (immersive
 //! is a history entry, like an in-app screen) leave it too. It resets with every new frame. The
 //! frame also gets the safe-area insets its box overlaps (`moebius:frame-insets`, see insets.ts).
+//!
+//! Deep-link intents (`?app=<id>&intent=<name>`, or another app's `open-app`): once the frame
+//! mounted, it gets `moebius:app-intent {intent, nonce}` and the app stays covered until the
+//! frame's `app-intent-applied` for that nonce (at most `INTENT_COVER_MAX_MS`), so the owner never
+//! sees the screen the intent replaces. The frame also hears whether it is on screen
+//! (`moebius:frame-visibility {visible}`: once mounted and on every change of the page's visibility).
 
 import { useEffect, useRef, useState } from "react";
 import type { AppSummary } from "../api/apps";
 import { Icon } from "../components/Icon";
 import { onlineStore, useOnline } from "../shell/online";
-import { appNavDepth, pushAppNav } from "../shell/router";
+import { appNavDepth, pushAppNav, type AppIntent } from "../shell/router";
 import { themeStore } from "../shell/theme";
 import { readFrameMessage, type FrameMessage } from "./broker";
 import { frameTheme } from "./frameTheme";
@@ -38,6 +44,8 @@ export interface AppCanvasProps {
   onHostRequest: (request: HostRequest) => void;
   /** Immersive mode turned on or off (also off when the canvas goes away): hide the chrome. */
   onImmersiveChange?: (immersive: boolean) => void;
+  /** The deep-link intent to hand the app (each nonce once per frame). */
+  intent?: AppIntent | null;
 }
 
 /** The iframe's sandbox: exactly the flags of the frame document's CSP (`apps/serve.rs`, whose
@@ -48,6 +56,8 @@ export const FRAME_SANDBOX = "allow-scripts allow-forms allow-popups allow-top-n
 const MAX_MODULE_BYTES = 16 * 1024 * 1024;
 /** The frame must say hello this soon after the canvas mounts. */
 const HELLO_TIMEOUT_MS = 15_000;
+/** The longest the app stays covered while it applies a deep-link intent. */
+const INTENT_COVER_MAX_MS = 1_500;
 
 type Phase = { kind: "loading" } | { kind: "mounted" } | { kind: "failed"; message: string };
 
@@ -98,11 +108,13 @@ async function fetchModule(app: AppSummary): Promise<ModuleAnswer> {
   }
 }
 
-export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: AppCanvasProps) {
+export default function AppCanvas({ app, onHostRequest, onImmersiveChange, intent = null }: AppCanvasProps) {
   const frameRef = useRef<HTMLIFrameElement>(null);
   const [attempt, setAttempt] = useState(0);
   const [phase, setPhase] = useState<Phase>({ kind: "loading" });
   const [immersive, setImmersiveState] = useState(false);
+  /** The app is applying a deep-link intent: it stays covered. */
+  const [applyingIntent, setApplyingIntent] = useState(false);
   const token = useAppToken(app.id);
   const online = useOnline();
   /** No app token and none held: the frame is not rendered. */
@@ -122,6 +134,12 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
   /** True once the bootstrap itself spoke (a browser error page also "loads"). */
   const helloSeen = useRef(false);
   const inited = useRef(false);
+  /** The frame's app mounted (and can take an intent). */
+  const mounted = useRef(false);
+  const intentRef = useRef(intent);
+  /** The nonce of the intent last posted, until the frame says it applied it. */
+  const pendingIntent = useRef<string | null>(null);
+  const intentTimer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
 
   const post = (message: Record<string, unknown>, transfer: Transferable[] = []) => {
     // An opaque frame can only be addressed with "*"; nothing owner-level is ever sent.
@@ -144,6 +162,37 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
     post({ type: "moebius:online-status", online: isOnline });
     sendInsets(true);
   };
+
+  /** Hands the mounted app the current intent, covering it until the frame applied it. */
+  const deliverIntent = () => {
+    const current = intentRef.current;
+    if (!mounted.current || current === null) return;
+    const nonce = `${app.id}-${current.nonce}-${attempt}`;
+    if (pendingIntent.current === nonce) return;
+    pendingIntent.current = nonce;
+    setApplyingIntent(true);
+    clearTimeout(intentTimer.current);
+    intentTimer.current = setTimeout(() => setApplyingIntent(false), INTENT_COVER_MAX_MS);
+    post({ type: "moebius:app-intent", intent: current.value, nonce });
+  };
+
+  const intentNonce = intent?.nonce ?? null;
+  useEffect(() => {
+    intentRef.current = intent;
+    deliverIntent();
+    // deliverIntent reads refs; a new intent (nonce) is the trigger.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [intentNonce]);
+
+  useEffect(() => () => clearTimeout(intentTimer.current), []);
+
+  useEffect(() => {
+    const update = () => {
+      if (mounted.current) post({ type: "moebius:frame-visibility", visible: document.visibilityState === "visible" });
+    };
+    document.addEventListener("visibilitychange", update);
+    return () => document.removeEventListener("visibilitychange", update);
+  }, []);
 
   /** Sends the frame the safe-area insets its box overlaps, when they changed (or `force`). */
   const sendInsets = (force = false) => {
@@ -328,6 +377,16 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
           return;
         case "moebius:frame-mounted":
           setPhase({ kind: "mounted" });
+          mounted.current = true;
+          // The app's own listeners are registered by now (its effects ran before this one).
+          post({ type: "moebius:frame-visibility", visible: document.visibilityState === "visible" });
+          deliverIntent();
+          return;
+        case "moebius:app-intent-applied":
+          if (message.nonce === pendingIntent.current) {
+            clearTimeout(intentTimer.current);
+            setApplyingIntent(false);
+          }
           return;
         case "moebius:frame-error":
           setPhase({ kind: "failed", message: message.error.message || "This app couldn't start." });
@@ -351,7 +410,7 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
           current.onHostRequest({ kind: "open-chat", chatId: message.chatId, draft: message.draft });
           return;
         case "moebius:open-app":
-          current.onHostRequest({ kind: "open-app", appId: message.appId });
+          current.onHostRequest({ kind: "open-app", appId: message.appId, intent: message.intent });
           return;
         case "moebius:install-app":
           // Only an app whose manifest asks for manage_apps; the install still goes through
@@ -468,6 +527,8 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
     frameReady.current = false;
     helloSeen.current = false;
     inited.current = false;
+    mounted.current = false;
+    pendingIntent.current = null;
     sentInsets.current = "";
     setPhase({ kind: "loading" });
     if (token.status === "failed") void token.refresh(true);
@@ -518,7 +579,7 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange }: App
           </div>
         </div>
       ) : (
-        phase.kind === "loading" && (
+        (phase.kind === "loading" || applyingIntent) && (
           <div className="app-overlay" role="status" aria-label={`Opening ${app.name}`}>
             <img className="app-overlay-icon" src={app.icon_url} alt="" width={56} height={56} />
             <p className="app-overlay-title">{app.name}</p>

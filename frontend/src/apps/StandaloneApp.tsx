@@ -142,7 +142,7 @@ export default function StandaloneApp({ identity, owner }: StandaloneAppProps) {
         location.assign(`/chat/${encodeURIComponent(request.chatId)}`);
         return;
       case "open-app":
-        location.assign(`/?app=${request.appId}`);
+        location.assign(`/?app=${encodeURIComponent(String(request.appId))}${request.intent ? `&intent=${request.intent}` : ""}`);
         return;
       case "install-app":
         location.assign(`/install?source=${encodeURIComponent(request.source)}`);

@@ -43,8 +43,14 @@ describe("frame message validation", () => {
     expect(from({ type: "moebius:signal", name: "old" })).toBeNull();
     expect(from({ type: "moebius:module-request" })).toBeNull();
     expect(from({ type: "moebius:open-chat", chatId: "../settings" })).toBeNull();
-    expect(from({ type: "moebius:open-app", appId: "7" })).toBeNull();
+    expect(from({ type: "moebius:open-app", appId: "7" })).toEqual({ type: "moebius:open-app", appId: 7, intent: null });
+    expect(from({ type: "moebius:open-app", appId: "notes", intent: "today" })).toEqual({ type: "moebius:open-app", appId: "notes", intent: "today" });
+    expect(from({ type: "moebius:open-app", appId: 3, intent: "a b" })).toEqual({ type: "moebius:open-app", appId: 3, intent: null });
     expect(from({ type: "moebius:open-app", appId: -1 })).toBeNull();
+    expect(from({ type: "moebius:open-app", appId: "0" })).toBeNull();
+    expect(from({ type: "moebius:open-app", appId: "../x" })).toBeNull();
+    expect(from({ type: "moebius:app-intent-applied", nonce: "n1" })).toEqual({ type: "moebius:app-intent-applied", nonce: "n1" });
+    expect(from({ type: "moebius:app-intent-applied", nonce: "" })).toBeNull();
     expect(from({ type: "moebius:install-app", source: "  " })).toBeNull();
     expect(from({ type: "moebius:install-app", source: " https://example.com/a.git " })).toEqual({ type: "moebius:install-app", source: "https://example.com/a.git" });
     expect(from({ type: "moebius:install-app", source: "x".repeat(2049) })).toBeNull();

@@ -3,7 +3,7 @@
 //! identity — and from an opaque origin (`"null"`) or this origin. Every field is checked and
 //! bounded before anything acts on it.
 
-import type { ManageAction } from "./host";
+import { intentName, type ManageAction } from "./host";
 
 /** Messages a frame may send its parent. */
 export type FrameMessage =
@@ -18,7 +18,10 @@ export type FrameMessage =
   | { type: "moebius:storage-clear" }
   | { type: "moebius:new-chat"; title: string | null; draft: string }
   | { type: "moebius:open-chat"; chatId: string; draft: string }
-  | { type: "moebius:open-app"; appId: number }
+  /** `appId` is an id or a slug; `intent` a deep-link intent for it. */
+  | { type: "moebius:open-app"; appId: number | string; intent: string | null }
+  /** The frame applied deep-link intent `nonce` (the shell uncovers the app). */
+  | { type: "moebius:app-intent-applied"; nonce: string }
   | { type: "moebius:install-app"; source: string }
   | { type: "moebius:manage-app"; action: ManageAction; appId: number }
   | { type: "moebius:open-settings"; section: string | null }
@@ -52,6 +55,14 @@ const CHAT_ID = /^[A-Za-z0-9_-]{1,80}$/;
 
 function str(value: unknown, max: number): string | null {
   return typeof value === "string" && value.length <= max ? value : null;
+}
+
+/** An app named by id (a positive integer, or its digits) or by slug. */
+function appRef(value: unknown): number | string | null {
+  if (typeof value === "number") return Number.isSafeInteger(value) && value > 0 ? value : null;
+  if (typeof value !== "string") return null;
+  if (/^\d{1,15}$/.test(value)) return Number(value) > 0 ? Number(value) : null;
+  return /^[A-Za-z0-9_-]{1,80}$/.test(value) ? value : null;
 }
 
 function id(value: unknown): string | null {
@@ -111,8 +122,12 @@ export function readFrameMessage(event: IncomingEvent, frame: Window | null | un
       return chatId !== null && CHAT_ID.test(chatId) ? { type: m.type, chatId, draft: clip(m.draft, MAX_DRAFT) } : null;
     }
     case "moebius:open-app": {
-      const appId = m.appId;
-      return typeof appId === "number" && Number.isSafeInteger(appId) && appId > 0 ? { type: m.type, appId } : null;
+      const appId = appRef(m.appId);
+      return appId !== null ? { type: m.type, appId, intent: intentName(m.intent) } : null;
+    }
+    case "moebius:app-intent-applied": {
+      const nonce = id(m.nonce);
+      return nonce ? { type: m.type, nonce } : null;
     }
     case "moebius:manage-app": {
       const { appId, action } = m;

@@ -6,6 +6,7 @@
 import { lazy, Suspense, useEffect, useRef, useState } from "react";
 import type { AppSummary } from "../api/apps";
 import type { HostRequest } from "../apps/host";
+import type { AppIntent } from "../shell/router";
 import { wideStore } from "../shell/layout";
 import { useOnline } from "../shell/online";
 import { Icon } from "./Icon";
@@ -18,9 +19,11 @@ export interface AppPaneProps {
   loading: boolean;
   onClose: () => void;
   onHostRequest: (request: HostRequest) => void;
+  /** The deep-link intent the app was opened with. */
+  intent?: AppIntent | null;
 }
 
-export function AppPane({ app, loading, onClose, onHostRequest }: AppPaneProps) {
+export function AppPane({ app, loading, onClose, onHostRequest, intent = null }: AppPaneProps) {
   const name = app?.name ?? "App";
   const online = useOnline();
   const [immersive, setImmersive] = useState(false);
@@ -61,7 +64,7 @@ export function AppPane({ app, loading, onClose, onHostRequest }: AppPaneProps) 
               </div>
             }
           >
-            <AppCanvas key={`${app.id}:${app.v}`} app={app} onHostRequest={onHostRequest} onImmersiveChange={setImmersive} />
+            <AppCanvas key={`${app.id}:${app.v}`} app={app} onHostRequest={onHostRequest} onImmersiveChange={setImmersive} intent={intent} />
           </Suspense>
         ) : loading ? (
           <div className="app-overlay" role="status" aria-label="Opening the app">

@@ -6,7 +6,7 @@
 //! on the update preview and its uninstalls on the keep-or-delete choice (`manage`).
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useId, useRef, useState, type FormEvent, type ReactNode } from "react";
+import { useEffect, useId, useRef, useState, type FormEvent } from "react";
 import {
   appsKey,
   applyUpdate,
@@ -32,6 +32,7 @@ import type { ManageAction } from "../apps/host";
 import { saveDraft } from "../chat/persist";
 import { navigate, openApp } from "../shell/router";
 import { Icon } from "./Icon";
+import { Sheet } from "./Sheet";
 
 const errorText = (error: unknown) => (error instanceof ApiError ? error.message : "Something went wrong. Try again.");
 const shortCommit = (commit: string) => commit.slice(0, 7);
@@ -191,30 +192,6 @@ function InstallFromLink({ disabled, onReview }: { disabled: boolean; onReview: 
       </div>
       <p className="field-hint">Nothing is installed until you have seen what the app asks for.</p>
     </form>
-  );
-}
-
-function Sheet({ label, onClose, children }: { label: string; onClose: () => void; children: ReactNode }) {
-  const ref = useRef<HTMLDivElement>(null);
-  const close = useRef(onClose);
-  useEffect(() => {
-    close.current = onClose;
-  });
-  useEffect(() => {
-    ref.current?.focus();
-    const onKey = (event: KeyboardEvent) => {
-      if (event.key === "Escape") close.current();
-    };
-    document.addEventListener("keydown", onKey);
-    return () => document.removeEventListener("keydown", onKey);
-  }, []);
-  return (
-    <div className="sheet-layer">
-      <button type="button" className="scrim" aria-label="Close" tabIndex={-1} onClick={onClose} />
-      <div ref={ref} className="sheet" role="dialog" aria-modal="true" aria-label={label} tabIndex={-1}>
-        {children}
-      </div>
-    </div>
   );
 }
 

@@ -27,6 +27,7 @@ import {
 import type { ProviderId, ProviderInfo, ProvidersStatus } from "../api/types";
 import { setTheme, useTheme, type ThemeChoice } from "../shell/theme";
 import { Icon } from "./Icon";
+import { MemorySection } from "./MemorySettings";
 
 const errorText = (error: unknown) => (error instanceof ApiError ? error.message : "Something went wrong.");
 
@@ -69,6 +70,7 @@ export default function Settings({ activeChatId, onSignOut }: SettingsProps) {
           </div>
         </section>
         <DefaultsSection providers={list} status={status.data} activeChatId={activeChatId} />
+        <MemorySection />
         <AppearanceSection />
         <StoreSection />
         <section className="settings-section" aria-labelledby="s-sessions">

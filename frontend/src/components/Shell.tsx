@@ -16,13 +16,14 @@ import { newCid } from "../chat/queue";
 import { onAppPreview } from "../shell/appEvents";
 import { useWide } from "../shell/layout";
 import { useOnline } from "../shell/online";
-import { closeApp, closeDrawer, currentNav, navigate, openApp, openDrawer, useNav, type Route } from "../shell/router";
+import { closeApp, closeDrawer, currentNav, navigate, openApp, openDrawer, takeSlugLink, useNav, type Route } from "../shell/router";
 import { withChat, withChatPatched, withoutChat, type ChatList } from "../shell/chatList";
 import { useSystemEvents } from "../shell/systemEvents";
 import { useChatList } from "../shell/useChatList";
 import { AccountMenu } from "./AccountMenu";
 import { AppPane } from "./AppPane";
 import { useApps } from "./useApps";
+import { ChatInfo } from "./ChatInfo";
 import { ChatView } from "./ChatView";
 import { Drawer } from "./Drawer";
 import { Icon } from "./Icon";
@@ -46,7 +47,7 @@ const TOAST_MS = 8_000;
 export function Shell({ session, onSignOut }: ShellProps) {
   const queryClient = useQueryClient();
   const online = useOnline();
-  const { route, drawer, app: openAppId } = useNav();
+  const { route, drawer, app: openAppId, intent: appIntent } = useNav();
   const wide = useWide();
   const owner = session.username;
   useSystemEvents();
@@ -177,6 +178,15 @@ export function Shell({ session, onSignOut }: ShellProps) {
   const appList = apps.list;
   const openedApp = appList?.find((a) => a.id === openAppId);
 
+  // `?app=<slug>` (a deep link naming the app by its folder): once the apps are known, the
+  // current entry is re-addressed by the app's id, keeping the intent.
+  useEffect(() => {
+    if (!appList) return;
+    const link = takeSlugLink();
+    const target = link && appList.find((a) => a.slug === link.slug);
+    if (target) openApp(target.id, link.intent, { replace: true });
+  }, [appList]);
+
   /** Goes to `route`; on wide screens the open app stays beside it. */
   const go = useCallback(
     (to: Route, options: { replace?: boolean } = {}) => navigate(to, { ...options, app: wide ? currentNav().app : null }),
@@ -221,9 +231,11 @@ export function Shell({ session, onSignOut }: ShellProps) {
           if (request.draft) saveDraft(owner, request.chatId, request.draft);
           go({ name: "chat", id: request.chatId });
           return;
-        case "open-app":
-          if (appList?.some((a) => a.id === request.appId)) openApp(request.appId);
+        case "open-app": {
+          const target = appList?.find((a) => (typeof request.appId === "number" ? a.id === request.appId : a.slug === request.appId));
+          if (target) openApp(target.id, request.intent);
           return;
+        }
         case "install-app":
           closeApp();
           navigate({ name: "apps", tab: "installed", source: request.source });
@@ -269,6 +281,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
   const firstRun = chatList !== undefined && !chatList.some((c) => c.has_messages);
   const needsProvider = anyConnected(providers.data) === false;
   const onTitle = useCallback((t: string) => activeId && setLiveTitle({ id: activeId, title: t }), [activeId]);
+  const [infoOpen, setInfoOpen] = useState(false);
 
   // The phone drawer takes focus when it opens and gives it back to the menu button on close.
   const drawerRef = useRef<HTMLDivElement>(null);
@@ -345,6 +358,11 @@ export function Shell({ session, onSignOut }: ShellProps) {
             {needsProvider && <span className="attention-dot attention-dot-corner" aria-hidden="true" />}
           </button>
           <h1 className="topbar-title">{chatTitle}</h1>
+          {activeId && (
+            <button type="button" className="icon-button topbar-info" aria-label="Chat info" onClick={() => setInfoOpen(true)}>
+              <Icon name="info" size={20} />
+            </button>
+          )}
           <button
             type="button"
             className="icon-button topbar-new"
@@ -368,6 +386,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
             <span>You're offline · saved chats are readable</span>
           </div>
         )}
+        {infoOpen && activeId && <ChatInfo chatId={activeId} title={chatTitle} onClose={() => setInfoOpen(false)} />}
         <main className="view">
           {route.name === "chat" && (
             <ChatView
@@ -420,7 +439,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
           )}
         </main>
       </div>
-      {openAppId !== null && <AppPane app={openedApp} loading={apps.loading} onClose={closeApp} onHostRequest={onHostRequest} />}
+      {openAppId !== null && <AppPane app={openedApp} intent={appIntent} loading={apps.loading} onClose={closeApp} onHostRequest={onHostRequest} />}
       <div className="toast-region" role="status" aria-live="polite">
         {toast && (
           <div className="toast">

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { closeApp, currentNav, navigate, openApp, parseAppParam, parseRoute, pushAppNav } from "./router";
+import { closeApp, currentNav, navigate, openApp, parseAppParam, parseAppSlug, parseIntentParam, parseRoute, pushAppNav, takeSlugLink } from "./router";
 
 afterEach(() => {
   history.replaceState({}, "", "/");
@@ -78,5 +78,53 @@ describe("app routes", () => {
     expect(location.pathname + location.search).toBe("/apps?uninstall=5&app=2");
     expect(currentNav().route).toEqual(route);
     expect(currentNav().app).toBe(2);
+  });
+
+  it("reads a deep-link intent beside the app, in the original's alphabet only", () => {
+    expect(parseIntentParam("?app=3&intent=note:42")).toBe("note:42");
+    expect(parseIntentParam("?app=3&intent=a.b_c-d")).toBe("a.b_c-d");
+    for (const bad of ["?intent=", "?intent=a b", "?intent=%3Cscript%3E", `?intent=${"x".repeat(129)}`]) expect(parseIntentParam(bad)).toBeNull();
+    expect(parseAppSlug("?app=notes")).toBe("notes");
+    expect(parseAppSlug("?app=12")).toBeNull();
+    expect(parseAppSlug("?app=../x")).toBeNull();
+  });
+
+  it("an intent is delivered once: Back onto the same entry keeps its nonce, a new open makes a new one", () => {
+    history.replaceState({}, "", "/chat/c5?app=6&intent=today");
+    window.dispatchEvent(new PopStateEvent("popstate"));
+    const first = currentNav().intent;
+    expect(first).toMatchObject({ value: "today" });
+    pushAppNav("nav-1");
+    window.dispatchEvent(new PopStateEvent("popstate"));
+    expect(currentNav().intent).toBe(first);
+    // The same app asked again with an intent (an app's open-app): a new nonce, no new entry.
+    const depth = history.length;
+    openApp(6, "today");
+    expect(history.length).toBe(depth);
+    expect(currentNav().intent?.value).toBe("today");
+    expect(currentNav().intent?.nonce).not.toBe(first?.nonce);
+    expect(location.search).toBe("?app=6&intent=today");
+    // Moving to another chat with the app kept beside it keeps the delivered intent.
+    const kept = currentNav().intent;
+    navigate({ name: "chat", id: "c6" }, { app: 6 });
+    expect(currentNav().intent).toBe(kept);
+    closeApp();
+    expect(currentNav().intent).toBeNull();
+  });
+
+  it("an app named by its slug waits for the shell to resolve it, then is re-addressed in place by its id", () => {
+    history.replaceState({}, "", "/?app=notes&intent=new");
+    window.dispatchEvent(new PopStateEvent("popstate"));
+    expect(currentNav().app).toBeNull();
+    // "/" moves on to a chat before the apps are known: the link is still pending.
+    navigate({ name: "chat", id: "c7" }, { replace: true });
+    const link = takeSlugLink();
+    expect(link).toEqual({ slug: "notes", intent: "new" });
+    expect(takeSlugLink()).toBeNull();
+    const depth = history.length;
+    openApp(8, link?.intent ?? null, { replace: true });
+    expect(history.length).toBe(depth);
+    expect(location.pathname + location.search).toBe("/chat/c7?app=8&intent=new");
+    expect(currentNav()).toMatchObject({ app: 8, intent: { value: "new" } });
   });
 });

@@ -4,8 +4,10 @@
 //! a history entry of its own so the system Back gesture closes it. An open app is the `?app=<id>`
 //! query on any route (beside the chat on wide screens, full screen on phones); opening one
 //! pushes an entry, so Back closes it, and its in-app screens (`mobius.nav.open`) stack above.
+//! `&intent=<name>` beside `?app=` is a deep-link intent for that app (see `AppIntent`); an
+//! `?app=<slug>` is resolved to the app's id by the shell once it knows the installed apps.
 
-import type { ManageAction } from "../apps/host";
+import { intentName, type ManageAction } from "../apps/host";
 import { createStore, useStore } from "./store";
 
 export type Route =
@@ -56,6 +58,24 @@ export function pathOf(route: Route): string {
   }
 }
 
+/** A deep link into an app (`?app=<id>&intent=<name>`, or an app's `open-app` request):
+ * delivered to that app's frame once per `nonce`, so Back onto the same entry does not repeat it. */
+export interface AppIntent {
+  value: string;
+  nonce: number;
+}
+
+/** The intent named by `&intent=`, if valid. */
+export function parseIntentParam(search: string): string | null {
+  return intentName(new URLSearchParams(search).get("intent"));
+}
+
+/** `?app=<slug>` (an app named by its folder, not its id), if that is what the address says. */
+export function parseAppSlug(search: string): string | null {
+  const raw = new URLSearchParams(search).get("app");
+  return raw !== null && /^[A-Za-z0-9_-]{1,80}$/.test(raw) && !/^\d+$/.test(raw) ? raw : null;
+}
+
 /** The app named by `?app=<id>`, if any. */
 export function parseAppParam(search: string): number | null {
   return positiveId(new URLSearchParams(search).get("app"));
@@ -68,17 +88,22 @@ function positiveId(raw: string | null): number | null {
   return id > 0 ? id : null;
 }
 
-function urlOf(route: Route, app: number | null): string {
+function urlOf(route: Route, app: number | null, intent: AppIntent | null = null): string {
   if (app === null) return pathOf(route);
   const path = pathOf(route);
-  return `${path}${path.includes("?") ? "&" : "?"}app=${app}`;
+  return `${path}${path.includes("?") ? "&" : "?"}app=${app}${intent ? `&intent=${intent.value}` : ""}`;
 }
+
+let intentSeq = 0;
+const newIntent = (value: string | null): AppIntent | null => (value === null ? null : { value, nonce: (intentSeq += 1) });
 
 interface NavState {
   route: Route;
   drawer: boolean;
   /** The open app, or null. */
   app: number | null;
+  /** The deep-link intent the open app was opened with, or null. */
+  intent: AppIntent | null;
 }
 
 /** What this module keeps in `history.state`. */
@@ -93,15 +118,41 @@ interface EntryState {
 
 const entry = (): EntryState => (history.state as EntryState | null) ?? {};
 
-const read = (): NavState => ({
-  route: parseRoute(location.pathname, location.search),
-  drawer: entry().drawer === true,
-  app: parseAppParam(location.search),
+/** The state the address and history entry say; an intent unchanged since `previous` keeps its nonce. */
+const read = (previous: NavState | null): NavState => {
+  const app = parseAppParam(location.search);
+  const value = app === null ? null : parseIntentParam(location.search);
+  const same = previous !== null && previous.app === app && previous.intent?.value === value;
+  return {
+    route: parseRoute(location.pathname, location.search),
+    drawer: entry().drawer === true,
+    app,
+    intent: same ? previous.intent : newIntent(value),
+  };
+};
+
+const nav = createStore<NavState>(read(null));
+
+/** An `?app=<slug>` deep link seen on load or on Back/Forward, until the shell resolves it (the
+ * address itself may change first: "/" moves on to the latest chat). */
+let slugLink: { slug: string; intent: string | null } | null = null;
+const noteSlugLink = () => {
+  const slug = parseAppSlug(location.search);
+  if (slug !== null) slugLink = { slug, intent: parseIntentParam(location.search) };
+};
+noteSlugLink();
+
+window.addEventListener("popstate", () => {
+  noteSlugLink();
+  nav.set(read(nav.get()));
 });
 
-const nav = createStore<NavState>(read());
-
-window.addEventListener("popstate", () => nav.set(read()));
+/** Takes the pending `?app=<slug>` deep link, if any (once). */
+export function takeSlugLink(): { slug: string; intent: string | null } | null {
+  const link = slugLink;
+  slugLink = null;
+  return link;
+}
 
 export function useNav(): NavState {
   return useStore(nav);
@@ -117,22 +168,30 @@ export function currentNav(): NavState {
  * open app closes unless `app` names the one to keep.
  */
 export function navigate(route: Route, { replace = false, app = null }: { replace?: boolean; app?: number | null } = {}): void {
-  const url = urlOf(route, app);
   const current = nav.get();
+  // The app kept open keeps its intent (already delivered: same nonce).
+  const intent = app !== null && app === current.app ? current.intent : null;
+  const url = urlOf(route, app, intent);
   if (replace || current.drawer) history.replaceState({}, "", url);
   else if (url !== location.pathname + location.search) history.pushState({}, "", url);
-  nav.set({ route, drawer: false, app });
+  nav.set({ route, drawer: false, app, intent });
 }
 
-/** Opens app `id` over (phones) or beside (wide screens) the current route. */
-export function openApp(id: number): void {
+/**
+ * Opens app `id` over (phones) or beside (wide screens) the current route, with a deep-link
+ * `intent` for it if given (the app already open gets the intent, without a new entry).
+ */
+export function openApp(id: number, intentValue: string | null = null, { replace = false }: { replace?: boolean } = {}): void {
   const current = nav.get();
-  if (current.app === id && !current.drawer) return;
-  const url = urlOf(current.route, id);
-  if (current.drawer) history.replaceState({ appEntry: true }, "", url);
-  else if (current.app !== null) history.replaceState({ appEntry: entry().appEntry === true }, "", url);
+  if (current.app === id && !current.drawer && intentValue === null) return;
+  const intent = newIntent(intentValue);
+  const url = urlOf(current.route, id, intent);
+  // `replace`: the same entry under a new address (an `?app=<slug>` resolved to its id).
+  if (replace) history.replaceState(entry(), "", url);
+  else if (current.drawer) history.replaceState({ appEntry: true }, "", url);
+  else if (current.app !== null) history.replaceState({ ...(current.app === id ? entry() : {}), appEntry: entry().appEntry === true }, "", url);
   else history.pushState({ appEntry: true }, "", url);
-  nav.set({ route: current.route, drawer: false, app: id });
+  nav.set({ route: current.route, drawer: false, app: id, intent });
 }
 
 /** Closes the open app: Back over its entries when this page pushed them, else in place. */
@@ -145,7 +204,7 @@ export function closeApp(): void {
     return;
   }
   history.replaceState({}, "", pathOf(current.route));
-  nav.set({ ...current, app: null });
+  nav.set({ ...current, app: null, intent: null });
 }
 
 /** Depth of in-app screens above the open app's entry. */

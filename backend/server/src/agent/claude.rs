@@ -37,6 +37,10 @@ impl AgentProvider for Claude {
         let driver = tokio::spawn(drive(spawned, request.prompt, events_tx, control_rx, self.start_timeout));
         Ok(ProviderTurn { events, control, driver })
     }
+
+    fn cheapest_model(&self) -> Option<&'static str> {
+        Some("haiku")
+    }
 }
 
 /// The command line for one turn.
@@ -58,6 +62,11 @@ pub fn args(request: &TurnRequest) -> Vec<String> {
     if !request.system_prompt.is_empty() {
         args.push("--append-system-prompt".into());
         args.push(request.system_prompt.clone());
+    }
+    if !request.tools {
+        // Claude Code's way of offering the model no tool at all.
+        args.push("--tools".into());
+        args.push(String::new());
     }
     if let Some(session) = &request.resume {
         args.push("--resume".into());

@@ -58,10 +58,12 @@ pub fn thread_request(request: &TurnRequest) -> Value {
         ApprovalPolicy::Full => "never",
         ApprovalPolicy::Ask => "untrusted",
     };
+    // Codex always offers its tools; a tool-less turn gets a read-only sandbox and no approvals.
+    let (approval, sandbox) = if request.tools { (approval, "danger-full-access") } else { ("never", "read-only") };
     let mut params = json!({
         "cwd": request.cwd.display().to_string(),
         "approvalPolicy": approval,
-        "sandbox": "danger-full-access",
+        "sandbox": sandbox,
         "developerInstructions": request.system_prompt,
     });
     if let Some(model) = &request.model {
@@ -573,6 +575,7 @@ mod tests {
             env: vec![],
             approval: ApprovalPolicy::Full,
             pid_dir: "/data/run/agents".into(),
+            tools: true,
         };
         let r = thread_request(&request);
         assert_eq!(r["method"], "thread/resume");
@@ -582,5 +585,8 @@ mod tests {
         let r = thread_request(&ask);
         assert_eq!(r["method"], "thread/start");
         assert_eq!(r["params"]["approvalPolicy"], "untrusted");
+        let quiet = TurnRequest { tools: false, ..ask };
+        let r = thread_request(&quiet);
+        assert_eq!((&r["params"]["sandbox"], &r["params"]["approvalPolicy"]), (&json!("read-only"), &json!("never")));
     }
 }

@@ -12,6 +12,7 @@ pub mod fold;
 pub mod handle;
 pub mod process;
 pub mod prompt;
+pub mod quiet;
 pub mod registry;
 pub mod turn;
 
@@ -41,6 +42,8 @@ pub struct TurnRequest {
     pub approval: ApprovalPolicy,
     /// Where the process group id is recorded while the CLI runs (`DATA_DIR/run/agents`).
     pub pid_dir: PathBuf,
+    /// Whether the agent may use tools (a quiet turn, `quiet.rs`, may not).
+    pub tools: bool,
 }
 
 /// Token counts of a turn.
@@ -166,6 +169,11 @@ pub trait AgentProvider: Send + Sync {
     fn kind(&self) -> ProviderKind;
     /// Spawns the CLI and starts the turn; events arrive on the returned channel.
     fn start(&self, request: TurnRequest) -> Result<ProviderTurn>;
+    /// The model a quiet turn (a chat note) asks for: the provider's cheapest; `None` leaves
+    /// the CLI's own default.
+    fn cheapest_model(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// Where running agent process groups are recorded.

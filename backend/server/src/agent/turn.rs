@@ -52,6 +52,10 @@ pub struct Agents {
     pub data_dir: PathBuf,
     /// The running turn of each chat.
     pub turns: Turns,
+    /// Tells the note task when a chat's turns start and settle (`recall::notes`).
+    pub notes: crate::recall::notes::NoteSignals,
+    /// The skills index (the agent's own skills go into new prompts; reads mark them used).
+    pub skills: Arc<crate::skills::Skills>,
 }
 
 /// A run that is about to start (decided by a send or a queue promotion).
@@ -62,8 +66,21 @@ pub struct TurnStart {
 }
 
 /// The system prompt a chat starts with: the platform's, or an app chat's own `system_prompt`
-/// in its place; app chats then get an `<app_context>` block naming their app.
+/// in its place; app chats then get an `<app_context>` block naming their app; then the
+/// agent's own skills and the memory block (unless the owner turned memory off). Composed
+/// once per chat: the first turn pins it.
 async fn compose_for(agents: &Agents, chat: &db::chats::ChatRow) -> Result<String> {
+    let mut prompt = compose_base(agents, chat).await?;
+    if let Some(skills) = agents.skills.prompt_section() {
+        prompt.push_str(&skills);
+    }
+    if let Some(memory) = crate::recall::memory_block(&agents.read, &agents.data_dir, &chat.id).await? {
+        prompt.push_str(&memory);
+    }
+    Ok(prompt)
+}
+
+async fn compose_base(agents: &Agents, chat: &db::chats::ChatRow) -> Result<String> {
     let settings: Value = chat.agent_settings.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
     let own = settings.get("system_prompt").and_then(Value::as_str).filter(|p| !p.trim().is_empty());
     let mut prompt = match own {
@@ -93,6 +110,7 @@ async fn compose_for(agents: &Agents, chat: &db::chats::ChatRow) -> Result<Strin
 pub fn spawn(agents: &Arc<Agents>, start: TurnStart) {
     let (commands, rx) = mpsc::channel(COMMAND_QUEUE);
     agents.turns.insert(&start.chat_id, TurnHandle::new(start.started.run_id.clone(), commands));
+    agents.notes.started(&start.chat_id);
     let span = info_span!(parent: None, "turn", chat.id = %start.chat_id);
     tokio::spawn(run_chat(agents.clone(), start, rx).instrument(span));
 }
@@ -107,6 +125,7 @@ async fn run_chat(agents: Arc<Agents>, start: TurnStart, mut commands: mpsc::Rec
         next = run_turn(&agents, turn, &mut commands).await;
     }
     agents.turns.remove(&chat_id, &last_run);
+    agents.notes.settled(&chat_id);
     // Anything that raced with the end of the last turn gets a clear answer.
     commands.close();
     while let Ok(command) = commands.try_recv() {
@@ -195,12 +214,23 @@ impl Turn<'_> {
             .into_iter()
             .collect();
         let credentials = agents.providers.credentials_env(self.provider)?;
-        let composed = compose_for(agents, &chat).await?;
-        let id = super::prompt::prompt_id(&composed);
-        let (_, system_prompt) = agents
-            .writer
-            .call(|ack| WriteCommand::PinPrompt { chat_id: self.chat_id.clone(), id, content: composed, ack })
-            .await?;
+        // A pinned prompt is reused byte for byte: it never changes under a conversation.
+        let pinned = match &chat.system_prompt_id {
+            Some(id) => db::chats::prompt_content(&agents.read, id).await?,
+            None => None,
+        };
+        let system_prompt = match pinned {
+            Some(content) => content,
+            None => {
+                let composed = compose_for(agents, &chat).await?;
+                let id = super::prompt::prompt_id(&composed);
+                agents
+                    .writer
+                    .call(|ack| WriteCommand::PinPrompt { chat_id: self.chat_id.clone(), id, content: composed, ack })
+                    .await?
+                    .1
+            }
+        };
         let model = chat
             .agent_settings
             .as_deref()
@@ -229,6 +259,7 @@ impl Turn<'_> {
             env,
             approval: self.approval,
             pid_dir: super::agent_pid_dir(&agents.data_dir),
+            tools: true,
         };
         agents.providers.provider(self.provider).start(request)
     }
@@ -290,7 +321,12 @@ impl Turn<'_> {
         let mut out: Vec<ChatEvent> = Vec::new();
         for agent_event in batch {
             let event = match self.fold.fold(agent_event) {
-                Folded::Chat(event) => event,
+                Folded::Chat(event) => {
+                    if let ChatEvent::ToolStart { input, .. } = &event {
+                        self.agents.skills.touch(input, db::now_ms());
+                    }
+                    event
+                }
                 Folded::Truncated { event, tool_use_id, full } => {
                     self.agents
                         .writer

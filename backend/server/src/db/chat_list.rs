@@ -1,6 +1,6 @@
 //! SQL for the drawer list: one chat's summary, and pages of summaries in the drawer's order
 //! (pinned first, oldest pin first; then newest activity; ties by id) after a keyset cursor.
-//! Each page is a range scan of one of the two partial indexes of migration `0012`, so a page
+//! Each page is a range scan of one of the two partial indexes of migration `0014`, so a page
 //! costs the same at 200 chats and at 100,000.
 
 use sqlx::SqlitePool;
@@ -27,7 +27,7 @@ pub struct ChatSummary {
 
 /// The summary columns of `chats c` (read through `$index` when named), then the rest of the
 /// statement. The visibility terms (`deleted_at`, `app_id`, `owner_visible`) are written exactly
-/// as in the partial indexes of migration `0012`, so they can serve the page queries, which name
+/// as in the partial indexes of migration `0014`, so they can serve the page queries, which name
 /// them with `INDEXED BY`: without statistics the planner preferred `chats_by_activity` and a
 /// sort of the whole section (and SQLite refuses a query whose named index cannot serve it).
 macro_rules! summaries {

@@ -253,6 +253,11 @@ pub async fn pin_prompt(
     .await?)
 }
 
+/// The content of stored system prompt `id`.
+pub async fn prompt_content(pool: &SqlitePool, id: &str) -> Result<Option<String>> {
+    Ok(sqlx::query_scalar("SELECT content FROM system_prompts WHERE id = ?").bind(id).fetch_optional(pool).await?)
+}
+
 /// Settings a PATCH may change; `None` leaves a field alone.
 #[derive(Debug, Default, Clone)]
 pub struct ChatSettings {

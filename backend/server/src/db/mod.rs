@@ -9,6 +9,7 @@ pub mod chats;
 pub mod embeds;
 pub mod journal;
 pub mod messages;
+pub mod notes;
 pub mod owner;
 pub mod queue;
 pub mod runs;

@@ -191,6 +191,7 @@ impl Actor {
                 | WriteCommand::RememberDevice { .. }
                 | WriteCommand::PinPrompt { .. }
                 | WriteCommand::SetDefaultProvider { .. }
+                | WriteCommand::SetMemoryEnabled { .. }
                 | WriteCommand::AppReserve { .. }
                 | WriteCommand::AppRecordApply { .. }
                 | WriteCommand::AppForgetUnbuilt { .. }
@@ -335,6 +336,14 @@ impl Actor {
             }
             WriteCommand::PinPrompt { chat_id, id, content, ack } => {
                 let result = db::chats::pin_prompt(&mut self.conn, &chat_id, &id, &content, now_ms()).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::SetNote { chat_id, note, ack } => {
+                let result = super::notes::set_note(&mut self.conn, batch, &chat_id, note).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::SetMemoryEnabled { on, ack } => {
+                let result = db::notes::set_memory_enabled(&mut self.conn, on, now_ms()).await;
                 finish(batch, ack, result)
             }
             WriteCommand::SetDefaultProvider { provider, ack } => {
@@ -524,7 +533,9 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         | WriteCommand::UpdateChat { ack, .. }
         | WriteCommand::DeleteChat { ack, .. }
         | WriteCommand::RecoverChat { ack, .. }
-        | WriteCommand::SetDefaultProvider { ack, .. } => batch.complete(ack, err()),
+        | WriteCommand::SetDefaultProvider { ack, .. }
+        | WriteCommand::SetMemoryEnabled { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::SetNote { ack, .. } => batch.complete(ack, err()),
         WriteCommand::FinishRun { ack, .. } => batch.complete(ack, err()),
         WriteCommand::SteerCommit { ack, .. } => batch.complete(ack, err()),
         WriteCommand::PurgeDeleted { ack, .. } => batch.complete(ack, err()),

@@ -63,6 +63,18 @@ pub struct NewAppChat {
     pub agent_settings: Option<String>,
 }
 
+/// A chat note to store ([`WriteCommand::SetNote`]).
+#[derive(Debug, Clone)]
+pub struct NoteWrite {
+    pub digest: String,
+    pub summary: String,
+    /// A title for the chat (ignored once the owner renamed it).
+    pub title: Option<String>,
+    /// A note turn's: the transcript length it summarised (the write is refused when the chat
+    /// changed since). `None`: the owner's own edit.
+    pub expect_count: Option<i64>,
+}
+
 /// What [`WriteCommand::CreateChat`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChatCreated {
@@ -198,6 +210,10 @@ pub enum WriteCommand {
     ReconcileStartup { ack: Ack<Vec<ChatId>> },
     /// Stores a system prompt and pins it on the chat if it has none: `(id, content)`.
     PinPrompt { chat_id: ChatId, id: String, content: String, ack: Ack<(String, String)> },
+    /// Stores a chat's note (and titles the chat from it): whether it was written.
+    SetNote { chat_id: ChatId, note: NoteWrite, ack: Ack<bool> },
+    /// Turns memory in new chats on or off.
+    SetMemoryEnabled { on: bool, ack: Ack<()> },
     /// Sets the owner's default provider.
     SetDefaultProvider { provider: Option<ProviderKind>, ack: Ack<()> },
     /// Reserves an id for a new app (hidden until it has a bundle).

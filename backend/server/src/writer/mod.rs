@@ -14,6 +14,7 @@ mod batch;
 mod chat;
 mod commands;
 mod handle;
+mod notes;
 
 pub use actor::SNAPSHOT_INTERVAL;
 pub use commands::*;

@@ -12,6 +12,12 @@
 mod helpers;
 
 mod fixtures;
+mod memory;
+
+use memory::{
+    a_note_is_written_after_idle_titles_the_chat_and_primes_new_chats,
+    an_owner_turn_during_a_note_turn_is_not_held_up_by_it,
+};
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -117,6 +123,14 @@ impl Mock {
         panic!("the CLI never asked its model for step {step}");
     }
 
+    /// The full bodies of every request the model server saw, oldest first.
+    fn bodies(&self) -> Vec<String> {
+        let mut files: Vec<PathBuf> =
+            std::fs::read_dir(&self.dumps).expect("dumps").flatten().map(|e| e.path()).collect();
+        files.sort();
+        files.iter().filter_map(|f| std::fs::read_to_string(f).ok()).collect()
+    }
+
     /// Every request the model server saw.
     async fn requests(&self) -> Vec<Value> {
         reqwest::get(format!("http://127.0.0.1:{}/_mock/requests", self.port))
@@ -163,6 +177,10 @@ stream_max_retries = 0
 }
 
 fn server_env(cli: Cli, mock_port: u16) -> Vec<(&'static str, String)> {
+    server_env_with(cli, mock_port, &[])
+}
+
+fn server_env_with(cli: Cli, mock_port: u16, extra: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
     let mut env = vec![
         ("MOBIUS_SKILL_DIR", repo().join("skill").display().to_string()),
         ("MOBIUS_APP_NODE_MODULES", repo().join("frontend/node_modules").display().to_string()),
@@ -176,11 +194,17 @@ fn server_env(cli: Cli, mock_port: u16) -> Vec<(&'static str, String)> {
         }
         Cli::Codex => env.push(("MOBIUS_CODEX_BIN", cli_bin(cli).display().to_string())),
     }
+    env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
     env
 }
 
 impl Rig {
     async fn start(cli: Cli, script: Value) -> Self {
+        Self::start_with(cli, script, &[]).await
+    }
+
+    /// A rig whose server also gets `extra` in its environment.
+    async fn start_with(cli: Cli, script: Value, extra: &[(&'static str, &str)]) -> Self {
         let dir = Arc::new(tempfile::tempdir().expect("tmp"));
         let mock = Mock::start(cli, dir.path(), &script);
         if cli == Cli::Codex {
@@ -188,7 +212,7 @@ impl Rig {
             std::fs::create_dir_all(&home).expect("codex home");
             std::fs::write(home.join("config.toml"), codex_config(mock.port)).expect("config.toml");
         }
-        let app = TestApp::spawn_process(dir, &server_env(cli, mock.port)).await;
+        let app = TestApp::spawn_process(dir, &server_env_with(cli, mock.port, extra)).await;
         let token = app.setup_owner().await;
         let id = match cli {
             Cli::Claude => "claude",
@@ -611,6 +635,8 @@ macro_rules! for_both {
 }
 
 for_both!(
+    a_note_is_written_after_idle_titles_the_chat_and_primes_new_chats,
+    an_owner_turn_during_a_note_turn_is_not_held_up_by_it,
     turn_writes_a_file_streams_and_the_next_message_resumes,
     a_clarifying_question_is_answered_through_the_api,
     a_message_sent_while_running_is_queued_and_runs_next,

@@ -69,6 +69,8 @@ impl TestApp {
             .env("MOBIUS_FRONTEND_DIR", dir.path().join("no-frontend"))
             .env("MOBIUS_LOG", "info,mobius=debug")
             .env("MOBIUS_SKILL_DIR", mobius::config::checkout_root().join("skill"))
+            // No chat notes unless a test asks (they are background turns on the same CLI).
+            .env("MOBIUS_NOTE_IDLE_SECS", "0")
             .stdout(log.try_clone().expect("log"))
             .stderr(log);
         for (k, v) in env {

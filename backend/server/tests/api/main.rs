@@ -9,6 +9,7 @@ mod exposure;
 mod fixture;
 mod helpers;
 mod lifecycle;
+mod memory;
 mod ops;
 mod platform;
 mod providers;

@@ -1,0 +1,27 @@
+//! A bottom sheet (a modal dialog): Escape or a tap on the scrim closes it.
+
+import { useEffect, useRef, type ReactNode } from "react";
+
+export function Sheet({ label, onClose, children }: { label: string; onClose: () => void; children: ReactNode }) {
+  const ref = useRef<HTMLDivElement>(null);
+  const close = useRef(onClose);
+  useEffect(() => {
+    close.current = onClose;
+  });
+  useEffect(() => {
+    ref.current?.focus();
+    const onKey = (event: KeyboardEvent) => {
+      if (event.key === "Escape") close.current();
+    };
+    document.addEventListener("keydown", onKey);
+    return () => document.removeEventListener("keydown", onKey);
+  }, []);
+  return (
+    <div className="sheet-layer">
+      <button type="button" className="scrim" aria-label="Close" tabIndex={-1} onClick={onClose} />
+      <div ref={ref} className="sheet" role="dialog" aria-modal="true" aria-label={label} tabIndex={-1}>
+        {children}
+      </div>
+    </div>
+  );
+}
