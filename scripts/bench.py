@@ -7,8 +7,10 @@ three accepted runs each reported min / median / max. A run is accepted only whe
 the machine used less than 0.15 cores during it (waiting up to 90 s for < 0.10 before
 starting). Run through `scripts/bench`, which builds everything first.
 
-Usage: bench.py BINARY [--only SECTION,...] [--quick] [--baseline BINARY]
-Sections: boot, health, chats, sse, snapshot, apply, proxy, storage, appdoc, push, lifecycle, frontend, search
+Usage: bench.py BINARY [--only SECTION,...] [--quick] [--baseline BINARY] [--no-gate]
+`--no-gate` runs each measurement once whatever else the machine does, printing the cores
+other processes used meanwhile (for a shared machine; such figures are marked by that line).
+Sections: boot, health, chats, sse, snapshot, apply, proxy, storage, appdoc, push, lifecycle, frontend, search, sandbox, flood, scale
 `--baseline` names a build without chat search (e.g. a release build of the previous main); the
 search section then runs its write and chat-detail workloads on both and prints the change. The
 push section compares idle RSS against it (a build without push).
@@ -33,6 +35,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 RESULTS = []  # (section, workload, value text, target text)
 QUICK = False
+NO_GATE = False  # --no-gate: run once whatever the load, and print the load seen
 
 
 def note(section, workload, value, target=""):
@@ -88,6 +91,8 @@ class Gate:
         return max(busy - mine, 0) / CLK_TCK / secs
 
     def wait_quiet(self, limit=0.10, timeout=90):
+        if NO_GATE:
+            return True
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             a = self.sample()
@@ -103,7 +108,11 @@ class Gate:
             self.wait_quiet()
             a = self.sample()
             result = fn()
-            if self.foreign_cores(a, self.sample()) < limit:
+            foreign = self.foreign_cores(a, self.sample())
+            if NO_GATE:
+                print(f"    (other processes used {foreign:.2f} cores during this run)", flush=True)
+                return result
+            if foreign < limit:
                 return result
         print("    (machine stayed busy; keeping the last run)", flush=True)
         return result
@@ -160,7 +169,8 @@ class Server:
             "DATA_DIR": data_dir,
             "MOBIUS_BIND": f"127.0.0.1:{self.port}",
             "MOBIUS_LOG": "warn",
-            "MOBIUS_FRONTEND_DIR": os.path.join(ROOT, "frontend", "dist"),
+            # MOBIUS_BENCH_FRONTEND_DIR: another build of the PWA (e.g. the baseline's).
+            "MOBIUS_FRONTEND_DIR": os.environ.get("MOBIUS_BENCH_FRONTEND_DIR", os.path.join(ROOT, "frontend", "dist")),
             "MOBIUS_SKILL_DIR": os.path.join(ROOT, "skill"),
         })
         env.update(extra_env or {})
@@ -1193,15 +1203,205 @@ def section_flood(binary, tmp):
     s.stop()
 
 
+# ---- scale: costs as an owner's history grows (issue 14) ----
+
+# MOBIUS_BENCH_SCALE_SIZES=200,10000 runs fewer (a baseline whose list is not paged takes
+# seconds per request at 100,000 chats).
+SCALE_SIZES = tuple(int(n) for n in os.environ.get("MOBIUS_BENCH_SCALE_SIZES", "200,10000,100000").split(","))
+SCALE_HUGE_MESSAGES = 200_000
+SCALE_IMPORT_MESSAGES = 20_000
+SCALE_ROUNDS = 100
+
+
+def scale_templates(port, token):
+    """A user and an assistant message body as this build stores them (copied into bulk rows)."""
+    status, _ = http_json(port, "POST", "/api/chats", {"id": "template", "title": "Template", "messages": [
+        {"role": "user", "content": "hello there, how is the build going", "ts": 1780000000000},
+        {"role": "assistant", "ts": 1780000000001, "blocks": [{"type": "text", "content": "It builds and the tests pass."}]},
+    ]}, token=token)
+    assert status in (200, 201), status
+
+
+def scale_fill(db_path, chats, huge):
+    """Adds `chats` chats of one message each (five of them pinned) and, with `huge`, a chat of
+    SCALE_HUGE_MESSAGES messages, straight into the database while the server is stopped."""
+    import sqlite3
+    c = sqlite3.connect(db_path)
+    user_body, assistant_body = [r[0] for r in c.execute(
+        "SELECT body FROM chat_messages WHERE chat_id = 'template' ORDER BY idx")]
+    base = 1780000000000
+    rows = []
+    msgs = []
+    for i in range(chats - 1):
+        cid = f"scale-{i:06d}"
+        at = base + i * 1000
+        pinned = base + i if i % (chats // 5) == 0 else None
+        rows.append((cid, f"Scale chat {i}", at, at, at, 1, pinned))
+        msgs.append((cid, 0, "user", None, at, user_body))
+    c.executemany("INSERT INTO chats (id, title, created_at, updated_at, activity_at, message_count, pinned_at) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    c.executemany("INSERT INTO chat_messages (chat_id, idx, role, cid, ts, body) VALUES (?, ?, ?, ?, ?, ?)", msgs)
+    if huge:
+        c.execute("INSERT INTO chats (id, title, created_at, updated_at, activity_at, message_count) "
+                  "VALUES ('huge', 'Huge chat', ?, ?, ?, ?)", (base, base, base, SCALE_HUGE_MESSAGES))
+        c.executemany("INSERT INTO chat_messages (chat_id, idx, role, cid, ts, body) VALUES ('huge', ?, ?, NULL, ?, ?)",
+                      ((i, "user" if i % 2 == 0 else "assistant", base + i,
+                        user_body if i % 2 == 0 else assistant_body) for i in range(SCALE_HUGE_MESSAGES)))
+    c.commit()
+    c.close()
+
+
+def timed_requests(port, token, rounds, request, between=None):
+    """Median ms of `request(conn)` over `rounds`, calling `between(conn)` (untimed) before each."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    headers = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
+    out = []
+    for i in range(rounds):
+        if between:
+            between(conn, headers, i)
+        t0 = time.perf_counter()
+        status = request(conn, headers, i)
+        out.append((time.perf_counter() - t0) * 1000)
+        assert status in (200, 201), status
+    conn.close()
+    return statistics.median(out)
+
+
+def send(conn, headers, method, path, body=None):
+    conn.request(method, path, body=None if body is None else json.dumps(body), headers=headers)
+    r = conn.getresponse()
+    r.read()
+    return r.status
+
+
+def rename(conn, headers, i):
+    """A write the chat list shows: the response cache cannot answer the next read."""
+    send(conn, headers, "PATCH", "/api/chats/template", {"title": f"Template {i}"})
+
+
+def scale_server(binary, tmp, chats, huge=False):
+    d = tempfile.mkdtemp(dir=tmp)
+    s = Server(binary, d)
+    s.wait()
+    token = owner_token(s.port)
+    scale_templates(s.port, token)
+    s.stop()
+    scale_fill(os.path.join(d, "db", "mobius.sqlite3"), chats, huge)
+    s = Server(binary, d)
+    s.wait()
+    return s, d, owner_token(s.port)
+
+
+def dir_bytes(d):
+    total = 0
+    for root, _, files in os.walk(d):
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(root, f))
+            except OSError:
+                pass
+    return total
+
+
+def scale_import(port, token, n, cid):
+    rng = random.Random(n)
+    ts = 1780000000000
+    messages = []
+    for i in range(n):
+        ts += 1000
+        text = words(rng, 300)
+        if i % 2 == 0:
+            messages.append({"role": "user", "content": text, "ts": ts})
+        else:
+            messages.append({"role": "assistant", "ts": ts, "blocks": [
+                {"type": "text", "content": text},
+                {"type": "tool", "tool": "Bash", "tool_use_id": f"toolu_{cid}_{i}", "input": "ls -la",
+                 "output": words(rng, 400), "status": "done"}]})
+    body = json.dumps({"id": cid, "title": "Imported", "messages": messages})
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    t0 = time.perf_counter()
+    conn.request("POST", "/api/chats", body=body, headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+    r = conn.getresponse()
+    r.read()
+    ms = (time.perf_counter() - t0) * 1000
+    conn.close()
+    assert r.status in (200, 201), r.status
+    return ms, len(body)
+
+
+def section_scale(binary, tmp):
+    print("scale", flush=True)
+    runs = 1 if QUICK else 3
+    rounds = 20 if QUICK else SCALE_ROUNDS
+    for chats in SCALE_SIZES:
+        s, d, token = scale_server(binary, tmp, chats, huge=chats == 10_000)
+        gate = Gate(s.proc.pid)
+        label = f"{chats:,} chats"
+        create = [gate.run(lambda: timed_requests(s.port, token, rounds, lambda c, h, i: send(
+            c, h, "POST", "/api/chats", {"title": f"New {time.perf_counter_ns()}"}))) for _ in range(runs)]
+        note("scale", f"{label}: create a chat, sequential (median ms)", fmt3(create, "", 2), "≤ 2 ms")
+        first = [gate.run(lambda: timed_requests(s.port, token, rounds, lambda c, h, i: send(
+            c, h, "GET", "/api/chats?limit=50"), between=rename)) for _ in range(runs)]
+        note("scale", f"{label}: first page of the list (50), uncached (median ms)", fmt3(first, "", 2), "≤ 2 ms")
+        _, body = http_get(s.port, "/api/chats", token, timeout=30)
+        note("scale", f"{label}: GET /api/chats without limit (bytes)", f"{len(body):,}", "bounded")
+        load(s, gate, "scale", "/api/chats?limit=50", token, targets={32: "≥ 20,000|"}, conns=(32,))
+        if chats == 10_000:
+            newest = [gate.run(lambda: timed_requests(s.port, token, rounds, lambda c, h, i: send(
+                c, h, "GET", "/api/chats/huge?limit=20"), between=rename)) for _ in range(runs)]
+            note("scale", f"{label}: newest page of a {SCALE_HUGE_MESSAGES:,}-message chat, uncached (ms)", fmt3(newest, "", 2), "≤ 2 ms")
+            oldest = [gate.run(lambda: timed_requests(s.port, token, rounds, lambda c, h, i: send(
+                c, h, "GET", "/api/chats/huge?limit=20&before=20"), between=rename)) for _ in range(runs)]
+            note("scale", f"{label}: oldest page of that chat, uncached (ms)", fmt3(oldest, "", 2), "")
+            imports = []
+            for r in range(runs):
+                gate.wait_quiet()
+                ms, size = scale_import(s.port, token, 2000, f"import2k-{r}")
+                imports.append(ms)
+            note("scale", "import a 2,000-message chat (ms per POST)", fmt3(imports, "", 1), "≤ 50 ms")
+            time.sleep(10)
+            idle = s.rss_mib()
+            db_file = os.path.join(d, "db", "mobius.sqlite3")
+            db_before = os.path.getsize(db_file)
+            ms, size = scale_import(s.port, token, SCALE_IMPORT_MESSAGES, "import20k")
+            peak = s.rss_mib()
+            time.sleep(10)
+            after = s.rss_mib()
+            note("scale", f"import a {SCALE_IMPORT_MESSAGES:,}-message chat ({size / 2**20:.1f} MiB body, ms)", f"{ms:.0f}", "")
+            note("scale", "RSS idle | right after that import | 10 s later (MiB)", f"{idle:.1f} | {peak:.1f} | {after:.1f}",
+                 f"≤ idle + 4 MiB ({after - idle:+.1f})")
+            note("scale", "threads after the loads (blocking pool bounded)", s.status().get("Threads", "?"), "")
+            wal = os.path.join(d, "db", "mobius.sqlite3-wal")
+            time.sleep(3)
+            note("scale", "WAL file 3 s after the last write (bytes)", f"{os.path.getsize(wal) if os.path.exists(wal) else 0:,}", "0 (truncated when idle)")
+            grown = os.path.getsize(db_file) - db_before
+            note("scale", f"database growth per imported message, search index included (bytes)", f"{grown / SCALE_IMPORT_MESSAGES:,.0f}", "")
+            note("scale", "data directory in all (MiB)", f"{dir_bytes(d) / 2**20:,.1f}", "")
+            drawer = scale_drawer(s.port, token)
+            note("scale", "PWA: drawer with 10,000 chats, time to interactive (ms, 4x CPU slowdown)", drawer, "≤ 1,000 ms")
+        s.stop()
+
+
+def scale_drawer(port, token):
+    env = dict(os.environ, MOBIUS_URL=f"http://127.0.0.1:{port}", MOBIUS_TOKEN=token)
+    out = subprocess.run(["taskset", "-c", "1", "node", os.path.join(ROOT, "frontend", "scripts", "bench-drawer.mjs")],
+                         env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        return "failed: " + (out.stderr.strip().splitlines() or ["?"])[-1]
+    return out.stdout.strip().splitlines()[-1]
+
+
 def main():
-    global QUICK
+    global QUICK, NO_GATE
     ap = argparse.ArgumentParser()
     ap.add_argument("binary")
     ap.add_argument("--only", default="")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--baseline", default="")
+    ap.add_argument("--no-gate", action="store_true")
     args = ap.parse_args()
     QUICK = args.quick
+    NO_GATE = args.no_gate
     only = set(filter(None, args.only.split(",")))
     want = lambda name: not only or name in only
     tmp = tempfile.mkdtemp(prefix="mobius-bench-")
@@ -1235,6 +1435,8 @@ def main():
             section_sandbox(tmp)
         if want("flood"):
             section_flood(args.binary, tmp)
+        if want("scale"):
+            section_scale(args.binary, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -16,7 +16,7 @@ const fresh = { status: 200, body: { configured: false, auth_mode: "local" } };
 
 /** The routes a freshly opened shell calls: an empty chat list, a starter chat, no providers. */
 const shellRoutes = {
-  "GET /api/chats": { status: 200, body: [] },
+  "GET /api/chats?limit=50": { status: 200, body: { chats: [], next_cursor: null } },
   "POST /api/chats": (init: RequestInit) => {
     const { id } = JSON.parse(init.body as string) as { id: string };
     return { status: 201, body: { id, title: "", provider: null, created_at: 1, updated_at: 1, activity_at: 1, pinned_at: null, has_messages: false, running: false, pending_question_id: null, queued: 0 } };

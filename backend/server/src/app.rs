@@ -55,6 +55,10 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), auth::agent::restrict_agent))
         .layer(middleware::from_fn_with_state(state.clone(), auth::csrf::reject_cross_site))
         .layer(middleware::from_fn(web::frame_cors))
+        .layer(middleware::from_fn_with_state(
+            Arc::new(crate::memory::Trimmer::default()),
+            crate::memory::trim_after_large,
+        ))
         .layer(DefaultBodyLimit::max(api::MAX_JSON_BODY_BYTES));
     Router::new()
         .nest("/api", api)

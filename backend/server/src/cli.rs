@@ -35,6 +35,7 @@ ENVIRONMENT:
     MOBIUS_HEADER_READ_TIMEOUT_SECS, MOBIUS_REQUEST_BODY_TIMEOUT_SECS, MOBIUS_KEEP_ALIVE_SECS,
     MOBIUS_MAX_CONNECTIONS, MOBIUS_MAX_CONNECTIONS_PER_ADDRESS, MOBIUS_MAX_STREAMS,
     MOBIUS_MAX_STREAMS_PER_ADDRESS   connection limits (defaults 10, 30, 75, 1024, 64, 512, 32)
+    MOBIUS_MAX_BLOCKING_THREADS      threads for blocking work (files, hashes, git; default 32)
     MOBIUS_FRONTEND_DIR      the built PWA (default frontend/dist)
     MOBIUS_LOG               log filter, e.g. info or mobius=debug (default info)
     MOBIUS_SECRET_KEY        the first JWT key, written into DATA_DIR/secret.key (default: generated);
@@ -94,7 +95,11 @@ fn serve() -> ExitCode {
         .with_writer(std::io::stderr)
         .compact()
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .max_blocking_threads(config.max_blocking_threads)
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("mobius: cannot start the async runtime: {e}");

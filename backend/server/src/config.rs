@@ -68,10 +68,19 @@ pub struct Config {
     /// Lets Web Push reach plain-http loopback endpoints (`MOBIUS_PUSH_ALLOW_LOOPBACK=1`): for
     /// the browser tests' push service only. Off, pushes go to https public addresses only.
     pub push_allow_loopback: bool,
+    /// Threads the runtime may start for blocking work: file storage, password hashes, git,
+    /// icons (`MOBIUS_MAX_BLOCKING_THREADS`, default 32). More work waits for a free thread
+    /// instead of starting another one (tokio's own default is 512).
+    pub max_blocking_threads: usize,
 }
 
 /// The default idle spell before a chat's note is written.
 pub const DEFAULT_NOTE_IDLE: Duration = Duration::from_secs(120);
+
+/// Default of [`Config::max_blocking_threads`].
+pub const DEFAULT_MAX_BLOCKING_THREADS: usize = 32;
+/// Largest accepted [`Config::max_blocking_threads`].
+const MAX_BLOCKING_THREADS: usize = 512;
 
 pub use crate::auth::limits::LoginPolicy;
 pub use crate::net::client::TrustedProxies;
@@ -315,6 +324,18 @@ impl Config {
                 }
             },
         };
+        let blocking_raw =
+            get("MOBIUS_MAX_BLOCKING_THREADS").unwrap_or_else(|| DEFAULT_MAX_BLOCKING_THREADS.to_string());
+        let max_blocking_threads = blocking_raw
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_BLOCKING_THREADS).contains(n))
+            .ok_or_else(|| {
+                ConfigError(format!(
+                    "MOBIUS_MAX_BLOCKING_THREADS={blocking_raw:?} must be a whole number from 1 to {MAX_BLOCKING_THREADS}"
+                ))
+            })?;
         Ok(Self {
             data_dir,
             bind,
@@ -342,6 +363,7 @@ impl Config {
             net,
             login: LoginPolicy::default(),
             note_idle,
+            max_blocking_threads,
         })
     }
 
@@ -376,6 +398,7 @@ impl Config {
             net: NetLimits::default(),
             login: LoginPolicy::default(),
             note_idle: None,
+            max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
         }
     }
 
@@ -468,6 +491,16 @@ mod tests {
         assert!(config(&[("MOBIUS_TRUSTED_PROXIES", "10.0.0.0/99")]).is_err());
         let c = config(&[("MOBIUS_TRUSTED_PROXIES", "172.16.0.0/12, ::1")]).expect("ok");
         assert!(!c.trusted_proxies.is_empty());
+    }
+
+    #[test]
+    fn the_blocking_pool_is_bounded_by_default_and_the_bound_is_checked() {
+        assert_eq!(config(&[]).expect("defaults").max_blocking_threads, DEFAULT_MAX_BLOCKING_THREADS);
+        assert_eq!(config(&[("MOBIUS_MAX_BLOCKING_THREADS", "4")]).expect("ok").max_blocking_threads, 4);
+        for bad in ["0", "-1", "many", "100000"] {
+            let err = config(&[("MOBIUS_MAX_BLOCKING_THREADS", bad)]).expect_err(bad).to_string();
+            assert!(err.contains("MOBIUS_MAX_BLOCKING_THREADS"), "{err}");
+        }
     }
 
     #[test]

@@ -13,8 +13,26 @@ const SEND_TIMEOUT_MS = 45_000;
 
 const enc = encodeURIComponent;
 
-export function listChats(signal?: AbortSignal): Promise<ChatSummary[]> {
-  return apiFetch<ChatSummary[]>("/api/chats", signal ? { signal } : {});
+/** Chats per page of the drawer list. */
+export const LIST_PAGE_SIZE = 50;
+
+/** One page of the drawer list; `next_cursor` is null on the last page. */
+export interface ChatListPage {
+  chats: ChatSummary[];
+  next_cursor: string | null;
+}
+
+/** A page of the drawer list after `cursor` (the top without). A server from before pages
+ *  answers the whole list as an array: that is one last page. */
+export async function listChatsPage(cursor: string | null, signal?: AbortSignal): Promise<ChatListPage> {
+  const query = `limit=${LIST_PAGE_SIZE}${cursor === null ? "" : `&cursor=${enc(cursor)}`}`;
+  const body = await apiFetch<ChatListPage | ChatSummary[]>(`/api/chats?${query}`, signal ? { signal } : {});
+  return Array.isArray(body) ? { chats: body, next_cursor: null } : body;
+}
+
+/** One row of the drawer list (404 when the chat is deleted or not the owner's to see). */
+export function fetchChatSummary(id: string, signal?: AbortSignal): Promise<ChatSummary> {
+  return apiFetch<ChatSummary>(`/api/chats/${enc(id)}/summary`, signal ? { signal } : {});
 }
 
 export function createChat(body: { id: string; title?: string; messages?: Pick<Message, "role" | "content">[] }): Promise<ChatSummary> {

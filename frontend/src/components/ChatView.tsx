@@ -1,7 +1,8 @@
 //! The open chat: paged transcript, live reply, question cards, queue tray, connection note and
 //! composer, with the scroll rules — a send pins its message to the top while the reply grows
 //! into a reserved spacer, follow only from the bottom, scrolling up holds, and a chat left and
-//! reopened comes back exactly where it was.
+//! reopened comes back exactly where it was. Far back in a long chat ("Jump to start", a search
+//! hit many pages up) a bounded history window takes the transcript's place (`HistoryView`).
 
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "react";
 import type { ChatSummary } from "../api/types";
@@ -20,6 +21,8 @@ import {
   type ScrollMode,
 } from "../chat/scroll";
 import { useChat, type SendOutcome } from "../chat/useChat";
+import { PAGE_SIZE } from "../api/chats";
+import { HistoryView, MAX_WINDOW_ROWS, type HistoryTarget } from "./HistoryView";
 import { useOnline } from "../shell/online";
 import { Composer } from "./Composer";
 import { Icon } from "./Icon";
@@ -41,6 +44,12 @@ export interface ChatViewProps {
 
 /** Reader input owns the scroll until it has been quiet this long. */
 const READER_QUIET_MS = 250;
+/** A search hit at most this many pages above the loaded ones loads them; a farther one opens
+ *  the history window around it. */
+const HIT_LOAD_PAGES = 3;
+/** Messages the live transcript holds before scrolling further back hands over to the history
+ *  window (which stays bounded), so the page never holds thousands of rows. */
+const MAX_LIVE_ROWS = 200;
 const PIN_TOP_GAP_PX = 12;
 
 export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, focus = null }: ChatViewProps) {
@@ -67,6 +76,10 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
   /** The offset an older page was last asked from for the hit (a failed load is not retried). */
   const focusLoadedFrom = useRef<number | null>(null);
   const [hitIdx, setHitIdx] = useState<number | null>(null);
+  /** The history window on screen instead of the live transcript, if any. */
+  const [history, setHistory] = useState<HistoryTarget | null>(null);
+  /** The reader is away from the newest message (offers "Jump to latest"). */
+  const [away, setAway] = useState(false);
 
   useEffect(() => saveLastChat(owner, chatId), [owner, chatId]);
   useEffect(() => {
@@ -139,17 +152,25 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
   }, [state.offset]);
 
   const { loading, loadingOlder, loadOlder } = chat;
+  // A hit far up opens the history window around it rather than loading every page in between
+  // (decided while rendering, once per tap).
+  const [farHit, setFarHit] = useState<number | null>(null);
+  if (focus && farHit !== focus.n && !loading && focus.idx < state.offset - HIT_LOAD_PAGES * PAGE_SIZE) {
+    setFarHit(focus.n);
+    setHistory({ kind: "around", idx: focus.idx, n: focus.n });
+  }
   // A search hit above the loaded page: load older pages until its message is here. (A passive
   // effect: `loadOlder` reads the state the chat hook records in its own effect.)
   useEffect(() => {
     if (!focus || focusShown.current === focus.n || loading || loadingOlder || focus.idx >= state.offset) return;
+    if (farHit === focus.n) return;
     if (!state.hasMore || focusLoadedFrom.current === state.offset) {
       focusShown.current = focus.n;
       return;
     }
     focusLoadedFrom.current = state.offset;
     loadOlder();
-  }, [focus, loading, loadingOlder, loadOlder, state.offset, state.hasMore]);
+  }, [focus, farHit, loading, loadingOlder, loadOlder, state.offset, state.hasMore]);
 
   // The hit's message is on the page: centre it and mark it, before the browser paints.
   useLayoutEffect(() => {
@@ -233,6 +254,7 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
   const onScroll = () => {
     const box = scrollRef.current;
     if (!box) return;
+    setAway(!isAtBottom(box, box.clientHeight));
     if (Date.now() < readerUntil.current) {
       readerUntil.current = Math.max(readerUntil.current, Date.now() + READER_QUIET_MS);
       if (settleTimer.current) clearTimeout(settleTimer.current);
@@ -240,6 +262,25 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
         modeRef.current = modeAfterReaderScroll(modeRef.current, box, spacerPx.current);
         saveReadingPosition();
       }, READER_QUIET_MS);
+    }
+    if (shouldLoadOlder(box, state.hasMore, loadingOlder) && restored.current && state.messages.length >= MAX_LIVE_ROWS) {
+      // Far enough back: the history window takes over right where the reader is.
+      const settled = state.messages.filter((m) => !m.sending).slice(0, MAX_WINDOW_ROWS);
+      const top = rows.find((r) => {
+        const el = r.idx === undefined ? null : rowEl(r.key);
+        return el !== null && el.offsetTop + el.offsetHeight > box.scrollTop;
+      });
+      const el = top ? rowEl(top.key) : null;
+      if (top?.idx !== undefined && el && top.idx < state.offset + settled.length) {
+        setHistory({
+          kind: "at",
+          idx: top.idx,
+          top: el.offsetTop - box.scrollTop,
+          initial: { start: state.offset, messages: settled, total: state.total },
+          n: Date.now(),
+        });
+        return;
+      }
     }
     if (shouldLoadOlder(box, state.hasMore, loadingOlder) && restored.current) {
       const first = rows[0];
@@ -249,7 +290,17 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
     }
   };
 
+  /** Back to the newest message, following the reply. */
+  const jumpToLatest = () => {
+    setHistory(null);
+    setAway(false);
+    modeRef.current = { kind: "follow" };
+    readerUntil.current = 0;
+    layoutPass();
+  };
+
   const beforeSend = () => {
+    if (history !== null) jumpToLatest();
     const box = scrollRef.current;
     // A send during a turn goes to the queue tray: the transcript does not move.
     if (!box || state.running) return;
@@ -317,7 +368,10 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
 
   return (
     <div className="chat">
-      <div className="chat-scroll" ref={scrollRef} onScroll={onScroll} tabIndex={0} role="region" aria-label="Conversation">
+      {history !== null && (
+        <HistoryView key={history.n} chatId={chatId} target={history} offline={!online} onAnswer={chat.answer} onLatest={jumpToLatest} />
+      )}
+      <div className="chat-scroll" ref={scrollRef} onScroll={onScroll} tabIndex={0} role="region" aria-label="Conversation" hidden={history !== null}>
         <div className="chat-content" ref={contentRef}>
           {state.hasMore && (
             <div className="older" role="status">
@@ -326,6 +380,9 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
                   Load earlier messages
                 </button>
               )}
+              <button type="button" className="link-button" onClick={() => setHistory({ kind: "start", n: Date.now() })}>
+                <Icon name="jump-start" size={14} /> Jump to start
+              </button>
             </div>
           )}
           {chat.loading && rows.length === 0 && (
@@ -381,6 +438,13 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
           )}
         </div>
         <div className="chat-spacer" ref={spacerRef} aria-hidden="true" />
+        {away && rows.length > 0 && (
+          <div className="chat-jump">
+            <button type="button" className="btn btn-secondary btn-small" onClick={jumpToLatest}>
+              <Icon name="jump-latest" size={16} /> Jump to latest
+            </button>
+          </div>
+        )}
       </div>
       <div className="chat-bottom">
         {note && online && (

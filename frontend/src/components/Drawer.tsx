@@ -1,7 +1,8 @@
 //! The chat list: New chat, pinned chats, the apps (icon, unseen-update dot), then recent chats
 //! with running / needs-answer / queued badges; per-row rename, pin and delete (with Undo); above
 //! them a search field whose results replace the list while it holds words. A persistent
-//! sidebar on wide screens, a slide-in drawer on phones.
+//! sidebar on wide screens, a slide-in drawer on phones. The chat list arrives in pages as the
+//! drawer scrolls, and only the rows near the visible part are rendered (`VirtualList`).
 
 import { useEffect, useId, useRef, useState, type KeyboardEvent, type ReactNode } from "react";
 import { sortApps, type AppSummary } from "../api/apps";
@@ -9,10 +10,23 @@ import type { ChatSummary } from "../api/types";
 import { BrandMark } from "./BrandMark";
 import { ChatSearch } from "./ChatSearch";
 import { Icon, type IconName } from "./Icon";
+import { VirtualList } from "./VirtualList";
+
+/** A chat row's height before it is measured, in pixels. */
+const ROW_ESTIMATE_PX = 45;
+/** The next page is asked for once the reader is this close to the end of the list. */
+const LOAD_MORE_WITHIN_PX = 800;
+
+const chatKeyOf = (chat: ChatSummary) => chat.id;
 
 export interface DrawerProps {
   chats: ChatSummary[] | undefined;
   loading: boolean;
+  /** More chats wait on the server (the list is paged). */
+  hasMore?: boolean;
+  loadingMore?: boolean;
+  /** Asks for the next page. */
+  onLoadMore?: () => void;
   activeId: string | null;
   settingsActive: boolean;
   settingsNeedsAttention: boolean;
@@ -49,6 +63,21 @@ export function Drawer(props: DrawerProps) {
   const { chats, loading, activeId, offline, creating, onNewChat, onOpenSettings, settingsActive, settingsNeedsAttention } = props;
   const { pinned, recent } = visibleChats(chats ?? [], activeId);
   const apps = sortApps(props.apps ?? []);
+  // The list's scroller, as state: it is replaced while search results show.
+  const [scroller, setScroller] = useState<HTMLDivElement | null>(null);
+  const { hasMore = false, loadingMore = false, onLoadMore } = props;
+  // Near the end (or a list shorter than the drawer): ask for the next page.
+  useEffect(() => {
+    const box = scroller;
+    if (!box || !hasMore || loadingMore || !onLoadMore) return;
+    const check = () => {
+      if (box.scrollTop + box.clientHeight >= box.scrollHeight - LOAD_MORE_WITHIN_PX) onLoadMore();
+    };
+    check();
+    box.addEventListener("scroll", check, { passive: true });
+    return () => box.removeEventListener("scroll", check);
+  }, [scroller, hasMore, loadingMore, onLoadMore, chats]);
+  const row = (chat: ChatSummary) => <ChatRow key={chat.id} chat={chat} {...props} />;
   return (
     <nav className="drawer-inner" aria-label="Chats">
       <div className="drawer-head">
@@ -62,14 +91,8 @@ export function Drawer(props: DrawerProps) {
         <span>New chat</span>
       </button>
       <ChatSearch onOpenHit={props.onOpenHit}>
-      <div className="drawer-scroll">
-        {pinned.length > 0 && (
-          <DrawerSection title="Pinned">
-            {pinned.map((chat) => (
-              <ChatRow key={chat.id} chat={chat} {...props} />
-            ))}
-          </DrawerSection>
-        )}
+      <div className="drawer-scroll" ref={setScroller}>
+        {pinned.length > 0 && <ChatSection title="Pinned" chats={pinned} scroller={scroller} row={row} />}
         {apps.length > 0 && (
           <DrawerSection title="Apps">
             {apps.map((app) => (
@@ -77,14 +100,20 @@ export function Drawer(props: DrawerProps) {
             ))}
           </DrawerSection>
         )}
-        {(recent.length > 0 || pinned.length === 0) && (
-          <DrawerSection title="Recent">
-            {recent.map((chat) => (
-              <ChatRow key={chat.id} chat={chat} {...props} />
-            ))}
-            {!loading && recent.length === 0 && <li className="drawer-empty">Your chats will appear here.</li>}
-            {loading && chats === undefined && <li className="drawer-empty">Loading chats…</li>}
-          </DrawerSection>
+        {(recent.length > 0 || pinned.length === 0 || hasMore) && (
+          <ChatSection
+            title="Recent"
+            chats={recent}
+            scroller={scroller}
+            row={row}
+            footer={
+              <>
+                {!loading && !hasMore && recent.length === 0 && <li className="drawer-empty">Your chats will appear here.</li>}
+                {loading && chats === undefined && <li className="drawer-empty">Loading chats…</li>}
+                {hasMore && loadingMore && <li className="drawer-empty" role="status">Loading more chats…</li>}
+              </>
+            }
+          />
         )}
       </div>
       </ChatSearch>
@@ -107,6 +136,39 @@ export function Drawer(props: DrawerProps) {
         </button>
       </div>
     </nav>
+  );
+}
+
+/** A section of chats, rendered as a virtualized list. */
+function ChatSection({
+  title,
+  chats,
+  scroller,
+  row,
+  footer,
+}: {
+  title: string;
+  chats: ChatSummary[];
+  scroller: HTMLDivElement | null;
+  row: (chat: ChatSummary) => ReactNode;
+  footer?: ReactNode;
+}) {
+  const id = useId();
+  return (
+    <section className="drawer-section" aria-labelledby={id}>
+      <h2 id={id} className="drawer-section-title">
+        {title}
+      </h2>
+      <VirtualList
+        className="drawer-list drawer-list-virtual"
+        items={chats}
+        itemKey={chatKeyOf}
+        renderItem={row}
+        estimate={ROW_ESTIMATE_PX}
+        scroller={scroller}
+        footer={footer}
+      />
+    </section>
   );
 }
 

@@ -32,6 +32,8 @@ const PATHS = {
   history: "M3 12a9 9 0 1 0 3-6.7L3 8M3 3v5h5M12 7v5l3 2",
   refresh: "M20 11a8 8 0 0 0-14.9-3M4 4v4h4M4 13a8 8 0 0 0 14.9 3M20 20v-4h-4",
   minimize: "M8 3v3a2 2 0 0 1-2 2H3M21 8h-3a2 2 0 0 1-2-2V3M3 16h3a2 2 0 0 1 2 2v3M16 21v-3a2 2 0 0 1 2-2h3",
+  "jump-start": "M5 4h14M12 20V9M6 14l6-6 6 6",
+  "jump-latest": "M5 20h14M12 4v11M6 10l6 6 6-6",
 } as const;
 
 export type IconName = keyof typeof PATHS;

@@ -6,7 +6,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { lazy, Suspense, useCallback, useEffect, useRef, useState } from "react";
 import { signOutEverywhere, type Session } from "../api/auth";
-import { chatKey, chatsKey, createChat, deleteChat, listChats, patchChat, recoverChat } from "../api/chats";
+import { chatKey, chatsKey, createChat, deleteChat, fetchChatSummary, patchChat, recoverChat } from "../api/chats";
 import { ApiError } from "../api/client";
 import { anyConnected, fetchProvidersStatus, providersStatusKey } from "../api/settings";
 import type { ChatSummary } from "../api/types";
@@ -18,7 +18,9 @@ import { useWide } from "../shell/layout";
 import { useOnline } from "../shell/online";
 import { closeApp, closeDrawer, currentNav, navigate, openApp, openDrawer, takeSlugLink, useNav, type Route } from "../shell/router";
 import { usePresence } from "../shell/push";
+import { withChat, withChatPatched, withoutChat, type ChatList } from "../shell/chatList";
 import { useSystemEvents } from "../shell/systemEvents";
+import { useChatList } from "../shell/useChatList";
 import { AccountMenu } from "./AccountMenu";
 import { AppPane } from "./AppPane";
 import { useApps } from "./useApps";
@@ -53,7 +55,8 @@ export function Shell({ session, onSignOut }: ShellProps) {
   const owner = session.username;
   useSystemEvents();
 
-  const chats = useQuery({ queryKey: chatsKey, queryFn: ({ signal }) => listChats(signal), staleTime: 10_000 });
+  const chats = useChatList();
+  const chatList = chats.list?.chats;
   const providers = useQuery({ queryKey: providersStatusKey, queryFn: fetchProvidersStatus, staleTime: 60_000, retry: false });
   const [liveTitle, setLiveTitle] = useState<{ id: string; title: string } | null>(null);
   const [toast, setToast] = useState<Toast | null>(null);
@@ -81,14 +84,14 @@ export function Shell({ session, onSignOut }: ShellProps) {
     // The id is minted here, so retrying after a lost answer cannot create a second chat.
     retry: (failures, error) => error instanceof ApiError && error.isNetwork && failures < 2,
     onSuccess: (summary) => {
-      queryClient.setQueryData<ChatSummary[]>(chatsKey, (list) => (list ? [summary, ...list.filter((c) => c.id !== summary.id)] : [summary]));
+      if (summary) queryClient.setQueryData<ChatList>(chatsKey, (list) => (list ? withChat(list, summary) : list));
     },
   });
 
   /** Opens an empty chat: an unused one when there is one, else a new one (client-minted id). */
   const openNewChat = useCallback(
     (options: { replace?: boolean } = {}) => {
-      const spare = chats.data?.find((c) => !c.has_messages && c.pinned_at === null && !c.running);
+      const spare = chatList?.find((c) => !c.has_messages && c.pinned_at === null && !c.running);
       if (spare) {
         navigate({ name: "chat", id: spare.id }, options);
         return;
@@ -96,27 +99,39 @@ export function Shell({ session, onSignOut }: ShellProps) {
       const id = newCid();
       create.mutate(id, { onSuccess: () => navigate({ name: "chat", id }, options) });
     },
-    [chats.data, create],
+    [chatList, create],
   );
 
   // "/" opens the last chat, else the newest, else a fresh one.
-  const list = chats.data;
+  const list = chatList;
+  const listComplete = chats.list?.next === null;
   const creatingHome = useRef(false);
   useEffect(() => {
     if (route.name !== "home" || !list) return;
     const last = loadLastChat(owner);
-    const target = list.find((c) => c.id === last) ?? list.find((c) => c.has_messages) ?? list[0];
-    if (target) navigate({ name: "chat", id: target.id }, { replace: true, app: currentNav().app });
+    const fallback = list.find((c) => c.has_messages) ?? list[0];
+    const open = (id: string) => navigate({ name: "chat", id }, { replace: true, app: currentNav().app });
+    const known = list.find((c) => c.id === last);
+    if (known) open(known.id);
+    else if (last && !listComplete) {
+      // The last chat may sit on a page not loaded yet: ask for it alone.
+      void fetchChatSummary(last)
+        .then((chat) => chat.id)
+        .catch(() => fallback?.id)
+        .then((id) => {
+          if (id && currentNav().route.name === "home") open(id);
+        });
+    } else if (fallback) open(fallback.id);
     else if (!creatingHome.current && online) {
       creatingHome.current = true;
       openNewChat({ replace: true });
     }
-  }, [route.name, list, owner, online, openNewChat]);
+  }, [route.name, list, listComplete, owner, online, openNewChat]);
 
   const rename = useMutation({
     mutationFn: ({ id, title }: { id: string; title: string }) => patchChat(id, { title }),
     onMutate: ({ id, title }) => {
-      queryClient.setQueryData<ChatSummary[]>(chatsKey, (l) => l?.map((c) => (c.id === id ? { ...c, title } : c)));
+      queryClient.setQueryData<ChatList>(chatsKey, (l) => l && withChatPatched(l, id, (c) => ({ ...c, title })));
     },
     onSettled: () => queryClient.invalidateQueries({ queryKey: chatsKey }),
   });
@@ -124,8 +139,8 @@ export function Shell({ session, onSignOut }: ShellProps) {
   const pin = useMutation({
     mutationFn: (chat: ChatSummary) => patchChat(chat.id, { pinned: chat.pinned_at === null }),
     onMutate: (chat) => {
-      queryClient.setQueryData<ChatSummary[]>(chatsKey, (l) =>
-        l?.map((c) => (c.id === chat.id ? { ...c, pinned_at: c.pinned_at === null ? Date.now() : null } : c)),
+      queryClient.setQueryData<ChatList>(chatsKey, (l) =>
+        l && withChatPatched(l, chat.id, (c) => ({ ...c, pinned_at: c.pinned_at === null ? Date.now() : null })),
       );
     },
     onSettled: () => queryClient.invalidateQueries({ queryKey: chatsKey }),
@@ -134,7 +149,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
   const removeChat = useMutation({
     mutationFn: (chat: ChatSummary) => deleteChat(chat.id),
     onMutate: (chat) => {
-      queryClient.setQueryData<ChatSummary[]>(chatsKey, (l) => l?.filter((c) => c.id !== chat.id));
+      queryClient.setQueryData<ChatList>(chatsKey, (l) => l && withoutChat(l, chat.id));
       void dropCachedList();
       if (route.name === "chat" && route.id === chat.id) navigate({ name: "home" }, { replace: true });
     },
@@ -259,7 +274,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
 
   const activeId = route.name === "chat" ? route.id : null;
   usePresence(activeId);
-  const summary = activeId ? chats.data?.find((c) => c.id === activeId) : undefined;
+  const summary = activeId ? chatList?.find((c) => c.id === activeId) : undefined;
   const chatTitle =
     route.name === "settings"
       ? "Settings"
@@ -267,7 +282,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
         ? "Apps"
         : summary?.title || (liveTitle?.id === activeId ? liveTitle?.title : "") || "New chat";
   const title = openedApp && !wide ? openedApp.name : chatTitle;
-  const firstRun = chats.data !== undefined && !chats.data.some((c) => c.has_messages);
+  const firstRun = chatList !== undefined && !chatList.some((c) => c.has_messages);
   const needsProvider = anyConnected(providers.data) === false;
   const onTitle = useCallback((t: string) => activeId && setLiveTitle({ id: activeId, title: t }), [activeId]);
   const [infoOpen, setInfoOpen] = useState(false);
@@ -293,8 +308,11 @@ export function Shell({ session, onSignOut }: ShellProps) {
   }, [drawer]);
 
   const drawerProps = {
-    chats: chats.data,
-    loading: chats.isPending,
+    chats: chatList,
+    loading: chats.loading,
+    hasMore: chats.list !== undefined && chats.list.next !== null,
+    loadingMore: chats.loadingMore,
+    onLoadMore: chats.loadMore,
     activeId,
     settingsActive: route.name === "settings",
     settingsNeedsAttention: needsProvider,
@@ -422,7 +440,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
           )}
           {route.name === "home" && (
             <div className="chat-loading" role="status" aria-label={online ? "Opening your chats" : "Offline"}>
-              {!online && !chats.data && <p className="empty-lead">You're offline and no chats are saved on this device yet.</p>}
+              {!online && !chats.list && <p className="empty-lead">You're offline and no chats are saved on this device yet.</p>}
             </div>
           )}
         </main>
@@ -448,7 +466,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
 async function dropCachedList(): Promise<void> {
   try {
     const cache = await caches.open("mobius-shell-data");
-    await cache.delete("/api/chats");
+    await cache.delete("/api/chats", { ignoreSearch: true });
   } catch {
     // No CacheStorage (tests, private mode): nothing to drop.
   }

@@ -19,6 +19,9 @@ const u = (path: string) => new URL(path, "https://m.example");
 describe("service worker cache policy", () => {
   it("keeps the chat list and chat pages for offline reading", () => {
     expect(isShellData(u("/api/chats"))).toBe(true);
+    expect(isShellData(u("/api/chats?limit=50"))).toBe(true);
+    expect(isShellData(u("/api/chats?limit=50&cursor=r.1.abc"))).toBe(false);
+    expect(isShellData(u("/api/chats/abc/summary"))).toBe(false);
     expect(isShellData(u("/api/chats/abc?limit=20"))).toBe(true);
     expect(isShellData(u("/api/chats/abc?limit=20&before=40"))).toBe(true);
   });

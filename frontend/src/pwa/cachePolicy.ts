@@ -66,7 +66,9 @@ export function isCacheableAsset(status: number, contentType: string | null): bo
 export function isShellData(url: URL, method: string = "GET"): boolean {
   if (method !== "GET") return false;
   const path = url.pathname;
-  return path === "/api/chats" || /^\/api\/chats\/[^/]+$/.test(path) || /^\/api\/apps\/?$/.test(path) || /^\/api\/apps\/\d+$/.test(path);
+  // The chat list's first page only: deeper pages (a cursor each) would pile up.
+  if (path === "/api/chats") return !url.searchParams.has("cursor");
+  return /^\/api\/chats\/[^/]+$/.test(path) || /^\/api\/apps\/?$/.test(path) || /^\/api\/apps\/\d+$/.test(path);
 }
 
 export interface AppCodeRoute {

@@ -1,6 +1,7 @@
 //! The shell-wide event stream (`GET /api/events/system`): keeps the chat and app lists fresh
-//! while the shell is open, reconnecting with backoff. Events only invalidate (the lists
-//! refetch), except that a freshly built app is announced so its chat can open the preview.
+//! while the shell is open, reconnecting with backoff. An event about a chat refreshes that
+//! chat's row (whether or not its page is loaded); app events invalidate the app list, and a
+//! freshly built app is announced so its chat can open the preview.
 
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect } from "react";
@@ -12,11 +13,15 @@ import { readToken } from "../auth/token";
 import { backoffDelay } from "../chat/reconnect";
 import { runStream } from "../chat/sse";
 import { announceAppPreview } from "./appEvents";
+import { refreshChatRow } from "./useChatList";
 import { useOnline } from "./online";
 import { notificationsKey, pushDevicesKey } from "../api/push";
 
 /** A system event, or an announcement posted to `/api/notify` (free-form, typed by `type`). */
 type ShellEvent = SystemEvent | { type: string; app_id?: unknown; chat_id?: unknown };
+
+/** Chats refreshed one by one per burst of events; a bigger burst reloads the first page. */
+const MAX_ROWS_PER_BURST = 20;
 
 export function useSystemEvents(): void {
   const queryClient = useQueryClient();
@@ -28,15 +33,26 @@ export function useSystemEvents(): void {
     let timer: ReturnType<typeof setTimeout> | null = null;
     let refresh: ReturnType<typeof setTimeout> | null = null;
     const stale = new Set<"chats" | "apps">();
-    const invalidate = (what: "chats" | "apps") => {
-      stale.add(what);
+    // The latest event about each chat of this burst.
+    const rows = new Map<string, { type: string; title?: string }>();
+    const flush = () => {
       if (refresh !== null) return;
       refresh = setTimeout(() => {
         refresh = null;
-        if (stale.has("chats")) void queryClient.invalidateQueries({ queryKey: chatsKey });
+        if (stale.has("chats") || rows.size > MAX_ROWS_PER_BURST) void queryClient.invalidateQueries({ queryKey: chatsKey });
+        else for (const [id, event] of rows) void refreshChatRow(queryClient, id, event);
         if (stale.has("apps")) void queryClient.invalidateQueries({ queryKey: appsKey });
         stale.clear();
+        rows.clear();
       }, 150);
+    };
+    const invalidate = (what: "chats" | "apps") => {
+      stale.add(what);
+      flush();
+    };
+    const chatChanged = (id: string, event: { type: string; title?: string }) => {
+      rows.set(id, event);
+      flush();
     };
     void (async () => {
       let failures = 0;
@@ -61,10 +77,14 @@ export function useSystemEvents(): void {
             if (touchesNotifications(event.type)) void queryClient.invalidateQueries({ queryKey: notificationsKey });
             if (event.type === "push_devices_changed") void queryClient.invalidateQueries({ queryKey: pushDevicesKey });
             // (Re)opening may have missed events: refresh once then too.
-            if (event.type === "system_stream_open") {
+            if (event.type === "system_stream_open" || event.type === "resync") {
               invalidate("chats");
               invalidate("apps");
-            } else if (event.type.startsWith("chat_")) invalidate("chats");
+            } else if (event.type.startsWith("chat_")) {
+              if ("chat_id" in event && typeof event.chat_id === "string") {
+                chatChanged(event.chat_id, { type: event.type, ...("title" in event && typeof event.title === "string" ? { title: event.title } : {}) });
+              } else invalidate("chats");
+            }
             else if (event.type.startsWith("app_")) {
               invalidate("apps");
               const built = event.type === "app_preview_ready" || event.type === "app_updated" || event.type === "app_created";

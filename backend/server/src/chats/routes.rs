@@ -1,11 +1,12 @@
 //! `/api/chats…` and `/api/chat/stop`.
 
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, patch, post};
 use axum::{Json, Router};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
@@ -41,6 +42,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/chats", get(list).post(create).layer(DefaultBodyLimit::max(MAX_LARGE_BODY_BYTES)))
         .route("/chats/{id}", get(detail).patch(update).delete(delete_chat))
+        .route("/chats/{id}/summary", get(summary))
         .route("/chats/{id}/recover", post(recover))
         .route("/chats/{id}/messages", post(send))
         .route("/chats/{id}/pending/{cid}", patch(edit_pending).delete(remove_pending))
@@ -69,23 +71,95 @@ fn no_store(mut response: Response) -> Response {
     response
 }
 
-async fn list(State(state): State<AppState>, _owner: Owner) -> Result<Response> {
+/// Chats per page of `GET /api/chats?limit=` unless asked, and at most.
+const DEFAULT_LIST_PAGE: i64 = 50;
+const MAX_LIST_PAGE: i64 = 200;
+/// Most chats the unpaginated `GET /api/chats` (clients before pages) answers: the top of
+/// the drawer. Beyond it an old client sees the newest chats only.
+const MAX_UNPAGED_CHATS: i64 = 1_000;
+
+#[derive(Deserialize)]
+struct ListIn {
+    limit: Option<String>,
+    cursor: Option<String>,
+}
+
+/// One page of the drawer list.
+#[derive(Serialize)]
+struct ListPage {
+    chats: Vec<db::chat_list::ChatSummary>,
+    /// Pass as `cursor` for the next page; `null` on the last page.
+    next_cursor: Option<String>,
+}
+
+async fn list(
+    State(state): State<AppState>,
+    _owner: Owner,
+    input: std::result::Result<Query<ListIn>, QueryRejection>,
+) -> Result<Response> {
     if state.purge_clock.due() {
         tokio::spawn(crate::housekeeping::purge_tombstones(state.writer.clone(), state.apps.clone()));
     }
+    let Query(input) =
+        input.map_err(|_| Error::bad_request("invalid_query", "The chat list takes limit and cursor, once each."))?;
+    let paged = input.limit.is_some() || input.cursor.is_some();
+    let limit = match input.limit.as_deref().map(str::trim).filter(|l| !l.is_empty()) {
+        None if paged => DEFAULT_LIST_PAGE,
+        None => MAX_UNPAGED_CHATS,
+        Some(l) => l
+            .parse::<i64>()
+            .ok()
+            .filter(|l| *l >= 1)
+            .ok_or_else(|| Error::bad_request("invalid_limit", "The limit is a whole number of at least 1."))?
+            .min(MAX_LIST_PAGE),
+    };
+    let cursor = match input.cursor.as_deref().filter(|c| !c.is_empty()) {
+        None => None,
+        Some(c) => Some(
+            db::chat_list::ListCursor::parse(c)
+                .ok_or_else(|| Error::bad_request("invalid_cursor", "That cursor came from no chat list."))?,
+        ),
+    };
     // Read the version first: a change committed during the query makes the next request
     // refresh, never the other way round.
     let version = state.hub.list_version();
-    let body = match state.response_cache.get(LIST_KEY, version) {
-        Some(body) => body,
-        None => {
-            let chats = db::chats::list(&state.db.read).await?;
-            let body = bytes::Bytes::from(serde_json::to_vec(&chats).map_err(|e| Error::Internal(e.to_string()))?);
-            state.response_cache.put(LIST_KEY, version, body.clone());
-            body
-        }
+    // Only the top of the list is cached: later pages are read once each, and would push the
+    // open chats' pages out of the small cache.
+    let key = match (&cursor, paged) {
+        (Some(_), _) => None,
+        (None, false) => Some(LIST_KEY.to_owned()),
+        (None, true) => Some(format!("{LIST_KEY} {limit}")),
     };
+    if let Some(body) = key.as_deref().and_then(|k| state.response_cache.get(k, version)) {
+        return Ok(json_body(body));
+    }
+    let body = if paged {
+        // One extra row tells whether there is a next page.
+        let mut chats = db::chat_list::page(&state.db.read, cursor.as_ref(), limit + 1).await?;
+        let keep = usize::try_from(limit).unwrap_or(usize::MAX);
+        let more = chats.len() > keep;
+        chats.truncate(keep);
+        let next_cursor = if more { chats.last().map(|c| db::chat_list::ListCursor::after(c).encode()) } else { None };
+        serde_json::to_vec(&ListPage { chats, next_cursor })
+    } else {
+        serde_json::to_vec(&db::chat_list::page(&state.db.read, None, limit).await?)
+    };
+    let body = bytes::Bytes::from(body.map_err(|e| Error::Internal(e.to_string()))?);
+    if let Some(key) = key {
+        state.response_cache.put(&key, version, body.clone());
+    }
     Ok(json_body(body))
+}
+
+/// `GET /api/chats/{id}/summary`: one row of the drawer list (what a system event about a chat
+/// not loaded yet needs).
+async fn summary(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Path(id): Path<String>,
+) -> Result<Json<db::chat_list::ChatSummary>> {
+    let id = checked_id(&id)?;
+    Ok(Json(db::chat_list::summary(&state.db.read, &id).await?.ok_or(Domain::ChatNotFound)?))
 }
 
 #[derive(Deserialize)]
@@ -118,7 +192,7 @@ async fn create(State(state): State<AppState>, _owner: Owner, ApiJson(body): Api
         .map_err(|e| Error::bad_request("invalid_message", e.0))?;
     let chat = NewChat { id: id.clone(), title: body.title, messages, app: None };
     let created = state.writer.call(|ack| WriteCommand::CreateChat { chat, ack }).await?;
-    let summary = db::chats::list(&state.db.read).await?.into_iter().find(|c| c.id == id.as_str());
+    let summary = db::chat_list::summary(&state.db.read, &id).await?;
     let status = if created == ChatCreated::Created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(summary)).into_response())
 }

@@ -1,6 +1,6 @@
-//! SQL for chat rows: create, list, one page of the detail (in one statement), settings,
-//! titles, the question marker, soft delete and purge. Transcripts, runs, the journal and the
-//! queue have files of their own.
+//! SQL for chat rows: create, one page of the detail (in one statement), settings, titles,
+//! the question marker, soft delete and purge. The drawer list (`chat_list.rs`), transcripts,
+//! runs, the journal and the queue have files of their own.
 
 use sqlx::{SqliteConnection, SqlitePool};
 
@@ -46,40 +46,6 @@ pub async fn touch_activity(conn: &mut SqliteConnection, chat_id: &str, at: i64)
         .execute(conn)
         .await?;
     Ok(())
-}
-
-/// One row of the drawer list.
-#[derive(Debug, sqlx::FromRow, serde::Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct ChatSummary {
-    pub id: String,
-    pub title: String,
-    #[cfg_attr(test, ts(as = "Option<crate::protocol::ProviderKind>"))]
-    pub provider: Option<String>,
-    pub created_at: i64,
-    pub updated_at: i64,
-    pub activity_at: i64,
-    pub pinned_at: Option<i64>,
-    pub has_messages: bool,
-    pub running: bool,
-    pub pending_question_id: Option<String>,
-    pub queued: i64,
-}
-
-/// Live chats: pinned first (oldest pin first), then by latest activity.
-pub async fn list(pool: &SqlitePool) -> Result<Vec<ChatSummary>> {
-    Ok(sqlx::query_as(
-        "SELECT c.id, c.title, c.provider, c.created_at, c.updated_at, c.activity_at, c.pinned_at,
-                c.message_count > 0 AS has_messages,
-                EXISTS (SELECT 1 FROM chat_runs r WHERE r.chat_id = c.id AND r.status = 'running') AS running,
-                c.pending_question_id,
-                (SELECT count(*) FROM chat_pending p WHERE p.chat_id = c.id) AS queued
-         FROM chats c
-         WHERE c.deleted_at IS NULL AND (c.app_id IS NULL OR c.owner_visible = 1)
-         ORDER BY c.pinned_at IS NULL, c.pinned_at, c.activity_at DESC, c.id",
-    )
-    .fetch_all(pool)
-    .await?)
 }
 
 /// The chat row fields the detail view and the turn runner need.

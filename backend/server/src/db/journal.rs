@@ -8,7 +8,7 @@ use crate::error::{Domain, Result};
 pub const JOURNAL_RETAIN_EVENTS: i64 = 2_000;
 
 /// How often (in seqs) the journal of a chat is trimmed.
-const JOURNAL_TRIM_EVERY: i64 = 256;
+pub const JOURNAL_TRIM_EVERY: i64 = 256;
 
 /// The journal head of a live (not deleted) chat.
 pub async fn head_seq(conn: &mut SqliteConnection, chat_id: &str) -> Result<Option<i64>> {

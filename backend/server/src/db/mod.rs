@@ -4,6 +4,7 @@
 //! request handlers read through [`Db::read`].
 
 pub mod apps;
+pub mod chat_list;
 pub mod chats;
 pub mod embeds;
 pub mod journal;
@@ -26,8 +27,9 @@ use crate::error::Result;
 
 /// How long a connection waits on a lock held by another connection or process.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-/// Upper bound on the WAL file kept after a checkpoint.
-const JOURNAL_SIZE_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
+/// Upper bound on the WAL file kept after a checkpoint while writes go on (when they stop,
+/// the writer truncates it to nothing: `writer::actor::CHECKPOINT_AFTER_IDLE`).
+const JOURNAL_SIZE_LIMIT_BYTES: u64 = 4 * 1024 * 1024;
 /// Read connections; the machine this targets has two cores.
 const MAX_READ_CONNECTIONS: u32 = 4;
 

@@ -30,6 +30,26 @@ pub async fn index_message(conn: &mut SqliteConnection, chat_id: &str, idx: i64,
     Ok(())
 }
 
+/// Indexes many transcript messages, `(idx, ts, text)` each, in a few multi-row statements
+/// (call in the transaction that stores them).
+pub async fn index_messages(conn: &mut SqliteConnection, chat_id: &str, docs: &[(i64, i64, String)]) -> Result<()> {
+    use crate::db::messages::{INSERT_CHUNK_ROWS, multi_row_sql};
+    for chunk in docs.chunks(INSERT_CHUNK_ROWS) {
+        let sql = multi_row_sql(
+            "INSERT INTO chat_search_docs (chat_id, idx, ts, text) VALUES",
+            4,
+            chunk.len(),
+            " ON CONFLICT (chat_id, idx) DO UPDATE SET ts = excluded.ts, text = excluded.text",
+        );
+        let mut query = sqlx::query(&sql).persistent(chunk.len() == INSERT_CHUNK_ROWS);
+        for (idx, ts, text) in chunk {
+            query = query.bind(chat_id).bind(idx).bind(ts).bind(text);
+        }
+        query.execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
 /// Indexes a chat's current title (call in the transaction that sets it); the default title
 /// of an unnamed chat is not indexed.
 pub async fn index_title(conn: &mut SqliteConnection, chat_id: &str) -> Result<()> {

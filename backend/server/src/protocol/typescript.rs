@@ -48,7 +48,7 @@ fn render() -> String {
         AnswerTurn::decl(&cfg),
         SendResult::decl(&cfg),
         StopResult::decl(&cfg),
-        crate::db::chats::ChatSummary::decl(&cfg),
+        crate::db::chat_list::ChatSummary::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from backend/server/src/protocol by `MOBIUS_WRITE_PROTOCOL=1 cargo test -p mobius --lib \

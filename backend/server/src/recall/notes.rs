@@ -189,10 +189,12 @@ where
     F: std::future::Future<Output = Duration>,
     S: FnMut(ChatId) -> JoinHandle<()>,
 {
-    let mut due: HashMap<ChatId, Instant> = HashMap::new();
+    // When each chat is due, and in what order it became due (ties go to the first).
+    let mut due: HashMap<ChatId, (Instant, u64)> = HashMap::new();
+    let mut seq = 0u64;
     let mut running: Option<(ChatId, JoinHandle<()>)> = None;
     loop {
-        let next = due.iter().min_by_key(|(_, at)| **at).map(|(id, at)| (id.clone(), *at));
+        let next = due.iter().min_by_key(|(_, at)| **at).map(|(id, (at, _))| (id.clone(), *at));
         let wake = next.as_ref().map_or_else(|| Instant::now() + Duration::from_secs(3600), |(_, at)| *at);
         tokio::select! {
             signal = rx.recv() => match signal {
@@ -214,7 +216,8 @@ where
                     {
                         due.remove(&oldest);
                     }
-                    due.insert(id, Instant::now() + delay);
+                    seq += 1;
+                    due.insert(id, (Instant::now() + delay, seq));
                 }
             },
             () = tokio::time::sleep_until(wake), if running.is_none() && next.is_some() => {

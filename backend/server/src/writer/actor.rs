@@ -21,6 +21,9 @@ use crate::protocol::{ChatId, RunId};
 pub const SNAPSHOT_INTERVAL: Duration = Duration::from_secs(1);
 /// Most commands folded into one transaction.
 const MAX_BATCH: usize = 256;
+/// Quiet time after the last commit before the WAL is checkpointed and truncated to nothing
+/// (under steady writes SQLite's own checkpoints and `journal_size_limit` bound it instead).
+pub const CHECKPOINT_AFTER_IDLE: Duration = Duration::from_secs(2);
 
 /// A snapshot waiting for its chat's next write slot.
 struct PendingSnapshot {
@@ -38,6 +41,8 @@ pub(super) struct Actor {
     stats: Arc<WriterStats>,
     pending: HashMap<ChatId, PendingSnapshot>,
     last_write: HashMap<ChatId, Instant>,
+    /// Something was committed since the last full checkpoint.
+    unchecked: bool,
 }
 
 /// Marks the writer dead however the task ends (return, panic, abort).
@@ -57,7 +62,7 @@ impl Actor {
         alive: Arc<AtomicBool>,
         stats: Arc<WriterStats>,
     ) -> Self {
-        Self { conn, hub, rx, alive, stats, pending: HashMap::new(), last_write: HashMap::new() }
+        Self { conn, hub, rx, alive, stats, pending: HashMap::new(), last_write: HashMap::new(), unchecked: true }
     }
 
     pub(super) async fn run(mut self) {
@@ -70,6 +75,10 @@ impl Actor {
                 command = self.rx.recv() => command,
                 () = sleep_until_opt(next_due), if next_due.is_some() => {
                     self.flush_snapshots(false).await;
+                    continue;
+                }
+                () = tokio::time::sleep(CHECKPOINT_AFTER_IDLE), if self.unchecked && next_due.is_none() => {
+                    self.checkpoint().await;
                     continue;
                 }
             };
@@ -129,6 +138,7 @@ impl Actor {
             let _ = self.exec("ROLLBACK").await;
         } else {
             self.stats.commits.fetch_add(1, Ordering::Relaxed);
+            self.unchecked = true;
         }
         self.finish(batch, committed);
         shutdown
@@ -481,7 +491,27 @@ impl Actor {
             let _ = self.exec("ROLLBACK").await;
         } else {
             self.stats.commits.fetch_add(1, Ordering::Relaxed);
+            self.unchecked = true;
             self.hub.bump_data_version();
+        }
+    }
+
+    /// Copies the WAL into the database and truncates it to nothing. When a reader is in the
+    /// way the next quiet spell tries again.
+    async fn checkpoint(&mut self) {
+        let outcome: std::result::Result<(i64, i64, i64), sqlx::Error> =
+            sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)").fetch_one(&mut self.conn).await;
+        match outcome {
+            Ok((0, _, _)) => {
+                self.unchecked = false;
+                self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(_) => tracing::debug!("the WAL checkpoint waits for a reader; trying again later"),
+            Err(e) => {
+                // Not worth a retry loop: SQLite's own checkpoints still bound the WAL.
+                self.unchecked = false;
+                warn!(error = %e, "the WAL checkpoint failed");
+            }
         }
     }
 

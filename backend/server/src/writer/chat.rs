@@ -27,19 +27,42 @@ fn decode<T: DeserializeOwned>(text: &str) -> Result<T> {
     serde_json::from_str(text).map_err(|e| Error::Internal(format!("a stored row is not readable: {e}")))
 }
 
+fn role_name(message: &Message) -> &'static str {
+    match message.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    }
+}
+
 /// Appends a message to the end of the transcript.
 async fn store(conn: &mut SqliteConnection, chat_id: &str, message: &Message) -> Result<()> {
     let body = encode(message)?;
-    let role = match message.role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-    };
-    let row = db::messages::NewMessage { role, cid: message.cid.as_deref(), ts: message.ts, body: &body };
+    let row =
+        db::messages::NewMessage { role: role_name(message), cid: message.cid.as_deref(), ts: message.ts, body: &body };
     let idx = db::messages::push_message(conn, chat_id, row).await?;
     if let Some(text) = db::search::document_text(message) {
         db::search::index_message(conn, chat_id, idx, message.ts, &text).await?;
     }
     Ok(())
+}
+
+/// Appends an imported transcript in bulk (a few statements, whatever its length).
+async fn store_all(conn: &mut SqliteConnection, chat_id: &str, messages: &[Message]) -> Result<()> {
+    if messages.is_empty() {
+        return Ok(());
+    }
+    let bodies = messages.iter().map(encode).collect::<Result<Vec<_>>>()?;
+    let rows: Vec<db::messages::NewMessage<'_>> = messages
+        .iter()
+        .zip(&bodies)
+        .map(|(m, body)| db::messages::NewMessage { role: role_name(m), cid: m.cid.as_deref(), ts: m.ts, body })
+        .collect();
+    let first = db::messages::push_messages(conn, chat_id, &rows).await?;
+    let docs: Vec<(i64, i64, String)> = (first..)
+        .zip(messages)
+        .filter_map(|(idx, m)| db::search::document_text(m).map(|text| (idx, m.ts, text)))
+        .collect();
+    db::search::index_messages(conn, chat_id, &docs).await
 }
 
 /// Creates a chat and imports its messages; idempotent on the id.
@@ -51,11 +74,8 @@ pub(super) async fn create(conn: &mut SqliteConnection, batch: &mut Batch, chat:
         db::chats::Inserted::Exists { deleted: false } => return Ok(ChatCreated::Existing),
         db::chats::Inserted::Exists { deleted: true } => return Err(Domain::ChatDeleted.into()),
     }
-    let mut last_ts = 0;
-    for message in &chat.messages {
-        last_ts = last_ts.max(message.ts);
-        store(conn, &chat.id, message).await?;
-    }
+    store_all(conn, &chat.id, &chat.messages).await?;
+    let last_ts = chat.messages.iter().map(|m| m.ts).max().unwrap_or(0);
     if last_ts > 0 {
         db::chats::touch_activity(conn, &chat.id, last_ts.min(now)).await?;
     }

@@ -26,6 +26,8 @@ pub struct WriterStats {
     pub snapshots_received: AtomicU64,
     /// Live snapshots actually written.
     pub snapshot_writes: AtomicU64,
+    /// Idle checkpoints that truncated the WAL.
+    pub checkpoints: AtomicU64,
 }
 
 /// The latest state of a running turn's assistant message.

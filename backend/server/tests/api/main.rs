@@ -3,6 +3,7 @@
 mod apps;
 mod auth;
 mod backup;
+mod chat_list;
 mod chats;
 mod containment;
 mod exposure;

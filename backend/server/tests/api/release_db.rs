@@ -107,3 +107,34 @@ async fn the_turn_the_old_server_left_running_is_closed_with_its_queue_kept_and_
     let last: Value = detail["messages"].as_array().and_then(|m| m.last().cloned()).expect("reply");
     assert_eq!(last["content"], "reply for tools-claude");
 }
+
+#[tokio::test]
+async fn the_old_database_gets_the_list_indexes_and_pages_through_every_chat_in_order() {
+    let (app, token) = release_server().await;
+    let url = format!("sqlite://{}", app.data_dir().join("db/mobius.sqlite3").display());
+    let mut conn = sqlx::SqliteConnection::connect(&url).await.expect("open");
+    let indexes: Vec<String> = sqlx::query_scalar(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'chats_drawer_%' ORDER BY name",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .expect("indexes");
+    assert_eq!(indexes, ["chats_drawer_pinned", "chats_drawer_recent"]);
+    let all: Vec<Value> = app.get("/api/chats", Some(&token)).await.json().await.expect("list");
+    assert!(all.len() >= CHATS.len(), "{} chats", all.len());
+    let mut paged: Vec<Value> = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/api/chats?limit=3&cursor={c}"),
+            None => "/api/chats?limit=3".to_owned(),
+        };
+        let page: Value = app.get(&path, Some(&token)).await.json().await.expect("page");
+        paged.extend(page["chats"].as_array().expect("chats").iter().cloned());
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(paged, all);
+}

@@ -336,3 +336,28 @@ async fn an_interrupted_turn_keeps_what_streamed_after_its_last_snapshot() {
 fn text(content: &str) -> ChatEvent {
     ChatEvent::Text { content: content.into(), item_id: "a".into() }
 }
+
+#[tokio::test]
+async fn the_journal_keeps_its_retention_however_long_a_chat_runs() {
+    let f = fixture().await;
+    create_chat(&f.writer, "long").await;
+    let retain = mobius::db::journal::JOURNAL_RETAIN_EVENTS;
+    // Far past the retention, in batches of events as a busy turn writes them.
+    for batch in 0..30 {
+        let events: Vec<ChatEvent> = (0..100).map(|i| note(&format!("{batch}-{i}"))).collect();
+        f.writer
+            .call(|ack| WriteCommand::Emit { chat_id: "long".into(), run_id: None, events, ack: Some(ack) })
+            .await
+            .expect("emit");
+    }
+    let mut conn = other_connection(&f.path).await;
+    let (count, oldest, newest): (i64, i64, i64) =
+        sqlx::query_as("SELECT count(*), min(seq), max(seq) FROM chat_events WHERE chat_id = 'long'")
+            .fetch_one(&mut conn)
+            .await
+            .expect("count");
+    assert!(newest >= 3_000, "{newest}");
+    assert!(count <= retain + mobius::db::journal::JOURNAL_TRIM_EVERY, "{count} events kept");
+    assert!(count >= retain, "the newest {retain} stay for replay: {count}");
+    assert_eq!(newest - oldest + 1, count, "what is kept has no gap");
+}
