@@ -23,7 +23,7 @@ use super::{Cli, Mock, cli_bin, codex_config, question_step, repo, write_step};
 
 /// A shell step that marks `marker` in the workspace, then runs for `secs` seconds.
 fn marked_slow_step(cli: Cli, text: &str, marker: &str, secs: u32) -> Value {
-    let command = format!("touch agent-home/{marker}; python3 -c 'import time; time.sleep({secs})'");
+    let command = format!("touch agent-home/{marker}; /usr/bin/python3 -c 'import time; time.sleep({secs})'");
     match cli {
         Cli::Claude => {
             json!({ "text": text, "tool_use": { "name": "Bash", "input": { "command": command, "description": "wait" } } })

@@ -246,8 +246,9 @@ fn write_step(cli: Cli, text: &str) -> Value {
 }
 
 /// A step whose shell command marks `slow-started` in the agent's home, then runs for half a
-/// minute (Claude refuses a bare `sleep`).
-const SLOW_COMMAND: &str = "touch agent-home/slow-started; python3 -c 'import time; time.sleep(30)'";
+/// minute (Claude refuses a bare `sleep`). The interpreter is named by its system path: a
+/// version manager's shim on PATH (pyenv) runs code outside PATH, which the sandbox denies.
+const SLOW_COMMAND: &str = "touch agent-home/slow-started; /usr/bin/python3 -c 'import time; time.sleep(30)'";
 
 /// Waits until the slow command started (its marker is in the agent's home).
 async fn slow_command_started(app: &TestApp) {
