@@ -82,7 +82,7 @@ const SCRIPT = {
 };
 
 /** A shell command that runs for half a minute (Claude refuses a bare `sleep`). */
-const SLOW_COMMAND = "python3 -c 'import time; time.sleep(30)'";
+const SLOW_COMMAND = "/usr/bin/python3 -c 'import time; time.sleep(30)'";
 
 // Steering with Claude Code interrupts the running step and continues the session with the
 // owner's words. The step below says something, then starts a slow command; the tests steer
