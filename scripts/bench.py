@@ -36,6 +36,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 RESULTS = []  # (section, workload, value text, target text)
 QUICK = False
 NO_GATE = False  # --no-gate: run once whatever the load, and print the load seen
+BINARY = ""  # the server binary under test; bench examples are built beside it
 
 
 def note(section, workload, value, target=""):
@@ -355,9 +356,15 @@ def section_chats(binary, tmp):
     s.stop()
 
 
+def example(name):
+    """A release build of a bench example, beside the server binary (`cargo build --examples`)."""
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.dirname(os.path.dirname(os.path.abspath(BINARY)))
+    return os.path.join(target, "release", "examples", name)
+
+
 def sse_round(port, token, subscribers, events):
     """Runs the Rust fan-out client on CPU 1; returns (p50, p99, max, missed)."""
-    exe = os.path.join(os.environ["CARGO_TARGET_DIR"], "release", "examples", "sse_fanout")
+    exe = example("sse_fanout")
     out = subprocess.run(["taskset", "-c", "1", exe, str(port), token, str(subscribers), str(events)],
                          capture_output=True, text=True, check=True).stdout
     r = json.loads(out.strip().splitlines()[-1])
@@ -385,7 +392,7 @@ def section_sse(binary, tmp):
 
 def section_snapshot(tmp):
     print("snapshot", flush=True)
-    exe = os.path.join(os.environ["CARGO_TARGET_DIR"], "release", "examples", "snapshot_cost")
+    exe = example("snapshot_cost")
     out = subprocess.run(["taskset", "-c", "0", exe, tmp], capture_output=True, text=True, check=True).stdout
     for line in out.splitlines():
         r = json.loads(line)
@@ -604,7 +611,7 @@ def section_large_apply(binary, tmp):
 def section_proxy(tmp):
     """/api/proxy GET of a 100 KiB loopback response against the same GET made directly."""
     print("proxy", flush=True)
-    exe = os.path.join(os.environ["CARGO_TARGET_DIR"], "release", "examples", "proxy_overhead")
+    exe = example("proxy_overhead")
     runs = "200" if QUICK else "1000"
     out = subprocess.run(["taskset", "-c", "0", exe, runs], capture_output=True, text=True, check=True).stdout
     r = json.loads(out.strip().splitlines()[-1])
@@ -773,7 +780,7 @@ def section_push(binary, tmp, baseline):
     """Notifications: the cost a finished turn pays (10 devices), idle RSS with push (A/B against
     `--baseline`, a build without push), and listing the centre with 1,000 stored notifications."""
     print("push", flush=True)
-    exe = os.path.join(os.environ["CARGO_TARGET_DIR"], "release", "examples", "push_cost")
+    exe = example("push_cost")
     out = subprocess.run(["taskset", "-c", "0", exe], capture_output=True, text=True, check=True).stdout
     r = json.loads(out.strip().splitlines()[-1])
     note("push", f"turn end with {r['devices']} devices: added to commit path p50 | p99 (µs)",
@@ -1128,7 +1135,7 @@ def section_search(binary, tmp, baseline):
 
 def section_sandbox(tmp):
     print("sandbox", flush=True)
-    exe = os.path.join(os.environ["CARGO_TARGET_DIR"], "release", "examples", "sandbox_cost")
+    exe = example("sandbox_cost")
     out = subprocess.run(["taskset", "-c", "0", exe], capture_output=True, text=True, check=True).stdout
     rows = {}
     for line in out.splitlines():
@@ -1392,7 +1399,7 @@ def scale_drawer(port, token):
 
 
 def main():
-    global QUICK, NO_GATE
+    global QUICK, NO_GATE, BINARY
     ap = argparse.ArgumentParser()
     ap.add_argument("binary")
     ap.add_argument("--only", default="")
@@ -1402,6 +1409,7 @@ def main():
     args = ap.parse_args()
     QUICK = args.quick
     NO_GATE = args.no_gate
+    BINARY = args.binary
     only = set(filter(None, args.only.split(",")))
     want = lambda name: not only or name in only
     tmp = tempfile.mkdtemp(prefix="mobius-bench-")

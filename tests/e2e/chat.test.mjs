@@ -348,17 +348,21 @@ describe("chat journey on a phone (real server, real Claude Code, scripted model
 
   step("leaving a chat and coming back restores the exact reading position", async (page) => {
     const box = page.locator(".chat-scroll");
-    const target = page.locator(".row", { hasText: "Take your time" });
-    await target.scrollIntoViewIfNeeded();
-    // Put that row 40 px below the top edge, as a reader would leave it.
-    await box.evaluate((el) => {
-      const row = [...el.querySelectorAll(".row")].find((r) => r.textContent?.includes("Take your time"));
-      el.scrollTop = row.offsetTop - 40;
+    // Stop half-way down the transcript's own height (a spacer left by a send can reach further,
+    // and no restore could reach there again), as a reader would leave it, mid-row.
+    const key = await box.evaluate((el) => {
+      const rows = [...el.querySelectorAll("[data-key]")];
+      const last = rows[rows.length - 1];
+      const reach = last.offsetTop + last.offsetHeight - el.clientHeight;
+      if (reach < 80) throw new Error(`the transcript is too short to scroll (${reach} px)`);
+      el.scrollTop = Math.floor(reach / 2);
       el.dispatchEvent(new WheelEvent("wheel"));
       el.dispatchEvent(new Event("scroll"));
+      return rows.find((r) => r.offsetTop + r.offsetHeight > el.scrollTop).dataset.key;
     });
+    const target = page.locator(`[data-key="${key}"]`);
     const before = await target.evaluate((row) => Math.round(row.getBoundingClientRect().top));
-    await page.waitForFunction(() => Object.keys(JSON.parse(localStorage.getItem("mobius.anchors.owner") ?? "{}")).length > 0);
+    await page.waitForFunction((k) => JSON.parse(localStorage.getItem("mobius.anchors.owner") ?? "{}")[location.pathname.split("/").pop()]?.key === k, key);
     await page.getByRole("button", { name: "New chat" }).click();
     await page.waitForURL((url) => url.href !== chatUrl);
     await page.locator(".empty-title", { hasText: "New chat" }).waitFor();

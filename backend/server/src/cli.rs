@@ -132,53 +132,17 @@ fn app_command(args: &[String]) -> ExitCode {
         eprintln!("usage: mobius app apply <slug>");
         return ExitCode::from(2);
     };
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let Some(base) = env("MOBIUS_API_URL").or_else(|| env("API_BASE_URL")) else {
-        eprintln!("mobius: MOBIUS_API_URL is not set (this command runs inside an agent turn)");
-        return ExitCode::from(2);
-    };
-    let Some(token) = env("MOBIUS_AGENT_TOKEN").or_else(|| env("AGENT_TOKEN")) else {
-        eprintln!("mobius: MOBIUS_AGENT_TOKEN is not set (this command runs inside an agent turn)");
-        return ExitCode::from(2);
-    };
-    let chat_id = env("MOBIUS_CHAT_ID").or_else(|| env("CHAT_ID"));
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("mobius: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    runtime.block_on(async move {
-        let client = reqwest::Client::builder().timeout(Duration::from_secs(180)).build().unwrap_or_default();
-        let body = serde_json::json!({ "slug": slug, "chat_id": chat_id });
-        let response = match client.post(format!("{}/api/apps/apply", base.trim_end_matches('/'))).bearer_auth(token).json(&body).send().await {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("mobius: cannot reach the server at {base}: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        let status = response.status();
-        let json: serde_json::Value = response.json().await.unwrap_or_default();
-        if status.is_success() {
-            let app = &json["app"];
-            let receipt = serde_json::json!({
-                "mode": json["mode"], "app_id": app["id"], "slug": app["slug"], "name": app["name"],
-                "version": app["version"], "open_path": format!("/?app={}", app["id"]), "standalone_url": app["standalone_url"],
-                "warnings": json["warnings"],
-            });
-            println!("{}", serde_json::to_string_pretty(&receipt).unwrap_or_default());
-            ExitCode::SUCCESS
-        } else {
-            eprintln!(
-                "apply failed ({}): {}\n{}",
-                status.as_u16(),
-                json["code"].as_str().unwrap_or("error"),
-                json["message"].as_str().unwrap_or("no details")
-            );
-            ExitCode::FAILURE
-        }
+    let chat_id = std::env::var("MOBIUS_CHAT_ID").or_else(|_| std::env::var("CHAT_ID")).ok().filter(|v| !v.is_empty());
+    let body = serde_json::json!({ "slug": slug, "chat_id": chat_id });
+    // A build of a large app can take a while; the server bounds it, this only outlasts it.
+    agent_request("/api/apps/apply", &body, Duration::from_secs(180), |json| {
+        let app = &json["app"];
+        let receipt = serde_json::json!({
+            "mode": json["mode"], "app_id": app["id"], "slug": app["slug"], "name": app["name"],
+            "version": app["version"], "open_path": format!("/?app={}", app["id"]), "standalone_url": app["standalone_url"],
+            "warnings": json["warnings"],
+        });
+        println!("{}", serde_json::to_string_pretty(&receipt).unwrap_or_default());
     })
 }
 
@@ -223,14 +187,20 @@ fn notify_command(args: &[String]) -> ExitCode {
         return ExitCode::from(2);
     };
     let body = serde_json::json!({ "title": title, "body": body, "target": target });
-    agent_request("/api/notifications/send", &body, |json| {
+    agent_request("/api/notifications/send", &body, Duration::from_secs(30), |json| {
         println!("notified ({})", json["id"].as_str().unwrap_or("sent"));
     })
 }
 
-/// POSTs `body` to the running server with the agent's run-bound token; prints the server's
-/// explanation on failure.
-fn agent_request(path: &str, body: &serde_json::Value, on_success: impl FnOnce(&serde_json::Value)) -> ExitCode {
+/// POSTs `body` to the running server with the agent's run-bound token (from the environment
+/// the agent runtime sets), waiting at most `timeout`; prints the server's explanation (with any
+/// compile diagnostics) on failure and exits 1.
+fn agent_request(
+    path: &str,
+    body: &serde_json::Value,
+    timeout: Duration,
+    on_success: impl FnOnce(&serde_json::Value),
+) -> ExitCode {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let Some(base) = env("MOBIUS_API_URL").or_else(|| env("API_BASE_URL")) else {
         eprintln!("mobius: MOBIUS_API_URL is not set (this command runs inside an agent turn)");
@@ -248,7 +218,7 @@ fn agent_request(path: &str, body: &serde_json::Value, on_success: impl FnOnce(&
         }
     };
     runtime.block_on(async move {
-        let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap_or_default();
+        let client = reqwest::Client::builder().timeout(timeout).build().unwrap_or_default();
         let url = format!("{}{path}", base.trim_end_matches('/'));
         let response = match client.post(url).bearer_auth(token).json(body).send().await {
             Ok(r) => r,
@@ -264,7 +234,7 @@ fn agent_request(path: &str, body: &serde_json::Value, on_success: impl FnOnce(&
             ExitCode::SUCCESS
         } else {
             eprintln!(
-                "failed ({}): {}: {}",
+                "failed ({}): {}\n{}",
                 status.as_u16(),
                 json["code"].as_str().unwrap_or("error"),
                 json["message"].as_str().unwrap_or("no details")
