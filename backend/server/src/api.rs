@@ -78,3 +78,43 @@ pub fn no_content() -> Response {
     response.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
+
+/// What [`gate`] needs: the shared state and the heap trimmer of large bodies.
+pub struct Gate {
+    pub state: crate::state::AppState,
+    pub trimmer: std::sync::Arc<crate::memory::Trimmer>,
+}
+
+/// The API's one middleware, in order: CORS for app frames (preflights answered here),
+/// cross-site refusal ([`crate::auth::csrf::check`]), the agent token's route table
+/// ([`crate::auth::agent::check`]), and a heap trim after a large body. One layer rather than
+/// one per check: axum clones and boxes every layer of the matched route on each request.
+pub async fn gate(
+    axum::extract::State(gate): axum::extract::State<std::sync::Arc<Gate>>,
+    request: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let from_frame = crate::web::is_from_frame(request.headers());
+    let checked = if from_frame && request.method() == axum::http::Method::OPTIONS {
+        Err(StatusCode::NO_CONTENT.into_response())
+    } else {
+        crate::auth::csrf::check(&request, &gate.state)
+            .and_then(|()| crate::auth::agent::check(&request, &gate.state))
+            .map_err(IntoResponse::into_response)
+    };
+    let mut response = match checked {
+        Err(response) => response,
+        Ok(()) => {
+            let large_in = crate::memory::is_large_request(&request);
+            let response = next.run(request).await;
+            if large_in || crate::memory::is_large_response(&response) {
+                gate.trimmer.large_request();
+            }
+            response
+        }
+    };
+    if from_frame {
+        crate::web::add_frame_cors(response.headers_mut());
+    }
+    response
+}

@@ -52,12 +52,9 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::push::router())
         .fallback(api_not_found)
         .method_not_allowed_fallback(api_method_not_allowed)
-        .layer(middleware::from_fn_with_state(state.clone(), auth::agent::restrict_agent))
-        .layer(middleware::from_fn_with_state(state.clone(), auth::csrf::reject_cross_site))
-        .layer(middleware::from_fn(web::frame_cors))
         .layer(middleware::from_fn_with_state(
-            Arc::new(crate::memory::Trimmer::default()),
-            crate::memory::trim_after_large,
+            Arc::new(api::Gate { state: state.clone(), trimmer: Arc::default() }),
+            api::gate,
         ))
         .layer(DefaultBodyLimit::max(api::MAX_JSON_BODY_BYTES));
     Router::new()
@@ -66,7 +63,6 @@ pub fn router(state: AppState) -> Router {
         .merge(web::vendor_router())
         .route("/shell/embed/chat", axum::routing::get(web::embed_chat))
         .fallback(web::serve_frontend)
-        .layer(middleware::from_fn_with_state(state.clone(), web::security_headers))
         .layer(CompressionLayer::new())
         .layer(
             TraceLayer::new_for_http()
@@ -94,14 +90,10 @@ async fn api_method_not_allowed() -> Error {
 }
 
 /// The router that answers while start-up is still running.
-fn boot_router(boot: Arc<Boot>, https: bool) -> Router {
+fn boot_router(boot: Arc<Boot>) -> Router {
     Router::new()
         .nest("/api", ops::router().with_state(boot))
         .fallback(|| async { Error::unavailable("starting", "Möbius is starting; try again in a moment.") })
-        .layer(middleware::map_response(move |mut response: Response| async move {
-            web::apply_security_headers(response.headers_mut(), https);
-            response
-        }))
 }
 
 /// Sends each request to the full router once it exists, else to the boot router.
@@ -135,7 +127,7 @@ pub async fn serve(
     let boot = Boot::new();
     let (stop_tx, stop_rx) = watch::channel(false);
     let full: Arc<OnceLock<Router>> = Arc::new(OnceLock::new());
-    let switch = Switch { full: full.clone(), boot: boot_router(boot.clone(), config.public_origin.is_https()) };
+    let switch = Switch { full: full.clone(), boot: boot_router(boot.clone()) };
     let addr = listener.local_addr()?;
     info!(%addr, data_dir = %config.data_dir.display(), "listening");
 

@@ -89,26 +89,23 @@ impl Trimmer {
     }
 }
 
-/// Middleware: a request whose body or response is at least [`LARGE_BODY_BYTES`] schedules a
-/// trim (see [`Trimmer`]).
-pub async fn trim_after_large(
-    axum::extract::State(trimmer): axum::extract::State<std::sync::Arc<Trimmer>>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
+/// Is this request's body at least [`LARGE_BODY_BYTES`] (by its size hint or its
+/// `Content-Length`)? With [`is_large_response`], [`crate::api::gate`] schedules a trim.
+pub fn is_large_request(request: &axum::extract::Request) -> bool {
     use axum::body::HttpBody as _;
-    let large_in = request.body().size_hint().lower() >= LARGE_BODY_BYTES
+    request.body().size_hint().lower() >= LARGE_BODY_BYTES
         || request
             .headers()
             .get(axum::http::header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok())
-            .is_some_and(|n| n >= LARGE_BODY_BYTES);
-    let response = next.run(request).await;
-    if large_in || response.body().size_hint().lower() >= LARGE_BODY_BYTES {
-        trimmer.large_request();
-    }
-    response
+            .is_some_and(|n| n >= LARGE_BODY_BYTES)
+}
+
+/// Is this response's body known to be at least [`LARGE_BODY_BYTES`]?
+pub fn is_large_response(response: &axum::response::Response) -> bool {
+    use axum::body::HttpBody as _;
+    response.body().size_hint().lower() >= LARGE_BODY_BYTES
 }
 
 #[cfg(test)]

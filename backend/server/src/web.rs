@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use tower::ServiceExt;
 use tower_http::services::{ServeDir, ServeFile};
@@ -154,20 +153,15 @@ fn html_escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-/// Middleware: CORS for sandboxed app frames. Their opaque origin sends `Origin: null`; they
-/// authenticate with an app token in a header (never cookies), so any-origin CORS without
-/// credentials exposes nothing ambient. Preflights are answered here, before routing.
-pub async fn frame_cors(request: Request, next: Next) -> Response {
-    let from_frame = request.headers().get(header::ORIGIN).is_some_and(|o| o == "null");
-    if !from_frame {
-        return next.run(request).await;
-    }
-    let mut response = if request.method() == axum::http::Method::OPTIONS {
-        StatusCode::NO_CONTENT.into_response()
-    } else {
-        next.run(request).await
-    };
-    let h = response.headers_mut();
+/// Is this a request from a sandboxed app frame? Their opaque origin sends `Origin: null`;
+/// they authenticate with an app token in a header (never cookies), so any-origin CORS without
+/// credentials ([`add_frame_cors`]) exposes nothing ambient.
+pub fn is_from_frame(headers: &HeaderMap) -> bool {
+    headers.get(header::ORIGIN).is_some_and(|o| o == "null")
+}
+
+/// The CORS headers of a response to an app frame (preflights included, see [`crate::api::gate`]).
+pub fn add_frame_cors(h: &mut HeaderMap) {
     h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
     h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, HEAD, POST, PUT, PATCH, DELETE"));
     h.insert(
@@ -178,17 +172,10 @@ pub async fn frame_cors(request: Request, next: Next) -> Response {
     );
     h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("ETag"));
     h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
-    response
 }
 
-/// Middleware: adds the security headers a response has not set itself.
-pub async fn security_headers(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let mut response = next.run(request).await;
-    apply_security_headers(response.headers_mut(), state.config.public_origin.is_https());
-    response
-}
-
-/// The header policy, shared with the boot-phase router.
+/// The header policy of every response, applied by the listener ([`crate::net`]) to whatever
+/// a response has not set itself.
 pub fn apply_security_headers(headers: &mut HeaderMap, https: bool) {
     let is_html =
         headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/html"));

@@ -4,10 +4,8 @@
 //! settings, app tokens, secrets or other chats. The table is API.md's "Agent token" table;
 //! every row has a test (`tests/api/agent_scope.rs`).
 
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{MatchedPath, Request};
 use axum::http::Method;
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 
 use super::Scope;
 use crate::error::Error;
@@ -58,29 +56,24 @@ pub fn allowed(method: &Method, route: &str, path: &str, own_chat: Option<&str>)
     true
 }
 
-/// Middleware on the API router: a request carrying a valid agent token goes on only to the
-/// routes of [`AGENT_ROUTES`] (403 `agent_not_allowed` otherwise). Other requests pass; the
-/// routes' own extractors check their tokens.
-pub async fn restrict_agent(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let token = super::bearer_of(request.headers());
-    let Some(claims) = token.and_then(|t| state.keys.verify(t).ok()) else {
-        return next.run(request).await;
+/// A request carrying a valid agent token goes on only to the routes of [`AGENT_ROUTES`]
+/// (403 `agent_not_allowed` otherwise). Other requests pass; the routes' own extractors check
+/// their tokens. Part of [`crate::api::gate`].
+pub fn check(request: &Request, state: &AppState) -> Result<(), Error> {
+    let Some(claims) = super::bearer_of(request.headers()).and_then(|t| state.keys.verify(t).ok()) else {
+        return Ok(());
     };
-    if claims.scope != Scope::Agent {
-        return next.run(request).await;
-    }
-    let Some(matched) = request.extensions().get::<MatchedPath>() else {
-        // No route matched: the API's own 404 answers.
-        return next.run(request).await;
+    // No route matched: the API's own 404 answers.
+    let (Scope::Agent, Some(matched)) = (claims.scope, request.extensions().get::<MatchedPath>()) else {
+        return Ok(());
     };
     let route = matched.as_str().strip_prefix("/api").unwrap_or(matched.as_str());
     let path = request.uri().path();
     let path = path.strip_prefix("/api").unwrap_or(path);
     if allowed(request.method(), route, path, claims.chat_id.as_deref()) {
-        next.run(request).await
+        Ok(())
     } else {
-        Error::forbidden("agent_not_allowed", "The agent's token cannot use this route; ask the owner to do it.")
-            .into_response()
+        Err(Error::forbidden("agent_not_allowed", "The agent's token cannot use this route; ask the owner to do it."))
     }
 }
 

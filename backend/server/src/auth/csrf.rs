@@ -1,27 +1,25 @@
 //! Rejects cross-site state-changing requests (`Sec-Fetch-Site`, then `Origin`/`Referer`).
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, Method, header};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 
 use crate::error::Error;
 use crate::state::AppState;
 
-/// Middleware: lets safe methods through; refuses other requests that a browser marks as
-/// cross-site, or whose `Origin` (else `Referer`) is neither the public origin nor the
-/// `Host` the request was sent to. Requests with none of these headers (non-browser
-/// clients, which cannot carry the owner's ambient credentials anyway) pass.
-pub async fn reject_cross_site(State(state): State<AppState>, request: Request, next: Next) -> Response {
+/// Lets safe methods through; refuses (403 `cross_site_request`) other requests that a browser
+/// marks as cross-site, or whose `Origin` (else `Referer`) is neither the public origin nor the
+/// `Host` the request was sent to. Requests with none of these headers (non-browser clients,
+/// which cannot carry the owner's ambient credentials anyway) pass. Part of [`crate::api::gate`].
+pub fn check(request: &Request, state: &AppState) -> Result<(), Error> {
     if is_safe(request.method())
         || is_same_site(request.headers(), state.config.public_origin.as_str())
         // The nested chat frame trades its one-use grant here; the grant is the credential.
         || request.uri().path().ends_with("/app-chat-embeds/session")
-        || is_sandboxed_app(request.headers(), &state)
+        || is_sandboxed_app(request.headers(), state)
     {
-        next.run(request).await
+        Ok(())
     } else {
-        Error::forbidden("cross_site_request", "Cross-site requests are not allowed.").into_response()
+        Err(Error::forbidden("cross_site_request", "Cross-site requests are not allowed."))
     }
 }
 

@@ -13,6 +13,8 @@
 //!   the request with 408.
 //! - Each request carries its TCP peer (`ConnectInfo`, see [`client`]) and must name a host
 //!   this server answers for ([`host`]), else 421 before any route runs.
+//! - Every response leaves with the security headers ([`crate::web::apply_security_headers`]),
+//!   whichever router (boot or full) made it: here once, not as a layer cloned per route.
 //!
 //! One sweeper task checks the deadlines of every connection (heads, keep-alives, paused
 //! bodies) a few times per timeout; the request path touches only atomics, no timers.
@@ -190,7 +192,7 @@ where
 {
     let guard = RequestGuard::begin(activity.clone(), shared.registry.base);
     let (mut parts, body) = request.into_parts();
-    let response = if shared.hosts.admits(parts.uri.path(), &parts.headers) {
+    let mut response = if shared.hosts.admits(parts.uri.path(), &parts.headers) {
         parts.extensions.insert(ConnectInfo(peer));
         let body = TimedBody { inner: body, activity: activity.clone(), base: shared.registry.base };
         let request = Request::from_parts(parts, Body::new(body));
@@ -200,16 +202,15 @@ where
         };
         if activity.body_timed_out.swap(false, Ordering::AcqRel) { body_timeout_response() } else { response }
     } else {
-        let mut response = Error::Client {
+        Error::Client {
             status: StatusCode::MISDIRECTED_REQUEST,
             code: "wrong_host",
             message: "This server does not answer for that host name.".into(),
             retry_after_secs: None,
         }
-        .into_response();
-        crate::web::apply_security_headers(response.headers_mut(), shared.https);
-        response
+        .into_response()
     };
+    crate::web::apply_security_headers(response.headers_mut(), shared.https);
     response.map(|body| Body::new(GuardedBody { inner: body, _guard: guard }))
 }
 

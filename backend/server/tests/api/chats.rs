@@ -42,7 +42,7 @@ async fn app_with(bin: impl FnOnce(&Path) -> PathBuf) -> (TestApp, String) {
     let bin = bin(dir.path());
     let app = TestApp::spawn_in(dir, |c| {
         c.claude_bin = bin;
-        c.agent_start_timeout = Duration::from_secs(3);
+        c.agent_start_timeout = Duration::from_secs(10); // 50 fake CLIs starting at once on a loaded machine; `hangs` waits this out
     })
     .await;
     let token = app.setup_owner().await;
@@ -310,8 +310,8 @@ async fn fifty_chats_running_at_once_never_cross_talk() {
         loop {
             let detail = app.detail(&token, id).await;
             if detail["running"] == false && detail["total"] == 2 {
-                assert_eq!(detail["messages"][1]["content"], format!("reply for {id}"));
-                assert_eq!(detail["session_id"], format!("s-{id}"));
+                assert_eq!(detail["messages"][1]["content"], format!("reply for {id}"), "{detail}");
+                assert_eq!(detail["session_id"], format!("s-{id}"), "{detail}");
                 break;
             }
             waited += 1;
