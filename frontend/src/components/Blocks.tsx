@@ -4,6 +4,7 @@
 import { useState } from "react";
 import { fetchToolOutput } from "../api/chats";
 import type { ErrorBlock, ThinkingBlock, ToolBlock } from "../api/types";
+import { outputTail } from "../chat/activity";
 import { Icon } from "./Icon";
 
 const STATUS_TEXT: Record<ToolBlock["status"], string> = {
@@ -48,6 +49,11 @@ export function ToolView({ chatId, block }: { chatId: string; block: ToolBlock }
         </span>
         <Icon name="chevron" size={16} className="tool-chevron" />
       </button>
+      {!open && block.status === "running" && block.output && (
+        <pre className="tool-pre tool-tail" aria-label={`Latest output of ${block.tool}`}>
+          {outputTail(block.output)}
+        </pre>
+      )}
       {open && (
         <div className="tool-body" id={bodyId}>
           {block.input && <pre className="tool-pre tool-pre-input">{block.input}</pre>}

@@ -199,7 +199,7 @@ async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiv
         run_id: start.started.run_id.clone(),
         provider: start.started.provider,
         live: LiveMessage::new(start.started.ts),
-        fold: ChatFold::default(),
+        fold: ChatFold::in_workspace(&agents.data_dir),
         last_snapshot: Instant::now(),
         dirty: false,
         pending_ask: None,

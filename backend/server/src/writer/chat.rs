@@ -389,7 +389,15 @@ pub(super) async fn finish_run(
             _ => None,
         },
     };
-    if let Some(mut body) = body.filter(Message::has_blocks) {
+    // A turn stopped before it wrote anything keeps its "stopped before replying" row (an
+    // assistant message without blocks), so the transcript never shows two owner rows in a row.
+    let stopped = finish.status == RunStatus::Stopped;
+    let body = match body {
+        Some(body) if body.has_blocks() || stopped => Some(body),
+        None if stopped => Some(Message::assistant(now, Vec::new())),
+        _ => None,
+    };
+    if let Some(mut body) = body {
         body.run_id = Some(finish.run_id.clone());
         store(conn, chat_id, &body).await?;
     }
