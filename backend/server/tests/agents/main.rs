@@ -192,7 +192,10 @@ fn server_env_with(cli: Cli, mock_port: u16, extra: &[(&'static str, &str)]) -> 
             env.push(("MOBIUS_CLAUDE_BIN", cli_bin(cli).display().to_string()));
             env.push(("MOBIUS_CLAUDE_BASE_URL", format!("http://127.0.0.1:{mock_port}")));
         }
-        Cli::Codex => env.push(("MOBIUS_CODEX_BIN", cli_bin(cli).display().to_string())),
+        Cli::Codex => {
+            env.push(("MOBIUS_CODEX_BIN", cli_bin(cli).display().to_string()));
+            env.push(("MOBIUS_OPENAI_API_URL", format!("http://127.0.0.1:{mock_port}/v1")));
+        }
     }
     env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
     env
