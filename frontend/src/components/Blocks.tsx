@@ -126,11 +126,16 @@ export function ThinkingView({ block, live }: { block: ThinkingBlock; live: bool
   );
 }
 
-export function ErrorView({ block }: { block: ErrorBlock }) {
+export function ErrorView({ block, onOpenSettings }: { block: ErrorBlock; onOpenSettings?: (() => void) | undefined }) {
   return (
     <div className="error-block" role="note">
       <Icon name="alert" size={16} />
       <span>{block.message}</span>
+      {block.fix === "provider_settings" && onOpenSettings && (
+        <button type="button" className="btn btn-secondary btn-small error-fix" onClick={onOpenSettings}>
+          Open provider settings
+        </button>
+      )}
     </div>
   );
 }

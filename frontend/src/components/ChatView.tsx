@@ -377,7 +377,10 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
   if (lastReplyIdx !== undefined && lastUserIdx !== undefined && lastReplyIdx < lastUserIdx) lastReplyIdx = undefined;
   const editLast = (text: string) => setRestore((previous) => ({ id: (previous?.id ?? 0) + 1, text }));
 
-  const failed = state.lastRun?.status === "failed" && !state.running;
+  // An error only the owner can mend (a refused key) offers its fix instead of a Retry.
+  const lastRow = rows.at(-1)?.message;
+  const needsFix = lastRow?.role === "assistant" && (lastRow.blocks ?? []).some((b) => b.type === "error" && b.fix);
+  const failed = state.lastRun?.status === "failed" && !state.running && !needsFix;
   const interrupted = state.lastRun?.status === "interrupted" && !state.running;
 
   return (
@@ -437,6 +440,8 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
               hit={row.idx !== undefined && row.idx === hitIdx}
               onEdit={settled && row.idx === lastUserIdx ? () => editLast(row.message.content) : undefined}
               onRegenerate={settled && online && row.idx === lastReplyIdx ? retry : undefined}
+              retry={row.live ? state.retry : null}
+              onOpenSettings={onOpenSettings}
             />
           ))}
           {(failed || interrupted) && (

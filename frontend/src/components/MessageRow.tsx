@@ -28,6 +28,10 @@ export interface MessageRowProps {
   onEdit?: (() => void) | undefined;
   /** Ask for this (the last) reply again; absent on other rows. */
   onRegenerate?: (() => void) | undefined;
+  /** The CLI retrying a failed model request (the live row only). */
+  retry?: { attempt: number; max_retries: number; reason: string } | null | undefined;
+  /** Opens Settings (an error whose fix is there). */
+  onOpenSettings?: (() => void) | undefined;
 }
 
 /** The text a row's Copy button copies: the owner's words, or the reply's text blocks. */
@@ -72,13 +76,13 @@ function RowActions({ message, onEdit, onRegenerate }: { message: ChatMessage; o
 }
 
 /** The live row's status: what the agent is doing and for how long, ticking once a second. */
-function Activity({ message }: { message: ChatMessage }) {
+function Activity({ message, retry }: { message: ChatMessage; retry?: MessageRowProps["retry"] }) {
   const [now, setNow] = useState(() => Date.now());
   useEffect(() => {
     const timer = setInterval(() => setNow(Date.now()), 1000);
     return () => clearInterval(timer);
   }, []);
-  const what = describeActivity(message.blocks);
+  const what = retry ? `Retrying, ${retry.attempt} of ${retry.max_retries}: ${retry.reason}` : describeActivity(message.blocks);
   return (
     <div className="working" role="status">
       <span className="working-dots" aria-hidden="true">
@@ -92,7 +96,7 @@ function Activity({ message }: { message: ChatMessage }) {
   );
 }
 
-export const MessageRow = memo(function MessageRow({ rowKey, chatId, message, live, working, onAnswer, offline, idx, hit, onEdit, onRegenerate }: MessageRowProps) {
+export const MessageRow = memo(function MessageRow({ rowKey, chatId, message, live, working, onAnswer, offline, idx, hit, onEdit, onRegenerate, retry, onOpenSettings }: MessageRowProps) {
   if (message.role === "user") {
     return (
       <div className="row row-user" data-key={rowKey} data-idx={idx} data-hit={hit || undefined} data-cid={message.cid ?? undefined} data-sending={message.sending || undefined}>
@@ -126,11 +130,11 @@ export const MessageRow = memo(function MessageRow({ rowKey, chatId, message, li
           case "question":
             return <QuestionCard key={`q:${block.question_id}`} block={block} onAnswer={onAnswer} disabled={offline} />;
           case "error":
-            return <ErrorView key={`e:${i}`} block={block} />;
+            return <ErrorView key={`e:${i}`} block={block} onOpenSettings={onOpenSettings} />;
         }
       })}
       {!live && blocks.length === 0 && <p className="row-quiet">Stopped before replying.</p>}
-      {working && <Activity message={message} />}
+      {working && <Activity message={message} retry={retry} />}
       {!live && idx !== undefined && <RowActions message={message} onRegenerate={onRegenerate} />}
     </div>
   );

@@ -107,6 +107,9 @@ impl ChatFold {
             AgentEvent::Text { item_id, delta } => self.text(false, item_id, delta),
             AgentEvent::Thinking { item_id, delta } => self.text(true, item_id, delta),
             AgentEvent::TextFinal { item_id, text } => self.text_final(item_id, text),
+            AgentEvent::Retrying { attempt, max_retries, reason } => {
+                Folded::Chat(ChatEvent::Retrying { attempt, max_retries, reason })
+            }
             AgentEvent::ToolStart { id, name, input } => {
                 let input = self.relative(&name, input);
                 Folded::Chat(ChatEvent::ToolStart { tool_use_id: id, tool: name, input })

@@ -411,7 +411,8 @@ pub(super) async fn finish_run(
     db::chats::set_pending_question(conn, chat_id, None).await?;
     db::chats::touch_activity(conn, chat_id, now).await?;
     if let Some(message) = &end.error {
-        batch.emit(conn, chat_id, ChatEvent::Error { message: message.clone(), resumable: Some(true) }).await?;
+        let event = ChatEvent::Error { message: message.clone(), resumable: Some(finish.fix.is_none()), fix: finish.fix };
+        batch.emit(conn, chat_id, event).await?;
     }
     let usage = TokenCounts {
         input_tokens: end.input_tokens,
@@ -527,7 +528,7 @@ pub(super) async fn reconcile_startup(conn: &mut SqliteConnection, batch: &mut B
         let deleted = chat.as_ref().is_none_or(|c| c.deleted_at.is_some());
         let waiting = chat.as_ref().and_then(|c| c.pending_question_id.clone()).is_some();
         let now = now_ms();
-        let note = ChatEvent::Error { message: INTERRUPTED_NOTE.to_owned(), resumable: Some(true) };
+        let note = ChatEvent::Error { message: INTERRUPTED_NOTE.to_owned(), resumable: Some(true), fix: None };
         if !deleted {
             let mut live = match db::runs::live_body(conn, &chat_id).await? {
                 Some((run, body)) if run_id == run.as_str() => {

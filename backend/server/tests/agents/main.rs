@@ -444,6 +444,32 @@ async fn a_server_killed_mid_turn_keeps_the_transcript_run_and_queue_and_resumes
     assert!(body.contains("long job") && body.contains("carry on"), "{cli:?}: the session did not resume");
 }
 
+/// A refused key: Claude Code would retry ten times over about three minutes; the turn ends
+/// on the first refusal with one error that points at the provider's settings.
+#[tokio::test]
+#[ignore = "needs the agent CLIs; scripts/test runs it"]
+async fn claude_a_refused_key_fails_the_turn_at_once_with_its_fix() {
+    let refused = json!({ "error": { "status": 401, "type": "authentication_error", "message": "invalid x-api-key" } });
+    let rig = Rig::start(Cli::Claude, json!({ "steps": [refused.clone()], "default": refused })).await;
+    let Rig { app, token, mock, .. } = &rig;
+    app.chat(token, "k").await;
+    let mut stream = app.stream(token, "k", None).await;
+    app.send(token, "k", "hello", "m1").await;
+    let events = stream.until("done", 60).await;
+    let done = events.last().expect("done");
+    assert_eq!(done.data["status"], "failed", "{:?}", done.data);
+    let errors: Vec<&Value> = events.iter().map(|e| &e.data).filter(|d| d["type"] == "error").collect();
+    assert_eq!(errors.len(), 1, "one error card, not one per retry: {errors:?}");
+    assert_eq!(errors[0]["fix"], "provider_settings");
+    assert_eq!(errors[0]["resumable"], false);
+    let main_calls = mock.requests().await.into_iter().filter(|r| r["kind"] == "main").count();
+    assert!(main_calls <= 2, "the CLI kept retrying a refused key: {main_calls} requests");
+    let detail = app.detail(token, "k").await;
+    let blocks = &detail["messages"][1]["blocks"];
+    assert_eq!(blocks.as_array().map(Vec::len), Some(1), "{detail}");
+    assert_eq!(blocks[0]["fix"], "provider_settings", "{detail}");
+}
+
 /// Text streamed after the last live snapshot was committed to the journal and seen by every
 /// client; a `kill -9` right then must not lose it: boot folds it into the interrupted message.
 #[tokio::test]
