@@ -274,7 +274,9 @@ impl Config {
             .or_else(|| claude_base_url.clone())
             .unwrap_or_else(|| DEFAULT_ANTHROPIC_API_URL.into());
         let openai_api_url = get("MOBIUS_OPENAI_API_URL").unwrap_or_else(|| DEFAULT_OPENAI_API_URL.into());
-        for (name, url) in [("MOBIUS_ANTHROPIC_API_URL", &anthropic_api_url), ("MOBIUS_OPENAI_API_URL", &openai_api_url)] {
+        for (name, url) in
+            [("MOBIUS_ANTHROPIC_API_URL", &anthropic_api_url), ("MOBIUS_OPENAI_API_URL", &openai_api_url)]
+        {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(ConfigError(format!("{name}={url:?} must be an http(s) URL")));
             }

@@ -582,9 +582,7 @@ mod tests {
     #[test]
     fn a_refused_key_ends_the_turn_at_once_and_other_retries_are_shown() {
         let mut parser = Parser::default();
-        let retry = |status: u64, error: &str| {
-            json!({"type":"system","subtype":"api_retry","attempt":2,"max_retries":10,"retry_delay_ms":1232,"error_status":status,"error":error,"session_id":"s1"})
-        };
+        let retry = |status: u64, error: &str| json!({"type":"system","subtype":"api_retry","attempt":2,"max_retries":10,"retry_delay_ms":1232,"error_status":status,"error":error,"session_id":"s1"});
         match parser.parse(&retry(401, "authentication_failed")) {
             Parsed::Finished(f) => {
                 assert_eq!(f.status, FinishStatus::Failed);

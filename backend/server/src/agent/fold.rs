@@ -271,7 +271,8 @@ mod tests {
     #[test]
     fn file_tools_show_paths_relative_to_the_workspace() {
         let mut fold = ChatFold::in_workspace(Path::new("/srv/data"));
-        let start = |name: &str, input: &str| AgentEvent::ToolStart { id: "t".into(), name: name.into(), input: input.into() };
+        let start =
+            |name: &str, input: &str| AgentEvent::ToolStart { id: "t".into(), name: name.into(), input: input.into() };
         let shown = |folded: Folded| match folded {
             Folded::Chat(ChatEvent::ToolStart { input, .. }) => input,
             other => panic!("{other:?}"),

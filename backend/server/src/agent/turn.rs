@@ -662,8 +662,14 @@ impl Turn<'_> {
             let _ = pending.reply.send(Reply::Deny("Stopped by the owner.".into()));
         }
         let _ = provider.control.try_send(Control::Interrupt);
-        let finish =
-            Finish { status: FinishStatus::Interrupted, error: None, usage: None, cost_usd: None, session_id: None, fix: None };
+        let finish = Finish {
+            status: FinishStatus::Interrupted,
+            error: None,
+            usage: None,
+            cost_usd: None,
+            session_id: None,
+            fix: None,
+        };
         let outcome = self.finish(finish, true).await;
         tokio::spawn(async move {
             let mut provider = provider;
@@ -699,7 +705,11 @@ impl Turn<'_> {
             (false, FinishStatus::Interrupted) => RunStatus::Interrupted,
         };
         if let Some(message) = &finish.error {
-            self.live.apply(&ChatEvent::Error { message: message.clone(), resumable: Some(finish.fix.is_none()), fix: finish.fix });
+            self.live.apply(&ChatEvent::Error {
+                message: message.clone(),
+                resumable: Some(finish.fix.is_none()),
+                fix: finish.fix,
+            });
         }
         self.live.close_running_tools(if stopped { ToolStatus::Stopped } else { ToolStatus::Done });
         let usage = finish.usage.clone().or_else(|| self.usage.clone());

@@ -411,7 +411,8 @@ pub(super) async fn finish_run(
     db::chats::set_pending_question(conn, chat_id, None).await?;
     db::chats::touch_activity(conn, chat_id, now).await?;
     if let Some(message) = &end.error {
-        let event = ChatEvent::Error { message: message.clone(), resumable: Some(finish.fix.is_none()), fix: finish.fix };
+        let event =
+            ChatEvent::Error { message: message.clone(), resumable: Some(finish.fix.is_none()), fix: finish.fix };
         batch.emit(conn, chat_id, event).await?;
     }
     let usage = TokenCounts {

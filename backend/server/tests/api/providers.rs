@@ -243,7 +243,12 @@ async fn key_checker() -> String {
     let verdict = |key: Option<String>| match key.as_deref() {
         Some("good") => (StatusCode::OK, Json(json!({ "data": [] }))),
         Some("busy") => (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "error": { "message": "overloaded" } }))),
-        _ => (StatusCode::UNAUTHORIZED, Json(json!({ "type": "error", "error": { "type": "authentication_error", "message": "invalid x-api-key" } }))),
+        _ => (
+            StatusCode::UNAUTHORIZED,
+            Json(
+                json!({ "type": "error", "error": { "type": "authentication_error", "message": "invalid x-api-key" } }),
+            ),
+        ),
     };
     let server = axum::Router::new()
         .route(
@@ -255,7 +260,8 @@ async fn key_checker() -> String {
         .route(
             "/openai/models",
             get(move |headers: HeaderMap| async move {
-                let key = headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+                let key =
+                    headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
                 verdict(key.map(str::to_owned))
             }),
         );
