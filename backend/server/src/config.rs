@@ -29,6 +29,11 @@ pub struct Config {
     pub codex_bin: PathBuf,
     /// Model endpoint for Claude Code (`MOBIUS_CLAUDE_BASE_URL` → `ANTHROPIC_BASE_URL`).
     pub claude_base_url: Option<String>,
+    /// Where a pasted key is checked before it is saved: Anthropic's API
+    /// (`MOBIUS_ANTHROPIC_API_URL`, else the Claude base URL, else api.anthropic.com) and
+    /// OpenAI's (`MOBIUS_OPENAI_API_URL`, default `https://api.openai.com/v1`).
+    pub anthropic_api_url: String,
+    pub openai_api_url: String,
     /// Claude OAuth endpoints (`MOBIUS_CLAUDE_OAUTH_AUTHORIZE_URL`, `MOBIUS_CLAUDE_OAUTH_TOKEN_URL`).
     pub claude_oauth_authorize_url: String,
     pub claude_oauth_token_url: String,
@@ -167,6 +172,10 @@ pub const DEFAULT_PROXY_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Where Claude's OAuth login starts and where its code is exchanged (Claude Code's own flow).
 pub const DEFAULT_CLAUDE_AUTHORIZE_URL: &str = "https://claude.ai/oauth/authorize";
+pub const DEFAULT_ANTHROPIC_API_URL: &str = "https://api.anthropic.com";
+pub const DEFAULT_OPENAI_API_URL: &str = "https://api.openai.com/v1";
+/// Port 9 (discard) on loopback: nothing listens, so a connection is refused at once.
+pub const UNREACHABLE_TEST_URL: &str = "http://127.0.0.1:9";
 pub const DEFAULT_CLAUDE_TOKEN_URL: &str = "https://console.anthropic.com/v1/oauth/token";
 
 /// Default wall-clock ceiling of a turn.
@@ -261,6 +270,17 @@ impl Config {
         {
             return Err(ConfigError(format!("MOBIUS_CLAUDE_BASE_URL={url:?} must be an http(s) URL")));
         }
+        let anthropic_api_url = get("MOBIUS_ANTHROPIC_API_URL")
+            .or_else(|| claude_base_url.clone())
+            .unwrap_or_else(|| DEFAULT_ANTHROPIC_API_URL.into());
+        let openai_api_url = get("MOBIUS_OPENAI_API_URL").unwrap_or_else(|| DEFAULT_OPENAI_API_URL.into());
+        for (name, url) in
+            [("MOBIUS_ANTHROPIC_API_URL", &anthropic_api_url), ("MOBIUS_OPENAI_API_URL", &openai_api_url)]
+        {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(ConfigError(format!("{name}={url:?} must be an http(s) URL")));
+            }
+        }
         let claude_oauth_authorize_url =
             get("MOBIUS_CLAUDE_OAUTH_AUTHORIZE_URL").unwrap_or_else(|| DEFAULT_CLAUDE_AUTHORIZE_URL.into());
         let claude_oauth_token_url =
@@ -347,6 +367,8 @@ impl Config {
             claude_bin,
             codex_bin,
             claude_base_url,
+            anthropic_api_url,
+            openai_api_url,
             claude_oauth_authorize_url,
             claude_oauth_token_url,
             agent_start_timeout,
@@ -380,6 +402,9 @@ impl Config {
             claude_bin: dir.join("no-claude-installed"),
             codex_bin: dir.join("no-codex-installed"),
             claude_base_url: None,
+            // A closed port: key checks answer "couldn't check" at once, and the key is kept.
+            anthropic_api_url: UNREACHABLE_TEST_URL.into(),
+            openai_api_url: UNREACHABLE_TEST_URL.into(),
             claude_oauth_authorize_url: DEFAULT_CLAUDE_AUTHORIZE_URL.into(),
             claude_oauth_token_url: DEFAULT_CLAUDE_TOKEN_URL.into(),
             agent_start_timeout: Duration::from_secs(30),

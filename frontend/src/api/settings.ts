@@ -29,7 +29,8 @@ export function saveSettings(body: { default_provider: ProviderId }): Promise<un
   return apiFetch("/api/settings", { method: "POST", body });
 }
 
-export function saveApiKey(provider: ProviderId, apiKey: string): Promise<{ ok: boolean }> {
+/** `checked: false` with a `warning` when the provider could not be asked (the key is saved). */
+export function saveApiKey(provider: ProviderId, apiKey: string): Promise<{ ok: boolean; checked?: boolean; warning?: string }> {
   return apiFetch(`/api/providers/${provider}/api-key`, { method: "POST", body: { api_key: apiKey } });
 }
 

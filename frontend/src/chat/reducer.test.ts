@@ -31,6 +31,16 @@ function started(): ChatState {
 }
 
 describe("stream reducer", () => {
+  it("shows the CLI's retries until the next event, and keeps an error's fix", () => {
+    let s = fold(started(), ev({ type: "retrying", attempt: 2, max_retries: 10, reason: "overloaded" }));
+    expect(s.retry).toEqual({ attempt: 2, max_retries: 10, reason: "overloaded" });
+    expect(s.live?.blocks).toEqual([]);
+    s = fold(s, ev({ type: "text", item_id: "t", content: "hi" }));
+    expect(s.retry).toBeNull();
+    s = fold(s, ev({ type: "error", message: "Anthropic refused the API key", resumable: false, fix: "provider_settings" }));
+    expect(s.live?.blocks?.at(-1)).toEqual({ type: "error", message: "Anthropic refused the API key", resumable: false, fix: "provider_settings" });
+  });
+
   it("starts an empty live assistant message on run_started", () => {
     const s = started();
     expect(s.running).toBe(true);

@@ -58,6 +58,8 @@ export interface ChatState {
   /** The stream cursor: the last applied event's seq. */
   seq: number;
   lastRun: LastRun | null;
+  /** The CLI is retrying a failed model request (cleared by the next event). */
+  retry: { attempt: number; max_retries: number; reason: string } | null;
   deleted: boolean;
   /** Queue rows Stop took away: a snapshot or event that raced the stop must not bring them back. */
   dropped: string[];
@@ -95,6 +97,7 @@ export function emptyChat(id: string): ChatState {
     steering: [],
     seq: 0,
     lastRun: null,
+    retry: null,
     deleted: false,
     dropped: [],
   };
@@ -152,6 +155,7 @@ export function fromDetail(detail: ChatPage, previous?: ChatState): ChatState {
       steering,
       seq: detail.seq,
       lastRun: previous?.id === detail.id ? previous.lastRun : null,
+      retry: null,
       deleted: false,
       dropped,
     };
@@ -285,7 +289,8 @@ function applyEvent(state: ChatState, event: StreamEvent, now: number): ChatStat
   if (event.seq <= state.seq) return state;
   // An event type this client does not know yet (a newer server) changes nothing.
   const next = (foldEvent(state, event, now) as ChatState | undefined) ?? state;
-  return settleSteering({ ...next, seq: event.seq });
+  const retry = event.type === "retrying" ? { attempt: event.attempt, max_retries: event.max_retries, reason: event.reason } : null;
+  return settleSteering({ ...next, seq: event.seq, retry });
 }
 
 function foldEvent(state: ChatState, event: JournalEntry, now: number): ChatState {
@@ -402,8 +407,13 @@ function foldEvent(state: ChatState, event: JournalEntry, now: number): ChatStat
     case "app_updated":
       // The shell opens the preview; the transcript does not change.
       return state;
+    case "retrying":
+      // Shown on the live row's activity line (see `applyEvent`); not part of the transcript.
+      return state;
     case "error": {
-      const block: Block = event.resumable === undefined ? { type: "error", message: event.message } : { type: "error", message: event.message, resumable: event.resumable };
+      const block: Block = { type: "error", message: event.message };
+      if (event.resumable !== undefined) block.resumable = event.resumable;
+      if (event.fix) block.fix = event.fix;
       // A new error replaces a trailing one (as the server's fold does).
       if (state.live) return withLive(state, now, (blocks) => [...(blocks.at(-1)?.type === "error" ? blocks.slice(0, -1) : blocks), block]);
       const last = state.messages[state.messages.length - 1];

@@ -55,7 +55,8 @@ export interface ChatHandle {
   /** A steer of queued rows is on its way. */
   steeringQueue: boolean;
   answer: (questionId: string, answers: QuestionAnswers | ApprovalAnswers) => Promise<void>;
-  stop: () => Promise<void>;
+  /** Stops the turn; the queued messages it clears are sent as one new turn unless `discard`. */
+  stop: (options?: { discard?: boolean }) => Promise<void>;
   stopping: boolean;
   editQueued: (cid: string, content: string) => Promise<boolean>;
   removeQueued: (cid: string) => Promise<void>;
@@ -335,7 +336,7 @@ export function useChat(chatId: string): ChatHandle {
     [chatId, refetch],
   );
 
-  const stop = useCallback(async () => {
+  const stop = useCallback(async (options?: { discard?: boolean }) => {
     if (stopping) return;
     setStopping(true);
     // Clear the tray before awaiting anything, so a racing refetch cannot bring it back.
@@ -344,7 +345,7 @@ export function useChat(chatId: string): ChatHandle {
     try {
       const result = await stopChat(chatId);
       const resend = resolveStopResend(snapshotOfQueue, result.cleared_pending_cids);
-      if (resend !== null) await send(resend);
+      if (resend !== null && !options?.discard) await send(resend);
     } catch {
       void refetch();
     } finally {

@@ -2,7 +2,7 @@ import { fireEvent, render, screen } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ToolBlock } from "../api/types";
 import { mockFetch } from "../test/fetchMock";
-import { TextRest, ToolView, wasCut } from "./Blocks";
+import { ErrorView, TextRest, ToolView, wasCut } from "./Blocks";
 
 afterEach(() => vi.unstubAllGlobals());
 
@@ -46,5 +46,16 @@ describe("a text block cut at its inline cap", () => {
     fireEvent.click(screen.getByRole("button", { name: "Show the rest of this text" }));
     await screen.findByText("… the rest");
     expect(calls).toHaveLength(1);
+  });
+});
+
+describe("ErrorView", () => {
+  it("offers the provider's settings when only the owner can fix the error", () => {
+    const open = vi.fn();
+    const { rerender } = render(<ErrorView block={{ type: "error", message: "refused", fix: "provider_settings" }} onOpenSettings={open} />);
+    fireEvent.click(screen.getByRole("button", { name: "Open provider settings" }));
+    expect(open).toHaveBeenCalledTimes(1);
+    rerender(<ErrorView block={{ type: "error", message: "boom" }} onOpenSettings={open} />);
+    expect(screen.queryByRole("button", { name: "Open provider settings" })).toBeNull();
   });
 });

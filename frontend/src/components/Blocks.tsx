@@ -4,6 +4,7 @@
 import { useState } from "react";
 import { fetchToolOutput } from "../api/chats";
 import type { ErrorBlock, ThinkingBlock, ToolBlock } from "../api/types";
+import { outputTail } from "../chat/activity";
 import { Icon } from "./Icon";
 
 const STATUS_TEXT: Record<ToolBlock["status"], string> = {
@@ -48,6 +49,11 @@ export function ToolView({ chatId, block }: { chatId: string; block: ToolBlock }
         </span>
         <Icon name="chevron" size={16} className="tool-chevron" />
       </button>
+      {!open && block.status === "running" && block.output && (
+        <pre className="tool-pre tool-tail" aria-label={`Latest output of ${block.tool}`}>
+          {outputTail(block.output)}
+        </pre>
+      )}
       {open && (
         <div className="tool-body" id={bodyId}>
           {block.input && <pre className="tool-pre tool-pre-input">{block.input}</pre>}
@@ -120,11 +126,16 @@ export function ThinkingView({ block, live }: { block: ThinkingBlock; live: bool
   );
 }
 
-export function ErrorView({ block }: { block: ErrorBlock }) {
+export function ErrorView({ block, onOpenSettings }: { block: ErrorBlock; onOpenSettings?: (() => void) | undefined }) {
   return (
     <div className="error-block" role="note">
       <Icon name="alert" size={16} />
       <span>{block.message}</span>
+      {block.fix === "provider_settings" && onOpenSettings && (
+        <button type="button" className="btn btn-secondary btn-small error-fix" onClick={onOpenSettings}>
+          Open provider settings
+        </button>
+      )}
     </div>
   );
 }

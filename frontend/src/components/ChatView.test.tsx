@@ -83,9 +83,36 @@ describe("ChatView stop", () => {
     await waitFor(() => expect(streamHeaders).toEqual(["7"]));
 
     fireEvent.click(screen.getByRole("button", { name: "Stop" }));
+    // With messages queued, Stop asks first what becomes of them; nothing is stopped yet.
+    const choice = await screen.findByRole("group", { name: "Stop the turn" });
+    expect(log).not.toContain("POST /api/chat/stop");
+    fireEvent.click(within(choice).getByRole("button", { name: "Stop and send the 2 queued messages" }));
     await waitFor(() => expect(sent).toHaveLength(1));
     expect(trayShownAtStop).toBe(false);
     expect(sent[0]).toMatchObject({ content: "second\nfirst" });
+  });
+});
+
+describe("ChatView stop and discard", () => {
+  it("stops without sending the queued messages when the owner chooses to discard them", async () => {
+    const calls: string[] = [];
+    renderRunning((key) => {
+      if (key === "POST /api/chat/stop") {
+        calls.push(key);
+        return Promise.resolve(json({ stopped: true, cleared_pending_cids: ["q1", "q2"] }));
+      }
+      if (key === "POST /api/chats/c1/messages") {
+        calls.push(key);
+        return Promise.resolve(json({ status: "started" }, 202));
+      }
+      return null;
+    });
+    await screen.findByRole("region", { name: "Queued messages" });
+    fireEvent.click(screen.getByRole("button", { name: "Stop" }));
+    fireEvent.click(within(await screen.findByRole("group", { name: "Stop the turn" })).getByRole("button", { name: "Stop and discard" }));
+    await waitFor(() => expect(calls).toEqual(["POST /api/chat/stop"]));
+    await waitFor(() => expect(screen.queryByRole("group", { name: "Stop the turn" })).toBeNull());
+    expect(calls).not.toContain("POST /api/chats/c1/messages");
   });
 });
 

@@ -61,6 +61,8 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
   const [noProviderNudge, setNoProviderNudge] = useState(false);
   const [sendError, setSendError] = useState<string | null>(null);
   const [restore, setRestore] = useState<{ id: number; text: string } | null>(null);
+  /** Stop was pressed with messages queued: the owner chooses what happens to them. */
+  const [stopChoice, setStopChoice] = useState(false);
   const [now, setNow] = useState(() => Date.now());
 
   const scrollRef = useRef<HTMLDivElement>(null);
@@ -363,7 +365,22 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
     if (lastUser) void chat.send(lastUser.content);
   };
 
-  const failed = state.lastRun?.status === "failed" && !state.running;
+  // Edit and Regenerate apply to the last exchange only, and not while a turn runs.
+  const settled = !state.running && queue.length === 0;
+  let lastUserIdx: number | undefined;
+  let lastReplyIdx: number | undefined;
+  for (const row of rows) {
+    if (row.live || row.idx === undefined || row.message.hidden) continue;
+    if (row.message.role === "user") lastUserIdx = row.idx;
+    else lastReplyIdx = row.idx;
+  }
+  if (lastReplyIdx !== undefined && lastUserIdx !== undefined && lastReplyIdx < lastUserIdx) lastReplyIdx = undefined;
+  const editLast = (text: string) => setRestore((previous) => ({ id: (previous?.id ?? 0) + 1, text }));
+
+  // An error only the owner can mend (a refused key) offers its fix instead of a Retry.
+  const lastRow = rows.at(-1)?.message;
+  const needsFix = lastRow?.role === "assistant" && (lastRow.blocks ?? []).some((b) => b.type === "error" && b.fix);
+  const failed = state.lastRun?.status === "failed" && !state.running && !needsFix;
   const interrupted = state.lastRun?.status === "interrupted" && !state.running;
 
   return (
@@ -421,6 +438,10 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
               offline={!online}
               idx={row.idx}
               hit={row.idx !== undefined && row.idx === hitIdx}
+              onEdit={settled && row.idx === lastUserIdx ? () => editLast(row.message.content) : undefined}
+              onRegenerate={settled && online && row.idx === lastReplyIdx ? retry : undefined}
+              retry={row.live ? state.retry : null}
+              onOpenSettings={onOpenSettings}
             />
           ))}
           {(failed || interrupted) && (
@@ -465,6 +486,33 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
             {sendError}
           </p>
         )}
+        {stopChoice && state.running && queue.length > 0 && (
+          <div className="stop-choice" role="group" aria-label="Stop the turn">
+            <button
+              type="button"
+              className="btn btn-primary btn-small"
+              onClick={() => {
+                setStopChoice(false);
+                void chat.stop();
+              }}
+            >
+              {queue.length === 1 ? "Stop and send the 1 queued message" : `Stop and send the ${queue.length} queued messages`}
+            </button>
+            <button
+              type="button"
+              className="btn btn-secondary btn-small"
+              onClick={() => {
+                setStopChoice(false);
+                void chat.stop({ discard: true });
+              }}
+            >
+              Stop and discard
+            </button>
+            <button type="button" className="link-button" onClick={() => setStopChoice(false)}>
+              Keep working
+            </button>
+          </div>
+        )}
         <QueueTray
           rows={queue}
           onEdit={chat.editQueued}
@@ -485,7 +533,7 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
           onSend={send}
           onSteer={steer}
           onSteerQueued={() => void steerQueued(confirmedQueue.map((row) => row.cid))}
-          onStop={() => void chat.stop()}
+          onStop={() => (queue.length > 0 ? setStopChoice(true) : void chat.stop())}
           onBeforeSend={beforeSend}
           restore={restore}
         />

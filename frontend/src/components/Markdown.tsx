@@ -3,6 +3,7 @@
 
 import { memo, useEffect, useRef, useSyncExternalStore } from "react";
 import type * as MarkdownExports from "../chat/markdown";
+import { copyToClipboard } from "../chat/clipboard";
 
 type MarkdownModule = typeof MarkdownExports;
 
@@ -43,6 +44,31 @@ export const Markdown = memo(function Markdown({ text }: { text: string }) {
     const root = ref.current;
     const timer = setTimeout(() => void module.highlightWithin(root), 120);
     return () => clearTimeout(timer);
+  }, [module, html]);
+
+  // Every code block gets a Copy button (added after render: the HTML is set whole).
+  useEffect(() => {
+    const root = ref.current;
+    if (!module || !root || !html?.includes("<pre")) return;
+    for (const pre of root.querySelectorAll("pre")) {
+      if (pre.parentElement?.classList.contains("code-wrap")) continue;
+      const wrap = document.createElement("div");
+      wrap.className = "code-wrap";
+      pre.replaceWith(wrap);
+      wrap.appendChild(pre);
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "code-copy";
+      button.textContent = "Copy";
+      button.setAttribute("aria-label", "Copy code");
+      button.addEventListener("click", () => {
+        void copyToClipboard(pre.textContent ?? "").then((ok) => {
+          button.textContent = ok ? "Copied" : "Copy failed";
+          setTimeout(() => (button.textContent = "Copy"), 1500);
+        });
+      });
+      wrap.appendChild(button);
+    }
   }, [module, html]);
 
   useEffect(() => {

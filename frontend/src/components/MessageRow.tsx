@@ -1,10 +1,13 @@
 //! One transcript row: the owner's message as a bubble, or the assistant's turn as its blocks
 //! in order. The live turn and its final form are the same row (same key), so nothing flickers.
 
-import { memo } from "react";
+import { memo, useEffect, useState } from "react";
 import type { ApprovalAnswers, QuestionAnswers } from "../api/types";
+import { describeActivity, formatElapsed } from "../chat/activity";
+import { copyToClipboard } from "../chat/clipboard";
 import type { ChatMessage } from "../chat/reducer";
 import { ErrorView, TextRest, ThinkingView, ToolView, wasCut } from "./Blocks";
+import { Icon } from "./Icon";
 import { Markdown } from "./Markdown";
 import { QuestionCard } from "./QuestionCard";
 
@@ -21,14 +24,85 @@ export interface MessageRowProps {
   idx?: number | undefined;
   /** The search hit the owner opened the chat at. */
   hit?: boolean;
+  /** Put this (the owner's last) message back in the composer; absent on other rows. */
+  onEdit?: (() => void) | undefined;
+  /** Ask for this (the last) reply again; absent on other rows. */
+  onRegenerate?: (() => void) | undefined;
+  /** The CLI retrying a failed model request (the live row only). */
+  retry?: { attempt: number; max_retries: number; reason: string } | null | undefined;
+  /** Opens Settings (an error whose fix is there). */
+  onOpenSettings?: (() => void) | undefined;
 }
 
-export const MessageRow = memo(function MessageRow({ rowKey, chatId, message, live, working, onAnswer, offline, idx, hit }: MessageRowProps) {
+/** The text a row's Copy button copies: the owner's words, or the reply's text blocks. */
+export function copyText(message: ChatMessage): string {
+  if (message.role === "user") return message.content;
+  const texts = (message.blocks ?? []).filter((b) => b.type === "text").map((b) => b.content);
+  return texts.length > 0 ? texts.join("\n\n") : message.content;
+}
+
+/** Copy (and Edit or Regenerate where they apply) under a settled row; buttons, so touch reaches them. */
+function RowActions({ message, onEdit, onRegenerate }: { message: ChatMessage; onEdit?: (() => void) | undefined; onRegenerate?: (() => void) | undefined }) {
+  const [copied, setCopied] = useState(false);
+  useEffect(() => {
+    if (!copied) return;
+    const timer = setTimeout(() => setCopied(false), 1500);
+    return () => clearTimeout(timer);
+  }, [copied]);
+  const text = copyText(message);
+  if (!text && !onEdit && !onRegenerate) return null;
+  return (
+    <div className="row-actions">
+      {text && (
+        <button type="button" className="row-action" onClick={() => void copyToClipboard(text).then(setCopied)} aria-label={copied ? "Copied" : "Copy message"}>
+          <Icon name={copied ? "check" : "copy"} size={15} />
+          <span>{copied ? "Copied" : "Copy"}</span>
+        </button>
+      )}
+      {onEdit && (
+        <button type="button" className="row-action" onClick={onEdit} aria-label="Edit and resend">
+          <Icon name="edit" size={15} />
+          <span>Edit</span>
+        </button>
+      )}
+      {onRegenerate && (
+        <button type="button" className="row-action" onClick={onRegenerate} aria-label="Regenerate reply">
+          <Icon name="refresh" size={15} />
+          <span>Regenerate</span>
+        </button>
+      )}
+    </div>
+  );
+}
+
+/** The live row's status: what the agent is doing and for how long, ticking once a second. */
+function Activity({ message, retry }: { message: ChatMessage; retry?: MessageRowProps["retry"] }) {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(timer);
+  }, []);
+  const what = retry ? `Retrying, ${retry.attempt} of ${retry.max_retries}: ${retry.reason}` : describeActivity(message.blocks);
+  return (
+    <div className="working" role="status">
+      <span className="working-dots" aria-hidden="true">
+        <span />
+        <span />
+        <span />
+      </span>
+      <span className="working-what">{what}</span>
+      <span className="working-time">{formatElapsed(now - message.ts)}</span>
+    </div>
+  );
+}
+
+export const MessageRow = memo(function MessageRow({ rowKey, chatId, message, live, working, onAnswer, offline, idx, hit, onEdit, onRegenerate, retry, onOpenSettings }: MessageRowProps) {
   if (message.role === "user") {
     return (
       <div className="row row-user" data-key={rowKey} data-idx={idx} data-hit={hit || undefined} data-cid={message.cid ?? undefined} data-sending={message.sending || undefined}>
         <div className="bubble">{message.content}</div>
         {message.sending && <span className="row-note">Sending…</span>}
+        {!message.sending && idx !== undefined && <RowActions message={message} onEdit={onEdit} />}
       </div>
     );
   }
@@ -56,20 +130,12 @@ export const MessageRow = memo(function MessageRow({ rowKey, chatId, message, li
           case "question":
             return <QuestionCard key={`q:${block.question_id}`} block={block} onAnswer={onAnswer} disabled={offline} />;
           case "error":
-            return <ErrorView key={`e:${i}`} block={block} />;
+            return <ErrorView key={`e:${i}`} block={block} onOpenSettings={onOpenSettings} />;
         }
       })}
       {!live && blocks.length === 0 && <p className="row-quiet">Stopped before replying.</p>}
-      {working && (
-        <div className="working" role="status">
-          <span className="working-dots" aria-hidden="true">
-            <span />
-            <span />
-            <span />
-          </span>
-          <span className="visually-hidden">The agent is working</span>
-        </div>
-      )}
+      {working && <Activity message={message} retry={retry} />}
+      {!live && idx !== undefined && <RowActions message={message} onRegenerate={onRegenerate} />}
     </div>
   );
 });

@@ -146,7 +146,24 @@ function ProviderCard({ provider, status }: { provider: ProviderInfo; status: Pr
 function ApiKeyForm({ provider, onDone }: { provider: ProviderId; onDone: () => void }) {
   const [key, setKey] = useState("");
   const id = useId();
-  const save = useMutation({ mutationFn: () => saveApiKey(provider, key.trim()), onSuccess: onDone });
+  const [warning, setWarning] = useState<string | null>(null);
+  const save = useMutation({
+    mutationFn: () => saveApiKey(provider, key.trim()),
+    onSuccess: (result) => (result.warning ? setWarning(result.warning) : onDone()),
+  });
+  const keyPage = provider === "claude" ? { href: "https://console.anthropic.com/settings/keys", name: "Anthropic Console" } : { href: "https://platform.openai.com/api-keys", name: "OpenAI dashboard" };
+  if (warning) {
+    return (
+      <div className="connect-block">
+        <p className="settings-note" role="status">
+          {warning}
+        </p>
+        <button type="button" className="btn btn-secondary btn-small" onClick={onDone}>
+          Done
+        </button>
+      </div>
+    );
+  }
   return (
     <form
       className="connect-block"
@@ -173,6 +190,13 @@ function ApiKeyForm({ provider, onDone }: { provider: ProviderId; onDone: () => 
           {save.isPending ? "Saving…" : "Save key"}
         </button>
       </div>
+      <p className="connect-hint">
+        Create one in the{" "}
+        <a href={keyPage.href} target="_blank" rel="noreferrer">
+          {keyPage.name}
+        </a>
+        . It is checked with the provider before it is saved.
+      </p>
       {save.isError && <p className="settings-error" role="alert">{errorText(save.error)}</p>}
     </form>
   );

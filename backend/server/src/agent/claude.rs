@@ -143,6 +143,15 @@ impl Parser {
                 return Parsed::OtherRequest { request_id };
             }
             "result" => return Parsed::Finished(self.result(line)),
+            "system" if str_at(line, &["subtype"]) == "api_retry" => {
+                return match self.api_retry(line) {
+                    Parsed::Events(mut retry) => {
+                        events.append(&mut retry);
+                        Parsed::Events(events)
+                    }
+                    finished => finished,
+                };
+            }
             _ => {}
         }
         Parsed::Events(events)
@@ -216,7 +225,41 @@ impl Parser {
             usage,
             cost_usd: line.get("total_cost_usd").and_then(Value::as_f64),
             session_id: line.get("session_id").and_then(Value::as_str).map(str::to_owned).or(self.session.clone()),
+            fix: None,
         }
+    }
+
+    /// `system/api_retry`: Claude Code retries every failed request up to ten times with a
+    /// growing delay, also ones a retry cannot mend. A refused credential or an exhausted
+    /// balance ends the turn at once, with the fix; anything else is shown as it retries.
+    fn api_retry(&self, line: &Value) -> Parsed {
+        let status = line.get("error_status").and_then(Value::as_u64);
+        let reason = str_at(line, &["error"]);
+        let refused = matches!(status, Some(401 | 403)) || reason == "authentication_failed";
+        let unpaid = status == Some(402) || reason == "billing_error";
+        if refused || unpaid {
+            let what = if refused {
+                "Anthropic refused the API key or login"
+            } else {
+                "The Anthropic account has no credit left"
+            };
+            let code = status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
+            let mut finish = Finish::failed(format!("{what}{code}. Check the Claude connection in Settings."));
+            finish.fix = Some(crate::protocol::ErrorFix::ProviderSettings);
+            finish.session_id = self.session.clone();
+            return Parsed::Finished(finish);
+        }
+        let number = |key: &str| line.get(key).and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok()).unwrap_or(0);
+        let reason = match (reason, status) {
+            ("", Some(code)) => format!("HTTP {code}"),
+            ("", None) => "the request failed".to_owned(),
+            (reason, _) => reason.replace('_', " "),
+        };
+        Parsed::Events(vec![AgentEvent::Retrying {
+            attempt: number("attempt"),
+            max_retries: number("max_retries"),
+            reason,
+        }])
     }
 }
 
@@ -371,6 +414,7 @@ async fn drive(
                     usage: None,
                     cost_usd: None,
                     session_id: None,
+                    fix: None,
                 };
             }
         }
@@ -532,6 +576,26 @@ mod tests {
                 assert_eq!(f.error.as_deref(), Some("bad request"));
             }
             other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_refused_key_ends_the_turn_at_once_and_other_retries_are_shown() {
+        let mut parser = Parser::default();
+        let retry = |status: u64, error: &str| json!({"type":"system","subtype":"api_retry","attempt":2,"max_retries":10,"retry_delay_ms":1232,"error_status":status,"error":error,"session_id":"s1"});
+        match parser.parse(&retry(401, "authentication_failed")) {
+            Parsed::Finished(f) => {
+                assert_eq!(f.status, FinishStatus::Failed);
+                assert_eq!(f.fix, Some(crate::protocol::ErrorFix::ProviderSettings));
+                assert!(f.error.as_deref().is_some_and(|e| e.contains("HTTP 401")), "{:?}", f.error);
+            }
+            _ => panic!("a refused key must end the turn"),
+        }
+        assert!(matches!(parser.parse(&retry(402, "billing_error")), Parsed::Finished(f) if f.fix.is_some()));
+        match parser.parse(&retry(529, "overloaded")) {
+            Parsed::Events(events) => assert!(events.iter().any(|e| matches!(e,
+                AgentEvent::Retrying { attempt: 2, max_retries: 10, reason } if reason == "overloaded"))),
+            _ => panic!("an overloaded model is retried"),
         }
     }
 

@@ -220,6 +220,7 @@ impl Parser {
                     usage: self.usage.clone(),
                     cost_usd: None,
                     session_id: self.thread.clone(),
+                    fix: None,
                 });
             }
             _ => {}
@@ -478,6 +479,7 @@ async fn drive(
                     usage: None,
                     cost_usd: None,
                     session_id: thread.clone(),
+                    fix: None,
                 };
             }
         }

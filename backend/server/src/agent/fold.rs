@@ -53,7 +53,13 @@ pub struct ChatFold {
     text: HashMap<String, usize>,
     turn_text: usize,
     overflowed: HashSet<String>,
+    /// The agent's working folder with a trailing `/`: file tools' paths under it are shown
+    /// relative to it, so a phone's row shows the file name rather than `/data/apps/…`.
+    workspace: Option<String>,
 }
+
+/// Tools whose input summary is one path.
+const PATH_TOOLS: &[&str] = &["Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Glob", "Grep", "LS"];
 
 /// The overflow file of block `item_id` of chat `chat_id` under `dir` (`DATA_DIR/agent-output`).
 pub fn overflow_file(dir: &Path, chat_id: &str, item_id: &str) -> PathBuf {
@@ -75,13 +81,37 @@ pub fn floor_boundary(s: &str, at: usize) -> usize {
 }
 
 impl ChatFold {
+    /// A fold for a turn whose agent works in `workspace`.
+    pub fn in_workspace(workspace: &Path) -> Self {
+        let mut dir = workspace.to_string_lossy().into_owned();
+        if !dir.ends_with('/') {
+            dir.push('/');
+        }
+        Self { workspace: Some(dir), ..Self::default() }
+    }
+
+    /// `input` with the workspace prefix taken off, for tools whose input is a path.
+    fn relative(&self, tool: &str, input: String) -> String {
+        match &self.workspace {
+            Some(dir) if PATH_TOOLS.contains(&tool) => match input.strip_prefix(dir.as_str()) {
+                Some(rest) if !rest.is_empty() => rest.to_owned(),
+                _ => input,
+            },
+            _ => input,
+        }
+    }
+
     /// Folds one provider event.
     pub fn fold(&mut self, event: AgentEvent) -> Folded {
         match event {
             AgentEvent::Text { item_id, delta } => self.text(false, item_id, delta),
             AgentEvent::Thinking { item_id, delta } => self.text(true, item_id, delta),
             AgentEvent::TextFinal { item_id, text } => self.text_final(item_id, text),
+            AgentEvent::Retrying { attempt, max_retries, reason } => {
+                Folded::Chat(ChatEvent::Retrying { attempt, max_retries, reason })
+            }
             AgentEvent::ToolStart { id, name, input } => {
+                let input = self.relative(&name, input);
                 Folded::Chat(ChatEvent::ToolStart { tool_use_id: id, tool: name, input })
             }
             AgentEvent::ToolOutput { id, text, append: true, .. } => {
@@ -236,6 +266,23 @@ mod tests {
         assert_eq!(r.full_len, 10_000);
         assert!(r.inline.contains("characters omitted"));
         assert!(r.inline.chars().count() < MAX_INLINE_TOOL_OUTPUT + 100);
+    }
+
+    #[test]
+    fn file_tools_show_paths_relative_to_the_workspace() {
+        let mut fold = ChatFold::in_workspace(Path::new("/srv/data"));
+        let start =
+            |name: &str, input: &str| AgentEvent::ToolStart { id: "t".into(), name: name.into(), input: input.into() };
+        let shown = |folded: Folded| match folded {
+            Folded::Chat(ChatEvent::ToolStart { input, .. }) => input,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(shown(fold.fold(start("Write", "/srv/data/apps/notes/src/App.tsx"))), "apps/notes/src/App.tsx");
+        // Outside the workspace, a look-alike prefix, the folder itself and commands stay as they are.
+        assert_eq!(shown(fold.fold(start("Read", "/etc/hosts"))), "/etc/hosts");
+        assert_eq!(shown(fold.fold(start("Read", "/srv/database/x"))), "/srv/database/x");
+        assert_eq!(shown(fold.fold(start("Glob", "/srv/data/"))), "/srv/data/");
+        assert_eq!(shown(fold.fold(start("Bash", "/srv/data/run.sh"))), "/srv/data/run.sh");
     }
 
     #[test]

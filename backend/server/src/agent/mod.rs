@@ -75,6 +75,8 @@ pub struct Finish {
     pub usage: Option<Usage>,
     pub cost_usd: Option<f64>,
     pub session_id: Option<String>,
+    /// What the owner must fix before a retry can work (a refused key, no quota left).
+    pub fix: Option<crate::protocol::ErrorFix>,
 }
 
 impl Finish {
@@ -86,6 +88,7 @@ impl Finish {
             usage: None,
             cost_usd: None,
             session_id: None,
+            fix: None,
         }
     }
 }
@@ -134,6 +137,8 @@ pub enum AgentEvent {
     Usage(Usage),
     /// A non-fatal problem worth showing in the logs.
     Warning(String),
+    /// The CLI is retrying a failed model request.
+    Retrying { attempt: u32, max_retries: u32, reason: String },
     /// The CLI took the steering message into the running turn.
     SteerAccepted,
     /// The CLI could not take the steering message (it stays for the queue).

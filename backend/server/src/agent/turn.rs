@@ -199,7 +199,7 @@ async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiv
         run_id: start.started.run_id.clone(),
         provider: start.started.provider,
         live: LiveMessage::new(start.started.ts),
-        fold: ChatFold::default(),
+        fold: ChatFold::in_workspace(&agents.data_dir),
         last_snapshot: Instant::now(),
         dirty: false,
         pending_ask: None,
@@ -662,8 +662,14 @@ impl Turn<'_> {
             let _ = pending.reply.send(Reply::Deny("Stopped by the owner.".into()));
         }
         let _ = provider.control.try_send(Control::Interrupt);
-        let finish =
-            Finish { status: FinishStatus::Interrupted, error: None, usage: None, cost_usd: None, session_id: None };
+        let finish = Finish {
+            status: FinishStatus::Interrupted,
+            error: None,
+            usage: None,
+            cost_usd: None,
+            session_id: None,
+            fix: None,
+        };
         let outcome = self.finish(finish, true).await;
         tokio::spawn(async move {
             let mut provider = provider;
@@ -699,7 +705,11 @@ impl Turn<'_> {
             (false, FinishStatus::Interrupted) => RunStatus::Interrupted,
         };
         if let Some(message) = &finish.error {
-            self.live.apply(&ChatEvent::Error { message: message.clone(), resumable: Some(true) });
+            self.live.apply(&ChatEvent::Error {
+                message: message.clone(),
+                resumable: Some(finish.fix.is_none()),
+                fix: finish.fix,
+            });
         }
         self.live.close_running_tools(if stopped { ToolStatus::Stopped } else { ToolStatus::Done });
         let usage = finish.usage.clone().or_else(|| self.usage.clone());
@@ -722,6 +732,7 @@ impl Turn<'_> {
             end,
             provider: Some(self.provider),
             next_run_id: RunId::random(),
+            fix: finish.fix,
         };
         info!(run.id = %self.run_id, status = status.as_str(), "turn ended");
         let reply = run.body.as_ref().map(|m| m.content.clone()).unwrap_or_default();

@@ -368,6 +368,7 @@ async fn stop_turn(state: &AppState, chat_id: &ChatId) -> Result<StopResult> {
                 end: db::runs::RunEnd::default(),
                 provider: None,
                 next_run_id: RunId::random(),
+                fix: None,
             };
             let outcome = state.writer.call(|ack| WriteCommand::FinishRun { finish, ack }).await?;
             Ok(StopResult { stopped: true, cleared_pending_cids: outcome.cleared })

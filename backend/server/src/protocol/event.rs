@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ids::{ChatId, QuestionId, RunId};
-use super::message::{Answers, Message, QuestionCard, is_false};
+use super::message::{Answers, ErrorFix, Message, QuestionCard, is_false};
 use super::notice::NotificationKind;
 
 /// How a run ended.
@@ -155,6 +155,15 @@ pub enum ChatEvent {
         message: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resumable: Option<bool>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fix: Option<ErrorFix>,
+    },
+    /// The CLI is retrying a failed model request (not part of the transcript).
+    Retrying {
+        attempt: u32,
+        max_retries: u32,
+        /// The provider's short reason (`overloaded`, `rate_limit`, HTTP 529).
+        reason: String,
     },
 }
 

@@ -112,13 +112,14 @@ impl LiveMessage {
                     card.set_answers(answers);
                 }
             }
-            ChatEvent::Error { message, resumable } => {
+            ChatEvent::Error { message, resumable, fix } => {
                 if matches!(self.blocks.last(), Some(Block::Error { .. })) {
                     self.blocks.pop();
                 }
-                self.blocks.push(Block::Error { message: message.clone(), resumable: *resumable });
+                self.blocks.push(Block::Error { message: message.clone(), resumable: *resumable, fix: *fix });
             }
             ChatEvent::UserMessage { .. }
+            | ChatEvent::Retrying { .. }
             | ChatEvent::RunStarted { .. }
             | ChatEvent::QueueChanged { .. }
             | ChatEvent::QueuedTurnStarting { .. }

@@ -76,7 +76,19 @@ pub enum Block {
         /// Sending a message continues where the turn left off.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resumable: Option<bool>,
+        /// What the owner must do first (a retry cannot work until then).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fix: Option<ErrorFix>,
     },
+}
+
+/// What an error asks of the owner before anything can work again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorFix {
+    /// The provider refused the credentials or the account is out of quota: open its settings.
+    ProviderSettings,
 }
 
 /// How far a tool call got.

@@ -25,6 +25,7 @@ fn render() -> String {
         Message::decl(&cfg),
         Block::decl(&cfg),
         ToolStatus::decl(&cfg),
+        ErrorFix::decl(&cfg),
         ToolBlock::decl(&cfg),
         QuestionCard::decl(&cfg),
         Card::decl(&cfg),

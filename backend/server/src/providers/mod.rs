@@ -2,6 +2,7 @@
 //! connecting (API key, Claude OAuth with PKCE, Codex device code), and the environment a
 //! turn's CLI process gets.
 
+pub mod check;
 mod oauth;
 mod private;
 mod routes;
@@ -63,6 +64,8 @@ pub struct Providers {
     data_dir: PathBuf,
     api_url: String,
     claude_base_url: Option<String>,
+    anthropic_api_url: String,
+    openai_api_url: String,
     pub(crate) oauth: oauth::ClaudeOAuth,
     device: Arc<Mutex<Option<DeviceLogin>>>,
     versions: Mutex<Option<(Instant, [Option<String>; 2])>>,
@@ -83,6 +86,8 @@ impl Providers {
             data_dir: data_dir.to_path_buf(),
             api_url,
             claude_base_url: config.claude_base_url.clone(),
+            anthropic_api_url: config.anthropic_api_url.clone(),
+            openai_api_url: config.openai_api_url.clone(),
             oauth: oauth::ClaudeOAuth::new(config),
             device: Arc::new(Mutex::new(None)),
             versions: Mutex::new(None),
@@ -271,7 +276,10 @@ impl Providers {
     }
 
     /// Stores an API key for `kind`.
-    pub async fn set_api_key(&self, kind: ProviderKind, key: &str) -> Result<()> {
+    /// Checks `key` with the provider, then saves it. A key the provider refuses is not saved
+    /// (400 `api_key_rejected` with the provider's reason); one that could not be checked
+    /// (offline, timeout) is saved and the answer says so.
+    pub async fn set_api_key(&self, kind: ProviderKind, key: &str) -> Result<check::KeyCheck> {
         let key = key.trim();
         if key.is_empty()
             || key.chars().count() > MAX_API_KEY_CHARS
@@ -279,13 +287,20 @@ impl Providers {
         {
             return Err(Error::bad_request("invalid_api_key", "Paste the API key exactly as issued (no spaces)."));
         }
-        match kind {
-            ProviderKind::Claude => {
-                write_private(&self.claude_key_file()?, key.as_bytes())?;
-                Ok(())
-            }
-            ProviderKind::Codex => self.codex_login_with_key(key).await,
+        let url = match kind {
+            ProviderKind::Claude => &self.anthropic_api_url,
+            ProviderKind::Codex => &self.openai_api_url,
+        };
+        let verdict = check::check_key(kind, url, key).await;
+        if let check::KeyCheck::Refused(reason) = &verdict {
+            let name = check::provider_name(kind);
+            return Err(Error::bad_request("api_key_rejected", format!("{name} refused this key: {reason}")));
         }
+        match kind {
+            ProviderKind::Claude => write_private(&self.claude_key_file()?, key.as_bytes())?,
+            ProviderKind::Codex => self.codex_login_with_key(key).await?,
+        }
+        Ok(verdict)
     }
 
     /// Starts `codex login <flag>` with CODEX_HOME under `cli-auth/` and nothing else inherited.

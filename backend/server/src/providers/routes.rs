@@ -1,5 +1,6 @@
 //! Provider and settings routes (mounted under `/api`).
 
+use super::check::{self, KeyCheck};
 use axum::extract::{Path, State};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
@@ -63,9 +64,16 @@ async fn api_key(
     ApiJson(body): ApiJson<ApiKeyIn>,
 ) -> Result<Json<Value>> {
     let k = kind(&id)?;
-    state.providers.set_api_key(k, &body.api_key).await?;
-    tracing::info!(provider = k.id(), "provider connected with an API key");
-    Ok(Json(json!({ "ok": true })))
+    let verdict = state.providers.set_api_key(k, &body.api_key).await?;
+    tracing::info!(provider = k.id(), check = ?verdict, "provider connected with an API key");
+    Ok(Json(match verdict {
+        KeyCheck::Unknown(why) => json!({
+            "ok": true,
+            "checked": false,
+            "warning": format!("Saved, but {} couldn't check it: {why}.", check::provider_name(k)),
+        }),
+        _ => json!({ "ok": true, "checked": true }),
+    }))
 }
 
 async fn disconnect(State(state): State<AppState>, _owner: Owner, Path(id): Path<String>) -> Result<Json<Value>> {

@@ -389,7 +389,15 @@ pub(super) async fn finish_run(
             _ => None,
         },
     };
-    if let Some(mut body) = body.filter(Message::has_blocks) {
+    // A turn stopped before it wrote anything keeps its "stopped before replying" row (an
+    // assistant message without blocks), so the transcript never shows two owner rows in a row.
+    let stopped = finish.status == RunStatus::Stopped;
+    let body = match body {
+        Some(body) if body.has_blocks() || stopped => Some(body),
+        None if stopped => Some(Message::assistant(now, Vec::new())),
+        _ => None,
+    };
+    if let Some(mut body) = body {
         body.run_id = Some(finish.run_id.clone());
         store(conn, chat_id, &body).await?;
     }
@@ -403,7 +411,9 @@ pub(super) async fn finish_run(
     db::chats::set_pending_question(conn, chat_id, None).await?;
     db::chats::touch_activity(conn, chat_id, now).await?;
     if let Some(message) = &end.error {
-        batch.emit(conn, chat_id, ChatEvent::Error { message: message.clone(), resumable: Some(true) }).await?;
+        let event =
+            ChatEvent::Error { message: message.clone(), resumable: Some(finish.fix.is_none()), fix: finish.fix };
+        batch.emit(conn, chat_id, event).await?;
     }
     let usage = TokenCounts {
         input_tokens: end.input_tokens,
@@ -519,7 +529,7 @@ pub(super) async fn reconcile_startup(conn: &mut SqliteConnection, batch: &mut B
         let deleted = chat.as_ref().is_none_or(|c| c.deleted_at.is_some());
         let waiting = chat.as_ref().and_then(|c| c.pending_question_id.clone()).is_some();
         let now = now_ms();
-        let note = ChatEvent::Error { message: INTERRUPTED_NOTE.to_owned(), resumable: Some(true) };
+        let note = ChatEvent::Error { message: INTERRUPTED_NOTE.to_owned(), resumable: Some(true), fix: None };
         if !deleted {
             let mut live = match db::runs::live_body(conn, &chat_id).await? {
                 Some((run, body)) if run_id == run.as_str() => {

@@ -140,6 +140,8 @@ pub struct FinishRun {
     pub provider: Option<ProviderKind>,
     /// The run id for a queued follow-up turn, if the queue is promoted.
     pub next_run_id: RunId,
+    /// What the owner must fix before a retry can work (shown with the run's error).
+    pub fix: Option<crate::protocol::ErrorFix>,
 }
 
 /// What ending a run led to.

@@ -192,7 +192,10 @@ fn server_env_with(cli: Cli, mock_port: u16, extra: &[(&'static str, &str)]) -> 
             env.push(("MOBIUS_CLAUDE_BIN", cli_bin(cli).display().to_string()));
             env.push(("MOBIUS_CLAUDE_BASE_URL", format!("http://127.0.0.1:{mock_port}")));
         }
-        Cli::Codex => env.push(("MOBIUS_CODEX_BIN", cli_bin(cli).display().to_string())),
+        Cli::Codex => {
+            env.push(("MOBIUS_CODEX_BIN", cli_bin(cli).display().to_string()));
+            env.push(("MOBIUS_OPENAI_API_URL", format!("http://127.0.0.1:{mock_port}/v1")));
+        }
     }
     env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
     env
@@ -439,6 +442,32 @@ async fn a_server_killed_mid_turn_keeps_the_transcript_run_and_queue_and_resumes
     // The model got the conversation from before the crash: the session was resumed.
     let body = rig.mock.last_body();
     assert!(body.contains("long job") && body.contains("carry on"), "{cli:?}: the session did not resume");
+}
+
+/// A refused key: Claude Code would retry ten times over about three minutes; the turn ends
+/// on the first refusal with one error that points at the provider's settings.
+#[tokio::test]
+#[ignore = "needs the agent CLIs; scripts/test runs it"]
+async fn claude_a_refused_key_fails_the_turn_at_once_with_its_fix() {
+    let refused = json!({ "error": { "status": 401, "type": "authentication_error", "message": "invalid x-api-key" } });
+    let rig = Rig::start(Cli::Claude, json!({ "steps": [refused.clone()], "default": refused })).await;
+    let Rig { app, token, mock, .. } = &rig;
+    app.chat(token, "k").await;
+    let mut stream = app.stream(token, "k", None).await;
+    app.send(token, "k", "hello", "m1").await;
+    let events = stream.until("done", 60).await;
+    let done = events.last().expect("done");
+    assert_eq!(done.data["status"], "failed", "{:?}", done.data);
+    let errors: Vec<&Value> = events.iter().map(|e| &e.data).filter(|d| d["type"] == "error").collect();
+    assert_eq!(errors.len(), 1, "one error card, not one per retry: {errors:?}");
+    assert_eq!(errors[0]["fix"], "provider_settings");
+    assert_eq!(errors[0]["resumable"], false);
+    let main_calls = mock.requests().await.into_iter().filter(|r| r["kind"] == "main").count();
+    assert!(main_calls <= 2, "the CLI kept retrying a refused key: {main_calls} requests");
+    let detail = app.detail(token, "k").await;
+    let blocks = &detail["messages"][1]["blocks"];
+    assert_eq!(blocks.as_array().map(Vec::len), Some(1), "{detail}");
+    assert_eq!(blocks[0]["fix"], "provider_settings", "{detail}");
 }
 
 /// Text streamed after the last live snapshot was committed to the journal and seen by every

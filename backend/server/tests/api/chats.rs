@@ -283,6 +283,11 @@ async fn stop_returns_fast_leaves_the_chat_idle_and_hands_back_the_queue() {
     let detail = app.detail(&token, "st").await;
     assert_eq!(detail["running"], false);
     assert_eq!(detail["pending_messages"], json!([]));
+    // The turn stopped before it wrote anything: its row stays in the transcript (a reload shows
+    // "Stopped before replying", never two owner messages in a row).
+    assert_eq!(detail["total"], 2, "{detail}");
+    assert_eq!(detail["messages"][1]["role"], "assistant", "{detail}");
+    assert_eq!(detail["messages"][1]["blocks"], json!([]), "{detail}");
     // Stopping an idle chat is harmless.
     let again: Value =
         app.post("/api/chat/stop", json!({ "chat_id": "st" }), Some(&token)).await.json().await.expect("json");

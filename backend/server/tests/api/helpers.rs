@@ -71,6 +71,9 @@ impl TestApp {
             .env("MOBIUS_SKILL_DIR", mobius::config::checkout_root().join("skill"))
             // No chat notes unless a test asks (they are background turns on the same CLI).
             .env("MOBIUS_NOTE_IDLE_SECS", "0")
+            // Pasted keys are checked against nothing (the check answers "unknown" at once).
+            .env("MOBIUS_ANTHROPIC_API_URL", mobius::config::UNREACHABLE_TEST_URL)
+            .env("MOBIUS_OPENAI_API_URL", mobius::config::UNREACHABLE_TEST_URL)
             .stdout(log.try_clone().expect("log"))
             .stderr(log);
         for (k, v) in env {

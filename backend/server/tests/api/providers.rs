@@ -234,3 +234,70 @@ cat >/dev/null"#,
     assert_eq!(prompts[0].1, prompts[1].1, "the second turn reused the first turn's bytes");
     assert!(prompts[2].1.starts_with("# Core v2"), "a new chat gets the current constitution");
 }
+
+/// A stand-in for both providers' `GET …/models`: `good` is accepted, anything else refused
+/// with the provider's error shape, `busy` answers 503.
+async fn key_checker() -> String {
+    use axum::http::HeaderMap;
+    use axum::routing::get;
+    let verdict = |key: Option<String>| match key.as_deref() {
+        Some("good") => (StatusCode::OK, Json(json!({ "data": [] }))),
+        Some("busy") => (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "error": { "message": "overloaded" } }))),
+        _ => (
+            StatusCode::UNAUTHORIZED,
+            Json(
+                json!({ "type": "error", "error": { "type": "authentication_error", "message": "invalid x-api-key" } }),
+            ),
+        ),
+    };
+    let server = axum::Router::new()
+        .route(
+            "/v1/models",
+            get(move |headers: HeaderMap| async move {
+                verdict(headers.get("x-api-key").and_then(|v| v.to_str().ok()).map(str::to_owned))
+            }),
+        )
+        .route(
+            "/openai/models",
+            get(move |headers: HeaderMap| async move {
+                let key =
+                    headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+                verdict(key.map(str::to_owned))
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move { axum::serve(listener, server).await });
+    url
+}
+
+#[tokio::test]
+async fn a_wrong_key_is_refused_with_the_providers_reason_and_not_saved() {
+    let url = key_checker().await;
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let codex = script(dir.path(), "codex", FAKE_CODEX);
+    let (anthropic, openai) = (url.clone(), format!("{url}/openai"));
+    let app = TestApp::spawn_in(dir, |c| {
+        c.anthropic_api_url = anthropic;
+        c.openai_api_url = openai;
+        c.codex_bin = codex;
+    })
+    .await;
+    let token = app.setup_owner().await;
+    for id in ["claude", "codex"] {
+        let r = app.post(&format!("/api/providers/{id}/api-key"), json!({ "api_key": "sk-wrong" }), Some(&token)).await;
+        let body = assert_error(r, StatusCode::BAD_REQUEST, "api_key_rejected").await;
+        let name = if id == "claude" { "Anthropic" } else { "OpenAI" };
+        assert_eq!(body["message"], format!("{name} refused this key: invalid x-api-key"), "{body}");
+        assert_eq!(status(&app, &token).await["providers"][id]["connected"], false, "{id}");
+        // A provider that cannot answer now keeps the key, and says it is unchecked.
+        let r = app.post(&format!("/api/providers/{id}/api-key"), json!({ "api_key": "busy" }), Some(&token)).await;
+        let body: Value = r.json().await.expect("json");
+        assert_eq!(body["checked"], false, "{body}");
+        assert!(body["warning"].as_str().is_some_and(|w| w.contains("HTTP 503")), "{body}");
+        let r = app.post(&format!("/api/providers/{id}/api-key"), json!({ "api_key": "good" }), Some(&token)).await;
+        let body: Value = r.json().await.expect("json");
+        assert_eq!(body, json!({ "ok": true, "checked": true }), "{id}");
+        assert_eq!(status(&app, &token).await["providers"][id]["connected"], true, "{id}");
+    }
+}

@@ -1,0 +1,63 @@
+import { act, fireEvent, render, screen } from "@testing-library/react";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { ChatMessage } from "../chat/reducer";
+import { copyText, MessageRow } from "./MessageRow";
+
+afterEach(() => {
+  vi.unstubAllGlobals();
+  vi.useRealTimers();
+});
+
+const reply: ChatMessage = {
+  role: "assistant",
+  content: "",
+  ts: 1_000,
+  blocks: [
+    { type: "text", content: "First part.", item_id: "a" },
+    { type: "tool", tool: "Bash", tool_use_id: "t", input: "ls", output: "x", status: "done" },
+    { type: "text", content: "Second part.", item_id: "b" },
+  ],
+};
+const noAnswer = async () => {};
+
+describe("row actions", () => {
+  it("copies a reply's text blocks, not its tools", async () => {
+    const writeText = vi.fn(async () => {});
+    vi.stubGlobal("navigator", { ...navigator, clipboard: { writeText } });
+    expect(copyText(reply)).toBe("First part.\n\nSecond part.");
+    render(<MessageRow rowKey="r" chatId="c" message={reply} live={false} working={false} onAnswer={noAnswer} offline={false} idx={1} />);
+    fireEvent.click(screen.getByRole("button", { name: "Copy message" }));
+    expect(writeText).toHaveBeenCalledWith("First part.\n\nSecond part.");
+    expect(await screen.findByRole("button", { name: "Copied" })).toBeTruthy();
+  });
+
+  it("offers Edit and Regenerate only where the chat view passes them", () => {
+    const onEdit = vi.fn();
+    const onRegenerate = vi.fn();
+    const user: ChatMessage = { role: "user", content: "make it blue", ts: 1 };
+    const { rerender } = render(<MessageRow rowKey="u" chatId="c" message={user} live={false} working={false} onAnswer={noAnswer} offline={false} idx={0} onEdit={onEdit} />);
+    fireEvent.click(screen.getByRole("button", { name: "Edit and resend" }));
+    expect(onEdit).toHaveBeenCalledTimes(1);
+    rerender(<MessageRow rowKey="u" chatId="c" message={user} live={false} working={false} onAnswer={noAnswer} offline={false} idx={0} />);
+    expect(screen.queryByRole("button", { name: "Edit and resend" })).toBeNull();
+    rerender(<MessageRow rowKey="a" chatId="c" message={reply} live={false} working={false} onAnswer={noAnswer} offline={false} idx={1} onRegenerate={onRegenerate} />);
+    fireEvent.click(screen.getByRole("button", { name: "Regenerate reply" }));
+    expect(onRegenerate).toHaveBeenCalledTimes(1);
+  });
+
+  it("has no actions on the live row, which says what the agent does and for how long", () => {
+    vi.useFakeTimers();
+    vi.setSystemTime(61_000);
+    const live: ChatMessage = { role: "assistant", content: "", ts: 0, blocks: [{ type: "tool", tool: "Bash", tool_use_id: "t", input: "npm test", output: "PASS a\nPASS b", status: "running" }] };
+    render(<MessageRow rowKey="l" chatId="c" message={live} live working onAnswer={noAnswer} offline={false} />);
+    expect(screen.getByRole("status").textContent).toContain("Running `npm test`");
+    expect(screen.getByRole("status").textContent).toContain("1 min 01 s");
+    act(() => {
+      vi.advanceTimersByTime(2_000);
+    });
+    expect(screen.getByRole("status").textContent).toContain("1 min 03 s");
+    // The running tool's latest output shows without opening it.
+    expect(screen.getByLabelText("Latest output of Bash").textContent).toBe("PASS a\nPASS b");
+    expect(screen.queryByRole("button", { name: "Copy message" })).toBeNull();
+  });
+});
