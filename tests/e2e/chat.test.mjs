@@ -311,8 +311,15 @@ describe("chat journey on a phone (real server, real Claude Code, scripted model
     assert.equal((await removed).status(), 200);
     await tray.getByText("queued, then removed").waitFor({ state: "detached" });
     await expectEnabled(tray.getByRole("button", { name: "Edit queued message" }).nth(1));
-    const stopped = page.waitForResponse((r) => r.url().endsWith("/api/chat/stop"));
+    // With messages queued, Stop asks what to do with them; nothing is stopped before the choice.
     await stopButton(page).click();
+    const choice = page.getByRole("group", { name: "Stop the turn" });
+    await choice.getByRole("button", { name: "Keep working" }).click();
+    await choice.waitFor({ state: "detached" });
+    await stopButton(page).waitFor();
+    await stopButton(page).click();
+    const stopped = page.waitForResponse((r) => r.url().endsWith("/api/chat/stop"));
+    await choice.getByRole("button", { name: "Stop and send the 2 queued messages" }).click();
     const body = await (await stopped).json();
     assert.equal(body.cleared_pending_cids.length, 2);
     await tray.waitFor({ state: "detached" });
