@@ -635,7 +635,7 @@ describe("mini-apps (real server, opaque frames, service worker)", () => {
       await signIn(wide);
       const composer = wide.getByRole("textbox", { name: "Message", exact: true });
       await composer.fill("Build me a small hello app");
-      await wide.getByRole("button", { name: "Send" }).click();
+      await wide.getByRole("button", { name: "Send", exact: true }).click();
 
       // Desktop: the preview opens by itself beside the chat once the agent applied the app.
       const agentFrame = frameOf(wide, "Hello Agent");

@@ -357,7 +357,7 @@ describe("chat journey on a phone (real server, real Claude Code, scripted model
     const box = page.locator(".chat-scroll");
     // Stop half-way down the transcript's own height (a spacer left by a send can reach further,
     // and no restore could reach there again), as a reader would leave it, mid-row.
-    const key = await box.evaluate((el) => {
+    const { key, offset } = await box.evaluate((el) => {
       const rows = [...el.querySelectorAll("[data-key]")];
       const last = rows[rows.length - 1];
       const reach = last.offsetTop + last.offsetHeight - el.clientHeight;
@@ -365,14 +365,18 @@ describe("chat journey on a phone (real server, real Claude Code, scripted model
       el.scrollTop = Math.floor(reach / 2);
       el.dispatchEvent(new WheelEvent("wheel"));
       el.dispatchEvent(new Event("scroll"));
-      return rows.find((r) => r.offsetTop + r.offsetHeight > el.scrollTop).dataset.key;
+      const row = rows.find((r) => r.offsetTop + r.offsetHeight > el.scrollTop);
+      return { key: row.dataset.key, offset: el.scrollTop - row.offsetTop };
     });
     const target = page.locator(`[data-key="${key}"]`);
     const before = await target.evaluate((row) => Math.round(row.getBoundingClientRect().top));
-    await page.waitForFunction((k) => JSON.parse(localStorage.getItem("mobius.anchors.owner") ?? "{}")[location.pathname.split("/").pop()]?.key === k, key);
+    // Leave at once, before the scroll settles: leaving saves the position too.
+    const chatId = chatUrl.split("/").pop();
     await page.getByRole("button", { name: "New chat" }).click();
     await page.waitForURL((url) => url.href !== chatUrl);
     await page.locator(".empty-title", { hasText: "New chat" }).waitFor();
+    const saved = await page.evaluate((id) => JSON.parse(localStorage.getItem("mobius.anchors.owner") ?? "{}")[id], chatId);
+    assert.deepEqual([saved?.key, saved?.offset], [key, offset], "the position saved on leaving");
     await page.goBack();
     await page.waitForURL(chatUrl);
     await target.waitFor();
@@ -393,15 +397,15 @@ describe("chat journey on a phone (real server, real Claude Code, scripted model
     await page.getByText("You're offline").waitFor();
     await page.getByText("You picked Blue.").waitFor();
     assert.equal(await page.getByText("You're offline").count(), 1, "one offline note");
-    assert.ok(await page.getByRole("button", { name: "Send" }).isDisabled(), "Send is disabled offline");
+    assert.ok(await page.getByRole("button", { name: "Send", exact: true }).isDisabled(), "Send is disabled offline");
     await screenshot(page, "chat-offline-phone.png");
   });
 
   step("back online the note goes away and Send works again", async (page) => {
     await phone.context.setOffline(false);
     await page.getByText("You're offline").waitFor({ state: "detached", timeout: 30_000 });
-    await page.getByRole("button", { name: "Send" }).waitFor();
-    assert.ok(await page.getByRole("button", { name: "Send" }).isEnabled());
+    await page.getByRole("button", { name: "Send", exact: true }).waitFor();
+    assert.ok(await page.getByRole("button", { name: "Send", exact: true }).isEnabled());
     await composer(page).fill("");
   });
 

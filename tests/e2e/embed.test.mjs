@@ -184,7 +184,7 @@ describe("an app embeds the agent chat (real server, real Claude CLI, scripted m
   step("a message typed in the embedded chat runs a real Claude turn", async (page) => {
     const chat = chatFrame(page);
     await chat.getByRole("textbox", { name: "Message", exact: true }).fill("What is a half?");
-    await chat.getByRole("button", { name: "Send" }).click();
+    await chat.getByRole("button", { name: "Send", exact: true }).click();
     await chat.getByText(REPLY).waitFor({ timeout: TURN_TIMEOUT });
     await events(page).getByText("message-sent").waitFor();
     await events(page).getByText("turn-done").waitFor({ timeout: TURN_TIMEOUT });

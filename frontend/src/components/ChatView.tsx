@@ -18,6 +18,7 @@ import {
   scrollTopFor,
   shouldLoadOlder,
   spacerFor,
+  type Anchor,
   type ScrollMode,
 } from "../chat/scroll";
 import { useChat, type SendOutcome } from "../chat/useChat";
@@ -72,6 +73,9 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
   const spacerPx = useRef(0);
   const readerUntil = useRef(0);
   const restored = useRef(false);
+  /** The reading position just restored: kept in place while the rows above or below it finish
+   *  laying out (late pages, Markdown, code), until the reader scrolls or anything else moves. */
+  const restoredAnchor = useRef<Anchor | null>(null);
   const prependRef = useRef<{ key: string; top: number } | null>(null);
   /** The `n` of the last search hit shown, and the message it highlighted. */
   const focusShown = useRef(0);
@@ -110,6 +114,12 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
     const content = contentRef.current;
     if (!box || !content || Date.now() < readerUntil.current) return;
     const mode = modeRef.current;
+    const anchor = restoredAnchor.current;
+    if (anchor && mode.kind === "hold") {
+      const row = rowEl(anchor.key);
+      if (row) box.scrollTop = scrollTopFor(anchor, row.offsetTop, box);
+      return;
+    }
     if (mode.kind === "pin") {
       const row = rowEl(mode.key);
       if (!row) return;
@@ -137,6 +147,7 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
       modeRef.current = { kind: "hold" };
       box.scrollTop = scrollTopFor(anchor, row.offsetTop, box);
       modeRef.current = isAtBottom(box) ? { kind: "follow" } : { kind: "hold" };
+      if (modeRef.current.kind === "hold") restoredAnchor.current = anchor;
     } else {
       modeRef.current = { kind: "follow" };
       box.scrollTop = box.scrollHeight;
@@ -182,6 +193,7 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
     const row = contentRef.current?.querySelector<HTMLElement>(`[data-idx="${focus.idx}"]`);
     if (!row) return;
     restored.current = true;
+    restoredAnchor.current = null;
     modeRef.current = { kind: "hold" };
     readerUntil.current = 0;
     if (spacerPx.current > 0) setSpacer(0);
@@ -215,7 +227,9 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
     saveAnchor(owner, chatId, isAtBottom(box) && modeRef.current.kind === "follow" ? null : anchorAt(rowsInDom, box.scrollTop));
   }, [owner, chatId]);
 
-  useEffect(() => {
+  // A layout effect: its cleanup runs while the scroll box is still attached, so leaving the
+  // chat right after a scroll (before it settles) still saves where the reader was.
+  useLayoutEffect(() => {
     const save = () => saveReadingPosition();
     window.addEventListener("pagehide", save);
     document.addEventListener("visibilitychange", save);
@@ -231,9 +245,11 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
     const box = scrollRef.current;
     if (!box) return;
     const mark = () => {
+      restoredAnchor.current = null;
       readerUntil.current = Date.now() + READER_QUIET_MS;
     };
     const hold = () => {
+      restoredAnchor.current = null;
       readerUntil.current = Date.now() + 2_000;
     };
     box.addEventListener("wheel", mark, { passive: true });
@@ -296,6 +312,7 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
   const jumpToLatest = () => {
     setHistory(null);
     setAway(false);
+    restoredAnchor.current = null;
     modeRef.current = { kind: "follow" };
     readerUntil.current = 0;
     layoutPass();
@@ -303,6 +320,7 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
 
   const beforeSend = () => {
     if (history !== null) jumpToLatest();
+    restoredAnchor.current = null;
     const box = scrollRef.current;
     // A send during a turn goes to the queue tray: the transcript does not move.
     if (!box || state.running) return;
