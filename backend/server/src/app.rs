@@ -137,7 +137,7 @@ pub async fn serve(
         std::net::IpAddr::V6(ip) => format!("http://[{ip}]:{}", addr.port()),
         ip => format!("http://{ip}:{}", addr.port()),
     };
-    let hosts = crate::net::host::AllowedHosts::new(&config.public_origin, addr);
+    let hosts = crate::net::host::AllowedHosts::new(&config.public_origin, &config.extra_hosts, addr);
     let (limits, trusted, https) =
         (config.net.clone(), config.trusted_proxies.clone(), config.public_origin.is_https());
     let init = tokio::spawn(initialise(config, api_url, boot.clone(), stop_rx.clone(), full, state_tx));

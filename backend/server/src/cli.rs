@@ -32,6 +32,7 @@ ENVIRONMENT:
     MOBIUS_PUBLIC_ORIGIN     the https://… origin browsers use (default http://<bind>; required
                              when MOBIUS_BIND is not a loopback address)
     MOBIUS_TRUSTED_PROXIES   addresses/CIDRs whose X-Forwarded-For is believed (default none)
+    MOBIUS_EXTRA_HOSTS       further host[:port] names to answer, e.g. a LAN address (default none)
     MOBIUS_HEADER_READ_TIMEOUT_SECS, MOBIUS_REQUEST_BODY_TIMEOUT_SECS, MOBIUS_KEEP_ALIVE_SECS,
     MOBIUS_MAX_CONNECTIONS, MOBIUS_MAX_CONNECTIONS_PER_ADDRESS, MOBIUS_MAX_STREAMS,
     MOBIUS_MAX_STREAMS_PER_ADDRESS   connection limits (defaults 10, 30, 75, 1024, 64, 512, 32)

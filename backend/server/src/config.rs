@@ -63,6 +63,10 @@ pub struct Config {
     /// Proxies whose `X-Forwarded-For` names the client (`MOBIUS_TRUSTED_PROXIES`: addresses
     /// or CIDR ranges, comma-separated; default none, so the header is ignored).
     pub trusted_proxies: TrustedProxies,
+    /// Further names the server answers to besides the public origin's, e.g. a LAN address
+    /// (`MOBIUS_EXTRA_HOSTS`: `host` or `host:port`, comma-separated, at most 16; a name
+    /// without a port answers on any port).
+    pub extra_hosts: Vec<ExtraHost>,
     /// Connection and stream limits and timeouts (`MOBIUS_HEADER_READ_TIMEOUT_SECS`, …).
     pub net: NetLimits,
     /// Password-attempt throttling (not set from the environment).
@@ -228,6 +232,65 @@ impl PublicOrigin {
     }
 }
 
+/// At most this many extra host names (`MOBIUS_EXTRA_HOSTS`).
+pub const MAX_EXTRA_HOSTS: usize = 16;
+
+/// A name the server answers to besides the public origin's: a DNS name, an IPv4 address or
+/// a bracketed IPv6 address, with the one port it answers on, or any port.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExtraHost {
+    /// Lower case, without a trailing dot; IPv6 literals keep their brackets.
+    pub name: String,
+    pub port: Option<u16>,
+}
+
+impl ExtraHost {
+    /// Parses `host[:port]` entries separated by commas (no scheme, path or credentials).
+    pub fn parse_list(raw: &str) -> Result<Vec<Self>, String> {
+        let entries: Vec<&str> = raw.split(',').map(str::trim).filter(|e| !e.is_empty()).collect();
+        if entries.len() > MAX_EXTRA_HOSTS {
+            return Err(format!("{} names given; at most {MAX_EXTRA_HOSTS}", entries.len()));
+        }
+        entries.into_iter().map(Self::parse).collect()
+    }
+
+    fn parse(entry: &str) -> Result<Self, String> {
+        let bad = || format!("{entry:?} must be host or host:port (no scheme, path or credentials)");
+        let lower = entry.to_ascii_lowercase();
+        let (name, port) = if let Some(rest) = lower.strip_prefix('[') {
+            let (inside, after) = rest.split_once(']').ok_or_else(bad)?;
+            inside.parse::<std::net::Ipv6Addr>().map_err(|_| bad())?;
+            let port = match after {
+                "" => None,
+                p => Some(p.strip_prefix(':').ok_or_else(bad)?),
+            };
+            (format!("[{inside}]"), port)
+        } else {
+            let (name, port) = match lower.split_once(':') {
+                Some((n, p)) => (n, Some(p)),
+                None => (lower.as_str(), None),
+            };
+            let name = name.trim_end_matches('.');
+            let label_ok = |l: &str| {
+                !l.is_empty()
+                    && l.len() <= 63
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
+                    && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            };
+            if name.is_empty() || name.len() > 253 || !name.split('.').all(label_ok) {
+                return Err(bad());
+            }
+            (name.to_owned(), port)
+        };
+        let port = match port {
+            None => None,
+            Some(p) => Some(p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(bad)?),
+        };
+        Ok(Self { name, port })
+    }
+}
+
 /// A start-up configuration problem, printed as one line before exiting.
 #[derive(Debug, thiserror::Error)]
 #[error("configuration error: {0}")]
@@ -331,6 +394,10 @@ impl Config {
             }
             None => TrustedProxies::default(),
         };
+        let extra_hosts = match get("MOBIUS_EXTRA_HOSTS") {
+            Some(raw) => ExtraHost::parse_list(&raw).map_err(|e| ConfigError(format!("MOBIUS_EXTRA_HOSTS: {e}")))?,
+            None => Vec::new(),
+        };
         let net = NetLimits::from_lookup(&get)?;
         let note_idle = match get("MOBIUS_NOTE_IDLE_SECS") {
             None => Some(DEFAULT_NOTE_IDLE),
@@ -382,6 +449,7 @@ impl Config {
             proxy_timeout: DEFAULT_PROXY_TIMEOUT,
             push_allow_loopback,
             trusted_proxies,
+            extra_hosts,
             net,
             login: LoginPolicy::default(),
             note_idle,
@@ -420,6 +488,7 @@ impl Config {
             proxy_timeout: DEFAULT_PROXY_TIMEOUT,
             push_allow_loopback: false,
             trusted_proxies: TrustedProxies::default(),
+            extra_hosts: Vec::new(),
             net: NetLimits::default(),
             login: LoginPolicy::default(),
             note_idle: None,
@@ -514,6 +583,23 @@ mod tests {
         assert!(config(&[("MOBIUS_MAX_CONNECTIONS", "0")]).is_err());
         assert!(config(&[("MOBIUS_KEEP_ALIVE_SECS", "soon")]).is_err());
         assert!(config(&[("MOBIUS_TRUSTED_PROXIES", "10.0.0.0/99")]).is_err());
+        let hosts =
+            config(&[("MOBIUS_EXTRA_HOSTS", "192.168.1.20:8000, Mobius.LAN., [fd00::7]")]).expect("ok").extra_hosts;
+        assert_eq!(
+            hosts,
+            vec![
+                ExtraHost { name: "192.168.1.20".into(), port: Some(8000) },
+                ExtraHost { name: "mobius.lan".into(), port: None },
+                ExtraHost { name: "[fd00::7]".into(), port: None },
+            ]
+        );
+        for bad in
+            ["http://lan", "lan/path", "user@lan", "lan:0", "lan:99999", "[::1", "[nope]", "-lan", "a..b", "l an"]
+        {
+            assert!(config(&[("MOBIUS_EXTRA_HOSTS", bad)]).is_err(), "{bad}");
+        }
+        let many = (0..=MAX_EXTRA_HOSTS).map(|i| format!("h{i}")).collect::<Vec<_>>().join(",");
+        assert!(config(&[("MOBIUS_EXTRA_HOSTS", &many)]).is_err());
         let c = config(&[("MOBIUS_TRUSTED_PROXIES", "172.16.0.0/12, ::1")]).expect("ok");
         assert!(!c.trusted_proxies.is_empty());
     }

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 
 use axum::http::{HeaderMap, header};
 
-use crate::config::PublicOrigin;
+use crate::config::{ExtraHost, PublicOrigin};
 
 /// Routes that answer whatever the `Host`: they reveal nothing and change nothing, and
 /// orchestrators probe them by address.
@@ -18,13 +18,22 @@ const PROBES: &[&str] = &["/api/health", "/api/ready", "/api/version"];
 #[derive(Clone, Debug)]
 pub struct AllowedHosts {
     allowed: Vec<String>,
+    /// Names admitted on any port (`MOBIUS_EXTRA_HOSTS` entries without one).
+    any_port: Vec<String>,
 }
 
 impl AllowedHosts {
-    /// The hosts for `origin`, plus loopback names with `local`'s port when `local` is a
-    /// loopback or unspecified address.
-    pub fn new(origin: &PublicOrigin, local: SocketAddr) -> Self {
+    /// The hosts for `origin` and `extra`, plus loopback names with `local`'s port when
+    /// `local` is a loopback or unspecified address.
+    pub fn new(origin: &PublicOrigin, extra: &[ExtraHost], local: SocketAddr) -> Self {
         let mut allowed = Vec::new();
+        let mut any_port = Vec::new();
+        for host in extra {
+            match host.port {
+                Some(port) => allowed.push(format!("{}:{port}", host.name)),
+                None => any_port.push(host.name.clone()),
+            }
+        }
         let authority = origin.authority().to_ascii_lowercase();
         let default_port = if origin.is_https() { 443 } else { 80 };
         match split_port(&authority) {
@@ -50,7 +59,7 @@ impl AllowedHosts {
         }
         allowed.sort();
         allowed.dedup();
-        Self { allowed }
+        Self { allowed, any_port }
     }
 
     /// True when a request to `path` with `headers` may be served.
@@ -61,6 +70,10 @@ impl AllowedHosts {
         let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else { return false };
         let host = host.trim();
         if self.allowed.iter().any(|a| a.eq_ignore_ascii_case(host)) {
+            return true;
+        }
+        let name = split_port(host).0.trim_end_matches('.');
+        if self.any_port.iter().any(|a| a.eq_ignore_ascii_case(name)) {
             return true;
         }
         // `example.com.` is the same name as `example.com`.
@@ -103,7 +116,7 @@ mod tests {
 
     #[test]
     fn the_public_origin_answers_with_or_without_its_default_port() {
-        let a = AllowedHosts::new(&origin("https://mobius.example.com"), "0.0.0.0:8000".parse().expect("addr"));
+        let a = AllowedHosts::new(&origin("https://mobius.example.com"), &[], "0.0.0.0:8000".parse().expect("addr"));
         assert!(a.admits("/api/auth/setup", &host("mobius.example.com")));
         assert!(a.admits("/", &host("Mobius.Example.com:443")));
         assert!(a.admits("/", &host("mobius.example.com.")));
@@ -116,20 +129,34 @@ mod tests {
 
     #[test]
     fn a_loopback_server_answers_loopback_names_with_its_port_only() {
-        let a = AllowedHosts::new(&origin("http://127.0.0.1:8000"), "127.0.0.1:8000".parse().expect("addr"));
+        let a = AllowedHosts::new(&origin("http://127.0.0.1:8000"), &[], "127.0.0.1:8000".parse().expect("addr"));
         for h in ["127.0.0.1:8000", "localhost:8000", "[::1]:8000"] {
             assert!(a.admits("/api/auth/setup", &host(h)), "{h}");
         }
         assert!(!a.admits("/api/auth/setup", &host("localhost:9000")));
         assert!(!a.admits("/api/auth/setup", &host("evil.example:8000")));
         assert!(!a.admits("/api/auth/setup", &host("127.0.0.1")));
-        let public = AllowedHosts::new(&origin("https://m.example"), "192.0.2.10:8000".parse().expect("addr"));
+        let public = AllowedHosts::new(&origin("https://m.example"), &[], "192.0.2.10:8000".parse().expect("addr"));
         assert!(!public.admits("/", &host("127.0.0.1:8000")), "not reachable on loopback: not a loopback name");
     }
 
     #[test]
+    fn extra_hosts_answer_on_their_port_or_any_port() {
+        let extra = ExtraHost::parse_list("192.168.1.20:8000, mobius.lan").expect("hosts");
+        let a = AllowedHosts::new(&origin("https://m.example"), &extra, "0.0.0.0:8000".parse().expect("addr"));
+        assert!(a.admits("/", &host("192.168.1.20:8000")));
+        assert!(!a.admits("/", &host("192.168.1.20:9000")));
+        assert!(!a.admits("/", &host("192.168.1.20")));
+        assert!(a.admits("/", &host("mobius.lan")));
+        assert!(a.admits("/", &host("MOBIUS.lan.:8443")));
+        assert!(!a.admits("/", &host("evil.mobius.lan")));
+        assert!(!a.admits("/", &host("mobius.lan.evil.example")));
+        assert!(a.admits("/", &host("m.example")), "the public origin still answers");
+    }
+
+    #[test]
     fn probes_answer_any_host() {
-        let a = AllowedHosts::new(&origin("https://m.example"), "0.0.0.0:8000".parse().expect("addr"));
+        let a = AllowedHosts::new(&origin("https://m.example"), &[], "0.0.0.0:8000".parse().expect("addr"));
         assert!(a.admits("/api/health", &host("10.0.0.5:8000")));
         assert!(a.admits("/api/ready", &HeaderMap::new()));
         assert!(!a.admits("/api/auth/setup/status", &host("10.0.0.5:8000")));

@@ -142,6 +142,24 @@ async fn forwarded_for_names_the_client_only_behind_a_trusted_proxy() {
 // ---- 2. DNS rebinding ----
 
 #[tokio::test]
+async fn an_extra_host_name_reaches_the_instance_and_others_still_do_not() {
+    let dir = Arc::new(tempfile::tempdir().expect("temp dir"));
+    let app = TestApp::spawn_in(dir, |c| {
+        c.extra_hosts = mobius::config::ExtraHost::parse_list("mobius.lan, 192.168.1.20:8000").expect("hosts");
+    })
+    .await;
+    let status = |host: &'static str| {
+        let request = app.client.get(app.url("/api/auth/setup/status")).header("host", host);
+        async move { request.send().await.expect("status").status() }
+    };
+    assert_eq!(status("mobius.lan").await, StatusCode::OK);
+    assert_eq!(status("mobius.lan:8443").await, StatusCode::OK);
+    assert_eq!(status("192.168.1.20:8000").await, StatusCode::OK);
+    assert_eq!(status("192.168.1.20:9000").await, StatusCode::MISDIRECTED_REQUEST);
+    assert_eq!(status("evil.mobius.lan").await, StatusCode::MISDIRECTED_REQUEST);
+}
+
+#[tokio::test]
 async fn another_host_name_can_neither_claim_nor_drive_the_instance() {
     let app = TestApp::spawn().await;
     let port = app.addr.port();
