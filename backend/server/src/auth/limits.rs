@@ -3,6 +3,9 @@
 //! - Failures count per client address (an IPv6 /64 as one): after [`LoginPolicy::free_failures`]
 //!   wrong passwords from one address, that address waits, doubling up to [`MAX_BACKOFF`].
 //!   Guessing from one address is slow; other addresses are untouched.
+//! - IPv6 /64s are cheap (a site usually holds 65,536 of them in its /48), so the failures of
+//!   every /64 in one /48 also count together, with [`NETWORK_FREE_FACTOR`] times the free
+//!   failures before the whole /48 waits.
 //! - One global bucket bounds all attempts of addresses together — the last resort against
 //!   many addresses, far above what one address can spend.
 //! - A device that signed in before presents its device credential (`auth::devices`) and skips
@@ -21,6 +24,8 @@ use tokio::time::Instant;
 pub const MAX_BACKOFF: Duration = Duration::from_secs(15 * 60);
 /// An address's failures are forgotten after this long without a new one.
 const FAILURE_MEMORY: Duration = Duration::from_secs(60 * 60);
+/// An IPv6 /48 may fail this many times more often than one address before it waits.
+pub const NETWORK_FREE_FACTOR: u32 = 8;
 /// Most addresses and devices tracked at once (expired ones go first, then the oldest).
 const MAX_TRACKED: usize = 10_000;
 
@@ -48,6 +53,21 @@ pub enum Attempter {
     Address(IpAddr),
     /// A known device (the hash of its credential).
     Device(String),
+    /// The IPv6 /48 an address lies in (every address's failures there count together).
+    Network(IpAddr),
+}
+
+impl Attempter {
+    /// The network an address's failures also count against: its /48 for IPv6.
+    fn network(&self) -> Option<Attempter> {
+        match self {
+            Attempter::Address(IpAddr::V6(v6)) => {
+                let prefix = u128::from(*v6) & (u128::MAX << 80);
+                Some(Attempter::Network(IpAddr::V6(std::net::Ipv6Addr::from(prefix))))
+            }
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -78,20 +98,33 @@ impl LoginLimiter {
     }
 
     fn backoff(&self, count: u32) -> Duration {
-        if count < self.policy.free_failures {
+        Self::backoff_after(count, self.policy.free_failures)
+    }
+
+    fn backoff_after(count: u32, free: u32) -> Duration {
+        if count < free {
             return Duration::ZERO;
         }
-        let exp = (count - self.policy.free_failures).min(20);
+        let exp = (count - free).min(20);
         Duration::from_secs(1u64 << exp).min(MAX_BACKOFF)
     }
 
-    /// `Err(wait)` while `who` is backing off after its failures.
+    /// `Err(wait)` while `who` (or, for an IPv6 address, its /48) is backing off after its
+    /// failures.
     pub fn check(&self, who: &Attempter) -> Result<(), Duration> {
         let failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(f) = failures.get(who) else { return Ok(()) };
-        let until = f.last + self.backoff(f.count);
         let now = Instant::now();
-        if until > now { Err(until - now) } else { Ok(()) }
+        let network = who.network();
+        let waits = [
+            failures.get(who).map(|f| f.last + self.backoff(f.count)),
+            network.as_ref().and_then(|n| failures.get(n)).map(|f| {
+                f.last + Self::backoff_after(f.count, self.policy.free_failures.saturating_mul(NETWORK_FREE_FACTOR))
+            }),
+        ];
+        match waits.into_iter().flatten().max() {
+            Some(until) if until > now => Err(until - now),
+            _ => Ok(()),
+        }
     }
 
     /// Takes one attempt from the global bucket; `Err(wait)` when it is empty.
@@ -110,8 +143,15 @@ impl LoginLimiter {
         }
     }
 
-    /// Records a failed attempt by `who`.
+    /// Records a failed attempt by `who` (and by its network).
     pub fn record_failure(&self, who: Attempter) {
+        if let Some(network) = who.network() {
+            self.count_failure(network);
+        }
+        self.count_failure(who);
+    }
+
+    fn count_failure(&self, who: Attempter) {
         let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
         if failures.len() >= MAX_TRACKED && !failures.contains_key(&who) {
@@ -130,9 +170,13 @@ impl LoginLimiter {
         entry.last = now;
     }
 
-    /// Forgets `who`'s failures after a successful sign-in.
+    /// Forgets `who`'s failures (and its network's) after a successful sign-in.
     pub fn record_success(&self, who: &Attempter) {
-        self.failures.lock().unwrap_or_else(|p| p.into_inner()).remove(who);
+        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(network) = who.network() {
+            failures.remove(&network);
+        }
+        failures.remove(who);
     }
 }
 
@@ -169,6 +213,26 @@ mod tests {
         l.record_success(&addr("192.0.2.1"));
         l.record_failure(addr("192.0.2.1"));
         assert!(l.check(&addr("192.0.2.1")).is_ok(), "a success forgets the failures");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn many_ipv6_64s_of_one_48_wait_together_and_other_networks_do_not() {
+        let l = LoginLimiter::new(LoginPolicy::default());
+        let free = LoginPolicy::default().free_failures * NETWORK_FREE_FACTOR;
+        // Each guess from a fresh /64 of 2001:db8:1::/48: no single address ever waits ...
+        for i in 0..free {
+            let who = addr(&format!("2001:db8:1:{i:x}::1"));
+            assert!(l.check(&who).is_ok(), "guess {i}");
+            l.record_failure(who);
+        }
+        // ... but the /48 as a whole now does, for every address in it.
+        assert!(l.check(&addr("2001:db8:1:ffff::9")).is_err());
+        assert!(l.check(&addr("2001:db8:2::1")).is_ok(), "another /48 is not slowed");
+        assert!(l.check(&addr("192.0.2.7")).is_ok(), "IPv4 is not slowed");
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(l.check(&addr("2001:db8:1:ffff::9")).is_ok(), "the wait ends");
+        l.record_success(&addr("2001:db8:1:ffff::9"));
+        assert!(l.check(&addr("2001:db8:1:0::1")).is_ok(), "a sign-in forgets the network's failures");
     }
 
     #[tokio::test(start_paused = true)]
