@@ -13,6 +13,8 @@ export function InstallOffer() {
   const [ios] = useState(isIos);
   const [steps, setSteps] = useState(false);
   if (done || installedNow || isInstalled() || (!prompt && !ios)) return null;
+  // iOS browsers never prompt: the steps are the way there (a prompt seen there is not Safari's).
+  const android = prompt !== null && !ios;
   const finish = (how: "dismissed" | "installed") => {
     markShellOfferDone(how);
     setDone(true);
@@ -20,7 +22,7 @@ export function InstallOffer() {
   return (
     <div className="install-offer install-offer-shell" role="region" aria-label="Install Möbius">
       <Icon name="download" size={18} className="install-offer-icon" />
-      {prompt ? (
+      {android ? (
         <>
           <span className="install-offer-text">Put Möbius on your home screen: it opens full screen, like an app.</span>
           <button
