@@ -246,6 +246,9 @@ describe("chat journey on a phone (real server, real Claude Code, scripted model
     await page.locator(".thinking summary", { hasText: "Thought process" }).waitFor();
     const tool = page.getByRole("button", { name: /Write/ });
     await tool.waitFor();
+    // The path is shown relative to the workspace, so the file name fits on a phone.
+    const summary = (await tool.textContent()) ?? "";
+    assert.ok(summary.includes("agent-home/hello.txt") && !summary.includes(server.dataDir), `tool summary: ${summary}`);
     await tool.click();
     await page.locator(".tool-pre", { hasText: "File created" }).waitFor();
     const reply = lastAssistant(page);
