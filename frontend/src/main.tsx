@@ -12,6 +12,7 @@ import { preloadMarkdown } from "./components/Markdown";
 import { redeemInstallPass } from "./api/apps";
 import { redeemInstallPass as redeemFromUrl, readStandaloneIdentity } from "./apps/standalone";
 import { writeToken } from "./auth/token";
+import "./pwa/install";
 import { registerServiceWorker } from "./pwa/register";
 import { parseRoute } from "./shell/router";
 import { initTheme } from "./shell/theme";

@@ -215,7 +215,9 @@ describe("chat journey on a phone (real server, real Claude Code, scripted model
     await drawer.waitFor({ state: "detached" });
     await page.getByRole("button", { name: "Open chats" }).click();
     await drawer.getByRole("button", { name: "Settings" }).click();
-    await page.getByRole("heading", { name: "Agents" }).waitFor();
+    // Settings reads like a phone's: a list of sections, each its own page.
+    await page.getByRole("navigation", { name: "Settings sections" }).getByRole("button", { name: /^Agents/ }).click();
+    await page.locator(".topbar-title", { hasText: "Agents" }).waitFor();
   });
 
   step("Settings connects Claude with an API key", async (page) => {
@@ -228,7 +230,8 @@ describe("chat journey on a phone (real server, real Claude Code, scripted model
     await claude.getByRole("button", { name: "Save key" }).click();
     await claude.getByText(/^Connected/).waitFor();
     await screenshot(page, "settings-connected-phone.png");
-    await page.goBack();
+    // Done leaves Settings for the chat it was opened from, over the list and the section.
+    await page.getByRole("button", { name: "Done", exact: true }).click();
     await page.waitForURL(/\/chat\//);
     chatUrl = page.url();
     await page.getByRole("button", { name: "Connect Claude or Codex in Settings" }).waitFor({ state: "detached" });
@@ -243,6 +246,9 @@ describe("chat journey on a phone (real server, real Claude Code, scripted model
     await page.locator(".thinking summary", { hasText: "Thought process" }).waitFor();
     const tool = page.getByRole("button", { name: /Write/ });
     await tool.waitFor();
+    // The path is shown relative to the workspace, so the file name fits on a phone.
+    const summary = (await tool.textContent()) ?? "";
+    assert.ok(summary.includes("agent-home/hello.txt") && !summary.includes(server.dataDir), `tool summary: ${summary}`);
     await tool.click();
     await page.locator(".tool-pre", { hasText: "File created" }).waitFor();
     const reply = lastAssistant(page);
@@ -442,13 +448,16 @@ describe("chat journey on a phone (real server, real Claude Code, scripted model
   step("with “Ask me first”, a tool call waits for an approval card", async (page) => {
     await page.getByRole("button", { name: "New chat" }).click();
     await page.locator(".empty-title", { hasText: "New chat" }).waitFor();
-    await page.getByRole("button", { name: "Open chats" }).click();
-    await page.getByRole("dialog", { name: "Chats" }).getByRole("button", { name: "Settings" }).click();
-    const policy = page.getByLabel(/^Actions in /);
+    // The chat's own options live in its info sheet, not in Settings.
+    await page.getByRole("button", { name: "Chat info" }).click();
+    const sheet = page.getByRole("dialog", { name: "Chat info" });
+    const policy = sheet.getByLabel("Approvals");
+    await expectEnabled(policy);
+    const patched = page.waitForResponse((r) => r.request().method() === "PATCH" && r.url().includes("/api/chats/"));
     await policy.selectOption("ask");
-    await page.waitForResponse((r) => r.request().method() === "PATCH" && r.url().includes("/api/chats/"));
-    await page.goBack();
-    await page.waitForURL(/\/chat\//);
+    assert.deepEqual((await patched).request().postDataJSON(), { approval_policy: "ask" });
+    await page.keyboard.press("Escape");
+    await sheet.waitFor({ state: "detached" });
     await send(page, "Write the greeting file, carefully");
     const card = page.getByRole("region", { name: "Approval request" });
     await card.waitFor({ timeout: TURN_TIMEOUT });
@@ -482,7 +491,8 @@ describe("chat journey on a phone (real server, real Claude Code, scripted model
       await screenshot(page, "chat-desktop.png");
       await assertAccessible(page, "the desktop chat");
       await page.locator(".sidebar").getByRole("button", { name: "Settings" }).click();
-      await page.getByRole("heading", { name: "Agents" }).waitFor();
+      await page.getByRole("navigation", { name: "Settings sections" }).getByRole("button", { name: /^Agents/ }).click();
+      await page.getByRole("article", { name: "Claude Code" }).waitFor();
       await screenshot(page, "settings-desktop.png");
       await assertAccessible(page, "desktop settings");
       assert.deepEqual(desktopProblems, []);

@@ -63,6 +63,7 @@ describe("memory (390×844)", () => {
     await writeFile(join(skills, "charts.md"), "---\ndescription: Draw charts with recharts\n---\n");
     await page.getByRole("button", { name: "Open chats" }).click();
     await page.getByRole("dialog", { name: "Chats" }).getByRole("button", { name: "Settings" }).click();
+    await page.getByRole("navigation", { name: "Settings sections" }).getByRole("button", { name: /^Memory/ }).click();
     const file = page.getByLabel("Memory file");
     await file.waitFor();
     await file.fill("- The owner's cat is called Miso.");

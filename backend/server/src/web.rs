@@ -149,7 +149,8 @@ fn not_built(dist: &Path) -> Response {
     response
 }
 
-fn html_escape(text: &str) -> String {
+/// Text made safe for HTML text and double-quoted attributes.
+pub fn html_escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 

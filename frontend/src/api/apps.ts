@@ -195,14 +195,15 @@ export function mintAppToken(appId: number): Promise<AppToken> {
   return apiFetch<AppToken>("/api/auth/app-token", { method: "POST", body: { app_id: appId }, timeoutMs: 10_000 });
 }
 
-/** Drawer order: pinned apps first (oldest pin first), then the most recently used. */
+/** Drawer order: pinned apps first (oldest pin first), then the most recently built or updated. */
 export function sortApps(apps: AppSummary[]): AppSummary[] {
-  const recency = (a: AppSummary) => Math.max(a.last_opened_at ?? 0, a.updated_at);
+  // Opening an app never moves it (a list that jumps under the thumb loses the next tap): pinned
+  // first, then the newest build or update, as `GET /api/apps` orders them.
   return [...apps].sort((a, b) => {
-    if (a.pinned_at !== null && b.pinned_at !== null) return a.pinned_at - b.pinned_at;
+    if (a.pinned_at !== null && b.pinned_at !== null) return a.pinned_at - b.pinned_at || a.id - b.id;
     if (a.pinned_at !== null) return -1;
     if (b.pinned_at !== null) return 1;
-    return recency(b) - recency(a);
+    return b.updated_at - a.updated_at || a.id - b.id;
   });
 }
 

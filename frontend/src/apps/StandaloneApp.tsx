@@ -13,18 +13,10 @@ import AppCanvas from "./AppCanvas";
 import { crashDraft, type HostRequest } from "./host";
 import type { StandaloneIdentity } from "./standalone";
 import { Icon } from "../components/Icon";
+import { isInstalled, isIos, promptInstall, useInstallPrompt } from "../pwa/install";
 
 /** How often the open app asks whether a new version landed. */
 const UPDATE_POLL_MS = 60_000;
-
-interface BeforeInstallPromptEvent extends Event {
-  prompt: () => Promise<void>;
-  userChoice: Promise<{ outcome: "accepted" | "dismissed" }>;
-}
-
-const isIos = () => /iPhone|iPad|iPod/.test(navigator.userAgent) || (navigator.platform === "MacIntel" && navigator.maxTouchPoints > 1);
-const isInstalled = () =>
-  window.matchMedia?.("(display-mode: standalone)").matches === true || (navigator as Navigator & { standalone?: boolean }).standalone === true;
 
 /**
  * Offers to put the app on the home screen: Android's own prompt when the browser offers one;
@@ -32,22 +24,9 @@ const isInstalled = () =>
  * so the installed app (whose storage iOS keeps apart) signs in once by itself.
  */
 function InstallOffer({ app }: { app: AppSummary }) {
-  const [prompt, setPrompt] = useState<BeforeInstallPromptEvent | null>(null);
+  const prompt = useInstallPrompt();
   const [dismissed, setDismissed] = useState(() => sessionStorage.getItem(`mobius.install-offer.${app.id}`) === "dismissed");
   const [ios, setIos] = useState<"offer" | "steps" | "failed" | null>(() => (isIos() && !isInstalled() ? "offer" : null));
-  useEffect(() => {
-    const onPrompt = (event: Event) => {
-      event.preventDefault();
-      setPrompt(event as BeforeInstallPromptEvent);
-    };
-    const onInstalled = () => setPrompt(null);
-    window.addEventListener("beforeinstallprompt", onPrompt);
-    window.addEventListener("appinstalled", onInstalled);
-    return () => {
-      window.removeEventListener("beforeinstallprompt", onPrompt);
-      window.removeEventListener("appinstalled", onInstalled);
-    };
-  }, []);
   const dismiss = () => {
     sessionStorage.setItem(`mobius.install-offer.${app.id}`, "dismissed");
     setDismissed(true);
@@ -72,10 +51,7 @@ function InstallOffer({ app }: { app: AppSummary }) {
           <button
             type="button"
             className="btn btn-primary btn-small"
-            onClick={() => {
-              void prompt.prompt();
-              void prompt.userChoice.finally(() => setPrompt(null));
-            }}
+            onClick={() => void promptInstall(prompt)}
           >
             Install
           </button>

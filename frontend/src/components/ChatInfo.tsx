@@ -1,13 +1,117 @@
-//! The chat's info sheet: its note (the digest new chats remember it by, and the running
-//! summary), written by the agent when the chat goes quiet, and editable here.
+//! The chat's info sheet: the chat's own options (its model and what the agent may do without
+//! asking, saved with `PATCH /api/chats/{id}`), and its note (the digest new chats remember it
+//! by, and the running summary), written by the agent when the chat goes quiet, editable here.
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useId, useState, type FormEvent } from "react";
+import { fetchChat, patchChat } from "../api/chats";
 import { ApiError } from "../api/client";
 import { fetchNote, noteKey, saveNote, type NoteAnswer } from "../api/memory";
+import type { ApprovalPolicy, ChatDetail } from "../api/protocol.gen";
+import { fetchModels, fetchProvidersStatus, modelsKey, providersStatusKey } from "../api/settings";
 import { Sheet } from "./Sheet";
 
 const errorText = (error: unknown) => (error instanceof ApiError ? error.message : "Something went wrong.");
+
+/** The options part of a chat's detail, kept apart from the transcript's cache. */
+export const chatOptionsKey = (id: string) => ["chat-options", id] as const;
+
+const toPolicy = (value: string): ApprovalPolicy => (value === "ask" || value === "workspace" ? value : "full");
+
+/** What each approval policy means, in the owner's words. */
+export const POLICY_LABELS: Record<ApprovalPolicy, string> = {
+  full: "Run without asking",
+  workspace: "Ask for anything outside the workspace",
+  ask: "Ask me first",
+};
+
+type ChatOptions = Pick<ChatDetail, "provider" | "model" | "approval_policy">;
+
+/** The chat's model and approval policy, each saved as soon as it changes. */
+function ChatOptionsForm({ chatId }: { chatId: string }) {
+  const queryClient = useQueryClient();
+  const options = useQuery({
+    queryKey: chatOptionsKey(chatId),
+    queryFn: async ({ signal }): Promise<ChatOptions> => {
+      const detail = await fetchChat(chatId, { signal });
+      return { provider: detail.provider, model: detail.model, approval_policy: detail.approval_policy };
+    },
+    staleTime: 0,
+    retry: false,
+  });
+  const status = useQuery({ queryKey: providersStatusKey, queryFn: fetchProvidersStatus, staleTime: 60_000, retry: false });
+  const models = useQuery({ queryKey: modelsKey, queryFn: fetchModels, retry: false, staleTime: 300_000 });
+  const save = useMutation({
+    mutationFn: (patch: Partial<Pick<ChatOptions, "model" | "approval_policy">>) => patchChat(chatId, patch),
+    onMutate: (patch) => {
+      const before = queryClient.getQueryData<ChatOptions>(chatOptionsKey(chatId));
+      if (before) queryClient.setQueryData<ChatOptions>(chatOptionsKey(chatId), { ...before, ...patch });
+      return before;
+    },
+    onError: (_error, _patch, before) => {
+      if (before) queryClient.setQueryData(chatOptionsKey(chatId), before);
+    },
+  });
+  const modelId = useId();
+  const policyId = useId();
+  const current = options.data;
+  const provider = current?.provider ?? status.data?.default_provider ?? "claude";
+  const modelList = (models.data?.providers[provider] ?? []).flatMap((m) => (m.id ? [{ id: m.id, label: m.label }] : []));
+  // A model set elsewhere that the list does not name still shows as chosen.
+  const unlisted = current?.model && !modelList.some((m) => m.id === current.model) ? current.model : null;
+  return (
+    <section className="chat-options" aria-labelledby={`${modelId}-title`}>
+      <h3 id={`${modelId}-title`} className="field-label">
+        This chat
+      </h3>
+      <div className="setting-row">
+        <label htmlFor={modelId}>Model</label>
+        <select
+          id={modelId}
+          className="select"
+          value={current?.model ?? ""}
+          onChange={(e) => save.mutate({ model: e.target.value === "" ? null : e.target.value })}
+          disabled={current === undefined}
+        >
+          <option value="">Default</option>
+          {unlisted && <option value={unlisted}>{unlisted}</option>}
+          {modelList.map((m) => (
+            <option key={m.id} value={m.id}>
+              {m.label}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div className="setting-row">
+        <label htmlFor={policyId}>Approvals</label>
+        <select
+          id={policyId}
+          className="select"
+          value={current?.approval_policy ?? "full"}
+          onChange={(e) => save.mutate({ approval_policy: toPolicy(e.target.value) })}
+          disabled={current === undefined}
+        >
+          {(Object.keys(POLICY_LABELS) as ApprovalPolicy[]).map((policy) => (
+            <option key={policy} value={policy}>
+              {POLICY_LABELS[policy]}
+            </option>
+          ))}
+        </select>
+      </div>
+      <p className="settings-lead">Changes apply from the next message.</p>
+      {options.isError && (
+        <p className="settings-error" role="alert">
+          Couldn't load this chat's options: {errorText(options.error)}
+        </p>
+      )}
+      {save.isError && (
+        <p className="settings-error" role="alert">
+          Couldn't save that: {errorText(save.error)}
+        </p>
+      )}
+    </section>
+  );
+}
 
 export function ChatInfo({ chatId, title, onClose }: { chatId: string; title: string; onClose: () => void }) {
   const queryClient = useQueryClient();
@@ -36,6 +140,8 @@ export function ChatInfo({ chatId, title, onClose }: { chatId: string; title: st
     <Sheet label="Chat info" onClose={onClose}>
       <div className="review">
       <h2 className="review-name">{title}</h2>
+      <ChatOptionsForm chatId={chatId} />
+      <h3 className="field-label">Note</h3>
       <p className="settings-lead">
         {stored === null
           ? "No note yet. When this chat has been quiet for a while, the agent writes a short digest and a summary; new chats remember it by the digest."

@@ -52,16 +52,29 @@ export interface DrawerProps {
   onOpenApps?: () => void;
 }
 
-/** Rows shown: pinned, then chats that have messages; the open chat always appears. */
-export function visibleChats(chats: ChatSummary[], activeId: string | null): { pinned: ChatSummary[]; recent: ChatSummary[] } {
+/**
+ * Rows shown: pinned chats, then chats that have messages. An empty chat is not listed, even
+ * when open (the New chat button stands for it), so the list and the empty chat's "No chats
+ * yet" always agree.
+ */
+export function visibleChats(chats: ChatSummary[]): { pinned: ChatSummary[]; recent: ChatSummary[] } {
   const pinned = chats.filter((c) => c.pinned_at !== null);
-  const recent = chats.filter((c) => c.pinned_at === null && (c.has_messages || c.id === activeId));
+  const recent = chats.filter((c) => c.pinned_at === null && (c.has_messages || c.running));
   return { pinned, recent };
+}
+
+/** Whether the drawer lists no chat at all (the list loaded, none pinned, none with messages). */
+export function listsNoChat(chats: ChatSummary[] | undefined, hasMore: boolean): boolean {
+  if (chats === undefined || hasMore) return false;
+  const { pinned, recent } = visibleChats(chats);
+  return pinned.length === 0 && recent.length === 0;
 }
 
 export function Drawer(props: DrawerProps) {
   const { chats, loading, activeId, offline, creating, onNewChat, onOpenSettings, settingsActive, settingsNeedsAttention } = props;
-  const { pinned, recent } = visibleChats(chats ?? [], activeId);
+  const { pinned, recent } = visibleChats(chats ?? []);
+  // The open chat is an empty one: the New chat button stands for it.
+  const onNewChatPage = activeId !== null && chats?.some((c) => c.id === activeId && !c.has_messages && !c.running && c.pinned_at === null) === true;
   const apps = sortApps(props.apps ?? []);
   // The list's scroller, as state: it is replaced while search results show.
   const [scroller, setScroller] = useState<HTMLDivElement | null>(null);
@@ -86,7 +99,7 @@ export function Drawer(props: DrawerProps) {
           <span>Möbius</span>
         </div>
       </div>
-      <button type="button" className="new-chat" onClick={onNewChat} disabled={offline || creating} aria-busy={creating}>
+      <button type="button" className="new-chat" onClick={onNewChat} disabled={offline || creating} aria-busy={creating} aria-current={onNewChatPage ? "page" : undefined}>
         <Icon name="compose" size={18} />
         <span>New chat</span>
       </button>

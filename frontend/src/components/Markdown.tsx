@@ -62,9 +62,16 @@ export const Markdown = memo(function Markdown({ text }: { text: string }) {
       button.textContent = "Copy";
       button.setAttribute("aria-label", "Copy code");
       button.addEventListener("click", () => {
-        void copyToClipboard(pre.textContent ?? "").then((ok) => {
-          button.textContent = ok ? "Copied" : "Copy failed";
-          setTimeout(() => (button.textContent = "Copy"), 1500);
+        // Without the block's last line break, so a pasted command does not run by itself.
+        void copyToClipboard((pre.textContent ?? "").replace(/\n$/, "")).then((ok) => {
+          // The name holds the visible words (a label that hides them fails voice control).
+          const said = ok ? "Copied" : "Copy failed";
+          button.textContent = said;
+          button.setAttribute("aria-label", said);
+          setTimeout(() => {
+            button.textContent = "Copy";
+            button.setAttribute("aria-label", "Copy code");
+          }, 1500);
         });
       });
       wrap.appendChild(button);

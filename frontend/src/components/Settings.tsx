@@ -1,22 +1,20 @@
-//! Settings (loaded on demand): agent providers and how to connect them, the default provider
-//! and the open chat's model, appearance, sessions and the server version.
+//! Settings (loaded on demand), like a phone's: a list of sections (agents and how to connect
+//! them, new chats, memory, notifications, appearance, the store, the sandbox, the account, the
+//! version), each on its own page. A chat's own options live in its info sheet (`ChatInfo`).
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useId, useRef, useState, type FormEvent } from "react";
 import { catalogIndexesKey, fetchCatalogIndexes, saveCatalogIndexes } from "../api/apps";
 import { changePassword, signOutEverywhere } from "../api/auth";
 import { writeToken } from "../auth/token";
-import { chatKey, fetchChat, patchChat } from "../api/chats";
 import { ApiError } from "../api/client";
 import {
   disconnectProvider,
   fetchCodexStatus,
-  fetchModels,
   fetchProviders,
   fetchProvidersStatus,
   fetchSettings,
   fetchVersion,
-  modelsKey,
   providersKey,
   providersStatusKey,
   saveApiKey,
@@ -27,24 +25,125 @@ import {
   submitClaudeCode,
   versionKey,
 } from "../api/settings";
-import type { ApprovalPolicy } from "../api/protocol.gen";
 import type { ProviderId, ProviderInfo, ProvidersStatus } from "../api/types";
+import { SETTINGS_SECTIONS, settingsTitle, type SettingsSection } from "../shell/router";
 import { setTheme, useTheme, type ThemeChoice } from "../shell/theme";
-import { Icon } from "./Icon";
+import { Icon, type IconName } from "./Icon";
 import { MemorySection } from "./MemorySettings";
-
-const toPolicy = (value: string): ApprovalPolicy => (value === "ask" || value === "workspace" ? value : "full");
 import NotificationSettings from "./NotificationSettings";
 
 const errorText = (error: unknown) => (error instanceof ApiError ? error.message : "Something went wrong.");
 
 export interface SettingsProps {
   owner: string;
-  activeChatId: string | null;
+  /** The section shown; none: the list of sections. */
+  section?: SettingsSection | undefined;
+  /** Opens a section from the list. */
+  onOpenSection?: (section: SettingsSection) => void;
   onSignOut: (everywhere: boolean) => void;
 }
 
-export default function Settings({ activeChatId, onSignOut }: SettingsProps) {
+/** Each section's one-line description in the list. */
+const SECTION_DETAIL: Record<SettingsSection, string> = {
+  agents: "Connect Claude Code or Codex",
+  defaults: "The agent new chats use",
+  memory: "What new chats remember",
+  notifications: "When to tell you on this device",
+  appearance: "Light, dark or as the system",
+  store: "Where the store finds apps",
+  sandbox: "What the agent can reach",
+  account: "Sign out, change the password",
+  about: "Version and build",
+};
+
+const SECTION_ICON: Record<SettingsSection, IconName> = {
+  agents: "spark",
+  defaults: "compose",
+  memory: "history",
+  notifications: "bell",
+  appearance: "settings",
+  store: "apps",
+  sandbox: "shield",
+  account: "edit",
+  about: "info",
+};
+
+/**
+ * Settings like a phone's: a list of sections, each its own page (Back and Done live in the top
+ * bar). A chat's own options (model, approval policy) are in that chat's info sheet.
+ */
+export default function Settings({ section, onOpenSection, onSignOut }: SettingsProps) {
+  useEffect(() => {
+    document.querySelector<HTMLElement>(".settings")?.scrollTo?.({ top: 0 });
+  }, [section]);
+  return (
+    <div className="settings">
+      <div className="settings-inner" data-section={section ?? "list"}>
+        {section === undefined ? <SectionList onOpen={(s) => onOpenSection?.(s)} /> : <SectionPage section={section} onSignOut={onSignOut} />}
+      </div>
+    </div>
+  );
+}
+
+function SectionList({ onOpen }: { onOpen: (section: SettingsSection) => void }) {
+  const status = useQuery({ queryKey: providersStatusKey, queryFn: fetchProvidersStatus, retry: false });
+  const connected = status.data ? Object.values(status.data.providers).filter((p) => p?.connected).length : null;
+  const detail = (section: SettingsSection): string => {
+    if (section === "agents" && connected !== null) return connected === 0 ? "Not connected: connect one to start" : `${connected} connected`;
+    return SECTION_DETAIL[section];
+  };
+  return (
+    <nav aria-label="Settings sections">
+      <ul className="settings-list">
+        {SETTINGS_SECTIONS.map((s) => (
+          <li key={s}>
+            <button type="button" className="settings-row" onClick={() => onOpen(s)}>
+              <Icon name={SECTION_ICON[s]} size={20} className="settings-row-icon" />
+              <span className="settings-row-text">
+                <span className="settings-row-label">{settingsTitle(s)}</span>
+                <span className="settings-row-detail">{detail(s)}</span>
+              </span>
+              {s === "agents" && connected === 0 && <span className="attention-dot" role="img" aria-label="needs attention" />}
+              <Icon name="chevron" size={18} className="settings-row-chevron" />
+            </button>
+          </li>
+        ))}
+      </ul>
+    </nav>
+  );
+}
+
+function SectionPage({ section, onSignOut }: { section: SettingsSection; onSignOut: (everywhere: boolean) => void }) {
+  switch (section) {
+    case "agents":
+      return <AgentsSection />;
+    case "defaults":
+      return <DefaultsSection />;
+    case "memory":
+      return <MemorySection />;
+    case "notifications":
+      return <NotificationSettings />;
+    case "appearance":
+      return <AppearanceSection />;
+    case "store":
+      return <StoreSection />;
+    case "sandbox":
+      return <SandboxSection />;
+    case "account":
+      return (
+        <section className="settings-section" aria-labelledby="s-sessions">
+          <h2 id="s-sessions" className="settings-title">
+            Account
+          </h2>
+          <SessionsRow onSignOut={onSignOut} />
+        </section>
+      );
+    case "about":
+      return <VersionSection />;
+  }
+}
+
+function AgentsSection() {
   const providers = useQuery({ queryKey: providersKey, queryFn: fetchProviders, retry: false });
   const status = useQuery({ queryKey: providersStatusKey, queryFn: fetchProvidersStatus, retry: false });
 
@@ -62,35 +161,21 @@ export default function Settings({ activeChatId, onSignOut }: SettingsProps) {
   ];
 
   return (
-    <div className="settings">
-      <div className="settings-inner">
-        <section className="settings-section" aria-labelledby="s-providers">
-          <h2 id="s-providers" className="settings-title">
-            Agents
-          </h2>
-          <p className="settings-lead">Möbius runs these command-line agents on your server, signed in with your own account or API key.</p>
-          {providers.isError && <p className="settings-error" role="alert">Couldn't load the agent list: {errorText(providers.error)}</p>}
-          <div className="provider-list">
-            {list.map((p) => (
-              <ProviderCard key={p.id} provider={p} status={status.data} />
-            ))}
-          </div>
-        </section>
-        <DefaultsSection providers={list} status={status.data} activeChatId={activeChatId} />
-        <MemorySection />
-        <SandboxSection />
-        <AppearanceSection />
-        <NotificationSettings />
-        <StoreSection />
-        <section className="settings-section" aria-labelledby="s-sessions">
-          <h2 id="s-sessions" className="settings-title">
-            Sessions
-          </h2>
-          <SessionsRow onSignOut={onSignOut} />
-        </section>
-        <VersionSection />
+    <section className="settings-section" aria-labelledby="s-providers">
+      <h2 id="s-providers" className="settings-title">
+        Agents
+      </h2>
+      <p className="settings-lead">
+        Möbius runs these command-line agents on your server, signed in with your own account or an API key. Signing in uses your
+        subscription; an API key is billed by the provider per use.
+      </p>
+      {providers.isError && <p className="settings-error" role="alert">Couldn't load the agent list: {errorText(providers.error)}</p>}
+      <div className="provider-list">
+        {list.map((p) => (
+          <ProviderCard key={p.id} provider={p} status={status.data} />
+        ))}
       </div>
-    </div>
+    </section>
   );
 }
 
@@ -116,6 +201,7 @@ function ProviderCard({ provider, status }: { provider: ProviderInfo; status: Pr
           {connected ? `Connected${state?.method ? ` · ${state.method.replace(/_/g, " ")}` : ""}` : "Not connected"}
         </span>
       </div>
+      {!connected && <ProviderAbout provider={provider.id} />}
       <div className="provider-actions">
         {connected ? (
           <>
@@ -143,6 +229,26 @@ function ProviderCard({ provider, status }: { provider: ProviderInfo; status: Pr
   );
 }
 
+/** Where each provider's keys are made, and its sign-in's name. */
+const KEY_PAGES: Record<ProviderId, { href: string; name: string; account: string }> = {
+  claude: { href: "https://console.anthropic.com/settings/keys", name: "Anthropic Console", account: "a Claude Pro or Max account" },
+  codex: { href: "https://platform.openai.com/api-keys", name: "OpenAI dashboard", account: "a ChatGPT Plus, Pro or Team account" },
+};
+
+/** What connecting needs, before the owner opens the form: an account to sign in with, or a key and where to make one. */
+function ProviderAbout({ provider }: { provider: ProviderId }) {
+  const page = KEY_PAGES[provider];
+  return (
+    <p className="provider-about">
+      Sign in with {page.account}, or paste an API key: make one in the{" "}
+      <a href={page.href} target="_blank" rel="noreferrer">
+        {page.name}
+      </a>{" "}
+      under API keys.
+    </p>
+  );
+}
+
 function ApiKeyForm({ provider, onDone }: { provider: ProviderId; onDone: () => void }) {
   const [key, setKey] = useState("");
   const id = useId();
@@ -151,7 +257,7 @@ function ApiKeyForm({ provider, onDone }: { provider: ProviderId; onDone: () => 
     mutationFn: () => saveApiKey(provider, key.trim()),
     onSuccess: (result) => (result.warning ? setWarning(result.warning) : onDone()),
   });
-  const keyPage = provider === "claude" ? { href: "https://console.anthropic.com/settings/keys", name: "Anthropic Console" } : { href: "https://platform.openai.com/api-keys", name: "OpenAI dashboard" };
+  const keyPage = KEY_PAGES[provider];
   if (warning) {
     return (
       <div className="connect-block">
@@ -378,99 +484,44 @@ function CodexSignIn({ onDone }: { onDone: () => void }) {
   );
 }
 
-function DefaultsSection({ providers, status, activeChatId }: { providers: ProviderInfo[]; status: ProvidersStatus | undefined; activeChatId: string | null }) {
+/** What new chats start with. A chat's own model and approval policy are in its info sheet. */
+function DefaultsSection() {
   const queryClient = useQueryClient();
-  const models = useQuery({ queryKey: modelsKey, queryFn: fetchModels, retry: false, staleTime: 300_000 });
-  const chat = useQuery({
-    queryKey: activeChatId ? chatKey(activeChatId) : ["chat", "none"],
-    queryFn: () => fetchChat(activeChatId ?? ""),
-    enabled: activeChatId !== null,
-    retry: false,
-  });
+  const providers = useQuery({ queryKey: providersKey, queryFn: fetchProviders, retry: false });
+  const status = useQuery({ queryKey: providersStatusKey, queryFn: fetchProvidersStatus, retry: false });
   const saveDefault = useMutation({
     mutationFn: (provider: ProviderId) => saveSettings({ default_provider: provider }),
     onSettled: () => queryClient.invalidateQueries({ queryKey: providersStatusKey }),
   });
-  const saveModel = useMutation({
-    mutationFn: (model: string) => patchChat(activeChatId ?? "", { model: model === "" ? null : model }),
-    onSettled: () => activeChatId && queryClient.invalidateQueries({ queryKey: chatKey(activeChatId) }),
-  });
-  const savePolicy = useMutation({
-    mutationFn: (policy: ApprovalPolicy) => patchChat(activeChatId ?? "", { approval_policy: policy }),
-    onSettled: () => activeChatId && queryClient.invalidateQueries({ queryKey: chatKey(activeChatId) }),
-  });
   const defaultId = useId();
-  const modelId = useId();
-  const policyId = useId();
-  const chatProvider: ProviderId = chat.data?.provider ?? status?.default_provider ?? "claude";
-  const modelList = models.data?.providers[chatProvider] ?? [];
+  const list = providers.data ?? [];
 
   return (
     <section className="settings-section" aria-labelledby="s-defaults">
       <h2 id="s-defaults" className="settings-title">
-        Defaults
+        New chats
       </h2>
       <div className="setting-row">
         <label htmlFor={defaultId}>New chats use</label>
         <select
           id={defaultId}
           className="select"
-          value={status?.default_provider ?? ""}
+          value={status.data?.default_provider ?? ""}
           onChange={(e) => saveDefault.mutate(e.target.value as ProviderId)}
-          disabled={!status}
+          disabled={!status.data}
         >
-          {status?.default_provider === null && <option value="">Choose…</option>}
-          {providers.map((p) => (
+          {status.data?.default_provider === null && <option value="">Choose…</option>}
+          {list.map((p) => (
             <option key={p.id} value={p.id}>
               {p.name}
             </option>
           ))}
         </select>
       </div>
-      {activeChatId && chat.data && (
-        <div className="setting-row">
-          <label htmlFor={modelId}>
-            Model for “{chat.data.title || "New chat"}”
-          </label>
-          <select
-            id={modelId}
-            className="select"
-            value={chat.data.model ?? ""}
-            onChange={(e) => saveModel.mutate(e.target.value)}
-            disabled={modelList.length === 0 || saveModel.isPending}
-          >
-            <option value="">Default</option>
-            {modelList.flatMap((m) =>
-              m.id ? [
-                <option key={m.id} value={m.id}>
-                  {m.label}
-                </option>,
-              ] : [],
-            )}
-          </select>
-        </div>
-      )}
-      {activeChatId && chat.data && (
-        <div className="setting-row">
-          <label htmlFor={policyId}>
-            Actions in “{chat.data.title || "New chat"}”
-          </label>
-          <select
-            id={policyId}
-            className="select"
-            value={chat.data.approval_policy}
-            onChange={(e) => savePolicy.mutate(toPolicy(e.target.value))}
-            disabled={savePolicy.isPending}
-          >
-            <option value="full">Run without asking</option>
-            <option value="workspace">Ask for anything outside the workspace</option>
-            <option value="ask">Ask me first</option>
-          </select>
-        </div>
-      )}
-      {(saveDefault.isError || saveModel.isError || savePolicy.isError) && (
+      <p className="settings-lead">A chat's model and whether the agent asks before acting are in the chat's info sheet (the ⓘ beside its title).</p>
+      {saveDefault.isError && (
         <p className="settings-error" role="alert">
-          {errorText(saveDefault.error ?? saveModel.error ?? savePolicy.error)}
+          {errorText(saveDefault.error)}
         </p>
       )}
     </section>

@@ -16,7 +16,20 @@ import { newCid } from "../chat/queue";
 import { onAppPreview } from "../shell/appEvents";
 import { useWide } from "../shell/layout";
 import { useOnline } from "../shell/online";
-import { closeApp, closeDrawer, currentNav, navigate, openApp, openDrawer, takeSlugLink, useNav, type Route } from "../shell/router";
+import {
+  closeApp,
+  closeDrawer,
+  closeSettings,
+  currentNav,
+  navigate,
+  openApp,
+  openDrawer,
+  settingsBack,
+  settingsTitle,
+  takeSlugLink,
+  useNav,
+  type Route,
+} from "../shell/router";
 import { usePresence } from "../shell/push";
 import { withChat, withChatPatched, withoutChat, type ChatList } from "../shell/chatList";
 import { useSystemEvents } from "../shell/systemEvents";
@@ -26,7 +39,8 @@ import { AppPane } from "./AppPane";
 import { useApps } from "./useApps";
 import { ChatInfo } from "./ChatInfo";
 import { ChatView } from "./ChatView";
-import { Drawer } from "./Drawer";
+import { InstallOffer } from "./InstallOffer";
+import { Drawer, listsNoChat } from "./Drawer";
 import { Icon } from "./Icon";
 import { preloadMarkdown } from "./Markdown";
 import DecisionSheet from "./DecisionSheet";
@@ -277,12 +291,15 @@ export function Shell({ session, onSignOut }: ShellProps) {
   const summary = activeId ? chatList?.find((c) => c.id === activeId) : undefined;
   const chatTitle =
     route.name === "settings"
-      ? "Settings"
+      ? route.section
+        ? settingsTitle(route.section)
+        : "Settings"
       : route.name === "apps"
         ? "Apps"
         : summary?.title || (liveTitle?.id === activeId ? liveTitle?.title : "") || "New chat";
   const title = openedApp && !wide ? openedApp.name : chatTitle;
-  const firstRun = chatList !== undefined && !chatList.some((c) => c.has_messages);
+  // "No chats yet" only while the drawer lists none (it never lists an empty chat).
+  const firstRun = listsNoChat(chatList, chats.list?.next !== null && chats.list !== undefined);
   const needsProvider = anyConnected(providers.data) === false;
   const onTitle = useCallback((t: string) => activeId && setLiveTitle({ id: activeId, title: t }), [activeId]);
   const [infoOpen, setInfoOpen] = useState(false);
@@ -356,6 +373,24 @@ export function Shell({ session, onSignOut }: ShellProps) {
         </div>
       )}
       <div className="main" inert={drawer || appFullScreen || undefined}>
+        {route.name === "settings" ? (
+          <header className="topbar topbar-settings">
+            {route.section ? (
+              <button type="button" className="topbar-back" onClick={settingsBack}>
+                <Icon name="back" size={20} />
+                <span>Settings</span>
+              </button>
+            ) : (
+              <button ref={menuButtonRef} type="button" className="icon-button topbar-menu" aria-label="Open chats" aria-expanded={drawer} onClick={openDrawer}>
+                <Icon name="menu" size={22} />
+              </button>
+            )}
+            <h1 className="topbar-title">{chatTitle}</h1>
+            <button type="button" className="topbar-done" onClick={closeSettings}>
+              Done
+            </button>
+          </header>
+        ) : (
         <header className="topbar">
           <button ref={menuButtonRef} type="button" className="icon-button topbar-menu" aria-label="Open chats" aria-expanded={drawer} onClick={openDrawer}>
             <Icon name="menu" size={22} />
@@ -385,7 +420,9 @@ export function Shell({ session, onSignOut }: ShellProps) {
             error={accountError}
           />
         </header>
+        )}
         <DecisionSheet search={location.search} />
+        <InstallOffer />
         {!online && (
           <div className="offline-note" role="status">
             <Icon name="offline" size={16} />
@@ -402,13 +439,13 @@ export function Shell({ session, onSignOut }: ShellProps) {
               summary={summary}
               firstRun={firstRun}
               onTitle={onTitle}
-              onOpenSettings={() => navigate({ name: "settings" })}
+              onOpenSettings={() => navigate({ name: "settings", section: "agents" })}
               focus={focus?.chatId === route.id ? focus : null}
             />
           )}
           {route.name === "settings" && (
             <Suspense fallback={<div className="settings-loading" role="status" aria-label="Loading settings" />}>
-              <Settings owner={owner} activeChatId={loadLastChat(owner)} onSignOut={onSignOut} />
+              <Settings owner={owner} section={route.section} onOpenSection={(section) => navigate({ name: "settings", section })} onSignOut={onSignOut} />
             </Suspense>
           )}
           {route.name === "apps" && (

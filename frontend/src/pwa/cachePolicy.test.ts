@@ -109,6 +109,25 @@ describe("standalone hosts", () => {
     expect(grafted).not.toContain("/assets/old.js");
     expect(graftStandalone(index, "<head></head>")).toBeNull();
   });
+
+  it("graft the cached app's whole identity block (name, colours, icons) over the shell's", () => {
+    const index =
+      '<head><!-- mobius:identity (shell) --><meta name="theme-color" content="#f6f6f3"><link rel="manifest" href="/manifest.webmanifest">' +
+      '<link rel="apple-touch-icon" href="/icons/apple-touch-icon.png"><title>Möbius</title><!-- /mobius:identity -->' +
+      '<script src="/assets/new.js"></script></head><body></body>';
+    const cached =
+      '<head><!-- mobius:identity of hello --><meta name="theme-color" content="#336699"><link rel="manifest" href="/apps/hello/manifest.json">' +
+      '<link rel="apple-touch-icon" href="/apps/hello/icon.png?v=1&amp;size=192"><title>Hello</title>' +
+      '<script type="application/json" id="__mobius-standalone-app__">{"id":1,"slug":"hello"}</script><!-- /mobius:identity -->' +
+      '<script src="/assets/old.js"></script></head>';
+    const grafted = graftStandalone(index, cached) ?? "";
+    for (const own of ['content="#336699"', "/apps/hello/manifest.json", "/apps/hello/icon.png", "<title>Hello</title>", '{"id":1,"slug":"hello"}', "/assets/new.js"]) {
+      expect(grafted).toContain(own);
+    }
+    for (const shell of ["#f6f6f3", "/manifest.webmanifest", "apple-touch-icon.png", "<title>Möbius</title>", "/assets/old.js"]) {
+      expect(grafted).not.toContain(shell);
+    }
+  });
 });
 
 describe("app assets (offline.precache)", () => {

@@ -119,14 +119,20 @@ export function standaloneSlug(url: URL): string | null {
 const STANDALONE_SLOT = /<script type="application\/json" id="__mobius-standalone-app__">[\s\S]*?<\/script>/;
 const MANIFEST_LINK = /<link rel="?manifest"?[^>]*>/;
 
+/** The block of `index.html` naming and painting a home-screen entry (see `backend/server/src/apps/serve.rs`). */
+const IDENTITY_BLOCK = /<!-- mobius:identity[\s\S]*?<!-- \/mobius:identity -->/;
+
 /**
  * The current shell (`index.html`) dressed as the standalone host a cached page described: its
- * identity slot and manifest link move over; scripts and styles stay the current build's.
- * Null when the cached page has no identity slot.
+ * identity block (the app's name, colours, icons, manifest and identity slot) replaces the
+ * shell's; scripts and styles stay the current build's. (A page cached before the block existed
+ * moves its slot and manifest link.) Null when the cached page has no identity slot.
  */
 export function graftStandalone(indexHtml: string, cachedHtml: string): string | null {
   const slot = STANDALONE_SLOT.exec(cachedHtml)?.[0];
   if (!slot) return null;
+  const block = IDENTITY_BLOCK.exec(cachedHtml)?.[0];
+  if (block?.includes(slot) && IDENTITY_BLOCK.test(indexHtml)) return indexHtml.replace(IDENTITY_BLOCK, () => block);
   let html = indexHtml;
   const manifest = MANIFEST_LINK.exec(cachedHtml)?.[0];
   if (manifest) html = MANIFEST_LINK.test(html) ? html.replace(MANIFEST_LINK, () => manifest) : html.replace("</head>", () => `${manifest}</head>`);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { closeApp, currentNav, navigate, openApp, parseAppParam, parseAppSlug, parseIntentParam, parseRoute, pushAppNav, takeSlugLink } from "./router";
+import { closeApp, closeSettings, currentNav, navigate, openApp, parseAppParam, parseAppSlug, parseIntentParam, parseRoute, pushAppNav, settingsBack, takeSlugLink } from "./router";
 
 afterEach(() => {
   history.replaceState({}, "", "/");
@@ -126,5 +126,46 @@ describe("app routes", () => {
     expect(history.length).toBe(depth);
     expect(location.pathname + location.search).toBe("/chat/c7?app=8&intent=new");
     expect(currentNav()).toMatchObject({ app: 8, intent: { value: "new" } });
+  });
+});
+
+describe("settings routes", () => {
+  it("reads /settings/<section> and ignores an unknown section", () => {
+    expect(parseRoute("/settings")).toEqual({ name: "settings" });
+    expect(parseRoute("/settings/agents")).toEqual({ name: "settings", section: "agents" });
+    expect(parseRoute("/settings/memory/")).toEqual({ name: "settings", section: "memory" });
+    expect(parseRoute("/settings/nope")).toEqual({ name: "settings" });
+  });
+
+  it("Back in a section returns to the list, and Done goes back to the chat Settings was opened from", async () => {
+    navigate({ name: "chat", id: "s1" });
+    navigate({ name: "settings" });
+    navigate({ name: "settings", section: "agents" });
+    expect(location.pathname).toBe("/settings/agents");
+    settingsBack();
+    await vi.waitFor(() => expect(location.pathname).toBe("/settings"));
+    expect(currentNav().route).toEqual({ name: "settings" });
+    navigate({ name: "settings", section: "appearance" });
+    closeSettings();
+    await vi.waitFor(() => expect(location.pathname).toBe("/chat/s1"));
+    expect(currentNav().route).toEqual({ name: "chat", id: "s1" });
+  });
+
+  it("a section opened straight from the chat (a fix button) is one step from it", async () => {
+    navigate({ name: "chat", id: "s2" });
+    navigate({ name: "settings", section: "agents" });
+    settingsBack();
+    expect(location.pathname).toBe("/settings");
+    closeSettings();
+    await vi.waitFor(() => expect(location.pathname).toBe("/chat/s2"));
+  });
+
+  it("Done on a Settings page loaded by its address goes to the last chat, in place", () => {
+    history.replaceState({}, "", "/settings/about");
+    window.dispatchEvent(new PopStateEvent("popstate"));
+    const depth = history.length;
+    closeSettings();
+    expect(currentNav().route).toEqual({ name: "home" });
+    expect(history.length).toBe(depth);
   });
 });

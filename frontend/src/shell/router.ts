@@ -1,4 +1,4 @@
-//! Client routes (`/`, `/chat/<id>`, `/settings`, `/apps` (with `?update=<id>` or
+//! Client routes (`/`, `/chat/<id>`, `/settings` and its sections `/settings/<section>`, `/apps` (with `?update=<id>` or
 //! `?uninstall=<id>` opening that app's update preview or uninstall choice), `/store`, and the
 //! `/install?source=` deep link that opens the install review) on the History API, plus the phone drawer as
 //! a history entry of its own so the system Back gesture closes it. An open app is the `?app=<id>`
@@ -13,12 +13,34 @@ import { createStore, useStore } from "./store";
 export type Route =
   | { name: "home" }
   | { name: "chat"; id: string }
-  | { name: "settings" }
+  /** Settings: the list of sections, or one section (`/settings/agents`). */
+  | { name: "settings"; section?: SettingsSection | undefined }
   /**
    * The Apps view: installed apps (`/apps`) or the store (`/store`); `source` opens its install
    * review, `manage` an installed app's update preview or uninstall choice.
    */
   | { name: "apps"; tab: "installed" | "store"; source?: string | undefined; manage?: { action: ManageAction; appId: number } | undefined };
+
+/** The sections of Settings, in the order its list shows them. */
+export const SETTINGS_SECTIONS = ["agents", "defaults", "memory", "notifications", "appearance", "store", "sandbox", "account", "about"] as const;
+export type SettingsSection = (typeof SETTINGS_SECTIONS)[number];
+
+const SETTINGS_TITLES: Record<SettingsSection, string> = {
+  agents: "Agents",
+  defaults: "New chats",
+  memory: "Memory",
+  notifications: "Notifications",
+  appearance: "Appearance",
+  store: "App store",
+  sandbox: "Agent sandbox",
+  account: "Account",
+  about: "About",
+};
+
+/** A section's title (its row in the list and its page's top bar). */
+export const settingsTitle = (section: SettingsSection): string => SETTINGS_TITLES[section];
+
+const isSettingsSection = (value: string): value is SettingsSection => (SETTINGS_SECTIONS as readonly string[]).includes(value);
 
 /** Longest source a deep link may carry. */
 const MAX_SOURCE_CHARS = 2048;
@@ -27,6 +49,8 @@ export function parseRoute(pathname: string, search = ""): Route {
   const chat = /^\/chat\/([A-Za-z0-9_-]{1,80})\/?$/.exec(pathname);
   if (chat?.[1]) return { name: "chat", id: chat[1] };
   if (/^\/settings\/?$/.test(pathname)) return { name: "settings" };
+  const section = /^\/settings\/([a-z]{1,20})\/?$/.exec(pathname)?.[1];
+  if (section !== undefined) return isSettingsSection(section) ? { name: "settings", section } : { name: "settings" };
   if (/^\/apps\/?$/.test(pathname)) {
     const query = new URLSearchParams(search);
     for (const action of ["update", "uninstall"] as const) {
@@ -50,7 +74,7 @@ export function pathOf(route: Route): string {
     case "chat":
       return `/chat/${route.id}`;
     case "settings":
-      return "/settings";
+      return route.section ? `/settings/${route.section}` : "/settings";
     case "apps":
       if (route.source) return `/install?source=${encodeURIComponent(route.source)}`;
       if (route.manage) return `/apps?${route.manage.action}=${route.manage.appId}`;
@@ -114,6 +138,11 @@ interface EntryState {
   /** In-app screens stacked above the app's entry (`mobius.nav.open`), and the top one's id. */
   appNavDepth?: number;
   appNav?: string;
+  /**
+   * Settings entries this page stacked in a row, this one included (a drawer entry carries the
+   * count of the entry under it): Done goes back over them, to where Settings was opened from.
+   */
+  settings?: number;
 }
 
 const entry = (): EntryState => (history.state as EntryState | null) ?? {};
@@ -172,9 +201,26 @@ export function navigate(route: Route, { replace = false, app = null }: { replac
   // The app kept open keeps its intent (already delivered: same nonce).
   const intent = app !== null && app === current.app ? current.intent : null;
   const url = urlOf(route, app, intent);
-  if (replace || current.drawer) history.replaceState({}, "", url);
-  else if (url !== location.pathname + location.search) history.pushState({}, "", url);
+  // Settings entries already under the new one (a replaced entry is not under it).
+  const below = current.route.name === "settings" ? (entry().settings ?? 0) : 0;
+  const state = (settings: number): EntryState => (route.name === "settings" && settings > 0 ? { settings } : {});
+  if (current.drawer) history.replaceState(state(below + 1), "", url);
+  else if (replace) history.replaceState(state(below), "", url);
+  else if (url !== location.pathname + location.search) history.pushState(state(below + 1), "", url);
   nav.set({ route, drawer: false, app, intent });
+}
+
+/** Done in Settings: back over its entries to where it was opened, else to the last chat. */
+export function closeSettings(): void {
+  const depth = entry().settings ?? 0;
+  if (depth > 0) history.go(-depth);
+  else navigate({ name: "home" }, { replace: true });
+}
+
+/** Back in a section of Settings: to the list of sections. */
+export function settingsBack(): void {
+  if ((entry().settings ?? 0) > 1) history.back();
+  else navigate({ name: "settings" }, { replace: true });
 }
 
 /**
@@ -221,7 +267,8 @@ export function pushAppNav(requestId: string): void {
 /** Opens the phone drawer as a history entry. */
 export function openDrawer(): void {
   if (nav.get().drawer) return;
-  history.pushState({ drawer: true }, "", location.pathname + location.search);
+  const settings = entry().settings;
+  history.pushState(settings === undefined ? { drawer: true } : { drawer: true, settings }, "", location.pathname + location.search);
   nav.set({ ...nav.get(), drawer: true });
 }
 

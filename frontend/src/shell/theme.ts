@@ -27,7 +27,9 @@ function apply(): void {
   if (choice === "system") delete root.dataset.theme;
   else root.dataset.theme = choice;
   const effective = choice === "system" ? (dark.matches ? "dark" : "light") : choice;
-  for (const meta of document.querySelectorAll<HTMLMetaElement>('meta[name="theme-color"]')) {
+  // The shell's own colours carry a media query; a standalone app page's colour (one meta,
+  // no media) is the app's and stays.
+  for (const meta of document.querySelectorAll<HTMLMetaElement>('meta[name="theme-color"][media]')) {
     if (choice === "system") meta.content = meta.media.includes("dark") ? CHROME.dark : CHROME.light;
     else meta.content = CHROME[effective];
   }

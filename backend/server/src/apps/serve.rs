@@ -14,6 +14,7 @@ use crate::auth::{Principal, bearer, verify_principal};
 use crate::db::{self, apps::AppRow};
 use crate::error::{Domain, Error, Result};
 use crate::state::AppState;
+use crate::web::html_escape;
 
 /// Sandbox flags of the frame document: scripts run, but in an opaque origin (no
 /// `allow-same-origin`), so the app can reach neither the shell's storage nor its token, and
@@ -288,8 +289,29 @@ async fn app_by_slug(state: &AppState, slug: &str) -> Result<Option<AppRow>> {
     Ok(db::apps::by_slug(&state.db.read, slug).await?.filter(|a| a.deleted_at.is_none() && a.bundle_sha.is_some()))
 }
 
-/// The shell's `index.html` with this app's manifest and identity, so the PWA boots straight
-/// into the app (the same opaque frame runs it).
+/// Where the shell's `index.html` keeps what names and colours a home-screen entry (theme
+/// colours, title, manifest, icons): a standalone page replaces the block with the app's own,
+/// and the service worker's offline copy (`frontend/src/pwa/cachePolicy.ts`) moves it the same way.
+const IDENTITY_START: &str = "<!-- mobius:identity";
+const IDENTITY_END: &str = "<!-- /mobius:identity -->";
+
+/// The colours of an app's home-screen entry: its manifest's, else these defaults.
+fn identity_colours(app: &AppRow) -> (String, String) {
+    (
+        app.theme_color.clone().unwrap_or_else(|| "#4f46e5".into()),
+        app.background_color.clone().unwrap_or_else(|| "#ffffff".into()),
+    )
+}
+
+/// The first characters of the build's hash, versioning icon URLs.
+fn icon_version(app: &AppRow) -> &str {
+    let sha = app.bundle_sha.as_deref().unwrap_or_default();
+    &sha[..8.min(sha.len())]
+}
+
+/// The shell's `index.html` dressed as this app (its name, icon, colours and manifest in place
+/// of the shell's), so the PWA boots straight into the app (the same opaque frame runs it) and
+/// a home-screen entry made here is the app's, not Möbius's.
 async fn standalone(State(state): State<AppState>, Path(slug): Path<String>) -> Result<Response> {
     let Some(app) = app_by_slug(&state, &slug).await? else {
         let page = MissingTemplate { slug }.render().map_err(|e| Error::Internal(e.to_string()))?;
@@ -298,26 +320,48 @@ async fn standalone(State(state): State<AppState>, Path(slug): Path<String>) -> 
     let index = tokio::fs::read_to_string(state.config.frontend_dir.join("index.html"))
         .await
         .map_err(|_| Error::unavailable("frontend_missing", "The web app has not been built."))?;
-    let identity = json!({ "id": app.id, "slug": app.slug, "name": app.name, "theme_color": app.theme_color, "background_color": app.background_color });
-    let slot = format!(
-        "<script type=\"application/json\" id=\"__mobius-standalone-app__\">{}</script>",
-        embeddable_json(&identity)
-    );
-    let manifest_link = format!("<link rel=\"manifest\" href=\"/apps/{}/manifest.json\">", app.slug);
-    let v =
-        &app.bundle_sha.as_deref().unwrap_or_default()[..8.min(app.bundle_sha.as_deref().unwrap_or_default().len())];
-    let touch_icon = format!("<link rel=\"apple-touch-icon\" href=\"/apps/{}/icon.png?v={v}&size=192\">", app.slug);
-    let mut extra = format!("{manifest_link}{touch_icon}{slot}");
-    if let Some(colour) = &app.theme_color {
-        extra.push_str(&format!("<meta name=\"theme-color\" content=\"{colour}\">"));
-    }
-    let html = inject_head(&drop_manifest_link(&index), &extra);
+    let html = with_identity(&index, &identity_block(&app));
     let mut r = axum::response::Html(html).into_response();
     r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     if app.offline_capable {
         r.headers_mut().insert("x-mobius-offline", HeaderValue::from_static("1"));
     }
     Ok(r)
+}
+
+/// The app's identity block: theme colour, home-screen title, manifest, icons, title, and the
+/// identity the PWA reads at boot.
+fn identity_block(app: &AppRow) -> String {
+    let identity = json!({ "id": app.id, "slug": app.slug, "name": app.name, "theme_color": app.theme_color, "background_color": app.background_color });
+    let (theme, _) = identity_colours(app);
+    let name = html_escape(&app.name);
+    let icon = format!("/apps/{}/icon.png?v={}", app.slug, icon_version(app));
+    format!(
+        "{IDENTITY_START} of {slug} -->\
+         <meta name=\"theme-color\" content=\"{theme}\">\
+         <meta name=\"apple-mobile-web-app-title\" content=\"{name}\">\
+         <link rel=\"manifest\" href=\"/apps/{slug}/manifest.json\">\
+         <link rel=\"icon\" href=\"{icon}&amp;size=192\" sizes=\"192x192\" type=\"image/png\">\
+         <link rel=\"apple-touch-icon\" href=\"{icon}&amp;size=192\">\
+         <title>{name}</title>\
+         <script type=\"application/json\" id=\"__mobius-standalone-app__\">{json}</script>\
+         {IDENTITY_END}",
+        slug = app.slug,
+        theme = html_escape(&theme),
+        json = embeddable_json(&identity),
+    )
+}
+
+/// `index` with its identity block replaced by `block` (an `index.html` without the block gets
+/// `block` at the end of its head, in place of its manifest link).
+fn with_identity(index: &str, block: &str) -> String {
+    if let Some(start) = index.find(IDENTITY_START)
+        && let Some(len) = index[start..].find(IDENTITY_END)
+    {
+        let end = start + len + IDENTITY_END.len();
+        return format!("{}{block}{}", &index[..start], &index[end..]);
+    }
+    inject_head(&drop_manifest_link(index), block)
 }
 
 /// The document without the shell's own manifest link (the app brings its own).
@@ -363,7 +407,8 @@ async fn standalone_manifest(
         }
         _ => scope.clone(),
     };
-    let icon = format!("/apps/{}/icon.png?v={}", app.slug, &app.bundle_sha.as_deref().unwrap_or_default()[..8]);
+    let icon = format!("/apps/{}/icon.png?v={}", app.slug, icon_version(&app));
+    let (theme, background) = identity_colours(&app);
     let manifest = json!({
         "id": scope,
         "name": app.name,
@@ -372,8 +417,8 @@ async fn standalone_manifest(
         "start_url": start_url,
         "scope": scope,
         "display": app.display.clone().unwrap_or_else(|| "standalone".into()),
-        "theme_color": app.theme_color.clone().unwrap_or_else(|| "#4f46e5".into()),
-        "background_color": app.background_color.clone().unwrap_or_else(|| "#ffffff".into()),
+        "theme_color": theme,
+        "background_color": background,
         "icons": [
             { "src": format!("{icon}&size=192"), "sizes": "192x192", "type": "image/png", "purpose": "any" },
             { "src": format!("{icon}&size=512"), "sizes": "512x512", "type": "image/png", "purpose": "any" },

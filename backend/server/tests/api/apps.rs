@@ -409,6 +409,65 @@ async fn the_registry_tokens_frame_and_standalone_host_behave() {
     assert_eq!(app.get(&format!("/api/apps/{id}/module"), Some(&app_token)).await.status(), StatusCode::OK);
 }
 
+/// The shell's `index.html` as the build writes it: its identity block between the markers.
+const SHELL_INDEX: &str = "<!doctype html><html><head><meta charset=\"utf-8\">\
+    <!-- mobius:identity (shell) -->\
+    <meta name=\"theme-color\" content=\"#f6f6f3\" media=\"(prefers-color-scheme: light)\">\
+    <meta name=\"apple-mobile-web-app-title\" content=\"Möbius\">\
+    <link rel=\"manifest\" href=\"/manifest.webmanifest\">\
+    <link rel=\"icon\" href=\"/favicon.svg\" type=\"image/svg+xml\">\
+    <link rel=\"apple-touch-icon\" href=\"/icons/apple-touch-icon.png\">\
+    <title>Möbius</title>\
+    <!-- /mobius:identity -->\
+    <script type=\"module\" src=\"/assets/main.js\"></script></head><body><div id=\"root\"></div></body></html>";
+
+#[tokio::test]
+async fn a_standalone_app_page_names_and_paints_its_home_screen_entry_as_the_app() {
+    let app = TestApp::spawn().await;
+    let dist = crate::helpers::fake_dist(app.data_dir());
+    std::fs::write(dist.join("index.html"), SHELL_INDEX).expect("index");
+    let token = app.setup_owner().await;
+    let manifest = r##"{"id":"counter","name":"Tally <&> \"Co\"","version":"0.1.0","description":"Counts.","entry":"index.jsx","theme_color":"#336699","background_color":"#fafafa"}"##;
+    write_app(app.data_dir(), "counter", manifest, &counter_source("Count"));
+    assert_eq!(apply(&app, &token, "counter").await.status(), StatusCode::OK);
+
+    let html = app.get("/apps/counter/", None).await.text().await.expect("html");
+    // The shell's name, colours, icons and manifest are gone…
+    for shell in [
+        "#f6f6f3",
+        "content=\"Möbius\"",
+        "/manifest.webmanifest",
+        "/favicon.svg",
+        "/icons/apple-touch-icon.png",
+        "<title>Möbius</title>",
+    ] {
+        assert!(!html.contains(shell), "the standalone page still carries the shell's {shell:?}:\n{html}");
+    }
+    // …and the app's stand in their place, its name escaped.
+    for own in [
+        "<meta name=\"theme-color\" content=\"#336699\">",
+        "<meta name=\"apple-mobile-web-app-title\" content=\"Tally &lt;&amp;&gt; &quot;Co&quot;\">",
+        "<link rel=\"manifest\" href=\"/apps/counter/manifest.json\">",
+        "<link rel=\"apple-touch-icon\" href=\"/apps/counter/icon.png?v=",
+        "<link rel=\"icon\" href=\"/apps/counter/icon.png?v=",
+        "<title>Tally &lt;&amp;&gt; &quot;Co&quot;</title>",
+        "id=\"__mobius-standalone-app__\"",
+        "<script type=\"module\" src=\"/assets/main.js\"></script>",
+    ] {
+        assert!(html.contains(own), "the standalone page lacks {own:?}:\n{html}");
+    }
+    assert_eq!(html.matches("<!-- mobius:identity").count(), 1, "one identity block:\n{html}");
+    let manifest: Value = app.get("/apps/counter/manifest.json", None).await.json().await.expect("json");
+    assert_eq!(
+        (manifest["theme_color"].as_str(), manifest["background_color"].as_str()),
+        (Some("#336699"), Some("#fafafa"))
+    );
+    assert!(
+        manifest["icons"][0]["src"].as_str().is_some_and(|s| s.starts_with("/apps/counter/icon.png?v=")),
+        "{manifest}"
+    );
+}
+
 #[tokio::test]
 async fn deleted_chats_and_apps_are_purged_with_their_files_after_the_recovery_window() {
     use sqlx::Connection;
