@@ -79,6 +79,8 @@ pub enum Domain {
     IsADirectory,
     #[error("This app's storage quota is full.")]
     QuotaExceeded,
+    #[error("The uploads quota is full; delete old chats or files, or raise MOBIUS_UPLOAD_QUOTA_MB.")]
+    UploadQuotaExceeded,
     /// An `If-Match` / `If-None-Match` precondition failed: which one, and what to do.
     #[error("{0}")]
     PreconditionFailed(&'static str),
@@ -109,7 +111,11 @@ impl Domain {
     pub fn status(&self) -> StatusCode {
         match self {
             Domain::ChatNotFound | Domain::AppNotFound | Domain::FileNotFound => StatusCode::NOT_FOUND,
-            Domain::FileTooLarge | Domain::QuotaExceeded | Domain::TooManySecrets(_) | Domain::TooManyDevices(_) => {
+            Domain::FileTooLarge
+            | Domain::QuotaExceeded
+            | Domain::UploadQuotaExceeded
+            | Domain::TooManySecrets(_)
+            | Domain::TooManyDevices(_) => {
                 StatusCode::PAYLOAD_TOO_LARGE
             }
             Domain::PushEndpointNotYours => StatusCode::FORBIDDEN,
@@ -150,6 +156,7 @@ impl Domain {
             Domain::FileTooLarge => "file_too_large",
             Domain::IsADirectory => "is_a_directory",
             Domain::QuotaExceeded => "quota_exceeded",
+            Domain::UploadQuotaExceeded => "upload_quota_exceeded",
             Domain::PreconditionFailed(_) => "precondition_failed",
             Domain::InvalidAnswers(_) => "invalid_answers",
             Domain::TurnBusy => "turn_busy",

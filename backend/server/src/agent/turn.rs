@@ -65,6 +65,8 @@ pub struct Agents {
     pub limits: TurnLimits,
     /// Where text past the inline caps goes (`DATA_DIR/agent-output`).
     pub overflow_dir: PathBuf,
+    /// Chat files: what a message attaches, where the agent's images go.
+    pub uploads: Arc<crate::uploads::Uploads>,
 }
 
 /// The ceilings of one turn (`MOBIUS_AGENT_TURN_MAX_SECS`, `MOBIUS_AGENT_SILENCE_MAX_SECS`).

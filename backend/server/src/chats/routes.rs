@@ -98,7 +98,11 @@ async fn list(
     input: std::result::Result<Query<ListIn>, QueryRejection>,
 ) -> Result<Response> {
     if state.purge_clock.due() {
-        tokio::spawn(crate::housekeeping::purge_tombstones(state.writer.clone(), state.apps.clone()));
+        tokio::spawn(crate::housekeeping::purge_tombstones(
+            state.writer.clone(),
+            state.apps.clone(),
+            state.uploads.clone(),
+        ));
     }
     let Query(input) =
         input.map_err(|_| Error::bad_request("invalid_query", "The chat list takes limit and cursor, once each."))?;

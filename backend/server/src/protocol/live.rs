@@ -8,6 +8,9 @@
 use super::event::ChatEvent;
 use super::message::{Block, Message, QuestionCard, ToolBlock, ToolStatus};
 
+/// Images one tool block shows at most.
+pub const MAX_TOOL_IMAGES: usize = 8;
+
 /// The in-flight assistant message of one turn.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LiveMessage {
@@ -65,6 +68,7 @@ impl LiveMessage {
                         output_truncated: false,
                         output_full_len: None,
                         output_exit_code: None,
+                        images: Vec::new(),
                     }));
                 }
             }
@@ -91,6 +95,14 @@ impl LiveMessage {
                     if output_exit_code.is_some() {
                         tool.output_exit_code = *output_exit_code;
                     }
+                }
+            }
+            ChatEvent::ToolImage { tool_use_id, url } => {
+                if let Some(tool) = self.tool_mut(tool_use_id)
+                    && tool.images.len() < MAX_TOOL_IMAGES
+                    && !tool.images.contains(url)
+                {
+                    tool.images.push(url.clone());
                 }
             }
             ChatEvent::ToolEnd { tool_use_id, is_error, interrupted } => {
