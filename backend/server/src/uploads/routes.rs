@@ -77,6 +77,17 @@ struct Undo<'a> {
     names: Vec<String>,
 }
 
+impl Undo<'_> {
+    /// Removes the stored files now (a request that failed answers after its files are gone).
+    async fn now(&mut self) {
+        for name in std::mem::take(&mut self.names) {
+            if let Err(e) = self.uploads.remove(&self.chat_id, Kind::Upload, &name).await {
+                tracing::warn!(error = %e, "a failed upload's file could not be removed");
+            }
+        }
+    }
+}
+
 impl Drop for Undo<'_> {
     fn drop(&mut self) {
         if self.names.is_empty() {
@@ -105,12 +116,26 @@ async fn upload(
     }
     who.allow(&state, &id, Op::Uploads).await?;
     live_chat(&state, &id).await?;
-    let mut multipart = multipart.map_err(|e| {
+    let multipart = multipart.map_err(|e| {
         Error::bad_request("invalid_multipart", format!("Send the files as multipart/form-data: {}", e.body_text()))
     })?;
+    let mut undo = Undo { uploads: &state.uploads, chat_id: id.to_string(), names: Vec::new() };
+    match receive(&state, &id, multipart, &mut undo).await {
+        Ok(stored) => {
+            undo.names.clear();
+            Ok(Json(stored))
+        }
+        Err(e) => {
+            undo.now().await;
+            Err(e)
+        }
+    }
+}
+
+/// Streams each file of the form to disk and stores it; what it stored is in `undo`.
+async fn receive(state: &AppState, id: &ChatId, mut multipart: Multipart, undo: &mut Undo<'_>) -> Result<Vec<FileInfo>> {
     let uploads = &state.uploads;
     let stored_before = db::uploads::total_size(&state.db.read).await?;
-    let mut undo = Undo { uploads, chat_id: id.to_string(), names: Vec::new() };
     let mut stored = Vec::new();
     let mut others = 0;
     while let Some(mut field) = multipart.next_field().await.map_err(|e| multipart_error(&e))? {
@@ -157,15 +182,14 @@ async fn upload(
             Sniffed::File(mime) => (mime, None),
             Sniffed::Refused(_) => return Err(Error::Internal("a refused file reached storage".into())),
         };
-        let row = uploads.store(&id, Kind::Upload, staged, &client_name, mime, raster).await?;
+        let row = uploads.store(id, Kind::Upload, staged, &client_name, mime, raster).await?;
         undo.names.push(row.name.clone());
         stored.push(uploads.info(&row));
     }
     if stored.is_empty() {
         return Err(Error::bad_request("no_files", "Attach at least one file (the form field `files`)."));
     }
-    undo.names.clear();
-    Ok(Json(stored))
+    Ok(stored)
 }
 
 /// 415 for a refused type, else the verdict.
