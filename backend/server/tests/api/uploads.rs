@@ -424,3 +424,27 @@ async fn images_published_to_a_chat_are_served_from_its_media() {
     let r = app.client.post(app.url("/api/chats/nope/media")).bearer_auth(&token).body(png(2, 2)).send().await.expect("publish");
     assert_error(r, StatusCode::NOT_FOUND, "chat_not_found").await;
 }
+
+#[tokio::test]
+async fn a_backup_carries_the_chat_files_and_not_transfers_in_progress() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    app.chat(&token, "c").await;
+    let r = upload(&app, &token, "c", &[("files", b"photo.jpg", &photo(64, 48, 1))]).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    std::fs::create_dir_all(app.data_dir().join("uploads/.staging")).expect("staging");
+    std::fs::write(app.data_dir().join("uploads/.staging/half"), b"partial").expect("half a transfer");
+    let backups = tempfile::tempdir().expect("tmp");
+    let dest = backups.path().join("b");
+    mobius::backup::backup(app.data_dir(), &dest).await.expect("backup");
+    assert!(dest.join("uploads/c/files/photo.jpg").is_file(), "the file is in the backup");
+    assert!(dest.join("uploads/c/previews/upload-photo.jpg.jpg").is_file(), "with its preview");
+    assert!(!dest.join("uploads/.staging").exists(), "transfers in progress are not");
+    app.stop().await;
+    let restored = Arc::new(tempfile::tempdir().expect("tmp"));
+    mobius::backup::restore(&dest, restored.path(), false).await.expect("restore");
+    let again = TestApp::spawn_in(restored, |_| {}).await;
+    let media = media_token(&again, &token, "c").await;
+    let r = again.client.get(again.url(&format!("/api/chats/c/uploads/photo.jpg?token={media}"))).send().await.expect("get");
+    assert_eq!(r.status(), StatusCode::OK, "the restored server serves it");
+}
