@@ -98,7 +98,7 @@ describe("Composer", () => {
     vi.stubGlobal("XMLHttpRequest", FakeXhr);
     vi.stubGlobal("fetch", vi.fn(() => Promise.resolve(new Response(null, { status: 204 }))));
     const { onSend } = renderComposer({ chatId: "files" });
-    const input = screen.getByTestId("attach-input") as HTMLInputElement;
+    const input = screen.getByTestId<HTMLInputElement>("attach-input");
     const doc = new File(["a,b"], "data.csv", { type: "text/csv" });
     const note = new File(["hi"], "note.txt", { type: "text/plain" });
     fireEvent.change(input, { target: { files: [doc, note] } });
