@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use sha2::Digest;
+
 use super::sniff::{self, Raster, Sniffed};
 use super::{Kind, Uploads};
 use crate::error::{Error, Result};
@@ -99,19 +101,20 @@ impl Uploads {
         }
         let mut staged = self.stage().await?;
         staged.write(bytes).await?;
-        let stored = self.store(chat_id, Kind::Media, staged, &media_name(name), raster.mime(), Some(raster)).await?;
+        let digest: [u8; 32] = sha2::Sha256::digest(bytes).into();
+        let name = media_name(name, &digest);
+        let stored = self.store(chat_id, Kind::Media, staged, &name, raster.mime(), Some(raster)).await?;
         Ok(media_url(chat_id, &stored.name))
     }
 }
 
-/// The name a media file is stored under: `<stem>-<8 hex>` (the type's extension follows) so
-/// two images of one name differ.
-pub fn media_name(source: &str) -> String {
+/// The name a media file is stored under: `<stem>-<first 8 hex of the bytes' SHA-256>` (the
+/// type's extension follows), so two images of one name differ and one image keeps its name.
+pub fn media_name(source: &str, sha256: &[u8]) -> String {
     let stem = source.rsplit_once('.').map_or(source, |(s, _)| s);
     let stem: String = stem.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_')).take(40).collect();
     let stem = if stem.is_empty() { "image".to_owned() } else { stem };
-    let tag = &uuid::Uuid::new_v4().simple().to_string()[..8];
-    format!("{stem}-{tag}")
+    format!("{stem}-{}", hex::encode(&sha256[..sha256.len().min(4)]))
 }
 
 /// The raster type of image bytes; 415 for anything else.

@@ -175,7 +175,15 @@ impl Uploads {
             size: 0,
             head: Vec::with_capacity(SNIFF_BYTES),
             in_flight: self.in_flight.clone(),
+            digest: None,
         })
+    }
+
+    /// [`Uploads::stage`], also hashing the bytes as they come ([`Staged::sha256`]).
+    pub async fn stage_hashed(&self) -> Result<Staged> {
+        let mut staged = self.stage().await?;
+        staged.digest = Some(sha2::Sha256::default());
+        Ok(staged)
     }
 
     /// Bytes of transfers in progress.
@@ -327,6 +335,8 @@ pub struct Staged {
     /// The first [`SNIFF_BYTES`] bytes.
     pub head: Vec<u8>,
     in_flight: Arc<AtomicU64>,
+    /// SHA-256 of the bytes so far, when asked for.
+    digest: Option<sha2::Sha256>,
 }
 
 impl Staged {
@@ -338,9 +348,17 @@ impl Staged {
         }
         let file = self.file.as_mut().ok_or_else(|| Error::Internal("a finished staging file was written".into()))?;
         file.write_all(chunk).await?;
+        if let Some(digest) = self.digest.as_mut() {
+            sha2::Digest::update(digest, chunk);
+        }
         self.size += chunk.len() as u64;
         self.in_flight.fetch_add(chunk.len() as u64, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// The SHA-256 of the bytes written (of a [`Uploads::stage_hashed`] transfer; else empty).
+    pub fn sha256(&self) -> Vec<u8> {
+        self.digest.clone().map(|d| sha2::Digest::finalize(d).to_vec()).unwrap_or_default()
     }
 
     /// Flushes and syncs the bytes (before they are stored).

@@ -392,7 +392,7 @@ async fn publish(
     let uploads = &state.uploads;
     let stored_before = db::uploads::total_size(&state.db.read).await?;
     let name = q.name.as_deref().filter(|n| !n.is_empty()).unwrap_or("image");
-    let mut staged = uploads.stage().await?;
+    let mut staged = uploads.stage_hashed().await?;
     let mut stream = body.into_data_stream();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|_| Error::bad_request("invalid_body", "The image did not arrive whole."))?;
@@ -406,9 +406,8 @@ async fn publish(
         return Err(Error::bad_request("empty_file", "The image is empty."));
     }
     let raster = raster_of(&staged.head)?;
-    let row = uploads
-        .store(&id, Kind::Media, staged, &super::media::media_name(name), raster.mime(), Some(raster))
-        .await?;
+    let stored_name = super::media::media_name(name, &staged.sha256());
+    let row = uploads.store(&id, Kind::Media, staged, &stored_name, raster.mime(), Some(raster)).await?;
     let url = media_url(&id, &row.name);
     let alt = q.alt.as_deref().unwrap_or("image").replace(['[', ']', '\n'], " ");
     let body = json!({

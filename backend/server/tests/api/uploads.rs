@@ -400,21 +400,24 @@ async fn a_message_carries_its_files_to_claude_and_the_agents_images_become_chat
 
 #[tokio::test]
 async fn images_published_to_a_chat_are_served_from_its_media() {
+    use sha2::Digest;
     let app = TestApp::spawn().await;
     let token = app.setup_owner().await;
     app.chat(&token, "c").await;
+    let plot = png(8, 6);
+    let named = format!("/api/chats/c/media/plot-{}.png", &hex::encode(sha2::Sha256::digest(&plot))[..8]);
     let r = app
         .client
         .post(app.url("/api/chats/c/media?name=plot.png&alt=A%20plot"))
         .bearer_auth(&token)
-        .body(png(8, 6))
+        .body(plot)
         .send()
         .await
         .expect("publish");
     assert_eq!(r.status(), StatusCode::CREATED);
     let body: Value = r.json().await.expect("json");
     let url = body["media_url"].as_str().expect("url");
-    assert!(url.starts_with("/api/chats/c/media/plot-") && url.ends_with(".png"), "{url}");
+    assert_eq!(url, named, "named after the image's bytes");
     assert_eq!(body["embed"], format!("![A plot]({url})"));
     let media = media_token(&app, &token, "c").await;
     let r = app.client.get(app.url(&format!("{url}?token={media}"))).send().await.expect("get");
