@@ -52,6 +52,8 @@ ENVIRONMENT:
     MOBIUS_AGENT_SILENCE_MAX_SECS    end a turn whose CLI says nothing this long (default 1800)
     MOBIUS_AGENT_SANDBOX     on (default): confine the agent with Landlock; off: do not
     MOBIUS_APP_NODE_MODULES  the libraries mini-apps may import (default frontend/node_modules)
+    MOBIUS_MAX_UPLOAD_MB     largest file attached to a chat, in MiB (default 25)
+    MOBIUS_UPLOAD_QUOTA_MB   chat files of all chats together, in MiB (default 2048)
     MOBIUS_APP_RUNTIME_DIR   the app runtime: mobius-runtime.js, mobius-chat.js, app-runtime-inject.js (default frontend/public)
     MOBIUS_PUSH_ALLOW_LOOPBACK  1: Web Push may reach plain-http loopback endpoints (tests only)
 ";
