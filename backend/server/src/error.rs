@@ -81,6 +81,20 @@ pub enum Domain {
     QuotaExceeded,
     #[error("The uploads quota is full; delete old chats or files, or raise MOBIUS_UPLOAD_QUOTA_MB.")]
     UploadQuotaExceeded,
+    /// A chat file past the per-file limit: which file, and the limit in MiB.
+    #[error("{0} is larger than {1} MiB, the most a file may be.")]
+    UploadTooLarge(String, u64),
+    /// A file whose bytes are of a kind a chat does not take: why.
+    #[error("{0}")]
+    UnsupportedType(&'static str),
+    /// An image that could not be decoded: which, and what the decoder said.
+    #[error("{0}: {1}")]
+    UnreadableImage(String, String),
+    /// A file name a client may not send: why.
+    #[error("{0}")]
+    InvalidFileName(String),
+    #[error("This chat already has too many files of that name.")]
+    FileNameTaken,
     /// An `If-Match` / `If-None-Match` precondition failed: which one, and what to do.
     #[error("{0}")]
     PreconditionFailed(&'static str),
@@ -114,11 +128,15 @@ impl Domain {
             Domain::FileTooLarge
             | Domain::QuotaExceeded
             | Domain::UploadQuotaExceeded
+            | Domain::UploadTooLarge(..)
             | Domain::TooManySecrets(_)
             | Domain::TooManyDevices(_) => {
                 StatusCode::PAYLOAD_TOO_LARGE
             }
             Domain::PushEndpointNotYours => StatusCode::FORBIDDEN,
+            Domain::UnsupportedType(_) | Domain::UnreadableImage(..) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Domain::InvalidFileName(_) => StatusCode::BAD_REQUEST,
+            Domain::FileNameTaken => StatusCode::CONFLICT,
             Domain::IsADirectory => StatusCode::BAD_REQUEST,
             Domain::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             Domain::ChatPurged | Domain::QuestionStale => StatusCode::GONE,
@@ -157,6 +175,11 @@ impl Domain {
             Domain::IsADirectory => "is_a_directory",
             Domain::QuotaExceeded => "quota_exceeded",
             Domain::UploadQuotaExceeded => "upload_quota_exceeded",
+            Domain::UploadTooLarge(..) => "file_too_large",
+            Domain::UnsupportedType(_) => "unsupported_type",
+            Domain::UnreadableImage(..) => "unreadable_image",
+            Domain::InvalidFileName(_) => "invalid_file_name",
+            Domain::FileNameTaken => "file_name_taken",
             Domain::PreconditionFailed(_) => "precondition_failed",
             Domain::InvalidAnswers(_) => "invalid_answers",
             Domain::TurnBusy => "turn_busy",

@@ -9,7 +9,7 @@ use sha2::Digest;
 
 use super::sniff::{self, Raster, Sniffed};
 use super::{Kind, Uploads};
-use crate::error::{Error, Result};
+use crate::error::{Domain, Error, Result};
 
 /// Folders of `DATA_DIR` whose images a reply may show (the agent's own working folders);
 /// `agent-scratch/<chat>` is added per chat. Nothing else the server can read is reachable.
@@ -97,7 +97,7 @@ impl Uploads {
     pub async fn save_media(&self, chat_id: &str, bytes: &[u8], name: &str) -> Result<String> {
         let raster = raster_of(bytes)?;
         if bytes.len() as u64 > self.max_file_bytes {
-            return Err(too_large(self.max_file_bytes));
+            return Err(too_large(name, self.max_file_bytes));
         }
         let mut staged = self.stage().await?;
         staged.write(bytes).await?;
@@ -121,18 +121,13 @@ pub fn media_name(source: &str, sha256: &[u8]) -> String {
 pub fn raster_of(bytes: &[u8]) -> Result<Raster> {
     match sniff::sniff(&bytes[..bytes.len().min(sniff::SNIFF_BYTES)], "") {
         Sniffed::Image(raster) => Ok(raster),
-        _ => Err(Error::Client {
-            status: axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            code: "unsupported_type",
-            message: "Only PNG, JPEG, WebP and GIF images can be shown in a chat.".into(),
-            retry_after_secs: None,
-        }),
+        _ => Err(Domain::UnsupportedType("Only PNG, JPEG, WebP and GIF images can be shown in a chat.").into()),
     }
 }
 
-/// 413 for a file past the limit.
-pub fn too_large(max: u64) -> Error {
-    Error::too_large("file_too_large", format!("Files are at most {} MiB.", max >> 20))
+/// The refusal of file `name` past the limit of `max` bytes.
+pub fn too_large(name: &str, max: u64) -> Error {
+    Domain::UploadTooLarge(name.to_owned(), max >> 20).into()
 }
 
 /// The real path of `target` if it lies in one of the agent's folders of `data_dir`.

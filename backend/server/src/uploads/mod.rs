@@ -24,7 +24,7 @@ use sqlx::SqlitePool;
 use tokio::io::AsyncWriteExt;
 
 use crate::db::{self, now_ms, uploads::ChatFile};
-use crate::error::{Error, Result};
+use crate::error::{Domain, Error, Result};
 use crate::locks::KeyedLocks;
 use crate::writer::{WriteCommand, WriterHandle};
 use sniff::{Raster, SNIFF_BYTES};
@@ -220,12 +220,7 @@ impl Uploads {
             let bytes = tokio::fs::read(&staged.path).await?;
             let done = image::process_blocking(&self.images, bytes, raster)
                 .await
-                .map_err(|e| Error::Client {
-                    status: axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    code: "unreadable_image",
-                    message: format!("{client_name}: {e}"),
-                    retry_after_secs: None,
-                })?;
+                .map_err(|e| Domain::UnreadableImage(client_name.to_owned(), e))?;
             if let Some(bytes) = done.replacement {
                 size = bytes.len() as u64;
                 write_synced(&staged.path, &bytes).await?;
@@ -234,7 +229,7 @@ impl Uploads {
             preview = done.preview;
         }
         let name = names::safe_name(client_name, raster.map(Raster::extension))
-            .map_err(|bad| Error::bad_request("invalid_file_name", bad.message()))?;
+            .map_err(|bad| Domain::InvalidFileName(bad.message()))?;
         let _names = self.names.lock(chat_id).await;
         let name = self.free_name(chat_id, kind, &name).await?;
         let target = self.path(chat_id, kind, &name);
@@ -281,7 +276,7 @@ impl Uploads {
                 return Ok(candidate);
             }
         }
-        Err(Error::conflict("file_name_taken", "This chat already has too many files of that name."))
+        Err(Domain::FileNameTaken.into())
     }
 
     /// Removes a chat file (its row first, then its bytes and preview): whether there was one.

@@ -53,15 +53,6 @@ async fn live_chat(state: &AppState, id: &ChatId) -> Result<()> {
     }
 }
 
-fn unsupported(message: impl Into<String>) -> Error {
-    Error::Client {
-        status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        code: "unsupported_type",
-        message: message.into(),
-        retry_after_secs: None,
-    }
-}
-
 fn multipart_error(e: &MultipartError) -> Error {
     match e.status() {
         StatusCode::PAYLOAD_TOO_LARGE => Error::too_large("body_too_large", "The upload is too large."),
@@ -195,7 +186,7 @@ async fn receive(state: &AppState, id: &ChatId, mut multipart: Multipart, undo: 
 /// 415 for a refused type, else the verdict.
 fn refuse_early(verdict: Sniffed) -> Result<Sniffed> {
     match verdict {
-        Sniffed::Refused(why) => Err(unsupported(why)),
+        Sniffed::Refused(why) => Err(Domain::UnsupportedType(why).into()),
         other => Ok(other),
     }
 }
@@ -204,10 +195,7 @@ fn refuse_early(verdict: Sniffed) -> Result<Sniffed> {
 fn check_room(uploads: &Uploads, staged: &Staged, more: usize, stored: u64, name: &str) -> Result<()> {
     let more = more as u64;
     if staged.size + more > uploads.max_file_bytes {
-        return Err(Error::too_large(
-            "file_too_large",
-            format!("{name} is larger than {} MiB, the most a file may be.", uploads.max_file_bytes >> 20),
-        ));
+        return Err(too_large(name, uploads.max_file_bytes));
     }
     if stored + uploads.in_flight() + more > uploads.quota_bytes {
         return Err(Domain::UploadQuotaExceeded.into());
@@ -396,10 +384,7 @@ async fn publish(
     let mut stream = body.into_data_stream();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|_| Error::bad_request("invalid_body", "The image did not arrive whole."))?;
-        check_room(uploads, &staged, chunk.len(), stored_before, name).map_err(|e| match e.code() {
-            "file_too_large" => too_large(uploads.max_file_bytes),
-            _ => e,
-        })?;
+        check_room(uploads, &staged, chunk.len(), stored_before, name)?;
         staged.write(&chunk).await?;
     }
     if staged.size == 0 {
