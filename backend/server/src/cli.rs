@@ -261,7 +261,10 @@ const MAX_PUBLISHED_IMAGE_BYTES: u64 = 64 * 1024 * 1024;
 enum AgentBody<'a> {
     Json(&'a serde_json::Value),
     /// Raw bytes with query parameters.
-    Bytes { bytes: Vec<u8>, query: Vec<(&'static str, String)> },
+    Bytes {
+        bytes: Vec<u8>,
+        query: Vec<(&'static str, String)>,
+    },
 }
 
 /// POSTs `body` to the running server with the agent's run-bound token (from the environment

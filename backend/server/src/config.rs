@@ -339,7 +339,11 @@ impl Config {
                 .ok()
                 .filter(|m| (1..=MAX_UPLOAD_SETTING_MIB).contains(m))
                 .map(|m| m << 20)
-                .ok_or_else(|| ConfigError(format!("{key}={raw:?} must be a whole number of MiB from 1 to {MAX_UPLOAD_SETTING_MIB}")))
+                .ok_or_else(|| {
+                    ConfigError(format!(
+                        "{key}={raw:?} must be a whole number of MiB from 1 to {MAX_UPLOAD_SETTING_MIB}"
+                    ))
+                })
         };
         let upload_max_file_bytes = mib("MOBIUS_MAX_UPLOAD_MB", DEFAULT_MAX_UPLOAD_MIB)?;
         let upload_quota_bytes = mib("MOBIUS_UPLOAD_QUOTA_MB", DEFAULT_UPLOAD_QUOTA_MIB)?;

@@ -130,9 +130,7 @@ impl Domain {
             | Domain::UploadQuotaExceeded
             | Domain::UploadTooLarge(..)
             | Domain::TooManySecrets(_)
-            | Domain::TooManyDevices(_) => {
-                StatusCode::PAYLOAD_TOO_LARGE
-            }
+            | Domain::TooManyDevices(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Domain::PushEndpointNotYours => StatusCode::FORBIDDEN,
             Domain::UnsupportedType(_) | Domain::UnreadableImage(..) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Domain::InvalidFileName(_) => StatusCode::BAD_REQUEST,

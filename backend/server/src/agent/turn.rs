@@ -323,7 +323,8 @@ impl Turn<'_> {
                 continue;
             }
             let Some(row) = uploads.get(&self.chat_id, Kind::Upload, name).await? else { continue };
-            let dimensions = row.width.zip(row.height).and_then(|(w, h)| Some((u32::try_from(w).ok()?, u32::try_from(h).ok()?)));
+            let dimensions =
+                row.width.zip(row.height).and_then(|(w, h)| Some((u32::try_from(w).ok()?, u32::try_from(h).ok()?)));
             files.push(super::InputFile {
                 path: uploads.path(&self.chat_id, Kind::Upload, &row.name),
                 image: Raster::of_mime(&row.mime_type).is_some(),
@@ -483,11 +484,8 @@ impl Turn<'_> {
             let url = match self.media.get(&image.target) {
                 Some(url) => url.clone(),
                 None => {
-                    let url = self
-                        .agents
-                        .uploads
-                        .import_local(&self.agents.data_dir, &self.chat_id, &image.target)
-                        .await;
+                    let url =
+                        self.agents.uploads.import_local(&self.agents.data_dir, &self.chat_id, &image.target).await;
                     self.media_count += 1;
                     self.media.insert(image.target.clone(), url.clone());
                     url

@@ -139,7 +139,12 @@ pub async fn verify_embed(state: &AppState, claims: &Claims, instance_header: Op
         Some(app) if app.deleted_at.is_none() && app.token_nonce == nonce => {}
         _ => return Err(revoked()),
     }
-    Ok(EmbedSession { app_id, session: session.to_owned(), chat_id: chat_id.to_owned(), ops: claims.embed_ops.clone().unwrap_or_default() })
+    Ok(EmbedSession {
+        app_id,
+        session: session.to_owned(),
+        chat_id: chat_id.to_owned(),
+        ops: claims.embed_ops.clone().unwrap_or_default(),
+    })
 }
 
 impl FromRequestParts<AppState> for ChatCaller {

@@ -226,7 +226,8 @@ fn strip_webp(bytes: &[u8]) -> Option<Vec<u8>> {
     let mut dropped = false;
     while at + 8 <= bytes.len() {
         let kind = &bytes[at..at + 4];
-        let len = usize::try_from(u32::from_le_bytes([bytes[at + 4], bytes[at + 5], bytes[at + 6], bytes[at + 7]])).ok()?;
+        let len =
+            usize::try_from(u32::from_le_bytes([bytes[at + 4], bytes[at + 5], bytes[at + 6], bytes[at + 7]])).ok()?;
         let end = (at + 8).checked_add(len)?.checked_add(len & 1)?.min(bytes.len());
         if at + 8 + len > bytes.len() {
             return None;
@@ -256,11 +257,14 @@ pub(crate) mod tests {
 
     /// A JPEG of `w`×`h` with an EXIF block holding `orientation` and a GPS marker string.
     pub fn jpeg_with_exif(w: u32, h: u32, orientation: u16) -> Vec<u8> {
-        let img = image::RgbImage::from_fn(w, h, |x, _| if x < w / 2 { image::Rgb([255, 0, 0]) } else { image::Rgb([0, 0, 255]) });
+        let img =
+            image::RgbImage::from_fn(
+                w,
+                h,
+                |x, _| if x < w / 2 { image::Rgb([255, 0, 0]) } else { image::Rgb([0, 0, 255]) },
+            );
         let mut plain = Vec::new();
-        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut plain, 90)
-            .encode_image(&img)
-            .expect("encode");
+        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut plain, 90).encode_image(&img).expect("encode");
         // TIFF header (big-endian), one IFD with the orientation tag, then a fake GPS string.
         let mut tiff = b"MM\0\x2a\0\0\0\x08".to_vec();
         tiff.extend_from_slice(&1u16.to_be_bytes());

@@ -67,7 +67,9 @@ fn is_local(target: &str) -> bool {
     if lower.starts_with("file://") {
         return true;
     }
-    let scheme = lower.split_once(':').is_some_and(|(s, _)| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '+'));
+    let scheme = lower
+        .split_once(':')
+        .is_some_and(|(s, _)| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '+'));
     !target.is_empty() && !target.starts_with("/api/") && !target.starts_with('#') && !scheme
 }
 

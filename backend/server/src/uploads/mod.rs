@@ -113,13 +113,7 @@ pub struct Uploads {
 
 impl Uploads {
     /// The chat files under `data_dir`.
-    pub fn new(
-        data_dir: &Path,
-        max_file_bytes: u64,
-        quota_bytes: u64,
-        read: SqlitePool,
-        writer: WriterHandle,
-    ) -> Self {
+    pub fn new(data_dir: &Path, max_file_bytes: u64, quota_bytes: u64, read: SqlitePool, writer: WriterHandle) -> Self {
         Self {
             root: data_dir.join(UPLOADS_DIR),
             max_file_bytes,
@@ -284,8 +278,10 @@ impl Uploads {
         let chat = crate::protocol::ChatId::from(chat_id.to_owned());
         let owned = name.to_owned();
         let kind_name = kind.as_str();
-        let existed =
-            self.writer.call(|ack| WriteCommand::FileRemove { chat_id: chat, kind: kind_name, name: owned, ack }).await?;
+        let existed = self
+            .writer
+            .call(|ack| WriteCommand::FileRemove { chat_id: chat, kind: kind_name, name: owned, ack })
+            .await?;
         let _ = tokio::fs::remove_file(self.path(chat_id, kind, name)).await;
         let _ = tokio::fs::remove_file(self.preview_path(chat_id, kind, name)).await;
         Ok(existed)

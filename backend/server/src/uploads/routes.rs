@@ -124,7 +124,12 @@ async fn upload(
 }
 
 /// Streams each file of the form to disk and stores it; what it stored is in `undo`.
-async fn receive(state: &AppState, id: &ChatId, mut multipart: Multipart, undo: &mut Undo<'_>) -> Result<Vec<FileInfo>> {
+async fn receive(
+    state: &AppState,
+    id: &ChatId,
+    mut multipart: Multipart,
+    undo: &mut Undo<'_>,
+) -> Result<Vec<FileInfo>> {
     let uploads = &state.uploads;
     let stored_before = db::uploads::total_size(&state.db.read).await?;
     let mut stored = Vec::new();
@@ -312,7 +317,14 @@ async fn serve_media(
     serve(&state, &headers, &id, Kind::Media, &name, &q).await
 }
 
-async fn serve(state: &AppState, headers: &HeaderMap, id: &str, kind: Kind, name: &str, q: &FileQuery) -> Result<Response> {
+async fn serve(
+    state: &AppState,
+    headers: &HeaderMap,
+    id: &str,
+    kind: Kind,
+    name: &str,
+    q: &FileQuery,
+) -> Result<Response> {
     let id = checked_id(id)?;
     file_access(state, headers, q.token.as_deref(), &id).await?;
     let not_found = || match kind {
@@ -334,7 +346,9 @@ async fn serve(state: &AppState, headers: &HeaderMap, id: &str, kind: Kind, name
     let etag = format!("\"{}-{}{}\"", row.created_at, row.size, if preview { "-p" } else { "" });
     if headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) == Some(etag.as_str()) {
         let mut response = StatusCode::NOT_MODIFIED.into_response();
-        response.headers_mut().insert(header::ETAG, HeaderValue::from_str(&etag).map_err(|e| Error::Internal(e.to_string()))?);
+        response
+            .headers_mut()
+            .insert(header::ETAG, HeaderValue::from_str(&etag).map_err(|e| Error::Internal(e.to_string()))?);
         return Ok(response);
     }
     let file = tokio::fs::File::open(&path).await.map_err(|_| not_found())?;
@@ -352,7 +366,10 @@ async fn serve(state: &AppState, headers: &HeaderMap, id: &str, kind: Kind, name
     h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("default-src 'none'; sandbox"));
     if !inline {
         let disposition = format!("attachment; filename=\"{name}\"");
-        h.insert(header::CONTENT_DISPOSITION, HeaderValue::from_str(&disposition).map_err(|e| Error::Internal(e.to_string()))?);
+        h.insert(
+            header::CONTENT_DISPOSITION,
+            HeaderValue::from_str(&disposition).map_err(|e| Error::Internal(e.to_string()))?,
+        );
     }
     Ok(response)
 }
@@ -407,7 +424,11 @@ async fn publish(
 
 /// `POST /api/chats/{id}/media-token`: `{token, expires_in}` for image and file URLs of this
 /// chat. The owner gets a media token; an embedded chat's session one chained to it.
-async fn media_token(State(state): State<AppState>, who: ChatCaller, Path(id): Path<String>) -> Result<Json<serde_json::Value>> {
+async fn media_token(
+    State(state): State<AppState>,
+    who: ChatCaller,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>> {
     let id = checked_id(&id)?;
     let Some((username, epoch)) = state.owner.get() else {
         return Err(Error::unauthorized("invalid_token", "No owner account exists."));

@@ -766,7 +766,9 @@ async fn attached_images_reach_the_model_and_the_agents_images_come_back(cli: Cl
         events.iter().filter(|e| e.data["type"] == "tool_output").map(|e| e.data["content"].to_string()).collect();
     let published = outputs
         .iter()
-        .find_map(|o| o.split("/api/chats/im/media/").nth(1).map(|rest| rest.split(['"', '\\']).next().unwrap_or("").to_owned()))
+        .find_map(|o| {
+            o.split("/api/chats/im/media/").nth(1).map(|rest| rest.split(['"', '\\']).next().unwrap_or("").to_owned())
+        })
         .unwrap_or_else(|| panic!("{cli:?}: mobius media publish printed no media_url: {outputs:?}"));
     let media: Value = app.post("/api/chats/im/media-token", json!({}), Some(token)).await.json().await.expect("token");
     let media = media["token"].as_str().expect("token");

@@ -18,7 +18,9 @@ const BOUNDARY: &str = "mobius-test-boundary";
 fn form(parts: &[(&str, &[u8], &[u8])]) -> Vec<u8> {
     let mut body = Vec::new();
     for (field, name, bytes) in parts {
-        body.extend_from_slice(format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{field}\"; filename=\"").as_bytes());
+        body.extend_from_slice(
+            format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{field}\"; filename=\"").as_bytes(),
+        );
         body.extend_from_slice(name);
         body.extend_from_slice(b"\"\r\nContent-Type: application/octet-stream\r\n\r\n");
         body.extend_from_slice(bytes);
@@ -42,7 +44,11 @@ async fn upload(app: &TestApp, token: &str, chat: &str, parts: &[(&str, &[u8], &
 /// A JPEG of `w`×`h` (left half red, right half blue) whose EXIF says `orientation` and holds
 /// a GPS position.
 fn photo(w: u32, h: u32, orientation: u16) -> Vec<u8> {
-    let img = image::RgbImage::from_fn(w, h, |x, _| if x < w / 2 { image::Rgb([250, 0, 0]) } else { image::Rgb([0, 0, 250]) });
+    let img = image::RgbImage::from_fn(
+        w,
+        h,
+        |x, _| if x < w / 2 { image::Rgb([250, 0, 0]) } else { image::Rgb([0, 0, 250]) },
+    );
     let mut plain = Vec::new();
     image::codecs::jpeg::JpegEncoder::new_with_quality(&mut plain, 90).encode_image(&img).expect("encode");
     let mut tiff = b"MM\0\x2a\0\0\0\x08\0\x01\x01\x12\0\x03\0\0\0\x01".to_vec();
@@ -62,7 +68,9 @@ fn photo(w: u32, h: u32, orientation: u16) -> Vec<u8> {
 fn png(w: u32, h: u32) -> Vec<u8> {
     let img = image::RgbaImage::from_pixel(w, h, image::Rgba([10, 200, 30, 255]));
     let mut out = Vec::new();
-    image::DynamicImage::ImageRgba8(img).write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png).expect("png");
+    image::DynamicImage::ImageRgba8(img)
+        .write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png)
+        .expect("png");
     out
 }
 
@@ -119,7 +127,8 @@ async fn a_photo_is_stored_upright_without_its_location_with_a_preview_behind_a_
     app.chat(&token, "c").await;
     app.chat(&token, "other").await;
     let original = photo(1600, 1200, 6);
-    let r = upload(&app, &token, "c", &[("files", b"IMG 0001.png", &original), ("files", b"notes.md", b"# Plan\n")]).await;
+    let r =
+        upload(&app, &token, "c", &[("files", b"IMG 0001.png", &original), ("files", b"notes.md", b"# Plan\n")]).await;
     assert_eq!(r.status(), StatusCode::OK);
     let files: Vec<Value> = r.json().await.expect("json");
     let photo_row = &files[0];
@@ -150,26 +159,35 @@ async fn a_photo_is_stored_upright_without_its_location_with_a_preview_behind_a_
     assert_eq!(r.status(), StatusCode::OK);
     let preview = image::load_from_memory(&r.bytes().await.expect("bytes")).expect("preview");
     assert_eq!((preview.width(), preview.height()), (768, 1024));
-    let doc = app.client.get(app.url(&format!("/api/chats/c/uploads/notes.md?token={media}"))).send().await.expect("doc");
+    let doc =
+        app.client.get(app.url(&format!("/api/chats/c/uploads/notes.md?token={media}"))).send().await.expect("doc");
     assert_eq!(doc.status(), StatusCode::OK);
     assert!(doc.headers()["content-disposition"].to_str().expect("text").starts_with("attachment"));
     assert_eq!(doc.headers()["content-security-policy"], "default-src 'none'; sandbox");
 
     // A media token opens its own chat only; expired and forged ones are refused.
-    let r = app.client.get(app.url(&format!("/api/chats/other/uploads/IMG_0001.jpg?token={media}"))).send().await.expect("get");
+    let r = app
+        .client
+        .get(app.url(&format!("/api/chats/other/uploads/IMG_0001.jpg?token={media}")))
+        .send()
+        .await
+        .expect("get");
     assert_error(r, StatusCode::FORBIDDEN, "media_token_wrong_chat").await;
     let keys = keys(&app);
     let expired = keys.issue(&media_claims("c", -3600)).expect("issue");
     let r = app.client.get(format!("{url}?token={expired}")).send().await.expect("get");
     assert_error(r, StatusCode::UNAUTHORIZED, "token_expired").await;
-    let forged = mobius::auth::Keys::from_secret(b"not the server's key, 32 bytes long").issue(&media_claims("c", 600)).expect("forge");
+    let forged = mobius::auth::Keys::from_secret(b"not the server's key, 32 bytes long")
+        .issue(&media_claims("c", 600))
+        .expect("forge");
     let r = app.client.get(format!("{url}?token={forged}")).send().await.expect("get");
     assert_error(r, StatusCode::UNAUTHORIZED, "invalid_token").await;
     // A media token is no owner token.
     assert_error(app.get("/api/chats", Some(&media)).await, StatusCode::FORBIDDEN, "wrong_scope").await;
 
     // Removing a file removes its bytes and preview.
-    let del = app.client.delete(app.url("/api/chats/c/uploads/IMG_0001.jpg")).bearer_auth(&token).send().await.expect("del");
+    let del =
+        app.client.delete(app.url("/api/chats/c/uploads/IMG_0001.jpg")).bearer_auth(&token).send().await.expect("del");
     assert_eq!(del.status(), StatusCode::NO_CONTENT);
     assert_eq!(listed(&app, &token, "c").await.len(), 1);
     let left = files_on_disk(app.data_dir());
@@ -344,7 +362,11 @@ async fn a_message_carries_its_files_to_claude_and_the_agents_images_become_chat
     assert_eq!(r.status(), StatusCode::OK);
 
     let bad = app
-        .post("/api/chats/c/messages", json!({ "content": "look", "cid": "m0", "attachments": ["nope.png"] }), Some(&token))
+        .post(
+            "/api/chats/c/messages",
+            json!({ "content": "look", "cid": "m0", "attachments": ["nope.png"] }),
+            Some(&token),
+        )
         .await;
     assert_error(bad, StatusCode::BAD_REQUEST, "unknown_attachment").await;
     let mut stream = app.stream(&token, "c", None).await;
@@ -366,7 +388,9 @@ async fn a_message_carries_its_files_to_claude_and_the_agents_images_become_chat
     let content = sent["message"]["content"].as_array().expect("content blocks");
     assert_eq!(content[0]["type"], "image");
     assert_eq!(content[0]["source"]["media_type"], "image/png");
-    let data = base64::engine::general_purpose::STANDARD.decode(content[0]["source"]["data"].as_str().expect("data")).expect("b64");
+    let data = base64::engine::general_purpose::STANDARD
+        .decode(content[0]["source"]["data"].as_str().expect("data"))
+        .expect("b64");
     assert_eq!(data, shot, "the model sees the uploaded image");
     let text = content.last().expect("text")["text"].as_str().expect("text");
     assert!(text.contains("uploads/c/files/shot.png") && text.contains("uploads/c/files/data.csv"), "{text}");
@@ -386,7 +410,10 @@ async fn a_message_carries_its_files_to_claude_and_the_agents_images_become_chat
     assert!(reply.contains("![key](db/mobius.sqlite3)"), "nothing outside the agent's folders: {reply}");
     assert!(reply.contains("https://example.com/a.png"));
     let media = media_token(&app, &token, "c").await;
-    for url in [tool_url.to_owned(), reply.split("![chart](").nth(1).expect("chart").split(')').next().expect("url").to_owned()] {
+    for url in [
+        tool_url.to_owned(),
+        reply.split("![chart](").nth(1).expect("chart").split(')').next().expect("url").to_owned(),
+    ] {
         let r = app.client.get(app.url(&format!("{url}?token={media}"))).send().await.expect("media");
         assert_eq!(r.status(), StatusCode::OK, "{url}");
         assert_eq!(r.headers()["content-type"], "image/png");
@@ -422,9 +449,23 @@ async fn images_published_to_a_chat_are_served_from_its_media() {
     let media = media_token(&app, &token, "c").await;
     let r = app.client.get(app.url(&format!("{url}?token={media}"))).send().await.expect("get");
     assert_eq!(r.status(), StatusCode::OK);
-    let r = app.client.post(app.url("/api/chats/c/media?name=x.txt")).bearer_auth(&token).body("not an image").send().await.expect("publish");
+    let r = app
+        .client
+        .post(app.url("/api/chats/c/media?name=x.txt"))
+        .bearer_auth(&token)
+        .body("not an image")
+        .send()
+        .await
+        .expect("publish");
     assert_error(r, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_type").await;
-    let r = app.client.post(app.url("/api/chats/nope/media")).bearer_auth(&token).body(png(2, 2)).send().await.expect("publish");
+    let r = app
+        .client
+        .post(app.url("/api/chats/nope/media"))
+        .bearer_auth(&token)
+        .body(png(2, 2))
+        .send()
+        .await
+        .expect("publish");
     assert_error(r, StatusCode::NOT_FOUND, "chat_not_found").await;
 }
 
@@ -448,6 +489,11 @@ async fn a_backup_carries_the_chat_files_and_not_transfers_in_progress() {
     mobius::backup::restore(&dest, restored.path(), false).await.expect("restore");
     let again = TestApp::spawn_in(restored, |_| {}).await;
     let media = media_token(&again, &token, "c").await;
-    let r = again.client.get(again.url(&format!("/api/chats/c/uploads/photo.jpg?token={media}"))).send().await.expect("get");
+    let r = again
+        .client
+        .get(again.url(&format!("/api/chats/c/uploads/photo.jpg?token={media}")))
+        .send()
+        .await
+        .expect("get");
     assert_eq!(r.status(), StatusCode::OK, "the restored server serves it");
 }
