@@ -492,6 +492,65 @@ fn questions_of(input: &Value) -> Vec<QuestionItem> {
 mod tests {
     use super::*;
 
+    fn file(dir: &std::path::Path, name: &str, bytes: &[u8], dims: (u32, u32), preview: Option<&[u8]>) -> InputFile {
+        std::fs::write(dir.join(name), bytes).expect("file");
+        let preview = preview.map(|p| {
+            let path = dir.join(format!("{name}.preview.jpg"));
+            std::fs::write(&path, p).expect("preview");
+            path
+        });
+        InputFile {
+            path: dir.join(name),
+            name: name.into(),
+            mime_type: "image/png".into(),
+            size: bytes.len() as u64,
+            dimensions: Some(dims),
+            image: true,
+            preview,
+        }
+    }
+
+    #[tokio::test]
+    async fn images_go_as_base64_blocks_before_the_words_and_oversized_ones_as_their_preview() {
+        use base64::Engine;
+        let dir = tempfile::tempdir().expect("tmp");
+        assert_eq!(user_content("hi", &[]).await, Value::String("hi".into()), "no files: plain words");
+        let small = file(dir.path(), "a.png", b"small-png", (40, 30), Some(b"prev-a"));
+        let huge = file(dir.path(), "b.png", b"huge-png", (9000, 100), Some(b"prev-b"));
+        let unseen = file(dir.path(), "c.png", b"huge", (9000, 100), None);
+        let doc =
+            InputFile { image: false, mime_type: "text/plain".into(), ..file(dir.path(), "d.txt", b"x", (0, 0), None) };
+        let content = user_content("look", &[small, huge, unseen, doc]).await;
+        let blocks = content.as_array().expect("blocks");
+        let data = |i: usize| {
+            base64::engine::general_purpose::STANDARD
+                .decode(blocks[i]["source"]["data"].as_str().expect("data"))
+                .expect("b64")
+        };
+        assert_eq!(blocks.len(), 3, "two images (the third has no preview to send), then the words: {content}");
+        assert_eq!(
+            (blocks[0]["type"].as_str(), blocks[0]["source"]["media_type"].as_str()),
+            (Some("image"), Some("image/png"))
+        );
+        assert_eq!(data(0), b"small-png");
+        assert_eq!(blocks[1]["source"]["media_type"], "image/jpeg", "too large a side: the preview goes");
+        assert_eq!(data(1), b"prev-b");
+        assert_eq!(blocks[2], json!({ "type": "text", "text": "look" }));
+    }
+
+    #[test]
+    fn a_tool_results_images_become_tool_images() {
+        let line = json!({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":[
+            {"type":"text","text":"read it"},
+            {"type":"image","source":{"type":"base64","media_type":"image/png","data":"aGVsbG8="}}]}]}});
+        let mut events = Vec::new();
+        tool_results(&line, false, &mut events);
+        assert!(
+            matches!(&events[1], AgentEvent::ToolImage { id, image: ToolImage::Bytes(b) } if id == "t1" && b == b"hello")
+        );
+        assert!(matches!(&events[2], AgentEvent::ToolEnd { .. }));
+    }
+
     fn sample(name: &str) -> Vec<Value> {
         let path = crate::config::checkout_root().join("tests/fixtures").join(name);
         std::fs::read_to_string(path)

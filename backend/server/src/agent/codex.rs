@@ -512,6 +512,42 @@ fn interrupt(thread: &Option<String>, turn: &Option<String>) -> Value {
 mod tests {
     use super::*;
 
+    #[test]
+    fn attached_images_are_local_image_items_and_other_files_stay_in_the_words() {
+        let image = super::super::InputFile {
+            path: "/data/uploads/c/files/a.png".into(),
+            name: "a.png".into(),
+            mime_type: "image/png".into(),
+            size: 3,
+            dimensions: Some((4, 3)),
+            image: true,
+            preview: None,
+        };
+        let doc = super::super::InputFile {
+            image: false,
+            name: "d.txt".into(),
+            path: "/data/uploads/c/files/d.txt".into(),
+            ..image.clone()
+        };
+        let request = TurnRequest {
+            prompt: "look".into(),
+            files: vec![image, doc],
+            system_prompt: String::new(),
+            resume: None,
+            model: None,
+            cwd: "/data".into(),
+            env: Vec::new(),
+            approval: ApprovalPolicy::Full,
+            pid_dir: "/tmp".into(),
+            tools: true,
+            confine: None,
+        };
+        assert_eq!(
+            turn_input(&request),
+            json!([{ "type": "text", "text": "look" }, { "type": "localImage", "path": "/data/uploads/c/files/a.png" }])
+        );
+    }
+
     fn sample() -> Vec<Value> {
         let path = crate::config::checkout_root().join("tests/fixtures/codex-app-server-sample.jsonl");
         std::fs::read_to_string(path)

@@ -235,6 +235,21 @@ mod tests {
     }
 
     #[test]
+    fn a_tools_images_are_added_once_each_up_to_the_cap() {
+        let mut m = LiveMessage::new(1);
+        apply(&mut m, json!({"type":"tool_start","tool_use_id":"v1","tool":"Read","input":"shot.png"}));
+        for i in 0..(MAX_TOOL_IMAGES + 3) {
+            apply(&mut m, json!({"type":"tool_image","tool_use_id":"v1","url":format!("/api/chats/c/media/i{i}.png")}));
+            apply(&mut m, json!({"type":"tool_image","tool_use_id":"v1","url":format!("/api/chats/c/media/i{i}.png")}));
+        }
+        apply(&mut m, json!({"type":"tool_image","tool_use_id":"nope","url":"/api/chats/c/media/x.png"}));
+        assert_eq!(tool(&m, 0).images.len(), MAX_TOOL_IMAGES);
+        assert_eq!(tool(&m, 0).images[0], "/api/chats/c/media/i0.png");
+        let stored = serde_json::to_string(&m.to_message()).expect("json");
+        assert!(stored.contains("\"images\":[\"/api/chats/c/media/i0.png\""), "{stored}");
+    }
+
+    #[test]
     fn tools_run_output_and_end() {
         let mut m = LiveMessage::new(1);
         apply(&mut m, json!({"type":"tool_start","tool_use_id":"t1","tool":"Bash","input":"ls"}));
