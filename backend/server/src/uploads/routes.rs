@@ -138,10 +138,13 @@ async fn receive(
         let Some(client_name) = field.file_name().map(str::to_owned) else {
             // Not a file: read and ignore it, within bounds.
             others += 1;
+            if others > MAX_OTHER_FIELDS {
+                return Err(Error::bad_request("invalid_multipart", "Send only files (field `files`)."));
+            }
             let mut seen = 0;
             while let Some(chunk) = field.chunk().await.map_err(|e| multipart_error(&e))? {
                 seen += chunk.len();
-                if seen > MAX_OTHER_FIELD_BYTES || others > MAX_OTHER_FIELDS {
+                if seen > MAX_OTHER_FIELD_BYTES {
                     return Err(Error::bad_request("invalid_multipart", "Send only files (field `files`)."));
                 }
             }
