@@ -141,7 +141,7 @@ describe("attachments on a phone (real server, real Claude Code, scripted model)
 
   step("sent, the message shows its thumbnail and the agent's reply shows the image it published", async (page) => {
     await page.getByRole("textbox", { name: "Message" }).fill("What is in this photo?");
-    await page.getByRole("button", { name: "Send" }).click();
+    await page.getByRole("button", { name: "Send", exact: true }).click();
     const userRow = page.locator(".row-user").last();
     const thumb = userRow.getByRole("img", { name: "photo.png" });
     await loaded(thumb);
@@ -176,6 +176,26 @@ describe("attachments on a phone (real server, real Claude Code, scripted model)
     await screenshot(page, "attachments-lightbox-phone.png");
     await page.keyboard.press("Escape");
     await dialog.waitFor({ state: "detached" });
+  });
+
+  step("offline, a message with a picture waits and goes with it when the phone is back online", async (page) => {
+    await phone.context.setOffline(true);
+    await page.getByText("You're offline").waitFor();
+    const chooser = page.waitForEvent("filechooser");
+    await page.getByRole("button", { name: "Attach files" }).click();
+    await (await chooser).setFiles({ name: "later.png", mimeType: "image/png", buffer: png(64, 48, [20, 160, 60]) });
+    await page.getByRole("list", { name: "Attached files" }).getByText("later.png").waitFor();
+    await page.getByRole("textbox", { name: "Message" }).fill("And this one, when you can.");
+    await page.getByRole("button", { name: "Send", exact: true }).click();
+    await page.getByText("Waiting for the connection").waitFor();
+    assert.equal((await api(`/api/chats/${CHAT}/uploads`)).json.length, 1, "nothing was uploaded offline");
+    await screenshot(page, "attachments-waiting-offline-phone.png");
+    await phone.context.setOffline(false);
+    const row = page.locator(".row-user").filter({ hasText: "And this one, when you can." });
+    await loaded(row.getByRole("img", { name: "later.png" }));
+    const detail = (await api(`/api/chats/${CHAT}`)).json;
+    const sent = detail.messages.filter((m) => m.role === "user").at(-1);
+    assert.deepEqual(sent.attachments.map((a) => a.name), ["later.png"], "the message went with its picture");
   });
 
   step("no image URL carries the owner's token, and nothing went wrong on the page", async (page) => {
