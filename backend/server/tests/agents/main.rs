@@ -656,7 +656,7 @@ async fn the_agent_cannot_read_the_servers_secrets(cli: Cli) {
         Cli::Codex => "claude",
     };
     let probe = format!(
-        "for f in secret.key data.key db/mobius.sqlite3 cli-auth/{other}/auth-probe run/agents/*; do \
+        "for f in secret.key data.key db/mobius.sqlite3 cli-auth/{other}/auth-probe uploads/elsewhere/files/private.txt run/agents/*; do \
          if cat \"$f\" >/dev/null 2>&1; then echo \"READ:$f\"; else echo \"DENIED:$f\"; fi; done; \
          cat /etc/hostname >/dev/null && echo SYSTEM-OK; echo ok > apps/probe.txt && echo WROTE"
     );
@@ -671,13 +671,23 @@ async fn the_agent_cannot_read_the_servers_secrets(cli: Cli) {
     assert_eq!(settings["sandbox"]["mode"], "landlock", "{cli:?}: {settings}");
     std::fs::create_dir_all(app.data_dir().join("cli-auth").join(other)).expect("other provider dir");
     std::fs::write(app.data_dir().join("cli-auth").join(other).join("auth-probe"), "credentials").expect("probe");
+    // Another chat's attachments stay closed too (a turn reads only its own chat's files).
+    std::fs::create_dir_all(app.data_dir().join("uploads/elsewhere/files")).expect("uploads");
+    std::fs::write(app.data_dir().join("uploads/elsewhere/files/private.txt"), "private").expect("upload");
     app.chat(token, "s").await;
     let mut stream = app.stream(token, "s", None).await;
     app.send(token, "s", "look around", "m1").await;
     let events = stream.until("done", 120).await;
     assert_eq!(events.last().expect("done").data["status"], "completed", "{cli:?}: {:?}", types(&events));
     let transcript = app.detail(token, "s").await["messages"].to_string();
-    for f in ["secret.key", "data.key", "db/mobius.sqlite3", &format!("cli-auth/{other}/auth-probe"), "run/agents/"] {
+    for f in [
+        "secret.key",
+        "data.key",
+        "db/mobius.sqlite3",
+        &format!("cli-auth/{other}/auth-probe"),
+        "uploads/elsewhere/files/private.txt",
+        "run/agents/",
+    ] {
         assert!(transcript.contains(&format!("DENIED:{f}")), "{cli:?}: {f} was not denied: {transcript}");
         assert!(!transcript.contains(&format!("READ:{f}")), "{cli:?}: {f} was read: {transcript}");
     }
