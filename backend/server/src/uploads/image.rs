@@ -252,11 +252,11 @@ fn strip_webp(bytes: &[u8]) -> Option<Vec<u8>> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
 
     /// A JPEG of `w`×`h` with an EXIF block holding `orientation` and a GPS marker string.
-    pub fn jpeg_with_exif(w: u32, h: u32, orientation: u16) -> Vec<u8> {
+    fn jpeg_with_exif(w: u32, h: u32, orientation: u16) -> Vec<u8> {
         let img =
             image::RgbImage::from_fn(
                 w,
