@@ -42,6 +42,11 @@ pub fn process(bytes: &[u8], raster: Raster) -> Result<Processed, String> {
     if u64::from(header.0) * u64::from(header.1) > MAX_DECODE_PIXELS {
         return Ok(Processed { size: None, replacement: stripped, preview: None });
     }
+    if raster == Raster::Jpeg
+        && let Some(preview) = upright_jpeg_preview(bytes)?
+    {
+        return Ok(Processed { size: Some(header), replacement: stripped, preview: Some(preview) });
+    }
     let (picture, orientation) = decode(bytes)?;
     let rotated = orientation != Orientation::NoTransforms;
     let mut picture = picture;
@@ -49,6 +54,38 @@ pub fn process(bytes: &[u8], raster: Raster) -> Result<Processed, String> {
     let replacement = if rotated { Some(encode(&picture, raster)?) } else { stripped };
     let preview = preview_jpeg(&picture)?;
     Ok(Processed { size: Some((picture.width(), picture.height())), replacement, preview: Some(preview) })
+}
+
+/// The preview of an upright JPEG (no EXIF orientation to apply), decoded straight at the
+/// smallest DCT scale (1/8, 1/4, 1/2) that still fills a preview: most of a photo's pixels are
+/// never computed. `None` for a JPEG this path does not take (turned, CMYK, 16-bit).
+fn upright_jpeg_preview(bytes: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    use jpeg_decoder::PixelFormat;
+    let unreadable = |e: jpeg_decoder::Error| format!("the image could not be read: {e}");
+    let mut decoder = jpeg_decoder::Decoder::new(std::io::Cursor::new(bytes));
+    decoder.set_max_decoding_buffer_size(usize::try_from(MAX_DECODE_ALLOC_BYTES).unwrap_or(usize::MAX));
+    decoder.read_info().map_err(unreadable)?;
+    let orientation = decoder.exif_data().and_then(Orientation::from_exif_chunk);
+    if orientation.is_some_and(|o| o != Orientation::NoTransforms) {
+        return Ok(None);
+    }
+    let Some(info) = decoder.info() else { return Ok(None) };
+    let (width, height) = (u32::from(info.width), u32::from(info.height));
+    let long = width.max(height).max(1);
+    let fill = PREVIEW_EDGE * 15 / 16;
+    if long > fill {
+        let scaled = |side: u32| u16::try_from((side * fill).div_ceil(long).max(1)).unwrap_or(u16::MAX);
+        decoder.scale(scaled(width), scaled(height)).map_err(unreadable)?;
+    }
+    let pixels = decoder.decode().map_err(unreadable)?;
+    let Some(info) = decoder.info() else { return Ok(None) };
+    let (w, h) = (u32::from(info.width), u32::from(info.height));
+    let picture = match info.pixel_format {
+        PixelFormat::RGB24 => image::RgbImage::from_raw(w, h, pixels).map(DynamicImage::ImageRgb8),
+        PixelFormat::L8 => image::GrayImage::from_raw(w, h, pixels).map(DynamicImage::ImageLuma8),
+        PixelFormat::L16 | PixelFormat::CMYK32 => None,
+    };
+    picture.map(|p| preview_jpeg(&p)).transpose()
 }
 
 /// [`process`] on a blocking thread, at most `limit`'s permits at once.
@@ -311,7 +348,15 @@ mod tests {
         assert!(!contains(&stored, b"GPSLatitude"));
         assert!(stored.ends_with(&photo[photo.len() - 64..]), "the scan is copied as it was");
         let preview = image::load_from_memory(&done.preview.expect("preview")).expect("preview");
-        assert_eq!((preview.width(), preview.height()), (PREVIEW_EDGE, PREVIEW_EDGE / 2));
+        // Decoded at half scale in the DCT: a preview-sized picture without a resize.
+        assert_eq!((preview.width(), preview.height()), (1000, 500));
+        assert_eq!(done.size, Some((2000, 1000)));
+        let grey = image::GrayImage::from_pixel(3000, 40, image::Luma([90]));
+        let mut jpeg = Vec::new();
+        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 80).encode_image(&grey).expect("encode");
+        let done = process(&jpeg, Raster::Jpeg).expect("grey");
+        let preview = image::load_from_memory(&done.preview.expect("preview")).expect("preview");
+        assert!(preview.width() <= PREVIEW_EDGE && preview.width() >= PREVIEW_EDGE * 15 / 16, "{}", preview.width());
         assert!(process(b"\xFF\xD8\xFF\xE0 not really", Raster::Jpeg).is_err(), "unreadable images are refused");
     }
 
