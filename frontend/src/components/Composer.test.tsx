@@ -119,6 +119,30 @@ describe("Composer", () => {
     await vi.waitFor(() => expect(screen.queryByRole("list", { name: "Attached files" })).toBeNull());
   });
 
+  it("takes a pasted image and dropped files as attachments", () => {
+    setPointer(false);
+    class IdleXhr {
+      upload = { onprogress: null };
+      open() {}
+      setRequestHeader() {}
+      send() {}
+      abort() {}
+    }
+    vi.stubGlobal("XMLHttpRequest", IdleXhr);
+    const { box } = renderComposer({ chatId: "paste" });
+    const image = new File([new Uint8Array([137, 80, 78, 71])], "image.png", { type: "image/png" });
+    fireEvent.paste(box, { clipboardData: { files: [image], types: ["Files"] } });
+    const dropped = new File(["x"], "notes.md", { type: "text/markdown" });
+    const form = box.closest("form");
+    if (!form) throw new Error("no form");
+    fireEvent.dragOver(form, { dataTransfer: { types: ["Files"], files: [] } });
+    expect(form.getAttribute("data-dragging")).toBe("true");
+    fireEvent.drop(form, { dataTransfer: { types: ["Files"], files: [dropped] } });
+    const names = [...screen.getByRole("list", { name: "Attached files" }).querySelectorAll(".composer-file-name")].map((n) => n.textContent);
+    expect(names).toEqual(["image.png", "notes.md"]);
+    expect(form.getAttribute("data-dragging")).toBeNull();
+  });
+
   it("dictates into the box without sending, and offers no microphone where speech cannot be recognised", () => {
     setPointer(false);
     const { unmount } = render(<Composer owner="ada" chatId="m0" running={false} questionOpen={false} offline={false} stopping={false} onSend={vi.fn()} onStop={vi.fn()} />);
