@@ -10,7 +10,7 @@ starting). Run through `scripts/bench`, which builds everything first.
 Usage: bench.py BINARY [--only SECTION,...] [--quick] [--baseline BINARY] [--no-gate]
 `--no-gate` runs each measurement once whatever else the machine does, printing the cores
 other processes used meanwhile (for a shared machine; such figures are marked by that line).
-Sections: boot, health, chats, sse, snapshot, apply, proxy, storage, appdoc, push, lifecycle, frontend, search, sandbox, flood, scale
+Sections: boot, health, chats, sse, snapshot, apply, proxy, storage, appdoc, push, lifecycle, frontend, search, sandbox, flood, scale, uploads
 `--baseline` names a build without chat search (e.g. a release build of the previous main); the
 search section then runs its write and chat-detail workloads on both and prints the change. The
 push section compares idle RSS against it (a build without push).
@@ -1152,6 +1152,77 @@ def section_sandbox(tmp):
          f"{rows['landlock']['p50_ms'] - rows['none']['p50_ms']:.2f}", "≤ 10 ms")
 
 
+UPLOAD_BYTES = 20 * 1024 * 1024
+UPLOAD_BOUNDARY = "mobius-bench-boundary"
+
+
+def upload_round(port, token, body, pid):
+    """POSTs one multipart upload while sampling the server's RSS every 2 ms; answers
+    (seconds, peak RSS growth in MiB, stored name)."""
+    def rss():
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
+    before = rss()
+    peak = [before]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], rss())
+            time.sleep(0.002)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    headers = {"Authorization": "Bearer " + token, "Content-Type": f"multipart/form-data; boundary={UPLOAD_BOUNDARY}",
+               "Content-Length": str(len(body))}
+    started = time.perf_counter()
+    conn.request("POST", "/api/chats/bench/uploads", body=body, headers=headers)
+    r = conn.getresponse()
+    raw = r.read()
+    elapsed = time.perf_counter() - started
+    conn.close()
+    done.set()
+    sampler.join()
+    if r.status != 200:
+        raise SystemExit(f"upload answered {r.status}: {raw[:200]!r}")
+    return elapsed, peak[0] - before, json.loads(raw)[0]["name"]
+
+
+def section_uploads(binary, tmp):
+    """A 20 MiB attachment over loopback (throughput, and how much the server's RSS grows while
+    it streams to disk), and the image step of a 12-megapixel photo (bench example)."""
+    print("uploads", flush=True)
+    d = tempfile.mkdtemp(dir=tmp)
+    s = Server(binary, d)
+    s.wait()
+    token = owner_token(s.port)
+    http_json(s.port, "POST", "/api/chats", {"id": "bench"}, token)
+    payload = b"%PDF-1.7\n" + random.Random(7).randbytes(UPLOAD_BYTES - 9)
+    body = (f"--{UPLOAD_BOUNDARY}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"big.pdf\"\r\n"
+            "Content-Type: application/pdf\r\n\r\n").encode() + payload + f"\r\n--{UPLOAD_BOUNDARY}--\r\n".encode()
+    gate = Gate(s.proc.pid)
+    upload_round(s.port, token, body, s.proc.pid)  # warm-up (first file, folders), unrecorded
+    rates, growth = [], []
+    for _ in range(1 if QUICK else 3):
+        secs, grew, name = gate.run(lambda: upload_round(s.port, token, body, s.proc.pid))
+        rates.append(UPLOAD_BYTES / secs / 1e6)
+        growth.append(grew)
+        http_json(s.port, "DELETE", f"/api/chats/bench/uploads/{name}", None, token)
+    note("uploads", "20 MiB upload over loopback (MB/s)", fmt3(rates, "", 0), "≥ 200 MB/s")
+    note("uploads", "server RSS growth during it (MiB)", fmt3(growth, "", 2), "< 2 MiB")
+    s.stop()
+    exe = example("preview_cost")
+    r = json.loads(subprocess.run(["taskset", "-c", "0", exe], capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])
+    note("uploads", f"{r['megapixels']:.0f}-MP JPEG ({r['jpeg_mib']:.1f} MiB): strip + preview, ms",
+         fmt3(r["inline_ms"], "", 0), "≤ 150 ms")
+    note("uploads", "the same on a blocking thread (as a request runs it), ms", fmt3(r["blocking_ms"], "", 0), "≤ 150 ms")
+
+
 FLOOD_CLI = r"""#!/bin/sh
 IFS= read -r init
 IFS= read -r user
@@ -1445,6 +1516,8 @@ def main():
             section_flood(args.binary, tmp)
         if want("scale"):
             section_scale(args.binary, tmp)
+        if want("uploads"):
+            section_uploads(args.binary, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

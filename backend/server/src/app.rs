@@ -50,6 +50,7 @@ pub fn router(state: AppState) -> Router {
         .merge(events::routes::router())
         .merge(crate::telemetry::router())
         .merge(crate::push::router())
+        .merge(crate::uploads::routes::router())
         .fallback(api_not_found)
         .method_not_allowed_fallback(api_method_not_allowed)
         .layer(middleware::from_fn_with_state(

@@ -23,6 +23,9 @@ USAGE:
     mobius notify <title> <body> [--chat [ID]] [--app ID]
                                     (agents) tell the owner: a notification on their devices,
                                     opening this chat (--chat) or an app (--app)
+    mobius media publish <file> [--alt TEXT]
+                                    (agents) show an image (PNG, JPEG, WebP, GIF) in this chat:
+                                    prints its media_url and the Markdown embed for the reply
     mobius --version   print the version
     mobius help        print this help
 
@@ -50,6 +53,8 @@ ENVIRONMENT:
     MOBIUS_AGENT_SILENCE_MAX_SECS    end a turn whose CLI says nothing this long (default 1800)
     MOBIUS_AGENT_SANDBOX     on (default): confine the agent with Landlock; off: do not
     MOBIUS_APP_NODE_MODULES  the libraries mini-apps may import (default frontend/node_modules)
+    MOBIUS_MAX_UPLOAD_MB     largest file attached to a chat, in MiB (default 25)
+    MOBIUS_UPLOAD_QUOTA_MB   chat files of all chats together, in MiB (default 2048)
     MOBIUS_APP_RUNTIME_DIR   the app runtime: mobius-runtime.js, mobius-chat.js, app-runtime-inject.js (default frontend/public)
     MOBIUS_PUSH_ALLOW_LOOPBACK  1: Web Push may reach plain-http loopback endpoints (tests only)
 ";
@@ -67,6 +72,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
         }
         Some("app") => app_command(&args[1..]),
         Some("notify") => notify_command(&args[1..]),
+        Some("media") => media_command(&args[1..]),
         Some("help" | "--help" | "-h") => {
             print!("{HELP}");
             ExitCode::SUCCESS
@@ -193,12 +199,91 @@ fn notify_command(args: &[String]) -> ExitCode {
     })
 }
 
+/// `mobius media publish <file> [--alt TEXT]`: sends an image the agent made (or found) to its
+/// chat through `POST /api/chats/{id}/media` (the CLI reads the file, inside the agent's
+/// sandbox; the server never opens a path it is given). Prints `{source_path, media_path,
+/// media_url, embed}`; the reply shows the image when it contains `embed`.
+fn media_command(args: &[String]) -> ExitCode {
+    const USAGE: &str = "usage: mobius media publish <file> [--alt TEXT]";
+    let (Some("publish"), Some(file)) = (args.first().map(String::as_str), args.get(1)) else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let alt = match args.get(2..).unwrap_or_default() {
+        [] => None,
+        [flag, text] if flag == "--alt" => Some(text.clone()),
+        _ => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let Some(chat_id) = env("MOBIUS_CHAT_ID").or_else(|| env("CHAT_ID")) else {
+        eprintln!("mobius: MOBIUS_CHAT_ID is not set (this command runs inside an agent turn)");
+        return ExitCode::from(2);
+    };
+    let path = std::path::Path::new(file);
+    let bytes = match std::fs::metadata(path) {
+        Ok(meta) if meta.len() > MAX_PUBLISHED_IMAGE_BYTES => {
+            eprintln!("mobius: {file} is larger than {} MiB", MAX_PUBLISHED_IMAGE_BYTES >> 20);
+            return ExitCode::FAILURE;
+        }
+        Ok(_) => std::fs::read(path),
+        Err(e) => Err(e),
+    };
+    let bytes = match bytes {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            eprintln!("mobius: cannot read {file}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let source = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("image").to_owned();
+    let mut query = vec![("name", name)];
+    if let Some(alt) = alt {
+        query.push(("alt", alt));
+    }
+    let url = format!("/api/chats/{chat_id}/media");
+    let request = AgentBody::Bytes { bytes, query };
+    agent_send(&url, request, Duration::from_secs(60), |json| {
+        let receipt = serde_json::json!({
+            "source_path": source.display().to_string(), "media_path": json["media_path"],
+            "media_url": json["media_url"], "embed": json["embed"],
+        });
+        println!("{}", serde_json::to_string_pretty(&receipt).unwrap_or_default());
+    })
+}
+
+/// Largest image `mobius media publish` sends (the server's own limit may be lower).
+const MAX_PUBLISHED_IMAGE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// What an agent command sends.
+enum AgentBody<'a> {
+    Json(&'a serde_json::Value),
+    /// Raw bytes with query parameters.
+    Bytes {
+        bytes: Vec<u8>,
+        query: Vec<(&'static str, String)>,
+    },
+}
+
 /// POSTs `body` to the running server with the agent's run-bound token (from the environment
 /// the agent runtime sets), waiting at most `timeout`; prints the server's explanation (with any
 /// compile diagnostics) on failure and exits 1.
 fn agent_request(
     path: &str,
     body: &serde_json::Value,
+    timeout: Duration,
+    on_success: impl FnOnce(&serde_json::Value),
+) -> ExitCode {
+    agent_send(path, AgentBody::Json(body), timeout, on_success)
+}
+
+/// POSTs `body` (JSON or bytes) with the agent's run-bound token; see [`agent_request`].
+fn agent_send(
+    path: &str,
+    body: AgentBody<'_>,
     timeout: Duration,
     on_success: impl FnOnce(&serde_json::Value),
 ) -> ExitCode {
@@ -221,7 +306,14 @@ fn agent_request(
     runtime.block_on(async move {
         let client = reqwest::Client::builder().timeout(timeout).build().unwrap_or_default();
         let url = format!("{}{path}", base.trim_end_matches('/'));
-        let response = match client.post(url).bearer_auth(token).json(body).send().await {
+        let request = client.post(url).bearer_auth(token);
+        let request = match body {
+            AgentBody::Json(json) => request.json(json),
+            AgentBody::Bytes { bytes, query } => {
+                request.query(&query).header(reqwest::header::CONTENT_TYPE, "application/octet-stream").body(bytes)
+            }
+        };
+        let response = match request.send().await {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("mobius: cannot reach the server at {base}: {e}");

@@ -55,6 +55,11 @@ pub struct Config {
     pub app_runtime_dir: PathBuf,
     /// Storage each mini-app may use (`MOBIUS_APP_QUOTA_BYTES`, default 1 GiB).
     pub app_quota_bytes: u64,
+    /// Largest file the owner may attach to a chat (`MOBIUS_MAX_UPLOAD_MB`, default 25 MiB);
+    /// an image the agent publishes is held to it too.
+    pub upload_max_file_bytes: u64,
+    /// Chat files of all chats together (`MOBIUS_UPLOAD_QUOTA_MB`, default 2048 MiB).
+    pub upload_quota_bytes: u64,
     /// Lets `/api/proxy` reach loopback addresses. No environment variable sets it: only
     /// tests and benchmarks that build a `Config` themselves, for a server on `127.0.0.1`.
     pub proxy_allow_loopback: bool,
@@ -82,6 +87,13 @@ pub struct Config {
     /// instead of starting another one (tokio's own default is 512).
     pub max_blocking_threads: usize,
 }
+
+/// Default of [`Config::upload_max_file_bytes`], in MiB.
+pub const DEFAULT_MAX_UPLOAD_MIB: u64 = 25;
+/// Default of [`Config::upload_quota_bytes`], in MiB.
+pub const DEFAULT_UPLOAD_QUOTA_MIB: u64 = 2048;
+/// Largest accepted upload setting, in MiB (1 TiB).
+const MAX_UPLOAD_SETTING_MIB: u64 = 1 << 20;
 
 /// The default idle spell before a chat's note is written.
 pub const DEFAULT_NOTE_IDLE: Duration = Duration::from_secs(120);
@@ -383,6 +395,21 @@ impl Config {
         let app_quota_bytes = quota_raw.trim().parse::<u64>().ok().filter(|q| *q > 0).ok_or_else(|| {
             ConfigError(format!("MOBIUS_APP_QUOTA_BYTES={quota_raw:?} must be a positive number of bytes"))
         })?;
+        let mib = |key: &str, default: u64| -> Result<u64, ConfigError> {
+            let raw = get(key).unwrap_or_else(|| default.to_string());
+            raw.trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|m| (1..=MAX_UPLOAD_SETTING_MIB).contains(m))
+                .map(|m| m << 20)
+                .ok_or_else(|| {
+                    ConfigError(format!(
+                        "{key}={raw:?} must be a whole number of MiB from 1 to {MAX_UPLOAD_SETTING_MIB}"
+                    ))
+                })
+        };
+        let upload_max_file_bytes = mib("MOBIUS_MAX_UPLOAD_MB", DEFAULT_MAX_UPLOAD_MIB)?;
+        let upload_quota_bytes = mib("MOBIUS_UPLOAD_QUOTA_MB", DEFAULT_UPLOAD_QUOTA_MIB)?;
         let push_allow_loopback = match get("MOBIUS_PUSH_ALLOW_LOOPBACK").as_deref().map(str::trim) {
             None | Some("" | "0" | "false") => false,
             Some("1" | "true") => true,
@@ -445,6 +472,8 @@ impl Config {
             app_node_modules,
             app_runtime_dir,
             app_quota_bytes,
+            upload_max_file_bytes,
+            upload_quota_bytes,
             proxy_allow_loopback: false,
             proxy_timeout: DEFAULT_PROXY_TIMEOUT,
             push_allow_loopback,
@@ -484,6 +513,8 @@ impl Config {
             app_node_modules: checkout_root().join("frontend/node_modules"),
             app_runtime_dir: checkout_root().join("frontend/public"),
             app_quota_bytes: DEFAULT_APP_QUOTA_BYTES,
+            upload_max_file_bytes: DEFAULT_MAX_UPLOAD_MIB << 20,
+            upload_quota_bytes: DEFAULT_UPLOAD_QUOTA_MIB << 20,
             proxy_allow_loopback: false,
             proxy_timeout: DEFAULT_PROXY_TIMEOUT,
             push_allow_loopback: false,

@@ -79,6 +79,22 @@ pub enum Domain {
     IsADirectory,
     #[error("This app's storage quota is full.")]
     QuotaExceeded,
+    #[error("The uploads quota is full; delete old chats or files, or raise MOBIUS_UPLOAD_QUOTA_MB.")]
+    UploadQuotaExceeded,
+    /// A chat file past the per-file limit: which file, and the limit in MiB.
+    #[error("{0} is larger than {1} MiB, the most a file may be.")]
+    UploadTooLarge(String, u64),
+    /// A file whose bytes are of a kind a chat does not take: why.
+    #[error("{0}")]
+    UnsupportedType(&'static str),
+    /// An image that could not be decoded: which, and what the decoder said.
+    #[error("{0}: {1}")]
+    UnreadableImage(String, String),
+    /// A file name a client may not send: why.
+    #[error("{0}")]
+    InvalidFileName(String),
+    #[error("This chat already has too many files of that name.")]
+    FileNameTaken,
     /// An `If-Match` / `If-None-Match` precondition failed: which one, and what to do.
     #[error("{0}")]
     PreconditionFailed(&'static str),
@@ -109,10 +125,16 @@ impl Domain {
     pub fn status(&self) -> StatusCode {
         match self {
             Domain::ChatNotFound | Domain::AppNotFound | Domain::FileNotFound => StatusCode::NOT_FOUND,
-            Domain::FileTooLarge | Domain::QuotaExceeded | Domain::TooManySecrets(_) | Domain::TooManyDevices(_) => {
-                StatusCode::PAYLOAD_TOO_LARGE
-            }
+            Domain::FileTooLarge
+            | Domain::QuotaExceeded
+            | Domain::UploadQuotaExceeded
+            | Domain::UploadTooLarge(..)
+            | Domain::TooManySecrets(_)
+            | Domain::TooManyDevices(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Domain::PushEndpointNotYours => StatusCode::FORBIDDEN,
+            Domain::UnsupportedType(_) | Domain::UnreadableImage(..) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Domain::InvalidFileName(_) => StatusCode::BAD_REQUEST,
+            Domain::FileNameTaken => StatusCode::CONFLICT,
             Domain::IsADirectory => StatusCode::BAD_REQUEST,
             Domain::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             Domain::ChatPurged | Domain::QuestionStale => StatusCode::GONE,
@@ -150,6 +172,12 @@ impl Domain {
             Domain::FileTooLarge => "file_too_large",
             Domain::IsADirectory => "is_a_directory",
             Domain::QuotaExceeded => "quota_exceeded",
+            Domain::UploadQuotaExceeded => "upload_quota_exceeded",
+            Domain::UploadTooLarge(..) => "file_too_large",
+            Domain::UnsupportedType(_) => "unsupported_type",
+            Domain::UnreadableImage(..) => "unreadable_image",
+            Domain::InvalidFileName(_) => "invalid_file_name",
+            Domain::FileNameTaken => "file_name_taken",
             Domain::PreconditionFailed(_) => "precondition_failed",
             Domain::InvalidAnswers(_) => "invalid_answers",
             Domain::TurnBusy => "turn_busy",

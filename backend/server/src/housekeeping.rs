@@ -1,19 +1,27 @@
 //! Clean-up of tombstones: chats and apps deleted longer ago than their recovery window are
 //! removed for good, with everything they own on disk. The list routes start it, at most
-//! once an hour ([`crate::chats::PurgeClock`]).
+//! once an hour ([`crate::chats::PurgeClock`]). A purged chat's files (`DATA_DIR/uploads/<chat>`)
+//! go with it.
 
 use std::sync::Arc;
 
 use crate::apps::apply::Apps;
 use crate::db::now_ms;
+use crate::uploads::Uploads;
 use crate::writer::{WriteCommand, WriterHandle};
 
 /// Purges expired chat and app tombstones.
-pub async fn purge_tombstones(writer: WriterHandle, apps: Arc<Apps>) {
+pub async fn purge_tombstones(writer: WriterHandle, apps: Arc<Apps>, uploads: Arc<Uploads>) {
     let chat_cutoff = now_ms() - crate::chats::RECOVERY_WINDOW_MS;
     match writer.call(|ack| WriteCommand::PurgeDeleted { cutoff: chat_cutoff, ack }).await {
-        Ok(0) => {}
-        Ok(n) => tracing::info!(chats = n, "deleted chats purged"),
+        Ok(purged) if purged.is_empty() => {}
+        Ok(purged) => {
+            // The rows went with the chats (cascade); their files follow.
+            for chat_id in &purged {
+                uploads.remove_chat(chat_id).await;
+            }
+            tracing::info!(chats = purged.len(), "deleted chats purged");
+        }
         Err(e) => tracing::warn!(error = %e, "purging deleted chats failed"),
     }
     let app_cutoff = now_ms() - crate::apps::RECOVERY_WINDOW_MS;

@@ -28,6 +28,7 @@ pub mod skills;
 pub mod state;
 pub mod storage;
 pub mod telemetry;
+pub mod uploads;
 pub mod web;
 pub mod writer;
 

@@ -33,6 +33,7 @@ use crate::recall::notes::{NoteRunner, NoteSignals};
 use crate::skills::Skills;
 use crate::storage::Store;
 use crate::telemetry::reports::ClientReports;
+use crate::uploads::Uploads;
 use crate::writer::{WriteCommand, WriterHandle};
 
 /// Everything handlers share. Cheap to clone.
@@ -79,6 +80,8 @@ pub struct Inner {
     pub streams: Arc<crate::events::StreamLimits>,
     /// The built-in and agent-written skills.
     pub skills: Arc<Skills>,
+    /// Chat files: the owner's attachments and the agent's images.
+    pub uploads: Arc<Uploads>,
     /// The frame bootstrap inlined into app frame documents, read on first use.
     frame_bootstrap: OnceLock<crate::apps::bootstrap::FrameBootstrap>,
 }
@@ -178,6 +181,14 @@ impl AppState {
             None => NoteSignals::off(),
         };
         let push = Arc::new(Push::start(&config, db.clone(), writer.clone()));
+        let uploads = Arc::new(Uploads::new(
+            &config.data_dir,
+            config.upload_max_file_bytes,
+            config.upload_quota_bytes,
+            db.read.clone(),
+            writer.clone(),
+        ));
+        uploads.sweep_staging().await;
         let agents = Arc::new(Agents {
             writer: writer.clone(),
             read: db.read.clone(),
@@ -193,6 +204,7 @@ impl AppState {
             sandbox,
             limits: TurnLimits { max_duration: config.agent_turn_max, max_silence: config.agent_silence_max },
             overflow_dir: config.data_dir.join(crate::agent::fold::OVERFLOW_DIR),
+            uploads: uploads.clone(),
         });
         let apps = Arc::new(Apps::new(
             config.data_dir.clone(),
@@ -229,6 +241,7 @@ impl AppState {
             push,
             streams,
             skills,
+            uploads,
             frame_bootstrap: OnceLock::new(),
         }));
         Ok((state, task))

@@ -69,7 +69,7 @@ export function recoverChat(id: string): Promise<{ ok: boolean }> {
 /** `steer: true` while a turn runs asks the CLI to take the words into it (else they queue). */
 export function sendMessage(
   id: string,
-  body: { content: string; cid: string; steer?: boolean; agent_context?: string },
+  body: { content: string; cid: string; steer?: boolean; agent_context?: string; attachments?: string[] },
 ): Promise<SendResult> {
   return apiFetch<SendResult>(`/api/chats/${enc(id)}/messages`, { method: "POST", body, timeoutMs: SEND_TIMEOUT_MS });
 }

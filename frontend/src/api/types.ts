@@ -8,6 +8,7 @@ export type {
   AnswerTurn,
   Answers,
   ApprovalAnswers,
+  Attachment,
   Block,
   ChatDetail,
   ChatEvent,

@@ -33,6 +33,14 @@ describe("markdown", () => {
     expect(renderMarkdown("![chart](https://example.com/c.png)")).toContain('<a href="https://example.com/c.png"');
   });
 
+  it("marks the chat's own images for the message view and leaves other local paths as text", () => {
+    const html = renderMarkdown("![chart](/api/chats/c1/media/chart-1a.png) ![x](/api/chats/c1/media/..%2Fkey) ![y](/etc/passwd)");
+    expect(html).toContain('<span class="md-media" data-src="/api/chats/c1/media/chart-1a.png" data-alt="chart">chart</span>');
+    expect(html).not.toContain("<img");
+    expect(html).not.toContain('data-src="/etc/passwd"');
+    expect(html).not.toContain("..%2Fkey\"");
+  });
+
   it("renders GFM tables and fenced code with its language class", () => {
     const html = renderMarkdown("| a | b |\n|---|---|\n| 1 | 2 |\n\n```ts\nconst x = 1;\n```");
     expect(html).toContain("<table>");

@@ -1,6 +1,7 @@
 //! Markdown for assistant messages: marked (GFM) → DOMPurify, links limited to http, https and
 //! mailto and opened in a new tab, raw HTML shown as text, images shown as links (the CSP
-//! forbids remote images anyway). Code is highlighted later, language by language, on demand.
+//! forbids remote images anyway) except the chat's own (`/api/chats/<id>/media/…`), which are
+//! marked for the message view to show with a media token. Code is highlighted later, language by language, on demand.
 //! Math (`$…$`, `\(…\)` inline; `$$…$$`, `\[…\]` on their own lines) is kept as its TeX
 //! source in a marked element and typeset by KaTeX, loaded only when a message has math.
 //! This module is loaded lazily; plain text shows until it arrives.
@@ -11,6 +12,8 @@ import type * as KatexModule from "katex";
 import { Marked, type Tokens } from "marked";
 
 const ALLOWED_PROTOCOLS = new Set(["http:", "https:", "mailto:"]);
+/** `/api/chats/<id>/media|uploads/<name>`: an image the chat's server keeps. */
+const CHAT_FILE_URL = /^\/api\/chats\/[A-Za-z0-9_-]{1,64}\/(media|uploads)\/[A-Za-z0-9._-]{1,200}$/;
 
 /** The href to keep, or null when the link must lose it (javascript:, data:, relative, …). */
 export function safeHref(href: string | null | undefined): string | null {
@@ -76,6 +79,10 @@ const marked = new Marked({
     },
     image(token: Tokens.Image): string {
       const label = escapeHtml(token.text || token.href);
+      // A chat's own image: shown by the message view, which adds the media token.
+      if (CHAT_FILE_URL.test(token.href) && !token.href.includes("..")) {
+        return `<span class="md-media" data-src="${escapeHtml(token.href)}" data-alt="${escapeHtml(token.text || "image")}">${label}</span>`;
+      }
       const href = safeHref(token.href);
       return href ? `<a href="${escapeHtml(href)}">${label}</a>` : label;
     },

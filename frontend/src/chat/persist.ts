@@ -1,6 +1,7 @@
 //! What the device remembers per owner and chat: composer drafts and reading positions.
 //! Everything here is scoped to the signed-in owner and wiped on sign-out.
 
+import type { UploadedFile } from "../api/uploads";
 import type { Anchor } from "./scroll";
 
 const DRAFT_PREFIX = "mobius.draft.";
@@ -35,6 +36,20 @@ export function loadDraft(owner: string, chatId: string): string {
 
 export function saveDraft(owner: string, chatId: string, text: string): void {
   write(`${DRAFT_PREFIX}${owner}.${chatId}`, text === "" ? null : text.slice(0, MAX_DRAFT_CHARS));
+}
+
+/** Uploaded files a chat's draft carries (the server's rows), kept across reloads. */
+export function loadDraftFiles(owner: string, chatId: string): UploadedFile[] {
+  try {
+    const parsed: unknown = JSON.parse(read(`${DRAFT_PREFIX}${owner}.${chatId}.files`) ?? "[]");
+    return Array.isArray(parsed) ? (parsed as UploadedFile[]).filter((f) => typeof f?.name === "string" && typeof f?.url === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
+export function saveDraftFiles(owner: string, chatId: string, files: readonly UploadedFile[]): void {
+  write(`${DRAFT_PREFIX}${owner}.${chatId}.files`, files.length === 0 ? null : JSON.stringify(files));
 }
 
 type AnchorMap = Record<string, Anchor & { at: number }>;

@@ -110,6 +110,20 @@ describe("stream reducer", () => {
     expect((s.live?.blocks?.[2] as ToolBlock).status).toBe("stopped");
   });
 
+  it("adds a tool's images once each, as the server does", () => {
+    let s = fold(started(), ev({ type: "tool_start", tool_use_id: "v1", tool: "Read", input: "shot.png" }));
+    const url = "/api/chats/c1/media/tool-1.png";
+    s = fold(s, ev({ type: "tool_image", tool_use_id: "v1", url }), ev({ type: "tool_image", tool_use_id: "v1", url }));
+    s = fold(s, ev({ type: "tool_image", tool_use_id: "nope", url: "/api/chats/c1/media/x.png" }));
+    expect((s.live?.blocks?.[0] as ToolBlock).images).toEqual([url]);
+  });
+
+  it("shows the files of the owner's own message before the server confirms it", () => {
+    const files = [{ name: "a.png", mime_type: "image/png", size: 3, preview: true }];
+    const s = chatReducer(fromDetail(detail()), { type: "send_local", cid: "m1", content: "", ts: 5, attachments: files });
+    expect(s.messages.at(-1)).toMatchObject({ role: "user", cid: "m1", attachments: files, sending: true });
+  });
+
   it("adds one question card per question_id and answers_applied closes it", () => {
     const q = { type: "question", question_id: "q1", kind: "question", questions: [{ question: "Which?", header: "H", options: [{ label: "A" }], multi_select: false }] };
     let s = fold(started(), ev(q), ev(q));

@@ -8,6 +8,7 @@
 import { pendingOf } from "../api/types";
 import type {
   ApprovalAnswers,
+  Attachment,
   Block,
   ChatPage,
   JournalEntry,
@@ -20,6 +21,9 @@ import type {
   StreamEvent,
   ToolBlock,
 } from "../api/types";
+
+/** Images one tool block shows at most (the server's `MAX_TOOL_IMAGES`). */
+const MAX_TOOL_IMAGES = 8;
 
 /** A transcript row; `sending` marks the owner's own message before the server confirmed it. */
 export type ChatMessage = Message & { sending?: boolean };
@@ -69,7 +73,7 @@ export type ChatAction =
   | { type: "snapshot"; detail: ChatPage }
   | { type: "older"; page: ChatPage }
   | { type: "event"; event: StreamEvent; now?: number }
-  | { type: "send_local"; cid: string; content: string; ts: number }
+  | { type: "send_local"; cid: string; content: string; ts: number; attachments?: Attachment[] }
   | { type: "steer_local"; cid: string; content: string; ts: number }
   | { type: "send_result"; cid: string; result: SendResult; now?: number }
   | { type: "send_failed"; cid: string }
@@ -181,9 +185,10 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
     case "event":
       return applyEvent(state, action.event, action.now ?? Date.now());
     case "send_local": {
-      const row: PendingMessage = { role: "user", cid: action.cid, content: action.content, ts: action.ts };
+      const files = action.attachments ? { attachments: action.attachments } : {};
+      const row: PendingMessage = { role: "user", cid: action.cid, content: action.content, ts: action.ts, ...files };
       if (state.running) return { ...state, localQueue: [...state.localQueue, row] };
-      const message: ChatMessage = { role: "user", content: action.content, ts: action.ts, cid: action.cid, sending: true };
+      const message: ChatMessage = { role: "user", content: action.content, ts: action.ts, cid: action.cid, sending: true, ...files };
       return { ...state, messages: [...state.messages, message], lastRun: null };
     }
     case "steer_local": {
@@ -325,6 +330,12 @@ function foldEvent(state: ChatState, event: JournalEntry, now: number): ChatStat
         if (event.output_full_len !== undefined) updated.output_full_len = event.output_full_len;
         if (event.output_exit_code !== undefined && event.output_exit_code !== null) updated.output_exit_code = event.output_exit_code;
         return updated;
+      });
+    case "tool_image":
+      return updateTool(state, now, event.tool_use_id, (tool) => {
+        const images = tool.images ?? [];
+        if (images.includes(event.url) || images.length >= MAX_TOOL_IMAGES) return tool;
+        return { ...tool, images: [...images, event.url] };
       });
     case "tool_end":
       return updateTool(state, now, event.tool_use_id, (tool) => ({

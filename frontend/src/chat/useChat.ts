@@ -19,6 +19,7 @@ import {
   sendMessage,
   stopChat,
 } from "../api/chats";
+import type { Attachment } from "../api/protocol.gen";
 import type { ApprovalAnswers, ChatPage, QuestionAnswers, StreamEvent } from "../api/types";
 import { readToken } from "../auth/token";
 import { setStreaming } from "../shell/activity";
@@ -47,7 +48,8 @@ export interface ChatHandle {
   loadError: unknown;
   loadingOlder: boolean;
   loadOlder: () => void;
-  send: (text: string, cid?: string) => Promise<SendOutcome>;
+  /** Sends a message (with the files it carries, already uploaded). */
+  send: (text: string, cid?: string, attachments?: Attachment[]) => Promise<SendOutcome>;
   /** Sends into the running turn (`steer: true`); the server queues it when the CLI can't. */
   steer: (text: string) => Promise<SendOutcome>;
   /** Takes these queued rows back from the server and steers them in as one message. */
@@ -259,10 +261,12 @@ export function useChat(chatId: string): ChatHandle {
   }, [chatId, loadingOlder]);
 
   const deliver = useCallback(
-    async (text: string, cid: string, steer: boolean): Promise<SendOutcome> => {
-      dispatch({ type: steer ? "steer_local" : "send_local", cid, content: text, ts: Date.now() });
+    async (text: string, cid: string, steer: boolean, attachments?: Attachment[]): Promise<SendOutcome> => {
+      const files = attachments && attachments.length > 0 ? attachments : undefined;
+      if (steer) dispatch({ type: "steer_local", cid, content: text, ts: Date.now() });
+      else dispatch({ type: "send_local", cid, content: text, ts: Date.now(), ...(files ? { attachments: files } : {}) });
       const context = await sendContext(chatId);
-      const extra = context ? { agent_context: context } : {};
+      const extra = { ...(context ? { agent_context: context } : {}), ...(files ? { attachments: files.map((a) => a.name) } : {}) };
       const post = () => sendMessage(chatId, steer ? { content: text, cid, steer, ...extra } : { content: text, cid, ...extra });
       try {
         let result;
@@ -295,7 +299,10 @@ export function useChat(chatId: string): ChatHandle {
     [chatId, queryClient, refetch],
   );
 
-  const send = useCallback((text: string, reuseCid?: string) => deliver(text, reuseCid ?? newCid(), false), [deliver]);
+  const send = useCallback(
+    (text: string, reuseCid?: string, attachments?: Attachment[]) => deliver(text, reuseCid ?? newCid(), false, attachments),
+    [deliver],
+  );
   const steer = useCallback((text: string) => deliver(text, newCid(), true), [deliver]);
 
   const steerQueued = useCallback(

@@ -5,6 +5,7 @@ import { useState } from "react";
 import { fetchToolOutput } from "../api/chats";
 import type { ErrorBlock, ThinkingBlock, ToolBlock } from "../api/types";
 import { outputTail } from "../chat/activity";
+import { ToolImages } from "./ChatFiles";
 import { Icon } from "./Icon";
 
 const STATUS_TEXT: Record<ToolBlock["status"], string> = {
@@ -49,6 +50,7 @@ export function ToolView({ chatId, block }: { chatId: string; block: ToolBlock }
         </span>
         <Icon name="chevron" size={16} className="tool-chevron" />
       </button>
+      {block.images && block.images.length > 0 && <ToolImages chatId={chatId} urls={block.images} />}
       {!open && block.status === "running" && block.output && (
         <pre className="tool-pre tool-tail" aria-label={`Latest output of ${block.tool}`}>
           {outputTail(block.output)}

@@ -5,7 +5,7 @@
 //! hit many pages up) a bounded history window takes the transcript's place (`HistoryView`).
 
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "react";
-import type { ChatSummary } from "../api/types";
+import type { Attachment, ChatSummary } from "../api/types";
 import { loadAnchor, saveAnchor, saveLastChat } from "../chat/persist";
 import { queueOf, rowsOf } from "../chat/reducer";
 import { connNote } from "../chat/reconnect";
@@ -27,6 +27,7 @@ import { HistoryView, MAX_WINDOW_ROWS, type HistoryTarget } from "./HistoryView"
 import { useOnline } from "../shell/online";
 import { Composer } from "./Composer";
 import { Icon } from "./Icon";
+import { LightboxHost } from "./Lightbox";
 import { MessageRow } from "./MessageRow";
 import { ProviderHint } from "./ProviderHint";
 import { QueueTray } from "./QueueTray";
@@ -347,9 +348,9 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
     else setSendError(online ? "Couldn't send your message. It's back in the box — try again." : "You're offline. Your message is kept.");
   };
 
-  const send = async (text: string) => {
+  const send = async (text: string, attachments?: Attachment[]) => {
     setSendError(null);
-    const outcome = await chat.send(text);
+    const outcome = await chat.send(text, undefined, attachments);
     if (outcome === "sent") return true;
     explain(outcome);
     return false;
@@ -380,7 +381,7 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
 
   const retry = () => {
     const lastUser = [...state.messages].reverse().find((m) => m.role === "user" && !m.hidden);
-    if (lastUser) void chat.send(lastUser.content);
+    if (lastUser) void chat.send(lastUser.content, undefined, lastUser.attachments);
   };
 
   // Edit and Regenerate apply to the last exchange only, and not while a turn runs.
@@ -556,6 +557,7 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
           restore={restore}
         />
       </div>
+      <LightboxHost />
     </div>
   );
 }

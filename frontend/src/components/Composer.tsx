@@ -2,10 +2,19 @@
 //! Enter on desktop (Shift+Enter for a newline; on touch-first devices Enter is a newline).
 //! While a turn runs Stop stays beside the primary button, which queues typed text, or steers
 //! the queued messages in when the box is empty; Ctrl/Cmd+Enter steers typed text in at once.
+//! Files come with the attach button (the camera too on phones), a paste or a drop; each
+//! uploads at once with its progress and can be removed before sending. A message sent while
+//! offline, or before its uploads finish, waits and goes when it can. The microphone dictates
+//! into the box (never sends) where the browser can recognise speech.
 
-import { useEffect, useId, useLayoutEffect, useRef, useState, type KeyboardEvent } from "react";
+import { useEffect, useId, useLayoutEffect, useRef, useState, type ClipboardEvent, type DragEvent, type KeyboardEvent } from "react";
+import type { Attachment } from "../api/protocol.gen";
+import { attachmentsOf, failed, pendingUploads } from "../chat/attachments";
+import { appendDictation } from "../chat/dictation";
 import { composerButtons, enterAction } from "../chat/queue";
 import { loadDraft, saveDraft } from "../chat/persist";
+import { useAttachments } from "../chat/useAttachments";
+import { ComposerFiles, Dictate } from "./ComposerFiles";
 import { Icon } from "./Icon";
 
 export interface ComposerProps {
@@ -19,8 +28,8 @@ export interface ComposerProps {
   queued?: number;
   /** A steer of the queued messages is on its way. */
   steering?: boolean;
-  /** Sends the text; resolves false when it was not sent (the text comes back). */
-  onSend: (text: string) => Promise<boolean>;
+  /** Sends the text and files; resolves false when it was not sent (they come back). */
+  onSend: (text: string, attachments?: Attachment[]) => Promise<boolean>;
   /** Sends the text into the running turn; resolves false when it was not sent. */
   onSteer?: (text: string) => Promise<boolean>;
   /** Steers every queued message into the running turn, as one message. */
@@ -62,6 +71,11 @@ export function Composer({
   const [restoredId, setRestoredId] = useState(restore?.id ?? 0);
   const ref = useRef<HTMLTextAreaElement>(null);
   const hintId = useId();
+  const files = useAttachments(owner, chatId, !offline);
+  /** A send pressed while offline or before the uploads finished: it goes when it can. */
+  const [waiting, setWaiting] = useState(false);
+  const [fileNote, setFileNote] = useState<string | null>(null);
+  const [dragging, setDragging] = useState(false);
 
   if (restore && restore.id !== restoredId) {
     setRestoredId(restore.id);
@@ -78,18 +92,64 @@ export function Composer({
   }, [text]);
 
   const hasText = text.trim() !== "";
-  const canSend = hasText && !offline && !questionOpen;
-  const buttons = composerButtons({ running, questionOpen, hasText, queued, offline, stopping, steering });
+  const hasFiles = files.items.length > 0;
+  const uploadsPending = pendingUploads(files.items);
+  const canSend = (hasText || hasFiles) && !questionOpen;
+  const computed = composerButtons({ running, questionOpen, hasText: hasText || hasFiles, queued, offline, stopping, steering });
+  // Sending offline is allowed: the message waits for the connection.
+  const buttons =
+    offline && computed.primary && computed.primary.kind !== "steer" && canSend
+      ? { ...computed, primary: { ...computed.primary, disabled: false } }
+      : computed;
 
   async function submit(steer: boolean) {
     if (!canSend) return;
+    if (failed(files.items)) {
+      setFileNote("Remove the file that could not be uploaded (or try it again) first.");
+      return;
+    }
+    if (offline || uploadsPending) {
+      setWaiting(true);
+      return;
+    }
+    setWaiting(false);
+    setFileNote(null);
     const sent = text;
-    if (!steer) onBeforeSend?.();
+    const attachments = attachmentsOf(files.items);
+    if (!steer || attachments.length > 0) onBeforeSend?.();
     setText("");
-    const ok = steer && onSteer ? await onSteer(sent) : await onSend(sent);
+    // Files go with a turn of their own: a steer carries words only.
+    const ok =
+      attachments.length > 0 ? await onSend(sent, attachments) : steer && onSteer ? await onSteer(sent) : await onSend(sent);
     // Never lose what was typed: a failed send puts the text back (unless new text was typed).
     if (!ok) setText((current) => (current === "" ? sent : current));
+    else if (attachments.length > 0) files.clear();
   }
+
+  // A waiting message goes once the device is online and its uploads are done (a refused file
+  // or an emptied box ends the wait).
+  const waitingNow = waiting && canSend && !failed(files.items);
+  const submitRef = useRef(submit);
+  useEffect(() => {
+    submitRef.current = submit;
+  });
+  useEffect(() => {
+    if (waitingNow && !offline && !uploadsPending) void submitRef.current(false);
+  }, [waitingNow, offline, uploadsPending]);
+
+  function addFiles(picked: readonly File[]) {
+    if (picked.length === 0) return;
+    setFileNote(files.add(picked));
+  }
+
+  function onPaste(event: ClipboardEvent<HTMLTextAreaElement>) {
+    const pasted = Array.from(event.clipboardData?.files ?? []);
+    if (pasted.length === 0) return;
+    event.preventDefault();
+    addFiles(pasted);
+  }
+
+  const hasDraggedFiles = (event: DragEvent) => Array.from(event.dataTransfer?.types ?? []).includes("Files");
 
   function onKeyDown(event: KeyboardEvent<HTMLTextAreaElement>) {
     if (event.key !== "Enter" || event.nativeEvent.isComposing) return;
@@ -113,12 +173,36 @@ export function Composer({
   return (
     <form
       className="composer"
+      data-dragging={dragging || undefined}
       onSubmit={(event) => {
         event.preventDefault();
         void submit(false);
       }}
+      onDragOver={(event) => {
+        if (!hasDraggedFiles(event)) return;
+        event.preventDefault();
+        setDragging(true);
+      }}
+      onDragLeave={() => setDragging(false)}
+      onDrop={(event) => {
+        setDragging(false);
+        if (!hasDraggedFiles(event)) return;
+        event.preventDefault();
+        addFiles(Array.from(event.dataTransfer.files));
+      }}
     >
+      {(waitingNow || fileNote) && (
+        <p className="composer-note" role="status">
+          {waitingNow ? (offline ? "Waiting for the connection: the message goes when you're back online." : "Sending when the uploads finish…") : fileNote}
+          {waitingNow && (
+            <button type="button" className="link-button" onClick={() => setWaiting(false)}>
+              Cancel
+            </button>
+          )}
+        </p>
+      )}
       <div className="composer-box" data-disabled={offline || undefined}>
+        <ComposerFiles items={files.items} onRemove={files.remove} onRetry={files.retry} />
         <label className="visually-hidden" htmlFor={`${hintId}-input`}>
           Message
         </label>
@@ -131,11 +215,14 @@ export function Composer({
           placeholder={placeholder}
           onChange={(event) => setText(event.target.value)}
           onKeyDown={onKeyDown}
+          onPaste={onPaste}
           enterKeyHint={touchPrimary() ? "enter" : "send"}
           autoComplete="off"
           aria-keyshortcuts={running && onSteer ? "Control+Enter Meta+Enter" : undefined}
         />
         <div className="composer-actions">
+          <ComposerFiles.Attach onFiles={addFiles} touch={touchPrimary()} disabled={questionOpen} />
+          <Dictate onText={(words) => setText((current) => appendDictation(current, words))} />
           {buttons.stop && (
             <button
               type="button"

@@ -4,6 +4,8 @@
 import { memo, useEffect, useRef, useSyncExternalStore } from "react";
 import type * as MarkdownExports from "../chat/markdown";
 import { copyToClipboard } from "../chat/clipboard";
+import { useMediaToken, withToken } from "../chat/media";
+import { openChatImages } from "./ChatFiles";
 
 type MarkdownModule = typeof MarkdownExports;
 
@@ -30,10 +32,36 @@ function subscribe(listener: () => void) {
   return () => listeners.delete(listener);
 }
 
-export const Markdown = memo(function Markdown({ text }: { text: string }) {
+export const Markdown = memo(function Markdown({ text, chatId }: { text: string; chatId?: string }) {
   const module = useSyncExternalStore(subscribe, () => loaded, () => null);
   const ref = useRef<HTMLDivElement>(null);
   const html = module ? module.renderMarkdown(text) : null;
+  const hasMedia = html?.includes("md-media") ?? false;
+  const token = useMediaToken(chatId ?? "", hasMedia && chatId !== undefined);
+
+  // The chat's own images: a thumbnail (with the media token) that opens the lightbox.
+  useEffect(() => {
+    const root = ref.current;
+    if (!root || !hasMedia || !token || !chatId) return;
+    const spans = [...root.querySelectorAll<HTMLElement>("span.md-media")];
+    const images = spans.map((span) => ({ url: span.dataset.src ?? "", name: span.dataset.alt ?? "image" }));
+    spans.forEach((span, i) => {
+      const url = images[i]?.url ?? "";
+      if (span.dataset.ready === url + token) return;
+      span.dataset.ready = url + token;
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "file-thumb md-image";
+      button.setAttribute("aria-label", `Open image ${images[i]?.name ?? ""}`);
+      const img = document.createElement("img");
+      img.src = withToken(url, token, true);
+      img.alt = images[i]?.name ?? "image";
+      img.loading = "lazy";
+      button.appendChild(img);
+      button.addEventListener("click", () => void openChatImages(chatId, images, i));
+      span.replaceChildren(button);
+    });
+  }, [html, hasMedia, token, chatId]);
 
   useEffect(() => {
     if (!module) void preloadMarkdown();

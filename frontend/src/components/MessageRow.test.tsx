@@ -61,3 +61,41 @@ describe("row actions", () => {
     expect(screen.queryByRole("button", { name: "Copy message" })).toBeNull();
   });
 });
+
+describe("attachments in the transcript", () => {
+  it("shows a message's pictures as thumbnails behind a media token and its other files as chips; a tap opens the lightbox", async () => {
+    const { LightboxHost } = await import("./Lightbox");
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(() => Promise.resolve(new Response(JSON.stringify({ token: "mt", expires_in: 900 }), { status: 200, headers: { "Content-Type": "application/json" } }))),
+    );
+    const message: ChatMessage = {
+      role: "user",
+      content: "",
+      ts: 1,
+      attachments: [
+        { name: "a.png", mime_type: "image/png", size: 3000, width: 40, height: 30, preview: true },
+        { name: "b.jpg", mime_type: "image/jpeg", size: 5000, preview: true },
+        { name: "report.pdf", mime_type: "application/pdf", size: 12 * 1024, preview: false },
+      ],
+    };
+    render(
+      <>
+        <MessageRow rowKey="u" chatId="att" message={message} live={false} working={false} onAnswer={noAnswer} offline={false} idx={0} />
+        <LightboxHost />
+      </>,
+    );
+    const thumb = await screen.findByRole("img", { name: "a.png" });
+    expect(thumb.getAttribute("src")).toBe("/api/chats/att/uploads/a.png?token=mt&preview=true");
+    const chip = screen.getByRole("link", { name: "Download report.pdf, 12 KB" });
+    expect(chip.getAttribute("href")).toBe("/api/chats/att/uploads/report.pdf?token=mt");
+    expect(document.querySelector(".bubble")).toBeNull();
+    fireEvent.click(screen.getByRole("button", { name: "Open image b.jpg" }));
+    const dialog = await screen.findByRole("dialog", { name: "Image 2 of 2: b.jpg" });
+    expect(dialog.querySelector("img")?.getAttribute("src")).toBe("/api/chats/att/uploads/b.jpg?token=mt");
+    fireEvent.keyDown(window, { key: "ArrowLeft" });
+    expect(await screen.findByRole("dialog", { name: "Image 1 of 2: a.png" })).toBeTruthy();
+    fireEvent.click(screen.getByRole("button", { name: "Close" }));
+    expect(screen.queryByRole("dialog")).toBeNull();
+  });
+});

@@ -7,6 +7,7 @@ import { describeActivity, formatElapsed } from "../chat/activity";
 import { copyToClipboard } from "../chat/clipboard";
 import type { ChatMessage } from "../chat/reducer";
 import { ErrorView, TextRest, ThinkingView, ToolView, wasCut } from "./Blocks";
+import { MessageFiles } from "./ChatFiles";
 import { Icon } from "./Icon";
 import { Markdown } from "./Markdown";
 import { QuestionCard } from "./QuestionCard";
@@ -100,7 +101,8 @@ export const MessageRow = memo(function MessageRow({ rowKey, chatId, message, li
   if (message.role === "user") {
     return (
       <div className="row row-user" data-key={rowKey} data-idx={idx} data-hit={hit || undefined} data-cid={message.cid ?? undefined} data-sending={message.sending || undefined}>
-        <div className="bubble">{message.content}</div>
+        {message.attachments && message.attachments.length > 0 && <MessageFiles chatId={chatId} files={message.attachments} />}
+        {(message.content !== "" || !message.attachments?.length) && <div className="bubble">{message.content}</div>}
         {message.sending && <span className="row-note">Sending…</span>}
         {!message.sending && idx !== undefined && <RowActions message={message} onEdit={onEdit} />}
       </div>
@@ -117,11 +119,11 @@ export const MessageRow = memo(function MessageRow({ rowKey, chatId, message, li
           case "text":
             return wasCut(block.content) ? (
               <div key={`t:${block.item_id}:${i}`}>
-                <Markdown text={block.content} />
+                <Markdown text={block.content} chatId={chatId} />
                 <TextRest chatId={chatId} itemId={block.item_id} />
               </div>
             ) : (
-              <Markdown key={`t:${block.item_id}:${i}`} text={block.content} />
+              <Markdown key={`t:${block.item_id}:${i}`} text={block.content} chatId={chatId} />
             );
           case "thinking":
             return <ThinkingView key={`k:${block.item_id}:${i}`} block={block} live={live && i === blocks.length - 1} />;

@@ -11,8 +11,8 @@ use tokio::sync::mpsc;
 
 use super::process::{self, JsonLinesSession, Next, Spawned};
 use super::{
-    AgentEvent, AgentProvider, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply, TurnRequest,
-    Usage, summarize_input,
+    AgentEvent, AgentProvider, Ask, Control, Finish, FinishStatus, InputFile, ProviderKind, ProviderTurn, Reply,
+    ToolImage, TurnRequest, Usage, summarize_input,
 };
 use crate::error::Result;
 use crate::protocol::QuestionItem;
@@ -36,7 +36,8 @@ impl AgentProvider for Claude {
             process::spawn(&self.bin, &args(&request), &request.cwd, &request.env, Some(&request.pid_dir), confine)?;
         let (events_tx, events) = mpsc::channel(256);
         let (control, control_rx) = mpsc::channel(8);
-        let driver = tokio::spawn(drive(spawned, request.prompt, events_tx, control_rx, self.start_timeout));
+        let prompt = (request.prompt, request.files);
+        let driver = tokio::spawn(drive(spawned, prompt, events_tx, control_rx, self.start_timeout));
         Ok(ProviderTurn { events, control, driver })
     }
 
@@ -301,8 +302,22 @@ fn tool_results(line: &Value, interrupt_sent: bool, events: &mut Vec<AgentEvent>
             _ => String::new(),
         };
         events.push(AgentEvent::ToolOutput { id: id.clone(), text, append: false, exit_code: is_error.then_some(1) });
+        for image in tool_images(item) {
+            events.push(AgentEvent::ToolImage { id: id.clone(), image: ToolImage::Bytes(image) });
+        }
         events.push(AgentEvent::ToolEnd { id, is_error, interrupted: is_error && interrupt_sent });
     }
+}
+
+/// The base64 images of a tool result (`Read` of a picture, a screenshot tool).
+fn tool_images(item: &Value) -> Vec<Vec<u8>> {
+    use base64::Engine;
+    let Some(parts) = item.get("content").and_then(Value::as_array) else { return Vec::new() };
+    parts
+        .iter()
+        .filter(|p| str_at(p, &["type"]) == "image" && str_at(p, &["source", "type"]) == "base64")
+        .filter_map(|p| base64::engine::general_purpose::STANDARD.decode(str_at(p, &["source", "data"])).ok())
+        .collect()
 }
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
@@ -336,7 +351,7 @@ pub fn permission_response(request_id: &str, input: &Value, reply: &Reply) -> Va
 
 async fn drive(
     spawned: Spawned,
-    prompt: String,
+    (prompt, files): (String, Vec<InputFile>),
     events: mpsc::Sender<AgentEvent>,
     control: mpsc::Receiver<Control>,
     start_timeout: Duration,
@@ -347,7 +362,7 @@ async fn drive(
     session
         .send(&json!({ "type": "control_request", "request_id": "mobius-init", "request": { "subtype": "initialize", "hooks": null } }))
         .await;
-    session.send(&user_message(&prompt)).await;
+    session.send(&user_message(user_content(&prompt, &files).await)).await;
     // Words to continue with once the interrupt we sent for them has ended the current step.
     let mut steer: Option<String> = None;
     let finish = loop {
@@ -377,7 +392,7 @@ async fn drive(
                 Parsed::Finished(finish) => match steer.take() {
                     Some(text) if finish.status != FinishStatus::Failed => {
                         parser.interrupt_sent = false;
-                        session.send(&user_message(&text)).await;
+                        session.send(&user_message(Value::String(text))).await;
                         session.emit(AgentEvent::SteerAccepted).await;
                     }
                     Some(_) => {
@@ -422,8 +437,42 @@ async fn drive(
     session.finish(finish).await;
 }
 
-fn user_message(text: &str) -> Value {
-    json!({ "type": "user", "message": { "role": "user", "content": text }, "parent_tool_use_id": null, "session_id": "" })
+fn user_message(content: Value) -> Value {
+    json!({ "type": "user", "message": { "role": "user", "content": content }, "parent_tool_use_id": null, "session_id": "" })
+}
+
+/// Largest image sent as it is: the Messages API takes 5 MB per image, counted in base64.
+const MAX_INLINE_IMAGE_BYTES: u64 = 3_750_000;
+/// Longest side the Messages API takes.
+const MAX_IMAGE_SIDE: u32 = 8000;
+/// Images one turn shows the model, and their bytes in all (past it, previews go instead).
+const MAX_IMAGES_PER_TURN: usize = 20;
+const MAX_IMAGE_BYTES_PER_TURN: u64 = 15 * 1024 * 1024;
+
+/// A user message's content: plain words, or, with images attached, one base64 image block
+/// per image (the original when the API takes it, else the server's preview) then the words.
+pub async fn user_content(prompt: &str, files: &[InputFile]) -> Value {
+    use base64::Engine;
+    let mut blocks = Vec::new();
+    let mut budget = MAX_IMAGE_BYTES_PER_TURN;
+    for file in files.iter().filter(|f| f.image).take(MAX_IMAGES_PER_TURN) {
+        let fits = file.size <= MAX_INLINE_IMAGE_BYTES.min(budget)
+            && file.dimensions.is_none_or(|(w, h)| w.max(h) <= MAX_IMAGE_SIDE);
+        let (path, mime) = match (&file.preview, fits) {
+            (_, true) => (&file.path, file.mime_type.as_str()),
+            (Some(preview), false) => (preview, "image/jpeg"),
+            (None, false) => continue,
+        };
+        let Ok(bytes) = tokio::fs::read(path).await else { continue };
+        budget = budget.saturating_sub(bytes.len() as u64);
+        let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        blocks.push(json!({ "type": "image", "source": { "type": "base64", "media_type": mime, "data": data } }));
+    }
+    if blocks.is_empty() {
+        return Value::String(prompt.to_owned());
+    }
+    blocks.push(json!({ "type": "text", "text": prompt }));
+    Value::Array(blocks)
 }
 
 fn interrupt(request_id: &str) -> Value {
@@ -442,6 +491,65 @@ fn questions_of(input: &Value) -> Vec<QuestionItem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn file(dir: &std::path::Path, name: &str, bytes: &[u8], dims: (u32, u32), preview: Option<&[u8]>) -> InputFile {
+        std::fs::write(dir.join(name), bytes).expect("file");
+        let preview = preview.map(|p| {
+            let path = dir.join(format!("{name}.preview.jpg"));
+            std::fs::write(&path, p).expect("preview");
+            path
+        });
+        InputFile {
+            path: dir.join(name),
+            name: name.into(),
+            mime_type: "image/png".into(),
+            size: bytes.len() as u64,
+            dimensions: Some(dims),
+            image: true,
+            preview,
+        }
+    }
+
+    #[tokio::test]
+    async fn images_go_as_base64_blocks_before_the_words_and_oversized_ones_as_their_preview() {
+        use base64::Engine;
+        let dir = tempfile::tempdir().expect("tmp");
+        assert_eq!(user_content("hi", &[]).await, Value::String("hi".into()), "no files: plain words");
+        let small = file(dir.path(), "a.png", b"small-png", (40, 30), Some(b"prev-a"));
+        let huge = file(dir.path(), "b.png", b"huge-png", (9000, 100), Some(b"prev-b"));
+        let unseen = file(dir.path(), "c.png", b"huge", (9000, 100), None);
+        let doc =
+            InputFile { image: false, mime_type: "text/plain".into(), ..file(dir.path(), "d.txt", b"x", (0, 0), None) };
+        let content = user_content("look", &[small, huge, unseen, doc]).await;
+        let blocks = content.as_array().expect("blocks");
+        let data = |i: usize| {
+            base64::engine::general_purpose::STANDARD
+                .decode(blocks[i]["source"]["data"].as_str().expect("data"))
+                .expect("b64")
+        };
+        assert_eq!(blocks.len(), 3, "two images (the third has no preview to send), then the words: {content}");
+        assert_eq!(
+            (blocks[0]["type"].as_str(), blocks[0]["source"]["media_type"].as_str()),
+            (Some("image"), Some("image/png"))
+        );
+        assert_eq!(data(0), b"small-png");
+        assert_eq!(blocks[1]["source"]["media_type"], "image/jpeg", "too large a side: the preview goes");
+        assert_eq!(data(1), b"prev-b");
+        assert_eq!(blocks[2], json!({ "type": "text", "text": "look" }));
+    }
+
+    #[test]
+    fn a_tool_results_images_become_tool_images() {
+        let line = json!({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":[
+            {"type":"text","text":"read it"},
+            {"type":"image","source":{"type":"base64","media_type":"image/png","data":"aGVsbG8="}}]}]}});
+        let mut events = Vec::new();
+        tool_results(&line, false, &mut events);
+        assert!(
+            matches!(&events[1], AgentEvent::ToolImage { id, image: ToolImage::Bytes(b) } if id == "t1" && b == b"hello")
+        );
+        assert!(matches!(&events[2], AgentEvent::ToolEnd { .. }));
+    }
 
     fn sample(name: &str) -> Vec<Value> {
         let path = crate::config::checkout_root().join("tests/fixtures").join(name);
@@ -546,6 +654,7 @@ mod tests {
     fn the_workspace_policy_accepts_edits_and_asks_for_the_rest() {
         let request = |approval| TurnRequest {
             prompt: "hi".into(),
+            files: Vec::new(),
             system_prompt: String::new(),
             resume: None,
             model: None,

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use super::process::{self, JsonLinesSession, Next, Spawned};
 use super::{
     AgentEvent, AgentProvider, ApprovalPolicy, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply,
-    TurnRequest, Usage,
+    ToolImage, TurnRequest, Usage,
 };
 use crate::error::Result;
 use crate::protocol::{Choice, QuestionItem, QuestionOption};
@@ -263,7 +263,14 @@ impl Parser {
                     interrupted: false,
                 });
             }
-            "mcpToolCall" | "webSearch" | "dynamicToolCall" | "imageView" => {
+            "imageView" => {
+                let path = s("path");
+                if !path.is_empty() {
+                    events.push(AgentEvent::ToolImage { id: id.clone(), image: ToolImage::Path(path.into()) });
+                }
+                events.push(AgentEvent::ToolEnd { id, is_error: s("status") == "failed", interrupted: false });
+            }
+            "mcpToolCall" | "webSearch" | "dynamicToolCall" => {
                 events.push(AgentEvent::ToolEnd { id, is_error: s("status") == "failed", interrupted: false });
             }
             _ => {}
@@ -397,6 +404,16 @@ pub fn reply_result(ask_is_question: bool, reply: &Reply, questions_by_text: &Ha
     json!({ "decision": decision })
 }
 
+/// The input items of `turn/start`: the words, then each attached image as a local image
+/// (Codex reads and sizes it itself; other files are named in the words).
+pub fn turn_input(request: &TurnRequest) -> Value {
+    let mut items = vec![json!({ "type": "text", "text": request.prompt })];
+    for file in request.files.iter().filter(|f| f.image) {
+        items.push(json!({ "type": "localImage", "path": file.path.display().to_string() }));
+    }
+    Value::Array(items)
+}
+
 async fn drive(
     spawned: Spawned,
     request: TurnRequest,
@@ -431,7 +448,7 @@ async fn drive(
                     session.emit(AgentEvent::Session(id.clone())).await;
                     session
                         .send(&json!({ "id": ID_TURN, "method": "turn/start", "params": {
-                            "threadId": id, "input": [{ "type": "text", "text": request.prompt }] } }))
+                            "threadId": id, "input": turn_input(&request) } }))
                         .await;
                     thread = Some(id);
                 }
@@ -494,6 +511,42 @@ fn interrupt(thread: &Option<String>, turn: &Option<String>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attached_images_are_local_image_items_and_other_files_stay_in_the_words() {
+        let image = super::super::InputFile {
+            path: "/data/uploads/c/files/a.png".into(),
+            name: "a.png".into(),
+            mime_type: "image/png".into(),
+            size: 3,
+            dimensions: Some((4, 3)),
+            image: true,
+            preview: None,
+        };
+        let doc = super::super::InputFile {
+            image: false,
+            name: "d.txt".into(),
+            path: "/data/uploads/c/files/d.txt".into(),
+            ..image.clone()
+        };
+        let request = TurnRequest {
+            prompt: "look".into(),
+            files: vec![image, doc],
+            system_prompt: String::new(),
+            resume: None,
+            model: None,
+            cwd: "/data".into(),
+            env: Vec::new(),
+            approval: ApprovalPolicy::Full,
+            pid_dir: "/tmp".into(),
+            tools: true,
+            confine: None,
+        };
+        assert_eq!(
+            turn_input(&request),
+            json!([{ "type": "text", "text": "look" }, { "type": "localImage", "path": "/data/uploads/c/files/a.png" }])
+        );
+    }
 
     fn sample() -> Vec<Value> {
         let path = crate::config::checkout_root().join("tests/fixtures/codex-app-server-sample.jsonl");
@@ -575,6 +628,7 @@ mod tests {
     fn resume_uses_thread_resume_and_full_access_never_asks() {
         let request = TurnRequest {
             prompt: "hi".into(),
+            files: Vec::new(),
             system_prompt: "be good".into(),
             resume: Some("thr-1".into()),
             model: None,

@@ -138,6 +138,7 @@ impl ChatFold {
                 Folded::Chat(ChatEvent::ToolEnd { tool_use_id: id, is_error, interrupted })
             }
             other @ (AgentEvent::Session(_)
+            | AgentEvent::ToolImage { .. }
             | AgentEvent::Ask { .. }
             | AgentEvent::Usage(_)
             | AgentEvent::Warning(_)

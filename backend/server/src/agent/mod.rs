@@ -30,8 +30,11 @@ use crate::protocol::{Choices, QuestionItem};
 /// Everything a provider needs to run one turn.
 #[derive(Debug)]
 pub struct TurnRequest {
-    /// The user's words for this turn (several queued messages are joined).
+    /// The user's words for this turn (several queued messages are joined), with the list of
+    /// attached files and their paths ([`InputFile::manifest`]).
     pub prompt: String,
+    /// The files the messages of this turn attach (the CLI shows the images to the model).
+    pub files: Vec<InputFile>,
     /// Composed system prompt (the agent's constitution + skills index).
     pub system_prompt: String,
     /// Provider session/thread to continue, if any.
@@ -47,6 +50,53 @@ pub struct TurnRequest {
     pub tools: bool,
     /// The Landlock ruleset the CLI runs under (`None` when the sandbox is off).
     pub confine: Option<mobius_sys::landlock::Ruleset>,
+}
+
+/// A file the owner attached, as a turn hands it to the CLI.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputFile {
+    /// Where it is (the agent may read it).
+    pub path: PathBuf,
+    pub name: String,
+    pub mime_type: String,
+    pub size: u64,
+    /// Picture size, for raster images the server decoded.
+    pub dimensions: Option<(u32, u32)>,
+    /// A raster image the model can look at (PNG, JPEG, WebP, GIF).
+    pub image: bool,
+    /// A smaller JPEG of the image, for models that cap image sizes.
+    pub preview: Option<PathBuf>,
+}
+
+impl InputFile {
+    /// The lines that tell the agent which files came with the message and where they are
+    /// (images are also shown to the model; the rest it reads with its tools).
+    pub fn manifest(files: &[InputFile]) -> String {
+        if files.is_empty() {
+            return String::new();
+        }
+        let mut text = String::from("\n\n[Files attached to this message:\n");
+        for f in files {
+            let size = if f.size >= 1 << 20 {
+                format!("{:.1} MB", f.size as f64 / f64::from(1u32 << 20))
+            } else {
+                format!("{} KB", f.size.div_ceil(1024))
+            };
+            let dims = f.dimensions.map(|(w, h)| format!(", {w}×{h}")).unwrap_or_default();
+            text.push_str(&format!("- {} ({}, {size}{dims}): {}\n", f.name, f.mime_type, f.path.display()));
+        }
+        text.push(']');
+        text
+    }
+}
+
+/// An image a tool returned.
+#[derive(Debug)]
+pub enum ToolImage {
+    /// The bytes the CLI printed (Claude's tool results carry them).
+    Bytes(Vec<u8>),
+    /// A file the tool looked at (Codex's `view_image`); shown only from the agent's folders.
+    Path(PathBuf),
 }
 
 /// Token counts of a turn.
@@ -128,6 +178,8 @@ pub enum AgentEvent {
     ToolStart { id: String, name: String, input: String },
     /// Tool output: the whole output, or a piece to append.
     ToolOutput { id: String, text: String, append: bool, exit_code: Option<i64> },
+    /// The tool returned an image.
+    ToolImage { id: String, image: ToolImage },
     /// A tool call ended; `interrupted` when it ended because the host interrupted the step
     /// (a steer), not because it failed.
     ToolEnd { id: String, is_error: bool, interrupted: bool },

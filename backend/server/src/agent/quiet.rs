@@ -45,6 +45,7 @@ pub async fn run(
     let provider = providers.provider(kind);
     let request = TurnRequest {
         prompt,
+        files: Vec::new(),
         system_prompt,
         resume: None,
         model: provider.cheapest_model().map(str::to_owned),

@@ -37,6 +37,8 @@ pub const STOP_GRACE: Duration = Duration::from_secs(2);
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(900);
 /// Agent-run tokens live at most this long (and die earlier when the run ends).
 const AGENT_TOKEN_TTL_SECS: i64 = 26 * 3600;
+/// Images one turn stores as chat media at most (tool results and local images of replies).
+const MAX_MEDIA_PER_TURN: usize = 32;
 /// Most provider events folded into one writer command.
 const MAX_EVENTS_PER_EMIT: usize = 64;
 
@@ -65,6 +67,8 @@ pub struct Agents {
     pub limits: TurnLimits,
     /// Where text past the inline caps goes (`DATA_DIR/agent-output`).
     pub overflow_dir: PathBuf,
+    /// Chat files: what a message attaches, where the agent's images go.
+    pub uploads: Arc<crate::uploads::Uploads>,
 }
 
 /// The ceilings of one turn (`MOBIUS_AGENT_TURN_MAX_SECS`, `MOBIUS_AGENT_SILENCE_MAX_SECS`).
@@ -190,6 +194,10 @@ struct Turn<'a> {
     /// Overflow files of this turn's blocks, and the bytes written to them.
     overflow: HashMap<String, std::fs::File>,
     overflow_written: u64,
+    /// Local image links of replies already copied into the chat's media (`None`: not showable).
+    media: HashMap<String, Option<String>>,
+    /// Images this turn stored as chat media.
+    media_count: usize,
 }
 
 async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiver<TurnCommand>) -> Option<TurnStart> {
@@ -210,6 +218,8 @@ async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiv
         pending_steer: None,
         overflow: HashMap::new(),
         overflow_written: 0,
+        media: HashMap::new(),
+        media_count: 0,
     };
     let provider_turn = match turn.prepare_and_start(&start.started.messages).await {
         Ok(p) => p,
@@ -260,7 +270,9 @@ impl Turn<'_> {
             .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok())
             .and_then(|s| s.get("model").and_then(serde_json::Value::as_str).map(str::to_owned))
             .filter(|m| !m.is_empty());
-        let prompt = messages.iter().map(Message::agent_text).collect::<Vec<_>>().join("\n\n");
+        let files = self.input_files(messages).await?;
+        let prompt = messages.iter().map(Message::agent_text).collect::<Vec<_>>().join("\n\n")
+            + &super::InputFile::manifest(&files);
         let owner = agents.owner.get();
         let mut claims = Claims::new(
             owner.as_ref().map(|o| o.0.as_str()).unwrap_or_default(),
@@ -274,16 +286,19 @@ impl Turn<'_> {
         let token = agents.keys.issue(&claims)?;
         let env = agents.providers.agent_env(self.provider, &self.chat_id, &self.run_id, &token, credentials)?;
         let var = |key: &str| env.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str()).unwrap_or_default();
-        let grants = agents.sandbox.grants(
+        let mut grants = agents.sandbox.grants(
             self.provider,
             agents.providers.bin(self.provider),
             std::path::Path::new(var("HOME")),
             std::path::Path::new(var("TMPDIR")),
             var("PATH"),
         );
+        // The chat's files: the agent reads what was attached (and nothing of other chats).
+        grants.read.push(agents.uploads.chat_dir(&self.chat_id));
         let confine = agents.sandbox.ruleset(&grants)?;
         let request = TurnRequest {
             prompt,
+            files,
             system_prompt,
             resume: chat.session_id.clone(),
             model,
@@ -295,6 +310,32 @@ impl Turn<'_> {
             confine,
         };
         agents.providers.provider(self.provider).start(request)
+    }
+
+    /// The files the turn's messages attach, as stored (a file removed since is left out).
+    async fn input_files(&self, messages: &[Message]) -> Result<Vec<super::InputFile>> {
+        use crate::uploads::{Kind, sniff::Raster};
+        let uploads = &self.agents.uploads;
+        let mut files: Vec<super::InputFile> = Vec::new();
+        let names = messages.iter().flat_map(|m| m.attachments.iter().flatten());
+        for name in names.filter_map(|a| a.get("name").and_then(Value::as_str)) {
+            if files.iter().any(|f| f.name == name) {
+                continue;
+            }
+            let Some(row) = uploads.get(&self.chat_id, Kind::Upload, name).await? else { continue };
+            let dimensions =
+                row.width.zip(row.height).and_then(|(w, h)| Some((u32::try_from(w).ok()?, u32::try_from(h).ok()?)));
+            files.push(super::InputFile {
+                path: uploads.path(&self.chat_id, Kind::Upload, &row.name),
+                image: Raster::of_mime(&row.mime_type).is_some(),
+                preview: row.preview.then(|| uploads.preview_path(&self.chat_id, Kind::Upload, &row.name)),
+                name: row.name,
+                mime_type: row.mime_type,
+                size: u64::try_from(row.size).unwrap_or(0),
+                dimensions,
+            });
+        }
+        Ok(files)
     }
 
     async fn drive(
@@ -387,6 +428,10 @@ impl Turn<'_> {
         let mut out: Vec<ChatEvent> = Vec::new();
         for agent_event in batch {
             let event = match self.fold.fold(agent_event) {
+                Folded::Chat(ChatEvent::TextFinal { content, item_id }) => {
+                    let content = self.show_local_images(content).await;
+                    ChatEvent::TextFinal { content, item_id }
+                }
                 Folded::Chat(event) => {
                     if let ChatEvent::ToolStart { input, .. } = &event {
                         self.agents.skills.touch(input, db::now_ms());
@@ -424,6 +469,56 @@ impl Turn<'_> {
         }
         self.flush(out).await;
         None
+    }
+
+    /// A final text block whose Markdown images name files the agent wrote under `DATA_DIR`:
+    /// each is copied into the chat's media and the link points there (the PWA cannot load a
+    /// server path). Other links stay as they are.
+    async fn show_local_images(&mut self, mut content: String) -> String {
+        let found = crate::uploads::media::local_images(&content);
+        // From the end, so earlier ranges stay valid.
+        for image in found.into_iter().rev() {
+            if self.media_count >= MAX_MEDIA_PER_TURN {
+                break;
+            }
+            let url = match self.media.get(&image.target) {
+                Some(url) => url.clone(),
+                None => {
+                    let url =
+                        self.agents.uploads.import_local(&self.agents.data_dir, &self.chat_id, &image.target).await;
+                    self.media_count += 1;
+                    self.media.insert(image.target.clone(), url.clone());
+                    url
+                }
+            };
+            if let Some(url) = url {
+                content.replace_range(image.range, &url);
+            }
+        }
+        content
+    }
+
+    /// Stores an image a tool returned as chat media; its URL, or `None` past the turn's cap
+    /// or when it is not an image the chat can show.
+    async fn save_tool_image(&mut self, image: super::ToolImage) -> Option<String> {
+        if self.media_count >= MAX_MEDIA_PER_TURN {
+            return None;
+        }
+        self.media_count += 1;
+        let uploads = &self.agents.uploads;
+        match image {
+            super::ToolImage::Bytes(bytes) => match uploads.save_media(&self.chat_id, &bytes, "tool").await {
+                Ok(url) => Some(url),
+                Err(e) => {
+                    info!(error = %e, "a tool's image was not kept");
+                    None
+                }
+            },
+            super::ToolImage::Path(path) => {
+                let target = path.to_string_lossy();
+                uploads.import_local(&self.agents.data_dir, &self.chat_id, &target).await
+            }
+        }
     }
 
     /// Appends text past the inline caps to its block's overflow file (the first write of a
@@ -488,6 +583,11 @@ impl Turn<'_> {
                 }
             }
             AgentEvent::Warning(w) => warn!(warning = %w, "agent CLI"),
+            AgentEvent::ToolImage { id, image } => {
+                if let Some(url) = self.save_tool_image(image).await {
+                    out.push(ChatEvent::ToolImage { tool_use_id: id, url });
+                }
+            }
             AgentEvent::Ask { ask, reply } => {
                 // Everything before the question is journaled first, in order.
                 self.flush(std::mem::take(out)).await;

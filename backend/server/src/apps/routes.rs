@@ -69,7 +69,11 @@ fn manager(who: &Principal) -> Result<()> {
 async fn list(State(state): State<AppState>, who: Principal) -> Result<Json<Vec<AppOut>>> {
     manager(&who)?;
     if state.purge_clock.due() {
-        tokio::spawn(crate::housekeeping::purge_tombstones(state.writer.clone(), state.apps.clone()));
+        tokio::spawn(crate::housekeeping::purge_tombstones(
+            state.writer.clone(),
+            state.apps.clone(),
+            state.uploads.clone(),
+        ));
     }
     Ok(Json(db::apps::list(&state.db.read).await?.into_iter().map(|row| AppOut::new(&state, row)).collect()))
 }

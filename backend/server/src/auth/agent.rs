@@ -18,6 +18,7 @@ pub const AGENT_ROUTES: &[(&str, &str)] = &[
     ("GET", "/chats/{id}/stream"),
     ("GET", "/chats/{id}/runs"),
     ("GET", "/chats/{id}/tool-output/{tool_use_id}"),
+    ("POST", "/chats/{id}/media"),
     ("POST", "/apps/apply"),
     ("GET", "/apps"),
     ("GET", "/apps/"),

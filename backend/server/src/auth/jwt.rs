@@ -28,6 +28,9 @@ pub enum Scope {
     /// An embedded chat's session (the nested chat frame of an app): one chat, a few
     /// operations, 15 minutes, bound to its embed instance and a live grant row.
     ChatEmbed,
+    /// A media token: loads one chat's files and images (`?token=` in an image URL), 15
+    /// minutes; minted for an embedded chat it also dies with that chat's session.
+    Media,
 }
 
 /// The claims every token carries.

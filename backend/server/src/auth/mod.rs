@@ -55,7 +55,7 @@ pub async fn verify_owner_token(state: &AppState, token: &str) -> Result<Claims>
     let claims = state.keys.verify(token)?;
     match claims.scope {
         Scope::Owner | Scope::Agent => {}
-        Scope::App | Scope::ChatEmbed => {
+        Scope::App | Scope::ChatEmbed | Scope::Media => {
             return Err(Error::forbidden("wrong_scope", "Only an owner token can use this route."));
         }
     }
@@ -115,6 +115,7 @@ pub async fn verify_principal(state: &AppState, token: &str) -> Result<Principal
     match claims.scope {
         Scope::App => {}
         Scope::ChatEmbed => return Err(Error::forbidden("wrong_scope", "An embedded chat cannot use this route.")),
+        Scope::Media => return Err(Error::forbidden("wrong_scope", "A media token only loads a chat's files.")),
         Scope::Owner | Scope::Agent => {
             return verify_owner_token(state, token).await.map(|c| Principal::Owner(Box::new(c)));
         }

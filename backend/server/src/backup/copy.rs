@@ -11,8 +11,9 @@ use sqlx::{ConnectOptions, Connection};
 
 use super::{BACKUP_FORMAT, BackupError, MAIN_DATABASE, MANIFEST_FILE, Manifest, io_error};
 
-/// Top-level folders that hold only a running server's transient state.
-const TRANSIENT_DIRS: &[&str] = &["run", "agent-scratch"];
+/// Folders (relative to the data dir) that hold only a running server's transient state:
+/// its runtime files, the agent's scratch space, uploads still arriving.
+const TRANSIENT_DIRS: &[&str] = &["run", "agent-scratch", "uploads/.staging"];
 
 /// Companion files of a live SQLite database, never copied (the snapshot replaces them).
 const SQLITE_SIDECARS: &[&str] = &["-wal", "-shm", "-journal"];
@@ -56,7 +57,7 @@ fn plan_backup(root: &Path, exclude: Option<&Path>) -> Result<Vec<Entry>, Backup
                     entries.push(Entry::Symlink(child_rel, target));
                 }
             } else if meta.is_dir() {
-                let transient = rel.as_os_str().is_empty() && TRANSIENT_DIRS.iter().any(|d| name == *d);
+                let transient = TRANSIENT_DIRS.iter().any(|d| child_rel == Path::new(d));
                 if transient || exclude.is_some_and(|ex| same_file(&child, ex)) {
                     continue;
                 }

@@ -36,6 +36,10 @@ pub enum Op {
     Stream,
     Stop,
     Settings,
+    /// Attach files.
+    Uploads,
+    /// Load the chat's files and images (and mint media tokens for them).
+    Media,
 }
 
 impl Op {
@@ -46,6 +50,8 @@ impl Op {
             Op::Stream => "chat:stream",
             Op::Stop => "chat:stop",
             Op::Settings => "chat:settings",
+            Op::Uploads => "chat:uploads",
+            Op::Media => "chat:media",
         }
     }
 }
@@ -54,6 +60,8 @@ impl Op {
 #[derive(Debug, Clone)]
 pub struct EmbedSession {
     pub app_id: i64,
+    /// The grant row that became this session.
+    pub session: String,
     pub chat_id: String,
     pub ops: Vec<String>,
 }
@@ -131,7 +139,12 @@ pub async fn verify_embed(state: &AppState, claims: &Claims, instance_header: Op
         Some(app) if app.deleted_at.is_none() && app.token_nonce == nonce => {}
         _ => return Err(revoked()),
     }
-    Ok(EmbedSession { app_id, chat_id: chat_id.to_owned(), ops: claims.embed_ops.clone().unwrap_or_default() })
+    Ok(EmbedSession {
+        app_id,
+        session: session.to_owned(),
+        chat_id: chat_id.to_owned(),
+        ops: claims.embed_ops.clone().unwrap_or_default(),
+    })
 }
 
 impl FromRequestParts<AppState> for ChatCaller {

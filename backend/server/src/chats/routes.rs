@@ -98,7 +98,11 @@ async fn list(
     input: std::result::Result<Query<ListIn>, QueryRejection>,
 ) -> Result<Response> {
     if state.purge_clock.due() {
-        tokio::spawn(crate::housekeeping::purge_tombstones(state.writer.clone(), state.apps.clone()));
+        tokio::spawn(crate::housekeeping::purge_tombstones(
+            state.writer.clone(),
+            state.apps.clone(),
+            state.uploads.clone(),
+        ));
     }
     let Query(input) =
         input.map_err(|_| Error::bad_request("invalid_query", "The chat list takes limit and cursor, once each."))?;
@@ -441,7 +445,8 @@ async fn send(
         return answer(&state, &id, QuestionId::from(question_id), answers).await;
     }
     let content = body.content.unwrap_or_default();
-    if content.trim().is_empty() {
+    let attachments = attachments(&state, &id, body.attachments).await?;
+    if content.trim().is_empty() && attachments.is_none() {
         return Err(Error::bad_request("empty_message", "Write something first."));
     }
     if content.chars().count() > MAX_MESSAGE_CHARS {
@@ -464,14 +469,13 @@ async fn send(
         content,
         hidden: false,
         timezone: body.timezone.filter(|t| t.len() <= MAX_TIMEZONE_BYTES),
-        attachments: match body.attachments {
-            Some(Value::Array(items)) => Some(items),
-            _ => None,
-        },
+        attachments,
         agent_context,
     };
     let _lock = state.chat_locks.lock(&id).await;
+    // Files go with a turn of their own: a steer carries words only.
     if body.steer
+        && message.attachments.is_none()
         && let Some(handle) = state.agents.turns.get(&id)
         && let Some(stored) = handle.steer(message.clone()).await?
     {
@@ -479,6 +483,51 @@ async fn send(
     }
     // No turn, or the CLI could not take it right now: it waits in the queue like any other.
     start_or_queue(&state, &id, message, None).await.map(send_response)
+}
+
+/// The files a message carries: each names an upload of this chat (a name, or an object with
+/// `name`, as the original's clients send), recorded as the server stored it. `None` for none.
+async fn attachments(state: &AppState, chat_id: &ChatId, given: Option<Value>) -> Result<Option<Vec<Value>>> {
+    let items = match given {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Array(items)) => items,
+        Some(_) => return Err(Error::bad_request("invalid_attachments", "attachments is a list of upload names.")),
+    };
+    if items.len() > crate::uploads::MAX_FILES_PER_MESSAGE {
+        return Err(Error::bad_request(
+            "too_many_files",
+            format!("At most {} files go with one message.", crate::uploads::MAX_FILES_PER_MESSAGE),
+        ));
+    }
+    let mut out: Vec<Value> = Vec::with_capacity(items.len());
+    let mut seen = std::collections::HashSet::new();
+    for item in items {
+        let name = match &item {
+            Value::String(name) => name.as_str(),
+            Value::Object(map) => map.get("name").and_then(Value::as_str).unwrap_or_default(),
+            _ => "",
+        };
+        if !seen.insert(name.to_owned()) {
+            continue;
+        }
+        let row = match crate::uploads::names::is_stored_name(name) {
+            true => state.uploads.get(chat_id, crate::uploads::Kind::Upload, name).await?,
+            false => None,
+        };
+        let row = row.ok_or_else(|| {
+            Error::bad_request("unknown_attachment", format!("{name:?} is not a file of this chat; attach it again."))
+        })?;
+        let attachment = crate::protocol::Attachment {
+            name: row.name,
+            mime_type: row.mime_type,
+            size: row.size,
+            width: row.width,
+            height: row.height,
+            preview: row.preview,
+        };
+        out.push(serde_json::to_value(attachment).map_err(|e| Error::Internal(e.to_string()))?);
+    }
+    Ok((!out.is_empty()).then_some(out))
 }
 
 fn send_response(result: SendResult) -> Response {

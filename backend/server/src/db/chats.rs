@@ -5,6 +5,7 @@
 use sqlx::{SqliteConnection, SqlitePool};
 
 use crate::error::Result;
+use crate::protocol::ChatId;
 
 /// Longest accepted chat title, in characters.
 pub const MAX_TITLE_CHARS: usize = 256;
@@ -217,12 +218,13 @@ pub async fn recover(conn: &mut SqliteConnection, chat_id: &str, cutoff: i64) ->
 }
 
 /// Permanently removes chats deleted before `cutoff` (cascades to everything they own).
-pub async fn purge_deleted(conn: &mut SqliteConnection, cutoff: i64) -> Result<u64> {
-    let done = sqlx::query("DELETE FROM chats WHERE deleted_at IS NOT NULL AND deleted_at < ?")
-        .bind(cutoff)
-        .execute(conn)
-        .await?;
-    Ok(done.rows_affected())
+pub async fn purge_deleted(conn: &mut SqliteConnection, cutoff: i64) -> Result<Vec<ChatId>> {
+    let ids: Vec<String> =
+        sqlx::query_scalar("DELETE FROM chats WHERE deleted_at IS NOT NULL AND deleted_at < ? RETURNING id")
+            .bind(cutoff)
+            .fetch_all(conn)
+            .await?;
+    Ok(ids.into_iter().map(ChatId::from).collect())
 }
 
 /// Stores a prompt (content-addressed) and pins it on the chat if the chat has none yet;

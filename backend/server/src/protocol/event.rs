@@ -98,6 +98,12 @@ pub enum ChatEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         output_exit_code: Option<i64>,
     },
+    /// The tool returned an image (a file it viewed, a screenshot), stored as chat media at
+    /// `url` (`/api/chats/<id>/media/<file>`).
+    ToolImage {
+        tool_use_id: String,
+        url: String,
+    },
     /// A tool call ended; `interrupted` when our interrupt (a steer) cut it short.
     ToolEnd {
         tool_use_id: String,

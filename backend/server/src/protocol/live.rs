@@ -8,6 +8,9 @@
 use super::event::ChatEvent;
 use super::message::{Block, Message, QuestionCard, ToolBlock, ToolStatus};
 
+/// Images one tool block shows at most.
+pub const MAX_TOOL_IMAGES: usize = 8;
+
 /// The in-flight assistant message of one turn.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LiveMessage {
@@ -65,6 +68,7 @@ impl LiveMessage {
                         output_truncated: false,
                         output_full_len: None,
                         output_exit_code: None,
+                        images: Vec::new(),
                     }));
                 }
             }
@@ -91,6 +95,14 @@ impl LiveMessage {
                     if output_exit_code.is_some() {
                         tool.output_exit_code = *output_exit_code;
                     }
+                }
+            }
+            ChatEvent::ToolImage { tool_use_id, url } => {
+                if let Some(tool) = self.tool_mut(tool_use_id)
+                    && tool.images.len() < MAX_TOOL_IMAGES
+                    && !tool.images.contains(url)
+                {
+                    tool.images.push(url.clone());
                 }
             }
             ChatEvent::ToolEnd { tool_use_id, is_error, interrupted } => {
@@ -220,6 +232,21 @@ mod tests {
         apply(&mut m, json!({"type":"text_final","content":"","item_id":"b"}));
         assert_eq!(m.to_message().content, "Hello there");
         assert_eq!(m.blocks().len(), 1, "an empty final text starts nothing");
+    }
+
+    #[test]
+    fn a_tools_images_are_added_once_each_up_to_the_cap() {
+        let mut m = LiveMessage::new(1);
+        apply(&mut m, json!({"type":"tool_start","tool_use_id":"v1","tool":"Read","input":"shot.png"}));
+        for i in 0..(MAX_TOOL_IMAGES + 3) {
+            apply(&mut m, json!({"type":"tool_image","tool_use_id":"v1","url":format!("/api/chats/c/media/i{i}.png")}));
+            apply(&mut m, json!({"type":"tool_image","tool_use_id":"v1","url":format!("/api/chats/c/media/i{i}.png")}));
+        }
+        apply(&mut m, json!({"type":"tool_image","tool_use_id":"nope","url":"/api/chats/c/media/x.png"}));
+        assert_eq!(tool(&m, 0).images.len(), MAX_TOOL_IMAGES);
+        assert_eq!(tool(&m, 0).images[0], "/api/chats/c/media/i0.png");
+        let stored = serde_json::to_string(&m.to_message()).expect("json");
+        assert!(stored.contains("\"images\":[\"/api/chats/c/media/i0.png\""), "{stored}");
     }
 
     #[test]

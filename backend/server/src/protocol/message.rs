@@ -39,8 +39,10 @@ pub struct Message {
     /// The owner's time zone when they sent it (IANA name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timezone: Option<String>,
+    /// The files sent with it (stored as the server recorded them: [`Attachment`]s; imported
+    /// transcripts may carry other shapes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(test, ts(type = "unknown[]"))]
+    #[cfg_attr(test, ts(type = "Array<Attachment>"))]
     pub attachments: Option<Vec<Value>>,
     /// Text for the agent only, not shown as the message (an embedding app's `<app_state>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -127,6 +129,29 @@ pub struct ToolBlock {
     pub output_full_len: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_exit_code: Option<i64>,
+    /// Images the tool returned, as chat media URLs (at most [`super::live::MAX_TOOL_IMAGES`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<String>,
+}
+
+/// A file attached to a user message, as the server recorded it (the upload's name in the
+/// chat, its sniffed type, size and picture size).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Attachment {
+    pub name: String,
+    pub mime_type: String,
+    #[cfg_attr(test, ts(type = "number"))]
+    pub size: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(type = "number"))]
+    pub width: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(type = "number"))]
+    pub height: Option<i64>,
+    /// A preview exists (`?preview=true`).
+    #[serde(default)]
+    pub preview: bool,
 }
 
 /// A card the owner answers: clarifying questions, or permission to use a tool.

@@ -27,6 +27,7 @@ fn render() -> String {
         ToolStatus::decl(&cfg),
         ErrorFix::decl(&cfg),
         ToolBlock::decl(&cfg),
+        Attachment::decl(&cfg),
         QuestionCard::decl(&cfg),
         Card::decl(&cfg),
         QuestionItem::decl(&cfg),

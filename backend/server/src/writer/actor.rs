@@ -340,6 +340,14 @@ impl Actor {
                 let result = db::chats::purge_deleted(&mut self.conn, cutoff).await;
                 finish(batch, ack, result)
             }
+            WriteCommand::FileAdd { file, quota, ack } => {
+                let result = super::uploads::add(&mut self.conn, &file, quota).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::FileRemove { chat_id, kind, name, ack } => {
+                let result = db::uploads::delete(&mut self.conn, &chat_id, kind, &name).await;
+                finish(batch, ack, result)
+            }
             WriteCommand::ReconcileStartup { ack } => {
                 let result = super::chat::reconcile_startup(&mut self.conn, batch).await;
                 finish(batch, ack, result)
@@ -553,6 +561,8 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         WriteCommand::FinishRun { ack, .. } => batch.complete(ack, err()),
         WriteCommand::SteerCommit { ack, .. } => batch.complete(ack, err()),
         WriteCommand::PurgeDeleted { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::FileAdd { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::FileRemove { ack, .. } => batch.complete(ack, err()),
         WriteCommand::ReconcileStartup { ack } => batch.complete(ack, err()),
         WriteCommand::ClearQueue { ack, .. } => batch.complete(ack, err()),
         WriteCommand::PinPrompt { ack, .. } => batch.complete(ack, err()),

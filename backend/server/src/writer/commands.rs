@@ -227,8 +227,12 @@ pub enum WriteCommand {
     DeleteChat { chat_id: ChatId, ack: Ack<()> },
     /// Undeletes a chat within the recovery window.
     RecoverChat { chat_id: ChatId, cutoff: i64, ack: Ack<()> },
-    /// Purges chats deleted before `cutoff`.
-    PurgeDeleted { cutoff: i64, ack: Ack<u64> },
+    /// Purges chats deleted before `cutoff`; answers their ids (their files go next).
+    PurgeDeleted { cutoff: i64, ack: Ack<Vec<ChatId>> },
+    /// Records a chat file complete on disk (413 past `quota` bytes in all chats).
+    FileAdd { file: crate::db::uploads::ChatFile, quota: u64, ack: Ack<()> },
+    /// Forgets a chat file: whether there was one.
+    FileRemove { chat_id: ChatId, kind: &'static str, name: String, ack: Ack<bool> },
     /// Boot: runs still `running` become `interrupted`, their live messages merged.
     ReconcileStartup { ack: Ack<Vec<ChatId>> },
     /// Stores a system prompt and pins it on the chat if it has none: `(id, content)`.

@@ -6,7 +6,8 @@
 //! commits, and only then resolves the acks and publishes the batch's journal events
 //! (`batch.rs`) to the [`Hub`](crate::events::Hub). Live snapshots of a running assistant
 //! message are coalesced per chat: the latest wins and a chat is written at most once per
-//! [`SNAPSHOT_INTERVAL`]. The domain logic lives in `chat.rs`, `apps.rs` and `push.rs`.
+//! [`SNAPSHOT_INTERVAL`]. The domain logic lives in `chat.rs`, `apps.rs`, `notes.rs`, `push.rs` and
+//! `uploads.rs`.
 
 mod actor;
 mod apps;
@@ -16,6 +17,7 @@ mod commands;
 mod handle;
 mod notes;
 mod push;
+mod uploads;
 
 pub use actor::SNAPSHOT_INTERVAL;
 pub use commands::*;

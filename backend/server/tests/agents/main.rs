@@ -656,7 +656,7 @@ async fn the_agent_cannot_read_the_servers_secrets(cli: Cli) {
         Cli::Codex => "claude",
     };
     let probe = format!(
-        "for f in secret.key data.key db/mobius.sqlite3 cli-auth/{other}/auth-probe run/agents/*; do \
+        "for f in secret.key data.key db/mobius.sqlite3 cli-auth/{other}/auth-probe uploads/elsewhere/files/private.txt run/agents/*; do \
          if cat \"$f\" >/dev/null 2>&1; then echo \"READ:$f\"; else echo \"DENIED:$f\"; fi; done; \
          cat /etc/hostname >/dev/null && echo SYSTEM-OK; echo ok > apps/probe.txt && echo WROTE"
     );
@@ -671,18 +671,125 @@ async fn the_agent_cannot_read_the_servers_secrets(cli: Cli) {
     assert_eq!(settings["sandbox"]["mode"], "landlock", "{cli:?}: {settings}");
     std::fs::create_dir_all(app.data_dir().join("cli-auth").join(other)).expect("other provider dir");
     std::fs::write(app.data_dir().join("cli-auth").join(other).join("auth-probe"), "credentials").expect("probe");
+    // Another chat's attachments stay closed too (a turn reads only its own chat's files).
+    std::fs::create_dir_all(app.data_dir().join("uploads/elsewhere/files")).expect("uploads");
+    std::fs::write(app.data_dir().join("uploads/elsewhere/files/private.txt"), "private").expect("upload");
     app.chat(token, "s").await;
     let mut stream = app.stream(token, "s", None).await;
     app.send(token, "s", "look around", "m1").await;
     let events = stream.until("done", 120).await;
     assert_eq!(events.last().expect("done").data["status"], "completed", "{cli:?}: {:?}", types(&events));
     let transcript = app.detail(token, "s").await["messages"].to_string();
-    for f in ["secret.key", "data.key", "db/mobius.sqlite3", &format!("cli-auth/{other}/auth-probe"), "run/agents/"] {
+    for f in [
+        "secret.key",
+        "data.key",
+        "db/mobius.sqlite3",
+        &format!("cli-auth/{other}/auth-probe"),
+        "uploads/elsewhere/files/private.txt",
+        "run/agents/",
+    ] {
         assert!(transcript.contains(&format!("DENIED:{f}")), "{cli:?}: {f} was not denied: {transcript}");
         assert!(!transcript.contains(&format!("READ:{f}")), "{cli:?}: {f} was read: {transcript}");
     }
     assert!(transcript.contains("SYSTEM-OK") && transcript.contains("WROTE"), "{cli:?}: {transcript}");
     assert!(app.data_dir().join("apps/probe.txt").is_file());
+}
+
+/// A PNG of `w`×`h` (the sizes make it recognisable in the model server's log).
+fn png(w: u32, h: u32) -> Vec<u8> {
+    let img = image::RgbaImage::from_fn(w, h, |x, y| image::Rgba([(x * 7) as u8, (y * 11) as u8, 120, 255]));
+    let mut out = Vec::new();
+    image::DynamicImage::ImageRgba8(img)
+        .write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png)
+        .expect("png");
+    out
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// The owner attaches a picture and a text file: the model request carries the picture as an
+/// image and the words name both files where the agent can read them. The agent then publishes
+/// an image with `mobius media publish` and shows one it wrote in its reply; both are served
+/// from the chat's media.
+async fn attached_images_reach_the_model_and_the_agents_images_come_back(cli: Cli) {
+    const PUBLISH: &str = "mobius media publish agent-home/plot.png --alt Plot";
+    let publish = match cli {
+        Cli::Claude => json!({ "text": "Publishing.", "tool_use": { "name": "Bash",
+            "input": { "command": PUBLISH, "description": "publish the plot" } } }),
+        Cli::Codex => json!({ "text": "Publishing.", "shell": PUBLISH }),
+    };
+    let script = json!({ "steps": [publish, { "text": "Here it is: ![plot](agent-home/plot.png)" }] });
+    let rig = Rig::start(cli, script).await;
+    let Rig { app, token, mock, .. } = &rig;
+    app.chat(token, "im").await;
+    std::fs::create_dir_all(app.data_dir().join("agent-home")).expect("home");
+    std::fs::write(app.data_dir().join("agent-home/plot.png"), png(12, 9)).expect("plot");
+    let picture = png(37, 23);
+    let mut form = Vec::new();
+    for (name, bytes) in [("screen.png", picture.as_slice()), ("notes.txt", b"remember the milk\n".as_slice())] {
+        form.extend_from_slice(
+            format!("--b\r\nContent-Disposition: form-data; name=\"files\"; filename=\"{name}\"\r\n\r\n").as_bytes(),
+        );
+        form.extend_from_slice(bytes);
+        form.extend_from_slice(b"\r\n");
+    }
+    form.extend_from_slice(b"--b--\r\n");
+    let r = app
+        .client
+        .post(app.url("/api/chats/im/uploads"))
+        .bearer_auth(token)
+        .header("content-type", "multipart/form-data; boundary=b")
+        .body(form)
+        .send()
+        .await
+        .expect("upload");
+    assert_eq!(r.status(), 200, "{cli:?}: {}", r.text().await.unwrap_or_default());
+    let mut stream = app.stream(token, "im", None).await;
+    let r = app
+        .post(
+            "/api/chats/im/messages",
+            json!({ "content": "what is on my screen?", "cid": "m1", "attachments": ["screen.png", "notes.txt"] }),
+            Some(token),
+        )
+        .await;
+    assert_eq!(r.status(), 202);
+    let events = stream.until("done", 120).await;
+    assert_eq!(events.last().expect("done").data["status"], "completed", "{cli:?}: {:?}", types(&events));
+
+    let requests = mock.requests().await;
+    let first = requests.iter().find(|r| r["kind"] == "main").expect("a model request");
+    let images = first["images"].as_array().cloned().unwrap_or_default();
+    assert!(
+        images.iter().any(|i| i["png_size"] == json!([37, 23]) || i["sha256"] == sha256_hex(&picture)),
+        "{cli:?}: the model request carried no picture of the upload: {images:?}"
+    );
+    if cli == Cli::Claude {
+        assert!(images.iter().any(|i| i["sha256"] == sha256_hex(&picture)), "Claude gets the bytes as uploaded");
+    }
+    let body = mock.bodies().into_iter().find(|b| b.contains("what is on my screen?")).expect("the prompt");
+    assert!(body.contains("uploads/im/files/notes.txt"), "{cli:?}: the text file is named by its path");
+
+    let outputs: Vec<String> =
+        events.iter().filter(|e| e.data["type"] == "tool_output").map(|e| e.data["content"].to_string()).collect();
+    let published = outputs
+        .iter()
+        .find_map(|o| {
+            o.split("/api/chats/im/media/").nth(1).map(|rest| rest.split(['"', '\\']).next().unwrap_or("").to_owned())
+        })
+        .unwrap_or_else(|| panic!("{cli:?}: mobius media publish printed no media_url: {outputs:?}"));
+    let media: Value = app.post("/api/chats/im/media-token", json!({}), Some(token)).await.json().await.expect("token");
+    let media = media["token"].as_str().expect("token");
+    let r = app.get(&format!("/api/chats/im/media/{published}?token={media}"), None).await;
+    assert_eq!(r.status(), 200, "{cli:?}: the published image is served");
+    assert_eq!(r.headers()["content-type"], "image/png");
+    let detail = app.detail(token, "im").await;
+    let reply = detail["messages"][1]["content"].as_str().expect("reply");
+    let shown = reply.split("![plot](").nth(1).and_then(|r| r.split(')').next()).expect("the image link");
+    assert!(shown.starts_with("/api/chats/im/media/plot-"), "{cli:?}: the reply's image is chat media: {reply}");
+    assert_eq!(app.get(&format!("{shown}?token={media}"), None).await.status(), 200);
 }
 
 macro_rules! for_both {
@@ -715,4 +822,5 @@ for_both!(
     the_agent_builds_an_app_and_publishes_it_with_mobius_app_apply,
     a_message_can_be_steered_into_the_running_turn,
     the_agent_cannot_read_the_servers_secrets,
+    attached_images_reach_the_model_and_the_agents_images_come_back,
 );

@@ -19,5 +19,6 @@ mod release_db;
 mod search;
 mod storage;
 mod telemetry;
+mod uploads;
 mod web;
 mod writer;
