@@ -1,7 +1,8 @@
 //! Clean-up of tombstones: chats and apps deleted longer ago than their recovery window are
 //! removed for good, with everything they own on disk. The list routes start it, at most
-//! once an hour ([`crate::chats::PurgeClock`]). A purged chat's files (`DATA_DIR/uploads/<chat>`)
-//! go with it.
+//! once an hour ([`crate::chats::PurgeClock`]). A purged chat's folders go with it: its files
+//! (`DATA_DIR/uploads/<chat>`), its overflow text (`agent-output/<chat>`) and the agent's
+//! scratch folder (`agent-scratch/<chat>`).
 
 use std::sync::Arc;
 
@@ -19,6 +20,14 @@ pub async fn purge_tombstones(writer: WriterHandle, apps: Arc<Apps>, uploads: Ar
             // The rows went with the chats (cascade); their files follow.
             for chat_id in &purged {
                 uploads.remove_chat(chat_id).await;
+                for folder in [crate::agent::fold::OVERFLOW_DIR, "agent-scratch"] {
+                    let dir = apps.data_dir.join(folder).join(chat_id.as_str());
+                    if let Err(e) = tokio::fs::remove_dir_all(&dir).await
+                        && e.kind() != std::io::ErrorKind::NotFound
+                    {
+                        tracing::warn!(chat.id = %chat_id.as_str(), folder, error = %e, "a purged chat's folder could not be removed");
+                    }
+                }
             }
             tracing::info!(chats = purged.len(), "deleted chats purged");
         }

@@ -304,15 +304,22 @@ async fn uploads_count_against_the_quota_and_go_with_their_chat() {
     let old = mobius::db::now_ms() - 8 * 24 * 3600 * 1000;
     sqlx::query("UPDATE chats SET deleted_at = ? WHERE id = 'a'").bind(old).execute(&mut db).await.expect("age");
     db.close().await.expect("close");
+    // The agent's overflow text and scratch folder of the chat go with it too.
+    let folders = ["uploads/a", "agent-output/a", "agent-scratch/a"].map(|f| app.data_dir().join(f));
+    for f in &folders[1..] {
+        std::fs::create_dir_all(f).expect("folder");
+        std::fs::write(f.join("left.txt"), b"x").expect("file");
+    }
     let _ = app.get("/api/chats", Some(&token)).await;
-    let folder = app.data_dir().join("uploads/a");
     for _ in 0..400 {
-        if !folder.exists() {
+        if folders.iter().all(|f| !f.exists()) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    assert!(!folder.exists(), "the purged chat's files are gone");
+    for f in &folders {
+        assert!(!f.exists(), "the purged chat's {} is gone", f.display());
+    }
     assert_eq!(upload(&app, &token, "b", &[("files", b"two.txt", &part)]).await.status(), StatusCode::OK);
 }
 
