@@ -22,6 +22,7 @@ pub mod ops;
 pub mod protocol;
 pub mod providers;
 pub mod push;
+pub mod schedules;
 pub mod recall;
 pub mod search;
 pub mod skills;

@@ -56,8 +56,8 @@ pub struct Inner {
     pub providers: Arc<Providers>,
     /// Turns: what they use, and the running one of each chat.
     pub agents: Arc<Agents>,
-    /// Per-chat decision locks (send / stop / answer / delete).
-    pub chat_locks: KeyedLocks,
+    /// Per-chat decision locks (send / stop / answer / delete; the scheduler's sends too).
+    pub chat_locks: Arc<KeyedLocks>,
     pub purge_clock: PurgeClock,
     /// Serialized chat list and chat pages between writer commits.
     pub response_cache: ResponseCache,
@@ -79,6 +79,8 @@ pub struct Inner {
     pub streams: Arc<crate::events::StreamLimits>,
     /// The built-in and agent-written skills.
     pub skills: Arc<Skills>,
+    /// App jobs and scheduled agent turns (its loop starts once the server is ready).
+    pub schedules: Arc<crate::schedules::Scheduler>,
     /// The frame bootstrap inlined into app frame documents, read on first use.
     frame_bootstrap: OnceLock<crate::apps::bootstrap::FrameBootstrap>,
 }
@@ -178,6 +180,7 @@ impl AppState {
             None => NoteSignals::off(),
         };
         let push = Arc::new(Push::start(&config, db.clone(), writer.clone()));
+        let (schedule_ends, schedule_ends_rx) = crate::schedules::signal::TurnEnds::channel();
         let agents = Arc::new(Agents {
             writer: writer.clone(),
             read: db.read.clone(),
@@ -190,6 +193,7 @@ impl AppState {
             turns: Turns::default(),
             notes,
             skills: skills.clone(),
+            schedule_ends,
             sandbox,
             limits: TurnLimits { max_duration: config.agent_turn_max, max_silence: config.agent_silence_max },
             overflow_dir: config.data_dir.join(crate::agent::fold::OVERFLOW_DIR),
@@ -201,6 +205,14 @@ impl AppState {
             db.read.clone(),
             writer.clone(),
             storage.clone(),
+        ));
+        let chat_locks = Arc::new(KeyedLocks::default());
+        let schedules = Arc::new(crate::schedules::Scheduler::new(
+            agents.clone(),
+            chat_locks.clone(),
+            hub.clone(),
+            schedule_ends_rx,
+            config.job_timeout,
         ));
         let login_limits = LoginLimiter::new(config.login.clone());
         let streams = crate::events::StreamLimits::new(config.net.max_streams, config.net.max_streams_per_address);
@@ -217,7 +229,7 @@ impl AppState {
             shutdown,
             providers,
             agents,
-            chat_locks: KeyedLocks::default(),
+            chat_locks,
             purge_clock: PurgeClock::default(),
             response_cache: ResponseCache::default(),
             app_rows: crate::db::apps::RowCache::default(),
@@ -229,6 +241,7 @@ impl AppState {
             push,
             streams,
             skills,
+            schedules,
             frame_bootstrap: OnceLock::new(),
         }));
         Ok((state, task))
