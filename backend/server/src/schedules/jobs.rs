@@ -157,11 +157,21 @@ async fn execute(
         why = cancelled => Ended::Cancelled(why),
     };
     // The main process is done (or must be): what it left running holds the output open.
-    let leftovers = matches!(ended, Ended::Exited(_))
-        && tokio::time::timeout(LEFTOVER_WAIT, &mut reader).await.is_err();
+    let mut drained = None;
+    let mut leftovers = false;
+    if matches!(ended, Ended::Exited(_)) {
+        match tokio::time::timeout(LEFTOVER_WAIT, &mut reader).await {
+            Ok(result) => drained = Some(result),
+            Err(_) => leftovers = true,
+        }
+    }
     process.terminate().await;
-    let captured = match tokio::time::timeout(DRAIN_WAIT, &mut reader).await {
-        Ok(Ok(captured)) => captured,
+    let drained = match drained {
+        Some(result) => Some(result),
+        None => tokio::time::timeout(DRAIN_WAIT, &mut reader).await.ok(),
+    };
+    let captured = match drained {
+        Some(Ok(captured)) => captured,
         _ => {
             reader.abort();
             output::Captured::default()
