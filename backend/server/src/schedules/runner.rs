@@ -190,6 +190,7 @@ mod tests {
         fails: bool,
         wake: watch::Sender<u64>,
         rounds: Mutex<usize>,
+        tz: TimeZone,
     }
 
     impl Fake {
@@ -204,7 +205,14 @@ mod tests {
                 fails,
                 wake: watch::channel(0).0,
                 rounds: Mutex::new(0),
+                tz: TimeZone::UTC,
             }))
+        }
+        fn in_zone(mut self, tz: TimeZone) -> Self {
+            if let Some(inner) = Arc::get_mut(&mut self.0) {
+                inner.tz = tz;
+            }
+            self
         }
         fn runs(&self) -> Vec<NewRun> {
             self.0.runs.lock().expect("runs").clone()
@@ -241,7 +249,7 @@ mod tests {
             Ok(rows.iter().filter(|r| r.next_due_at.is_none() && r.paused_at.is_none() && r.finished_at.is_none()).cloned().collect())
         }
         async fn zone(&self, _schedule: &ScheduleRow) -> TimeZone {
-            TimeZone::UTC
+            self.0.tz.clone()
         }
         async fn plan(&self, schedule: &ScheduleRow, next: Option<i64>) -> Result<()> {
             let mut rows = self.0.rows.lock().expect("rows");
@@ -420,6 +428,26 @@ mod tests {
         assert_eq!(runs.len(), 1);
         assert_eq!(runs[0].trigger, "catch_up");
         assert!(fake.row(1).finished_at.is_some() && fake.row(1).next_due_at.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn across_daylight_saving_changes_the_loop_fires_each_wall_clock_time_once() {
+        let eastern = TimeZone::posix("EST5EDT,M3.2.0,M11.1.0").expect("tz");
+        let local = |ms: i64| {
+            jiff::Timestamp::from_millisecond(ms).expect("ts").to_zoned(eastern.clone()).strftime("%m-%d %H:%M %z").to_string()
+        };
+        // Forward (2024-03-10): 02:30 does not exist and fires at 03:00; back (2024-11-03):
+        // 01:30 happens twice and fires once.
+        for (cron, start, expected) in [
+            ("30 2 * * *", 1_710_000_000_000_i64, ["03-10 03:00 -0400", "03-11 02:30 -0400", "03-12 02:30 -0400"]),
+            ("30 1 * * *", 1_730_548_800_000_i64, ["11-03 01:30 -0400", "11-04 01:30 -0500", "11-05 01:30 -0500"]),
+        ] {
+            let fake = Fake::new(vec![schedule(1, cron, None)], start, Duration::ZERO, false).in_zone(eastern.clone());
+            let _stop = spawn_loop(&fake);
+            tokio::time::sleep(Duration::from_secs(3 * 86_400 + 3600)).await;
+            let fired: Vec<String> = fake.runs().iter().map(|r| local(r.started_at)).collect();
+            assert_eq!(fired, expected, "{cron}");
+        }
     }
 
     #[test]

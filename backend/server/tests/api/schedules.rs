@@ -431,3 +431,37 @@ async fn a_scheduled_prompt_runs_now_in_a_new_chat_and_bad_schedules_are_refused
     let r = app.get(&format!("/api/schedules/{id}"), Some(&token)).await;
     assert_error(r, StatusCode::NOT_FOUND, "schedule_not_found").await;
 }
+
+#[tokio::test]
+async fn with_landlock_a_job_reaches_its_own_folders_and_nothing_else_of_the_data_dir() {
+    if mobius_sys::landlock::abi_version().is_err() {
+        eprintln!("this kernel has no Landlock; jobs run unconfined there (Settings says so)");
+        return;
+    }
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let app = TestApp::spawn_in(dir, |c| c.agent_sandbox = true).await;
+    let token = app.setup_owner().await;
+    let (id, _) = app.register_app("probe").await;
+    app.register_app("neighbour").await;
+    write_job(app.data_dir(), "neighbour", "job.sh", b"echo neighbour\n");
+    write_job(
+        app.data_dir(),
+        "probe",
+        "job.sh",
+        br#"probe() { if cat "$1" >/dev/null 2>&1; then echo "READ:$2"; else echo "DENIED:$2"; fi; }
+probe "$DATA_DIR/secret.key" secret
+probe "$DATA_DIR/db/mobius.sqlite3" db
+probe "$DATA_DIR/apps/neighbour/job.sh" neighbour
+probe ./job.sh own
+if echo x > "$APP_JOB_STATE_DIR/w"; then echo WROTE-STATE; fi
+if (echo x > ./w) 2>/dev/null; then echo WROTE-SOURCE; else echo SOURCE-READ-ONLY; fi
+"#,
+    );
+    let (schedule, run, _) = run_job(&app, &token, id).await;
+    let done = ended(&app, &token, schedule, run).await;
+    assert_eq!(
+        done["output"],
+        "DENIED:secret\nDENIED:db\nDENIED:neighbour\nREAD:own\nWROTE-STATE\nSOURCE-READ-ONLY\n",
+        "{done}"
+    );
+}
