@@ -32,6 +32,7 @@ import type { ProviderId, ProviderInfo, ProvidersStatus } from "../api/types";
 import { setTheme, useTheme, type ThemeChoice } from "../shell/theme";
 import { Icon } from "./Icon";
 import { MemorySection } from "./MemorySettings";
+import { SchedulesSection } from "./Schedules";
 
 const toPolicy = (value: string): ApprovalPolicy => (value === "ask" || value === "workspace" ? value : "full");
 import NotificationSettings from "./NotificationSettings";
@@ -78,6 +79,7 @@ export default function Settings({ activeChatId, onSignOut }: SettingsProps) {
         </section>
         <DefaultsSection providers={list} status={status.data} activeChatId={activeChatId} />
         <MemorySection />
+        <SchedulesSection />
         <SandboxSection />
         <AppearanceSection />
         <NotificationSettings />
