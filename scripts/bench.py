@@ -10,7 +10,7 @@ starting). Run through `scripts/bench`, which builds everything first.
 Usage: bench.py BINARY [--only SECTION,...] [--quick] [--baseline BINARY] [--no-gate]
 `--no-gate` runs each measurement once whatever else the machine does, printing the cores
 other processes used meanwhile (for a shared machine; such figures are marked by that line).
-Sections: boot, health, chats, sse, snapshot, apply, proxy, storage, appdoc, push, lifecycle, frontend, search, sandbox, flood, scale
+Sections: boot, health, chats, sse, snapshot, apply, proxy, storage, appdoc, push, schedules, lifecycle, frontend, search, sandbox, flood, scale
 `--baseline` names a build without chat search (e.g. a release build of the previous main); the
 search section then runs its write and chat-detail workloads on both and prints the change. The
 push section compares idle RSS against it (a build without push).
@@ -747,6 +747,79 @@ def push_service():
 PUSH_IDLE_S = 25
 
 
+SCHEDULES = 1000
+SCHEDULE_IDLE_S = 30
+
+
+def section_schedules(binary, tmp):
+    """Schedules: what 1,000 active schedules cost an idle server (RSS, CPU), how late a run
+    starts after its due time (an app job every minute, its first line timed by the job
+    itself), and the schedule list with 1,000 entries."""
+    print("schedules", flush=True)
+    s, token, app_id, d = app_server(binary, tmp, "ticker", COUNTER_JSX, "tick")
+    job = os.path.join(d, "apps", "ticker", "job.sh")
+    with open(job, "w") as f:
+        f.write('date +%s%3N >> "$APP_JOB_STATE_DIR/started"\n')
+    os.chmod(job, 0o755)
+    gate = Gate(s.proc.pid)
+    time.sleep(5)
+    before = (s.rss_mib(), s.anon_mib())
+    # 1,000 scheduled prompts, each in a new chat, due once a year at different times (none
+    # comes due while measuring): the scheduler plans them all, then sleeps.
+    made = 0
+    for i in range(SCHEDULES):
+        body = {"prompt": f"bench {i}", "cron": f"{i % 60} {i // 60 % 24} 1 1 *", "new_chat": True, "name": f"bench {i}"}
+        status, _ = http_json(s.port, "POST", "/api/schedules", body, token)
+        made += status == 201
+    assert made == SCHEDULES, made
+    end = time.time() + 60
+    while time.time() < end:
+        _, listed = http_json(s.port, "GET", "/api/schedules", None, token)
+        if all(x["next_due_at"] for x in listed["schedules"]):
+            break
+        time.sleep(0.2)
+    time.sleep(5)
+    jiffies = proc_jiffies(s.proc.pid)
+    time.sleep(SCHEDULE_IDLE_S)
+    cpu_ms = (proc_jiffies(s.proc.pid) - jiffies) * 1000 / CLK_TCK
+    after = (s.rss_mib(), s.anon_mib())
+    note("schedules", f"idle RSS: none | {SCHEDULES} active schedules (MiB)", f"{before[0]:.2f}  |  {after[0]:.2f}", "")
+    note("schedules", f"{SCHEDULES} active schedules add, RSS: all | anon (MiB)",
+         f"{after[0] - before[0]:+.2f}  |  {after[1] - before[1]:+.2f}", "≤ 1 MiB")
+    note("schedules", f"server CPU over {SCHEDULE_IDLE_S} s idle with {SCHEDULES} schedules (ms)", f"{cpu_ms:.0f}", "not measurable")
+
+    def timed():
+        samples = []
+        for _ in range(300):
+            t = time.perf_counter()
+            status, _ = http_get(s.port, "/api/schedules", token, timeout=5)
+            samples.append((time.perf_counter() - t) * 1000)
+            assert status == 200, status
+        return sorted(samples)
+    samples = gate.run(timed)
+    note("schedules", f"GET /api/schedules with {SCHEDULES + 0} entries p50 | p99 (ms)",
+         f"{samples[150]:.2f}  |  {samples[296]:.2f}", "≤ 10 ms p99")
+
+    # Start latency: the app's job every minute; each run appends the time its script began.
+    status, body = http_json(s.port, "POST", f"/api/apps/{app_id}/schedule", {"cron": "* * * * *", "job": "job.sh"}, token)
+    assert status == 200, (status, body)
+    runs = 2 if QUICK else 4
+    started_file = os.path.join(d, "apps", str(app_id), "job-state", "started")
+    deadline = time.time() + 60 * (runs + 1) + 30
+    starts = []
+    while time.time() < deadline and len(starts) < runs:
+        time.sleep(1)
+        try:
+            with open(started_file) as f:
+                starts = [int(x) for x in f.read().split()]
+        except FileNotFoundError:
+            pass
+    late = sorted((ms - (ms // 60000) * 60000) for ms in starts[:runs])
+    note("schedules", f"job start after its due time, {len(late)} runs: min / median / max (ms)",
+         fmt3(late, "", 0), "≤ 1,000 ms")
+    s.stop()
+
+
 def push_idle_run(binary, tmp):
     """One boot of `binary`: ((rss, anon) idle after boot, (rss, anon) idle after push use), MiB."""
     d = tempfile.mkdtemp(dir=tmp)
@@ -1433,6 +1506,8 @@ def main():
             section_appdoc(args.binary, tmp)
         if want("push"):
             section_push(args.binary, tmp, args.baseline)
+        if want("schedules"):
+            section_schedules(args.binary, tmp)
         if want("lifecycle"):
             section_lifecycle(args.binary, tmp)
         if want("frontend"):

@@ -214,6 +214,7 @@ impl AppState {
             schedule_ends_rx,
             config.job_timeout,
         ));
+        schedules.reconcile().await?;
         let login_limits = LoginLimiter::new(config.login.clone());
         let streams = crate::events::StreamLimits::new(config.net.max_streams, config.net.max_streams_per_address);
         let state = Self(Arc::new(Inner {

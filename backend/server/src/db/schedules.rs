@@ -315,13 +315,24 @@ pub async fn pause(conn: &mut SqliteConnection, id: i64, reason: &str, now: i64)
 }
 
 /// Moves the due time on after a fire or skip (`next`: `None` for nothing more), and finishes a
-/// one-off.
-pub async fn advance(conn: &mut SqliteConnection, id: i64, next: Option<i64>, one_off: bool, now: i64) -> Result<()> {
+/// one-off. A row changed since it was read (`updated_at`) gets no due time instead: the
+/// scheduler plans it again from now.
+pub async fn advance(
+    conn: &mut SqliteConnection,
+    id: i64,
+    updated_at: i64,
+    next: Option<i64>,
+    one_off: bool,
+    now: i64,
+) -> Result<()> {
     sqlx::query(
-        "UPDATE schedules SET next_due_at = ?, finished_at = CASE WHEN ? THEN ? ELSE finished_at END WHERE id = ?",
+        "UPDATE schedules SET next_due_at = CASE WHEN updated_at = ? THEN ? ELSE NULL END,
+             finished_at = CASE WHEN ? AND updated_at = ? THEN ? ELSE finished_at END WHERE id = ?",
     )
+    .bind(updated_at)
     .bind(next)
     .bind(one_off)
+    .bind(updated_at)
     .bind(now)
     .bind(id)
     .execute(conn)

@@ -75,15 +75,20 @@ impl Scheduler {
         Self { ctx, hub, ends: Mutex::new(Some(ends)) }
     }
 
-    /// Closes the runs the last process left running, then runs the loop and the turn-end
-    /// listener until `stop`.
-    pub async fn start(&self, stop: watch::Receiver<bool>) {
+    /// Closes the runs the last process left running (at start-up, before any route can start
+    /// a run).
+    pub async fn reconcile(&self) -> Result<()> {
         let at = self.ctx.clock.now_ms();
-        match self.ctx.agents.writer.call(|ack| WriteCommand::Schedule { op: ScheduleWrite::Reconcile { at }, ack }).await {
-            Ok(0) => {}
-            Ok(n) => warn!(runs = n, "schedule runs interrupted by the last shutdown were closed"),
-            Err(e) => warn!(error = %e, "schedule runs left by the last shutdown could not be closed"),
+        let op = ScheduleWrite::Reconcile { at };
+        let closed = self.ctx.agents.writer.call(|ack| WriteCommand::Schedule { op, ack }).await?;
+        if closed > 0 {
+            warn!(runs = closed, "schedule runs interrupted by the last shutdown were closed");
         }
+        Ok(())
+    }
+
+    /// Runs the loop and the turn-end listener until `stop`.
+    pub async fn start(&self, stop: watch::Receiver<bool>) {
         remove_orphan_logs(&self.ctx).await;
         if let Some(mut ends) = lock(&self.ends).take() {
             let ctx = self.ctx.clone();
@@ -227,8 +232,8 @@ impl Backend for Live {
         self.0.claim(schedule).await
     }
 
-    async fn fire(&self, run: NewRun, next: Option<i64>, one_off: bool) -> Result<i64> {
-        let op = ScheduleWrite::Fire { run, next, one_off };
+    async fn fire(&self, run: NewRun, updated_at: i64, next: Option<i64>, one_off: bool) -> Result<i64> {
+        let op = ScheduleWrite::Fire { run, updated_at, next, one_off };
         self.0.agents.writer.call(|ack| WriteCommand::Schedule { op, ack }).await
     }
 

@@ -41,8 +41,10 @@ pub trait Backend: Send + Sync {
     fn plan(&self, schedule: &ScheduleRow, next: Option<i64>) -> impl Future<Output = Result<()>> + Send;
     /// The schedule's run slot, or `None` while a run of it is still going.
     fn claim(&self, schedule: &ScheduleRow) -> impl Future<Output = Option<Self::Claim>> + Send;
-    /// Records a run (running or skipped) and moves the due time on: the run's id.
-    fn fire(&self, run: NewRun, next: Option<i64>, one_off: bool) -> impl Future<Output = Result<i64>> + Send;
+    /// Records a run (running or skipped) and moves the due time on, unless the schedule changed
+    /// since it was read (`updated_at`): the run's id.
+    fn fire(&self, run: NewRun, updated_at: i64, next: Option<i64>, one_off: bool)
+    -> impl Future<Output = Result<i64>> + Send;
     /// Starts run `run_id` of `schedule` in the background.
     fn launch(&self, schedule: ScheduleRow, run_id: i64, claim: Self::Claim);
 }
@@ -159,7 +161,7 @@ async fn fire<B: Backend>(backend: &B, schedule: ScheduleRow, now: i64) -> Resul
         reason: d.reason,
         chat_id: schedule.chat_id.clone(),
     };
-    let run_id = backend.fire(run, d.next, d.one_off).await?;
+    let run_id = backend.fire(run, schedule.updated_at, d.next, d.one_off).await?;
     if d.run
         && let Some(claim) = claim
     {
@@ -266,7 +268,7 @@ mod tests {
             running.insert(schedule.id, 0);
             Some(FakeClaim(self.0.clone(), schedule.id))
         }
-        async fn fire(&self, run: NewRun, next: Option<i64>, one_off: bool) -> Result<i64> {
+        async fn fire(&self, run: NewRun, _updated_at: i64, next: Option<i64>, one_off: bool) -> Result<i64> {
             let mut rows = self.0.rows.lock().expect("rows");
             if let Some(r) = rows.iter_mut().find(|r| r.id == run.schedule_id) {
                 r.next_due_at = next;

@@ -220,8 +220,9 @@ pub enum ScheduleWrite {
     /// The scheduler's plan: the next due time, unless the row changed since `updated_at`
     /// (`None`: the cadence never comes round; the schedule is paused saying so).
     Plan { id: i64, updated_at: i64, next: Option<i64> },
-    /// A due schedule fired (or was skipped): records the run and moves the due time on.
-    Fire { run: crate::db::schedules::NewRun, next: Option<i64>, one_off: bool },
+    /// A due schedule fired (or was skipped): records the run and moves the due time on
+    /// (unless the schedule changed since `updated_at`: then it is planned again).
+    Fire { run: crate::db::schedules::NewRun, updated_at: i64, next: Option<i64>, one_off: bool },
     /// A run started by hand (or at install): the run's id.
     Start(crate::db::schedules::NewRun),
     /// A scheduled agent turn became this chat's run.

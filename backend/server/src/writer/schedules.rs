@@ -71,8 +71,8 @@ pub(super) async fn apply(conn: &mut SqliteConnection, batch: &mut Batch, op: Sc
                 Ok(0)
             }
         },
-        ScheduleWrite::Fire { run, next, one_off } => {
-            sql::advance(conn, run.schedule_id, next, one_off, now).await?;
+        ScheduleWrite::Fire { run, updated_at, next, one_off } => {
+            sql::advance(conn, run.schedule_id, updated_at, next, one_off, now).await?;
             sql::insert_run(conn, &run).await
         }
         ScheduleWrite::Start(run) => sql::insert_run(conn, &run).await,
