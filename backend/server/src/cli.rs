@@ -286,7 +286,12 @@ fn schedule_command(args: &[String]) -> ExitCode {
             body.insert("prompt".into(), words.join(" ").into());
             let body = serde_json::Value::Object(body);
             agent_call(reqwest::Method::POST, "/api/schedules", Some(&body), Duration::from_secs(30), |json| {
-                println!("scheduled #{} \"{}\" · next: {}", json["id"], json["name"].as_str().unwrap_or_default(), next_run_text(json));
+                println!(
+                    "scheduled #{} \"{}\" · next: {}",
+                    json["id"],
+                    json["name"].as_str().unwrap_or_default(),
+                    next_run_text(json)
+                );
             })
         }
         _ => {

@@ -339,11 +339,7 @@ fn check(raw: &Map<String, Value>, dir_name: &str, r: &mut Report) -> Manifest {
     let static_assets = check_static_assets(raw, r);
     let schedule = check_schedule(raw, r);
     let initialize_on_install = schedule.is_some()
-        && raw
-            .get("schedule")
-            .and_then(|s| s.get("initialize_on_install"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+        && raw.get("schedule").and_then(|s| s.get("initialize_on_install")).and_then(Value::as_bool).unwrap_or(false);
     let source_files = check_source_files(raw, r, schedule.as_ref().and_then(|s| s.job.as_deref()));
     check_skills(raw, r, &source_files);
     if let Some(prompt) = opt_str(raw, r, "system_prompt") {
@@ -801,7 +797,10 @@ fn check_schedule(raw: &Map<String, Value>, r: &mut Report) -> Option<crate::db:
                 r.problem("schedule.default", "must be 5 cron fields of digits and * / , - (no names, no @daily)");
             }
             Some((_, Ok(cadence))) => cron = Some(cadence.as_str().to_owned()),
-            Some((_, Err(why))) => r.problem("schedule.default", format!("must be 5 cron fields of digits and * / , - (no names, no @daily): {why}")),
+            Some((_, Err(why))) => r.problem(
+                "schedule.default",
+                format!("must be 5 cron fields of digits and * / , - (no names, no @daily): {why}"),
+            ),
             None => r.problem("schedule.default", "must be 5 cron fields of digits and * / , - (no names, no @daily)"),
         }
     }
@@ -956,7 +955,10 @@ mod tests {
         assert_eq!(m.offline_precache, ["static/logo.png"]);
         assert_eq!(m.static_assets, [("static/logo.png".to_owned(), "static/logo.png".to_owned())]);
         let schedule = m.schedule.clone().expect("the schedule registers");
-        assert_eq!((schedule.cron.as_deref(), schedule.job.as_deref(), schedule.user_configurable), (Some("0 7 * * *"), Some("job.sh"), true));
+        assert_eq!(
+            (schedule.cron.as_deref(), schedule.job.as_deref(), schedule.user_configurable),
+            (Some("0 7 * * *"), Some("job.sh"), true)
+        );
         assert!(m.initialize_on_install);
         let warnings = m.warnings.join("\n");
         for needle in [

@@ -170,7 +170,9 @@ async fn initialize_on_install(state: &AppState, applied: &Applied) {
             }
         }
         Ok(None) => {}
-        Err(e) => tracing::warn!(app.id = applied.app.id, error = %e, "the job schedule could not be read after install"),
+        Err(e) => {
+            tracing::warn!(app.id = applied.app.id, error = %e, "the job schedule could not be read after install")
+        }
     }
 }
 

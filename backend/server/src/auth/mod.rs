@@ -90,7 +90,8 @@ pub fn issue_app_token(state: &AppState, app: &crate::db::apps::AppRow) -> Resul
 
 /// An app-scoped token for `app`, valid `ttl_secs` (and only while the app stays installed).
 pub fn app_token(keys: &Keys, owner: &OwnerCache, app: &crate::db::apps::AppRow, ttl_secs: i64) -> Result<String> {
-    let (username, epoch) = owner.get().ok_or_else(|| Error::unauthorized("invalid_token", "No owner account exists."))?;
+    let (username, epoch) =
+        owner.get().ok_or_else(|| Error::unauthorized("invalid_token", "No owner account exists."))?;
     let mut claims = Claims::new(&username, Scope::App, epoch, ttl_secs);
     claims.app_id = Some(app.id);
     claims.app_nonce = Some(app.token_nonce.clone());

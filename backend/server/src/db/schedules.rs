@@ -151,8 +151,7 @@ pub struct RunRow {
     pub run_id: Option<String>,
 }
 
-const RUN_COLUMNS: &str =
-    "id, schedule_id, trigger, due_at, started_at, ended_at, status, exit_code, reason, output_bytes, has_log, chat_id, run_id";
+const RUN_COLUMNS: &str = "id, schedule_id, trigger, due_at, started_at, ended_at, status, exit_code, reason, output_bytes, has_log, chat_id, run_id";
 
 /// A schedule's runs, newest first, before run `before`.
 pub async fn runs(pool: &SqlitePool, schedule_id: i64, before: Option<i64>, limit: i64) -> Result<Vec<RunRow>> {
@@ -169,13 +168,11 @@ pub async fn runs(pool: &SqlitePool, schedule_id: i64, before: Option<i64>, limi
 
 /// One run with its output.
 pub async fn run(pool: &SqlitePool, schedule_id: i64, run_id: i64) -> Result<Option<RunRow>> {
-    Ok(sqlx::query_as(&format!(
-        "SELECT {RUN_COLUMNS}, output FROM schedule_runs WHERE schedule_id = ? AND id = ?"
-    ))
-    .bind(schedule_id)
-    .bind(run_id)
-    .fetch_optional(pool)
-    .await?)
+    Ok(sqlx::query_as(&format!("SELECT {RUN_COLUMNS}, output FROM schedule_runs WHERE schedule_id = ? AND id = ?"))
+        .bind(schedule_id)
+        .bind(run_id)
+        .fetch_optional(pool)
+        .await?)
 }
 
 /// What an app's manifest declares under `schedule` (its job schedule).
@@ -431,7 +428,11 @@ pub async fn finish_run(conn: &mut SqliteConnection, run_id: i64, end: &RunEnd) 
 
 /// The schedule's failures in a row.
 pub async fn failures(conn: &mut SqliteConnection, id: i64) -> Result<i64> {
-    Ok(sqlx::query_scalar("SELECT failures FROM schedules WHERE id = ?").bind(id).fetch_optional(conn).await?.unwrap_or(0))
+    Ok(sqlx::query_scalar("SELECT failures FROM schedules WHERE id = ?")
+        .bind(id)
+        .fetch_optional(conn)
+        .await?
+        .unwrap_or(0))
 }
 
 /// Stamps the schedule's last status and its failures in a row.

@@ -242,9 +242,8 @@ pub fn parse_when(in_: Option<&str>, at: Option<&str>, now: i64, tz: &TimeZone) 
         (Some(_), Some(_)) => Err("give either `in` or `at`, not both".into()),
         (None, None) => Err("say when: `in` (such as 2h) or `at` (such as 07:30)".into()),
         (Some(span), None) => {
-            let parsed: jiff::Span = span
-                .parse()
-                .map_err(|_| format!("`in` {span:?} is not a duration (such as 2h, 90m or 1h 30m)"))?;
+            let parsed: jiff::Span =
+                span.parse().map_err(|_| format!("`in` {span:?} is not a duration (such as 2h, 90m or 1h 30m)"))?;
             let due = now_ts
                 .to_zoned(tz.clone())
                 .checked_add(parsed)
@@ -319,7 +318,10 @@ mod tests {
             ["2024-06-10 07:30 -0400", "2024-06-11 07:30 -0400", "2024-06-12 07:30 -0400"],
             "weekdays at 07:30, Friday noon → Monday"
         );
-        assert_eq!(run("*/20 * * * *", "2024-06-07T12:05:00Z", 2, &TimeZone::UTC), ["2024-06-07 12:20 +0000", "2024-06-07 12:40 +0000"]);
+        assert_eq!(
+            run("*/20 * * * *", "2024-06-07T12:05:00Z", 2, &TimeZone::UTC),
+            ["2024-06-07 12:20 +0000", "2024-06-07 12:40 +0000"]
+        );
         // Exactly on a due time: the next one, never the same.
         assert_eq!(run("0 * * * *", "2024-06-07T12:00:00Z", 1, &TimeZone::UTC), ["2024-06-07 13:00 +0000"]);
         assert!(Cadence::parse("0 0 30 2 *", false).expect("parses").next_after(0, &TimeZone::UTC).is_none());
@@ -395,7 +397,13 @@ mod tests {
 
     #[test]
     fn hourly_detection() {
-        for (cron, hourly) in [("*/15 * * * *", true), ("5 * * * 1", true), ("0 0-23 * * *", true), ("0 7 * * *", false), ("0 */2 * * *", false)] {
+        for (cron, hourly) in [
+            ("*/15 * * * *", true),
+            ("5 * * * 1", true),
+            ("0 0-23 * * *", true),
+            ("0 7 * * *", false),
+            ("0 */2 * * *", false),
+        ] {
             assert_eq!(Cadence::parse(cron, false).expect("cron").hourly, hourly, "{cron}");
         }
     }
@@ -408,7 +416,10 @@ mod tests {
         assert_eq!(parse_when(Some("1h 30m"), None, now, &tz), Ok(now + 90 * 60_000));
         assert_eq!(iso(parse_when(None, Some("07:30"), now, &tz).expect("tomorrow"), &tz), "2024-06-08 07:30 -0400");
         assert_eq!(iso(parse_when(None, Some("09:15"), now, &tz).expect("today"), &tz), "2024-06-07 09:15 -0400");
-        assert_eq!(iso(parse_when(None, Some("2024-06-09 18:00"), now, &tz).expect("civil"), &tz), "2024-06-09 18:00 -0400");
+        assert_eq!(
+            iso(parse_when(None, Some("2024-06-09 18:00"), now, &tz).expect("civil"), &tz),
+            "2024-06-09 18:00 -0400"
+        );
         assert!(parse_when(None, Some("2020-01-01T00:00:00Z"), now, &tz).expect_err("past").contains("past"));
         assert!(parse_when(Some("soon"), None, now, &tz).expect_err("span").contains("not a duration"));
         assert!(parse_when(None, None, now, &tz).is_err());

@@ -26,7 +26,10 @@ pub const LOG_DIR: &str = "schedule-logs";
 pub enum Clock {
     System,
     /// `base` unix ms at `start`, moving with `tokio::time::Instant`.
-    Tokio { base: i64, start: tokio::time::Instant },
+    Tokio {
+        base: i64,
+        start: tokio::time::Instant,
+    },
 }
 
 impl Clock {
@@ -196,18 +199,14 @@ impl Ctx {
         let reason = end.reason.clone();
         let status = end.status.clone();
         let exit_code = end.exit_code;
-        let finished = match self
-            .agents
-            .writer
-            .call(|ack| WriteCommand::ScheduleFinish { run_id, end, failed, ack })
-            .await
-        {
-            Ok(finished) => finished?,
-            Err(e) => {
-                warn!(run_id, error = %e, "a schedule run could not be recorded");
-                return None;
-            }
-        };
+        let finished =
+            match self.agents.writer.call(|ack| WriteCommand::ScheduleFinish { run_id, end, failed, ack }).await {
+                Ok(finished) => finished?,
+                Err(e) => {
+                    warn!(run_id, error = %e, "a schedule run could not be recorded");
+                    return None;
+                }
+            };
         let s = &finished.schedule;
         if finished.paused {
             let body = s.paused_reason.clone().unwrap_or_else(|| "It failed too often.".into());

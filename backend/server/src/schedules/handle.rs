@@ -125,7 +125,8 @@ impl Scheduler {
             reason: claim.is_none().then(|| "Skipped: the previous run is still going.".to_owned()),
             chat_id: schedule.chat_id.clone(),
         };
-        let run_id = self.ctx.agents.writer.call(|ack| WriteCommand::Schedule { op: ScheduleWrite::Start(run), ack }).await?;
+        let run_id =
+            self.ctx.agents.writer.call(|ack| WriteCommand::Schedule { op: ScheduleWrite::Start(run), ack }).await?;
         let status = match claim {
             Some(claim) => {
                 launch(&self.ctx, schedule, run_id, claim);

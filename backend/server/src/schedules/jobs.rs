@@ -47,8 +47,7 @@ pub fn source_dir(data_dir: &Path, slug: &str) -> Option<PathBuf> {
 /// contract's fallbacks that is. A name with a path in it, or a link, never runs.
 pub fn resolve_job(dir: &Path, declared: Option<&str>) -> Result<(String, PathBuf), String> {
     let plain = |name: &str| {
-        valid_job_name(name)
-            && std::fs::symlink_metadata(dir.join(name)).is_ok_and(|m| m.file_type().is_file())
+        valid_job_name(name) && std::fs::symlink_metadata(dir.join(name)).is_ok_and(|m| m.file_type().is_file())
     };
     if let Some(name) = declared
         && !valid_job_name(name)
@@ -80,7 +79,9 @@ pub async fn run(ctx: Arc<Ctx>, schedule: ScheduleRow, run_id: i64, mut claim: C
     claim.keep(run_id);
     let end = match execute(&ctx, &schedule, run_id, cancelled).await {
         Ok(end) => end,
-        Err(why) => RunEnd { status: "failed".into(), reason: Some(why), ended_at: ctx.clock.now_ms(), ..RunEnd::default() },
+        Err(why) => {
+            RunEnd { status: "failed".into(), reason: Some(why), ended_at: ctx.clock.now_ms(), ..RunEnd::default() }
+        }
     };
     let failed = match end.status.as_str() {
         "succeeded" => Some(false),
@@ -203,10 +204,8 @@ async fn execute(
         }
         Ended::TimedOut => {
             end.status = "timed_out".into();
-            end.reason = Some(format!(
-                "{job_name} ran longer than {}; it was killed with its process group.",
-                human(limit)
-            ));
+            end.reason =
+                Some(format!("{job_name} ran longer than {}; it was killed with its process group.", human(limit)));
         }
         Ended::Cancelled(why) => {
             end.status = "cancelled".into();

@@ -190,7 +190,10 @@ async fn create(State(state): State<AppState>, owner: Owner, ApiJson(body): ApiJ
     let once = body.at.is_some() || body.in_.is_some();
     let (cron, run_at) = match (body.cron.filter(|c| !c.trim().is_empty()), once) {
         (Some(_), true) => {
-            return Err(Error::bad_request("invalid_schedule", "Give either a cron cadence or a time (at / in), not both."));
+            return Err(Error::bad_request(
+                "invalid_schedule",
+                "Give either a cron cadence or a time (at / in), not both.",
+            ));
         }
         (None, false) => {
             return Err(Error::bad_request(
@@ -211,7 +214,10 @@ async fn create(State(state): State<AppState>, owner: Owner, ApiJson(body): ApiJ
         }
         (None, true, _) => None,
         (Some(id), false, Some(own)) if id != *own => {
-            return Err(Error::forbidden("agent_not_allowed", "The agent may schedule only into its own chat or a new chat."));
+            return Err(Error::forbidden(
+                "agent_not_allowed",
+                "The agent may schedule only into its own chat or a new chat.",
+            ));
         }
         (None, false, Some(own)) => Some(own.clone()),
         (None, false, None) => {
@@ -229,7 +235,8 @@ async fn create(State(state): State<AppState>, owner: Owner, ApiJson(body): ApiJ
     let name = match body.name {
         Some(n) => checked_name(&n)?,
         None => {
-            let first: String = prompt.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim().chars().take(60).collect();
+            let first: String =
+                prompt.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim().chars().take(60).collect();
             if once { format!("Reminder: {first}") } else { first }
         }
     };
@@ -311,12 +318,16 @@ async fn update(
         if app_job {
             return Err(Error::bad_request("invalid_schedule", "An app's job runs on a cadence, not once."));
         }
-        let at = cadence::parse_when(None, Some(&at), now, &tz).map_err(|why| Error::bad_request("invalid_time", why))?;
+        let at =
+            cadence::parse_when(None, Some(&at), now, &tz).map_err(|why| Error::bad_request("invalid_time", why))?;
         change.run_at = Some(at);
     }
     if let Some(prompt) = body.prompt {
         if app_job || prompt.trim().is_empty() || prompt.chars().count() > crate::chats::MAX_MESSAGE_CHARS {
-            return Err(Error::bad_request("invalid_prompt", "prompt › only a scheduled prompt has one, and it says something."));
+            return Err(Error::bad_request(
+                "invalid_prompt",
+                "prompt › only a scheduled prompt has one, and it says something.",
+            ));
         }
         change.prompt = Some(prompt);
     }
@@ -405,13 +416,17 @@ async fn run_log(
     Path((id, run)): Path<(String, String)>,
 ) -> Result<Response> {
     let row = live(&state, schedule_id(&id)?).await?;
-    let run = sql::run(&state.db.read, row.id, run_id(&run)?).await?.ok_or_else(|| Error::not_found("run_not_found", "No such run."))?;
+    let run = sql::run(&state.db.read, row.id, run_id(&run)?)
+        .await?
+        .ok_or_else(|| Error::not_found("run_not_found", "No such run."))?;
     let dir = state.schedules.log_dir(row.id);
     let run_id = run.id;
     let log = tokio::task::spawn_blocking(move || super::read_log(&dir, run_id))
         .await
         .map_err(|e| Error::Internal(e.to_string()))?
-        .ok_or_else(|| Error::not_found("log_not_found", "This run's log is no longer kept (only the last 10 runs')."))?;
+        .ok_or_else(|| {
+            Error::not_found("log_not_found", "This run's log is no longer kept (only the last 10 runs').")
+        })?;
     let mut response = log.into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
@@ -426,7 +441,11 @@ struct TimezoneIn {
 
 /// `PUT /api/schedules/timezone {timezone}`: the owner's zone (`null`: the server's); the
 /// schedules that follow it are planned again.
-async fn set_timezone(State(state): State<AppState>, _owner: Owner, ApiJson(body): ApiJson<TimezoneIn>) -> Result<Json<Value>> {
+async fn set_timezone(
+    State(state): State<AppState>,
+    _owner: Owner,
+    ApiJson(body): ApiJson<TimezoneIn>,
+) -> Result<Json<Value>> {
     let zone = checked_zone(body.timezone)?;
     state.writer.call(|ack| WriteCommand::Schedule { op: ScheduleWrite::SetTimezone(zone.clone()), ack }).await?;
     let (_, effective) = state.schedules.owner_zone().await;
@@ -517,12 +536,14 @@ async fn run_job(State(state): State<AppState>, who: Principal, Path(id): Path<i
 /// (`{provider, model, effort}`) a job may hand work to, `fallback` `null` when there is none.
 async fn job_context(State(state): State<AppState>, who: Principal, Path(id): Path<i64>) -> Result<Json<Value>> {
     let app = app_for(&state, &who, id, "An app may read only its own job context.").await?;
-    let dir = jobs::source_dir(&state.config.data_dir, &app.slug).unwrap_or_else(|| state.config.data_dir.join("apps").join(&app.slug));
+    let dir = jobs::source_dir(&state.config.data_dir, &app.slug)
+        .unwrap_or_else(|| state.config.data_dir.join("apps").join(&app.slug));
     let connected = |k: ProviderKind| state.providers.status(k).connected;
     let default = state.providers.default_provider(&state.db.read).await?.filter(|k| connected(*k));
     let choice = |k: ProviderKind| json!({ "provider": k.id(), "model": null, "effort": null });
     let primary = default.or_else(|| [ProviderKind::Claude, ProviderKind::Codex].into_iter().find(|k| connected(*k)));
-    let fallback = primary.and_then(|p| [ProviderKind::Claude, ProviderKind::Codex].into_iter().find(|k| *k != p && connected(*k)));
+    let fallback = primary
+        .and_then(|p| [ProviderKind::Claude, ProviderKind::Codex].into_iter().find(|k| *k != p && connected(*k)));
     let manifest: serde_json::Map<String, Value> = serde_json::from_str(&app.manifest).unwrap_or_default();
     let contract = crate::apps::contract::capability_contract(
         &manifest,
@@ -591,7 +612,11 @@ struct JobTokenIn {
 }
 
 /// `POST /api/auth/app-job-token {app_id}` (owner): a 2-hour app token for a job runner.
-async fn app_job_token(State(state): State<AppState>, owner: Owner, ApiJson(body): ApiJson<JobTokenIn>) -> Result<Json<Value>> {
+async fn app_job_token(
+    State(state): State<AppState>,
+    owner: Owner,
+    ApiJson(body): ApiJson<JobTokenIn>,
+) -> Result<Json<Value>> {
     if owner.0.scope != Scope::Owner {
         return Err(Error::forbidden("wrong_scope", "Only the owner can mint job tokens."));
     }

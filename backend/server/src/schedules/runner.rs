@@ -43,8 +43,13 @@ pub trait Backend: Send + Sync {
     fn claim(&self, schedule: &ScheduleRow) -> impl Future<Output = Option<Self::Claim>> + Send;
     /// Records a run (running or skipped) and moves the due time on, unless the schedule changed
     /// since it was read (`updated_at`): the run's id.
-    fn fire(&self, run: NewRun, updated_at: i64, next: Option<i64>, one_off: bool)
-    -> impl Future<Output = Result<i64>> + Send;
+    fn fire(
+        &self,
+        run: NewRun,
+        updated_at: i64,
+        next: Option<i64>,
+        one_off: bool,
+    ) -> impl Future<Output = Result<i64>> + Send;
     /// Starts run `run_id` of `schedule` in the background.
     fn launch(&self, schedule: ScheduleRow, run_id: i64, claim: Self::Claim);
 }
@@ -244,11 +249,19 @@ mod tests {
         }
         async fn due(&self, now: i64, _limit: i64) -> Result<Vec<ScheduleRow>> {
             let rows = self.0.rows.lock().expect("rows");
-            Ok(rows.iter().filter(|r| r.paused_at.is_none() && r.next_due_at.is_some_and(|d| d <= now)).cloned().collect())
+            Ok(rows
+                .iter()
+                .filter(|r| r.paused_at.is_none() && r.next_due_at.is_some_and(|d| d <= now))
+                .cloned()
+                .collect())
         }
         async fn unplanned(&self, _limit: i64) -> Result<Vec<ScheduleRow>> {
             let rows = self.0.rows.lock().expect("rows");
-            Ok(rows.iter().filter(|r| r.next_due_at.is_none() && r.paused_at.is_none() && r.finished_at.is_none()).cloned().collect())
+            Ok(rows
+                .iter()
+                .filter(|r| r.next_due_at.is_none() && r.paused_at.is_none() && r.finished_at.is_none())
+                .cloned()
+                .collect())
         }
         async fn zone(&self, _schedule: &ScheduleRow) -> TimeZone {
             self.0.tz.clone()
@@ -359,7 +372,10 @@ mod tests {
         let runs = fake.runs();
         let due: Vec<_> = runs.iter().map(|r| r.due_at).collect();
         assert_eq!(due, [Some(NINE + HOUR), Some(NINE + 2 * HOUR), Some(NINE + 3 * HOUR)]);
-        assert!(runs.iter().all(|r| r.status == "running" && r.trigger == "schedule" && r.started_at == r.due_at.expect("due")));
+        assert!(
+            runs.iter()
+                .all(|r| r.status == "running" && r.trigger == "schedule" && r.started_at == r.due_at.expect("due"))
+        );
         // No polling: a round per due time and per run's end, plus the wall-clock re-reads.
         let rounds = *fake.0.rounds.lock().expect("rounds");
         assert!(rounds <= 3 * 2 + 3 * 3600 / MAX_SLEEP.as_secs() as usize + 2, "{rounds} rounds");
@@ -368,7 +384,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_restart_that_missed_three_runs_runs_once_then_keeps_its_cadence() {
         // Due at 09:00, the server comes back at 11:30: 09:00, 10:00 and 11:00 were missed.
-        let fake = Fake::new(vec![schedule(1, "0 * * * *", Some(NINE))], NINE + 2 * HOUR + 30 * 60_000, Duration::ZERO, false);
+        let fake =
+            Fake::new(vec![schedule(1, "0 * * * *", Some(NINE))], NINE + 2 * HOUR + 30 * 60_000, Duration::ZERO, false);
         let _stop = spawn_loop(&fake);
         tokio::time::sleep(Duration::from_secs(60)).await;
         let runs = fake.runs();
@@ -436,7 +453,11 @@ mod tests {
     async fn across_daylight_saving_changes_the_loop_fires_each_wall_clock_time_once() {
         let eastern = TimeZone::posix("EST5EDT,M3.2.0,M11.1.0").expect("tz");
         let local = |ms: i64| {
-            jiff::Timestamp::from_millisecond(ms).expect("ts").to_zoned(eastern.clone()).strftime("%m-%d %H:%M %z").to_string()
+            jiff::Timestamp::from_millisecond(ms)
+                .expect("ts")
+                .to_zoned(eastern.clone())
+                .strftime("%m-%d %H:%M %z")
+                .to_string()
         };
         // Forward (2024-03-10): 02:30 does not exist and fires at 03:00; back (2024-11-03):
         // 01:30 happens twice and fires once.

@@ -4,7 +4,7 @@
 
 use tokio::sync::mpsc;
 
-use crate::protocol::{Cid, ChatId, RunId, RunStatus};
+use crate::protocol::{ChatId, Cid, RunId, RunStatus};
 
 /// Cids of the messages the scheduler sends: `schedule-<schedule id>-<run id>`.
 pub const SCHEDULED_CID_PREFIX: &str = "schedule-";

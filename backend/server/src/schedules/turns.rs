@@ -19,7 +19,8 @@ pub async fn start(ctx: Arc<Ctx>, schedule: ScheduleRow, run_id: i64, claim: Cla
     claim.keep(run_id);
     if let Err(why) = send(&ctx, &schedule, run_id).await {
         lock(&ctx.turns).remove(&schedule.id);
-        let end = RunEnd { status: "failed".into(), reason: Some(why), ended_at: ctx.clock.now_ms(), ..RunEnd::default() };
+        let end =
+            RunEnd { status: "failed".into(), reason: Some(why), ended_at: ctx.clock.now_ms(), ..RunEnd::default() };
         ctx.finish(run_id, end, Some(true), false).await;
     }
 }
@@ -88,7 +89,11 @@ pub async fn ended(ctx: &Ctx, end: TurnEnded) {
             ..RunEnd::default()
         };
         if let Some(chat) = &outstanding.chat_id {
-            let link = ScheduleWrite::Link { run_id: outstanding.run_id, chat_id: chat.clone(), turn: Some(end.run_id.to_string()) };
+            let link = ScheduleWrite::Link {
+                run_id: outstanding.run_id,
+                chat_id: chat.clone(),
+                turn: Some(end.run_id.to_string()),
+            };
             let _ = ctx.agents.writer.call(|ack| WriteCommand::Schedule { op: link, ack }).await;
         }
         // A failed turn already told the owner (turn_failed).

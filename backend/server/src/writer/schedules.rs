@@ -5,8 +5,8 @@ use sqlx::SqliteConnection;
 
 use super::batch::Batch;
 use super::commands::{FinishedRun, ScheduleChange, ScheduleWrite};
-use crate::db::schedules::{self as sql, AppJobSpec, RunEnd};
 use crate::db::now_ms;
+use crate::db::schedules::{self as sql, AppJobSpec, RunEnd};
 use crate::error::{Domain, Result};
 
 /// Schedules one server keeps (a bound against a runaway agent or app).

@@ -466,25 +466,40 @@ async fn a_scheduled_turn_and_a_reminder_land_in_their_chat(cli: Cli) {
     let (app, token) = (&rig.app, &rig.token);
     app.chat(token, "s").await;
     let mut stream = app.stream(token, "s", None).await;
-    let made = app.post("/api/schedules", json!({ "prompt": "scheduled hello", "in": "1s", "chat_id": "s" }), Some(token)).await;
+    let made = app
+        .post("/api/schedules", json!({ "prompt": "scheduled hello", "in": "1s", "chat_id": "s" }), Some(token))
+        .await;
     assert_eq!(made.status(), 201, "{}", made.text().await.unwrap_or_default());
     let events = stream.until("done", 90).await;
     assert_eq!(events.last().expect("done").data["status"], "completed", "{cli:?}: {:?}", events.last());
     let detail = app.detail(token, "s").await;
     assert_eq!(detail["messages"][0]["content"], "scheduled hello");
-    assert!(detail["messages"][0]["cid"].as_str().is_some_and(|c| c.starts_with("schedule-")), "{}", detail["messages"][0]);
+    assert!(
+        detail["messages"][0]["cid"].as_str().is_some_and(|c| c.starts_with("schedule-")),
+        "{}",
+        detail["messages"][0]
+    );
     assert!(detail["messages"][1]["content"].as_str().unwrap_or_default().contains("Good morning from the schedule."));
 
     app.send(token, "s", "remind me about the oven", "m1").await;
     let events = stream.until("done", 90).await;
     assert_eq!(events.last().expect("done").data["status"], "completed", "{cli:?}: {:?}", events.last());
     let events = stream.until("done", 90).await;
-    assert_eq!(events.last().expect("done").data["status"], "completed", "{cli:?}: the reminder's turn: {:?}", events.last());
+    assert_eq!(
+        events.last().expect("done").data["status"],
+        "completed",
+        "{cli:?}: the reminder's turn: {:?}",
+        events.last()
+    );
     let detail = app.detail(token, "s").await;
     let reminder = &detail["messages"][4];
     assert!(reminder["content"].as_str().unwrap_or_default().contains("check the oven"), "{cli:?}: {reminder}");
     assert!(reminder["cid"].as_str().is_some_and(|c| c.starts_with("schedule-")), "{reminder}");
-    assert!(detail["messages"][5]["content"].as_str().unwrap_or_default().contains("Checked the oven."), "{}", detail["messages"][5]);
+    assert!(
+        detail["messages"][5]["content"].as_str().unwrap_or_default().contains("Checked the oven."),
+        "{}",
+        detail["messages"][5]
+    );
     // The schedule runs close once the scheduler hears of the turns' ends (just after `done`).
     let mut list = Value::Null;
     for _ in 0..400 {
@@ -499,7 +514,9 @@ async fn a_scheduled_turn_and_a_reminder_land_in_their_chat(cli: Cli) {
     for s in schedules {
         assert_eq!(s["last_status"], "succeeded", "{s}");
     }
-    assert!(schedules.iter().any(|s| s["created_by"] == "agent") && schedules.iter().any(|s| s["created_by"] == "owner"));
+    assert!(
+        schedules.iter().any(|s| s["created_by"] == "agent") && schedules.iter().any(|s| s["created_by"] == "owner")
+    );
 }
 
 /// A refused key: Claude Code would retry ten times over about three minutes; the turn ends

@@ -107,7 +107,10 @@ echo "to stderr" >&2
 
     // The app itself may run its job and read its context; another app may not.
     let r = app.post(&format!("/api/apps/{id}/run-job"), json!({}), Some(&other_token)).await;
-    assert_eq!(assert_error(r, StatusCode::FORBIDDEN, "forbidden").await["message"], "App token can only run its own job.");
+    assert_eq!(
+        assert_error(r, StatusCode::FORBIDDEN, "forbidden").await["message"],
+        "App token can only run its own job."
+    );
     let context = json_of(app.get(&format!("/api/apps/{id}/job-context"), Some(&app_token)).await).await;
     assert_eq!(context["app_id"], id);
     assert_eq!(context["source_dir"], dir.display().to_string());
@@ -230,7 +233,13 @@ async fn five_failures_in_a_row_pause_the_schedule_and_tell_the_owner() {
     let mut titles = Vec::new();
     for _ in 0..200 {
         let list = json_of(app.get("/api/notifications?limit=20", Some(&token)).await).await;
-        titles = list.as_array().expect("list").iter().filter(|n| n["kind"] == "schedule").map(|n| n["title"].clone()).collect();
+        titles = list
+            .as_array()
+            .expect("list")
+            .iter()
+            .filter(|n| n["kind"] == "schedule")
+            .map(|n| n["title"].clone())
+            .collect();
         if titles.len() >= 5 {
             break;
         }
@@ -239,7 +248,8 @@ async fn five_failures_in_a_row_pause_the_schedule_and_tell_the_owner() {
     assert_eq!(titles.first(), Some(&json!("flaky paused")), "{titles:?}");
     assert_eq!(titles.iter().filter(|t| *t == "flaky failed").count(), 4, "{titles:?}");
     // Resuming clears the count.
-    let resumed = json_of(app.patch_json(&format!("/api/schedules/{schedule}"), json!({ "paused": false }), &token).await).await;
+    let resumed =
+        json_of(app.patch_json(&format!("/api/schedules/{schedule}"), json!({ "paused": false }), &token).await).await;
     assert!(resumed["paused_at"].is_null() && resumed["failures"] == 0, "{resumed}");
 }
 
@@ -275,17 +285,30 @@ async fn the_manifest_schedule_registers_on_apply_keeps_an_override_and_goes_wit
     }
     assert!(row["next_due_at"].as_i64().is_some_and(|d| d > 0) && row["cadence_editable"] == false, "{row}");
     let listed = json_of(app.get("/api/apps/schedules", Some(&token)).await).await;
-    assert!(listed[0]["next_run"].as_str().is_some_and(|n| n.ends_with(":30:00Z") || n.ends_with(":00:00Z")), "{listed}");
+    assert!(
+        listed[0]["next_run"].as_str().is_some_and(|n| n.ends_with(":30:00Z") || n.ends_with(":00:00Z")),
+        "{listed}"
+    );
     // The owner cannot change what the app fixes; the app can, and an apply keeps it.
     let r = app.patch_json(&format!("/api/schedules/{schedule}"), json!({ "cron": "0 8 * * *" }), &token).await;
     assert_error(r, StatusCode::FORBIDDEN, "not_configurable").await;
-    let app_token = json_of(app.post("/api/auth/app-token", json!({ "app_id": id }), Some(&token)).await).await["token"]
-        .as_str()
-        .expect("token")
-        .to_owned();
-    let set = app.post(&format!("/api/apps/{id}/schedule"), json!({ "cron": "0 6 * * *", "job": "job.sh", "timezone": "Europe/Paris" }), Some(&app_token)).await;
+    let app_token =
+        json_of(app.post("/api/auth/app-token", json!({ "app_id": id }), Some(&token)).await).await["token"]
+            .as_str()
+            .expect("token")
+            .to_owned();
+    let set = app
+        .post(
+            &format!("/api/apps/{id}/schedule"),
+            json!({ "cron": "0 6 * * *", "job": "job.sh", "timezone": "Europe/Paris" }),
+            Some(&app_token),
+        )
+        .await;
     let set = json_of(set).await;
-    assert_eq!(set, json!({ "cron": "0 6 * * *", "job": "job.sh", "timezone": "Europe/Paris", "zone_cron": "0 6 * * *" }));
+    assert_eq!(
+        set,
+        json!({ "cron": "0 6 * * *", "job": "job.sh", "timezone": "Europe/Paris", "zone_cron": "0 6 * * *" })
+    );
     std::fs::write(dir.join("index.jsx"), "export default function App() { return <p>brief 2</p>; }\n").expect("index");
     json_of(app.post("/api/apps/apply", json!({ "slug": "brief" }), Some(&token)).await).await;
     let listed = json_of(app.get("/api/apps/schedules", Some(&app_token)).await).await;
@@ -372,13 +395,17 @@ async fn a_reminder_the_agent_sets_comes_back_as_a_turn_in_its_chat() {
     assert_eq!(messages[3].content, "reminded: done");
     let all = json_of(app.get("/api/schedules", Some(&token)).await).await;
     let row = &all["schedules"][0];
-    assert_eq!((row["kind"].as_str(), row["created_by"].as_str(), row["chat_id"].as_str()), (Some("agent_turn"), Some("agent"), Some("c1")));
+    assert_eq!(
+        (row["kind"].as_str(), row["created_by"].as_str(), row["chat_id"].as_str()),
+        (Some("agent_turn"), Some("agent"), Some("c1"))
+    );
     assert!(row["finished_at"].is_i64() && row["next_due_at"].is_null(), "{row}");
     let runs = json_of(app.get(&format!("/api/schedules/{}/runs", row["id"]), Some(&token)).await).await;
     let run = &runs["runs"][0];
     assert_eq!((run["status"].as_str(), run["chat_id"].as_str()), (Some("succeeded"), Some("c1")), "{run}");
     assert!(run["run_id"].is_string());
-    let detail = json_of(app.get(&format!("/api/schedules/{}/runs/{}", row["id"], run["id"]), Some(&token)).await).await;
+    let detail =
+        json_of(app.get(&format!("/api/schedules/{}/runs/{}", row["id"], run["id"]), Some(&token)).await).await;
     assert_eq!(detail["output"], "reminded: done");
 }
 
@@ -386,12 +413,19 @@ async fn a_reminder_the_agent_sets_comes_back_as_a_turn_in_its_chat() {
 async fn a_scheduled_prompt_runs_now_in_a_new_chat_and_bad_schedules_are_refused() {
     let (app, token) = agent_app(|d| crate::chats::fake_claude(d, "0", 1)).await;
     let made = app
-        .post("/api/schedules", json!({ "name": "Morning brief", "prompt": "Summarise my day", "cron": "30 7 * * 1-5", "new_chat": true }), Some(&token))
+        .post(
+            "/api/schedules",
+            json!({ "name": "Morning brief", "prompt": "Summarise my day", "cron": "30 7 * * 1-5", "new_chat": true }),
+            Some(&token),
+        )
         .await;
     assert_eq!(made.status(), StatusCode::CREATED);
     let made: Value = made.json().await.expect("json");
     let id = made["id"].as_i64().expect("id");
-    assert_eq!((made["kind"].as_str(), made["cron"].as_str(), made["chat_id"].is_null()), (Some("agent_turn"), Some("30 7 * * 1-5"), true));
+    assert_eq!(
+        (made["kind"].as_str(), made["cron"].as_str(), made["chat_id"].is_null()),
+        (Some("agent_turn"), Some("30 7 * * 1-5"), true)
+    );
     let started = json_of(app.post(&format!("/api/schedules/{id}/run"), json!({}), Some(&token)).await).await;
     assert_eq!(started["status"], "running");
     let run = ended(&app, &token, id, started["run_id"].as_i64().expect("run")).await;
@@ -406,7 +440,10 @@ async fn a_scheduled_prompt_runs_now_in_a_new_chat_and_bad_schedules_are_refused
         (json!({ "prompt": "x", "cron": "0 7 * *", "new_chat": true }), "invalid_cron"),
         (json!({ "prompt": "x", "cron": "61 * * * *", "new_chat": true }), "invalid_cron"),
         (json!({ "prompt": "x", "cron": "0 0 30 2 *", "new_chat": true }), "invalid_cron"),
-        (json!({ "prompt": "x", "cron": "0 7 * * *", "timezone": "Nowhere/Zone", "new_chat": true }), "invalid_timezone"),
+        (
+            json!({ "prompt": "x", "cron": "0 7 * * *", "timezone": "Nowhere/Zone", "new_chat": true }),
+            "invalid_timezone",
+        ),
         (json!({ "prompt": "x", "cron": "0 7 * * *", "at": "07:30", "new_chat": true }), "invalid_schedule"),
         (json!({ "prompt": "x", "at": "2001-01-01T00:00:00Z", "new_chat": true }), "invalid_time"),
         (json!({ "prompt": "x", "in": "soon", "new_chat": true }), "invalid_time"),
@@ -417,9 +454,13 @@ async fn a_scheduled_prompt_runs_now_in_a_new_chat_and_bad_schedules_are_refused
         let err = assert_error(r, StatusCode::BAD_REQUEST, code).await;
         assert!(err["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}: {err}");
     }
-    let r = app.post("/api/schedules", json!({ "prompt": "x", "cron": "0 7 * * *", "chat_id": "nope" }), Some(&token)).await;
+    let r = app
+        .post("/api/schedules", json!({ "prompt": "x", "cron": "0 7 * * *", "chat_id": "nope" }), Some(&token))
+        .await;
     assert_error(r, StatusCode::NOT_FOUND, "chat_not_found").await;
-    let located = app.post("/api/schedules", json!({ "prompt": "x", "cron": "0 25 * * *", "new_chat": true }), Some(&token)).await;
+    let located = app
+        .post("/api/schedules", json!({ "prompt": "x", "cron": "0 25 * * *", "new_chat": true }), Some(&token))
+        .await;
     let located = assert_error(located, StatusCode::BAD_REQUEST, "invalid_cron").await;
     assert!(located["message"].as_str().is_some_and(|m| m.contains("field 2 (hour) \"25\"")), "{located}");
     // The owner's zone is a setting; a bad one is refused.
@@ -461,8 +502,7 @@ if (echo x > ./w) 2>/dev/null; then echo WROTE-SOURCE; else echo SOURCE-READ-ONL
     let (schedule, run, _) = run_job(&app, &token, id).await;
     let done = ended(&app, &token, schedule, run).await;
     assert_eq!(
-        done["output"],
-        "DENIED:secret\nDENIED:db\nDENIED:neighbour\nREAD:own\nWROTE-STATE\nSOURCE-READ-ONLY\n",
+        done["output"], "DENIED:secret\nDENIED:db\nDENIED:neighbour\nREAD:own\nWROTE-STATE\nSOURCE-READ-ONLY\n",
         "{done}"
     );
 }
