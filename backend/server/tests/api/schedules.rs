@@ -506,3 +506,60 @@ if (echo x > ./w) 2>/dev/null; then echo WROTE-SOURCE; else echo SOURCE-READ-ONL
         "{done}"
     );
 }
+
+#[tokio::test]
+async fn a_server_killed_while_a_job_runs_closes_the_run_and_kills_the_job_at_the_next_boot() {
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let app = TestApp::spawn_process(dir, &[("MOBIUS_AGENT_SANDBOX", "off".into())]).await;
+    let token = app.setup_owner().await;
+    let (id, _) = app.register_app("sleepy").await;
+    write_job(app.data_dir(), "sleepy", "job.sh", b"sleep 300 &\necho $! > \"$APP_JOB_STATE_DIR/pid\"\nwait\n");
+    let (schedule, run, _) = run_job(&app, &token, id).await;
+    let pid_file = app.data_dir().join(format!("apps/{id}/job-state/pid"));
+    let mut pid = String::new();
+    for _ in 0..400 {
+        pid = std::fs::read_to_string(&pid_file).unwrap_or_default();
+        if !pid.trim().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(!pid.trim().is_empty(), "the job never started");
+    // A reminder due while the server is down fires once when it is back (late: a catch-up).
+    app.chat(&token, "c").await;
+    let made =
+        app.post("/api/schedules", json!({ "prompt": "while down", "in": "1s", "chat_id": "c" }), Some(&token)).await;
+    assert_eq!(made.status(), StatusCode::CREATED);
+    let reminder = made.json::<Value>().await.expect("json")["id"].as_i64().expect("id");
+    let dir = app.kill9();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let app = TestApp::spawn_process(dir, &[("MOBIUS_AGENT_SANDBOX", "off".into())]).await;
+    let token = crate::helpers::token_of(
+        app.post(
+            "/api/auth/token",
+            json!({ "username": crate::helpers::USERNAME, "password": crate::helpers::PASSWORD }),
+            None,
+        )
+        .await,
+    )
+    .await;
+    let closed = ended(&app, &token, schedule, run).await;
+    assert_eq!(closed["status"], "interrupted");
+    assert_eq!(closed["reason"], "The server restarted while it ran.");
+    assert!(gone(&pid).await, "the job's process {pid} outlived the server");
+    let runs = {
+        let mut runs = Value::Null;
+        for _ in 0..400 {
+            runs = json_of(app.get(&format!("/api/schedules/{reminder}/runs"), Some(&token)).await).await;
+            if runs["runs"].as_array().is_some_and(|r| r.iter().any(|r| r["status"] != "running")) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        runs["runs"].as_array().cloned().unwrap_or_default()
+    };
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    // No agent is connected here: the run fails, and says why.
+    assert_eq!(runs[0]["status"], "failed");
+    assert!(runs[0]["reason"].as_str().is_some_and(|r| r.contains("connected")), "{runs:?}");
+}
