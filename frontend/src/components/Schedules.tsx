@@ -162,6 +162,7 @@ function ScheduleSheet({ schedule: s, onClose }: { schedule: Schedule; onClose: 
     },
   });
   const cronId = useId();
+  const missedId = useId();
   const failure = patch.error ?? run.error ?? remove.error;
   return (
     <Sheet label={s.name} onClose={onClose}>
@@ -243,6 +244,21 @@ function ScheduleSheet({ schedule: s, onClose }: { schedule: Schedule; onClose: 
           ) : (
             <p className="field-hint">The app sets this cadence itself.</p>
           ))}
+        {s.cron !== null && (
+          <div className="setting-row">
+            <label htmlFor={missedId}>After the server was down</label>
+            <select
+              id={missedId}
+              className="select"
+              value={s.missed}
+              disabled={patch.isPending}
+              onChange={(e) => patch.mutate({ missed: e.target.value === "skip" ? "skip" : "run_once" })}
+            >
+              <option value="run_once">Run once for what it missed</option>
+              <option value="skip">Skip what it missed</option>
+            </select>
+          </div>
+        )}
         {failure && (
           <p className="settings-error" role="alert">
             {errorText(failure)}
