@@ -477,14 +477,6 @@ pub async fn forget_finished(conn: &mut SqliteConnection, cutoff: i64) -> Result
         .rows_affected())
 }
 
-/// Counts live schedules of a chat created by the agent (a bound on what a prompt can add).
-pub async fn count_by(conn: &mut SqliteConnection, created_by: &str) -> Result<i64> {
-    Ok(sqlx::query_scalar("SELECT count(*) FROM schedules WHERE created_by = ? AND finished_at IS NULL")
-        .bind(created_by)
-        .fetch_one(conn)
-        .await?)
-}
-
 /// Counts all schedules (a bound).
 pub async fn count_all(conn: &mut SqliteConnection) -> Result<i64> {
     Ok(sqlx::query_scalar("SELECT count(*) FROM schedules").fetch_one(conn).await?)

@@ -71,7 +71,7 @@ impl Cadence {
             Ok(c) => c,
             Err(_) => return Err(locate(&fields)),
         };
-        let hourly = every_hour(&civil);
+        let hourly = every_hour(fields[1]);
         Ok(Self { text: normalized, civil, hourly })
     }
 
@@ -164,33 +164,20 @@ impl Cadence {
     }
 }
 
-/// True when the crontab's hour field matches all 24 hours.
-fn every_hour(civil: &cronexpr::Crontab) -> bool {
-    // Hours matched on 2001-01-01 (a Monday) and on the first day of every month after it:
-    // a day-of-month or weekday restriction must not hide an hour.
-    let mut seen = [false; 24];
+/// True when the hour field matches all 24 hours: the field alone ("0 <hours> * * *") matches
+/// every hour of a day.
+fn every_hour(hours: &str) -> bool {
+    let Ok(probe) = cronexpr::parse_crontab(&format!("0 {hours} * * * UTC")) else { return false };
+    // 2001-01-01T00:00Z, less a minute: the first 24 matches must be that day's 24 hours.
     let Ok(mut at) = Timestamp::from_second(978_307_200 - 60) else { return false };
-    let Ok(end) = Timestamp::from_second(978_307_200 + 5 * 366 * 86_400) else { return false };
-    for _ in 0..24 * 40 {
-        let Ok(next) = civil.find_next(cronexpr::MakeTimestamp(at)) else { break };
-        let next_ts = next.timestamp();
-        if next_ts > end {
-            break;
+    for hour in 0..24 {
+        let Ok(next) = probe.find_next(cronexpr::MakeTimestamp(at)) else { return false };
+        if next.day() != 1 || i32::from(next.hour()) != hour {
+            return false;
         }
-        let hour = usize::try_from(next.hour()).unwrap_or(0);
-        seen[hour % 24] = true;
-        if seen.iter().all(|s| *s) {
-            return true;
-        }
-        // Jump to the next hour's start (minus a minute) so every hour is visited once per day.
-        let Ok(skip) = next.round(jiff::ZonedRound::new().smallest(jiff::Unit::Hour).mode(jiff::RoundMode::Trunc))
-        else {
-            break;
-        };
-        let Ok(skip) = skip.checked_add(59.minutes()) else { break };
-        at = skip.timestamp();
+        at = next.timestamp();
     }
-    false
+    true
 }
 
 /// Which field of a rejected expression is wrong, and why (each field is tried alone).

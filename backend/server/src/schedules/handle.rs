@@ -168,11 +168,6 @@ impl Scheduler {
         }
     }
 
-    /// The zone a schedule is read in, and its name.
-    pub async fn zone_for(&self, schedule: &ScheduleRow) -> (TimeZone, String) {
-        self.ctx.zone_for(schedule).await
-    }
-
     /// The owner's zone (the setting, else the server's), and its name.
     pub async fn owner_zone(&self) -> (TimeZone, String) {
         let owner = sql::owner_timezone(&self.ctx.agents.read).await.ok().flatten();
