@@ -88,22 +88,36 @@ struct ListOut {
     server_timezone: String,
     /// The zone schedules without their own are read in.
     zone: String,
-    schedules: Vec<ScheduleOut>,
+    /// `ScheduleOut`s, as the database wrote them.
+    schedules: Box<serde_json::value::RawValue>,
 }
 
-/// `GET /api/schedules`: every live schedule, due ones first.
+/// Key of the schedule list in the response cache (chat ids never contain a space).
+const LIST_KEY: &str = "schedule list";
+
+/// `GET /api/schedules`: every live schedule, due ones first. The body is reused until the
+/// writer's next commit (anything may change it: a run, a chat's title, an app's name).
 async fn list(State(state): State<AppState>, _owner: Owner) -> Result<Response> {
-    let timezone = sql::owner_timezone(&state.db.read).await?;
-    let (_, zone) = state.schedules.owner_zone().await;
-    let rows = sql::list(&state.db.read).await?;
-    let out = ListOut {
-        timezone,
-        server_timezone: cadence::server_zone().1,
-        schedules: rows.into_iter().map(|r| ScheduleOut::new(r, &zone)).collect(),
-        zone,
+    // Read the version first: a commit during the query can only cause one extra refresh.
+    let version = state.hub.data_version();
+    let body = match state.response_cache.get(LIST_KEY, version) {
+        Some(body) => body,
+        None => {
+            let timezone = sql::owner_timezone(&state.db.read).await?;
+            let (_, zone) = state.schedules.owner_zone().await;
+            let rows = sql::list_json(&state.db.read, &zone).await?;
+            let schedules =
+                serde_json::value::RawValue::from_string(rows).map_err(|e| Error::Internal(e.to_string()))?;
+            let out = ListOut { timezone, server_timezone: cadence::server_zone().1, zone, schedules };
+            let body = bytes::Bytes::from(serde_json::to_vec(&out).map_err(|e| Error::Internal(e.to_string()))?);
+            state.response_cache.put(LIST_KEY, version, body.clone());
+            body
+        }
     };
-    let mut response = Json(out).into_response();
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    let mut response = body.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     Ok(response)
 }
 

@@ -426,6 +426,10 @@ async fn a_scheduled_prompt_runs_now_in_a_new_chat_and_bad_schedules_are_refused
         (made["kind"].as_str(), made["cron"].as_str(), made["chat_id"].is_null()),
         (Some("agent_turn"), Some("30 7 * * 1-5"), true)
     );
+    // The list (built by SQLite as JSON) and the single schedule (serialised here) agree.
+    let listed = json_of(app.get("/api/schedules", Some(&token)).await).await;
+    let one = json_of(app.get(&format!("/api/schedules/{id}"), Some(&token)).await).await;
+    assert_eq!(listed["schedules"][0], one);
     let started = json_of(app.post(&format!("/api/schedules/{id}/run"), json!({}), Some(&token)).await).await;
     assert_eq!(started["status"], "running");
     let run = ended(&app, &token, id, started["run_id"].as_i64().expect("run")).await;
