@@ -86,9 +86,11 @@ pub async fn list_json(pool: &SqlitePool, owner_zone: &str) -> Result<String> {
              'zone', coalesce(s.timezone, ?), 'cadence_editable', {editable}),
            ',' ORDER BY s.next_due_at IS NULL, s.next_due_at, s.finished_at IS NOT NULL, s.id), '') || ']'
          FROM schedules s LEFT JOIN apps a ON a.id = s.app_id LEFT JOIN chats c ON c.id = s.chat_id
+         LEFT JOIN (SELECT DISTINCT schedule_id FROM schedule_runs WHERE status = 'running') rr
+           ON rr.schedule_id = s.id
          WHERE {LIVE}",
         configurable = flag("s.user_configurable"),
-        running = flag("EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = s.id AND r.status = 'running')"),
+        running = flag("rr.schedule_id IS NOT NULL"),
         editable = flag("s.kind != 'app_job' OR s.user_configurable"),
     );
     Ok(sqlx::query_scalar(&sql).bind(owner_zone).fetch_one(pool).await?)

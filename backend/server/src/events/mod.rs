@@ -150,6 +150,11 @@ impl Hub {
         }
     }
 
+    /// The schedule version (bumped by [`Hub::bump_schedules`]); read it *before* querying.
+    pub fn schedules_version(&self) -> u64 {
+        *self.schedules.borrow()
+    }
+
     /// Follows schedule changes (the scheduler's wake-up).
     pub fn watch_schedules(&self) -> watch::Receiver<u64> {
         self.schedules.subscribe()

@@ -95,11 +95,12 @@ struct ListOut {
 /// Key of the schedule list in the response cache (chat ids never contain a space).
 const LIST_KEY: &str = "schedule list";
 
-/// `GET /api/schedules`: every live schedule, due ones first. The body is reused until the
-/// writer's next commit (anything may change it: a run, a chat's title, an app's name).
+/// `GET /api/schedules`: every live schedule, due ones first. The body is reused until a
+/// commit changes what it shows: a schedule or a run (the schedules version, which app
+/// changes bump too) or a chat's title or deletion (the chat-list version).
 async fn list(State(state): State<AppState>, _owner: Owner) -> Result<Response> {
-    // Read the version first: a commit during the query can only cause one extra refresh.
-    let version = state.hub.data_version();
+    // Read the versions first: a commit during the query can only cause one extra refresh.
+    let version = (state.hub.schedules_version() << 32) ^ (state.hub.list_version() & 0xffff_ffff);
     let body = match state.response_cache.get(LIST_KEY, version) {
         Some(body) => body,
         None => {

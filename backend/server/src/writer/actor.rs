@@ -221,6 +221,7 @@ impl Actor {
                 | WriteCommand::RecoverChat { .. }
                 | WriteCommand::PurgeDeleted { .. }
                 | WriteCommand::AppPatch { .. }
+                | WriteCommand::AppAdopt { .. }
                 | WriteCommand::AppPurge { .. }
         );
         let ok = self.apply(command, batch).await;

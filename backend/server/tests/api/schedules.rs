@@ -426,9 +426,17 @@ async fn a_scheduled_prompt_runs_now_in_a_new_chat_and_bad_schedules_are_refused
         (made["kind"].as_str(), made["cron"].as_str(), made["chat_id"].is_null()),
         (Some("agent_turn"), Some("30 7 * * 1-5"), true)
     );
-    // The list (built by SQLite as JSON) and the single schedule (serialised here) agree.
+    // The list (built by SQLite as JSON) and the single schedule (serialised here) agree, once
+    // the scheduler has planned it.
+    let mut one = Value::Null;
+    for _ in 0..400 {
+        one = json_of(app.get(&format!("/api/schedules/{id}"), Some(&token)).await).await;
+        if one["next_due_at"].is_i64() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
     let listed = json_of(app.get("/api/schedules", Some(&token)).await).await;
-    let one = json_of(app.get(&format!("/api/schedules/{id}"), Some(&token)).await).await;
     assert_eq!(listed["schedules"][0], one);
     let started = json_of(app.post(&format!("/api/schedules/{id}/run"), json!({}), Some(&token)).await).await;
     assert_eq!(started["status"], "running");
