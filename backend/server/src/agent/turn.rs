@@ -145,7 +145,7 @@ pub async fn provider_for(agents: &Agents, chat_id: &ChatId) -> Result<ProviderK
 
 /// The turn path of every message: decides the provider, sends `WriteCommand::Send` (which
 /// starts a run when the chat is idle, else queues) and spawns the turn. The caller holds the
-/// chat's lock (`AppState::chat_locks`): the owner's sends and the scheduler's go through here.
+/// chat's lock (the routes' per-chat locks): the owner's sends and the scheduler's go through here.
 pub async fn start_or_queue(
     agents: &Arc<Agents>,
     chat_id: &ChatId,
