@@ -98,6 +98,12 @@ describe("schedules (390×844)", () => {
     await row.scrollIntoViewIfNeeded();
     await screenshot(page, "schedules-list-phone.png");
     await assertFitsAndLegible(page, "Settings › Schedules");
+    const wide = await page.evaluate(() =>
+      [...document.querySelectorAll("#s-schedules ~ *, .settings, .settings-inner")]
+        .filter((el) => el.scrollWidth > el.clientWidth + 1)
+        .map((el) => `${el.className}: ${el.scrollWidth} > ${el.clientWidth}`),
+    );
+    assert.deepEqual(wide, [], "nothing in Settings › Schedules scrolls sideways");
   });
 
   step("the owner runs the job now and reads its output", async (page) => {

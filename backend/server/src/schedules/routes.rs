@@ -469,8 +469,10 @@ async fn set_timezone(
 
 // ---- The original's app-job routes ----------------------------------------------------------
 
-/// A live, built app that `who` may act for: the owner any, an app itself only.
-async fn app_for(state: &AppState, who: &Principal, id: i64, other: &'static str) -> Result<AppRow> {
+/// A live, built app that `who` may act for: the owner any, an app itself only. A malformed id
+/// names no app.
+async fn app_for(state: &AppState, who: &Principal, id: &str, other: &'static str) -> Result<AppRow> {
+    let id = id.parse::<i64>().map_err(|_| Domain::AppNotFound)?;
     if who.app_id().is_some_and(|own| own != id) {
         return Err(Error::forbidden("forbidden", other));
     }
@@ -529,8 +531,8 @@ async fn app_job_schedule(state: &AppState, app: &AppRow, who: &Principal) -> Re
 
 /// `POST /api/apps/{id}/run-job` (owner or that app): starts the job now → 202 `{started_at}`
 /// (ISO, UTC) with the run's id and `status` (`skipped` while a run is still going).
-async fn run_job(State(state): State<AppState>, who: Principal, Path(id): Path<i64>) -> Result<Response> {
-    let app = app_for(&state, &who, id, "App token can only run its own job.").await?;
+async fn run_job(State(state): State<AppState>, who: Principal, Path(id): Path<String>) -> Result<Response> {
+    let app = app_for(&state, &who, &id, "App token can only run its own job.").await?;
     let dir = jobs::source_dir(&state.config.data_dir, &app.slug)
         .ok_or_else(|| Error::bad_request("no_job", "The app's folder is missing."))?;
     let schedule = sql::of_app(&state.db.read, app.id).await?;
@@ -549,8 +551,8 @@ async fn run_job(State(state): State<AppState>, who: Principal, Path(id): Path<i
 /// `GET /api/apps/{id}/job-context` (owner or that app): `{app_id, source_dir, primary,
 /// fallback, capability_contract}`; `primary`/`fallback` are the connected agents
 /// (`{provider, model, effort}`) a job may hand work to, `fallback` `null` when there is none.
-async fn job_context(State(state): State<AppState>, who: Principal, Path(id): Path<i64>) -> Result<Json<Value>> {
-    let app = app_for(&state, &who, id, "An app may read only its own job context.").await?;
+async fn job_context(State(state): State<AppState>, who: Principal, Path(id): Path<String>) -> Result<Json<Value>> {
+    let app = app_for(&state, &who, &id, "An app may read only its own job context.").await?;
     let dir = jobs::source_dir(&state.config.data_dir, &app.slug)
         .unwrap_or_else(|| state.config.data_dir.join("apps").join(&app.slug));
     let connected = |k: ProviderKind| state.providers.status(k).connected;
@@ -589,10 +591,10 @@ struct AppScheduleIn {
 async fn set_app_schedule(
     State(state): State<AppState>,
     who: Principal,
-    Path(id): Path<i64>,
+    Path(id): Path<String>,
     ApiJson(body): ApiJson<AppScheduleIn>,
 ) -> Result<Json<Value>> {
-    let app = app_for(&state, &who, id, "An app may schedule only its own job.").await?;
+    let app = app_for(&state, &who, &id, "An app may schedule only its own job.").await?;
     let timezone = checked_zone(body.timezone)?;
     let tz = match &timezone {
         Some(z) => cadence::zone_or_server(Some(z)),

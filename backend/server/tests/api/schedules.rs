@@ -120,8 +120,10 @@ echo "to stderr" >&2
     // No job script: 400; no app: 404.
     let r = app.post(&format!("/api/apps/{other}/run-job"), json!({}), Some(&token)).await;
     assert_error(r, StatusCode::BAD_REQUEST, "no_job").await;
-    let r = app.post("/api/apps/999/run-job", json!({}), Some(&token)).await;
-    assert_error(r, StatusCode::NOT_FOUND, "app_not_found").await;
+    for id in ["999", "abc"] {
+        let r = app.post(&format!("/api/apps/{id}/run-job"), json!({}), Some(&token)).await;
+        assert_error(r, StatusCode::NOT_FOUND, "app_not_found").await;
+    }
     // A job token for a runner: owner only, 2 hours, and it works on the app's storage.
     let minted = json_of(app.post("/api/auth/app-job-token", json!({ "app_id": id }), Some(&token)).await).await;
     assert_eq!(minted["expires_in"], 7200);
