@@ -50,12 +50,14 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 
 # ---- Runtime: slim Debian, an unprivileged `mobius` user, tini as PID 1.
 # The server links no TLS library (rustls with built-in roots); ca-certificates is for the
-# agent's tools (git over https, the CLIs).
+# agent's tools (git over https, the CLIs). tzdata is the zone database schedules are read in
+# (jiff reads /usr/share/zoneinfo; nothing is bundled in the binary); curl is how app jobs
+# (bash scripts, as in the original) call the API with their APP_TOKEN.
 FROM debian:${DEBIAN_RELEASE}-slim AS runtime
 # Debian's packages stay at the release's current security updates; no version pins.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends ca-certificates git tini \
+    && apt-get install -y --no-install-recommends ca-certificates curl git tini tzdata \
     && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system --gid 10001 mobius \
     && useradd --system --uid 10001 --gid mobius --create-home --home-dir /home/mobius \

@@ -10,7 +10,7 @@ starting). Run through `scripts/bench`, which builds everything first.
 Usage: bench.py BINARY [--only SECTION,...] [--quick] [--baseline BINARY] [--no-gate]
 `--no-gate` runs each measurement once whatever else the machine does, printing the cores
 other processes used meanwhile (for a shared machine; such figures are marked by that line).
-Sections: boot, health, chats, sse, snapshot, apply, proxy, storage, appdoc, push, lifecycle, frontend, search, sandbox, flood, scale, uploads
+Sections: boot, health, chats, sse, snapshot, apply, proxy, storage, appdoc, push, schedules, lifecycle, frontend, search, sandbox, flood, scale, uploads
 `--baseline` names a build without chat search (e.g. a release build of the previous main); the
 search section then runs its write and chat-detail workloads on both and prints the change. The
 push section compares idle RSS against it (a build without push).
@@ -745,6 +745,95 @@ def push_service():
 # client after 10 s without a notice and then trims the heap on a blocking thread, which tokio
 # ends after another 10 s idle.
 PUSH_IDLE_S = 25
+
+
+SCHEDULES = 1000
+SCHEDULE_IDLE_S = 30
+
+
+def section_schedules(binary, tmp):
+    """Schedules: what 1,000 active schedules cost an idle server (RSS of a fresh process on the
+    same data dir with and without them, CPU while idle), the schedule list with 1,000 entries
+    (served from the response cache between commits, and right after a write), and how late a
+    run starts after its due time (an app job every minute; the job notes when it began)."""
+    print("schedules", flush=True)
+    s, token, app_id, d = app_server(binary, tmp, "ticker", COUNTER_JSX, "tick")
+    job = os.path.join(d, "apps", "ticker", "job.sh")
+    with open(job, "w") as f:
+        f.write('date +%s%3N >> "$APP_JOB_STATE_DIR/started"\n')
+    os.chmod(job, 0o755)
+    s.stop()
+
+    def idle_server():
+        """A fresh server on `d`, signed in and idle for 10 s: (server, token, RSS, anon)."""
+        srv = Server(binary, d, app_env())
+        srv.wait()
+        tok = owner_token(srv.port)
+        time.sleep(10)
+        return srv, tok, srv.rss_mib(), srv.anon_mib()
+
+    s, token, rss0, anon0 = idle_server()
+    # 1,000 scheduled prompts, each in a new chat, due once a year at different times (none
+    # comes due while measuring).
+    made = 0
+    for i in range(SCHEDULES):
+        body = {"prompt": f"bench {i}", "cron": f"{i % 60} {i // 60 % 24} 1 1 *", "new_chat": True, "name": f"bench {i}"}
+        status, _ = http_json(s.port, "POST", "/api/schedules", body, token)
+        made += status == 201
+    assert made == SCHEDULES, made
+    end = time.time() + 60
+    while time.time() < end:
+        _, listed = http_json(s.port, "GET", "/api/schedules", None, token)
+        if all(x["next_due_at"] for x in listed["schedules"]):
+            break
+        time.sleep(0.5)
+    s.stop()
+    s, token, rss1, anon1 = idle_server()
+    jiffies = proc_jiffies(s.proc.pid)
+    time.sleep(SCHEDULE_IDLE_S)
+    cpu_ms = (proc_jiffies(s.proc.pid) - jiffies) * 1000 / CLK_TCK
+    note("schedules", f"fresh server idle RSS: no schedules | {SCHEDULES} active (MiB)", f"{rss0:.2f}  |  {rss1:.2f}", "")
+    note("schedules", f"{SCHEDULES} active schedules add, RSS: all | anon (MiB)",
+         f"{rss1 - rss0:+.2f}  |  {anon1 - anon0:+.2f}", "≤ 1 MiB")
+    note("schedules", f"server CPU over {SCHEDULE_IDLE_S} s idle with {SCHEDULES} schedules (ms)", f"{cpu_ms:.0f}", "not measurable")
+
+    gate = Gate(s.proc.pid)
+    _, listed = http_json(s.port, "GET", "/api/schedules", None, token)
+    some = listed["schedules"][0]["id"]
+
+    def timed(write_first):
+        samples = []
+        for i in range(300):
+            if write_first:
+                http_json(s.port, "PATCH", f"/api/schedules/{some}", {"name": f"bench renamed {i}"}, token)
+            t = time.perf_counter()
+            status, _ = http_get(s.port, "/api/schedules", token, timeout=5)
+            samples.append((time.perf_counter() - t) * 1000)
+            assert status == 200, status
+        return sorted(samples)
+    for label, write_first in (("between commits", False), ("right after a write", True)):
+        samples = gate.run(lambda: timed(write_first))
+        note("schedules", f"GET /api/schedules, {SCHEDULES} entries, {label}: p50 | p99 (ms)",
+             f"{samples[150]:.2f}  |  {samples[296]:.2f}", "≤ 10 ms p99")
+
+    # Start latency: the app's job every minute; each run appends the time its script began.
+    status, body = http_json(s.port, "POST", f"/api/apps/{app_id}/schedule", {"cron": "* * * * *", "job": "job.sh"}, token)
+    assert status == 200, (status, body)
+    runs = 2 if QUICK else 4
+    started_file = os.path.join(d, "apps", str(app_id), "job-state", "started")
+    deadline = time.time() + 60 * (runs + 1) + 30
+    starts = []
+    while time.time() < deadline and len(starts) < runs:
+        time.sleep(1)
+        try:
+            with open(started_file) as f:
+                starts = [int(x) for x in f.read().split()]
+        except FileNotFoundError:
+            pass
+    late = sorted((ms - (ms // 60000) * 60000) for ms in starts[:runs])
+    note("schedules", f"job start after its due time, {len(late)} runs: min / median / max (ms)",
+         fmt3(late, "", 0), "≤ 1,000 ms")
+    s.stop()
 
 
 def push_idle_run(binary, tmp):
@@ -1504,6 +1593,8 @@ def main():
             section_appdoc(args.binary, tmp)
         if want("push"):
             section_push(args.binary, tmp, args.baseline)
+        if want("schedules"):
+            section_schedules(args.binary, tmp)
         if want("lifecycle"):
             section_lifecycle(args.binary, tmp)
         if want("frontend"):

@@ -51,6 +51,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::telemetry::router())
         .merge(crate::push::router())
         .merge(crate::uploads::routes::router())
+        .merge(crate::schedules::routes::router())
         .fallback(api_not_found)
         .method_not_allowed_fallback(api_method_not_allowed)
         .layer(middleware::from_fn_with_state(
@@ -186,6 +187,7 @@ async fn initialise(
                 tokio::spawn(crate::apps::apply::rebuild_outdated(state.apps.clone()));
                 tokio::spawn(crate::apps::lifecycle::check_periodically(state.clone()));
                 tokio::spawn(crate::storage::remove_leftover_temps(state.config.data_dir.clone(), booted));
+                state.schedules.start(stop.clone()).await;
                 let _ = state_tx.send((state, writer_task));
                 return;
             }

@@ -26,6 +26,14 @@ USAGE:
     mobius media publish <file> [--alt TEXT]
                                     (agents) show an image (PNG, JPEG, WebP, GIF) in this chat:
                                     prints its media_url and the Markdown embed for the reply
+    mobius schedule add --cron '<m h dom mon dow>' [--tz ZONE] [--new-chat] [--name NAME]
+                        [--skip-missed] <prompt>
+                                    (agents) send <prompt> into this chat (or a new chat each
+                                    time) on a cron cadence, in the owner's time zone
+    mobius schedule list            (agents) every schedule, with its next run
+    mobius schedule remove <id>     (agents) remove a scheduled prompt or reminder
+    mobius remind (--in 2h | --at 07:30 | --at 2025-06-01T07:30) <text>
+                                    (agents) <text> comes back to this chat as a turn then
     mobius --version   print the version
     mobius help        print this help
 
@@ -73,6 +81,8 @@ pub fn main(args: Vec<String>) -> ExitCode {
         Some("app") => app_command(&args[1..]),
         Some("notify") => notify_command(&args[1..]),
         Some("media") => media_command(&args[1..]),
+        Some("schedule") => schedule_command(&args[1..]),
+        Some("remind") => remind_command(&args[1..]),
         Some("help" | "--help" | "-h") => {
             print!("{HELP}");
             ExitCode::SUCCESS
@@ -246,7 +256,7 @@ fn media_command(args: &[String]) -> ExitCode {
     }
     let url = format!("/api/chats/{chat_id}/media");
     let request = AgentBody::Bytes { bytes, query };
-    agent_send(&url, request, Duration::from_secs(60), |json| {
+    agent_call(reqwest::Method::POST, &url, request, Duration::from_secs(60), |json| {
         let receipt = serde_json::json!({
             "source_path": source.display().to_string(), "media_path": json["media_path"],
             "media_url": json["media_url"], "embed": json["embed"],
@@ -260,12 +270,151 @@ const MAX_PUBLISHED_IMAGE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// What an agent command sends.
 enum AgentBody<'a> {
+    Empty,
     Json(&'a serde_json::Value),
     /// Raw bytes with query parameters.
     Bytes {
         bytes: Vec<u8>,
         query: Vec<(&'static str, String)>,
     },
+}
+
+/// A schedule's next run as the owner reads it: local time in its zone.
+fn next_run_text(schedule: &serde_json::Value) -> String {
+    let zone = schedule["zone"].as_str().unwrap_or("UTC");
+    match schedule["next_due_at"].as_i64().and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok()) {
+        Some(at) => match jiff::tz::TimeZone::get(zone) {
+            Ok(tz) => at.to_zoned(tz).strftime("%a %Y-%m-%d %H:%M %Z").to_string(),
+            Err(_) => at.to_string(),
+        },
+        None if schedule["paused_at"].is_i64() => {
+            format!("paused ({})", schedule["paused_reason"].as_str().unwrap_or("by the owner"))
+        }
+        None if schedule["finished_at"].is_i64() => "done".to_owned(),
+        None => "on demand".to_owned(),
+    }
+}
+
+/// `mobius schedule add|list|remove`: the agent's scheduled prompts (`/api/schedules`).
+fn schedule_command(args: &[String]) -> ExitCode {
+    const USAGE: &str = "usage: mobius schedule add --cron \"<m h dom mon dow>\" [--tz ZONE] [--new-chat] [--name NAME] [--skip-missed] <prompt>\n       mobius schedule list\n       mobius schedule remove <id>";
+    match args.first().map(String::as_str) {
+        Some("list") => agent_call(reqwest::Method::GET, "/api/schedules", AgentBody::Empty, Duration::from_secs(30), |json| {
+            let schedules = json["schedules"].as_array().cloned().unwrap_or_default();
+            if schedules.is_empty() {
+                println!("no schedules");
+            }
+            for s in schedules {
+                let when = s["cron"].as_str().map_or_else(|| "once".to_owned(), |c| format!("cron \"{c}\""));
+                println!(
+                    "#{} {} [{}] {when} · next: {} · last: {}",
+                    s["id"],
+                    s["name"].as_str().unwrap_or_default(),
+                    s["kind"].as_str().unwrap_or_default(),
+                    next_run_text(&s),
+                    s["last_status"].as_str().unwrap_or("never ran"),
+                );
+            }
+        }),
+        Some("remove") => {
+            let Some(id) = args.get(1).filter(|id| id.trim_start_matches('#').parse::<i64>().is_ok()) else {
+                eprintln!("{USAGE}");
+                return ExitCode::from(2);
+            };
+            let path = format!("/api/schedules/{}", id.trim_start_matches('#'));
+            agent_call(reqwest::Method::DELETE, &path, AgentBody::Empty, Duration::from_secs(30), |_| println!("removed"))
+        }
+        Some("add") => {
+            let mut body = serde_json::Map::new();
+            let mut words = Vec::new();
+            let mut rest = args[1..].iter();
+            while let Some(arg) = rest.next() {
+                let key = match arg.as_str() {
+                    "--cron" => "cron",
+                    "--tz" | "--timezone" => "timezone",
+                    "--name" => "name",
+                    "--new-chat" => {
+                        body.insert("new_chat".into(), true.into());
+                        continue;
+                    }
+                    "--skip-missed" => {
+                        body.insert("missed".into(), "skip".into());
+                        continue;
+                    }
+                    other if other.starts_with("--") => {
+                        eprintln!("mobius: unknown option {other:?}\n{USAGE}");
+                        return ExitCode::from(2);
+                    }
+                    word => {
+                        words.push(word.to_owned());
+                        continue;
+                    }
+                };
+                let Some(value) = rest.next() else {
+                    eprintln!("mobius: {arg} needs a value\n{USAGE}");
+                    return ExitCode::from(2);
+                };
+                body.insert(key.into(), value.clone().into());
+            }
+            if words.is_empty() || !body.contains_key("cron") {
+                eprintln!("{USAGE}");
+                return ExitCode::from(2);
+            }
+            body.insert("prompt".into(), words.join(" ").into());
+            let body = serde_json::Value::Object(body);
+            agent_call(reqwest::Method::POST, "/api/schedules", AgentBody::Json(&body), Duration::from_secs(30), |json| {
+                println!(
+                    "scheduled #{} \"{}\" · next: {}",
+                    json["id"],
+                    json["name"].as_str().unwrap_or_default(),
+                    next_run_text(json)
+                );
+            })
+        }
+        _ => {
+            eprintln!("{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `mobius remind (--in SPAN | --at TIME) <text>`: the text comes back into this chat as a turn
+/// at that time (`POST /api/schedules` with `in`/`at`; times are the owner's zone).
+fn remind_command(args: &[String]) -> ExitCode {
+    const USAGE: &str = "usage: mobius remind (--in 2h | --at 07:30 | --at 2025-06-01T07:30) <text>";
+    let mut body = serde_json::Map::new();
+    let mut words = Vec::new();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let key = match arg.as_str() {
+            "--in" => "in",
+            "--at" => "at",
+            other if other.starts_with("--") => {
+                eprintln!("mobius: unknown option {other:?}\n{USAGE}");
+                return ExitCode::from(2);
+            }
+            word => {
+                words.push(word.to_owned());
+                continue;
+            }
+        };
+        let Some(value) = rest.next() else {
+            eprintln!("mobius: {arg} needs a value\n{USAGE}");
+            return ExitCode::from(2);
+        };
+        body.insert(key.into(), value.clone().into());
+    }
+    if words.is_empty() || (body.contains_key("in") == body.contains_key("at")) {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    }
+    let text = words.join(" ");
+    body.insert("name".into(), format!("Reminder: {}", text.chars().take(60).collect::<String>()).into());
+    body.insert("prompt".into(), format!("Reminder (you set it earlier in this chat): {text}").into());
+    let body = serde_json::Value::Object(body);
+    agent_call(reqwest::Method::POST, "/api/schedules", AgentBody::Json(&body), Duration::from_secs(30), |json| {
+        println!("reminder #{} set for {}", json["id"], next_run_text(json));
+    })
 }
 
 /// POSTs `body` to the running server with the agent's run-bound token (from the environment
@@ -277,11 +426,12 @@ fn agent_request(
     timeout: Duration,
     on_success: impl FnOnce(&serde_json::Value),
 ) -> ExitCode {
-    agent_send(path, AgentBody::Json(body), timeout, on_success)
+    agent_call(reqwest::Method::POST, path, AgentBody::Json(body), timeout, on_success)
 }
 
-/// POSTs `body` (JSON or bytes) with the agent's run-bound token; see [`agent_request`].
-fn agent_send(
+/// Calls the running server as [`agent_request`] does, with any method and body.
+fn agent_call(
+    method: reqwest::Method,
     path: &str,
     body: AgentBody<'_>,
     timeout: Duration,
@@ -306,8 +456,9 @@ fn agent_send(
     runtime.block_on(async move {
         let client = reqwest::Client::builder().timeout(timeout).build().unwrap_or_default();
         let url = format!("{}{path}", base.trim_end_matches('/'));
-        let request = client.post(url).bearer_auth(token);
+        let request = client.request(method, url).bearer_auth(token);
         let request = match body {
+            AgentBody::Empty => request,
             AgentBody::Json(json) => request.json(json),
             AgentBody::Bytes { bytes, query } => {
                 request.query(&query).header(reqwest::header::CONTENT_TYPE, "application/octet-stream").body(bytes)

@@ -44,6 +44,9 @@ pub struct Config {
     /// A turn whose CLI says nothing for this long is ended as stuck; a card waiting for the
     /// owner does not count (`MOBIUS_AGENT_SILENCE_MAX_SECS`, default 30 min).
     pub agent_silence_max: Duration,
+    /// An app job's time limit unless its schedule sets one (`MOBIUS_JOB_TIMEOUT_SECS`,
+    /// default 5 min).
+    pub job_timeout: Duration,
     /// Confine the agent's processes with Landlock where the kernel has it
     /// (`MOBIUS_AGENT_SANDBOX`: `on`, the default, or `off`).
     pub agent_sandbox: bool,
@@ -383,6 +386,7 @@ impl Config {
         };
         let agent_turn_max = secs("MOBIUS_AGENT_TURN_MAX_SECS", DEFAULT_AGENT_TURN_MAX.as_secs())?;
         let agent_silence_max = secs("MOBIUS_AGENT_SILENCE_MAX_SECS", DEFAULT_AGENT_SILENCE_MAX.as_secs())?;
+        let job_timeout = secs("MOBIUS_JOB_TIMEOUT_SECS", crate::schedules::DEFAULT_JOB_TIMEOUT.as_secs())?;
         let agent_sandbox = match get("MOBIUS_AGENT_SANDBOX").as_deref().map(str::trim) {
             None | Some("on") => true,
             Some("off") => false,
@@ -468,6 +472,7 @@ impl Config {
             agent_start_timeout,
             agent_turn_max,
             agent_silence_max,
+            job_timeout,
             agent_sandbox,
             app_node_modules,
             app_runtime_dir,
@@ -507,6 +512,7 @@ impl Config {
             agent_start_timeout: Duration::from_secs(30),
             agent_turn_max: DEFAULT_AGENT_TURN_MAX,
             agent_silence_max: DEFAULT_AGENT_SILENCE_MAX,
+            job_timeout: crate::schedules::DEFAULT_JOB_TIMEOUT,
             // Tests keep their fake CLIs in the data dir the sandbox closes; the ones about the
             // sandbox turn it on.
             agent_sandbox: false,

@@ -118,19 +118,26 @@ pub enum Domain {
         None => "No agent is connected yet. Connect Claude or Codex in Settings → Providers.".to_owned(),
     })]
     ProviderNotConnected(Option<&'static str>),
+    #[error("No such schedule.")]
+    ScheduleNotFound,
+    #[error("At most {0} schedules; remove some first.")]
+    TooManySchedules(i64),
 }
 
 impl Domain {
     /// The HTTP status of this refusal.
     pub fn status(&self) -> StatusCode {
         match self {
-            Domain::ChatNotFound | Domain::AppNotFound | Domain::FileNotFound => StatusCode::NOT_FOUND,
+            Domain::ChatNotFound | Domain::AppNotFound | Domain::FileNotFound | Domain::ScheduleNotFound => {
+                StatusCode::NOT_FOUND
+            }
             Domain::FileTooLarge
             | Domain::QuotaExceeded
             | Domain::UploadQuotaExceeded
             | Domain::UploadTooLarge(..)
             | Domain::TooManySecrets(_)
-            | Domain::TooManyDevices(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            | Domain::TooManyDevices(_)
+            | Domain::TooManySchedules(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Domain::PushEndpointNotYours => StatusCode::FORBIDDEN,
             Domain::UnsupportedType(_) | Domain::UnreadableImage(..) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Domain::InvalidFileName(_) => StatusCode::BAD_REQUEST,
@@ -186,6 +193,8 @@ impl Domain {
             Domain::TooManyDevices(_) => "too_many_devices",
             Domain::PushEndpointNotYours => "forbidden",
             Domain::ProviderNotConnected(_) => "provider_not_connected",
+            Domain::ScheduleNotFound => "schedule_not_found",
+            Domain::TooManySchedules(_) => "too_many_schedules",
         }
     }
 }

@@ -57,8 +57,8 @@ pub struct Inner {
     pub providers: Arc<Providers>,
     /// Turns: what they use, and the running one of each chat.
     pub agents: Arc<Agents>,
-    /// Per-chat decision locks (send / stop / answer / delete).
-    pub chat_locks: KeyedLocks,
+    /// Per-chat decision locks (send / stop / answer / delete; the scheduler's sends too).
+    pub chat_locks: Arc<KeyedLocks>,
     pub purge_clock: PurgeClock,
     /// Serialized chat list and chat pages between writer commits.
     pub response_cache: ResponseCache,
@@ -82,6 +82,8 @@ pub struct Inner {
     pub skills: Arc<Skills>,
     /// Chat files: the owner's attachments and the agent's images.
     pub uploads: Arc<Uploads>,
+    /// App jobs and scheduled agent turns (its loop starts once the server is ready).
+    pub schedules: Arc<crate::schedules::Scheduler>,
     /// The frame bootstrap inlined into app frame documents, read on first use.
     frame_bootstrap: OnceLock<crate::apps::bootstrap::FrameBootstrap>,
 }
@@ -189,6 +191,7 @@ impl AppState {
             writer.clone(),
         ));
         uploads.sweep_staging().await;
+        let (schedule_ends, schedule_ends_rx) = crate::schedules::signal::TurnEnds::channel();
         let agents = Arc::new(Agents {
             writer: writer.clone(),
             read: db.read.clone(),
@@ -201,6 +204,7 @@ impl AppState {
             turns: Turns::default(),
             notes,
             skills: skills.clone(),
+            schedule_ends,
             sandbox,
             limits: TurnLimits { max_duration: config.agent_turn_max, max_silence: config.agent_silence_max },
             overflow_dir: config.data_dir.join(crate::agent::fold::OVERFLOW_DIR),
@@ -214,6 +218,15 @@ impl AppState {
             writer.clone(),
             storage.clone(),
         ));
+        let chat_locks = Arc::new(KeyedLocks::default());
+        let schedules = Arc::new(crate::schedules::Scheduler::new(
+            agents.clone(),
+            chat_locks.clone(),
+            hub.clone(),
+            schedule_ends_rx,
+            config.job_timeout,
+        ));
+        schedules.reconcile().await?;
         let login_limits = LoginLimiter::new(config.login.clone());
         let streams = crate::events::StreamLimits::new(config.net.max_streams, config.net.max_streams_per_address);
         let state = Self(Arc::new(Inner {
@@ -229,7 +242,7 @@ impl AppState {
             shutdown,
             providers,
             agents,
-            chat_locks: KeyedLocks::default(),
+            chat_locks,
             purge_clock: PurgeClock::default(),
             response_cache: ResponseCache::default(),
             app_rows: crate::db::apps::RowCache::default(),
@@ -242,6 +255,7 @@ impl AppState {
             streams,
             skills,
             uploads,
+            schedules,
             frame_bootstrap: OnceLock::new(),
         }));
         Ok((state, task))

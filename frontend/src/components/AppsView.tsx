@@ -31,6 +31,8 @@ import { ApiError } from "../api/client";
 import type { ManageAction } from "../apps/host";
 import { saveDraft } from "../chat/persist";
 import { navigate, openApp } from "../shell/router";
+import { fetchSchedules, runScheduleNow, schedulesKey } from "../api/schedules";
+import { cadenceText, nextText, STATUS_TEXT } from "../schedules/cadence";
 import { Icon } from "./Icon";
 import { Sheet } from "./Sheet";
 
@@ -542,6 +544,44 @@ function InstalledRow({
   );
 }
 
+/** The app's job: when it runs, how it last went, and a button to run it now (its history is in
+ * Settings › Schedules). */
+function AppJobs({ appId, online }: { appId: number; online: boolean }) {
+  const queryClient = useQueryClient();
+  const schedules = useQuery({ queryKey: schedulesKey, queryFn: fetchSchedules, retry: false });
+  const jobs = (schedules.data?.schedules ?? []).filter((s) => s.kind === "app_job" && s.app_id === appId);
+  const run = useMutation({
+    mutationFn: runScheduleNow,
+    onSuccess: () => void queryClient.invalidateQueries({ queryKey: schedulesKey }),
+  });
+  if (jobs.length === 0) return null;
+  return (
+    <div className="app-jobs" aria-label="Jobs" role="group">
+      <h3 className="review-section">Jobs</h3>
+      {jobs.map((job) => (
+        <div key={job.id} className="skill">
+          <span className="skill-name">{job.job ?? "Its job"}</span>
+          <span className="skill-detail">
+            {cadenceText(job)} · next: {nextText(job)}
+            {job.running ? " · running now" : job.last_status ? ` · last: ${STATUS_TEXT[job.last_status]}` : ""}
+          </span>
+          {job.paused_reason && <span className="schedule-paused">{job.paused_reason}</span>}
+          <div className="inline-actions">
+            <button type="button" className="btn btn-secondary btn-small" onClick={() => run.mutate(job.id)} disabled={!online || run.isPending}>
+              Run now
+            </button>
+            <button type="button" className="btn btn-secondary btn-small" onClick={() => navigate({ name: "settings" })}>
+              History
+            </button>
+          </div>
+        </div>
+      ))}
+      {run.data && <p role="status">{run.data.status === "skipped" ? "Skipped: its last run is still going." : "Started."}</p>}
+      {run.isError && <p role="alert">{errorText(run.error)}</p>}
+    </div>
+  );
+}
+
 function AppDetails({
   app,
   online,
@@ -616,6 +656,7 @@ function AppDetails({
         </button>
       </div>
       {app.source_url && <p className="apps-source">From {app.source_url}</p>}
+      <AppJobs appId={app.id} online={online} />
       {confirm === "data" && (
         <div className="apps-confirm" role="alertdialog" aria-label={`Delete ${app.name}'s data`}>
           <p>Delete everything {app.name} saved? It starts again as if newly installed. Secrets you gave it stay. This can't be undone.</p>

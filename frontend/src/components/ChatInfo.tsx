@@ -1,15 +1,20 @@
 //! The chat's info sheet: the chat's own options (its model and what the agent may do without
-//! asking, saved with `PATCH /api/chats/{id}`), and its note (the digest new chats remember it
-//! by, and the running summary), written by the agent when the chat goes quiet, editable here.
+//! asking, saved with `PATCH /api/chats/{id}`); its note (the digest new chats remember it by,
+//! and the running summary), written by the agent when the chat goes quiet, editable here; and
+//! the prompts scheduled into it, with a form to schedule another.
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useId, useState, type FormEvent } from "react";
+import { lazy, Suspense, useId, useState, type FormEvent } from "react";
 import { fetchChat, patchChat } from "../api/chats";
 import { ApiError } from "../api/client";
 import { fetchNote, noteKey, saveNote, type NoteAnswer } from "../api/memory";
 import type { ApprovalPolicy, ChatDetail } from "../api/protocol.gen";
+import { fetchSchedules, schedulesKey } from "../api/schedules";
 import { fetchModels, fetchProvidersStatus, modelsKey, providersStatusKey } from "../api/settings";
+import { cadenceText, nextText } from "../schedules/cadence";
 import { Sheet } from "./Sheet";
+
+const ScheduleForm = lazy(() => import("./ScheduleForm"));
 
 const errorText = (error: unknown) => (error instanceof ApiError ? error.message : "Something went wrong.");
 
@@ -193,7 +198,44 @@ export function ChatInfo({ chatId, title, onClose }: { chatId: string; title: st
           </button>
         </div>
       </form>
+      <ChatSchedules chatId={chatId} title={title} />
       </div>
     </Sheet>
+  );
+}
+
+/** The prompts scheduled into this chat, and the form for a new one. */
+function ChatSchedules({ chatId, title }: { chatId: string; title: string }) {
+  const schedules = useQuery({ queryKey: schedulesKey, queryFn: fetchSchedules, retry: false });
+  const [adding, setAdding] = useState(false);
+  const mine = (schedules.data?.schedules ?? []).filter((s) => s.chat_id === chatId && s.finished_at === null);
+  return (
+    <div className="setting-stack">
+      <h3 className="review-section">Scheduled here</h3>
+      {mine.length === 0 && !adding && <p className="field-hint">No prompt is scheduled in this chat.</p>}
+      {mine.length > 0 && (
+        <ul className="skill-list">
+          {mine.map((s) => (
+            <li key={s.id} className="skill">
+              <span className="skill-name">{s.name}</span>
+              <span className="skill-detail">
+                {cadenceText(s)} · next: {nextText(s)}
+              </span>
+            </li>
+          ))}
+        </ul>
+      )}
+      {adding ? (
+        <Suspense fallback={<p role="status">Loading…</p>}>
+          <ScheduleForm chatId={chatId} chatTitle={title} onDone={() => setAdding(false)} onCancel={() => setAdding(false)} />
+        </Suspense>
+      ) : (
+        <div className="inline-actions">
+          <button type="button" className="btn btn-secondary btn-small" onClick={() => setAdding(true)}>
+            Schedule a prompt here
+          </button>
+        </div>
+      )}
+    </div>
   );
 }

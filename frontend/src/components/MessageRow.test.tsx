@@ -20,6 +20,16 @@ const reply: ChatMessage = {
 };
 const noAnswer = async () => {};
 
+describe("scheduled messages", () => {
+  it("marks a message the scheduler sent, and only those", () => {
+    const scheduled: ChatMessage = { role: "user", content: "Morning brief", ts: 1, cid: "schedule-3-17" };
+    const { rerender } = render(<MessageRow rowKey="s" chatId="c" message={scheduled} live={false} working={false} onAnswer={noAnswer} offline={false} idx={0} />);
+    expect(screen.getByText("Scheduled")).toBeTruthy();
+    rerender(<MessageRow rowKey="s" chatId="c" message={{ ...scheduled, cid: "m1" }} live={false} working={false} onAnswer={noAnswer} offline={false} idx={0} />);
+    expect(screen.queryByText("Scheduled")).toBeNull();
+  });
+});
+
 describe("row actions", () => {
   it("copies a reply's text blocks, not its tools", async () => {
     const writeText = vi.fn(async () => {});

@@ -101,6 +101,7 @@ export const MessageRow = memo(function MessageRow({ rowKey, chatId, message, li
   if (message.role === "user") {
     return (
       <div className="row row-user" data-key={rowKey} data-idx={idx} data-hit={hit || undefined} data-cid={message.cid ?? undefined} data-sending={message.sending || undefined}>
+        {message.cid?.startsWith("schedule-") && <span className="row-note">Scheduled</span>}
         {message.attachments && message.attachments.length > 0 && <MessageFiles chatId={chatId} files={message.attachments} />}
         {(message.content !== "" || !message.attachments?.length) && <div className="bubble">{message.content}</div>}
         {message.sending && <span className="row-note">Sending…</span>}

@@ -30,6 +30,7 @@ import { SETTINGS_SECTIONS, settingsTitle, type SettingsSection } from "../shell
 import { setTheme, useTheme, type ThemeChoice } from "../shell/theme";
 import { Icon, type IconName } from "./Icon";
 import { MemorySection } from "./MemorySettings";
+import { SchedulesSection } from "./Schedules";
 import NotificationSettings from "./NotificationSettings";
 
 const errorText = (error: unknown) => (error instanceof ApiError ? error.message : "Something went wrong.");
@@ -48,6 +49,7 @@ const SECTION_DETAIL: Record<SettingsSection, string> = {
   agents: "Connect Claude Code or Codex",
   defaults: "The agent new chats use",
   memory: "What new chats remember",
+  schedules: "App jobs, scheduled prompts, reminders",
   notifications: "When to tell you on this device",
   appearance: "Light, dark or as the system",
   store: "Where the store finds apps",
@@ -60,6 +62,7 @@ const SECTION_ICON: Record<SettingsSection, IconName> = {
   agents: "spark",
   defaults: "compose",
   memory: "history",
+  schedules: "clock",
   notifications: "bell",
   appearance: "settings",
   store: "apps",
@@ -121,6 +124,8 @@ function SectionPage({ section, onSignOut }: { section: SettingsSection; onSignO
       return <DefaultsSection />;
     case "memory":
       return <MemorySection />;
+    case "schedules":
+      return <SchedulesSection />;
     case "notifications":
       return <NotificationSettings />;
     case "appearance":

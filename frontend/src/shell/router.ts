@@ -22,13 +22,14 @@ export type Route =
   | { name: "apps"; tab: "installed" | "store"; source?: string | undefined; manage?: { action: ManageAction; appId: number } | undefined };
 
 /** The sections of Settings, in the order its list shows them. */
-export const SETTINGS_SECTIONS = ["agents", "defaults", "memory", "notifications", "appearance", "store", "sandbox", "account", "about"] as const;
+export const SETTINGS_SECTIONS = ["agents", "defaults", "memory", "schedules", "notifications", "appearance", "store", "sandbox", "account", "about"] as const;
 export type SettingsSection = (typeof SETTINGS_SECTIONS)[number];
 
 const SETTINGS_TITLES: Record<SettingsSection, string> = {
   agents: "Agents",
   defaults: "New chats",
   memory: "Memory",
+  schedules: "Schedules",
   notifications: "Notifications",
   appearance: "Appearance",
   store: "App store",

@@ -16,6 +16,7 @@ import { announceAppPreview } from "./appEvents";
 import { refreshChatRow } from "./useChatList";
 import { useOnline } from "./online";
 import { notificationsKey, pushDevicesKey } from "../api/push";
+import { schedulesKey } from "../api/schedules";
 
 /** A system event, or an announcement posted to `/api/notify` (free-form, typed by `type`). */
 type ShellEvent = SystemEvent | { type: string; app_id?: unknown; chat_id?: unknown };
@@ -76,6 +77,7 @@ export function useSystemEvents(): void {
             }
             if (touchesNotifications(event.type)) void queryClient.invalidateQueries({ queryKey: notificationsKey });
             if (event.type === "push_devices_changed") void queryClient.invalidateQueries({ queryKey: pushDevicesKey });
+            if (event.type === "schedules_changed") void queryClient.invalidateQueries({ queryKey: schedulesKey });
             // (Re)opening may have missed events: refresh once then too.
             if (event.type === "system_stream_open" || event.type === "resync") {
               invalidate("chats");

@@ -143,40 +143,10 @@ pub fn spawn(
     pid_dir: Option<&Path>,
     confine: Option<Ruleset>,
 ) -> Result<Spawned> {
-    use std::os::unix::process::CommandExt;
-    let mut std_command = std::process::Command::new(program);
-    std_command
-        .args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    match confine {
-        Some(rules) => rules.restrict_on_exec(&mut std_command),
-        None => landlock::no_new_privs_on_exec(&mut std_command),
-    }
-    let mut command = Command::from(std_command);
-    command.kill_on_drop(true);
-    let mut child = command.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => Error::conflict(
-            "agent_cli_missing",
-            format!("The agent CLI at {} could not be started ({e}). Install it or fix its path.", program.display()),
-        ),
-        _ => Error::Io(e),
-    })?;
-    let pgid = child.id().and_then(|id| i32::try_from(id).ok());
-    let marker = match (pid_dir, pgid) {
-        (Some(dir), Some(pgid)) => {
-            std::fs::create_dir_all(dir)?;
-            let path = dir.join(pgid.to_string());
-            std::fs::write(&path, b"")?;
-            Some(path)
-        }
-        _ => None,
-    };
+    let mut command = std::process::Command::new(program);
+    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut process = start(command, program, args, cwd, env, pid_dir, confine)?;
+    let child = &mut process.child;
     let stdin = child.stdin.take().ok_or_else(|| Error::Internal("no stdin pipe".into()))?;
     let stdout = child.stdout.take().ok_or_else(|| Error::Internal("no stdout pipe".into()))?;
     let stderr_pipe = child.stderr.take().ok_or_else(|| Error::Internal("no stderr pipe".into()))?;
@@ -190,7 +160,80 @@ pub fn spawn(
             tail.push(line);
         }
     });
-    Ok(Spawned { process: AgentProcess { child, pgid, marker, owner: Escapees::of(env) }, stdin, lines, stderr })
+    Ok(Spawned { process, stdin, lines, stderr })
+}
+
+/// A job (an app's scheduled script) as [`spawn_job`] starts it.
+#[derive(Debug)]
+pub struct SpawnedJob {
+    pub process: AgentProcess,
+    /// stdout and stderr, interleaved as written, raw bytes: the caller bounds what it keeps.
+    pub output: tokio::net::unix::pipe::Receiver,
+}
+
+/// Starts a job like [`spawn`] (own group, exactly `env`, `no_new_privs`, the ruleset, the pid
+/// marker), with stdin from `/dev/null` and stdout and stderr into one pipe.
+pub fn spawn_job(
+    program: &Path,
+    args: &[String],
+    cwd: &Path,
+    env: &[(String, String)],
+    pid_dir: Option<&Path>,
+    confine: Option<Ruleset>,
+) -> Result<SpawnedJob> {
+    let (reader, writer) = std::io::pipe()?;
+    let mut command = std::process::Command::new(program);
+    command.stdin(Stdio::null()).stdout(writer.try_clone()?).stderr(writer);
+    // `start` drops the command (and with it the write ends this process held) once the child
+    // runs, so the pipe ends when the job and everything it started have closed it.
+    let process = start(command, program, args, cwd, env, pid_dir, confine)?;
+    let output = tokio::net::unix::pipe::Receiver::from_owned_fd(std::os::fd::OwnedFd::from(reader))?;
+    Ok(SpawnedJob { process, output })
+}
+
+/// The common part of [`spawn`] and [`spawn_job`]: environment, working directory, group,
+/// sandbox, the pid marker.
+fn start(
+    mut std_command: std::process::Command,
+    program: &Path,
+    args: &[String],
+    cwd: &Path,
+    env: &[(String, String)],
+    pid_dir: Option<&Path>,
+    confine: Option<Ruleset>,
+) -> Result<AgentProcess> {
+    use std::os::unix::process::CommandExt;
+    std_command
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .process_group(0);
+    match confine {
+        Some(rules) => rules.restrict_on_exec(&mut std_command),
+        None => landlock::no_new_privs_on_exec(&mut std_command),
+    }
+    let mut command = Command::from(std_command);
+    command.kill_on_drop(true);
+    let child = command.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => Error::conflict(
+            "agent_cli_missing",
+            format!("The agent CLI at {} could not be started ({e}). Install it or fix its path.", program.display()),
+        ),
+        _ => Error::Io(e),
+    })?;
+    drop(command);
+    let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+    let marker = match (pid_dir, pgid) {
+        (Some(dir), Some(pgid)) => {
+            std::fs::create_dir_all(dir)?;
+            let path = dir.join(pgid.to_string());
+            std::fs::write(&path, b"")?;
+            Some(path)
+        }
+        _ => None,
+    };
+    Ok(AgentProcess { child, pgid, marker, owner: Escapees::of(env) })
 }
 
 async fn read_lines(stdout: impl AsyncRead + Unpin, tx: mpsc::Sender<Line>) {
@@ -254,6 +297,11 @@ pub async fn read_capped_line<R: AsyncBufReadExt + Unpin>(
 }
 
 impl AgentProcess {
+    /// Waits for the process to exit.
+    pub async fn wait(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.wait().await.ok()
+    }
+
     /// Waits for the process to exit, at most `timeout`; `None` if it is still running.
     pub async fn wait_timeout(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
         tokio::time::timeout(timeout, self.child.wait()).await.ok().and_then(|r| r.ok())

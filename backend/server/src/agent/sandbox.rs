@@ -144,6 +144,38 @@ impl Sandbox {
         grants
     }
 
+    /// What an app's job may use: the system and its `PATH` (read, execute), its app's own
+    /// folder (read, execute), its state folder and the shared scratch (read, write). Nothing
+    /// else of `DATA_DIR`: not other apps, not app storage (a job writes that through the API
+    /// with its token), not the database, keys or credentials.
+    pub fn job_grants(&self, app_dir: &Path, state_dir: &Path, path: &str) -> Grants {
+        let data = &self.data_dir;
+        let mut grants = Grants::default();
+        let generic = |list: &mut Vec<PathBuf>, skipped: &mut Vec<PathBuf>, p: PathBuf| {
+            let p = std::fs::canonicalize(&p).unwrap_or(p);
+            if data.starts_with(&p) || p.starts_with(data) {
+                skipped.push(p);
+            } else if !list.contains(&p) {
+                list.push(p);
+            }
+        };
+        for p in SYSTEM_READ_EXEC {
+            generic(&mut grants.read_exec, &mut grants.skipped, PathBuf::from(p));
+        }
+        for dir in path.split(':').filter(|d| d.starts_with('/')) {
+            generic(&mut grants.read_exec, &mut grants.skipped, PathBuf::from(dir));
+        }
+        for p in SYSTEM_READ {
+            generic(&mut grants.read, &mut grants.skipped, PathBuf::from(p));
+        }
+        for p in SYSTEM_READ_WRITE {
+            generic(&mut grants.read_write, &mut grants.skipped, PathBuf::from(p));
+        }
+        grants.read_exec.push(app_dir.to_path_buf());
+        grants.read_write.push(state_dir.to_path_buf());
+        grants
+    }
+
     /// The Landlock ruleset for `grants`, or `None` when the sandbox is off. Folders of
     /// `DATA_DIR` it grants are created first (a missing one could not be granted); other
     /// missing paths are skipped.
@@ -216,5 +248,21 @@ mod tests {
         let off = Sandbox::detect(false, &data, Vec::new());
         assert!(matches!(off.state(), SandboxState::Off { reason } if reason.contains("MOBIUS_AGENT_SANDBOX")));
         assert!(off.ruleset(&g).expect("off").is_none());
+    }
+
+    #[test]
+    fn a_job_gets_its_own_folders_and_nothing_else_of_the_data_dir() {
+        let root = tempfile::tempdir().expect("tmp");
+        let data = root.path().join("data");
+        std::fs::create_dir_all(&data).expect("data");
+        let data = std::fs::canonicalize(&data).expect("canon");
+        let sandbox = Sandbox::detect(true, &data, Vec::new());
+        let app = data.join("apps/notes");
+        let state = data.join("apps/7/job-state");
+        let g = sandbox.job_grants(&app, &state, "/usr/bin:/bin");
+        let in_data: Vec<&PathBuf> =
+            g.read_exec.iter().chain(&g.read).chain(&g.read_write).filter(|p| p.starts_with(&data)).collect();
+        assert_eq!(in_data, [&app, &state], "{g:?}");
+        assert!(g.list.is_empty());
     }
 }

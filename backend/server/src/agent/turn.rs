@@ -25,11 +25,11 @@ use crate::db;
 use crate::error::{Domain, Result};
 use crate::protocol::{
     Answers, Card, ChatEvent, ChatId, Choice, Decision, LiveMessage, Message, QuestionCard, QuestionId, RunId,
-    RunStatus, ToolStatus, UserInput,
+    RunStatus, SendResult, ToolStatus, UserInput,
 };
 use crate::providers::Providers;
 use crate::push::Push;
-use crate::writer::{ChatPatch, FinishRun, Started, WriteCommand, WriterHandle};
+use crate::writer::{ChatPatch, FinishRun, SendOutcome, Started, WriteCommand, WriterHandle};
 
 /// How long a stopped CLI gets to wind down before its process group is killed.
 pub const STOP_GRACE: Duration = Duration::from_secs(2);
@@ -61,6 +61,8 @@ pub struct Agents {
     pub notes: crate::recall::notes::NoteSignals,
     /// The skills index (the agent's own skills go into new prompts; reads mark them used).
     pub skills: Arc<crate::skills::Skills>,
+    /// Tells the scheduler when a run that answered a scheduled message ends.
+    pub schedule_ends: crate::schedules::signal::TurnEnds,
     /// What the agent's processes may touch.
     pub sandbox: super::sandbox::Sandbox,
     /// How long a turn may run, and stay silent.
@@ -126,6 +128,52 @@ async fn compose_base(agents: &Agents, chat: &db::chats::ChatRow) -> Result<Stri
         ));
     }
     Ok(prompt)
+}
+
+/// The provider a send runs on: the chat's (stored at its first send), else the default;
+/// 409 when it is not connected. This is the only place a provider is chosen.
+pub async fn provider_for(agents: &Agents, chat_id: &ChatId) -> Result<ProviderKind> {
+    let chat = match db::chats::get(&agents.read, chat_id).await? {
+        Some(c) if c.deleted_at.is_none() => c,
+        _ => return Err(Domain::ChatNotFound.into()),
+    };
+    let kind = match chat.provider.as_deref().and_then(ProviderKind::parse) {
+        Some(kind) => kind,
+        None => agents.providers.default_provider(&agents.read).await?.ok_or(Domain::ProviderNotConnected(None))?,
+    };
+    if !agents.providers.status(kind).connected {
+        return Err(Domain::ProviderNotConnected(Some(kind.name())).into());
+    }
+    Ok(kind)
+}
+
+/// The turn path of every message: decides the provider, sends `WriteCommand::Send` (which
+/// starts a run when the chat is idle, else queues) and spawns the turn. The caller holds the
+/// chat's lock (the routes' per-chat locks): the owner's sends and the scheduler's go through here.
+pub async fn start_or_queue(
+    agents: &Arc<Agents>,
+    chat_id: &ChatId,
+    message: UserInput,
+    answering: Option<QuestionId>,
+) -> Result<SendResult> {
+    let provider = provider_for(agents, chat_id).await?;
+    let send = crate::writer::Send { chat_id: chat_id.clone(), message, run_id: RunId::random(), provider, answering };
+    let outcome = agents.writer.call(|ack| WriteCommand::Send { send, ack }).await?;
+    Ok(match outcome {
+        SendOutcome::Started(started) => {
+            let result = SendResult::Started {
+                run_id: started.run_id.clone(),
+                messages: started.messages.clone(),
+                answer_turn: None,
+            };
+            spawn(agents, TurnStart { chat_id: chat_id.clone(), started });
+            result
+        }
+        SendOutcome::Queued { position, message, pending } => {
+            SendResult::Queued { position, message, pending_messages: pending }
+        }
+        SendOutcome::Duplicate { message, running } => SendResult::Duplicate { message, running },
+    })
 }
 
 /// Registers the chat's turn and runs it (and any queued follow-ups) in the background.
@@ -198,6 +246,8 @@ struct Turn<'a> {
     media: HashMap<String, Option<String>>,
     /// Images this turn stored as chat media.
     media_count: usize,
+    /// Scheduled messages this run answers (their end goes to the scheduler).
+    scheduled: Vec<crate::protocol::Cid>,
 }
 
 async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiver<TurnCommand>) -> Option<TurnStart> {
@@ -220,6 +270,13 @@ async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiv
         overflow_written: 0,
         media: HashMap::new(),
         media_count: 0,
+        scheduled: start
+            .started
+            .messages
+            .iter()
+            .filter_map(|m| m.cid.clone())
+            .filter(|c| crate::schedules::signal::is_scheduled(c))
+            .collect(),
     };
     let provider_turn = match turn.prepare_and_start(&start.started.messages).await {
         Ok(p) => p,
@@ -836,7 +893,19 @@ impl Turn<'_> {
         };
         info!(run.id = %self.run_id, status = status.as_str(), "turn ended");
         let reply = run.body.as_ref().map(|m| m.content.clone()).unwrap_or_default();
-        match self.agents.writer.call(|ack| WriteCommand::FinishRun { finish: run, ack }).await {
+        let result = self.agents.writer.call(|ack| WriteCommand::FinishRun { finish: run, ack }).await;
+        if let Ok(outcome) = &result {
+            self.agents.schedule_ends.ended(crate::schedules::signal::TurnEnded {
+                chat_id: self.chat_id.clone(),
+                run_id: self.run_id.clone(),
+                status,
+                error: finish.error.clone(),
+                reply: reply.clone(),
+                answered: std::mem::take(&mut self.scheduled),
+                cleared: outcome.cleared.clone(),
+            });
+        }
+        match result {
             Ok(outcome) if outcome.next.is_none() => {
                 // The push goes after the commit, off this path (a bounded enqueue).
                 self.agents.push.turn_ended(&self.chat_id, status, &reply, finish.error.as_deref());

@@ -416,6 +416,7 @@ fn record_fields(
         // The caller stamps the runtime it built with.
         runtime_sha: String::new(),
         revive_nonce: None,
+        schedule: m.schedule.clone(),
     }
 }
 

@@ -490,6 +490,8 @@ pub async fn uninstall(state: &AppState, app: &AppRow, keep_data: bool) -> Resul
     let id = app.id;
     let patch = AppPatch { deleted_at: Some(Some(now_ms())), ..AppPatch::default() };
     state.writer.call(|ack| WriteCommand::AppPatch { id, patch, ack }).await?;
+    // Its schedule stops being due with the deletion; a job still running goes now.
+    state.schedules.stop_app(id, "The app was uninstalled while its job ran; the job was stopped.");
     if !keep_data {
         crate::storage::remove_app_data(state.storage.clone(), &state.config.data_dir, id).await?;
         state.writer.call(|ack| WriteCommand::AppDeleteSecrets { app_id: id, ack }).await?;

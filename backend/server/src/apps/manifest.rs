@@ -16,7 +16,8 @@
 //! | `static_assets` | copied at apply, served under `/app-assets/…` and `/app-embeds/…` |
 //! | `source_files` | checked; every file of the folder is part of the app anyway |
 //! | `requires` | checked against the platform's names; names whose APIs this platform lacks get a warning |
-//! | `permissions.chat_log_access`, the boolean grants, `capabilities`, `public_access`, `schedule`, `skills`, `system_app`/`system_prompt` | checked, then a warning: no effect here |
+//! | `schedule` | the app's job schedule (`schedules/`), registered with the apply; `initialize_on_install` runs the job once after a first install from a source |
+//! | `permissions.chat_log_access`, the boolean grants, `capabilities`, `public_access`, `skills`, `system_app`/`system_prompt` | checked, then a warning: no effect here |
 
 use serde_json::{Map, Value};
 
@@ -151,6 +152,10 @@ pub struct Manifest {
     pub offline: Option<Map<String, Value>>,
     /// Paths the service worker should keep for offline use.
     pub offline_precache: Vec<String>,
+    /// `schedule`: the app's job and its cadence.
+    pub schedule: Option<crate::db::schedules::AppJobSpec>,
+    /// `schedule.initialize_on_install`: run the job once after a first install from a source.
+    pub initialize_on_install: bool,
     /// Fields accepted without an effect here, in words the owner and agent understand.
     pub warnings: Vec<String>,
     /// The document as written (decorative keys included).
@@ -332,8 +337,10 @@ fn check(raw: &Map<String, Value>, dir_name: &str, r: &mut Report) -> Manifest {
     let (offline, offline_precache) = check_offline(raw, r);
     let storage_seeds = check_seeds(raw, r);
     let static_assets = check_static_assets(raw, r);
-    let schedule_job = check_schedule(raw, r);
-    let source_files = check_source_files(raw, r, schedule_job.as_deref());
+    let schedule = check_schedule(raw, r);
+    let initialize_on_install = schedule.is_some()
+        && raw.get("schedule").and_then(|s| s.get("initialize_on_install")).and_then(Value::as_bool).unwrap_or(false);
+    let source_files = check_source_files(raw, r, schedule.as_ref().and_then(|s| s.job.as_deref()));
     check_skills(raw, r, &source_files);
     if let Some(prompt) = opt_str(raw, r, "system_prompt") {
         if !system_app {
@@ -377,6 +384,8 @@ fn check(raw: &Map<String, Value>, dir_name: &str, r: &mut Report) -> Manifest {
         static_assets,
         offline,
         offline_precache,
+        schedule,
+        initialize_on_install,
         warnings: Vec::new(),
         raw: Map::new(),
     }
@@ -775,21 +784,24 @@ fn check_static_assets(raw: &Map<String, Value>, r: &mut Report) -> Vec<(String,
     pairs
 }
 
-/// Checks `schedule`; answers its job's name.
-fn check_schedule(raw: &Map<String, Value>, r: &mut Report) -> Option<String> {
+/// Checks `schedule`; answers the job schedule it declares (`None` without a job or cadence).
+fn check_schedule(raw: &Map<String, Value>, r: &mut Report) -> Option<crate::db::schedules::AppJobSpec> {
     let schedule = object(raw, r, "schedule");
     if schedule.is_empty() {
         return None;
     }
-    if let Some(cron) = schedule.get("default") {
-        let ok = cron.as_str().is_some_and(|c| {
-            let fields: Vec<&str> = c.split_whitespace().collect();
-            !c.trim_start().starts_with('-')
-                && fields.len() == 5
-                && fields.iter().all(|f| f.bytes().all(|b| b.is_ascii_digit() || b"*/,-".contains(&b)))
-        });
-        if !ok {
-            r.problem("schedule.default", "must be 5 cron fields of digits and * / , - (no names, no @daily)");
+    let mut cron = None;
+    if let Some(value) = schedule.get("default").filter(|v| !v.is_null()) {
+        match value.as_str().map(|c| (c, crate::schedules::cadence::Cadence::parse(c, true))) {
+            Some((c, _)) if c.trim_start().starts_with('-') => {
+                r.problem("schedule.default", "must be 5 cron fields of digits and * / , - (no names, no @daily)");
+            }
+            Some((_, Ok(cadence))) => cron = Some(cadence.as_str().to_owned()),
+            Some((_, Err(why))) => r.problem(
+                "schedule.default",
+                format!("must be 5 cron fields of digits and * / , - (no names, no @daily): {why}"),
+            ),
+            None => r.problem("schedule.default", "must be 5 cron fields of digits and * / , - (no names, no @daily)"),
         }
     }
     let job = match schedule.get("job") {
@@ -811,8 +823,8 @@ fn check_schedule(raw: &Map<String, Value>, r: &mut Report) -> Option<String> {
     if schedule.get("initialize_on_install").and_then(Value::as_bool) == Some(true) && job.is_none() {
         r.problem("schedule.initialize_on_install", "needs `schedule.job`");
     }
-    r.warn("schedule", "this platform does not run app jobs; the job never runs here");
-    job
+    let user_configurable = schedule.get("user_configurable").and_then(Value::as_bool).unwrap_or(false);
+    (cron.is_some() || job.is_some()).then_some(crate::db::schedules::AppJobSpec { cron, job, user_configurable })
 }
 
 fn check_source_files(raw: &Map<String, Value>, r: &mut Report, job: Option<&str>) -> Vec<String> {
@@ -942,6 +954,12 @@ mod tests {
         assert_eq!(m.theme_color, None);
         assert_eq!(m.offline_precache, ["static/logo.png"]);
         assert_eq!(m.static_assets, [("static/logo.png".to_owned(), "static/logo.png".to_owned())]);
+        let schedule = m.schedule.clone().expect("the schedule registers");
+        assert_eq!(
+            (schedule.cron.as_deref(), schedule.job.as_deref(), schedule.user_configurable),
+            (Some("0 7 * * *"), Some("job.sh"), true)
+        );
+        assert!(m.initialize_on_install);
         let warnings = m.warnings.join("\n");
         for needle in [
             "theme_color: \"red\" is not a #rrggbb colour; ignored",
@@ -950,7 +968,6 @@ mod tests {
             "requires[0]: \"github_access\" is not provided",
             "capabilities.media.microphone.capture: this platform provides no such device capability",
             "public_access: apps are not published anonymously here",
-            "schedule: this platform does not run app jobs",
             "skills: app skills are not added",
             "system_prompt: system-app prompts are not added",
             "color: is not a field of mobius.json",
@@ -958,6 +975,7 @@ mod tests {
             assert!(warnings.contains(needle), "missing {needle:?} in:\n{warnings}");
         }
         assert!(!warnings.contains("tags") && !warnings.contains("runtime"), "decorative keys stay quiet");
+        assert!(!warnings.contains("schedule"), "schedules run here: {warnings}");
         assert!(!warnings.contains("manage_apps") && !warnings.contains("requires[1]"), "{warnings}");
     }
 

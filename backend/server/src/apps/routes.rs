@@ -156,7 +156,28 @@ async fn install(
     let source = apply::parse_source(&state.config.data_dir, &body.source)?;
     let label = source_label(&source);
     let applied = apply::install(&state.apps, source, label, body.commit).await?;
+    initialize_on_install(&state, &applied).await;
     Ok(Json(json!({ "mode": "installed", "app": AppOut::new(&state, applied.app), "warnings": applied.warnings })))
+}
+
+/// `schedule.initialize_on_install`: a first install runs the job once, now (not an update).
+async fn initialize_on_install(state: &AppState, applied: &Applied) {
+    let manifest: Value = serde_json::from_str(&applied.app.manifest).unwrap_or_default();
+    let wanted = manifest.pointer("/schedule/initialize_on_install").and_then(Value::as_bool) == Some(true);
+    if applied.mode != "created" || !wanted {
+        return;
+    }
+    match db::schedules::of_app(&state.db.read, applied.app.id).await {
+        Ok(Some(schedule)) => {
+            if let Err(e) = state.schedules.run_now(schedule.id, "install").await {
+                tracing::warn!(app.id = applied.app.id, error = %e, "the job could not run after install");
+            }
+        }
+        Ok(None) => {}
+        Err(e) => {
+            tracing::warn!(app.id = applied.app.id, error = %e, "the job schedule could not be read after install")
+        }
+    }
 }
 
 #[derive(Deserialize)]

@@ -1,6 +1,6 @@
 //! What an agent run's token may call. The token (`Scope::Agent`, bound to one chat and one
 //! running run) reaches only the routes of [`AGENT_ROUTES`] — its own chat, publishing and
-//! reading apps, app storage, the proxy and notifications — and nothing in auth, providers,
+//! reading apps, app storage, the proxy, notifications and its schedules — and nothing in auth, providers,
 //! settings, app tokens, secrets or other chats. The table is API.md's "Agent token" table;
 //! every row has a test (`tests/api/agent_scope.rs`).
 
@@ -40,6 +40,9 @@ pub const AGENT_ROUTES: &[(&str, &str)] = &[
     ("POST", "/proxy"),
     ("POST", "/notify"),
     ("POST", "/notifications/send"),
+    ("GET", "/schedules"),
+    ("POST", "/schedules"),
+    ("DELETE", "/schedules/{id}"),
 ];
 
 /// May an agent token bound to `own_chat` call `method` on `path`, which matched `route`?

@@ -80,14 +80,22 @@ pub async fn verify_owner_token(state: &AppState, token: &str) -> Result<Claims>
 /// App tokens live this long.
 pub const APP_TOKEN_TTL_SECS: i64 = 8 * 3600;
 
+/// App job tokens (`POST /api/auth/app-job-token`, and the scheduler's jobs) live this long.
+pub const APP_JOB_TOKEN_TTL_SECS: i64 = 2 * 3600;
+
 /// Issues an app-scoped token for `app` (owner-derived: signing out everywhere kills it).
 pub fn issue_app_token(state: &AppState, app: &crate::db::apps::AppRow) -> Result<String> {
+    app_token(&state.keys, &state.owner, app, APP_TOKEN_TTL_SECS)
+}
+
+/// An app-scoped token for `app`, valid `ttl_secs` (and only while the app stays installed).
+pub fn app_token(keys: &Keys, owner: &OwnerCache, app: &crate::db::apps::AppRow, ttl_secs: i64) -> Result<String> {
     let (username, epoch) =
-        state.owner.get().ok_or_else(|| Error::unauthorized("invalid_token", "No owner account exists."))?;
-    let mut claims = Claims::new(&username, Scope::App, epoch, APP_TOKEN_TTL_SECS);
+        owner.get().ok_or_else(|| Error::unauthorized("invalid_token", "No owner account exists."))?;
+    let mut claims = Claims::new(&username, Scope::App, epoch, ttl_secs);
     claims.app_id = Some(app.id);
     claims.app_nonce = Some(app.token_nonce.clone());
-    state.keys.issue(&claims)
+    keys.issue(&claims)
 }
 
 /// Who calls a route that both the owner and mini-apps may use.

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 use super::access::{ChatCaller, Op};
 use super::{DEFAULT_PAGE, MAX_MESSAGE_CHARS, MAX_PAGE, RECOVERY_WINDOW_MS};
-use crate::agent::turn::{self, TurnStart};
+use crate::agent::turn;
 use crate::api::{ApiJson, MAX_LARGE_BODY_BYTES};
 use crate::auth::Owner;
 use crate::db::{self, now_ms};
@@ -22,7 +22,7 @@ use crate::protocol::{
     RunStatus, SendResult, StopResult, UserInput,
 };
 use crate::state::AppState;
-use crate::writer::{ChatCreated, ChatPatch, FinishRun, NewChat, SendOutcome, WriteCommand};
+use crate::writer::{ChatCreated, ChatPatch, FinishRun, NewChat, WriteCommand};
 
 /// Most messages accepted when importing a transcript.
 const MAX_IMPORTED_MESSAGES: usize = 20_000;
@@ -482,7 +482,7 @@ async fn send(
         return Ok(accepted(SendResult::Steered { message: stored }));
     }
     // No turn, or the CLI could not take it right now: it waits in the queue like any other.
-    start_or_queue(&state, &id, message, None).await.map(send_response)
+    turn::start_or_queue(&state.agents, &id, message, None).await.map(send_response)
 }
 
 /// The files a message carries: each names an upload of this chat (a name, or an object with
@@ -549,57 +549,14 @@ pub async fn open_primed_chat(
     let id = ChatId::random();
     let chat = NewChat { id: id.clone(), title: Some(title.to_owned()), messages: Vec::new(), app: None };
     state.writer.call(|ack| WriteCommand::CreateChat { chat, ack }).await?;
-    if provider_for(state, &id).await.is_err() {
+    if turn::provider_for(&state.agents, &id).await.is_err() {
         return Ok((id, false));
     }
     let cid = Cid::from(format!("server-{}", uuid::Uuid::new_v4().simple()));
     let message = UserInput { agent_context: Some(agent_context), ..UserInput::text(cid, content) };
     let _lock = state.chat_locks.lock(&id).await;
-    start_or_queue(state, &id, message, None).await?;
+    turn::start_or_queue(&state.agents, &id, message, None).await?;
     Ok((id, true))
-}
-
-/// The provider a send runs on: the chat's (stored at its first send), else the default;
-/// 409 when it is not connected. This is the only place a provider is chosen.
-async fn provider_for(state: &AppState, chat_id: &ChatId) -> Result<ProviderKind> {
-    let chat = match db::chats::get(&state.db.read, chat_id).await? {
-        Some(c) if c.deleted_at.is_none() => c,
-        _ => return Err(Domain::ChatNotFound.into()),
-    };
-    let kind = match chat.provider.as_deref().and_then(ProviderKind::parse) {
-        Some(kind) => kind,
-        None => state.providers.default_provider(&state.db.read).await?.ok_or(Domain::ProviderNotConnected(None))?,
-    };
-    if !state.providers.status(kind).connected {
-        return Err(Domain::ProviderNotConnected(Some(kind.name())).into());
-    }
-    Ok(kind)
-}
-
-async fn start_or_queue(
-    state: &AppState,
-    chat_id: &ChatId,
-    message: UserInput,
-    answering: Option<QuestionId>,
-) -> Result<SendResult> {
-    let provider = provider_for(state, chat_id).await?;
-    let send = crate::writer::Send { chat_id: chat_id.clone(), message, run_id: RunId::random(), provider, answering };
-    let outcome = state.writer.call(|ack| WriteCommand::Send { send, ack }).await?;
-    Ok(match outcome {
-        SendOutcome::Started(started) => {
-            let result = SendResult::Started {
-                run_id: started.run_id.clone(),
-                messages: started.messages.clone(),
-                answer_turn: None,
-            };
-            turn::spawn(&state.agents, TurnStart { chat_id: chat_id.clone(), started });
-            result
-        }
-        SendOutcome::Queued { position, message, pending } => {
-            SendResult::Queued { position, message, pending_messages: pending }
-        }
-        SendOutcome::Duplicate { message, running } => SendResult::Duplicate { message, running },
-    })
 }
 
 /// Routes an answer to the waiting turn; after a restart, starts a new turn with it.
@@ -640,7 +597,7 @@ pub(crate) async fn deliver_answer(
         })
         .await?;
     let message = UserInput { hidden: true, ..UserInput::text(Cid::from(format!("answer-{question_id}")), text) };
-    Ok(send_response(match start_or_queue(state, chat_id, message, None).await? {
+    Ok(send_response(match turn::start_or_queue(&state.agents, chat_id, message, None).await? {
         SendResult::Started { run_id, messages, .. } => {
             SendResult::Started { run_id, messages, answer_turn: Some(AnswerTurn::New) }
         }

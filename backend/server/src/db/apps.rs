@@ -145,6 +145,8 @@ pub struct Applied {
     /// Set when this apply brings a deleted app back (a new install of the same id): its new
     /// install nonce.
     pub revive_nonce: Option<String>,
+    /// The manifest's `schedule` (registered with the apply, in the same transaction).
+    pub schedule: Option<super::schedules::AppJobSpec>,
 }
 
 impl Applied {

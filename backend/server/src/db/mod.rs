@@ -14,6 +14,7 @@ pub mod owner;
 pub mod push;
 pub mod queue;
 pub mod runs;
+pub mod schedules;
 pub mod search;
 pub mod uploads;
 

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 use crate::error::{Error, Result};
 
@@ -36,6 +36,8 @@ pub struct Hub {
     list_version: AtomicU64,
     /// Bumped after every writer commit.
     data_version: AtomicU64,
+    /// Bumped after every commit that changes a schedule (the scheduler waits on it).
+    schedules: watch::Sender<u64>,
 }
 
 impl Default for Hub {
@@ -45,6 +47,7 @@ impl Default for Hub {
             system: broadcast::channel(SYSTEM_CHANNEL_CAPACITY).0,
             list_version: AtomicU64::new(0),
             data_version: AtomicU64::new(0),
+            schedules: watch::channel(0).0,
         }
     }
 }
@@ -136,6 +139,25 @@ impl Hub {
     /// The current data version; read it *before* querying.
     pub fn data_version(&self) -> u64 {
         self.data_version.load(Ordering::Acquire)
+    }
+
+    /// Marks the schedules as changed (called by the writer after a commit): wakes the
+    /// scheduler and tells open shells.
+    pub fn bump_schedules(&self) {
+        self.schedules.send_modify(|v| *v = v.wrapping_add(1));
+        if let Ok(data) = serde_json::to_string(&crate::protocol::SystemEvent::SchedulesChanged) {
+            self.publish_system(data);
+        }
+    }
+
+    /// The schedule version (bumped by [`Hub::bump_schedules`]); read it *before* querying.
+    pub fn schedules_version(&self) -> u64 {
+        *self.schedules.borrow()
+    }
+
+    /// Follows schedule changes (the scheduler's wake-up).
+    pub fn watch_schedules(&self) -> watch::Receiver<u64> {
+        self.schedules.subscribe()
     }
 
     /// Number of chats with at least one live channel (for diagnostics and tests).

@@ -283,6 +283,8 @@ pub enum SystemEvent {
     NotificationPrefsChanged,
     /// A device was subscribed to pushes, or removed.
     PushDevicesChanged,
+    /// A schedule was added, changed or removed, or one of its runs started or ended.
+    SchedulesChanged,
 }
 
 #[cfg(test)]

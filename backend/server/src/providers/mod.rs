@@ -94,6 +94,11 @@ impl Providers {
         }
     }
 
+    /// How processes the server starts reach its API (`MOBIUS_API_URL`, `API_BASE_URL`).
+    pub fn api_url(&self) -> &str {
+        &self.api_url
+    }
+
     /// The provider implementation for `kind`.
     pub fn provider(&self, kind: ProviderKind) -> &dyn AgentProvider {
         match kind {

@@ -152,6 +152,9 @@ impl Actor {
         if committed && batch.list_changed {
             self.hub.bump_list_version();
         }
+        if committed && batch.schedules_changed {
+            self.hub.bump_schedules();
+        }
         if committed {
             let mut by_chat: Vec<(Arc<str>, Vec<Arc<JournalEvent>>)> = Vec::new();
             for (chat, event) in batch.events {
@@ -198,6 +201,8 @@ impl Actor {
                 | WriteCommand::AppPatch { .. }
                 | WriteCommand::AppPurge { .. }
                 | WriteCommand::Push { .. }
+                | WriteCommand::Schedule { .. }
+                | WriteCommand::ScheduleFinish { .. }
                 | WriteCommand::AppDeleteSecrets { .. }
                 | WriteCommand::InstallPassMint { .. }
                 | WriteCommand::InstallPassRedeem { .. }
@@ -209,7 +214,18 @@ impl Actor {
                 | WriteCommand::EmbedGrantExchange { .. }
                 | WriteCommand::EmbedRevoke { .. }
         );
+        // What decides whether a schedule is due: its chat's or its app's deletion.
+        let affects_schedules = matches!(
+            command,
+            WriteCommand::DeleteChat { .. }
+                | WriteCommand::RecoverChat { .. }
+                | WriteCommand::PurgeDeleted { .. }
+                | WriteCommand::AppPatch { .. }
+                | WriteCommand::AppAdopt { .. }
+                | WriteCommand::AppPurge { .. }
+        );
         let ok = self.apply(command, batch).await;
+        batch.schedules_changed |= ok && affects_schedules;
         batch.list_changed |= ok && affects_list;
         if ok {
             self.exec("RELEASE cmd").await?;
@@ -419,6 +435,14 @@ impl Actor {
                 let result = super::push::apply(&mut self.conn, batch, op).await;
                 finish(batch, ack, result)
             }
+            WriteCommand::Schedule { op, ack } => {
+                let result = super::schedules::apply(&mut self.conn, batch, op).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::ScheduleFinish { run_id, end, failed, ack } => {
+                let result = super::schedules::finish(&mut self.conn, batch, run_id, &end, failed).await;
+                finish(batch, ack, result)
+            }
             WriteCommand::AppPurge { cutoff, keep, ack } => {
                 let result = db::apps::purge_deleted(&mut self.conn, cutoff, &keep).await;
                 finish(batch, ack, result)
@@ -573,6 +597,8 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         WriteCommand::AppPatch { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppPurge { ack, .. } => batch.complete(ack, err()),
         WriteCommand::Push { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::Schedule { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::ScheduleFinish { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppDeleteSecrets { ack, .. } => batch.complete(ack, err()),
         WriteCommand::InstallPassMint { ack, .. } | WriteCommand::SetCatalogIndexes { ack, .. } => {
             batch.complete(ack, err())

@@ -17,6 +17,7 @@ pub(super) async fn record_apply(
     created: bool,
 ) -> Result<()> {
     db::apps::record_apply(conn, id, applied, now_ms()).await?;
+    super::schedules::sync_app(conn, batch, id, &applied.name, applied.schedule.as_ref()).await?;
     let chat_id = applied.chat_id.clone().map(ChatId::from);
     let sha = applied.bundle_sha.clone();
     batch.system(if created {

@@ -21,6 +21,8 @@ pub(super) struct Batch {
     pub(super) completions: Vec<Completion>,
     /// A command changed a field the chat list shows.
     pub(super) list_changed: bool,
+    /// A command changed a schedule, or what decides whether one is due (its app or chat).
+    pub(super) schedules_changed: bool,
 }
 
 impl Batch {

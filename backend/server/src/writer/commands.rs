@@ -183,6 +183,66 @@ pub enum PushWrite {
     SetPref { kind: crate::protocol::NotificationKind, enabled: bool },
 }
 
+/// Owner and agent edits of a schedule (`None`: unchanged). Cadence, zone and pause changes
+/// make the scheduler plan the schedule again.
+#[derive(Debug, Default, Clone)]
+pub struct ScheduleChange {
+    pub name: Option<String>,
+    pub cron: Option<String>,
+    pub run_at: Option<i64>,
+    pub timezone: Option<Option<String>>,
+    pub prompt: Option<String>,
+    pub missed: Option<String>,
+    pub timeout_secs: Option<Option<i64>>,
+    pub paused: Option<bool>,
+}
+
+/// One write of the scheduler or the schedule routes (`writer/schedules.rs`). Each answers an
+/// id (the schedule's, or the run's) or a count.
+#[derive(Debug)]
+pub enum ScheduleWrite {
+    /// Adds a schedule (413 beyond `MAX_SCHEDULES`): its id.
+    Create(crate::db::schedules::NewSchedule),
+    /// Edits a schedule.
+    Update { id: i64, change: ScheduleChange },
+    /// Removes a schedule and its runs.
+    Delete(i64),
+    /// An app's own job schedule (`POST /api/apps/{id}/schedule`, or the row a first
+    /// `run-job` needs): created or changed.
+    SetAppJob {
+        app_id: i64,
+        name: String,
+        cron: Option<String>,
+        job: Option<String>,
+        timezone: Option<String>,
+        created_by: String,
+    },
+    /// The scheduler's plan: the next due time, unless the row changed since `updated_at`
+    /// (`None`: the cadence never comes round; the schedule is paused saying so).
+    Plan { id: i64, updated_at: i64, next: Option<i64> },
+    /// A due schedule fired (or was skipped): records the run and moves the due time on
+    /// (unless the schedule changed since `updated_at`: then it is planned again).
+    Fire { run: crate::db::schedules::NewRun, updated_at: i64, next: Option<i64>, one_off: bool },
+    /// A run started by hand (or at install): the run's id.
+    Start(crate::db::schedules::NewRun),
+    /// A scheduled agent turn became this chat's run.
+    Link { run_id: i64, chat_id: String, turn: Option<String> },
+    /// Boot: runs left running by the last process become `interrupted`.
+    Reconcile { at: i64 },
+    /// Sets the owner's time zone (`None`: the server's).
+    SetTimezone(Option<String>),
+}
+
+/// A run that ended, and what it did to its schedule.
+#[derive(Debug, Clone)]
+pub struct FinishedRun {
+    pub schedule: crate::db::schedules::ScheduleRow,
+    /// Failed runs in a row, this one included.
+    pub failures: i64,
+    /// This failure paused the schedule.
+    pub paused: bool,
+}
+
 /// Every mutation the writer knows how to apply.
 #[derive(Debug)]
 pub enum WriteCommand {
@@ -276,6 +336,16 @@ pub enum WriteCommand {
     SetCatalogIndexes { indexes: Option<String>, ack: Ack<()> },
     /// Push subscriptions and the notification centre (`writer/push.rs`).
     Push { op: PushWrite, ack: Ack<u64> },
+    /// Schedules (`writer/schedules.rs`).
+    Schedule { op: ScheduleWrite, ack: Ack<i64> },
+    /// Closes a schedule run; `failed` says whether it counts as a failure (`None`: neither
+    /// counts nor clears). `None` back when it was already closed.
+    ScheduleFinish {
+        run_id: i64,
+        end: crate::db::schedules::RunEnd,
+        failed: Option<bool>,
+        ack: Ack<Option<FinishedRun>>,
+    },
     /// Coalesced live-message snapshot.
     SnapshotLive(LiveSnapshot),
     /// Resolves after everything queued before it is committed.

@@ -6,8 +6,8 @@
 //! commits, and only then resolves the acks and publishes the batch's journal events
 //! (`batch.rs`) to the [`Hub`](crate::events::Hub). Live snapshots of a running assistant
 //! message are coalesced per chat: the latest wins and a chat is written at most once per
-//! [`SNAPSHOT_INTERVAL`]. The domain logic lives in `chat.rs`, `apps.rs`, `notes.rs`, `push.rs` and
-//! `uploads.rs`.
+//! [`SNAPSHOT_INTERVAL`]. The domain logic lives in `chat.rs`, `apps.rs`, `notes.rs`, `push.rs`,
+//! `schedules.rs` and `uploads.rs`.
 
 mod actor;
 mod apps;
@@ -17,9 +17,11 @@ mod commands;
 mod handle;
 mod notes;
 mod push;
+mod schedules;
 mod uploads;
 
 pub use actor::SNAPSHOT_INTERVAL;
 pub use commands::*;
 pub use handle::{ACK_TIMEOUT, WriterHandle};
 pub use push::{MAX_STORED_NOTIFICATIONS, MAX_SUBSCRIPTIONS};
+pub use schedules::{MAX_FAILURES, MAX_SCHEDULES, failures_after};

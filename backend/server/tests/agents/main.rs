@@ -444,6 +444,81 @@ async fn a_server_killed_mid_turn_keeps_the_transcript_run_and_queue_and_resumes
     assert!(body.contains("long job") && body.contains("carry on"), "{cli:?}: the session did not resume");
 }
 
+/// The provider's way of running `mobius remind` (the real binary, on the agent's PATH).
+fn remind_step(cli: Cli) -> Value {
+    let command = "mobius remind --in 2s check the oven";
+    match cli {
+        Cli::Claude => {
+            json!({ "text": "Setting it.", "tool_use": { "name": "Bash", "input": { "command": command, "description": "set a reminder" } } })
+        }
+        Cli::Codex => json!({ "text": "Setting it.", "shell": command }),
+    }
+}
+
+/// The owner's scheduled prompt, then the agent's own reminder, each come back as a turn of the
+/// real CLI in their chat, through the normal turn path (journaled and streamed).
+async fn a_scheduled_turn_and_a_reminder_land_in_their_chat(cli: Cli) {
+    let script = json!({
+        "steps": [{ "text": "Good morning from the schedule." }, remind_step(cli), { "text": "Reminder set." }],
+        "default": { "text": "Checked the oven." },
+    });
+    let rig = Rig::start(cli, script).await;
+    let (app, token) = (&rig.app, &rig.token);
+    app.chat(token, "s").await;
+    let mut stream = app.stream(token, "s", None).await;
+    let made = app
+        .post("/api/schedules", json!({ "prompt": "scheduled hello", "in": "1s", "chat_id": "s" }), Some(token))
+        .await;
+    assert_eq!(made.status(), 201, "{}", made.text().await.unwrap_or_default());
+    let events = stream.until("done", 90).await;
+    assert_eq!(events.last().expect("done").data["status"], "completed", "{cli:?}: {:?}", events.last());
+    let detail = app.detail(token, "s").await;
+    assert_eq!(detail["messages"][0]["content"], "scheduled hello");
+    assert!(
+        detail["messages"][0]["cid"].as_str().is_some_and(|c| c.starts_with("schedule-")),
+        "{}",
+        detail["messages"][0]
+    );
+    assert!(detail["messages"][1]["content"].as_str().unwrap_or_default().contains("Good morning from the schedule."));
+
+    app.send(token, "s", "remind me about the oven", "m1").await;
+    let events = stream.until("done", 90).await;
+    assert_eq!(events.last().expect("done").data["status"], "completed", "{cli:?}: {:?}", events.last());
+    let events = stream.until("done", 90).await;
+    assert_eq!(
+        events.last().expect("done").data["status"],
+        "completed",
+        "{cli:?}: the reminder's turn: {:?}",
+        events.last()
+    );
+    let detail = app.detail(token, "s").await;
+    let reminder = &detail["messages"][4];
+    assert!(reminder["content"].as_str().unwrap_or_default().contains("check the oven"), "{cli:?}: {reminder}");
+    assert!(reminder["cid"].as_str().is_some_and(|c| c.starts_with("schedule-")), "{reminder}");
+    assert!(
+        detail["messages"][5]["content"].as_str().unwrap_or_default().contains("Checked the oven."),
+        "{}",
+        detail["messages"][5]
+    );
+    // The schedule runs close once the scheduler hears of the turns' ends (just after `done`).
+    let mut list = Value::Null;
+    for _ in 0..400 {
+        list = app.get("/api/schedules", Some(token)).await.json().await.expect("schedules");
+        if list["schedules"].as_array().is_some_and(|l| l.iter().all(|s| s["last_status"] != "running")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let schedules = list["schedules"].as_array().expect("list");
+    assert_eq!(schedules.len(), 2);
+    for s in schedules {
+        assert_eq!(s["last_status"], "succeeded", "{s}");
+    }
+    assert!(
+        schedules.iter().any(|s| s["created_by"] == "agent") && schedules.iter().any(|s| s["created_by"] == "owner")
+    );
+}
+
 /// A refused key: Claude Code would retry ten times over about three minutes; the turn ends
 /// on the first refusal with one error that points at the provider's settings.
 #[tokio::test]
@@ -823,4 +898,5 @@ for_both!(
     a_message_can_be_steered_into_the_running_turn,
     the_agent_cannot_read_the_servers_secrets,
     attached_images_reach_the_model_and_the_agents_images_come_back,
+    a_scheduled_turn_and_a_reminder_land_in_their_chat,
 );

@@ -257,6 +257,13 @@ async fn the_agent_token_reaches_its_table_and_nothing_else() {
         (Method::DELETE, format!("/api/apps/{app_id}")),
         (Method::GET, "/api/events/system".to_owned()),
         (Method::POST, "/api/app-chats".to_owned()),
+        (Method::PATCH, "/api/schedules/1".to_owned()),
+        (Method::POST, "/api/schedules/1/run".to_owned()),
+        (Method::GET, "/api/schedules/1/runs".to_owned()),
+        (Method::PUT, "/api/schedules/timezone".to_owned()),
+        (Method::POST, "/api/auth/app-job-token".to_owned()),
+        (Method::POST, format!("/api/apps/{app_id}/run-job")),
+        (Method::POST, format!("/api/apps/{app_id}/schedule")),
     ];
     for (method, path) in denied {
         let r = call(&app, method.clone(), &path, &agent).await;

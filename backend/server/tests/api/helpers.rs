@@ -192,6 +192,18 @@ impl TestApp {
     }
 
     /// Creates the owner and returns a login token.
+    pub async fn patch_json(&self, path: &str, body: Value, token: &str) -> Response {
+        self.client.patch(self.url(path)).bearer_auth(token).json(&body).send().await.expect("PATCH")
+    }
+
+    pub async fn put_json(&self, path: &str, body: Value, token: &str) -> Response {
+        self.client.put(self.url(path)).bearer_auth(token).json(&body).send().await.expect("PUT")
+    }
+
+    pub async fn delete_with(&self, path: &str, token: &str) -> Response {
+        self.client.delete(self.url(path)).bearer_auth(token).send().await.expect("DELETE")
+    }
+
     pub async fn setup_owner(&self) -> String {
         let r = self.post("/api/auth/setup", json!({ "username": USERNAME, "password": PASSWORD }), None).await;
         assert_eq!(r.status(), StatusCode::OK, "setup failed");

@@ -78,10 +78,14 @@ async fn an_original_manifest_applies_with_warnings_for_what_has_no_effect_here(
         "mobius.json › permissions.github_access",
         "mobius.json › permissions.chat_log_access",
         "mobius.json › requires[0]",
-        "mobius.json › schedule",
     ] {
         assert!(warnings.contains(needle), "missing {needle:?} in:\n{warnings}");
     }
+    // The schedule has its effect here: it is registered, without a warning.
+    assert!(!warnings.contains("schedule"), "{warnings}");
+    let schedules: Value = app.get("/api/apps/schedules", Some(&token)).await.json().await.expect("json");
+    assert_eq!(schedules[0]["slug"], "journal");
+    assert_eq!(schedules[0]["cron"], "0 7 * * *");
     assert!(!warnings.contains("author"), "decorative keys are quiet: {warnings}");
     let summary = &body["app"];
     let id = summary["id"].as_i64().expect("id");

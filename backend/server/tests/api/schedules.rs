@@ -1,0 +1,579 @@
+//! Schedules: app jobs (the original's routes, environment and token; bad jobs bounded, killed
+//! and recorded), the manifest's schedule registered on apply, pausing after failures, and
+//! scheduled agent turns and reminders coming back through the turn path.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, assert_error, script, transcript};
+
+/// Writes `apps/<slug>/<job>` (mode 0755 unless `executable` is false).
+fn write_job(root: &Path, slug: &str, job: &str, body: &[u8]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = root.join("apps").join(slug);
+    std::fs::create_dir_all(&dir).expect("app dir");
+    let path = dir.join(job);
+    std::fs::write(&path, body).expect("job");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+async fn json_of(r: reqwest::Response) -> Value {
+    let status = r.status();
+    let text = r.text().await.expect("body");
+    assert!(status.is_success(), "{status}: {text}");
+    serde_json::from_str(&text).expect("json")
+}
+
+/// Starts app `app_id`'s job (as the owner): `(schedule id, run id, status)`.
+async fn run_job(app: &TestApp, token: &str, app_id: i64) -> (i64, i64, String) {
+    let r = app.post(&format!("/api/apps/{app_id}/run-job"), json!({}), Some(token)).await;
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    let body: Value = r.json().await.expect("json");
+    assert!(body["started_at"].as_str().is_some_and(|s| s.ends_with('Z')), "{body}");
+    (
+        body["schedule_id"].as_i64().expect("schedule"),
+        body["run_id"].as_i64().expect("run"),
+        body["status"].as_str().expect("status").to_owned(),
+    )
+}
+
+/// Waits until run `run` of schedule `schedule` has ended (60 s at most); answers it with its
+/// output.
+async fn ended(app: &TestApp, token: &str, schedule: i64, run: i64) -> Value {
+    for _ in 0..1200 {
+        let r = json_of(app.get(&format!("/api/schedules/{schedule}/runs/{run}"), Some(token)).await).await;
+        if r["status"] != "running" {
+            return r;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("run {run} of schedule {schedule} never ended");
+}
+
+/// Waits until `pid` is gone (or a zombie); false after 10 s.
+async fn gone(pid: &str) -> bool {
+    for _ in 0..500 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+        if stat.is_empty() || stat.contains(") Z ") {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn an_app_job_runs_with_the_contract_environment_and_writes_its_storage_with_the_job_token() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    let (id, app_token) = app.register_app("notes").await;
+    let (other, other_token) = app.register_app("other").await;
+    let dir = app.data_dir().join("apps/notes");
+    write_job(
+        app.data_dir(),
+        "notes",
+        "fetch.sh",
+        br#"#!/bin/bash
+echo "cwd=$(pwd) arg=$1 state=$APP_JOB_STATE_DIR home=$HOME"
+echo "agent-token=${MOBIUS_AGENT_TOKEN:-none} owner=${MOBIUS_OWNER_TOKEN:-none}"
+test -d "$APP_JOB_STATE_DIR" && echo state-ok
+curl -sS -f -X PUT -H "Authorization: Bearer $APP_TOKEN" -H 'Content-Type: application/json' \
+  --data '{"snapshot":"taken"}' "$API_BASE_URL/api/storage/apps/$1/snapshots/latest.json" && echo stored
+echo "to stderr" >&2
+"#,
+    );
+    let (schedule, run, status) = run_job(&app, &token, id).await;
+    assert_eq!(status, "running");
+    let done = ended(&app, &token, schedule, run).await;
+    let output = done["output"].as_str().unwrap_or_default();
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(done["exit_code"], 0);
+    assert_eq!(done["trigger"], "manual");
+    let state = app.data_dir().join(format!("apps/{id}/job-state"));
+    assert!(output.contains(&format!("cwd={} arg={id} state={}", dir.display(), state.display())), "{output}");
+    assert!(output.contains("agent-token=none owner=none") && output.contains("state-ok"), "{output}");
+    assert!(output.contains("stored") && output.contains("to stderr"), "{output}");
+    let stored = json_of(app.get(&format!("/api/storage/apps/{id}/snapshots/latest.json"), Some(&token)).await).await;
+    assert_eq!(stored["snapshot"], "taken");
+    // The full log is kept too.
+    let log = app.get(&format!("/api/schedules/{schedule}/runs/{run}/log"), Some(&token)).await;
+    assert_eq!(log.status(), StatusCode::OK);
+    assert!(log.text().await.expect("log").contains("stored"));
+
+    // The app itself may run its job and read its context; another app may not.
+    let r = app.post(&format!("/api/apps/{id}/run-job"), json!({}), Some(&other_token)).await;
+    assert_eq!(
+        assert_error(r, StatusCode::FORBIDDEN, "forbidden").await["message"],
+        "App token can only run its own job."
+    );
+    let context = json_of(app.get(&format!("/api/apps/{id}/job-context"), Some(&app_token)).await).await;
+    assert_eq!(context["app_id"], id);
+    assert_eq!(context["source_dir"], dir.display().to_string());
+    assert!(context["capability_contract"].is_object() && context["primary"].is_null(), "{context}");
+    let r = app.get(&format!("/api/apps/{other}/job-context"), Some(&app_token)).await;
+    assert_error(r, StatusCode::FORBIDDEN, "forbidden").await;
+    // No job script: 400; no app: 404.
+    let r = app.post(&format!("/api/apps/{other}/run-job"), json!({}), Some(&token)).await;
+    assert_error(r, StatusCode::BAD_REQUEST, "no_job").await;
+    for id in ["999", "abc"] {
+        let r = app.post(&format!("/api/apps/{id}/run-job"), json!({}), Some(&token)).await;
+        assert_error(r, StatusCode::NOT_FOUND, "app_not_found").await;
+    }
+    // A job token for a runner: owner only, 2 hours, and it works on the app's storage.
+    let minted = json_of(app.post("/api/auth/app-job-token", json!({ "app_id": id }), Some(&token)).await).await;
+    assert_eq!(minted["expires_in"], 7200);
+    let job_token = minted["token"].as_str().expect("token");
+    let r = app.get(&format!("/api/storage/apps/{id}/snapshots/latest.json"), Some(job_token)).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = app.post("/api/auth/app-job-token", json!({ "app_id": id }), Some(&app_token)).await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let r = app.post("/api/auth/app-job-token", json!({ "app_id": 999 }), Some(&token)).await;
+    assert_error(r, StatusCode::NOT_FOUND, "app_not_found").await;
+}
+
+#[tokio::test]
+async fn bad_jobs_are_bounded_killed_with_their_group_and_recorded_and_nothing_else_is_affected() {
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let app = TestApp::spawn_in(dir, |c| c.job_timeout = Duration::from_secs(3)).await;
+    let token = app.setup_owner().await;
+    let (loud, _) = app.register_app("loud").await;
+    let (stuck, _) = app.register_app("stuck").await;
+    let (forks, _) = app.register_app("forks").await;
+    let (garbage, _) = app.register_app("garbage").await;
+    let (fine, _) = app.register_app("fine").await;
+    write_job(app.data_dir(), "loud", "job.sh", b"head -c 3000000 /dev/zero | tr '\\0' 'x'; echo; echo END\n");
+    write_job(app.data_dir(), "stuck", "job.sh", b"sleep 300 &\necho $! > \"$APP_JOB_STATE_DIR/pid\"\nwait\n");
+    write_job(
+        app.data_dir(),
+        "forks",
+        "job.sh",
+        b"sleep 300 &\necho $! > \"$APP_JOB_STATE_DIR/child\"\n( setsid sleep 300 & echo $! > \"$APP_JOB_STATE_DIR/escapee\" )\necho bye\n",
+    );
+    write_job(app.data_dir(), "garbage", "job.sh", b"\x7fELF\x02\x01\x01\x00\x00\x00garbage\x00\x01\x02");
+    write_job(app.data_dir(), "fine", "job.sh", b"echo fine\n");
+    // One at a time per app: a second start while the first runs is recorded as skipped.
+    let (stuck_schedule, stuck_run, status) = run_job(&app, &token, stuck).await;
+    assert_eq!(status, "running");
+    let (_, skipped_run, skipped) = run_job(&app, &token, stuck).await;
+    assert_eq!(skipped, "skipped");
+    let skipped = ended(&app, &token, stuck_schedule, skipped_run).await;
+    assert_eq!(skipped["reason"], "Skipped: the previous run is still going.");
+    let mut runs = Vec::new();
+    for id in [loud, forks, garbage, fine] {
+        let (s, r, status) = run_job(&app, &token, id).await;
+        assert_eq!(status, "running");
+        runs.push((id, s, r));
+    }
+    let mut results = std::collections::HashMap::new();
+    for (id, s, r) in &runs {
+        results.insert(*id, (*s, ended(&app, &token, *s, *r).await));
+    }
+
+    let (loud_schedule, loud_run) = &results[&loud];
+    assert_eq!(loud_run["status"], "succeeded");
+    assert!(loud_run["output_bytes"].as_i64().expect("bytes") > 3_000_000);
+    let tail = loud_run["output"].as_str().expect("output");
+    assert!(tail.len() <= 64 * 1024 && tail.ends_with("END\n"), "{} bytes", tail.len());
+    let log = app.get(&format!("/api/schedules/{loud_schedule}/runs/{}/log", loud_run["id"]), Some(&token)).await;
+    let log = log.bytes().await.expect("log");
+    assert!(log.len() <= 2 * 1024 * 1024 && log.ends_with(b"END\n"), "{} bytes of log", log.len());
+
+    let (_, forked) = &results[&forks];
+    assert_eq!(forked["status"], "succeeded", "{forked}");
+    assert!(forked["reason"].as_str().is_some_and(|r| r.contains("left processes running")), "{forked}");
+    for name in ["child", "escapee"] {
+        let pid = std::fs::read_to_string(app.data_dir().join(format!("apps/{forks}/job-state/{name}"))).expect("pid");
+        assert!(gone(&pid).await, "the job's {name} {pid} outlived it");
+    }
+
+    let (_, garbage_run) = &results[&garbage];
+    assert_eq!(garbage_run["status"], "failed");
+    assert_eq!(garbage_run["exit_code"], 126, "{garbage_run}");
+    assert!(garbage_run["output"].as_str().is_some_and(|o| o.contains("cannot execute")), "{garbage_run}");
+
+    let (_, fine_run) = &results[&fine];
+    assert_eq!(fine_run["status"], "succeeded");
+    assert_eq!(fine_run["output"], "fine\n");
+
+    // The job that never exits stops at its time limit, killed with its group.
+    let timed_out = ended(&app, &token, stuck_schedule, stuck_run).await;
+    assert_eq!(timed_out["status"], "timed_out", "{timed_out}");
+    assert!(timed_out["reason"].as_str().is_some_and(|r| r.contains("ran longer than 3 s")), "{timed_out}");
+    let pid = std::fs::read_to_string(app.data_dir().join(format!("apps/{stuck}/job-state/pid"))).expect("pid");
+    assert!(gone(&pid).await, "the stuck job's sleep {pid} survived its time limit");
+    // A limit is an app job's, within bounds.
+    let r = app.patch_json(&format!("/api/schedules/{stuck_schedule}"), json!({ "timeout_secs": 0 }), &token).await;
+    assert_error(r, StatusCode::BAD_REQUEST, "invalid_timeout").await;
+    let r = app.patch_json(&format!("/api/schedules/{stuck_schedule}"), json!({ "timeout_secs": 60 }), &token).await;
+    assert_eq!(json_of(r).await["timeout_secs"], 60);
+    assert_eq!(app.get("/api/health", None).await.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn five_failures_in_a_row_pause_the_schedule_and_tell_the_owner() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    let (id, _) = app.register_app("flaky").await;
+    write_job(app.data_dir(), "flaky", "job.sh", b"echo broken >&2; exit 3\n");
+    let mut schedule = 0;
+    for _ in 0..5 {
+        let (s, run, _) = run_job(&app, &token, id).await;
+        schedule = s;
+        let done = ended(&app, &token, s, run).await;
+        assert_eq!((done["status"].as_str(), done["exit_code"].as_i64()), (Some("failed"), Some(3)));
+    }
+    let row = json_of(app.get(&format!("/api/schedules/{schedule}"), Some(&token)).await).await;
+    assert!(row["paused_at"].is_i64(), "{row}");
+    assert!(row["paused_reason"].as_str().is_some_and(|r| r.contains("5 failed runs in a row")), "{row}");
+    assert_eq!(row["failures"], 5);
+    // The owner was told: four failures, then the pause.
+    let mut titles = Vec::new();
+    for _ in 0..200 {
+        let list = json_of(app.get("/api/notifications?limit=20", Some(&token)).await).await;
+        titles = list
+            .as_array()
+            .expect("list")
+            .iter()
+            .filter(|n| n["kind"] == "schedule")
+            .map(|n| n["title"].clone())
+            .collect();
+        if titles.len() >= 5 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(titles.first(), Some(&json!("flaky paused")), "{titles:?}");
+    assert_eq!(titles.iter().filter(|t| *t == "flaky failed").count(), 4, "{titles:?}");
+    // Resuming clears the count.
+    let resumed =
+        json_of(app.patch_json(&format!("/api/schedules/{schedule}"), json!({ "paused": false }), &token).await).await;
+    assert!(resumed["paused_at"].is_null() && resumed["failures"] == 0, "{resumed}");
+}
+
+const MANIFEST: &str = r#"{"id":"brief","name":"Morning Brief","version":"0.1.0","description":"A brief.","entry":"index.jsx",
+  "schedule":{"default":"30 7 * * 1-5","job":"job.sh","user_configurable":false}}"#;
+
+#[tokio::test]
+async fn the_manifest_schedule_registers_on_apply_keeps_an_override_and_goes_with_the_app() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    let dir = app.data_dir().join("apps/brief");
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(dir.join("mobius.json"), MANIFEST).expect("manifest");
+    std::fs::write(dir.join("index.jsx"), "export default function App() { return <p>brief</p>; }\n").expect("index");
+    write_job(app.data_dir(), "brief", "job.sh", b"echo brief\n");
+    let applied = json_of(app.post("/api/apps/apply", json!({ "slug": "brief" }), Some(&token)).await).await;
+    let id = applied["app"]["id"].as_i64().expect("id");
+    let warnings = applied["warnings"].to_string();
+    assert!(!warnings.contains("schedule"), "{warnings}");
+    let listed = json_of(app.get("/api/apps/schedules", Some(&token)).await).await;
+    assert_eq!(listed[0]["id"], id);
+    assert_eq!(listed[0]["cron"], "30 7 * * 1-5");
+    assert_eq!(listed[0]["job"], "job.sh");
+    let schedule = listed[0]["schedule_id"].as_i64().expect("schedule id");
+    // Planned by the scheduler soon after the apply.
+    let mut row = Value::Null;
+    for _ in 0..200 {
+        row = json_of(app.get(&format!("/api/schedules/{schedule}"), Some(&token)).await).await;
+        if row["next_due_at"].is_i64() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(row["next_due_at"].as_i64().is_some_and(|d| d > 0) && row["cadence_editable"] == false, "{row}");
+    let listed = json_of(app.get("/api/apps/schedules", Some(&token)).await).await;
+    assert!(
+        listed[0]["next_run"].as_str().is_some_and(|n| n.ends_with(":30:00Z") || n.ends_with(":00:00Z")),
+        "{listed}"
+    );
+    // The owner cannot change what the app fixes; the app can, and an apply keeps it.
+    let r = app.patch_json(&format!("/api/schedules/{schedule}"), json!({ "cron": "0 8 * * *" }), &token).await;
+    assert_error(r, StatusCode::FORBIDDEN, "not_configurable").await;
+    let app_token =
+        json_of(app.post("/api/auth/app-token", json!({ "app_id": id }), Some(&token)).await).await["token"]
+            .as_str()
+            .expect("token")
+            .to_owned();
+    let set = app
+        .post(
+            &format!("/api/apps/{id}/schedule"),
+            json!({ "cron": "0 6 * * *", "job": "job.sh", "timezone": "Europe/Paris" }),
+            Some(&app_token),
+        )
+        .await;
+    let set = json_of(set).await;
+    assert_eq!(
+        set,
+        json!({ "cron": "0 6 * * *", "job": "job.sh", "timezone": "Europe/Paris", "zone_cron": "0 6 * * *" })
+    );
+    std::fs::write(dir.join("index.jsx"), "export default function App() { return <p>brief 2</p>; }\n").expect("index");
+    json_of(app.post("/api/apps/apply", json!({ "slug": "brief" }), Some(&token)).await).await;
+    let listed = json_of(app.get("/api/apps/schedules", Some(&app_token)).await).await;
+    assert_eq!((listed[0]["cron"].as_str(), listed[0]["timezone"].as_str()), (Some("0 6 * * *"), Some("Europe/Paris")));
+    // Bad input on the app's route: located, or refused.
+    for (body, code) in [
+        (json!({ "cron": "0 25 * * *" }), "invalid_cron"),
+        (json!({ "cron": "0 7 * * MON" }), "invalid_cron"),
+        (json!({ "cron": "0 7 * * *", "job": "../other/job.sh" }), "invalid_job"),
+        (json!({ "cron": "0 7 * * *", "job": "missing.sh" }), "job_not_found"),
+        (json!({ "cron": "0 7 * * *", "job": "job.sh", "timezone": "Mars/Olympus" }), "invalid_timezone"),
+    ] {
+        let r = app.post(&format!("/api/apps/{id}/schedule"), body.clone(), Some(&app_token)).await;
+        let err = assert_error(r, StatusCode::BAD_REQUEST, code).await;
+        if code == "invalid_cron" {
+            assert!(err["message"].as_str().is_some_and(|m| m.starts_with("cron › field")), "{err}");
+        }
+    }
+    let r = app.delete_with(&format!("/api/schedules/{schedule}"), &token).await;
+    assert_error(r, StatusCode::CONFLICT, "app_job_schedule").await;
+    // Uninstalled, the app's job is neither listed nor due.
+    let r = app.delete_with(&format!("/api/apps/{id}"), &token).await;
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    assert_eq!(json_of(app.get("/api/apps/schedules", Some(&token)).await).await, json!([]));
+    let all = json_of(app.get("/api/schedules", Some(&token)).await).await;
+    assert_eq!(all["schedules"], json!([]));
+}
+
+/// A Claude imitation: asked to remind, it runs `mobius remind --in 1s water the plants` (the
+/// real binary, with the turn's environment); a reminder turn is answered like any other.
+fn reminding_claude(dir: &Path) -> PathBuf {
+    let mobius = env!("CARGO_BIN_EXE_mobius");
+    script(
+        dir,
+        "fake-claude-remind",
+        &format!(
+            r#"IFS= read -r init
+IFS= read -r user
+sid="s-$MOBIUS_CHAT_ID"
+printf '{{"type":"system","subtype":"init","session_id":"%s"}}\n' "$sid"
+case "$user" in
+  *"remind me"*) said=$("{mobius}" remind --in 1s water the plants 2>&1 | tr -d '"\n') ;;
+  *) said="reminded: done" ;;
+esac
+printf '{{"type":"assistant","message":{{"id":"m1","content":[{{"type":"text","text":"%s"}}]}},"session_id":"%s"}}\n' "$said" "$sid"
+printf '{{"type":"result","subtype":"success","is_error":false,"session_id":"%s"}}\n' "$sid"
+cat >/dev/null"#
+        ),
+    )
+}
+
+async fn agent_app(bin: impl FnOnce(&Path) -> PathBuf) -> (TestApp, String) {
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let bin = bin(dir.path());
+    let app = TestApp::spawn_in(dir, |c| {
+        c.claude_bin = bin;
+        c.agent_start_timeout = Duration::from_secs(10);
+    })
+    .await;
+    let token = app.setup_owner().await;
+    app.connect_claude(&token).await;
+    (app, token)
+}
+
+#[tokio::test]
+async fn a_reminder_the_agent_sets_comes_back_as_a_turn_in_its_chat() {
+    let (app, token) = agent_app(reminding_claude).await;
+    app.chat(&token, "c1").await;
+    app.send(&token, "c1", "please remind me in a second", "m1").await;
+    // The reminder's turn: a user row from the scheduler, answered in the same chat.
+    let mut messages = Vec::new();
+    for _ in 0..600 {
+        messages = transcript(&app, &token, "c1").await;
+        if messages.len() >= 4 && !app.detail(&token, "c1").await["running"].as_bool().unwrap_or(true) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(messages.len(), 4, "{messages:#?}");
+    assert!(messages[1].content.contains("reminder #"), "the CLI said: {}", messages[1].content);
+    let reminder = &messages[2];
+    assert!(reminder.cid.as_deref().is_some_and(|c| c.starts_with("schedule-")), "{reminder:?}");
+    assert_eq!(reminder.content, "Reminder (you set it earlier in this chat): water the plants");
+    assert_eq!(messages[3].content, "reminded: done");
+    let all = json_of(app.get("/api/schedules", Some(&token)).await).await;
+    let row = &all["schedules"][0];
+    assert_eq!(
+        (row["kind"].as_str(), row["created_by"].as_str(), row["chat_id"].as_str()),
+        (Some("agent_turn"), Some("agent"), Some("c1"))
+    );
+    assert!(row["finished_at"].is_i64() && row["next_due_at"].is_null(), "{row}");
+    let runs = json_of(app.get(&format!("/api/schedules/{}/runs", row["id"]), Some(&token)).await).await;
+    let run = &runs["runs"][0];
+    assert_eq!((run["status"].as_str(), run["chat_id"].as_str()), (Some("succeeded"), Some("c1")), "{run}");
+    assert!(run["run_id"].is_string());
+    let detail =
+        json_of(app.get(&format!("/api/schedules/{}/runs/{}", row["id"], run["id"]), Some(&token)).await).await;
+    assert_eq!(detail["output"], "reminded: done");
+}
+
+#[tokio::test]
+async fn a_scheduled_prompt_runs_now_in_a_new_chat_and_bad_schedules_are_refused() {
+    let (app, token) = agent_app(|d| crate::chats::fake_claude(d, "0", 1)).await;
+    let made = app
+        .post(
+            "/api/schedules",
+            json!({ "name": "Morning brief", "prompt": "Summarise my day", "cron": "30 7 * * 1-5", "new_chat": true }),
+            Some(&token),
+        )
+        .await;
+    assert_eq!(made.status(), StatusCode::CREATED);
+    let made: Value = made.json().await.expect("json");
+    let id = made["id"].as_i64().expect("id");
+    assert_eq!(
+        (made["kind"].as_str(), made["cron"].as_str(), made["chat_id"].is_null()),
+        (Some("agent_turn"), Some("30 7 * * 1-5"), true)
+    );
+    // The list (built by SQLite as JSON) and the single schedule (serialised here) agree, once
+    // the scheduler has planned it.
+    let mut one = Value::Null;
+    for _ in 0..400 {
+        one = json_of(app.get(&format!("/api/schedules/{id}"), Some(&token)).await).await;
+        if one["next_due_at"].is_i64() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let listed = json_of(app.get("/api/schedules", Some(&token)).await).await;
+    assert_eq!(listed["schedules"][0], one);
+    let started = json_of(app.post(&format!("/api/schedules/{id}/run"), json!({}), Some(&token)).await).await;
+    assert_eq!(started["status"], "running");
+    let run = ended(&app, &token, id, started["run_id"].as_i64().expect("run")).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    let chat = run["chat_id"].as_str().expect("a new chat");
+    let chat_detail = app.detail(&token, chat).await;
+    assert_eq!(chat_detail["title"], "Morning brief");
+    let messages = transcript(&app, &token, chat).await;
+    assert_eq!(messages[0].content, "Summarise my day");
+    assert_eq!(messages[1].content, format!("reply for {chat}"));
+    for (body, code) in [
+        (json!({ "prompt": "x", "cron": "0 7 * *", "new_chat": true }), "invalid_cron"),
+        (json!({ "prompt": "x", "cron": "61 * * * *", "new_chat": true }), "invalid_cron"),
+        (json!({ "prompt": "x", "cron": "0 0 30 2 *", "new_chat": true }), "invalid_cron"),
+        (
+            json!({ "prompt": "x", "cron": "0 7 * * *", "timezone": "Nowhere/Zone", "new_chat": true }),
+            "invalid_timezone",
+        ),
+        (json!({ "prompt": "x", "cron": "0 7 * * *", "at": "07:30", "new_chat": true }), "invalid_schedule"),
+        (json!({ "prompt": "x", "at": "2001-01-01T00:00:00Z", "new_chat": true }), "invalid_time"),
+        (json!({ "prompt": "x", "in": "soon", "new_chat": true }), "invalid_time"),
+        (json!({ "prompt": " ", "cron": "0 7 * * *", "new_chat": true }), "invalid_prompt"),
+        (json!({ "prompt": "x", "cron": "0 7 * * *" }), "invalid_chat"),
+    ] {
+        let r = app.post("/api/schedules", body.clone(), Some(&token)).await;
+        let err = assert_error(r, StatusCode::BAD_REQUEST, code).await;
+        assert!(err["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}: {err}");
+    }
+    let r = app
+        .post("/api/schedules", json!({ "prompt": "x", "cron": "0 7 * * *", "chat_id": "nope" }), Some(&token))
+        .await;
+    assert_error(r, StatusCode::NOT_FOUND, "chat_not_found").await;
+    let located = app
+        .post("/api/schedules", json!({ "prompt": "x", "cron": "0 25 * * *", "new_chat": true }), Some(&token))
+        .await;
+    let located = assert_error(located, StatusCode::BAD_REQUEST, "invalid_cron").await;
+    assert!(located["message"].as_str().is_some_and(|m| m.contains("field 2 (hour) \"25\"")), "{located}");
+    // The owner's zone is a setting; a bad one is refused.
+    let r = app.put_json("/api/schedules/timezone", json!({ "timezone": "Pacific/Auckland" }), &token).await;
+    assert_eq!(json_of(r).await["zone"], "Pacific/Auckland");
+    let r = app.put_json("/api/schedules/timezone", json!({ "timezone": "Atlantis/Capital" }), &token).await;
+    assert_error(r, StatusCode::BAD_REQUEST, "invalid_timezone").await;
+    let r = app.delete_with(&format!("/api/schedules/{id}"), &token).await;
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    let r = app.get(&format!("/api/schedules/{id}"), Some(&token)).await;
+    assert_error(r, StatusCode::NOT_FOUND, "schedule_not_found").await;
+}
+
+#[tokio::test]
+async fn with_landlock_a_job_reaches_its_own_folders_and_nothing_else_of_the_data_dir() {
+    if mobius_sys::landlock::abi_version().is_err() {
+        eprintln!("this kernel has no Landlock; jobs run unconfined there (Settings says so)");
+        return;
+    }
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let app = TestApp::spawn_in(dir, |c| c.agent_sandbox = true).await;
+    let token = app.setup_owner().await;
+    let (id, _) = app.register_app("probe").await;
+    app.register_app("neighbour").await;
+    write_job(app.data_dir(), "neighbour", "job.sh", b"echo neighbour\n");
+    write_job(
+        app.data_dir(),
+        "probe",
+        "job.sh",
+        br#"probe() { if cat "$1" >/dev/null 2>&1; then echo "READ:$2"; else echo "DENIED:$2"; fi; }
+probe "$DATA_DIR/secret.key" secret
+probe "$DATA_DIR/db/mobius.sqlite3" db
+probe "$DATA_DIR/apps/neighbour/job.sh" neighbour
+probe ./job.sh own
+if echo x > "$APP_JOB_STATE_DIR/w"; then echo WROTE-STATE; fi
+if (echo x > ./w) 2>/dev/null; then echo WROTE-SOURCE; else echo SOURCE-READ-ONLY; fi
+"#,
+    );
+    let (schedule, run, _) = run_job(&app, &token, id).await;
+    let done = ended(&app, &token, schedule, run).await;
+    assert_eq!(
+        done["output"], "DENIED:secret\nDENIED:db\nDENIED:neighbour\nREAD:own\nWROTE-STATE\nSOURCE-READ-ONLY\n",
+        "{done}"
+    );
+}
+
+#[tokio::test]
+async fn a_server_killed_while_a_job_runs_closes_the_run_and_kills_the_job_at_the_next_boot() {
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let app = TestApp::spawn_process(dir, &[("MOBIUS_AGENT_SANDBOX", "off".into())]).await;
+    let token = app.setup_owner().await;
+    let (id, _) = app.register_app("sleepy").await;
+    write_job(app.data_dir(), "sleepy", "job.sh", b"sleep 300 &\necho $! > \"$APP_JOB_STATE_DIR/pid\"\nwait\n");
+    let (schedule, run, _) = run_job(&app, &token, id).await;
+    let pid_file = app.data_dir().join(format!("apps/{id}/job-state/pid"));
+    let mut pid = String::new();
+    for _ in 0..400 {
+        pid = std::fs::read_to_string(&pid_file).unwrap_or_default();
+        if !pid.trim().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(!pid.trim().is_empty(), "the job never started");
+    // A reminder due while the server is down fires once when it is back (late: a catch-up).
+    app.chat(&token, "c").await;
+    let made =
+        app.post("/api/schedules", json!({ "prompt": "while down", "in": "1s", "chat_id": "c" }), Some(&token)).await;
+    assert_eq!(made.status(), StatusCode::CREATED);
+    let reminder = made.json::<Value>().await.expect("json")["id"].as_i64().expect("id");
+    let dir = app.kill9();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let app = TestApp::spawn_process(dir, &[("MOBIUS_AGENT_SANDBOX", "off".into())]).await;
+    let token = crate::helpers::token_of(
+        app.post(
+            "/api/auth/token",
+            json!({ "username": crate::helpers::USERNAME, "password": crate::helpers::PASSWORD }),
+            None,
+        )
+        .await,
+    )
+    .await;
+    let closed = ended(&app, &token, schedule, run).await;
+    assert_eq!(closed["status"], "interrupted");
+    assert_eq!(closed["reason"], "The server restarted while it ran.");
+    assert!(gone(&pid).await, "the job's process {pid} outlived the server");
+    let runs = {
+        let mut runs = Value::Null;
+        for _ in 0..400 {
+            runs = json_of(app.get(&format!("/api/schedules/{reminder}/runs"), Some(&token)).await).await;
+            if runs["runs"].as_array().is_some_and(|r| r.iter().any(|r| r["status"] != "running")) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        runs["runs"].as_array().cloned().unwrap_or_default()
+    };
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    // No agent is connected here: the run fails, and says why.
+    assert_eq!(runs[0]["status"], "failed");
+    assert!(runs[0]["reason"].as_str().is_some_and(|r| r.contains("connected")), "{runs:?}");
+}
