@@ -47,6 +47,12 @@ pub struct Config {
     /// Confine the agent's processes with Landlock where the kernel has it
     /// (`MOBIUS_AGENT_SANDBOX`: `on`, the default, or `off`).
     pub agent_sandbox: bool,
+    /// CLI processes kept between a chat's turns, at most (`MOBIUS_AGENT_WARM_MAX`, default 3;
+    /// 0 starts every turn cold).
+    pub agent_warm_max: usize,
+    /// How long a kept process waits for its chat's next turn (`MOBIUS_AGENT_WARM_IDLE_SECS`,
+    /// default 600).
+    pub agent_warm_idle: Duration,
     /// The installed libraries mini-apps may import (`MOBIUS_APP_NODE_MODULES`, default
     /// `frontend/node_modules`).
     pub app_node_modules: PathBuf,
@@ -313,6 +319,19 @@ impl Config {
             Some("off") => false,
             Some(other) => return Err(ConfigError(format!("MOBIUS_AGENT_SANDBOX={other:?} must be on or off"))),
         };
+        let warm_raw = get("MOBIUS_AGENT_WARM_MAX").unwrap_or_else(|| crate::agent::warm::DEFAULT_WARM_MAX.to_string());
+        let agent_warm_max = warm_raw
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n <= crate::agent::warm::MAX_WARM_MAX)
+            .ok_or_else(|| {
+                ConfigError(format!(
+                    "MOBIUS_AGENT_WARM_MAX={warm_raw:?} must be a number from 0 to {}",
+                    crate::agent::warm::MAX_WARM_MAX
+                ))
+            })?;
+        let agent_warm_idle = secs("MOBIUS_AGENT_WARM_IDLE_SECS", crate::agent::warm::DEFAULT_WARM_IDLE.as_secs())?;
         let app_node_modules =
             PathBuf::from(get("MOBIUS_APP_NODE_MODULES").unwrap_or_else(|| "frontend/node_modules".into()));
         let app_runtime_dir = PathBuf::from(get("MOBIUS_APP_RUNTIME_DIR").unwrap_or_else(|| "frontend/public".into()));
@@ -375,6 +394,8 @@ impl Config {
             agent_turn_max,
             agent_silence_max,
             agent_sandbox,
+            agent_warm_max,
+            agent_warm_idle,
             app_node_modules,
             app_runtime_dir,
             app_quota_bytes,
@@ -413,6 +434,10 @@ impl Config {
             // Tests keep their fake CLIs in the data dir the sandbox closes; the ones about the
             // sandbox turn it on.
             agent_sandbox: false,
+            // The fake CLIs of the API tests answer one turn each; the tests about kept
+            // processes turn keeping on.
+            agent_warm_max: 0,
+            agent_warm_idle: crate::agent::warm::DEFAULT_WARM_IDLE,
             app_node_modules: checkout_root().join("frontend/node_modules"),
             app_runtime_dir: checkout_root().join("frontend/public"),
             app_quota_bytes: DEFAULT_APP_QUOTA_BYTES,

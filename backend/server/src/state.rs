@@ -193,6 +193,7 @@ impl AppState {
             sandbox,
             limits: TurnLimits { max_duration: config.agent_turn_max, max_silence: config.agent_silence_max },
             overflow_dir: config.data_dir.join(crate::agent::fold::OVERFLOW_DIR),
+            warm: crate::agent::warm::WarmPool::new(config.agent_warm_max, config.agent_warm_idle),
         });
         let apps = Arc::new(Apps::new(
             config.data_dir.clone(),

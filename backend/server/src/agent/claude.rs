@@ -1,5 +1,5 @@
-//! Claude Code (`claude`) over its stream-json control protocol: one process per turn,
-//! permission prompts (`can_use_tool`) answered by the server, `interrupt` to stop.
+//! Claude Code (`claude`) over its stream-json control protocol: a process per chat kept
+//! between turns when the warm pool allows (each turn a further user message), permission prompts (`can_use_tool`) answered by the server, `interrupt` to stop.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -7,9 +7,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tokio::sync::mpsc;
 
-use super::process::{self, JsonLinesSession, Next, Spawned};
+use super::process::{self, JsonLinesSession, Next};
 use super::{
     AgentEvent, AgentProvider, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply, TurnRequest,
     Usage, summarize_input,
@@ -32,12 +31,16 @@ impl AgentProvider for Claude {
 
     fn start(&self, mut request: TurnRequest) -> Result<ProviderTurn> {
         let confine = request.confine.take();
+        let keep = request.keep.take();
         let spawned =
             process::spawn(&self.bin, &args(&request), &request.cwd, &request.env, Some(&request.pid_dir), confine)?;
-        let (events_tx, events) = mpsc::channel(256);
-        let (control, control_rx) = mpsc::channel(8);
-        let driver = tokio::spawn(drive(spawned, request.prompt, events_tx, control_rx, self.start_timeout));
-        Ok(ProviderTurn { events, control, driver })
+        let (turn, io) = process::turn_channels();
+        let start_timeout = self.start_timeout;
+        let prompt = request.prompt;
+        let driver = process::spawn_driver(move |me| {
+            drive(JsonLinesSession::new("Claude Code", spawned, io, start_timeout, keep, me), prompt)
+        });
+        Ok(turn.with_driver(driver))
     }
 
     fn cheapest_model(&self) -> Option<&'static str> {
@@ -334,26 +337,34 @@ pub fn permission_response(request_id: &str, input: &Value, reply: &Reply) -> Va
     json!({ "type": "control_response", "response": { "subtype": "success", "request_id": request_id, "response": decision } })
 }
 
-async fn drive(
-    spawned: Spawned,
-    prompt: String,
-    events: mpsc::Sender<AgentEvent>,
-    control: mpsc::Receiver<Control>,
-    start_timeout: Duration,
-) {
-    let mut session: JsonLinesSession<(String, Value, Reply)> =
-        JsonLinesSession::new("Claude Code", spawned, events, control, start_timeout);
-    let mut parser = Parser::default();
+/// Runs the process's turns: the first one's prompt, then (kept warm between turns) each
+/// next turn's, sent as a further user message on stdin.
+async fn drive(mut session: JsonLinesSession<(String, Value, Reply)>, mut prompt: String) {
     session
         .send(&json!({ "type": "control_request", "request_id": "mobius-init", "request": { "subtype": "initialize", "hooks": null } }))
         .await;
-    session.send(&user_message(&prompt)).await;
+    loop {
+        session.send(&user_message(&prompt)).await;
+        let finish = turn(&mut session).await;
+        // A failed turn may have left the CLI in any state: it is not reused.
+        let reusable = finish.status != FinishStatus::Failed;
+        match session.end_turn(finish, reusable).await {
+            Some(next) => prompt = next,
+            None => break,
+        }
+    }
+    session.close().await;
+}
+
+/// One turn, from the prompt just sent to its result.
+async fn turn(session: &mut JsonLinesSession<(String, Value, Reply)>) -> Finish {
+    let mut parser = Parser::default();
     // Words to continue with once the interrupt we sent for them has ended the current step.
     let mut steer: Option<String> = None;
-    let finish = loop {
+    loop {
         match session.next().await {
-            Next::Closed(message) => break Finish::failed(message),
-            Next::StartTimedOut => break Finish::failed(session.silent_message()),
+            Next::Closed(message) => return Finish::failed(message),
+            Next::StartTimedOut => return Finish::failed(session.silent_message()),
             Next::Message(value) => match parser.parse(&value) {
                 Parsed::Events(list) => {
                     for event in list {
@@ -382,9 +393,9 @@ async fn drive(
                     }
                     Some(_) => {
                         session.emit(AgentEvent::SteerRejected("the step failed".into())).await;
-                        break finish;
+                        return finish;
                     }
-                    None => break finish,
+                    None => return finish,
                 },
             },
             Next::Reply((request_id, input, reply)) => {
@@ -408,18 +419,11 @@ async fn drive(
                 }
             }
             Next::Control(None) => {
-                break Finish {
-                    status: FinishStatus::Interrupted,
-                    error: None,
-                    usage: None,
-                    cost_usd: None,
-                    session_id: None,
-                    fix: None,
-                };
+                // The turn went away: nothing is waiting for this process any more.
+                return Finish::failed("The turn went away.");
             }
         }
-    };
-    session.finish(finish).await;
+    }
 }
 
 fn user_message(text: &str) -> Value {
@@ -555,6 +559,7 @@ mod tests {
             pid_dir: "/data/run/agents".into(),
             tools: true,
             confine: None,
+            keep: None,
         };
         let mode = |approval| {
             let args = args(&request(approval));

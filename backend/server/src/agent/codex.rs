@@ -1,5 +1,5 @@
 //! Codex (`codex app-server`) over JSON-RPC on stdio: `initialize` → `thread/start` or
-//! `thread/resume` → `turn/start`; approvals and questions are server requests answered by
+//! `thread/resume` → `turn/start` (and, kept warm, further `turn/start`s on the thread); approvals and questions are server requests answered by
 //! the server; `turn/interrupt` stops.
 
 use std::collections::HashMap;
@@ -8,9 +8,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tokio::sync::mpsc;
 
-use super::process::{self, JsonLinesSession, Next, Spawned};
+use super::process::{self, JsonLinesSession, Next};
 use super::{
     AgentEvent, AgentProvider, ApprovalPolicy, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply,
     TurnRequest, Usage,
@@ -37,11 +36,14 @@ impl AgentProvider for Codex {
             .map(|s| (*s).to_owned())
             .collect();
         let confine = request.confine.take();
+        let keep = request.keep.take();
         let spawned = process::spawn(&self.bin, &args, &request.cwd, &request.env, Some(&request.pid_dir), confine)?;
-        let (events_tx, events) = mpsc::channel(256);
-        let (control, control_rx) = mpsc::channel(8);
-        let driver = tokio::spawn(drive(spawned, request, events_tx, control_rx, self.start_timeout));
-        Ok(ProviderTurn { events, control, driver })
+        let (turn, io) = process::turn_channels();
+        let start_timeout = self.start_timeout;
+        let driver = process::spawn_driver(move |me| {
+            drive(JsonLinesSession::new("Codex", spawned, io, start_timeout, keep, me), request)
+        });
+        Ok(turn.with_driver(driver))
     }
 }
 
@@ -118,6 +120,12 @@ pub struct Parser {
 }
 
 impl Parser {
+    /// Forgets what belonged to the previous turn (the thread stays).
+    pub fn next_turn(&mut self) {
+        self.usage = None;
+        self.streamed.clear();
+    }
+
     /// Interprets one message from the app-server.
     pub fn parse(&mut self, msg: &Value) -> Parsed {
         let method = msg.get("method").and_then(Value::as_str);
@@ -397,15 +405,9 @@ pub fn reply_result(ask_is_question: bool, reply: &Reply, questions_by_text: &Ha
     json!({ "decision": decision })
 }
 
-async fn drive(
-    spawned: Spawned,
-    request: TurnRequest,
-    events: mpsc::Sender<AgentEvent>,
-    control: mpsc::Receiver<Control>,
-    start_timeout: Duration,
-) {
-    let mut session: JsonLinesSession<(Value, Value)> =
-        JsonLinesSession::new("Codex", spawned, events, control, start_timeout);
+/// Runs the process's turns on one thread: `thread/start` (or `thread/resume`) for the first,
+/// then (kept warm between turns) a further `turn/start` on the same thread for each next one.
+async fn drive(mut session: JsonLinesSession<(Value, Value)>, request: TurnRequest) {
     let mut parser = Parser::default();
     session
         .send(&json!({ "id": ID_INITIALIZE, "method": "initialize",
@@ -414,13 +416,42 @@ async fn drive(
     session.send(&json!({ "method": "initialized" })).await;
     session.send(&thread_request(&request)).await;
     let mut thread: Option<String> = None;
+    let mut prompt = request.prompt;
+    loop {
+        if let Some(id) = &thread {
+            session.emit(AgentEvent::Session(id.clone())).await;
+            session.send(&turn_start(id, &prompt)).await;
+        }
+        parser.next_turn();
+        let finish = turn(&mut session, &mut parser, &mut thread, &prompt).await;
+        let reusable = finish.status != FinishStatus::Failed && thread.is_some();
+        match session.end_turn(finish, reusable).await {
+            Some(next) => prompt = next,
+            None => break,
+        }
+    }
+    session.close().await;
+}
+
+fn turn_start(thread: &str, prompt: &str) -> Value {
+    json!({ "id": ID_TURN, "method": "turn/start", "params": {
+        "threadId": thread, "input": [{ "type": "text", "text": prompt }] } })
+}
+
+/// One turn, until `turn/completed` (the first also opens the thread, then starts the turn).
+async fn turn(
+    session: &mut JsonLinesSession<(Value, Value)>,
+    parser: &mut Parser,
+    thread: &mut Option<String>,
+    prompt: &str,
+) -> Finish {
     let mut turn: Option<String> = None;
     let mut interrupt_wanted = false;
     let mut next_steer_id = ID_STEER_BASE;
-    let finish = loop {
+    loop {
         match session.next().await {
-            Next::Closed(message) => break Finish::failed(message),
-            Next::StartTimedOut => break Finish::failed(session.silent_message()),
+            Next::Closed(message) => return Finish::failed(message),
+            Next::StartTimedOut => return Finish::failed(session.silent_message()),
             Next::Message(value) => match parser.parse(&value) {
                 Parsed::Events(list) => {
                     for event in list {
@@ -429,16 +460,13 @@ async fn drive(
                 }
                 Parsed::ThreadReady(id) => {
                     session.emit(AgentEvent::Session(id.clone())).await;
-                    session
-                        .send(&json!({ "id": ID_TURN, "method": "turn/start", "params": {
-                            "threadId": id, "input": [{ "type": "text", "text": request.prompt }] } }))
-                        .await;
-                    thread = Some(id);
+                    session.send(&turn_start(&id, prompt)).await;
+                    *thread = Some(id);
                 }
                 Parsed::TurnStarted(id) => {
                     turn = Some(id);
                     if interrupt_wanted {
-                        session.send(&interrupt(&thread, &turn)).await;
+                        session.send(&interrupt(thread, &turn)).await;
                     }
                 }
                 Parsed::Request { id, ask, questions_by_text } => {
@@ -454,16 +482,16 @@ async fn drive(
                 }
                 Parsed::SteerAnswered { error: None } => session.emit(AgentEvent::SteerAccepted).await,
                 Parsed::SteerAnswered { error: Some(e) } => session.emit(AgentEvent::SteerRejected(e)).await,
-                Parsed::Finished(finish) => break finish,
+                Parsed::Finished(finish) => return finish,
             },
             Next::Reply((id, result)) => session.send(&json!({ "id": id, "result": result })).await,
             Next::Control(Some(Control::Interrupt)) => {
                 interrupt_wanted = true;
                 if turn.is_some() {
-                    session.send(&interrupt(&thread, &turn)).await;
+                    session.send(&interrupt(thread, &turn)).await;
                 }
             }
-            Next::Control(Some(Control::Steer(text))) => match (&thread, &turn) {
+            Next::Control(Some(Control::Steer(text))) => match (thread.as_ref(), &turn) {
                 (Some(thread_id), Some(turn_id)) if !interrupt_wanted => {
                     let steer = json!({ "id": next_steer_id, "method": "turn/steer", "params": {
                         "threadId": thread_id, "expectedTurnId": turn_id, "input": [{ "type": "text", "text": text }] } });
@@ -472,19 +500,9 @@ async fn drive(
                 }
                 _ => session.emit(AgentEvent::SteerRejected("the turn has not started yet".into())).await,
             },
-            Next::Control(None) => {
-                break Finish {
-                    status: FinishStatus::Interrupted,
-                    error: None,
-                    usage: None,
-                    cost_usd: None,
-                    session_id: thread.clone(),
-                    fix: None,
-                };
-            }
+            Next::Control(None) => return Finish::failed("The turn went away."),
         }
-    };
-    session.finish(finish).await;
+    }
 }
 
 fn interrupt(thread: &Option<String>, turn: &Option<String>) -> Value {
@@ -584,6 +602,7 @@ mod tests {
             pid_dir: "/data/run/agents".into(),
             tools: true,
             confine: None,
+            keep: None,
         };
         let r = thread_request(&request);
         assert_eq!(r["method"], "thread/resume");

@@ -16,6 +16,7 @@ pub mod quiet;
 pub mod registry;
 pub mod sandbox;
 pub mod turn;
+pub mod warm;
 
 use std::path::PathBuf;
 
@@ -47,6 +48,8 @@ pub struct TurnRequest {
     pub tools: bool,
     /// The Landlock ruleset the CLI runs under (`None` when the sandbox is off).
     pub confine: Option<mobius_sys::landlock::Ruleset>,
+    /// Keeps the process for the chat's next turn (`None`: it ends with this turn).
+    pub keep: Option<Box<dyn process::Keeper>>,
 }
 
 /// Token counts of a turn.
@@ -157,17 +160,42 @@ pub enum Control {
     Steer(String),
 }
 
-/// A started provider turn: its events, a control channel, and the driver task (dropping
-/// the turn aborts the driver, which kills the process group).
+/// A started provider turn: its events and a control channel. Dropping it before its driver
+/// kept the process for a later turn aborts the driver, which kills the process group.
 pub struct ProviderTurn {
     pub events: mpsc::Receiver<AgentEvent>,
     pub control: mpsc::Sender<Control>,
-    pub driver: tokio::task::JoinHandle<()>,
+    pub(crate) guard: DriverGuard,
 }
 
-impl Drop for ProviderTurn {
+impl ProviderTurn {
+    /// True when the turn runs on a process kept from an earlier turn.
+    pub fn warm(&self) -> bool {
+        self.guard.warm
+    }
+}
+
+/// Aborts a turn's driver when the turn goes before the driver released its process.
+pub struct DriverGuard {
+    driver: tokio::task::AbortHandle,
+    released: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    warm: bool,
+}
+
+impl DriverGuard {
+    pub(crate) fn new(
+        driver: tokio::task::AbortHandle,
+        released: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> Self {
+        Self { driver, released, warm: false }
+    }
+}
+
+impl Drop for DriverGuard {
     fn drop(&mut self) {
-        self.driver.abort();
+        if !self.released.load(std::sync::atomic::Ordering::SeqCst) {
+            self.driver.abort();
+        }
     }
 }
 

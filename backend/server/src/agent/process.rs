@@ -10,6 +10,7 @@ use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,6 +22,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
 
 use mobius_sys::landlock::{self, Ruleset};
 
@@ -259,6 +261,16 @@ impl AgentProcess {
         tokio::time::timeout(timeout, self.child.wait()).await.ok().and_then(|r| r.ok())
     }
 
+    /// True while the CLI runs (an exited one is reaped here).
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The CLI's process id (its group id too).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// Sends `signal` to the whole process group.
     pub fn signal_group(&self, signal: Signal) {
         if let Some(pgid) = self.pgid {
@@ -333,6 +345,12 @@ fn all_pids() -> Vec<i32> {
 /// still being started (forked, not yet executed: it still runs this binary). Repeats while
 /// killing one orphans more; reaps what it killed. Returns how many it killed.
 fn sweep_escapees(owner: &Escapees) -> usize {
+    sweep_escapees_outside(owner, None)
+}
+
+/// [`sweep_escapees`] while the CLI still runs (a kept process between turns): its own group
+/// `spare` is left alone (it lives on with the CLI); what left the group goes.
+fn sweep_escapees_outside(owner: &Escapees, spare: Option<i32>) -> usize {
     let me = i32::try_from(std::process::id()).unwrap_or(0);
     // A child between fork and exec still runs this binary with this process's environment
     // (no run in it): it is a turn's CLI being started, not an escapee.
@@ -342,7 +360,7 @@ fn sweep_escapees(owner: &Escapees) -> usize {
         let mut found = 0;
         for pid in all_pids() {
             let Some(info) = proc_info(pid) else { continue };
-            if info.ppid != me || !info.no_new_privs {
+            if info.ppid != me || !info.no_new_privs || spare == Some(info.pgid) {
                 continue;
             }
             if info.zombie {
@@ -436,10 +454,70 @@ pub enum Next<R> {
 
 type PendingReply<R> = Pin<Box<dyn Future<Output = R> + Send>>;
 
-/// One turn of a CLI that speaks JSON lines on stdio (Claude's stream-json, Codex's
-/// JSON-RPC): writing messages, reading them (oversized and malformed lines become warnings),
-/// decisions the turn owes the CLI, control from the turn, the start timeout, and the end.
-/// The drivers keep only their protocol.
+/// The driver's half of one turn's channels (the turn holds the other half, a
+/// [`super::ProviderTurn`]).
+#[derive(Debug)]
+pub struct TurnIo {
+    pub events: mpsc::Sender<AgentEvent>,
+    pub control: mpsc::Receiver<Control>,
+    /// Set by the driver once it keeps the process for a later turn: the turn's end then
+    /// leaves the process alone instead of killing it.
+    pub released: Arc<AtomicBool>,
+}
+
+/// Events buffered between a driver and its turn.
+const EVENT_QUEUE: usize = 256;
+/// Instructions buffered between a turn and its driver.
+const CONTROL_QUEUE: usize = 8;
+
+/// The turn's half of a new turn's channels, before its driver exists.
+#[derive(Debug)]
+pub struct TurnHalf {
+    events: mpsc::Receiver<AgentEvent>,
+    control: mpsc::Sender<Control>,
+    released: Arc<AtomicBool>,
+}
+
+impl TurnHalf {
+    /// The turn, guarding `driver`: dropped before the driver released the process, it
+    /// aborts the driver (and the CLI dies with it).
+    pub fn with_driver(self, driver: AbortHandle) -> super::ProviderTurn {
+        let guard = super::DriverGuard::new(driver, self.released);
+        super::ProviderTurn { events: self.events, control: self.control, guard }
+    }
+}
+
+/// A new turn's channels: the turn's half and the driver's half.
+pub fn turn_channels() -> (TurnHalf, TurnIo) {
+    let (events_tx, events) = mpsc::channel(EVENT_QUEUE);
+    let (control, control_rx) = mpsc::channel(CONTROL_QUEUE);
+    let released = Arc::new(AtomicBool::new(false));
+    (TurnHalf { events, control, released: released.clone() }, TurnIo { events: events_tx, control: control_rx, released })
+}
+
+/// Spawns a driver task that is handed its own abort handle (a kept process's later turns
+/// abort the same task when they are dropped mid-turn).
+pub fn spawn_driver<F, Fut>(driver: F) -> AbortHandle
+where
+    F: FnOnce(AbortHandle) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = oneshot::channel::<AbortHandle>();
+    let handle = tokio::spawn(async move {
+        if let Ok(me) = rx.await {
+            driver(me).await;
+        }
+    });
+    let abort = handle.abort_handle();
+    let _ = tx.send(abort.clone());
+    abort
+}
+
+/// One CLI process that speaks JSON lines on stdio (Claude's stream-json, Codex's
+/// JSON-RPC), over one or more turns: writing messages, reading them (oversized and
+/// malformed lines become warnings), decisions the turn owes the CLI, control from the turn,
+/// the start timeout, the end of a turn (and, with a [`Keeper`], waiting warm for the next
+/// one), and the end of the process. The drivers keep only their protocol.
 pub struct JsonLinesSession<R> {
     cli: &'static str,
     process: AgentProcess,
@@ -448,12 +526,47 @@ pub struct JsonLinesSession<R> {
     stdin_ok: bool,
     lines: mpsc::Receiver<Line>,
     stderr: StderrTail,
-    events: mpsc::Sender<AgentEvent>,
-    control: mpsc::Receiver<Control>,
+    io: TurnIo,
     replies: FuturesUnordered<PendingReply<R>>,
     heard: bool,
     start_timeout: Duration,
     start_deadline: Pin<Box<tokio::time::Sleep>>,
+    /// Where the process waits between turns (`None`: one turn, then it ends).
+    keeper: Option<Box<dyn Keeper>>,
+    /// This driver's task, for the guards of later turns.
+    driver: AbortHandle,
+}
+
+/// The next turn handed to a kept process.
+#[derive(Debug)]
+pub struct NextTurn {
+    /// The owner's words.
+    pub prompt: String,
+    pub io: TurnIo,
+    /// Answered `true` when the process takes the turn, `false` when it cannot (it died):
+    /// the turn then starts a new process.
+    pub taken: oneshot::Sender<bool>,
+}
+
+/// A parked process as its keeper sees it.
+#[derive(Debug)]
+pub struct Parked {
+    /// Where the next turn arrives; dropping the sender retires the process.
+    pub handoff: mpsc::Sender<NextTurn>,
+    pub driver: AbortHandle,
+    pub pid: Option<u32>,
+    /// The provider session the process holds.
+    pub session: Option<String>,
+}
+
+/// Keeps processes between turns (`agent/warm.rs`).
+pub trait Keeper: Send + Sync + std::fmt::Debug {
+    /// Parks a process; the ticket names this parking for [`Keeper::forget`].
+    fn park(&self, parked: Parked) -> u64;
+    /// The parked process left by itself (idle, or it died).
+    fn forget(&self, ticket: u64);
+    /// How long a parked process waits for its next turn.
+    fn idle(&self) -> Duration;
 }
 
 impl<R: Send + 'static> JsonLinesSession<R> {
@@ -461,9 +574,10 @@ impl<R: Send + 'static> JsonLinesSession<R> {
     pub fn new(
         cli: &'static str,
         spawned: Spawned,
-        events: mpsc::Sender<AgentEvent>,
-        control: mpsc::Receiver<Control>,
+        io: TurnIo,
         start_timeout: Duration,
+        keeper: Option<Box<dyn Keeper>>,
+        driver: AbortHandle,
     ) -> Self {
         let Spawned { process, stdin, lines, stderr } = spawned;
         Self {
@@ -473,12 +587,13 @@ impl<R: Send + 'static> JsonLinesSession<R> {
             stdin_ok: true,
             lines,
             stderr,
-            events,
-            control,
+            io,
             replies: FuturesUnordered::new(),
             heard: false,
             start_timeout,
             start_deadline: Box::pin(tokio::time::sleep(start_timeout)),
+            keeper,
+            driver,
         }
     }
 
@@ -495,7 +610,7 @@ impl<R: Send + 'static> JsonLinesSession<R> {
 
     /// Hands an event to the turn.
     pub async fn emit(&mut self, event: AgentEvent) {
-        let _ = self.events.send(event).await;
+        let _ = self.io.events.send(event).await;
     }
 
     /// Asks the turn to decide; `answer` turns the decision (a denial if the turn goes away)
@@ -531,7 +646,7 @@ impl<R: Send + 'static> JsonLinesSession<R> {
                     }
                 },
                 Some(reply) = self.replies.next(), if !self.replies.is_empty() => return Next::Reply(reply),
-                command = self.control.recv() => return Next::Control(command),
+                command = self.io.control.recv() => return Next::Control(command),
                 () = &mut self.start_deadline, if !self.heard => return Next::StartTimedOut,
             }
         }
@@ -542,11 +657,61 @@ impl<R: Send + 'static> JsonLinesSession<R> {
         format!("{} did not respond within {} s.", self.cli, self.start_timeout.as_secs())
     }
 
-    /// Ends the turn: reports `finish`, closes stdin so the CLI can finish writing its session
-    /// and exit on its own, then terminates its process group.
-    pub async fn finish(self, finish: Finish) {
-        let Self { mut process, stdin, events, .. } = self;
-        let _ = events.send(AgentEvent::Finished(finish)).await;
+    /// Ends the current turn with `finish`. When the process can go on (`reusable`, still
+    /// running, and a keeper to park it with), it is parked: it waits for its next turn,
+    /// sweeps what escaped its group meanwhile, and returns the next turn's prompt. `None`
+    /// when it was not kept, retired, idle too long or died: the caller then [`close`]s it.
+    ///
+    /// [`close`]: JsonLinesSession::close
+    pub async fn end_turn(&mut self, finish: Finish, reusable: bool) -> Option<String> {
+        let keep = reusable && self.stdin_ok && self.keeper.is_some() && self.process.running();
+        let session = finish.session_id.clone();
+        if keep {
+            self.io.released.store(true, Ordering::SeqCst);
+        }
+        let _ = self.io.events.send(AgentEvent::Finished(finish)).await;
+        let keeper = self.keeper.as_ref().filter(|_| keep)?;
+        let (handoff, mut arrivals) = mpsc::channel(1);
+        let ticket = keeper.park(Parked { handoff, driver: self.driver.clone(), pid: self.process.pid(), session });
+        // What escaped the group during the turn goes now, as it would with the group.
+        let owner = self.process.owner.clone();
+        let group = self.process.pgid;
+        tokio::task::spawn_blocking(move || sweep_escapees_outside(&owner, group));
+        let idle = tokio::time::sleep(keeper.idle());
+        tokio::pin!(idle);
+        loop {
+            tokio::select! {
+                next = arrivals.recv() => {
+                    let next = next?;
+                    if !self.process.running() {
+                        let _ = next.taken.send(false);
+                        return None;
+                    }
+                    self.io = next.io;
+                    self.replies = FuturesUnordered::new();
+                    self.heard = false;
+                    self.start_deadline = Box::pin(tokio::time::sleep(self.start_timeout));
+                    // The turn gave up waiting: nobody would read this turn.
+                    return next.taken.send(true).is_ok().then_some(next.prompt);
+                }
+                () = &mut idle => {
+                    keeper.forget(ticket);
+                    return None;
+                }
+                line = self.lines.recv() => {
+                    if line.is_none() {
+                        keeper.forget(ticket);
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ends the process: closes stdin so the CLI can finish writing its session and exit on
+    /// its own, then terminates its process group.
+    pub async fn close(self) {
+        let Self { mut process, stdin, .. } = self;
         drop(stdin);
         let _ = process.wait_timeout(EXIT_GRACE).await;
         process.terminate().await;

@@ -54,6 +54,7 @@ pub async fn run(
         pid_dir: super::agent_pid_dir(data_dir),
         tools: false,
         confine,
+        keep: None,
     };
     let mut turn = provider.start(request)?;
     let collect = async {

@@ -16,6 +16,7 @@ use tracing::{Instrument, info, info_span, warn};
 use super::fold::{ChatFold, Folded, MAX_TURN_OVERFLOW_BYTES};
 use super::handle::{COMMAND_QUEUE, TurnCommand, TurnHandle};
 use super::registry::Turns;
+use super::warm::WarmKey;
 use super::{
     AgentEvent, ApprovalPolicy, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply, TurnRequest,
 };
@@ -65,6 +66,8 @@ pub struct Agents {
     pub limits: TurnLimits,
     /// Where text past the inline caps goes (`DATA_DIR/agent-output`).
     pub overflow_dir: PathBuf,
+    /// CLI processes kept between a chat's turns.
+    pub warm: Arc<super::warm::WarmPool>,
 }
 
 /// The ceilings of one turn (`MOBIUS_AGENT_TURN_MAX_SECS`, `MOBIUS_AGENT_SILENCE_MAX_SECS`).
@@ -219,7 +222,7 @@ async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiv
             return turn.finish(Finish::failed(message), false).await.next;
         }
     };
-    info!(run.id = %turn.run_id, "turn started");
+    info!(run.id = %turn.run_id, warm = provider_turn.warm(), "turn started");
     turn.drive(provider_turn, commands).await
 }
 
@@ -261,6 +264,17 @@ impl Turn<'_> {
             .and_then(|s| s.get("model").and_then(serde_json::Value::as_str).map(str::to_owned))
             .filter(|m| !m.is_empty());
         let prompt = messages.iter().map(Message::agent_text).collect::<Vec<_>>().join("\n\n");
+        let key = WarmKey {
+            provider: self.provider,
+            model: model.clone(),
+            effort: None,
+            approval: self.approval,
+            prompt_id: super::prompt::prompt_id(&system_prompt),
+            credentials: agents.providers.credentials_stamp(self.provider),
+        };
+        if let Some(turn) = self.start_warm(&key, chat.session_id.as_deref(), &prompt).await {
+            return Ok(turn);
+        }
         let owner = agents.owner.get();
         let mut claims = Claims::new(
             owner.as_ref().map(|o| o.0.as_str()).unwrap_or_default(),
@@ -282,6 +296,7 @@ impl Turn<'_> {
             var("PATH"),
         );
         let confine = agents.sandbox.ruleset(&grants)?;
+        let keep = agents.warm.keeper(&self.chat_id, key, &self.run_id, &token);
         let request = TurnRequest {
             prompt,
             system_prompt,
@@ -293,8 +308,29 @@ impl Turn<'_> {
             pid_dir: super::agent_pid_dir(&agents.data_dir),
             tools: true,
             confine,
+            keep,
         };
         agents.providers.provider(self.provider).start(request)
+    }
+
+    /// The turn on the chat's kept process, when there is one that fits and its agent token
+    /// still verifies; `None`: start a new process.
+    async fn start_warm(&mut self, key: &WarmKey, session: Option<&str>, prompt: &str) -> Option<ProviderTurn> {
+        let agents = self.agents;
+        let warm = agents.warm.checkout(&self.chat_id, key, session)?;
+        let owner_epoch = agents.owner.get().map_or(0, |o| o.1);
+        if !agents.keys.verify(warm.token()).is_ok_and(|c| c.epoch == owner_epoch) {
+            info!("a kept agent process holds a token that no longer verifies; it is retired");
+            return None;
+        }
+        // Its token names the run that started it: it serves this run from now on.
+        agents.turns.set_process(&self.chat_id, Some(warm.origin()));
+        let turn = warm.start(prompt.to_owned()).await;
+        if turn.is_none() {
+            agents.turns.set_process(&self.chat_id, None);
+            info!("the kept agent process could not take the turn; starting a new one");
+        }
+        turn
     }
 
     async fn drive(

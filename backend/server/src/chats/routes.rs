@@ -386,6 +386,7 @@ async fn delete_chat(State(state): State<AppState>, _owner: Owner, Path(id): Pat
     if state.agents.turns.get(&id).is_some() {
         stop_turn(&state, &id).await?;
     }
+    state.agents.warm.retire(&id);
     state.writer.call(|ack| WriteCommand::DeleteChat { chat_id: id, ack }).await?;
     Ok(crate::api::no_content())
 }

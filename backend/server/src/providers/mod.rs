@@ -57,6 +57,14 @@ pub struct DeviceLogin {
     pub error: Option<String>,
 }
 
+/// The files under `cli-auth/<provider>/` that hold its credentials.
+fn credential_files(kind: ProviderKind) -> &'static [&'static str] {
+    match kind {
+        ProviderKind::Claude => &["mobius-api-key", ".credentials.json"],
+        ProviderKind::Codex => &["auth.json"],
+    }
+}
+
 /// The agent CLIs and their credentials.
 pub struct Providers {
     claude: Claude,
@@ -344,14 +352,24 @@ impl Providers {
         Ok(())
     }
 
+    /// The credential files of `kind` as they are now (size and modification time): a change
+    /// retires the processes kept with the old ones (`agent/warm.rs`).
+    pub fn credentials_stamp(&self, kind: ProviderKind) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let dir = self.data_dir.join("cli-auth").join(kind.id());
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        for file in credential_files(kind) {
+            let meta = std::fs::metadata(dir.join(file)).ok();
+            meta.as_ref().map(std::fs::Metadata::len).hash(&mut hasher);
+            meta.and_then(|m| m.modified().ok()).hash(&mut hasher);
+        }
+        hasher.finish()
+    }
+
     /// Forgets the credentials of `kind`.
     pub fn disconnect(&self, kind: ProviderKind) -> Result<()> {
         let dir = self.auth_dir(kind)?;
-        let files: &[&str] = match kind {
-            ProviderKind::Claude => &["mobius-api-key", ".credentials.json"],
-            ProviderKind::Codex => &["auth.json"],
-        };
-        for file in files {
+        for file in credential_files(kind) {
             match std::fs::remove_file(dir.join(file)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

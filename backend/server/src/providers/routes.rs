@@ -65,6 +65,7 @@ async fn api_key(
 ) -> Result<Json<Value>> {
     let k = kind(&id)?;
     let verdict = state.providers.set_api_key(k, &body.api_key).await?;
+    state.agents.warm.retire_provider(k);
     tracing::info!(provider = k.id(), check = ?verdict, "provider connected with an API key");
     Ok(Json(match verdict {
         KeyCheck::Unknown(why) => json!({
@@ -79,6 +80,7 @@ async fn api_key(
 async fn disconnect(State(state): State<AppState>, _owner: Owner, Path(id): Path<String>) -> Result<Json<Value>> {
     let k = kind(&id)?;
     state.providers.disconnect(k)?;
+    state.agents.warm.retire_provider(k);
     tracing::info!(provider = k.id(), "provider disconnected");
     Ok(Json(json!({ "ok": true })))
 }
@@ -99,6 +101,7 @@ async fn claude_code(
 ) -> Result<Json<Value>> {
     let dir = state.providers.auth_dir(ProviderKind::Claude)?;
     state.providers.oauth.finish(&body.code, &dir).await?;
+    state.agents.warm.retire_provider(ProviderKind::Claude);
     tracing::info!("Claude connected with OAuth");
     Ok(Json(json!({ "ok": true })))
 }

@@ -13,10 +13,16 @@ mod helpers;
 
 mod fixtures;
 mod memory;
+mod warm;
 
 use memory::{
     a_note_is_written_after_idle_titles_the_chat_and_primes_new_chats,
     an_owner_turn_during_a_note_turn_is_not_held_up_by_it,
+};
+
+use warm::{
+    a_warm_second_turn_reuses_the_process_and_a_killed_one_falls_back_cold,
+    a_warm_turn_is_stopped_and_steered_like_a_cold_one,
 };
 
 use std::path::{Path, PathBuf};
@@ -705,6 +711,8 @@ macro_rules! for_both {
 }
 
 for_both!(
+    a_warm_second_turn_reuses_the_process_and_a_killed_one_falls_back_cold,
+    a_warm_turn_is_stopped_and_steered_like_a_cold_one,
     a_note_is_written_after_idle_titles_the_chat_and_primes_new_chats,
     an_owner_turn_during_a_note_turn_is_not_held_up_by_it,
     turn_writes_a_file_streams_and_the_next_message_resumes,
