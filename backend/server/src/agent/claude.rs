@@ -13,6 +13,7 @@ use super::{
     AgentEvent, AgentProvider, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply, TurnRequest,
     Usage, summarize_input,
 };
+use super::models::ModelInfo;
 use crate::error::Result;
 use crate::protocol::QuestionItem;
 
@@ -86,7 +87,33 @@ pub fn args(request: &TurnRequest) -> Vec<String> {
         args.push("--model".into());
         args.push(model.clone());
     }
+    if let Some(effort) = &request.effort {
+        args.push("--effort".into());
+        args.push(effort.clone());
+    }
     args
+}
+
+/// Claude Code's `--effort` levels.
+const EFFORT_LEVELS: [&str; 5] = ["low", "medium", "high", "xhigh", "max"];
+
+/// The models Claude Code takes by alias (it cannot list them without spending a request):
+/// a maintained list, each alias naming the newest model of its family.
+pub fn models() -> Vec<ModelInfo> {
+    let model = |id: &str, label: &str, efforts: &[&str]| ModelInfo {
+        id: id.to_owned(),
+        label: label.to_owned(),
+        provider: ProviderKind::Claude,
+        available: true,
+        effort_levels: efforts.iter().map(|e| (*e).to_owned()).collect(),
+        default_effort: None,
+        is_default: false,
+    };
+    vec![
+        model("opus", "Claude Opus", &EFFORT_LEVELS),
+        model("sonnet", "Claude Sonnet", &EFFORT_LEVELS),
+        model("haiku", "Claude Haiku", &[]),
+    ]
 }
 
 /// What one stdout line means.
@@ -553,6 +580,7 @@ mod tests {
             system_prompt: String::new(),
             resume: None,
             model: None,
+            effort: None,
             cwd: "/data".into(),
             env: vec![],
             approval,

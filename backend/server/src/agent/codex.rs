@@ -14,6 +14,7 @@ use super::{
     AgentEvent, AgentProvider, ApprovalPolicy, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply,
     TurnRequest, Usage,
 };
+use super::models::ModelInfo;
 use crate::error::Result;
 use crate::protocol::{Choice, QuestionItem, QuestionOption};
 
@@ -420,10 +421,10 @@ async fn drive(mut session: JsonLinesSession<(Value, Value)>, request: TurnReque
     loop {
         if let Some(id) = &thread {
             session.emit(AgentEvent::Session(id.clone())).await;
-            session.send(&turn_start(id, &prompt)).await;
+            session.send(&turn_start(id, &prompt, request.effort.as_deref())).await;
         }
         parser.next_turn();
-        let finish = turn(&mut session, &mut parser, &mut thread, &prompt).await;
+        let finish = turn(&mut session, &mut parser, &mut thread, &prompt, request.effort.as_deref()).await;
         let reusable = finish.status != FinishStatus::Failed && thread.is_some();
         match session.end_turn(finish, reusable).await {
             Some(next) => prompt = next,
@@ -433,9 +434,13 @@ async fn drive(mut session: JsonLinesSession<(Value, Value)>, request: TurnReque
     session.close().await;
 }
 
-fn turn_start(thread: &str, prompt: &str) -> Value {
-    json!({ "id": ID_TURN, "method": "turn/start", "params": {
-        "threadId": thread, "input": [{ "type": "text", "text": prompt }] } })
+fn turn_start(thread: &str, prompt: &str, effort: Option<&str>) -> Value {
+    let mut start = json!({ "id": ID_TURN, "method": "turn/start", "params": {
+        "threadId": thread, "input": [{ "type": "text", "text": prompt }] } });
+    if let Some(effort) = effort {
+        start["params"]["effort"] = effort.into();
+    }
+    start
 }
 
 /// One turn, until `turn/completed` (the first also opens the thread, then starts the turn).
@@ -444,6 +449,7 @@ async fn turn(
     parser: &mut Parser,
     thread: &mut Option<String>,
     prompt: &str,
+    effort: Option<&str>,
 ) -> Finish {
     let mut turn: Option<String> = None;
     let mut interrupt_wanted = false;
@@ -460,7 +466,7 @@ async fn turn(
                 }
                 Parsed::ThreadReady(id) => {
                     session.emit(AgentEvent::Session(id.clone())).await;
-                    session.send(&turn_start(&id, prompt)).await;
+                    session.send(&turn_start(&id, prompt, effort)).await;
                     *thread = Some(id);
                 }
                 Parsed::TurnStarted(id) => {
@@ -503,6 +509,86 @@ async fn turn(
             Next::Control(None) => return Finish::failed("The turn went away."),
         }
     }
+}
+
+/// How long `model/list` may take (a short-lived app-server answers from its catalogue).
+const MODEL_LIST_WAIT: Duration = Duration::from_secs(20);
+/// Most models kept from the list.
+const MAX_MODELS: usize = 64;
+
+/// The models the app-server offers (`model/list`, its bundled catalogue), asked of a
+/// short-lived `codex app-server` with `env` (its `CODEX_HOME`) in `cwd`.
+pub async fn list_models(bin: &std::path::Path, cwd: &std::path::Path, env: &[(String, String)]) -> Result<Vec<ModelInfo>> {
+    let spawned = process::spawn(bin, &["app-server".to_owned()], cwd, env, None, None)?;
+    let process::Spawned { process, mut stdin, mut lines, .. } = spawned;
+    let ask = async {
+        use tokio::io::AsyncWriteExt;
+        let requests = [
+            json!({ "id": 1, "method": "initialize", "params": { "clientInfo": { "name": "mobius", "version": env!("CARGO_PKG_VERSION") } } }),
+            json!({ "method": "initialized" }),
+            json!({ "id": 2, "method": "model/list", "params": { "limit": MAX_MODELS } }),
+        ];
+        for request in requests {
+            stdin.write_all(format!("{request}\n").as_bytes()).await?;
+        }
+        stdin.flush().await?;
+        while let Some(line) = lines.recv().await {
+            let process::Incoming::Json(msg) = process::classify(line, "Codex") else { continue };
+            if msg.get("id").and_then(Value::as_i64) != Some(2) {
+                continue;
+            }
+            if let Some(error) = msg.pointer("/error/message").and_then(Value::as_str) {
+                return Err(crate::error::Error::Internal(format!("codex model/list: {error}")));
+            }
+            return Ok(models_of(msg.pointer("/result/data").unwrap_or(&Value::Null)));
+        }
+        Err(crate::error::Error::Internal("codex app-server ended without listing its models".into()))
+    };
+    let listed = tokio::time::timeout(MODEL_LIST_WAIT, ask)
+        .await
+        .unwrap_or_else(|_| Err(crate::error::Error::Internal("codex model/list timed out".into())));
+    drop(stdin);
+    process.terminate().await;
+    listed
+}
+
+/// The visible models of a `model/list` answer.
+pub fn models_of(data: &Value) -> Vec<ModelInfo> {
+    let Some(list) = data.as_array() else { return Vec::new() };
+    list.iter()
+        .filter(|m| !m.get("hidden").and_then(Value::as_bool).unwrap_or(false))
+        .filter_map(|m| {
+            let id = m.get("model").or_else(|| m.get("id")).and_then(Value::as_str)?.to_owned();
+            let efforts = m
+                .get("supportedReasoningEfforts")
+                .and_then(Value::as_array)
+                .map(|l| l.iter().filter_map(|e| e.get("reasoningEffort").and_then(Value::as_str)).map(str::to_owned).collect())
+                .unwrap_or_default();
+            Some(ModelInfo {
+                label: m.get("displayName").and_then(Value::as_str).unwrap_or(&id).to_owned(),
+                id,
+                provider: ProviderKind::Codex,
+                available: true,
+                effort_levels: efforts,
+                default_effort: m.get("defaultReasoningEffort").and_then(Value::as_str).map(str::to_owned),
+                is_default: m.get("isDefault").and_then(Value::as_bool).unwrap_or(false),
+            })
+        })
+        .take(MAX_MODELS)
+        .collect()
+}
+
+/// What is offered when the CLI cannot be asked: the model the pinned CLI is configured with.
+pub fn fallback_models() -> Vec<ModelInfo> {
+    vec![ModelInfo {
+        id: "gpt-5.5".into(),
+        label: "GPT-5.5".into(),
+        provider: ProviderKind::Codex,
+        available: false,
+        effort_levels: ["low", "medium", "high", "xhigh"].iter().map(|e| (*e).to_owned()).collect(),
+        default_effort: Some("medium".into()),
+        is_default: false,
+    }]
 }
 
 fn interrupt(thread: &Option<String>, turn: &Option<String>) -> Value {
@@ -596,6 +682,7 @@ mod tests {
             system_prompt: "be good".into(),
             resume: Some("thr-1".into()),
             model: None,
+            effort: None,
             cwd: "/data".into(),
             env: vec![],
             approval: ApprovalPolicy::Full,

@@ -9,6 +9,7 @@
 pub mod claude;
 pub mod codex;
 pub mod fold;
+pub mod models;
 pub mod handle;
 pub mod process;
 pub mod prompt;
@@ -38,6 +39,8 @@ pub struct TurnRequest {
     /// Provider session/thread to continue, if any.
     pub resume: Option<String>,
     pub model: Option<String>,
+    /// Effort (reasoning) level; `None` leaves the CLI's default.
+    pub effort: Option<String>,
     pub cwd: PathBuf,
     /// The complete environment of the process (nothing else is inherited).
     pub env: Vec<(String, String)>,

@@ -48,6 +48,7 @@ pub async fn run(
         system_prompt,
         resume: None,
         model: provider.cheapest_model().map(str::to_owned),
+        effort: None,
         cwd,
         env,
         approval: ApprovalPolicy::Full,

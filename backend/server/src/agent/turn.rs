@@ -257,17 +257,15 @@ impl Turn<'_> {
                     .1
             }
         };
-        let model = chat
-            .agent_settings
-            .as_deref()
-            .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok())
-            .and_then(|s| s.get("model").and_then(serde_json::Value::as_str).map(str::to_owned))
-            .filter(|m| !m.is_empty());
+        // The chat's pick, else the owner's default for this provider, else the CLI's own.
+        let defaults = super::models::AgentDefaults::parse(db::owner::agent_defaults(&agents.read).await?.as_deref());
+        let pick = super::models::AgentPick::of_chat(chat.agent_settings.as_deref()).over(defaults.of(self.provider));
+        let (model, effort) = (pick.model, pick.effort);
         let prompt = messages.iter().map(Message::agent_text).collect::<Vec<_>>().join("\n\n");
         let key = WarmKey {
             provider: self.provider,
             model: model.clone(),
-            effort: None,
+            effort: effort.clone(),
             approval: self.approval,
             prompt_id: super::prompt::prompt_id(&system_prompt),
             credentials: agents.providers.credentials_stamp(self.provider),
@@ -302,6 +300,7 @@ impl Turn<'_> {
             system_prompt,
             resume: chat.session_id.clone(),
             model,
+            effort,
             cwd: agents.data_dir.clone(),
             env,
             approval: self.approval,

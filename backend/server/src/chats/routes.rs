@@ -32,8 +32,6 @@ const MAX_ANSWERS_BYTES: usize = 64 * 1024;
 const MAX_TIMEZONE_BYTES: usize = 64;
 /// Largest agent-only context a message may carry (an embedding app's `<app_state>`).
 const MAX_AGENT_CONTEXT_BYTES: usize = 16 * 1024;
-/// Longest accepted model id.
-const MAX_MODEL_BYTES: usize = 128;
 /// Runs listed by `GET /chats/{id}/runs`.
 const RUNS_LISTED: i64 = 100;
 
@@ -246,17 +244,14 @@ fn render_detail(page: &db::chats::Page, newest: bool) -> Result<Vec<u8>> {
         }
         _ => None,
     };
-    let model = chat
-        .agent_settings
-        .as_deref()
-        .and_then(|s| serde_json::from_str::<Value>(s).ok())
-        .and_then(|s| s.get("model").and_then(Value::as_str).map(str::to_owned));
+    let pick = crate::agent::models::AgentPick::of_chat(chat.agent_settings.as_deref());
     let detail = ChatDetail {
         id: &chat.id,
         title: &chat.title,
         provider: chat.provider.as_deref(),
         approval_policy: &chat.approval_policy,
-        model,
+        model: pick.model,
+        effort: pick.effort,
         session_id: chat.session_id.as_deref(),
         messages: Rows { stored: raw_rows(&page.messages)?, last },
         offset: page.offset,
@@ -283,6 +278,9 @@ struct PatchIn {
     /// `null` clears the model (provider default).
     #[serde(default, deserialize_with = "double_option")]
     model: Option<Option<String>>,
+    /// `null` clears the effort level.
+    #[serde(default, deserialize_with = "double_option")]
+    effort: Option<Option<String>>,
 }
 
 fn double_option<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<Option<String>>, D::Error> {
@@ -329,19 +327,29 @@ async fn update(
         }
         patch.settings.provider = Some(kind.id().to_owned());
     }
-    if let Some(model) = body.model {
-        let model = model.filter(|m| !m.trim().is_empty());
-        if model.as_ref().is_some_and(|m| m.len() > MAX_MODEL_BYTES || m.chars().any(char::is_whitespace)) {
-            return Err(Error::bad_request("invalid_model", "Model ids are short and have no spaces."));
+    if body.model.is_some() || body.effort.is_some() {
+        let asked = crate::agent::models::AgentPick {
+            model: body.model.clone().flatten(),
+            effort: body.effort.clone().flatten(),
         }
+        .checked()?;
         // Other agent settings (an app chat's system prompt) stay as they are.
         let current = db::chats::get(&state.db.read, &id).await?.and_then(|c| c.agent_settings);
         let mut settings: Map<String, Value> =
             current.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
-        match model {
-            Some(m) => settings.insert("model".into(), m.into()),
-            None => settings.remove("model"),
-        };
+        for (key, given, value) in
+            [("model", body.model.is_some(), asked.model), ("effort", body.effort.is_some(), asked.effort)]
+        {
+            match (given, value) {
+                (false, _) => {}
+                (true, Some(v)) => {
+                    settings.insert(key.into(), v.into());
+                }
+                (true, None) => {
+                    settings.remove(key);
+                }
+            }
+        }
         patch.settings.agent_settings = Some((!settings.is_empty()).then(|| Value::Object(settings).to_string()));
     }
     state.writer.call(|ack| WriteCommand::UpdateChat { chat_id: id, patch, ack }).await?;

@@ -21,10 +21,13 @@ pub use routes::router;
 
 use crate::agent::claude::Claude;
 use crate::agent::codex::Codex;
+use crate::agent::models::ModelInfo;
 use crate::agent::{AgentProvider, ProviderKind};
 use crate::config::Config;
 use crate::error::{Domain, Error, Result};
 
+/// A CLI's model list is asked again after this long.
+const MODEL_LIST_CACHE: Duration = Duration::from_secs(300);
 /// `--version` answers are cached this long.
 const VERSION_CACHE: Duration = Duration::from_secs(300);
 /// Longest wait for a CLI's `--version` or `login`.
@@ -77,6 +80,8 @@ pub struct Providers {
     pub(crate) oauth: oauth::ClaudeOAuth,
     device: Arc<Mutex<Option<DeviceLogin>>>,
     versions: Mutex<Option<(Instant, [Option<String>; 2])>>,
+    /// Codex's model list as its CLI last gave it.
+    codex_models: tokio::sync::Mutex<Option<(Instant, Vec<ModelInfo>)>>,
 }
 
 impl std::fmt::Debug for Providers {
@@ -99,6 +104,7 @@ impl Providers {
             oauth: oauth::ClaudeOAuth::new(config),
             device: Arc::new(Mutex::new(None)),
             versions: Mutex::new(None),
+            codex_models: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -246,6 +252,43 @@ impl Providers {
         }
         env.extend(credentials);
         Ok(env)
+    }
+
+    /// The models of `kind`: Claude's maintained list; Codex's from its CLI (`model/list`),
+    /// asked at most every [`MODEL_LIST_CACHE`] (one ask at a time), else its fallback list.
+    pub async fn models(&self, kind: ProviderKind) -> Vec<ModelInfo> {
+        match kind {
+            ProviderKind::Claude => crate::agent::claude::models(),
+            ProviderKind::Codex => {
+                let mut cached = self.codex_models.lock().await;
+                if let Some((at, list)) = cached.as_ref()
+                    && at.elapsed() < MODEL_LIST_CACHE
+                {
+                    return list.clone();
+                }
+                let list = match self.ask_codex_models().await {
+                    Ok(list) if !list.is_empty() => list,
+                    Ok(_) => crate::agent::codex::fallback_models(),
+                    Err(e) => {
+                        tracing::info!(error = %e, "Codex could not list its models; offering the fallback list");
+                        crate::agent::codex::fallback_models()
+                    }
+                };
+                *cached = Some((Instant::now(), list.clone()));
+                list
+            }
+        }
+    }
+
+    async fn ask_codex_models(&self) -> Result<Vec<ModelInfo>> {
+        let home = self.auth_dir(ProviderKind::Codex)?;
+        let s = |p: &Path| p.display().to_string();
+        let env = vec![
+            ("PATH".to_owned(), std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into())),
+            ("HOME".to_owned(), s(&home)),
+            ("CODEX_HOME".to_owned(), s(&home)),
+        ];
+        crate::agent::codex::list_models(&self.codex.bin, &home, &env).await
     }
 
     /// Installed CLI versions (`None` when missing), cached for a few minutes.

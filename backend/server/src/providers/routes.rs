@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::agent::ProviderKind;
+use crate::agent::models::AgentDefaults;
 use crate::api::ApiJson;
 use crate::auth::Owner;
 use crate::error::{Error, Result};
@@ -116,35 +117,31 @@ async fn codex_status(State(state): State<AppState>, _owner: Owner) -> Json<Valu
     Json(json!({ "status": login.status, "error": login.error }))
 }
 
-async fn models(_who: crate::chats::access::ChatCaller) -> Json<Value> {
-    Json(json!({ "providers": {
-        "claude": [
-            { "id": null, "label": "Default" },
-            { "id": "opus", "label": "Claude Opus" },
-            { "id": "sonnet", "label": "Claude Sonnet" },
-            { "id": "haiku", "label": "Claude Haiku" },
-        ],
-        "codex": [
-            { "id": null, "label": "Default" },
-            { "id": "gpt-5.5", "label": "GPT-5.5" },
-        ],
-    }}))
+async fn models(State(state): State<AppState>, _who: crate::chats::access::ChatCaller) -> Json<Value> {
+    let (claude, codex) =
+        tokio::join!(state.providers.models(ProviderKind::Claude), state.providers.models(ProviderKind::Codex));
+    Json(json!({ "providers": { "claude": claude, "codex": codex } }))
 }
 
 async fn settings(State(state): State<AppState>, _owner: Owner) -> Result<Json<Value>> {
     let [claude_version, codex_version] = state.providers.versions().await;
     let default = state.providers.default_provider(&state.db.read).await?.map(ProviderKind::id);
+    let defaults = AgentDefaults::parse(crate::db::owner::agent_defaults(&state.db.read).await?.as_deref());
     Ok(Json(json!({
         "default_provider": default,
         "claude_version": claude_version,
         "codex_version": codex_version,
         "sandbox": state.agents.sandbox.state(),
+        "agent_defaults": defaults,
+        "warm": state.agents.warm.state(),
     })))
 }
 
 #[derive(Deserialize)]
 struct SettingsIn {
     default_provider: Option<String>,
+    /// The default model and effort per provider (replaces what was stored).
+    agent_defaults: Option<AgentDefaults>,
 }
 
 async fn update_settings(
@@ -152,10 +149,16 @@ async fn update_settings(
     _owner: Owner,
     ApiJson(body): ApiJson<SettingsIn>,
 ) -> Result<Json<Value>> {
-    let provider = match body.default_provider.as_deref() {
+    let provider = body.default_provider.as_deref().map(kind).transpose()?;
+    let defaults = match body.agent_defaults {
+        Some(d) => Some(serde_json::to_string(&d.checked()?).map_err(|e| Error::Internal(e.to_string()))?),
         None => None,
-        Some(id) => Some(kind(id)?),
     };
-    state.writer.call(|ack| WriteCommand::SetDefaultProvider { provider, ack }).await?;
+    if let Some(defaults) = defaults {
+        state.writer.call(|ack| WriteCommand::SetAgentDefaults { defaults, ack }).await?;
+    }
+    if let Some(provider) = provider {
+        state.writer.call(|ack| WriteCommand::SetDefaultProvider { provider: Some(provider), ack }).await?;
+    }
     Ok(Json(json!({ "ok": true })))
 }

@@ -191,6 +191,7 @@ impl Actor {
                 | WriteCommand::RememberDevice { .. }
                 | WriteCommand::PinPrompt { .. }
                 | WriteCommand::SetDefaultProvider { .. }
+                | WriteCommand::SetAgentDefaults { .. }
                 | WriteCommand::SetMemoryEnabled { .. }
                 | WriteCommand::AppReserve { .. }
                 | WriteCommand::AppRecordApply { .. }
@@ -358,6 +359,10 @@ impl Actor {
             }
             WriteCommand::SetDefaultProvider { provider, ack } => {
                 let result = db::owner::set_default_provider(&mut self.conn, provider.map(|p| p.id()), now_ms()).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::SetAgentDefaults { defaults, ack } => {
+                let result = db::owner::set_agent_defaults(&mut self.conn, &defaults, now_ms()).await;
                 finish(batch, ack, result)
             }
             WriteCommand::AppReserve { slug, name, nonce, ack } => {
@@ -548,6 +553,7 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         | WriteCommand::DeleteChat { ack, .. }
         | WriteCommand::RecoverChat { ack, .. }
         | WriteCommand::SetDefaultProvider { ack, .. }
+        | WriteCommand::SetAgentDefaults { ack, .. }
         | WriteCommand::SetMemoryEnabled { ack, .. } => batch.complete(ack, err()),
         WriteCommand::SetNote { ack, .. } => batch.complete(ack, err()),
         WriteCommand::FinishRun { ack, .. } => batch.complete(ack, err()),

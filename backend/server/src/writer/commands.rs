@@ -239,6 +239,8 @@ pub enum WriteCommand {
     SetMemoryEnabled { on: bool, ack: Ack<()> },
     /// Sets the owner's default provider.
     SetDefaultProvider { provider: Option<ProviderKind>, ack: Ack<()> },
+    /// Sets the owner's default model and effort per provider (`AgentDefaults` as JSON).
+    SetAgentDefaults { defaults: String, ack: Ack<()> },
     /// Reserves an id for a new app (hidden until it has a bundle).
     AppReserve { slug: String, name: String, nonce: String, ack: Ack<i64> },
     /// Records a successful apply and announces it (`created` for a first build).

@@ -13,6 +13,7 @@ mod helpers;
 
 mod fixtures;
 mod memory;
+mod runtime;
 mod warm;
 
 use memory::{
@@ -20,6 +21,7 @@ use memory::{
     an_owner_turn_during_a_note_turn_is_not_held_up_by_it,
 };
 
+use runtime::a_chats_model_and_effort_reach_the_cli_and_codex_lists_its_models;
 use warm::{
     a_warm_second_turn_reuses_the_process_and_a_killed_one_falls_back_cold,
     a_warm_turn_is_stopped_and_steered_like_a_cold_one,
@@ -711,6 +713,7 @@ macro_rules! for_both {
 }
 
 for_both!(
+    a_chats_model_and_effort_reach_the_cli_and_codex_lists_its_models,
     a_warm_second_turn_reuses_the_process_and_a_killed_one_falls_back_cold,
     a_warm_turn_is_stopped_and_steered_like_a_cold_one,
     a_note_is_written_after_idle_titles_the_chat_and_primes_new_chats,

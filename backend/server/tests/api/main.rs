@@ -16,6 +16,7 @@ mod platform;
 mod providers;
 mod push;
 mod release_db;
+mod runtime;
 mod search;
 mod storage;
 mod telemetry;

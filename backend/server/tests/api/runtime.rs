@@ -1,0 +1,107 @@
+//! The agent runtime around a turn, with fake CLIs: models and effort (the list, the owner's
+//! default per provider, a chat's own pick, what the CLI is started with).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, assert_error, script};
+
+/// A one-turn Claude imitation that appends its arguments, one per line, to
+/// `DATA_DIR/agent-args.txt` (a blank line ends each run).
+fn recording_claude(dir: &Path) -> PathBuf {
+    script(
+        dir,
+        "fake-claude",
+        r#"for a in "$@"; do printf '%s\n' "$a" >> "$MOBIUS_DATA_DIR/agent-args.txt"; done
+printf '\n' >> "$MOBIUS_DATA_DIR/agent-args.txt"
+IFS= read -r init
+IFS= read -r user
+printf '{"type":"system","subtype":"init","session_id":"s1"}\n'
+printf '{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"ok"}]},"session_id":"s1"}\n'
+printf '{"type":"result","subtype":"success","is_error":false,"session_id":"s1","total_cost_usd":0.02,"usage":{"input_tokens":11,"output_tokens":13,"cache_read_input_tokens":3,"cache_creation_input_tokens":2}}\n'
+cat >/dev/null"#,
+    )
+}
+
+async fn app_recording() -> (TestApp, String) {
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let bin = recording_claude(dir.path());
+    let app = TestApp::spawn_in(dir, |c| c.claude_bin = bin).await;
+    let token = app.setup_owner().await;
+    app.connect_claude(&token).await;
+    (app, token)
+}
+
+/// The arguments of each CLI run so far.
+fn runs(app: &TestApp) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(app.data_dir().join("agent-args.txt")).unwrap_or_default();
+    text.split("\n\n").filter(|r| !r.trim().is_empty()).map(|r| r.lines().map(str::to_owned).collect()).collect()
+}
+
+fn flag(args: &[String], name: &str) -> Option<String> {
+    args.iter().position(|a| a == name).map(|i| args[i + 1].clone())
+}
+
+async fn completed_turn(app: &TestApp, token: &str, chat: &str, cid: &str) {
+    let mut stream = app.stream(token, chat, None).await;
+    assert_eq!(app.send(token, chat, "hello", cid).await["status"], "started");
+    let done = stream.until("done", 30).await;
+    assert_eq!(done.last().expect("done").data["status"], "completed");
+}
+
+#[tokio::test]
+async fn models_come_with_their_effort_levels_and_a_missing_cli_gives_the_fallback_list() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    let models: Value = app.get("/api/models", Some(&token)).await.json().await.expect("json");
+    let claude = models["providers"]["claude"].as_array().expect("claude");
+    let ids: Vec<&str> = claude.iter().filter_map(|m| m["id"].as_str()).collect();
+    assert_eq!(ids, vec!["opus", "sonnet", "haiku"]);
+    assert_eq!(claude[0]["effort_levels"], json!(["low", "medium", "high", "xhigh", "max"]));
+    assert_eq!(claude[0]["provider"], "claude");
+    let codex = models["providers"]["codex"].as_array().expect("codex");
+    assert!(!codex.is_empty());
+    assert_eq!(codex[0]["available"], false, "no codex CLI here: the maintained list, marked so");
+}
+
+#[tokio::test]
+async fn a_chats_model_and_effort_win_over_the_owners_default_and_reach_the_cli() {
+    let (app, token) = app_recording().await;
+    // No pick anywhere: the CLI's own defaults.
+    app.chat(&token, "a").await;
+    completed_turn(&app, &token, "a", "m1").await;
+    let first = runs(&app).pop().expect("a run");
+    assert_eq!((flag(&first, "--model"), flag(&first, "--effort")), (None, None));
+
+    // The owner's default for Claude.
+    let defaults = json!({ "agent_defaults": { "claude": { "model": "sonnet", "effort": "high" }, "codex": {} } });
+    assert_eq!(app.post("/api/settings", defaults, Some(&token)).await.status(), StatusCode::OK);
+    let settings: Value = app.get("/api/settings", Some(&token)).await.json().await.expect("json");
+    assert_eq!(settings["agent_defaults"]["claude"], json!({ "model": "sonnet", "effort": "high" }));
+    completed_turn(&app, &token, "a", "m2").await;
+    let second = runs(&app).pop().expect("a run");
+    assert_eq!((flag(&second, "--model").as_deref(), flag(&second, "--effort").as_deref()), (Some("sonnet"), Some("high")));
+
+    // The chat's own pick (the effort only: the model stays the default's).
+    let r = app.client.patch(app.url("/api/chats/a")).bearer_auth(&token).json(&json!({ "effort": "low" })).send().await;
+    assert_eq!(r.expect("patch").status(), StatusCode::OK);
+    let detail = app.detail(&token, "a").await;
+    assert_eq!((detail["model"].clone(), detail["effort"].clone()), (Value::Null, json!("low")));
+    completed_turn(&app, &token, "a", "m3").await;
+    let third = runs(&app).pop().expect("a run");
+    assert_eq!((flag(&third, "--model").as_deref(), flag(&third, "--effort").as_deref()), (Some("sonnet"), Some("low")));
+
+    // Bad picks are refused with their code; nothing is stored.
+    let bad = app.client.patch(app.url("/api/chats/a")).bearer_auth(&token).json(&json!({ "effort": "--yolo" })).send().await;
+    assert_error(bad.expect("patch"), StatusCode::BAD_REQUEST, "invalid_effort").await;
+    let bad = json!({ "agent_defaults": { "claude": { "model": "two words" } } });
+    assert_error(app.post("/api/settings", bad, Some(&token)).await, StatusCode::BAD_REQUEST, "invalid_model").await;
+    assert_eq!(app.detail(&token, "a").await["effort"], "low");
+    // `null` clears the chat's pick.
+    let r = app.client.patch(app.url("/api/chats/a")).bearer_auth(&token).json(&json!({ "effort": null })).send().await;
+    assert_eq!(r.expect("patch").status(), StatusCode::OK);
+    assert_eq!(app.detail(&token, "a").await["effort"], Value::Null);
+}
