@@ -52,6 +52,8 @@ export interface ChatPatch {
   provider?: "claude" | "codex";
   /** null goes back to the provider's default model. */
   model?: string | null;
+  /** null goes back to the default effort. */
+  effort?: string | null;
 }
 
 export function patchChat(id: string, patch: ChatPatch): Promise<{ ok: boolean }> {

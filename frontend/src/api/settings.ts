@@ -1,7 +1,7 @@
 //! Typed calls for providers, models, settings and the version, with their query keys.
 
 import { apiFetch } from "./client";
-import type { ModelsList, ProviderId, ProviderInfo, ProvidersStatus, VersionInfo } from "./types";
+import type { AgentPick, ModelsList, ProviderId, ProviderInfo, ProvidersStatus, VersionInfo } from "./types";
 
 export const providersKey = ["providers"] as const;
 export const providersStatusKey = ["providers", "status"] as const;
@@ -12,11 +12,17 @@ export const versionKey = ["version"] as const;
 /** What confines the agent's processes on this server (`GET /api/settings`). */
 export type SandboxState = { mode: "landlock"; abi: number } | { mode: "off"; reason: string };
 
+/** The owner's default model and effort per provider. */
+export type AgentDefaults = Partial<Record<ProviderId, AgentPick>>;
+
 export interface Settings {
   default_provider: ProviderId | null;
   claude_version?: string | null;
   codex_version?: string | null;
   sandbox?: SandboxState;
+  agent_defaults?: AgentDefaults;
+  /** CLI processes kept between a chat's turns. */
+  warm?: { max: number; idle_secs: number; parked: number };
 }
 
 export const fetchProviders = () => apiFetch<ProviderInfo[]>("/api/auth/providers");
@@ -25,8 +31,13 @@ export const fetchModels = () => apiFetch<ModelsList>("/api/models");
 export const fetchSettings = () => apiFetch<Settings>("/api/settings");
 export const fetchVersion = () => apiFetch<VersionInfo>("/api/version");
 
-export function saveSettings(body: { default_provider: ProviderId }): Promise<unknown> {
+export function saveSettings(body: { default_provider?: ProviderId; agent_defaults?: AgentDefaults }): Promise<unknown> {
   return apiFetch("/api/settings", { method: "POST", body });
+}
+
+/** A model's short name for a chip ("Claude Sonnet" → "Sonnet", "GPT-5.5" stays). */
+export function shortModel(label: string): string {
+  return label.replace(/^Claude\s+/, "");
 }
 
 /** `checked: false` with a `warning` when the provider could not be asked (the key is saved). */

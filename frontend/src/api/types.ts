@@ -47,7 +47,7 @@ export type QuestionAnswers = Choices;
 /** The part of a chat detail the chat view folds (and caches back): `GET /api/chats/{id}` sends
  * the whole [`ChatDetail`]; settings the view does not show are optional here. */
 export type ChatPage = Omit<ChatDetail, ChatSettingsKey> & Partial<Pick<ChatDetail, ChatSettingsKey>>;
-type ChatSettingsKey = "approval_policy" | "model" | "session_id" | "pinned_at" | "created_at" | "updated_at";
+type ChatSettingsKey = "approval_policy" | "model" | "effort" | "session_id" | "pinned_at" | "created_at" | "updated_at";
 
 /** A queued message: the owner's, so it always has its cid. */
 export type PendingMessage = Message & { cid: Cid };
@@ -71,9 +71,29 @@ export interface ProvidersStatus {
   providers: Partial<Record<ProviderId, { connected: boolean; method?: string | null }>>;
 }
 
+/** One model a provider offers (`GET /api/models`). */
+export interface ModelInfo {
+  id: string;
+  label: string;
+  provider: ProviderId;
+  /** False when the CLI could not be asked (a maintained fallback entry). */
+  available: boolean;
+  /** Effort levels the model takes, lowest first (empty: none). */
+  effort_levels: string[];
+  default_effort: string | null;
+  /** The model the CLI runs when none is picked. */
+  is_default: boolean;
+}
+
 /** `GET /api/models`. */
 export interface ModelsList {
-  providers: Partial<Record<ProviderId, { id: string | null; label: string }[]>>;
+  providers: Partial<Record<ProviderId, ModelInfo[]>>;
+}
+
+/** A model and effort; absent fields fall back (owner default, then the CLI's own). */
+export interface AgentPick {
+  model?: string | null;
+  effort?: string | null;
 }
 
 /** `GET /api/version`. */

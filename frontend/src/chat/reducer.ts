@@ -36,6 +36,7 @@ export interface ChatState {
   title: string;
   provider: ProviderId | null;
   model: string | null;
+  effort: string | null;
   /** Durable history (and optimistic user rows), oldest first; `offset` is messages[0]'s index. */
   messages: ChatMessage[];
   offset: number;
@@ -84,6 +85,7 @@ export function emptyChat(id: string): ChatState {
     title: "",
     provider: null,
     model: null,
+    effort: null,
     messages: [],
     offset: 0,
     total: 0,
@@ -142,6 +144,7 @@ export function fromDetail(detail: ChatPage, previous?: ChatState): ChatState {
       title: detail.title,
       provider: detail.provider,
       model: detail.model ?? null,
+      effort: detail.effort ?? null,
       messages,
       offset,
       total: detail.total,
@@ -601,6 +604,7 @@ export function toDetail(state: ChatState): ChatPage {
     title: state.title,
     provider: state.provider,
     model: state.model,
+    effort: state.effort,
     messages,
     offset: state.offset,
     total: state.total,

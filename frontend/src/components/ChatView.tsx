@@ -28,6 +28,7 @@ import { useOnline } from "../shell/online";
 import { Composer } from "./Composer";
 import { Icon } from "./Icon";
 import { MessageRow } from "./MessageRow";
+import { ModelPicker } from "./ModelPicker";
 import { ProviderHint } from "./ProviderHint";
 import { QueueTray } from "./QueueTray";
 
@@ -554,6 +555,7 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
           onStop={() => (queue.length > 0 ? setStopChoice(true) : void chat.stop())}
           onBeforeSend={beforeSend}
           restore={restore}
+          accessory={<ModelPicker chatId={chatId} provider={state.provider} model={state.model} effort={state.effort} disabled={!online} />}
         />
       </div>
     </div>

@@ -3,7 +3,7 @@
 //! While a turn runs Stop stays beside the primary button, which queues typed text, or steers
 //! the queued messages in when the box is empty; Ctrl/Cmd+Enter steers typed text in at once.
 
-import { useEffect, useId, useLayoutEffect, useRef, useState, type KeyboardEvent } from "react";
+import { useEffect, useId, useLayoutEffect, useRef, useState, type KeyboardEvent, type ReactNode } from "react";
 import { composerButtons, enterAction } from "../chat/queue";
 import { loadDraft, saveDraft } from "../chat/persist";
 import { Icon } from "./Icon";
@@ -30,6 +30,10 @@ export interface ComposerProps {
   onBeforeSend?: () => void;
   /** Text handed back from elsewhere (a queued message that could not be steered); a new id adds it. */
   restore?: { id: number; text: string } | null;
+  /** Shown beside the buttons (the model and effort picker). */
+  accessory?: ReactNode;
+  /** Shown above the box (a note such as a plan limit close by). */
+  notice?: ReactNode;
 }
 
 const MAX_HEIGHT_PX = 220;
@@ -57,6 +61,8 @@ export function Composer({
   onStop,
   onBeforeSend,
   restore,
+  accessory,
+  notice,
 }: ComposerProps) {
   const [text, setText] = useState(() => loadDraft(owner, chatId));
   const [restoredId, setRestoredId] = useState(restore?.id ?? 0);
@@ -118,6 +124,7 @@ export function Composer({
         void submit(false);
       }}
     >
+      {notice}
       <div className="composer-box" data-disabled={offline || undefined}>
         <label className="visually-hidden" htmlFor={`${hintId}-input`}>
           Message
@@ -136,6 +143,7 @@ export function Composer({
           aria-keyshortcuts={running && onSteer ? "Control+Enter Meta+Enter" : undefined}
         />
         <div className="composer-actions">
+          {accessory}
           {buttons.stop && (
             <button
               type="button"

@@ -26,12 +26,14 @@ import {
   startCodexLogin,
   submitClaudeCode,
   versionKey,
+  type AgentDefaults,
 } from "../api/settings";
 import type { ApprovalPolicy } from "../api/protocol.gen";
-import type { ProviderId, ProviderInfo, ProvidersStatus } from "../api/types";
+import type { AgentPick, ModelInfo, ProviderId, ProviderInfo, ProvidersStatus } from "../api/types";
 import { setTheme, useTheme, type ThemeChoice } from "../shell/theme";
 import { Icon } from "./Icon";
 import { MemorySection } from "./MemorySettings";
+import { effortLevels } from "./ModelPicker";
 
 const toPolicy = (value: string): ApprovalPolicy => (value === "ask" || value === "workspace" ? value : "full");
 import NotificationSettings from "./NotificationSettings";
@@ -427,6 +429,11 @@ function DefaultsSection({ providers, status, activeChatId }: { providers: Provi
           ))}
         </select>
       </div>
+      {providers
+        .filter((p) => status?.providers[p.id]?.connected)
+        .map((p) => (
+          <ProviderDefaults key={p.id} provider={p} models={models.data?.providers[p.id] ?? []} />
+        ))}
       {activeChatId && chat.data && (
         <div className="setting-row">
           <label htmlFor={modelId}>
@@ -440,13 +447,11 @@ function DefaultsSection({ providers, status, activeChatId }: { providers: Provi
             disabled={modelList.length === 0 || saveModel.isPending}
           >
             <option value="">Default</option>
-            {modelList.flatMap((m) =>
-              m.id ? [
-                <option key={m.id} value={m.id}>
-                  {m.label}
-                </option>,
-              ] : [],
-            )}
+            {modelList.map((m) => (
+              <option key={m.id} value={m.id}>
+                {m.label}
+              </option>
+            ))}
           </select>
         </div>
       )}
@@ -474,6 +479,60 @@ function DefaultsSection({ providers, status, activeChatId }: { providers: Provi
         </p>
       )}
     </section>
+  );
+}
+
+/** The model and effort new turns of `provider` run with when a chat picks none. */
+function ProviderDefaults({ provider, models }: { provider: ProviderInfo; models: ModelInfo[] }) {
+  const queryClient = useQueryClient();
+  const settings = useQuery({ queryKey: settingsKey, queryFn: fetchSettings, retry: false });
+  const defaults: AgentDefaults = settings.data?.agent_defaults ?? {};
+  const pick = defaults[provider.id] ?? {};
+  const save = useMutation({
+    mutationFn: (next: AgentPick) => saveSettings({ agent_defaults: { ...defaults, [provider.id]: next } }),
+    onSettled: () => queryClient.invalidateQueries({ queryKey: settingsKey }),
+  });
+  const modelId = useId();
+  const effortId = useId();
+  const levels = effortLevels(models, pick.model ?? null);
+  return (
+    <>
+      <div className="setting-row">
+        <label htmlFor={modelId}>{provider.name}: default model</label>
+        <select
+          id={modelId}
+          className="select"
+          value={pick.model ?? ""}
+          disabled={!settings.data || save.isPending}
+          onChange={(e) => save.mutate({ model: e.target.value || null, effort: pick.effort ?? null })}
+        >
+          <option value="">The CLI's default</option>
+          {models.map((m) => (
+            <option key={m.id} value={m.id}>
+              {m.label}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div className="setting-row">
+        <label htmlFor={effortId}>{provider.name}: default effort</label>
+        <select
+          id={effortId}
+          className="select"
+          value={pick.effort ?? ""}
+          disabled={!settings.data || save.isPending || (levels.length === 0 && !pick.effort)}
+          onChange={(e) => save.mutate({ model: pick.model ?? null, effort: e.target.value || null })}
+        >
+          <option value="">The CLI's default</option>
+          {[...new Set([...levels, ...(pick.effort ? [pick.effort] : [])])].map((level) => (
+            <option key={level} value={level}>
+              {level}
+            </option>
+          ))}
+        </select>
+      </div>
+      {save.isError && <p className="settings-error" role="alert">{errorText(save.error)}</p>}
+    </>
   );
 }
 
