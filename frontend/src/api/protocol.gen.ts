@@ -21,7 +21,7 @@ export type ApprovalPolicy = "full" | "workspace" | "ask";
 
 export type Role = "user" | "assistant";
 
-export type Message = { role: Role, content: string, /** Unix milliseconds. */ ts: number, cid?: Cid | null, /** Sent to the agent but not shown (answers delivered after a restart). */ hidden?: boolean, blocks?: Array<Block> | null, run_id?: RunId | null, /** The owner's time zone when they sent it (IANA name). */ timezone?: string | null, attachments?: unknown[], /** Text for the agent only, not shown as the message (an embedding app's `<app_state>`). */ agent_context?: string | null, /** Only on the chat detail: the running turn's assistant message, still being written. */ live?: boolean, };
+export type Message = { role: Role, content: string, /** Unix milliseconds. */ ts: number, cid?: Cid | null, /** Sent to the agent but not shown (answers delivered after a restart). */ hidden?: boolean, blocks?: Array<Block> | null, run_id?: RunId | null, /** The owner's time zone when they sent it (IANA name). */ timezone?: string | null, attachments?: unknown[], /** Text for the agent only, not shown as the message (an embedding app's `<app_state>`). */ agent_context?: string | null, /** Only on the chat detail: the running turn's assistant message, still being written. */ live?: boolean, /** What the turn used (on a turn's last assistant message). */ usage?: RunUsage | null, };
 
 export type Block = { "type": "text", content: string, item_id: string, } | { "type": "thinking", content: string, item_id: string, } | { "type": "tool" } & ToolBlock | { "type": "question" } & QuestionCard | { "type": "error", message: string, /** Sending a message continues where the turn left off. */ resumable?: boolean | null, /** What the owner must do first (a retry cannot work until then). */ fix?: ErrorFix | null, };
 
@@ -50,6 +50,14 @@ export type Answers = ApprovalAnswers | { [key in string]: Choice };
 export type RunStatus = "completed" | "failed" | "stopped" | "interrupted";
 
 export type TokenCounts = { input_tokens: number | null, output_tokens: number | null, cache_read_tokens: number | null, cache_write_tokens: number | null, };
+
+export type RunUsage = { input_tokens?: number | null, output_tokens?: number | null, cache_read_tokens?: number | null, cache_write_tokens?: number | null, /** What the provider said the turn cost (Claude Code reports it; Codex does not). */ cost_usd?: number | null, };
+
+export type PlanWindow = { /** `five_hour`, `seven_day`, … (Claude) or `primary`, `secondary` (Codex). */ id: string, /** "5-hour", "Weekly", … */ label: string, /** Share of the window used, 0–100. */ used_percent?: number | null, /** When the window resets (unix ms). */ resets_at?: number | null, /** `allowed`, `allowed_warning` or `rejected` where the provider says. */ status?: string | null, };
+
+export type PauseKind = "usage_limit" | "restart";
+
+export type Pause = { kind: PauseKind, /** When the chat continues by itself (unix ms); `None`: it waits for the owner. */ resumes_at?: number | null, };
 
 export type ChatEvent = { "type": "user_message", message: Message, } | { "type": "run_started", run_id: RunId, ts?: number | null, } | { "type": "text", content: string, item_id: string, } | { "type": "text_final", content: string, item_id: string, } | { "type": "thinking", content: string, item_id: string, } | { "type": "tool_start", tool_use_id: string, tool: string, input: string, } | { "type": "tool_output", tool_use_id: string, content: string, append?: boolean, output_truncated?: boolean, output_full_len?: number, output_exit_code?: number | null, } | { "type": "tool_end", tool_use_id: string, is_error: boolean, interrupted?: boolean, } | { "type": "question" } & QuestionCard | { "type": "answers_applied", question_id: QuestionId, answers: Answers, } | { "type": "queue_changed", pending: Array<Message>, } | { "type": "queued_turn_starting", run_id: RunId, messages: Array<Message>, } | { "type": "steered_into_turn", run_id: RunId, message: Message, sealed: boolean, } | { "type": "done", run_id: RunId, status: RunStatus, usage: TokenCounts, cost_usd: number | null, error: string | null, } | { "type": "chat_renamed", title: string, } | { "type": "chat_deleted" } | { "type": "app_updated", app_id: number, slug: string, name: string, created: boolean, } | { "type": "error", message: string, resumable?: boolean | null, fix?: ErrorFix | null, } | { "type": "retrying", attempt: number, max_retries: number, /** The provider's short reason (`overloaded`, `rate_limit`, HTTP 529). */ reason: string, };
 

@@ -16,8 +16,10 @@ import type {
   ProviderId,
   QuestionAnswers,
   RunStatus,
+  RunUsage,
   SendResult,
   StreamEvent,
+  TokenCounts,
   ToolBlock,
 } from "../api/types";
 
@@ -394,7 +396,7 @@ function foldEvent(state: ChatState, event: JournalEntry, now: number): ChatStat
           blocks.some((b) => b.type === "error") ? blocks : [...blocks, { type: "error", message: error }],
         );
       }
-      next = promote(next, event.status);
+      next = promote(next, event.status, usageOf(event.usage, event.cost_usd));
       return {
         ...next,
         running: false,
@@ -448,10 +450,21 @@ function appendSealed(state: ChatState, row: ChatMessage): ChatState {
 }
 
 /** Moves the live message into history: same row, same run_id, so the view keeps its DOM. */
-function promote(state: ChatState, status: RunStatus): ChatState {
+/** What a `done` says the turn used, as stored on its reply (`undefined` when nothing). */
+export function usageOf(counts: TokenCounts | undefined, cost: number | null | undefined): RunUsage | undefined {
+  const usage: RunUsage = {};
+  if (typeof counts?.input_tokens === "number") usage.input_tokens = counts.input_tokens;
+  if (typeof counts?.output_tokens === "number") usage.output_tokens = counts.output_tokens;
+  if (typeof counts?.cache_read_tokens === "number") usage.cache_read_tokens = counts.cache_read_tokens;
+  if (typeof counts?.cache_write_tokens === "number") usage.cache_write_tokens = counts.cache_write_tokens;
+  if (typeof cost === "number") usage.cost_usd = cost;
+  return Object.keys(usage).length > 0 ? usage : undefined;
+}
+
+function promote(state: ChatState, status: RunStatus, usage?: RunUsage): ChatState {
   const live = state.live;
   if (!live) return state;
-  const final = sealed(live, status);
+  const final = usage ? { ...sealed(live, status), usage } : sealed(live, status);
   // Only the run's row since the last user row is this live message; earlier rows of the same
   // run are parts sealed by steering and stay.
   let existing = -1;

@@ -5,12 +5,29 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useId, useState, type FormEvent } from "react";
 import { ApiError } from "../api/client";
 import { fetchNote, noteKey, saveNote, type NoteAnswer } from "../api/memory";
+import { apiFetch } from "../api/client";
+import { compactCount, dollars } from "./MessageRow";
 import { Sheet } from "./Sheet";
 
 const errorText = (error: unknown) => (error instanceof ApiError ? error.message : "Something went wrong.");
 
+/** `GET /api/chats/{id}/usage`: what the chat's turns used in all. */
+interface ChatUsage {
+  turns: number;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  cost_usd: number;
+}
+
 export function ChatInfo({ chatId, title, onClose }: { chatId: string; title: string; onClose: () => void }) {
   const queryClient = useQueryClient();
+  const usage = useQuery({
+    queryKey: ["chat-usage", chatId],
+    queryFn: () => apiFetch<ChatUsage>(`/api/chats/${encodeURIComponent(chatId)}/usage`),
+    retry: false,
+  });
   const note = useQuery({ queryKey: noteKey(chatId), queryFn: () => fetchNote(chatId), retry: false });
   const [digest, setDigest] = useState<string | null>(null);
   const [summary, setSummary] = useState<string | null>(null);
@@ -43,6 +60,14 @@ export function ChatInfo({ chatId, title, onClose }: { chatId: string; title: st
             ? `Edited by you · ${new Date(stored.updated_at).toLocaleString()}`
             : `Written by the agent · covers ${stored.source_count} messages · ${new Date(stored.updated_at).toLocaleString()}`}
       </p>
+      {usage.data && usage.data.turns > 0 && (
+        <p className="settings-lead" data-chat-usage>
+          {usage.data.turns} {usage.data.turns === 1 ? "turn" : "turns"} ·{" "}
+          {compactCount(usage.data.input_tokens + usage.data.cache_read_tokens + usage.data.cache_write_tokens)} tokens in ·{" "}
+          {compactCount(usage.data.output_tokens)} out
+          {usage.data.cost_usd > 0 ? ` · ${dollars(usage.data.cost_usd)}` : ""}
+        </p>
+      )}
       {note.isError && (
         <p className="settings-error" role="alert">
           Couldn't load the note: {errorText(note.error)}

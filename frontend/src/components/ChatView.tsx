@@ -29,6 +29,7 @@ import { Composer } from "./Composer";
 import { Icon } from "./Icon";
 import { MessageRow } from "./MessageRow";
 import { ModelPicker } from "./ModelPicker";
+import { LimitNotice } from "./LimitNotice";
 import { ProviderHint } from "./ProviderHint";
 import { QueueTray } from "./QueueTray";
 
@@ -555,6 +556,7 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
           onStop={() => (queue.length > 0 ? setStopChoice(true) : void chat.stop())}
           onBeforeSend={beforeSend}
           restore={restore}
+          notice={state.provider && <LimitNotice provider={state.provider} turns={state.total + (state.running ? 1 : 0)} />}
           accessory={<ModelPicker chatId={chatId} provider={state.provider} model={state.model} effort={state.effort} disabled={!online} />}
         />
       </div>

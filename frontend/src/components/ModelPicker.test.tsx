@@ -51,7 +51,7 @@ describe("the model chip", () => {
     fireEvent.change(screen.getByLabelText("Effort"), { target: { value: "high" } });
     await waitFor(() => expect(calls.some((c) => c.key === "PATCH /api/chats/c1")).toBe(true));
     const patch = calls.find((c) => c.key === "PATCH /api/chats/c1");
-    expect(JSON.parse(String(patch?.init.body))).toEqual({ model: null, effort: "high" });
+    expect(JSON.parse(patch?.init.body as string)).toEqual({ model: null, effort: "high" });
     expect(screen.getByRole("button", { name: "Model and effort: Opus · high" })).toBeTruthy();
   });
 });

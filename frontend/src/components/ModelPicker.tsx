@@ -50,7 +50,12 @@ export function ModelPicker({ chatId, provider, model, effort, disabled = false 
   const panelRef = useRef<HTMLDivElement>(null);
   const id = useId();
 
-  useEffect(() => setPick({ model, effort }), [chatId, model, effort]);
+  // A new chat, or the chat's pick changed elsewhere: show it.
+  const [shown, setShown] = useState({ chatId, model, effort });
+  if (shown.chatId !== chatId || shown.model !== model || shown.effort !== effort) {
+    setShown({ chatId, model, effort });
+    setPick({ model, effort });
+  }
   useEffect(() => {
     if (!open) return;
     const close = (event: PointerEvent) => {

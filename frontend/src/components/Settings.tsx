@@ -26,6 +26,9 @@ import {
   startCodexLogin,
   submitClaudeCode,
   versionKey,
+  fetchProviderUsage,
+  providerUsageKey,
+  resetTime,
   type AgentDefaults,
 } from "../api/settings";
 import type { ApprovalPolicy } from "../api/protocol.gen";
@@ -432,7 +435,10 @@ function DefaultsSection({ providers, status, activeChatId }: { providers: Provi
       {providers
         .filter((p) => status?.providers[p.id]?.connected)
         .map((p) => (
-          <ProviderDefaults key={p.id} provider={p} models={models.data?.providers[p.id] ?? []} />
+          <div key={p.id}>
+            <ProviderDefaults provider={p} models={models.data?.providers[p.id] ?? []} />
+            <PlanWindows provider={p} />
+          </div>
         ))}
       {activeChatId && chat.data && (
         <div className="setting-row">
@@ -479,6 +485,32 @@ function DefaultsSection({ providers, status, activeChatId }: { providers: Provi
         </p>
       )}
     </section>
+  );
+}
+
+/** The plan's windows the provider's CLI last reported (nothing until a turn ran on a plan that
+ *  reports them: Claude subscriptions, Codex). */
+function PlanWindows({ provider }: { provider: ProviderInfo }) {
+  const usage = useQuery({ queryKey: providerUsageKey(provider.id), queryFn: () => fetchProviderUsage(provider.id), retry: false });
+  const windows = usage.data?.windows ?? [];
+  if (windows.length === 0) return null;
+  const now = usage.dataUpdatedAt;
+  return (
+    <div className="setting-stack" data-plan={provider.id}>
+      <p className="settings-lead">{provider.name} plan usage</p>
+      <ul className="plan-windows">
+        {windows.map((w) => (
+          <li key={w.id}>
+            <span>{w.label}</span>
+            <meter min={0} max={100} value={w.used_percent ?? 0} aria-label={`${w.label} used`} />
+            <span>
+              {w.status === "rejected" ? "limit reached" : `${Math.round(w.used_percent ?? 0)}%`}
+              {w.resets_at ? ` · resets ${resetTime(w.resets_at, now)}` : ""}
+            </span>
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }
 

@@ -14,6 +14,8 @@ use super::{
     Usage, summarize_input,
 };
 use super::models::ModelInfo;
+use super::LimitHit;
+use crate::protocol::PlanWindow;
 use crate::error::Result;
 use crate::protocol::QuestionItem;
 
@@ -142,6 +144,19 @@ pub struct Parser {
     session: Option<String>,
     /// Set when the host sent `interrupt`; the error result that follows is a stop, not a failure.
     pub interrupt_sent: bool,
+    /// A rate-limit event said `rejected`, with the reset (unix ms) when it gave one.
+    rejected: Option<Option<i64>>,
+}
+
+/// How the owner reads a Claude plan window's id.
+fn window_label(id: &str) -> String {
+    match id {
+        "five_hour" => "5-hour".to_owned(),
+        "seven_day" => "Weekly".to_owned(),
+        "seven_day_opus" => "Weekly (Opus)".to_owned(),
+        "seven_day_sonnet" => "Weekly (Sonnet)".to_owned(),
+        other => other.replace('_', " "),
+    }
 }
 
 impl Parser {
@@ -173,6 +188,7 @@ impl Parser {
                 return Parsed::OtherRequest { request_id };
             }
             "result" => return Parsed::Finished(self.result(line)),
+            "rate_limit_event" => events.append(&mut self.rate_limit(line)),
             "system" if str_at(line, &["subtype"]) == "api_retry" => {
                 return match self.api_retry(line) {
                     Parsed::Events(mut retry) => {
@@ -249,6 +265,10 @@ impl Parser {
             (true, false) => FinishStatus::Failed,
         };
         let error = (status == FinishStatus::Failed).then(|| result_error(line));
+        // A refusal on the plan's limit: the rate-limit event before it says until when.
+        let limited = status == FinishStatus::Failed
+            && (line.get("api_error_status").and_then(Value::as_i64) == Some(429) || self.rejected.is_some());
+        let limit = limited.then(|| LimitHit { resets_at: self.rejected.flatten() });
         Finish {
             status,
             error,
@@ -256,7 +276,40 @@ impl Parser {
             cost_usd: line.get("total_cost_usd").and_then(Value::as_f64),
             session_id: line.get("session_id").and_then(Value::as_str).map(str::to_owned).or(self.session.clone()),
             fix: None,
+            limit,
         }
+    }
+
+    /// `rate_limit_event` (subscription logins only): the plan's windows; a `rejected` status
+    /// is remembered for the error result that follows.
+    fn rate_limit(&mut self, line: &Value) -> Vec<AgentEvent> {
+        let info = line.get("rate_limit_info").unwrap_or(&Value::Null);
+        let status = info.get("status").and_then(Value::as_str).map(str::to_owned);
+        let secs_to_ms = |v: Option<&Value>| v.and_then(Value::as_i64).map(|s| s.saturating_mul(1000));
+        if status.as_deref() == Some("rejected") {
+            self.rejected = Some(secs_to_ms(info.get("resetsAt")));
+        }
+        let mut windows = Vec::new();
+        if let Some(unified) = info.get("unifiedWindows").and_then(Value::as_object) {
+            for (id, w) in unified {
+                windows.push(PlanWindow {
+                    id: id.clone(),
+                    label: window_label(id),
+                    used_percent: w.get("utilization").and_then(Value::as_f64).map(|u| (u * 100.0).clamp(0.0, 100.0)),
+                    resets_at: secs_to_ms(w.get("resetsAt")),
+                    status: w.get("status").and_then(Value::as_str).map(str::to_owned).or_else(|| status.clone()),
+                });
+            }
+        } else if let Some(kind) = info.get("rateLimitType").and_then(Value::as_str) {
+            windows.push(PlanWindow {
+                id: kind.to_owned(),
+                label: window_label(kind),
+                used_percent: info.get("utilization").and_then(Value::as_f64).map(|u| (u * 100.0).clamp(0.0, 100.0)),
+                resets_at: secs_to_ms(info.get("resetsAt")),
+                status,
+            });
+        }
+        if windows.is_empty() { Vec::new() } else { vec![AgentEvent::Limits(windows)] }
     }
 
     /// `system/api_retry`: Claude Code retries every failed request up to ten times with a
@@ -630,6 +683,33 @@ mod tests {
                 AgentEvent::Retrying { attempt: 2, max_retries: 10, reason } if reason == "overloaded"))),
             _ => panic!("an overloaded model is retried"),
         }
+    }
+
+    #[test]
+    fn rate_limit_events_give_the_plan_windows_and_a_refusal_its_reset() {
+        let mut parser = Parser::default();
+        let event = json!({"type":"rate_limit_event","rate_limit_info":{"status":"allowed","resetsAt":1796404688,
+            "rateLimitType":"five_hour","unifiedWindows":{"five_hour":{"utilization":0.91,"resetsAt":1796404688},
+            "seven_day":{"utilization":0.42,"resetsAt":1796487488}}},"session_id":"s1"});
+        let Parsed::Events(events) = parser.parse(&event) else { panic!("events") };
+        let windows = events.iter().find_map(|e| match e {
+            AgentEvent::Limits(w) => Some(w.clone()),
+            _ => None,
+        });
+        let windows = windows.expect("windows");
+        let five = windows.iter().find(|w| w.id == "five_hour").expect("5-hour");
+        assert_eq!((five.label.as_str(), five.resets_at), ("5-hour", Some(1_796_404_688_000)));
+        assert!(five.used_percent.is_some_and(|u| (u - 91.0).abs() < 1e-9));
+        let rejected = json!({"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1796401217,
+            "rateLimitType":"five_hour"}});
+        parser.parse(&rejected);
+        let result = json!({"type":"result","subtype":"success","is_error":true,"api_error_status":429,
+            "result":"You've hit your 5-hour limit","session_id":"s1"});
+        let Parsed::Finished(finish) = parser.parse(&result) else { panic!("finished") };
+        assert_eq!(finish.status, FinishStatus::Failed);
+        assert_eq!(finish.limit, Some(LimitHit { resets_at: Some(1_796_401_217_000) }));
+        let plain = json!({"type":"result","subtype":"error_during_execution","is_error":true,"api_error_status":400});
+        assert_eq!(matches!(Parser::default().parse(&plain), Parsed::Finished(f) if f.limit.is_none()), true);
     }
 
     #[test]

@@ -15,6 +15,8 @@ use super::{
     TurnRequest, Usage,
 };
 use super::models::ModelInfo;
+use super::LimitHit;
+use crate::protocol::PlanWindow;
 use crate::error::Result;
 use crate::protocol::{Choice, QuestionItem, QuestionOption};
 
@@ -115,12 +117,32 @@ pub enum Parsed {
 #[derive(Debug, Default)]
 pub struct Parser {
     thread: Option<String>,
+    /// What this turn's model requests used (the sum of each update's `last`).
     usage: Option<Usage>,
+    /// The plan's windows as last reported (kept across turns: a usage limit's reset).
+    windows: Vec<PlanWindow>,
     /// Command output streamed so far per item, so the final output is not sent twice.
     streamed: HashMap<String, bool>,
 }
 
 impl Parser {
+    /// A usage-limit refusal, with its reset: the exhausted window's (the limit's headers come
+    /// as an `account/rateLimits/updated` just before), else unknown. (The message's "try again
+    /// at 4:21 PM" is in the CLI's local time and minute-rounded: not used.)
+    fn limit_hit(&self, error: &Value) -> Option<LimitHit> {
+        let info = error.get("codexErrorInfo").and_then(Value::as_str)?;
+        if info != "usageLimitExceeded" {
+            return None;
+        }
+        let exhausted = self
+            .windows
+            .iter()
+            .filter(|w| w.used_percent.is_some_and(|u| u >= 100.0))
+            .filter_map(|w| w.resets_at)
+            .min();
+        Some(LimitHit { resets_at: exhausted })
+    }
+
     /// Forgets what belonged to the previous turn (the thread stays).
     pub fn next_turn(&mut self) {
         self.usage = None;
@@ -185,16 +207,27 @@ impl Parser {
             "item/started" => item_started(p.get("item").unwrap_or(&Value::Null), &mut events),
             "item/completed" => self.item_completed(p.get("item").unwrap_or(&Value::Null), &mut events),
             "thread/tokenUsage/updated" => {
-                if let Some(total) = p.pointer("/tokenUsage/total") {
-                    let n = |k: &str| total.get(k).and_then(Value::as_i64).unwrap_or(0);
-                    let usage = Usage {
-                        input_tokens: n("inputTokens"),
-                        output_tokens: n("outputTokens"),
-                        cache_read_tokens: n("cachedInputTokens"),
-                        cache_write_tokens: n("cacheWriteInputTokens"),
-                    };
+                // `last` is one model request; a turn makes several.
+                if let Some(last) = p.pointer("/tokenUsage/last") {
+                    let n = |k: &str| last.get(k).and_then(Value::as_i64).unwrap_or(0);
+                    let mut usage = self.usage.clone().unwrap_or_default();
+                    usage.input_tokens += n("inputTokens");
+                    usage.output_tokens += n("outputTokens");
+                    usage.cache_read_tokens += n("cachedInputTokens");
+                    usage.cache_write_tokens += n("cacheWriteInputTokens");
                     self.usage = Some(usage.clone());
                     events.push(AgentEvent::Usage(usage));
+                }
+            }
+            "account/rateLimits/updated" => {
+                let limits = p.get("rateLimits").unwrap_or(&Value::Null);
+                let windows: Vec<PlanWindow> = ["primary", "secondary"]
+                    .iter()
+                    .filter_map(|id| limits.get(*id).filter(|w| w.is_object()).map(|w| codex_window(id, w)))
+                    .collect();
+                if !windows.is_empty() {
+                    self.windows.clone_from(&windows);
+                    events.push(AgentEvent::Limits(windows));
                 }
             }
             "error" => {
@@ -203,9 +236,10 @@ impl Parser {
                 if will_retry {
                     events.push(AgentEvent::Warning(message.to_owned()));
                 } else {
-                    return Parsed::Finished(
-                        Finish::failed(message.to_owned()).with_usage(self.usage.clone(), self.thread.clone()),
-                    );
+                    let mut finish =
+                        Finish::failed(message.to_owned()).with_usage(self.usage.clone(), self.thread.clone());
+                    finish.limit = self.limit_hit(p.get("error").unwrap_or(&Value::Null));
+                    return Parsed::Finished(finish);
                 }
             }
             "turn/completed" => {
@@ -223,6 +257,7 @@ impl Parser {
                         ),
                     ),
                 };
+                let limit = turn.get("error").and_then(|e| self.limit_hit(e));
                 return Parsed::Finished(Finish {
                     status,
                     error,
@@ -230,6 +265,7 @@ impl Parser {
                     cost_usd: None,
                     session_id: self.thread.clone(),
                     fix: None,
+                    limit,
                 });
             }
             _ => {}
@@ -327,6 +363,26 @@ impl Parser {
             }
             _ => Parsed::Unhandled { id },
         }
+    }
+}
+
+/// One Codex plan window (`primary`, `secondary`).
+fn codex_window(id: &str, w: &Value) -> PlanWindow {
+    let minutes = w.get("windowDurationMins").and_then(Value::as_i64);
+    let label = match minutes {
+        Some(300) => "5-hour".to_owned(),
+        Some(10080) => "Weekly".to_owned(),
+        Some(m) if m % 1440 == 0 => format!("{}-day", m / 1440),
+        Some(m) if m % 60 == 0 => format!("{}-hour", m / 60),
+        Some(m) => format!("{m}-minute"),
+        None => id.to_owned(),
+    };
+    PlanWindow {
+        id: id.to_owned(),
+        label,
+        used_percent: w.get("usedPercent").and_then(Value::as_f64),
+        resets_at: w.get("resetsAt").and_then(Value::as_i64).map(|s| s.saturating_mul(1000)),
+        status: None,
     }
 }
 
@@ -673,6 +729,30 @@ mod tests {
             Parsed::Finished(f) => assert_eq!(f.error.as_deref(), Some("boom")),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn usage_is_summed_per_turn_and_a_usage_limit_takes_the_exhausted_windows_reset() {
+        let mut parser = Parser::default();
+        let tokens = |n: i64| json!({"method":"thread/tokenUsage/updated","params":{"tokenUsage":{
+            "total":{"inputTokens":999,"outputTokens":999},"last":{"inputTokens":n,"outputTokens":1}}}});
+        parser.parse(&tokens(10));
+        parser.parse(&tokens(20));
+        let done = json!({"method":"turn/completed","params":{"turn":{"status":"completed"}}});
+        let Parsed::Finished(f) = parser.parse(&done) else { panic!("finished") };
+        assert_eq!(f.usage.map(|u| (u.input_tokens, u.output_tokens)), Some((30, 2)));
+        parser.next_turn();
+        let limits = json!({"method":"account/rateLimits/updated","params":{"rateLimits":{
+            "primary":{"usedPercent":100,"windowDurationMins":300,"resetsAt":1796404744},
+            "secondary":{"usedPercent":40,"windowDurationMins":10080,"resetsAt":1796487544}}}});
+        let Parsed::Events(events) = parser.parse(&limits) else { panic!("events") };
+        assert!(matches!(&events[0], AgentEvent::Limits(w) if w.len() == 2 && w[0].label == "5-hour" && w[1].label == "Weekly"));
+        let error = json!({"method":"error","params":{"error":{"message":"You've hit your usage limit.",
+            "codexErrorInfo":"usageLimitExceeded"},"willRetry":false}});
+        let Parsed::Finished(f) = parser.parse(&error) else { panic!("finished") };
+        assert_eq!(f.limit, Some(LimitHit { resets_at: Some(1_796_404_744_000) }));
+        let other = json!({"method":"error","params":{"error":{"message":"bad","codexErrorInfo":"badRequest"},"willRetry":false}});
+        assert!(matches!(parser.parse(&other), Parsed::Finished(f) if f.limit.is_none()));
     }
 
     #[test]

@@ -140,6 +140,7 @@ impl ChatFold {
             other @ (AgentEvent::Session(_)
             | AgentEvent::Ask { .. }
             | AgentEvent::Usage(_)
+            | AgentEvent::Limits(_)
             | AgentEvent::Warning(_)
             | AgentEvent::SteerAccepted
             | AgentEvent::SteerRejected(_)

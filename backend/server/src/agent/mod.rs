@@ -83,6 +83,15 @@ pub struct Finish {
     pub session_id: Option<String>,
     /// What the owner must fix before a retry can work (a refused key, no quota left).
     pub fix: Option<crate::protocol::ErrorFix>,
+    /// The turn ended on the plan's usage limit.
+    pub limit: Option<LimitHit>,
+}
+
+/// A turn refused because the plan's usage limit was reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LimitHit {
+    /// When the limit resets (unix ms), when the provider says.
+    pub resets_at: Option<i64>,
 }
 
 impl Finish {
@@ -95,6 +104,7 @@ impl Finish {
             cost_usd: None,
             session_id: None,
             fix: None,
+            limit: None,
         }
     }
 }
@@ -141,6 +151,8 @@ pub enum AgentEvent {
     Ask { ask: Ask, reply: oneshot::Sender<Reply> },
     /// Running token usage.
     Usage(Usage),
+    /// The plan's allowance windows, as the CLI just reported them.
+    Limits(Vec<crate::protocol::PlanWindow>),
     /// A non-fatal problem worth showing in the logs.
     Warning(String),
     /// The CLI is retrying a failed model request.

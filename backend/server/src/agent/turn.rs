@@ -512,6 +512,12 @@ impl Turn<'_> {
                 self.agents.writer.enqueue(record).await;
             }
             AgentEvent::Usage(u) => self.usage = Some(u),
+            AgentEvent::Limits(windows) => match serde_json::to_string(&windows) {
+                Ok(windows) => {
+                    self.agents.writer.enqueue(WriteCommand::RecordLimits { provider: self.provider, windows }).await;
+                }
+                Err(e) => warn!(error = %e, "plan windows could not be encoded"),
+            },
             AgentEvent::SteerAccepted => {
                 self.flush(std::mem::take(out)).await;
                 self.seal_for_steer().await;
@@ -704,6 +710,7 @@ impl Turn<'_> {
             cost_usd: None,
             session_id: None,
             fix: None,
+            limit: None,
         };
         let outcome = self.finish(finish, true).await;
         tokio::spawn(async move {

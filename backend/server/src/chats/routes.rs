@@ -47,6 +47,7 @@ pub fn router() -> Router<AppState> {
         .route("/chats/{id}/stream", get(super::stream::chat_stream))
         .route("/chats/{id}/tool-output/{tool_use_id}", get(tool_output))
         .route("/chats/{id}/runs", get(runs))
+        .route("/chats/{id}/usage", get(usage))
         .route("/chat/stop", post(stop))
 }
 
@@ -693,4 +694,15 @@ async fn runs(
     let id = checked_id(&id)?;
     who.allow(&state, &id, Op::Read).await?;
     Ok(Json(db::runs::runs(&state.db.read, &id, RUNS_LISTED).await?))
+}
+
+/// `GET /api/chats/{id}/usage`: what the chat's turns used in all.
+async fn usage(
+    State(state): State<AppState>,
+    who: ChatCaller,
+    Path(id): Path<String>,
+) -> Result<Json<db::usage::ChatUsage>> {
+    let id = checked_id(&id)?;
+    who.allow(&state, &id, Op::Read).await?;
+    Ok(Json(db::usage::chat_usage(&state.db.read, &id).await?))
 }

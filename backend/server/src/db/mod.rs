@@ -15,6 +15,7 @@ pub mod push;
 pub mod queue;
 pub mod runs;
 pub mod search;
+pub mod usage;
 
 use std::path::Path;
 use std::str::FromStr;

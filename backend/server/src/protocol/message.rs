@@ -48,6 +48,9 @@ pub struct Message {
     /// Only on the chat detail: the running turn's assistant message, still being written.
     #[serde(default, skip_serializing_if = "is_false")]
     pub live: bool,
+    /// What the turn used (on a turn's last assistant message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<super::RunUsage>,
 }
 
 /// One piece of an assistant message, in order.
@@ -268,6 +271,7 @@ impl Message {
             attachments: None,
             agent_context: None,
             live: false,
+            usage: None,
         }
     }
 
@@ -333,6 +337,7 @@ impl Message {
             attachments: message.get("attachments").and_then(Value::as_array).cloned(),
             agent_context: text("agent_context"),
             live: false,
+            usage: None,
         })
     }
 }
@@ -379,6 +384,7 @@ impl UserInput {
             attachments: self.attachments.clone(),
             agent_context: self.agent_context.clone(),
             live: false,
+            usage: None,
         }
     }
 }

@@ -15,6 +15,7 @@ mod ids;
 mod live;
 mod message;
 mod notice;
+mod usage;
 #[cfg(test)]
 mod typescript;
 
@@ -29,6 +30,7 @@ pub use message::{
     QuestionItem, QuestionOption, Role, ToolBlock, ToolStatus, UserInput,
 };
 pub use notice::{NotificationAction, NotificationItem, NotificationKind, PushPayload};
+pub use usage::{Pause, PauseKind, PlanWindow, RunUsage};
 
 /// Which CLI runs a chat.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -28,6 +28,7 @@ pub fn router() -> Router<AppState> {
         .route("/providers/{id}", delete(disconnect))
         .route("/models", get(models))
         .route("/settings", get(settings).post(update_settings))
+        .route("/settings/provider-usage/{id}", get(provider_usage))
 }
 
 fn kind(id: &str) -> Result<ProviderKind> {
@@ -161,4 +162,20 @@ async fn update_settings(
         state.writer.call(|ack| WriteCommand::SetDefaultProvider { provider: Some(provider), ack }).await?;
     }
     Ok(Json(json!({ "ok": true })))
+}
+
+/// `GET /api/settings/provider-usage/{id}`: the plan's windows as the provider's CLI last
+/// reported them (empty until a turn ran on a plan that reports them).
+async fn provider_usage(
+    State(state): State<AppState>,
+    _who: crate::chats::access::ChatCaller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>> {
+    let k = kind(&id)?;
+    let stored = crate::db::usage::limits(&state.db.read, k.id()).await?;
+    let (windows, updated_at) = match stored {
+        Some((windows, at)) => (serde_json::from_str::<Value>(&windows).unwrap_or(Value::Array(Vec::new())), Some(at)),
+        None => (Value::Array(Vec::new()), None),
+    };
+    Ok(Json(json!({ "provider": k.id(), "windows": windows, "updated_at": updated_at })))
 }

@@ -192,6 +192,7 @@ impl Actor {
                 | WriteCommand::PinPrompt { .. }
                 | WriteCommand::SetDefaultProvider { .. }
                 | WriteCommand::SetAgentDefaults { .. }
+                | WriteCommand::RecordLimits { .. }
                 | WriteCommand::SetMemoryEnabled { .. }
                 | WriteCommand::AppReserve { .. }
                 | WriteCommand::AppRecordApply { .. }
@@ -360,6 +361,9 @@ impl Actor {
             WriteCommand::SetDefaultProvider { provider, ack } => {
                 let result = db::owner::set_default_provider(&mut self.conn, provider.map(|p| p.id()), now_ms()).await;
                 finish(batch, ack, result)
+            }
+            WriteCommand::RecordLimits { provider, windows } => {
+                db::usage::set_limits(&mut self.conn, provider.id(), &windows, now_ms()).await.is_ok()
             }
             WriteCommand::SetAgentDefaults { defaults, ack } => {
                 let result = db::owner::set_agent_defaults(&mut self.conn, &defaults, now_ms()).await;
@@ -583,6 +587,7 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         | WriteCommand::SnapshotLive(_)
         | WriteCommand::Shutdown(_)
         | WriteCommand::RecordSession { .. }
+        | WriteCommand::RecordLimits { .. }
         | WriteCommand::StashToolOutput { .. } => {}
     }
 }

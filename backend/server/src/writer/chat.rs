@@ -399,6 +399,14 @@ pub(super) async fn finish_run(
     };
     if let Some(mut body) = body {
         body.run_id = Some(finish.run_id.clone());
+        let used = crate::protocol::RunUsage {
+            input_tokens: finish.end.input_tokens,
+            output_tokens: finish.end.output_tokens,
+            cache_read_tokens: finish.end.cache_read_tokens,
+            cache_write_tokens: finish.end.cache_write_tokens,
+            cost_usd: finish.end.cost_usd,
+        };
+        body.usage = (!used.is_empty()).then_some(used);
         store(conn, chat_id, &body).await?;
     }
     db::runs::delete_live(conn, chat_id).await?;

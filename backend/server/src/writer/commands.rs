@@ -239,6 +239,8 @@ pub enum WriteCommand {
     SetMemoryEnabled { on: bool, ack: Ack<()> },
     /// Sets the owner's default provider.
     SetDefaultProvider { provider: Option<ProviderKind>, ack: Ack<()> },
+    /// Stores the plan windows a provider's CLI reported (a JSON list of `PlanWindow`).
+    RecordLimits { provider: ProviderKind, windows: String },
     /// Sets the owner's default model and effort per provider (`AgentDefaults` as JSON).
     SetAgentDefaults { defaults: String, ack: Ack<()> },
     /// Reserves an id for a new app (hidden until it has a bundle).

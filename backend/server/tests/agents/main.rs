@@ -21,7 +21,9 @@ use memory::{
     an_owner_turn_during_a_note_turn_is_not_held_up_by_it,
 };
 
-use runtime::a_chats_model_and_effort_reach_the_cli_and_codex_lists_its_models;
+use runtime::{
+    a_chats_model_and_effort_reach_the_cli_and_codex_lists_its_models, the_plans_windows_are_recorded_from_the_clis_reports,
+};
 use warm::{
     a_warm_second_turn_reuses_the_process_and_a_killed_one_falls_back_cold,
     a_warm_turn_is_stopped_and_steered_like_a_cold_one,
@@ -216,6 +218,17 @@ impl Rig {
 
     /// A rig whose server also gets `extra` in its environment.
     async fn start_with(cli: Cli, script: Value, extra: &[(&'static str, &str)]) -> Self {
+        Self::start_as(cli, script, extra, false).await
+    }
+
+    /// A rig whose Claude is signed in with a (mock) subscription login instead of an API key:
+    /// Claude Code then reports the plan's windows (`rate_limit_event`). Codex reports them
+    /// with any login.
+    async fn start_on_plan(cli: Cli, script: Value, extra: &[(&'static str, &str)]) -> Self {
+        Self::start_as(cli, script, extra, true).await
+    }
+
+    async fn start_as(cli: Cli, script: Value, extra: &[(&'static str, &str)], plan: bool) -> Self {
         let dir = Arc::new(tempfile::tempdir().expect("tmp"));
         let mock = Mock::start(cli, dir.path(), &script);
         if cli == Cli::Codex {
@@ -223,15 +236,26 @@ impl Rig {
             std::fs::create_dir_all(&home).expect("codex home");
             std::fs::write(home.join("config.toml"), codex_config(mock.port)).expect("config.toml");
         }
+        if plan && cli == Cli::Claude {
+            let config = dir.path().join("cli-auth/claude");
+            std::fs::create_dir_all(&config).expect("claude config");
+            let expires = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("now").as_millis()
+                + 86_400_000;
+            let credentials = json!({ "claudeAiOauth": { "accessToken": "sk-ant-oat01-mock", "refreshToken": "sk-ant-ort01-mock",
+                "expiresAt": expires, "scopes": ["user:inference", "user:profile"], "subscriptionType": "max" } });
+            std::fs::write(config.join(".credentials.json"), credentials.to_string()).expect("credentials");
+        }
         let app = TestApp::spawn_process(dir, &server_env_with(cli, mock.port, extra)).await;
         let token = app.setup_owner().await;
         let id = match cli {
             Cli::Claude => "claude",
             Cli::Codex => "codex",
         };
-        let r =
-            app.post(&format!("/api/providers/{id}/api-key"), json!({ "api_key": "sk-mock-key" }), Some(&token)).await;
-        assert_eq!(r.status(), 200, "connecting {id}: {}", r.text().await.unwrap_or_default());
+        if !(plan && cli == Cli::Claude) {
+            let key = json!({ "api_key": "sk-mock-key" });
+            let r = app.post(&format!("/api/providers/{id}/api-key"), key, Some(&token)).await;
+            assert_eq!(r.status(), 200, "connecting {id}: {}", r.text().await.unwrap_or_default());
+        }
         let r = app.post("/api/settings", json!({ "default_provider": id }), Some(&token)).await;
         assert_eq!(r.status(), 200);
         Self { cli, mock, app, token }
@@ -713,6 +737,7 @@ macro_rules! for_both {
 }
 
 for_both!(
+    the_plans_windows_are_recorded_from_the_clis_reports,
     a_chats_model_and_effort_reach_the_cli_and_codex_lists_its_models,
     a_warm_second_turn_reuses_the_process_and_a_killed_one_falls_back_cold,
     a_warm_turn_is_stopped_and_steered_like_a_cold_one,

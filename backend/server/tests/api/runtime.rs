@@ -105,3 +105,27 @@ async fn a_chats_model_and_effort_win_over_the_owners_default_and_reach_the_cli(
     assert_eq!(r.expect("patch").status(), StatusCode::OK);
     assert_eq!(app.detail(&token, "a").await["effort"], Value::Null);
 }
+
+#[tokio::test]
+async fn each_reply_carries_what_its_turn_used_and_the_chat_adds_them_up() {
+    let (app, token) = app_recording().await;
+    app.chat(&token, "u").await;
+    completed_turn(&app, &token, "u", "m1").await;
+    completed_turn(&app, &token, "u", "m2").await;
+    let detail = app.detail(&token, "u").await;
+    let reply = &detail["messages"][1];
+    assert_eq!(reply["role"], "assistant");
+    assert_eq!(
+        reply["usage"],
+        json!({ "input_tokens": 11, "output_tokens": 13, "cache_read_tokens": 3, "cache_write_tokens": 2, "cost_usd": 0.02 })
+    );
+    let total: Value = app.get("/api/chats/u/usage", Some(&token)).await.json().await.expect("json");
+    assert_eq!(total["turns"], 2);
+    assert_eq!((total["input_tokens"].clone(), total["output_tokens"].clone()), (json!(22), json!(26)));
+    assert!((total["cost_usd"].as_f64().expect("cost") - 0.04).abs() < 1e-9, "{total}");
+    // No turn reported plan windows yet.
+    let windows: Value = app.get("/api/settings/provider-usage/claude", Some(&token)).await.json().await.expect("json");
+    assert_eq!(windows["windows"], json!([]));
+    let unknown = app.get("/api/settings/provider-usage/gemini", Some(&token)).await;
+    assert_error(unknown, StatusCode::NOT_FOUND, "unknown_provider").await;
+}
