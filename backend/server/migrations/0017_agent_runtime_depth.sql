@@ -12,3 +12,11 @@ CREATE TABLE provider_limits (
     windows    TEXT    NOT NULL,
     updated_at INTEGER NOT NULL
 ) WITHOUT ROWID;
+
+-- Automatic continuation: a chat parked on a usage limit (or cut by a restart) continues by
+-- itself at `resume_at` (unix ms) with a hidden message; `resume_reason` says why
+-- ('usage_limit' | 'restart'). `auto_resume` is the per-chat switch for usage limits.
+ALTER TABLE chats ADD COLUMN auto_resume INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE chats ADD COLUMN resume_at INTEGER;
+ALTER TABLE chats ADD COLUMN resume_reason TEXT;
+CREATE INDEX chats_resume_due ON chats (resume_at) WHERE resume_at IS NOT NULL;

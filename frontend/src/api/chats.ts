@@ -54,6 +54,8 @@ export interface ChatPatch {
   model?: string | null;
   /** null goes back to the default effort. */
   effort?: string | null;
+  /** Continue by itself after a usage limit. */
+  auto_resume?: boolean;
 }
 
 export function patchChat(id: string, patch: ChatPatch): Promise<{ ok: boolean }> {

@@ -3,7 +3,7 @@
 
 import { useState } from "react";
 import { fetchToolOutput } from "../api/chats";
-import type { ErrorBlock, ThinkingBlock, ToolBlock } from "../api/types";
+import type { ErrorBlock, Pause, ThinkingBlock, ToolBlock } from "../api/types";
 import { outputTail } from "../chat/activity";
 import { Icon } from "./Icon";
 
@@ -126,11 +126,24 @@ export function ThinkingView({ block, live }: { block: ThinkingBlock; live: bool
   );
 }
 
+/** What a paused turn's card adds: when it continues by itself. */
+export function pauseNote(pause: Pause): string {
+  if (pause.kind === "restart") return "Continuing by itself after the restart.";
+  if (typeof pause.resumes_at !== "number") return "Automatic continuation is off for this chat: send a message once the limit resets.";
+  const at = new Date(pause.resumes_at);
+  const sameDay = at.toDateString() === new Date().toDateString();
+  const time = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  return `Continues at ${sameDay ? time : `${at.toLocaleDateString([], { weekday: "short" })} ${time}`}.`;
+}
+
 export function ErrorView({ block, onOpenSettings }: { block: ErrorBlock; onOpenSettings?: (() => void) | undefined }) {
   return (
-    <div className="error-block" role="note">
+    <div className="error-block" role="note" data-pause={block.pause?.kind}>
       <Icon name="alert" size={16} />
-      <span>{block.message}</span>
+      <span>
+        {block.message}
+        {block.pause && <span className="error-pause"> {pauseNote(block.pause)}</span>}
+      </span>
       {block.fix === "provider_settings" && onOpenSettings && (
         <button type="button" className="btn btn-secondary btn-small error-fix" onClick={onOpenSettings}>
           Open provider settings

@@ -6,6 +6,7 @@ import { useId, useState, type FormEvent } from "react";
 import { ApiError } from "../api/client";
 import { fetchNote, noteKey, saveNote, type NoteAnswer } from "../api/memory";
 import { apiFetch } from "../api/client";
+import { chatKey, fetchChat, patchChat } from "../api/chats";
 import { compactCount, dollars } from "./MessageRow";
 import { Sheet } from "./Sheet";
 
@@ -39,6 +40,12 @@ export function ChatInfo({ chatId, title, onClose }: { chatId: string; title: st
       setSummary(null);
     },
   });
+  const chat = useQuery({ queryKey: chatKey(chatId), queryFn: () => fetchChat(chatId), retry: false });
+  const autoResume = useMutation({
+    mutationFn: (on: boolean) => patchChat(chatId, { auto_resume: on }),
+    onSettled: () => queryClient.invalidateQueries({ queryKey: chatKey(chatId) }),
+  });
+  const autoResumeId = useId();
   const digestId = useId();
   const summaryId = useId();
   const stored = note.data?.note ?? null;
@@ -66,6 +73,23 @@ export function ChatInfo({ chatId, title, onClose }: { chatId: string; title: st
           {compactCount(usage.data.input_tokens + usage.data.cache_read_tokens + usage.data.cache_write_tokens)} tokens in ·{" "}
           {compactCount(usage.data.output_tokens)} out
           {usage.data.cost_usd > 0 ? ` · ${dollars(usage.data.cost_usd)}` : ""}
+        </p>
+      )}
+      {chat.data && (
+        <div className="setting-row setting-toggle">
+          <input
+            id={autoResumeId}
+            type="checkbox"
+            checked={autoResume.isPending ? autoResume.variables : chat.data.auto_resume}
+            disabled={autoResume.isPending}
+            onChange={(e) => autoResume.mutate(e.target.checked)}
+          />
+          <label htmlFor={autoResumeId}>Continue by itself when a usage limit resets</label>
+        </div>
+      )}
+      {autoResume.isError && (
+        <p className="settings-error" role="alert">
+          {errorText(autoResume.error)}
         </p>
       )}
       {note.isError && (

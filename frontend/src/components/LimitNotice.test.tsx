@@ -34,3 +34,14 @@ describe("a reply's usage line", () => {
     expect(usageLine({})).toBe("");
   });
 });
+
+describe("a paused turn's card", () => {
+  it("says when it continues, or that the owner has to", async () => {
+    const { pauseNote } = await import("./Blocks");
+    const at = new Date();
+    at.setHours(23, 59, 0, 0);
+    expect(pauseNote({ kind: "usage_limit", resumes_at: at.getTime() })).toMatch(/^Continues at .*59/);
+    expect(pauseNote({ kind: "usage_limit" })).toMatch(/send a message once the limit resets/);
+    expect(pauseNote({ kind: "restart", resumes_at: at.getTime() })).toBe("Continuing by itself after the restart.");
+  });
+});

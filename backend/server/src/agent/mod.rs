@@ -15,6 +15,7 @@ pub mod process;
 pub mod prompt;
 pub mod quiet;
 pub mod registry;
+pub mod resume;
 pub mod sandbox;
 pub mod turn;
 pub mod warm;

@@ -68,6 +68,8 @@ pub struct Agents {
     pub overflow_dir: PathBuf,
     /// CLI processes kept between a chat's turns.
     pub warm: Arc<super::warm::WarmPool>,
+    /// Wakes the task that continues parked chats.
+    pub resumer: super::resume::Resumer,
 }
 
 /// The ceilings of one turn (`MOBIUS_AGENT_TURN_MAX_SECS`, `MOBIUS_AGENT_SILENCE_MAX_SECS`).
@@ -193,6 +195,8 @@ struct Turn<'a> {
     /// Overflow files of this turn's blocks, and the bytes written to them.
     overflow: HashMap<String, std::fs::File>,
     overflow_written: u64,
+    /// The chat continues by itself after a usage limit.
+    auto_resume: bool,
 }
 
 async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiver<TurnCommand>) -> Option<TurnStart> {
@@ -213,6 +217,7 @@ async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiv
         pending_steer: None,
         overflow: HashMap::new(),
         overflow_written: 0,
+        auto_resume: true,
     };
     let provider_turn = match turn.prepare_and_start(&start.started.messages).await {
         Ok(p) => p,
@@ -232,6 +237,7 @@ impl Turn<'_> {
         let agents = self.agents;
         let chat = db::chats::get(&agents.read, &self.chat_id).await?.ok_or(Domain::ChatNotFound)?;
         self.approval = ApprovalPolicy::parse(&chat.approval_policy).unwrap_or_default();
+        self.auto_resume = chat.auto_resume;
         self.allowed_tools = chat
             .allowed_tools
             .as_deref()
@@ -653,7 +659,7 @@ impl Turn<'_> {
                 allowed_tools: Some(serde_json::to_string(&tools).unwrap_or_else(|_| "[]".into())),
                 ..Default::default()
             };
-            let patch = ChatPatch { title: None, settings, scope: None };
+            let patch = ChatPatch { title: None, settings, scope: None, auto_resume: None };
             let _ = self
                 .agents
                 .writer
@@ -746,11 +752,14 @@ impl Turn<'_> {
             (false, FinishStatus::Failed) => RunStatus::Failed,
             (false, FinishStatus::Interrupted) => RunStatus::Interrupted,
         };
+        // A usage limit parks the chat until the reset (unless its switch is off).
+        let pause = finish.limit.map(|hit| super::resume::limit_pause(hit.resets_at, self.auto_resume, db::now_ms()));
         if let Some(message) = &finish.error {
             self.live.apply(&ChatEvent::Error {
                 message: message.clone(),
                 resumable: Some(finish.fix.is_none()),
                 fix: finish.fix,
+                pause: pause.clone(),
             });
         }
         self.live.close_running_tools(if stopped { ToolStatus::Stopped } else { ToolStatus::Done });
@@ -775,11 +784,15 @@ impl Turn<'_> {
             provider: Some(self.provider),
             next_run_id: RunId::random(),
             fix: finish.fix,
+            pause: pause.clone(),
         };
         info!(run.id = %self.run_id, status = status.as_str(), "turn ended");
         let reply = run.body.as_ref().map(|m| m.content.clone()).unwrap_or_default();
         match self.agents.writer.call(|ack| WriteCommand::FinishRun { finish: run, ack }).await {
             Ok(outcome) if outcome.next.is_none() => {
+                if pause.is_some_and(|p| p.resumes_at.is_some()) {
+                    self.agents.resumer.poke();
+                }
                 // The push goes after the commit, off this path (a bounded enqueue).
                 self.agents.push.turn_ended(&self.chat_id, status, &reply, finish.error.as_deref());
                 Outcome { next: None, cleared: outcome.cleared }

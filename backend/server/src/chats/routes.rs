@@ -253,6 +253,8 @@ fn render_detail(page: &db::chats::Page, newest: bool) -> Result<Vec<u8>> {
         approval_policy: &chat.approval_policy,
         model: pick.model,
         effort: pick.effort,
+        auto_resume: chat.auto_resume,
+        resume_at: chat.resume_at,
         session_id: chat.session_id.as_deref(),
         messages: Rows { stored: raw_rows(&page.messages)?, last },
         offset: page.offset,
@@ -282,6 +284,8 @@ struct PatchIn {
     /// `null` clears the effort level.
     #[serde(default, deserialize_with = "double_option")]
     effort: Option<Option<String>>,
+    /// Continue by itself after a usage limit.
+    auto_resume: Option<bool>,
 }
 
 fn double_option<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<Option<String>>, D::Error> {
@@ -296,10 +300,12 @@ async fn update(
 ) -> Result<Json<Value>> {
     let id = checked_id(&id)?;
     who.allow(&state, &id, Op::Settings).await?;
-    if !who.is_owner() && (body.title.is_some() || body.pinned.is_some() || body.approval_policy.is_some()) {
+    if !who.is_owner()
+        && (body.title.is_some() || body.pinned.is_some() || body.approval_policy.is_some() || body.auto_resume.is_some())
+    {
         return Err(Error::forbidden("forbidden", "An app or embedded chat may change only the model and provider."));
     }
-    let mut patch = ChatPatch::default();
+    let mut patch = ChatPatch { auto_resume: body.auto_resume, ..ChatPatch::default() };
     if let Some(title) = body.title {
         let title = title.trim();
         if title.is_empty() {
@@ -378,6 +384,7 @@ async fn stop_turn(state: &AppState, chat_id: &ChatId) -> Result<StopResult> {
                 provider: None,
                 next_run_id: RunId::random(),
                 fix: None,
+                pause: None,
             };
             let outcome = state.writer.call(|ack| WriteCommand::FinishRun { finish, ack }).await?;
             Ok(StopResult { stopped: true, cleared_pending_cids: outcome.cleared })

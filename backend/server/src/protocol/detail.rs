@@ -42,6 +42,10 @@ pub struct ChatDetail<'a> {
     pub model: Option<String>,
     /// The chat's own effort level (`None`: as for `model`).
     pub effort: Option<String>,
+    /// Continues by itself after a usage limit (the per-chat switch).
+    pub auto_resume: bool,
+    /// When the parked chat continues by itself (unix ms).
+    pub resume_at: Option<i64>,
     pub session_id: Option<&'a str>,
     /// Oldest first; on the newest page the running turn's live message is last (`live`).
     #[cfg_attr(test, ts(as = "Vec<Message>"))]

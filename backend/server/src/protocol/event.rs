@@ -157,6 +157,9 @@ pub enum ChatEvent {
         resumable: Option<bool>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         fix: Option<ErrorFix>,
+        /// The turn is paused and continues by itself (a usage limit, a restart).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pause: Option<super::Pause>,
     },
     /// The CLI is retrying a failed model request (not part of the transcript).
     Retrying {

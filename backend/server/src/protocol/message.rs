@@ -82,6 +82,9 @@ pub enum Block {
         /// What the owner must do first (a retry cannot work until then).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         fix: Option<ErrorFix>,
+        /// The turn is paused and continues by itself (a usage limit, a restart).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pause: Option<super::Pause>,
     },
 }
 

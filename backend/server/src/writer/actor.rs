@@ -342,8 +342,15 @@ impl Actor {
                 let result = db::chats::purge_deleted(&mut self.conn, cutoff).await;
                 finish(batch, ack, result)
             }
-            WriteCommand::ReconcileStartup { ack } => {
-                let result = super::chat::reconcile_startup(&mut self.conn, batch).await;
+            WriteCommand::ReconcileStartup { resume, ack } => {
+                let result = super::chat::reconcile_startup(&mut self.conn, batch, &resume).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::Resume { chat_id, run_id, now, start, ack } => {
+                let result = super::chat::resume(&mut self.conn, batch, &chat_id, run_id, now, start).await;
+                if matches!(result, Ok(Some(_))) {
+                    self.pending.remove(&chat_id);
+                }
                 finish(batch, ack, result)
             }
             WriteCommand::PinPrompt { chat_id, id, content, ack } => {
@@ -563,7 +570,8 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         WriteCommand::FinishRun { ack, .. } => batch.complete(ack, err()),
         WriteCommand::SteerCommit { ack, .. } => batch.complete(ack, err()),
         WriteCommand::PurgeDeleted { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::ReconcileStartup { ack } => batch.complete(ack, err()),
+        WriteCommand::ReconcileStartup { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::Resume { ack, .. } => batch.complete(ack, err()),
         WriteCommand::ClearQueue { ack, .. } => batch.complete(ack, err()),
         WriteCommand::PinPrompt { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppReserve { ack, .. } => batch.complete(ack, err()),

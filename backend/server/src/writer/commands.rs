@@ -142,6 +142,9 @@ pub struct FinishRun {
     pub next_run_id: RunId,
     /// What the owner must fix before a retry can work (shown with the run's error).
     pub fix: Option<crate::protocol::ErrorFix>,
+    /// The run ended on a usage limit: the queue waits, and with `resumes_at` the chat is
+    /// parked until then (shown with the run's error).
+    pub pause: Option<crate::protocol::Pause>,
 }
 
 /// What ending a run led to.
@@ -160,6 +163,8 @@ pub struct ChatPatch {
     pub settings: ChatSettings,
     /// An app chat's `(scope, scope_label)`; `None` inside leaves that one alone.
     pub scope: Option<(Option<String>, Option<String>)>,
+    /// Continue by itself after a usage limit (off also drops a pending usage-limit park).
+    pub auto_resume: Option<bool>,
 }
 
 /// One write of the push module. Each answers a count (rows changed, or 1/0).
@@ -229,8 +234,13 @@ pub enum WriteCommand {
     RecoverChat { chat_id: ChatId, cutoff: i64, ack: Ack<()> },
     /// Purges chats deleted before `cutoff`.
     PurgeDeleted { cutoff: i64, ack: Ack<u64> },
-    /// Boot: runs still `running` become `interrupted`, their live messages merged.
-    ReconcileStartup { ack: Ack<Vec<ChatId>> },
+    /// Starts the continuation of a parked chat whose time has come (a hidden message): the
+    /// run, or `None` when there is nothing to continue (not due, running, deleted).
+    /// With `start` false the park is only cleared (the provider went away meanwhile).
+    Resume { chat_id: ChatId, run_id: RunId, now: i64, start: bool, ack: Ack<Option<Started>> },
+    /// Boot: runs still `running` become `interrupted`, their live messages merged; those of
+    /// chats on a provider in `resume` are parked to continue at once.
+    ReconcileStartup { resume: Vec<ProviderKind>, ack: Ack<Vec<ChatId>> },
     /// Stores a system prompt and pins it on the chat if it has none: `(id, content)`.
     PinPrompt { chat_id: ChatId, id: String, content: String, ack: Ack<(String, String)> },
     /// Stores a chat's note (and titles the chat from it): whether it was written.

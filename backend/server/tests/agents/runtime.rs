@@ -95,3 +95,47 @@ pub async fn the_plans_windows_are_recorded_from_the_clis_reports(cli: Cli) {
     let detail = app.detail(token, "w").await;
     assert!(detail["messages"][1]["usage"]["input_tokens"].as_i64().is_some_and(|n| n > 0), "{}", detail["messages"][1]);
 }
+
+/// The model server's answer when the plan's limit is reached, resetting in `secs` seconds;
+/// served once (the limit has reset by the next request).
+fn limit_step(cli: Cli, secs: u32) -> Value {
+    let reset = format!("{{now+{secs}}}");
+    match cli {
+        Cli::Claude => json!({ "once": true, "headers": plan_headers(cli, "1.0", secs),
+            "error": { "status": 429, "type": "rate_limit_error", "message": "Usage limit reached." } }),
+        Cli::Codex => json!({ "once": true, "headers": plan_headers(cli, "1.0", secs),
+            "error": { "status": 429, "type": "usage_limit_reached", "message": "You've hit your usage limit.",
+                "plan_type": "plus", "resets_at": reset } }),
+    }
+}
+
+pub async fn a_usage_limit_parks_the_chat_until_the_reset_and_it_continues_by_itself(cli: Cli) {
+    let script = json!({ "steps": [limit_step(cli, 6)], "default": { "text": "continued after the reset" } });
+    let rig = Rig::start_on_plan(cli, script, &[]).await;
+    let Rig { app, token, .. } = &rig;
+    app.chat(token, "p").await;
+    let mut stream = app.stream(token, "p", None).await;
+    app.send(token, "p", "do the long thing", "m1").await;
+    let events = stream.until("done", 90).await;
+    assert_eq!(events.last().expect("done").data["status"], "failed", "{cli:?}: {:?}", events.last());
+    let error = events.iter().find(|e| e.data["type"] == "error").unwrap_or_else(|| panic!("{cli:?}: no error card"));
+    assert_eq!(error.data["pause"]["kind"], "usage_limit", "{cli:?}: {}", error.data);
+    let resumes_at = error.data["pause"]["resumes_at"].as_i64().expect("a time to continue at");
+    let detail = app.detail(token, "p").await;
+    assert_eq!(detail["resume_at"], resumes_at, "the park is stored with the chat");
+    assert_eq!(detail["auto_resume"], true);
+
+    // Nobody sends anything: at the reset the chat continues by itself.
+    let started = stream.until("run_started", 120).await;
+    let ts = started.last().expect("run_started").data["ts"].as_i64().expect("ts");
+    assert!(ts >= resumes_at, "{cli:?}: it continued at {ts}, before the reset {resumes_at}");
+    let events = stream.until("done", 90).await;
+    assert_eq!(events.last().expect("done").data["status"], "completed", "{cli:?}: {:?}", events.last());
+    let detail = app.detail(token, "p").await;
+    assert_eq!(detail["resume_at"], Value::Null);
+    let messages = detail["messages"].as_array().expect("messages");
+    let hidden = messages.iter().find(|m| m["hidden"] == true).expect("the continuation message");
+    assert!(hidden["cid"].as_str().is_some_and(|c| c.starts_with("resume-limit-")), "{hidden}");
+    let last = messages.last().expect("reply");
+    assert!(last["content"].as_str().unwrap_or_default().contains("continued after the reset"), "{last}");
+}

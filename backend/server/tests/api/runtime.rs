@@ -129,3 +129,52 @@ async fn each_reply_carries_what_its_turn_used_and_the_chat_adds_them_up() {
     let unknown = app.get("/api/settings/provider-usage/gemini", Some(&token)).await;
     assert_error(unknown, StatusCode::NOT_FOUND, "unknown_provider").await;
 }
+
+/// A Claude imitation whose plan is out: a refusal that resets in an hour.
+fn limited_claude(dir: &Path) -> PathBuf {
+    script(
+        dir,
+        "limited-claude",
+        r#"IFS= read -r init
+IFS= read -r user
+reset=$(( $(date +%s) + 3600 ))
+printf '{"type":"system","subtype":"init","session_id":"s1"}\n'
+printf '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":%s,"rateLimitType":"five_hour","unifiedWindows":{"five_hour":{"utilization":1,"resetsAt":%s,"status":"rejected"}}},"session_id":"s1"}\n' "$reset" "$reset"
+printf '{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"result":"You have hit your 5-hour limit","session_id":"s1"}\n'
+cat >/dev/null"#,
+    )
+}
+
+#[tokio::test]
+async fn a_usage_limit_parks_the_chat_at_its_reset_unless_its_switch_is_off() {
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let bin = limited_claude(dir.path());
+    let app = TestApp::spawn_in(dir, |c| c.claude_bin = bin).await;
+    let token = app.setup_owner().await;
+    app.connect_claude(&token).await;
+    app.chat(&token, "l").await;
+    let mut stream = app.stream(&token, "l", None).await;
+    let before = mobius::db::now_ms();
+    app.send(&token, "l", "hello", "m1").await;
+    let events = stream.until("done", 30).await;
+    let error = events.iter().find(|e| e.data["type"] == "error").expect("error card").data.clone();
+    assert_eq!(error["pause"]["kind"], "usage_limit");
+    let at = error["pause"]["resumes_at"].as_i64().expect("continues at");
+    assert!(at > before + 3_590_000 && at < before + 3_700_000, "the reset plus a little: {at}");
+    let detail = app.detail(&token, "l").await;
+    assert_eq!(detail["resume_at"], at);
+    let windows: Value = app.get("/api/settings/provider-usage/claude", Some(&token)).await.json().await.expect("json");
+    assert_eq!(windows["windows"][0]["status"], "rejected", "{windows}");
+
+    // The switch off drops the park; a limit then only says so.
+    let r = app.client.patch(app.url("/api/chats/l")).bearer_auth(&token).json(&json!({ "auto_resume": false })).send().await;
+    assert_eq!(r.expect("patch").status(), StatusCode::OK);
+    let detail = app.detail(&token, "l").await;
+    assert_eq!((detail["auto_resume"].clone(), detail["resume_at"].clone()), (json!(false), Value::Null));
+    app.send(&token, "l", "again", "m2").await;
+    let events = stream.until("done", 30).await;
+    let error = events.iter().find(|e| e.data["type"] == "error").expect("error card").data.clone();
+    assert_eq!(error["pause"]["kind"], "usage_limit");
+    assert_eq!(error["pause"].get("resumes_at"), None, "{error}");
+    assert_eq!(app.detail(&token, "l").await["resume_at"], Value::Null);
+}

@@ -316,7 +316,7 @@ async fn an_interrupted_turn_keeps_what_streamed_after_its_last_snapshot() {
     ])
     .await
     .expect("emit");
-    let interrupted = f.writer.call(|ack| WriteCommand::ReconcileStartup { ack }).await.expect("reconcile");
+    let interrupted = f.writer.call(|ack| WriteCommand::ReconcileStartup { resume: Vec::new(), ack }).await.expect("reconcile");
     assert_eq!(interrupted, vec![mobius::protocol::ChatId::from("k")]);
     f.writer.shutdown().await;
     let mut db = other_connection(&f.path).await;
