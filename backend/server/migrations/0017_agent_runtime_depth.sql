@@ -20,3 +20,9 @@ ALTER TABLE chats ADD COLUMN auto_resume INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE chats ADD COLUMN resume_at INTEGER;
 ALTER TABLE chats ADD COLUMN resume_reason TEXT;
 CREATE INDEX chats_resume_due ON chats (resume_at) WHERE resume_at IS NOT NULL;
+
+-- Provider switch and compaction: the handoff summary that seeds the chat's next session
+-- (sent with the first turn that has no session yet), and the switch it came from (a retried
+-- switch with the same id is answered from here).
+ALTER TABLE chats ADD COLUMN handoff TEXT;
+ALTER TABLE chats ADD COLUMN handoff_id TEXT;

@@ -40,6 +40,7 @@ export type TextBlock = Extract<Block, { type: "text" }>;
 export type ThinkingBlock = Extract<Block, { type: "thinking" }>;
 export type ToolBlock = Extract<Block, { type: "tool" }>;
 export type ErrorBlock = Extract<Block, { type: "error" }>;
+export type HandoffBlock = Extract<Block, { type: "handoff" }>;
 /** A card of clarifying questions. */
 export type QuestionBlock = { type: "question"; question_id: QuestionId } & Extract<Card, { kind: "question" }>;
 /** A card asking permission to use a tool. */

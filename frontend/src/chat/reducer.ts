@@ -300,6 +300,14 @@ function applyEvent(state: ChatState, event: StreamEvent, now: number): ChatStat
 
 function foldEvent(state: ChatState, event: JournalEntry, now: number): ChatState {
   switch (event.type) {
+    case "handoff": {
+      // A provider switch or a compaction: the marker joins the transcript, the chat runs on
+      // the provider it names (with that provider's defaults unless the switch picked).
+      const card = event.message.blocks?.find((b) => b.type === "handoff");
+      const next = appendSealed(state, { ...event.message });
+      if (!card || card.type !== "handoff" || card.to_provider === state.provider) return next;
+      return { ...next, provider: card.to_provider, model: null, effort: null };
+    }
     case "user_message": {
       const next = upsertUser(state, event.message);
       const cid = event.message.cid;
@@ -449,7 +457,6 @@ function appendSealed(state: ChatState, row: ChatMessage): ChatState {
   return { ...state, messages: [...state.messages, row], total: state.total + 1 };
 }
 
-/** Moves the live message into history: same row, same run_id, so the view keeps its DOM. */
 /** What a `done` says the turn used, as stored on its reply (`undefined` when nothing). */
 export function usageOf(counts: TokenCounts | undefined, cost: number | null | undefined): RunUsage | undefined {
   const usage: RunUsage = {};
@@ -461,6 +468,7 @@ export function usageOf(counts: TokenCounts | undefined, cost: number | null | u
   return Object.keys(usage).length > 0 ? usage : undefined;
 }
 
+/** Moves the live message into history: same row, same run_id, so the view keeps its DOM. */
 function promote(state: ChatState, status: RunStatus, usage?: RunUsage): ChatState {
   const live = state.live;
   if (!live) return state;

@@ -3,7 +3,7 @@
 
 import { useState } from "react";
 import { fetchToolOutput } from "../api/chats";
-import type { ErrorBlock, Pause, ThinkingBlock, ToolBlock } from "../api/types";
+import type { ErrorBlock, HandoffBlock, Pause, ThinkingBlock, ToolBlock } from "../api/types";
 import { outputTail } from "../chat/activity";
 import { Icon } from "./Icon";
 
@@ -123,6 +123,27 @@ export function ThinkingView({ block, live }: { block: ThinkingBlock; live: bool
       </summary>
       <div className="thinking-body">{block.content}</div>
     </details>
+  );
+}
+
+const PROVIDER_NAMES: Record<string, string> = { claude: "Claude", codex: "Codex" };
+
+/** The marker of a provider switch or a compaction, with the summary the next session got. */
+export function HandoffView({ block }: { block: HandoffBlock }) {
+  const [open, setOpen] = useState(false);
+  const to = PROVIDER_NAMES[block.to_provider] ?? block.to_provider;
+  const from = block.from_provider ? (PROVIDER_NAMES[block.from_provider] ?? block.from_provider) : null;
+  const title = block.reason === "compact" ? `Compacted: ${to} goes on from a summary` : from ? `Moved from ${from} to ${to}` : `Moved to ${to}`;
+  const by = block.summarized_by === "provider" ? `written by ${from ?? to}` : "made from the transcript";
+  return (
+    <div className="handoff-block" role="note" data-reason={block.reason}>
+      <button type="button" className="handoff-title" aria-expanded={open} onClick={() => setOpen((o) => !o)}>
+        <Icon name="refresh" size={15} />
+        <span>{title}</span>
+        <span className="handoff-by">Summary {by}</span>
+      </button>
+      {open && <p className="handoff-summary">{block.summary}</p>}
+    </div>
   );
 }
 

@@ -6,7 +6,8 @@ import { useId, useState, type FormEvent } from "react";
 import { ApiError } from "../api/client";
 import { fetchNote, noteKey, saveNote, type NoteAnswer } from "../api/memory";
 import { apiFetch } from "../api/client";
-import { chatKey, fetchChat, patchChat } from "../api/chats";
+import { chatKey, fetchChat, patchChat, switchProvider } from "../api/chats";
+import { fetchProvidersStatus, providersStatusKey } from "../api/settings";
 import { compactCount, dollars } from "./MessageRow";
 import { Sheet } from "./Sheet";
 
@@ -46,6 +47,14 @@ export function ChatInfo({ chatId, title, onClose }: { chatId: string; title: st
     onSettled: () => queryClient.invalidateQueries({ queryKey: chatKey(chatId) }),
   });
   const autoResumeId = useId();
+  const status = useQuery({ queryKey: providersStatusKey, queryFn: fetchProvidersStatus, retry: false });
+  const current = chat.data?.provider ?? status.data?.default_provider ?? null;
+  const other = current === "claude" ? "codex" : current === "codex" ? "claude" : null;
+  const otherConnected = other !== null && status.data?.providers[other]?.connected === true;
+  const move = useMutation({
+    mutationFn: () => switchProvider(chatId, other ?? "claude", crypto.randomUUID()),
+    onSettled: () => queryClient.invalidateQueries({ queryKey: chatKey(chatId) }),
+  });
   const digestId = useId();
   const summaryId = useId();
   const stored = note.data?.note ?? null;
@@ -85,6 +94,25 @@ export function ChatInfo({ chatId, title, onClose }: { chatId: string; title: st
             onChange={(e) => autoResume.mutate(e.target.checked)}
           />
           <label htmlFor={autoResumeId}>Continue by itself when a usage limit resets</label>
+        </div>
+      )}
+      {chat.data && other && chat.data.total > 0 && (
+        <div className="setting-stack">
+          <button
+            type="button"
+            className="btn btn-secondary btn-small"
+            disabled={!otherConnected || chat.data.running || move.isPending}
+            onClick={() => move.mutate()}
+          >
+            {move.isPending ? "Summarising the conversation…" : `Continue this chat on ${other === "codex" ? "Codex" : "Claude"}`}
+          </button>
+          {!otherConnected && <p className="settings-lead">Connect {other === "codex" ? "Codex" : "Claude"} in Settings to move this chat there.</p>}
+          {move.isSuccess && <p className="settings-lead" role="status">Moved. The next message goes to {move.data.provider === "codex" ? "Codex" : "Claude"}, starting from a summary.</p>}
+          {move.isError && (
+            <p className="settings-error" role="alert">
+              {errorText(move.error)}
+            </p>
+          )}
         </div>
       )}
       {autoResume.isError && (

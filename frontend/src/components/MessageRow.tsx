@@ -6,7 +6,7 @@ import type { ApprovalAnswers, QuestionAnswers, RunUsage } from "../api/types";
 import { describeActivity, formatElapsed } from "../chat/activity";
 import { copyToClipboard } from "../chat/clipboard";
 import type { ChatMessage } from "../chat/reducer";
-import { ErrorView, TextRest, ThinkingView, ToolView, wasCut } from "./Blocks";
+import { ErrorView, HandoffView, TextRest, ThinkingView, ToolView, wasCut } from "./Blocks";
 import { Icon } from "./Icon";
 import { Markdown } from "./Markdown";
 import { QuestionCard } from "./QuestionCard";
@@ -177,6 +177,8 @@ export const MessageRow = memo(function MessageRow({ rowKey, chatId, message, li
             return <QuestionCard key={`q:${block.question_id}`} block={block} onAnswer={onAnswer} disabled={offline} />;
           case "error":
             return <ErrorView key={`e:${i}`} block={block} onOpenSettings={onOpenSettings} />;
+          case "handoff":
+            return <HandoffView key={`h:${block.switch_id}`} block={block} />;
         }
       })}
       {!live && blocks.length === 0 && <p className="row-quiet">Stopped before replying.</p>}

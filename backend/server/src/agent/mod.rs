@@ -11,6 +11,7 @@ pub mod codex;
 pub mod fold;
 pub mod models;
 pub mod handle;
+pub mod handoff;
 pub mod process;
 pub mod prompt;
 pub mod quiet;

@@ -268,6 +268,11 @@ impl Turn<'_> {
         let pick = super::models::AgentPick::of_chat(chat.agent_settings.as_deref()).over(defaults.of(self.provider));
         let (model, effort) = (pick.model, pick.effort);
         let prompt = messages.iter().map(Message::agent_text).collect::<Vec<_>>().join("\n\n");
+        // The first turn after a handoff starts its new session from the summary.
+        let prompt = match (&chat.session_id, &chat.handoff) {
+            (None, Some(summary)) => super::handoff::seeded_prompt(summary, &prompt),
+            _ => prompt,
+        };
         let key = WarmKey {
             provider: self.provider,
             model: model.clone(),

@@ -18,8 +18,8 @@ use crate::auth::Owner;
 use crate::db::{self, now_ms};
 use crate::error::{Domain, Error, Result};
 use crate::protocol::{
-    AnswerTurn, Answers, ApprovalPolicy, ChatDetail, ChatId, Cid, Message, ProviderKind, QuestionId, Rows, RunId,
-    RunStatus, SendResult, StopResult, UserInput,
+    AnswerTurn, Answers, ApprovalPolicy, ChatDetail, ChatId, Cid, HandoffReason, Message, ProviderKind, QuestionId,
+    Rows, RunId, RunStatus, SendResult, StopResult, UserInput,
 };
 use crate::state::AppState;
 use crate::writer::{ChatCreated, ChatPatch, FinishRun, NewChat, SendOutcome, WriteCommand};
@@ -48,6 +48,8 @@ pub fn router() -> Router<AppState> {
         .route("/chats/{id}/tool-output/{tool_use_id}", get(tool_output))
         .route("/chats/{id}/runs", get(runs))
         .route("/chats/{id}/usage", get(usage))
+        .route("/chats/{id}/provider-switch", post(provider_switch))
+        .route("/chats/{id}/compact", post(compact))
         .route("/chat/stop", post(stop))
 }
 
@@ -712,4 +714,132 @@ async fn usage(
     let id = checked_id(&id)?;
     who.allow(&state, &id, Op::Read).await?;
     Ok(Json(db::usage::chat_usage(&state.db.read, &id).await?))
+}
+
+/// Longest accepted switch id.
+const MAX_SWITCH_ID_CHARS: usize = 128;
+
+#[derive(Deserialize)]
+struct SwitchIn {
+    provider: String,
+    #[serde(default)]
+    agent_settings_json: Option<crate::agent::models::AgentPick>,
+    #[serde(default)]
+    switch_id: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct CompactIn {
+    #[serde(default)]
+    switch_id: Option<String>,
+}
+
+/// `POST /api/chats/{id}/provider-switch`: moves the chat to another provider, its
+/// conversation summarised (by the old provider, else from the transcript) to seed the new
+/// session.
+async fn provider_switch(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<SwitchIn>,
+) -> Result<Json<Value>> {
+    let id = checked_id(&id)?;
+    let to = ProviderKind::parse(&body.provider)
+        .ok_or_else(|| Error::bad_request("unknown_provider", "provider is \"claude\" or \"codex\"."))?;
+    let pick = body.agent_settings_json.unwrap_or_default().checked()?;
+    handoff(&state, &id, to, HandoffReason::Switch, Some(pick), body.switch_id).await
+}
+
+/// `POST /api/chats/{id}/compact` (the composer's `/compact`): the same handoff on the chat's
+/// own provider: a fresh session that starts from the summary.
+async fn compact(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>> {
+    let id = checked_id(&id)?;
+    // The original's bodyless route, or `{switch_id}`.
+    let body: CompactIn = if body.iter().all(u8::is_ascii_whitespace) {
+        CompactIn::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|_| Error::bad_request("invalid_json", "The body is empty or {\"switch_id\": \"…\"}."))?
+    };
+    let provider = provider_for(&state, &id).await?;
+    let switch_id = body.switch_id;
+    handoff(&state, &id, provider, HandoffReason::Compact, None, switch_id).await
+}
+
+async fn handoff(
+    state: &AppState,
+    chat_id: &ChatId,
+    to: ProviderKind,
+    reason: HandoffReason,
+    pick: Option<crate::agent::models::AgentPick>,
+    switch_id: Option<String>,
+) -> Result<Json<Value>> {
+    let switch_id = switch_id.unwrap_or_else(|| RunId::random().to_string());
+    if switch_id.is_empty() || switch_id.chars().count() > MAX_SWITCH_ID_CHARS {
+        return Err(Error::bad_request("invalid_switch_id", "switch_id is 1 to 128 characters."));
+    }
+    let chat = db::chats::get(&state.db.read, chat_id).await?.filter(|c| c.deleted_at.is_none()).ok_or(Domain::ChatNotFound)?;
+    let answer = |summary: &str, stored: bool, settings: Option<&str>| {
+        let pick = crate::agent::models::AgentPick::of_chat(settings);
+        Json(json!({
+            "ok": true, "protocol": "provider-switch-v1", "switch_id": switch_id, "summary": summary,
+            "stored": stored, "provider": to.id(), "agent_settings_json": pick, "effective": pick,
+        }))
+    };
+    // A retried switch is answered from the one it already made.
+    if chat.handoff_id.as_deref() == Some(switch_id.as_str()) {
+        return Ok(answer(chat.handoff.as_deref().unwrap_or_default(), false, chat.agent_settings.as_deref()));
+    }
+    if state.agents.turns.get(chat_id).is_some() {
+        return Err(Domain::ChatBusy.into());
+    }
+    if chat.pending_question_id.is_some() {
+        return Err(Domain::PendingQuestionOpen.into());
+    }
+    if !state.providers.status(to).connected {
+        return Err(Domain::ProviderNotConnected(Some(to.name())).into());
+    }
+    let from = chat.provider.as_deref().and_then(ProviderKind::parse);
+    let summary = crate::agent::handoff::summarize(
+        &state.db.read,
+        &state.providers,
+        &state.agents.sandbox,
+        &state.config.data_dir,
+        chat_id,
+        from,
+    )
+    .await?;
+    // The picks of the chat move along only on the same provider; a switch takes the new ones.
+    let mut settings: Map<String, Value> =
+        chat.agent_settings.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
+    if let Some(pick) = pick {
+        for (key, value) in [("model", pick.model), ("effort", pick.effort)] {
+            match value {
+                Some(v) => settings.insert(key.into(), v.into()),
+                None => settings.remove(key),
+            };
+        }
+    }
+    let agent_settings = (!settings.is_empty()).then(|| Value::Object(settings).to_string());
+    let card = crate::protocol::HandoffCard {
+        switch_id: switch_id.clone(),
+        from_provider: from,
+        to_provider: to,
+        reason,
+        summary: summary.text.clone(),
+        summarized_by: summary.source,
+    };
+    let stored_settings = agent_settings.clone();
+    state
+        .writer
+        .call(|ack| WriteCommand::Handoff { chat_id: chat_id.clone(), card, agent_settings, ack })
+        .await?;
+    state.agents.warm.retire(chat_id);
+    tracing::info!(chat.id = %chat_id, to = to.id(), ?reason, "the chat's session was handed off");
+    Ok(answer(&summary.text, true, stored_settings.as_deref()))
 }

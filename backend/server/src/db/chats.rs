@@ -74,6 +74,10 @@ pub struct ChatRow {
     pub resume_at: Option<i64>,
     /// Why it is parked: `usage_limit` or `restart`.
     pub resume_reason: Option<String>,
+    /// The summary the next session starts from (after a provider switch or a compaction).
+    pub handoff: Option<String>,
+    /// The switch that wrote it.
+    pub handoff_id: Option<String>,
 }
 
 /// A chat row (deleted or not).
@@ -81,7 +85,7 @@ pub async fn get<'e, E: sqlx::SqliteExecutor<'e>>(executor: E, id: &str) -> Resu
     Ok(sqlx::query_as(
         "SELECT id, title, title_locked, provider, session_id, agent_settings, approval_policy, system_prompt_id,
                 allowed_tools, pending_question_id, last_seq, message_count, pinned_at, created_at, updated_at,
-                activity_at, deleted_at, auto_resume, resume_at, resume_reason
+                activity_at, deleted_at, auto_resume, resume_at, resume_reason, handoff, handoff_id
          FROM chats WHERE id = ?",
     )
     .bind(id)
@@ -124,7 +128,7 @@ pub async fn page(pool: &SqlitePool, id: &str, limit: i64, before: Option<i64>) 
         "SELECT c.id, c.title, c.title_locked, c.provider, c.session_id, c.agent_settings, c.approval_policy,
                 c.system_prompt_id, c.allowed_tools, c.pending_question_id, c.last_seq, c.message_count,
                 c.pinned_at, c.created_at, c.updated_at, c.activity_at, c.deleted_at, c.auto_resume, c.resume_at,
-                c.resume_reason,
+                c.resume_reason, c.handoff, c.handoff_id,
                 (SELECT r.id FROM chat_runs r WHERE r.chat_id = ?1 AND r.status = 'running') AS running_run,
                 l.run_id AS live_run, l.body AS live_body, l.upto_seq AS live_seq,
                 (SELECT '[' || coalesce(group_concat(p.body, ',' ORDER BY p.position), '') || ']'
@@ -336,4 +340,31 @@ pub async fn next_resume(pool: &SqlitePool) -> Result<Option<(String, i64)>> {
     )
     .fetch_optional(pool)
     .await?)
+}
+
+/// Hands the chat's session off: `provider` from now on, no session (the next turn starts a
+/// new one, seeded with `summary`), the agent settings as given.
+pub async fn set_handoff(
+    conn: &mut SqliteConnection,
+    chat_id: &str,
+    provider: &str,
+    summary: &str,
+    switch_id: &str,
+    agent_settings: Option<&str>,
+    now: i64,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE chats SET provider = ?, session_id = NULL, handoff = ?, handoff_id = ?, agent_settings = ?,
+                updated_at = ?
+         WHERE id = ?",
+    )
+    .bind(provider)
+    .bind(summary)
+    .bind(switch_id)
+    .bind(agent_settings)
+    .bind(now)
+    .bind(chat_id)
+    .execute(conn)
+    .await?;
+    Ok(())
 }

@@ -128,6 +128,11 @@ pub enum ChatEvent {
         message: Message,
         sealed: bool,
     },
+    /// The chat's session was handed off (a provider switch, a compaction): `message` (one
+    /// `handoff` block) joins the transcript.
+    Handoff {
+        message: Message,
+    },
     /// The run ended: the live message is now history.
     Done {
         run_id: RunId,

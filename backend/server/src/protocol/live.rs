@@ -129,6 +129,7 @@ impl LiveMessage {
             | ChatEvent::QueueChanged { .. }
             | ChatEvent::QueuedTurnStarting { .. }
             | ChatEvent::SteeredIntoTurn { .. }
+            | ChatEvent::Handoff { .. }
             | ChatEvent::Done { .. }
             | ChatEvent::ChatRenamed { .. }
             | ChatEvent::ChatDeleted

@@ -26,7 +26,8 @@ pub use event::{ChatEvent, JournalEntry, RunStatus, StreamControl, StreamEvent, 
 pub use ids::{ChatId, Cid, MAX_CHAT_ID_BYTES, MAX_CID_CHARS, QuestionId, RunId};
 pub use live::LiveMessage;
 pub use message::{
-    Answers, ApprovalAnswers, Block, Card, Choice, Choices, Decision, ErrorFix, InvalidMessage, Message, QuestionCard,
+    Answers, ApprovalAnswers, Block, Card, Choice, Choices, Decision, ErrorFix, HandoffCard, HandoffReason,
+    HandoffSource, InvalidMessage, Message, QuestionCard,
     QuestionItem, QuestionOption, Role, ToolBlock, ToolStatus, UserInput,
 };
 pub use notice::{NotificationAction, NotificationItem, NotificationKind, PushPayload};

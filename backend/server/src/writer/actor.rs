@@ -346,6 +346,10 @@ impl Actor {
                 let result = super::chat::reconcile_startup(&mut self.conn, batch, &resume).await;
                 finish(batch, ack, result)
             }
+            WriteCommand::Handoff { chat_id, card, agent_settings, ack } => {
+                let result = super::chat::handoff(&mut self.conn, batch, &chat_id, card, agent_settings).await;
+                finish(batch, ack, result)
+            }
             WriteCommand::Resume { chat_id, run_id, now, start, ack } => {
                 let result = super::chat::resume(&mut self.conn, batch, &chat_id, run_id, now, start).await;
                 if matches!(result, Ok(Some(_))) {
@@ -572,6 +576,7 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         WriteCommand::PurgeDeleted { ack, .. } => batch.complete(ack, err()),
         WriteCommand::ReconcileStartup { ack, .. } => batch.complete(ack, err()),
         WriteCommand::Resume { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::Handoff { ack, .. } => batch.complete(ack, err()),
         WriteCommand::ClearQueue { ack, .. } => batch.complete(ack, err()),
         WriteCommand::PinPrompt { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppReserve { ack, .. } => batch.complete(ack, err()),

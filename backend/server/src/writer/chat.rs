@@ -9,7 +9,8 @@ use super::commands::{ChatCreated, ChatPatch, FinishOutcome, FinishRun, NewChat,
 use crate::db::{self, now_ms};
 use crate::error::{Domain, Error, Result};
 use crate::protocol::{
-    Answers, Block, ChatEvent, ChatId, Cid, JournalEntry, LiveMessage, Message, Pause, PauseKind, ProviderKind,
+    Answers, Block, ChatEvent, ChatId, Cid, HandoffCard, JournalEntry, LiveMessage, Message, Pause, PauseKind,
+    ProviderKind,
     QuestionCard, QuestionId, Role, RunId, RunStatus, SystemEvent, TokenCounts, ToolStatus, UserInput,
 };
 
@@ -536,6 +537,34 @@ pub(super) async fn recover_chat(
     }
     batch.system(SystemEvent::ChatRecovered { chat_id: chat_id.clone() });
     Ok(())
+}
+
+/// A provider switch or a compaction: the marker message joins the transcript, and the
+/// chat's next turn starts a new session on `card.to_provider` seeded with the summary.
+pub(super) async fn handoff(
+    conn: &mut SqliteConnection,
+    batch: &mut Batch,
+    chat_id: &ChatId,
+    card: HandoffCard,
+    agent_settings: Option<String>,
+) -> Result<Message> {
+    let chat = live_chat(conn, chat_id).await?;
+    if db::runs::running_run(&mut *conn, chat_id).await?.is_some() {
+        return Err(Domain::ChatBusy.into());
+    }
+    if chat.pending_question_id.is_some() {
+        return Err(Domain::PendingQuestionOpen.into());
+    }
+    let now = now_ms();
+    let (to, summary, switch_id) = (card.to_provider, card.summary.clone(), card.switch_id.clone());
+    let message = Message::assistant(now, vec![Block::Handoff(card)]);
+    store(conn, chat_id, &message).await?;
+    db::chats::set_handoff(conn, chat_id, to.id(), &summary, &switch_id, agent_settings.as_deref(), now).await?;
+    db::chats::set_resume(conn, chat_id, None).await?;
+    db::chats::touch_activity(conn, chat_id, now).await?;
+    batch.emit(conn, chat_id, ChatEvent::Handoff { message: message.clone() }).await?;
+    batch.system(SystemEvent::ChatUpdated { chat_id: chat_id.clone() });
+    Ok(message)
 }
 
 /// Why a chat is parked (`chats.resume_reason`).

@@ -8,7 +8,7 @@ use tokio::sync::oneshot;
 use crate::db::chats::ChatSettings;
 use crate::db::runs::RunEnd;
 use crate::error::Result;
-use crate::protocol::{
+use crate::protocol::{HandoffCard, 
     Answers, ChatEvent, ChatId, Cid, Message, ProviderKind, QuestionCard, QuestionId, RunId, RunStatus, UserInput,
 };
 
@@ -234,6 +234,10 @@ pub enum WriteCommand {
     RecoverChat { chat_id: ChatId, cutoff: i64, ack: Ack<()> },
     /// Purges chats deleted before `cutoff`.
     PurgeDeleted { cutoff: i64, ack: Ack<u64> },
+    /// Hands the chat's session off (a provider switch, a compaction): the marker message,
+    /// the provider, no session, the summary that seeds the next one, the agent settings (JSON,
+    /// replacing the chat's). Refused while a turn runs or a question waits.
+    Handoff { chat_id: ChatId, card: HandoffCard, agent_settings: Option<String>, ack: Ack<Message> },
     /// Starts the continuation of a parked chat whose time has come (a hidden message): the
     /// run, or `None` when there is nothing to continue (not due, running, deleted).
     /// With `start` false the park is only cleared (the provider went away meanwhile).

@@ -1,8 +1,11 @@
-//! The runtime around a turn with the real CLIs: the model list and a chat's model and effort.
+//! The runtime around a turn with the real CLIs: the model list and a chat's model and effort,
+//! the plan's windows, parking on a usage limit and continuing at the reset, and a provider
+//! switch (and `/compact`) whose next turn starts from the handoff summary.
 
 use serde_json::{Value, json};
 
-use super::{Cli, Rig};
+use super::helpers::TestApp;
+use super::{Cli, Mock, Rig, cli_bin, codex_config, server_env};
 
 pub async fn a_chats_model_and_effort_reach_the_cli_and_codex_lists_its_models(cli: Cli) {
     let rig = Rig::start(cli, json!({ "steps": [{ "text": "picked" }] })).await;
@@ -138,4 +141,95 @@ pub async fn a_usage_limit_parks_the_chat_until_the_reset_and_it_continues_by_it
     assert!(hidden["cid"].as_str().is_some_and(|c| c.starts_with("resume-limit-")), "{hidden}");
     let last = messages.last().expect("reply");
     assert!(last["content"].as_str().unwrap_or_default().contains("continued after the reset"), "{last}");
+}
+
+/// A server with both CLIs connected, each with its scripted model server.
+struct Both {
+    _dir: std::sync::Arc<tempfile::TempDir>,
+    claude: Mock,
+    codex: Mock,
+    app: TestApp,
+    token: String,
+}
+
+async fn both(claude: Value, codex: Value) -> Both {
+    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+    let claude_dir = dir.path().join("mock-claude");
+    let codex_dir = dir.path().join("mock-codex");
+    std::fs::create_dir_all(&claude_dir).expect("dir");
+    std::fs::create_dir_all(&codex_dir).expect("dir");
+    let claude = Mock::start(Cli::Claude, &claude_dir, &claude);
+    let codex = Mock::start(Cli::Codex, &codex_dir, &codex);
+    let home = dir.path().join("cli-auth/codex");
+    std::fs::create_dir_all(&home).expect("codex home");
+    std::fs::write(home.join("config.toml"), codex_config(codex.port)).expect("config.toml");
+    let mut env = server_env(Cli::Claude, claude.port);
+    env.push(("MOBIUS_CODEX_BIN", cli_bin(Cli::Codex).display().to_string()));
+    env.push(("MOBIUS_OPENAI_API_URL", format!("http://127.0.0.1:{}/v1", codex.port)));
+    let app = TestApp::spawn_process(dir.clone(), &env).await;
+    let token = app.setup_owner().await;
+    for id in ["claude", "codex"] {
+        let r = app.post(&format!("/api/providers/{id}/api-key"), json!({ "api_key": "sk-mock-key" }), Some(&token)).await;
+        assert_eq!(r.status(), 200, "connecting {id}");
+    }
+    Both { _dir: dir, claude, codex, app, token }
+}
+
+async fn turn_in(app: &TestApp, token: &str, chat: &str, content: &str, cid: &str) {
+    let mut stream = app.stream(token, chat, None).await;
+    assert_eq!(app.send(token, chat, content, cid).await["status"], "started");
+    let events = stream.until("done", 120).await;
+    assert_eq!(events.last().expect("done").data["status"], "completed", "{:?}", events.last());
+}
+
+/// A chat moves from Claude to Codex mid-conversation: Claude summarises it, the marker card
+/// joins the transcript, and Codex's first turn starts from the summary. `/compact` then does
+/// the same on Codex itself.
+#[tokio::test]
+#[ignore = "needs the agent CLIs; scripts/test runs it"]
+async fn a_chat_switched_to_the_other_provider_continues_there_from_the_handoff_summary() {
+    let claude = json!({ "side_text": "HANDOFF: the owner's code word is PINEAPPLE.", "steps": [{ "text": "Noted." }] });
+    let codex = json!({ "default": { "text": "Codex here." } });
+    let Both { claude: claude_mock, codex: codex_mock, app, token, .. } = both(claude, codex).await;
+    app.chat(&token, "sw").await;
+    let r = app.client.patch(app.url("/api/chats/sw")).bearer_auth(&token).json(&json!({ "provider": "claude" })).send().await;
+    assert_eq!(r.expect("patch").status(), 200);
+    turn_in(&app, &token, "sw", "remember the code word PINEAPPLE", "m1").await;
+
+    let body = json!({ "provider": "codex", "agent_settings_json": { "model": "gpt-5.5" }, "switch_id": "sw-1" });
+    let r = app.post("/api/chats/sw/provider-switch", body.clone(), Some(&token)).await;
+    assert_eq!(r.status(), 200);
+    let switched: Value = r.json().await.expect("json");
+    assert_eq!((switched["stored"].clone(), switched["provider"].clone()), (json!(true), json!("codex")));
+    assert!(switched["summary"].as_str().is_some_and(|s| s.contains("PINEAPPLE")), "Claude wrote it: {switched}");
+    assert!(claude_mock.bodies().iter().any(|b| b.contains("mobius-handoff")), "the summary was asked of Claude");
+    // The same switch again is answered from the first.
+    let again: Value = app.post("/api/chats/sw/provider-switch", body, Some(&token)).await.json().await.expect("json");
+    assert_eq!((again["stored"].clone(), again["summary"].clone()), (json!(false), switched["summary"].clone()));
+    let detail = app.detail(&token, "sw").await;
+    assert_eq!((detail["provider"].clone(), detail["session_id"].clone()), (json!("codex"), Value::Null));
+    let marker = detail["messages"].as_array().and_then(|m| m.last()).expect("marker")["blocks"][0].clone();
+    assert_eq!(marker["type"], "handoff", "{marker}");
+    assert_eq!((marker["from_provider"].as_str(), marker["to_provider"].as_str()), (Some("claude"), Some("codex")));
+    assert_eq!(marker["summarized_by"], "provider");
+
+    turn_in(&app, &token, "sw", "what is the code word?", "m2").await;
+    let seen = codex_mock.last_body();
+    assert!(seen.contains("PINEAPPLE") && seen.contains("compacted_chat"), "Codex's first turn saw the summary");
+    assert!(seen.contains("what is the code word?"));
+    let detail = app.detail(&token, "sw").await;
+    assert!(detail["session_id"].as_str().is_some(), "Codex's session");
+    assert!(detail["messages"].to_string().contains("Codex here."));
+
+    // `/compact` on Codex: a fresh Codex session from a summary.
+    let r = app.post("/api/chats/sw/compact", json!({}), Some(&token)).await;
+    assert_eq!(r.status(), 200);
+    let compacted: Value = r.json().await.expect("json");
+    assert_eq!(compacted["provider"], "codex");
+    let detail = app.detail(&token, "sw").await;
+    let marker = detail["messages"].as_array().and_then(|m| m.last()).expect("marker")["blocks"][0].clone();
+    assert_eq!((marker["reason"].as_str(), marker["to_provider"].as_str()), (Some("compact"), Some("codex")));
+    assert_eq!(detail["session_id"], Value::Null);
+    turn_in(&app, &token, "sw", "carry on", "m3").await;
+    assert!(codex_mock.last_body().contains("compacted_chat"), "the next Codex session starts from it");
 }

@@ -178,3 +178,44 @@ async fn a_usage_limit_parks_the_chat_at_its_reset_unless_its_switch_is_off() {
     assert_eq!(error["pause"].get("resumes_at"), None, "{error}");
     assert_eq!(app.detail(&token, "l").await["resume_at"], Value::Null);
 }
+
+#[tokio::test]
+async fn a_provider_switch_is_refused_while_it_cannot_happen_and_summarises_from_the_transcript_without_the_old_provider() {
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let bin = crate::chats::fake_claude(dir.path(), "2", 0);
+    let app = TestApp::spawn_in(dir, |c| c.claude_bin = bin).await;
+    let token = app.setup_owner().await;
+    app.connect_claude(&token).await;
+    app.chat(&token, "s").await;
+    let mut stream = app.stream(&token, "s", None).await;
+    app.send(&token, "s", "plan the garden", "m1").await;
+    stream.until("run_started", 10).await;
+    let switch = |provider: &str, id: &str| json!({ "provider": provider, "switch_id": id });
+    let busy = app.post("/api/chats/s/provider-switch", switch("codex", "a"), Some(&token)).await;
+    assert_error(busy, StatusCode::CONFLICT, "chat_busy").await;
+    stream.until("done", 30).await;
+    let unknown = app.post("/api/chats/s/provider-switch", switch("gemini", "a"), Some(&token)).await;
+    assert_error(unknown, StatusCode::BAD_REQUEST, "unknown_provider").await;
+    let offline = app.post("/api/chats/s/provider-switch", switch("codex", "a"), Some(&token)).await;
+    assert_error(offline, StatusCode::CONFLICT, "provider_not_connected").await;
+    let missing = app.post("/api/chats/nope/provider-switch", switch("claude", "a"), Some(&token)).await;
+    assert_error(missing, StatusCode::NOT_FOUND, "chat_not_found").await;
+    let bad = app.post("/api/chats/s/provider-switch", json!({ "provider": "codex", "agent_settings_json": { "effort": "x y" } }), Some(&token)).await;
+    assert_error(bad, StatusCode::BAD_REQUEST, "invalid_effort").await;
+
+    // Codex is signed in, Claude no longer is: the summary comes from the transcript.
+    let codex = app.data_dir().join("cli-auth/codex");
+    std::fs::create_dir_all(&codex).expect("codex dir");
+    std::fs::write(codex.join("auth.json"), r#"{"OPENAI_API_KEY": "sk-x"}"#).expect("auth.json");
+    let r = app.client.delete(app.url("/api/providers/claude")).bearer_auth(&token).send().await.expect("delete");
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = app.post("/api/chats/s/provider-switch", switch("codex", "b"), Some(&token)).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let switched: Value = r.json().await.expect("json");
+    let summary = switched["summary"].as_str().expect("summary");
+    assert!(summary.contains("Owner: plan the garden") && summary.contains("reply for s"), "{summary}");
+    let detail = app.detail(&token, "s").await;
+    let marker = &detail["messages"][2]["blocks"][0];
+    assert_eq!((marker["type"].as_str(), marker["summarized_by"].as_str()), (Some("handoff"), Some("transcript")));
+    assert_eq!(detail["provider"], "codex");
+}
