@@ -47,6 +47,10 @@ pub struct Config {
     /// Confine the agent's processes with Landlock where the kernel has it
     /// (`MOBIUS_AGENT_SANDBOX`: `on`, the default, or `off`).
     pub agent_sandbox: bool,
+    /// The memory ceiling of one agent (`MOBIUS_AGENT_MEMORY_MAX_MB`, default 2048; 0: none).
+    pub agent_memory_max: Option<u64>,
+    /// Most stdout bytes one turn's CLI may write (`MOBIUS_AGENT_OUTPUT_MAX_MB`, default 256).
+    pub agent_output_max: u64,
     /// CLI processes kept between a chat's turns, at most (`MOBIUS_AGENT_WARM_MAX`, default 3;
     /// 0 starts every turn cold).
     pub agent_warm_max: usize,
@@ -188,6 +192,8 @@ pub const DEFAULT_CLAUDE_TOKEN_URL: &str = "https://console.anthropic.com/v1/oau
 pub const DEFAULT_AGENT_TURN_MAX: Duration = Duration::from_secs(6 * 3600);
 /// The longest either ceiling may be set to (30 days).
 pub const MAX_AGENT_CEILING: Duration = Duration::from_secs(30 * 24 * 3600);
+/// The largest memory or output ceiling accepted, in MiB (1 TiB).
+pub const MAX_AGENT_MB: u64 = 1 << 20;
 /// Default silence ceiling of a turn.
 pub const DEFAULT_AGENT_SILENCE_MAX: Duration = Duration::from_secs(30 * 60);
 
@@ -331,6 +337,18 @@ impl Config {
                     crate::agent::warm::MAX_WARM_MAX
                 ))
             })?;
+        let mb = |key: &str, default: u64| -> Result<u64, ConfigError> {
+            let raw = get(key).unwrap_or_else(|| (default >> 20).to_string());
+            raw.trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n <= MAX_AGENT_MB)
+                .map(|n| n << 20)
+                .ok_or_else(|| ConfigError(format!("{key}={raw:?} must be a number of MiB from 0 to {MAX_AGENT_MB}")))
+        };
+        let agent_memory_max =
+            Some(mb("MOBIUS_AGENT_MEMORY_MAX_MB", crate::agent::ceiling::DEFAULT_MEMORY_MAX_BYTES)?).filter(|b| *b > 0);
+        let agent_output_max = mb("MOBIUS_AGENT_OUTPUT_MAX_MB", crate::agent::ceiling::DEFAULT_OUTPUT_MAX_BYTES)?.max(1 << 20);
         let agent_warm_idle = secs("MOBIUS_AGENT_WARM_IDLE_SECS", crate::agent::warm::DEFAULT_WARM_IDLE.as_secs())?;
         let app_node_modules =
             PathBuf::from(get("MOBIUS_APP_NODE_MODULES").unwrap_or_else(|| "frontend/node_modules".into()));
@@ -396,6 +414,8 @@ impl Config {
             agent_sandbox,
             agent_warm_max,
             agent_warm_idle,
+            agent_memory_max,
+            agent_output_max,
             app_node_modules,
             app_runtime_dir,
             app_quota_bytes,
@@ -438,6 +458,8 @@ impl Config {
             // processes turn keeping on.
             agent_warm_max: 0,
             agent_warm_idle: crate::agent::warm::DEFAULT_WARM_IDLE,
+            agent_memory_max: Some(crate::agent::ceiling::DEFAULT_MEMORY_MAX_BYTES),
+            agent_output_max: crate::agent::ceiling::DEFAULT_OUTPUT_MAX_BYTES,
             app_node_modules: checkout_root().join("frontend/node_modules"),
             app_runtime_dir: checkout_root().join("frontend/public"),
             app_quota_bytes: DEFAULT_APP_QUOTA_BYTES,

@@ -15,6 +15,12 @@ export type SandboxState = { mode: "landlock"; abi: number } | { mode: "off"; re
 /** The owner's default model and effort per provider. */
 export type AgentDefaults = Partial<Record<ProviderId, AgentPick>>;
 
+/** How agents are bounded (`GET /api/settings`). */
+export interface AgentLimits {
+  memory: { mode: "cgroup"; max_bytes: number } | { mode: "rlimit"; max_bytes: number; reason: string } | { mode: "off" };
+  output_max_bytes: number;
+}
+
 export interface Settings {
   default_provider: ProviderId | null;
   claude_version?: string | null;
@@ -23,6 +29,7 @@ export interface Settings {
   agent_defaults?: AgentDefaults;
   /** CLI processes kept between a chat's turns. */
   warm?: { max: number; idle_secs: number; parked: number };
+  agent_limits?: AgentLimits;
 }
 
 /** The plan's windows as the provider's CLI last reported them. */

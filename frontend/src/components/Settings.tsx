@@ -30,6 +30,7 @@ import {
   providerUsageKey,
   resetTime,
   type AgentDefaults,
+  type AgentLimits,
 } from "../api/settings";
 import type { ApprovalPolicy } from "../api/protocol.gen";
 import type { AgentPick, ModelInfo, ProviderId, ProviderInfo, ProvidersStatus } from "../api/types";
@@ -668,8 +669,24 @@ function SandboxSection() {
           Off: {sandbox.reason}. The agent can read every file the server can, including its keys and database.
         </p>
       )}
+      {settings.data?.agent_limits && <p className="settings-lead" data-memory={settings.data.agent_limits.memory.mode}>{limitsText(settings.data.agent_limits)}</p>}
     </section>
   );
+}
+
+/** How the agent's memory and output are bounded, in words. */
+export function limitsText(limits: AgentLimits): string {
+  const mib = (bytes: number) => (bytes >= 1 << 30 ? `${(bytes / (1 << 30)).toFixed(bytes % (1 << 30) === 0 ? 0 : 1)} GiB` : `${Math.round(bytes / (1 << 20))} MiB`);
+  const output = `A turn may print at most ${mib(limits.output_max_bytes)}.`;
+  const memory = limits.memory;
+  switch (memory.mode) {
+    case "cgroup":
+      return `Memory: ${mib(memory.max_bytes)} for each agent and everything it starts (a cgroup); a turn past it is stopped. ${output}`;
+    case "rlimit":
+      return `Memory: ${mib(memory.max_bytes)} for each agent process (a per-process limit: ${memory.reason}); a process past it fails to allocate. ${output}`;
+    case "off":
+      return `Memory: no ceiling. ${output}`;
+  }
 }
 
 function VersionSection() {

@@ -25,6 +25,8 @@ pub struct Claude {
     pub bin: PathBuf,
     /// A turn whose CLI prints nothing for this long after starting fails.
     pub start_timeout: Duration,
+    /// Most stdout bytes one turn may produce.
+    pub output_max: u64,
 }
 
 impl AgentProvider for Claude {
@@ -36,12 +38,12 @@ impl AgentProvider for Claude {
         let confine = request.confine.take();
         let keep = request.keep.take();
         let spawned =
-            process::spawn(&self.bin, &args(&request), &request.cwd, &request.env, Some(&request.pid_dir), confine)?;
+            process::spawn(&self.bin, &args(&request), &request.cwd, &request.env, Some(&request.pid_dir), confine, request.memory.prepare())?;
         let (turn, io) = process::turn_channels();
-        let start_timeout = self.start_timeout;
+        let limits = process::SessionLimits { start_timeout: self.start_timeout, output_max: self.output_max };
         let prompt = request.prompt;
         let driver = process::spawn_driver(move |me| {
-            drive(JsonLinesSession::new("Claude Code", spawned, io, start_timeout, keep, me), prompt)
+            drive(JsonLinesSession::new("Claude Code", spawned, io, limits, keep, me), prompt)
         });
         Ok(turn.with_driver(driver))
     }
@@ -641,6 +643,7 @@ mod tests {
             tools: true,
             confine: None,
             keep: None,
+            memory: crate::agent::ceiling::MemoryCeiling::detect(None),
         };
         let mode = |approval| {
             let args = args(&request(approval));

@@ -26,6 +26,8 @@ pub struct Codex {
     pub bin: PathBuf,
     /// A turn whose CLI prints nothing for this long after starting fails.
     pub start_timeout: Duration,
+    /// Most stdout bytes one turn may produce.
+    pub output_max: u64,
 }
 
 impl AgentProvider for Codex {
@@ -40,11 +42,11 @@ impl AgentProvider for Codex {
             .collect();
         let confine = request.confine.take();
         let keep = request.keep.take();
-        let spawned = process::spawn(&self.bin, &args, &request.cwd, &request.env, Some(&request.pid_dir), confine)?;
+        let spawned = process::spawn(&self.bin, &args, &request.cwd, &request.env, Some(&request.pid_dir), confine, request.memory.prepare())?;
         let (turn, io) = process::turn_channels();
-        let start_timeout = self.start_timeout;
+        let limits = process::SessionLimits { start_timeout: self.start_timeout, output_max: self.output_max };
         let driver = process::spawn_driver(move |me| {
-            drive(JsonLinesSession::new("Codex", spawned, io, start_timeout, keep, me), request)
+            drive(JsonLinesSession::new("Codex", spawned, io, limits, keep, me), request)
         });
         Ok(turn.with_driver(driver))
     }
@@ -575,7 +577,8 @@ const MAX_MODELS: usize = 64;
 /// The models the app-server offers (`model/list`, its bundled catalogue), asked of a
 /// short-lived `codex app-server` with `env` (its `CODEX_HOME`) in `cwd`.
 pub async fn list_models(bin: &std::path::Path, cwd: &std::path::Path, env: &[(String, String)]) -> Result<Vec<ModelInfo>> {
-    let spawned = process::spawn(bin, &["app-server".to_owned()], cwd, env, None, None)?;
+    let spawned =
+        process::spawn(bin, &["app-server".to_owned()], cwd, env, None, None, super::ceiling::Applied::None)?;
     let process::Spawned { process, mut stdin, mut lines, .. } = spawned;
     let ask = async {
         use tokio::io::AsyncWriteExt;
@@ -770,6 +773,7 @@ mod tests {
             tools: true,
             confine: None,
             keep: None,
+            memory: crate::agent::ceiling::MemoryCeiling::detect(None),
         };
         let r = thread_request(&request);
         assert_eq!(r["method"], "thread/resume");

@@ -6,6 +6,7 @@
 //! Provider wire formats live only in `claude.rs` and `codex.rs`; everything else speaks
 //! [`AgentEvent`].
 
+pub mod ceiling;
 pub mod claude;
 pub mod codex;
 pub mod fold;
@@ -55,6 +56,8 @@ pub struct TurnRequest {
     pub confine: Option<mobius_sys::landlock::Ruleset>,
     /// Keeps the process for the chat's next turn (`None`: it ends with this turn).
     pub keep: Option<Box<dyn process::Keeper>>,
+    /// The memory ceiling the process is held to.
+    pub memory: ceiling::MemoryCeiling,
 }
 
 /// Token counts of a turn.

@@ -104,6 +104,8 @@ impl StderrTail {
 pub struct AgentProcess {
     child: Child,
     pgid: Option<i32>,
+    /// Its memory cgroup, when agents get one (removed once the process is gone).
+    cgroup: Option<super::ceiling::Cgroup>,
     /// `DATA_DIR/run/agents/<pgid>`: lets the next boot kill this group if the server dies.
     marker: Option<std::path::PathBuf>,
     /// Whose escaped processes this process's end sweeps up.
@@ -135,8 +137,9 @@ pub struct Spawned {
 }
 
 /// Starts `program` with exactly `env` (nothing inherited), in its own process group, with
-/// `no_new_privs` set and, given a ruleset, confined by Landlock before it runs. With
-/// `pid_dir`, the group id is recorded there until the process is gone.
+/// `no_new_privs` set, its memory ceiling (`memory`: a cgroup it joins or an rlimit) and,
+/// given a ruleset, confined by Landlock before it runs. With `pid_dir`, the group id is
+/// recorded there until the process is gone.
 pub fn spawn(
     program: &Path,
     args: &[String],
@@ -144,6 +147,7 @@ pub fn spawn(
     env: &[(String, String)],
     pid_dir: Option<&Path>,
     confine: Option<Ruleset>,
+    memory: super::ceiling::Applied,
 ) -> Result<Spawned> {
     use std::os::unix::process::CommandExt;
     let mut std_command = std::process::Command::new(program);
@@ -156,6 +160,17 @@ pub fn spawn(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    let cgroup = match memory {
+        super::ceiling::Applied::Cgroup(cgroup, procs) => {
+            mobius_sys::limits::join_cgroup_on_exec(&mut std_command, procs);
+            Some(cgroup)
+        }
+        super::ceiling::Applied::Rlimit(bytes) => {
+            mobius_sys::limits::limit_data_on_exec(&mut std_command, bytes);
+            None
+        }
+        super::ceiling::Applied::None => None,
+    };
     match confine {
         Some(rules) => rules.restrict_on_exec(&mut std_command),
         None => landlock::no_new_privs_on_exec(&mut std_command),
@@ -192,7 +207,7 @@ pub fn spawn(
             tail.push(line);
         }
     });
-    Ok(Spawned { process: AgentProcess { child, pgid, marker, owner: Escapees::of(env) }, stdin, lines, stderr })
+    Ok(Spawned { process: AgentProcess { child, pgid, cgroup, marker, owner: Escapees::of(env) }, stdin, lines, stderr })
 }
 
 async fn read_lines(stdout: impl AsyncRead + Unpin, tx: mpsc::Sender<Line>) {
@@ -535,6 +550,23 @@ pub struct JsonLinesSession<R> {
     keeper: Option<Box<dyn Keeper>>,
     /// This driver's task, for the guards of later turns.
     driver: AbortHandle,
+    /// Most stdout bytes one turn may produce, and what this turn produced so far.
+    output_max: u64,
+    output: u64,
+    /// Memory kills seen in the process's cgroup.
+    oom_kills: u64,
+}
+
+/// How often a process with a cgroup is checked for memory kills.
+const OOM_CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// The ceilings of a session's turns.
+#[derive(Clone, Copy, Debug)]
+pub struct SessionLimits {
+    /// A turn whose CLI prints nothing for this long after starting fails.
+    pub start_timeout: Duration,
+    /// Most stdout bytes one turn may produce.
+    pub output_max: u64,
 }
 
 /// The next turn handed to a kept process.
@@ -575,10 +607,11 @@ impl<R: Send + 'static> JsonLinesSession<R> {
         cli: &'static str,
         spawned: Spawned,
         io: TurnIo,
-        start_timeout: Duration,
+        limits: SessionLimits,
         keeper: Option<Box<dyn Keeper>>,
         driver: AbortHandle,
     ) -> Self {
+        let SessionLimits { start_timeout, output_max } = limits;
         let Spawned { process, stdin, lines, stderr } = spawned;
         Self {
             cli,
@@ -594,6 +627,9 @@ impl<R: Send + 'static> JsonLinesSession<R> {
             start_deadline: Box::pin(tokio::time::sleep(start_timeout)),
             keeper,
             driver,
+            output_max,
+            output: 0,
+            oom_kills: 0,
         }
     }
 
@@ -630,15 +666,31 @@ impl<R: Send + 'static> JsonLinesSession<R> {
 
     /// The next thing the driver must handle.
     pub async fn next(&mut self) -> Next<R> {
+        let watch_memory = self.process.cgroup.is_some();
         loop {
             tokio::select! {
                 line = self.lines.recv() => match line {
                     None => {
                         let status = self.process.wait_timeout(EXIT_STATUS_WAIT).await;
+                        if let Some(message) = self.memory_kill() {
+                            return Next::Closed(message);
+                        }
                         return Next::Closed(exit_message(self.cli, status, &self.stderr.text()));
                     }
                     Some(line) => {
                         self.heard = true;
+                        self.output += match &line {
+                            Line::Text(text) => text.len() as u64 + 1,
+                            Line::Oversized(n) => *n as u64,
+                        };
+                        if self.output > self.output_max {
+                            return Next::Closed(format!(
+                                "{} wrote more than {} MiB in this turn and was stopped \
+                                 (MOBIUS_AGENT_OUTPUT_MAX_MB). Send a message to continue.",
+                                self.cli,
+                                self.output_max >> 20
+                            ));
+                        }
                         match classify(line, self.cli) {
                             Incoming::Json(value) => return Next::Message(value),
                             Incoming::Skipped(why) => self.emit(AgentEvent::Warning(why)).await,
@@ -648,8 +700,29 @@ impl<R: Send + 'static> JsonLinesSession<R> {
                 Some(reply) = self.replies.next(), if !self.replies.is_empty() => return Next::Reply(reply),
                 command = self.io.control.recv() => return Next::Control(command),
                 () = &mut self.start_deadline, if !self.heard => return Next::StartTimedOut,
+                () = tokio::time::sleep(OOM_CHECK_EVERY), if watch_memory => {
+                    if let Some(message) = self.memory_kill() {
+                        return Next::Closed(message);
+                    }
+                }
             }
         }
+    }
+
+    /// The owner's message when the kernel killed one of the process's tree for passing its
+    /// memory ceiling since the last look (cgroup ceilings only).
+    fn memory_kill(&mut self) -> Option<String> {
+        let cgroup = self.process.cgroup.as_ref()?;
+        let kills = cgroup.oom_kills();
+        if kills <= self.oom_kills {
+            return None;
+        }
+        self.oom_kills = kills;
+        Some(format!(
+            "The agent's processes used more than their {} MiB of memory and the turn was stopped \
+             (MOBIUS_AGENT_MEMORY_MAX_MB). Send a message to continue.",
+            cgroup.max_bytes() >> 20
+        ))
     }
 
     /// The message for a CLI that stayed silent past its start timeout.
@@ -688,6 +761,7 @@ impl<R: Send + 'static> JsonLinesSession<R> {
                         return None;
                     }
                     self.io = next.io;
+                    self.output = 0;
                     self.replies = FuturesUnordered::new();
                     self.heard = false;
                     self.start_deadline = Box::pin(tokio::time::sleep(self.start_timeout));
@@ -795,6 +869,7 @@ mod tests {
             &env,
             Some(&pids),
             None,
+            super::super::ceiling::Applied::None,
         )
         .expect("spawn");
         let mut lines = spawned.lines;
@@ -831,7 +906,8 @@ mod tests {
         let script = format!("( setsid sleep 300 & echo $! > {} ) ; echo started; wait", pidfile.display());
         let env = vec![("PATH".to_owned(), "/usr/bin:/bin".to_owned()), ("MOBIUS_RUN_ID".to_owned(), "r1".to_owned())];
         let mut spawned =
-            spawn(Path::new("/bin/sh"), &["-c".into(), script], dir.path(), &env, None, None).expect("spawn");
+            spawn(Path::new("/bin/sh"), &["-c".into(), script], dir.path(), &env, None, None, super::super::ceiling::Applied::None)
+                .expect("spawn");
         assert_eq!(spawned.lines.recv().await, Some(Line::Text("started".into())));
         let escapee: i32 = std::fs::read_to_string(&pidfile).expect("pid").trim().parse().expect("int");
         // `setsid` leaves the group as it starts: wait until it has.
@@ -852,7 +928,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_missing_binary_is_a_clear_error() {
-        let err = spawn(Path::new("/nonexistent/claude"), &[], Path::new("/"), &[], None, None).expect_err("missing");
+        let err = spawn(Path::new("/nonexistent/claude"), &[], Path::new("/"), &[], None, None, super::super::ceiling::Applied::None)
+            .expect_err("missing");
         assert_eq!(err.code(), "agent_cli_missing");
     }
 
@@ -869,6 +946,7 @@ mod tests {
             &[("PATH".into(), "/usr/bin:/bin".into()), ("MOBIUS_RUN_ID".into(), "drop-test".into())],
             Some(&dir.path().join("pids")),
             None,
+            super::super::ceiling::Applied::None,
         )
         .expect("spawn");
         assert_eq!(std::fs::read_dir(dir.path().join("pids")).expect("pids").count(), 1);

@@ -56,6 +56,7 @@ pub async fn run(
         tools: false,
         confine,
         keep: None,
+        memory: providers.memory().clone(),
     };
     let mut turn = provider.start(request)?;
     let collect = async {

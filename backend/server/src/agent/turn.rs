@@ -38,6 +38,13 @@ pub const STOP_GRACE: Duration = Duration::from_secs(2);
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(900);
 /// Agent-run tokens live at most this long (and die earlier when the run ends).
 const AGENT_TOKEN_TTL_SECS: i64 = 26 * 3600;
+/// The error card of a turn ended because the disk is full.
+const DISK_FULL: &str = "The disk is full, so the turn was stopped (what was saved before is kept). \
+                         Free some space, then send a message to continue.";
+/// While the disk is full, how often a stopped turn tries again to record its end.
+const DISK_FULL_RETRY: Duration = Duration::from_secs(5);
+/// And for how long at most (a restart closes the run otherwise).
+const DISK_FULL_RETRIES: u32 = 720;
 /// Most provider events folded into one writer command.
 const MAX_EVENTS_PER_EMIT: usize = 64;
 
@@ -319,6 +326,7 @@ impl Turn<'_> {
             tools: true,
             confine,
             keep,
+            memory: agents.providers.memory().clone(),
         };
         agents.providers.provider(self.provider).start(request)
     }
@@ -387,6 +395,10 @@ impl Turn<'_> {
                     }
                     if let Some(finish) = self.handle_events(batch).await {
                         return self.finish(finish, false).await.next;
+                    }
+                    // Nothing more of this turn could be kept: end it before it does more.
+                    if self.agents.writer.disk_full() {
+                        return self.end_at_ceiling(provider, DISK_FULL.to_owned()).await;
                     }
                 }
                 command = commands.recv() => match command {
@@ -793,6 +805,8 @@ impl Turn<'_> {
         };
         info!(run.id = %self.run_id, status = status.as_str(), "turn ended");
         let reply = run.body.as_ref().map(|m| m.content.clone()).unwrap_or_default();
+        // The promoted queue of a retried end is not started by it (the chat stays idle).
+        let retry = FinishRun { provider: None, ..run.clone() };
         match self.agents.writer.call(|ack| WriteCommand::FinishRun { finish: run, ack }).await {
             Ok(outcome) if outcome.next.is_none() => {
                 if pause.is_some_and(|p| p.resumes_at.is_some()) {
@@ -806,6 +820,26 @@ impl Turn<'_> {
                 next: outcome.next.map(|started| TurnStart { chat_id: self.chat_id.clone(), started }),
                 cleared: outcome.cleared,
             },
+            Err(e) if e.is_disk_full() || self.agents.writer.disk_full() => {
+                // The end could not be recorded: try again until the disk has room, so the
+                // chat does not look busy for ever.
+                warn!(error = %e, "the turn's end could not be recorded: the disk is full; retrying");
+                let writer = self.agents.writer.clone();
+                let chat_id = self.chat_id.clone();
+                tokio::spawn(async move {
+                    for _ in 0..DISK_FULL_RETRIES {
+                        tokio::time::sleep(DISK_FULL_RETRY).await;
+                        let run = FinishRun { next_run_id: RunId::random(), ..retry.clone() };
+                        match writer.call(|ack| WriteCommand::FinishRun { finish: run, ack }).await {
+                            Ok(_) => return,
+                            Err(e) if e.is_disk_full() || writer.disk_full() => {}
+                            Err(_) => return,
+                        }
+                    }
+                    warn!(chat.id = %chat_id, "the turn's end was never recorded; the next boot closes it");
+                });
+                Outcome { next: None, cleared: Vec::new() }
+            }
             Err(e) => {
                 // Someone else (a stop, a delete) already closed this run: nothing more to write.
                 info!(error = %e, "the run was already closed");

@@ -82,6 +82,8 @@ pub struct Providers {
     versions: Mutex<Option<(Instant, [Option<String>; 2])>>,
     /// Codex's model list as its CLI last gave it.
     codex_models: tokio::sync::Mutex<Option<(Instant, Vec<ModelInfo>)>>,
+    /// The memory ceiling of agent processes.
+    memory: crate::agent::ceiling::MemoryCeiling,
 }
 
 impl std::fmt::Debug for Providers {
@@ -94,8 +96,17 @@ impl Providers {
     /// Providers over `data_dir` (absolute); `api_url` is how agents reach this server.
     pub fn new(config: &Config, data_dir: &Path, api_url: String) -> Self {
         Self {
-            claude: Claude { bin: config.claude_bin.clone(), start_timeout: config.agent_start_timeout },
-            codex: Codex { bin: config.codex_bin.clone(), start_timeout: config.agent_start_timeout },
+            claude: Claude {
+                bin: config.claude_bin.clone(),
+                start_timeout: config.agent_start_timeout,
+                output_max: config.agent_output_max,
+            },
+            codex: Codex {
+                bin: config.codex_bin.clone(),
+                start_timeout: config.agent_start_timeout,
+                output_max: config.agent_output_max,
+            },
+            memory: crate::agent::ceiling::MemoryCeiling::detect(config.agent_memory_max),
             data_dir: data_dir.to_path_buf(),
             api_url,
             claude_base_url: config.claude_base_url.clone(),
@@ -114,6 +125,16 @@ impl Providers {
             ProviderKind::Claude => &self.claude,
             ProviderKind::Codex => &self.codex,
         }
+    }
+
+    /// The memory ceiling agent processes are held to.
+    pub fn memory(&self) -> &crate::agent::ceiling::MemoryCeiling {
+        &self.memory
+    }
+
+    /// Most stdout bytes one turn of a CLI may produce.
+    pub fn output_max(&self) -> u64 {
+        self.claude.output_max
     }
 
     /// The CLI binary of `kind`.

@@ -121,19 +121,27 @@ impl Actor {
                 broken = Some(e);
             }
         }
+        let mut disk_full = batch.disk_full;
         let committed = match broken {
             None => match self.exec("COMMIT").await {
                 Ok(()) => true,
                 Err(e) => {
+                    disk_full |= e.is_disk_full();
                     error!(error = %e, "writer commit failed; rolling the batch back");
                     false
                 }
             },
             Some(e) => {
+                disk_full |= e.is_disk_full();
                 error!(error = %e, "writer transaction broke; rolling the batch back");
                 false
             }
         };
+        if disk_full && !self.stats.disk_full.swap(true, Ordering::Relaxed) {
+            error!("the disk is full: writes fail until space is freed");
+        } else if committed && !disk_full && self.stats.disk_full.swap(false, Ordering::Relaxed) {
+            tracing::info!("writes succeed again: the disk has room");
+        }
         if !committed {
             let _ = self.exec("ROLLBACK").await;
         } else {
@@ -265,7 +273,7 @@ impl Actor {
                 let result = super::chat::emit(&mut self.conn, batch, &chat_id, run_id.as_ref(), events).await;
                 match ack {
                     Some(ack) => finish(batch, ack, result),
-                    None => result.is_ok(),
+                    None => batch.noted(&result),
                 }
             }
             WriteCommand::StartRun { run, ack } => {
@@ -484,6 +492,9 @@ impl Actor {
         match db::runs::update_live(&mut self.conn, chat_id, &p.run_id, &p.body, p.upto_seq, now_ms()).await {
             Ok(_) => true,
             Err(e) => {
+                if e.is_disk_full() {
+                    self.stats.disk_full.store(true, Ordering::Relaxed);
+                }
                 warn!(error = %e, "live snapshot write failed");
                 false
             }
@@ -507,6 +518,9 @@ impl Actor {
             self.write_snapshot(&chat, now).await;
         }
         if let Err(e) = self.exec("COMMIT").await {
+            if e.is_disk_full() {
+                self.stats.disk_full.store(true, Ordering::Relaxed);
+            }
             error!(error = %e, "snapshot flush commit failed");
             let _ = self.exec("ROLLBACK").await;
         } else {

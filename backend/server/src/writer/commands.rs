@@ -28,6 +28,8 @@ pub struct WriterStats {
     pub snapshot_writes: AtomicU64,
     /// Idle checkpoints that truncated the WAL.
     pub checkpoints: AtomicU64,
+    /// The last writes failed because the disk is full (cleared by the next clean commit).
+    pub disk_full: std::sync::atomic::AtomicBool,
 }
 
 /// The latest state of a running turn's assistant message.

@@ -23,7 +23,7 @@ use memory::{
 
 use runtime::{
     a_chats_model_and_effort_reach_the_cli_and_codex_lists_its_models,
-    a_usage_limit_parks_the_chat_until_the_reset_and_it_continues_by_itself,
+    a_usage_limit_parks_the_chat_until_the_reset_and_it_continues_by_itself, the_memory_ceiling_stops_a_runaway_command,
     the_plans_windows_are_recorded_from_the_clis_reports,
 };
 use warm::{
@@ -742,6 +742,7 @@ macro_rules! for_both {
 }
 
 for_both!(
+    the_memory_ceiling_stops_a_runaway_command,
     a_usage_limit_parks_the_chat_until_the_reset_and_it_continues_by_itself,
     the_plans_windows_are_recorded_from_the_clis_reports,
     a_chats_model_and_effort_reach_the_cli_and_codex_lists_its_models,

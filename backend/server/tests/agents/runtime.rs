@@ -233,3 +233,50 @@ async fn a_chat_switched_to_the_other_provider_continues_there_from_the_handoff_
     turn_in(&app, &token, "sw", "carry on", "m3").await;
     assert!(codex_mock.last_body().contains("compacted_chat"), "the next Codex session starts from it");
 }
+
+pub async fn the_memory_ceiling_stops_a_runaway_command(cli: Cli) {
+    let command = "/usr/bin/python3 -c 'x = bytearray(3 * 1024**3); print(\"ALLOCATED\")'; echo EXIT=$?";
+    let step = match cli {
+        Cli::Claude => json!({ "text": "Allocating.", "tool_use": { "name": "Bash", "input": { "command": command, "description": "allocate" } } }),
+        Cli::Codex => json!({ "text": "Allocating.", "shell": command }),
+    };
+    let script = json!({ "steps": [step], "default": { "text": "after the allocation" } });
+    let rig = Rig::start_with(cli, script, &[("MOBIUS_AGENT_MEMORY_MAX_MB", "1024")]).await;
+    let Rig { app, token, .. } = &rig;
+    let settings: Value = app.get("/api/settings", Some(token)).await.json().await.expect("settings");
+    let memory = settings["agent_limits"]["memory"].clone();
+    assert_eq!(memory["max_bytes"], 1u64 << 30, "{memory}");
+    app.chat(token, "m").await;
+    let mut stream = app.stream(token, "m", None).await;
+    app.send(token, "m", "use a lot of memory", "m1").await;
+    let events = stream.until("done", 180).await;
+    let done = events.last().expect("done").data.clone();
+    let detail = app.detail(token, "m").await;
+    let transcript = detail["messages"].to_string();
+    let outputs: String = detail["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|m| m["blocks"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool")
+        .map(|b| b["output"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(!outputs.contains("ALLOCATED"), "{cli:?}: the allocation went through: {outputs}");
+    match memory["mode"].as_str() {
+        // The whole tree is held: the kill ends the turn with a card that says why.
+        Some("cgroup") => {
+            assert_eq!(done["status"], "failed", "{cli:?}: {done}");
+            let error = events.iter().find(|e| e.data["type"] == "error").expect("error card");
+            assert!(error.data["message"].as_str().is_some_and(|m| m.contains("1024 MiB of memory")), "{}", error.data);
+        }
+        // Each process is held: the runaway command fails its allocation and the turn goes on.
+        Some("rlimit") => {
+            assert_eq!(done["status"], "completed", "{cli:?}: {done}");
+            assert!(outputs.contains("MemoryError") && outputs.contains("EXIT=1"), "{cli:?}: {outputs}");
+            assert!(transcript.contains("after the allocation"), "{cli:?}: {transcript}");
+        }
+        other => panic!("no memory ceiling in force: {other:?}"),
+    }
+    // The server is fine: it answers and takes the next turn.
+    assert_eq!(app.get("/api/health", None).await.status(), 200);
+}

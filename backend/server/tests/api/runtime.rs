@@ -219,3 +219,43 @@ async fn a_provider_switch_is_refused_while_it_cannot_happen_and_summarises_from
     assert_eq!((marker["type"].as_str(), marker["summarized_by"].as_str()), (Some("handoff"), Some("transcript")));
     assert_eq!(detail["provider"], "codex");
 }
+
+#[tokio::test]
+async fn a_turn_past_its_output_ceiling_is_ended_with_a_card_that_says_so() {
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let bin = script(
+        dir.path(),
+        "flooding-claude",
+        r#"IFS= read -r init
+IFS= read -r user
+chunk=$(printf '%01000d' 0)
+printf '{"type":"system","subtype":"init","session_id":"s1"}\n'
+printf '{"type":"stream_event","event":{"type":"message_start","message":{"id":"m1"}},"session_id":"s1"}\n'
+i=0
+while [ $i -lt 3000 ]; do
+  printf '{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"%s"}},"session_id":"s1"}\n' "$chunk"
+  i=$((i+1))
+done
+printf '{"type":"result","subtype":"success","is_error":false,"session_id":"s1"}\n'
+cat >/dev/null"#,
+    );
+    let app = TestApp::spawn_in(dir, |c| {
+        c.claude_bin = bin;
+        c.agent_output_max = 1 << 20;
+    })
+    .await;
+    let token = app.setup_owner().await;
+    app.connect_claude(&token).await;
+    let settings: Value = app.get("/api/settings", Some(&token)).await.json().await.expect("json");
+    assert_eq!(settings["agent_limits"]["output_max_bytes"], 1 << 20);
+    assert!(["cgroup", "rlimit"].contains(&settings["agent_limits"]["memory"]["mode"].as_str().unwrap_or_default()), "{settings}");
+    app.chat(&token, "f").await;
+    let mut stream = app.stream(&token, "f", None).await;
+    app.send(&token, "f", "say a lot", "m1").await;
+    let events = stream.until("done", 60).await;
+    assert_eq!(events.last().expect("done").data["status"], "failed");
+    let error = events.iter().find(|e| e.data["type"] == "error").expect("error card");
+    assert!(error.data["message"].as_str().is_some_and(|m| m.contains("more than 1 MiB")), "{}", error.data);
+    // The server goes on: the next turn starts.
+    assert_eq!(app.send(&token, "f", "again", "m2").await["status"], "started");
+}
