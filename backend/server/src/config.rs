@@ -326,29 +326,26 @@ impl Config {
             Some(other) => return Err(ConfigError(format!("MOBIUS_AGENT_SANDBOX={other:?} must be on or off"))),
         };
         let warm_raw = get("MOBIUS_AGENT_WARM_MAX").unwrap_or_else(|| crate::agent::warm::DEFAULT_WARM_MAX.to_string());
-        let agent_warm_max = warm_raw
-            .trim()
-            .parse::<usize>()
-            .ok()
-            .filter(|n| *n <= crate::agent::warm::MAX_WARM_MAX)
-            .ok_or_else(|| {
-                ConfigError(format!(
-                    "MOBIUS_AGENT_WARM_MAX={warm_raw:?} must be a number from 0 to {}",
-                    crate::agent::warm::MAX_WARM_MAX
-                ))
-            })?;
-        let mb = |key: &str, default: u64| -> Result<u64, ConfigError> {
-            let raw = get(key).unwrap_or_else(|| (default >> 20).to_string());
-            raw.trim()
-                .parse::<u64>()
-                .ok()
-                .filter(|n| *n <= MAX_AGENT_MB)
-                .map(|n| n << 20)
-                .ok_or_else(|| ConfigError(format!("{key}={raw:?} must be a number of MiB from 0 to {MAX_AGENT_MB}")))
-        };
+        let agent_warm_max =
+            warm_raw.trim().parse::<usize>().ok().filter(|n| *n <= crate::agent::warm::MAX_WARM_MAX).ok_or_else(
+                || {
+                    ConfigError(format!(
+                        "MOBIUS_AGENT_WARM_MAX={warm_raw:?} must be a number from 0 to {}",
+                        crate::agent::warm::MAX_WARM_MAX
+                    ))
+                },
+            )?;
+        let mb =
+            |key: &str, default: u64| -> Result<u64, ConfigError> {
+                let raw = get(key).unwrap_or_else(|| (default >> 20).to_string());
+                raw.trim().parse::<u64>().ok().filter(|n| *n <= MAX_AGENT_MB).map(|n| n << 20).ok_or_else(|| {
+                    ConfigError(format!("{key}={raw:?} must be a number of MiB from 0 to {MAX_AGENT_MB}"))
+                })
+            };
         let agent_memory_max =
             Some(mb("MOBIUS_AGENT_MEMORY_MAX_MB", crate::agent::ceiling::DEFAULT_MEMORY_MAX_BYTES)?).filter(|b| *b > 0);
-        let agent_output_max = mb("MOBIUS_AGENT_OUTPUT_MAX_MB", crate::agent::ceiling::DEFAULT_OUTPUT_MAX_BYTES)?.max(1 << 20);
+        let agent_output_max =
+            mb("MOBIUS_AGENT_OUTPUT_MAX_MB", crate::agent::ceiling::DEFAULT_OUTPUT_MAX_BYTES)?.max(1 << 20);
         let agent_warm_idle = secs("MOBIUS_AGENT_WARM_IDLE_SECS", crate::agent::warm::DEFAULT_WARM_IDLE.as_secs())?;
         let app_node_modules =
             PathBuf::from(get("MOBIUS_APP_NODE_MODULES").unwrap_or_else(|| "frontend/node_modules".into()));

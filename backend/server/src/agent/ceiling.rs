@@ -104,7 +104,9 @@ impl MemoryCeiling {
                     }
                 }
             }
-            (MemoryState::Cgroup { max_bytes } | MemoryState::Rlimit { max_bytes, .. }, _) => Applied::Rlimit(*max_bytes),
+            (MemoryState::Cgroup { max_bytes } | MemoryState::Rlimit { max_bytes, .. }, _) => {
+                Applied::Rlimit(*max_bytes)
+            }
             (MemoryState::Off, _) => Applied::None,
         }
     }
@@ -124,10 +126,7 @@ impl Cgroup {
     /// How many processes the kernel killed for passing `memory.max`.
     pub fn oom_kills(&self) -> u64 {
         let events = std::fs::read_to_string(self.dir.join("memory.events")).unwrap_or_default();
-        events
-            .lines()
-            .find_map(|l| l.strip_prefix("oom_kill ").and_then(|n| n.trim().parse().ok()))
-            .unwrap_or(0)
+        events.lines().find_map(|l| l.strip_prefix("oom_kill ").and_then(|n| n.trim().parse().ok())).unwrap_or(0)
     }
 
     /// The ceiling, for the owner's message.

@@ -8,15 +8,15 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::LimitHit;
+use super::models::ModelInfo;
 use super::process::{self, JsonLinesSession, Next};
 use super::{
     AgentEvent, AgentProvider, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply, TurnRequest,
     Usage, summarize_input,
 };
-use super::models::ModelInfo;
-use super::LimitHit;
-use crate::protocol::PlanWindow;
 use crate::error::Result;
+use crate::protocol::PlanWindow;
 use crate::protocol::QuestionItem;
 
 /// The Claude Code CLI.
@@ -37,8 +37,15 @@ impl AgentProvider for Claude {
     fn start(&self, mut request: TurnRequest) -> Result<ProviderTurn> {
         let confine = request.confine.take();
         let keep = request.keep.take();
-        let spawned =
-            process::spawn(&self.bin, &args(&request), &request.cwd, &request.env, Some(&request.pid_dir), confine, request.memory.prepare())?;
+        let spawned = process::spawn(
+            &self.bin,
+            &args(&request),
+            &request.cwd,
+            &request.env,
+            Some(&request.pid_dir),
+            confine,
+            request.memory.prepare(),
+        )?;
         let (turn, io) = process::turn_channels();
         let limits = process::SessionLimits { start_timeout: self.start_timeout, output_max: self.output_max };
         let prompt = request.prompt;
@@ -712,7 +719,7 @@ mod tests {
         assert_eq!(finish.status, FinishStatus::Failed);
         assert_eq!(finish.limit, Some(LimitHit { resets_at: Some(1_796_401_217_000) }));
         let plain = json!({"type":"result","subtype":"error_during_execution","is_error":true,"api_error_status":400});
-        assert_eq!(matches!(Parser::default().parse(&plain), Parsed::Finished(f) if f.limit.is_none()), true);
+        assert!(matches!(Parser::default().parse(&plain), Parsed::Finished(f) if f.limit.is_none()));
     }
 
     #[test]

@@ -9,15 +9,15 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::LimitHit;
+use super::models::ModelInfo;
 use super::process::{self, JsonLinesSession, Next};
 use super::{
     AgentEvent, AgentProvider, ApprovalPolicy, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply,
     TurnRequest, Usage,
 };
-use super::models::ModelInfo;
-use super::LimitHit;
-use crate::protocol::PlanWindow;
 use crate::error::Result;
+use crate::protocol::PlanWindow;
 use crate::protocol::{Choice, QuestionItem, QuestionOption};
 
 /// The Codex CLI.
@@ -42,7 +42,15 @@ impl AgentProvider for Codex {
             .collect();
         let confine = request.confine.take();
         let keep = request.keep.take();
-        let spawned = process::spawn(&self.bin, &args, &request.cwd, &request.env, Some(&request.pid_dir), confine, request.memory.prepare())?;
+        let spawned = process::spawn(
+            &self.bin,
+            &args,
+            &request.cwd,
+            &request.env,
+            Some(&request.pid_dir),
+            confine,
+            request.memory.prepare(),
+        )?;
         let (turn, io) = process::turn_channels();
         let limits = process::SessionLimits { start_timeout: self.start_timeout, output_max: self.output_max };
         let driver = process::spawn_driver(move |me| {
@@ -576,9 +584,12 @@ const MAX_MODELS: usize = 64;
 
 /// The models the app-server offers (`model/list`, its bundled catalogue), asked of a
 /// short-lived `codex app-server` with `env` (its `CODEX_HOME`) in `cwd`.
-pub async fn list_models(bin: &std::path::Path, cwd: &std::path::Path, env: &[(String, String)]) -> Result<Vec<ModelInfo>> {
-    let spawned =
-        process::spawn(bin, &["app-server".to_owned()], cwd, env, None, None, super::ceiling::Applied::None)?;
+pub async fn list_models(
+    bin: &std::path::Path,
+    cwd: &std::path::Path,
+    env: &[(String, String)],
+) -> Result<Vec<ModelInfo>> {
+    let spawned = process::spawn(bin, &["app-server".to_owned()], cwd, env, None, None, super::ceiling::Applied::None)?;
     let process::Spawned { process, mut stdin, mut lines, .. } = spawned;
     let ask = async {
         use tokio::io::AsyncWriteExt;
@@ -621,7 +632,12 @@ pub fn models_of(data: &Value) -> Vec<ModelInfo> {
             let efforts = m
                 .get("supportedReasoningEfforts")
                 .and_then(Value::as_array)
-                .map(|l| l.iter().filter_map(|e| e.get("reasoningEffort").and_then(Value::as_str)).map(str::to_owned).collect())
+                .map(|l| {
+                    l.iter()
+                        .filter_map(|e| e.get("reasoningEffort").and_then(Value::as_str))
+                        .map(str::to_owned)
+                        .collect()
+                })
                 .unwrap_or_default();
             Some(ModelInfo {
                 label: m.get("displayName").and_then(Value::as_str).unwrap_or(&id).to_owned(),
@@ -737,8 +753,10 @@ mod tests {
     #[test]
     fn usage_is_summed_per_turn_and_a_usage_limit_takes_the_exhausted_windows_reset() {
         let mut parser = Parser::default();
-        let tokens = |n: i64| json!({"method":"thread/tokenUsage/updated","params":{"tokenUsage":{
-            "total":{"inputTokens":999,"outputTokens":999},"last":{"inputTokens":n,"outputTokens":1}}}});
+        let tokens = |n: i64| {
+            json!({"method":"thread/tokenUsage/updated","params":{"tokenUsage":{
+            "total":{"inputTokens":999,"outputTokens":999},"last":{"inputTokens":n,"outputTokens":1}}}})
+        };
         parser.parse(&tokens(10));
         parser.parse(&tokens(20));
         let done = json!({"method":"turn/completed","params":{"turn":{"status":"completed"}}});
@@ -749,7 +767,9 @@ mod tests {
             "primary":{"usedPercent":100,"windowDurationMins":300,"resetsAt":1796404744},
             "secondary":{"usedPercent":40,"windowDurationMins":10080,"resetsAt":1796487544}}}});
         let Parsed::Events(events) = parser.parse(&limits) else { panic!("events") };
-        assert!(matches!(&events[0], AgentEvent::Limits(w) if w.len() == 2 && w[0].label == "5-hour" && w[1].label == "Weekly"));
+        assert!(
+            matches!(&events[0], AgentEvent::Limits(w) if w.len() == 2 && w[0].label == "5-hour" && w[1].label == "Weekly")
+        );
         let error = json!({"method":"error","params":{"error":{"message":"You've hit your usage limit.",
             "codexErrorInfo":"usageLimitExceeded"},"willRetry":false}});
         let Parsed::Finished(f) = parser.parse(&error) else { panic!("finished") };

@@ -48,7 +48,10 @@ pub async fn summarize(
 ) -> Result<Summary> {
     let lines = db::notes::transcript_since(read, chat_id, 0, MAX_HANDOFF_LINES).await?;
     if lines.is_empty() {
-        return Ok(Summary { text: "(The conversation had no messages yet.)".into(), source: HandoffSource::Transcript });
+        return Ok(Summary {
+            text: "(The conversation had no messages yet.)".into(),
+            source: HandoffSource::Transcript,
+        });
     }
     let transcript = crate::recall::notes::render(&lines);
     if let Some(kind) = from.filter(|k| providers.status(*k).connected) {
@@ -125,7 +128,11 @@ mod tests {
     fn a_summary_from_the_transcript_keeps_the_first_request_and_the_latest_exchange() {
         let mut lines = vec![line(0, "user", "build me a garden planner")];
         for i in 1..200 {
-            lines.push(line(i, if i % 2 == 0 { "user" } else { "assistant" }, &format!("message {i} {}", "x".repeat(100))));
+            lines.push(line(
+                i,
+                if i % 2 == 0 { "user" } else { "assistant" },
+                &format!("message {i} {}", "x".repeat(100)),
+            ));
         }
         let text = from_transcript(&lines);
         assert!(text.contains("Owner: build me a garden planner"));

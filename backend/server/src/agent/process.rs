@@ -207,7 +207,12 @@ pub fn spawn(
             tail.push(line);
         }
     });
-    Ok(Spawned { process: AgentProcess { child, pgid, cgroup, marker, owner: Escapees::of(env) }, stdin, lines, stderr })
+    Ok(Spawned {
+        process: AgentProcess { child, pgid, cgroup, marker, owner: Escapees::of(env) },
+        stdin,
+        lines,
+        stderr,
+    })
 }
 
 async fn read_lines(stdout: impl AsyncRead + Unpin, tx: mpsc::Sender<Line>) {
@@ -507,7 +512,10 @@ pub fn turn_channels() -> (TurnHalf, TurnIo) {
     let (events_tx, events) = mpsc::channel(EVENT_QUEUE);
     let (control, control_rx) = mpsc::channel(CONTROL_QUEUE);
     let released = Arc::new(AtomicBool::new(false));
-    (TurnHalf { events, control, released: released.clone() }, TurnIo { events: events_tx, control: control_rx, released })
+    (
+        TurnHalf { events, control, released: released.clone() },
+        TurnIo { events: events_tx, control: control_rx, released },
+    )
 }
 
 /// Spawns a driver task that is handed its own abort handle (a kept process's later turns
@@ -905,9 +913,16 @@ mod tests {
         // (`( … & )`) leaves it without its parent.
         let script = format!("( setsid sleep 300 & echo $! > {} ) ; echo started; wait", pidfile.display());
         let env = vec![("PATH".to_owned(), "/usr/bin:/bin".to_owned()), ("MOBIUS_RUN_ID".to_owned(), "r1".to_owned())];
-        let mut spawned =
-            spawn(Path::new("/bin/sh"), &["-c".into(), script], dir.path(), &env, None, None, super::super::ceiling::Applied::None)
-                .expect("spawn");
+        let mut spawned = spawn(
+            Path::new("/bin/sh"),
+            &["-c".into(), script],
+            dir.path(),
+            &env,
+            None,
+            None,
+            super::super::ceiling::Applied::None,
+        )
+        .expect("spawn");
         assert_eq!(spawned.lines.recv().await, Some(Line::Text("started".into())));
         let escapee: i32 = std::fs::read_to_string(&pidfile).expect("pid").trim().parse().expect("int");
         // `setsid` leaves the group as it starts: wait until it has.
@@ -927,9 +942,64 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn between_warm_turns_escapees_are_swept_and_the_kept_group_is_left_alone() {
+        assert!(become_subreaper(), "the kernel refused PR_SET_CHILD_SUBREAPER");
+        let dir = tempfile::tempdir().expect("tmp");
+        let escaped = dir.path().join("escapee.pid");
+        let member = dir.path().join("member.pid");
+        let script = format!(
+            "( setsid sleep 300 & echo $! > {} ) ; sleep 300 & echo $! > {}; echo started; wait",
+            escaped.display(),
+            member.display()
+        );
+        let env =
+            vec![("PATH".to_owned(), "/usr/bin:/bin".to_owned()), ("MOBIUS_RUN_ID".to_owned(), "warm-1".to_owned())];
+        let mut spawned = spawn(
+            Path::new("/bin/sh"),
+            &["-c".into(), script],
+            dir.path(),
+            &env,
+            None,
+            None,
+            super::super::ceiling::Applied::None,
+        )
+        .expect("spawn");
+        assert_eq!(spawned.lines.recv().await, Some(Line::Text("started".into())));
+        let read =
+            |p: &std::path::Path| -> i32 { std::fs::read_to_string(p).expect("pid").trim().parse().expect("int") };
+        let (escapee, member) = (read(&escaped), read(&member));
+        let leader = spawned.process.pgid.expect("pgid");
+        for _ in 0..200 {
+            if proc_info(escapee)
+                .is_some_and(|i| i.pgid != leader && i.ppid == i32::try_from(std::process::id()).unwrap_or(0))
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let owner = spawned.process.owner.clone();
+        let killed =
+            tokio::task::spawn_blocking(move || sweep_escapees_outside(&owner, Some(leader))).await.expect("sweep");
+        assert!(killed >= 1, "the escapee was swept");
+        assert!(gone(escapee).await, "the setsid escapee {escapee} outlived the turn");
+        assert!(proc_info(member).is_some_and(|i| !i.zombie), "the kept group's own process lives on");
+        assert!(spawned.process.running(), "and so does the CLI");
+        spawned.process.terminate().await;
+        assert!(gone(member).await);
+    }
+
+    #[tokio::test]
     async fn a_missing_binary_is_a_clear_error() {
-        let err = spawn(Path::new("/nonexistent/claude"), &[], Path::new("/"), &[], None, None, super::super::ceiling::Applied::None)
-            .expect_err("missing");
+        let err = spawn(
+            Path::new("/nonexistent/claude"),
+            &[],
+            Path::new("/"),
+            &[],
+            None,
+            None,
+            super::super::ceiling::Applied::None,
+        )
+        .expect_err("missing");
         assert_eq!(err.code(), "agent_cli_missing");
     }
 

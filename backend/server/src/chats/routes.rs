@@ -303,7 +303,10 @@ async fn update(
     let id = checked_id(&id)?;
     who.allow(&state, &id, Op::Settings).await?;
     if !who.is_owner()
-        && (body.title.is_some() || body.pinned.is_some() || body.approval_policy.is_some() || body.auto_resume.is_some())
+        && (body.title.is_some()
+            || body.pinned.is_some()
+            || body.approval_policy.is_some()
+            || body.auto_resume.is_some())
     {
         return Err(Error::forbidden("forbidden", "An app or embedded chat may change only the model and provider."));
     }
@@ -783,7 +786,10 @@ async fn handoff(
     if switch_id.is_empty() || switch_id.chars().count() > MAX_SWITCH_ID_CHARS {
         return Err(Error::bad_request("invalid_switch_id", "switch_id is 1 to 128 characters."));
     }
-    let chat = db::chats::get(&state.db.read, chat_id).await?.filter(|c| c.deleted_at.is_none()).ok_or(Domain::ChatNotFound)?;
+    let chat = db::chats::get(&state.db.read, chat_id)
+        .await?
+        .filter(|c| c.deleted_at.is_none())
+        .ok_or(Domain::ChatNotFound)?;
     let answer = |summary: &str, stored: bool, settings: Option<&str>| {
         let pick = crate::agent::models::AgentPick::of_chat(settings);
         Json(json!({
@@ -835,10 +841,7 @@ async fn handoff(
         summarized_by: summary.source,
     };
     let stored_settings = agent_settings.clone();
-    state
-        .writer
-        .call(|ack| WriteCommand::Handoff { chat_id: chat_id.clone(), card, agent_settings, ack })
-        .await?;
+    state.writer.call(|ack| WriteCommand::Handoff { chat_id: chat_id.clone(), card, agent_settings, ack }).await?;
     state.agents.warm.retire(chat_id);
     tracing::info!(chat.id = %chat_id, to = to.id(), ?reason, "the chat's session was handed off");
     Ok(answer(&summary.text, true, stored_settings.as_deref()))

@@ -207,7 +207,7 @@ pub enum StreamControl {
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(untagged)]
 pub enum StreamEvent {
-    Journal(JournalEntry),
+    Journal(Box<JournalEntry>),
     Control(StreamControl),
 }
 

@@ -50,7 +50,7 @@ pub struct Message {
     pub live: bool,
     /// What the turn used (on a turn's last assistant message).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<super::RunUsage>,
+    pub usage: Option<Box<super::RunUsage>>,
 }
 
 /// One piece of an assistant message, in order.

@@ -15,9 +15,9 @@ mod ids;
 mod live;
 mod message;
 mod notice;
-mod usage;
 #[cfg(test)]
 mod typescript;
+mod usage;
 
 use serde::{Deserialize, Serialize};
 
@@ -27,8 +27,8 @@ pub use ids::{ChatId, Cid, MAX_CHAT_ID_BYTES, MAX_CID_CHARS, QuestionId, RunId};
 pub use live::LiveMessage;
 pub use message::{
     Answers, ApprovalAnswers, Block, Card, Choice, Choices, Decision, ErrorFix, HandoffCard, HandoffReason,
-    HandoffSource, InvalidMessage, Message, QuestionCard,
-    QuestionItem, QuestionOption, Role, ToolBlock, ToolStatus, UserInput,
+    HandoffSource, InvalidMessage, Message, QuestionCard, QuestionItem, QuestionOption, Role, ToolBlock, ToolStatus,
+    UserInput,
 };
 pub use notice::{NotificationAction, NotificationItem, NotificationKind, PushPayload};
 pub use usage::{Pause, PauseKind, PlanWindow, RunUsage};

@@ -10,8 +10,7 @@ use crate::db::{self, now_ms};
 use crate::error::{Domain, Error, Result};
 use crate::protocol::{
     Answers, Block, ChatEvent, ChatId, Cid, HandoffCard, JournalEntry, LiveMessage, Message, Pause, PauseKind,
-    ProviderKind,
-    QuestionCard, QuestionId, Role, RunId, RunStatus, SystemEvent, TokenCounts, ToolStatus, UserInput,
+    ProviderKind, QuestionCard, QuestionId, Role, RunId, RunStatus, SystemEvent, TokenCounts, ToolStatus, UserInput,
 };
 
 /// Longest title taken from a chat's first message, in characters.
@@ -409,7 +408,7 @@ pub(super) async fn finish_run(
             cache_write_tokens: finish.end.cache_write_tokens,
             cost_usd: finish.end.cost_usd,
         };
-        body.usage = (!used.is_empty()).then_some(used);
+        body.usage = (!used.is_empty()).then(|| Box::new(used));
         store(conn, chat_id, &body).await?;
     }
     db::runs::delete_live(conn, chat_id).await?;
@@ -640,7 +639,9 @@ pub(super) async fn reconcile_startup(
         let resumes = !deleted
             && !waiting
             && connected.is_some_and(|p| resume.contains(&p))
-            && !db::messages::last_user_cid(conn, &chat_id).await?.is_some_and(|cid| cid.starts_with(RESTART_CID_PREFIX));
+            && !db::messages::last_user_cid(conn, &chat_id)
+                .await?
+                .is_some_and(|cid| cid.starts_with(RESTART_CID_PREFIX));
         let note = if resumes {
             ChatEvent::Error {
                 message: RESTART_NOTE.to_owned(),

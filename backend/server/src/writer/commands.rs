@@ -8,8 +8,9 @@ use tokio::sync::oneshot;
 use crate::db::chats::ChatSettings;
 use crate::db::runs::RunEnd;
 use crate::error::Result;
-use crate::protocol::{HandoffCard, 
-    Answers, ChatEvent, ChatId, Cid, Message, ProviderKind, QuestionCard, QuestionId, RunId, RunStatus, UserInput,
+use crate::protocol::{
+    Answers, ChatEvent, ChatId, Cid, HandoffCard, Message, ProviderKind, QuestionCard, QuestionId, RunId, RunStatus,
+    UserInput,
 };
 
 /// A reply channel carried by a strict command.

@@ -23,8 +23,8 @@ use memory::{
 
 use runtime::{
     a_chats_model_and_effort_reach_the_cli_and_codex_lists_its_models,
-    a_usage_limit_parks_the_chat_until_the_reset_and_it_continues_by_itself, the_memory_ceiling_stops_a_runaway_command,
-    the_plans_windows_are_recorded_from_the_clis_reports,
+    a_usage_limit_parks_the_chat_until_the_reset_and_it_continues_by_itself,
+    the_memory_ceiling_stops_a_runaway_command, the_plans_windows_are_recorded_from_the_clis_reports,
 };
 use warm::{
     a_warm_second_turn_reuses_the_process_and_a_killed_one_falls_back_cold,
@@ -478,7 +478,10 @@ async fn a_server_killed_mid_turn_keeps_the_transcript_and_queue_and_continues_b
     assert_eq!((runs[0]["status"].as_str(), runs[1]["status"].as_str()), (Some("completed"), Some("interrupted")));
     // The model got the conversation from before the crash: the session was resumed.
     let body = rig.mock.last_body();
-    assert!(body.contains("long job") && body.contains("queued before the crash"), "{cli:?}: the session did not resume");
+    assert!(
+        body.contains("long job") && body.contains("queued before the crash"),
+        "{cli:?}: the session did not resume"
+    );
 }
 
 /// A refused key: Claude Code would retry ten times over about three minutes; the turn ends

@@ -62,7 +62,11 @@ fn plan_headers(cli: Cli, used: &str, reset_in: u32) -> Value {
             "anthropic-ratelimit-unified-7d-reset": "{now+86400}",
         }),
         Cli::Codex => {
-            let percent = if used == "1.0" { "100".to_owned() } else { format!("{:.0}", used.parse::<f64>().unwrap_or(0.0) * 100.0) };
+            let percent = if used == "1.0" {
+                "100".to_owned()
+            } else {
+                format!("{:.0}", used.parse::<f64>().unwrap_or(0.0) * 100.0)
+            };
             json!({
                 "x-codex-primary-used-percent": percent,
                 "x-codex-primary-window-minutes": "300",
@@ -88,7 +92,8 @@ pub async fn the_plans_windows_are_recorded_from_the_clis_reports(cli: Cli) {
         Cli::Claude => "claude",
         Cli::Codex => "codex",
     };
-    let usage: Value = app.get(&format!("/api/settings/provider-usage/{provider}"), Some(token)).await.json().await.expect("json");
+    let usage: Value =
+        app.get(&format!("/api/settings/provider-usage/{provider}"), Some(token)).await.json().await.expect("json");
     let windows = usage["windows"].as_array().expect("windows");
     let five = windows.iter().find(|w| w["label"] == "5-hour").unwrap_or_else(|| panic!("{cli:?}: {usage}"));
     assert!((five["used_percent"].as_f64().expect("used") - 91.0).abs() < 1.0, "{five}");
@@ -96,7 +101,11 @@ pub async fn the_plans_windows_are_recorded_from_the_clis_reports(cli: Cli) {
     assert!(windows.iter().any(|w| w["label"] == "Weekly"), "{usage}");
     // The reply carries what its turn used.
     let detail = app.detail(token, "w").await;
-    assert!(detail["messages"][1]["usage"]["input_tokens"].as_i64().is_some_and(|n| n > 0), "{}", detail["messages"][1]);
+    assert!(
+        detail["messages"][1]["usage"]["input_tokens"].as_i64().is_some_and(|n| n > 0),
+        "{}",
+        detail["messages"][1]
+    );
 }
 
 /// The model server's answer when the plan's limit is reached, resetting in `secs` seconds;
@@ -169,7 +178,8 @@ async fn both(claude: Value, codex: Value) -> Both {
     let app = TestApp::spawn_process(dir.clone(), &env).await;
     let token = app.setup_owner().await;
     for id in ["claude", "codex"] {
-        let r = app.post(&format!("/api/providers/{id}/api-key"), json!({ "api_key": "sk-mock-key" }), Some(&token)).await;
+        let r =
+            app.post(&format!("/api/providers/{id}/api-key"), json!({ "api_key": "sk-mock-key" }), Some(&token)).await;
         assert_eq!(r.status(), 200, "connecting {id}");
     }
     Both { _dir: dir, claude, codex, app, token }
@@ -188,11 +198,18 @@ async fn turn_in(app: &TestApp, token: &str, chat: &str, content: &str, cid: &st
 #[tokio::test]
 #[ignore = "needs the agent CLIs; scripts/test runs it"]
 async fn a_chat_switched_to_the_other_provider_continues_there_from_the_handoff_summary() {
-    let claude = json!({ "side_text": "HANDOFF: the owner's code word is PINEAPPLE.", "steps": [{ "text": "Noted." }] });
+    let claude =
+        json!({ "side_text": "HANDOFF: the owner's code word is PINEAPPLE.", "steps": [{ "text": "Noted." }] });
     let codex = json!({ "default": { "text": "Codex here." } });
     let Both { claude: claude_mock, codex: codex_mock, app, token, .. } = both(claude, codex).await;
     app.chat(&token, "sw").await;
-    let r = app.client.patch(app.url("/api/chats/sw")).bearer_auth(&token).json(&json!({ "provider": "claude" })).send().await;
+    let r = app
+        .client
+        .patch(app.url("/api/chats/sw"))
+        .bearer_auth(&token)
+        .json(&json!({ "provider": "claude" }))
+        .send()
+        .await;
     assert_eq!(r.expect("patch").status(), 200);
     turn_in(&app, &token, "sw", "remember the code word PINEAPPLE", "m1").await;
 
@@ -237,7 +254,9 @@ async fn a_chat_switched_to_the_other_provider_continues_there_from_the_handoff_
 pub async fn the_memory_ceiling_stops_a_runaway_command(cli: Cli) {
     let command = "/usr/bin/python3 -c 'x = bytearray(3 * 1024**3); print(\"ALLOCATED\")'; echo EXIT=$?";
     let step = match cli {
-        Cli::Claude => json!({ "text": "Allocating.", "tool_use": { "name": "Bash", "input": { "command": command, "description": "allocate" } } }),
+        Cli::Claude => {
+            json!({ "text": "Allocating.", "tool_use": { "name": "Bash", "input": { "command": command, "description": "allocate" } } })
+        }
         Cli::Codex => json!({ "text": "Allocating.", "shell": command }),
     };
     let script = json!({ "steps": [step], "default": { "text": "after the allocation" } });

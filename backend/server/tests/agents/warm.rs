@@ -46,7 +46,8 @@ async fn turn(app: &TestApp, token: &str, content: &str, cid: &str) -> Value {
 }
 
 pub async fn a_warm_second_turn_reuses_the_process_and_a_killed_one_falls_back_cold(cli: Cli) {
-    let steps = json!({ "steps": [{ "text": "first answer" }, { "text": "second answer" }, { "text": "third answer" }] });
+    let steps =
+        json!({ "steps": [{ "text": "first answer" }, { "text": "second answer" }, { "text": "third answer" }] });
     let rig = Rig::start(cli, steps).await;
     let Rig { app, token, mock, .. } = &rig;
     app.chat(token, "w").await;

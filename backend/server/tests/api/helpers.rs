@@ -425,7 +425,7 @@ pub fn fold_transcript(events: &[mobius::protocol::JournalEntry]) -> Vec<mobius:
                         cost_usd: *cost_usd,
                     };
                     if let Some(last) = rows.last_mut().filter(|m| m.run_id.as_ref() == Some(&run)) {
-                        last.usage = (!used.is_empty()).then_some(used);
+                        last.usage = (!used.is_empty()).then(|| Box::new(used));
                     }
                 }
             }

@@ -83,19 +83,27 @@ async fn a_chats_model_and_effort_win_over_the_owners_default_and_reach_the_cli(
     assert_eq!(settings["agent_defaults"]["claude"], json!({ "model": "sonnet", "effort": "high" }));
     completed_turn(&app, &token, "a", "m2").await;
     let second = runs(&app).pop().expect("a run");
-    assert_eq!((flag(&second, "--model").as_deref(), flag(&second, "--effort").as_deref()), (Some("sonnet"), Some("high")));
+    assert_eq!(
+        (flag(&second, "--model").as_deref(), flag(&second, "--effort").as_deref()),
+        (Some("sonnet"), Some("high"))
+    );
 
     // The chat's own pick (the effort only: the model stays the default's).
-    let r = app.client.patch(app.url("/api/chats/a")).bearer_auth(&token).json(&json!({ "effort": "low" })).send().await;
+    let r =
+        app.client.patch(app.url("/api/chats/a")).bearer_auth(&token).json(&json!({ "effort": "low" })).send().await;
     assert_eq!(r.expect("patch").status(), StatusCode::OK);
     let detail = app.detail(&token, "a").await;
     assert_eq!((detail["model"].clone(), detail["effort"].clone()), (Value::Null, json!("low")));
     completed_turn(&app, &token, "a", "m3").await;
     let third = runs(&app).pop().expect("a run");
-    assert_eq!((flag(&third, "--model").as_deref(), flag(&third, "--effort").as_deref()), (Some("sonnet"), Some("low")));
+    assert_eq!(
+        (flag(&third, "--model").as_deref(), flag(&third, "--effort").as_deref()),
+        (Some("sonnet"), Some("low"))
+    );
 
     // Bad picks are refused with their code; nothing is stored.
-    let bad = app.client.patch(app.url("/api/chats/a")).bearer_auth(&token).json(&json!({ "effort": "--yolo" })).send().await;
+    let bad =
+        app.client.patch(app.url("/api/chats/a")).bearer_auth(&token).json(&json!({ "effort": "--yolo" })).send().await;
     assert_error(bad.expect("patch"), StatusCode::BAD_REQUEST, "invalid_effort").await;
     let bad = json!({ "agent_defaults": { "claude": { "model": "two words" } } });
     assert_error(app.post("/api/settings", bad, Some(&token)).await, StatusCode::BAD_REQUEST, "invalid_model").await;
@@ -167,7 +175,13 @@ async fn a_usage_limit_parks_the_chat_at_its_reset_unless_its_switch_is_off() {
     assert_eq!(windows["windows"][0]["status"], "rejected", "{windows}");
 
     // The switch off drops the park; a limit then only says so.
-    let r = app.client.patch(app.url("/api/chats/l")).bearer_auth(&token).json(&json!({ "auto_resume": false })).send().await;
+    let r = app
+        .client
+        .patch(app.url("/api/chats/l"))
+        .bearer_auth(&token)
+        .json(&json!({ "auto_resume": false }))
+        .send()
+        .await;
     assert_eq!(r.expect("patch").status(), StatusCode::OK);
     let detail = app.detail(&token, "l").await;
     assert_eq!((detail["auto_resume"].clone(), detail["resume_at"].clone()), (json!(false), Value::Null));
@@ -180,7 +194,8 @@ async fn a_usage_limit_parks_the_chat_at_its_reset_unless_its_switch_is_off() {
 }
 
 #[tokio::test]
-async fn a_provider_switch_is_refused_while_it_cannot_happen_and_summarises_from_the_transcript_without_the_old_provider() {
+async fn a_provider_switch_is_refused_while_it_cannot_happen_and_summarises_from_the_transcript_without_the_old_provider()
+ {
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
     let bin = crate::chats::fake_claude(dir.path(), "2", 0);
     let app = TestApp::spawn_in(dir, |c| c.claude_bin = bin).await;
@@ -200,7 +215,13 @@ async fn a_provider_switch_is_refused_while_it_cannot_happen_and_summarises_from
     assert_error(offline, StatusCode::CONFLICT, "provider_not_connected").await;
     let missing = app.post("/api/chats/nope/provider-switch", switch("claude", "a"), Some(&token)).await;
     assert_error(missing, StatusCode::NOT_FOUND, "chat_not_found").await;
-    let bad = app.post("/api/chats/s/provider-switch", json!({ "provider": "codex", "agent_settings_json": { "effort": "x y" } }), Some(&token)).await;
+    let bad = app
+        .post(
+            "/api/chats/s/provider-switch",
+            json!({ "provider": "codex", "agent_settings_json": { "effort": "x y" } }),
+            Some(&token),
+        )
+        .await;
     assert_error(bad, StatusCode::BAD_REQUEST, "invalid_effort").await;
 
     // Codex is signed in, Claude no longer is: the summary comes from the transcript.
@@ -248,7 +269,10 @@ cat >/dev/null"#,
     app.connect_claude(&token).await;
     let settings: Value = app.get("/api/settings", Some(&token)).await.json().await.expect("json");
     assert_eq!(settings["agent_limits"]["output_max_bytes"], 1 << 20);
-    assert!(["cgroup", "rlimit"].contains(&settings["agent_limits"]["memory"]["mode"].as_str().unwrap_or_default()), "{settings}");
+    assert!(
+        ["cgroup", "rlimit"].contains(&settings["agent_limits"]["memory"]["mode"].as_str().unwrap_or_default()),
+        "{settings}"
+    );
     app.chat(&token, "f").await;
     let mut stream = app.stream(&token, "f", None).await;
     app.send(&token, "f", "say a lot", "m1").await;

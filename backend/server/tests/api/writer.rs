@@ -316,7 +316,8 @@ async fn an_interrupted_turn_keeps_what_streamed_after_its_last_snapshot() {
     ])
     .await
     .expect("emit");
-    let interrupted = f.writer.call(|ack| WriteCommand::ReconcileStartup { resume: Vec::new(), ack }).await.expect("reconcile");
+    let interrupted =
+        f.writer.call(|ack| WriteCommand::ReconcileStartup { resume: Vec::new(), ack }).await.expect("reconcile");
     assert_eq!(interrupted, vec![mobius::protocol::ChatId::from("k")]);
     f.writer.shutdown().await;
     let mut db = other_connection(&f.path).await;
@@ -395,12 +396,18 @@ async fn a_full_disk_fails_the_writes_says_so_and_keeps_what_was_committed() {
     assert!(failed.is_some_and(|i| i > 0), "the writer says the disk is full once it is: {failed:?}");
     // An acknowledged write gets the error.
     let r = writer
-        .call(|ack| WriteCommand::Emit { chat_id: "kept".into(), run_id: None, events: vec![note(&big)], ack: Some(ack) })
+        .call(|ack| WriteCommand::Emit {
+            chat_id: "kept".into(),
+            run_id: None,
+            events: vec![note(&big)],
+            ack: Some(ack),
+        })
         .await;
     assert!(r.as_ref().is_err_and(mobius::error::Error::is_disk_full), "{r:?}");
     // What was committed before is all there.
     let mut other = other_connection(&path).await;
-    let chats: i64 = sqlx::query_scalar("SELECT count(*) FROM chats WHERE id = 'kept'").fetch_one(&mut other).await.expect("n");
+    let chats: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM chats WHERE id = 'kept'").fetch_one(&mut other).await.expect("n");
     assert_eq!(chats, 1);
     let check: String = sqlx::query_scalar("PRAGMA quick_check").fetch_one(&mut other).await.expect("check");
     assert_eq!(check, "ok");
