@@ -197,7 +197,7 @@ impl AppState {
             limits: TurnLimits { max_duration: config.agent_turn_max, max_silence: config.agent_silence_max },
             overflow_dir: config.data_dir.join(crate::agent::fold::OVERFLOW_DIR),
             warm: crate::agent::warm::WarmPool::new(config.agent_warm_max, config.agent_warm_idle),
-            resumer: crate::agent::resume::Resumer::default(),
+            resumer: crate::agent::park::Resumer::default(),
         });
         tokio::spawn(crate::agent::resume::run(agents.clone()).instrument(info_span!("resume")));
         let apps = Arc::new(Apps::new(

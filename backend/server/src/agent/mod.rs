@@ -13,6 +13,7 @@ pub mod fold;
 pub mod handle;
 pub mod handoff;
 pub mod models;
+pub mod park;
 pub mod process;
 pub mod prompt;
 pub mod quiet;
@@ -55,7 +56,7 @@ pub struct TurnRequest {
     /// The Landlock ruleset the CLI runs under (`None` when the sandbox is off).
     pub confine: Option<mobius_sys::landlock::Ruleset>,
     /// Keeps the process for the chat's next turn (`None`: it ends with this turn).
-    pub keep: Option<Box<dyn process::Keeper>>,
+    pub keep: Option<Box<dyn Keeper>>,
     /// The memory ceiling the process is held to.
     pub memory: ceiling::MemoryCeiling,
 }
@@ -217,6 +218,49 @@ impl Drop for DriverGuard {
             self.driver.abort();
         }
     }
+}
+
+/// The driver's half of one turn's channels (the turn holds the other half, a
+/// [`ProviderTurn`]).
+#[derive(Debug)]
+pub struct TurnIo {
+    pub events: mpsc::Sender<AgentEvent>,
+    pub control: mpsc::Receiver<Control>,
+    /// Set by the driver once it keeps the process for a later turn: the turn's end then
+    /// leaves the process alone instead of killing it.
+    pub released: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// The next turn handed to a kept process.
+#[derive(Debug)]
+pub struct NextTurn {
+    /// The owner's words.
+    pub prompt: String,
+    pub io: TurnIo,
+    /// Answered `true` when the process takes the turn, `false` when it cannot (it died):
+    /// the turn then starts a new process.
+    pub taken: oneshot::Sender<bool>,
+}
+
+/// A parked process as its keeper sees it.
+#[derive(Debug)]
+pub struct Parked {
+    /// Where the next turn arrives; dropping the sender retires the process.
+    pub handoff: mpsc::Sender<NextTurn>,
+    pub driver: tokio::task::AbortHandle,
+    pub pid: Option<u32>,
+    /// The provider session the process holds.
+    pub session: Option<String>,
+}
+
+/// Keeps a CLI process between turns (`warm.rs`); its driver (`process.rs`) parks with it.
+pub trait Keeper: Send + Sync + std::fmt::Debug {
+    /// Parks a process; the ticket names this parking for [`Keeper::forget`].
+    fn park(&self, parked: Parked) -> u64;
+    /// The parked process left by itself (idle, or it died).
+    fn forget(&self, ticket: u64);
+    /// How long a parked process waits for its next turn.
+    fn idle(&self) -> std::time::Duration;
 }
 
 /// The seam over the agent CLIs.

@@ -26,7 +26,7 @@ use tokio::task::AbortHandle;
 
 use mobius_sys::landlock::{self, Ruleset};
 
-use super::{AgentEvent, Ask, Control, Finish, Reply};
+use super::{AgentEvent, Ask, Control, Finish, Keeper, Parked, Reply, TurnIo};
 use crate::error::{Error, Result};
 
 /// Longest stdout line accepted from a CLI; longer lines are skipped and reported.
@@ -474,17 +474,6 @@ pub enum Next<R> {
 
 type PendingReply<R> = Pin<Box<dyn Future<Output = R> + Send>>;
 
-/// The driver's half of one turn's channels (the turn holds the other half, a
-/// [`super::ProviderTurn`]).
-#[derive(Debug)]
-pub struct TurnIo {
-    pub events: mpsc::Sender<AgentEvent>,
-    pub control: mpsc::Receiver<Control>,
-    /// Set by the driver once it keeps the process for a later turn: the turn's end then
-    /// leaves the process alone instead of killing it.
-    pub released: Arc<AtomicBool>,
-}
-
 /// Events buffered between a driver and its turn.
 const EVENT_QUEUE: usize = 256;
 /// Instructions buffered between a turn and its driver.
@@ -575,38 +564,6 @@ pub struct SessionLimits {
     pub start_timeout: Duration,
     /// Most stdout bytes one turn may produce.
     pub output_max: u64,
-}
-
-/// The next turn handed to a kept process.
-#[derive(Debug)]
-pub struct NextTurn {
-    /// The owner's words.
-    pub prompt: String,
-    pub io: TurnIo,
-    /// Answered `true` when the process takes the turn, `false` when it cannot (it died):
-    /// the turn then starts a new process.
-    pub taken: oneshot::Sender<bool>,
-}
-
-/// A parked process as its keeper sees it.
-#[derive(Debug)]
-pub struct Parked {
-    /// Where the next turn arrives; dropping the sender retires the process.
-    pub handoff: mpsc::Sender<NextTurn>,
-    pub driver: AbortHandle,
-    pub pid: Option<u32>,
-    /// The provider session the process holds.
-    pub session: Option<String>,
-}
-
-/// Keeps processes between turns (`agent/warm.rs`).
-pub trait Keeper: Send + Sync + std::fmt::Debug {
-    /// Parks a process; the ticket names this parking for [`Keeper::forget`].
-    fn park(&self, parked: Parked) -> u64;
-    /// The parked process left by itself (idle, or it died).
-    fn forget(&self, ticket: u64);
-    /// How long a parked process waits for its next turn.
-    fn idle(&self) -> Duration;
 }
 
 impl<R: Send + 'static> JsonLinesSession<R> {

@@ -76,7 +76,7 @@ pub struct Agents {
     /// CLI processes kept between a chat's turns.
     pub warm: Arc<super::warm::WarmPool>,
     /// Wakes the task that continues parked chats.
-    pub resumer: super::resume::Resumer,
+    pub resumer: super::park::Resumer,
 }
 
 /// The ceilings of one turn (`MOBIUS_AGENT_TURN_MAX_SECS`, `MOBIUS_AGENT_SILENCE_MAX_SECS`).
@@ -770,7 +770,7 @@ impl Turn<'_> {
             (false, FinishStatus::Interrupted) => RunStatus::Interrupted,
         };
         // A usage limit parks the chat until the reset (unless its switch is off).
-        let pause = finish.limit.map(|hit| super::resume::limit_pause(hit.resets_at, self.auto_resume, db::now_ms()));
+        let pause = finish.limit.map(|hit| super::park::limit_pause(hit.resets_at, self.auto_resume, db::now_ms()));
         if let Some(message) = &finish.error {
             self.live.apply(&ChatEvent::Error {
                 message: message.clone(),

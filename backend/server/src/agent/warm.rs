@@ -19,8 +19,9 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::info;
 
-use super::process::{self, Keeper, NextTurn, Parked};
+use super::process;
 use super::{ApprovalPolicy, ProviderKind, ProviderTurn};
+use super::{Keeper, NextTurn, Parked};
 use crate::protocol::{ChatId, RunId};
 
 /// Default number of processes kept between turns (`MOBIUS_AGENT_WARM_MAX`).
