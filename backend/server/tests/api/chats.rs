@@ -536,8 +536,15 @@ async fn a_turn_cut_by_a_restart_continues_once_by_itself_with_its_queue() {
     assert_eq!(users[2]["hidden"], true, "the continuation is a hidden message: {}", users[2]);
     let runs: Value = app.get("/api/chats/k/runs", Some(&token)).await.json().await.expect("runs");
     assert_eq!((runs[0]["status"].as_str(), runs[1]["status"].as_str()), (Some("running"), Some("interrupted")));
-    // The dead server's CLI is gone: one group, the continuation's.
-    assert_eq!(std::fs::read_dir(app.data_dir().join("run/agents")).expect("groups").count(), 1);
+    // The dead server's CLI is gone: one group, the continuation's (once its CLI started).
+    let groups = || std::fs::read_dir(app.data_dir().join("run/agents")).map(|d| d.count()).unwrap_or(0);
+    for _ in 0..400 {
+        if groups() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(groups(), 1);
 
     // Cut again: it continued once already, so now it waits for the owner.
     let dir = app.kill9();
