@@ -133,7 +133,13 @@ pub struct Parser {
     windows: Vec<PlanWindow>,
     /// Command output streamed so far per item, so the final output is not sent twice.
     streamed: HashMap<String, bool>,
+    /// Turns of this thread that already ended (the latest few): a late notification of one
+    /// (an interrupted turn's error, say) must not end the turn that runs now.
+    ended: std::collections::VecDeque<String>,
 }
+
+/// Ended turn ids remembered per thread.
+const ENDED_TURNS_KEPT: usize = 8;
 
 impl Parser {
     /// A usage-limit refusal, with its reset: the exhausted window's (the limit's headers come
@@ -202,6 +208,21 @@ impl Parser {
     }
 
     fn notification(&mut self, method: &str, p: &Value) -> Parsed {
+        let turn = p.get("turnId").or_else(|| p.pointer("/turn/id")).and_then(Value::as_str);
+        if turn.is_some_and(|t| self.ended.iter().any(|e| e == t)) {
+            return Parsed::Events(Vec::new());
+        }
+        let parsed = self.notification_of_turn(method, p);
+        if let (Parsed::Finished(_), Some(turn)) = (&parsed, turn) {
+            if self.ended.len() == ENDED_TURNS_KEPT {
+                self.ended.pop_front();
+            }
+            self.ended.push_back(turn.to_owned());
+        }
+        parsed
+    }
+
+    fn notification_of_turn(&mut self, method: &str, p: &Value) -> Parsed {
         let s = |path: &str| p.pointer(path).and_then(Value::as_str).unwrap_or_default().to_owned();
         let mut events = Vec::new();
         match method {
@@ -776,6 +797,19 @@ mod tests {
         assert_eq!(f.limit, Some(LimitHit { resets_at: Some(1_796_404_744_000) }));
         let other = json!({"method":"error","params":{"error":{"message":"bad","codexErrorInfo":"badRequest"},"willRetry":false}});
         assert!(matches!(parser.parse(&other), Parsed::Finished(f) if f.limit.is_none()));
+    }
+
+    #[test]
+    fn a_late_notification_of_an_ended_turn_does_not_end_the_next_one() {
+        let mut parser = Parser::default();
+        let interrupted = json!({"method":"turn/completed","params":{"turn":{"id":"t1","status":"interrupted"}}});
+        assert!(matches!(parser.parse(&interrupted), Parsed::Finished(f) if f.status == FinishStatus::Interrupted));
+        parser.next_turn();
+        let late =
+            json!({"method":"error","params":{"error":{"message":"stream closed"},"willRetry":false,"turnId":"t1"}});
+        assert!(matches!(parser.parse(&late), Parsed::Events(e) if e.is_empty()), "the old turn's error is dropped");
+        let own = json!({"method":"turn/completed","params":{"turn":{"id":"t2","status":"completed"}}});
+        assert!(matches!(parser.parse(&own), Parsed::Finished(f) if f.status == FinishStatus::Completed));
     }
 
     #[test]

@@ -107,7 +107,8 @@ pub async fn a_warm_turn_is_stopped_and_steered_like_a_cold_one(cli: Cli) {
     assert_eq!(runs[0]["status"], "stopped");
 
     // The next turn (the same step again, now quick), then a warm turn steered mid-call.
-    assert_eq!(turn(app, token, "again", "m3").await["status"], "completed");
+    let again = turn(app, token, "again", "m3").await;
+    assert_eq!(again["status"], "completed", "{cli:?}: {again}");
     let kept = agent_groups(app);
     let mut stream = app.stream(token, "w", None).await;
     assert_eq!(app.send(token, "w", "start the long task", "m4").await["status"], "started");
