@@ -10,7 +10,7 @@ starting). Run through `scripts/bench`, which builds everything first.
 Usage: bench.py BINARY [--only SECTION,...] [--quick] [--baseline BINARY] [--no-gate]
 `--no-gate` runs each measurement once whatever else the machine does, printing the cores
 other processes used meanwhile (for a shared machine; such figures are marked by that line).
-Sections: boot, health, chats, sse, snapshot, apply, proxy, storage, appdoc, push, schedules, lifecycle, frontend, search, sandbox, flood, scale, uploads
+Sections: boot, health, chats, sse, snapshot, apply, proxy, storage, appdoc, push, schedules, lifecycle, frontend, search, sandbox, flood, scale, uploads, agents
 `--baseline` names a build without chat search (e.g. a release build of the previous main); the
 search section then runs its write and chat-detail workloads on both and prints the change. The
 push section compares idle RSS against it (a build without push).
@@ -1558,6 +1558,184 @@ def scale_drawer(port, token):
     return out.stdout.strip().splitlines()[-1]
 
 
+# ---- agents: send to first token, cold and warm ----
+
+AGENT_TURNS = 8
+CODEX_CONFIG = """model = "gpt-5.5"
+model_provider = "mock"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[otel]
+metrics_exporter = "none"
+
+[features]
+plugins = false
+
+[model_providers.mock]
+name = "Mock"
+base_url = "http://127.0.0.1:{port}/v1"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+"""
+
+
+def start_mock(kind, d):
+    """A scripted model server that answers every request at once with a short text."""
+    os.makedirs(d, exist_ok=True)
+    script = os.path.join(d, "script.json")
+    with open(script, "w") as f:
+        json.dump({"default": {"text": "Right away."}, "steps": []}, f)
+    port_file = os.path.join(d, "port")
+    name = {"claude": "mock_anthropic.py", "codex": "mock_openai.py"}[kind]
+    proc = subprocess.Popen(["taskset", "-c", "1", "python3", os.path.join(ROOT, "tests", "fake-providers", name),
+                             "--port", "0", "--port-file", port_file, "--script", script],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(500):
+        if os.path.exists(port_file) and open(port_file).read().strip():
+            return proc, int(open(port_file).read().strip())
+        time.sleep(0.02)
+    raise SystemExit("the mock model server never started")
+
+
+class ChatStream:
+    """The chat's SSE stream, read on a thread: (arrival time, event) pairs."""
+
+    def __init__(self, port, token, chat):
+        import queue
+        self.events = queue.Queue()
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+        self.conn.request("GET", f"/api/chats/{chat}/stream", headers={"Authorization": f"Bearer {token}"})
+        self.resp = self.conn.getresponse()
+        threading.Thread(target=self.read, daemon=True).start()
+
+    def read(self):
+        try:
+            for raw in self.resp:
+                line = raw.decode("utf-8", "replace").strip()
+                if line.startswith("data:"):
+                    self.events.put((time.perf_counter(), json.loads(line[5:])))
+        except (OSError, ValueError, http.client.HTTPException):
+            pass
+
+    def until(self, kind, timeout=120):
+        end = time.perf_counter() + timeout
+        while True:
+            at, ev = self.events.get(timeout=max(0.1, end - time.perf_counter()))
+            if ev.get("type") == kind:
+                return at, ev
+
+    def close(self):
+        self.conn.close()
+
+
+def timed_turn(port, token, chat, stream, n):
+    """Send → run_started → first text: seconds from the send, and the turn's end status."""
+    start = time.perf_counter()
+    status, body = http_json(port, "POST", f"/api/chats/{chat}/messages", {"content": f"question {n}", "cid": f"b{n}"}, token)
+    if status != 202:
+        raise SystemExit(f"send failed: {status} {body}")
+    started, first = None, None
+    while True:
+        at, ev = stream.events.get(timeout=120)
+        kind = ev.get("type")
+        if kind == "run_started" and started is None:
+            started = at
+        if kind in ("text", "text_final") and first is None:
+            first = at
+        if kind == "done":
+            return (started - start) * 1000, (first - start) * 1000, ev.get("status")
+
+
+def group_rss_mib(pgid):
+    """RSS of every process in a process group, MiB."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+            fields = stat[stat.rfind(")") + 2:].split()
+            if int(fields[2]) != pgid:
+                continue
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 1024
+
+
+def agents_run(binary, tmp, kind, warm):
+    d = os.path.join(tmp, f"agents-{kind}-{'warm' if warm else 'cold'}")
+    os.makedirs(d, exist_ok=True)
+    mock, mport = start_mock(kind, os.path.join(d, "mock"))
+    cli_dir = os.environ.get("MOBIUS_CLI_DIR", "/var/cache/mobius-agent-clis")
+    env = {
+        "MOBIUS_AGENT_WARM_MAX": "3" if warm else "0",
+        "MOBIUS_CLAUDE_BIN": os.path.join(cli_dir, "node_modules", ".bin", "claude"),
+        "MOBIUS_CODEX_BIN": os.path.join(cli_dir, "node_modules", ".bin", "codex"),
+        "MOBIUS_CLAUDE_BASE_URL": f"http://127.0.0.1:{mport}",
+        "MOBIUS_ANTHROPIC_API_URL": f"http://127.0.0.1:{mport}",
+        "MOBIUS_OPENAI_API_URL": f"http://127.0.0.1:{mport}/v1",
+        "MOBIUS_NOTE_IDLE_SECS": "3600",
+    }
+    if kind == "codex":
+        os.makedirs(os.path.join(d, "cli-auth", "codex"), exist_ok=True)
+        with open(os.path.join(d, "cli-auth", "codex", "config.toml"), "w") as f:
+            f.write(CODEX_CONFIG.format(port=mport))
+    s = Server(binary, d, env, cpu=None)
+    try:
+        s.wait()
+        token = owner_token(s.port)
+        status, body = http_json(s.port, "POST", f"/api/providers/{kind}/api-key", {"api_key": "sk-bench-key"}, token)
+        if status != 200:
+            raise SystemExit(f"connecting {kind}: {status} {body}")
+        http_json(s.port, "POST", "/api/settings", {"default_provider": kind}, token)
+        time.sleep(1)
+        idle_before = s.rss_mib()
+        http_json(s.port, "POST", "/api/chats", {"id": "bench"}, token)
+        stream = ChatStream(s.port, token, "bench")
+        first = timed_turn(s.port, token, "bench", stream, 0)  # a new chat: cold either way
+        rows = [timed_turn(s.port, token, "bench", stream, n) for n in range(1, 1 + (3 if QUICK else AGENT_TURNS))]
+        stream.close()
+        time.sleep(1)
+        groups = [int(g) for g in os.listdir(os.path.join(d, "run", "agents"))] if os.path.isdir(os.path.join(d, "run", "agents")) else []
+        warm_rss = [group_rss_mib(g) for g in groups]
+        idle_after = s.rss_mib()
+        return first, rows, warm_rss, idle_before, idle_after
+    finally:
+        s.stop()
+        mock.kill()
+
+
+def section_agents(binary, tmp):
+    print("agents", flush=True)
+    idle = {}
+    for kind in ("claude", "codex"):
+        for warm in (False, True):
+            label = "warm" if warm else "cold"
+            first, rows, warm_rss, before, after = agents_run(binary, tmp, kind, warm)
+            bad = [r for r in rows + [first] if r[2] != "completed"]
+            if bad:
+                note("agents", f"{kind} {label}: turns that did not complete", str(len(bad)), "must be 0")
+            if warm:
+                note("agents", f"{kind} new chat (cold): send → run_started | first text (ms)", f"{first[0]:.0f}  |  {first[1]:.0f}", "")
+            note("agents", f"{kind} {label} (resume): send → run_started (ms)", fmt3([r[0] for r in rows], "", 0), "")
+            note("agents", f"{kind} {label} (resume): send → first text (ms)", fmt3([r[1] for r in rows], "", 0),
+                 "≤ 100 ms" if warm else "")
+            if warm:
+                note("agents", f"{kind} kept process: RSS of its group (MiB)", ", ".join(f"{r:.0f}" for r in warm_rss) or "none", "")
+            idle[(kind, label)] = after
+            note("agents", f"{kind} {label}: server RSS idle before | after the turns (MiB)", f"{before:.1f}  |  {after:.1f}", "")
+        note("agents", f"{kind}: server RSS after the turns, warm − cold (MiB)", f"{idle[(kind, 'warm')] - idle[(kind, 'cold')]:+.1f}", "≈ 0 (unchanged)")
+
+
 def main():
     global QUICK, NO_GATE, BINARY
     ap = argparse.ArgumentParser()
@@ -1609,6 +1787,8 @@ def main():
             section_scale(args.binary, tmp)
         if want("uploads"):
             section_uploads(args.binary, tmp)
+        if want("agents"):
+            section_agents(args.binary, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

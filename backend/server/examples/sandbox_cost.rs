@@ -40,7 +40,15 @@ async fn main() -> mobius::Result<()> {
             } else {
                 None
             };
-            let spawned = process::spawn(Path::new("/bin/true"), &[], &data, &env, None, confine)?;
+            let spawned = process::spawn(
+                Path::new("/bin/true"),
+                &[],
+                &data,
+                &env,
+                None,
+                confine,
+                mobius::agent::ceiling::Applied::None,
+            )?;
             let mut proc = spawned.process;
             proc.wait_timeout(Duration::from_secs(5)).await;
             samples.push(started.elapsed().as_secs_f64() * 1000.0);

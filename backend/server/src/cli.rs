@@ -299,30 +299,34 @@ fn next_run_text(schedule: &serde_json::Value) -> String {
 fn schedule_command(args: &[String]) -> ExitCode {
     const USAGE: &str = "usage: mobius schedule add --cron \"<m h dom mon dow>\" [--tz ZONE] [--new-chat] [--name NAME] [--skip-missed] <prompt>\n       mobius schedule list\n       mobius schedule remove <id>";
     match args.first().map(String::as_str) {
-        Some("list") => agent_call(reqwest::Method::GET, "/api/schedules", AgentBody::Empty, Duration::from_secs(30), |json| {
-            let schedules = json["schedules"].as_array().cloned().unwrap_or_default();
-            if schedules.is_empty() {
-                println!("no schedules");
-            }
-            for s in schedules {
-                let when = s["cron"].as_str().map_or_else(|| "once".to_owned(), |c| format!("cron \"{c}\""));
-                println!(
-                    "#{} {} [{}] {when} · next: {} · last: {}",
-                    s["id"],
-                    s["name"].as_str().unwrap_or_default(),
-                    s["kind"].as_str().unwrap_or_default(),
-                    next_run_text(&s),
-                    s["last_status"].as_str().unwrap_or("never ran"),
-                );
-            }
-        }),
+        Some("list") => {
+            agent_call(reqwest::Method::GET, "/api/schedules", AgentBody::Empty, Duration::from_secs(30), |json| {
+                let schedules = json["schedules"].as_array().cloned().unwrap_or_default();
+                if schedules.is_empty() {
+                    println!("no schedules");
+                }
+                for s in schedules {
+                    let when = s["cron"].as_str().map_or_else(|| "once".to_owned(), |c| format!("cron \"{c}\""));
+                    println!(
+                        "#{} {} [{}] {when} · next: {} · last: {}",
+                        s["id"],
+                        s["name"].as_str().unwrap_or_default(),
+                        s["kind"].as_str().unwrap_or_default(),
+                        next_run_text(&s),
+                        s["last_status"].as_str().unwrap_or("never ran"),
+                    );
+                }
+            })
+        }
         Some("remove") => {
             let Some(id) = args.get(1).filter(|id| id.trim_start_matches('#').parse::<i64>().is_ok()) else {
                 eprintln!("{USAGE}");
                 return ExitCode::from(2);
             };
             let path = format!("/api/schedules/{}", id.trim_start_matches('#'));
-            agent_call(reqwest::Method::DELETE, &path, AgentBody::Empty, Duration::from_secs(30), |_| println!("removed"))
+            agent_call(reqwest::Method::DELETE, &path, AgentBody::Empty, Duration::from_secs(30), |_| {
+                println!("removed")
+            })
         }
         Some("add") => {
             let mut body = serde_json::Map::new();
@@ -362,14 +366,20 @@ fn schedule_command(args: &[String]) -> ExitCode {
             }
             body.insert("prompt".into(), words.join(" ").into());
             let body = serde_json::Value::Object(body);
-            agent_call(reqwest::Method::POST, "/api/schedules", AgentBody::Json(&body), Duration::from_secs(30), |json| {
-                println!(
-                    "scheduled #{} \"{}\" · next: {}",
-                    json["id"],
-                    json["name"].as_str().unwrap_or_default(),
-                    next_run_text(json)
-                );
-            })
+            agent_call(
+                reqwest::Method::POST,
+                "/api/schedules",
+                AgentBody::Json(&body),
+                Duration::from_secs(30),
+                |json| {
+                    println!(
+                        "scheduled #{} \"{}\" · next: {}",
+                        json["id"],
+                        json["name"].as_str().unwrap_or_default(),
+                        next_run_text(json)
+                    );
+                },
+            )
         }
         _ => {
             eprintln!("{USAGE}");

@@ -50,6 +50,16 @@ pub struct Config {
     /// Confine the agent's processes with Landlock where the kernel has it
     /// (`MOBIUS_AGENT_SANDBOX`: `on`, the default, or `off`).
     pub agent_sandbox: bool,
+    /// The memory ceiling of one agent (`MOBIUS_AGENT_MEMORY_MAX_MB`, default 2048; 0: none).
+    pub agent_memory_max: Option<u64>,
+    /// Most stdout bytes one turn's CLI may write (`MOBIUS_AGENT_OUTPUT_MAX_MB`, default 256).
+    pub agent_output_max: u64,
+    /// CLI processes kept between a chat's turns, at most (`MOBIUS_AGENT_WARM_MAX`, default 3;
+    /// 0 starts every turn cold).
+    pub agent_warm_max: usize,
+    /// How long a kept process waits for its chat's next turn (`MOBIUS_AGENT_WARM_IDLE_SECS`,
+    /// default 600).
+    pub agent_warm_idle: Duration,
     /// The installed libraries mini-apps may import (`MOBIUS_APP_NODE_MODULES`, default
     /// `frontend/node_modules`).
     pub app_node_modules: PathBuf,
@@ -201,6 +211,8 @@ pub const DEFAULT_CLAUDE_TOKEN_URL: &str = "https://console.anthropic.com/v1/oau
 pub const DEFAULT_AGENT_TURN_MAX: Duration = Duration::from_secs(6 * 3600);
 /// The longest either ceiling may be set to (30 days).
 pub const MAX_AGENT_CEILING: Duration = Duration::from_secs(30 * 24 * 3600);
+/// The largest memory or output ceiling accepted, in MiB (1 TiB).
+pub const MAX_AGENT_MB: u64 = 1 << 20;
 /// Default silence ceiling of a turn.
 pub const DEFAULT_AGENT_SILENCE_MAX: Duration = Duration::from_secs(30 * 60);
 
@@ -392,6 +404,28 @@ impl Config {
             Some("off") => false,
             Some(other) => return Err(ConfigError(format!("MOBIUS_AGENT_SANDBOX={other:?} must be on or off"))),
         };
+        let warm_raw = get("MOBIUS_AGENT_WARM_MAX").unwrap_or_else(|| crate::agent::warm::DEFAULT_WARM_MAX.to_string());
+        let agent_warm_max =
+            warm_raw.trim().parse::<usize>().ok().filter(|n| *n <= crate::agent::warm::MAX_WARM_MAX).ok_or_else(
+                || {
+                    ConfigError(format!(
+                        "MOBIUS_AGENT_WARM_MAX={warm_raw:?} must be a number from 0 to {}",
+                        crate::agent::warm::MAX_WARM_MAX
+                    ))
+                },
+            )?;
+        let mb =
+            |key: &str, default: u64| -> Result<u64, ConfigError> {
+                let raw = get(key).unwrap_or_else(|| (default >> 20).to_string());
+                raw.trim().parse::<u64>().ok().filter(|n| *n <= MAX_AGENT_MB).map(|n| n << 20).ok_or_else(|| {
+                    ConfigError(format!("{key}={raw:?} must be a number of MiB from 0 to {MAX_AGENT_MB}"))
+                })
+            };
+        let agent_memory_max =
+            Some(mb("MOBIUS_AGENT_MEMORY_MAX_MB", crate::agent::ceiling::DEFAULT_MEMORY_MAX_BYTES)?).filter(|b| *b > 0);
+        let agent_output_max =
+            mb("MOBIUS_AGENT_OUTPUT_MAX_MB", crate::agent::ceiling::DEFAULT_OUTPUT_MAX_BYTES)?.max(1 << 20);
+        let agent_warm_idle = secs("MOBIUS_AGENT_WARM_IDLE_SECS", crate::agent::warm::DEFAULT_WARM_IDLE.as_secs())?;
         let app_node_modules =
             PathBuf::from(get("MOBIUS_APP_NODE_MODULES").unwrap_or_else(|| "frontend/node_modules".into()));
         let app_runtime_dir = PathBuf::from(get("MOBIUS_APP_RUNTIME_DIR").unwrap_or_else(|| "frontend/public".into()));
@@ -474,6 +508,10 @@ impl Config {
             agent_silence_max,
             job_timeout,
             agent_sandbox,
+            agent_warm_max,
+            agent_warm_idle,
+            agent_memory_max,
+            agent_output_max,
             app_node_modules,
             app_runtime_dir,
             app_quota_bytes,
@@ -516,6 +554,12 @@ impl Config {
             // Tests keep their fake CLIs in the data dir the sandbox closes; the ones about the
             // sandbox turn it on.
             agent_sandbox: false,
+            // The fake CLIs of the API tests answer one turn each; the tests about kept
+            // processes turn keeping on.
+            agent_warm_max: 0,
+            agent_warm_idle: crate::agent::warm::DEFAULT_WARM_IDLE,
+            agent_memory_max: Some(crate::agent::ceiling::DEFAULT_MEMORY_MAX_BYTES),
+            agent_output_max: crate::agent::ceiling::DEFAULT_OUTPUT_MAX_BYTES,
             app_node_modules: checkout_root().join("frontend/node_modules"),
             app_runtime_dir: checkout_root().join("frontend/public"),
             app_quota_bytes: DEFAULT_APP_QUOTA_BYTES,

@@ -314,6 +314,22 @@ impl Error {
     pub fn is_unique_violation(&self) -> bool {
         matches!(self, Error::Db(sqlx::Error::Database(e)) if e.is_unique_violation())
     }
+
+    /// True when the disk (or the database's page limit) is full: SQLite's `SQLITE_FULL`, or
+    /// `ENOSPC` from a file write.
+    pub fn is_disk_full(&self) -> bool {
+        const SQLITE_FULL: &str = "13";
+        match self {
+            Error::Db(sqlx::Error::Database(e)) => e.code().is_some_and(|c| c == SQLITE_FULL),
+            Error::Db(sqlx::Error::Io(e)) | Error::Io(e) => e.raw_os_error() == Some(libc_enospc()),
+            _ => false,
+        }
+    }
+}
+
+/// `ENOSPC` on Linux.
+const fn libc_enospc() -> i32 {
+    28
 }
 
 impl IntoResponse for Error {

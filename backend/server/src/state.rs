@@ -144,14 +144,17 @@ impl AppState {
         if resealed > 0 {
             tracing::info!(resealed, "app secrets sealed again under the data key");
         }
-        let interrupted = writer.call(|ack| WriteCommand::ReconcileStartup { ack }).await?;
+        let providers = Arc::new(Providers::new(&config, &config.data_dir, api_url));
+        // Cut turns of chats whose provider is connected continue by themselves.
+        let connected: Vec<_> =
+            crate::agent::ProviderKind::ALL.into_iter().filter(|k| providers.status(*k).connected).collect();
+        let interrupted = writer.call(|ack| WriteCommand::ReconcileStartup { resume: connected, ack }).await?;
         if !interrupted.is_empty() {
             warn!(
                 chats = interrupted.len(),
                 "turns interrupted by the last shutdown were closed; their chats can resume"
             );
         }
-        let providers = Arc::new(Providers::new(&config, &config.data_dir, api_url));
         let sandbox = Sandbox::detect(
             config.agent_sandbox,
             &config.data_dir,
@@ -209,7 +212,10 @@ impl AppState {
             limits: TurnLimits { max_duration: config.agent_turn_max, max_silence: config.agent_silence_max },
             overflow_dir: config.data_dir.join(crate::agent::fold::OVERFLOW_DIR),
             uploads: uploads.clone(),
+            warm: crate::agent::warm::WarmPool::new(config.agent_warm_max, config.agent_warm_idle),
+            resumer: crate::agent::park::Resumer::default(),
         });
+        tokio::spawn(crate::agent::resume::run(agents.clone()).instrument(info_span!("resume")));
         let apps = Arc::new(Apps::new(
             config.data_dir.clone(),
             config.app_runtime_dir.clone(),

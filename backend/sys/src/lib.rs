@@ -1,9 +1,11 @@
 //! The workspace's only unsafe code, each call wrapped in a safe function with its reasoning:
 //! glibc's allocator settings and trim, registering a git transport with libgit2, and
 //! confining the agent's processes (`landlock`: its system calls and the `pre_exec` hook that
-//! applies them in the child). Every other crate forbids `unsafe`.
+//! applies them in the child), and their memory ceilings (`limits`: an rlimit or a cgroup
+//! joined in the child before exec). Every other crate forbids `unsafe`.
 
 pub mod landlock;
+pub mod limits;
 
 use std::sync::OnceLock;
 

@@ -52,6 +52,10 @@ export interface ChatPatch {
   provider?: "claude" | "codex";
   /** null goes back to the provider's default model. */
   model?: string | null;
+  /** null goes back to the default effort. */
+  effort?: string | null;
+  /** Continue by itself after a usage limit. */
+  auto_resume?: boolean;
 }
 
 export function patchChat(id: string, patch: ChatPatch): Promise<{ ok: boolean }> {
@@ -95,4 +99,24 @@ export function stopChat(chatId: string): Promise<{ stopped: boolean; cleared_pe
 
 export function fetchToolOutput(chatId: string, toolUseId: string): Promise<string> {
   return apiFetch<string>(`/api/chats/${enc(chatId)}/tool-output/${enc(toolUseId)}`, { responseType: "text", timeoutMs: 30_000 });
+}
+
+/** What a provider switch or a compaction answers. */
+export interface HandoffResult {
+  ok: boolean;
+  switch_id: string;
+  summary: string;
+  /** False when the same switch was made before (this answers it again). */
+  stored: boolean;
+  provider: "claude" | "codex";
+}
+
+/** Moves the chat to `provider`, the conversation summarised to seed its new session. */
+export function switchProvider(id: string, provider: "claude" | "codex", switchId: string): Promise<HandoffResult> {
+  return apiFetch(`/api/chats/${enc(id)}/provider-switch`, { method: "POST", body: { provider, switch_id: switchId } });
+}
+
+/** `/compact`: the same provider, a fresh session from a summary. */
+export function compactChat(id: string, switchId: string): Promise<HandoffResult> {
+  return apiFetch(`/api/chats/${enc(id)}/compact`, { method: "POST", body: { switch_id: switchId } });
 }

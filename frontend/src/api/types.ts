@@ -19,10 +19,14 @@ export type {
   Decision,
   JournalEntry,
   Message,
+  Pause,
+  PlanWindow,
   QuestionItem,
   QuestionOption,
   RunId,
   RunStatus,
+  RunUsage,
+  TokenCounts,
   SendResult,
   StopResult,
   StreamControl,
@@ -37,6 +41,7 @@ export type TextBlock = Extract<Block, { type: "text" }>;
 export type ThinkingBlock = Extract<Block, { type: "thinking" }>;
 export type ToolBlock = Extract<Block, { type: "tool" }>;
 export type ErrorBlock = Extract<Block, { type: "error" }>;
+export type HandoffBlock = Extract<Block, { type: "handoff" }>;
 /** A card of clarifying questions. */
 export type QuestionBlock = { type: "question"; question_id: QuestionId } & Extract<Card, { kind: "question" }>;
 /** A card asking permission to use a tool. */
@@ -48,7 +53,7 @@ export type QuestionAnswers = Choices;
 /** The part of a chat detail the chat view folds (and caches back): `GET /api/chats/{id}` sends
  * the whole [`ChatDetail`]; settings the view does not show are optional here. */
 export type ChatPage = Omit<ChatDetail, ChatSettingsKey> & Partial<Pick<ChatDetail, ChatSettingsKey>>;
-type ChatSettingsKey = "approval_policy" | "model" | "session_id" | "pinned_at" | "created_at" | "updated_at";
+type ChatSettingsKey = "approval_policy" | "model" | "effort" | "auto_resume" | "resume_at" | "session_id" | "pinned_at" | "created_at" | "updated_at";
 
 /** A queued message: the owner's, so it always has its cid. */
 export type PendingMessage = Message & { cid: Cid };
@@ -72,9 +77,29 @@ export interface ProvidersStatus {
   providers: Partial<Record<ProviderId, { connected: boolean; method?: string | null }>>;
 }
 
+/** One model a provider offers (`GET /api/models`). */
+export interface ModelInfo {
+  id: string;
+  label: string;
+  provider: ProviderId;
+  /** False when the CLI could not be asked (a maintained fallback entry). */
+  available: boolean;
+  /** Effort levels the model takes, lowest first (empty: none). */
+  effort_levels: string[];
+  default_effort: string | null;
+  /** The model the CLI runs when none is picked. */
+  is_default: boolean;
+}
+
 /** `GET /api/models`. */
 export interface ModelsList {
-  providers: Partial<Record<ProviderId, { id: string | null; label: string }[]>>;
+  providers: Partial<Record<ProviderId, ModelInfo[]>>;
+}
+
+/** A model and effort; absent fields fall back (owner default, then the CLI's own). */
+export interface AgentPick {
+  model?: string | null;
+  effort?: string | null;
 }
 
 /** `GET /api/version`. */

@@ -39,6 +39,8 @@ export function describeActivity(blocks: readonly Block[] | null | undefined): s
       return "Waiting for your answer";
     case "error":
       return "Recovering";
+    case "handoff":
+      return "Starting";
     case "tool":
       return describeTool(last, list);
   }

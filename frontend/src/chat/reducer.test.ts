@@ -31,6 +31,17 @@ function started(): ChatState {
 }
 
 describe("stream reducer", () => {
+  it("puts what a turn used on its reply, and a handoff's marker in the transcript with its provider", () => {
+    let s = fold(started(), ev({ type: "text", item_id: "t", content: "hi" }));
+    s = fold(s, ev({ type: "done", run_id: "r1", status: "completed", usage: { input_tokens: 5, output_tokens: 7, cache_read_tokens: null, cache_write_tokens: null }, cost_usd: 0.01 }));
+    expect(s.messages.at(-1)?.usage).toEqual({ input_tokens: 5, output_tokens: 7, cost_usd: 0.01 });
+    const card = { type: "handoff", switch_id: "sw", from_provider: "claude", to_provider: "codex", reason: "switch", summary: "S", summarized_by: "provider" };
+    s = fold(s, ev({ type: "handoff", message: { role: "assistant", content: "", ts: 2, blocks: [card] } }));
+    expect(s.messages.at(-1)?.blocks).toEqual([card]);
+    expect(s.provider).toBe("codex");
+    expect(s.total).toBe(2);
+  });
+
   it("shows the CLI's retries until the next event, and keeps an error's fix", () => {
     let s = fold(started(), ev({ type: "retrying", attempt: 2, max_retries: 10, reason: "overloaded" }));
     expect(s.retry).toEqual({ attempt: 2, max_retries: 10, reason: "overloaded" });

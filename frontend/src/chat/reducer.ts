@@ -17,8 +17,10 @@ import type {
   ProviderId,
   QuestionAnswers,
   RunStatus,
+  RunUsage,
   SendResult,
   StreamEvent,
+  TokenCounts,
   ToolBlock,
 } from "../api/types";
 
@@ -40,6 +42,7 @@ export interface ChatState {
   title: string;
   provider: ProviderId | null;
   model: string | null;
+  effort: string | null;
   /** Durable history (and optimistic user rows), oldest first; `offset` is messages[0]'s index. */
   messages: ChatMessage[];
   offset: number;
@@ -88,6 +91,7 @@ export function emptyChat(id: string): ChatState {
     title: "",
     provider: null,
     model: null,
+    effort: null,
     messages: [],
     offset: 0,
     total: 0,
@@ -146,6 +150,7 @@ export function fromDetail(detail: ChatPage, previous?: ChatState): ChatState {
       title: detail.title,
       provider: detail.provider,
       model: detail.model ?? null,
+      effort: detail.effort ?? null,
       messages,
       offset,
       total: detail.total,
@@ -300,6 +305,14 @@ function applyEvent(state: ChatState, event: StreamEvent, now: number): ChatStat
 
 function foldEvent(state: ChatState, event: JournalEntry, now: number): ChatState {
   switch (event.type) {
+    case "handoff": {
+      // A provider switch or a compaction: the marker joins the transcript, the chat runs on
+      // the provider it names (with that provider's defaults unless the switch picked).
+      const card = event.message.blocks?.find((b) => b.type === "handoff");
+      const next = appendSealed(state, { ...event.message });
+      if (!card || card.type !== "handoff" || card.to_provider === state.provider) return next;
+      return { ...next, provider: card.to_provider, model: null, effort: null };
+    }
     case "user_message": {
       const next = upsertUser(state, event.message);
       const cid = event.message.cid;
@@ -402,7 +415,7 @@ function foldEvent(state: ChatState, event: JournalEntry, now: number): ChatStat
           blocks.some((b) => b.type === "error") ? blocks : [...blocks, { type: "error", message: error }],
         );
       }
-      next = promote(next, event.status);
+      next = promote(next, event.status, usageOf(event.usage, event.cost_usd));
       return {
         ...next,
         running: false,
@@ -455,11 +468,22 @@ function appendSealed(state: ChatState, row: ChatMessage): ChatState {
   return { ...state, messages: [...state.messages, row], total: state.total + 1 };
 }
 
+/** What a `done` says the turn used, as stored on its reply (`undefined` when nothing). */
+export function usageOf(counts: TokenCounts | undefined, cost: number | null | undefined): RunUsage | undefined {
+  const usage: RunUsage = {};
+  if (typeof counts?.input_tokens === "number") usage.input_tokens = counts.input_tokens;
+  if (typeof counts?.output_tokens === "number") usage.output_tokens = counts.output_tokens;
+  if (typeof counts?.cache_read_tokens === "number") usage.cache_read_tokens = counts.cache_read_tokens;
+  if (typeof counts?.cache_write_tokens === "number") usage.cache_write_tokens = counts.cache_write_tokens;
+  if (typeof cost === "number") usage.cost_usd = cost;
+  return Object.keys(usage).length > 0 ? usage : undefined;
+}
+
 /** Moves the live message into history: same row, same run_id, so the view keeps its DOM. */
-function promote(state: ChatState, status: RunStatus): ChatState {
+function promote(state: ChatState, status: RunStatus, usage?: RunUsage): ChatState {
   const live = state.live;
   if (!live) return state;
-  const final = sealed(live, status);
+  const final = usage ? { ...sealed(live, status), usage } : sealed(live, status);
   // Only the run's row since the last user row is this live message; earlier rows of the same
   // run are parts sealed by steering and stay.
   let existing = -1;
@@ -612,6 +636,7 @@ export function toDetail(state: ChatState): ChatPage {
     title: state.title,
     provider: state.provider,
     model: state.model,
+    effort: state.effort,
     messages,
     offset: state.offset,
     total: state.total,

@@ -3,7 +3,7 @@
 
 import { useState } from "react";
 import { fetchToolOutput } from "../api/chats";
-import type { ErrorBlock, ThinkingBlock, ToolBlock } from "../api/types";
+import type { ErrorBlock, HandoffBlock, Pause, ThinkingBlock, ToolBlock } from "../api/types";
 import { outputTail } from "../chat/activity";
 import { ToolImages } from "./ChatFiles";
 import { Icon } from "./Icon";
@@ -128,11 +128,45 @@ export function ThinkingView({ block, live }: { block: ThinkingBlock; live: bool
   );
 }
 
+const PROVIDER_NAMES: Record<string, string> = { claude: "Claude", codex: "Codex" };
+
+/** The marker of a provider switch or a compaction, with the summary the next session got. */
+export function HandoffView({ block }: { block: HandoffBlock }) {
+  const [open, setOpen] = useState(false);
+  const to = PROVIDER_NAMES[block.to_provider] ?? block.to_provider;
+  const from = block.from_provider ? (PROVIDER_NAMES[block.from_provider] ?? block.from_provider) : null;
+  const title = block.reason === "compact" ? `Compacted: ${to} goes on from a summary` : from ? `Moved from ${from} to ${to}` : `Moved to ${to}`;
+  const by = block.summarized_by === "provider" ? `written by ${from ?? to}` : "made from the transcript";
+  return (
+    <div className="handoff-block" role="note" data-reason={block.reason}>
+      <button type="button" className="handoff-title" aria-expanded={open} onClick={() => setOpen((o) => !o)}>
+        <Icon name="refresh" size={15} />
+        <span>{title}</span>
+        <span className="handoff-by">Summary {by}</span>
+      </button>
+      {open && <p className="handoff-summary">{block.summary}</p>}
+    </div>
+  );
+}
+
+/** What a paused turn's card adds: when it continues by itself. */
+export function pauseNote(pause: Pause): string {
+  if (pause.kind === "restart") return "Continuing by itself after the restart.";
+  if (typeof pause.resumes_at !== "number") return "Automatic continuation is off for this chat: send a message once the limit resets.";
+  const at = new Date(pause.resumes_at);
+  const sameDay = at.toDateString() === new Date().toDateString();
+  const time = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  return `Continues at ${sameDay ? time : `${at.toLocaleDateString([], { weekday: "short" })} ${time}`}.`;
+}
+
 export function ErrorView({ block, onOpenSettings }: { block: ErrorBlock; onOpenSettings?: (() => void) | undefined }) {
   return (
-    <div className="error-block" role="note">
+    <div className="error-block" role="note" data-pause={block.pause?.kind}>
       <Icon name="alert" size={16} />
-      <span>{block.message}</span>
+      <span>
+        {block.message}
+        {block.pause && <span className="error-pause"> {pauseNote(block.pause)}</span>}
+      </span>
       {block.fix === "provider_settings" && onOpenSettings && (
         <button type="button" className="btn btn-secondary btn-small error-fix" onClick={onOpenSettings}>
           Open provider settings

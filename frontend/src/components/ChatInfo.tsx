@@ -5,13 +5,14 @@
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { lazy, Suspense, useId, useState, type FormEvent } from "react";
-import { fetchChat, patchChat } from "../api/chats";
-import { ApiError } from "../api/client";
+import { chatKey, fetchChat, patchChat, switchProvider } from "../api/chats";
+import { ApiError, apiFetch } from "../api/client";
 import { fetchNote, noteKey, saveNote, type NoteAnswer } from "../api/memory";
 import type { ApprovalPolicy, ChatDetail } from "../api/protocol.gen";
 import { fetchSchedules, schedulesKey } from "../api/schedules";
 import { fetchModels, fetchProvidersStatus, modelsKey, providersStatusKey } from "../api/settings";
 import { cadenceText, nextText } from "../schedules/cadence";
+import { compactCount, dollars } from "./MessageRow";
 import { Sheet } from "./Sheet";
 
 const ScheduleForm = lazy(() => import("./ScheduleForm"));
@@ -118,8 +119,23 @@ function ChatOptionsForm({ chatId }: { chatId: string }) {
   );
 }
 
+/** `GET /api/chats/{id}/usage`: what the chat's turns used in all. */
+interface ChatUsage {
+  turns: number;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  cost_usd: number;
+}
+
 export function ChatInfo({ chatId, title, onClose }: { chatId: string; title: string; onClose: () => void }) {
   const queryClient = useQueryClient();
+  const usage = useQuery({
+    queryKey: ["chat-usage", chatId],
+    queryFn: () => apiFetch<ChatUsage>(`/api/chats/${encodeURIComponent(chatId)}/usage`),
+    retry: false,
+  });
   const note = useQuery({ queryKey: noteKey(chatId), queryFn: () => fetchNote(chatId), retry: false });
   const [digest, setDigest] = useState<string | null>(null);
   const [summary, setSummary] = useState<string | null>(null);
@@ -129,6 +145,23 @@ export function ChatInfo({ chatId, title, onClose }: { chatId: string; title: st
       queryClient.setQueryData(noteKey(chatId), saved);
       setDigest(null);
       setSummary(null);
+    },
+  });
+  const chat = useQuery({ queryKey: chatKey(chatId), queryFn: () => fetchChat(chatId), retry: false });
+  const autoResume = useMutation({
+    mutationFn: (on: boolean) => patchChat(chatId, { auto_resume: on }),
+    onSettled: () => queryClient.invalidateQueries({ queryKey: chatKey(chatId) }),
+  });
+  const autoResumeId = useId();
+  const status = useQuery({ queryKey: providersStatusKey, queryFn: fetchProvidersStatus, retry: false });
+  const current = chat.data?.provider ?? status.data?.default_provider ?? null;
+  const other = current === "claude" ? "codex" : current === "codex" ? "claude" : null;
+  const otherConnected = other !== null && status.data?.providers[other]?.connected === true;
+  const move = useMutation({
+    mutationFn: () => switchProvider(chatId, other ?? "claude", crypto.randomUUID()),
+    onSettled: () => {
+      void queryClient.invalidateQueries({ queryKey: chatKey(chatId) });
+      void queryClient.invalidateQueries({ queryKey: chatOptionsKey(chatId) });
     },
   });
   const digestId = useId();
@@ -154,6 +187,50 @@ export function ChatInfo({ chatId, title, onClose }: { chatId: string; title: st
             ? `Edited by you · ${new Date(stored.updated_at).toLocaleString()}`
             : `Written by the agent · covers ${stored.source_count} messages · ${new Date(stored.updated_at).toLocaleString()}`}
       </p>
+      {usage.data && usage.data.turns > 0 && (
+        <p className="settings-lead" data-chat-usage>
+          {usage.data.turns} {usage.data.turns === 1 ? "turn" : "turns"} ·{" "}
+          {compactCount(usage.data.input_tokens + usage.data.cache_read_tokens + usage.data.cache_write_tokens)} tokens in ·{" "}
+          {compactCount(usage.data.output_tokens)} out
+          {usage.data.cost_usd > 0 ? ` · ${dollars(usage.data.cost_usd)}` : ""}
+        </p>
+      )}
+      {chat.data && (
+        <div className="setting-row setting-toggle">
+          <input
+            id={autoResumeId}
+            type="checkbox"
+            checked={autoResume.isPending ? autoResume.variables : chat.data.auto_resume}
+            disabled={autoResume.isPending}
+            onChange={(e) => autoResume.mutate(e.target.checked)}
+          />
+          <label htmlFor={autoResumeId}>Continue by itself when a usage limit resets</label>
+        </div>
+      )}
+      {chat.data && other && chat.data.total > 0 && (
+        <div className="setting-stack">
+          <button
+            type="button"
+            className="btn btn-secondary btn-small"
+            disabled={!otherConnected || chat.data.running || move.isPending}
+            onClick={() => move.mutate()}
+          >
+            {move.isPending ? "Summarising the conversation…" : `Continue this chat on ${other === "codex" ? "Codex" : "Claude"}`}
+          </button>
+          {!otherConnected && <p className="settings-lead">Connect {other === "codex" ? "Codex" : "Claude"} in Settings to move this chat there.</p>}
+          {move.isSuccess && <p className="settings-lead" role="status">Moved. The next message goes to {move.data.provider === "codex" ? "Codex" : "Claude"}, starting from a summary.</p>}
+          {move.isError && (
+            <p className="settings-error" role="alert">
+              {errorText(move.error)}
+            </p>
+          )}
+        </div>
+      )}
+      {autoResume.isError && (
+        <p className="settings-error" role="alert">
+          {errorText(autoResume.error)}
+        </p>
+      )}
       {note.isError && (
         <p className="settings-error" role="alert">
           Couldn't load the note: {errorText(note.error)}

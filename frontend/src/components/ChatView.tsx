@@ -22,13 +22,16 @@ import {
   type ScrollMode,
 } from "../chat/scroll";
 import { useChat, type SendOutcome } from "../chat/useChat";
-import { PAGE_SIZE } from "../api/chats";
+import { PAGE_SIZE, compactChat } from "../api/chats";
+import { ApiError } from "../api/client";
 import { HistoryView, MAX_WINDOW_ROWS, type HistoryTarget } from "./HistoryView";
 import { useOnline } from "../shell/online";
 import { Composer } from "./Composer";
 import { Icon } from "./Icon";
 import { LightboxHost } from "./Lightbox";
 import { MessageRow } from "./MessageRow";
+import { ModelPicker } from "./ModelPicker";
+import { LimitNotice } from "./LimitNotice";
 import { ProviderHint } from "./ProviderHint";
 import { QueueTray } from "./QueueTray";
 
@@ -62,6 +65,8 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
   const queue = queueOf(state);
   const [noProviderNudge, setNoProviderNudge] = useState(false);
   const [sendError, setSendError] = useState<string | null>(null);
+  /** A slow action on the chat in progress (compacting). */
+  const [notice, setNotice] = useState<string | null>(null);
   const [restore, setRestore] = useState<{ id: number; text: string } | null>(null);
   /** Stop was pressed with messages queued: the owner chooses what happens to them. */
   const [stopChoice, setStopChoice] = useState(false);
@@ -350,10 +355,30 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
 
   const send = async (text: string, attachments?: Attachment[]) => {
     setSendError(null);
+    if (text.trim() === "/compact" && !attachments?.length) return compact();
     const outcome = await chat.send(text, undefined, attachments);
     if (outcome === "sent") return true;
     explain(outcome);
     return false;
+  };
+
+  /** `/compact` typed in the composer: the conversation so far becomes a summary a fresh
+   *  session starts from (the marker arrives on the stream). */
+  const compact = async () => {
+    if (state.running) {
+      setSendError("Wait for the turn to finish (or stop it) before compacting.");
+      return false;
+    }
+    setNotice("Compacting: summarising the conversation…");
+    try {
+      await compactChat(chatId, crypto.randomUUID());
+      setNotice(null);
+      return true;
+    } catch (error) {
+      setNotice(null);
+      setSendError(error instanceof ApiError ? error.message : "Couldn't compact the chat. Try again.");
+      return false;
+    }
   };
 
   const steer = async (text: string) => {
@@ -499,6 +524,11 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
           </div>
         )}
         <ProviderHint owner={owner} forced={noProviderNudge} onOpenSettings={onOpenSettings} onDismiss={() => setNoProviderNudge(false)} />
+        {notice && (
+          <p className="composer-notice" role="status">
+            {notice}
+          </p>
+        )}
         {sendError && (
           <p className="send-error" role="alert">
             <Icon name="alert" size={16} />
@@ -555,6 +585,8 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
           onStop={() => (queue.length > 0 ? setStopChoice(true) : void chat.stop())}
           onBeforeSend={beforeSend}
           restore={restore}
+          notice={state.provider && <LimitNotice provider={state.provider} turns={state.total + (state.running ? 1 : 0)} />}
+          accessory={<ModelPicker chatId={chatId} provider={state.provider} model={state.model} effort={state.effort} disabled={!online} />}
         />
       </div>
       <LightboxHost />

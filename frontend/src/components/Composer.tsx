@@ -7,7 +7,17 @@
 //! offline, or before its uploads finish, waits and goes when it can. The microphone dictates
 //! into the box (never sends) where the browser can recognise speech.
 
-import { useEffect, useId, useLayoutEffect, useRef, useState, type ClipboardEvent, type DragEvent, type KeyboardEvent } from "react";
+import {
+  useEffect,
+  useId,
+  useLayoutEffect,
+  useRef,
+  useState,
+  type ClipboardEvent,
+  type DragEvent,
+  type KeyboardEvent,
+  type ReactNode,
+} from "react";
 import type { Attachment } from "../api/protocol.gen";
 import { attachmentsOf, failed, pendingUploads } from "../chat/attachments";
 import { appendDictation } from "../chat/dictation";
@@ -39,6 +49,10 @@ export interface ComposerProps {
   onBeforeSend?: () => void;
   /** Text handed back from elsewhere (a queued message that could not be steered); a new id adds it. */
   restore?: { id: number; text: string } | null;
+  /** Shown beside the buttons (the model and effort picker). */
+  accessory?: ReactNode;
+  /** Shown above the box (a note such as a plan limit close by). */
+  notice?: ReactNode;
 }
 
 const MAX_HEIGHT_PX = 220;
@@ -66,6 +80,8 @@ export function Composer({
   onStop,
   onBeforeSend,
   restore,
+  accessory,
+  notice,
 }: ComposerProps) {
   const [text, setText] = useState(() => loadDraft(owner, chatId));
   const [restoredId, setRestoredId] = useState(restore?.id ?? 0);
@@ -191,6 +207,7 @@ export function Composer({
         addFiles(Array.from(event.dataTransfer.files));
       }}
     >
+      {notice}
       {(waitingNow || fileNote) && (
         <p className="composer-note" role="status">
           {waitingNow ? (offline ? "Waiting for the connection: the message goes when you're back online." : "Sending when the uploads finish…") : fileNote}
@@ -221,6 +238,7 @@ export function Composer({
           aria-keyshortcuts={running && onSteer ? "Control+Enter Meta+Enter" : undefined}
         />
         <div className="composer-actions">
+          {accessory}
           <ComposerFiles.Attach onFiles={addFiles} touch={touchPrimary()} disabled={questionOpen} />
           <Dictate onText={(words) => setText((current) => appendDictation(current, words))} />
           {buttons.stop && (

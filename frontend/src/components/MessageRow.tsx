@@ -2,11 +2,11 @@
 //! in order. The live turn and its final form are the same row (same key), so nothing flickers.
 
 import { memo, useEffect, useState } from "react";
-import type { ApprovalAnswers, QuestionAnswers } from "../api/types";
+import type { ApprovalAnswers, QuestionAnswers, RunUsage } from "../api/types";
 import { describeActivity, formatElapsed } from "../chat/activity";
 import { copyToClipboard } from "../chat/clipboard";
 import type { ChatMessage } from "../chat/reducer";
-import { ErrorView, TextRest, ThinkingView, ToolView, wasCut } from "./Blocks";
+import { ErrorView, HandoffView, TextRest, ThinkingView, ToolView, wasCut } from "./Blocks";
 import { MessageFiles } from "./ChatFiles";
 import { Icon } from "./Icon";
 import { Markdown } from "./Markdown";
@@ -76,6 +76,52 @@ function RowActions({ message, onEdit, onRegenerate }: { message: ChatMessage; o
   );
 }
 
+/** "12.3k" for 12,345. */
+export function compactCount(n: number): string {
+  if (n < 1000) return String(n);
+  if (n < 100_000) return `${(n / 1000).toFixed(1).replace(/\.0$/, "")}k`;
+  if (n < 1_000_000) return `${Math.round(n / 1000)}k`;
+  return `${(n / 1_000_000).toFixed(1).replace(/\.0$/, "")}M`;
+}
+
+/** "$0.0123" / "$1.20": a turn's cost as the owner reads it. */
+export function dollars(cost: number): string {
+  return cost < 0.1 ? `$${cost.toFixed(4)}` : `$${cost.toFixed(2)}`;
+}
+
+/** The one-line summary of what a turn used: "12.3k in · 456 out · $0.05". */
+export function usageLine(usage: RunUsage): string {
+  const parts: string[] = [];
+  const input = (usage.input_tokens ?? 0) + (usage.cache_read_tokens ?? 0) + (usage.cache_write_tokens ?? 0);
+  if (input > 0) parts.push(`${compactCount(input)} in`);
+  if (typeof usage.output_tokens === "number") parts.push(`${compactCount(usage.output_tokens)} out`);
+  if (typeof usage.cost_usd === "number") parts.push(dollars(usage.cost_usd));
+  return parts.join(" · ");
+}
+
+/** What the turn used, under its reply; a tap shows every count. */
+function UsageView({ usage }: { usage: RunUsage }) {
+  const [open, setOpen] = useState(false);
+  const line = usageLine(usage);
+  if (!line) return null;
+  return (
+    <div className="row-usage">
+      <button type="button" className="row-usage-line" aria-expanded={open} onClick={() => setOpen((o) => !o)} aria-label={`Usage: ${line}`}>
+        {line}
+      </button>
+      {open && (
+        <dl className="row-usage-detail">
+          {typeof usage.input_tokens === "number" && (<><dt>Input</dt><dd>{usage.input_tokens.toLocaleString()} tokens</dd></>)}
+          {typeof usage.cache_read_tokens === "number" && (<><dt>Cache read</dt><dd>{usage.cache_read_tokens.toLocaleString()} tokens</dd></>)}
+          {typeof usage.cache_write_tokens === "number" && (<><dt>Cache write</dt><dd>{usage.cache_write_tokens.toLocaleString()} tokens</dd></>)}
+          {typeof usage.output_tokens === "number" && (<><dt>Output</dt><dd>{usage.output_tokens.toLocaleString()} tokens</dd></>)}
+          {typeof usage.cost_usd === "number" && (<><dt>Cost</dt><dd>{dollars(usage.cost_usd)}</dd></>)}
+        </dl>
+      )}
+    </div>
+  );
+}
+
 /** The live row's status: what the agent is doing and for how long, ticking once a second. */
 function Activity({ message, retry }: { message: ChatMessage; retry?: MessageRowProps["retry"] }) {
   const [now, setNow] = useState(() => Date.now());
@@ -134,10 +180,13 @@ export const MessageRow = memo(function MessageRow({ rowKey, chatId, message, li
             return <QuestionCard key={`q:${block.question_id}`} block={block} onAnswer={onAnswer} disabled={offline} />;
           case "error":
             return <ErrorView key={`e:${i}`} block={block} onOpenSettings={onOpenSettings} />;
+          case "handoff":
+            return <HandoffView key={`h:${block.switch_id}`} block={block} />;
         }
       })}
       {!live && blocks.length === 0 && <p className="row-quiet">Stopped before replying.</p>}
       {working && <Activity message={message} retry={retry} />}
+      {!live && message.usage && <UsageView usage={message.usage} />}
       {!live && idx !== undefined && <RowActions message={message} onRegenerate={onRegenerate} />}
     </div>
   );

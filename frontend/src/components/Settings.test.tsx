@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { writeToken } from "../auth/token";
 import type { SettingsSection } from "../shell/router";
 import { mockFetch } from "../test/fetchMock";
-import Settings from "./Settings";
+import Settings, { limitsText } from "./Settings";
 
 afterEach(() => vi.unstubAllGlobals());
 
@@ -33,6 +33,7 @@ describe("Settings as pages", () => {
       "Agents",
       "New chats",
       "Memory",
+      "Schedules",
       "Notifications",
       "Appearance",
       "App store",
@@ -65,5 +66,16 @@ describe("the agent sandbox in Settings", () => {
     show({ sandbox: { mode: "off", reason: "this kernel was built without Landlock" }, section: "sandbox" });
     const line = await screen.findByText(/Off: this kernel was built without Landlock/);
     expect(line.textContent).toContain("can read every file the server can");
+  });
+});
+
+describe("the agent's ceilings in Settings", () => {
+  it("say how memory is held and how much a turn may print", () => {
+    expect(limitsText({ memory: { mode: "cgroup", max_bytes: 2 * 1024 ** 3 }, output_max_bytes: 256 << 20 })).toBe(
+      "Memory: 2 GiB for each agent and everything it starts (a cgroup); a turn past it is stopped. A turn may print at most 256 MiB.",
+    );
+    expect(limitsText({ memory: { mode: "rlimit", max_bytes: 1 << 30, reason: "no cgroup v2 here" }, output_max_bytes: 1 << 20 })).toMatch(
+      /^Memory: 1 GiB for each agent process \(a per-process limit: no cgroup v2 here\)/,
+    );
   });
 });

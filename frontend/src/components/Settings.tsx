@@ -1,5 +1,5 @@
 //! Settings (loaded on demand), like a phone's: a list of sections (agents and how to connect
-//! them, new chats, memory, notifications, appearance, the store, the sandbox, the account, the
+//! them, new chats, memory, schedules, notifications, appearance, the store, the sandbox, the account, the
 //! version), each on its own page. A chat's own options live in its info sheet (`ChatInfo`).
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
@@ -11,10 +11,12 @@ import { ApiError } from "../api/client";
 import {
   disconnectProvider,
   fetchCodexStatus,
+  fetchModels,
   fetchProviders,
   fetchProvidersStatus,
   fetchSettings,
   fetchVersion,
+  modelsKey,
   providersKey,
   providersStatusKey,
   saveApiKey,
@@ -24,12 +26,18 @@ import {
   startCodexLogin,
   submitClaudeCode,
   versionKey,
+  fetchProviderUsage,
+  providerUsageKey,
+  resetTime,
+  type AgentDefaults,
+  type AgentLimits,
 } from "../api/settings";
-import type { ProviderId, ProviderInfo, ProvidersStatus } from "../api/types";
+import type { AgentPick, ModelInfo, ProviderId, ProviderInfo, ProvidersStatus } from "../api/types";
 import { SETTINGS_SECTIONS, settingsTitle, type SettingsSection } from "../shell/router";
 import { setTheme, useTheme, type ThemeChoice } from "../shell/theme";
 import { Icon, type IconName } from "./Icon";
 import { MemorySection } from "./MemorySettings";
+import { effortLevels } from "./ModelPicker";
 import { SchedulesSection } from "./Schedules";
 import NotificationSettings from "./NotificationSettings";
 
@@ -494,6 +502,7 @@ function DefaultsSection() {
   const queryClient = useQueryClient();
   const providers = useQuery({ queryKey: providersKey, queryFn: fetchProviders, retry: false });
   const status = useQuery({ queryKey: providersStatusKey, queryFn: fetchProvidersStatus, retry: false });
+  const models = useQuery({ queryKey: modelsKey, queryFn: fetchModels, retry: false, staleTime: 300_000 });
   const saveDefault = useMutation({
     mutationFn: (provider: ProviderId) => saveSettings({ default_provider: provider }),
     onSettled: () => queryClient.invalidateQueries({ queryKey: providersStatusKey }),
@@ -523,13 +532,101 @@ function DefaultsSection() {
           ))}
         </select>
       </div>
-      <p className="settings-lead">A chat's model and whether the agent asks before acting are in the chat's info sheet (the ⓘ beside its title).</p>
+      {list
+        .filter((p) => status.data?.providers[p.id]?.connected)
+        .map((p) => (
+          <div key={p.id}>
+            <ProviderDefaults provider={p} models={models.data?.providers[p.id] ?? []} />
+            <PlanWindows provider={p} />
+          </div>
+        ))}
+      <p className="settings-lead">A chat's own model, effort and whether the agent asks before acting are in the chat's info sheet (the ⓘ beside its title).</p>
       {saveDefault.isError && (
         <p className="settings-error" role="alert">
           {errorText(saveDefault.error)}
         </p>
       )}
     </section>
+  );
+}
+
+/** The plan's windows the provider's CLI last reported (nothing until a turn ran on a plan that
+ *  reports them: Claude subscriptions, Codex). */
+function PlanWindows({ provider }: { provider: ProviderInfo }) {
+  const usage = useQuery({ queryKey: providerUsageKey(provider.id), queryFn: () => fetchProviderUsage(provider.id), retry: false });
+  const windows = usage.data?.windows ?? [];
+  if (windows.length === 0) return null;
+  const now = usage.dataUpdatedAt;
+  return (
+    <div className="setting-stack" data-plan={provider.id}>
+      <p className="settings-lead">{provider.name} plan usage</p>
+      <ul className="plan-windows">
+        {windows.map((w) => (
+          <li key={w.id}>
+            <span>{w.label}</span>
+            <meter min={0} max={100} value={w.used_percent ?? 0} aria-label={`${w.label} used`} />
+            <span>
+              {w.status === "rejected" ? "limit reached" : `${Math.round(w.used_percent ?? 0)}%`}
+              {w.resets_at ? ` · resets ${resetTime(w.resets_at, now)}` : ""}
+            </span>
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+/** The model and effort new turns of `provider` run with when a chat picks none. */
+function ProviderDefaults({ provider, models }: { provider: ProviderInfo; models: ModelInfo[] }) {
+  const queryClient = useQueryClient();
+  const settings = useQuery({ queryKey: settingsKey, queryFn: fetchSettings, retry: false });
+  const defaults: AgentDefaults = settings.data?.agent_defaults ?? {};
+  const pick = defaults[provider.id] ?? {};
+  const save = useMutation({
+    mutationFn: (next: AgentPick) => saveSettings({ agent_defaults: { ...defaults, [provider.id]: next } }),
+    onSettled: () => queryClient.invalidateQueries({ queryKey: settingsKey }),
+  });
+  const modelId = useId();
+  const effortId = useId();
+  const levels = effortLevels(models, pick.model ?? null);
+  return (
+    <>
+      <div className="setting-row">
+        <label htmlFor={modelId}>{provider.name}: default model</label>
+        <select
+          id={modelId}
+          className="select"
+          value={pick.model ?? ""}
+          disabled={!settings.data || save.isPending}
+          onChange={(e) => save.mutate({ model: e.target.value || null, effort: pick.effort ?? null })}
+        >
+          <option value="">The CLI's default</option>
+          {models.map((m) => (
+            <option key={m.id} value={m.id}>
+              {m.label}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div className="setting-row">
+        <label htmlFor={effortId}>{provider.name}: default effort</label>
+        <select
+          id={effortId}
+          className="select"
+          value={pick.effort ?? ""}
+          disabled={!settings.data || save.isPending || (levels.length === 0 && !pick.effort)}
+          onChange={(e) => save.mutate({ model: pick.model ?? null, effort: e.target.value || null })}
+        >
+          <option value="">The CLI's default</option>
+          {[...new Set([...levels, ...(pick.effort ? [pick.effort] : [])])].map((level) => (
+            <option key={level} value={level}>
+              {level}
+            </option>
+          ))}
+        </select>
+      </div>
+      {save.isError && <p className="settings-error" role="alert">{errorText(save.error)}</p>}
+    </>
   );
 }
 
@@ -633,8 +730,24 @@ function SandboxSection() {
           Off: {sandbox.reason}. The agent can read every file the server can, including its keys and database.
         </p>
       )}
+      {settings.data?.agent_limits && <p className="settings-lead" data-memory={settings.data.agent_limits.memory.mode}>{limitsText(settings.data.agent_limits)}</p>}
     </section>
   );
+}
+
+/** How the agent's memory and output are bounded, in words. */
+export function limitsText(limits: AgentLimits): string {
+  const mib = (bytes: number) => (bytes >= 1 << 30 ? `${(bytes / (1 << 30)).toFixed(bytes % (1 << 30) === 0 ? 0 : 1)} GiB` : `${Math.round(bytes / (1 << 20))} MiB`);
+  const output = `A turn may print at most ${mib(limits.output_max_bytes)}.`;
+  const memory = limits.memory;
+  switch (memory.mode) {
+    case "cgroup":
+      return `Memory: ${mib(memory.max_bytes)} for each agent and everything it starts (a cgroup); a turn past it is stopped. ${output}`;
+    case "rlimit":
+      return `Memory: ${mib(memory.max_bytes)} for each agent process (a per-process limit: ${memory.reason}); a process past it fails to allocate. ${output}`;
+    case "off":
+      return `Memory: no ceiling. ${output}`;
+  }
 }
 
 function VersionSection() {

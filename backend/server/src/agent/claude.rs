@@ -1,5 +1,5 @@
-//! Claude Code (`claude`) over its stream-json control protocol: one process per turn,
-//! permission prompts (`can_use_tool`) answered by the server, `interrupt` to stop.
+//! Claude Code (`claude`) over its stream-json control protocol: a process per chat kept
+//! between turns when the warm pool allows (each turn a further user message), permission prompts (`can_use_tool`) answered by the server, `interrupt` to stop.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -7,14 +7,16 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tokio::sync::mpsc;
 
-use super::process::{self, JsonLinesSession, Next, Spawned};
+use super::LimitHit;
+use super::models::ModelInfo;
+use super::process::{self, JsonLinesSession, Next};
 use super::{
-    AgentEvent, AgentProvider, Ask, Control, Finish, FinishStatus, InputFile, ProviderKind, ProviderTurn, Reply,
-    ToolImage, TurnRequest, Usage, summarize_input,
+    AgentEvent, AgentProvider, Ask, Control, Finish, FinishStatus, InputFile, Prompt, ProviderKind, ProviderTurn,
+    Reply, ToolImage, TurnRequest, Usage, summarize_input,
 };
 use crate::error::Result;
+use crate::protocol::PlanWindow;
 use crate::protocol::QuestionItem;
 
 /// The Claude Code CLI.
@@ -23,6 +25,8 @@ pub struct Claude {
     pub bin: PathBuf,
     /// A turn whose CLI prints nothing for this long after starting fails.
     pub start_timeout: Duration,
+    /// Most stdout bytes one turn may produce.
+    pub output_max: u64,
 }
 
 impl AgentProvider for Claude {
@@ -32,13 +36,23 @@ impl AgentProvider for Claude {
 
     fn start(&self, mut request: TurnRequest) -> Result<ProviderTurn> {
         let confine = request.confine.take();
-        let spawned =
-            process::spawn(&self.bin, &args(&request), &request.cwd, &request.env, Some(&request.pid_dir), confine)?;
-        let (events_tx, events) = mpsc::channel(256);
-        let (control, control_rx) = mpsc::channel(8);
-        let prompt = (request.prompt, request.files);
-        let driver = tokio::spawn(drive(spawned, prompt, events_tx, control_rx, self.start_timeout));
-        Ok(ProviderTurn { events, control, driver })
+        let keep = request.keep.take();
+        let spawned = process::spawn(
+            &self.bin,
+            &args(&request),
+            &request.cwd,
+            &request.env,
+            Some(&request.pid_dir),
+            confine,
+            request.memory.prepare(),
+        )?;
+        let (turn, io) = process::turn_channels();
+        let limits = process::SessionLimits { start_timeout: self.start_timeout, output_max: self.output_max };
+        let prompt = Prompt { text: request.prompt, files: request.files };
+        let driver = process::spawn_driver(move |me| {
+            drive(JsonLinesSession::new("Claude Code", spawned, io, limits, keep, me), prompt)
+        });
+        Ok(turn.with_driver(driver))
     }
 
     fn cheapest_model(&self) -> Option<&'static str> {
@@ -84,7 +98,33 @@ pub fn args(request: &TurnRequest) -> Vec<String> {
         args.push("--model".into());
         args.push(model.clone());
     }
+    if let Some(effort) = &request.effort {
+        args.push("--effort".into());
+        args.push(effort.clone());
+    }
     args
+}
+
+/// Claude Code's `--effort` levels.
+const EFFORT_LEVELS: [&str; 5] = ["low", "medium", "high", "xhigh", "max"];
+
+/// The models Claude Code takes by alias (it cannot list them without spending a request):
+/// a maintained list, each alias naming the newest model of its family.
+pub fn models() -> Vec<ModelInfo> {
+    let model = |id: &str, label: &str, efforts: &[&str]| ModelInfo {
+        id: id.to_owned(),
+        label: label.to_owned(),
+        provider: ProviderKind::Claude,
+        available: true,
+        effort_levels: efforts.iter().map(|e| (*e).to_owned()).collect(),
+        default_effort: None,
+        is_default: false,
+    };
+    vec![
+        model("opus", "Claude Opus", &EFFORT_LEVELS),
+        model("sonnet", "Claude Sonnet", &EFFORT_LEVELS),
+        model("haiku", "Claude Haiku", &[]),
+    ]
 }
 
 /// What one stdout line means.
@@ -113,6 +153,19 @@ pub struct Parser {
     session: Option<String>,
     /// Set when the host sent `interrupt`; the error result that follows is a stop, not a failure.
     pub interrupt_sent: bool,
+    /// A rate-limit event said `rejected`, with the reset (unix ms) when it gave one.
+    rejected: Option<Option<i64>>,
+}
+
+/// How the owner reads a Claude plan window's id.
+fn window_label(id: &str) -> String {
+    match id {
+        "five_hour" => "5-hour".to_owned(),
+        "seven_day" => "Weekly".to_owned(),
+        "seven_day_opus" => "Weekly (Opus)".to_owned(),
+        "seven_day_sonnet" => "Weekly (Sonnet)".to_owned(),
+        other => other.replace('_', " "),
+    }
 }
 
 impl Parser {
@@ -144,6 +197,7 @@ impl Parser {
                 return Parsed::OtherRequest { request_id };
             }
             "result" => return Parsed::Finished(self.result(line)),
+            "rate_limit_event" => events.append(&mut self.rate_limit(line)),
             "system" if str_at(line, &["subtype"]) == "api_retry" => {
                 return match self.api_retry(line) {
                     Parsed::Events(mut retry) => {
@@ -220,6 +274,10 @@ impl Parser {
             (true, false) => FinishStatus::Failed,
         };
         let error = (status == FinishStatus::Failed).then(|| result_error(line));
+        // A refusal on the plan's limit: the rate-limit event before it says until when.
+        let limited = status == FinishStatus::Failed
+            && (line.get("api_error_status").and_then(Value::as_i64) == Some(429) || self.rejected.is_some());
+        let limit = limited.then(|| LimitHit { resets_at: self.rejected.flatten() });
         Finish {
             status,
             error,
@@ -227,7 +285,40 @@ impl Parser {
             cost_usd: line.get("total_cost_usd").and_then(Value::as_f64),
             session_id: line.get("session_id").and_then(Value::as_str).map(str::to_owned).or(self.session.clone()),
             fix: None,
+            limit,
         }
+    }
+
+    /// `rate_limit_event` (subscription logins only): the plan's windows; a `rejected` status
+    /// is remembered for the error result that follows.
+    fn rate_limit(&mut self, line: &Value) -> Vec<AgentEvent> {
+        let info = line.get("rate_limit_info").unwrap_or(&Value::Null);
+        let status = info.get("status").and_then(Value::as_str).map(str::to_owned);
+        let secs_to_ms = |v: Option<&Value>| v.and_then(Value::as_i64).map(|s| s.saturating_mul(1000));
+        if status.as_deref() == Some("rejected") {
+            self.rejected = Some(secs_to_ms(info.get("resetsAt")));
+        }
+        let mut windows = Vec::new();
+        if let Some(unified) = info.get("unifiedWindows").and_then(Value::as_object) {
+            for (id, w) in unified {
+                windows.push(PlanWindow {
+                    id: id.clone(),
+                    label: window_label(id),
+                    used_percent: w.get("utilization").and_then(Value::as_f64).map(|u| (u * 100.0).clamp(0.0, 100.0)),
+                    resets_at: secs_to_ms(w.get("resetsAt")),
+                    status: w.get("status").and_then(Value::as_str).map(str::to_owned).or_else(|| status.clone()),
+                });
+            }
+        } else if let Some(kind) = info.get("rateLimitType").and_then(Value::as_str) {
+            windows.push(PlanWindow {
+                id: kind.to_owned(),
+                label: window_label(kind),
+                used_percent: info.get("utilization").and_then(Value::as_f64).map(|u| (u * 100.0).clamp(0.0, 100.0)),
+                resets_at: secs_to_ms(info.get("resetsAt")),
+                status,
+            });
+        }
+        if windows.is_empty() { Vec::new() } else { vec![AgentEvent::Limits(windows)] }
     }
 
     /// `system/api_retry`: Claude Code retries every failed request up to ten times with a
@@ -349,26 +440,34 @@ pub fn permission_response(request_id: &str, input: &Value, reply: &Reply) -> Va
     json!({ "type": "control_response", "response": { "subtype": "success", "request_id": request_id, "response": decision } })
 }
 
-async fn drive(
-    spawned: Spawned,
-    (prompt, files): (String, Vec<InputFile>),
-    events: mpsc::Sender<AgentEvent>,
-    control: mpsc::Receiver<Control>,
-    start_timeout: Duration,
-) {
-    let mut session: JsonLinesSession<(String, Value, Reply)> =
-        JsonLinesSession::new("Claude Code", spawned, events, control, start_timeout);
-    let mut parser = Parser::default();
+/// Runs the process's turns: the first one's prompt, then (kept warm between turns) each
+/// next turn's, sent as a further user message on stdin.
+async fn drive(mut session: JsonLinesSession<(String, Value, Reply)>, mut prompt: Prompt) {
     session
         .send(&json!({ "type": "control_request", "request_id": "mobius-init", "request": { "subtype": "initialize", "hooks": null } }))
         .await;
-    session.send(&user_message(user_content(&prompt, &files).await)).await;
+    loop {
+        session.send(&user_message(user_content(&prompt.text, &prompt.files).await)).await;
+        let finish = turn(&mut session).await;
+        // A failed turn may have left the CLI in any state: it is not reused.
+        let reusable = finish.status != FinishStatus::Failed;
+        match session.end_turn(finish, reusable).await {
+            Some(next) => prompt = next,
+            None => break,
+        }
+    }
+    session.close().await;
+}
+
+/// One turn, from the prompt just sent to its result.
+async fn turn(session: &mut JsonLinesSession<(String, Value, Reply)>) -> Finish {
+    let mut parser = Parser::default();
     // Words to continue with once the interrupt we sent for them has ended the current step.
     let mut steer: Option<String> = None;
-    let finish = loop {
+    loop {
         match session.next().await {
-            Next::Closed(message) => break Finish::failed(message),
-            Next::StartTimedOut => break Finish::failed(session.silent_message()),
+            Next::Closed(message) => return Finish::failed(message),
+            Next::StartTimedOut => return Finish::failed(session.silent_message()),
             Next::Message(value) => match parser.parse(&value) {
                 Parsed::Events(list) => {
                     for event in list {
@@ -397,9 +496,9 @@ async fn drive(
                     }
                     Some(_) => {
                         session.emit(AgentEvent::SteerRejected("the step failed".into())).await;
-                        break finish;
+                        return finish;
                     }
-                    None => break finish,
+                    None => return finish,
                 },
             },
             Next::Reply((request_id, input, reply)) => {
@@ -423,18 +522,11 @@ async fn drive(
                 }
             }
             Next::Control(None) => {
-                break Finish {
-                    status: FinishStatus::Interrupted,
-                    error: None,
-                    usage: None,
-                    cost_usd: None,
-                    session_id: None,
-                    fix: None,
-                };
+                // The turn went away: nothing is waiting for this process any more.
+                return Finish::failed("The turn went away.");
             }
         }
-    };
-    session.finish(finish).await;
+    }
 }
 
 fn user_message(content: Value) -> Value {
@@ -658,12 +750,15 @@ mod tests {
             system_prompt: String::new(),
             resume: None,
             model: None,
+            effort: None,
             cwd: "/data".into(),
             env: vec![],
             approval,
             pid_dir: "/data/run/agents".into(),
             tools: true,
             confine: None,
+            keep: None,
+            memory: crate::agent::ceiling::MemoryCeiling::detect(None),
         };
         let mode = |approval| {
             let args = args(&request(approval));
@@ -706,6 +801,33 @@ mod tests {
                 AgentEvent::Retrying { attempt: 2, max_retries: 10, reason } if reason == "overloaded"))),
             _ => panic!("an overloaded model is retried"),
         }
+    }
+
+    #[test]
+    fn rate_limit_events_give_the_plan_windows_and_a_refusal_its_reset() {
+        let mut parser = Parser::default();
+        let event = json!({"type":"rate_limit_event","rate_limit_info":{"status":"allowed","resetsAt":1796404688,
+            "rateLimitType":"five_hour","unifiedWindows":{"five_hour":{"utilization":0.91,"resetsAt":1796404688},
+            "seven_day":{"utilization":0.42,"resetsAt":1796487488}}},"session_id":"s1"});
+        let Parsed::Events(events) = parser.parse(&event) else { panic!("events") };
+        let windows = events.iter().find_map(|e| match e {
+            AgentEvent::Limits(w) => Some(w.clone()),
+            _ => None,
+        });
+        let windows = windows.expect("windows");
+        let five = windows.iter().find(|w| w.id == "five_hour").expect("5-hour");
+        assert_eq!((five.label.as_str(), five.resets_at), ("5-hour", Some(1_796_404_688_000)));
+        assert!(five.used_percent.is_some_and(|u| (u - 91.0).abs() < 1e-9));
+        let rejected = json!({"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1796401217,
+            "rateLimitType":"five_hour"}});
+        parser.parse(&rejected);
+        let result = json!({"type":"result","subtype":"success","is_error":true,"api_error_status":429,
+            "result":"You've hit your 5-hour limit","session_id":"s1"});
+        let Parsed::Finished(finish) = parser.parse(&result) else { panic!("finished") };
+        assert_eq!(finish.status, FinishStatus::Failed);
+        assert_eq!(finish.limit, Some(LimitHit { resets_at: Some(1_796_401_217_000) }));
+        let plain = json!({"type":"result","subtype":"error_during_execution","is_error":true,"api_error_status":400});
+        assert!(matches!(Parser::default().parse(&plain), Parsed::Finished(f) if f.limit.is_none()));
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Codex (`codex app-server`) over JSON-RPC on stdio: `initialize` → `thread/start` or
-//! `thread/resume` → `turn/start`; approvals and questions are server requests answered by
+//! `thread/resume` → `turn/start` (and, kept warm, further `turn/start`s on the thread); approvals and questions are server requests answered by
 //! the server; `turn/interrupt` stops.
 
 use std::collections::HashMap;
@@ -8,14 +8,16 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tokio::sync::mpsc;
 
-use super::process::{self, JsonLinesSession, Next, Spawned};
+use super::LimitHit;
+use super::models::ModelInfo;
+use super::process::{self, JsonLinesSession, Next};
 use super::{
-    AgentEvent, AgentProvider, ApprovalPolicy, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply,
-    ToolImage, TurnRequest, Usage,
+    AgentEvent, AgentProvider, ApprovalPolicy, Ask, Control, Finish, FinishStatus, Prompt, ProviderKind, ProviderTurn,
+    Reply, ToolImage, TurnRequest, Usage,
 };
 use crate::error::Result;
+use crate::protocol::PlanWindow;
 use crate::protocol::{Choice, QuestionItem, QuestionOption};
 
 /// The Codex CLI.
@@ -24,6 +26,8 @@ pub struct Codex {
     pub bin: PathBuf,
     /// A turn whose CLI prints nothing for this long after starting fails.
     pub start_timeout: Duration,
+    /// Most stdout bytes one turn may produce.
+    pub output_max: u64,
 }
 
 impl AgentProvider for Codex {
@@ -37,11 +41,22 @@ impl AgentProvider for Codex {
             .map(|s| (*s).to_owned())
             .collect();
         let confine = request.confine.take();
-        let spawned = process::spawn(&self.bin, &args, &request.cwd, &request.env, Some(&request.pid_dir), confine)?;
-        let (events_tx, events) = mpsc::channel(256);
-        let (control, control_rx) = mpsc::channel(8);
-        let driver = tokio::spawn(drive(spawned, request, events_tx, control_rx, self.start_timeout));
-        Ok(ProviderTurn { events, control, driver })
+        let keep = request.keep.take();
+        let spawned = process::spawn(
+            &self.bin,
+            &args,
+            &request.cwd,
+            &request.env,
+            Some(&request.pid_dir),
+            confine,
+            request.memory.prepare(),
+        )?;
+        let (turn, io) = process::turn_channels();
+        let limits = process::SessionLimits { start_timeout: self.start_timeout, output_max: self.output_max };
+        let driver = process::spawn_driver(move |me| {
+            drive(JsonLinesSession::new("Codex", spawned, io, limits, keep, me), request)
+        });
+        Ok(turn.with_driver(driver))
     }
 }
 
@@ -112,12 +127,44 @@ pub enum Parsed {
 #[derive(Debug, Default)]
 pub struct Parser {
     thread: Option<String>,
+    /// What this turn's model requests used (the sum of each update's `last`).
     usage: Option<Usage>,
+    /// The plan's windows as last reported (kept across turns: a usage limit's reset).
+    windows: Vec<PlanWindow>,
     /// Command output streamed so far per item, so the final output is not sent twice.
     streamed: HashMap<String, bool>,
+    /// Turns of this thread that already ended (the latest few): a late notification of one
+    /// (an interrupted turn's error, say) must not end the turn that runs now.
+    ended: std::collections::VecDeque<String>,
 }
 
+/// Ended turn ids remembered per thread.
+const ENDED_TURNS_KEPT: usize = 8;
+
 impl Parser {
+    /// A usage-limit refusal, with its reset: the exhausted window's (the limit's headers come
+    /// as an `account/rateLimits/updated` just before), else unknown. (The message's "try again
+    /// at 4:21 PM" is in the CLI's local time and minute-rounded: not used.)
+    fn limit_hit(&self, error: &Value) -> Option<LimitHit> {
+        let info = error.get("codexErrorInfo").and_then(Value::as_str)?;
+        if info != "usageLimitExceeded" {
+            return None;
+        }
+        let exhausted = self
+            .windows
+            .iter()
+            .filter(|w| w.used_percent.is_some_and(|u| u >= 100.0))
+            .filter_map(|w| w.resets_at)
+            .min();
+        Some(LimitHit { resets_at: exhausted })
+    }
+
+    /// Forgets what belonged to the previous turn (the thread stays).
+    pub fn next_turn(&mut self) {
+        self.usage = None;
+        self.streamed.clear();
+    }
+
     /// Interprets one message from the app-server.
     pub fn parse(&mut self, msg: &Value) -> Parsed {
         let method = msg.get("method").and_then(Value::as_str);
@@ -161,6 +208,21 @@ impl Parser {
     }
 
     fn notification(&mut self, method: &str, p: &Value) -> Parsed {
+        let turn = p.get("turnId").or_else(|| p.pointer("/turn/id")).and_then(Value::as_str);
+        if turn.is_some_and(|t| self.ended.iter().any(|e| e == t)) {
+            return Parsed::Events(Vec::new());
+        }
+        let parsed = self.notification_of_turn(method, p);
+        if let (Parsed::Finished(_), Some(turn)) = (&parsed, turn) {
+            if self.ended.len() == ENDED_TURNS_KEPT {
+                self.ended.pop_front();
+            }
+            self.ended.push_back(turn.to_owned());
+        }
+        parsed
+    }
+
+    fn notification_of_turn(&mut self, method: &str, p: &Value) -> Parsed {
         let s = |path: &str| p.pointer(path).and_then(Value::as_str).unwrap_or_default().to_owned();
         let mut events = Vec::new();
         match method {
@@ -176,16 +238,27 @@ impl Parser {
             "item/started" => item_started(p.get("item").unwrap_or(&Value::Null), &mut events),
             "item/completed" => self.item_completed(p.get("item").unwrap_or(&Value::Null), &mut events),
             "thread/tokenUsage/updated" => {
-                if let Some(total) = p.pointer("/tokenUsage/total") {
-                    let n = |k: &str| total.get(k).and_then(Value::as_i64).unwrap_or(0);
-                    let usage = Usage {
-                        input_tokens: n("inputTokens"),
-                        output_tokens: n("outputTokens"),
-                        cache_read_tokens: n("cachedInputTokens"),
-                        cache_write_tokens: n("cacheWriteInputTokens"),
-                    };
+                // `last` is one model request; a turn makes several.
+                if let Some(last) = p.pointer("/tokenUsage/last") {
+                    let n = |k: &str| last.get(k).and_then(Value::as_i64).unwrap_or(0);
+                    let mut usage = self.usage.clone().unwrap_or_default();
+                    usage.input_tokens += n("inputTokens");
+                    usage.output_tokens += n("outputTokens");
+                    usage.cache_read_tokens += n("cachedInputTokens");
+                    usage.cache_write_tokens += n("cacheWriteInputTokens");
                     self.usage = Some(usage.clone());
                     events.push(AgentEvent::Usage(usage));
+                }
+            }
+            "account/rateLimits/updated" => {
+                let limits = p.get("rateLimits").unwrap_or(&Value::Null);
+                let windows: Vec<PlanWindow> = ["primary", "secondary"]
+                    .iter()
+                    .filter_map(|id| limits.get(*id).filter(|w| w.is_object()).map(|w| codex_window(id, w)))
+                    .collect();
+                if !windows.is_empty() {
+                    self.windows.clone_from(&windows);
+                    events.push(AgentEvent::Limits(windows));
                 }
             }
             "error" => {
@@ -194,9 +267,10 @@ impl Parser {
                 if will_retry {
                     events.push(AgentEvent::Warning(message.to_owned()));
                 } else {
-                    return Parsed::Finished(
-                        Finish::failed(message.to_owned()).with_usage(self.usage.clone(), self.thread.clone()),
-                    );
+                    let mut finish =
+                        Finish::failed(message.to_owned()).with_usage(self.usage.clone(), self.thread.clone());
+                    finish.limit = self.limit_hit(p.get("error").unwrap_or(&Value::Null));
+                    return Parsed::Finished(finish);
                 }
             }
             "turn/completed" => {
@@ -214,6 +288,7 @@ impl Parser {
                         ),
                     ),
                 };
+                let limit = turn.get("error").and_then(|e| self.limit_hit(e));
                 return Parsed::Finished(Finish {
                     status,
                     error,
@@ -221,6 +296,7 @@ impl Parser {
                     cost_usd: None,
                     session_id: self.thread.clone(),
                     fix: None,
+                    limit,
                 });
             }
             _ => {}
@@ -328,6 +404,26 @@ impl Parser {
     }
 }
 
+/// One Codex plan window (`primary`, `secondary`).
+fn codex_window(id: &str, w: &Value) -> PlanWindow {
+    let minutes = w.get("windowDurationMins").and_then(Value::as_i64);
+    let label = match minutes {
+        Some(300) => "5-hour".to_owned(),
+        Some(10080) => "Weekly".to_owned(),
+        Some(m) if m % 1440 == 0 => format!("{}-day", m / 1440),
+        Some(m) if m % 60 == 0 => format!("{}-hour", m / 60),
+        Some(m) => format!("{m}-minute"),
+        None => id.to_owned(),
+    };
+    PlanWindow {
+        id: id.to_owned(),
+        label,
+        used_percent: w.get("usedPercent").and_then(Value::as_f64),
+        resets_at: w.get("resetsAt").and_then(Value::as_i64).map(|s| s.saturating_mul(1000)),
+        status: None,
+    }
+}
+
 impl Finish {
     fn with_usage(mut self, usage: Option<Usage>, session: Option<String>) -> Self {
         self.usage = usage;
@@ -404,25 +500,9 @@ pub fn reply_result(ask_is_question: bool, reply: &Reply, questions_by_text: &Ha
     json!({ "decision": decision })
 }
 
-/// The input items of `turn/start`: the words, then each attached image as a local image
-/// (Codex reads and sizes it itself; other files are named in the words).
-pub fn turn_input(request: &TurnRequest) -> Value {
-    let mut items = vec![json!({ "type": "text", "text": request.prompt })];
-    for file in request.files.iter().filter(|f| f.image) {
-        items.push(json!({ "type": "localImage", "path": file.path.display().to_string() }));
-    }
-    Value::Array(items)
-}
-
-async fn drive(
-    spawned: Spawned,
-    request: TurnRequest,
-    events: mpsc::Sender<AgentEvent>,
-    control: mpsc::Receiver<Control>,
-    start_timeout: Duration,
-) {
-    let mut session: JsonLinesSession<(Value, Value)> =
-        JsonLinesSession::new("Codex", spawned, events, control, start_timeout);
+/// Runs the process's turns on one thread: `thread/start` (or `thread/resume`) for the first,
+/// then (kept warm between turns) a further `turn/start` on the same thread for each next one.
+async fn drive(mut session: JsonLinesSession<(Value, Value)>, request: TurnRequest) {
     let mut parser = Parser::default();
     session
         .send(&json!({ "id": ID_INITIALIZE, "method": "initialize",
@@ -431,13 +511,52 @@ async fn drive(
     session.send(&json!({ "method": "initialized" })).await;
     session.send(&thread_request(&request)).await;
     let mut thread: Option<String> = None;
+    let mut prompt = Prompt { text: request.prompt, files: request.files };
+    loop {
+        if let Some(id) = &thread {
+            session.emit(AgentEvent::Session(id.clone())).await;
+            session.send(&turn_start(id, &prompt, request.effort.as_deref())).await;
+        }
+        parser.next_turn();
+        let finish = turn(&mut session, &mut parser, &mut thread, &prompt, request.effort.as_deref()).await;
+        let reusable = finish.status != FinishStatus::Failed && thread.is_some();
+        match session.end_turn(finish, reusable).await {
+            Some(next) => prompt = next,
+            None => break,
+        }
+    }
+    session.close().await;
+}
+
+/// A `turn/start` on `thread`: the words, then each attached image as a local image (Codex
+/// reads and sizes it itself; other files are named in the words).
+fn turn_start(thread: &str, prompt: &Prompt, effort: Option<&str>) -> Value {
+    let mut input = vec![json!({ "type": "text", "text": prompt.text })];
+    for file in prompt.files.iter().filter(|f| f.image) {
+        input.push(json!({ "type": "localImage", "path": file.path.display().to_string() }));
+    }
+    let mut start = json!({ "id": ID_TURN, "method": "turn/start", "params": { "threadId": thread, "input": input } });
+    if let Some(effort) = effort {
+        start["params"]["effort"] = effort.into();
+    }
+    start
+}
+
+/// One turn, until `turn/completed` (the first also opens the thread, then starts the turn).
+async fn turn(
+    session: &mut JsonLinesSession<(Value, Value)>,
+    parser: &mut Parser,
+    thread: &mut Option<String>,
+    prompt: &Prompt,
+    effort: Option<&str>,
+) -> Finish {
     let mut turn: Option<String> = None;
     let mut interrupt_wanted = false;
     let mut next_steer_id = ID_STEER_BASE;
-    let finish = loop {
+    loop {
         match session.next().await {
-            Next::Closed(message) => break Finish::failed(message),
-            Next::StartTimedOut => break Finish::failed(session.silent_message()),
+            Next::Closed(message) => return Finish::failed(message),
+            Next::StartTimedOut => return Finish::failed(session.silent_message()),
             Next::Message(value) => match parser.parse(&value) {
                 Parsed::Events(list) => {
                     for event in list {
@@ -446,16 +565,13 @@ async fn drive(
                 }
                 Parsed::ThreadReady(id) => {
                     session.emit(AgentEvent::Session(id.clone())).await;
-                    session
-                        .send(&json!({ "id": ID_TURN, "method": "turn/start", "params": {
-                            "threadId": id, "input": turn_input(&request) } }))
-                        .await;
-                    thread = Some(id);
+                    session.send(&turn_start(&id, prompt, effort)).await;
+                    *thread = Some(id);
                 }
                 Parsed::TurnStarted(id) => {
                     turn = Some(id);
                     if interrupt_wanted {
-                        session.send(&interrupt(&thread, &turn)).await;
+                        session.send(&interrupt(thread, &turn)).await;
                     }
                 }
                 Parsed::Request { id, ask, questions_by_text } => {
@@ -471,16 +587,16 @@ async fn drive(
                 }
                 Parsed::SteerAnswered { error: None } => session.emit(AgentEvent::SteerAccepted).await,
                 Parsed::SteerAnswered { error: Some(e) } => session.emit(AgentEvent::SteerRejected(e)).await,
-                Parsed::Finished(finish) => break finish,
+                Parsed::Finished(finish) => return finish,
             },
             Next::Reply((id, result)) => session.send(&json!({ "id": id, "result": result })).await,
             Next::Control(Some(Control::Interrupt)) => {
                 interrupt_wanted = true;
                 if turn.is_some() {
-                    session.send(&interrupt(&thread, &turn)).await;
+                    session.send(&interrupt(thread, &turn)).await;
                 }
             }
-            Next::Control(Some(Control::Steer(text))) => match (&thread, &turn) {
+            Next::Control(Some(Control::Steer(text))) => match (thread.as_ref(), &turn) {
                 (Some(thread_id), Some(turn_id)) if !interrupt_wanted => {
                     let steer = json!({ "id": next_steer_id, "method": "turn/steer", "params": {
                         "threadId": thread_id, "expectedTurnId": turn_id, "input": [{ "type": "text", "text": text }] } });
@@ -489,19 +605,98 @@ async fn drive(
                 }
                 _ => session.emit(AgentEvent::SteerRejected("the turn has not started yet".into())).await,
             },
-            Next::Control(None) => {
-                break Finish {
-                    status: FinishStatus::Interrupted,
-                    error: None,
-                    usage: None,
-                    cost_usd: None,
-                    session_id: thread.clone(),
-                    fix: None,
-                };
-            }
+            Next::Control(None) => return Finish::failed("The turn went away."),
         }
+    }
+}
+
+/// How long `model/list` may take (a short-lived app-server answers from its catalogue).
+const MODEL_LIST_WAIT: Duration = Duration::from_secs(20);
+/// Most models kept from the list.
+const MAX_MODELS: usize = 64;
+
+/// The models the app-server offers (`model/list`, its bundled catalogue), asked of a
+/// short-lived `codex app-server` with `env` (its `CODEX_HOME`) in `cwd`.
+pub async fn list_models(
+    bin: &std::path::Path,
+    cwd: &std::path::Path,
+    env: &[(String, String)],
+) -> Result<Vec<ModelInfo>> {
+    let spawned = process::spawn(bin, &["app-server".to_owned()], cwd, env, None, None, super::ceiling::Applied::None)?;
+    let process::Spawned { process, mut stdin, mut lines, .. } = spawned;
+    let ask = async {
+        use tokio::io::AsyncWriteExt;
+        let requests = [
+            json!({ "id": 1, "method": "initialize", "params": { "clientInfo": { "name": "mobius", "version": env!("CARGO_PKG_VERSION") } } }),
+            json!({ "method": "initialized" }),
+            json!({ "id": 2, "method": "model/list", "params": { "limit": MAX_MODELS } }),
+        ];
+        for request in requests {
+            stdin.write_all(format!("{request}\n").as_bytes()).await?;
+        }
+        stdin.flush().await?;
+        while let Some(line) = lines.recv().await {
+            let process::Incoming::Json(msg) = process::classify(line, "Codex") else { continue };
+            if msg.get("id").and_then(Value::as_i64) != Some(2) {
+                continue;
+            }
+            if let Some(error) = msg.pointer("/error/message").and_then(Value::as_str) {
+                return Err(crate::error::Error::Internal(format!("codex model/list: {error}")));
+            }
+            return Ok(models_of(msg.pointer("/result/data").unwrap_or(&Value::Null)));
+        }
+        Err(crate::error::Error::Internal("codex app-server ended without listing its models".into()))
     };
-    session.finish(finish).await;
+    let listed = tokio::time::timeout(MODEL_LIST_WAIT, ask)
+        .await
+        .unwrap_or_else(|_| Err(crate::error::Error::Internal("codex model/list timed out".into())));
+    drop(stdin);
+    process.terminate().await;
+    listed
+}
+
+/// The visible models of a `model/list` answer.
+pub fn models_of(data: &Value) -> Vec<ModelInfo> {
+    let Some(list) = data.as_array() else { return Vec::new() };
+    list.iter()
+        .filter(|m| !m.get("hidden").and_then(Value::as_bool).unwrap_or(false))
+        .filter_map(|m| {
+            let id = m.get("model").or_else(|| m.get("id")).and_then(Value::as_str)?.to_owned();
+            let efforts = m
+                .get("supportedReasoningEfforts")
+                .and_then(Value::as_array)
+                .map(|l| {
+                    l.iter()
+                        .filter_map(|e| e.get("reasoningEffort").and_then(Value::as_str))
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default();
+            Some(ModelInfo {
+                label: m.get("displayName").and_then(Value::as_str).unwrap_or(&id).to_owned(),
+                id,
+                provider: ProviderKind::Codex,
+                available: true,
+                effort_levels: efforts,
+                default_effort: m.get("defaultReasoningEffort").and_then(Value::as_str).map(str::to_owned),
+                is_default: m.get("isDefault").and_then(Value::as_bool).unwrap_or(false),
+            })
+        })
+        .take(MAX_MODELS)
+        .collect()
+}
+
+/// What is offered when the CLI cannot be asked: the model the pinned CLI is configured with.
+pub fn fallback_models() -> Vec<ModelInfo> {
+    vec![ModelInfo {
+        id: "gpt-5.5".into(),
+        label: "GPT-5.5".into(),
+        provider: ProviderKind::Codex,
+        available: false,
+        effort_levels: ["low", "medium", "high", "xhigh"].iter().map(|e| (*e).to_owned()).collect(),
+        default_effort: Some("medium".into()),
+        is_default: false,
+    }]
 }
 
 fn interrupt(thread: &Option<String>, turn: &Option<String>) -> Value {
@@ -529,21 +724,9 @@ mod tests {
             path: "/data/uploads/c/files/d.txt".into(),
             ..image.clone()
         };
-        let request = TurnRequest {
-            prompt: "look".into(),
-            files: vec![image, doc],
-            system_prompt: String::new(),
-            resume: None,
-            model: None,
-            cwd: "/data".into(),
-            env: Vec::new(),
-            approval: ApprovalPolicy::Full,
-            pid_dir: "/tmp".into(),
-            tools: true,
-            confine: None,
-        };
+        let prompt = Prompt { text: "look".into(), files: vec![image, doc] };
         assert_eq!(
-            turn_input(&request),
+            turn_start("th", &prompt, None)["params"]["input"],
             json!([{ "type": "text", "text": "look" }, { "type": "localImage", "path": "/data/uploads/c/files/a.png" }])
         );
     }
@@ -625,6 +808,47 @@ mod tests {
     }
 
     #[test]
+    fn usage_is_summed_per_turn_and_a_usage_limit_takes_the_exhausted_windows_reset() {
+        let mut parser = Parser::default();
+        let tokens = |n: i64| {
+            json!({"method":"thread/tokenUsage/updated","params":{"tokenUsage":{
+            "total":{"inputTokens":999,"outputTokens":999},"last":{"inputTokens":n,"outputTokens":1}}}})
+        };
+        parser.parse(&tokens(10));
+        parser.parse(&tokens(20));
+        let done = json!({"method":"turn/completed","params":{"turn":{"status":"completed"}}});
+        let Parsed::Finished(f) = parser.parse(&done) else { panic!("finished") };
+        assert_eq!(f.usage.map(|u| (u.input_tokens, u.output_tokens)), Some((30, 2)));
+        parser.next_turn();
+        let limits = json!({"method":"account/rateLimits/updated","params":{"rateLimits":{
+            "primary":{"usedPercent":100,"windowDurationMins":300,"resetsAt":1796404744},
+            "secondary":{"usedPercent":40,"windowDurationMins":10080,"resetsAt":1796487544}}}});
+        let Parsed::Events(events) = parser.parse(&limits) else { panic!("events") };
+        assert!(
+            matches!(&events[0], AgentEvent::Limits(w) if w.len() == 2 && w[0].label == "5-hour" && w[1].label == "Weekly")
+        );
+        let error = json!({"method":"error","params":{"error":{"message":"You've hit your usage limit.",
+            "codexErrorInfo":"usageLimitExceeded"},"willRetry":false}});
+        let Parsed::Finished(f) = parser.parse(&error) else { panic!("finished") };
+        assert_eq!(f.limit, Some(LimitHit { resets_at: Some(1_796_404_744_000) }));
+        let other = json!({"method":"error","params":{"error":{"message":"bad","codexErrorInfo":"badRequest"},"willRetry":false}});
+        assert!(matches!(parser.parse(&other), Parsed::Finished(f) if f.limit.is_none()));
+    }
+
+    #[test]
+    fn a_late_notification_of_an_ended_turn_does_not_end_the_next_one() {
+        let mut parser = Parser::default();
+        let interrupted = json!({"method":"turn/completed","params":{"turn":{"id":"t1","status":"interrupted"}}});
+        assert!(matches!(parser.parse(&interrupted), Parsed::Finished(f) if f.status == FinishStatus::Interrupted));
+        parser.next_turn();
+        let late =
+            json!({"method":"error","params":{"error":{"message":"stream closed"},"willRetry":false,"turnId":"t1"}});
+        assert!(matches!(parser.parse(&late), Parsed::Events(e) if e.is_empty()), "the old turn's error is dropped");
+        let own = json!({"method":"turn/completed","params":{"turn":{"id":"t2","status":"completed"}}});
+        assert!(matches!(parser.parse(&own), Parsed::Finished(f) if f.status == FinishStatus::Completed));
+    }
+
+    #[test]
     fn resume_uses_thread_resume_and_full_access_never_asks() {
         let request = TurnRequest {
             prompt: "hi".into(),
@@ -632,12 +856,15 @@ mod tests {
             system_prompt: "be good".into(),
             resume: Some("thr-1".into()),
             model: None,
+            effort: None,
             cwd: "/data".into(),
             env: vec![],
             approval: ApprovalPolicy::Full,
             pid_dir: "/data/run/agents".into(),
             tools: true,
             confine: None,
+            keep: None,
+            memory: crate::agent::ceiling::MemoryCeiling::detect(None),
         };
         let r = thread_request(&request);
         assert_eq!(r["method"], "thread/resume");

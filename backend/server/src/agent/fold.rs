@@ -141,6 +141,7 @@ impl ChatFold {
             | AgentEvent::ToolImage { .. }
             | AgentEvent::Ask { .. }
             | AgentEvent::Usage(_)
+            | AgentEvent::Limits(_)
             | AgentEvent::Warning(_)
             | AgentEvent::SteerAccepted
             | AgentEvent::SteerRejected(_)

@@ -34,11 +34,13 @@ pub(super) enum TurnCommand {
 pub struct TurnHandle {
     run_id: RunId,
     commands: mpsc::Sender<TurnCommand>,
+    /// The run whose kept process serves this turn (`None`: a process of its own).
+    pub(super) process: Option<RunId>,
 }
 
 impl TurnHandle {
     pub(super) fn new(run_id: RunId, commands: mpsc::Sender<TurnCommand>) -> Self {
-        Self { run_id, commands }
+        Self { run_id, commands, process: None }
     }
 
     /// The run the turn was on when this handle was taken.
@@ -48,6 +50,7 @@ impl TurnHandle {
 
     pub(super) fn set_run(&mut self, run_id: &RunId) {
         run_id.clone_into(&mut self.run_id);
+        self.process = None;
     }
 
     /// Stops the turn: `Some(cleared cids)` once it recorded itself as stopped, `None` when it

@@ -6,16 +6,22 @@
 //! Provider wire formats live only in `claude.rs` and `codex.rs`; everything else speaks
 //! [`AgentEvent`].
 
+pub mod ceiling;
 pub mod claude;
 pub mod codex;
 pub mod fold;
 pub mod handle;
+pub mod handoff;
+pub mod models;
+pub mod park;
 pub mod process;
 pub mod prompt;
 pub mod quiet;
 pub mod registry;
+pub mod resume;
 pub mod sandbox;
 pub mod turn;
+pub mod warm;
 
 use std::path::PathBuf;
 
@@ -40,6 +46,8 @@ pub struct TurnRequest {
     /// Provider session/thread to continue, if any.
     pub resume: Option<String>,
     pub model: Option<String>,
+    /// Effort (reasoning) level; `None` leaves the CLI's default.
+    pub effort: Option<String>,
     pub cwd: PathBuf,
     /// The complete environment of the process (nothing else is inherited).
     pub env: Vec<(String, String)>,
@@ -50,6 +58,18 @@ pub struct TurnRequest {
     pub tools: bool,
     /// The Landlock ruleset the CLI runs under (`None` when the sandbox is off).
     pub confine: Option<mobius_sys::landlock::Ruleset>,
+    /// Keeps the process for the chat's next turn (`None`: it ends with this turn).
+    pub keep: Option<Box<dyn Keeper>>,
+    /// The memory ceiling the process is held to.
+    pub memory: ceiling::MemoryCeiling,
+}
+
+/// One turn's input as a kept process receives it: the words (with the files' manifest) and the
+/// files themselves.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Prompt {
+    pub text: String,
+    pub files: Vec<InputFile>,
 }
 
 /// A file the owner attached, as a turn hands it to the CLI.
@@ -127,6 +147,15 @@ pub struct Finish {
     pub session_id: Option<String>,
     /// What the owner must fix before a retry can work (a refused key, no quota left).
     pub fix: Option<crate::protocol::ErrorFix>,
+    /// The turn ended on the plan's usage limit.
+    pub limit: Option<LimitHit>,
+}
+
+/// A turn refused because the plan's usage limit was reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LimitHit {
+    /// When the limit resets (unix ms), when the provider says.
+    pub resets_at: Option<i64>,
 }
 
 impl Finish {
@@ -139,6 +168,7 @@ impl Finish {
             cost_usd: None,
             session_id: None,
             fix: None,
+            limit: None,
         }
     }
 }
@@ -187,6 +217,8 @@ pub enum AgentEvent {
     Ask { ask: Ask, reply: oneshot::Sender<Reply> },
     /// Running token usage.
     Usage(Usage),
+    /// The plan's allowance windows, as the CLI just reported them.
+    Limits(Vec<crate::protocol::PlanWindow>),
     /// A non-fatal problem worth showing in the logs.
     Warning(String),
     /// The CLI is retrying a failed model request.
@@ -209,18 +241,86 @@ pub enum Control {
     Steer(String),
 }
 
-/// A started provider turn: its events, a control channel, and the driver task (dropping
-/// the turn aborts the driver, which kills the process group).
+/// A started provider turn: its events and a control channel. Dropping it before its driver
+/// kept the process for a later turn aborts the driver, which kills the process group.
 pub struct ProviderTurn {
     pub events: mpsc::Receiver<AgentEvent>,
     pub control: mpsc::Sender<Control>,
-    pub driver: tokio::task::JoinHandle<()>,
+    pub(crate) guard: DriverGuard,
 }
 
-impl Drop for ProviderTurn {
-    fn drop(&mut self) {
-        self.driver.abort();
+impl ProviderTurn {
+    /// True when the turn runs on a process kept from an earlier turn.
+    pub fn warm(&self) -> bool {
+        self.guard.warm
     }
+}
+
+/// Aborts a turn's driver when the turn goes before the driver released its process.
+pub struct DriverGuard {
+    driver: tokio::task::AbortHandle,
+    released: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    warm: bool,
+}
+
+impl DriverGuard {
+    pub(crate) fn new(
+        driver: tokio::task::AbortHandle,
+        released: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> Self {
+        Self { driver, released, warm: false }
+    }
+}
+
+impl Drop for DriverGuard {
+    fn drop(&mut self) {
+        if !self.released.load(std::sync::atomic::Ordering::SeqCst) {
+            self.driver.abort();
+        }
+    }
+}
+
+/// The driver's half of one turn's channels (the turn holds the other half, a
+/// [`ProviderTurn`]).
+#[derive(Debug)]
+pub struct TurnIo {
+    pub events: mpsc::Sender<AgentEvent>,
+    pub control: mpsc::Receiver<Control>,
+    /// Set by the driver once it keeps the process for a later turn: the turn's end then
+    /// leaves the process alone instead of killing it.
+    pub released: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// The next turn handed to a kept process.
+#[derive(Debug)]
+pub struct NextTurn {
+    /// The owner's words and files.
+    pub prompt: Prompt,
+    pub io: TurnIo,
+    /// Answered `true` when the process takes the turn, `false` when it cannot (it died):
+    /// the turn then starts a new process.
+    pub taken: oneshot::Sender<bool>,
+}
+
+/// A parked process as its keeper sees it.
+#[derive(Debug)]
+pub struct Parked {
+    /// Where the next turn arrives; dropping the sender retires the process.
+    pub handoff: mpsc::Sender<NextTurn>,
+    pub driver: tokio::task::AbortHandle,
+    pub pid: Option<u32>,
+    /// The provider session the process holds.
+    pub session: Option<String>,
+}
+
+/// Keeps a CLI process between turns (`warm.rs`); its driver (`process.rs`) parks with it.
+pub trait Keeper: Send + Sync + std::fmt::Debug {
+    /// Parks a process; the ticket names this parking for [`Keeper::forget`].
+    fn park(&self, parked: Parked) -> u64;
+    /// The parked process left by itself (idle, or it died).
+    fn forget(&self, ticket: u64);
+    /// How long a parked process waits for its next turn.
+    fn idle(&self) -> std::time::Duration;
 }
 
 /// The seam over the agent CLIs.

@@ -10,6 +10,7 @@ use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,10 +22,11 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
 
 use mobius_sys::landlock::{self, Ruleset};
 
-use super::{AgentEvent, Ask, Control, Finish, Reply};
+use super::{AgentEvent, Ask, Control, Finish, Keeper, Parked, Reply, TurnIo};
 use crate::error::{Error, Result};
 
 /// Longest stdout line accepted from a CLI; longer lines are skipped and reported.
@@ -102,6 +104,8 @@ impl StderrTail {
 pub struct AgentProcess {
     child: Child,
     pgid: Option<i32>,
+    /// Its memory cgroup, when agents get one (removed once the process is gone).
+    cgroup: Option<super::ceiling::Cgroup>,
     /// `DATA_DIR/run/agents/<pgid>`: lets the next boot kill this group if the server dies.
     marker: Option<std::path::PathBuf>,
     /// Whose escaped processes this process's end sweeps up.
@@ -133,8 +137,9 @@ pub struct Spawned {
 }
 
 /// Starts `program` with exactly `env` (nothing inherited), in its own process group, with
-/// `no_new_privs` set and, given a ruleset, confined by Landlock before it runs. With
-/// `pid_dir`, the group id is recorded there until the process is gone.
+/// `no_new_privs` set, its memory ceiling (`memory`: a cgroup it joins or an rlimit) and,
+/// given a ruleset, confined by Landlock before it runs. With `pid_dir`, the group id is
+/// recorded there until the process is gone.
 pub fn spawn(
     program: &Path,
     args: &[String],
@@ -142,10 +147,11 @@ pub fn spawn(
     env: &[(String, String)],
     pid_dir: Option<&Path>,
     confine: Option<Ruleset>,
+    memory: super::ceiling::Applied,
 ) -> Result<Spawned> {
     let mut command = std::process::Command::new(program);
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut process = start(command, program, args, cwd, env, pid_dir, confine)?;
+    let mut process = start(command, program, args, cwd, env, pid_dir, confine, memory)?;
     let child = &mut process.child;
     let stdin = child.stdin.take().ok_or_else(|| Error::Internal("no stdin pipe".into()))?;
     let stdout = child.stdout.take().ok_or_else(|| Error::Internal("no stdout pipe".into()))?;
@@ -171,8 +177,9 @@ pub struct SpawnedJob {
     pub output: tokio::net::unix::pipe::Receiver,
 }
 
-/// Starts a job like [`spawn`] (own group, exactly `env`, `no_new_privs`, the ruleset, the pid
-/// marker), with stdin from `/dev/null` and stdout and stderr into one pipe.
+/// Starts a job like [`spawn`] (own group, exactly `env`, `no_new_privs`, the ruleset, the
+/// memory ceiling, the pid marker), with stdin from `/dev/null` and stdout and stderr into one
+/// pipe.
 pub fn spawn_job(
     program: &Path,
     args: &[String],
@@ -180,19 +187,21 @@ pub fn spawn_job(
     env: &[(String, String)],
     pid_dir: Option<&Path>,
     confine: Option<Ruleset>,
+    memory: super::ceiling::Applied,
 ) -> Result<SpawnedJob> {
     let (reader, writer) = std::io::pipe()?;
     let mut command = std::process::Command::new(program);
     command.stdin(Stdio::null()).stdout(writer.try_clone()?).stderr(writer);
     // `start` drops the command (and with it the write ends this process held) once the child
     // runs, so the pipe ends when the job and everything it started have closed it.
-    let process = start(command, program, args, cwd, env, pid_dir, confine)?;
+    let process = start(command, program, args, cwd, env, pid_dir, confine, memory)?;
     let output = tokio::net::unix::pipe::Receiver::from_owned_fd(std::os::fd::OwnedFd::from(reader))?;
     Ok(SpawnedJob { process, output })
 }
 
 /// The common part of [`spawn`] and [`spawn_job`]: environment, working directory, group,
-/// sandbox, the pid marker.
+/// memory ceiling, sandbox, the pid marker.
+#[allow(clippy::too_many_arguments)]
 fn start(
     mut std_command: std::process::Command,
     program: &Path,
@@ -201,6 +210,7 @@ fn start(
     env: &[(String, String)],
     pid_dir: Option<&Path>,
     confine: Option<Ruleset>,
+    memory: super::ceiling::Applied,
 ) -> Result<AgentProcess> {
     use std::os::unix::process::CommandExt;
     std_command
@@ -209,6 +219,17 @@ fn start(
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .process_group(0);
+    let cgroup = match memory {
+        super::ceiling::Applied::Cgroup(cgroup, procs) => {
+            mobius_sys::limits::join_cgroup_on_exec(&mut std_command, procs);
+            Some(cgroup)
+        }
+        super::ceiling::Applied::Rlimit(bytes) => {
+            mobius_sys::limits::limit_data_on_exec(&mut std_command, bytes);
+            None
+        }
+        super::ceiling::Applied::None => None,
+    };
     match confine {
         Some(rules) => rules.restrict_on_exec(&mut std_command),
         None => landlock::no_new_privs_on_exec(&mut std_command),
@@ -233,7 +254,7 @@ fn start(
         }
         _ => None,
     };
-    Ok(AgentProcess { child, pgid, marker, owner: Escapees::of(env) })
+    Ok(AgentProcess { child, pgid, cgroup, marker, owner: Escapees::of(env) })
 }
 
 async fn read_lines(stdout: impl AsyncRead + Unpin, tx: mpsc::Sender<Line>) {
@@ -305,6 +326,16 @@ impl AgentProcess {
     /// Waits for the process to exit, at most `timeout`; `None` if it is still running.
     pub async fn wait_timeout(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
         tokio::time::timeout(timeout, self.child.wait()).await.ok().and_then(|r| r.ok())
+    }
+
+    /// True while the CLI runs (an exited one is reaped here).
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The CLI's process id (its group id too).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
     }
 
     /// Sends `signal` to the whole process group.
@@ -381,6 +412,12 @@ fn all_pids() -> Vec<i32> {
 /// still being started (forked, not yet executed: it still runs this binary). Repeats while
 /// killing one orphans more; reaps what it killed. Returns how many it killed.
 fn sweep_escapees(owner: &Escapees) -> usize {
+    sweep_escapees_outside(owner, None)
+}
+
+/// [`sweep_escapees`] while the CLI still runs (a kept process between turns): its own group
+/// `spare` is left alone (it lives on with the CLI); what left the group goes.
+fn sweep_escapees_outside(owner: &Escapees, spare: Option<i32>) -> usize {
     let me = i32::try_from(std::process::id()).unwrap_or(0);
     // A child between fork and exec still runs this binary with this process's environment
     // (no run in it): it is a turn's CLI being started, not an escapee.
@@ -390,7 +427,7 @@ fn sweep_escapees(owner: &Escapees) -> usize {
         let mut found = 0;
         for pid in all_pids() {
             let Some(info) = proc_info(pid) else { continue };
-            if info.ppid != me || !info.no_new_privs {
+            if info.ppid != me || !info.no_new_privs || spare == Some(info.pgid) {
                 continue;
             }
             if info.zombie {
@@ -484,10 +521,62 @@ pub enum Next<R> {
 
 type PendingReply<R> = Pin<Box<dyn Future<Output = R> + Send>>;
 
-/// One turn of a CLI that speaks JSON lines on stdio (Claude's stream-json, Codex's
-/// JSON-RPC): writing messages, reading them (oversized and malformed lines become warnings),
-/// decisions the turn owes the CLI, control from the turn, the start timeout, and the end.
-/// The drivers keep only their protocol.
+/// Events buffered between a driver and its turn.
+const EVENT_QUEUE: usize = 256;
+/// Instructions buffered between a turn and its driver.
+const CONTROL_QUEUE: usize = 8;
+
+/// The turn's half of a new turn's channels, before its driver exists.
+#[derive(Debug)]
+pub struct TurnHalf {
+    events: mpsc::Receiver<AgentEvent>,
+    control: mpsc::Sender<Control>,
+    released: Arc<AtomicBool>,
+}
+
+impl TurnHalf {
+    /// The turn, guarding `driver`: dropped before the driver released the process, it
+    /// aborts the driver (and the CLI dies with it).
+    pub fn with_driver(self, driver: AbortHandle) -> super::ProviderTurn {
+        let guard = super::DriverGuard::new(driver, self.released);
+        super::ProviderTurn { events: self.events, control: self.control, guard }
+    }
+}
+
+/// A new turn's channels: the turn's half and the driver's half.
+pub fn turn_channels() -> (TurnHalf, TurnIo) {
+    let (events_tx, events) = mpsc::channel(EVENT_QUEUE);
+    let (control, control_rx) = mpsc::channel(CONTROL_QUEUE);
+    let released = Arc::new(AtomicBool::new(false));
+    (
+        TurnHalf { events, control, released: released.clone() },
+        TurnIo { events: events_tx, control: control_rx, released },
+    )
+}
+
+/// Spawns a driver task that is handed its own abort handle (a kept process's later turns
+/// abort the same task when they are dropped mid-turn).
+pub fn spawn_driver<F, Fut>(driver: F) -> AbortHandle
+where
+    F: FnOnce(AbortHandle) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = oneshot::channel::<AbortHandle>();
+    let handle = tokio::spawn(async move {
+        if let Ok(me) = rx.await {
+            driver(me).await;
+        }
+    });
+    let abort = handle.abort_handle();
+    let _ = tx.send(abort.clone());
+    abort
+}
+
+/// One CLI process that speaks JSON lines on stdio (Claude's stream-json, Codex's
+/// JSON-RPC), over one or more turns: writing messages, reading them (oversized and
+/// malformed lines become warnings), decisions the turn owes the CLI, control from the turn,
+/// the start timeout, the end of a turn (and, with a [`Keeper`], waiting warm for the next
+/// one), and the end of the process. The drivers keep only their protocol.
 pub struct JsonLinesSession<R> {
     cli: &'static str,
     process: AgentProcess,
@@ -496,12 +585,32 @@ pub struct JsonLinesSession<R> {
     stdin_ok: bool,
     lines: mpsc::Receiver<Line>,
     stderr: StderrTail,
-    events: mpsc::Sender<AgentEvent>,
-    control: mpsc::Receiver<Control>,
+    io: TurnIo,
     replies: FuturesUnordered<PendingReply<R>>,
     heard: bool,
     start_timeout: Duration,
     start_deadline: Pin<Box<tokio::time::Sleep>>,
+    /// Where the process waits between turns (`None`: one turn, then it ends).
+    keeper: Option<Box<dyn Keeper>>,
+    /// This driver's task, for the guards of later turns.
+    driver: AbortHandle,
+    /// Most stdout bytes one turn may produce, and what this turn produced so far.
+    output_max: u64,
+    output: u64,
+    /// Memory kills seen in the process's cgroup.
+    oom_kills: u64,
+}
+
+/// How often a process with a cgroup is checked for memory kills.
+const OOM_CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// The ceilings of a session's turns.
+#[derive(Clone, Copy, Debug)]
+pub struct SessionLimits {
+    /// A turn whose CLI prints nothing for this long after starting fails.
+    pub start_timeout: Duration,
+    /// Most stdout bytes one turn may produce.
+    pub output_max: u64,
 }
 
 impl<R: Send + 'static> JsonLinesSession<R> {
@@ -509,10 +618,12 @@ impl<R: Send + 'static> JsonLinesSession<R> {
     pub fn new(
         cli: &'static str,
         spawned: Spawned,
-        events: mpsc::Sender<AgentEvent>,
-        control: mpsc::Receiver<Control>,
-        start_timeout: Duration,
+        io: TurnIo,
+        limits: SessionLimits,
+        keeper: Option<Box<dyn Keeper>>,
+        driver: AbortHandle,
     ) -> Self {
+        let SessionLimits { start_timeout, output_max } = limits;
         let Spawned { process, stdin, lines, stderr } = spawned;
         Self {
             cli,
@@ -521,12 +632,16 @@ impl<R: Send + 'static> JsonLinesSession<R> {
             stdin_ok: true,
             lines,
             stderr,
-            events,
-            control,
+            io,
             replies: FuturesUnordered::new(),
             heard: false,
             start_timeout,
             start_deadline: Box::pin(tokio::time::sleep(start_timeout)),
+            keeper,
+            driver,
+            output_max,
+            output: 0,
+            oom_kills: 0,
         }
     }
 
@@ -543,7 +658,7 @@ impl<R: Send + 'static> JsonLinesSession<R> {
 
     /// Hands an event to the turn.
     pub async fn emit(&mut self, event: AgentEvent) {
-        let _ = self.events.send(event).await;
+        let _ = self.io.events.send(event).await;
     }
 
     /// Asks the turn to decide; `answer` turns the decision (a denial if the turn goes away)
@@ -563,15 +678,31 @@ impl<R: Send + 'static> JsonLinesSession<R> {
 
     /// The next thing the driver must handle.
     pub async fn next(&mut self) -> Next<R> {
+        let watch_memory = self.process.cgroup.is_some();
         loop {
             tokio::select! {
                 line = self.lines.recv() => match line {
                     None => {
                         let status = self.process.wait_timeout(EXIT_STATUS_WAIT).await;
+                        if let Some(message) = self.memory_kill() {
+                            return Next::Closed(message);
+                        }
                         return Next::Closed(exit_message(self.cli, status, &self.stderr.text()));
                     }
                     Some(line) => {
                         self.heard = true;
+                        self.output += match &line {
+                            Line::Text(text) => text.len() as u64 + 1,
+                            Line::Oversized(n) => *n as u64,
+                        };
+                        if self.output > self.output_max {
+                            return Next::Closed(format!(
+                                "{} wrote more than {} MiB in this turn and was stopped \
+                                 (MOBIUS_AGENT_OUTPUT_MAX_MB). Send a message to continue.",
+                                self.cli,
+                                self.output_max >> 20
+                            ));
+                        }
                         match classify(line, self.cli) {
                             Incoming::Json(value) => return Next::Message(value),
                             Incoming::Skipped(why) => self.emit(AgentEvent::Warning(why)).await,
@@ -579,10 +710,31 @@ impl<R: Send + 'static> JsonLinesSession<R> {
                     }
                 },
                 Some(reply) = self.replies.next(), if !self.replies.is_empty() => return Next::Reply(reply),
-                command = self.control.recv() => return Next::Control(command),
+                command = self.io.control.recv() => return Next::Control(command),
                 () = &mut self.start_deadline, if !self.heard => return Next::StartTimedOut,
+                () = tokio::time::sleep(OOM_CHECK_EVERY), if watch_memory => {
+                    if let Some(message) = self.memory_kill() {
+                        return Next::Closed(message);
+                    }
+                }
             }
         }
+    }
+
+    /// The owner's message when the kernel killed one of the process's tree for passing its
+    /// memory ceiling since the last look (cgroup ceilings only).
+    fn memory_kill(&mut self) -> Option<String> {
+        let cgroup = self.process.cgroup.as_ref()?;
+        let kills = cgroup.oom_kills();
+        if kills <= self.oom_kills {
+            return None;
+        }
+        self.oom_kills = kills;
+        Some(format!(
+            "The agent's processes used more than their {} MiB of memory and the turn was stopped \
+             (MOBIUS_AGENT_MEMORY_MAX_MB). Send a message to continue.",
+            cgroup.max_bytes() >> 20
+        ))
     }
 
     /// The message for a CLI that stayed silent past its start timeout.
@@ -590,11 +742,62 @@ impl<R: Send + 'static> JsonLinesSession<R> {
         format!("{} did not respond within {} s.", self.cli, self.start_timeout.as_secs())
     }
 
-    /// Ends the turn: reports `finish`, closes stdin so the CLI can finish writing its session
-    /// and exit on its own, then terminates its process group.
-    pub async fn finish(self, finish: Finish) {
-        let Self { mut process, stdin, events, .. } = self;
-        let _ = events.send(AgentEvent::Finished(finish)).await;
+    /// Ends the current turn with `finish`. When the process can go on (`reusable`, still
+    /// running, and a keeper to park it with), it is parked: it waits for its next turn,
+    /// sweeps what escaped its group meanwhile, and returns the next turn's prompt. `None`
+    /// when it was not kept, retired, idle too long or died: the caller then [`close`]s it.
+    ///
+    /// [`close`]: JsonLinesSession::close
+    pub async fn end_turn(&mut self, finish: Finish, reusable: bool) -> Option<super::Prompt> {
+        let keep = reusable && self.stdin_ok && self.keeper.is_some() && self.process.running();
+        let session = finish.session_id.clone();
+        if keep {
+            self.io.released.store(true, Ordering::SeqCst);
+        }
+        let _ = self.io.events.send(AgentEvent::Finished(finish)).await;
+        let keeper = self.keeper.as_ref().filter(|_| keep)?;
+        let (handoff, mut arrivals) = mpsc::channel(1);
+        let ticket = keeper.park(Parked { handoff, driver: self.driver.clone(), pid: self.process.pid(), session });
+        // What escaped the group during the turn goes now, as it would with the group.
+        let owner = self.process.owner.clone();
+        let group = self.process.pgid;
+        tokio::task::spawn_blocking(move || sweep_escapees_outside(&owner, group));
+        let idle = tokio::time::sleep(keeper.idle());
+        tokio::pin!(idle);
+        loop {
+            tokio::select! {
+                next = arrivals.recv() => {
+                    let next = next?;
+                    if !self.process.running() {
+                        let _ = next.taken.send(false);
+                        return None;
+                    }
+                    self.io = next.io;
+                    self.output = 0;
+                    self.replies = FuturesUnordered::new();
+                    self.heard = false;
+                    self.start_deadline = Box::pin(tokio::time::sleep(self.start_timeout));
+                    // The turn gave up waiting: nobody would read this turn.
+                    return next.taken.send(true).is_ok().then_some(next.prompt);
+                }
+                () = &mut idle => {
+                    keeper.forget(ticket);
+                    return None;
+                }
+                line = self.lines.recv() => {
+                    if line.is_none() {
+                        keeper.forget(ticket);
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ends the process: closes stdin so the CLI can finish writing its session and exit on
+    /// its own, then terminates its process group.
+    pub async fn close(self) {
+        let Self { mut process, stdin, .. } = self;
         drop(stdin);
         let _ = process.wait_timeout(EXIT_GRACE).await;
         process.terminate().await;
@@ -678,6 +881,7 @@ mod tests {
             &env,
             Some(&pids),
             None,
+            super::super::ceiling::Applied::None,
         )
         .expect("spawn");
         let mut lines = spawned.lines;
@@ -713,8 +917,16 @@ mod tests {
         // (`( … & )`) leaves it without its parent.
         let script = format!("( setsid sleep 300 & echo $! > {} ) ; echo started; wait", pidfile.display());
         let env = vec![("PATH".to_owned(), "/usr/bin:/bin".to_owned()), ("MOBIUS_RUN_ID".to_owned(), "r1".to_owned())];
-        let mut spawned =
-            spawn(Path::new("/bin/sh"), &["-c".into(), script], dir.path(), &env, None, None).expect("spawn");
+        let mut spawned = spawn(
+            Path::new("/bin/sh"),
+            &["-c".into(), script],
+            dir.path(),
+            &env,
+            None,
+            None,
+            super::super::ceiling::Applied::None,
+        )
+        .expect("spawn");
         assert_eq!(spawned.lines.recv().await, Some(Line::Text("started".into())));
         let escapee: i32 = std::fs::read_to_string(&pidfile).expect("pid").trim().parse().expect("int");
         // `setsid` leaves the group as it starts: wait until it has.
@@ -734,8 +946,64 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn between_warm_turns_escapees_are_swept_and_the_kept_group_is_left_alone() {
+        assert!(become_subreaper(), "the kernel refused PR_SET_CHILD_SUBREAPER");
+        let dir = tempfile::tempdir().expect("tmp");
+        let escaped = dir.path().join("escapee.pid");
+        let member = dir.path().join("member.pid");
+        let script = format!(
+            "( setsid sleep 300 & echo $! > {} ) ; sleep 300 & echo $! > {}; echo started; wait",
+            escaped.display(),
+            member.display()
+        );
+        let env =
+            vec![("PATH".to_owned(), "/usr/bin:/bin".to_owned()), ("MOBIUS_RUN_ID".to_owned(), "warm-1".to_owned())];
+        let mut spawned = spawn(
+            Path::new("/bin/sh"),
+            &["-c".into(), script],
+            dir.path(),
+            &env,
+            None,
+            None,
+            super::super::ceiling::Applied::None,
+        )
+        .expect("spawn");
+        assert_eq!(spawned.lines.recv().await, Some(Line::Text("started".into())));
+        let read =
+            |p: &std::path::Path| -> i32 { std::fs::read_to_string(p).expect("pid").trim().parse().expect("int") };
+        let (escapee, member) = (read(&escaped), read(&member));
+        let leader = spawned.process.pgid.expect("pgid");
+        for _ in 0..200 {
+            if proc_info(escapee)
+                .is_some_and(|i| i.pgid != leader && i.ppid == i32::try_from(std::process::id()).unwrap_or(0))
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let owner = spawned.process.owner.clone();
+        let killed =
+            tokio::task::spawn_blocking(move || sweep_escapees_outside(&owner, Some(leader))).await.expect("sweep");
+        assert!(killed >= 1, "the escapee was swept");
+        assert!(gone(escapee).await, "the setsid escapee {escapee} outlived the turn");
+        assert!(proc_info(member).is_some_and(|i| !i.zombie), "the kept group's own process lives on");
+        assert!(spawned.process.running(), "and so does the CLI");
+        spawned.process.terminate().await;
+        assert!(gone(member).await);
+    }
+
+    #[tokio::test]
     async fn a_missing_binary_is_a_clear_error() {
-        let err = spawn(Path::new("/nonexistent/claude"), &[], Path::new("/"), &[], None, None).expect_err("missing");
+        let err = spawn(
+            Path::new("/nonexistent/claude"),
+            &[],
+            Path::new("/"),
+            &[],
+            None,
+            None,
+            super::super::ceiling::Applied::None,
+        )
+        .expect_err("missing");
         assert_eq!(err.code(), "agent_cli_missing");
     }
 
@@ -752,6 +1020,7 @@ mod tests {
             &[("PATH".into(), "/usr/bin:/bin".into()), ("MOBIUS_RUN_ID".into(), "drop-test".into())],
             Some(&dir.path().join("pids")),
             None,
+            super::super::ceiling::Applied::None,
         )
         .expect("spawn");
         assert_eq!(std::fs::read_dir(dir.path().join("pids")).expect("pids").count(), 1);

@@ -49,12 +49,15 @@ pub async fn run(
         system_prompt,
         resume: None,
         model: provider.cheapest_model().map(str::to_owned),
+        effort: None,
         cwd,
         env,
         approval: ApprovalPolicy::Full,
         pid_dir: super::agent_pid_dir(data_dir),
         tools: false,
         confine,
+        keep: None,
+        memory: providers.memory().clone(),
     };
     let mut turn = provider.start(request)?;
     let collect = async {

@@ -28,6 +28,23 @@ impl Turns {
         }
     }
 
+    /// Records which run's process serves the chat's current turn (a kept process: its agent
+    /// token names the run that started it); `None` for a process of the turn's own.
+    pub fn set_process(&self, chat_id: &str, origin: Option<&RunId>) {
+        if let Some(h) = self.0.lock().unwrap_or_else(|p| p.into_inner()).get_mut(chat_id) {
+            h.process = origin.cloned();
+        }
+    }
+
+    /// True when the running turn of `chat_id` runs on the process `origin` started.
+    pub fn served_by(&self, chat_id: &str, origin: &str) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(chat_id)
+            .is_some_and(|h| h.process.as_ref().is_some_and(|p| p.as_str() == origin))
+    }
+
     /// Removes the entry only if it still belongs to `run_id`.
     pub fn remove(&self, chat_id: &str, run_id: &RunId) {
         let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());

@@ -16,6 +16,7 @@ use tracing::{Instrument, info, info_span, warn};
 use super::fold::{ChatFold, Folded, MAX_TURN_OVERFLOW_BYTES};
 use super::handle::{COMMAND_QUEUE, TurnCommand, TurnHandle};
 use super::registry::Turns;
+use super::warm::WarmKey;
 use super::{
     AgentEvent, ApprovalPolicy, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply, TurnRequest,
 };
@@ -39,6 +40,13 @@ const SNAPSHOT_EVERY: Duration = Duration::from_millis(900);
 const AGENT_TOKEN_TTL_SECS: i64 = 26 * 3600;
 /// Images one turn stores as chat media at most (tool results and local images of replies).
 const MAX_MEDIA_PER_TURN: usize = 32;
+/// The error card of a turn ended because the disk is full.
+const DISK_FULL: &str = "The disk is full, so the turn was stopped (what was saved before is kept). \
+                         Free some space, then send a message to continue.";
+/// While the disk is full, how often a stopped turn tries again to record its end.
+const DISK_FULL_RETRY: Duration = Duration::from_secs(5);
+/// And for how long at most (a restart closes the run otherwise).
+const DISK_FULL_RETRIES: u32 = 720;
 /// Most provider events folded into one writer command.
 const MAX_EVENTS_PER_EMIT: usize = 64;
 
@@ -71,6 +79,10 @@ pub struct Agents {
     pub overflow_dir: PathBuf,
     /// Chat files: what a message attaches, where the agent's images go.
     pub uploads: Arc<crate::uploads::Uploads>,
+    /// CLI processes kept between a chat's turns.
+    pub warm: Arc<super::warm::WarmPool>,
+    /// Wakes the task that continues parked chats.
+    pub resumer: super::park::Resumer,
 }
 
 /// The ceilings of one turn (`MOBIUS_AGENT_TURN_MAX_SECS`, `MOBIUS_AGENT_SILENCE_MAX_SECS`).
@@ -248,6 +260,8 @@ struct Turn<'a> {
     media_count: usize,
     /// Scheduled messages this run answers (their end goes to the scheduler).
     scheduled: Vec<crate::protocol::Cid>,
+    /// The chat continues by itself after a usage limit.
+    auto_resume: bool,
 }
 
 async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiver<TurnCommand>) -> Option<TurnStart> {
@@ -277,6 +291,7 @@ async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiv
             .filter_map(|m| m.cid.clone())
             .filter(|c| crate::schedules::signal::is_scheduled(c))
             .collect(),
+        auto_resume: true,
     };
     let provider_turn = match turn.prepare_and_start(&start.started.messages).await {
         Ok(p) => p,
@@ -286,7 +301,7 @@ async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiv
             return turn.finish(Finish::failed(message), false).await.next;
         }
     };
-    info!(run.id = %turn.run_id, "turn started");
+    info!(run.id = %turn.run_id, warm = provider_turn.warm(), "turn started");
     turn.drive(provider_turn, commands).await
 }
 
@@ -296,6 +311,7 @@ impl Turn<'_> {
         let agents = self.agents;
         let chat = db::chats::get(&agents.read, &self.chat_id).await?.ok_or(Domain::ChatNotFound)?;
         self.approval = ApprovalPolicy::parse(&chat.approval_policy).unwrap_or_default();
+        self.auto_resume = chat.auto_resume;
         self.allowed_tools = chat
             .allowed_tools
             .as_deref()
@@ -321,15 +337,30 @@ impl Turn<'_> {
                     .1
             }
         };
-        let model = chat
-            .agent_settings
-            .as_deref()
-            .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok())
-            .and_then(|s| s.get("model").and_then(serde_json::Value::as_str).map(str::to_owned))
-            .filter(|m| !m.is_empty());
+        // The chat's pick, else the owner's default for this provider, else the CLI's own.
+        let defaults = super::models::AgentDefaults::parse(db::owner::agent_defaults(&agents.read).await?.as_deref());
+        let pick = super::models::AgentPick::of_chat(chat.agent_settings.as_deref()).over(defaults.of(self.provider));
+        let (model, effort) = (pick.model, pick.effort);
         let files = self.input_files(messages).await?;
         let prompt = messages.iter().map(Message::agent_text).collect::<Vec<_>>().join("\n\n")
             + &super::InputFile::manifest(&files);
+        // The first turn after a handoff starts its new session from the summary.
+        let prompt = match (&chat.session_id, &chat.handoff) {
+            (None, Some(summary)) => super::handoff::seeded_prompt(summary, &prompt),
+            _ => prompt,
+        };
+        let key = WarmKey {
+            provider: self.provider,
+            model: model.clone(),
+            effort: effort.clone(),
+            approval: self.approval,
+            prompt_id: super::prompt::prompt_id(&system_prompt),
+            credentials: agents.providers.credentials_stamp(self.provider),
+        };
+        let files = match self.start_warm(&key, chat.session_id.as_deref(), &prompt, files).await {
+            Ok(turn) => return Ok(turn),
+            Err(files) => files,
+        };
         let owner = agents.owner.get();
         let mut claims = Claims::new(
             owner.as_ref().map(|o| o.0.as_str()).unwrap_or_default(),
@@ -353,18 +384,22 @@ impl Turn<'_> {
         // The chat's files: the agent reads what was attached (and nothing of other chats).
         grants.read.push(agents.uploads.chat_dir(&self.chat_id));
         let confine = agents.sandbox.ruleset(&grants)?;
+        let keep = agents.warm.keeper(&self.chat_id, key, &self.run_id, &token);
         let request = TurnRequest {
             prompt,
             files,
             system_prompt,
             resume: chat.session_id.clone(),
             model,
+            effort,
             cwd: agents.data_dir.clone(),
             env,
             approval: self.approval,
             pid_dir: super::agent_pid_dir(&agents.data_dir),
             tools: true,
             confine,
+            keep,
+            memory: agents.providers.memory().clone(),
         };
         agents.providers.provider(self.provider).start(request)
     }
@@ -393,6 +428,35 @@ impl Turn<'_> {
             });
         }
         Ok(files)
+    }
+
+    /// The turn on the chat's kept process, when there is one that fits and its agent token
+    /// still verifies; otherwise the files back, to start a new process with.
+    async fn start_warm(
+        &mut self,
+        key: &WarmKey,
+        session: Option<&str>,
+        prompt: &str,
+        files: Vec<super::InputFile>,
+    ) -> std::result::Result<ProviderTurn, Vec<super::InputFile>> {
+        let agents = self.agents;
+        let Some(warm) = agents.warm.checkout(&self.chat_id, key, session) else { return Err(files) };
+        let owner_epoch = agents.owner.get().map_or(0, |o| o.1);
+        if !agents.keys.verify(warm.token()).is_ok_and(|c| c.epoch == owner_epoch) {
+            info!("a kept agent process holds a token that no longer verifies; it is retired");
+            return Err(files);
+        }
+        // Its token names the run that started it: it serves this run from now on.
+        agents.turns.set_process(&self.chat_id, Some(warm.origin()));
+        let prompt = super::Prompt { text: prompt.to_owned(), files: files.clone() };
+        match warm.start(prompt).await {
+            Some(turn) => Ok(turn),
+            None => {
+                agents.turns.set_process(&self.chat_id, None);
+                info!("the kept agent process could not take the turn; starting a new one");
+                Err(files)
+            }
+        }
     }
 
     async fn drive(
@@ -439,6 +503,10 @@ impl Turn<'_> {
                     }
                     if let Some(finish) = self.handle_events(batch).await {
                         return self.finish(finish, false).await.next;
+                    }
+                    // Nothing more of this turn could be kept: end it before it does more.
+                    if self.agents.writer.disk_full() {
+                        return self.end_at_ceiling(provider, DISK_FULL.to_owned()).await;
                     }
                 }
                 command = commands.recv() => match command {
@@ -629,6 +697,12 @@ impl Turn<'_> {
                 self.agents.writer.enqueue(record).await;
             }
             AgentEvent::Usage(u) => self.usage = Some(u),
+            AgentEvent::Limits(windows) => match serde_json::to_string(&windows) {
+                Ok(windows) => {
+                    self.agents.writer.enqueue(WriteCommand::RecordLimits { provider: self.provider, windows }).await;
+                }
+                Err(e) => warn!(error = %e, "plan windows could not be encoded"),
+            },
             AgentEvent::SteerAccepted => {
                 self.flush(std::mem::take(out)).await;
                 self.seal_for_steer().await;
@@ -769,7 +843,7 @@ impl Turn<'_> {
                 allowed_tools: Some(serde_json::to_string(&tools).unwrap_or_else(|_| "[]".into())),
                 ..Default::default()
             };
-            let patch = ChatPatch { title: None, settings, scope: None };
+            let patch = ChatPatch { title: None, settings, scope: None, auto_resume: None };
             let _ = self
                 .agents
                 .writer
@@ -826,6 +900,7 @@ impl Turn<'_> {
             cost_usd: None,
             session_id: None,
             fix: None,
+            limit: None,
         };
         let outcome = self.finish(finish, true).await;
         tokio::spawn(async move {
@@ -861,11 +936,14 @@ impl Turn<'_> {
             (false, FinishStatus::Failed) => RunStatus::Failed,
             (false, FinishStatus::Interrupted) => RunStatus::Interrupted,
         };
+        // A usage limit parks the chat until the reset (unless its switch is off).
+        let pause = finish.limit.map(|hit| super::park::limit_pause(hit.resets_at, self.auto_resume, db::now_ms()));
         if let Some(message) = &finish.error {
             self.live.apply(&ChatEvent::Error {
                 message: message.clone(),
                 resumable: Some(finish.fix.is_none()),
                 fix: finish.fix,
+                pause: pause.clone(),
             });
         }
         self.live.close_running_tools(if stopped { ToolStatus::Stopped } else { ToolStatus::Done });
@@ -890,9 +968,12 @@ impl Turn<'_> {
             provider: Some(self.provider),
             next_run_id: RunId::random(),
             fix: finish.fix,
+            pause: pause.clone(),
         };
         info!(run.id = %self.run_id, status = status.as_str(), "turn ended");
         let reply = run.body.as_ref().map(|m| m.content.clone()).unwrap_or_default();
+        // The promoted queue of a retried end is not started by it (the chat stays idle).
+        let retry = FinishRun { provider: None, ..run.clone() };
         let result = self.agents.writer.call(|ack| WriteCommand::FinishRun { finish: run, ack }).await;
         if let Ok(outcome) = &result {
             self.agents.schedule_ends.ended(crate::schedules::signal::TurnEnded {
@@ -907,6 +988,9 @@ impl Turn<'_> {
         }
         match result {
             Ok(outcome) if outcome.next.is_none() => {
+                if pause.is_some_and(|p| p.resumes_at.is_some()) {
+                    self.agents.resumer.poke();
+                }
                 // The push goes after the commit, off this path (a bounded enqueue).
                 self.agents.push.turn_ended(&self.chat_id, status, &reply, finish.error.as_deref());
                 Outcome { next: None, cleared: outcome.cleared }
@@ -915,6 +999,26 @@ impl Turn<'_> {
                 next: outcome.next.map(|started| TurnStart { chat_id: self.chat_id.clone(), started }),
                 cleared: outcome.cleared,
             },
+            Err(e) if e.is_disk_full() || self.agents.writer.disk_full() => {
+                // The end could not be recorded: try again until the disk has room, so the
+                // chat does not look busy for ever.
+                warn!(error = %e, "the turn's end could not be recorded: the disk is full; retrying");
+                let writer = self.agents.writer.clone();
+                let chat_id = self.chat_id.clone();
+                tokio::spawn(async move {
+                    for _ in 0..DISK_FULL_RETRIES {
+                        tokio::time::sleep(DISK_FULL_RETRY).await;
+                        let run = FinishRun { next_run_id: RunId::random(), ..retry.clone() };
+                        match writer.call(|ack| WriteCommand::FinishRun { finish: run, ack }).await {
+                            Ok(_) => return,
+                            Err(e) if e.is_disk_full() || writer.disk_full() => {}
+                            Err(_) => return,
+                        }
+                    }
+                    warn!(chat.id = %chat_id, "the turn's end was never recorded; the next boot closes it");
+                });
+                Outcome { next: None, cleared: Vec::new() }
+            }
             Err(e) => {
                 // Someone else (a stop, a delete) already closed this run: nothing more to write.
                 info!(error = %e, "the run was already closed");

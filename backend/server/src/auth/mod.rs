@@ -70,7 +70,10 @@ pub async fn verify_owner_token(state: &AppState, token: &str) -> Result<Claims>
     }
     if claims.scope == Scope::Agent {
         let run_id = claims.run_id.as_deref().unwrap_or_default();
-        if !crate::db::runs::run_is_running_read(&state.db.read, run_id).await? {
+        // A kept process's token names the run that started it; its later turns are served
+        // by it while they run.
+        let kept = claims.chat_id.as_deref().is_some_and(|chat| state.agents.turns.served_by(chat, run_id));
+        if !kept && !crate::db::runs::run_is_running_read(&state.db.read, run_id).await? {
             return Err(Error::unauthorized("token_revoked", "This agent run has ended."));
         }
     }

@@ -18,8 +18,8 @@ use crate::auth::Owner;
 use crate::db::{self, now_ms};
 use crate::error::{Domain, Error, Result};
 use crate::protocol::{
-    AnswerTurn, Answers, ApprovalPolicy, ChatDetail, ChatId, Cid, Message, ProviderKind, QuestionId, Rows, RunId,
-    RunStatus, SendResult, StopResult, UserInput,
+    AnswerTurn, Answers, ApprovalPolicy, ChatDetail, ChatId, Cid, HandoffReason, Message, ProviderKind, QuestionId,
+    Rows, RunId, RunStatus, SendResult, StopResult, UserInput,
 };
 use crate::state::AppState;
 use crate::writer::{ChatCreated, ChatPatch, FinishRun, NewChat, WriteCommand};
@@ -32,8 +32,6 @@ const MAX_ANSWERS_BYTES: usize = 64 * 1024;
 const MAX_TIMEZONE_BYTES: usize = 64;
 /// Largest agent-only context a message may carry (an embedding app's `<app_state>`).
 const MAX_AGENT_CONTEXT_BYTES: usize = 16 * 1024;
-/// Longest accepted model id.
-const MAX_MODEL_BYTES: usize = 128;
 /// Runs listed by `GET /chats/{id}/runs`.
 const RUNS_LISTED: i64 = 100;
 
@@ -49,6 +47,9 @@ pub fn router() -> Router<AppState> {
         .route("/chats/{id}/stream", get(super::stream::chat_stream))
         .route("/chats/{id}/tool-output/{tool_use_id}", get(tool_output))
         .route("/chats/{id}/runs", get(runs))
+        .route("/chats/{id}/usage", get(usage))
+        .route("/chats/{id}/provider-switch", post(provider_switch))
+        .route("/chats/{id}/compact", post(compact))
         .route("/chat/stop", post(stop))
 }
 
@@ -250,17 +251,16 @@ fn render_detail(page: &db::chats::Page, newest: bool) -> Result<Vec<u8>> {
         }
         _ => None,
     };
-    let model = chat
-        .agent_settings
-        .as_deref()
-        .and_then(|s| serde_json::from_str::<Value>(s).ok())
-        .and_then(|s| s.get("model").and_then(Value::as_str).map(str::to_owned));
+    let pick = crate::agent::models::AgentPick::of_chat(chat.agent_settings.as_deref());
     let detail = ChatDetail {
         id: &chat.id,
         title: &chat.title,
         provider: chat.provider.as_deref(),
         approval_policy: &chat.approval_policy,
-        model,
+        model: pick.model,
+        effort: pick.effort,
+        auto_resume: chat.auto_resume,
+        resume_at: chat.resume_at,
         session_id: chat.session_id.as_deref(),
         messages: Rows { stored: raw_rows(&page.messages)?, last },
         offset: page.offset,
@@ -287,6 +287,11 @@ struct PatchIn {
     /// `null` clears the model (provider default).
     #[serde(default, deserialize_with = "double_option")]
     model: Option<Option<String>>,
+    /// `null` clears the effort level.
+    #[serde(default, deserialize_with = "double_option")]
+    effort: Option<Option<String>>,
+    /// Continue by itself after a usage limit.
+    auto_resume: Option<bool>,
 }
 
 fn double_option<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<Option<String>>, D::Error> {
@@ -301,10 +306,15 @@ async fn update(
 ) -> Result<Json<Value>> {
     let id = checked_id(&id)?;
     who.allow(&state, &id, Op::Settings).await?;
-    if !who.is_owner() && (body.title.is_some() || body.pinned.is_some() || body.approval_policy.is_some()) {
+    if !who.is_owner()
+        && (body.title.is_some()
+            || body.pinned.is_some()
+            || body.approval_policy.is_some()
+            || body.auto_resume.is_some())
+    {
         return Err(Error::forbidden("forbidden", "An app or embedded chat may change only the model and provider."));
     }
-    let mut patch = ChatPatch::default();
+    let mut patch = ChatPatch { auto_resume: body.auto_resume, ..ChatPatch::default() };
     if let Some(title) = body.title {
         let title = title.trim();
         if title.is_empty() {
@@ -333,19 +343,29 @@ async fn update(
         }
         patch.settings.provider = Some(kind.id().to_owned());
     }
-    if let Some(model) = body.model {
-        let model = model.filter(|m| !m.trim().is_empty());
-        if model.as_ref().is_some_and(|m| m.len() > MAX_MODEL_BYTES || m.chars().any(char::is_whitespace)) {
-            return Err(Error::bad_request("invalid_model", "Model ids are short and have no spaces."));
+    if body.model.is_some() || body.effort.is_some() {
+        let asked = crate::agent::models::AgentPick {
+            model: body.model.clone().flatten(),
+            effort: body.effort.clone().flatten(),
         }
+        .checked()?;
         // Other agent settings (an app chat's system prompt) stay as they are.
         let current = db::chats::get(&state.db.read, &id).await?.and_then(|c| c.agent_settings);
         let mut settings: Map<String, Value> =
             current.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
-        match model {
-            Some(m) => settings.insert("model".into(), m.into()),
-            None => settings.remove("model"),
-        };
+        for (key, given, value) in
+            [("model", body.model.is_some(), asked.model), ("effort", body.effort.is_some(), asked.effort)]
+        {
+            match (given, value) {
+                (false, _) => {}
+                (true, Some(v)) => {
+                    settings.insert(key.into(), v.into());
+                }
+                (true, None) => {
+                    settings.remove(key);
+                }
+            }
+        }
         patch.settings.agent_settings = Some((!settings.is_empty()).then(|| Value::Object(settings).to_string()));
     }
     state.writer.call(|ack| WriteCommand::UpdateChat { chat_id: id, patch, ack }).await?;
@@ -373,6 +393,7 @@ async fn stop_turn(state: &AppState, chat_id: &ChatId) -> Result<StopResult> {
                 provider: None,
                 next_run_id: RunId::random(),
                 fix: None,
+                pause: None,
             };
             let outcome = state.writer.call(|ack| WriteCommand::FinishRun { finish, ack }).await?;
             Ok(StopResult { stopped: true, cleared_pending_cids: outcome.cleared })
@@ -390,6 +411,7 @@ async fn delete_chat(State(state): State<AppState>, _owner: Owner, Path(id): Pat
     if state.agents.turns.get(&id).is_some() {
         stop_turn(&state, &id).await?;
     }
+    state.agents.warm.retire(&id);
     state.writer.call(|ack| WriteCommand::DeleteChat { chat_id: id, ack }).await?;
     Ok(crate::api::no_content())
 }
@@ -690,4 +712,143 @@ async fn runs(
     let id = checked_id(&id)?;
     who.allow(&state, &id, Op::Read).await?;
     Ok(Json(db::runs::runs(&state.db.read, &id, RUNS_LISTED).await?))
+}
+
+/// `GET /api/chats/{id}/usage`: what the chat's turns used in all.
+async fn usage(
+    State(state): State<AppState>,
+    who: ChatCaller,
+    Path(id): Path<String>,
+) -> Result<Json<db::usage::ChatUsage>> {
+    let id = checked_id(&id)?;
+    who.allow(&state, &id, Op::Read).await?;
+    Ok(Json(db::usage::chat_usage(&state.db.read, &id).await?))
+}
+
+/// Longest accepted switch id.
+const MAX_SWITCH_ID_CHARS: usize = 128;
+
+#[derive(Deserialize)]
+struct SwitchIn {
+    provider: String,
+    #[serde(default)]
+    agent_settings_json: Option<crate::agent::models::AgentPick>,
+    #[serde(default)]
+    switch_id: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct CompactIn {
+    #[serde(default)]
+    switch_id: Option<String>,
+}
+
+/// `POST /api/chats/{id}/provider-switch`: moves the chat to another provider, its
+/// conversation summarised (by the old provider, else from the transcript) to seed the new
+/// session.
+async fn provider_switch(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<SwitchIn>,
+) -> Result<Json<Value>> {
+    let id = checked_id(&id)?;
+    let to = ProviderKind::parse(&body.provider)
+        .ok_or_else(|| Error::bad_request("unknown_provider", "provider is \"claude\" or \"codex\"."))?;
+    let pick = body.agent_settings_json.unwrap_or_default().checked()?;
+    handoff(&state, &id, to, HandoffReason::Switch, Some(pick), body.switch_id).await
+}
+
+/// `POST /api/chats/{id}/compact` (the composer's `/compact`): the same handoff on the chat's
+/// own provider: a fresh session that starts from the summary.
+async fn compact(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>> {
+    let id = checked_id(&id)?;
+    // The original's bodyless route, or `{switch_id}`.
+    let body: CompactIn = if body.iter().all(u8::is_ascii_whitespace) {
+        CompactIn::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|_| Error::bad_request("invalid_json", "The body is empty or {\"switch_id\": \"…\"}."))?
+    };
+    let provider = turn::provider_for(&state.agents, &id).await?;
+    let switch_id = body.switch_id;
+    handoff(&state, &id, provider, HandoffReason::Compact, None, switch_id).await
+}
+
+async fn handoff(
+    state: &AppState,
+    chat_id: &ChatId,
+    to: ProviderKind,
+    reason: HandoffReason,
+    pick: Option<crate::agent::models::AgentPick>,
+    switch_id: Option<String>,
+) -> Result<Json<Value>> {
+    let switch_id = switch_id.unwrap_or_else(|| RunId::random().to_string());
+    if switch_id.is_empty() || switch_id.chars().count() > MAX_SWITCH_ID_CHARS {
+        return Err(Error::bad_request("invalid_switch_id", "switch_id is 1 to 128 characters."));
+    }
+    let chat = db::chats::get(&state.db.read, chat_id)
+        .await?
+        .filter(|c| c.deleted_at.is_none())
+        .ok_or(Domain::ChatNotFound)?;
+    let answer = |summary: &str, stored: bool, settings: Option<&str>| {
+        let pick = crate::agent::models::AgentPick::of_chat(settings);
+        Json(json!({
+            "ok": true, "protocol": "provider-switch-v1", "switch_id": switch_id, "summary": summary,
+            "stored": stored, "provider": to.id(), "agent_settings_json": pick, "effective": pick,
+        }))
+    };
+    // A retried switch is answered from the one it already made.
+    if chat.handoff_id.as_deref() == Some(switch_id.as_str()) {
+        return Ok(answer(chat.handoff.as_deref().unwrap_or_default(), false, chat.agent_settings.as_deref()));
+    }
+    if state.agents.turns.get(chat_id).is_some() {
+        return Err(Domain::ChatBusy.into());
+    }
+    if chat.pending_question_id.is_some() {
+        return Err(Domain::PendingQuestionOpen.into());
+    }
+    if !state.providers.status(to).connected {
+        return Err(Domain::ProviderNotConnected(Some(to.name())).into());
+    }
+    let from = chat.provider.as_deref().and_then(ProviderKind::parse);
+    let summary = crate::agent::handoff::summarize(
+        &state.db.read,
+        &state.providers,
+        &state.agents.sandbox,
+        &state.config.data_dir,
+        chat_id,
+        from,
+    )
+    .await?;
+    // The picks of the chat move along only on the same provider; a switch takes the new ones.
+    let mut settings: Map<String, Value> =
+        chat.agent_settings.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
+    if let Some(pick) = pick {
+        for (key, value) in [("model", pick.model), ("effort", pick.effort)] {
+            match value {
+                Some(v) => settings.insert(key.into(), v.into()),
+                None => settings.remove(key),
+            };
+        }
+    }
+    let agent_settings = (!settings.is_empty()).then(|| Value::Object(settings).to_string());
+    let card = crate::protocol::HandoffCard {
+        switch_id: switch_id.clone(),
+        from_provider: from,
+        to_provider: to,
+        reason,
+        summary: summary.text.clone(),
+        summarized_by: summary.source,
+    };
+    let stored_settings = agent_settings.clone();
+    state.writer.call(|ack| WriteCommand::Handoff { chat_id: chat_id.clone(), card, agent_settings, ack }).await?;
+    state.agents.warm.retire(chat_id);
+    tracing::info!(chat.id = %chat_id, to = to.id(), ?reason, "the chat's session was handed off");
+    Ok(answer(&summary.text, true, stored_settings.as_deref()))
 }

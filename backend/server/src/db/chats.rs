@@ -69,6 +69,16 @@ pub struct ChatRow {
     pub updated_at: i64,
     pub activity_at: i64,
     pub deleted_at: Option<i64>,
+    /// Continue by itself after a usage limit.
+    pub auto_resume: bool,
+    /// When a parked chat continues by itself (unix ms).
+    pub resume_at: Option<i64>,
+    /// Why it is parked: `usage_limit` or `restart`.
+    pub resume_reason: Option<String>,
+    /// The summary the next session starts from (after a provider switch or a compaction).
+    pub handoff: Option<String>,
+    /// The switch that wrote it.
+    pub handoff_id: Option<String>,
 }
 
 /// A chat row (deleted or not).
@@ -76,7 +86,7 @@ pub async fn get<'e, E: sqlx::SqliteExecutor<'e>>(executor: E, id: &str) -> Resu
     Ok(sqlx::query_as(
         "SELECT id, title, title_locked, provider, session_id, agent_settings, approval_policy, system_prompt_id,
                 allowed_tools, pending_question_id, last_seq, message_count, pinned_at, created_at, updated_at,
-                activity_at, deleted_at
+                activity_at, deleted_at, auto_resume, resume_at, resume_reason, handoff, handoff_id
          FROM chats WHERE id = ?",
     )
     .bind(id)
@@ -118,7 +128,8 @@ pub async fn page(pool: &SqlitePool, id: &str, limit: i64, before: Option<i64>) 
     let row: Option<PageRow> = sqlx::query_as(
         "SELECT c.id, c.title, c.title_locked, c.provider, c.session_id, c.agent_settings, c.approval_policy,
                 c.system_prompt_id, c.allowed_tools, c.pending_question_id, c.last_seq, c.message_count,
-                c.pinned_at, c.created_at, c.updated_at, c.activity_at, c.deleted_at,
+                c.pinned_at, c.created_at, c.updated_at, c.activity_at, c.deleted_at, c.auto_resume, c.resume_at,
+                c.resume_reason, c.handoff, c.handoff_id,
                 (SELECT r.id FROM chat_runs r WHERE r.chat_id = ?1 AND r.status = 'running') AS running_run,
                 l.run_id AS live_run, l.body AS live_body, l.upto_seq AS live_seq,
                 (SELECT '[' || coalesce(group_concat(p.body, ',' ORDER BY p.position), '') || ']'
@@ -289,6 +300,70 @@ pub async fn update_settings(conn: &mut SqliteConnection, chat_id: &str, s: &Cha
     .bind(&s.allowed_tools)
     .bind(s.pinned_at.is_some())
     .bind(s.pinned_at.flatten())
+    .bind(now)
+    .bind(chat_id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Parks a chat until `at` (unix ms) for `reason`, or (`None`) clears its park.
+pub async fn set_resume(conn: &mut SqliteConnection, chat_id: &str, park: Option<(i64, &str)>) -> Result<()> {
+    sqlx::query("UPDATE chats SET resume_at = ?, resume_reason = ? WHERE id = ?")
+        .bind(park.map(|(at, _)| at))
+        .bind(park.map(|(_, reason)| reason))
+        .bind(chat_id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Turns a chat's automatic continuation after usage limits on or off (off also clears a
+/// pending usage-limit park).
+pub async fn set_auto_resume(conn: &mut SqliteConnection, chat_id: &str, on: bool) -> Result<()> {
+    sqlx::query(
+        "UPDATE chats SET auto_resume = ?1,
+                resume_at = CASE WHEN ?1 = 0 AND resume_reason = 'usage_limit' THEN NULL ELSE resume_at END,
+                resume_reason = CASE WHEN ?1 = 0 AND resume_reason = 'usage_limit' THEN NULL ELSE resume_reason END
+         WHERE id = ?2",
+    )
+    .bind(on)
+    .bind(chat_id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The parked chat that continues first: `(chat_id, resume_at)`.
+pub async fn next_resume(pool: &SqlitePool) -> Result<Option<(String, i64)>> {
+    Ok(sqlx::query_as(
+        "SELECT id, resume_at FROM chats WHERE resume_at IS NOT NULL AND deleted_at IS NULL
+         ORDER BY resume_at LIMIT 1",
+    )
+    .fetch_optional(pool)
+    .await?)
+}
+
+/// Hands the chat's session off: `provider` from now on, no session (the next turn starts a
+/// new one, seeded with `summary`), the agent settings as given.
+pub async fn set_handoff(
+    conn: &mut SqliteConnection,
+    chat_id: &str,
+    provider: &str,
+    summary: &str,
+    switch_id: &str,
+    agent_settings: Option<&str>,
+    now: i64,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE chats SET provider = ?, session_id = NULL, handoff = ?, handoff_id = ?, agent_settings = ?,
+                updated_at = ?
+         WHERE id = ?",
+    )
+    .bind(provider)
+    .bind(summary)
+    .bind(switch_id)
+    .bind(agent_settings)
     .bind(now)
     .bind(chat_id)
     .execute(conn)

@@ -85,6 +85,17 @@ pub async fn message_by_cid(conn: &mut SqliteConnection, chat_id: &str, cid: &st
         .await?)
 }
 
+/// The cid of the chat's newest user message.
+pub async fn last_user_cid(conn: &mut SqliteConnection, chat_id: &str) -> Result<Option<String>> {
+    Ok(sqlx::query_scalar(
+        "SELECT cid FROM chat_messages WHERE chat_id = ? AND role = 'user' ORDER BY idx DESC LIMIT 1",
+    )
+    .bind(chat_id)
+    .fetch_optional(conn)
+    .await?
+    .flatten())
+}
+
 /// The newest transcript message containing the question `question_id`: `(idx, body)`.
 pub async fn message_with_question(
     conn: &mut SqliteConnection,

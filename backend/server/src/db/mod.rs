@@ -17,6 +17,7 @@ pub mod runs;
 pub mod schedules;
 pub mod search;
 pub mod uploads;
+pub mod usage;
 
 use std::path::Path;
 use std::str::FromStr;

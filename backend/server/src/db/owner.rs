@@ -64,6 +64,21 @@ pub async fn set_default_provider(conn: &mut SqliteConnection, provider: Option<
     Ok(())
 }
 
+/// The owner's default model and effort per provider (JSON, `agent::models::AgentDefaults`).
+pub async fn agent_defaults(pool: &SqlitePool) -> Result<Option<String>> {
+    Ok(sqlx::query_scalar("SELECT agent_defaults FROM owner WHERE id = 1").fetch_optional(pool).await?.flatten())
+}
+
+/// Sets the owner's default model and effort per provider.
+pub async fn set_agent_defaults(conn: &mut SqliteConnection, defaults: &str, now: i64) -> Result<()> {
+    sqlx::query("UPDATE owner SET agent_defaults = ?, updated_at = ? WHERE id = 1")
+        .bind(defaults)
+        .bind(now)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 /// The owner's default provider for new chats.
 pub async fn default_provider(pool: &SqlitePool) -> Result<Option<String>> {
     Ok(sqlx::query_scalar("SELECT default_provider FROM owner WHERE id = 1").fetch_optional(pool).await?.flatten())

@@ -38,7 +38,14 @@ pub struct ChatDetail<'a> {
     pub provider: Option<&'a str>,
     #[cfg_attr(test, ts(as = "super::ApprovalPolicy"))]
     pub approval_policy: &'a str,
+    /// The chat's own model (`None`: the owner's default for its provider, else the CLI's).
     pub model: Option<String>,
+    /// The chat's own effort level (`None`: as for `model`).
+    pub effort: Option<String>,
+    /// Continues by itself after a usage limit (the per-chat switch).
+    pub auto_resume: bool,
+    /// When the parked chat continues by itself (unix ms).
+    pub resume_at: Option<i64>,
     pub session_id: Option<&'a str>,
     /// Oldest first; on the newest page the running turn's live message is last (`live`).
     #[cfg_attr(test, ts(as = "Vec<Message>"))]

@@ -134,6 +134,11 @@ pub enum ChatEvent {
         message: Message,
         sealed: bool,
     },
+    /// The chat's session was handed off (a provider switch, a compaction): `message` (one
+    /// `handoff` block) joins the transcript.
+    Handoff {
+        message: Message,
+    },
     /// The run ended: the live message is now history.
     Done {
         run_id: RunId,
@@ -163,6 +168,9 @@ pub enum ChatEvent {
         resumable: Option<bool>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         fix: Option<ErrorFix>,
+        /// The turn is paused and continues by itself (a usage limit, a restart).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pause: Option<super::Pause>,
     },
     /// The CLI is retrying a failed model request (not part of the transcript).
     Retrying {
@@ -205,7 +213,7 @@ pub enum StreamControl {
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(untagged)]
 pub enum StreamEvent {
-    Journal(JournalEntry),
+    Journal(Box<JournalEntry>),
     Control(StreamControl),
 }
 

@@ -124,11 +124,16 @@ impl LiveMessage {
                     card.set_answers(answers);
                 }
             }
-            ChatEvent::Error { message, resumable, fix } => {
+            ChatEvent::Error { message, resumable, fix, pause } => {
                 if matches!(self.blocks.last(), Some(Block::Error { .. })) {
                     self.blocks.pop();
                 }
-                self.blocks.push(Block::Error { message: message.clone(), resumable: *resumable, fix: *fix });
+                self.blocks.push(Block::Error {
+                    message: message.clone(),
+                    resumable: *resumable,
+                    fix: *fix,
+                    pause: pause.clone(),
+                });
             }
             ChatEvent::UserMessage { .. }
             | ChatEvent::Retrying { .. }
@@ -136,6 +141,7 @@ impl LiveMessage {
             | ChatEvent::QueueChanged { .. }
             | ChatEvent::QueuedTurnStarting { .. }
             | ChatEvent::SteeredIntoTurn { .. }
+            | ChatEvent::Handoff { .. }
             | ChatEvent::Done { .. }
             | ChatEvent::ChatRenamed { .. }
             | ChatEvent::ChatDeleted

@@ -50,6 +50,9 @@ pub struct Message {
     /// Only on the chat detail: the running turn's assistant message, still being written.
     #[serde(default, skip_serializing_if = "is_false")]
     pub live: bool,
+    /// What the turn used (on a turn's last assistant message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Box<super::RunUsage>>,
 }
 
 /// One piece of an assistant message, in order.
@@ -81,7 +84,49 @@ pub enum Block {
         /// What the owner must do first (a retry cannot work until then).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         fix: Option<ErrorFix>,
+        /// The turn is paused and continues by itself (a usage limit, a restart).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pause: Option<super::Pause>,
     },
+    /// The marker of a provider switch or a compaction: the conversation so far, summarised,
+    /// seeds the next session.
+    Handoff(HandoffCard),
+}
+
+/// A provider switch or a compaction, as the transcript shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct HandoffCard {
+    /// The client's id of the switch (a retry with it is answered from the stored one).
+    pub switch_id: String,
+    pub from_provider: Option<super::ProviderKind>,
+    pub to_provider: super::ProviderKind,
+    /// `switch` (another provider) or `compact` (the same one, a fresh session).
+    pub reason: HandoffReason,
+    /// The summary the next session starts from.
+    pub summary: String,
+    /// Who wrote it: the old provider, or the server from the transcript.
+    pub summarized_by: HandoffSource,
+}
+
+/// Why a chat's session was handed off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum HandoffReason {
+    Switch,
+    Compact,
+}
+
+/// Who wrote a handoff summary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum HandoffSource {
+    /// The provider the chat ran on.
+    Provider,
+    /// The server, from the transcript (the provider could not be asked).
+    Transcript,
 }
 
 /// What an error asks of the owner before anything can work again.
@@ -293,6 +338,7 @@ impl Message {
             attachments: None,
             agent_context: None,
             live: false,
+            usage: None,
         }
     }
 
@@ -358,6 +404,7 @@ impl Message {
             attachments: message.get("attachments").and_then(Value::as_array).cloned(),
             agent_context: text("agent_context"),
             live: false,
+            usage: None,
         })
     }
 }
@@ -404,6 +451,7 @@ impl UserInput {
             attachments: self.attachments.clone(),
             agent_context: self.agent_context.clone(),
             live: false,
+            usage: None,
         }
     }
 }

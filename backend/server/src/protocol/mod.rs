@@ -17,6 +17,7 @@ mod message;
 mod notice;
 #[cfg(test)]
 mod typescript;
+mod usage;
 
 use serde::{Deserialize, Serialize};
 
@@ -25,10 +26,12 @@ pub use event::{ChatEvent, JournalEntry, RunStatus, StreamControl, StreamEvent, 
 pub use ids::{ChatId, Cid, MAX_CHAT_ID_BYTES, MAX_CID_CHARS, QuestionId, RunId};
 pub use live::LiveMessage;
 pub use message::{
-    Answers, ApprovalAnswers, Attachment, Block, Card, Choice, Choices, Decision, ErrorFix, InvalidMessage, Message,
-    QuestionCard, QuestionItem, QuestionOption, Role, ToolBlock, ToolStatus, UserInput,
+    Answers, ApprovalAnswers, Attachment, Block, Card, Choice, Choices, Decision, ErrorFix, HandoffCard, HandoffReason,
+    HandoffSource, InvalidMessage, Message, QuestionCard, QuestionItem, QuestionOption, Role, ToolBlock, ToolStatus,
+    UserInput,
 };
 pub use notice::{NotificationAction, NotificationItem, NotificationKind, PushPayload};
+pub use usage::{Pause, PauseKind, PlanWindow, RunUsage};
 
 /// Which CLI runs a chat.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

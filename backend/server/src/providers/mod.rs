@@ -21,10 +21,13 @@ pub use routes::router;
 
 use crate::agent::claude::Claude;
 use crate::agent::codex::Codex;
+use crate::agent::models::ModelInfo;
 use crate::agent::{AgentProvider, ProviderKind};
 use crate::config::Config;
 use crate::error::{Domain, Error, Result};
 
+/// A CLI's model list is asked again after this long.
+const MODEL_LIST_CACHE: Duration = Duration::from_secs(300);
 /// `--version` answers are cached this long.
 const VERSION_CACHE: Duration = Duration::from_secs(300);
 /// Longest wait for a CLI's `--version` or `login`.
@@ -57,6 +60,14 @@ pub struct DeviceLogin {
     pub error: Option<String>,
 }
 
+/// The files under `cli-auth/<provider>/` that hold its credentials.
+fn credential_files(kind: ProviderKind) -> &'static [&'static str] {
+    match kind {
+        ProviderKind::Claude => &["mobius-api-key", ".credentials.json"],
+        ProviderKind::Codex => &["auth.json"],
+    }
+}
+
 /// The agent CLIs and their credentials.
 pub struct Providers {
     claude: Claude,
@@ -69,6 +80,10 @@ pub struct Providers {
     pub(crate) oauth: oauth::ClaudeOAuth,
     device: Arc<Mutex<Option<DeviceLogin>>>,
     versions: Mutex<Option<(Instant, [Option<String>; 2])>>,
+    /// Codex's model list as its CLI last gave it.
+    codex_models: tokio::sync::Mutex<Option<(Instant, Vec<ModelInfo>)>>,
+    /// The memory ceiling of agent processes.
+    memory: crate::agent::ceiling::MemoryCeiling,
 }
 
 impl std::fmt::Debug for Providers {
@@ -81,8 +96,17 @@ impl Providers {
     /// Providers over `data_dir` (absolute); `api_url` is how agents reach this server.
     pub fn new(config: &Config, data_dir: &Path, api_url: String) -> Self {
         Self {
-            claude: Claude { bin: config.claude_bin.clone(), start_timeout: config.agent_start_timeout },
-            codex: Codex { bin: config.codex_bin.clone(), start_timeout: config.agent_start_timeout },
+            claude: Claude {
+                bin: config.claude_bin.clone(),
+                start_timeout: config.agent_start_timeout,
+                output_max: config.agent_output_max,
+            },
+            codex: Codex {
+                bin: config.codex_bin.clone(),
+                start_timeout: config.agent_start_timeout,
+                output_max: config.agent_output_max,
+            },
+            memory: crate::agent::ceiling::MemoryCeiling::detect(config.agent_memory_max),
             data_dir: data_dir.to_path_buf(),
             api_url,
             claude_base_url: config.claude_base_url.clone(),
@@ -91,6 +115,7 @@ impl Providers {
             oauth: oauth::ClaudeOAuth::new(config),
             device: Arc::new(Mutex::new(None)),
             versions: Mutex::new(None),
+            codex_models: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -105,6 +130,16 @@ impl Providers {
             ProviderKind::Claude => &self.claude,
             ProviderKind::Codex => &self.codex,
         }
+    }
+
+    /// The memory ceiling agent processes are held to.
+    pub fn memory(&self) -> &crate::agent::ceiling::MemoryCeiling {
+        &self.memory
+    }
+
+    /// Most stdout bytes one turn of a CLI may produce.
+    pub fn output_max(&self) -> u64 {
+        self.claude.output_max
     }
 
     /// The CLI binary of `kind`.
@@ -245,6 +280,43 @@ impl Providers {
         Ok(env)
     }
 
+    /// The models of `kind`: Claude's maintained list; Codex's from its CLI (`model/list`),
+    /// asked at most every [`MODEL_LIST_CACHE`] (one ask at a time), else its fallback list.
+    pub async fn models(&self, kind: ProviderKind) -> Vec<ModelInfo> {
+        match kind {
+            ProviderKind::Claude => crate::agent::claude::models(),
+            ProviderKind::Codex => {
+                let mut cached = self.codex_models.lock().await;
+                if let Some((at, list)) = cached.as_ref()
+                    && at.elapsed() < MODEL_LIST_CACHE
+                {
+                    return list.clone();
+                }
+                let list = match self.ask_codex_models().await {
+                    Ok(list) if !list.is_empty() => list,
+                    Ok(_) => crate::agent::codex::fallback_models(),
+                    Err(e) => {
+                        tracing::info!(error = %e, "Codex could not list its models; offering the fallback list");
+                        crate::agent::codex::fallback_models()
+                    }
+                };
+                *cached = Some((Instant::now(), list.clone()));
+                list
+            }
+        }
+    }
+
+    async fn ask_codex_models(&self) -> Result<Vec<ModelInfo>> {
+        let home = self.auth_dir(ProviderKind::Codex)?;
+        let s = |p: &Path| p.display().to_string();
+        let env = vec![
+            ("PATH".to_owned(), std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into())),
+            ("HOME".to_owned(), s(&home)),
+            ("CODEX_HOME".to_owned(), s(&home)),
+        ];
+        crate::agent::codex::list_models(&self.codex.bin, &home, &env).await
+    }
+
     /// Installed CLI versions (`None` when missing), cached for a few minutes.
     pub async fn versions(&self) -> [Option<String>; 2] {
         if let Some((at, v)) = self.versions.lock().unwrap_or_else(|p| p.into_inner()).clone()
@@ -349,14 +421,24 @@ impl Providers {
         Ok(())
     }
 
+    /// The credential files of `kind` as they are now (size and modification time): a change
+    /// retires the processes kept with the old ones (`agent/warm.rs`).
+    pub fn credentials_stamp(&self, kind: ProviderKind) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let dir = self.data_dir.join("cli-auth").join(kind.id());
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        for file in credential_files(kind) {
+            let meta = std::fs::metadata(dir.join(file)).ok();
+            meta.as_ref().map(std::fs::Metadata::len).hash(&mut hasher);
+            meta.and_then(|m| m.modified().ok()).hash(&mut hasher);
+        }
+        hasher.finish()
+    }
+
     /// Forgets the credentials of `kind`.
     pub fn disconnect(&self, kind: ProviderKind) -> Result<()> {
         let dir = self.auth_dir(kind)?;
-        let files: &[&str] = match kind {
-            ProviderKind::Claude => &["mobius-api-key", ".credentials.json"],
-            ProviderKind::Codex => &["auth.json"],
-        };
-        for file in files {
+        for file in credential_files(kind) {
             match std::fs::remove_file(dir.join(file)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::agent::ProviderKind;
+use crate::agent::models::AgentDefaults;
 use crate::api::ApiJson;
 use crate::auth::Owner;
 use crate::error::{Error, Result};
@@ -27,6 +28,7 @@ pub fn router() -> Router<AppState> {
         .route("/providers/{id}", delete(disconnect))
         .route("/models", get(models))
         .route("/settings", get(settings).post(update_settings))
+        .route("/settings/provider-usage/{id}", get(provider_usage))
 }
 
 fn kind(id: &str) -> Result<ProviderKind> {
@@ -65,6 +67,7 @@ async fn api_key(
 ) -> Result<Json<Value>> {
     let k = kind(&id)?;
     let verdict = state.providers.set_api_key(k, &body.api_key).await?;
+    state.agents.warm.retire_provider(k);
     tracing::info!(provider = k.id(), check = ?verdict, "provider connected with an API key");
     Ok(Json(match verdict {
         KeyCheck::Unknown(why) => json!({
@@ -79,6 +82,7 @@ async fn api_key(
 async fn disconnect(State(state): State<AppState>, _owner: Owner, Path(id): Path<String>) -> Result<Json<Value>> {
     let k = kind(&id)?;
     state.providers.disconnect(k)?;
+    state.agents.warm.retire_provider(k);
     tracing::info!(provider = k.id(), "provider disconnected");
     Ok(Json(json!({ "ok": true })))
 }
@@ -99,6 +103,7 @@ async fn claude_code(
 ) -> Result<Json<Value>> {
     let dir = state.providers.auth_dir(ProviderKind::Claude)?;
     state.providers.oauth.finish(&body.code, &dir).await?;
+    state.agents.warm.retire_provider(ProviderKind::Claude);
     tracing::info!("Claude connected with OAuth");
     Ok(Json(json!({ "ok": true })))
 }
@@ -113,35 +118,35 @@ async fn codex_status(State(state): State<AppState>, _owner: Owner) -> Json<Valu
     Json(json!({ "status": login.status, "error": login.error }))
 }
 
-async fn models(_who: crate::chats::access::ChatCaller) -> Json<Value> {
-    Json(json!({ "providers": {
-        "claude": [
-            { "id": null, "label": "Default" },
-            { "id": "opus", "label": "Claude Opus" },
-            { "id": "sonnet", "label": "Claude Sonnet" },
-            { "id": "haiku", "label": "Claude Haiku" },
-        ],
-        "codex": [
-            { "id": null, "label": "Default" },
-            { "id": "gpt-5.5", "label": "GPT-5.5" },
-        ],
-    }}))
+async fn models(State(state): State<AppState>, _who: crate::chats::access::ChatCaller) -> Json<Value> {
+    let (claude, codex) =
+        tokio::join!(state.providers.models(ProviderKind::Claude), state.providers.models(ProviderKind::Codex));
+    Json(json!({ "providers": { "claude": claude, "codex": codex } }))
 }
 
 async fn settings(State(state): State<AppState>, _owner: Owner) -> Result<Json<Value>> {
     let [claude_version, codex_version] = state.providers.versions().await;
     let default = state.providers.default_provider(&state.db.read).await?.map(ProviderKind::id);
+    let defaults = AgentDefaults::parse(crate::db::owner::agent_defaults(&state.db.read).await?.as_deref());
     Ok(Json(json!({
         "default_provider": default,
         "claude_version": claude_version,
         "codex_version": codex_version,
         "sandbox": state.agents.sandbox.state(),
+        "agent_defaults": defaults,
+        "warm": state.agents.warm.state(),
+        "agent_limits": {
+            "memory": state.providers.memory().state(),
+            "output_max_bytes": state.providers.output_max(),
+        },
     })))
 }
 
 #[derive(Deserialize)]
 struct SettingsIn {
     default_provider: Option<String>,
+    /// The default model and effort per provider (replaces what was stored).
+    agent_defaults: Option<AgentDefaults>,
 }
 
 async fn update_settings(
@@ -149,10 +154,32 @@ async fn update_settings(
     _owner: Owner,
     ApiJson(body): ApiJson<SettingsIn>,
 ) -> Result<Json<Value>> {
-    let provider = match body.default_provider.as_deref() {
+    let provider = body.default_provider.as_deref().map(kind).transpose()?;
+    let defaults = match body.agent_defaults {
+        Some(d) => Some(serde_json::to_string(&d.checked()?).map_err(|e| Error::Internal(e.to_string()))?),
         None => None,
-        Some(id) => Some(kind(id)?),
     };
-    state.writer.call(|ack| WriteCommand::SetDefaultProvider { provider, ack }).await?;
+    if let Some(defaults) = defaults {
+        state.writer.call(|ack| WriteCommand::SetAgentDefaults { defaults, ack }).await?;
+    }
+    if let Some(provider) = provider {
+        state.writer.call(|ack| WriteCommand::SetDefaultProvider { provider: Some(provider), ack }).await?;
+    }
     Ok(Json(json!({ "ok": true })))
+}
+
+/// `GET /api/settings/provider-usage/{id}`: the plan's windows as the provider's CLI last
+/// reported them (empty until a turn ran on a plan that reports them).
+async fn provider_usage(
+    State(state): State<AppState>,
+    _who: crate::chats::access::ChatCaller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>> {
+    let k = kind(&id)?;
+    let stored = crate::db::usage::limits(&state.db.read, k.id()).await?;
+    let (windows, updated_at) = match stored {
+        Some((windows, at)) => (serde_json::from_str::<Value>(&windows).unwrap_or(Value::Array(Vec::new())), Some(at)),
+        None => (Value::Array(Vec::new()), None),
+    };
+    Ok(Json(json!({ "provider": k.id(), "windows": windows, "updated_at": updated_at })))
 }

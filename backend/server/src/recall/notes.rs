@@ -265,7 +265,7 @@ fn note_input(previous: &str, transcript: &str) -> String {
 
 /// The new messages as `Owner:` / `Agent:` paragraphs, within [`MAX_NOTE_INPUT_CHARS`]: the
 /// first message (what the chat is about) and as many of the latest as fit.
-fn render(lines: &[db::notes::Line]) -> String {
+pub(crate) fn render(lines: &[db::notes::Line]) -> String {
     let para = |l: &db::notes::Line| {
         let who = if l.role == "user" { "Owner" } else { "Agent" };
         format!("{who}: {}", cut_chars(l.text.trim(), MAX_LINE_CHARS))

@@ -125,6 +125,7 @@ async fn execute(
         &env,
         Some(&crate::agent::agent_pid_dir(&data_dir)),
         rules,
+        ctx.agents.providers.memory().prepare(),
     )
     .map_err(|e| format!("The job {job_name} could not be started: {e}"))?;
     let logs = data_dir.join(LOG_DIR).join(schedule.id.to_string());

@@ -121,19 +121,27 @@ impl Actor {
                 broken = Some(e);
             }
         }
+        let mut disk_full = batch.disk_full;
         let committed = match broken {
             None => match self.exec("COMMIT").await {
                 Ok(()) => true,
                 Err(e) => {
+                    disk_full |= e.is_disk_full();
                     error!(error = %e, "writer commit failed; rolling the batch back");
                     false
                 }
             },
             Some(e) => {
+                disk_full |= e.is_disk_full();
                 error!(error = %e, "writer transaction broke; rolling the batch back");
                 false
             }
         };
+        if disk_full && !self.stats.disk_full.swap(true, Ordering::Relaxed) {
+            error!("the disk is full: writes fail until space is freed");
+        } else if committed && !disk_full && self.stats.disk_full.swap(false, Ordering::Relaxed) {
+            tracing::info!("writes succeed again: the disk has room");
+        }
         if !committed {
             let _ = self.exec("ROLLBACK").await;
         } else {
@@ -194,6 +202,8 @@ impl Actor {
                 | WriteCommand::RememberDevice { .. }
                 | WriteCommand::PinPrompt { .. }
                 | WriteCommand::SetDefaultProvider { .. }
+                | WriteCommand::SetAgentDefaults { .. }
+                | WriteCommand::RecordLimits { .. }
                 | WriteCommand::SetMemoryEnabled { .. }
                 | WriteCommand::AppReserve { .. }
                 | WriteCommand::AppRecordApply { .. }
@@ -279,7 +289,7 @@ impl Actor {
                 let result = super::chat::emit(&mut self.conn, batch, &chat_id, run_id.as_ref(), events).await;
                 match ack {
                     Some(ack) => finish(batch, ack, result),
-                    None => result.is_ok(),
+                    None => batch.noted(&result),
                 }
             }
             WriteCommand::StartRun { run, ack } => {
@@ -364,8 +374,19 @@ impl Actor {
                 let result = db::uploads::delete(&mut self.conn, &chat_id, kind, &name).await;
                 finish(batch, ack, result)
             }
-            WriteCommand::ReconcileStartup { ack } => {
-                let result = super::chat::reconcile_startup(&mut self.conn, batch).await;
+            WriteCommand::ReconcileStartup { resume, ack } => {
+                let result = super::chat::reconcile_startup(&mut self.conn, batch, &resume).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::Handoff { chat_id, card, agent_settings, ack } => {
+                let result = super::chat::handoff(&mut self.conn, batch, &chat_id, card, agent_settings).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::Resume { chat_id, run_id, now, start, ack } => {
+                let result = super::chat::resume(&mut self.conn, batch, &chat_id, run_id, now, start).await;
+                if matches!(result, Ok(Some(_))) {
+                    self.pending.remove(&chat_id);
+                }
                 finish(batch, ack, result)
             }
             WriteCommand::PinPrompt { chat_id, id, content, ack } => {
@@ -382,6 +403,13 @@ impl Actor {
             }
             WriteCommand::SetDefaultProvider { provider, ack } => {
                 let result = db::owner::set_default_provider(&mut self.conn, provider.map(|p| p.id()), now_ms()).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::RecordLimits { provider, windows } => {
+                db::usage::set_limits(&mut self.conn, provider.id(), &windows, now_ms()).await.is_ok()
+            }
+            WriteCommand::SetAgentDefaults { defaults, ack } => {
+                let result = db::owner::set_agent_defaults(&mut self.conn, &defaults, now_ms()).await;
                 finish(batch, ack, result)
             }
             WriteCommand::AppReserve { slug, name, nonce, ack } => {
@@ -496,6 +524,9 @@ impl Actor {
         match db::runs::update_live(&mut self.conn, chat_id, &p.run_id, &p.body, p.upto_seq, now_ms()).await {
             Ok(_) => true,
             Err(e) => {
+                if e.is_disk_full() {
+                    self.stats.disk_full.store(true, Ordering::Relaxed);
+                }
                 warn!(error = %e, "live snapshot write failed");
                 false
             }
@@ -519,6 +550,9 @@ impl Actor {
             self.write_snapshot(&chat, now).await;
         }
         if let Err(e) = self.exec("COMMIT").await {
+            if e.is_disk_full() {
+                self.stats.disk_full.store(true, Ordering::Relaxed);
+            }
             error!(error = %e, "snapshot flush commit failed");
             let _ = self.exec("ROLLBACK").await;
         } else {
@@ -580,6 +614,7 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         | WriteCommand::DeleteChat { ack, .. }
         | WriteCommand::RecoverChat { ack, .. }
         | WriteCommand::SetDefaultProvider { ack, .. }
+        | WriteCommand::SetAgentDefaults { ack, .. }
         | WriteCommand::SetMemoryEnabled { ack, .. } => batch.complete(ack, err()),
         WriteCommand::SetNote { ack, .. } => batch.complete(ack, err()),
         WriteCommand::FinishRun { ack, .. } => batch.complete(ack, err()),
@@ -587,7 +622,9 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         WriteCommand::PurgeDeleted { ack, .. } => batch.complete(ack, err()),
         WriteCommand::FileAdd { ack, .. } => batch.complete(ack, err()),
         WriteCommand::FileRemove { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::ReconcileStartup { ack } => batch.complete(ack, err()),
+        WriteCommand::ReconcileStartup { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::Resume { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::Handoff { ack, .. } => batch.complete(ack, err()),
         WriteCommand::ClearQueue { ack, .. } => batch.complete(ack, err()),
         WriteCommand::PinPrompt { ack, .. } => batch.complete(ack, err()),
         WriteCommand::AppReserve { ack, .. } => batch.complete(ack, err()),
@@ -613,6 +650,7 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         | WriteCommand::SnapshotLive(_)
         | WriteCommand::Shutdown(_)
         | WriteCommand::RecordSession { .. }
+        | WriteCommand::RecordLimits { .. }
         | WriteCommand::StashToolOutput { .. } => {}
     }
 }

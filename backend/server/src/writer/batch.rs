@@ -23,11 +23,14 @@ pub(super) struct Batch {
     pub(super) list_changed: bool,
     /// A command changed a schedule, or what decides whether one is due (its app or chat).
     pub(super) schedules_changed: bool,
+    /// A command failed because the disk is full.
+    pub(super) disk_full: bool,
 }
 
 impl Batch {
     /// Queues `ack` to receive `result` once the batch is committed (or not).
     pub(super) fn complete<T: Send + 'static>(&mut self, ack: Ack<T>, result: Result<T>) {
+        self.disk_full |= result.as_ref().is_err_and(Error::is_disk_full);
         self.completions.push(Box::new(move |committed| {
             let outcome = match result {
                 Ok(value) if committed => Ok(value),
@@ -45,6 +48,12 @@ impl Batch {
         db::journal::insert(conn, chat_id, seq, &data, now_ms()).await?;
         self.events.push((Arc::from(chat_id), Arc::new(JournalEvent { seq, data: Arc::from(data) })));
         Ok(seq)
+    }
+
+    /// Notes a fire-and-forget command's result (nobody waits for it, but a full disk counts).
+    pub(super) fn noted<T>(&mut self, result: &Result<T>) -> bool {
+        self.disk_full |= result.as_ref().is_err_and(Error::is_disk_full);
+        result.is_ok()
     }
 
     /// Queues a shell-wide system event for after the commit.

@@ -9,8 +9,8 @@ use super::commands::{ChatCreated, ChatPatch, FinishOutcome, FinishRun, NewChat,
 use crate::db::{self, now_ms};
 use crate::error::{Domain, Error, Result};
 use crate::protocol::{
-    Answers, Block, ChatEvent, ChatId, Cid, JournalEntry, LiveMessage, Message, QuestionCard, QuestionId, Role, RunId,
-    RunStatus, SystemEvent, TokenCounts, ToolStatus, UserInput,
+    Answers, Block, ChatEvent, ChatId, Cid, HandoffCard, JournalEntry, LiveMessage, Message, Pause, PauseKind,
+    ProviderKind, QuestionCard, QuestionId, Role, RunId, RunStatus, SystemEvent, TokenCounts, ToolStatus, UserInput,
 };
 
 /// Longest title taken from a chat's first message, in characters.
@@ -125,6 +125,8 @@ pub(super) async fn start_run(conn: &mut SqliteConnection, batch: &mut Batch, ru
         Err(e) if e.is_unique_violation() => return Err(Domain::ChatBusy.into()),
         other => other?,
     }
+    // A turn that starts (the owner sent, or the chat continued) ends any park.
+    db::chats::set_resume(conn, &run.chat_id, None).await?;
     let live = encode(&Message::assistant(now, Vec::new()))?;
     let head = db::journal::head_seq(conn, &run.chat_id).await?.ok_or(Domain::ChatNotFound)?;
     db::runs::replace_live(conn, &run.chat_id, &run.run_id, &live, head, now).await?;
@@ -399,6 +401,14 @@ pub(super) async fn finish_run(
     };
     if let Some(mut body) = body {
         body.run_id = Some(finish.run_id.clone());
+        let used = crate::protocol::RunUsage {
+            input_tokens: finish.end.input_tokens,
+            output_tokens: finish.end.output_tokens,
+            cache_read_tokens: finish.end.cache_read_tokens,
+            cache_write_tokens: finish.end.cache_write_tokens,
+            cost_usd: finish.end.cost_usd,
+        };
+        body.usage = (!used.is_empty()).then(|| Box::new(used));
         store(conn, chat_id, &body).await?;
     }
     db::runs::delete_live(conn, chat_id).await?;
@@ -411,9 +421,16 @@ pub(super) async fn finish_run(
     db::chats::set_pending_question(conn, chat_id, None).await?;
     db::chats::touch_activity(conn, chat_id, now).await?;
     if let Some(message) = &end.error {
-        let event =
-            ChatEvent::Error { message: message.clone(), resumable: Some(finish.fix.is_none()), fix: finish.fix };
+        let event = ChatEvent::Error {
+            message: message.clone(),
+            resumable: Some(finish.fix.is_none()),
+            fix: finish.fix,
+            pause: finish.pause.clone(),
+        };
         batch.emit(conn, chat_id, event).await?;
+    }
+    if let Some(at) = finish.pause.as_ref().and_then(|p| p.resumes_at) {
+        db::chats::set_resume(conn, chat_id, Some((at, RESUME_USAGE_LIMIT))).await?;
     }
     let usage = TokenCounts {
         input_tokens: end.input_tokens,
@@ -433,6 +450,8 @@ pub(super) async fn finish_run(
     let queued = !db::queue::pending_list(conn, chat_id).await?.is_empty();
     match (finish.status, finish.provider) {
         (_, _) if !queued => {}
+        // A usage limit: the queue waits for the limit (sending it now would hit it again).
+        (_, _) if finish.pause.is_some() => {}
         (RunStatus::Stopped, _) => {
             outcome.cleared =
                 db::queue::take_pending(conn, chat_id).await?.into_iter().map(|(cid, _)| Cid::from(cid)).collect();
@@ -479,6 +498,9 @@ pub(super) async fn update_chat(
     if let Some((scope, label)) = &patch.scope {
         db::embeds::set_chat_scope(conn, chat_id, scope.as_deref(), label.as_deref()).await?;
     }
+    if let Some(on) = patch.auto_resume {
+        db::chats::set_auto_resume(conn, chat_id, on).await?;
+    }
     batch.system(SystemEvent::ChatUpdated { chat_id: chat_id.clone() });
     Ok(())
 }
@@ -516,12 +538,94 @@ pub(super) async fn recover_chat(
     Ok(())
 }
 
+/// A provider switch or a compaction: the marker message joins the transcript, and the
+/// chat's next turn starts a new session on `card.to_provider` seeded with the summary.
+pub(super) async fn handoff(
+    conn: &mut SqliteConnection,
+    batch: &mut Batch,
+    chat_id: &ChatId,
+    card: HandoffCard,
+    agent_settings: Option<String>,
+) -> Result<Message> {
+    let chat = live_chat(conn, chat_id).await?;
+    if db::runs::running_run(&mut *conn, chat_id).await?.is_some() {
+        return Err(Domain::ChatBusy.into());
+    }
+    if chat.pending_question_id.is_some() {
+        return Err(Domain::PendingQuestionOpen.into());
+    }
+    let now = now_ms();
+    let (to, summary, switch_id) = (card.to_provider, card.summary.clone(), card.switch_id.clone());
+    let message = Message::assistant(now, vec![Block::Handoff(card)]);
+    store(conn, chat_id, &message).await?;
+    db::chats::set_handoff(conn, chat_id, to.id(), &summary, &switch_id, agent_settings.as_deref(), now).await?;
+    db::chats::set_resume(conn, chat_id, None).await?;
+    db::chats::touch_activity(conn, chat_id, now).await?;
+    batch.emit(conn, chat_id, ChatEvent::Handoff { message: message.clone() }).await?;
+    batch.system(SystemEvent::ChatUpdated { chat_id: chat_id.clone() });
+    Ok(message)
+}
+
+/// Why a chat is parked (`chats.resume_reason`).
+pub const RESUME_USAGE_LIMIT: &str = "usage_limit";
+pub const RESUME_RESTART: &str = "restart";
+/// The hidden message's cid of a continuation after a restart (and a usage limit).
+const RESTART_CID_PREFIX: &str = "resume-restart-";
+const LIMIT_CID_PREFIX: &str = "resume-limit-";
+/// The note on a turn cut by a restart that continues by itself.
+const RESTART_NOTE: &str = "The server restarted during this turn; it continues by itself.";
+/// What the agent is told when a parked chat continues.
+const RESTART_CONTINUE: &str =
+    "The server restarted while you were working and your last turn was cut short. Continue where you left off.";
+const LIMIT_CONTINUE: &str = "The usage limit has reset. Continue where you left off.";
+
+/// The continuation of a parked chat whose time has come: a hidden message starts a run
+/// (with any queued messages before it, as a send would). Nothing when it is not due, was
+/// un-parked meanwhile, runs, waits on a question, or is gone.
+pub(super) async fn resume(
+    conn: &mut SqliteConnection,
+    batch: &mut Batch,
+    chat_id: &ChatId,
+    run_id: RunId,
+    now: i64,
+    start: bool,
+) -> Result<Option<Started>> {
+    let Some(chat) = db::chats::get(&mut *conn, chat_id).await? else { return Ok(None) };
+    let (Some(at), reason) = (chat.resume_at, chat.resume_reason.clone()) else { return Ok(None) };
+    if at > now {
+        return Ok(None);
+    }
+    db::chats::set_resume(conn, chat_id, None).await?;
+    if !start {
+        return Ok(None);
+    }
+    let provider = chat.provider.as_deref().and_then(ProviderKind::parse);
+    let running = db::runs::running_run(&mut *conn, chat_id).await?.is_some();
+    let (Some(provider), false, None, None) = (provider, running, &chat.pending_question_id, chat.deleted_at) else {
+        return Ok(None);
+    };
+    let (prefix, text) = match reason.as_deref() {
+        Some(RESUME_RESTART) => (RESTART_CID_PREFIX, RESTART_CONTINUE),
+        _ => (LIMIT_CID_PREFIX, LIMIT_CONTINUE),
+    };
+    let message = UserInput { hidden: true, ..UserInput::text(Cid::from(format!("{prefix}{at}")), text.to_owned()) };
+    let send = Send { chat_id: chat_id.clone(), message, run_id, provider, answering: None };
+    match self::send(conn, batch, send).await? {
+        SendOutcome::Started(started) => Ok(Some(started)),
+        _ => Ok(None),
+    }
+}
+
 /// Most journal events folded into an interrupted message at boot (the journal keeps fewer).
 const MAX_BOOT_FOLD_EVENTS: i64 = 10_000;
 
 /// Boot reconciliation of runs left `running` by a crash or kill: the live message — its last
 /// snapshot plus the journal's events after it — becomes the transcript's message.
-pub(super) async fn reconcile_startup(conn: &mut SqliteConnection, batch: &mut Batch) -> Result<Vec<ChatId>> {
+pub(super) async fn reconcile_startup(
+    conn: &mut SqliteConnection,
+    batch: &mut Batch,
+    resume: &[ProviderKind],
+) -> Result<Vec<ChatId>> {
     let mut chats = Vec::new();
     for (run_id, chat_id) in db::runs::all_running_runs(conn).await? {
         let (run_id, chat_id) = (RunId::from(run_id), ChatId::from(chat_id));
@@ -529,7 +633,28 @@ pub(super) async fn reconcile_startup(conn: &mut SqliteConnection, batch: &mut B
         let deleted = chat.as_ref().is_none_or(|c| c.deleted_at.is_some());
         let waiting = chat.as_ref().and_then(|c| c.pending_question_id.clone()).is_some();
         let now = now_ms();
-        let note = ChatEvent::Error { message: INTERRUPTED_NOTE.to_owned(), resumable: Some(true), fix: None };
+        // It continues by itself once: not when it waits on the owner, nor when the cut turn
+        // was itself the continuation after a restart.
+        let connected = chat.as_ref().and_then(|c| c.provider.as_deref()).and_then(ProviderKind::parse);
+        let resumes = !deleted
+            && !waiting
+            && connected.is_some_and(|p| resume.contains(&p))
+            && !db::messages::last_user_cid(conn, &chat_id)
+                .await?
+                .is_some_and(|cid| cid.starts_with(RESTART_CID_PREFIX));
+        let note = if resumes {
+            ChatEvent::Error {
+                message: RESTART_NOTE.to_owned(),
+                resumable: Some(true),
+                fix: None,
+                pause: Some(Pause { kind: PauseKind::Restart, resumes_at: Some(now) }),
+            }
+        } else {
+            ChatEvent::Error { message: INTERRUPTED_NOTE.to_owned(), resumable: Some(true), fix: None, pause: None }
+        };
+        if resumes {
+            db::chats::set_resume(conn, &chat_id, Some((now, RESUME_RESTART))).await?;
+        }
         if !deleted {
             let mut live = match db::runs::live_body(conn, &chat_id).await? {
                 Some((run, body)) if run_id == run.as_str() => {

@@ -9,7 +9,8 @@ use crate::db::chats::ChatSettings;
 use crate::db::runs::RunEnd;
 use crate::error::Result;
 use crate::protocol::{
-    Answers, ChatEvent, ChatId, Cid, Message, ProviderKind, QuestionCard, QuestionId, RunId, RunStatus, UserInput,
+    Answers, ChatEvent, ChatId, Cid, HandoffCard, Message, ProviderKind, QuestionCard, QuestionId, RunId, RunStatus,
+    UserInput,
 };
 
 /// A reply channel carried by a strict command.
@@ -28,6 +29,8 @@ pub struct WriterStats {
     pub snapshot_writes: AtomicU64,
     /// Idle checkpoints that truncated the WAL.
     pub checkpoints: AtomicU64,
+    /// The last writes failed because the disk is full (cleared by the next clean commit).
+    pub disk_full: std::sync::atomic::AtomicBool,
 }
 
 /// The latest state of a running turn's assistant message.
@@ -142,6 +145,9 @@ pub struct FinishRun {
     pub next_run_id: RunId,
     /// What the owner must fix before a retry can work (shown with the run's error).
     pub fix: Option<crate::protocol::ErrorFix>,
+    /// The run ended on a usage limit: the queue waits, and with `resumes_at` the chat is
+    /// parked until then (shown with the run's error).
+    pub pause: Option<crate::protocol::Pause>,
 }
 
 /// What ending a run led to.
@@ -160,6 +166,8 @@ pub struct ChatPatch {
     pub settings: ChatSettings,
     /// An app chat's `(scope, scope_label)`; `None` inside leaves that one alone.
     pub scope: Option<(Option<String>, Option<String>)>,
+    /// Continue by itself after a usage limit (off also drops a pending usage-limit park).
+    pub auto_resume: Option<bool>,
 }
 
 /// One write of the push module. Each answers a count (rows changed, or 1/0).
@@ -293,8 +301,17 @@ pub enum WriteCommand {
     FileAdd { file: crate::db::uploads::ChatFile, quota: u64, ack: Ack<()> },
     /// Forgets a chat file: whether there was one.
     FileRemove { chat_id: ChatId, kind: &'static str, name: String, ack: Ack<bool> },
-    /// Boot: runs still `running` become `interrupted`, their live messages merged.
-    ReconcileStartup { ack: Ack<Vec<ChatId>> },
+    /// Hands the chat's session off (a provider switch, a compaction): the marker message,
+    /// the provider, no session, the summary that seeds the next one, the agent settings (JSON,
+    /// replacing the chat's). Refused while a turn runs or a question waits.
+    Handoff { chat_id: ChatId, card: HandoffCard, agent_settings: Option<String>, ack: Ack<Message> },
+    /// Starts the continuation of a parked chat whose time has come (a hidden message): the
+    /// run, or `None` when there is nothing to continue (not due, running, deleted).
+    /// With `start` false the park is only cleared (the provider went away meanwhile).
+    Resume { chat_id: ChatId, run_id: RunId, now: i64, start: bool, ack: Ack<Option<Started>> },
+    /// Boot: runs still `running` become `interrupted`, their live messages merged; those of
+    /// chats on a provider in `resume` are parked to continue at once.
+    ReconcileStartup { resume: Vec<ProviderKind>, ack: Ack<Vec<ChatId>> },
     /// Stores a system prompt and pins it on the chat if it has none: `(id, content)`.
     PinPrompt { chat_id: ChatId, id: String, content: String, ack: Ack<(String, String)> },
     /// Stores a chat's note (and titles the chat from it): whether it was written.
@@ -303,6 +320,10 @@ pub enum WriteCommand {
     SetMemoryEnabled { on: bool, ack: Ack<()> },
     /// Sets the owner's default provider.
     SetDefaultProvider { provider: Option<ProviderKind>, ack: Ack<()> },
+    /// Stores the plan windows a provider's CLI reported (a JSON list of `PlanWindow`).
+    RecordLimits { provider: ProviderKind, windows: String },
+    /// Sets the owner's default model and effort per provider (`AgentDefaults` as JSON).
+    SetAgentDefaults { defaults: String, ack: Ack<()> },
     /// Reserves an id for a new app (hidden until it has a bundle).
     AppReserve { slug: String, name: String, nonce: String, ack: Ack<i64> },
     /// Records a successful apply and announces it (`created` for a first build).

@@ -81,6 +81,11 @@ impl WriterHandle {
         self.alive.load(Ordering::Acquire) && !self.tx.is_closed()
     }
 
+    /// True while writes fail because the disk is full.
+    pub fn disk_full(&self) -> bool {
+        self.stats.disk_full.load(Ordering::Relaxed)
+    }
+
     /// Live counters.
     pub fn stats(&self) -> &WriterStats {
         &self.stats

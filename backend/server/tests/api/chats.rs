@@ -475,31 +475,90 @@ async fn under_the_ask_policy_a_tool_waits_for_the_owner_and_a_denial_reaches_th
     assert!(detail["messages"][3].to_string().contains("allow"));
 }
 
+/// A Claude imitation that answers like [`fake_claude`] but holds its turn while
+/// `DATA_DIR/hold` exists.
+fn holding_claude(dir: &Path) -> PathBuf {
+    script(
+        dir,
+        "holding-claude",
+        r#"IFS= read -r init
+IFS= read -r user
+printf '{"type":"system","subtype":"init","session_id":"s-hold"}\n'
+printf '{"type":"assistant","message":{"id":"m0","content":[{"type":"text","text":"Working on it."}]},"session_id":"s-hold"}\n'
+while [ -f "$MOBIUS_DATA_DIR/hold" ]; do sleep 0.1; done
+printf '{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"finished"}]},"session_id":"s-hold"}\n'
+printf '{"type":"result","subtype":"success","is_error":false,"session_id":"s-hold","usage":{}}\n'
+cat >/dev/null"#,
+    )
+}
+
+/// Polls the chat's detail until `done` holds for it.
+async fn detail_when(app: &TestApp, token: &str, chat: &str, done: impl Fn(&Value) -> bool) -> Value {
+    for _ in 0..400 {
+        let detail = app.detail(token, chat).await;
+        if done(&detail) {
+            return detail;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the chat never got there: {}", app.detail(token, chat).await);
+}
+
 #[tokio::test]
-async fn a_server_killed_mid_turn_reopens_with_the_turn_interrupted_and_the_queue_kept() {
+async fn a_turn_cut_by_a_restart_continues_once_by_itself_with_its_queue() {
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
-    let bin = fake_claude(dir.path(), "30", 0);
+    let bin = holding_claude(dir.path());
     let env = [("MOBIUS_CLAUDE_BIN", bin.display().to_string()), ("MOBIUS_AGENT_SANDBOX", "off".to_owned())];
     let app = TestApp::spawn_process(dir, &env).await;
+    std::fs::write(app.data_dir().join("hold"), b"").expect("hold");
     let token = app.setup_owner().await;
     app.connect_claude(&token).await;
     app.chat(&token, "k").await;
     let mut stream = app.stream(&token, "k", None).await;
     app.send(&token, "k", "long job", "c1").await;
-    stream.until("run_started", 10).await;
+    stream.until("text_final", 10).await;
     assert_eq!(app.send(&token, "k", "next", "c2").await["status"], "queued");
     drop(stream);
+    let first_group = std::fs::read_dir(app.data_dir().join("run/agents")).expect("groups").count();
+    assert_eq!(first_group, 1);
+
+    // After the restart the cut turn is closed with a note and continues by itself, the
+    // queued message going first (its CLI holds again).
+    let dir = app.kill9();
+    let app = TestApp::spawn_process(dir, &env).await;
+    let detail = detail_when(&app, &token, "k", |d| d["running"] == true).await;
+    let interrupted = detail["messages"][1].to_string();
+    assert!(interrupted.contains("continues by itself") && interrupted.contains("restart"), "{interrupted}");
+    assert_eq!(detail["pending_messages"], json!([]));
+    let users: Vec<&Value> = detail["messages"].as_array().expect("m").iter().filter(|m| m["role"] == "user").collect();
+    assert_eq!(users.len(), 3, "{detail}");
+    assert_eq!(users[1]["cid"], "c2");
+    assert_eq!(users[2]["hidden"], true, "the continuation is a hidden message: {}", users[2]);
+    let runs: Value = app.get("/api/chats/k/runs", Some(&token)).await.json().await.expect("runs");
+    assert_eq!((runs[0]["status"].as_str(), runs[1]["status"].as_str()), (Some("running"), Some("interrupted")));
+    // The dead server's CLI is gone: one group, the continuation's (once its CLI started).
+    let groups = || std::fs::read_dir(app.data_dir().join("run/agents")).map(|d| d.count()).unwrap_or(0);
+    for _ in 0..400 {
+        if groups() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(groups(), 1);
+
+    // Cut again: it continued once already, so now it waits for the owner.
     let dir = app.kill9();
     let app = TestApp::spawn_process(dir, &env).await;
     let detail = app.detail(&token, "k").await;
     assert_eq!(detail["running"], false);
-    assert!(detail["messages"][1].to_string().contains("interrupted"));
-    assert_eq!(detail["pending_messages"][0]["cid"], "c2");
-    let runs: Value = app.get("/api/chats/k/runs", Some(&token)).await.json().await.expect("runs");
-    assert_eq!(runs[0]["status"], "interrupted");
-    // The orphaned fake CLI of the dead server is gone too.
-    let orphans = std::fs::read_dir(app.data_dir().join("run/agents")).map(|d| d.count()).unwrap_or(0);
-    assert_eq!(orphans, 0);
+    assert_eq!(detail["resume_at"], Value::Null);
+    let last = detail["messages"].as_array().and_then(|m| m.last()).expect("last").to_string();
+    assert!(last.contains("interrupted when Möbius restarted"), "{last}");
+    std::fs::remove_file(app.data_dir().join("hold")).expect("release");
+    let mut stream = app.stream(&token, "k", None).await;
+    assert_eq!(app.send(&token, "k", "carry on", "c3").await["status"], "started");
+    let done = stream.until("done", 10).await;
+    assert_eq!(done.last().expect("done").data["status"], "completed");
 }
 
 #[tokio::test]

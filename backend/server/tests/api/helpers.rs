@@ -424,10 +424,21 @@ pub fn fold_transcript(events: &[mobius::protocol::JournalEntry]) -> Vec<mobius:
                 upsert(&mut rows, message);
                 live = Some((run_id.clone(), LiveMessage::new(message.ts)));
             }
-            ChatEvent::Done { status, .. } => {
+            ChatEvent::Done { status, usage, cost_usd, .. } => {
                 if let Some((run, message)) = live.take() {
                     let tools = if *status == RunStatus::Stopped { ToolStatus::Stopped } else { ToolStatus::Done };
-                    seal(&mut rows, run, message, tools);
+                    seal(&mut rows, run.clone(), message, tools);
+                    // The reply carries what its turn used.
+                    let used = mobius::protocol::RunUsage {
+                        input_tokens: usage.input_tokens,
+                        output_tokens: usage.output_tokens,
+                        cache_read_tokens: usage.cache_read_tokens,
+                        cache_write_tokens: usage.cache_write_tokens,
+                        cost_usd: *cost_usd,
+                    };
+                    if let Some(last) = rows.last_mut().filter(|m| m.run_id.as_ref() == Some(&run)) {
+                        last.usage = (!used.is_empty()).then(|| Box::new(used));
+                    }
                 }
             }
             ChatEvent::AnswersApplied { question_id, answers } if live.is_none() => {

@@ -16,6 +16,7 @@ mod platform;
 mod providers;
 mod push;
 mod release_db;
+mod runtime;
 mod schedules;
 mod search;
 mod storage;

@@ -39,12 +39,13 @@ const CHATS: [&str; 8] = [
     "stop-codex",
 ];
 
-/// Assistant rows without their dates: rows written before `run_started` carried its `ts`
-/// cannot be dated from the journal.
+/// Assistant rows without their dates and usage: rows written before `run_started` carried its
+/// `ts` cannot be dated from the journal, and rows written before replies carried their usage
+/// have none (their `done` events do).
 fn undated(messages: Vec<Message>) -> Vec<Message> {
     messages
         .into_iter()
-        .map(|m| if m.role == mobius::protocol::Role::Assistant { Message { ts: 0, ..m } } else { m })
+        .map(|m| if m.role == mobius::protocol::Role::Assistant { Message { ts: 0, usage: None, ..m } } else { m })
         .collect()
 }
 

@@ -316,7 +316,8 @@ async fn an_interrupted_turn_keeps_what_streamed_after_its_last_snapshot() {
     ])
     .await
     .expect("emit");
-    let interrupted = f.writer.call(|ack| WriteCommand::ReconcileStartup { ack }).await.expect("reconcile");
+    let interrupted =
+        f.writer.call(|ack| WriteCommand::ReconcileStartup { resume: Vec::new(), ack }).await.expect("reconcile");
     assert_eq!(interrupted, vec![mobius::protocol::ChatId::from("k")]);
     f.writer.shutdown().await;
     let mut db = other_connection(&f.path).await;
@@ -360,4 +361,54 @@ async fn the_journal_keeps_its_retention_however_long_a_chat_runs() {
     assert!(count <= retain + mobius::db::journal::JOURNAL_TRIM_EVERY, "{count} events kept");
     assert!(count >= retain, "the newest {retain} stay for replay: {count}");
     assert_eq!(newest - oldest + 1, count, "what is kept has no gap");
+}
+
+#[tokio::test]
+async fn a_full_disk_fails_the_writes_says_so_and_keeps_what_was_committed() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("db/mobius.sqlite3");
+    let mut conn = mobius::db::open_writer(&path).await.expect("open");
+    mobius::db::migrate(&path).await.expect("migrate");
+    // The database may not grow past what it holds now plus a little: a full disk, to SQLite.
+    let pages: i64 = sqlx::query_scalar("PRAGMA page_count").fetch_one(&mut conn).await.expect("pages");
+    sqlx::query(&format!("PRAGMA max_page_count = {}", pages + 64)).execute(&mut conn).await.expect("limit");
+    let hub = Arc::new(Hub::default());
+    let (writer, _task) = WriterHandle::spawn(conn, hub);
+    create_chat(&writer, "kept").await;
+    assert!(!writer.disk_full());
+    let big = "x".repeat(16 * 1024);
+    let mut failed = None;
+    for i in 0..64 {
+        let emit = WriteCommand::Emit {
+            chat_id: "kept".into(),
+            run_id: None,
+            events: vec![note(&format!("{i}{big}"))],
+            ack: None,
+        };
+        writer.enqueue(emit).await;
+        // The batch holding the write that did not fit is not committed: its barrier says so.
+        let _ = writer.call(WriteCommand::Barrier).await;
+        if writer.disk_full() {
+            failed = Some(i);
+            break;
+        }
+    }
+    assert!(failed.is_some_and(|i| i > 0), "the writer says the disk is full once it is: {failed:?}");
+    // An acknowledged write gets the error.
+    let r = writer
+        .call(|ack| WriteCommand::Emit {
+            chat_id: "kept".into(),
+            run_id: None,
+            events: vec![note(&big)],
+            ack: Some(ack),
+        })
+        .await;
+    assert!(r.as_ref().is_err_and(mobius::error::Error::is_disk_full), "{r:?}");
+    // What was committed before is all there.
+    let mut other = other_connection(&path).await;
+    let chats: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM chats WHERE id = 'kept'").fetch_one(&mut other).await.expect("n");
+    assert_eq!(chats, 1);
+    let check: String = sqlx::query_scalar("PRAGMA quick_check").fetch_one(&mut other).await.expect("check");
+    assert_eq!(check, "ok");
 }
