@@ -321,6 +321,9 @@ pub trait Keeper: Send + Sync + std::fmt::Debug {
     fn forget(&self, ticket: u64);
     /// How long a parked process waits for its next turn.
     fn idle(&self) -> std::time::Duration;
+    /// A token the process holds until it is gone: while it is held and the process is not
+    /// parked, a new process for the chat waits ([`warm::WarmPool::settle`]).
+    fn alive(&self) -> Box<dyn std::fmt::Debug + Send + Sync>;
 }
 
 /// The seam over the agent CLIs.

@@ -110,6 +110,8 @@ pub struct AgentProcess {
     marker: Option<std::path::PathBuf>,
     /// Whose escaped processes this process's end sweeps up.
     owner: Escapees,
+    /// Held until the process is gone (its group killed), e.g. its chat's [`Keeper::alive`].
+    held: Option<Box<dyn std::fmt::Debug + Send + Sync>>,
 }
 
 /// What identifies the processes a turn started, for the sweep: the data dir and run in
@@ -254,7 +256,7 @@ fn start(
         }
         _ => None,
     };
-    Ok(AgentProcess { child, pgid, cgroup, marker, owner: Escapees::of(env) })
+    Ok(AgentProcess { child, pgid, cgroup, marker, owner: Escapees::of(env), held: None })
 }
 
 async fn read_lines(stdout: impl AsyncRead + Unpin, tx: mpsc::Sender<Line>) {
@@ -318,6 +320,11 @@ pub async fn read_capped_line<R: AsyncBufReadExt + Unpin>(
 }
 
 impl AgentProcess {
+    /// Keeps `token` until the process is gone: dropped once its group has been killed.
+    pub fn hold(&mut self, token: Box<dyn std::fmt::Debug + Send + Sync>) {
+        self.held = Some(token);
+    }
+
     /// Waits for the process to exit.
     pub async fn wait(&mut self) -> Option<std::process::ExitStatus> {
         self.child.wait().await.ok()
@@ -360,6 +367,7 @@ impl AgentProcess {
         }
         let owner = self.owner.clone();
         let _ = tokio::task::spawn_blocking(move || sweep_escapees(&owner)).await;
+        self.held = None;
     }
 }
 
@@ -624,7 +632,10 @@ impl<R: Send + 'static> JsonLinesSession<R> {
         driver: AbortHandle,
     ) -> Self {
         let SessionLimits { start_timeout, output_max } = limits;
-        let Spawned { process, stdin, lines, stderr } = spawned;
+        let Spawned { mut process, stdin, lines, stderr } = spawned;
+        if let Some(keeper) = &keeper {
+            process.hold(keeper.alive());
+        }
         Self {
             cli,
             process,
@@ -751,13 +762,15 @@ impl<R: Send + 'static> JsonLinesSession<R> {
     pub async fn end_turn(&mut self, finish: Finish, reusable: bool) -> Option<super::Prompt> {
         let keep = reusable && self.stdin_ok && self.keeper.is_some() && self.process.running();
         let session = finish.session_id.clone();
-        if keep {
-            self.io.released.store(true, Ordering::SeqCst);
-        }
-        let _ = self.io.events.send(AgentEvent::Finished(finish)).await;
-        let keeper = self.keeper.as_ref().filter(|_| keep)?;
+        let Some(keeper) = self.keeper.as_ref().filter(|_| keep) else {
+            let _ = self.io.events.send(AgentEvent::Finished(finish)).await;
+            return None;
+        };
+        // Parked before the turn hears its end, so the chat's next turn finds it kept.
+        self.io.released.store(true, Ordering::SeqCst);
         let (handoff, mut arrivals) = mpsc::channel(1);
         let ticket = keeper.park(Parked { handoff, driver: self.driver.clone(), pid: self.process.pid(), session });
+        let _ = self.io.events.send(AgentEvent::Finished(finish)).await;
         // What escaped the group during the turn goes now, as it would with the group.
         let owner = self.process.owner.clone();
         let group = self.process.pgid;
@@ -830,10 +843,12 @@ impl Drop for AgentProcess {
         if let Some(pgid) = self.pgid.take() {
             let _ = killpg(Pid::from_raw(pgid), Signal::SIGTERM);
             let owner = self.owner.clone();
+            let held = self.held.take();
             std::thread::spawn(move || {
                 std::thread::sleep(KILL_GRACE);
                 let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
                 sweep_escapees(&owner);
+                drop(held);
             });
         }
     }

@@ -357,10 +357,14 @@ impl Turn<'_> {
             prompt_id: super::prompt::prompt_id(&system_prompt),
             credentials: agents.providers.credentials_stamp(self.provider),
         };
+        // The chat's previous process first parks or goes (a stopped turn winds down).
+        agents.warm.settle(&self.chat_id).await;
         let files = match self.start_warm(&key, chat.session_id.as_deref(), &prompt, files).await {
             Ok(turn) => return Ok(turn),
             Err(files) => files,
         };
+        // One that was retired (it no longer fits, or died) is gone before a new one resumes.
+        agents.warm.settle(&self.chat_id).await;
         let owner = agents.owner.get();
         let mut claims = Claims::new(
             owner.as_ref().map(|o| o.0.as_str()).unwrap_or_default(),

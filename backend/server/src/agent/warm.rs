@@ -6,6 +6,11 @@
 //! (provider, model, effort, approval policy, system prompt, credentials, session, a token
 //! that no longer verifies) retires it, and the turn starts cold with `--resume` as before.
 //!
+//! A chat has one process at a time. A process that is still winding down (a stopped turn
+//! in its grace, a retired one being closed) holds its chat until it has parked or is gone:
+//! the next turn waits for that ([`WarmPool::settle`]), so a cold start never resumes a
+//! session another process still writes (Codex refuses that: "already has an active writer").
+//!
 //! A parked process keeps every guarantee of a running one: its sandbox, group and pid
 //! marker stay as they were; what escaped its group is swept when each turn ends; stop,
 //! steer and questions go through the same driver; and a turn dropped mid-way (a stop past
@@ -15,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 use tracing::info;
 
@@ -32,6 +37,9 @@ pub const MAX_WARM_MAX: usize = 16;
 pub const DEFAULT_WARM_IDLE: Duration = Duration::from_secs(600);
 /// How long a turn waits for a kept process to take it before starting a new one.
 const HANDOFF_WAIT: Duration = Duration::from_secs(2);
+/// Longest a turn waits for its chat's previous process to park or go: a stop's grace, the
+/// exit grace of a closed process and its kill, with room to spare.
+pub const SETTLE_WAIT: Duration = Duration::from_secs(6);
 
 /// What a process was started with; a turn that would start it differently starts cold.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,6 +58,8 @@ pub struct WarmKey {
 #[derive(Debug)]
 pub struct WarmPool {
     inner: Mutex<Inner>,
+    /// Woken when a process parks or goes.
+    changed: Notify,
     max: usize,
     idle: Duration,
 }
@@ -57,7 +67,31 @@ pub struct WarmPool {
 #[derive(Debug, Default)]
 struct Inner {
     parked: HashMap<ChatId, Entry>,
+    /// How many processes of each chat are alive (parked or not); no entry at zero.
+    alive: HashMap<ChatId, usize>,
     next_ticket: u64,
+}
+
+/// Counts a process of one chat as alive until it is dropped ([`Keeper::alive`]).
+#[derive(Debug)]
+struct Alive {
+    pool: Arc<WarmPool>,
+    chat_id: ChatId,
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        {
+            let mut inner = self.pool.lock();
+            if let Some(n) = inner.alive.get_mut(self.chat_id.as_str()) {
+                *n -= 1;
+                if *n == 0 {
+                    inner.alive.remove(self.chat_id.as_str());
+                }
+            }
+        }
+        self.pool.changed.notify_waiters();
+    }
 }
 
 #[derive(Debug)]
@@ -88,7 +122,7 @@ pub struct WarmState {
 impl WarmPool {
     /// A pool keeping at most `max` processes (0: none), each idle at most `idle`.
     pub fn new(max: usize, idle: Duration) -> Arc<Self> {
-        Arc::new(Self { inner: Mutex::new(Inner::default()), max: max.min(MAX_WARM_MAX), idle })
+        Arc::new(Self { inner: Mutex::new(Inner::default()), changed: Notify::new(), max: max.min(MAX_WARM_MAX), idle })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -112,6 +146,28 @@ impl WarmPool {
                 token: token.to_owned(),
             }) as Box<dyn Keeper>
         })
+    }
+
+    /// Waits (at most [`SETTLE_WAIT`]) until every live process of `chat_id` is parked:
+    /// one still finishing a turn or closing holds the chat's session. False when it gave up.
+    pub async fn settle(&self, chat_id: &str) -> bool {
+        let deadline = Instant::now() + SETTLE_WAIT;
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            {
+                let inner = self.lock();
+                let alive = inner.alive.get(chat_id).copied().unwrap_or(0);
+                if alive <= usize::from(inner.parked.contains_key(chat_id)) {
+                    return true;
+                }
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                info!(chat.id = %chat_id, "the chat's previous agent process is still going; starting anyway");
+                return false;
+            }
+        }
     }
 
     /// Takes the kept process of `chat_id` if it was started as `key` would start it and
@@ -164,6 +220,8 @@ impl WarmPool {
             inner.parked.remove(oldest.as_str());
         }
         inner.parked.insert(chat_id.clone(), Entry { ticket, key, origin, token, parked, since: Instant::now() });
+        drop(inner);
+        self.changed.notify_waiters();
         ticket
     }
 
@@ -226,6 +284,11 @@ impl Keeper for ChatKeeper {
     fn idle(&self) -> Duration {
         self.pool.idle
     }
+
+    fn alive(&self) -> Box<dyn std::fmt::Debug + Send + Sync> {
+        *self.pool.lock().alive.entry(self.chat_id.clone()).or_default() += 1;
+        Box::new(Alive { pool: self.pool.clone(), chat_id: self.chat_id.clone() })
+    }
 }
 
 #[cfg(test)]
@@ -285,6 +348,42 @@ mod tests {
     fn keeping_can_be_turned_off() {
         let pool = WarmPool::new(0, DEFAULT_WARM_IDLE);
         assert!(pool.keeper(&ChatId::from("a"), key("m"), &RunId::from("rt-1"), "t").is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_new_process_waits_until_the_chat_s_previous_one_parks_or_goes() {
+        let pool = WarmPool::new(3, DEFAULT_WARM_IDLE);
+        let keeper = pool.keeper(&ChatId::from("a"), key("m"), &RunId::from("rt-1"), "tok").expect("keeping is on");
+        assert!(pool.settle("a").await, "no process: no wait");
+        let alive = keeper.alive();
+        assert!(pool.settle("b").await, "another chat's process does not count");
+
+        // Still finishing its turn (a stop's grace): the next turn waits until it parks.
+        let mut waiting = tokio::spawn({
+            let pool = pool.clone();
+            async move { pool.settle("a").await }
+        });
+        assert!(tokio::time::timeout(Duration::from_secs(1), &mut waiting).await.is_err(), "it waits");
+        let (handoff, _arrivals) = mpsc::channel(1);
+        let driver = tokio::spawn(std::future::pending::<()>()).abort_handle();
+        keeper.park(Parked { handoff, driver, pid: Some(1), session: Some("s1".into()) });
+        assert!(waiting.await.expect("task"), "parked: the turn goes on (and takes it)");
+
+        // Retired at checkout (it no longer fits): the new process waits until it is gone.
+        assert!(pool.checkout("a", &key("other"), Some("s1")).is_none());
+        let mut waiting = tokio::spawn({
+            let pool = pool.clone();
+            async move { pool.settle("a").await }
+        });
+        assert!(tokio::time::timeout(Duration::from_secs(1), &mut waiting).await.is_err(), "it waits");
+        drop(alive);
+        assert!(waiting.await.expect("task"), "gone: the turn starts a new process");
+
+        // One that never goes is waited for at most SETTLE_WAIT.
+        let _stuck = keeper.alive();
+        let started = Instant::now();
+        assert!(!pool.settle("a").await);
+        assert_eq!(started.elapsed(), SETTLE_WAIT);
     }
 
     #[tokio::test]
