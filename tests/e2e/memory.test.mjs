@@ -50,9 +50,15 @@ describe("memory (390×844)", () => {
     await screenshot(page, "memory-info-sheet-phone.png");
     await digest.fill("Four raised beds; tomatoes and beans.");
     await sheet.getByRole("button", { name: "Save" }).click();
-    await sheet.getByText(/Edited by you/).waitFor();
-    const saved = (await api("/api/chats/garden/note")).json;
+    // The note was already the owner's (set through the API above): wait for the stored text.
+    let saved;
+    for (let i = 0; i < 100; i++) {
+      saved = (await api("/api/chats/garden/note")).json;
+      if (saved.note.digest === "Four raised beds; tomatoes and beans.") break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
     assert.equal(saved.note.digest, "Four raised beds; tomatoes and beans.");
+    await sheet.getByText(/Edited by you/).waitFor();
     await page.keyboard.press("Escape");
     await sheet.waitFor({ state: "detached" });
   });
