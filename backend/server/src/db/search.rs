@@ -127,6 +127,36 @@ pub fn document_text(message: &Message) -> Option<String> {
             texts.join("\n")
         }
     };
-    let text: String = text.chars().filter(|c| *c != MATCH_START && *c != MATCH_END).take(MAX_DOCUMENT_CHARS).collect();
+    // Most texts are short and hold no marker: kept as they are, not rebuilt char by char
+    // (a byte length within the cap is a char count within it).
+    let clean = text.len() <= MAX_DOCUMENT_CHARS && !text.contains([MATCH_START, MATCH_END]);
+    let text: String = if clean {
+        text
+    } else {
+        text.chars().filter(|c| *c != MATCH_START && *c != MATCH_END).take(MAX_DOCUMENT_CHARS).collect()
+    };
     (!text.trim().is_empty()).then_some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(content: &str) -> Message {
+        let serde_json::Value::Object(m) = serde_json::json!({ "role": "user", "content": content }) else {
+            unreachable!()
+        };
+        Message::import(m, 1_000, 0).expect("message")
+    }
+
+    #[test]
+    fn a_document_is_the_text_without_markers_and_within_the_cap() {
+        assert_eq!(document_text(&user("plain words")).as_deref(), Some("plain words"));
+        let marked = format!("a{MATCH_START}b{MATCH_END}c");
+        assert_eq!(document_text(&user(&marked)).as_deref(), Some("abc"));
+        let long = "é".repeat(MAX_DOCUMENT_CHARS + 5);
+        let kept = document_text(&user(&long)).expect("text");
+        assert_eq!(kept.chars().count(), MAX_DOCUMENT_CHARS, "the cap counts chars, not bytes");
+        assert_eq!(document_text(&user("   ")), None);
+    }
 }
