@@ -10,6 +10,7 @@
 //! in its grace, a retired one being closed) holds its chat until it has parked or is gone:
 //! the next turn waits for that ([`WarmPool::settle`]), so a cold start never resumes a
 //! session another process still writes (Codex refuses that: "already has an active writer").
+//! Only processes started with a keeper are counted: with keeping off (`max` 0) nothing is.
 //!
 //! A parked process keeps every guarantee of a running one: its sandbox, group and pid
 //! marker stay as they were; what escaped its group is swept when each turn ends; stop,
