@@ -133,8 +133,10 @@ async function setupPane() {
   });
   const frameWindow = iframe.contentWindow as Window;
   const posted: Record<string, unknown>[] = [];
-  vi.spyOn(frameWindow, "postMessage").mockImplementation((message: unknown) => {
+  const transferred: unknown[][] = [];
+  vi.spyOn(frameWindow, "postMessage").mockImplementation((message: unknown, _origin?: unknown, transfer?: unknown) => {
     posted.push(message as Record<string, unknown>);
+    transferred.push(Array.isArray(transfer) ? transfer : []);
   });
   const fromFrame = (data: unknown, source: Window = frameWindow) => {
     act(() => {
@@ -144,7 +146,7 @@ async function setupPane() {
   };
   const bar = () => view.container.querySelector<HTMLElement>(".app-pane-bar");
   const states = () => posted.filter((m) => m.type === "moebius:immersive-state").map((m) => m.value);
-  return { view, posted, fromFrame, bar, states, onClose };
+  return { view, posted, transferred, fromFrame, bar, states, onClose };
 }
 
 describe("immersive mode", () => {
@@ -403,6 +405,40 @@ describe("frame-init", () => {
     expect(result.ok).toBe(false);
     expect(result.error).toMatchObject({ name: "StorageError", code: "storage_method_denied" });
     expect(Object.keys(result.error).sort()).toEqual(["code", "message", "name", "path", "refusedValue", "retryable", "status", "writeId"]);
+  });
+});
+
+describe("the storage port", () => {
+  it("answers storage RPCs on the port the runtime asked for once the frame took it; a new request replaces the port", async () => {
+    const { posted, transferred, fromFrame } = await setupPane();
+    const offer = async () => {
+      await fromFrame({ type: "moebius:storage-port-request" });
+      const index = posted.map((m) => m.type).lastIndexOf("moebius:storage-port");
+      const port = transferred[index]?.[0];
+      if (!(port instanceof MessagePort)) throw new Error("no port was handed over");
+      const heard: Record<string, unknown>[] = [];
+      port.onmessage = (event: MessageEvent) => heard.push(event.data as Record<string, unknown>);
+      return { port, heard };
+    };
+    const first = await offer();
+    first.port.postMessage({ type: "moebius:storage-port-ready" });
+    first.port.postMessage({ type: "moebius:storage-rpc", requestId: "p1", method: "set", args: ["a.json", 1] });
+    // Not a frame message: ignored, never answered.
+    first.port.postMessage({ type: "moebius:open-settings" });
+    await waitFor(() => expect(first.heard).toContainEqual(expect.objectContaining({ type: "moebius:storage-rpc-result", requestId: "p1", ok: false })));
+    expect(first.heard).toHaveLength(1);
+    expect((first.heard[0].error as Record<string, unknown>).code).toBe("storage_method_denied");
+    expect(posted.some((m) => m.type === "moebius:storage-rpc-result")).toBe(false);
+
+    // The frame reloaded and asked again: the old port is closed, the new one answers.
+    const second = await offer();
+    second.port.postMessage({ type: "moebius:storage-rpc", requestId: "p2", method: "set", args: ["b.json", 2] });
+    await waitFor(() => expect(second.heard).toContainEqual(expect.objectContaining({ requestId: "p2" })));
+    first.port.postMessage({ type: "moebius:storage-rpc", requestId: "p3", method: "set", args: ["c.json", 3] });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(first.heard.map((m) => m.requestId)).toEqual(["p1"]);
+    first.port.close();
+    second.port.close();
   });
 });
 

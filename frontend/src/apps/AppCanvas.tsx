@@ -29,7 +29,7 @@ import { Icon } from "../components/Icon";
 import { onlineStore, useOnline } from "../shell/online";
 import { appNavDepth, pushAppNav, type AppIntent } from "../shell/router";
 import { themeStore } from "../shell/theme";
-import { readFrameMessage, type FrameMessage } from "./broker";
+import { parseFrameMessage, readFrameMessage, type FrameMessage } from "./broker";
 import { frameTheme } from "./frameTheme";
 import type { HostRequest } from "./host";
 import { loadFrameLocal, recordFrameLocal } from "./frameLocal";
@@ -283,7 +283,38 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange, inten
   // The broker.
   useEffect(() => {
     const host = storageHostFor(app.id, { getToken: (force) => ensureAppToken(app.id, { force }).then((h) => h?.token ?? null) });
-    const sink: FrameSink = { post: (message) => post(message) };
+    /**
+     * The storage line the frame's runtime asked for (`moebius:storage-port-request`): a direct
+     * MessagePort, used for storage answers and notices once the frame said it took it (an older
+     * runtime never does, and keeps the window messages).
+     */
+    let storagePort: MessagePort | null = null;
+    let storagePortReady = false;
+    const sink: FrameSink = { post: (message) => (storagePort && storagePortReady ? storagePort.postMessage(message) : post(message)) };
+    const answerRpc = (message: Extract<FrameMessage, { type: "moebius:storage-rpc" }>, reply: (message: Record<string, unknown>) => void) => {
+      host.call(message.method, message.args, sink).then(
+        (result) => reply({ type: "moebius:storage-rpc-result", requestId: message.requestId, ok: true, result }),
+        (error: unknown) => reply({ type: "moebius:storage-rpc-result", requestId: message.requestId, ok: false, error: wireError(error) }),
+      );
+    };
+    const openStoragePort = () => {
+      storagePort?.close();
+      const channel = new MessageChannel();
+      const port = channel.port1;
+      storagePort = port;
+      storagePortReady = false;
+      port.onmessage = (event: MessageEvent) => {
+        if (storagePort !== port) return;
+        const data = event.data as { type?: unknown } | null;
+        if (data && data.type === "moebius:storage-port-ready") {
+          storagePortReady = true;
+          return;
+        }
+        const message = parseFrameMessage(event.data);
+        if (message?.type === "moebius:storage-rpc") answerRpc(message, (answer) => port.postMessage(answer));
+      };
+      post({ type: "moebius:storage-port" }, [channel.port2]);
+    };
     /** One entry per history entry pushed above the app's, bottom first. */
     const navStack: NavEntry[] = [];
     /** Screens the browser's Forward could bring back (closed, their entry still ahead in history). */
@@ -393,10 +424,10 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange, inten
           telemetry.reportError(current.app.id, `${message.error.code}: ${message.error.message}`, "frame-load");
           return;
         case "moebius:storage-rpc":
-          host.call(message.method, message.args, sink).then(
-            (result) => post({ type: "moebius:storage-rpc-result", requestId: message.requestId, ok: true, result }),
-            (error: unknown) => post({ type: "moebius:storage-rpc-result", requestId: message.requestId, ok: false, error: wireError(error) }),
-          );
+          answerRpc(message, post);
+          return;
+        case "moebius:storage-port-request":
+          openStoragePort();
           return;
         case "moebius:storage-set":
         case "moebius:storage-remove":
@@ -510,6 +541,8 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange, inten
     return () => {
       window.removeEventListener("message", onMessage);
       window.removeEventListener("popstate", onPop);
+      storagePort?.close();
+      storagePort = null;
       for (const timer of forwarding.values()) clearTimeout(timer);
       host.detach(sink);
       // A new frame (or none) starts with the chrome shown.

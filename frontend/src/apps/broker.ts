@@ -8,6 +8,8 @@ import { intentName, type ManageAction } from "./host";
 /** Messages a frame may send its parent. */
 export type FrameMessage =
   | { type: "moebius:frame-hello" }
+  /** The runtime asks for the storage port (see `runtime/bridge.js`). */
+  | { type: "moebius:storage-port-request" }
   | { type: "moebius:module-request"; requestId: string; retry: boolean }
   | { type: "moebius:token-expired" }
   | { type: "moebius:frame-mounted" }
@@ -81,11 +83,16 @@ function clip(value: unknown, max: number): string {
 export function readFrameMessage(event: IncomingEvent, frame: Window | null | undefined, shellOrigin: string): FrameMessage | null {
   if (!frame || event.source !== frame) return null;
   if (event.origin !== "null" && event.origin !== shellOrigin) return null;
-  const data = event.data;
+  return parseFrameMessage(event.data);
+}
+
+/** `data` as a well-formed frame message, or null (the sender was checked by the caller). */
+export function parseFrameMessage(data: unknown): FrameMessage | null {
   if (typeof data !== "object" || data === null) return null;
   const m = data as Record<string, unknown>;
   switch (m.type) {
     case "moebius:frame-hello":
+    case "moebius:storage-port-request":
     case "moebius:token-expired":
     case "moebius:frame-mounted":
     case "moebius:storage-clear":
