@@ -46,6 +46,47 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     }
 }
 
+/// A JSON body kept as its bytes, for a handler that deserializes it borrowing from them (an
+/// import reads each message's fields in place); the same checks and errors as [`ApiJson`].
+#[derive(Debug, Clone)]
+pub struct ApiJsonBytes(pub bytes::Bytes);
+
+impl ApiJsonBytes {
+    /// The body as `T`, which may borrow from it.
+    pub fn parse<'a, T: serde::Deserialize<'a>>(&'a self) -> Result<T, Error> {
+        serde_json::from_slice(&self.0).map_err(|e| match e.classify() {
+            serde_json::error::Category::Data => Error::bad_request("invalid_request", e.to_string()),
+            _ => Error::bad_request("invalid_json", format!("The body is not valid JSON: {e}")),
+        })
+    }
+}
+
+/// True for `application/json` and `application/*+json` (parameters such as `charset` aside).
+fn is_json_content_type(value: &str) -> bool {
+    let essence = value.split(';').next().unwrap_or("").trim();
+    let Some((kind, subtype)) = essence.split_once('/') else { return false };
+    let subtype = subtype.to_ascii_lowercase();
+    kind.eq_ignore_ascii_case("application") && (subtype == "json" || subtype.ends_with("+json"))
+}
+
+impl<S: Send + Sync> FromRequest<S> for ApiJsonBytes {
+    type Rejection = Error;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Error> {
+        let json = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(is_json_content_type);
+        if !json {
+            return Err(json_rejection(JsonRejection::MissingJsonContentType(Default::default())));
+        }
+        match bytes::Bytes::from_request(req, state).await {
+            Ok(body) => Ok(Self(body)),
+            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                Err(Error::too_large("body_too_large", "The request body is too large."))
+            }
+            Err(e) => Err(Error::bad_request("invalid_request", e.body_text())),
+        }
+    }
+}
+
 /// A body accepted as JSON or as an HTML form (`application/x-www-form-urlencoded`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct JsonOrForm<T>(pub T);

@@ -13,13 +13,13 @@ use serde_json::{Map, Value, json};
 use super::access::{ChatCaller, Op};
 use super::{DEFAULT_PAGE, MAX_MESSAGE_CHARS, MAX_PAGE, RECOVERY_WINDOW_MS};
 use crate::agent::turn;
-use crate::api::{ApiJson, MAX_LARGE_BODY_BYTES};
+use crate::api::{ApiJson, ApiJsonBytes, MAX_LARGE_BODY_BYTES};
 use crate::auth::Owner;
 use crate::db::{self, now_ms};
 use crate::error::{Domain, Error, Result};
 use crate::protocol::{
-    AnswerTurn, Answers, ApprovalPolicy, ChatDetail, ChatId, Cid, HandoffReason, Message, ProviderKind, QuestionId,
-    Rows, RunId, RunStatus, SendResult, StopResult, UserInput,
+    AnswerTurn, Answers, ApprovalPolicy, ChatDetail, ChatId, Cid, HandoffReason, ImportedMessage, Message,
+    ProviderKind, QuestionId, Rows, RunId, RunStatus, SendResult, StopResult, UserInput,
 };
 use crate::state::AppState;
 use crate::writer::{ChatCreated, ChatPatch, FinishRun, NewChat, WriteCommand};
@@ -168,14 +168,16 @@ async fn summary(
 }
 
 #[derive(Deserialize)]
-struct CreateIn {
+struct CreateIn<'a> {
     id: Option<String>,
     title: Option<String>,
-    #[serde(default)]
-    messages: Vec<Map<String, Value>>,
+    /// Read in place from the body: a 2,000-message import allocates only what it keeps.
+    #[serde(default, borrow)]
+    messages: Vec<ImportedMessage<'a>>,
 }
 
-async fn create(State(state): State<AppState>, _owner: Owner, ApiJson(body): ApiJson<CreateIn>) -> Result<Response> {
+async fn create(State(state): State<AppState>, _owner: Owner, raw: ApiJsonBytes) -> Result<Response> {
+    let body: CreateIn<'_> = raw.parse()?;
     let id = match body.id {
         Some(id) => ChatId::parse(&id)
             .ok_or_else(|| Error::bad_request("invalid_chat_id", "Chat ids are 1–64 letters, digits, '-' or '_'."))?,

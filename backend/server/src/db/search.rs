@@ -143,10 +143,8 @@ mod tests {
     use super::*;
 
     fn user(content: &str) -> Message {
-        let serde_json::Value::Object(m) = serde_json::json!({ "role": "user", "content": content }) else {
-            unreachable!()
-        };
-        Message::import(m, 1_000, 0).expect("message")
+        let text = serde_json::json!({ "role": "user", "content": content }).to_string();
+        Message::import(serde_json::from_str(&text).expect("fields"), 1_000, 0).expect("message")
     }
 
     #[test]

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::ids::{Cid, QuestionId, RunId};
 
@@ -359,54 +360,103 @@ impl Message {
     /// Validates one message of an imported transcript (`messages[idx]` of `POST /api/chats`)
     /// and fills in what may be left out: `content` (empty) and `ts` (`now + idx`). Fields the
     /// protocol does not know are dropped.
-    pub fn import(message: Map<String, Value>, now: i64, idx: usize) -> Result<Self, InvalidMessage> {
+    pub fn import(message: ImportedMessage<'_>, now: i64, idx: usize) -> Result<Self, InvalidMessage> {
         let bad = |what: String| InvalidMessage(format!("messages[{idx}].{what}"));
-        let role = match message.get("role").and_then(Value::as_str) {
-            Some("user") => Role::User,
-            Some("assistant") => Role::Assistant,
+        let role = match message.role.map(|r| (r.get(), read_str(r))) {
+            Some(("\"user\"", _)) => Role::User,
+            Some(("\"assistant\"", _)) => Role::Assistant,
+            Some((_, Ok(Some(r)))) if r == "user" => Role::User,
+            Some((_, Ok(Some(r)))) if r == "assistant" => Role::Assistant,
             _ => return Err(bad("role must be \"user\" or \"assistant\"".into())),
         };
-        let content = match message.get("content") {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(s)) => s.clone(),
-            Some(_) => return Err(bad("content must be a string".into())),
-        };
-        let ts = match message.get("ts") {
-            Some(v) => v.as_i64().filter(|t| *t > 0).ok_or_else(|| bad("ts must be a positive integer".into()))?,
+        let content =
+            read_str_field(message.content).map_err(|()| bad("content must be a string".into()))?.unwrap_or_default();
+        let ts = match message.ts {
+            Some(raw) => serde_json::from_str::<i64>(raw.get())
+                .ok()
+                .filter(|t| *t > 0)
+                .ok_or_else(|| bad("ts must be a positive integer".into()))?,
             None => now + i64::try_from(idx).unwrap_or(0),
         };
-        let cid = match message.get("cid") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(c)) => Some(Cid::parse(c).ok_or_else(|| {
-                bad(format!("cid must be a string of 1 to {} characters", super::ids::MAX_CID_CHARS))
-            })?),
-            Some(_) => {
-                return Err(bad(format!("cid must be a string of 1 to {} characters", super::ids::MAX_CID_CHARS)));
-            }
+        let cid_error = || bad(format!("cid must be a string of 1 to {} characters", super::ids::MAX_CID_CHARS));
+        let cid = match read_str_field(message.cid).map_err(|()| cid_error())? {
+            None => None,
+            Some(c) => Some(Cid::parse(&c).ok_or_else(cid_error)?),
         };
-        let blocks = match message.get("blocks") {
-            None | Some(Value::Null) => None,
-            Some(v @ Value::Array(_)) => Some(
-                Vec::<Block>::deserialize(v).map_err(|e| bad(format!("blocks are not valid message blocks: {e}")))?,
+        let blocks = match message.blocks.map(RawValue::get) {
+            None | Some("null") => None,
+            Some(raw) if raw.starts_with('[') => Some(
+                serde_json::from_str::<Vec<Block>>(raw)
+                    .map_err(|e| bad(format!("blocks are not valid message blocks: {e}")))?,
             ),
             Some(_) => return Err(bad("blocks must be a list".into())),
         };
-        let text = |key: &str| message.get(key).and_then(Value::as_str).map(str::to_owned);
+        // Optional text: anything but a string is ignored.
+        let text = |raw: Option<&RawValue>| read_str_field(raw).ok().flatten();
         Ok(Self {
             role,
             content,
             ts,
             cid,
-            hidden: message.get("hidden").and_then(Value::as_bool).unwrap_or(false),
+            hidden: message.hidden.is_some_and(|h| h.get() == "true"),
             blocks,
-            run_id: text("run_id").map(RunId::from),
-            timezone: text("timezone"),
-            attachments: message.get("attachments").and_then(Value::as_array).cloned(),
-            agent_context: text("agent_context"),
+            run_id: text(message.run_id).map(RunId::from),
+            timezone: text(message.timezone),
+            attachments: message
+                .attachments
+                .filter(|a| a.get().starts_with('['))
+                .and_then(|a| serde_json::from_str::<Vec<Value>>(a.get()).ok()),
+            agent_context: text(message.agent_context),
             live: false,
             usage: None,
         })
     }
+}
+
+/// One message of an imported transcript as it was sent: each known field kept as its raw JSON
+/// (borrowed from the request body, `null` included), read and checked by [`Message::import`].
+/// Parsing straight into this costs no allocation per field; unknown fields are skipped.
+#[derive(Debug, Default, Deserialize)]
+pub struct ImportedMessage<'a> {
+    #[serde(borrow, default, deserialize_with = "raw_field")]
+    role: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_field")]
+    content: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_field")]
+    ts: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_field")]
+    cid: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_field")]
+    hidden: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_field")]
+    blocks: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_field")]
+    run_id: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_field")]
+    timezone: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_field")]
+    attachments: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "raw_field")]
+    agent_context: Option<&'a RawValue>,
+}
+
+/// A present field as its raw JSON (`null` stays `Some("null")`, unlike a plain `Option`).
+fn raw_field<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// A raw JSON string's text; `Ok(None)` for `null`, `Err` for any other JSON.
+fn read_str(raw: &RawValue) -> Result<Option<String>, ()> {
+    match raw.get() {
+        "null" => Ok(None),
+        text if text.starts_with('"') => serde_json::from_str::<String>(text).map(Some).map_err(|_| ()),
+        _ => Err(()),
+    }
+}
+
+/// [`read_str`] of a field that may be missing.
+fn read_str_field(raw: Option<&RawValue>) -> Result<Option<String>, ()> {
+    raw.map_or(Ok(None), read_str)
 }
 
 /// A message of an imported transcript that cannot be stored, and why.
@@ -476,10 +526,9 @@ mod tests {
     use super::*;
 
     fn import(v: Value) -> Result<Message, InvalidMessage> {
-        match v {
-            Value::Object(m) => Message::import(m, 1_000, 2),
-            _ => panic!("object"),
-        }
+        let text = v.to_string();
+        let fields: ImportedMessage<'_> = serde_json::from_str(&text).expect("an object");
+        Message::import(fields, 1_000, 2)
     }
 
     #[test]
@@ -491,8 +540,25 @@ mod tests {
         .expect("lenient blocks");
         assert_eq!(m.blocks.as_ref().map(Vec::len), Some(2));
         assert_eq!(serde_json::to_value(&m).expect("json").get("extra"), None, "unknown fields are dropped");
+        let m = import(
+            json!({"role": "user", "content": null, "hidden": true, "cid": "c-1", "attachments": [{"name": "a"}],
+            "timezone": 5, "run_id": null, "agent_context": "state", "blocks": null}),
+        )
+        .expect("nulls and ignored kinds");
+        assert_eq!((m.content.as_str(), m.hidden, m.cid.as_deref()), ("", true, Some("c-1")));
+        assert_eq!((m.timezone, m.run_id, m.agent_context.as_deref()), (None, None, Some("state")));
+        assert_eq!(m.attachments, Some(vec![json!({"name": "a"})]));
+        let escaped: ImportedMessage<'_> =
+            serde_json::from_str(r#"{"role": "\u0075ser", "content": "caf\u00e9"}"#).expect("fields");
+        let m = Message::import(escaped, 1_000, 0).expect("escapes");
+        assert_eq!((m.role, m.content.as_str()), (Role::User, "café"));
+        assert!(!import(json!({"role": "user", "hidden": "yes"})).expect("hidden").hidden);
         for (bad, needle) in [
             (json!({"role": "robot"}), "messages[2].role"),
+            (json!({"content": "no role"}), "messages[2].role"),
+            (json!({"role": "user", "ts": null}), "ts must be"),
+            (json!({"role": "user", "ts": 1.5}), "ts must be"),
+            (json!({"role": "user", "cid": 7}), "cid must be"),
             (json!({"role": "user", "content": 3}), "content must be a string"),
             (json!({"role": "user", "ts": -1}), "ts must be"),
             (json!({"role": "user", "cid": ""}), "cid must be"),

@@ -27,8 +27,8 @@ pub use ids::{ChatId, Cid, MAX_CHAT_ID_BYTES, MAX_CID_CHARS, QuestionId, RunId};
 pub use live::LiveMessage;
 pub use message::{
     Answers, ApprovalAnswers, Attachment, Block, Card, Choice, Choices, Decision, ErrorFix, HandoffCard, HandoffReason,
-    HandoffSource, InvalidMessage, Message, QuestionCard, QuestionItem, QuestionOption, Role, ToolBlock, ToolStatus,
-    UserInput,
+    HandoffSource, ImportedMessage, InvalidMessage, Message, QuestionCard, QuestionItem, QuestionOption, Role,
+    ToolBlock, ToolStatus, UserInput,
 };
 pub use notice::{NotificationAction, NotificationItem, NotificationKind, PushPayload};
 pub use usage::{Pause, PauseKind, PlanWindow, RunUsage};

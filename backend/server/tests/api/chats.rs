@@ -136,6 +136,48 @@ async fn imported_transcripts_page_backwards_and_the_journal_replays_from_any_se
 }
 
 #[tokio::test]
+async fn an_import_s_bad_bodies_get_their_errors_and_store_nothing() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    let raw = |content_type: &'static str, body: String| {
+        app.client
+            .post(app.url("/api/chats"))
+            .bearer_auth(&token)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+    };
+    let cut = raw("application/json", r#"{"id": "x", "messages": [{"role": "user"#.to_owned()).await.expect("req");
+    assert_error(cut, StatusCode::BAD_REQUEST, "invalid_json").await;
+    let text = raw("text/plain", r#"{"id": "x"}"#.to_owned()).await.expect("req");
+    assert_error(text, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type").await;
+    for shape in
+        [json!({"id": "x", "messages": ["not a message"]}), json!({"id": "x", "messages": {}}), json!({"id": 5})]
+    {
+        let r = app.post("/api/chats", shape, Some(&token)).await;
+        assert_error(r, StatusCode::BAD_REQUEST, "invalid_request").await;
+    }
+    let dup = raw("application/json", r#"{"id": "x", "messages": [{"role": "user", "role": "assistant"}]}"#.to_owned())
+        .await
+        .expect("req");
+    assert_error(dup, StatusCode::BAD_REQUEST, "invalid_request").await;
+    let late = json!({"id": "x", "messages": [{"role": "user", "content": "fine"}, {"role": "user", "ts": "soon"}]});
+    let r = app.post("/api/chats", late, Some(&token)).await;
+    assert_error(r, StatusCode::BAD_REQUEST, "invalid_message").await;
+    // A charset parameter and a +json type are JSON too.
+    let ok = raw(
+        "application/vnd.mobius+json; charset=utf-8",
+        json!({"id": "y", "messages": [{"role": "user", "content": "é"}]}).to_string(),
+    )
+    .await
+    .expect("req");
+    assert_eq!(ok.status(), StatusCode::CREATED);
+    assert_eq!(app.get("/api/chats/x", Some(&token)).await.status(), StatusCode::NOT_FOUND);
+    let y: Value = app.get("/api/chats/y", Some(&token)).await.json().await.expect("json");
+    assert_eq!(y["messages"][0]["content"], "é");
+}
+
+#[tokio::test]
 async fn a_turn_streams_to_every_subscriber_and_lands_in_the_transcript() {
     let (app, token) = app_with(|d| fake_claude(d, "0", 20)).await;
     app.chat(&token, "t").await;
