@@ -870,7 +870,8 @@ def section_push(binary, tmp, baseline):
     `--baseline`, a build without push), and listing the centre with 1,000 stored notifications."""
     print("push", flush=True)
     exe = example("push_cost")
-    out = subprocess.run(["taskset", "-c", "0", exe], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(["taskset", "-c", "0", exe], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, MOBIUS_BIN=binary)).stdout
     r = json.loads(out.strip().splitlines()[-1])
     note("push", f"turn end with {r['devices']} devices: added to commit path p50 | p99 (µs)",
          f"{r['enqueue_p50_us']:.1f}  |  {r['enqueue_p99_us']:.1f}", "≤ 1 ms")
@@ -1225,7 +1226,8 @@ def section_search(binary, tmp, baseline):
 def section_sandbox(tmp):
     print("sandbox", flush=True)
     exe = example("sandbox_cost")
-    out = subprocess.run(["taskset", "-c", "0", exe], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(["taskset", "-c", "0", exe], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, MOBIUS_BIN=binary)).stdout
     rows = {}
     for line in out.splitlines():
         r = json.loads(line)

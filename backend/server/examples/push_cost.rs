@@ -42,6 +42,16 @@ async fn main() -> mobius::Result<()> {
 
     let mut config = Config::for_test(dir.path());
     config.push_allow_loopback = true;
+    // Pushes are sent by `mobius push-deliver`: the server binary built beside this example
+    // (target/<profile>/examples/push_cost → target/<profile>/mobius), or MOBIUS_BIN.
+    config.self_exe = match std::env::var_os("MOBIUS_BIN") {
+        Some(bin) => bin.into(),
+        None => std::env::current_exe()?
+            .parent()
+            .and_then(std::path::Path::parent)
+            .map(|dir| dir.join("mobius"))
+            .ok_or_else(|| mobius::Error::Internal("where is the mobius binary?".into()))?,
+    };
     let path = config.database_path();
     let conn = db::open_writer(&path).await?;
     db::migrate(&path).await?;

@@ -80,6 +80,8 @@ pub fn main(args: Vec<String>) -> ExitCode {
         }
         Some("app") => app_command(&args[1..]),
         Some("notify") => notify_command(&args[1..]),
+        // Internal: the server's Web Push sender (see push/deliver.rs).
+        Some("push-deliver") => crate::push::deliver_command(),
         Some("media") => media_command(&args[1..]),
         Some("schedule") => schedule_command(&args[1..]),
         Some("remind") => remind_command(&args[1..]),

@@ -95,6 +95,10 @@ pub struct Config {
     /// Lets Web Push reach plain-http loopback endpoints (`MOBIUS_PUSH_ALLOW_LOOPBACK=1`): for
     /// the browser tests' push service only. Off, pushes go to https public addresses only.
     pub push_allow_loopback: bool,
+    /// The `mobius` binary itself, run for helper processes (`mobius push-deliver` sends Web
+    /// Push): the running executable. Tests that run the server in their own process point it
+    /// at the built binary.
+    pub self_exe: PathBuf,
     /// Threads the runtime may start for blocking work: file storage, password hashes, git,
     /// icons (`MOBIUS_MAX_BLOCKING_THREADS`, default 32). More work waits for a free thread
     /// instead of starting another one (tokio's own default is 512).
@@ -110,6 +114,11 @@ const MAX_UPLOAD_SETTING_MIB: u64 = 1 << 20;
 
 /// The default idle spell before a chat's note is written.
 pub const DEFAULT_NOTE_IDLE: Duration = Duration::from_secs(120);
+
+/// The running executable (`mobius` from `PATH` if the system cannot say).
+fn running_exe() -> PathBuf {
+    std::env::current_exe().unwrap_or_else(|_| PathBuf::from("mobius"))
+}
 
 /// Default of [`Config::max_blocking_threads`].
 pub const DEFAULT_MAX_BLOCKING_THREADS: usize = 32;
@@ -520,6 +529,7 @@ impl Config {
             proxy_allow_loopback: false,
             proxy_timeout: DEFAULT_PROXY_TIMEOUT,
             push_allow_loopback,
+            self_exe: running_exe(),
             trusted_proxies,
             extra_hosts,
             net,
@@ -568,6 +578,7 @@ impl Config {
             proxy_allow_loopback: false,
             proxy_timeout: DEFAULT_PROXY_TIMEOUT,
             push_allow_loopback: false,
+            self_exe: running_exe(),
             trusted_proxies: TrustedProxies::default(),
             extra_hosts: Vec::new(),
             net: NetLimits::default(),

@@ -16,6 +16,7 @@
 
 pub mod actions;
 pub mod crypto;
+mod deliver;
 mod notice;
 pub mod presence;
 mod routes;
@@ -29,6 +30,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::warn;
 
+pub use deliver::deliver_command;
 pub use notice::{Decision, MAX_BODY_CHARS, MAX_NOTIFICATION_ACTIONS, MAX_TITLE_CHARS, Notice, Source, clip};
 pub use routes::router;
 

@@ -5,30 +5,25 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
+use super::deliver::{self, Device, Job, Outcome};
 use super::notice::{self, Notice};
 use super::{actions, crypto, presence};
-use crate::apps::smart_http::{FetchPolicy, checked_resolver};
+use crate::apps::smart_http::FetchPolicy;
 use crate::config::Config;
 use crate::db::{self, Db, now_ms};
 use crate::error::{Error, Result};
 use crate::protocol::{NotificationKind as Kind, PushPayload};
 use crate::writer::{PushWrite, WriteCommand, WriterHandle};
 
-/// Pushes in flight at once.
-const MAX_PARALLEL_SENDS: usize = 8;
-/// One push request, connect to answer.
-const SEND_TIMEOUT: Duration = Duration::from_secs(15);
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The first pause after a device's push failed; doubles per failure up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_secs(30);
 const MAX_BACKOFF: Duration = Duration::from_secs(3600);
-/// The sender (HTTP client, connections, the parsed key) is dropped after this long without a
-/// notice.
+/// The sender (the child process that holds the HTTP client, connections and the parsed key)
+/// is let go after this long without a notice.
 const SENDER_IDLE: Duration = Duration::from_secs(10);
 /// `last_ok_at` is refreshed at most this often per device (one write, not one per push).
 const DELIVERED_MARK_EVERY_MS: i64 = 3600 * 1000;
@@ -42,7 +37,6 @@ const QUIET_SOURCE_TYPES: &[&str] = &[
     "shell_rebuilt",
     "shell_rebuild_failed",
 ];
-const USER_AGENT: &str = "Mobius/1.0 (web push)";
 
 /// What routes and the worker share.
 pub(super) struct Shared {
@@ -57,6 +51,8 @@ pub(super) struct Shared {
     /// Test configurations may push to `http://127.0.0.1` (the tests' push service):
     /// `Config::push_allow_loopback`.
     pub allow_loopback: bool,
+    /// The `mobius` binary, run as `mobius push-deliver` to send (`Config::self_exe`).
+    exe: PathBuf,
 }
 
 impl Shared {
@@ -70,6 +66,7 @@ impl Shared {
             presence: presence::Presence::default(),
             actions: actions::ActionTokens::default(),
             allow_loopback: config.push_allow_loopback,
+            exe: config.self_exe.clone(),
         }
     }
 
@@ -89,13 +86,6 @@ impl Shared {
     }
 }
 
-/// What sending needs, built on a burst's first push and dropped after [`SENDER_IDLE`]: the
-/// HTTP client (its connections, TLS roots and sessions) and the parsed VAPID key.
-struct Sender {
-    client: reqwest::Client,
-    vapid: crypto::Vapid,
-}
-
 /// A device whose pushes failed: skipped until `until`.
 struct Backoff {
     failures: u32,
@@ -106,7 +96,8 @@ struct Worker {
     shared: Arc<Shared>,
     db: Db,
     writer: WriterHandle,
-    sender: Option<Arc<Sender>>,
+    /// The running `push-deliver` child, during a burst.
+    sender: Option<deliver::Sender>,
     backoff: HashMap<i64, Backoff>,
 }
 
@@ -117,8 +108,8 @@ pub(super) async fn run(mut rx: mpsc::Receiver<Box<Notice>>, shared: Arc<Shared>
             match tokio::time::timeout(SENDER_IDLE, rx.recv()).await {
                 Ok(next) => next,
                 Err(_idle) => {
-                    // Pushes come in bursts: between them, keep nothing (connections, TLS
-                    // roots, the key), and give the freed memory back.
+                    // Pushes come in bursts: between them, keep no child (its connections, TLS
+                    // roots and key go with it), and give the freed memory back.
                     worker.sender = None;
                     crate::memory::trim_now();
                     continue;
@@ -132,14 +123,6 @@ pub(super) async fn run(mut rx: mpsc::Receiver<Box<Notice>>, shared: Arc<Shared>
             warn!(error = %e, "a notification could not be delivered");
         }
     }
-}
-
-/// What a device's push service said.
-enum Outcome {
-    Accepted,
-    /// 404/410: the subscription is gone for good.
-    Gone,
-    Failed(String),
 }
 
 impl Worker {
@@ -215,35 +198,33 @@ impl Worker {
             question_id: decision.map(|d| d.question_id),
             action_token: token,
         };
-        let plaintext = serde_json::to_vec(&payload).map_err(|e| Error::Internal(e.to_string()))?;
-        self.push(&notice, &plaintext).await
+        let plaintext = serde_json::to_string(&payload).map_err(|e| Error::Internal(e.to_string()))?;
+        self.push(&notice, plaintext).await
     }
 
     async fn write(&self, op: PushWrite) -> Result<u64> {
         self.writer.call(|ack| WriteCommand::Push { op, ack }).await
     }
 
-    fn sender(&mut self) -> Result<Arc<Sender>> {
-        if let Some(sender) = &self.sender {
-            return Ok(sender.clone());
+    /// The burst's child, started (with the VAPID key created first) when there is none.
+    async fn sender(&mut self) -> Result<&mut deliver::Sender> {
+        if self.sender.is_none() {
+            // Created here when missing (the child only reads it): one writer of the key file.
+            if !self.shared.vapid_path.exists() {
+                self.shared.vapid()?;
+            }
+            let setup = deliver::Setup {
+                vapid_path: self.shared.vapid_path.clone(),
+                subject: self.shared.subject.clone(),
+                allow_loopback: self.shared.allow_loopback,
+            };
+            self.sender = Some(deliver::Sender::start(&self.shared.exe, &setup).await?);
         }
-        let client = reqwest::Client::builder()
-            .user_agent(USER_AGENT)
-            .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(SEND_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .referer(false)
-            .dns_resolver(checked_resolver(&policy(self.shared.allow_loopback)))
-            .build()
-            .map_err(|e| Error::Internal(format!("push client: {e}")))?;
-        let sender = Arc::new(Sender { client, vapid: self.shared.vapid()? });
-        self.sender = Some(sender.clone());
-        Ok(sender)
+        self.sender.as_mut().ok_or_else(|| Error::Internal("no push sender".into()))
     }
 
     /// Sends `plaintext` to every device not backing off; prunes gone ones.
-    async fn push(&mut self, notice: &Notice, plaintext: &[u8]) -> Result<()> {
+    async fn push(&mut self, notice: &Notice, plaintext: String) -> Result<()> {
         let now = Instant::now();
         let devices: Vec<_> = db::push::subscriptions(&self.db.read)
             .await?
@@ -256,20 +237,30 @@ impl Worker {
         if devices.is_empty() {
             return Ok(());
         }
-        let sender = self.sender()?;
-        let topic = notice.source.topic_key().map(|k| crypto::topic(&k));
-        let (kind, subject) = (notice.kind, self.shared.subject.as_str());
-        let results: Vec<_> = futures_util::stream::iter(devices)
-            .map(|device| {
-                let (sender, topic) = (&sender, topic.as_deref());
-                async move {
-                    let outcome = send(sender, subject, &device, kind, topic, plaintext).await;
-                    (device, outcome)
-                }
-            })
-            .buffer_unordered(MAX_PARALLEL_SENDS)
-            .collect()
-            .await;
+        let job = Job {
+            devices: devices
+                .iter()
+                .map(|d| Device {
+                    id: d.id,
+                    endpoint: d.endpoint.clone(),
+                    p256dh: d.p256dh.clone(),
+                    auth: d.auth.clone(),
+                })
+                .collect(),
+            kind: notice.kind,
+            topic_key: notice.source.topic_key(),
+            payload: plaintext,
+        };
+        let outcomes = match self.sender().await?.deliver(&job).await {
+            Ok(outcomes) => outcomes,
+            Err(e) => {
+                // Of no further use: the next burst starts a new one.
+                self.sender = None;
+                let why = e.to_string();
+                devices.iter().map(|_| Outcome::Failed { why: why.clone() }).collect()
+            }
+        };
+        let results = devices.into_iter().zip(outcomes);
         for (device, outcome) in results {
             match outcome {
                 Outcome::Accepted => {
@@ -283,7 +274,7 @@ impl Worker {
                     self.backoff.remove(&device.id);
                     self.write(PushWrite::Unsubscribe(device.endpoint, None)).await?;
                 }
-                Outcome::Failed(why) => {
+                Outcome::Failed { why } => {
                     let failures = self.backoff.get(&device.id).map_or(1, |b| b.failures.saturating_add(1));
                     let pause = FIRST_BACKOFF.saturating_mul(1 << failures.saturating_sub(1).min(7)).min(MAX_BACKOFF);
                     warn!(device = device.id, failures, pause_secs = pause.as_secs(), %why, "push failed; backing off");
@@ -299,48 +290,4 @@ impl Worker {
 /// http to loopback (the tests' push service).
 pub(super) fn policy(allow_loopback: bool) -> FetchPolicy {
     FetchPolicy::proxy(allow_loopback)
-}
-
-async fn send(
-    sender: &Sender,
-    subject: &str,
-    device: &db::push::Subscription,
-    kind: Kind,
-    topic: Option<&str>,
-    plaintext: &[u8],
-) -> Outcome {
-    let Some(keys) = crypto::ClientKeys::decode(&device.p256dh, &device.auth) else {
-        return Outcome::Gone;
-    };
-    let Ok(url) = reqwest::Url::parse(&device.endpoint) else { return Outcome::Gone };
-    let body = match crypto::encrypt(&keys, plaintext) {
-        Ok(body) => body,
-        Err(e) => return Outcome::Failed(e.to_string()),
-    };
-    let audience = url.origin().ascii_serialization();
-    let now_secs = now_ms() / 1000;
-    let authorization = match sender.vapid.authorization(&audience, subject, now_secs) {
-        Ok(a) => a,
-        Err(e) => return Outcome::Failed(e.to_string()),
-    };
-    let mut request = sender
-        .client
-        .post(url)
-        .header("TTL", notice::ttl(kind).as_secs().to_string())
-        .header("Urgency", notice::urgency(kind))
-        .header("Content-Encoding", "aes128gcm")
-        .header("Content-Type", "application/octet-stream")
-        .header("Authorization", authorization)
-        .body(body);
-    if let Some(topic) = topic {
-        request = request.header("Topic", topic);
-    }
-    match request.send().await {
-        Ok(response) => match response.status().as_u16() {
-            200..=299 => Outcome::Accepted,
-            404 | 410 => Outcome::Gone,
-            status => Outcome::Failed(format!("push service answered {status}")),
-        },
-        Err(e) => Outcome::Failed(e.to_string()),
-    }
 }

@@ -39,6 +39,8 @@ impl TestApp {
     /// Starts without waiting for readiness.
     pub async fn start(dir: Arc<tempfile::TempDir>, tweak: impl FnOnce(&mut Config)) -> Self {
         let mut config = Config::for_test(dir.path());
+        // Helper processes (`mobius push-deliver`) are the built server, not this test binary.
+        config.self_exe = env!("CARGO_BIN_EXE_mobius").into();
         tweak(&mut config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");

@@ -333,6 +333,42 @@ async fn a_gone_device_is_removed_and_a_failing_one_backs_off() {
 }
 
 #[tokio::test]
+async fn a_sender_that_dies_or_answers_nonsense_costs_a_push_but_nothing_else() {
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let liar = dir.path().join("liar.sh");
+    // Reads the setup and the job, then answers for no device at all.
+    std::fs::write(&liar, "#!/bin/sh\nread setup\nread job\necho '{\"outcomes\": []}'\nsleep 30\n").expect("script");
+    std::fs::set_permissions(&liar, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    for sender in [PathBuf::from("/bin/false"), liar, dir.path().join("missing")] {
+        let sub_dir = Arc::new(tempfile::tempdir().expect("tmp"));
+        let chosen = sender.clone();
+        let app = TestApp::spawn_in(sub_dir, move |c| {
+            c.push_allow_loopback = true;
+            c.self_exe = chosen;
+        })
+        .await;
+        let token = app.setup_owner().await;
+        let key: Value = app.get("/api/push/vapid-key", None).await.json().await.expect("json");
+        let service = PushService::start(key["publicKey"].as_str().expect("key")).await;
+        subscribe(&app, &token, service.add(Device::new("phone"))).await;
+        assert_eq!(app.post("/api/push/test", json!({}), Some(&token)).await.status(), StatusCode::ACCEPTED);
+        // The notice is stored before anything is sent; the worker then carries on.
+        let stored = poll(|| async { Some(newest(&app, &token).await).filter(|n| n["kind"] == "test") }).await;
+        assert_eq!(stored["title"], "Notifications work", "{}", sender.display());
+        let devices: Value = app.get("/api/push/devices", Some(&token)).await.json().await.expect("json");
+        assert_eq!(devices.as_array().map(Vec::len), Some(1), "a failed send removes no device");
+        assert_eq!(service.hits("phone"), 0);
+        // Not stuck on the broken sender: the next notice is handled at once.
+        assert_eq!(app.post("/api/push/test", json!({}), Some(&token)).await.status(), StatusCode::ACCEPTED);
+        poll(|| async {
+            let list: Value = app.get("/api/notifications?limit=10", Some(&token)).await.json().await.expect("json");
+            (list.as_array().map(Vec::len) == Some(2)).then_some(())
+        })
+        .await;
+    }
+}
+
+#[tokio::test]
 async fn a_done_push_waits_for_nobody_watching_and_names_the_chat() {
     let claude = |d: &Path| fake_claude(d, "0", 1);
     let (app, token, mut service) = app_with(Some(&claude)).await;
