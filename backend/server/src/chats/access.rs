@@ -147,6 +147,14 @@ pub async fn verify_embed(state: &AppState, claims: &Claims, instance_header: Op
     })
 }
 
+/// True while `session`'s grant row is still live (not revoked, not expired): a long-lived
+/// stream re-checks this as it runs.
+pub async fn session_live(state: &AppState, session: &EmbedSession) -> Result<bool> {
+    Ok(db::embeds::grant(&state.db.read, &session.session)
+        .await?
+        .is_some_and(|g| g.revoked_at.is_none() && g.session_expires_at.is_some_and(|t| t > now_ms())))
+}
+
 impl FromRequestParts<AppState> for ChatCaller {
     type Rejection = Error;
 

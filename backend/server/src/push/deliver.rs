@@ -20,7 +20,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufR
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use super::{crypto, notice};
-use crate::apps::smart_http::checked_resolver;
+use crate::apps::smart_http::{FetchPolicy, checked_resolver};
 use crate::db::now_ms;
 use crate::error::{Error, Result};
 use crate::protocol::NotificationKind as Kind;
@@ -157,6 +157,12 @@ async fn read_line(reader: &mut (impl AsyncBufRead + Unpin)) -> Result<Option<St
     Ok(Some(line))
 }
 
+/// Who push requests may reach: https to public addresses; test configurations also plain
+/// http to loopback (the tests' push service).
+pub(super) fn policy(allow_loopback: bool) -> FetchPolicy {
+    FetchPolicy::proxy(allow_loopback)
+}
+
 /// `mobius push-deliver`: the child. Reads a [`Setup`] and then [`Job`]s on stdin, answers
 /// each on stdout.
 pub fn deliver_command() -> ExitCode {
@@ -189,7 +195,7 @@ async fn child_loop() -> Result<()> {
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .referer(false)
-        .dns_resolver(checked_resolver(&super::worker::policy(setup.allow_loopback)))
+        .dns_resolver(checked_resolver(&policy(setup.allow_loopback)))
         .build()
         .map_err(|e| Error::Internal(format!("push client: {e}")))?;
     let pusher = Pusher { client, vapid, subject: setup.subject };

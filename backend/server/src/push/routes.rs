@@ -113,7 +113,7 @@ fn checked_endpoint(state: &AppState, raw: &str) -> Result<String> {
     if url.scheme() != "https" && !(loopback && loopback_literal && url.scheme() == "http") {
         return Err(invalid("must be https"));
     }
-    if let Some(why) = super::worker::policy(loopback).refuse_url(&url) {
+    if let Some(why) = super::deliver::policy(loopback).refuse_url(&url) {
         return Err(invalid(&format!("is not allowed: {why}")));
     }
     Ok(url.to_string())

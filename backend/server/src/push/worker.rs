@@ -12,7 +12,6 @@ use tracing::{debug, info, warn};
 use super::deliver::{self, Device, Job, Outcome};
 use super::notice::{self, Notice};
 use super::{actions, crypto, presence};
-use crate::apps::smart_http::FetchPolicy;
 use crate::config::Config;
 use crate::db::{self, Db, now_ms};
 use crate::error::{Error, Result};
@@ -284,10 +283,4 @@ impl Worker {
         }
         Ok(())
     }
-}
-
-/// Who push requests may reach: https to public addresses; test configurations also plain
-/// http to loopback (the tests' push service).
-pub(super) fn policy(allow_loopback: bool) -> FetchPolicy {
-    FetchPolicy::proxy(allow_loopback)
 }

@@ -801,3 +801,116 @@ async fn an_embedded_chat_trades_a_one_use_grant_for_a_session_scoped_to_its_cha
         .await;
     assert_error(r, StatusCode::FORBIDDEN, "embeds_agent_required").await;
 }
+
+/// The `data:` lines of an SSE response until it ends or `wait` passes without one.
+async fn sse_lines(response: reqwest::Response, wait: std::time::Duration, until: usize) -> (Vec<String>, bool) {
+    use futures_util::StreamExt;
+    let mut body = response.bytes_stream();
+    let (mut lines, mut buffer) = (Vec::new(), String::new());
+    loop {
+        match tokio::time::timeout(wait, body.next()).await {
+            Err(_) => return (lines, false),
+            Ok(None) => return (lines, true),
+            Ok(Some(chunk)) => buffer.push_str(&String::from_utf8_lossy(&chunk.expect("chunk"))),
+        }
+        while let Some(end) = buffer.find('\n') {
+            let line: String = buffer.drain(..=end).collect();
+            if let Some(data) = line.trim_end().strip_prefix("data:") {
+                lines.push(data.trim().to_owned());
+            }
+        }
+        if lines.len() >= until {
+            return (lines, false);
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_embedded_chat_hears_only_its_chat_on_the_system_stream_until_its_session_ends() {
+    let (app, token) = with_claude().await;
+    let (app_id, app_token) = applied_app(&app, &token, "tutor", json!({ "embeds_agent": true })).await;
+    let chat: Value = app.post("/api/app-chats", json!({}), Some(&app_token)).await.json().await.expect("json");
+    let chat = chat["id"].as_str().expect("id").to_owned();
+    let other: Value =
+        app.post("/api/chats", json!({ "title": "Not the embed's" }), Some(&token)).await.json().await.expect("json");
+    let other = other["id"].as_str().expect("id").to_owned();
+    let instance = format!("{app_id}:1:1700000000001");
+    let r = app
+        .client
+        .post(app.url(&format!("/api/app-chats/{chat}/embed-capability")))
+        .bearer_auth(&app_token)
+        .json(&json!({ "instance_id": instance }))
+        .send()
+        .await
+        .expect("mint");
+    let grant: Value = r.json().await.expect("json");
+    let r = app
+        .client
+        .post(app.url("/api/app-chat-embeds/session"))
+        .bearer_auth(grant["capability"].as_str().expect("capability"))
+        .json(&json!({ "instance_id": instance }))
+        .send()
+        .await
+        .expect("exchange");
+    let session: Value = r.json().await.expect("json");
+    let embed = session["token"].as_str().expect("token").to_owned();
+
+    // An app token may not listen; the embed needs its instance header.
+    let r = app.client.get(app.url("/api/events/system")).bearer_auth(&app_token).send().await.expect("app");
+    assert_error(r, StatusCode::FORBIDDEN, "wrong_scope").await;
+    let r = app.client.get(app.url("/api/events/system")).bearer_auth(&embed).send().await.expect("no header");
+    assert_error(r, StatusCode::UNAUTHORIZED, "embed_instance_mismatch").await;
+
+    let stream = app
+        .client
+        .get(app.url("/api/events/system"))
+        .bearer_auth(&embed)
+        .header("x-mobius-embed-instance", &instance)
+        .send()
+        .await
+        .expect("stream");
+    assert_eq!(stream.status(), StatusCode::OK);
+    let rename = |id: String, title: &'static str| {
+        let app = &app;
+        let token = token.clone();
+        async move {
+            let r = app
+                .client
+                .patch(app.url(&format!("/api/chats/{id}")))
+                .bearer_auth(&token)
+                .json(&json!({ "title": title }))
+                .send()
+                .await
+                .expect("rename");
+            assert!(r.status().is_success(), "{}", r.status());
+        }
+    };
+    rename(other.clone(), "Elsewhere").await;
+    rename(chat.clone(), "Fractions").await;
+    let (lines, _) = sse_lines(stream, std::time::Duration::from_secs(5), 2).await;
+    assert!(lines[0].contains("system_stream_open"), "{lines:?}");
+    assert!(lines[1].contains(&chat) && !lines.iter().any(|l| l.contains(&other)), "{lines:?}");
+
+    // Revoked: the stream ends at its next wake-up after a second.
+    let stream = app
+        .client
+        .get(app.url("/api/events/system"))
+        .bearer_auth(&embed)
+        .header("x-mobius-embed-instance", &instance)
+        .send()
+        .await
+        .expect("stream");
+    let r = app
+        .client
+        .delete(app.url(&format!("/api/app-chats/{chat}/embed-sessions/{instance}")))
+        .bearer_auth(&app_token)
+        .send()
+        .await
+        .expect("revoke");
+    assert_eq!(r.status(), StatusCode::OK);
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    rename(chat.clone(), "Wakes the stream").await;
+    let (lines, ended) = sse_lines(stream, std::time::Duration::from_secs(5), usize::MAX).await;
+    assert!(ended, "the stream of a revoked session ends: {lines:?}");
+    assert!(!lines.iter().any(|l| l.contains("Wakes")), "{lines:?}");
+}
