@@ -427,7 +427,7 @@ describe("the storage port", () => {
     first.port.postMessage({ type: "moebius:open-settings" });
     await waitFor(() => expect(first.heard).toContainEqual(expect.objectContaining({ type: "moebius:storage-rpc-result", requestId: "p1", ok: false })));
     expect(first.heard).toHaveLength(1);
-    expect((first.heard[0].error as Record<string, unknown>).code).toBe("storage_method_denied");
+    expect((first.heard[0]?.error as Record<string, unknown> | undefined)?.code).toBe("storage_method_denied");
     expect(posted.some((m) => m.type === "moebius:storage-rpc-result")).toBe(false);
 
     // The frame reloaded and asked again: the old port is closed, the new one answers.
