@@ -4,7 +4,7 @@
 
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { lazy, Suspense, useEffect, useState, useSyncExternalStore } from "react";
-import { fetchSession, fetchSetupStatus, sessionKey, setupStatusKey, type SetupStatus } from "./api/auth";
+import { fetchSession, fetchSetupStatus, SESSION_STALE_MS, sessionKey, setupStatusKey, type SetupStatus } from "./api/auth";
 import { onUnauthorized } from "./api/client";
 import { readStandaloneIdentity } from "./apps/standalone";
 import { clearToken, readToken, rememberedSession, rememberSession, subscribeToken } from "./auth/token";
@@ -77,7 +77,7 @@ export function App() {
     queryKey: sessionKey,
     queryFn: ({ signal }) => fetchSession({ signal }),
     enabled: hasToken,
-    staleTime: 60_000,
+    staleTime: SESSION_STALE_MS,
   });
   const setupStatus = useQuery({
     queryKey: setupStatusKey,

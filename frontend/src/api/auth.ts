@@ -30,6 +30,8 @@ export interface Credentials {
 
 export const setupStatusKey = ["auth", "setup-status"] as const;
 export const sessionKey = ["auth", "session"] as const;
+/** The session is checked again after this long (the shell's query and the start-up prefetch). */
+export const SESSION_STALE_MS = 60_000;
 
 const BOOT_TIMEOUT_MS = 10_000;
 

@@ -43,11 +43,12 @@ import { InstallOffer } from "./InstallOffer";
 import { Drawer, listsNoChat } from "./Drawer";
 import { Icon } from "./Icon";
 import { preloadMarkdown } from "./Markdown";
+import { loadAppsView, loadSettings } from "../shell/routeModules";
 import DecisionSheet from "./DecisionSheet";
 import NotificationBell from "./NotificationBell";
 
-const Settings = lazy(() => import("./Settings"));
-const AppsView = lazy(() => import("./AppsView"));
+const Settings = lazy(loadSettings);
+const AppsView = lazy(loadAppsView);
 
 export interface ShellProps {
   session: Session;

@@ -20,13 +20,18 @@ export interface ChatListState {
   loadMore: () => void;
 }
 
+/** The list query's options (shared with the start-up prefetch in `main.tsx`). */
+export function chatListQuery(queryClient: QueryClient) {
+  return {
+    queryKey: chatsKey,
+    queryFn: async ({ signal }: { signal: AbortSignal }) => withFirstPage(queryClient.getQueryData<ChatList>(chatsKey), await listChatsPage(null, signal)),
+    staleTime: 10_000,
+  };
+}
+
 export function useChatList(): ChatListState {
   const queryClient = useQueryClient();
-  const query = useQuery({
-    queryKey: chatsKey,
-    queryFn: async ({ signal }) => withFirstPage(queryClient.getQueryData<ChatList>(chatsKey), await listChatsPage(null, signal)),
-    staleTime: 10_000,
-  });
+  const query = useQuery(chatListQuery(queryClient));
   const [loadingMore, setLoadingMore] = useState(false);
   const inFlight = useRef<string | null>(null);
   const failedAt = useRef(0);
