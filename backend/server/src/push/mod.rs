@@ -3,12 +3,14 @@
 //!
 //! Anyone who wants to tell the owner something builds a [`Notice`] and calls
 //! [`Push::notify`]. That never waits: the notice goes into a bounded queue and one worker
-//! task (`worker.rs`) stores it (through the writer), decides whether to push (per-kind
-//! switches, presence), encrypts it per device and sends it. A turn's commit path pays only
-//! for the enqueue. The worker holds no HTTP client, connection or key schedule between
-//! bursts: they are built on the first notice and dropped after a short idle.
+//! task (`worker.rs`) stores it (through the writer) and decides whether to push (per-kind
+//! switches, presence). Encrypting and sending happen in a child process (`deliver.rs`,
+//! `mobius push-deliver`) started on a burst's first push and let go after a short idle, so the
+//! server never holds the HTTP client, TLS or the key schedule. A turn's commit path pays only
+//! for the enqueue.
 //!
 //! - `notice.rs`: what a notification says and about what.
+//! - `deliver.rs`: the sender child and the worker's side of its pipes.
 //! - `crypto.rs`: the VAPID key and `aes128gcm` encryption, on `ring`.
 //! - `presence.rs`: which chats a device has open and visible right now.
 //! - `actions.rs`: single-use tokens that let the service worker answer one question.

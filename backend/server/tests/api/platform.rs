@@ -860,28 +860,20 @@ async fn an_embedded_chat_hears_only_its_chat_on_the_system_stream_until_its_ses
     assert_error(r, StatusCode::FORBIDDEN, "wrong_scope").await;
     let r = app.client.get(app.url("/api/events/system")).bearer_auth(&embed).send().await.expect("no header");
     assert_error(r, StatusCode::UNAUTHORIZED, "embed_instance_mismatch").await;
+    let open = || {
+        app.client
+            .get(app.url("/api/events/system"))
+            .bearer_auth(&embed)
+            .header("x-mobius-embed-instance", &instance)
+            .send()
+    };
 
-    let stream = app
-        .client
-        .get(app.url("/api/events/system"))
-        .bearer_auth(&embed)
-        .header("x-mobius-embed-instance", &instance)
-        .send()
-        .await
-        .expect("stream");
+    let stream = open().await.expect("stream");
     assert_eq!(stream.status(), StatusCode::OK);
     let rename = |id: String, title: &'static str| {
-        let app = &app;
-        let token = token.clone();
+        let (app, token) = (&app, token.clone());
         async move {
-            let r = app
-                .client
-                .patch(app.url(&format!("/api/chats/{id}")))
-                .bearer_auth(&token)
-                .json(&json!({ "title": title }))
-                .send()
-                .await
-                .expect("rename");
+            let r = app.patch_json(&format!("/api/chats/{id}"), json!({ "title": title }), &token).await;
             assert!(r.status().is_success(), "{}", r.status());
         }
     };
@@ -892,14 +884,7 @@ async fn an_embedded_chat_hears_only_its_chat_on_the_system_stream_until_its_ses
     assert!(lines[1].contains(&chat) && !lines.iter().any(|l| l.contains(&other)), "{lines:?}");
 
     // Revoked: the stream ends at its next wake-up after a second.
-    let stream = app
-        .client
-        .get(app.url("/api/events/system"))
-        .bearer_auth(&embed)
-        .header("x-mobius-embed-instance", &instance)
-        .send()
-        .await
-        .expect("stream");
+    let stream = open().await.expect("stream");
     let r = app
         .client
         .delete(app.url(&format!("/api/app-chats/{chat}/embed-sessions/{instance}")))
