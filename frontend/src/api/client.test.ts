@@ -84,6 +84,27 @@ describe("apiFetch", () => {
     expect(heard).toEqual(["token_revoked"]);
   });
 
+  it("a 401 that came before anyone listened reaches the first listener, unless a sign-in came since", async () => {
+    writeToken("tok-1");
+    mockFetch({ "GET /api/auth/session": { status: 401, body: { code: "token_revoked", message: "Revoked." } } });
+    await apiFetch("/api/auth/session").catch(() => undefined);
+    expect(readToken()).toBeNull();
+    const heard: string[] = [];
+    const stop = onUnauthorized((error) => heard.push(error.code));
+    stop();
+    expect(heard).toEqual(["token_revoked"]);
+    const again = vi.fn();
+    onUnauthorized(again)();
+    expect(again).not.toHaveBeenCalled();
+
+    writeToken("tok-2");
+    await apiFetch("/api/auth/session").catch(() => undefined);
+    writeToken("tok-3");
+    const stale = vi.fn();
+    onUnauthorized(stale)();
+    expect(stale).not.toHaveBeenCalled();
+  });
+
   it("leaves the token alone when an uncredentialed call gets a 401 (wrong password)", async () => {
     writeToken("tok-1");
     mockFetch({ "POST /api/auth/token": { status: 401, body: { code: "invalid_credentials", message: "No." } } });

@@ -53,9 +53,18 @@ type UnauthorizedListener = (error: ApiError) => void;
 
 const unauthorizedListeners = new Set<UnauthorizedListener>();
 
+/**
+ * A 401 that came while nobody listened (a start-up prefetch answered before the shell
+ * mounted): the first listener hears it, unless a sign-in has brought a token since.
+ */
+let unheard: ApiError | null = null;
+
 /** Called when a credentialed call gets a 401, just before the token is cleared. */
 export function onUnauthorized(listener: UnauthorizedListener): () => void {
   unauthorizedListeners.add(listener);
+  const missed = unheard;
+  unheard = null;
+  if (missed !== null && readToken() === null) listener(missed);
   return () => unauthorizedListeners.delete(listener);
 }
 
@@ -133,6 +142,7 @@ export async function apiFetch<T>(path: string, options: ApiFetchOptions = {}): 
  *  stream clients, which call `fetch` directly. */
 export function reportUnauthorized(error: ApiError, token: string | null): void {
   if (token === null || token !== readToken()) return;
+  if (unauthorizedListeners.size === 0) unheard = error;
   for (const listener of [...unauthorizedListeners]) listener(error);
   clearToken();
 }

@@ -416,7 +416,7 @@ impl Message {
 /// One message of an imported transcript as it was sent: each known field kept as its raw JSON
 /// (borrowed from the request body, `null` included), read and checked by [`Message::import`].
 /// Parsing straight into this costs no allocation per field; unknown fields are skipped.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Deserialize)]
 pub struct ImportedMessage<'a> {
     #[serde(borrow, default, deserialize_with = "raw_field")]
     role: Option<&'a RawValue>,

@@ -662,6 +662,30 @@ async fn an_app_creates_its_own_chats_runs_turns_in_them_and_touches_no_other_ch
     }
 }
 
+/// `POST /api/app-chats/{chat}/embed-capability` from the app's frame: a one-use grant.
+async fn mint_embed_grant(app: &TestApp, app_token: &str, chat: &str, instance: &str) -> reqwest::Response {
+    app.client
+        .post(app.url(&format!("/api/app-chats/{chat}/embed-capability")))
+        .bearer_auth(app_token)
+        .header("origin", "null")
+        .json(&json!({ "instance_id": instance }))
+        .send()
+        .await
+        .expect("mint")
+}
+
+/// `POST /api/app-chat-embeds/session`: the grant traded for a session token.
+async fn exchange_embed_grant(app: &TestApp, capability: &str, instance: &str) -> reqwest::Response {
+    app.client
+        .post(app.url("/api/app-chat-embeds/session"))
+        .bearer_auth(capability)
+        .header("origin", "null")
+        .json(&json!({ "instance_id": instance }))
+        .send()
+        .await
+        .expect("exchange")
+}
+
 #[tokio::test]
 async fn an_embedded_chat_trades_a_one_use_grant_for_a_session_scoped_to_its_chat() {
     let (app, token) = with_claude().await;
@@ -676,15 +700,7 @@ async fn an_embedded_chat_trades_a_one_use_grant_for_a_session_scoped_to_its_cha
     let mint = |instance: String| {
         let (app, chat, app_token) = (&app, chat.clone(), app_token.clone());
         async move {
-            let r = app
-                .client
-                .post(app.url(&format!("/api/app-chats/{chat}/embed-capability")))
-                .bearer_auth(&app_token)
-                .header("origin", "null")
-                .json(&json!({ "instance_id": instance }))
-                .send()
-                .await
-                .expect("mint");
+            let r = mint_embed_grant(app, &app_token, &chat, &instance).await;
             assert_eq!(r.status(), StatusCode::OK);
             let grant: Value = r.json().await.expect("json");
             assert_eq!(grant["role"], "participant");
@@ -694,16 +710,7 @@ async fn an_embedded_chat_trades_a_one_use_grant_for_a_session_scoped_to_its_cha
     };
     let exchange = |capability: String, instance: String| {
         let app = &app;
-        async move {
-            app.client
-                .post(app.url("/api/app-chat-embeds/session"))
-                .bearer_auth(capability)
-                .header("origin", "null")
-                .json(&json!({ "instance_id": instance }))
-                .send()
-                .await
-                .expect("exchange")
-        }
+        async move { exchange_embed_grant(app, &capability, &instance).await }
     };
 
     let grant = mint(instance.clone()).await;
@@ -835,24 +842,9 @@ async fn an_embedded_chat_hears_only_its_chat_on_the_system_stream_until_its_ses
         app.post("/api/chats", json!({ "title": "Not the embed's" }), Some(&token)).await.json().await.expect("json");
     let other = other["id"].as_str().expect("id").to_owned();
     let instance = format!("{app_id}:1:1700000000001");
-    let r = app
-        .client
-        .post(app.url(&format!("/api/app-chats/{chat}/embed-capability")))
-        .bearer_auth(&app_token)
-        .json(&json!({ "instance_id": instance }))
-        .send()
-        .await
-        .expect("mint");
-    let grant: Value = r.json().await.expect("json");
-    let r = app
-        .client
-        .post(app.url("/api/app-chat-embeds/session"))
-        .bearer_auth(grant["capability"].as_str().expect("capability"))
-        .json(&json!({ "instance_id": instance }))
-        .send()
-        .await
-        .expect("exchange");
-    let session: Value = r.json().await.expect("json");
+    let grant: Value = mint_embed_grant(&app, &app_token, &chat, &instance).await.json().await.expect("json");
+    let capability = grant["capability"].as_str().expect("capability");
+    let session: Value = exchange_embed_grant(&app, capability, &instance).await.json().await.expect("json");
     let embed = session["token"].as_str().expect("token").to_owned();
 
     // An app token may not listen; the embed needs its instance header.
