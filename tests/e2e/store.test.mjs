@@ -194,7 +194,7 @@ describe("apps from the phone (real server, local fixture repository)", () => {
     await list.getByText("Keeps notes on your phone.").waitFor({ state: "detached" });
     await screenshot(page, "store-catalog-phone.png");
     await assertFitsAndLegible(page, "the store");
-    await list.getByRole("button", { name: "Install Tasks" }).click();
+    await list.getByRole("button", { name: "Get Tasks" }).click();
     const card = page.getByRole("dialog", { name: "Review the app" });
     await card.getByRole("heading", { name: "Notes" }).waitFor();
     await card.getByText(/already installed/).waitFor();

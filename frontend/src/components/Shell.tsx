@@ -397,11 +397,17 @@ export function Shell({ session, onSignOut }: ShellProps) {
             <Icon name="menu" size={22} />
             {needsProvider && <span className="attention-dot attention-dot-corner" aria-hidden="true" />}
           </button>
-          <h1 className="topbar-title">{chatTitle}</h1>
-          {activeId && (
-            <button type="button" className="icon-button topbar-info" aria-label="Chat info" onClick={() => setInfoOpen(true)}>
-              <Icon name="info" size={20} />
-            </button>
+          {activeId ? (
+            // The title is the way to the chat's info sheet (as in a phone's messages app), so
+            // the bar keeps its width for the title.
+            <h1 className="topbar-title">
+              <button type="button" className="topbar-title-button" aria-label={`${chatTitle}, chat info`} onClick={() => setInfoOpen(true)}>
+                <span className="topbar-title-text">{chatTitle}</span>
+                <Icon name="chevron-down" size={16} className="topbar-title-chevron" />
+              </button>
+            </h1>
+          ) : (
+            <h1 className="topbar-title">{chatTitle}</h1>
           )}
           <button
             type="button"
@@ -423,7 +429,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
         </header>
         )}
         <DecisionSheet search={location.search} />
-        <InstallOffer />
+        {route.name === "chat" && <InstallOffer />}
         {!online && (
           <div className="offline-note" role="status">
             <Icon name="offline" size={16} />
