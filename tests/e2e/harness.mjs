@@ -455,7 +455,8 @@ export async function horizontalOverflow(page, { within = "body" } = {}) {
     for (const el of [root, ...root.querySelectorAll("*")]) {
       if (el.closest("[hidden], .visually-hidden, svg")) continue;
       const box = el.getBoundingClientRect();
-      if (box.width === 0 || box.height === 0) continue;
+      // Nothing drawn, or text kept for screen readers only (a 1-px clipped box).
+      if (box.width <= 1 || box.height <= 1) continue;
       const cls = typeof el.className === "string" ? el.className.split(/\s+/).filter(Boolean).slice(0, 2).join(".") : "";
       const what = `${el.tagName.toLowerCase()}${cls ? "." + cls : ""}`;
       if (box.right > innerWidth + 0.5 || box.left < -0.5) out.push(`${what}: ${Math.round(box.left)}..${Math.round(box.right)} of ${innerWidth}`);

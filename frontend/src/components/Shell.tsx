@@ -310,7 +310,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
   const menuButtonRef = useRef<HTMLButtonElement>(null);
   const drawerWasOpen = useRef(false);
   useEffect(() => {
-    if (drawer) drawerRef.current?.querySelector<HTMLElement>("button:not(:disabled)")?.focus();
+    if (drawer) (drawerRef.current?.querySelector<HTMLElement>(".new-chat:not(:disabled)") ?? drawerRef.current?.querySelector<HTMLElement>("button:not(:disabled)"))?.focus();
     else if (drawerWasOpen.current) menuButtonRef.current?.focus();
     drawerWasOpen.current = drawer;
   }, [drawer]);
@@ -319,7 +319,8 @@ export function Shell({ session, onSignOut }: ShellProps) {
   useEffect(() => {
     if (!drawer) return;
     const onKey = (event: KeyboardEvent) => {
-      if (event.key === "Escape") closeDrawer();
+      // A menu inside the drawer (the account's, a row's) takes its own Escape first.
+      if (event.key === "Escape" && !event.defaultPrevented) closeDrawer();
     };
     document.addEventListener("keydown", onKey);
     return () => document.removeEventListener("keydown", onKey);
@@ -358,6 +359,15 @@ export function Shell({ session, onSignOut }: ShellProps) {
     onDeleteApp: apps.remove,
   };
   const appFullScreen = openAppId !== null && !wide;
+  const accountMenu = (
+    <AccountMenu
+      username={owner}
+      onSignOut={() => onSignOut(false)}
+      onSignOutEverywhere={() => everywhere.mutate()}
+      signingOutEverywhere={everywhere.isPending}
+      error={accountError}
+    />
+  );
 
   return (
     <div className="app" data-app-open={openAppId !== null || undefined}>
@@ -369,7 +379,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
         <div className="drawer-layer">
           <button type="button" className="scrim" aria-label="Close chats" tabIndex={-1} onClick={closeDrawer} />
           <div ref={drawerRef} className="drawer" role="dialog" aria-modal="true" aria-label="Chats">
-            <Drawer {...drawerProps} />
+            <Drawer {...drawerProps} account={accountMenu} />
           </div>
         </div>
       )}
@@ -419,13 +429,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
             <Icon name="compose" size={20} />
           </button>
           <NotificationBell />
-          <AccountMenu
-            username={owner}
-            onSignOut={() => onSignOut(false)}
-            onSignOutEverywhere={() => everywhere.mutate()}
-            signingOutEverywhere={everywhere.isPending}
-            error={accountError}
-          />
+          {accountMenu}
         </header>
         )}
         <DecisionSheet search={location.search} />
