@@ -56,7 +56,7 @@ export function InstallOffer() {
         </span>
       ) : (
         <>
-          <span className="install-offer-text">Add Möbius to your Home Screen</span>
+          <span className="install-offer-text">Add Möbius to Home Screen</span>
           <button type="button" className="btn btn-primary btn-small" onClick={() => setSteps(true)}>
             How
           </button>
