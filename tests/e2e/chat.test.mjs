@@ -270,12 +270,12 @@ describe("chat journey on a phone (real server, real Claude Code, scripted model
 
   step("a question card is answered and the turn continues", async (page) => {
     await send(page, "Ask me a question");
-    const card = page.getByRole("form", { name: "Question from the agent" });
+    const card = page.getByRole("region", { name: "Question from the agent" });
     await card.waitFor({ timeout: TURN_TIMEOUT });
     await screenshot(page, "question-phone.png");
     await assertAccessible(page, "a question card");
-    await card.getByRole("radio", { name: /Blue/ }).check();
-    await card.getByRole("button", { name: "Send answer" }).click();
+    // One single-choice question: one tap answers it.
+    await card.getByRole("button", { name: /^Blue/ }).click();
     await page.getByText("You picked Blue.").waitFor({ timeout: TURN_TIMEOUT });
     await page.getByRole("region", { name: "Answered question" }).waitFor();
     await turnEnds(page);

@@ -379,3 +379,92 @@ export async function accessibilityProblems(page, { exclude = [] } = {}) {
   }, exclude);
   return result;
 }
+
+/** What a person can tap or focus: the selector the touch-target and label checks walk. */
+const CONTROLS =
+  'button, a[href], input:not([type="hidden"]), select, textarea, summary, [role="button"], [role="tab"], [role="menuitem"], [role="link"], [role="checkbox"], [role="radio"], [role="switch"]';
+
+/**
+ * The controls on screen smaller than `min` × `min` CSS px, each as "what (w×h)". A checkbox or
+ * radio counts by its label when it has one (the label is the target); a link inside running
+ * text is exempt (WCAG 2.5.8's inline exception), as are controls hidden, inert or off-screen.
+ */
+export async function smallTargets(page, { min = 44, within = "body" } = {}) {
+  return page.evaluate(
+    ([selector, min, within]) => {
+      const root = document.querySelector(within) ?? document.body;
+      const out = [];
+      const describe = (el) => {
+        const name = el.getAttribute("aria-label") || el.textContent?.replace(/\s+/g, " ").trim().slice(0, 40) || el.getAttribute("title") || "";
+        const cls = typeof el.className === "string" ? el.className.split(/\s+/).filter(Boolean).slice(0, 2).join(".") : "";
+        return `${el.tagName.toLowerCase()}${cls ? "." + cls : ""} “${name}”`;
+      };
+      for (const el of root.querySelectorAll(selector)) {
+        if (el.closest("[inert], [hidden], [aria-hidden='true']")) continue;
+        const style = getComputedStyle(el);
+        if (style.visibility === "hidden" || style.display === "none" || style.pointerEvents === "none") continue;
+        let box = el.getBoundingClientRect();
+        if (box.width <= 1 || box.height <= 1) continue;
+        if (box.bottom <= 0 || box.top >= innerHeight || box.right <= 0 || box.left >= innerWidth) continue;
+        if (el.matches('input[type="checkbox"], input[type="radio"]')) {
+          const label = el.closest("label") ?? (el.id ? document.querySelector(`label[for="${CSS.escape(el.id)}"]`) : null);
+          if (label) box = label.getBoundingClientRect();
+        }
+        if (el.matches("a") && el.closest(".markdown p, .markdown li, .markdown td, .settings-lead, p")) continue;
+        if (box.width < min - 0.5 || box.height < min - 0.5) out.push(`${describe(el)} (${Math.round(box.width)}×${Math.round(box.height)})`);
+      }
+      return out;
+    },
+    [CONTROLS, min, within],
+  );
+}
+
+/**
+ * Controls whose accessible name does not contain their visible label (voice control users say
+ * what they see): each as "label → name". Only `aria-label` overrides are checked (a name taken
+ * from the content is the content).
+ */
+export async function labelMismatches(page) {
+  return page.evaluate((selector) => {
+    const norm = (text) => text.replace(/[\s\u00a0]+/g, " ").replace(/[…:]/g, "").trim().toLowerCase();
+    const out = [];
+    for (const el of document.querySelectorAll(selector)) {
+      const label = el.getAttribute("aria-label");
+      if (label === null || el.closest("[inert], [hidden], [aria-hidden='true']")) continue;
+      if (el.getBoundingClientRect().width <= 1) continue;
+      const visible = norm(el.innerText ?? "");
+      // Icons and single symbols carry no words to say.
+      if (visible.length < 2 || !/[a-z]/i.test(visible)) continue;
+      if (!norm(label).includes(visible)) out.push(`“${visible}” → “${label}”`);
+    }
+    return out;
+  }, CONTROLS);
+}
+
+/**
+ * What runs past the right edge: the document's overflow, and every element (under `within`)
+ * whose box leaves the viewport or whose content is wider than a box that would clip or scroll
+ * it sideways. Each as "what: detail".
+ */
+export async function horizontalOverflow(page, { within = "body" } = {}) {
+  return page.evaluate((within) => {
+    const out = [];
+    const doc = document.documentElement;
+    if (doc.scrollWidth > innerWidth) out.push(`document: ${doc.scrollWidth} > ${innerWidth}`);
+    const root = document.querySelector(within) ?? document.body;
+    for (const el of [root, ...root.querySelectorAll("*")]) {
+      if (el.closest("[hidden], .visually-hidden, svg")) continue;
+      const box = el.getBoundingClientRect();
+      // Nothing drawn, or text kept for screen readers only (a 1-px clipped box).
+      if (box.width <= 1 || box.height <= 1) continue;
+      const cls = typeof el.className === "string" ? el.className.split(/\s+/).filter(Boolean).slice(0, 2).join(".") : "";
+      const what = `${el.tagName.toLowerCase()}${cls ? "." + cls : ""}`;
+      if (box.right > innerWidth + 0.5 || box.left < -0.5) out.push(`${what}: ${Math.round(box.left)}..${Math.round(box.right)} of ${innerWidth}`);
+      const style = getComputedStyle(el);
+      // Text cut with an ellipsis on purpose is not overflow; content scrolled sideways in its own box (code) neither.
+      if (style.textOverflow === "ellipsis" || style.overflowX === "auto" || style.overflowX === "scroll") continue;
+      if (el.scrollWidth > el.clientWidth + 1 && style.overflowX !== "visible" && el.clientWidth > 0) out.push(`${what}: content ${el.scrollWidth} > box ${el.clientWidth}`);
+    }
+    return out;
+  }, within);
+}

@@ -33,8 +33,12 @@ const step = stepper({ prefix: "journey", timeout: STEP_TIMEOUT, page: () => pho
 
 const heading = (page, name) => page.getByRole("heading", { name, exact: true });
 
+/** Opens the account menu: on a phone it is in the drawer's head (the top bar keeps its width
+ *  for the chat's title). */
 async function openMenu(page) {
-  await page.getByRole("button", { name: /account menu/i }).click();
+  const account = page.getByRole("button", { name: /account menu/i });
+  if (!(await account.isVisible())) await page.getByRole("button", { name: "Open chats" }).click();
+  await account.click();
   await page.getByRole("menu").waitFor();
 }
 

@@ -4,7 +4,7 @@
 //   - a first visit shows "No chats yet" beside an empty drawer, and the offer to install;
 //   - Settings reads like a phone's (sections, Back, Done), says where to get a key, and refuses a
 //     wrong key with the provider's reason;
-//   - Copy on a reply and on a code block, selectable text, Edit and resend, Regenerate;
+//   - Copy on a reply and on a code block, selectable text, Edit and resend, Regenerate (a version);
 //   - the chat's own model and approval policy in its info sheet (the next turn uses the model);
 //   - the CLI's retries shown as they happen, and the live row saying what runs, for how long,
 //     without a request of its own;
@@ -227,12 +227,14 @@ describe("the chat on a phone, every day (real server, real Claude Code, scripte
     assert.equal(await page.getByRole("button", { name: "Regenerate reply" }).count(), 1);
   });
 
-  step("Regenerate asks for the last reply again", async (page) => {
-    const posted = page.waitForResponse((r) => r.url().endsWith("/messages") && r.request().method() === "POST");
+  step("Regenerate asks for the last reply again, as a new version of it (the message is not sent twice)", async (page) => {
+    const posted = page.waitForResponse((r) => r.url().endsWith("/regenerate") && r.request().method() === "POST");
     await page.getByRole("button", { name: "Regenerate reply" }).click();
-    assert.equal((await posted).request().postDataJSON().content, "Show me another snippet");
+    assert.equal((await posted).status(), 202);
     await page.getByText("Regenerated: here it is again.").waitFor({ timeout: TURN_TIMEOUT });
     await turnEnds(page);
+    assert.equal(await page.locator(".row-user .bubble", { hasText: "Show me another snippet" }).count(), 1);
+    assert.match(await page.getByRole("group", { name: "Versions of this reply" }).textContent(), /2\/2/);
   });
 
   step("the chat's info sheet holds its model and approval policy; the next turn uses the model", async (page) => {

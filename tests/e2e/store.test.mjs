@@ -20,6 +20,7 @@ import {
   assertFitsAndLegible,
   appBuildEnv,
   openBrowser,
+  labelMismatches,
   PHONE,
   screenshot,
   signInAsOwner,
@@ -28,6 +29,7 @@ import {
   stepper,
   tearDown,
   watchProblems,
+  smallTargets,
 } from "./harness.mjs";
 
 const STEP_TIMEOUT = 120_000;
@@ -194,7 +196,10 @@ describe("apps from the phone (real server, local fixture repository)", () => {
     await list.getByText("Keeps notes on your phone.").waitFor({ state: "detached" });
     await screenshot(page, "store-catalog-phone.png");
     await assertFitsAndLegible(page, "the store");
-    await list.getByRole("button", { name: "Install Tasks" }).click();
+    // Voice control says what it sees: each button's name holds its label ("Get", "Open").
+    assert.deepEqual(await labelMismatches(page), []);
+    assert.deepEqual(await smallTargets(page), [], "every control of the store is at least 44×44 px");
+    await list.getByRole("button", { name: "Get Tasks" }).click();
     const card = page.getByRole("dialog", { name: "Review the app" });
     await card.getByRole("heading", { name: "Notes" }).waitFor();
     await card.getByText(/already installed/).waitFor();

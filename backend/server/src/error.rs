@@ -57,6 +57,9 @@ pub enum Domain {
     PendingQuestionOpen,
     #[error("That question is no longer open.")]
     QuestionStale,
+    /// Regenerate asked for a reply that is not the last one (or that a handoff followed).
+    #[error("Only the reply to your last message can be regenerated.")]
+    NotRegenerable,
     /// Two messages of one import share a cid.
     #[error("Two messages share the same cid.")]
     DuplicateCid,
@@ -152,6 +155,7 @@ impl Domain {
             | Domain::ChatBusy
             | Domain::RunNotRunning
             | Domain::PendingQuestionOpen
+            | Domain::NotRegenerable
             | Domain::AlreadySent
             | Domain::AlreadyConfigured
             | Domain::NotConfigured
@@ -170,6 +174,7 @@ impl Domain {
             Domain::RunNotRunning => "run_not_running",
             Domain::PendingQuestionOpen => "pending_question_open",
             Domain::QuestionStale => "question_stale",
+            Domain::NotRegenerable => "not_regenerable",
             Domain::DuplicateCid | Domain::AlreadySent => "duplicate_cid",
             Domain::AlreadyConfigured => "already_configured",
             Domain::NotConfigured => "not_configured",

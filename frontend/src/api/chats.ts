@@ -1,7 +1,7 @@
 //! Typed calls for chats, messages, the queue and stop, with the query keys they cache under.
 
 import { apiFetch } from "./client";
-import type { ApprovalAnswers, ChatDetail, ChatSummary, Message, PendingMessage, QuestionAnswers, SendResult } from "./types";
+import type { ApprovalAnswers, ChatDetail, ChatSummary, Message, PendingMessage, QuestionAnswers, RegenerateResult, SendResult } from "./types";
 
 export const chatsKey = ["chats"] as const;
 export const chatKey = (id: string) => ["chat", id] as const;
@@ -71,6 +71,12 @@ export function recoverChat(id: string): Promise<{ ok: boolean }> {
 }
 
 /** `steer: true` while a turn runs asks the CLI to take the words into it (else they queue). */
+/** A new version of the reply to the owner's last message (`message_idx`), given the versions on
+ *  screen (a repeat of an accepted request comes back as a duplicate). */
+export function regenerateReply(id: string, body: { message_idx?: number; versions?: number }): Promise<RegenerateResult> {
+  return apiFetch<RegenerateResult>(`/api/chats/${enc(id)}/regenerate`, { method: "POST", body, timeoutMs: SEND_TIMEOUT_MS });
+}
+
 export function sendMessage(
   id: string,
   body: { content: string; cid: string; steer?: boolean; agent_context?: string; attachments?: string[] },

@@ -27,6 +27,7 @@ export type {
   RunStatus,
   RunUsage,
   TokenCounts,
+  RegenerateResult,
   SendResult,
   StopResult,
   StreamControl,

@@ -16,6 +16,7 @@ import type {
   PendingMessage,
   ProviderId,
   QuestionAnswers,
+  RegenerateResult,
   RunStatus,
   RunUsage,
   SendResult,
@@ -80,6 +81,7 @@ export type ChatAction =
   | { type: "steer_local"; cid: string; content: string; ts: number }
   | { type: "send_result"; cid: string; result: SendResult; now?: number }
   | { type: "send_failed"; cid: string }
+  | { type: "regenerate_result"; result: RegenerateResult; now?: number }
   | { type: "queue_cleared" }
   | { type: "pending_replaced"; pending: PendingMessage[] }
   | { type: "answer_local"; questionId: string; answers: QuestionAnswers | ApprovalAnswers | null };
@@ -171,8 +173,10 @@ export function fromDetail(detail: ChatPage, previous?: ChatState): ChatState {
   }
 }
 
-function emptyLive(runId: string, ts: number): ChatMessage {
-  return { role: "assistant", content: "", ts, run_id: runId, blocks: [], live: true };
+function emptyLive(runId: string, ts: number, version?: number | null): ChatMessage {
+  const live: ChatMessage = { role: "assistant", content: "", ts, run_id: runId, blocks: [], live: true };
+  if (typeof version === "number") live.version = version;
+  return live;
 }
 
 /** The reducer. */
@@ -202,6 +206,15 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
     }
     case "send_result":
       return settleSteering(applySendResult(state, action.cid, action.result, action.now ?? Date.now()));
+    case "regenerate_result": {
+      const result = action.result;
+      if (result.status !== "started") return state;
+      // The stream may already have started (or even ended) the run.
+      const known = state.live?.run_id === result.run_id || state.lastRun?.runId === result.run_id || state.messages.some((m) => m.run_id === result.run_id);
+      if (known) return state;
+      const base = state.live ? promote(state, "completed") : state;
+      return { ...base, running: true, runId: result.run_id, live: emptyLive(result.run_id, action.now ?? Date.now(), result.version), lastRun: null };
+    }
     case "send_failed":
       return {
         ...state,
@@ -322,7 +335,7 @@ function foldEvent(state: ChatState, event: JournalEntry, now: number): ChatStat
     case "run_started": {
       if (state.live?.run_id === event.run_id) return { ...state, running: true, runId: event.run_id };
       const base = state.live ? promote(state, "completed") : state;
-      return { ...base, running: true, runId: event.run_id, live: emptyLive(event.run_id, event.ts ?? now), lastRun: null };
+      return { ...base, running: true, runId: event.run_id, live: emptyLive(event.run_id, event.ts ?? now, event.version), lastRun: null };
     }
     case "text":
       return withLive(state, now, (blocks) => appendText(blocks, "text", event.item_id, event.content, false));

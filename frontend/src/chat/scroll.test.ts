@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   anchorAt,
   isAtBottom,
+  isAway,
   modeAfterGrowth,
   modeAfterReaderScroll,
   modeAfterSend,
@@ -19,10 +20,17 @@ describe("scroll rules", () => {
     expect(isAtBottom(at(1100))).toBe(false);
   });
 
-  it("the first send always pins; a later send pins only from the tail", () => {
-    expect(modeAfterSend(at(0), "cid:a", true)).toEqual({ kind: "pin", key: "cid:a" });
-    expect(modeAfterSend(at(1200), "cid:b", false)).toEqual({ kind: "pin", key: "cid:b" });
-    expect(modeAfterSend(at(400), "cid:c", false)).toEqual({ kind: "hold" });
+  it("a send pins its message, wherever the reader was", () => {
+    expect(modeAfterSend("cid:a")).toEqual({ kind: "pin", key: "cid:a" });
+  });
+
+  it("offers the way back to the newest content once the reader is well above it, the reserved room aside", () => {
+    expect(isAway(at(1200), 0)).toBe(false);
+    expect(isAway(at(1000), 0)).toBe(false);
+    expect(isAway(at(900), 0)).toBe(true);
+    // Scrolled up inside the room a pin reserves: still at the newest content.
+    expect(isAway(at(700), 400)).toBe(false);
+    expect(isAway(at(500), 400)).toBe(true);
   });
 
   it("the spacer lets the pinned row reach the top and shrinks as the reply grows", () => {

@@ -25,11 +25,21 @@ export function isAtBottom(m: ScrollMetrics, tolerance: number = AT_BOTTOM_PX): 
 }
 
 /**
- * The mode after the owner sends a message (`key` = its row). The first message always pins;
- * a later one pins only when the reader was at the tail, otherwise their position is kept.
+ * The mode after the owner sends a message (`key` = its row): it pins, wherever the reader was,
+ * so the message they just sent is on screen with the reply growing under it (a reader who had
+ * scrolled up would otherwise send into the dark).
  */
-export function modeAfterSend(m: ScrollMetrics, key: string, firstMessage: boolean): ScrollMode {
-  return firstMessage || isAtBottom(m) ? { kind: "pin", key } : { kind: "hold" };
+export function modeAfterSend(key: string): ScrollMode {
+  return { kind: "pin", key };
+}
+
+/** Farther than this from the newest content (the reserved spacer aside) offers "Jump to latest". */
+export const AWAY_PX = 240;
+
+/** The reader is away from the newest content: more than [`AWAY_PX`] above it, not counting the
+ *  room a pin reserves below it. */
+export function isAway(m: ScrollMetrics, spacer: number): boolean {
+  return distanceToBottom(m) - Math.max(0, spacer) > AWAY_PX;
 }
 
 /**

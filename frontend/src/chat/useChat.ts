@@ -1,7 +1,7 @@
 //! One open chat: its detail snapshot, the reducer that folds the stream into it, the stream
 //! connection (resume by seq, backoff, wake on visibility/online, resync), and the owner's
-//! actions — send, steer (typed text or queued rows), answer, stop (with the cleared-queue
-//! re-send), queue edits, retry.
+//! actions — send, regenerate, steer (typed text or queued rows), answer, stop (with the
+//! cleared-queue re-send), queue edits, retry.
 
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useCallback, useEffect, useReducer, useRef, useState } from "react";
@@ -14,6 +14,7 @@ import {
   createChat,
   editPending,
   fetchChat,
+  regenerateReply,
   removePending,
   sendAnswers,
   sendMessage,
@@ -50,6 +51,9 @@ export interface ChatHandle {
   loadOlder: () => void;
   /** Sends a message (with the files it carries, already uploaded). */
   send: (text: string, cid?: string, attachments?: Attachment[]) => Promise<SendOutcome>;
+  /** A new version of the reply to the owner's message at `messageIdx` (the last one), given the
+   *  versions on screen; the owner's message is not sent again. */
+  regenerate: (messageIdx: number, versions: number) => Promise<SendOutcome>;
   /** Sends into the running turn (`steer: true`); the server queues it when the CLI can't. */
   steer: (text: string) => Promise<SendOutcome>;
   /** Takes these queued rows back from the server and steers them in as one message. */
@@ -305,6 +309,36 @@ export function useChat(chatId: string): ChatHandle {
   );
   const steer = useCallback((text: string) => deliver(text, newCid(), true), [deliver]);
 
+  const regenerate = useCallback(
+    async (messageIdx: number, versions: number): Promise<SendOutcome> => {
+      const post = () => regenerateReply(chatId, { message_idx: messageIdx, versions });
+      try {
+        let result;
+        try {
+          result = await post();
+        } catch (error) {
+          // The answer was lost, not necessarily the request: `versions` makes a repeat safe.
+          if (error instanceof ApiError && error.isNetwork && navigator.onLine) result = await post();
+          else throw error;
+        }
+        dispatch({ type: "regenerate_result", result });
+        void queryClient.invalidateQueries({ queryKey: chatsKey });
+        return "sent";
+      } catch (error) {
+        if (error instanceof ApiError && error.code === "provider_not_connected") return "no_provider";
+        if (error instanceof ApiError && error.code === "pending_question_open") {
+          void refetch();
+          return "question_open";
+        }
+        // The chat moved on (a turn started elsewhere, a newer message): show what it is now.
+        if (error instanceof ApiError && (error.code === "chat_busy" || error.code === "not_regenerable")) void refetch();
+        if (error instanceof ApiError && error.isNetwork) void recheckOnline();
+        return "failed";
+      }
+    },
+    [chatId, queryClient, refetch],
+  );
+
   const steerQueued = useCallback(
     async (cids: readonly string[]): Promise<SteerQueuedOutcome> => {
       const wanted = new Set(cids);
@@ -390,6 +424,7 @@ export function useChat(chatId: string): ChatHandle {
     loadingOlder,
     loadOlder,
     send,
+    regenerate,
     steer,
     steerQueued,
     steeringQueue,

@@ -793,16 +793,16 @@ function StoreRow({ entry, onReview, onUpdate }: { entry: CatalogEntry; onReview
         </div>
         {installed ? (
           installed.update_available ? (
-            <button type="button" className="btn btn-primary btn-small" onClick={() => onUpdate(installed.id)}>
+            <button type="button" className="btn btn-primary btn-small" onClick={() => onUpdate(installed.id)} aria-label={`Update ${entry.name}`}>
               Update
             </button>
           ) : (
-            <button type="button" className="btn btn-ghost btn-small" onClick={() => openApp(installed.id)}>
+            <button type="button" className="btn btn-ghost btn-small" onClick={() => openApp(installed.id)} aria-label={`Open ${entry.name}`}>
               Open
             </button>
           )
         ) : (
-          <button type="button" className="btn btn-secondary btn-small" onClick={() => onReview(entry.source)} aria-label={`Install ${entry.name}`}>
+          <button type="button" className="btn btn-secondary btn-small" onClick={() => onReview(entry.source)} aria-label={`Get ${entry.name}`}>
             <Icon name="download" size={16} /> Get
           </button>
         )}

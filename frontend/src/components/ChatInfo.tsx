@@ -175,9 +175,8 @@ export function ChatInfo({ chatId, title, onClose }: { chatId: string; title: st
     save.mutate({ digest: digestText, summary: summaryText });
   };
   return (
-    <Sheet label="Chat info" onClose={onClose}>
-      <div className="review">
-      <h2 className="review-name">{title}</h2>
+    <Sheet label="Chat info" title={title} onClose={onClose}>
+      <div className="review review-under-head">
       <ChatOptionsForm chatId={chatId} />
       <h3 className="field-label">Note</h3>
       <p className="settings-lead">
@@ -269,9 +268,6 @@ export function ChatInfo({ chatId, title, onClose }: { chatId: string; title: st
         <div className="inline-actions">
           <button type="submit" className="btn btn-primary btn-small" disabled={!dirty || save.isPending}>
             Save
-          </button>
-          <button type="button" className="btn btn-secondary btn-small" onClick={onClose}>
-            Close
           </button>
         </div>
       </form>

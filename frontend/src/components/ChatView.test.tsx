@@ -216,3 +216,76 @@ describe("ChatView steering", () => {
     expect(screen.getByRole<HTMLTextAreaElement>("textbox", { name: "Message" }).value).toBe("");
   });
 });
+
+describe("ChatView regenerate and versions", () => {
+  const text = (t: string) => [{ type: "text" as const, item_id: t, content: t }];
+  const settled = (messages: ChatPage["messages"]): ChatPage => ({
+    ...running,
+    id: "c2",
+    messages,
+    total: messages.length,
+    running: false,
+    run_id: null,
+    pending_messages: [],
+  });
+
+  function renderSettled(page: ChatPage, posted: unknown[] = []) {
+    writeToken("tok");
+    vi.stubGlobal(
+      "fetch",
+      vi.fn((input: string, init: RequestInit = {}) => {
+        const key = `${init.method ?? "GET"} ${input}`;
+        if (key === "GET /api/chats/c2?limit=20") return Promise.resolve(json(page));
+        if (key === "GET /api/chats/c2/stream") return Promise.resolve(openStream([{ type: "catch_up_done", seq: 7 }]));
+        if (key === "POST /api/chats/c2/regenerate") {
+          posted.push(JSON.parse(init.body as string));
+          return Promise.resolve(json({ status: "started", run_id: "r9", version: 3 }, 202));
+        }
+        if (key === "GET /api/auth/providers/status") return Promise.resolve(json({ default_provider: "claude", providers: { claude: { connected: true } } }));
+        return Promise.reject(new Error(`unexpected ${key}`));
+      }),
+    );
+    const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
+    render(
+      <QueryClientProvider client={client}>
+        <ChatView chatId="c2" owner="ada" summary={undefined} firstRun={false} onTitle={() => undefined} onOpenSettings={() => undefined} />
+      </QueryClientProvider>,
+    );
+  }
+
+  it("shows the newest version with ‹ 2/2 ›, steps back to the first, and regenerates without a second owner row", async () => {
+    const posted: unknown[] = [];
+    renderSettled(
+      settled([
+        { role: "user", content: "a joke", ts: 1, cid: "u1" },
+        { role: "assistant", content: "first", ts: 2, run_id: "r1", blocks: text("first") },
+        { role: "assistant", content: "second", ts: 3, run_id: "r2", blocks: text("second"), version: 2 },
+      ]),
+      posted,
+    );
+    await screen.findByText("second");
+    expect(screen.queryByText("first")).toBeNull();
+    const versions = screen.getByRole("group", { name: "Versions of this reply" });
+    expect(versions.textContent).toContain("2/2");
+    fireEvent.click(within(versions).getByRole("button", { name: "Previous version" }));
+    await screen.findByText("first");
+    expect(screen.queryByText("second")).toBeNull();
+    expect(screen.getByRole("group", { name: "Versions of this reply" }).textContent).toContain("1/2");
+    fireEvent.click(screen.getByRole("button", { name: "Regenerate reply" }));
+    await waitFor(() => expect(posted).toEqual([{ message_idx: 0, versions: 2 }]));
+    // The new version shows as it is written; the owner's message is still there once.
+    expect(screen.getAllByText("a joke")).toHaveLength(1);
+    expect(screen.queryByText("first")).toBeNull();
+  });
+
+  it("offers Regenerate under a real reply only: not under an error card or a handoff marker", async () => {
+    renderSettled(
+      settled([
+        { role: "user", content: "go", ts: 1, cid: "u1" },
+        { role: "assistant", content: "", ts: 2, run_id: "r1", blocks: [{ type: "error", message: "It broke." }] },
+      ]),
+    );
+    await screen.findByText("It broke.");
+    expect(screen.queryByRole("button", { name: "Regenerate reply" })).toBeNull();
+  });
+});

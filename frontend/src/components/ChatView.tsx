@@ -5,13 +5,14 @@
 //! hit many pages up) a bounded history window takes the transcript's place (`HistoryView`).
 
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "react";
-import type { Attachment, ChatSummary } from "../api/types";
+import type { Attachment, Block, ChatSummary } from "../api/types";
 import { loadAnchor, saveAnchor, saveLastChat } from "../chat/persist";
 import { queueOf, rowsOf } from "../chat/reducer";
 import { connNote } from "../chat/reconnect";
 import {
   anchorAt,
   isAtBottom,
+  isAway,
   modeAfterGrowth,
   modeAfterReaderScroll,
   modeAfterSend,
@@ -22,6 +23,7 @@ import {
   type ScrollMode,
 } from "../chat/scroll";
 import { useChat, type SendOutcome } from "../chat/useChat";
+import { versionRows } from "../chat/versions";
 import { PAGE_SIZE, compactChat } from "../api/chats";
 import { ApiError } from "../api/client";
 import { HistoryView, MAX_WINDOW_ROWS, type HistoryTarget } from "./HistoryView";
@@ -29,7 +31,7 @@ import { useOnline } from "../shell/online";
 import { Composer } from "./Composer";
 import { Icon } from "./Icon";
 import { LightboxHost } from "./Lightbox";
-import { MessageRow } from "./MessageRow";
+import { MessageRow, Progress } from "./MessageRow";
 import { ModelPicker } from "./ModelPicker";
 import { LimitNotice } from "./LimitNotice";
 import { ProviderHint } from "./ProviderHint";
@@ -57,6 +59,9 @@ const HIT_LOAD_PAGES = 3;
 const MAX_LIVE_ROWS = 200;
 const PIN_TOP_GAP_PX = 12;
 
+/** The time, for things that start on an action (not while rendering). */
+const clock = () => Date.now();
+
 export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, focus = null }: ChatViewProps) {
   const chat = useChat(chatId);
   const { state } = chat;
@@ -65,8 +70,6 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
   const queue = queueOf(state);
   const [noProviderNudge, setNoProviderNudge] = useState(false);
   const [sendError, setSendError] = useState<string | null>(null);
-  /** A slow action on the chat in progress (compacting). */
-  const [notice, setNotice] = useState<string | null>(null);
   const [restore, setRestore] = useState<{ id: number; text: string } | null>(null);
   /** Stop was pressed with messages queued: the owner chooses what happens to them. */
   const [stopChoice, setStopChoice] = useState(false);
@@ -92,8 +95,27 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
   const [history, setHistory] = useState<HistoryTarget | null>(null);
   /** The reader is away from the newest message (offers "Jump to latest"). */
   const [away, setAway] = useState(false);
+  /** The version picked of each regenerated reply, by its owner's row (the newest otherwise). */
+  const [versions, setVersions] = useState<ReadonlyMap<string, number>>(new Map());
+  const chooseVersion = useCallback((group: string, shown: number) => setVersions((before) => new Map(before).set(group, shown)), []);
+  /** `/compact` is writing its summary (since this time): a progress row shows meanwhile. */
+  const [compacting, setCompacting] = useState<number | null>(null);
+  /** What the polite live region last said: a turn's start and its end, never its clock. */
+  const [announcement, setAnnouncement] = useState("");
 
   useEffect(() => saveLastChat(owner, chatId), [owner, chatId]);
+
+  // Screen readers hear a turn start and end (the live row's clock is not a live region).
+  const [heardRunning, setHeardRunning] = useState<boolean | null>(null);
+  if (!chat.loading && heardRunning !== state.running) {
+    setHeardRunning(state.running);
+    if (heardRunning !== null) {
+      if (state.running) setAnnouncement("The agent is working.");
+      else if (state.lastRun?.status === "failed") setAnnouncement("The turn failed.");
+      else if (state.lastRun?.status === "stopped") setAnnouncement("The turn was stopped.");
+      else setAnnouncement("The agent replied.");
+    }
+  }
   useEffect(() => {
     if (state.title) onTitle(state.title);
   }, [state.title, onTitle]);
@@ -278,7 +300,7 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
   const onScroll = () => {
     const box = scrollRef.current;
     if (!box) return;
-    setAway(!isAtBottom(box, box.clientHeight));
+    setAway(isAway(box, spacerPx.current));
     if (Date.now() < readerUntil.current) {
       readerUntil.current = Math.max(readerUntil.current, Date.now() + READER_QUIET_MS);
       if (settleTimer.current) clearTimeout(settleTimer.current);
@@ -330,9 +352,8 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
     const box = scrollRef.current;
     // A send during a turn goes to the queue tray: the transcript does not move.
     if (!box || state.running) return;
-    const hasUserRows = rows.some((r) => r.message.role === "user");
     // The key is not known yet (the cid is minted in send); pin the next user row.
-    modeRef.current = modeAfterSend(box, "__next_user__", !hasUserRows);
+    modeRef.current = modeAfterSend("__next_user__");
     readerUntil.current = 0;
   };
 
@@ -369,15 +390,19 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
       setSendError("Wait for the turn to finish (or stop it) before compacting.");
       return false;
     }
-    setNotice("Compacting: summarising the conversation…");
+    setCompacting(clock());
+    setAnnouncement("Compacting the conversation.");
+    // The progress row is the newest thing in the chat: follow it.
+    jumpToLatest();
     try {
       await compactChat(chatId, crypto.randomUUID());
-      setNotice(null);
+      setAnnouncement("The conversation was compacted.");
       return true;
     } catch (error) {
-      setNotice(null);
       setSendError(error instanceof ApiError ? error.message : "Couldn't compact the chat. Try again.");
       return false;
+    } finally {
+      setCompacting(null);
     }
   };
 
@@ -404,21 +429,61 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
   const questionOpen = state.pendingQuestionId !== null;
   const confirmedQueue = queue.filter((row) => row.confirmed);
 
+  // One version of each regenerated reply shows (the picked one, else the newest).
+  const shown = versionRows(rows, versions, hitIdx);
+
+  // Edit and Regenerate apply to the last exchange only, and not while a turn runs.
+  const settled = !state.running && queue.length === 0 && compacting === null;
+  let lastUserIdx: number | undefined;
+  let lastUserKey: string | undefined;
+  let lastReply: (typeof rows)[number] | undefined;
+  for (const row of shown.rows) {
+    if (row.live || row.idx === undefined || row.message.hidden) continue;
+    if (row.message.role === "user") {
+      lastUserIdx = row.idx;
+      lastUserKey = row.key;
+      lastReply = undefined;
+    } else lastReply = row;
+  }
+  // Regenerate sits under a real reply only: not under a handoff marker, an error card or a
+  // turn stopped before it wrote anything.
+  const realReply = (blocks: readonly Block[] | null | undefined) =>
+    !!blocks &&
+    !blocks.some((b) => b.type === "error" || b.type === "handoff") &&
+    blocks.some((b) => b.type === "tool" || (b.type === "text" && b.content.trim() !== ""));
+  const lastReplyIdx = lastReply && lastUserIdx !== undefined && realReply(lastReply.message.blocks) ? lastReply.idx : undefined;
+  /** How many versions the last reply has (0: none was written). */
+  const lastVersions = lastReply ? (shown.switches.get(lastReply.key)?.count ?? 1) : 0;
+
+  /** A new version of the reply to the owner's last message; the owner's message is not sent again. */
+  const regenerate = async () => {
+    if (lastUserIdx === undefined) return;
+    setSendError(null);
+    if (lastUserKey !== undefined) {
+      const group = lastUserKey;
+      setVersions((before) => {
+        const next = new Map(before);
+        next.delete(group);
+        return next;
+      });
+    }
+    jumpToLatest();
+    const outcome = await chat.regenerate(lastUserIdx, lastVersions);
+    if (outcome === "failed") setSendError(online ? "Couldn't regenerate the reply. Try again." : "You're offline. Try again once you're back.");
+    else if (outcome !== "sent") explain(outcome);
+  };
+
+  const regenerateLast = () => void regenerate();
+
+  /** Retry after a failed or interrupted turn: the same message, answered again. */
   const retry = () => {
+    if (lastUserIdx !== undefined) {
+      void regenerate();
+      return;
+    }
     const lastUser = [...state.messages].reverse().find((m) => m.role === "user" && !m.hidden);
     if (lastUser) void chat.send(lastUser.content, undefined, lastUser.attachments);
   };
-
-  // Edit and Regenerate apply to the last exchange only, and not while a turn runs.
-  const settled = !state.running && queue.length === 0;
-  let lastUserIdx: number | undefined;
-  let lastReplyIdx: number | undefined;
-  for (const row of rows) {
-    if (row.live || row.idx === undefined || row.message.hidden) continue;
-    if (row.message.role === "user") lastUserIdx = row.idx;
-    else lastReplyIdx = row.idx;
-  }
-  if (lastReplyIdx !== undefined && lastUserIdx !== undefined && lastReplyIdx < lastUserIdx) lastReplyIdx = undefined;
   const editLast = (text: string) => setRestore((previous) => ({ id: (previous?.id ?? 0) + 1, text }));
 
   // An error only the owner can mend (a refused key) offers its fix instead of a Retry.
@@ -470,7 +535,7 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
               <p className="empty-lead">{online ? "It may have been deleted, or the server didn't answer." : "Open it once while online to read it offline."}</p>
             </section>
           )}
-          {rows.map((row) => (
+          {shown.rows.map((row) => (
             <MessageRow
               key={row.key}
               rowKey={row.key}
@@ -483,11 +548,14 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
               idx={row.idx}
               hit={row.idx !== undefined && row.idx === hitIdx}
               onEdit={settled && row.idx === lastUserIdx ? () => editLast(row.message.content) : undefined}
-              onRegenerate={settled && online && row.idx === lastReplyIdx ? retry : undefined}
+              onRegenerate={settled && online && row.idx !== undefined && row.idx === lastReplyIdx ? regenerateLast : undefined}
+              versions={shown.switches.get(row.key)}
+              onVersion={chooseVersion}
               retry={row.live ? state.retry : null}
               onOpenSettings={onOpenSettings}
             />
           ))}
+          {compacting !== null && <Progress since={compacting} label="Compacting: summarising the conversation" />}
           {(failed || interrupted) && (
             <div className="turn-end" role="note">
               <span>{failed ? (state.lastRun?.error ?? "The turn failed.") : "The turn was interrupted."}</span>
@@ -511,6 +579,9 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
           </div>
         )}
       </div>
+      <div className="visually-hidden" role="status" aria-live="polite">
+        {announcement}
+      </div>
       <div className="chat-bottom">
         {note && online && (
           <div className="conn-note" role="status">
@@ -524,11 +595,6 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
           </div>
         )}
         <ProviderHint owner={owner} forced={noProviderNudge} onOpenSettings={onOpenSettings} onDismiss={() => setNoProviderNudge(false)} />
-        {notice && (
-          <p className="composer-notice" role="status">
-            {notice}
-          </p>
-        )}
         {sendError && (
           <p className="send-error" role="alert">
             <Icon name="alert" size={16} />
@@ -584,6 +650,7 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
           onSteerQueued={() => void steerQueued(confirmedQueue.map((row) => row.cid))}
           onStop={() => (queue.length > 0 ? setStopChoice(true) : void chat.stop())}
           onBeforeSend={beforeSend}
+          waitingFor={compacting !== null ? "Compacting the conversation…" : null}
           restore={restore}
           notice={state.provider && <LimitNotice provider={state.provider} turns={state.total + (state.running ? 1 : 0)} />}
           accessory={<ModelPicker chatId={chatId} provider={state.provider} model={state.model} effort={state.effort} disabled={!online} />}

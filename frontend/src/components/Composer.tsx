@@ -1,5 +1,7 @@
-//! The message box: keeps its draft per chat across reloads, grows up to a cap, sends with
-//! Enter on desktop (Shift+Enter for a newline; on touch-first devices Enter is a newline).
+//! The message box: the text on a row of its own (the full width, whatever buttons show), the
+//! tools and the primary buttons on the row below. Keeps its draft per chat across reloads,
+//! grows up to a cap, sends with Enter on desktop (Shift+Enter for a newline; on touch-first
+//! devices Enter is a newline).
 //! While a turn runs Stop stays beside the primary button, which queues typed text, or steers
 //! the queued messages in when the box is empty; Ctrl/Cmd+Enter steers typed text in at once.
 //! Files come with the attach button (the camera too on phones), a paste or a drop; each
@@ -53,6 +55,8 @@ export interface ComposerProps {
   accessory?: ReactNode;
   /** Shown above the box (a note such as a plan limit close by). */
   notice?: ReactNode;
+  /** Something else must finish before a message can go (its placeholder says what). */
+  waitingFor?: string | null;
 }
 
 const MAX_HEIGHT_PX = 220;
@@ -82,6 +86,7 @@ export function Composer({
   restore,
   accessory,
   notice,
+  waitingFor = null,
 }: ComposerProps) {
   const [text, setText] = useState(() => loadDraft(owner, chatId));
   const [restoredId, setRestoredId] = useState(restore?.id ?? 0);
@@ -110,8 +115,8 @@ export function Composer({
   const hasText = text.trim() !== "";
   const hasFiles = files.items.length > 0;
   const uploadsPending = pendingUploads(files.items);
-  const canSend = (hasText || hasFiles) && !questionOpen;
-  const computed = composerButtons({ running, questionOpen, hasText: hasText || hasFiles, queued, offline, stopping, steering });
+  const canSend = (hasText || hasFiles) && !questionOpen && waitingFor === null;
+  const computed = composerButtons({ running, questionOpen, hasText: (hasText || hasFiles) && waitingFor === null, queued, offline, stopping, steering });
   // Sending offline is allowed: the message waits for the connection.
   const buttons =
     offline && computed.primary && computed.primary.kind !== "steer" && canSend
@@ -176,7 +181,9 @@ export function Composer({
   }
 
   const mod = modKeyName();
-  const placeholder = offline
+  const placeholder = waitingFor
+    ? waitingFor
+    : offline
     ? "Offline — you can keep typing"
     : questionOpen
       ? "Answer the question above first"
@@ -238,44 +245,48 @@ export function Composer({
           aria-keyshortcuts={running && onSteer ? "Control+Enter Meta+Enter" : undefined}
         />
         <div className="composer-actions">
-          {accessory}
-          <ComposerFiles.Attach onFiles={addFiles} touch={touchPrimary()} disabled={questionOpen} />
-          <Dictate onText={(words) => setText((current) => appendDictation(current, words))} />
-          {buttons.stop && (
-            <button
-              type="button"
-              className="composer-button composer-stop"
-              onClick={onStop}
-              disabled={buttons.stop.disabled}
-              aria-label={stopping ? "Stopping" : "Stop"}
-              title="Stop"
-            >
-              <Icon name="stop" size={16} />
-            </button>
-          )}
-          {primary?.kind === "steer" && (
-            <button
-              type="button"
-              className="composer-steer"
-              onClick={onSteerQueued}
-              disabled={primary.disabled || !onSteerQueued}
-              title="Send the queued messages into the running turn now"
-            >
-              <Icon name="send" size={16} />
-              Steer
-            </button>
-          )}
-          {(primary?.kind === "send" || primary?.kind === "queue") && (
-            <button
-              type="submit"
-              className="composer-button composer-send"
-              disabled={primary.disabled}
-              aria-label={primary.kind === "queue" ? "Queue message" : "Send"}
-              title={primary.kind === "queue" ? (onSteer ? `Queue (${mod}+Enter sends it now)` : "Queue") : "Send"}
-            >
-              <Icon name="send" size={18} />
-            </button>
-          )}
+          <div className="composer-tools">
+            {accessory}
+            <ComposerFiles.Attach onFiles={addFiles} touch={touchPrimary()} disabled={questionOpen} />
+            <Dictate onText={(words) => setText((current) => appendDictation(current, words))} />
+          </div>
+          <div className="composer-primary">
+            {buttons.stop && (
+              <button
+                type="button"
+                className="composer-button composer-stop"
+                onClick={onStop}
+                disabled={buttons.stop.disabled}
+                aria-label={stopping ? "Stopping" : "Stop"}
+                title="Stop"
+              >
+                <Icon name="stop" size={16} />
+              </button>
+            )}
+            {primary?.kind === "steer" && (
+              <button
+                type="button"
+                className="composer-steer"
+                onClick={onSteerQueued}
+                disabled={primary.disabled || !onSteerQueued}
+                title="Send the queued messages into the running turn now"
+              >
+                <Icon name="send" size={16} />
+                Steer
+              </button>
+            )}
+            {(primary?.kind === "send" || primary?.kind === "queue") && (
+              <button
+                type="submit"
+                className="composer-button composer-send"
+                disabled={primary.disabled}
+                aria-label={primary.kind === "queue" ? "Queue message" : "Send"}
+                title={primary.kind === "queue" ? (onSteer ? `Queue (${mod}+Enter sends it now)` : "Queue") : "Send"}
+              >
+                <Icon name="send" size={18} />
+              </button>
+            )}
+          </div>
         </div>
       </div>
     </form>

@@ -46,6 +46,8 @@ export interface DrawerProps {
   onRenameApp: (app: AppSummary, name: string) => void;
   onTogglePinApp: (app: AppSummary) => void;
   onDeleteApp: (app: AppSummary) => void;
+  /** The account menu, in the phone drawer's head (the top bar keeps its width for the title). */
+  account?: ReactNode;
   /** The Apps view (installed apps, updates, the store). */
   appsActive?: boolean;
   updatesAvailable?: number;
@@ -98,6 +100,7 @@ export function Drawer(props: DrawerProps) {
           <BrandMark size={26} />
           <span>Möbius</span>
         </div>
+        {props.account && <div className="drawer-account">{props.account}</div>}
       </div>
       <button type="button" className="new-chat" onClick={onNewChat} disabled={offline || creating} aria-busy={creating} aria-current={onNewChatPage ? "page" : undefined}>
         <Icon name="compose" size={18} />

@@ -4,9 +4,10 @@
 //! reader scrolls and dropping rows at the other end. The row at the top of the screen stays put
 //! whenever rows come or go, so nothing jumps. "Jump to latest" goes back to the live chat.
 
-import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "react";
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { PAGE_SIZE, fetchChat } from "../api/chats";
 import type { ApprovalAnswers, Message, QuestionAnswers } from "../api/types";
+import { versionRows } from "../chat/versions";
 import { Icon } from "./Icon";
 import { MessageRow } from "./MessageRow";
 
@@ -71,6 +72,9 @@ export function HistoryView({ chatId, target, offline, onAnswer, onLatest }: His
   const [win, setWin] = useState<HistoryWindow | null>(() => (target.kind === "at" ? target.initial : null));
   const [failed, setFailed] = useState(false);
   const [loading, setLoading] = useState<"older" | "newer" | null>(null);
+  /** The version picked of each regenerated reply (the newest otherwise). */
+  const [versions, setVersions] = useState<ReadonlyMap<string, number>>(new Map());
+  const chooseVersion = useCallback((group: string, shown: number) => setVersions((before) => new Map(before).set(group, shown)), []);
   const boxRef = useRef<HTMLDivElement>(null);
   /** The row at the top of the screen before the window changed, and where it was. */
   const anchor = useRef<{ idx: number; top: number } | null>(null);
@@ -151,6 +155,8 @@ export function HistoryView({ chatId, target, offline, onAnswer, onLatest }: His
   }, [onScroll, loading]);
 
   const end = win ? win.start + win.messages.length : 0;
+  const rows = useMemo(() => (win?.messages ?? []).map((message, i) => ({ key: `h${win ? win.start + i : i}`, message, live: false, idx: (win?.start ?? 0) + i })), [win]);
+  const shown = versionRows(rows, versions, target.kind === "around" ? target.idx : null);
   return (
     <div className="chat-scroll chat-history" ref={boxRef} onScroll={onScroll} tabIndex={0} role="region" aria-label="Conversation history">
       <div className="chat-content">
@@ -171,23 +177,22 @@ export function HistoryView({ chatId, target, offline, onAnswer, onLatest }: His
             {offline ? "You're offline: these messages are not saved on this device." : "Couldn't load these messages."}
           </p>
         )}
-        {win?.messages.map((message, i) => {
-          const idx = win.start + i;
-          return (
-            <MessageRow
-              key={idx}
-              rowKey={`h${idx}`}
-              chatId={chatId}
-              message={message}
-              live={false}
-              working={false}
-              onAnswer={onAnswer}
-              offline={offline}
-              idx={idx}
-              hit={target.kind === "around" && target.idx === idx}
-            />
-          );
-        })}
+        {shown.rows.map((row) => (
+          <MessageRow
+            key={row.key}
+            rowKey={row.key}
+            chatId={chatId}
+            message={row.message}
+            live={false}
+            working={false}
+            onAnswer={onAnswer}
+            offline={offline}
+            idx={row.idx}
+            hit={target.kind === "around" && target.idx === row.idx}
+            versions={shown.switches.get(row.key)}
+            onVersion={chooseVersion}
+          />
+        ))}
         {win && end < win.total && (
           <div className="older" role="status">
             {loading === "newer" ? "Loading later messages…" : `${win.total - end} later messages`}

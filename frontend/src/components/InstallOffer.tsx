@@ -1,9 +1,18 @@
-//! The shell's offer to go on the home screen: on the first visit where the browser can install
-//! (Android's prompt) or on iOS (where the steps are shown), once per device, dismissible. Not
-//! shown once installed, nor after it was dismissed or used.
+//! The shell's offer to go on the home screen: one compact line on the chat screen, in the first
+//! session where the browser can install (Android's prompt) or on iOS (where the steps are
+//! shown); once per device, dismissible. Not shown once installed, nor in a later session.
 
-import { useState } from "react";
-import { isInstalled, isIos, markShellOfferDone, promptInstall, shellOfferDone, useInstalledNow, useInstallPrompt } from "../pwa/install";
+import { useEffect, useState } from "react";
+import {
+  isInstalled,
+  isIos,
+  markShellOfferDone,
+  markShellOfferShown,
+  promptInstall,
+  shellOfferDone,
+  useInstalledNow,
+  useInstallPrompt,
+} from "../pwa/install";
 import { Icon } from "./Icon";
 
 export function InstallOffer() {
@@ -12,7 +21,11 @@ export function InstallOffer() {
   const [done, setDone] = useState(shellOfferDone);
   const [ios] = useState(isIos);
   const [steps, setSteps] = useState(false);
-  if (done || installedNow || isInstalled() || (!prompt && !ios)) return null;
+  const visible = !(done || installedNow || isInstalled() || (!prompt && !ios));
+  useEffect(() => {
+    if (visible) markShellOfferShown();
+  }, [visible]);
+  if (!visible) return null;
   // iOS browsers never prompt: the steps are the way there (a prompt seen there is not Safari's).
   const android = prompt !== null && !ios;
   const finish = (how: "dismissed" | "installed") => {
@@ -24,7 +37,7 @@ export function InstallOffer() {
       <Icon name="download" size={18} className="install-offer-icon" />
       {android ? (
         <>
-          <span className="install-offer-text">Put Möbius on your home screen: it opens full screen, like an app.</span>
+          <span className="install-offer-text">Install Möbius as an app</span>
           <button
             type="button"
             className="btn btn-primary btn-small"
@@ -39,17 +52,17 @@ export function InstallOffer() {
         </>
       ) : steps ? (
         <span className="install-offer-text" role="status">
-          Tap <strong>Share</strong> in Safari's toolbar, then <strong>Add to Home Screen</strong>.
+          Tap <strong>Share</strong>, then <strong>Add to Home Screen</strong>.
         </span>
       ) : (
         <>
-          <span className="install-offer-text">Add Möbius to your home screen: it opens full screen, like an app.</span>
+          <span className="install-offer-text">Add Möbius to Home Screen</span>
           <button type="button" className="btn btn-primary btn-small" onClick={() => setSteps(true)}>
             How
           </button>
         </>
       )}
-      <button type="button" className="icon-button icon-button-small" aria-label="Dismiss the install offer" onClick={() => finish("dismissed")}>
+      <button type="button" className="icon-button" aria-label="Dismiss the install offer" onClick={() => finish("dismissed")}>
         <Icon name="close" size={16} />
       </button>
     </div>

@@ -59,13 +59,17 @@ describe("row actions", () => {
     vi.useFakeTimers();
     vi.setSystemTime(61_000);
     const live: ChatMessage = { role: "assistant", content: "", ts: 0, blocks: [{ type: "tool", tool: "Bash", tool_use_id: "t", input: "npm test", output: "PASS a\nPASS b", status: "running" }] };
-    render(<MessageRow rowKey="l" chatId="c" message={live} live working onAnswer={noAnswer} offline={false} />);
-    expect(screen.getByRole("status").textContent).toContain("Running `npm test`");
-    expect(screen.getByRole("status").textContent).toContain("1 min 01 s");
+    const { container } = render(<MessageRow rowKey="l" chatId="c" message={live} live working onAnswer={noAnswer} offline={false} />);
+    const line = container.querySelector(".working");
+    expect(line?.textContent).toContain("Running `npm test`");
+    expect(line?.textContent).toContain("1 min 01 s");
     act(() => {
       vi.advanceTimersByTime(2_000);
     });
-    expect(screen.getByRole("status").textContent).toContain("1 min 03 s");
+    expect(line?.textContent).toContain("1 min 03 s");
+    // The ticking clock is not read out: no live region around it, and hidden from readers.
+    expect(screen.queryByRole("status")).toBeNull();
+    expect(container.querySelector(".working-time")?.getAttribute("aria-hidden")).toBe("true");
     // The running tool's latest output shows without opening it.
     expect(screen.getByLabelText("Latest output of Bash").textContent).toBe("PASS a\nPASS b");
     expect(screen.queryByRole("button", { name: "Copy message" })).toBeNull();

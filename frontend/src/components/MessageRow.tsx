@@ -6,6 +6,7 @@ import type { ApprovalAnswers, QuestionAnswers, RunUsage } from "../api/types";
 import { describeActivity, formatElapsed } from "../chat/activity";
 import { copyToClipboard } from "../chat/clipboard";
 import type { ChatMessage } from "../chat/reducer";
+import type { VersionSwitch } from "../chat/versions";
 import { ErrorView, HandoffView, TextRest, ThinkingView, ToolView, wasCut } from "./Blocks";
 import { MessageFiles } from "./ChatFiles";
 import { Icon } from "./Icon";
@@ -29,6 +30,10 @@ export interface MessageRowProps {
   onEdit?: (() => void) | undefined;
   /** Ask for this (the last) reply again; absent on other rows. */
   onRegenerate?: (() => void) | undefined;
+  /** This row ends the shown version of a reply that has several (‹ 1/2 ›). */
+  versions?: VersionSwitch | undefined;
+  /** Shows version `shown` of the reply `group`. */
+  onVersion?: ((group: string, shown: number) => void) | undefined;
   /** The CLI retrying a failed model request (the live row only). */
   retry?: { attempt: number; max_retries: number; reason: string } | null | undefined;
   /** Opens Settings (an error whose fix is there). */
@@ -42,8 +47,44 @@ export function copyText(message: ChatMessage): string {
   return texts.length > 0 ? texts.join("\n\n") : message.content;
 }
 
-/** Copy (and Edit or Regenerate where they apply) under a settled row; buttons, so touch reaches them. */
-function RowActions({ message, onEdit, onRegenerate }: { message: ChatMessage; onEdit?: (() => void) | undefined; onRegenerate?: (() => void) | undefined }) {
+/** The reply's versions: ‹ 1/2 ›, stepping through what Regenerate wrote. */
+function Versions({ versions, onVersion }: { versions: VersionSwitch; onVersion: (group: string, shown: number) => void }) {
+  const { group, shown, count } = versions;
+  return (
+    <div className="row-versions" role="group" aria-label="Versions of this reply">
+      <button type="button" className="row-action row-version-step" aria-label="Previous version" disabled={shown <= 1} onClick={() => onVersion(group, shown - 1)}>
+        <Icon name="back" size={15} />
+      </button>
+      <span className="row-version-count" aria-live="polite">
+        <span aria-hidden="true">
+          {shown}/{count}
+        </span>
+        <span className="visually-hidden">
+          Version {shown} of {count}
+        </span>
+      </span>
+      <button type="button" className="row-action row-version-step" aria-label="Next version" disabled={shown >= count} onClick={() => onVersion(group, shown + 1)}>
+        <Icon name="chevron" size={15} />
+      </button>
+    </div>
+  );
+}
+
+/** Copy (and Edit or Regenerate where they apply, and the versions of a regenerated reply) under
+ *  a settled row; buttons, so touch reaches them. */
+function RowActions({
+  message,
+  onEdit,
+  onRegenerate,
+  versions,
+  onVersion,
+}: {
+  message: ChatMessage;
+  onEdit?: (() => void) | undefined;
+  onRegenerate?: (() => void) | undefined;
+  versions?: VersionSwitch | undefined;
+  onVersion?: ((group: string, shown: number) => void) | undefined;
+}) {
   const [copied, setCopied] = useState(false);
   useEffect(() => {
     if (!copied) return;
@@ -51,9 +92,11 @@ function RowActions({ message, onEdit, onRegenerate }: { message: ChatMessage; o
     return () => clearTimeout(timer);
   }, [copied]);
   const text = copyText(message);
-  if (!text && !onEdit && !onRegenerate) return null;
+  const switcher = versions && onVersion ? versions : undefined;
+  if (!text && !onEdit && !onRegenerate && !switcher) return null;
   return (
     <div className="row-actions">
+      {switcher && onVersion && <Versions versions={switcher} onVersion={onVersion} />}
       {text && (
         <button type="button" className="row-action" onClick={() => void copyToClipboard(text).then(setCopied)} aria-label={copied ? "Copied" : "Copy message"}>
           <Icon name={copied ? "check" : "copy"} size={15} />
@@ -122,7 +165,9 @@ function UsageView({ usage }: { usage: RunUsage }) {
   );
 }
 
-/** The live row's status: what the agent is doing and for how long, ticking once a second. */
+/** The live row's status: what the agent is doing and for how long, ticking once a second. It
+ *  is not a live region: a screen reader would read the clock every second (the chat announces
+ *  a turn's start and end instead). */
 function Activity({ message, retry }: { message: ChatMessage; retry?: MessageRowProps["retry"] }) {
   const [now, setNow] = useState(() => Date.now());
   useEffect(() => {
@@ -131,19 +176,62 @@ function Activity({ message, retry }: { message: ChatMessage; retry?: MessageRow
   }, []);
   const what = retry ? `Retrying, ${retry.attempt} of ${retry.max_retries}: ${retry.reason}` : describeActivity(message.blocks);
   return (
-    <div className="working" role="status">
+    <div className="working">
       <span className="working-dots" aria-hidden="true">
         <span />
         <span />
         <span />
       </span>
       <span className="working-what">{what}</span>
-      <span className="working-time">{formatElapsed(now - message.ts)}</span>
+      <span className="working-time" aria-hidden="true">
+        {formatElapsed(now - message.ts)}
+      </span>
     </div>
   );
 }
 
-export const MessageRow = memo(function MessageRow({ rowKey, chatId, message, live, working, onAnswer, offline, idx, hit, onEdit, onRegenerate, retry, onOpenSettings }: MessageRowProps) {
+/** A slow action on the chat that is not a turn (`/compact`): a row like the live one, with its
+ *  elapsed time, until it ends. */
+export function Progress({ since, label }: { since: number; label: string }) {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(timer);
+  }, []);
+  return (
+    <div className="row row-assistant row-progress" aria-busy="true">
+      <div className="working">
+        <span className="working-dots" aria-hidden="true">
+          <span />
+          <span />
+          <span />
+        </span>
+        <span className="working-what">{label}</span>
+        <span className="working-time" aria-hidden="true">
+          {formatElapsed(now - since)}
+        </span>
+      </div>
+    </div>
+  );
+}
+
+export const MessageRow = memo(function MessageRow({
+  rowKey,
+  chatId,
+  message,
+  live,
+  working,
+  onAnswer,
+  offline,
+  idx,
+  hit,
+  onEdit,
+  onRegenerate,
+  versions,
+  onVersion,
+  retry,
+  onOpenSettings,
+}: MessageRowProps) {
   if (message.role === "user") {
     return (
       <div className="row row-user" data-key={rowKey} data-idx={idx} data-hit={hit || undefined} data-cid={message.cid ?? undefined} data-sending={message.sending || undefined}>
@@ -187,7 +275,7 @@ export const MessageRow = memo(function MessageRow({ rowKey, chatId, message, li
       {!live && blocks.length === 0 && <p className="row-quiet">Stopped before replying.</p>}
       {working && <Activity message={message} retry={retry} />}
       {!live && message.usage && <UsageView usage={message.usage} />}
-      {!live && idx !== undefined && <RowActions message={message} onRegenerate={onRegenerate} />}
+      {!live && idx !== undefined && <RowActions message={message} onRegenerate={onRegenerate} versions={versions} onVersion={onVersion} />}
     </div>
   );
 });

@@ -48,6 +48,32 @@ describe("QuestionCard", () => {
     await vi.waitFor(() => expect(onAnswer).toHaveBeenCalledWith("a1", { decision: "deny", reason: "not now" }));
   });
 
+  it("answers a single-choice question on one tap, showing the answer on its way", async () => {
+    const one: QuestionBlock = { type: "question", question_id: "q2", kind: "question", questions: [{ question: "Ship it?", options: [{ label: "Yes" }, { label: "No" }], multi_select: false }] };
+    let resolve: () => void = () => undefined;
+    const onAnswer = vi.fn(() => new Promise<void>((r) => (resolve = r)));
+    render(<QuestionCard block={one} onAnswer={onAnswer} disabled={false} />);
+    expect(screen.queryByRole("button", { name: "Send answer" })).toBeNull();
+    fireEvent.click(screen.getByRole("button", { name: "Yes" }));
+    expect(onAnswer).toHaveBeenCalledWith("q2", { "Ship it?": "Yes" });
+    expect(screen.getByRole("button", { name: /Yes/ }).textContent).toContain("Sending…");
+    expect(screen.getByRole<HTMLButtonElement>("button", { name: "No" }).disabled).toBe(true);
+    resolve();
+    await vi.waitFor(() => expect(screen.getByRole<HTMLButtonElement>("button", { name: "No" }).disabled).toBe(true));
+  });
+
+  it("lets a one-tap question be answered in words, and tapped again after a failure", async () => {
+    const one: QuestionBlock = { type: "question", question_id: "q3", kind: "question", questions: [{ question: "Name?", options: [{ label: "Ada" }], multi_select: false }] };
+    const onAnswer = vi.fn().mockRejectedValueOnce(new Error("Offline.")).mockResolvedValue(undefined);
+    render(<QuestionCard block={one} onAnswer={onAnswer} disabled={false} />);
+    fireEvent.click(screen.getByRole("button", { name: "Ada" }));
+    await screen.findByText("Offline.");
+    fireEvent.click(screen.getByRole("button", { name: "Other…" }));
+    fireEvent.change(screen.getByRole("textbox", { name: "Your answer to: Name?" }), { target: { value: "Grace" } });
+    fireEvent.click(screen.getByRole("button", { name: "Send answer" }));
+    await vi.waitFor(() => expect(onAnswer).toHaveBeenLastCalledWith("q3", { "Name?": "Grace" }));
+  });
+
   it("shows an answered card as a summary", () => {
     render(<QuestionCard block={{ ...ask, answers: { "Which color?": "Blue", "Which sizes?": ["S"] } }} onAnswer={() => Promise.resolve()} disabled={false} />);
     expect(screen.getByRole("region", { name: "Answered question" }).textContent).toContain("Blue");

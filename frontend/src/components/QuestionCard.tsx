@@ -1,6 +1,9 @@
 //! A question the agent asked (options, multi-select, free-text "Other") or a tool approval
-//! (Allow once / Allow for this chat / Deny with a reason). Submitting answers it at once;
-//! a failure keeps the choices so the owner can try again.
+//! (Allow once / Allow for this chat / Deny with a reason). A card with one single-choice
+//! question answers on one tap (its options are buttons; the tapped one shows it is being sent,
+//! then the card turns into the answered summary — no undo: the agent acts on it at once).
+//! Otherwise the choices are made first and "Send answer" sends them. A failure keeps the
+//! choices so the owner can try again.
 
 import { useId, useState, type FormEvent } from "react";
 import type { ApprovalAnswers, ApprovalBlock, QuestionAnswers, QuestionBlock } from "../api/types";
@@ -83,6 +86,9 @@ function AskCard({ block, onAnswer, disabled }: QuestionCardProps & { block: Que
     }
   }
 
+  const only = block.questions.length === 1 ? block.questions[0] : undefined;
+  if (only && !only.multi_select) return <OneTapCard block={block} question={only} onAnswer={onAnswer} disabled={disabled} />;
+
   return (
     <form className="qcard" onSubmit={(e) => void submit(e)} aria-label="Question from the agent">
       <p className="qcard-kicker">
@@ -151,6 +157,103 @@ function AskCard({ block, onAnswer, disabled }: QuestionCardProps & { block: Que
         </button>
       </div>
     </form>
+  );
+}
+
+/** One single-choice question: each option is a button that answers it. */
+function OneTapCard({ block, question, onAnswer, disabled }: QuestionCardProps & { block: QuestionBlock; question: QuestionBlock["questions"][number] }) {
+  const id = useId();
+  /** The answer on its way (the tapped option, or the typed one). */
+  const [sending, setSending] = useState<string | null>(null);
+  const [other, setOther] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  async function answer(choice: string) {
+    if (sending !== null || choice.trim() === "") return;
+    setSending(choice);
+    setError(null);
+    try {
+      await onAnswer(block.question_id, { [question.question]: choice.trim() });
+    } catch (e) {
+      setError(failureText(e));
+      setSending(null);
+    }
+  }
+
+  const off = disabled || sending !== null;
+  return (
+    <section className="qcard" aria-label="Question from the agent">
+      <p className="qcard-kicker">
+        <Icon name="question" size={16} /> Needs your answer
+      </p>
+      <p className="qcard-legend" id={`${id}-q`}>
+        {question.header && <span className="qcard-header">{question.header}</span>}
+        <span className="qcard-question">{question.question}</span>
+        <span className="qcard-hint">Tap an answer to send it</span>
+      </p>
+      <div className="qcard-choices" role="group" aria-labelledby={`${id}-q`}>
+        {question.options.map((option) => (
+          <button
+            key={option.label}
+            type="button"
+            className="qcard-option qcard-choice"
+            data-checked={sending === option.label || undefined}
+            disabled={off}
+            aria-busy={sending === option.label || undefined}
+            onClick={() => void answer(option.label)}
+          >
+            <span className="qcard-option-text">
+              <span className="qcard-option-label">{option.label}</span>
+              {option.description && <span className="qcard-option-desc">{option.description}</span>}
+            </span>
+            {sending === option.label && (
+              <span className="qcard-sending">
+                <Icon name="check" size={14} /> Sending…
+              </span>
+            )}
+          </button>
+        ))}
+        {other === null ? (
+          <button type="button" className="qcard-option qcard-choice" disabled={off} onClick={() => setOther("")}>
+            <span className="qcard-option-text">
+              <span className="qcard-option-label">Other…</span>
+            </span>
+          </button>
+        ) : (
+          <form
+            className="qcard-other-form"
+            onSubmit={(e) => {
+              e.preventDefault();
+              void answer(other);
+            }}
+          >
+            <input
+              className="qcard-other-input"
+              type="text"
+              aria-label={`Your answer to: ${question.question}`}
+              placeholder="Type your answer"
+              value={other}
+              disabled={off}
+              onChange={(e) => setOther(e.target.value)}
+              autoFocus
+            />
+            <div className="qcard-actions">
+              <button type="button" className="btn btn-ghost" disabled={off} onClick={() => setOther(null)}>
+                Back
+              </button>
+              <button type="submit" className="btn btn-primary" disabled={off || other.trim() === ""} aria-busy={sending !== null}>
+                {sending !== null ? "Sending…" : "Send answer"}
+              </button>
+            </div>
+          </form>
+        )}
+      </div>
+      {error && (
+        <p className="qcard-error" role="alert">
+          {error}
+        </p>
+      )}
+    </section>
   );
 }
 

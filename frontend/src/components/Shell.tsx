@@ -310,7 +310,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
   const menuButtonRef = useRef<HTMLButtonElement>(null);
   const drawerWasOpen = useRef(false);
   useEffect(() => {
-    if (drawer) drawerRef.current?.querySelector<HTMLElement>("button:not(:disabled)")?.focus();
+    if (drawer) (drawerRef.current?.querySelector<HTMLElement>(".new-chat:not(:disabled)") ?? drawerRef.current?.querySelector<HTMLElement>("button:not(:disabled)"))?.focus();
     else if (drawerWasOpen.current) menuButtonRef.current?.focus();
     drawerWasOpen.current = drawer;
   }, [drawer]);
@@ -319,7 +319,8 @@ export function Shell({ session, onSignOut }: ShellProps) {
   useEffect(() => {
     if (!drawer) return;
     const onKey = (event: KeyboardEvent) => {
-      if (event.key === "Escape") closeDrawer();
+      // A menu inside the drawer (the account's, a row's) takes its own Escape first.
+      if (event.key === "Escape" && !event.defaultPrevented) closeDrawer();
     };
     document.addEventListener("keydown", onKey);
     return () => document.removeEventListener("keydown", onKey);
@@ -358,6 +359,15 @@ export function Shell({ session, onSignOut }: ShellProps) {
     onDeleteApp: apps.remove,
   };
   const appFullScreen = openAppId !== null && !wide;
+  const accountMenu = (
+    <AccountMenu
+      username={owner}
+      onSignOut={() => onSignOut(false)}
+      onSignOutEverywhere={() => everywhere.mutate()}
+      signingOutEverywhere={everywhere.isPending}
+      error={accountError}
+    />
+  );
 
   return (
     <div className="app" data-app-open={openAppId !== null || undefined}>
@@ -369,7 +379,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
         <div className="drawer-layer">
           <button type="button" className="scrim" aria-label="Close chats" tabIndex={-1} onClick={closeDrawer} />
           <div ref={drawerRef} className="drawer" role="dialog" aria-modal="true" aria-label="Chats">
-            <Drawer {...drawerProps} />
+            <Drawer {...drawerProps} account={accountMenu} />
           </div>
         </div>
       )}
@@ -397,11 +407,17 @@ export function Shell({ session, onSignOut }: ShellProps) {
             <Icon name="menu" size={22} />
             {needsProvider && <span className="attention-dot attention-dot-corner" aria-hidden="true" />}
           </button>
-          <h1 className="topbar-title">{chatTitle}</h1>
-          {activeId && (
-            <button type="button" className="icon-button topbar-info" aria-label="Chat info" onClick={() => setInfoOpen(true)}>
-              <Icon name="info" size={20} />
-            </button>
+          {activeId ? (
+            // The title is the way to the chat's info sheet (as in a phone's messages app), so
+            // the bar keeps its width for the title.
+            <h1 className="topbar-title">
+              <button type="button" className="topbar-title-button" aria-label={`${chatTitle}, chat info`} onClick={() => setInfoOpen(true)}>
+                <span className="topbar-title-text">{chatTitle}</span>
+                <Icon name="chevron-down" size={16} className="topbar-title-chevron" />
+              </button>
+            </h1>
+          ) : (
+            <h1 className="topbar-title">{chatTitle}</h1>
           )}
           <button
             type="button"
@@ -413,17 +429,11 @@ export function Shell({ session, onSignOut }: ShellProps) {
             <Icon name="compose" size={20} />
           </button>
           <NotificationBell />
-          <AccountMenu
-            username={owner}
-            onSignOut={() => onSignOut(false)}
-            onSignOutEverywhere={() => everywhere.mutate()}
-            signingOutEverywhere={everywhere.isPending}
-            error={accountError}
-          />
+          {accountMenu}
         </header>
         )}
         <DecisionSheet search={location.search} />
-        <InstallOffer />
+        {route.name === "chat" && <InstallOffer />}
         {!online && (
           <div className="offline-note" role="status">
             <Icon name="offline" size={16} />

@@ -1,8 +1,8 @@
 //! Putting Möbius (or a standalone app) on the home screen: the browser's install prompt
 //! (Android and desktop Chromium fire `beforeinstallprompt`, often before React mounts, so it is
 //! caught here at start-up and kept), whether this is iOS (no prompt: the steps are shown
-//! instead), whether the page already runs installed, and the shell's offer being dismissed for
-//! good.
+//! instead), whether the page already runs installed, and the shell's offer: made once (the
+//! session it first shows in), then never again.
 
 import { createStore, useStore } from "../shell/store";
 
@@ -50,13 +50,31 @@ export const isInstalled = (): boolean =>
   window.matchMedia?.("(display-mode: standalone)").matches === true || (navigator as Navigator & { standalone?: boolean }).standalone === true;
 
 const SHELL_OFFER_KEY = "mobius.install-offer.shell";
+/** Set in the session (tab, or home-screen launch) where the offer was first shown. */
+const SHELL_OFFER_SESSION_KEY = "mobius.install-offer.session";
 
-/** The shell's offer was dismissed or acted on: it is not shown again on this device. */
+/**
+ * The shell's offer was made: dismissed, acted on, or shown in an earlier session (it is offered
+ * once; a reload in the session that showed it keeps it until it is answered).
+ */
 export function shellOfferDone(): boolean {
   try {
-    return localStorage.getItem(SHELL_OFFER_KEY) !== null;
+    const state = localStorage.getItem(SHELL_OFFER_KEY);
+    if (state === null) return false;
+    return state !== "shown" || sessionStorage.getItem(SHELL_OFFER_SESSION_KEY) === null;
   } catch {
     return false;
+  }
+}
+
+/** The offer is on screen for the first time: later sessions will not show it again. */
+export function markShellOfferShown(): void {
+  try {
+    if (localStorage.getItem(SHELL_OFFER_KEY) !== null) return;
+    localStorage.setItem(SHELL_OFFER_KEY, "shown");
+    sessionStorage.setItem(SHELL_OFFER_SESSION_KEY, "1");
+  } catch {
+    // Private mode without storage: the offer may come back next visit.
   }
 }
 

@@ -25,12 +25,12 @@ use crate::auth::owner::OwnerCache;
 use crate::db;
 use crate::error::{Domain, Result};
 use crate::protocol::{
-    Answers, Card, ChatEvent, ChatId, Choice, Decision, LiveMessage, Message, QuestionCard, QuestionId, RunId,
-    RunStatus, SendResult, ToolStatus, UserInput,
+    Answers, Card, ChatEvent, ChatId, Choice, Decision, LiveMessage, Message, QuestionCard, QuestionId,
+    RegenerateResult, RunId, RunStatus, SendResult, ToolStatus, UserInput,
 };
 use crate::providers::Providers;
 use crate::push::Push;
-use crate::writer::{ChatPatch, FinishRun, SendOutcome, Started, WriteCommand, WriterHandle};
+use crate::writer::{ChatPatch, FinishRun, RegenerateOutcome, SendOutcome, Started, WriteCommand, WriterHandle};
 
 /// How long a stopped CLI gets to wind down before its process group is killed.
 pub const STOP_GRACE: Duration = Duration::from_secs(2);
@@ -188,6 +188,35 @@ pub async fn start_or_queue(
     })
 }
 
+/// Regenerate: a new turn answers the owner's last message again, and its reply becomes the
+/// next version of the last reply. `message_idx` names that message and `versions` the
+/// versions the caller shows (both optional checks: a stale or repeated request is refused or
+/// answered as a duplicate).
+pub async fn regenerate(
+    agents: &Arc<Agents>,
+    chat_id: &ChatId,
+    message_idx: Option<i64>,
+    versions: Option<u32>,
+) -> Result<RegenerateResult> {
+    let provider = provider_for(agents, chat_id).await?;
+    let regenerate = crate::writer::Regenerate {
+        chat_id: chat_id.clone(),
+        message_idx,
+        versions,
+        run_id: RunId::random(),
+        provider,
+    };
+    let outcome = agents.writer.call(|ack| WriteCommand::Regenerate { regenerate, ack }).await?;
+    Ok(match outcome {
+        RegenerateOutcome::Started(started) => {
+            let result = RegenerateResult::Started { run_id: started.run_id.clone(), version: started.version };
+            spawn(agents, TurnStart { chat_id: chat_id.clone(), started });
+            result
+        }
+        RegenerateOutcome::Duplicate { versions, running } => RegenerateResult::Duplicate { versions, running },
+    })
+}
+
 /// Registers the chat's turn and runs it (and any queued follow-ups) in the background.
 pub fn spawn(agents: &Arc<Agents>, start: TurnStart) {
     let (commands, rx) = mpsc::channel(COMMAND_QUEUE);
@@ -270,7 +299,7 @@ async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiv
         chat_id: start.chat_id.clone(),
         run_id: start.started.run_id.clone(),
         provider: start.started.provider,
-        live: LiveMessage::new(start.started.ts),
+        live: LiveMessage::regenerating(start.started.ts, start.started.version),
         fold: ChatFold::in_workspace(&agents.data_dir),
         last_snapshot: Instant::now(),
         dirty: false,

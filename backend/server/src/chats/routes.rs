@@ -19,7 +19,7 @@ use crate::db::{self, now_ms};
 use crate::error::{Domain, Error, Result};
 use crate::protocol::{
     AnswerTurn, Answers, ApprovalPolicy, ChatDetail, ChatId, Cid, HandoffReason, ImportedMessage, Message,
-    ProviderKind, QuestionId, Rows, RunId, RunStatus, SendResult, StopResult, UserInput,
+    ProviderKind, QuestionId, RegenerateResult, Rows, RunId, RunStatus, SendResult, StopResult, UserInput,
 };
 use crate::state::AppState;
 use crate::writer::{ChatCreated, ChatPatch, FinishRun, NewChat, WriteCommand};
@@ -43,6 +43,7 @@ pub fn router() -> Router<AppState> {
         .route("/chats/{id}/summary", get(summary))
         .route("/chats/{id}/recover", post(recover))
         .route("/chats/{id}/messages", post(send))
+        .route("/chats/{id}/regenerate", post(regenerate))
         .route("/chats/{id}/pending/{cid}", patch(edit_pending).delete(remove_pending))
         .route("/chats/{id}/stream", get(super::stream::chat_stream))
         .route("/chats/{id}/tool-output/{tool_use_id}", get(tool_output))
@@ -552,6 +553,47 @@ async fn attachments(state: &AppState, chat_id: &ChatId, given: Option<Value>) -
         out.push(serde_json::to_value(attachment).map_err(|e| Error::Internal(e.to_string()))?);
     }
     Ok((!out.is_empty()).then_some(out))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RegenerateIn {
+    /// The owner's message whose reply is regenerated (the last one; checked when given).
+    #[serde(default)]
+    message_idx: Option<i64>,
+    /// How many versions of that reply the client shows (a repeat of an accepted request is
+    /// answered as a duplicate).
+    #[serde(default)]
+    versions: Option<u32>,
+}
+
+/// `POST /api/chats/{id}/regenerate`: a new reply to the owner's last message, kept as the
+/// next version of the reply already there; the owner's message is not sent again.
+async fn regenerate(
+    State(state): State<AppState>,
+    who: ChatCaller,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Response> {
+    let id = checked_id(&id)?;
+    who.allow(&state, &id, Op::Send).await?;
+    let body: RegenerateIn = if body.iter().all(u8::is_ascii_whitespace) {
+        RegenerateIn::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|_| {
+            Error::bad_request(
+                "invalid_request",
+                "The body is empty or {\"message_idx\": <index>, \"versions\": <count>} (both optional).",
+            )
+        })?
+    };
+    let _lock = state.chat_locks.lock(&id).await;
+    let result = turn::regenerate(&state.agents, &id, body.message_idx, body.versions).await?;
+    let status = match result {
+        RegenerateResult::Started { .. } => StatusCode::ACCEPTED,
+        RegenerateResult::Duplicate { .. } => StatusCode::OK,
+    };
+    Ok((status, Json(result)).into_response())
 }
 
 fn send_response(result: SendResult) -> Response {

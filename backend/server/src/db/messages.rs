@@ -96,6 +96,45 @@ pub async fn last_user_cid(conn: &mut SqliteConnection, chat_id: &str) -> Result
     .flatten())
 }
 
+/// The owner's last visible message and what follows it: what Regenerate works on.
+#[derive(Debug, Clone)]
+pub struct LastExchange {
+    /// The owner's message: its index and stored body.
+    pub user_idx: i64,
+    pub user_body: String,
+    /// Rows after it (replies, hidden continuations).
+    pub rows_after: i64,
+    /// The highest `version` among them (`None`: no regenerated attempt yet).
+    pub max_version: Option<i64>,
+    /// A handoff marker (a provider switch, a compaction) follows it.
+    pub handoff_after: bool,
+}
+
+/// The chat's [`LastExchange`], or `None` when the owner has sent nothing visible.
+pub async fn last_exchange(conn: &mut SqliteConnection, chat_id: &str) -> Result<Option<LastExchange>> {
+    // Read from the newest row back (the primary key's order): the owner's last message is
+    // normally a few rows from the end.
+    let user: Option<(i64, String)> = sqlx::query_as(
+        "SELECT idx, body FROM chat_messages
+         WHERE chat_id = ? AND role = 'user' AND coalesce(json_extract(body, '$.hidden'), 0) = 0
+         ORDER BY idx DESC LIMIT 1",
+    )
+    .bind(chat_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some((user_idx, user_body)) = user else { return Ok(None) };
+    let (rows_after, max_version, handoff_after): (i64, Option<i64>, Option<bool>) = sqlx::query_as(
+        "SELECT count(*), max(json_extract(body, '$.version')),
+                max(coalesce(json_extract(body, '$.blocks[0].type') = 'handoff', 0))
+         FROM chat_messages WHERE chat_id = ? AND idx > ?",
+    )
+    .bind(chat_id)
+    .bind(user_idx)
+    .fetch_one(conn)
+    .await?;
+    Ok(Some(LastExchange { user_idx, user_body, rows_after, max_version, handoff_after: handoff_after == Some(true) }))
+}
+
 /// The newest transcript message containing the question `question_id`: `(idx, body)`.
 pub async fn message_with_question(
     conn: &mut SqliteConnection,

@@ -191,6 +191,20 @@ pub async fn mark_all_read(conn: &mut SqliteConnection, now: i64) -> Result<u64>
         .rows_affected())
 }
 
+/// Marks the unread question notifications of a chat read (its question was answered or
+/// went away with its turn); answers how many.
+pub async fn mark_chat_questions_read(conn: &mut SqliteConnection, chat_id: &str, now: i64) -> Result<u64> {
+    Ok(sqlx::query(
+        "UPDATE notifications SET read_at = ?
+         WHERE read_at IS NULL AND kind = 'question' AND source_type = 'chat' AND source_id = ?",
+    )
+    .bind(now)
+    .bind(chat_id)
+    .execute(conn)
+    .await?
+    .rows_affected())
+}
+
 /// Deletes one notification (`Some(id)`) or all of them; answers how many.
 pub async fn delete_notifications(conn: &mut SqliteConnection, id: Option<&str>) -> Result<u64> {
     let done = match id {

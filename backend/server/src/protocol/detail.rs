@@ -100,6 +100,22 @@ pub enum SendResult {
     AnswerDelivered { answer_turn: AnswerTurn },
 }
 
+/// `POST /api/chats/{id}/regenerate`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum RegenerateResult {
+    /// A turn started; its reply becomes version `version` of the last reply (absent: there
+    /// was no reply to keep, so this one is the first).
+    Started {
+        run_id: RunId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        version: Option<u32>,
+    },
+    /// This regenerate was already accepted: the reply has `versions` versions now.
+    Duplicate { versions: u32, running: bool },
+}
+
 /// `POST /api/chat/stop`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]

@@ -62,6 +62,10 @@ pub enum ChatEvent {
         run_id: RunId,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ts: Option<i64>,
+        /// The turn regenerates the reply to the owner's last message: its live message starts
+        /// attempt `version` ([`Message::version`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        version: Option<u32>,
     },
     /// Append to the text block with this `item_id` (else start one).
     Text {

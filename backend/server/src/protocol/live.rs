@@ -16,17 +16,24 @@ pub const MAX_TOOL_IMAGES: usize = 8;
 pub struct LiveMessage {
     ts: i64,
     blocks: Vec<Block>,
+    /// The attempt a regenerating turn writes ([`Message::version`]).
+    version: Option<u32>,
 }
 
 impl LiveMessage {
     /// An empty message started at `ts` (unix ms).
     pub fn new(ts: i64) -> Self {
-        Self { ts, blocks: Vec::new() }
+        Self { ts, blocks: Vec::new(), version: None }
+    }
+
+    /// An empty message started at `ts` that is attempt `version` of a regenerated reply.
+    pub fn regenerating(ts: i64, version: Option<u32>) -> Self {
+        Self { ts, blocks: Vec::new(), version }
     }
 
     /// Continues a stored message (a snapshot after a restart, or an earlier state).
     pub fn from_message(message: Message) -> Self {
-        Self { ts: message.ts, blocks: message.blocks.unwrap_or_default() }
+        Self { ts: message.ts, blocks: message.blocks.unwrap_or_default(), version: message.version }
     }
 
     /// True when nothing has been produced yet.
@@ -191,12 +198,12 @@ impl LiveMessage {
 
     /// The message as stored and served.
     pub fn to_message(&self) -> Message {
-        Message::assistant(self.ts, self.blocks.clone())
+        Message { version: self.version, ..Message::assistant(self.ts, self.blocks.clone()) }
     }
 
     /// [`Self::to_message`] without copying the blocks.
     pub fn into_message(self) -> Message {
-        Message::assistant(self.ts, self.blocks)
+        Message { version: self.version, ..Message::assistant(self.ts, self.blocks) }
     }
 }
 
@@ -216,6 +223,16 @@ mod tests {
             Block::Tool(t) => t,
             other => panic!("not a tool: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_regenerating_message_keeps_its_version_through_a_snapshot() {
+        let mut m = LiveMessage::regenerating(5, Some(3));
+        apply(&mut m, json!({"type": "text", "content": "again", "item_id": "t"}));
+        assert_eq!(m.to_message().version, Some(3));
+        let again = LiveMessage::from_message(m.to_message());
+        assert_eq!(again.into_message().version, Some(3));
+        assert_eq!(LiveMessage::new(5).into_message().version, None);
     }
 
     #[test]

@@ -54,6 +54,11 @@ pub struct Message {
     /// What the turn used (on a turn's last assistant message).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Box<super::RunUsage>>,
+    /// A regenerated reply: this row starts attempt `version` (2, 3, …) at the owner's message
+    /// before it; the rows after it, up to the next visible owner message, belong to the same
+    /// attempt. Absent on a first attempt (and on the later rows of any attempt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u32>,
 }
 
 /// One piece of an assistant message, in order.
@@ -340,6 +345,7 @@ impl Message {
             agent_context: None,
             live: false,
             usage: None,
+            version: None,
         }
     }
 
@@ -409,6 +415,7 @@ impl Message {
             agent_context: text(message.agent_context),
             live: false,
             usage: None,
+            version: None,
         })
     }
 }
@@ -502,6 +509,7 @@ impl UserInput {
             agent_context: self.agent_context.clone(),
             live: false,
             usage: None,
+            version: None,
         }
     }
 }

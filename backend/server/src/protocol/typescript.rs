@@ -56,6 +56,7 @@ fn render() -> String {
         ChatDetail::decl(&cfg),
         AnswerTurn::decl(&cfg),
         SendResult::decl(&cfg),
+        RegenerateResult::decl(&cfg),
         StopResult::decl(&cfg),
         crate::db::chat_list::ChatSummary::decl(&cfg),
     ];

@@ -108,6 +108,8 @@ pub struct Notice {
     pub decision: Option<Decision>,
     /// The id, when the notification is already stored (the send route stores it in-request).
     pub stored_id: Option<String>,
+    /// The card a question notice is about (it is kept read, and not pushed, once answered).
+    pub question: Option<QuestionId>,
 }
 
 impl Notice {
@@ -123,6 +125,7 @@ impl Notice {
             actions: Vec::new(),
             decision: None,
             stored_id: None,
+            question: None,
         }
     }
 
@@ -131,8 +134,12 @@ impl Notice {
     pub fn turn_ended(chat: &ChatId, status: RunStatus, reply: &str, error: Option<&str>) -> Option<Self> {
         let (kind, body) = match status {
             RunStatus::Completed => {
-                let last = reply.rsplit("\n\n").map(str::trim).find(|p| !p.is_empty()).unwrap_or("The agent finished.");
-                (Kind::TurnDone, last.to_owned())
+                let last = reply
+                    .rsplit("\n\n")
+                    .map(plain_text)
+                    .find(|p| !p.is_empty())
+                    .unwrap_or_else(|| "The agent finished.".to_owned());
+                (Kind::TurnDone, last)
             }
             RunStatus::Failed => (Kind::TurnFailed, format!("Failed: {}", error.unwrap_or("the turn did not finish"))),
             RunStatus::Stopped | RunStatus::Interrupted => return None,
@@ -146,6 +153,7 @@ impl Notice {
         let (body, choices) = decision_of(&card.card);
         let mut notice = Self::new(Kind::Question, Source::Chat(chat.clone()), "", Some(body));
         notice.target = Some(format!("/shell/?chat={chat}&question={}", card.question_id));
+        notice.question = Some(card.question_id.clone());
         if !choices.is_empty() {
             notice.decision = Some(Decision { chat_id: chat.clone(), question_id: card.question_id.clone(), choices });
         }
@@ -173,6 +181,68 @@ pub fn ttl(kind: Kind) -> Duration {
         Kind::Question => super::actions::ACTION_TOKEN_TTL,
         Kind::Test => TEST_TTL,
         Kind::TurnDone | Kind::TurnFailed | Kind::Agent | Kind::App | Kind::Schedule => NEWS_TTL,
+    }
+}
+
+/// A paragraph of Markdown as a notification shows it: the words without the marks (emphasis,
+/// inline code, fences, headings, list and quote markers; a link or an image becomes its text),
+/// on one line.
+pub fn plain_text(markdown: &str) -> String {
+    let mut out = String::with_capacity(markdown.len());
+    for line in markdown.lines() {
+        let line = line.trim();
+        if line.starts_with("```") || line.starts_with("~~~") {
+            continue;
+        }
+        let line = line.trim_start_matches('#').trim_start_matches('>').trim_start();
+        let line = line
+            .strip_prefix("- ")
+            .or_else(|| line.strip_prefix("* "))
+            .or_else(|| line.strip_prefix("+ "))
+            .or_else(|| {
+                let digits = line.len() - line.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+                (digits > 0).then(|| line[digits..].strip_prefix(". ")).flatten()
+            })
+            .unwrap_or(line);
+        if line.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        inline_plain(line, &mut out);
+    }
+    out.trim().to_owned()
+}
+
+/// Appends one line of Markdown without its inline marks.
+fn inline_plain(line: &str, out: &mut String) {
+    let mut rest = line;
+    while let Some(c) = rest.chars().next() {
+        // `[text](url)` and `![alt](url)`: the text.
+        let link = rest.strip_prefix("![").or_else(|| rest.strip_prefix('['));
+        if let Some(inner) = link
+            && let Some(close) = inner.find("](")
+            && let Some(end) = inner[close + 2..].find(')')
+        {
+            out.push_str(&inner[..close]);
+            rest = &inner[close + 2 + end + 1..];
+            continue;
+        }
+        if rest.starts_with("**") || rest.starts_with("__") || rest.starts_with("~~") {
+            rest = &rest[2..];
+            continue;
+        }
+        // An asterisk against a word is emphasis; one between spaces is text ("2 * 3").
+        let emphasis = c == '*'
+            && (rest[1..].chars().next().is_some_and(|n| !n.is_whitespace())
+                || out.chars().next_back().is_some_and(|p| !p.is_whitespace()));
+        if c == '`' || emphasis {
+            rest = &rest[1..];
+            continue;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
     }
 }
 
@@ -238,6 +308,25 @@ mod tests {
     fn clipping_counts_characters_and_marks_the_cut() {
         assert_eq!(clip("  short ", 10), "short");
         assert_eq!(clip("ééééé", 3), "ééé…");
+    }
+
+    #[test]
+    fn a_reply_notice_shows_its_last_paragraph_without_markdown() {
+        assert_eq!(
+            plain_text("**Done.** See `src/app.ts` and [the docs](https://example.com)."),
+            "Done. See src/app.ts and the docs."
+        );
+        assert_eq!(plain_text("## Summary\n- one *item*\n- two\n1. three"), "Summary one item two three");
+        assert_eq!(plain_text("```js\nconsole.log(1)\n```"), "console.log(1)");
+        assert_eq!(plain_text("a_snake_case name, 2 * 3 = 6 ![shot](x.png)"), "a_snake_case name, 2 * 3 = 6 shot");
+        let notice = Notice::turn_ended(
+            &ChatId::from("c".to_owned()),
+            RunStatus::Completed,
+            "Intro.\n\n> **All** tests `pass`.",
+            None,
+        )
+        .expect("a notice");
+        assert_eq!(notice.body.as_deref(), Some("All tests pass."));
     }
 
     fn card(value: serde_json::Value) -> Card {

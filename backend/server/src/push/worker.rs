@@ -141,6 +141,15 @@ impl Worker {
         }
         let watched = notice::suppressed_while_watched(notice.kind)
             && notice.source.chat().is_some_and(|chat| self.shared.presence.watching(chat));
+        // A question answered before its notice got here (an answer in the chat is quick) is
+        // kept as read and not pushed: the answer already marked the chat's questions read.
+        let answered = match (&notice.question, notice.source.chat()) {
+            (Some(question), Some(chat)) => db::chats::get(&self.db.read, chat)
+                .await?
+                .is_none_or(|c| c.pending_question_id.as_deref() != Some(question.as_str())),
+            _ => false,
+        };
+        let watched = watched || answered;
         let (source_type, source_id) = notice.source.attribution();
         let quiet = QUIET_SOURCE_TYPES.contains(&source_type.trim().to_ascii_lowercase().as_str());
         let target = notice.target.clone().or_else(|| notice.source.default_target());

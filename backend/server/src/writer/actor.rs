@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use tracing::{error, warn};
 
 use super::batch::Batch;
-use super::commands::{Ack, LiveSnapshot, SendOutcome, WriteCommand, WriterStats};
+use super::commands::{Ack, LiveSnapshot, RegenerateOutcome, SendOutcome, WriteCommand, WriterStats};
 use crate::db::{self, now_ms};
 use crate::error::{Domain, Error, Result};
 use crate::events::{Hub, JournalEvent};
@@ -303,6 +303,14 @@ impl Actor {
                 let chat_id = send.chat_id.clone();
                 let result = super::chat::send(&mut self.conn, batch, send).await;
                 if matches!(result, Ok(SendOutcome::Started(_))) {
+                    self.pending.remove(&chat_id);
+                }
+                finish(batch, ack, result)
+            }
+            WriteCommand::Regenerate { regenerate, ack } => {
+                let chat_id = regenerate.chat_id.clone();
+                let result = super::chat::regenerate(&mut self.conn, batch, regenerate).await;
+                if matches!(result, Ok(RegenerateOutcome::Started(_))) {
                     self.pending.remove(&chat_id);
                 }
                 finish(batch, ack, result)
@@ -607,6 +615,7 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         WriteCommand::Emit { ack: Some(ack), .. } => batch.complete(ack, err()),
         WriteCommand::StartRun { ack, .. } | WriteCommand::Barrier(ack) => batch.complete(ack, err()),
         WriteCommand::Send { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::Regenerate { ack, .. } => batch.complete(ack, err()),
         WriteCommand::UpdatePending { ack, .. } | WriteCommand::CancelPending { ack, .. } => batch.complete(ack, err()),
         WriteCommand::QuestionCommit { ack, .. }
         | WriteCommand::AnswerQuestion { ack, .. }

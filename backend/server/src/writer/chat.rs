@@ -5,7 +5,10 @@ use serde::de::DeserializeOwned;
 use sqlx::SqliteConnection;
 
 use super::batch::Batch;
-use super::commands::{ChatCreated, ChatPatch, FinishOutcome, FinishRun, NewChat, NewRun, Send, SendOutcome, Started};
+use super::commands::{
+    ChatCreated, ChatPatch, FinishOutcome, FinishRun, NewChat, NewRun, Regenerate, RegenerateOutcome, Send,
+    SendOutcome, Started,
+};
 use crate::db::{self, now_ms};
 use crate::error::{Domain, Error, Result};
 use crate::protocol::{
@@ -120,6 +123,16 @@ pub(super) async fn emit(
 
 /// Opens a running run with an empty live message; answers when it started.
 pub(super) async fn start_run(conn: &mut SqliteConnection, batch: &mut Batch, run: &NewRun) -> Result<i64> {
+    start_attempt(conn, batch, run, None).await
+}
+
+/// [`start_run`] for a turn whose reply is attempt `version` of a regenerated one.
+async fn start_attempt(
+    conn: &mut SqliteConnection,
+    batch: &mut Batch,
+    run: &NewRun,
+    version: Option<u32>,
+) -> Result<i64> {
     let now = now_ms();
     match db::runs::insert_run(conn, &run.run_id, &run.chat_id, Some(run.provider.id()), now).await {
         Err(e) if e.is_unique_violation() => return Err(Domain::ChatBusy.into()),
@@ -127,10 +140,12 @@ pub(super) async fn start_run(conn: &mut SqliteConnection, batch: &mut Batch, ru
     }
     // A turn that starts (the owner sent, or the chat continued) ends any park.
     db::chats::set_resume(conn, &run.chat_id, None).await?;
-    let live = encode(&Message::assistant(now, Vec::new()))?;
+    let live = encode(&Message { version, ..Message::assistant(now, Vec::new()) })?;
     let head = db::journal::head_seq(conn, &run.chat_id).await?.ok_or(Domain::ChatNotFound)?;
     db::runs::replace_live(conn, &run.chat_id, &run.run_id, &live, head, now).await?;
-    batch.emit(conn, &run.chat_id, ChatEvent::RunStarted { run_id: run.run_id.clone(), ts: Some(now) }).await?;
+    batch
+        .emit(conn, &run.chat_id, ChatEvent::RunStarted { run_id: run.run_id.clone(), ts: Some(now), version })
+        .await?;
     Ok(now)
 }
 
@@ -167,8 +182,8 @@ async fn live_chat(conn: &mut SqliteConnection, chat_id: &str) -> Result<db::cha
 }
 
 /// Starts a run for messages already in the transcript and announces it; answers its start.
-async fn open_run(conn: &mut SqliteConnection, batch: &mut Batch, run: &NewRun) -> Result<i64> {
-    let ts = start_run(conn, batch, run).await?;
+async fn open_run(conn: &mut SqliteConnection, batch: &mut Batch, run: &NewRun, version: Option<u32>) -> Result<i64> {
+    let ts = start_attempt(conn, batch, run, version).await?;
     batch.system(SystemEvent::ChatRunStarted { chat_id: run.chat_id.clone() });
     Ok(ts)
 }
@@ -235,8 +250,66 @@ pub(super) async fn send(conn: &mut SqliteConnection, batch: &mut Batch, send: S
     }
     db::chats::touch_activity(conn, chat_id, now).await?;
     let run = NewRun { chat_id: chat_id.clone(), run_id: send.run_id, provider: send.provider };
-    let ts = open_run(conn, batch, &run).await?;
-    Ok(SendOutcome::Started(Started { run_id: run.run_id, provider: run.provider, ts, messages }))
+    let ts = open_run(conn, batch, &run, None).await?;
+    Ok(SendOutcome::Started(Started { run_id: run.run_id, provider: run.provider, ts, messages, version: None }))
+}
+
+/// What the agent is told with the owner's message when it answers it again.
+const REGENERATE_NOTE: &str = "[The owner asked for another answer to this message of theirs (Regenerate). Your \
+     earlier answer stays in the chat as a previous version; answer afresh.]";
+
+/// Regenerate: a new turn answers the owner's last visible message again; its reply becomes
+/// the next version of the reply already there (no owner message is added).
+pub(super) async fn regenerate(
+    conn: &mut SqliteConnection,
+    batch: &mut Batch,
+    regenerate: Regenerate,
+) -> Result<RegenerateOutcome> {
+    let chat = live_chat(conn, &regenerate.chat_id).await?;
+    let chat_id = &regenerate.chat_id;
+    let running = db::runs::running_run(&mut *conn, chat_id).await?.is_some();
+    let exchange = db::messages::last_exchange(conn, chat_id).await?.ok_or(Domain::NotRegenerable)?;
+    if regenerate.message_idx.is_some_and(|idx| idx != exchange.user_idx) || exchange.handoff_after {
+        return Err(Domain::NotRegenerable.into());
+    }
+    // A reply that was never written (a turn that failed at once) has no version to keep.
+    let versions = if exchange.rows_after == 0 {
+        0
+    } else {
+        u32::try_from(exchange.max_version.unwrap_or(1).max(1)).unwrap_or(u32::MAX)
+    };
+    match regenerate.versions {
+        Some(seen) if seen < versions => return Ok(RegenerateOutcome::Duplicate { versions, running }),
+        Some(seen) if seen > versions => return Err(Domain::NotRegenerable.into()),
+        _ => {}
+    }
+    if running {
+        return Err(Domain::ChatBusy.into());
+    }
+    if chat.pending_question_id.is_some() {
+        return Err(Domain::PendingQuestionOpen.into());
+    }
+    let now = now_ms();
+    if chat.provider.as_deref() != Some(regenerate.provider.id()) {
+        let settings =
+            db::chats::ChatSettings { provider: Some(regenerate.provider.id().to_owned()), ..Default::default() };
+        db::chats::update_settings(conn, chat_id, &settings, now).await?;
+    }
+    db::chats::touch_activity(conn, chat_id, now).await?;
+    let version = (versions > 0).then(|| versions.saturating_add(1));
+    let run = NewRun { chat_id: chat_id.clone(), run_id: regenerate.run_id, provider: regenerate.provider };
+    let ts = open_run(conn, batch, &run, version).await?;
+    // The agent reads the owner's message again (files included), told why; nothing is stored.
+    let mut prompt: Message = decode(&exchange.user_body)?;
+    prompt.content = format!("{REGENERATE_NOTE}\n\n{}", prompt.content);
+    prompt.cid = None;
+    Ok(RegenerateOutcome::Started(Started {
+        run_id: run.run_id,
+        provider: run.provider,
+        ts,
+        messages: vec![prompt],
+        version,
+    }))
 }
 
 /// Steering: the live message so far is sealed into the transcript, the owner's message
@@ -347,6 +420,7 @@ pub(super) async fn answer_question(
         return Err(Domain::QuestionStale.into());
     }
     db::chats::set_pending_question(conn, chat_id, None).await?;
+    super::push::questions_settled(conn, batch, chat_id).await?;
     // After a restart the card sits in the settled transcript: record the answers there.
     if let Some((idx, body)) = db::messages::message_with_question(conn, chat_id, question_id).await?
         && let Ok(mut message) = serde_json::from_str::<Message>(&body)
@@ -418,7 +492,11 @@ pub(super) async fn finish_run(
     if let Some(session) = &end.session_id {
         db::chats::set_session(conn, chat_id, &finish.run_id, session).await?;
     }
-    db::chats::set_pending_question(conn, chat_id, None).await?;
+    let waiting = db::chats::get(&mut *conn, chat_id).await?.is_some_and(|c| c.pending_question_id.is_some());
+    if waiting {
+        db::chats::set_pending_question(conn, chat_id, None).await?;
+        super::push::questions_settled(conn, batch, chat_id).await?;
+    }
     db::chats::touch_activity(conn, chat_id, now).await?;
     if let Some(message) = &end.error {
         let event = ChatEvent::Error {
@@ -469,7 +547,7 @@ pub(super) async fn finish_run(
             batch.emit(conn, chat_id, event).await?;
             let run = NewRun { chat_id: chat_id.clone(), run_id: finish.next_run_id.clone(), provider };
             let ts = start_run(conn, batch, &run).await?;
-            outcome.next = Some(Started { run_id: run.run_id, provider, ts, messages });
+            outcome.next = Some(Started { run_id: run.run_id, provider, ts, messages, version: None });
         }
     }
     if outcome.next.is_none() {

@@ -103,6 +103,8 @@ pub struct Started {
     pub provider: ProviderKind,
     pub ts: i64,
     pub messages: Vec<Message>,
+    /// A regenerating turn: the attempt its reply is ([`Message::version`]).
+    pub version: Option<u32>,
 }
 
 /// What a send did.
@@ -127,6 +129,29 @@ pub struct Send {
     pub provider: ProviderKind,
     /// Answers a pending question first (after a restart) instead of refusing the send.
     pub answering: Option<QuestionId>,
+}
+
+/// Regenerate: a new reply to the owner's last message, kept beside the earlier ones as a
+/// version of it (no new owner message).
+#[derive(Debug)]
+pub struct Regenerate {
+    pub chat_id: ChatId,
+    /// The owner's message whose reply is regenerated (must be the last visible one).
+    pub message_idx: Option<i64>,
+    /// The versions the client shows: a retry of an accepted regenerate (more exist now) is a
+    /// duplicate, not a third version.
+    pub versions: Option<u32>,
+    pub run_id: RunId,
+    pub provider: ProviderKind,
+}
+
+/// What a regenerate did.
+#[derive(Debug, Clone)]
+pub enum RegenerateOutcome {
+    /// A turn started: `started.messages` holds what the agent is sent (not stored).
+    Started(Started),
+    /// That regenerate was already accepted: the reply has `versions` versions now.
+    Duplicate { versions: u32, running: bool },
 }
 
 /// How a run ends, as recorded.
@@ -270,6 +295,8 @@ pub enum WriteCommand {
     StartRun { run: NewRun, ack: Ack<()> },
     /// Sends a message (start or queue).
     Send { send: Send, ack: Ack<SendOutcome> },
+    /// Starts a turn that writes a new version of the last reply (409 while a turn runs).
+    Regenerate { regenerate: Regenerate, ack: Ack<RegenerateOutcome> },
     /// Edits a queued message: `(updated, pending)`.
     UpdatePending { chat_id: ChatId, cid: Cid, content: String, ack: Ack<(bool, Vec<Message>)> },
     /// Empties the queue of an idle chat; answers the removed cids.

@@ -643,3 +643,119 @@ cat >/dev/null"#,
     )
     .await;
 }
+
+/// A Claude imitation that answers "reply <n>" (the n-th turn of its chat) and appends each
+/// prompt it was given, one JSON line each, to `prompts-<chat>` in `dir`.
+fn numbering_claude(dir: &Path) -> PathBuf {
+    script(
+        dir,
+        "fake-claude",
+        &format!(
+            r#"IFS= read -r init
+IFS= read -r user
+log="{}/prompts-$MOBIUS_CHAT_ID"
+printf '%s\n' "$user" >> "$log"
+n=$(wc -l < "$log" | tr -d ' ')
+sid="s-$MOBIUS_CHAT_ID"
+printf '{{"type":"system","subtype":"init","session_id":"%s"}}\n' "$sid"
+printf '{{"type":"assistant","message":{{"id":"m1","content":[{{"type":"text","text":"reply %s"}}]}},"session_id":"%s"}}\n' "$n" "$sid"
+printf '{{"type":"result","subtype":"success","is_error":false,"session_id":"%s","total_cost_usd":0.01,"usage":{{"input_tokens":5,"output_tokens":7}}}}\n' "$sid"
+cat >/dev/null"#,
+            dir.display()
+        ),
+    )
+}
+
+/// `POST /api/chats/{chat}/regenerate` with `body`.
+async fn regenerate(app: &TestApp, token: &str, chat: &str, body: Value) -> reqwest::Response {
+    app.post(&format!("/api/chats/{chat}/regenerate"), body, Some(token)).await
+}
+
+#[tokio::test]
+async fn regenerate_keeps_the_reply_as_a_version_and_never_sends_the_owner_message_twice() {
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let bin = numbering_claude(dir.path());
+    let app = TestApp::spawn_in(dir.clone(), |c| c.claude_bin = bin).await;
+    let token = app.setup_owner().await;
+    app.connect_claude(&token).await;
+    app.chat(&token, "g").await;
+    let mut stream = app.stream(&token, "g", None).await;
+    app.send(&token, "g", "Tell me a joke", "c1").await;
+    stream.until("done", 20).await;
+
+    let r = regenerate(&app, &token, "g", json!({ "message_idx": 0, "versions": 1 })).await;
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    let started: Value = r.json().await.expect("json");
+    assert_eq!((started["status"].as_str(), started["version"].as_i64()), (Some("started"), Some(2)));
+    let events = stream.until("done", 20).await;
+    let kinds = types(&events);
+    assert!(!kinds.iter().any(|k| k == "user_message"), "no owner message is added: {kinds:?}");
+    let run_started = events.iter().find(|e| e.data["type"] == "run_started").expect("run_started");
+    assert_eq!(run_started.data["version"], 2);
+
+    // One owner message; the first reply stays as version 1, the new one is version 2.
+    let rows = transcript(&app, &token, "g").await;
+    let shape: Vec<(String, String, Option<u32>)> =
+        rows.iter().map(|m| (format!("{:?}", m.role), m.content.clone(), m.version)).collect();
+    assert_eq!(
+        shape,
+        vec![
+            ("User".into(), "Tell me a joke".into(), None),
+            ("Assistant".into(), "reply 1".into(), None),
+            ("Assistant".into(), "reply 2".into(), Some(2)),
+        ]
+    );
+    // The journal folds to the same transcript (versions included).
+    assert_eq!(fold_transcript(&journal(&app, &token, "g").await), rows);
+    // The agent was sent the owner's words again, and told why.
+    let prompts = std::fs::read_to_string(dir.path().join("prompts-g")).expect("prompts");
+    let second = prompts.lines().nth(1).expect("a second prompt");
+    assert!(second.contains("Regenerate") && second.contains("Tell me a joke"), "{second}");
+
+    // A repeat of the same request (its answer was lost) is not a third version.
+    let again = regenerate(&app, &token, "g", json!({ "message_idx": 0, "versions": 1 })).await;
+    assert_eq!(again.status(), StatusCode::OK);
+    let again: Value = again.json().await.expect("json");
+    assert_eq!((again["status"].as_str(), again["versions"].as_i64()), (Some("duplicate"), Some(2)));
+    // A message that is not the last one, or more versions than exist: refused, nothing stored.
+    let stale = regenerate(&app, &token, "g", json!({ "message_idx": 1, "versions": 2 })).await;
+    assert_error(stale, StatusCode::CONFLICT, "not_regenerable").await;
+    let ahead = regenerate(&app, &token, "g", json!({ "message_idx": 0, "versions": 5 })).await;
+    assert_error(ahead, StatusCode::CONFLICT, "not_regenerable").await;
+    assert_eq!(app.detail(&token, "g").await["total"], 3);
+
+    // The third version (a bodiless request is the original's shape: no checks).
+    let third = regenerate(&app, &token, "g", json!({})).await;
+    assert_eq!(third.status(), StatusCode::ACCEPTED);
+    stream.until("done", 20).await;
+    let versions: Vec<Option<u32>> = transcript(&app, &token, "g").await.iter().map(|m| m.version).collect();
+    assert_eq!(versions, vec![None, None, Some(2), Some(3)]);
+    let detail = app.detail(&token, "g").await;
+    assert_eq!(detail["messages"][3]["version"], 3, "the detail serves the version");
+}
+
+#[tokio::test]
+async fn regenerate_is_refused_without_a_message_while_a_turn_runs_and_for_a_bad_body() {
+    let (app, token) = app_with(|d| fake_claude(d, "30", 1)).await;
+    app.chat(&token, "n").await;
+    let empty = regenerate(&app, &token, "n", json!({})).await;
+    assert_error(empty, StatusCode::CONFLICT, "not_regenerable").await;
+    let missing = regenerate(&app, &token, "nope", json!({})).await;
+    assert_error(missing, StatusCode::NOT_FOUND, "chat_not_found").await;
+    let bad = app
+        .client
+        .post(app.url("/api/chats/n/regenerate"))
+        .bearer_auth(&token)
+        .header("content-type", "application/json")
+        .body("{\"versions\": \"two\"}")
+        .send()
+        .await
+        .expect("post");
+    assert_error(bad, StatusCode::BAD_REQUEST, "invalid_request").await;
+    app.send(&token, "n", "slowly", "s1").await;
+    let busy = regenerate(&app, &token, "n", json!({ "message_idx": 0 })).await;
+    assert_error(busy, StatusCode::CONFLICT, "chat_busy").await;
+    let stop = app.post("/api/chat/stop", json!({ "chat_id": "n" }), Some(&token)).await;
+    assert_eq!(stop.status(), StatusCode::OK);
+    assert_eq!(app.detail(&token, "n").await["total"], 2, "the owner's message and the stopped reply");
+}

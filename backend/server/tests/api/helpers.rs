@@ -412,11 +412,11 @@ pub fn fold_transcript(events: &[mobius::protocol::JournalEntry]) -> Vec<mobius:
     for entry in events {
         match &entry.event {
             ChatEvent::UserMessage { message } => upsert(&mut rows, message),
-            ChatEvent::RunStarted { run_id, ts } => {
+            ChatEvent::RunStarted { run_id, ts, version } => {
                 if let Some((run, message)) = live.take().filter(|(run, _)| run != run_id) {
                     seal(&mut rows, run, message, ToolStatus::Done);
                 }
-                live = Some((run_id.clone(), LiveMessage::new(ts.unwrap_or_default())));
+                live = Some((run_id.clone(), LiveMessage::regenerating(ts.unwrap_or_default(), *version)));
             }
             ChatEvent::QueuedTurnStarting { messages, .. } => messages.iter().for_each(|m| upsert(&mut rows, m)),
             ChatEvent::SteeredIntoTurn { run_id, message, sealed } => {

@@ -474,6 +474,13 @@ async fn a_question_push_answers_from_its_button_once_and_only_its_question() {
     wait_idle(&app, &token, "ask").await;
     let reply = app.detail(&token, "ask").await["messages"][1].to_string();
     assert!(reply.contains("'Which color?':'Red'"), "the CLI got the button's answer: {reply}");
+    // Answered: its notification no longer waits in the centre as unread.
+    let list: Value = app.get("/api/notifications?limit=10", Some(&token)).await.json().await.expect("json");
+    let question =
+        list.as_array().expect("list").iter().find(|n| n["kind"] == "question").expect("the question").clone();
+    assert!(!question["read_at"].is_null(), "the answered question's notification is read: {question}");
+    let unread: Value = app.get("/api/notifications/unread-count", Some(&token)).await.json().await.expect("json");
+    assert_eq!((unread["count"].as_i64(), unread["decisions"].as_i64()), (Some(0), Some(0)));
 }
 
 #[tokio::test]

@@ -239,6 +239,9 @@ async fn a_provider_switch_is_refused_while_it_cannot_happen_and_summarises_from
     let marker = &detail["messages"][2]["blocks"][0];
     assert_eq!((marker["type"].as_str(), marker["summarized_by"].as_str()), (Some("handoff"), Some("transcript")));
     assert_eq!(detail["provider"], "codex");
+    // The reply before a handoff marker is history: it cannot be regenerated.
+    let regenerate = app.post("/api/chats/s/regenerate", json!({ "message_idx": 0 }), Some(&token)).await;
+    assert_error(regenerate, StatusCode::CONFLICT, "not_regenerable").await;
 }
 
 #[tokio::test]
