@@ -52,6 +52,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::push::router())
         .merge(crate::uploads::routes::router())
         .merge(crate::schedules::routes::router())
+        .merge(crate::platform::router())
         .fallback(api_not_found)
         .method_not_allowed_fallback(api_method_not_allowed)
         .layer(middleware::from_fn_with_state(
@@ -187,6 +188,7 @@ async fn initialise(
                 tokio::spawn(crate::apps::apply::rebuild_outdated(state.apps.clone()));
                 tokio::spawn(crate::apps::lifecycle::check_periodically(state.clone()));
                 tokio::spawn(crate::storage::remove_leftover_temps(state.config.data_dir.clone(), booted));
+                tokio::spawn(crate::platform::feed::check_daily(state.updates.clone(), stop.clone()));
                 state.schedules.start(stop.clone()).await;
                 let _ = state_tx.send((state, writer_task));
                 return;
