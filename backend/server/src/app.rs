@@ -128,6 +128,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
     let boot = Boot::new();
+    boot.set_release(config.updates.release.clone());
     let (stop_tx, stop_rx) = watch::channel(false);
     let full: Arc<OnceLock<Router>> = Arc::new(OnceLock::new());
     let switch = Switch { full: full.clone(), boot: boot_router(boot.clone()) };

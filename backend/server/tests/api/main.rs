@@ -21,6 +21,7 @@ mod schedules;
 mod search;
 mod storage;
 mod telemetry;
+mod updates;
 mod uploads;
 mod web;
 mod writer;
