@@ -6,6 +6,7 @@ mod backup;
 mod chat_list;
 mod chats;
 mod containment;
+mod devices;
 mod exposure;
 mod fixture;
 mod helpers;
