@@ -23,6 +23,7 @@ mod search;
 mod storage;
 mod telemetry;
 mod updates;
+mod upgrade;
 mod uploads;
 mod web;
 mod writer;
