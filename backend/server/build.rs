@@ -10,10 +10,11 @@ fn main() {
         let value = std::env::var(key).ok().filter(|v| !v.trim().is_empty()).unwrap_or_else(|| "dev".into());
         println!("cargo:rustc-env={key}={value}");
     }
-    // The feed this build checks for updates (the release workflow names its repository's).
+    // The feed this build checks for updates: set by `scripts/release build` and the image build
+    // (its repository's latest release); a plain `cargo build` checks nothing (no request leaves
+    // a developer's or CI's machine).
     println!("cargo:rerun-if-env-changed=MOBIUS_RELEASE_FEED");
-    let feed = std::env::var("MOBIUS_RELEASE_FEED")
-        .unwrap_or_else(|_| "https://github.com/mobius-platform/mobius/releases/latest/download/latest.json".into());
+    let feed = std::env::var("MOBIUS_RELEASE_FEED").unwrap_or_default();
     println!("cargo:rustc-env=MOBIUS_RELEASE_FEED={}", feed.trim());
     println!("cargo:rustc-env=MOBIUS_IMAGE_KEY={}", image_key());
     // The binary stays position-independent (ASLR), but its ~50,000 relative relocations are

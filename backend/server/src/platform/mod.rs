@@ -31,8 +31,9 @@ pub use routes::router;
 /// The public key releases are signed with (minisign, Ed25519), baked into the binary.
 pub const RELEASE_PUBLIC_KEY: &str = include_str!("../../release.pub");
 
-/// The feed a build checks unless told otherwise (`MOBIUS_RELEASE_FEED` at build time; the
-/// release workflow sets it to the repository's latest release).
+/// The feed a build checks unless told otherwise (`MOBIUS_RELEASE_FEED` at build time: release
+/// builds and the image name the repository's latest release; empty, as in a plain `cargo
+/// build`, turns checks off).
 pub const DEFAULT_FEED_URL: &str = env!("MOBIUS_RELEASE_FEED");
 
 /// What the image holds besides the binary and the PWA (agent CLIs, Node, the app libraries),
