@@ -2,6 +2,9 @@
 
     deploy-checks.py compose FILE       interpolate like docker compose, validate against the
                                         compose-spec schema, check the deployment's promises
+    deploy-checks.py workflow-scripts FILE...
+                                        shellcheck on every `run:` step of GitHub workflows
+                                        (expressions replaced by a variable, as actionlint does)
     deploy-checks.py build-override FILE
                                         the build-from-source override: valid, builds the app
     deploy-checks.py copies DOCKERFILE  every COPY/ADD source from the build context exists
@@ -210,6 +213,30 @@ def check_build_override(path):
     return problems
 
 
+def check_workflow_scripts(paths):
+    problems = []
+    for path in paths:
+        doc = load_yaml(path)
+        for job_name, job in (doc.get("jobs") or {}).items():
+            for index, step in enumerate(job.get("steps") or []):
+                script = step.get("run")
+                if not script:
+                    continue
+                body = re.sub(r"\$\{\{[^}]*\}\}", "${GITHUB_EXPRESSION}", script)
+                with tempfile.NamedTemporaryFile("w", suffix=".sh", delete=False) as f:
+                    f.write("#!/usr/bin/env bash\nset -eo pipefail\n" + body)
+                try:
+                    result = subprocess.run(
+                        ["shellcheck", "--shell=bash", "-e", "SC2154", f.name], capture_output=True, text=True, check=False
+                    )
+                finally:
+                    os.unlink(f.name)
+                if result.returncode != 0:
+                    where = f"{path}: jobs.{job_name}.steps[{index}] ({step.get('name', 'unnamed')})"
+                    problems.append(where + "\n" + result.stdout.replace(f.name, "run"))
+    return problems
+
+
 def instructions(path):
     """(keyword, argument text, stage index) for each instruction, continuations joined."""
     out, buf, stage = [], "", -1
@@ -402,6 +429,11 @@ def main(argv):
     if len(argv) == 5 and argv[1] == "layout":
         print(json.dumps(layout(argv[2], os.path.abspath(argv[3]), json.loads(argv[4]))))
         return 0
+    if len(argv) >= 3 and argv[1] == "workflow-scripts":
+        problems = check_workflow_scripts(argv[2:])
+        for p in problems:
+            print(p)
+        return 1 if problems else 0
     if len(argv) != 3 or argv[1] not in ("compose", "copies", "build-override"):
         print(__doc__, file=sys.stderr)
         return 2
