@@ -337,3 +337,58 @@ fn unpack_bundle(bundle: &Path, dest: &Path) -> Result<(), StageError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_release_larger_than_the_free_space_is_refused_before_downloading() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let err = check_free_space(dir.path(), u64::MAX / 8).expect_err("too large");
+        assert_eq!(err.code, "insufficient_storage");
+        assert!(err.message.contains("MiB"), "{}", err.message);
+        assert!(check_free_space(dir.path(), 1).is_ok());
+    }
+
+    #[test]
+    fn a_full_disk_is_reported_as_such() {
+        let full = std::io::Error::from_raw_os_error(nix::libc::ENOSPC);
+        assert_eq!(StageError::io("downloading the release", &full).code, "insufficient_storage");
+        let other = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert_eq!(StageError::io("downloading the release", &other).code, "update_failed");
+    }
+
+    #[test]
+    fn a_bundle_with_anything_but_the_pwa_and_skills_is_refused() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let bundle = |entries: &[(&str, &[u8])]| {
+            let mut tar = tar::Builder::new(Vec::new());
+            for (path, bytes) in entries {
+                let mut header = tar::Header::new_gnu();
+                header.set_size(bytes.len() as u64);
+                header.set_mode(0o644);
+                tar.append_data(&mut header, path, *bytes).expect("append");
+            }
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            gz.write_all(&tar.into_inner().expect("tar")).expect("gzip");
+            let path = dir.path().join("bundle.tar.gz");
+            std::fs::write(&path, gz.finish().expect("gzip")).expect("write");
+            path
+        };
+        let good = bundle(&[("frontend/dist/index.html", b"<!doctype html>"), ("skill/core.md", b"# core")]);
+        let out = dir.path().join("good");
+        std::fs::create_dir(&out).expect("dir");
+        unpack_bundle(&good, &out).expect("the PWA and the skills");
+        assert!(out.join("frontend/dist/index.html").is_file());
+        let stray = bundle(&[("frontend/dist/index.html", b"x"), ("etc/cron.d/evil", b"x")]);
+        let out = dir.path().join("stray");
+        std::fs::create_dir(&out).expect("dir");
+        assert_eq!(unpack_bundle(&stray, &out).expect_err("stray").code, "checksum_mismatch");
+        assert!(!out.join("etc").exists());
+        let empty = bundle(&[("skill/core.md", b"x")]);
+        let out = dir.path().join("empty");
+        std::fs::create_dir(&out).expect("dir");
+        assert!(unpack_bundle(&empty, &out).is_err(), "no index.html");
+    }
+}
