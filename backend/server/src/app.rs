@@ -189,7 +189,7 @@ async fn initialise(
                 tokio::spawn(crate::apps::apply::rebuild_outdated(state.apps.clone()));
                 tokio::spawn(crate::apps::lifecycle::check_periodically(state.clone()));
                 tokio::spawn(crate::storage::remove_leftover_temps(state.config.data_dir.clone(), booted));
-                tokio::spawn(crate::platform::feed::check_daily(state.updates.clone(), stop.clone()));
+                tokio::spawn(crate::platform::updates::check_daily(state.updates.clone(), stop.clone()));
                 state.schedules.start(stop.clone()).await;
                 let _ = state_tx.send((state, writer_task));
                 return;

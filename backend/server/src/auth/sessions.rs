@@ -2,12 +2,14 @@
 //! whose session is gone is refused at once. The set is read from `owner_devices` at start-up
 //! and after every change to it (sign-in, revoke, sign out everywhere), never per request; a
 //! request only stamps its session's last-seen time (an atomic store at most once a minute).
+//! Event streams a session opened end when it does ([`Sessions::ended`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use sqlx::SqlitePool;
+use tokio_util::sync::CancellationToken;
 
 use crate::error::Result;
 
@@ -18,7 +20,16 @@ const SEEN_RESOLUTION_MS: i64 = 60_000;
 
 /// The live sessions and when each was last seen.
 #[derive(Debug, Default)]
-pub struct Sessions(RwLock<HashMap<String, Arc<AtomicI64>>>);
+pub struct Sessions(RwLock<HashMap<String, Arc<Session>>>);
+
+/// One live session.
+#[derive(Debug, Default)]
+struct Session {
+    /// Unix milliseconds.
+    seen: AtomicI64,
+    /// Cancelled when the session ends (its open streams end with it).
+    ended: CancellationToken,
+}
 
 impl Sessions {
     /// Replaces the set with the sessions stored now (keeping last-seen times already known).
@@ -27,9 +38,13 @@ impl Sessions {
         let mut map = self.0.write().unwrap_or_else(|p| p.into_inner());
         let mut next = HashMap::with_capacity(rows.len());
         for (sid, last_used) in rows {
-            let seen = map.remove(&sid).unwrap_or_default();
-            seen.fetch_max(last_used, Ordering::Relaxed);
-            next.insert(sid, seen);
+            let session = map.remove(&sid).unwrap_or_default();
+            session.seen.fetch_max(last_used, Ordering::Relaxed);
+            next.insert(sid, session);
+        }
+        // What is left was signed out.
+        for gone in map.values() {
+            gone.ended.cancel();
         }
         *map = next;
         Ok(())
@@ -38,28 +53,47 @@ impl Sessions {
     /// True when `sid` is live (and stamps it seen now).
     pub fn check(&self, sid: &str) -> bool {
         let map = self.0.read().unwrap_or_else(|p| p.into_inner());
-        let Some(seen) = map.get(sid) else { return false };
+        let Some(session) = map.get(sid) else { return false };
         let now = crate::db::now_ms();
-        if now - seen.load(Ordering::Relaxed) >= SEEN_RESOLUTION_MS {
-            seen.store(now, Ordering::Relaxed);
+        if now - session.seen.load(Ordering::Relaxed) >= SEEN_RESOLUTION_MS {
+            session.seen.store(now, Ordering::Relaxed);
         }
         true
     }
 
     /// Forgets `sid` at once (a revoked device).
     pub fn remove(&self, sid: &str) {
-        self.0.write().unwrap_or_else(|p| p.into_inner()).remove(sid);
+        if let Some(session) = self.0.write().unwrap_or_else(|p| p.into_inner()).remove(sid) {
+            session.ended.cancel();
+        }
+    }
+
+    /// What a stream opened with `claims` waits on to end with its session: the owner's
+    /// session's token (already cancelled when it is gone); never for other scopes.
+    pub fn ended(&self, claims: &super::jwt::Claims) -> CancellationToken {
+        if claims.scope != super::jwt::Scope::Owner {
+            return CancellationToken::new();
+        }
+        let sid = claims.sid.as_deref().unwrap_or(LEGACY_SESSION);
+        match self.0.read().unwrap_or_else(|p| p.into_inner()).get(sid) {
+            Some(session) => session.ended.clone(),
+            None => {
+                let gone = CancellationToken::new();
+                gone.cancel();
+                gone
+            }
+        }
     }
 
     /// When `sid` was last seen, as far as this process knows.
     pub fn last_seen(&self, sid: &str) -> Option<i64> {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).get(sid).map(|s| s.load(Ordering::Relaxed))
+        self.0.read().unwrap_or_else(|p| p.into_inner()).get(sid).map(|s| s.seen.load(Ordering::Relaxed))
     }
 
     /// Every session with its last-seen time (to store them).
     pub fn seen(&self) -> Vec<(String, i64)> {
         let map = self.0.read().unwrap_or_else(|p| p.into_inner());
-        map.iter().map(|(sid, seen)| (sid.clone(), seen.load(Ordering::Relaxed))).collect()
+        map.iter().map(|(sid, s)| (sid.clone(), s.seen.load(Ordering::Relaxed))).collect()
     }
 }
 
@@ -79,12 +113,18 @@ mod tests {
     #[test]
     fn a_removed_session_is_refused_and_others_are_stamped_seen() {
         let sessions = Sessions::default();
-        sessions.0.write().expect("lock").insert("a".into(), Arc::new(AtomicI64::new(0)));
-        sessions.0.write().expect("lock").insert("b".into(), Arc::new(AtomicI64::new(0)));
+        sessions.0.write().expect("lock").insert("a".into(), Arc::default());
+        sessions.0.write().expect("lock").insert("b".into(), Arc::default());
+        let mut claims = super::super::jwt::Claims::new("owner", super::super::jwt::Scope::Owner, 0, 60);
+        claims.sid = Some("a".into());
+        let ended = sessions.ended(&claims);
         assert!(sessions.check("a"));
         assert!(sessions.last_seen("a").expect("seen") > 0);
         assert!(!sessions.check("zzz"));
+        assert!(!ended.is_cancelled());
         sessions.remove("a");
+        assert!(ended.is_cancelled(), "its streams end");
+        assert!(sessions.ended(&claims).is_cancelled(), "a stream opened later ends at once");
         assert!(!sessions.check("a"));
         assert!(sessions.check("b"));
         assert_eq!(sessions.seen().len(), 1);

@@ -8,12 +8,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::Updates;
-
 /// Daily checks: this long between two.
 pub const CHECK_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 /// The first check after a start waits this long (start-up stays quiet).
-const FIRST_CHECK_DELAY: Duration = Duration::from_secs(60);
+pub const FIRST_CHECK_DELAY: Duration = Duration::from_secs(60);
 /// An owner's "Check now" is answered from the last check when it is younger than this.
 pub const MANUAL_CHECK_MIN_INTERVAL: Duration = Duration::from_secs(60);
 /// A feed request gives up after this long in all.
@@ -167,54 +165,6 @@ pub async fn fetch(url: &reqwest::Url) -> Result<Feed, String> {
         body.extend_from_slice(&chunk);
     }
     Feed::parse(&body, response.url())
-}
-
-/// Checks the feed now and records the answer (an error is logged, never raised).
-pub async fn check_now(updates: &Updates) -> CheckRecord {
-    let record = match &updates.config().feed {
-        None => {
-            CheckRecord { checked_at: crate::db::now_ms(), feed: None, error: Some("update checks are off".into()) }
-        }
-        Some(url) => match fetch(url).await {
-            Ok(feed) => CheckRecord { checked_at: crate::db::now_ms(), feed: Some(feed), error: None },
-            Err(e) => {
-                tracing::info!(error = %e, "update check failed");
-                CheckRecord { checked_at: crate::db::now_ms(), feed: None, error: Some(e) }
-            }
-        },
-    };
-    updates.record_check(record.clone());
-    record
-}
-
-/// The daily check: sleeps until a day after the last one (and at least a minute after
-/// start-up), checks when the owner's switch is on, until the server stops.
-pub async fn check_daily(updates: Updates, mut stop: tokio::sync::watch::Receiver<bool>) {
-    if updates.config().feed.is_none() {
-        return;
-    }
-    let mut wait = FIRST_CHECK_DELAY;
-    loop {
-        if let Some(last) = updates.last_check() {
-            let since = Duration::from_millis(u64::try_from(crate::db::now_ms() - last.checked_at).unwrap_or(0));
-            wait = wait.max(CHECK_INTERVAL.saturating_sub(since));
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
-            _ = stop.wait_for(|s| *s) => return,
-        }
-        if updates.auto_check() {
-            let _busy = updates.busy().await;
-            let fresh = updates.last_check().is_some_and(|l| {
-                crate::db::now_ms() - l.checked_at
-                    < i64::try_from(CHECK_INTERVAL.as_millis()).unwrap_or(i64::MAX) - 1000
-            });
-            if !fresh {
-                check_now(&updates).await;
-            }
-        }
-        wait = CHECK_INTERVAL;
-    }
 }
 
 #[cfg(test)]

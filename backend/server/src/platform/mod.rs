@@ -3,7 +3,8 @@
 //! launcher and the server share on disk (`state.rs`), `mobius launch` — the image's entry
 //! point, which starts the newest good version, tries a new one and rolls it back
 //! (`launcher.rs`) —, applying an update from Settings or `mobius update` (`apply.rs`,
-//! `command.rs`) and the routes (`routes.rs`).
+//! `command.rs`), what routes share and the daily check (`updates.rs`) and the routes
+//! (`routes.rs`).
 //!
 //! Layout under `DATA_DIR/platform/`: `releases/<version>/` (a verified release: `mobius`,
 //! `frontend/dist/`, `skill/`, and the signed `SHA256SUMS`, `SHA256SUMS.minisig`,
@@ -18,15 +19,14 @@ pub mod launcher;
 pub mod routes;
 pub mod stage;
 pub mod state;
+pub mod updates;
 pub mod verify;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::Serialize;
-
 pub use routes::router;
+pub use updates::{Progress, Updates};
 
 /// The public key releases are signed with (minisign, Ed25519), baked into the binary.
 pub const RELEASE_PUBLIC_KEY: &str = include_str!("../../release.pub");
@@ -153,102 +153,5 @@ pub fn is_loopback_url(url: &reqwest::Url) -> bool {
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback()),
         None => false,
-    }
-}
-
-/// Where an update stands, for Settings (progress of the one running apply).
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
-pub struct Progress {
-    /// `checking`, `downloading`, `verifying`, `restarting`, or `failed`.
-    pub phase: &'static str,
-    pub version: String,
-    /// Bytes downloaded so far and in all (when known).
-    pub done_bytes: u64,
-    pub total_bytes: u64,
-    /// Why it failed (phase `failed`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// What routes use: the feed's last answer, the running apply's progress, the owner's switch.
-#[derive(Clone)]
-pub struct Updates(Arc<UpdatesInner>);
-
-struct UpdatesInner {
-    data_dir: PathBuf,
-    config: UpdateConfig,
-    progress: Mutex<Option<Progress>>,
-    /// The last check, as kept in `feed.json` (read at start-up).
-    check: Mutex<Option<feed::CheckRecord>>,
-    /// One check or apply at a time.
-    busy: tokio::sync::Mutex<()>,
-}
-
-impl std::fmt::Debug for Updates {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Updates(..)")
-    }
-}
-
-impl Updates {
-    /// The handle for the data directory `data_dir`.
-    pub fn new(data_dir: &Path, config: UpdateConfig) -> Self {
-        let check = feed::CheckRecord::load(data_dir);
-        Self(Arc::new(UpdatesInner {
-            data_dir: data_dir.to_path_buf(),
-            config,
-            progress: Mutex::new(None),
-            check: Mutex::new(check),
-            busy: tokio::sync::Mutex::new(()),
-        }))
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &UpdateConfig {
-        &self.0.config
-    }
-
-    /// The data directory.
-    pub fn data_dir(&self) -> &Path {
-        &self.0.data_dir
-    }
-
-    /// The running apply's progress, if one runs (or the last one failed).
-    pub fn progress(&self) -> Option<Progress> {
-        self.0.progress.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    pub(crate) fn set_progress(&self, progress: Option<Progress>) {
-        *self.0.progress.lock().unwrap_or_else(|p| p.into_inner()) = progress;
-    }
-
-    /// The last check.
-    pub fn last_check(&self) -> Option<feed::CheckRecord> {
-        self.0.check.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    pub(crate) fn record_check(&self, record: feed::CheckRecord) {
-        record.store(&self.0.data_dir);
-        *self.0.check.lock().unwrap_or_else(|p| p.into_inner()) = Some(record);
-    }
-
-    /// The owner's switch for daily checks (on unless turned off).
-    pub fn auto_check(&self) -> bool {
-        feed::auto_check(&self.0.data_dir)
-    }
-
-    /// Whether the server was started by `mobius launch` (restarts and updates need it).
-    pub fn supervised(&self) -> bool {
-        self.0.config.launcher_pid.is_some()
-    }
-
-    /// The lock a check or an apply holds; `None` when one is running.
-    pub(crate) fn try_busy(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
-        self.0.busy.try_lock().ok()
-    }
-
-    /// Waits for the running check or apply, then holds the lock.
-    pub(crate) async fn busy(&self) -> tokio::sync::MutexGuard<'_, ()> {
-        self.0.busy.lock().await
     }
 }

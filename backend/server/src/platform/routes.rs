@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::feed::{self, MANUAL_CHECK_MIN_INTERVAL};
 use super::state::ReleaseState;
+use super::updates;
 use super::{Progress, apply, launcher};
 use crate::api::ApiJson;
 use crate::auth::Owner;
@@ -73,7 +74,7 @@ async fn check(State(state): State<AppState>, _owner: Owner) -> Result<Json<Valu
         crate::db::now_ms() - c.checked_at < i64::try_from(MANUAL_CHECK_MIN_INTERVAL.as_millis()).unwrap_or(0)
     });
     if !recent && let Some(_busy) = state.updates.try_busy() {
-        feed::check_now(&state.updates).await;
+        updates::check_now(&state.updates).await;
     }
     Ok(Json(describe(&state)))
 }

@@ -127,3 +127,33 @@ async fn sign_out_everywhere_ends_every_device_session() {
     let fresh = sign_in_as(&app, "Laptop").await;
     assert_eq!(devices(&app, &fresh).await.len(), 1);
 }
+
+#[tokio::test]
+async fn the_streams_a_device_opened_end_when_it_is_signed_out() {
+    let app = TestApp::spawn().await;
+    let laptop = app.setup_owner().await;
+    let phone = sign_in_as(&app, "Phone").await;
+    let chat = "00000000-0000-4000-8000-0000000000d1";
+    let r = app.post("/api/chats", json!({ "id": chat, "title": "t", "messages": [] }), Some(&laptop)).await;
+    assert!(r.status().is_success());
+    let mut system =
+        crate::helpers::SseReader::connect(&app.client, &app.url("/api/events/system"), &phone, None).await;
+    assert_eq!(system.next(5).await.data["type"], "system_stream_open");
+    let mut chat_stream =
+        crate::helpers::SseReader::connect(&app.client, &app.url(&format!("/api/chats/{chat}/stream")), &phone, None)
+            .await;
+    chat_stream.until("catch_up_done", 5).await;
+    let mut kept = crate::helpers::SseReader::connect(&app.client, &app.url("/api/events/system"), &laptop, None).await;
+    assert_eq!(kept.next(5).await.data["type"], "system_stream_open");
+
+    let phone_row = devices(&app, &laptop).await.into_iter().find(|d| d["label"] == "Phone").expect("phone");
+    let r = app.delete_with(&format!("/api/auth/devices/{}", phone_row["id"]), &laptop).await;
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    for stream in [&mut system, &mut chat_stream] {
+        let end = tokio::time::timeout(std::time::Duration::from_secs(5), stream.rx.recv()).await;
+        assert!(matches!(end, Ok(None)), "the signed-out device's stream ends");
+    }
+    // The other device's stream goes on: it still hears events.
+    app.post("/api/notify", json!({ "type": "theme_updated" }), Some(&laptop)).await;
+    assert_eq!(kept.next(5).await.data["type"], "theme_updated");
+}
