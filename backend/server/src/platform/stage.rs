@@ -192,7 +192,7 @@ fn check_free_space(data_dir: &Path, release_bytes: u64) -> Result<(), StageErro
     let need = release_bytes.saturating_mul(3).saturating_add(db).saturating_add(FREE_SPACE_MARGIN_BYTES);
     let stat = nix::sys::statvfs::statvfs(data_dir)
         .map_err(|e| StageError::new("update_failed", format!("Cannot tell the free disk space: {e}")))?;
-    let free = u64::from(stat.blocks_available()).saturating_mul(u64::from(stat.fragment_size()));
+    let free = stat.blocks_available().saturating_mul(stat.fragment_size());
     if free < need {
         return Err(StageError::new(
             "insufficient_storage",

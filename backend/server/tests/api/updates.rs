@@ -335,19 +335,27 @@ async fn an_update_is_applied_tampered_ones_are_refused_and_one_that_crashes_is_
     // A release that wrecks the database and crashes at start: rolled back, data intact.
     let crash = b"#!/bin/sh\necho 'boom: this build cannot start' >&2\n: > \"$DATA_DIR/db/mobius.sqlite3\"\nexit 3\n";
     publish(feed_root.path(), &key, "0.3.0", crash, Spoil::None);
-    let r = app.post("/api/platform/update", json!({ "version": "0.3.0" }), Some(&token)).await;
-    assert_eq!(r.status(), 202, "{:?}", r.text().await);
-    let state = {
-        let deadline = Instant::now() + Duration::from_secs(90);
-        loop {
-            let state = mobius::platform::state::ReleaseState::load(data.path());
-            if state.last.as_ref().is_some_and(|l| l.version == "0.3.0") {
-                break state;
-            }
-            assert!(Instant::now() < deadline, "no outcome; log:\n{}", app.log.lock().expect("log").join("\n"));
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+    // This time over SSH: `mobius update` asks, applies, and reports the rollback and why.
+    let cli = |args: &[&str]| {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_mobius"));
+        command
+            .arg("update")
+            .args(args)
+            .env("DATA_DIR", data.path())
+            .env("MOBIUS_UPDATE_FEED", &feed)
+            .env("MOBIUS_UPDATE_TEST_KEY", key.public())
+            .env("MOBIUS_LOG", "warn")
+            .stdin(std::process::Stdio::null());
+        command.output()
     };
+    let checked = cli(&["--check"]).await.expect("mobius update --check");
+    let said = String::from_utf8_lossy(&checked.stdout);
+    assert!(checked.status.success() && said.contains("Möbius 0.3.0 is available (this is 0.2.0)"), "{said}");
+    let applied = cli(&["--yes"]).await.expect("mobius update --yes");
+    let complaint = String::from_utf8_lossy(&applied.stderr);
+    assert!(!applied.status.success(), "a rolled-back update fails the command");
+    assert!(complaint.contains("0.3.0 was rolled back") && complaint.contains("boom"), "{complaint}");
+    let state = mobius::platform::state::ReleaseState::load(data.path());
     let last = state.last.expect("outcome");
     assert_eq!(last.outcome, "rolled_back");
     assert!(last.reason.as_deref().unwrap_or_default().contains("boom"), "{last:?}");
