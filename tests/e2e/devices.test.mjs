@@ -92,7 +92,8 @@ describe("devices and pairing (desktop and two phones)", () => {
     await screenshot(page, "devices-pair-phone.png");
     await page.getByRole("button", { name: "Pair", exact: true }).click();
     await page.getByRole("button", { name: "New chat" }).first().waitFor();
-    assert.equal(new URL(page.url()).pathname, "/");
+    // The pairing address (and its code) is gone from the address bar and history.
+    assert.doesNotMatch(new URL(page.url()).pathname + new URL(page.url()).search, /pair|code=/);
   });
 
   step("the desktop sees the pairing and the new device", async (page) => {
