@@ -370,13 +370,8 @@ impl Launcher {
             };
             match answer {
                 Ok(_) => return Ok(()),
-                Err(reason) if reason.contains(MIGRATION_FAILED) => {
-                    let why = reason
-                        .find('{')
-                        .and_then(|i| serde_json::from_str::<serde_json::Value>(&reason[i..]).ok())
-                        .and_then(|v| v["reason"].as_str().map(str::to_owned))
-                        .unwrap_or(reason);
-                    return Err(format!("its {why}"));
+                Err(reason) if migration_failed(&reason).is_some() => {
+                    return Err(format!("its {}", migration_failed(&reason).unwrap_or(reason)));
                 }
                 Err(reason) => last_reason = reason,
             }
@@ -475,6 +470,14 @@ async fn tee(stderr: tokio::process::ChildStderr, kept: Arc<Mutex<VecDeque<Strin
     }
 }
 
+/// The reason of a readiness answer that says the database migration failed (the 503 body the
+/// probe quotes), if it says so.
+fn migration_failed(probe_error: &str) -> Option<String> {
+    let body = &probe_error[probe_error.find('{')?..];
+    let reason = serde_json::from_str::<serde_json::Value>(body).ok()?["reason"].as_str()?.to_owned();
+    reason.starts_with(MIGRATION_FAILED).then_some(reason)
+}
+
 /// SIGTERM, then SIGKILL after [`STOP_GRACE`]; returns how it ended.
 async fn stop(child: &mut Child) -> Option<std::process::ExitStatus> {
     if let Some(pid) = child.process.id().and_then(|p| i32::try_from(p).ok()) {
@@ -511,5 +514,38 @@ fn restore_database(data_dir: &Path, snapshot: Option<&Path>) -> std::io::Result
             std::fs::File::open(&tmp)?.sync_all()?;
             std::fs::rename(&tmp, &db)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_migration_is_told_from_a_slow_start() {
+        let failed = r#"GET /api/ready answered 503: {"ready":false,"reason":"database migration failed: while executing migration 18: no such table: x"}"#;
+        assert_eq!(
+            migration_failed(failed).as_deref(),
+            Some("database migration failed: while executing migration 18: no such table: x")
+        );
+        let starting = r#"GET /api/ready answered 503: {"ready":false,"reason":"running database migrations"}"#;
+        assert_eq!(migration_failed(starting), None);
+        assert_eq!(migration_failed("cannot connect to 127.0.0.1:1: refused"), None);
+    }
+
+    #[test]
+    fn a_restored_database_replaces_the_failed_versions_files() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let db = dir.path().join(crate::backup::MAIN_DATABASE);
+        std::fs::create_dir_all(db.parent().expect("parent")).expect("db dir");
+        std::fs::write(&db, b"migrated by the new version").expect("db");
+        std::fs::write(format!("{}-wal", db.display()), b"its log").expect("wal");
+        let snapshot = dir.path().join("before.sqlite3");
+        std::fs::write(&snapshot, b"as it was").expect("snapshot");
+        restore_database(dir.path(), Some(&snapshot)).expect("restore");
+        assert_eq!(std::fs::read(&db).expect("db"), b"as it was");
+        assert!(!std::path::Path::new(&format!("{}-wal", db.display())).exists(), "no WAL of the failed version");
+        restore_database(dir.path(), None).expect("no database before");
+        assert!(!db.exists());
     }
 }
