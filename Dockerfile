@@ -1,14 +1,20 @@
 # syntax=docker/dockerfile:1.7
 # Möbius in one image: the `mobius` server, the built PWA, the libraries mini-apps are bundled
 # against, the skill files, and the pinned agent CLIs (which bring their own need for Node).
-# Self-hosting: see docker-compose.yml. Checked by scripts/check-deploy.
+# Self-hosting: see docker-compose.yml. Checked by scripts/check-deploy. Releases build it with
+# `scripts/release image` (BINARY_SOURCE=prebuilt: the signed release binaries in dist/image/),
+# for linux/amd64 and linux/arm64.
 
 ARG NODE_VERSION=22
 ARG RUST_VERSION=1.95
 ARG DEBIAN_RELEASE=bookworm
+# Where the server binary comes from: `server` compiles it below; `prebuilt` takes
+# dist/image/<arch>/mobius (what scripts/release build made and package signs).
+ARG BINARY_SOURCE=server
 
-# ---- The PWA, plus the production node_modules the bundler resolves mini-app imports in.
-FROM node:${NODE_VERSION}-${DEBIAN_RELEASE}-slim AS web
+# ---- The PWA, plus the production node_modules the bundler resolves mini-app imports in
+# (plain JavaScript: built once on the build machine's platform for every target).
+FROM --platform=$BUILDPLATFORM node:${NODE_VERSION}-${DEBIAN_RELEASE}-slim AS web
 # npm's download cache lives in a build cache mount, outside the image.
 ENV npm_config_cache=/var/cache/npm
 WORKDIR /src/frontend
@@ -37,16 +43,31 @@ FROM rust:${RUST_VERSION}-${DEBIAN_RELEASE} AS server
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY backend/ backend/
+# build.rs digests the image's pins (Node, Debian, agent CLIs, app libraries): updates in place
+# refuse a release that needs another image.
+COPY Dockerfile ./
+COPY frontend/package.json frontend/package.json
 ARG MOBIUS_BUILD_SHA=dev
 ARG MOBIUS_BUILD_DATE=unknown
+# The release feed this build checks (scripts/release names the repository's).
+ARG MOBIUS_RELEASE_FEED=https://github.com/mobius-platform/mobius/releases/latest/download/latest.json
 # Lower it (e.g. 1) to build on a machine with little memory; cargo reads it from the env.
 ARG CARGO_BUILD_JOBS=default
 ENV MOBIUS_BUILD_SHA=${MOBIUS_BUILD_SHA} \
-    MOBIUS_BUILD_DATE=${MOBIUS_BUILD_DATE}
+    MOBIUS_BUILD_DATE=${MOBIUS_BUILD_DATE} \
+    MOBIUS_RELEASE_FEED=${MOBIUS_RELEASE_FEED}
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     cargo build --release --locked -p mobius \
     && install -m 0755 target/release/mobius /usr/local/bin/mobius
+
+# ---- A release's binary, built and signed outside (scripts/release build, package).
+FROM scratch AS prebuilt
+ARG TARGETARCH
+COPY dist/image/${TARGETARCH}/mobius /usr/local/bin/mobius
+
+# hadolint ignore=DL3006
+FROM ${BINARY_SOURCE} AS binary
 
 # ---- Runtime: slim Debian, an unprivileged `mobius` user, tini as PID 1.
 # The server links no TLS library (rustls with built-in roots); ca-certificates is for the
@@ -71,7 +92,7 @@ COPY --from=web /src/frontend/dist /app/frontend/dist
 COPY --from=web /src/frontend/package.json /app/frontend/package.json
 COPY --from=web /src/frontend/node_modules /app/frontend/node_modules
 COPY skill/ /app/skill/
-COPY --from=server /usr/local/bin/mobius /usr/local/bin/mobius
+COPY --from=binary /usr/local/bin/mobius /usr/local/bin/mobius
 
 ENV LANG=C.UTF-8 \
     PATH=/opt/agent-clis/bin:${PATH} \
@@ -92,4 +113,7 @@ EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=10s --start-period=20s --retries=3 \
     CMD ["mobius", "healthcheck"]
 ENTRYPOINT ["/usr/bin/tini", "--"]
-CMD ["mobius", "serve"]
+# The launcher: runs the newest good version (an update applied from Settings lives in
+# /data/platform/releases; this image's binary is always the fallback) and rolls back one that
+# does not become ready.
+CMD ["mobius", "launch"]

@@ -10,7 +10,7 @@ starting). Run through `scripts/bench`, which builds everything first.
 Usage: bench.py BINARY [--only SECTION,...] [--quick] [--baseline BINARY] [--no-gate]
 `--no-gate` runs each measurement once whatever else the machine does, printing the cores
 other processes used meanwhile (for a shared machine; such figures are marked by that line).
-Sections: boot, health, chats, sse, snapshot, apply, proxy, storage, appdoc, push, schedules, lifecycle, frontend, search, sandbox, flood, scale, uploads, agents
+Sections: boot, health, chats, sse, snapshot, apply, proxy, storage, appdoc, push, schedules, lifecycle, frontend, search, sandbox, flood, scale, uploads, agents, updates
 `--baseline` names a build without chat search (e.g. a release build of the previous main); the
 search section then runs its write and chat-detail workloads on both and prints the change. The
 push section compares idle RSS against it (a build without push).
@@ -1742,6 +1742,149 @@ def section_agents(binary, tmp):
         note("agents", f"{kind}: server RSS after the turns, warm − cold (MiB)", f"{idle[(kind, 'warm')] - idle[(kind, 'cold')]:+.1f}", "≈ 0 (unchanged)")
 
 
+# ---- updates: apply and rollback through `mobius launch`, sizes ----
+
+def minisign_key(tmp):
+    key, pub = os.path.join(tmp, "bench.key"), os.path.join(tmp, "bench.pub")
+    subprocess.run(["minisign", "-G", "-W", "-f", "-p", pub, "-s", key], check=True, capture_output=True)
+    return key, open(pub).read()
+
+
+def publish_release(root, key, version, binary_bytes):
+    """Release `version` under root/<version>/ (binary, PWA bundle, release.json, signed
+    SHA256SUMS) and root/latest.json pointing at it, as scripts/release lays them out."""
+    import gzip, hashlib, io, tarfile
+    d = os.path.join(root, version)
+    os.makedirs(d, exist_ok=True)
+    arch = os.uname().machine
+    asset = f"mobius-{arch}-linux.gz"
+    gz = gzip.compress(binary_bytes, compresslevel=1, mtime=0)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(os.path.join(ROOT, "frontend", "dist"), arcname="frontend/dist")
+        tar.add(os.path.join(ROOT, "skill"), arcname="skill")
+    bundle = buf.getvalue()
+    info = json.loads(subprocess.run([BINARY, "release-info"], capture_output=True, text=True, check=True).stdout)
+    manifest = json.dumps({
+        "format": 1, "version": version, "build_sha": "bench", "published_at": "2026-12-01",
+        "image_key": info["image_key"],
+        "binaries": {arch: {"asset": asset, "sha256": hashlib.sha256(binary_bytes).hexdigest(), "bytes": len(binary_bytes)}},
+        "pwa": {"asset": "mobius-pwa.tar.gz"}, "notes": f"Bench release {version}.",
+    }).encode()
+    files = {asset: gz, "mobius-pwa.tar.gz": bundle, "release.json": manifest}
+    sums = "".join(f"{hashlib.sha256(b).hexdigest()}  {n}\n" for n, b in sorted(files.items()))
+    for name, data in list(files.items()) + [("SHA256SUMS", sums.encode())]:
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+    subprocess.run(["minisign", "-S", "-s", key, "-m", os.path.join(d, "SHA256SUMS"), "-t", f"mobius {version}"],
+                   check=True, capture_output=True, input=b"\n")
+    feed = {"format": 1, "version": version, "published_at": "2026-12-01", "notes": "", "base_url": f"{version}/",
+            "assets": {asset: len(gz), "mobius-pwa.tar.gz": len(bundle)}}
+    with open(os.path.join(root, "latest.json"), "w") as f:
+        json.dump(feed, f)
+
+
+def serve_dir(root):
+    import functools
+    import http.server
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=root)
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
+def release_state(data_dir):
+    try:
+        with open(os.path.join(data_dir, "platform", "releases", "state.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def section_updates(binary, tmp):
+    if not shutil.which("minisign"):
+        note("updates", "apply / rollback", "skipped: minisign is not installed")
+        return
+    base = tmp + "/updates"
+    os.makedirs(base, exist_ok=True)
+    key, pub = minisign_key(base)
+    feed_root = base + "/feed"
+    os.makedirs(feed_root)
+    httpd = serve_dir(feed_root)
+    feed = f"http://127.0.0.1:{httpd.server_address[1]}/latest.json"
+    binary_bytes = open(binary, "rb").read()
+    applied, rolled, walls = [], [], []
+    runs = 1 if QUICK else 3
+    for run in range(runs):
+        data_dir = f"{base}/data-{run}"
+        os.makedirs(data_dir)
+        port = free_port()
+        env = dict(os.environ)
+        env.update({
+            "DATA_DIR": data_dir, "MOBIUS_BIND": f"127.0.0.1:{port}", "MOBIUS_LOG": "warn",
+            "MOBIUS_FRONTEND_DIR": os.path.join(ROOT, "frontend", "dist"), "MOBIUS_SKILL_DIR": os.path.join(ROOT, "skill"),
+            "MOBIUS_UPDATE_FEED": feed, "MOBIUS_UPDATE_TEST_KEY": pub, "MOBIUS_UPDATE_READY_TIMEOUT_SECS": "60",
+        })
+        proc = subprocess.Popen([binary, "launch"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_for(lambda: http_get(port, "/api/ready")[0] == 200, 60)
+            token = owner_token(port)
+            populate_small(port, token, 200)
+            # A good release: the time from the restart being asked to the new version ready,
+            # as the launcher measures it (the download, from loopback, is not in it).
+            publish_release(feed_root, key, f"0.{run + 90}.0", binary_bytes)
+            t0 = time.perf_counter()
+            status, _ = http_json(port, "POST", "/api/platform/update", {"version": f"0.{run + 90}.0"}, token=token)
+            assert status == 202, status
+            wait_for(lambda: (release_state(data_dir).get("last") or {}).get("version") == f"0.{run + 90}.0", 120)
+            wait_for(lambda: http_get(port, "/api/ready")[0] == 200, 60)
+            walls.append(time.perf_counter() - t0)
+            last = release_state(data_dir)["last"]
+            assert last["outcome"] == "applied", last
+            applied.append(last["took_ms"] / 1000)
+            # A release that crashes at start: until the previous version answers ready again.
+            crash = b"#!/bin/sh\necho 'bench: this build cannot start' >&2\nexit 3\n"
+            publish_release(feed_root, key, f"0.{run + 90}.1", crash)
+            t0 = time.perf_counter()
+            status, _ = http_json(port, "POST", "/api/platform/update", {"version": f"0.{run + 90}.1"}, token=token)
+            assert status == 202, status
+            wait_for(lambda: (release_state(data_dir).get("last") or {}).get("version") == f"0.{run + 90}.1", 120)
+            wait_for(lambda: http_get(port, "/api/ready")[0] == 200, 60)
+            rolled.append(time.perf_counter() - t0)
+            assert release_state(data_dir)["last"]["outcome"] == "rolled_back"
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    httpd.shutdown()
+    note("updates", "apply → new version ready (restart asked → ready; 200 chats)", fmt3(applied, " s", 2), "≤ 10 s")
+    note("updates", "apply from the route → ready (with a loopback download)", fmt3(walls, " s", 2))
+    note("updates", "crashing release → rolled back, previous version ready", fmt3(rolled, " s", 2), "≤ 10 s")
+    size = os.path.getsize(binary)
+    import gzip
+    gz = len(gzip.compress(open(binary, "rb").read(), compresslevel=9, mtime=0))
+    note("updates", f"binary size ({os.uname().machine})", f"{size / 1048576:.1f} MiB (gzip {gz / 1048576:.1f} MiB)")
+    note("updates", "binary size (other architecture), image size", "not measurable here: scripts/release sizes in the release workflow")
+
+
+def wait_for(predicate, timeout):
+    end = time.perf_counter() + timeout
+    while time.perf_counter() < end:
+        try:
+            if predicate():
+                return
+        except (OSError, http.client.HTTPException):
+            pass
+        time.sleep(0.05)
+    raise SystemExit("updates: timed out waiting")
+
+
 def main():
     global QUICK, NO_GATE, BINARY
     ap = argparse.ArgumentParser()
@@ -1795,6 +1938,8 @@ def main():
             section_uploads(args.binary, tmp)
         if want("agents"):
             section_agents(args.binary, tmp)
+        if want("updates"):
+            section_updates(args.binary, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

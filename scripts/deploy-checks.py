@@ -2,6 +2,11 @@
 
     deploy-checks.py compose FILE       interpolate like docker compose, validate against the
                                         compose-spec schema, check the deployment's promises
+    deploy-checks.py workflow-scripts FILE...
+                                        shellcheck on every `run:` step of GitHub workflows
+                                        (expressions replaced by a variable, as actionlint does)
+    deploy-checks.py build-override FILE
+                                        the build-from-source override: valid, builds the app
     deploy-checks.py copies DOCKERFILE  every COPY/ADD source from the build context exists
                                         and is not excluded by .dockerignore
     deploy-checks.py layout DOCKERFILE DEST SOURCES_JSON
@@ -150,6 +155,12 @@ def check_compose(path):
         return problems + ["services app and caddy are both required"]
     if app.get("ports"):
         problems.append("app must not publish ports; Caddy is the only way in")
+    if app.get("build"):
+        problems.append("app must pull the published image (keep build: in docker-compose.build.yml)")
+    image = str(app.get("image") or "")
+    tag = image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else ""
+    if not re.fullmatch(r"\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?", tag):
+        problems.append(f"app must use the published image at a pinned version (image: …:X.Y.Z), not {image!r}")
     env_of = app.get("environment") or {}
     if isinstance(env_of, list):
         env_of = dict(item.split("=", 1) for item in env_of if "=" in item)
@@ -179,6 +190,50 @@ def check_compose(path):
         problems.append("caddy must mount ./Caddyfile at /etc/caddy/Caddyfile")
     if (caddy.get("environment") or {}).get("DOMAIN") != TEST_DOMAIN:
         problems.append("caddy needs DOMAIN for the Caddyfile")
+    return problems
+
+
+def check_build_override(path):
+    doc = interpolate(load_yaml(path), {"DOMAIN": TEST_DOMAIN})
+    validator = os.path.join(os.path.dirname(sys.executable), "check-jsonschema")
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(doc, f)
+    try:
+        result = subprocess.run(
+            [validator, "--builtin-schema", "vendor.compose-spec", f.name], capture_output=True, text=True, check=False
+        )
+    finally:
+        os.unlink(f.name)
+    problems = []
+    if result.returncode != 0:
+        problems.append("compose-spec schema: " + (result.stdout + result.stderr).strip().replace(f.name, path))
+    build = ((doc.get("services") or {}).get("app") or {}).get("build") or {}
+    if build.get("context") != ".":
+        problems.append("the override must build the app from this checkout (build: context: .)")
+    return problems
+
+
+def check_workflow_scripts(paths):
+    problems = []
+    for path in paths:
+        doc = load_yaml(path)
+        for job_name, job in (doc.get("jobs") or {}).items():
+            for index, step in enumerate(job.get("steps") or []):
+                script = step.get("run")
+                if not script:
+                    continue
+                body = re.sub(r"\$\{\{[^}]*\}\}", "${GITHUB_EXPRESSION}", script)
+                with tempfile.NamedTemporaryFile("w", suffix=".sh", delete=False) as f:
+                    f.write("#!/usr/bin/env bash\nset -eo pipefail\n" + body)
+                try:
+                    result = subprocess.run(
+                        ["shellcheck", "--shell=bash", "-e", "SC2154", f.name], capture_output=True, text=True, check=False
+                    )
+                finally:
+                    os.unlink(f.name)
+                if result.returncode != 0:
+                    where = f"{path}: jobs.{job_name}.steps[{index}] ({step.get('name', 'unnamed')})"
+                    problems.append(where + "\n" + result.stdout.replace(f.name, "run"))
     return problems
 
 
@@ -271,7 +326,8 @@ def check_copies(dockerfile):
             problems.append(f"{keyword} {rest}: needs a source and a destination")
             continue
         for src in paths[:-1]:
-            if re.match(r"^[a-z]+://", src):
+            # A URL, or a path named by a build argument (a release's dist/image/<arch>/).
+            if re.match(r"^[a-z]+://", src) or "$" in src:
                 continue
             rel = os.path.normpath(src).lstrip("/")
             matches = glob.glob(os.path.join(root, rel))
@@ -373,11 +429,17 @@ def main(argv):
     if len(argv) == 5 and argv[1] == "layout":
         print(json.dumps(layout(argv[2], os.path.abspath(argv[3]), json.loads(argv[4]))))
         return 0
-    if len(argv) != 3 or argv[1] not in ("compose", "copies"):
+    if len(argv) >= 3 and argv[1] == "workflow-scripts":
+        problems = check_workflow_scripts(argv[2:])
+        for p in problems:
+            print(p)
+        return 1 if problems else 0
+    if len(argv) != 3 or argv[1] not in ("compose", "copies", "build-override"):
         print(__doc__, file=sys.stderr)
         return 2
     what, path = argv[1], argv[2]
-    problems = check_compose(path) if what == "compose" else check_copies(path)
+    checks = {"compose": check_compose, "copies": check_copies, "build-override": check_build_override}
+    problems = checks[what](path)
     for p in problems:
         print(f"{os.path.basename(path)}: {p}")
     return 1 if problems else 0

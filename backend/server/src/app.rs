@@ -52,6 +52,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::push::router())
         .merge(crate::uploads::routes::router())
         .merge(crate::schedules::routes::router())
+        .merge(crate::platform::router())
         .fallback(api_not_found)
         .method_not_allowed_fallback(api_method_not_allowed)
         .layer(middleware::from_fn_with_state(
@@ -127,6 +128,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
     let boot = Boot::new();
+    boot.set_release(config.updates.release.clone());
     let (stop_tx, stop_rx) = watch::channel(false);
     let full: Arc<OnceLock<Router>> = Arc::new(OnceLock::new());
     let switch = Switch { full: full.clone(), boot: boot_router(boot.clone()) };
@@ -187,6 +189,7 @@ async fn initialise(
                 tokio::spawn(crate::apps::apply::rebuild_outdated(state.apps.clone()));
                 tokio::spawn(crate::apps::lifecycle::check_periodically(state.clone()));
                 tokio::spawn(crate::storage::remove_leftover_temps(state.config.data_dir.clone(), booted));
+                tokio::spawn(crate::platform::updates::check_daily(state.updates.clone(), stop.clone()));
                 state.schedules.start(stop.clone()).await;
                 let _ = state_tx.send((state, writer_task));
                 return;

@@ -15,6 +15,10 @@ const HELP: &str = "mobius — self-hosted agent platform
 
 USAGE:
     mobius [serve]     run the server (configured by environment variables)
+    mobius launch      run the server under the launcher (the image's default): the newest good
+                       version, updates tried and rolled back when they do not become ready
+    mobius update [--check] [--yes]
+                                    check for a new release; apply it (needs `mobius launch`)
     mobius backup --to DIR          consistent copy of DATA_DIR, safe while the server runs
     mobius restore --from DIR --to DATA_DIR [--force]
                                     restore a backup into a stopped deployment
@@ -65,6 +69,9 @@ ENVIRONMENT:
     MOBIUS_UPLOAD_QUOTA_MB   chat files of all chats together, in MiB (default 2048)
     MOBIUS_APP_RUNTIME_DIR   the app runtime: mobius-runtime.js, mobius-chat.js, app-runtime-inject.js (default frontend/public)
     MOBIUS_PUSH_ALLOW_LOOPBACK  1: Web Push may reach plain-http loopback endpoints (tests only)
+    MOBIUS_UPDATE_FEED       the release feed (default: this build's; off: no update checks)
+    MOBIUS_UPDATE_READY_TIMEOUT_SECS  a new version not ready this long is rolled back (default 90)
+    MOBIUS_UPDATE_TEST_KEY   a further release key, honoured only with a loopback feed (tests)
 ";
 
 /// Runs the command named by `args` (without the program name).
@@ -74,6 +81,21 @@ pub fn main(args: Vec<String>) -> ExitCode {
         Some("backup") => crate::backup::backup_command(&args[1..]),
         Some("restore") => crate::backup::restore_command(&args[1..]),
         Some("healthcheck") => crate::backup::healthcheck_command(&args[1..]),
+        Some("launch") => crate::platform::launcher::launch_command(),
+        Some("update") => crate::platform::command::update_command(&args[1..]),
+        // Internal: what `scripts/release` writes into a release's manifest.
+        Some("release-info") => {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "build_sha": crate::ops::BUILD_SHA,
+                    "image_key": crate::platform::IMAGE_KEY,
+                    "arch": crate::platform::verify::this_arch(),
+                })
+            );
+            ExitCode::SUCCESS
+        }
         Some("--version" | "-V" | "version") => {
             println!("mobius {} ({} {})", env!("CARGO_PKG_VERSION"), crate::ops::BUILD_SHA, crate::ops::BUILD_DATE);
             ExitCode::SUCCESS
@@ -126,10 +148,10 @@ fn serve() -> ExitCode {
         }
     };
     runtime.block_on(async move {
-        let listener = match TcpListener::bind(config.bind).await {
+        let listener = match listen(&config).await {
             Ok(listener) => listener,
             Err(e) => {
-                eprintln!("mobius: cannot listen on {}: {e}", config.bind);
+                eprintln!("mobius: {e}");
                 return ExitCode::FAILURE;
             }
         };
@@ -141,6 +163,18 @@ fn serve() -> ExitCode {
             }
         }
     })
+}
+
+/// The listener: the one `mobius launch` passed (`MOBIUS_LISTEN_FD`), else `MOBIUS_BIND`.
+async fn listen(config: &Config) -> Result<TcpListener, String> {
+    let inherited = std::env::var("MOBIUS_LISTEN_FD").ok().and_then(|fd| fd.trim().parse::<i32>().ok());
+    match inherited {
+        Some(fd) => mobius_sys::listener::inherited_listener(fd)
+            .and_then(|l| l.set_nonblocking(true).map(|()| l))
+            .and_then(TcpListener::from_std)
+            .map_err(|e| format!("cannot use the launcher's listener (descriptor {fd}): {e}")),
+        None => TcpListener::bind(config.bind).await.map_err(|e| format!("cannot listen on {}: {e}", config.bind)),
+    }
 }
 
 /// `mobius app apply <slug>`: asks the running server to apply `apps/<slug>/`, using the

@@ -103,6 +103,9 @@ pub struct Config {
     /// icons (`MOBIUS_MAX_BLOCKING_THREADS`, default 32). More work waits for a free thread
     /// instead of starting another one (tokio's own default is 512).
     pub max_blocking_threads: usize,
+    /// Platform updates: the release feed, the launcher, readiness of a new version
+    /// (`MOBIUS_UPDATE_*`, see `platform::UpdateConfig`).
+    pub updates: crate::platform::UpdateConfig,
 }
 
 /// Default of [`Config::upload_max_file_bytes`], in MiB.
@@ -497,7 +500,9 @@ impl Config {
                     "MOBIUS_MAX_BLOCKING_THREADS={blocking_raw:?} must be a whole number from 1 to {MAX_BLOCKING_THREADS}"
                 ))
             })?;
+        let updates = crate::platform::UpdateConfig::from_lookup(&get).map_err(ConfigError)?;
         Ok(Self {
+            updates,
             data_dir,
             bind,
             public_origin,
@@ -585,6 +590,7 @@ impl Config {
             login: LoginPolicy::default(),
             note_idle: None,
             max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
+            updates: crate::platform::UpdateConfig::for_test(),
         }
     }
 

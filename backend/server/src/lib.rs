@@ -19,6 +19,7 @@ pub mod locks;
 pub mod memory;
 pub mod net;
 pub mod ops;
+pub mod platform;
 pub mod protocol;
 pub mod providers;
 pub mod push;

@@ -31,6 +31,8 @@ pub struct Boot {
     /// Random id of this process, so clients can tell a restart happened.
     pub boot_id: String,
     phase: RwLock<Phase>,
+    /// The platform release this server runs from (`mobius launch` names it), if any.
+    release: std::sync::OnceLock<String>,
 }
 
 impl Boot {
@@ -39,7 +41,15 @@ impl Boot {
         Arc::new(Self {
             boot_id: uuid::Uuid::new_v4().simple().to_string()[..12].to_owned(),
             phase: RwLock::new(Phase::Starting("starting up".into())),
+            release: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Records the release this server runs from.
+    pub fn set_release(&self, release: Option<String>) {
+        if let Some(release) = release {
+            let _ = self.release.set(release);
+        }
     }
 
     /// Records why the server is not ready yet.
@@ -95,9 +105,16 @@ async fn ready(State(boot): State<Arc<Boot>>) -> Response {
     no_store(response)
 }
 
-async fn version() -> Response {
+async fn version(State(boot): State<Arc<Boot>>) -> Response {
+    let release = boot.release.get();
     no_store(
-        Json(json!({ "sha": BUILD_SHA, "build_date": BUILD_DATE, "version": env!("CARGO_PKG_VERSION") }))
-            .into_response(),
+        Json(json!({
+            "sha": BUILD_SHA,
+            "build_date": BUILD_DATE,
+            "version": env!("CARGO_PKG_VERSION"),
+            "release": release,
+            "serving": if release.is_some() { "release" } else { "image" },
+        }))
+        .into_response(),
     )
 }

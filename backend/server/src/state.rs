@@ -50,6 +50,10 @@ pub struct Inner {
     pub passwords: Passwords,
     pub login_limits: LoginLimiter,
     pub owner: Arc<OwnerCache>,
+    /// Signed-in devices' live sessions (owner tokens name one).
+    pub sessions: Arc<crate::auth::sessions::Sessions>,
+    /// The pending pairing code of a signed-in device.
+    pub pairing: Arc<crate::auth::pairing::Pairing>,
     pub boot: Arc<Boot>,
     /// Flips to `true` when shutdown begins; long-lived streams end on it.
     pub shutdown: watch::Receiver<bool>,
@@ -84,6 +88,8 @@ pub struct Inner {
     pub uploads: Arc<Uploads>,
     /// App jobs and scheduled agent turns (its loop starts once the server is ready).
     pub schedules: Arc<crate::schedules::Scheduler>,
+    /// Platform updates: the feed's last answer, an apply's progress, the launcher.
+    pub updates: crate::platform::Updates,
     /// The frame bootstrap inlined into app frame documents, read on first use.
     frame_bootstrap: OnceLock<crate::apps::bootstrap::FrameBootstrap>,
 }
@@ -130,6 +136,8 @@ impl AppState {
         if let Some(row) = db::owner::get(&db.read).await? {
             owner.set(row.username, row.token_epoch);
         }
+        let sessions = Arc::new(crate::auth::sessions::Sessions::default());
+        sessions.reload(&db.read).await?;
         if !crate::agent::process::become_subreaper() {
             warn!(
                 "the kernel refused to make the server a child subreaper; escaped agent processes are found only by their environment"
@@ -235,7 +243,9 @@ impl AppState {
         schedules.reconcile().await?;
         let login_limits = LoginLimiter::new(config.login.clone());
         let streams = crate::events::StreamLimits::new(config.net.max_streams, config.net.max_streams_per_address);
+        let updates = crate::platform::Updates::new(&config.data_dir, config.updates.clone());
         let state = Self(Arc::new(Inner {
+            updates,
             config,
             db,
             writer,
@@ -244,6 +254,8 @@ impl AppState {
             passwords: Passwords::default(),
             login_limits,
             owner,
+            sessions,
+            pairing: Arc::default(),
             boot,
             shutdown,
             providers,

@@ -65,3 +65,46 @@ export function changePassword(body: { current_password: string; new_password: s
 export function signOutEverywhere(): Promise<{ ok: boolean }> {
   return apiFetch<{ ok: boolean }>("/api/auth/logout-all", { method: "POST" });
 }
+
+/** A signed-in device (`GET /api/auth/devices`). */
+export interface Device {
+  id: number;
+  /** Its browser's user agent. */
+  label: string;
+  /** The address it signed in from. */
+  address: string;
+  /** Unix milliseconds. */
+  signed_in_at: number;
+  last_seen_at: number;
+  /** This browser. */
+  current: boolean;
+  /** Stands for every session from before device sessions existed. */
+  legacy: boolean;
+}
+
+export const devicesKey = ["auth", "devices"] as const;
+
+export const fetchDevices = () => apiFetch<{ devices: Device[] }>("/api/auth/devices");
+
+/** Signs one device out at once. */
+export const revokeDevice = (id: number) => apiFetch<void>(`/api/auth/devices/${id}`, { method: "DELETE" });
+
+/** A pairing code for a new device. */
+export interface PairingCode {
+  code: string;
+  /** Unix milliseconds. */
+  expires_at: number;
+  /** The address a new device opens (what the QR code holds). */
+  url: string;
+}
+
+export type PairingStatus = { status: "none" } | { status: "pending"; expires_at: number } | { status: "paired"; label: string };
+
+export const createPairing = () => apiFetch<PairingCode>("/api/auth/pairing", { method: "POST", body: {} });
+export const fetchPairing = () => apiFetch<PairingStatus>("/api/auth/pairing");
+export const cancelPairing = () => apiFetch<void>("/api/auth/pairing", { method: "DELETE" });
+
+/** A new device trades a code for its own session. */
+export function pairDevice(code: string): Promise<TokenResponse> {
+  return apiFetch<TokenResponse>("/api/auth/pair", { method: "POST", body: { code }, auth: false });
+}

@@ -15,7 +15,6 @@ import {
   fetchProviders,
   fetchProvidersStatus,
   fetchSettings,
-  fetchVersion,
   modelsKey,
   providersKey,
   providersStatusKey,
@@ -25,7 +24,6 @@ import {
   startClaudeLogin,
   startCodexLogin,
   submitClaudeCode,
-  versionKey,
   fetchProviderUsage,
   providerUsageKey,
   resetTime,
@@ -40,6 +38,8 @@ import { MemorySection } from "./MemorySettings";
 import { effortLevels } from "./ModelPicker";
 import { SchedulesSection } from "./Schedules";
 import NotificationSettings from "./NotificationSettings";
+import { DevicesSection } from "./Devices";
+import { UpdateSettings } from "./UpdateSettings";
 
 const errorText = (error: unknown) => (error instanceof ApiError ? error.message : "Something went wrong.");
 
@@ -62,8 +62,8 @@ const SECTION_DETAIL: Record<SettingsSection, string> = {
   appearance: "Light, dark or as the system",
   store: "Where the store finds apps",
   sandbox: "What the agent can reach",
-  account: "Sign out, change the password",
-  about: "Version and build",
+  account: "Devices, pairing, sign out, password",
+  about: "Version and updates",
 };
 
 const SECTION_ICON: Record<SettingsSection, IconName> = {
@@ -149,6 +149,7 @@ function SectionPage({ section, onSignOut }: { section: SettingsSection; onSignO
             Account
           </h2>
           <SessionsRow onSignOut={onSignOut} />
+          <DevicesSection onSignedOutHere={() => onSignOut(false)} />
         </section>
       );
     case "about":
@@ -751,21 +752,12 @@ export function limitsText(limits: AgentLimits): string {
 }
 
 function VersionSection() {
-  const version = useQuery({ queryKey: versionKey, queryFn: fetchVersion, staleTime: Infinity, retry: false });
   return (
     <section className="settings-section" aria-labelledby="s-about">
       <h2 id="s-about" className="settings-title">
         About
       </h2>
-      <dl className="about">
-        <dt>Version</dt>
-        <dd>{version.data?.version ?? "—"}</dd>
-        <dt>Build</dt>
-        <dd>
-          <code>{version.data?.sha?.slice(0, 12) ?? "—"}</code>
-          {version.data?.build_date ? ` · ${version.data.build_date}` : ""}
-        </dd>
-      </dl>
+      <UpdateSettings />
     </section>
   );
 }

@@ -1,6 +1,7 @@
 //! `/api/apps…` and `/api/auth/app-token`.
 
 use axum::extract::{Path, Query, State};
+use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
@@ -9,7 +10,7 @@ use serde_json::{Value, json};
 use super::apply::{self, Applied};
 use super::{AppOut, RECOVERY_WINDOW_MS, catalog, lifecycle, review, serve};
 use crate::api::ApiJson;
-use crate::auth::{Claims, OWNER_TOKEN_TTL_SECS, Owner, Principal, Scope, issue_app_token};
+use crate::auth::{Owner, Principal, Scope, issue_app_token};
 use crate::db::{self, apps::AppPatch, now_ms};
 use crate::error::{Domain, Error, Result};
 use crate::state::AppState;
@@ -405,7 +406,12 @@ struct RedeemIn {
 
 /// `POST /api/auth/install-pass/redeem {install_pass, slug}` (no token) → an owner session,
 /// once, for the app the pass was made for, within its minute.
-async fn redeem_install_pass(State(state): State<AppState>, ApiJson(body): ApiJson<RedeemIn>) -> Result<Json<Value>> {
+async fn redeem_install_pass(
+    State(state): State<AppState>,
+    client: crate::net::client::ClientAddr,
+    headers: axum::http::HeaderMap,
+    ApiJson(body): ApiJson<RedeemIn>,
+) -> Result<axum::response::Response> {
     use sha2::{Digest, Sha256};
     let refused =
         || Error::unauthorized("invalid_install_pass", "This install pass is not valid (anymore); sign in instead.");
@@ -420,9 +426,13 @@ async fn redeem_install_pass(State(state): State<AppState>, ApiJson(body): ApiJs
     if app.is_none() || epoch != pass.epoch {
         return Err(refused());
     }
-    let token = state.keys.issue(&Claims::new(&username, Scope::Owner, epoch, OWNER_TOKEN_TTL_SECS))?;
+    // The installed app is a device of its own (iOS keeps its storage apart from Safari's).
+    let device = crate::auth::devices::known(&state, &headers).await?;
+    let (token, cookie) = crate::auth::open_session(&state, &headers, device, &client, &username, epoch).await?;
     tracing::info!(app.id = pass.app_id, "install pass redeemed");
-    Ok(Json(json!({ "access_token": token, "token_type": "bearer" })))
+    let mut response = Json(json!({ "access_token": token, "token_type": "bearer" })).into_response();
+    response.headers_mut().insert(axum::http::header::SET_COOKIE, cookie);
+    Ok(response)
 }
 
 #[derive(Deserialize)]

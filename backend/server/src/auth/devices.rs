@@ -59,9 +59,16 @@ pub async fn known(state: &AppState, headers: &HeaderMap) -> Result<Option<Strin
     Ok(crate::db::owner::device_known(&state.db.read, &digest, since).await?.then_some(digest))
 }
 
-/// Remembers the device after a successful sign-in and returns the `Set-Cookie` to send:
-/// a known device keeps its credential (its lifetime starts again), a new one gets one.
-pub async fn remember(state: &AppState, headers: &HeaderMap, known: Option<String>) -> Result<HeaderValue> {
+/// Remembers the device after a successful sign-in, with its new session `session_id` signed
+/// in from `address`, and returns the `Set-Cookie` to send: a known device keeps its
+/// credential (its lifetime starts again), a new one gets one.
+pub async fn remember(
+    state: &AppState,
+    headers: &HeaderMap,
+    known: Option<String>,
+    session_id: &str,
+    address: &str,
+) -> Result<HeaderValue> {
     let (credential, digest) = match (presented(headers), known) {
         (Some(credential), Some(digest)) => (credential, digest),
         _ => {
@@ -70,16 +77,28 @@ pub async fn remember(state: &AppState, headers: &HeaderMap, known: Option<Strin
             (credential, digest)
         }
     };
-    let label: String = headers
+    let label = label_of(headers);
+    let sign_in = crate::db::owner::DeviceSignIn {
+        token_hash: digest,
+        label,
+        session_id: session_id.to_owned(),
+        address: address.to_owned(),
+    };
+    state.writer.call(|ack| crate::writer::WriteCommand::RememberDevice { sign_in, ack }).await?;
+    state.sessions.reload(&state.db.read).await?;
+    Ok(cookie(&credential, DEVICE_TTL.as_secs(), state.config.public_origin.is_https()))
+}
+
+/// A device's label: its `User-Agent`, without control characters, bounded.
+pub fn label_of(headers: &HeaderMap) -> String {
+    headers
         .get(header::USER_AGENT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .chars()
         .filter(|c| !c.is_control())
         .take(MAX_LABEL_CHARS)
-        .collect();
-    state.writer.call(|ack| crate::writer::WriteCommand::RememberDevice { token_hash: digest, label, ack }).await?;
-    Ok(cookie(&credential, DEVICE_TTL.as_secs(), state.config.public_origin.is_https()))
+        .collect()
 }
 
 /// The `Set-Cookie` that removes the credential from this browser.

@@ -63,6 +63,10 @@ pub struct Claims {
     pub embed_role: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embed_ops: Option<Vec<String>>,
+    /// Owner tokens: the signed-in device's session (`auth::sessions`); none on tokens issued
+    /// before sessions existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sid: Option<String>,
 }
 
 impl Claims {
@@ -83,6 +87,7 @@ impl Claims {
             embed_session: None,
             embed_role: None,
             embed_ops: None,
+            sid: None,
         }
     }
 }

@@ -7,8 +7,10 @@ pub mod devices;
 pub mod jwt;
 pub mod limits;
 pub mod owner;
+pub mod pairing;
 pub mod password;
 mod routes;
+pub mod sessions;
 
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
@@ -16,6 +18,7 @@ use axum::http::request::Parts;
 
 pub use jwt::{Claims, Keys, Scope};
 pub use owner::OwnerCache;
+pub(crate) use routes::open_session;
 pub use routes::router;
 pub(crate) use routes::throttled;
 
@@ -67,6 +70,10 @@ pub async fn verify_owner_token(state: &AppState, token: &str) -> Result<Claims>
     }
     if claims.epoch != epoch {
         return Err(Error::unauthorized("token_revoked", "This session was signed out everywhere; sign in again."));
+    }
+    if claims.scope == Scope::Owner && !state.sessions.check(claims.sid.as_deref().unwrap_or(sessions::LEGACY_SESSION))
+    {
+        return Err(Error::unauthorized("token_revoked", "This device was signed out; sign in again."));
     }
     if claims.scope == Scope::Agent {
         let run_id = claims.run_id.as_deref().unwrap_or_default();

@@ -34,6 +34,10 @@ pub fn router() -> Router<AppState> {
         .route("/auth/password", post(change_password))
         .route("/admin/sign-out-everywhere", post(logout_all))
         .route("/auth/session", get(session))
+        .route("/auth/devices", get(list_devices))
+        .route("/auth/devices/{id}", axum::routing::delete(revoke_device))
+        .route("/auth/pairing", post(create_pairing).get(pairing_status).delete(cancel_pairing))
+        .route("/auth/pair", post(pair))
 }
 
 #[derive(Deserialize)]
@@ -90,9 +94,21 @@ pub(crate) fn throttled(wait: std::time::Duration) -> Error {
     Error::too_many("too_many_attempts", format!("Too many attempts; try again in {secs} s."), secs)
 }
 
-fn owner_token(state: &AppState, username: &str, epoch: i64) -> Result<Json<TokenOut>> {
-    let token = state.keys.issue(&Claims::new(username, Scope::Owner, epoch, OWNER_TOKEN_TTL_SECS))?;
-    Ok(Json(TokenOut { access_token: token, token_type: "bearer" }))
+/// A new session for a device that signed in (or was paired, or redeemed an install pass):
+/// the device remembered with it, and its owner token and device cookie.
+pub(crate) async fn open_session(
+    state: &AppState,
+    headers: &HeaderMap,
+    device: Option<String>,
+    client: &ClientAddr,
+    username: &str,
+    epoch: i64,
+) -> Result<(String, axum::http::HeaderValue)> {
+    let sid = super::sessions::new_session_id();
+    let cookie = devices::remember(state, headers, device, &sid, &client.0.to_string()).await?;
+    let mut claims = Claims::new(username, Scope::Owner, epoch, OWNER_TOKEN_TTL_SECS);
+    claims.sid = Some(sid);
+    Ok((state.keys.issue(&claims)?, cookie))
 }
 
 /// A token for a successful sign-in, with this device remembered in its cookie.
@@ -100,12 +116,12 @@ async fn signed_in(
     state: &AppState,
     headers: &HeaderMap,
     device: Option<String>,
+    client: &ClientAddr,
     username: &str,
     epoch: i64,
 ) -> Result<Response> {
-    let token = owner_token(state, username, epoch)?;
-    let cookie = devices::remember(state, headers, device).await?;
-    let mut response = token.into_response();
+    let (token, cookie) = open_session(state, headers, device, client, username, epoch).await?;
+    let mut response = Json(TokenOut { access_token: token, token_type: "bearer" }).into_response();
     response.headers_mut().insert(header::SET_COOKIE, cookie);
     Ok(response)
 }
@@ -146,7 +162,7 @@ async fn setup(
     state.owner.set(username.clone(), 0);
     state.login_limits.record_success(&who);
     tracing::info!("owner account created");
-    signed_in(&state, &headers, None, &username, 0).await
+    signed_in(&state, &headers, None, &client, &username, 0).await
 }
 
 async fn login(
@@ -171,7 +187,7 @@ async fn login(
     let lane = if device.is_some() { Lane::KnownDevice } else { Lane::Anyone };
     if state.passwords.verify(creds.password, hash, lane).await? {
         state.login_limits.record_success(&who);
-        signed_in(&state, &headers, device, &username, epoch).await
+        signed_in(&state, &headers, device, &client, &username, epoch).await
     } else {
         state.login_limits.record_failure(who);
         tracing::info!(client = %client.0, "failed login attempt");
@@ -185,6 +201,8 @@ async fn login(
 async fn revoke_everything(state: &AppState, password_hash: Option<String>) -> Result<i64> {
     let epoch = state.writer.call(|ack| WriteCommand::BumpTokenEpoch { password_hash, ack }).await?;
     state.owner.set_epoch(epoch);
+    state.sessions.reload(&state.db.read).await?;
+    state.pairing.clear();
     state.keys.rotate()?;
     Ok(epoch)
 }
@@ -232,9 +250,122 @@ async fn change_password(
     let hash = state.passwords.hash(body.new_password).await?;
     let epoch = revoke_everything(&state, Some(hash)).await?;
     tracing::info!(epoch, "the owner's password changed; every session revoked and the signing key rotated");
-    signed_in(&state, &headers, None, &username, epoch).await
+    signed_in(&state, &headers, None, &client, &username, epoch).await
 }
 
 async fn session(Owner(claims): Owner) -> Json<Value> {
     Json(json!({ "username": claims.sub, "scope": claims.scope, "expires_at": claims.exp }))
+}
+
+/// The caller's own session (owner tokens only: an agent's token manages no devices).
+fn own_session(claims: &Claims) -> Result<String> {
+    if claims.scope != Scope::Owner {
+        return Err(Error::forbidden("wrong_scope", "Only a signed-in device manages devices."));
+    }
+    Ok(claims.sid.clone().unwrap_or_else(|| super::sessions::LEGACY_SESSION.to_owned()))
+}
+
+/// `GET /api/auth/devices`: the signed-in devices, most recently seen first; `current` marks
+/// the caller's.
+async fn list_devices(State(state): State<AppState>, Owner(claims): Owner) -> Result<Json<Value>> {
+    let mine = own_session(&claims)?;
+    // Last-seen times live in memory between requests; store them when someone looks.
+    let seen = state.sessions.seen();
+    state.writer.call(|ack| WriteCommand::TouchSessions { seen, ack }).await?;
+    let devices: Vec<Value> = crate::db::owner::devices(&state.db.read)
+        .await?
+        .into_iter()
+        .map(|d| {
+            let last_seen = state.sessions.last_seen(&d.session_id).unwrap_or(d.last_used_at).max(d.last_used_at);
+            json!({
+                "id": d.id,
+                "label": d.label,
+                "address": d.address,
+                "signed_in_at": d.signed_in_at,
+                "last_seen_at": last_seen,
+                "current": d.session_id == mine,
+                "legacy": d.session_id == super::sessions::LEGACY_SESSION,
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "devices": devices })))
+}
+
+/// `DELETE /api/auth/devices/{id}`: signs that device out at once (its token and its cookie).
+async fn revoke_device(
+    State(state): State<AppState>,
+    Owner(claims): Owner,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Result<Response> {
+    own_session(&claims)?;
+    let id = id.parse::<i64>().map_err(|_| Error::not_found("device_not_found", "There is no such device."))?;
+    let sid = state.writer.call(|ack| WriteCommand::ForgetDevice { id, ack }).await?;
+    let Some(sid) = sid else {
+        return Err(Error::not_found("device_not_found", "There is no such device."));
+    };
+    state.sessions.remove(&sid);
+    state.pairing.cancel(&sid);
+    tracing::info!(device = id, "a device was signed out");
+    Ok(crate::api::no_content())
+}
+
+/// `POST /api/auth/pairing`: a pairing code for a new device (replaces a pending one).
+async fn create_pairing(State(state): State<AppState>, Owner(claims): Owner) -> Result<Json<Value>> {
+    let mine = own_session(&claims)?;
+    let (code, expires_at) = state.pairing.create(&mine);
+    let url = format!("{}/pair?code={}", state.config.public_origin.as_str(), code);
+    Ok(Json(json!({ "code": code, "expires_at": expires_at, "url": url })))
+}
+
+/// `GET /api/auth/pairing`: the caller's code: `pending` (until when), `paired` (which device),
+/// or `none`.
+async fn pairing_status(State(state): State<AppState>, Owner(claims): Owner) -> Result<Json<Value>> {
+    let mine = own_session(&claims)?;
+    Ok(Json(match state.pairing.status(&mine) {
+        super::pairing::Status::None => json!({ "status": "none" }),
+        super::pairing::Status::Pending { expires_at_ms } => {
+            json!({ "status": "pending", "expires_at": expires_at_ms })
+        }
+        super::pairing::Status::Paired { label } => json!({ "status": "paired", "label": label }),
+    }))
+}
+
+/// `DELETE /api/auth/pairing`: withdraws the caller's code.
+async fn cancel_pairing(State(state): State<AppState>, Owner(claims): Owner) -> Result<Response> {
+    let mine = own_session(&claims)?;
+    state.pairing.cancel(&mine);
+    Ok(crate::api::no_content())
+}
+
+#[derive(Deserialize)]
+struct PairBody {
+    #[serde(default)]
+    code: String,
+}
+
+/// `POST /api/auth/pair {code}` (no token): a new device trades a pairing code for its own
+/// session and device cookie. Attempts count against the sign-in limits.
+async fn pair(
+    State(state): State<AppState>,
+    client: ClientAddr,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<PairBody>,
+) -> Result<Response> {
+    let code = super::pairing::normalize(&body.code);
+    if code.is_empty() || body.code.chars().count() > 64 {
+        return Err(Error::bad_request("invalid_request", "Enter the code the other device shows."));
+    }
+    let (who, device) = admit_attempt(&state, &headers, client).await?;
+    let Some((username, epoch)) = state.owner.get() else {
+        return Err(Error::unauthorized("invalid_pairing_code", "This code is wrong or has expired."));
+    };
+    let label = devices::label_of(&headers);
+    if !state.pairing.redeem(&code, &label) {
+        state.login_limits.record_failure(who);
+        tracing::info!(client = %client.0, "failed pairing attempt");
+        return Err(Error::unauthorized("invalid_pairing_code", "This code is wrong or has expired."));
+    }
+    state.login_limits.record_success(&who);
+    tracing::info!(client = %client.0, "a device was paired");
+    signed_in(&state, &headers, device, &client, &username, epoch).await
 }

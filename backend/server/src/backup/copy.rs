@@ -13,7 +13,8 @@ use super::{BACKUP_FORMAT, BackupError, MAIN_DATABASE, MANIFEST_FILE, Manifest, 
 
 /// Folders (relative to the data dir) that hold only a running server's transient state:
 /// its runtime files, the agent's scratch space, uploads still arriving.
-const TRANSIENT_DIRS: &[&str] = &["run", "agent-scratch", "uploads/.staging"];
+/// So is the database copy a version on trial would be rolled back to (it serves that trial only).
+const TRANSIENT_DIRS: &[&str] = &["run", "agent-scratch", "uploads/.staging", "platform/rollback"];
 
 /// Companion files of a live SQLite database, never copied (the snapshot replaces them).
 const SQLITE_SIDECARS: &[&str] = &["-wal", "-shm", "-journal"];
@@ -110,7 +111,7 @@ fn is_empty_dir(path: &Path) -> Result<bool, BackupError> {
 
 /// Writes a consistent snapshot of the database at `src` to the new file `dest`, while the
 /// server keeps running (`VACUUM INTO` on a read-only connection).
-async fn snapshot_database(src: &Path, dest: &Path) -> Result<(), BackupError> {
+pub(crate) async fn snapshot_database(src: &Path, dest: &Path) -> Result<(), BackupError> {
     let db_error = |what: &str| {
         let context = format!("{what} {}", src.display());
         move |source| BackupError::Db { context, source }

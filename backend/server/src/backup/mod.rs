@@ -15,6 +15,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 pub use args::{backup_command, healthcheck_command, restore_command};
+pub(crate) use copy::snapshot_database;
 pub use copy::{backup, read_manifest, restore};
 pub use probe::{local_address, probe};
 

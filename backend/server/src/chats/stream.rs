@@ -64,7 +64,18 @@ pub async fn chat_stream(
     let live = state.hub.subscribe(&id);
     let chat = live_chat(db::chats::get(&state.db.read, &id).await?)?;
     let (tx, rx) = mpsc::channel(CONNECTION_BUFFER);
-    tokio::spawn(pump(state, id, after, chat.last_seq, live, tx, slot));
+    // The stream of a device that is signed out ends with its session.
+    let ended = match &who {
+        ChatCaller::Owner(claims) => state.sessions.ended(claims),
+        _ => tokio_util::sync::CancellationToken::new(),
+    };
+    let pumping = pump(state, id, after, chat.last_seq, live, tx, slot);
+    tokio::spawn(async move {
+        tokio::select! {
+            () = pumping => {}
+            () = ended.cancelled_owned() => {}
+        }
+    });
     Ok(sse(rx))
 }
 

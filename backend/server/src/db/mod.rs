@@ -94,3 +94,60 @@ pub fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The column names of `table`.
+    async fn columns(conn: &mut SqliteConnection, table: &str) -> Vec<String> {
+        sqlx::query_scalar(&format!("SELECT name FROM pragma_table_info('{table}')"))
+            .fetch_all(conn)
+            .await
+            .expect("columns")
+    }
+
+    #[tokio::test]
+    async fn each_migration_runs_in_a_transaction_so_a_failed_one_leaves_the_schema_as_it_was() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("db/mobius.sqlite3");
+        drop(open_writer(&path).await.expect("create"));
+        migrate(&path).await.expect("the embedded migrations");
+        // The next migration creates a table, adds a column, then fails half-way.
+        let folder = dir.path().join("migrations");
+        std::fs::create_dir_all(&folder).expect("folder");
+        for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations")).expect("migrations") {
+            let entry = entry.expect("entry");
+            std::fs::copy(entry.path(), folder.join(entry.file_name())).expect("copy");
+        }
+        std::fs::write(
+            folder.join("9999_broken.sql"),
+            "CREATE TABLE half_done (id INTEGER PRIMARY KEY);\n\
+             ALTER TABLE chats ADD COLUMN half_done INTEGER;\n\
+             INSERT INTO no_such_table VALUES (1);\n",
+        )
+        .expect("broken migration");
+        let broken = sqlx::migrate::Migrator::new(folder.as_path()).await.expect("migrator");
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options(&path).expect("options"))
+            .await
+            .expect("pool");
+        let mut conn = pool.acquire().await.expect("conn");
+        let before = columns(&mut conn, "chats").await;
+        drop(conn);
+        assert!(broken.run(&pool).await.is_err(), "the broken migration fails");
+        let mut conn = pool.acquire().await.expect("conn");
+        assert_eq!(columns(&mut conn, "chats").await, before, "its ALTER was rolled back");
+        assert!(columns(&mut conn, "half_done").await.is_empty(), "its CREATE was rolled back");
+        let recorded: Option<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE version = 9999")
+            .fetch_optional(&mut *conn)
+            .await
+            .expect("ledger");
+        assert_eq!(recorded, None, "it is not recorded as applied");
+        drop(conn);
+        pool.close().await;
+        // The server still opens the database with the migrations it knows.
+        migrate(&path).await.expect("the old schema is intact");
+    }
+}

@@ -96,21 +96,21 @@ pub async fn device_known(pool: &SqlitePool, token_hash: &str, since: i64) -> Re
 }
 
 /// Records a sign-in from a device: a new one is added (only the `keep` most recently used
-/// stay), a known one is marked used now.
-pub async fn remember_device(
-    conn: &mut SqliteConnection,
-    token_hash: &str,
-    label: &str,
-    keep: i64,
-    now: i64,
-) -> Result<()> {
+/// stay), a known one is marked used now; either way it holds the new session `session_id`,
+/// signed in from `address`.
+pub async fn remember_device(conn: &mut SqliteConnection, sign_in: &DeviceSignIn, keep: i64, now: i64) -> Result<()> {
     sqlx::query(
-        "INSERT INTO owner_devices (token_hash, label, created_at, last_used_at) VALUES (?, ?, ?, ?)
-         ON CONFLICT (token_hash) DO UPDATE SET last_used_at = excluded.last_used_at",
+        "INSERT INTO owner_devices (token_hash, label, created_at, last_used_at, session_id, address, signed_in_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (token_hash) DO UPDATE SET last_used_at = excluded.last_used_at, label = excluded.label,
+             session_id = excluded.session_id, address = excluded.address, signed_in_at = excluded.signed_in_at",
     )
-    .bind(token_hash)
-    .bind(label)
+    .bind(&sign_in.token_hash)
+    .bind(&sign_in.label)
     .bind(now)
+    .bind(now)
+    .bind(&sign_in.session_id)
+    .bind(&sign_in.address)
     .bind(now)
     .execute(&mut *conn)
     .await?;
@@ -120,6 +120,69 @@ pub async fn remember_device(
     .bind(keep)
     .execute(conn)
     .await?;
+    Ok(())
+}
+
+/// A sign-in to record: the device's credential hash, its label (from `User-Agent`), the new
+/// session and where it signed in from.
+#[derive(Debug, Clone)]
+pub struct DeviceSignIn {
+    pub token_hash: String,
+    pub label: String,
+    pub session_id: String,
+    pub address: String,
+}
+
+/// A signed-in device as Settings lists it.
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+pub struct DeviceRow {
+    pub id: i64,
+    pub label: String,
+    pub address: String,
+    pub signed_in_at: i64,
+    pub last_used_at: i64,
+    #[serde(skip)]
+    pub session_id: String,
+}
+
+/// The devices that hold a session, most recently used first.
+pub async fn devices(pool: &SqlitePool) -> Result<Vec<DeviceRow>> {
+    Ok(sqlx::query_as::<_, DeviceRow>(
+        "SELECT id, label, address, signed_in_at, last_used_at, session_id FROM owner_devices
+         WHERE session_id IS NOT NULL ORDER BY last_used_at DESC, id DESC",
+    )
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Every live session id with its device's last use.
+pub async fn sessions(pool: &SqlitePool) -> Result<Vec<(String, i64)>> {
+    Ok(sqlx::query_as::<_, (String, i64)>(
+        "SELECT session_id, last_used_at FROM owner_devices WHERE session_id IS NOT NULL",
+    )
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Forgets the device `id` (its credential and its session); answers its session id.
+pub async fn forget_device(conn: &mut SqliteConnection, id: i64) -> Result<Option<String>> {
+    Ok(sqlx::query_scalar::<_, Option<String>>("DELETE FROM owner_devices WHERE id = ? RETURNING session_id")
+        .bind(id)
+        .fetch_optional(conn)
+        .await?
+        .flatten())
+}
+
+/// Stores when sessions were last seen (only ever later than what is stored).
+pub async fn touch_sessions(conn: &mut SqliteConnection, seen: &[(String, i64)]) -> Result<()> {
+    for (sid, at) in seen {
+        sqlx::query("UPDATE owner_devices SET last_used_at = ? WHERE session_id = ? AND last_used_at < ?")
+            .bind(at)
+            .bind(sid)
+            .bind(at)
+            .execute(&mut *conn)
+            .await?;
+    }
     Ok(())
 }
 

@@ -49,9 +49,9 @@ async fn system_stream(
     who: ChatCaller,
     client: ClientAddr,
 ) -> Result<Sse<KeepAliveStream<impl Stream<Item = std::result::Result<Event, Infallible>>>>> {
-    let embed = match who {
-        ChatCaller::Owner(_) => None,
-        ChatCaller::Embed(session) => Some(session),
+    let (embed, ended) = match who {
+        ChatCaller::Owner(claims) => (None, state.sessions.ended(&claims)),
+        ChatCaller::Embed(session) => (Some(session), tokio_util::sync::CancellationToken::new()),
         ChatCaller::App(_) => return Err(Error::forbidden("wrong_scope", "An app cannot open the system stream.")),
     };
     let slot = state.streams.acquire(client.key())?;
@@ -75,9 +75,15 @@ async fn system_stream(
         event
     });
     let mut shutdown = state.shutdown.clone();
-    let stream = futures_util::stream::once(async move { Ok(Event::default().data(hello)) })
-        .chain(live)
-        .take_until(async move { crate::state::stopping(&mut shutdown).await });
+    let stream = futures_util::stream::once(async move { Ok(Event::default().data(hello)) }).chain(live).take_until(
+        async move {
+            // Shutdown, or the owner's device was signed out.
+            tokio::select! {
+                () = crate::state::stopping(&mut shutdown) => {}
+                () = ended.cancelled_owned() => {}
+            }
+        },
+    );
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEPALIVE_EVERY).text("keepalive")))
 }
 

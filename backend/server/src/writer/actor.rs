@@ -200,6 +200,8 @@ impl Actor {
                 | WriteCommand::CreateOwner { .. }
                 | WriteCommand::BumpTokenEpoch { .. }
                 | WriteCommand::RememberDevice { .. }
+                | WriteCommand::ForgetDevice { .. }
+                | WriteCommand::TouchSessions { .. }
                 | WriteCommand::PinPrompt { .. }
                 | WriteCommand::SetDefaultProvider { .. }
                 | WriteCommand::SetAgentDefaults { .. }
@@ -276,9 +278,17 @@ impl Actor {
                 };
                 finish(batch, ack, result)
             }
-            WriteCommand::RememberDevice { token_hash, label, ack } => {
+            WriteCommand::RememberDevice { sign_in, ack } => {
                 let keep = crate::auth::devices::MAX_DEVICES;
-                let result = db::owner::remember_device(&mut self.conn, &token_hash, &label, keep, now_ms()).await;
+                let result = db::owner::remember_device(&mut self.conn, &sign_in, keep, now_ms()).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::ForgetDevice { id, ack } => {
+                let result = db::owner::forget_device(&mut self.conn, id).await;
+                finish(batch, ack, result)
+            }
+            WriteCommand::TouchSessions { seen, ack } => {
+                let result = db::owner::touch_sessions(&mut self.conn, &seen).await;
                 finish(batch, ack, result)
             }
             WriteCommand::CreateChat { chat, ack } => {
@@ -611,6 +621,8 @@ fn fail(command: WriteCommand, batch: &mut Batch) {
         WriteCommand::CreateOwner { ack, .. } => batch.complete(ack, err()),
         WriteCommand::BumpTokenEpoch { ack, .. } => batch.complete(ack, err()),
         WriteCommand::RememberDevice { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::ForgetDevice { ack, .. } => batch.complete(ack, err()),
+        WriteCommand::TouchSessions { ack, .. } => batch.complete(ack, err()),
         WriteCommand::CreateChat { ack, .. } => batch.complete(ack, err()),
         WriteCommand::Emit { ack: Some(ack), .. } => batch.complete(ack, err()),
         WriteCommand::StartRun { ack, .. } | WriteCommand::Barrier(ack) => batch.complete(ack, err()),

@@ -284,8 +284,12 @@ pub enum WriteCommand {
     /// Bumps the token epoch, revoking every issued token and device credential, and sets the
     /// owner's new password hash when given; answers the new epoch.
     BumpTokenEpoch { password_hash: Option<String>, ack: Ack<i64> },
-    /// Records a sign-in from the device whose credential hashes to `token_hash`.
-    RememberDevice { token_hash: String, label: String, ack: Ack<()> },
+    /// Records a sign-in from a device (its credential's hash, label, new session, address).
+    RememberDevice { sign_in: crate::db::owner::DeviceSignIn, ack: Ack<()> },
+    /// Forgets one device and its session; answers the session id.
+    ForgetDevice { id: i64, ack: Ack<Option<String>> },
+    /// Stores sessions' last-seen times.
+    TouchSessions { seen: Vec<(String, i64)>, ack: Ack<()> },
     /// Creates a chat (idempotent on id).
     CreateChat { chat: NewChat, ack: Ack<ChatCreated> },
     /// Appends events to a chat's journal. With `run_id`, only while that run is running:

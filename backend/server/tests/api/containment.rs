@@ -18,12 +18,18 @@ fn stolen_keys(app: &TestApp) -> Keys {
     Keys::from_secret(secret.trim().as_bytes())
 }
 
-/// An owner token minted with `keys`, valid until 2100, for every epoch up to 5.
-fn forged_tokens(keys: &Keys) -> Vec<String> {
+/// An owner token minted with `keys`, valid until 2100, for every epoch up to 5, naming the
+/// session of `real` (readable in its payload).
+fn forged_tokens(keys: &Keys, real: &str) -> Vec<String> {
+    use base64::Engine;
+    let payload = real.split('.').nth(1).expect("payload");
+    let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).expect("base64");
+    let sid = serde_json::from_slice::<serde_json::Value>(&payload).expect("json")["sid"].as_str().map(str::to_owned);
     (0..5)
         .map(|epoch| {
             let mut claims = Claims::new(USERNAME, Scope::Owner, epoch, 0);
             claims.exp = 4_102_444_800;
+            claims.sid = sid.clone();
             keys.issue(&claims).expect("forge")
         })
         .collect()
@@ -37,7 +43,7 @@ async fn status_of(app: &TestApp, token: &str) -> StatusCode {
 async fn sign_out_everywhere_rotates_the_key_so_tokens_forged_with_a_stolen_key_die() {
     let app = TestApp::spawn().await;
     let token = app.setup_owner().await;
-    let forged = forged_tokens(&stolen_keys(&app));
+    let forged = forged_tokens(&stolen_keys(&app), &token);
     assert_eq!(status_of(&app, &forged[0]).await, StatusCode::OK, "the stolen key works before");
     let r = app.post("/api/auth/logout-all", json!({}), Some(&token)).await;
     assert_eq!(r.status(), StatusCode::OK);
@@ -59,7 +65,7 @@ async fn sign_out_everywhere_rotates_the_key_so_tokens_forged_with_a_stolen_key_
 async fn a_new_password_rotates_the_key_and_signs_every_session_and_device_out() {
     let app = TestApp::spawn().await;
     let token = app.setup_owner().await;
-    let forged = forged_tokens(&stolen_keys(&app));
+    let forged = forged_tokens(&stolen_keys(&app), &token);
     let change = |current: &str, new: &str| json!({ "current_password": current, "new_password": new });
     let wrong = app.post("/api/auth/password", change("not the password", "a brand new password"), Some(&token)).await;
     assert_error(wrong, StatusCode::UNAUTHORIZED, "invalid_credentials").await;

@@ -30,7 +30,7 @@ fn form(parts: &[(&str, &[u8], &[u8])]) -> Vec<u8> {
     body
 }
 
-async fn upload(app: &TestApp, token: &str, chat: &str, parts: &[(&str, &[u8], &[u8])]) -> reqwest::Response {
+pub async fn upload(app: &TestApp, token: &str, chat: &str, parts: &[(&str, &[u8], &[u8])]) -> reqwest::Response {
     app.client
         .post(app.url(&format!("/api/chats/{chat}/uploads")))
         .bearer_auth(token)

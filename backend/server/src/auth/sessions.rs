@@ -1,0 +1,133 @@
+//! Signed-in devices' sessions, in memory: every owner token names one (`sid`), and a token
+//! whose session is gone is refused at once. The set is read from `owner_devices` at start-up
+//! and after every change to it (sign-in, revoke, sign out everywhere), never per request; a
+//! request only stamps its session's last-seen time (an atomic store at most once a minute).
+//! Event streams a session opened end when it does ([`Sessions::ended`]).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use sqlx::SqlitePool;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::Result;
+
+/// The session that stands for every token issued before sessions existed (migration 0018).
+pub const LEGACY_SESSION: &str = "legacy";
+/// Last-seen times are stamped at most this often per session.
+const SEEN_RESOLUTION_MS: i64 = 60_000;
+
+/// The live sessions and when each was last seen.
+#[derive(Debug, Default)]
+pub struct Sessions(RwLock<HashMap<String, Arc<Session>>>);
+
+/// One live session.
+#[derive(Debug, Default)]
+struct Session {
+    /// Unix milliseconds.
+    seen: AtomicI64,
+    /// Cancelled when the session ends (its open streams end with it).
+    ended: CancellationToken,
+}
+
+impl Sessions {
+    /// Replaces the set with the sessions stored now (keeping last-seen times already known).
+    pub async fn reload(&self, pool: &SqlitePool) -> Result<()> {
+        let rows = crate::db::owner::sessions(pool).await?;
+        let mut map = self.0.write().unwrap_or_else(|p| p.into_inner());
+        let mut next = HashMap::with_capacity(rows.len());
+        for (sid, last_used) in rows {
+            let session = map.remove(&sid).unwrap_or_default();
+            session.seen.fetch_max(last_used, Ordering::Relaxed);
+            next.insert(sid, session);
+        }
+        // What is left was signed out.
+        for gone in map.values() {
+            gone.ended.cancel();
+        }
+        *map = next;
+        Ok(())
+    }
+
+    /// True when `sid` is live (and stamps it seen now).
+    pub fn check(&self, sid: &str) -> bool {
+        let map = self.0.read().unwrap_or_else(|p| p.into_inner());
+        let Some(session) = map.get(sid) else { return false };
+        let now = crate::db::now_ms();
+        if now - session.seen.load(Ordering::Relaxed) >= SEEN_RESOLUTION_MS {
+            session.seen.store(now, Ordering::Relaxed);
+        }
+        true
+    }
+
+    /// Forgets `sid` at once (a revoked device).
+    pub fn remove(&self, sid: &str) {
+        if let Some(session) = self.0.write().unwrap_or_else(|p| p.into_inner()).remove(sid) {
+            session.ended.cancel();
+        }
+    }
+
+    /// What a stream opened with `claims` waits on to end with its session: the owner's
+    /// session's token (already cancelled when it is gone); never for other scopes.
+    pub fn ended(&self, claims: &super::jwt::Claims) -> CancellationToken {
+        if claims.scope != super::jwt::Scope::Owner {
+            return CancellationToken::new();
+        }
+        let sid = claims.sid.as_deref().unwrap_or(LEGACY_SESSION);
+        match self.0.read().unwrap_or_else(|p| p.into_inner()).get(sid) {
+            Some(session) => session.ended.clone(),
+            None => {
+                let gone = CancellationToken::new();
+                gone.cancel();
+                gone
+            }
+        }
+    }
+
+    /// When `sid` was last seen, as far as this process knows.
+    pub fn last_seen(&self, sid: &str) -> Option<i64> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).get(sid).map(|s| s.seen.load(Ordering::Relaxed))
+    }
+
+    /// Every session with its last-seen time (to store them).
+    pub fn seen(&self) -> Vec<(String, i64)> {
+        let map = self.0.read().unwrap_or_else(|p| p.into_inner());
+        map.iter().map(|(sid, s)| (sid.clone(), s.seen.load(Ordering::Relaxed))).collect()
+    }
+}
+
+/// A new session id: 128 random bits, URL-safe.
+pub fn new_session_id() -> String {
+    use base64::Engine;
+    use rand::RngCore;
+    let mut bytes = [0u8; 16];
+    rand::thread_rng().fill_bytes(&mut bytes);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_removed_session_is_refused_and_others_are_stamped_seen() {
+        let sessions = Sessions::default();
+        sessions.0.write().expect("lock").insert("a".into(), Arc::default());
+        sessions.0.write().expect("lock").insert("b".into(), Arc::default());
+        let mut claims = super::super::jwt::Claims::new("owner", super::super::jwt::Scope::Owner, 0, 60);
+        claims.sid = Some("a".into());
+        let ended = sessions.ended(&claims);
+        assert!(sessions.check("a"));
+        assert!(sessions.last_seen("a").expect("seen") > 0);
+        assert!(!sessions.check("zzz"));
+        assert!(!ended.is_cancelled());
+        sessions.remove("a");
+        assert!(ended.is_cancelled(), "its streams end");
+        assert!(sessions.ended(&claims).is_cancelled(), "a stream opened later ends at once");
+        assert!(!sessions.check("a"));
+        assert!(sessions.check("b"));
+        assert_eq!(sessions.seen().len(), 1);
+        assert_ne!(new_session_id(), new_session_id());
+    }
+}
