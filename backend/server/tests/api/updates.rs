@@ -326,9 +326,12 @@ async fn an_update_is_applied_tampered_ones_are_refused_and_one_that_crashes_is_
     assert_eq!(version["serving"], "release");
     app.wait_for("/api/ready", None, Duration::from_secs(30), |j| j["ready"] == true).await;
     assert_eq!(chat_text(&app, &token).await, "before the update", "the session and the data survive the update");
-    let status: Value = app.get("/api/platform/status", Some(&token)).await.json().await.expect("json");
+    // The launcher records the outcome once it has seen the new server ready, a moment after
+    // the new server first answers.
+    let status = app
+        .wait_for("/api/platform/status", Some(&token), Duration::from_secs(30), |j| j["last"]["outcome"] == "applied")
+        .await;
     assert_eq!(status["version"], "0.2.0");
-    assert_eq!(status["last"]["outcome"], "applied", "{status}");
     assert!(status["available"].is_null(), "{status}");
     assert!(data.path().join("platform/releases/0.2.0/frontend/dist/index.html").is_file());
 
