@@ -145,6 +145,11 @@ impl AppState {
             tracing::info!(resealed, "app secrets sealed again under the data key");
         }
         let providers = Arc::new(Providers::new(&config, &config.data_dir, api_url));
+        // Credentials of the old layout (in the CLIs' folders, which the agent can write) move
+        // to the server's own folder before anything reads them.
+        if let Err(e) = providers.credentials.migrate() {
+            warn!(error = %e, "the credentials of the old layout could not be moved");
+        }
         // Cut turns of chats whose provider is connected continue by themselves.
         let connected: Vec<_> =
             crate::agent::ProviderKind::ALL.into_iter().filter(|k| providers.status(*k).connected).collect();
