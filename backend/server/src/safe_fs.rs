@@ -22,17 +22,11 @@ use nix::sys::stat::{Mode, SFlag, fchmod, fstatat, mkdirat};
 use nix::unistd::{UnlinkatFlags, fsync, unlinkat};
 
 /// How a folder below a verified one is opened.
-const DIR_FLAGS: OFlag = OFlag::O_RDONLY
-    .union(OFlag::O_DIRECTORY)
-    .union(OFlag::O_NOFOLLOW)
-    .union(OFlag::O_CLOEXEC);
+const DIR_FLAGS: OFlag = OFlag::O_RDONLY.union(OFlag::O_DIRECTORY).union(OFlag::O_NOFOLLOW).union(OFlag::O_CLOEXEC);
 /// How a file is opened for reading: a FIFO opens at once instead of blocking (and is then
 /// refused), a terminal never becomes ours.
-const READ_FLAGS: OFlag = OFlag::O_RDONLY
-    .union(OFlag::O_NOFOLLOW)
-    .union(OFlag::O_NONBLOCK)
-    .union(OFlag::O_NOCTTY)
-    .union(OFlag::O_CLOEXEC);
+const READ_FLAGS: OFlag =
+    OFlag::O_RDONLY.union(OFlag::O_NOFOLLOW).union(OFlag::O_NONBLOCK).union(OFlag::O_NOCTTY).union(OFlag::O_CLOEXEC);
 /// Deepest folder walk [`Dir::remove_tree`] goes.
 const MAX_REMOVE_DEPTH: usize = 64;
 
@@ -414,7 +408,10 @@ mod tests {
         }
         let through = dir.read(Path::new("up/secret.key"), 64).expect_err("through a folder link");
         assert!(matches!(refusal(&through), Some(Refused::Link(_))), "{through}");
-        assert!(matches!(refusal(&dir.read(Path::new("../secret.key"), 64).expect_err("..")), Some(Refused::BadPath(_))));
+        assert!(matches!(
+            refusal(&dir.read(Path::new("../secret.key"), 64).expect_err("..")),
+            Some(Refused::BadPath(_))
+        ));
         let big = dir.read(Path::new("sub/ok.txt"), 2).expect_err("bound");
         assert!(matches!(refusal(&big), Some(Refused::TooLarge(_, 2))));
         assert_eq!(dir.read_optional(Path::new("missing/x"), 8).expect("missing"), None);

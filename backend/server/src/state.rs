@@ -229,6 +229,15 @@ impl AppState {
             writer.clone(),
             storage.clone(),
         ));
+        // Repositories apps kept in their folders (where the agent could write them) move to
+        // the server's own `app-repos/` before anything opens one.
+        let migrating = apps.clone();
+        match tokio::task::spawn_blocking(move || migrating.migrate_legacy_repos()).await {
+            Ok(Ok(0)) => {}
+            Ok(Ok(moved)) => tracing::info!(moved, "app repositories moved out of the agent's folders"),
+            Ok(Err(e)) => warn!(error = %e, "app repositories could not be moved"),
+            Err(e) => warn!(error = %e, "app repositories could not be moved"),
+        }
         let chat_locks = Arc::new(KeyedLocks::default());
         let schedules = Arc::new(crate::schedules::Scheduler::new(
             agents.clone(),

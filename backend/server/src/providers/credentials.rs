@@ -99,9 +99,7 @@ fn newer(kind: ProviderKind, master: &[u8], candidate: &[u8]) -> bool {
             _ => false,
         },
         ProviderKind::Codex => match (codex_auth(master), codex_auth(candidate)) {
-            (Some(CodexAuth::Login { last_refresh: old }), Some(CodexAuth::Login { last_refresh: new })) => {
-                new > old
-            }
+            (Some(CodexAuth::Login { last_refresh: old }), Some(CodexAuth::Login { last_refresh: new })) => new > old,
             _ => false,
         },
     }

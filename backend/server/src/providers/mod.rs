@@ -531,7 +531,9 @@ fn ensure_login_profile(home: &Dir, bin_dir: &Path) -> Result<()> {
     for name in [".profile", ".bashrc"] {
         let current = match home.read_optional(Path::new(name), MAX_PROFILE_BYTES) {
             Ok(current) => current.unwrap_or_default(),
-            Err(e) if crate::safe_fs::refusal(&e).is_some_and(|r| matches!(r, crate::safe_fs::Refused::TooLarge(..))) => {
+            Err(e)
+                if crate::safe_fs::refusal(&e).is_some_and(|r| matches!(r, crate::safe_fs::Refused::TooLarge(..))) =>
+            {
                 tracing::warn!(file = name, "the agent's shell profile is too large to add Möbius's line to");
                 continue;
             }

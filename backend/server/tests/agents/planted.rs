@@ -84,7 +84,10 @@ pub async fn config_the_agent_plants_in_its_cli_folder_runs_nothing_and_the_ask_
         Cli::Codex => data.join("cli-auth/codex/rules/default.rules"),
     };
     let transcript = app.detail(token, "p").await["messages"].to_string();
-    assert!(planted.is_file(), "{cli:?}: the agent could write its CLI's folder (the test plants for real): {transcript}");
+    assert!(
+        planted.is_file(),
+        "{cli:?}: the agent could write its CLI's folder (the test plants for real): {transcript}"
+    );
 
     // Turn 2 under the owner's `ask`: a new process (the policy changed).
     let r = app

@@ -12,6 +12,7 @@ mod helpers;
 mod lifecycle;
 mod memory;
 mod ops;
+mod planted;
 mod platform;
 mod providers;
 mod push;

@@ -78,7 +78,8 @@ async fn a_claude_api_key_is_stored_privately_never_echoed_and_can_be_removed() 
     assert_eq!(std::fs::metadata(&key_file).expect("key").permissions().mode() & 0o777, 0o600);
     assert_eq!(std::fs::read_to_string(&key_file).expect("key"), secret);
     let cli = app.data_dir().join("cli-auth/claude");
-    let in_cli: Vec<_> = std::fs::read_dir(&cli).map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
+    let in_cli: Vec<_> =
+        std::fs::read_dir(&cli).map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
     assert!(in_cli.is_empty(), "nothing of the key in the CLI's folder: {in_cli:?}");
     let r = app.client.delete(app.url("/api/providers/claude")).bearer_auth(&token).send().await.expect("delete");
     assert_eq!(r.status(), StatusCode::OK);
