@@ -74,6 +74,11 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The kind a `stat` answer describes.
+    pub fn of_stat(stat: &nix::sys::stat::FileStat) -> Kind {
+        Kind::of_mode(stat.st_mode)
+    }
+
     fn of_mode(mode: u32) -> Kind {
         match SFlag::from_bits_truncate(mode & SFlag::S_IFMT.bits()) {
             SFlag::S_IFREG => Kind::File,
@@ -353,6 +358,29 @@ impl Dir {
             out.push(Entry { name, kind });
         }
         Ok(out)
+    }
+
+    /// What `name` (directly in this folder) is, in full, without following it; `None` when
+    /// missing.
+    pub fn stat(&self, name: &OsStr) -> io::Result<Option<nix::sys::stat::FileStat>> {
+        match fstatat(self.fd.as_fd(), single(name)?, AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(stat) => Ok(Some(stat)),
+            Err(Errno::ENOENT) => Ok(None),
+            Err(e) => Err(errno(e)),
+        }
+    }
+
+    /// Creates the new file `name` (directly in this folder; nothing may be there, a link
+    /// included) for writing, mode `mode`.
+    pub fn create_new(&self, name: &OsStr, mode: u32) -> io::Result<File> {
+        let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let fd = openat(self.fd.as_fd(), single(name)?, flags, Mode::from_bits_truncate(mode)).map_err(errno)?;
+        Ok(File::from(fd))
+    }
+
+    /// Makes the renames and removals in this folder durable.
+    pub fn sync(&self) -> io::Result<()> {
+        fsync(self.fd.as_fd()).map_err(errno)
     }
 
     /// Sets this folder's own mode.

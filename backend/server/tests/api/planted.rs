@@ -274,3 +274,45 @@ async fn a_memory_file_the_agent_swapped_for_a_link_or_a_pipe_is_refused_and_sav
     assert_eq!(body["owner_md"], "- likes tea\n");
     targets.unchanged(&app, &token).await;
 }
+
+#[tokio::test]
+async fn app_storage_never_serves_writes_or_removes_through_what_the_agent_planted_in_it() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    let targets = Targets::of(&app);
+    let (id, _) = app.register_app("notes").await;
+    let base = format!("/api/storage/apps/{id}");
+    let r = app.put_json(&format!("{base}/doc.json"), json!({ "n": 1 }), &token).await;
+    assert!(r.status().is_success(), "{}", r.status());
+    // The agent can write app storage: it plants links, a FIFO and a folder link.
+    let tree = app.data_dir().join(format!("app-data/{id}"));
+    symlink(Targets::secret(&app), tree.join("key.json")).expect("key link");
+    symlink("/dev/zero", tree.join("zero.json")).expect("zero");
+    fifo(&tree.join("pipe.json"));
+    symlink(app.data_dir().join("db"), tree.join("db")).expect("folder link");
+    for path in ["key.json", "zero.json", "pipe.json", "db/mobius.sqlite3"] {
+        let r = app.get(&format!("{base}/{path}"), Some(&token)).await;
+        let err = assert_error(r, StatusCode::BAD_REQUEST, "invalid_path").await;
+        assert!(!err.to_string().contains("SQLite"), "{path}: {err}");
+    }
+    let r = app.put_json(&format!("{base}/db/mobius.sqlite3"), json!({ "overwritten": true }), &token).await;
+    assert_error(r, StatusCode::BAD_REQUEST, "invalid_path").await;
+    let r = app.put_json(&format!("{base}/key.json"), json!({ "overwritten": true }), &token).await;
+    assert_error(r, StatusCode::BAD_REQUEST, "invalid_path").await;
+    let r = app.delete_with(&format!("{base}/db/mobius.sqlite3"), &token).await;
+    assert_error(r, StatusCode::BAD_REQUEST, "invalid_path").await;
+    let list = format!("/api/storage/apps-list/{id}?include_content=1");
+    let listed: Value = app.get(&list, Some(&token)).await.json().await.expect("list");
+    let names: Vec<&str> =
+        listed["entries"].as_array().expect("entries").iter().filter_map(|e| e["name"].as_str()).collect();
+    assert_eq!(names, ["doc.json"], "links and the FIFO are not listed: {listed}");
+    targets.unchanged(&app, &token).await;
+    // The tree's root itself swapped for a link to the data folder.
+    std::fs::rename(&tree, app.data_dir().join("moved")).expect("move");
+    symlink(app.data_dir(), &tree).expect("root link");
+    let r = app.get(&format!("{base}/secret.key"), Some(&token)).await;
+    assert_error(r, StatusCode::BAD_REQUEST, "invalid_path").await;
+    let r = app.put_json(&format!("{base}/secret.key"), json!({ "overwritten": true }), &token).await;
+    assert_error(r, StatusCode::BAD_REQUEST, "invalid_path").await;
+    targets.unchanged(&app, &token).await;
+}
