@@ -316,3 +316,52 @@ async fn app_storage_never_serves_writes_or_removes_through_what_the_agent_plant
     assert_error(r, StatusCode::BAD_REQUEST, "invalid_path").await;
     targets.unchanged(&app, &token).await;
 }
+
+#[tokio::test]
+async fn a_job_state_folder_planted_as_a_link_is_refused_and_never_granted() {
+    use std::os::unix::fs::PermissionsExt;
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    let targets = Targets::of(&app);
+    let (id, _) = app.register_app("notes").await;
+    let folder = app.data_dir().join("apps/notes");
+    std::fs::create_dir_all(&folder).expect("app");
+    let job = folder.join("job.sh");
+    std::fs::write(&job, "#!/bin/bash\necho overwritten > \"$APP_JOB_STATE_DIR/mobius.sqlite3\"\n").expect("job");
+    std::fs::set_permissions(&job, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    // `apps/` is the agent's: it makes the job's state folder a link to the database's folder.
+    std::fs::create_dir_all(app.data_dir().join(format!("apps/{id}"))).expect("id dir");
+    symlink(app.data_dir().join("db"), app.data_dir().join(format!("apps/{id}/job-state"))).expect("link");
+    let r = app.post(&format!("/api/apps/{id}/run-job"), json!({}), Some(&token)).await;
+    let body: Value = r.json().await.expect("json");
+    let (schedule, run) = (body["schedule_id"].as_i64().expect("schedule"), body["run_id"].as_i64().expect("run"));
+    let mut done = Value::Null;
+    for _ in 0..1200 {
+        done = app.get(&format!("/api/schedules/{schedule}/runs/{run}"), Some(&token)).await.json().await.expect("run");
+        if done["status"] != "running" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(done["status"], "failed", "{done}");
+    assert!(done.to_string().contains("state folder"), "the run says why: {done}");
+    targets.unchanged(&app, &token).await;
+}
+
+#[tokio::test]
+async fn an_icon_linked_to_the_key_is_never_served() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    let data = app.data_dir().to_path_buf();
+    let folder = write_app(&data, "pics", r#","icon":"icon.png""#);
+    symlink(Targets::secret(&app), folder.join("icon.png")).expect("icon link");
+    let r = app.post("/api/apps/apply", json!({ "slug": "pics" }), Some(&token)).await;
+    let body: Value = r.json().await.expect("json");
+    let id = body["app"]["id"].as_i64().unwrap_or_else(|| panic!("{body}"));
+    let icon = app.get(&format!("/api/apps/{id}/icon?size=192"), Some(&token)).await;
+    assert_eq!(icon.status(), StatusCode::OK);
+    let bytes = icon.bytes().await.expect("icon");
+    assert!(bytes.starts_with(b"\x89PNG"), "the generated icon stands in");
+    let secret = std::fs::read(Targets::secret(&app)).expect("secret");
+    assert!(!bytes.windows(secret.len().min(16)).any(|w| secret.starts_with(w)), "the key's bytes were served");
+}
