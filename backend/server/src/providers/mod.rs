@@ -387,7 +387,7 @@ impl Providers {
         flag: &str,
         stdin: std::process::Stdio,
         stdout: std::process::Stdio,
-    ) -> Result<(tokio::process::Child, PathBuf)> {
+    ) -> Result<tokio::process::Child> {
         self.credentials.clear_server_codex_login()?;
         let home = self.server_codex_home()?;
         let child = tokio::process::Command::new(&self.codex.bin)
@@ -402,11 +402,11 @@ impl Providers {
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| Error::conflict("agent_cli_missing", format!("The Codex CLI could not be started: {e}")))?;
-        Ok((child, home))
+        Ok(child)
     }
 
     async fn codex_login_with_key(&self, key: &str) -> Result<()> {
-        let (mut child, home) =
+        let mut child =
             self.codex_login("--with-api-key", std::process::Stdio::piped(), std::process::Stdio::null())?;
         if let Some(mut stdin) = child.stdin.take() {
             stdin.write_all(key.as_bytes()).await?;
@@ -415,7 +415,6 @@ impl Providers {
         let output = tokio::time::timeout(CLI_COMMAND_TIMEOUT, child.wait_with_output())
             .await
             .map_err(|_| Error::unavailable("provider_login_timeout", "Codex did not finish logging in."))??;
-        let _ = home;
         if !output.status.success() || !self.credentials.adopt_codex_login()? {
             let stderr = String::from_utf8_lossy(&output.stderr);
             let reason = stderr.lines().last().unwrap_or("no details").to_owned();
@@ -437,7 +436,7 @@ impl Providers {
 
     /// Starts `codex login --device-auth` and returns the URL and code it prints.
     pub async fn codex_device_login(&self) -> Result<DeviceLogin> {
-        let (mut child, _) =
+        let mut child =
             self.codex_login("--device-auth", std::process::Stdio::null(), std::process::Stdio::piped())?;
         let stdout = child.stdout.take().ok_or_else(|| Error::Internal("no stdout".into()))?;
         let stderr = child.stderr.take().ok_or_else(|| Error::Internal("no stderr".into()))?;
