@@ -1677,7 +1677,9 @@ def agents_run(binary, tmp, kind, warm):
         status, body = http_json(s.port, "POST", f"/api/providers/{kind}/api-key", {"api_key": "sk-bench-key"}, token)
         if status != 200:
             raise SystemExit(f"connecting {kind}: {status} {body}")
-        http_json(s.port, "POST", "/api/settings", {"default_provider": kind}, token)
+        # Codex on gpt-5.5 (the owner's default): the scripted server speaks that model's tools.
+        http_json(s.port, "POST", "/api/settings", {"default_provider": kind,
+                  "agent_defaults": {"claude": {}, "codex": {"model": "gpt-5.5"}}}, token)
         time.sleep(1)
         idle_before = s.rss_mib()
         http_json(s.port, "POST", "/api/chats", {"id": "bench"}, token)
