@@ -1566,28 +1566,6 @@ def scale_drawer(port, token):
 # ---- agents: send to first token, cold and warm ----
 
 AGENT_TURNS = 8
-CODEX_CONFIG = """model = "gpt-5.5"
-model_provider = "mock"
-check_for_update_on_startup = false
-
-[analytics]
-enabled = false
-
-[otel]
-metrics_exporter = "none"
-
-[features]
-plugins = false
-
-[model_providers.mock]
-name = "Mock"
-base_url = "http://127.0.0.1:{port}/v1"
-wire_api = "responses"
-request_max_retries = 0
-stream_max_retries = 0
-"""
-
-
 def start_mock(kind, d):
     """A scripted model server that answers every request at once with a short text."""
     os.makedirs(d, exist_ok=True)
@@ -1689,12 +1667,9 @@ def agents_run(binary, tmp, kind, warm):
         "MOBIUS_CLAUDE_BASE_URL": f"http://127.0.0.1:{mport}",
         "MOBIUS_ANTHROPIC_API_URL": f"http://127.0.0.1:{mport}",
         "MOBIUS_OPENAI_API_URL": f"http://127.0.0.1:{mport}/v1",
+        "MOBIUS_CODEX_BASE_URL": f"http://127.0.0.1:{mport}/v1",
         "MOBIUS_NOTE_IDLE_SECS": "3600",
     }
-    if kind == "codex":
-        os.makedirs(os.path.join(d, "cli-auth", "codex"), exist_ok=True)
-        with open(os.path.join(d, "cli-auth", "codex", "config.toml"), "w") as f:
-            f.write(CODEX_CONFIG.format(port=mport))
     s = Server(binary, d, env, cpu=None)
     try:
         s.wait()
@@ -1702,7 +1677,9 @@ def agents_run(binary, tmp, kind, warm):
         status, body = http_json(s.port, "POST", f"/api/providers/{kind}/api-key", {"api_key": "sk-bench-key"}, token)
         if status != 200:
             raise SystemExit(f"connecting {kind}: {status} {body}")
-        http_json(s.port, "POST", "/api/settings", {"default_provider": kind}, token)
+        # Codex on gpt-5.5 (the owner's default): the scripted server speaks that model's tools.
+        http_json(s.port, "POST", "/api/settings", {"default_provider": kind,
+                  "agent_defaults": {"claude": {}, "codex": {"model": "gpt-5.5"}}}, token)
         time.sleep(1)
         idle_before = s.rss_mib()
         http_json(s.port, "POST", "/api/chats", {"id": "bench"}, token)

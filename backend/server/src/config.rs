@@ -29,6 +29,9 @@ pub struct Config {
     pub codex_bin: PathBuf,
     /// Model endpoint for Claude Code (`MOBIUS_CLAUDE_BASE_URL` → `ANTHROPIC_BASE_URL`).
     pub claude_base_url: Option<String>,
+    /// A Responses endpoint for Codex instead of OpenAI's (`MOBIUS_CODEX_BASE_URL`): the
+    /// server's `config.toml` names it as Codex's model provider.
+    pub codex_base_url: Option<String>,
     /// Where a pasted key is checked before it is saved: Anthropic's API
     /// (`MOBIUS_ANTHROPIC_API_URL`, else the Claude base URL, else api.anthropic.com) and
     /// OpenAI's (`MOBIUS_OPENAI_API_URL`, default `https://api.openai.com/v1`).
@@ -372,6 +375,12 @@ impl Config {
         {
             return Err(ConfigError(format!("MOBIUS_CLAUDE_BASE_URL={url:?} must be an http(s) URL")));
         }
+        let codex_base_url = get("MOBIUS_CODEX_BASE_URL");
+        if let Some(url) = &codex_base_url
+            && (!(url.starts_with("http://") || url.starts_with("https://")) || url.chars().any(char::is_control))
+        {
+            return Err(ConfigError(format!("MOBIUS_CODEX_BASE_URL={url:?} must be an http(s) URL")));
+        }
         let anthropic_api_url = get("MOBIUS_ANTHROPIC_API_URL")
             .or_else(|| claude_base_url.clone())
             .unwrap_or_else(|| DEFAULT_ANTHROPIC_API_URL.into());
@@ -513,6 +522,7 @@ impl Config {
             claude_bin,
             codex_bin,
             claude_base_url,
+            codex_base_url,
             anthropic_api_url,
             openai_api_url,
             claude_oauth_authorize_url,
@@ -557,6 +567,7 @@ impl Config {
             claude_bin: dir.join("no-claude-installed"),
             codex_bin: dir.join("no-codex-installed"),
             claude_base_url: None,
+            codex_base_url: None,
             // A closed port: key checks answer "couldn't check" at once, and the key is kept.
             anthropic_api_url: UNREACHABLE_TEST_URL.into(),
             openai_api_url: UNREACHABLE_TEST_URL.into(),

@@ -54,7 +54,8 @@ pub async fn purge_tombstones(writer: WriterHandle, apps: Arc<Apps>, uploads: Ar
     };
     for (id, slug) in purged {
         let _lock = apps.locks.lock(&slug).await;
-        let _ = tokio::fs::remove_dir_all(apps.apps_dir().join(&slug)).await;
+        let (remover, gone) = (apps.clone(), slug.clone());
+        let _ = tokio::task::spawn_blocking(move || remover.remove_sources(&gone)).await;
         if !keep.contains(&id)
             && let Err(e) = crate::storage::remove_app_data(apps.storage.clone(), &apps.data_dir, id).await
         {

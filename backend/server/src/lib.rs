@@ -24,6 +24,7 @@ pub mod protocol;
 pub mod providers;
 pub mod push;
 pub mod recall;
+pub mod safe_fs;
 pub mod schedules;
 pub mod search;
 pub mod skills;

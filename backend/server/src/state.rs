@@ -153,6 +153,11 @@ impl AppState {
             tracing::info!(resealed, "app secrets sealed again under the data key");
         }
         let providers = Arc::new(Providers::new(&config, &config.data_dir, api_url));
+        // Credentials of the old layout (in the CLIs' folders, which the agent can write) move
+        // to the server's own folder before anything reads them.
+        if let Err(e) = providers.credentials.migrate() {
+            warn!(error = %e, "the credentials of the old layout could not be moved");
+        }
         // Cut turns of chats whose provider is connected continue by themselves.
         let connected: Vec<_> =
             crate::agent::ProviderKind::ALL.into_iter().filter(|k| providers.status(*k).connected).collect();
@@ -232,6 +237,15 @@ impl AppState {
             writer.clone(),
             storage.clone(),
         ));
+        // Repositories apps kept in their folders (where the agent could write them) move to
+        // the server's own `app-repos/` before anything opens one.
+        let migrating = apps.clone();
+        match tokio::task::spawn_blocking(move || migrating.migrate_legacy_repos()).await {
+            Ok(Ok(0)) => {}
+            Ok(Ok(moved)) => tracing::info!(moved, "app repositories moved out of the agent's folders"),
+            Ok(Err(e)) => warn!(error = %e, "app repositories could not be moved"),
+            Err(e) => warn!(error = %e, "app repositories could not be moved"),
+        }
         let chat_locks = Arc::new(KeyedLocks::default());
         let schedules = Arc::new(crate::schedules::Scheduler::new(
             agents.clone(),

@@ -3,7 +3,7 @@
 //! a [`Ruleset`] before spawning, and the child applies it between `fork` and `exec`.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -116,6 +116,13 @@ impl Ruleset {
     /// on `path` and everything beneath it. A path that does not exist is an `ErrorKind::NotFound`.
     pub fn allow(&mut self, path: &Path, access: u64) -> io::Result<()> {
         let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_PATH | libc::O_CLOEXEC).open(path)?;
+        self.allow_fd(file.as_fd(), access)
+    }
+
+    /// Like [`allow`](Self::allow), for a file or folder already open (one reached without
+    /// following links, say).
+    pub fn allow_fd(&mut self, file: std::os::fd::BorrowedFd<'_>, access: u64) -> io::Result<()> {
+        let file = file.try_clone_to_owned().map(std::fs::File::from)?;
         let is_dir = file.metadata()?.is_dir();
         let mut allowed = access & self.handled;
         if !is_dir {

@@ -60,6 +60,10 @@ impl AgentProvider for Claude {
     }
 }
 
+/// The settings every Claude Code process gets on its command line (a flag, not a file the
+/// agent could edit).
+pub const SERVER_SETTINGS: &str = r#"{"disableAllHooks":true}"#;
+
 /// The command line for one turn.
 pub fn args(request: &TurnRequest) -> Vec<String> {
     let mut args: Vec<String> = [
@@ -72,6 +76,15 @@ pub fn args(request: &TurnRequest) -> Vec<String> {
         "--include-partial-messages",
         "--permission-prompt-tool",
         "stdio",
+        // The config folder (`CLAUDE_CONFIG_DIR`) is the agent's to write: no settings file
+        // (user, project or local) is read, so none can add hooks, allow tools or change the
+        // permission mode; no MCP server but the server's own (none) starts; and the
+        // server's settings turn every hook off.
+        "--setting-sources",
+        "",
+        "--strict-mcp-config",
+        "--settings",
+        SERVER_SETTINGS,
     ]
     .iter()
     .map(|s| (*s).to_owned())

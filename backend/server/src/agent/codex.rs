@@ -36,10 +36,8 @@ impl AgentProvider for Codex {
     }
 
     fn start(&self, mut request: TurnRequest) -> Result<ProviderTurn> {
-        let args: Vec<String> = ["-c", "features.default_mode_request_user_input=true", "app-server"]
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect();
+        let mut args = config_overrides();
+        args.push("app-server".to_owned());
         let confine = request.confine.take();
         let keep = request.keep.take();
         let spawned = process::spawn(
@@ -58,6 +56,92 @@ impl AgentProvider for Codex {
         });
         Ok(turn.with_driver(driver))
     }
+}
+
+/// Name of the model provider the server defines when Codex talks to another Responses
+/// endpoint than OpenAI's (`MOBIUS_CODEX_BASE_URL`).
+const ENDPOINT_PROVIDER: &str = "mobius";
+
+/// A TOML basic string.
+fn toml_string(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The `config.toml` the server writes into `CODEX_HOME` before every Codex process it
+/// starts. `CODEX_HOME` is the agent's to write, so whatever it put there is replaced: no
+/// `notify` program, no MCP server, no hooks, no plugins, no profile, no trusted project, no
+/// other model provider. Codex reads it (and its `.rules`) when a thread starts, so an edit
+/// made during a turn only ever reaches a process the server has prepared again. With
+/// `base_url`, the model is asked at that Responses endpoint (`MOBIUS_CODEX_BASE_URL`).
+pub fn config_toml(base_url: Option<&str>) -> String {
+    let mut text = String::from(
+        "# Written by Möbius before each Codex process; edits here do not last.\n\
+         check_for_update_on_startup = false\n",
+    );
+    if base_url.is_some() {
+        text.push_str(&format!("model_provider = \"{ENDPOINT_PROVIDER}\"\n"));
+    }
+    text.push_str("\n[analytics]\nenabled = false\n\n[otel]\nmetrics_exporter = \"none\"\n");
+    text.push_str("\n[features]\n");
+    for (feature, on) in FEATURES {
+        text.push_str(&format!("{feature} = {on}\n"));
+    }
+    if let Some(url) = base_url {
+        text.push_str(&format!(
+            "\n[model_providers.{ENDPOINT_PROVIDER}]\nname = \"Möbius endpoint\"\nbase_url = {}\nwire_api = \"responses\"\n",
+            toml_string(url)
+        ));
+    }
+    text
+}
+
+/// Features the server sets for every Codex process: questions reach the owner; hooks,
+/// plugins and the MCP servers a skill asks for never run.
+const FEATURES: [(&str, bool); 4] = [
+    ("default_mode_request_user_input", true),
+    ("hooks", false),
+    ("plugins", false),
+    ("skill_mcp_dependency_install", false),
+];
+
+/// What a process started by the server is told on its command line as well (a session
+/// flag beats every file): the features above and no `notify` program.
+pub fn config_overrides() -> Vec<String> {
+    let mut args = Vec::new();
+    for (feature, on) in FEATURES {
+        args.push("-c".to_owned());
+        args.push(format!("features.{feature}={on}"));
+    }
+    args.push("-c".to_owned());
+    args.push("notify=[]".to_owned());
+    args
+}
+
+/// Entries of `CODEX_HOME` the agent could plant to loosen approvals or run programs in a
+/// later process (execpolicy rules that allow commands, hook definitions), removed before
+/// each process starts.
+const PLANTABLE: &[&str] = &["rules", "hooks.json"];
+
+/// Prepares `CODEX_HOME` (a folder the agent can write) for a process: the server's
+/// `config.toml` replaces whatever is there, and planted rules and hooks go. Nothing in it is
+/// read and no link is followed.
+pub fn prepare_home(home: &crate::safe_fs::Dir, base_url: Option<&str>) -> std::io::Result<()> {
+    use std::ffi::OsStr;
+    home.write(OsStr::new("config.toml"), config_toml(base_url).as_bytes(), 0o600)?;
+    for name in PLANTABLE {
+        home.remove_tree(OsStr::new(name))?;
+    }
+    Ok(())
 }
 
 /// Our request ids.
@@ -622,7 +706,9 @@ pub async fn list_models(
     cwd: &std::path::Path,
     env: &[(String, String)],
 ) -> Result<Vec<ModelInfo>> {
-    let spawned = process::spawn(bin, &["app-server".to_owned()], cwd, env, None, None, super::ceiling::Applied::None)?;
+    let mut args = config_overrides();
+    args.push("app-server".to_owned());
+    let spawned = process::spawn(bin, &args, cwd, env, None, None, super::ceiling::Applied::None)?;
     let process::Spawned { process, mut stdin, mut lines, .. } = spawned;
     let ask = async {
         use tokio::io::AsyncWriteExt;

@@ -33,7 +33,7 @@ pub async fn run(
     ask: QuietAsk,
 ) -> Result<String> {
     let QuietAsk { system_prompt, prompt, timeout } = ask;
-    let credentials = providers.credentials_env(kind)?;
+    let credentials = providers.prepare_cli(kind)?;
     let cwd = data_dir.join("run").join("quiet");
     tokio::fs::create_dir_all(&cwd).await?;
     let env = providers.agent_env(kind, chat_id, "quiet", "", credentials)?;

@@ -19,8 +19,9 @@ const SYSTEM_READ_EXEC: &[&str] =
 const SYSTEM_READ: &[&str] = &["/proc", "/sys"];
 /// Shared scratch and devices the tools write to.
 const SYSTEM_READ_WRITE: &[&str] = &["/tmp", "/var/tmp", "/dev"];
-/// Folders of `DATA_DIR` the agent works in, read and write.
-const DATA_READ_WRITE: &[&str] = &["apps", "app-data", "shared", "agent-home"];
+/// Folders of `DATA_DIR` the agent works in, read and write (its skills and the owner's
+/// memory file are its to keep, as the constitution says).
+const DATA_READ_WRITE: &[&str] = &["apps", "app-data", "shared", "agent-home", "skills", "memory"];
 
 /// What the sandbox is on this server, as Settings shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -177,8 +178,10 @@ impl Sandbox {
     }
 
     /// The Landlock ruleset for `grants`, or `None` when the sandbox is off. Folders of
-    /// `DATA_DIR` it grants are created first (a missing one could not be granted); other
-    /// missing paths are skipped.
+    /// `DATA_DIR` it grants are created first (a missing one could not be granted) and opened
+    /// through `safe_fs`: the agent can write some of their parents (`apps/<id>/job-state`), and
+    /// a link it planted there must not become a grant of the link's target. Other missing
+    /// paths are skipped.
     pub fn ruleset(&self, grants: &Grants) -> Result<Option<landlock::Ruleset>> {
         let SandboxState::Landlock { abi } = self.state else { return Ok(None) };
         let failed = |e: std::io::Error| Error::Internal(format!("the agent's sandbox could not be built: {e}"));
@@ -193,10 +196,26 @@ impl Sandbox {
         ];
         for (paths, access) in sets {
             for path in paths {
-                if access == all && path.starts_with(&self.data_dir) {
-                    std::fs::create_dir_all(path)?;
-                }
-                match rules.allow(path, access) {
+                let allowed = match path.strip_prefix(&self.data_dir) {
+                    Ok(rel) if rel.as_os_str().is_empty() => rules.allow(path, access),
+                    Ok(rel) => {
+                        let opened = if access == all {
+                            crate::safe_fs::Dir::create_under(&self.data_dir, rel)
+                        } else {
+                            crate::safe_fs::Dir::open_under(&self.data_dir, rel)
+                        };
+                        match opened {
+                            Ok(dir) => rules.allow_fd(dir.fd(), access),
+                            Err(e) if crate::safe_fs::refusal(&e).is_some() => {
+                                tracing::warn!(path = %path.display(), error = %e, "a grant that is not a plain folder is left out");
+                                continue;
+                            }
+                            Err(e) => Err(e),
+                        }
+                    }
+                    Err(_) => rules.allow(path, access),
+                };
+                match allowed {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                     Err(e) => return Err(failed(e)),

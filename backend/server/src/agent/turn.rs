@@ -348,7 +348,7 @@ impl Turn<'_> {
             .unwrap_or_default()
             .into_iter()
             .collect();
-        let credentials = agents.providers.credentials_env(self.provider)?;
+        let credentials = agents.providers.prepare_cli(self.provider)?;
         // A pinned prompt is reused byte for byte: it never changes under a conversation.
         let pinned = match &chat.system_prompt_id {
             Some(id) => db::chats::prompt_content(&agents.read, id).await?,

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sqlx::SqlitePool;
 
-use super::git::{self, Source};
+use super::git::{self, AppRepo, Source};
 use super::manifest::{self, Manifest};
 use crate::db::{self, apps::AppRow};
 use crate::error::{Error, Result};
@@ -104,14 +104,72 @@ impl Apps {
         if !manifest::valid_id(slug) {
             return Err(Error::bad_request("invalid_slug", format!("{slug:?} is not a valid app id.")));
         }
-        let dir = self.apps_dir().join(slug);
-        match std::fs::symlink_metadata(&dir) {
-            Ok(meta) if meta.is_dir() => Ok(dir),
-            _ => Err(Error::not_found(
+        match super::worktree::folder(&self.data_dir, slug)? {
+            Some(_) => Ok(self.apps_dir().join(slug)),
+            None => Err(Error::not_found(
                 "app_source_missing",
                 format!("There is no folder apps/{slug}/ with the app's mobius.json and index.jsx."),
             )),
         }
+    }
+
+    /// App `slug`'s repository (the server's, out of the agent's reach), to open on a blocking
+    /// thread; 404 when the app has no folder.
+    pub fn repo(&self, slug: &str) -> Result<git::RepoRef> {
+        self.source_dir(slug)?;
+        Ok(git::RepoRef::new(&self.data_dir, slug))
+    }
+
+    /// Moves app `from`'s folder and repository to `to` (a release renamed the app).
+    pub async fn rename_sources(&self, from: &str, to: &str) -> Result<()> {
+        for root in [super::worktree::APPS_DIR, super::worktree::REPOS_DIR] {
+            let base = self.data_dir.join(root);
+            match tokio::fs::rename(base.join(from), base.join(to)).await {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && root == super::worktree::REPOS_DIR => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes app `slug`'s folder and its repository (no link followed).
+    pub fn remove_sources(&self, slug: &str) {
+        for root in [super::worktree::APPS_DIR, super::worktree::REPOS_DIR] {
+            if let Ok(dir) = crate::safe_fs::Dir::open_under(&self.data_dir, Path::new(root)) {
+                let _ = dir.remove_tree(std::ffi::OsStr::new(slug));
+            }
+        }
+    }
+
+    /// Moves the repositories apps kept in their folders (`apps/<slug>/.git`, where the agent
+    /// could write them) to the server's own `app-repos/`, once, before anything opens them.
+    pub fn migrate_legacy_repos(&self) -> Result<usize> {
+        let Ok(apps) = crate::safe_fs::Dir::open_under(&self.data_dir, Path::new(super::worktree::APPS_DIR)) else {
+            return Ok(0);
+        };
+        let mut moved = 0;
+        for entry in apps.entries(usize::MAX)? {
+            let Some(slug) = entry.name.to_str().filter(|s| manifest::valid_id(s)) else { continue };
+            let Some(folder) = super::worktree::folder(&self.data_dir, slug)? else { continue };
+            let mirror = super::worktree::mirror_dir(&self.data_dir, slug)?;
+            if mirror.kind(std::ffi::OsStr::new(".git"))?.is_some() {
+                continue;
+            }
+            match super::worktree::migrate_legacy_git(&folder, &mirror) {
+                Ok(true) => {
+                    moved += 1;
+                    // The copy of the worktree the repository's checkout expects.
+                    super::worktree::copy_in(&folder, &mirror)?;
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(slug, error = %e, "an app's old repository could not be moved; it starts afresh");
+                    let _ = mirror.remove_tree(std::ffi::OsStr::new(".git"));
+                }
+            }
+        }
+        Ok(moved)
     }
 }
 
@@ -179,24 +237,18 @@ pub async fn apply_locked(
     installed_from: Option<Installed>,
     from: Snapshot,
 ) -> Result<Applied> {
-    let dir = apps.source_dir(slug)?;
+    apps.source_dir(slug)?;
     if matches!(from, Snapshot::Worktree(_)) {
-        manifest::parse(&read_manifest(&dir).await?, slug)?;
-        if !tokio::fs::try_exists(dir.join("index.jsx")).await.unwrap_or(false) {
-            return Err(Error::unprocessable(
-                "entry_missing",
-                "index.jsx is missing: it must `export default` a React component.",
-            ));
-        }
+        manifest::parse(&read_folder_manifest(apps, slug).await?, slug)?;
     }
     let why = from.why();
     let build_root = apps.data_dir.join("run").join("build");
     std::fs::create_dir_all(&build_root)?;
     let message = format!("Apply {slug}");
     let snapshot = {
-        let dir = dir.clone();
+        let (data_dir, slug) = (apps.data_dir.clone(), slug.to_owned());
         tokio::task::spawn_blocking(move || -> Result<(String, tempfile::TempDir)> {
-            let repo = git::open_or_init(&dir)?;
+            let repo = AppRepo::open(&data_dir, &slug)?;
             let commit = match from {
                 Snapshot::Worktree(_) => git::commit_worktree(&repo, &message)?.0,
                 Snapshot::Commit(commit, _) => {
@@ -248,7 +300,6 @@ pub async fn apply_locked(
     crate::memory::trim_after_compiles(bundler);
     let bundle = compiled.map_err(|d| compile_error(&d))?;
     let assets = super::assets::files::stage(&apps.data_dir, tree_dir.path(), &manifest.static_assets).await?;
-    drop(tree_dir);
     let created = existing.as_ref().is_none_or(|a| a.bundle_sha.is_none());
     // A first build that fails leaves nothing behind, unless it brings back an uninstalled app
     // whose data the owner kept (then its row and data stay as they were).
@@ -268,7 +319,9 @@ pub async fn apply_locked(
         write_atomically(&path, bundle.code.as_bytes()).await?;
         if created {
             if !manifest.storage_seeds.is_empty() {
-                crate::storage::write_seeds(apps.storage.clone(), &apps.data_dir, id, &dir, &manifest.storage_seeds)
+                // From the committed tree (the server's export), like the bundle.
+                let tree = tree_dir.path();
+                crate::storage::write_seeds(apps.storage.clone(), &apps.data_dir, id, tree, &manifest.storage_seeds)
                     .await?;
             }
             if let Some(assets) = assets.take() {
@@ -277,7 +330,9 @@ pub async fn apply_locked(
         }
         Ok::<_, Error>(())
     };
-    if let Err(e) = first_build.await {
+    let built = first_build.await;
+    drop(tree_dir);
+    if let Err(e) = built {
         if undo_on_failure {
             forget_first_build(apps, id, &path).await;
         }
@@ -302,9 +357,9 @@ pub async fn apply_locked(
         return Err(e);
     }
     if existing.as_ref().and_then(|a| a.source_commit.as_deref()) != Some(commit.as_str()) {
-        let (dir, commit) = (dir.clone(), commit.clone());
+        let (data_dir, repo_slug, commit) = (apps.data_dir.clone(), slug.to_owned(), commit.clone());
         let marked = tokio::task::spawn_blocking(move || -> Result<()> {
-            let repo = git::open_or_init(&dir)?;
+            let repo = AppRepo::open(&data_dir, &repo_slug)?;
             let oid = git2::Oid::from_str(&commit).map_err(|e| Error::Internal(e.to_string()))?;
             git::mark_live(&repo, oid, why)
         })
@@ -420,18 +475,55 @@ fn record_fields(
     }
 }
 
+/// The text of a manifest read from `dir` (a folder the server owns: an exported commit).
 async fn read_manifest(dir: &Path) -> Result<String> {
-    let path = dir.join("mobius.json");
-    match tokio::fs::symlink_metadata(&path).await {
-        Ok(meta) if meta.is_file() && meta.len() as usize <= manifest::MAX_MANIFEST_BYTES => {}
-        Ok(meta) if meta.is_file() => {
-            return Err(Error::unprocessable("manifest_invalid", "mobius.json is larger than 64 KiB."));
-        }
-        _ => return Err(Error::unprocessable("manifest_missing", "mobius.json is missing from the app's folder.")),
-    }
-    tokio::fs::read_to_string(&path)
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || manifest_text(crate::safe_fs::Dir::open(&dir).map_err(Error::Io)))
         .await
-        .map_err(|_| Error::unprocessable("manifest_invalid", "mobius.json is not UTF-8 text."))
+        .map_err(|e| Error::Internal(format!("manifest task: {e}")))?
+}
+
+/// The manifest in the agent's folder of `slug` (checked before anything is committed), and
+/// that an `index.jsx` is there: read through `safe_fs`, so a planted link, FIFO or device is
+/// refused with a clear error, never followed or waited on.
+async fn read_folder_manifest(apps: &Apps, slug: &str) -> Result<String> {
+    let (data_dir, slug) = (apps.data_dir.clone(), slug.to_owned());
+    tokio::task::spawn_blocking(move || {
+        let folder = super::worktree::folder(&data_dir, &slug)?
+            .ok_or_else(|| Error::unprocessable("manifest_missing", "mobius.json is missing from the app's folder."))?;
+        let text = manifest_text(Ok(folder.reopen()?))?;
+        if folder.kind(std::ffi::OsStr::new("index.jsx"))? != Some(crate::safe_fs::Kind::File) {
+            return Err(Error::unprocessable(
+                "entry_missing",
+                "index.jsx is missing (or is not a plain file): it must `export default` a React component.",
+            ));
+        }
+        Ok(text)
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("manifest task: {e}")))?
+}
+
+fn manifest_text(dir: Result<crate::safe_fs::Dir>) -> Result<String> {
+    let bytes = match dir?.read(Path::new("mobius.json"), manifest::MAX_MANIFEST_BYTES as u64) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::unprocessable("manifest_missing", "mobius.json is missing from the app's folder."));
+        }
+        Err(e) => {
+            return Err(match crate::safe_fs::refusal(&e) {
+                Some(crate::safe_fs::Refused::TooLarge(..)) => {
+                    Error::unprocessable("manifest_invalid", "mobius.json is larger than 64 KiB.")
+                }
+                Some(_) => Error::unprocessable(
+                    "manifest_invalid",
+                    "mobius.json is not a plain file (a link, a pipe or a device is never read).",
+                ),
+                None => Error::Io(e),
+            });
+        }
+    };
+    String::from_utf8(bytes).map_err(|_| Error::unprocessable("manifest_invalid", "mobius.json is not UTF-8 text."))
 }
 
 fn bundle_options(apps: &Apps, dir: &Path) -> BundleOptions {
@@ -483,9 +575,11 @@ pub async fn install(apps: &Apps, source: Source, label: String, expect: Option<
     if let Source::Url(url) = &source {
         super::ssrf::check_url(url).await?;
     }
-    let apps_root = apps.apps_dir();
-    std::fs::create_dir_all(&apps_root)?;
-    let staging = tempfile::Builder::new().prefix(".installing-").tempdir_in(&apps_root)?;
+    // Fetched and checked out in a staging repository of the server's own (not in `apps/`,
+    // where the agent could tamper with it meanwhile).
+    let installs = apps.data_dir.join("run").join("installs");
+    std::fs::create_dir_all(&installs)?;
+    let staging = tempfile::Builder::new().prefix("install-").tempdir_in(&installs)?;
     let staging_path = staging.path().to_path_buf();
     let (slug, release) = {
         let source = source.clone();
@@ -496,30 +590,44 @@ pub async fn install(apps: &Apps, source: Source, label: String, expect: Option<
                 return Err(source_changed());
             }
             let manifest = release_manifest(&repo, release)?;
-            git::adopt_release(&repo, release)?;
+            git::adopt_release(&AppRepo::plain(repo), release)?;
             Ok((manifest.id, release.to_string()))
         })
         .await
         .map_err(|e| Error::Internal(format!("install task: {e}")))??
     };
     let _lock = apps.locks.lock(&slug).await;
-    let target = apps_root.join(&slug);
+    let target = apps.apps_dir().join(&slug);
+    let repo_dir = apps.data_dir.join(super::worktree::REPOS_DIR).join(&slug);
     let earlier = db::apps::by_slug(&apps.read, &slug).await?;
     let revive = earlier.as_ref().is_some_and(|a| a.deleted_at.is_some());
     // A row without a build is a first install that failed: its id is free again.
     let taken = earlier.as_ref().is_some_and(|a| a.deleted_at.is_none() && a.bundle_sha.is_some());
-    if taken || (target.exists() && !revive) {
+    let present = std::fs::symlink_metadata(&target).is_ok() || std::fs::symlink_metadata(&repo_dir).is_ok();
+    if taken || (present && !revive) {
         return Err(Error::conflict(
             "app_exists",
             format!("An app with the id {slug:?} is already installed; update it instead."),
         ));
     }
-    if revive && target.exists() {
+    if revive {
         // The uninstalled app's source gives way to the new install (its data stays).
-        tokio::fs::remove_dir_all(&target).await?;
+        apps.remove_sources(&slug);
     }
-    let kept = staging.keep();
-    std::fs::rename(&kept, &target)?;
+    {
+        let kept = staging.keep();
+        let (data_dir, slug) = (apps.data_dir.clone(), slug.clone());
+        tokio::task::spawn_blocking(move || -> Result<()> {
+            std::fs::create_dir_all(data_dir.join(super::worktree::REPOS_DIR))?;
+            std::fs::rename(&kept, data_dir.join(super::worktree::REPOS_DIR).join(&slug))?;
+            let mirror = super::worktree::mirror_dir(&data_dir, &slug)?;
+            let folder =
+                crate::safe_fs::Dir::create_under(&data_dir, &Path::new(super::worktree::APPS_DIR).join(&slug))?;
+            super::worktree::copy_out(&mirror, &folder, &std::collections::BTreeSet::new())
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("install task: {e}")))??;
+    }
     let installed = Installed {
         source: label,
         release: Some(release),
@@ -529,7 +637,7 @@ pub async fn install(apps: &Apps, source: Source, label: String, expect: Option<
         Ok(applied) => Ok(applied),
         Err(e) => {
             // A failed first build leaves nothing behind.
-            let _ = std::fs::remove_dir_all(&target);
+            apps.remove_sources(&slug);
             Err(e)
         }
     }

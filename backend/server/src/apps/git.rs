@@ -1,7 +1,11 @@
 //! Each app's source is its own git repository (git2): `upstream` holds released bytes as
-//! installed, `main` is what is served (local edits on top). Blocking: call from
+//! installed, `main` is what is served (local edits on top). An app's repository is the
+//! server's ([`AppRepo`]: `DATA_DIR/app-repos/<slug>/`, out of the agent's reach); the agent's
+//! folder `apps/<slug>/` is its worktree only through `worktree.rs` (copied in before git
+//! reads it, written back after a checkout, never opened by libgit2). Blocking: call from
 //! `spawn_blocking`.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use git2::{
@@ -51,12 +55,107 @@ pub fn open_or_init(dir: &Path) -> Result<Repository> {
     Ok(repo)
 }
 
+/// A repository with the worktree the server works in: an app's (its folder mirrored, see
+/// the module doc) or a staging one of the server's own.
+pub struct AppRepo {
+    repo: Repository,
+    /// The app's folder this repository's worktree mirrors: `(data_dir, slug)`.
+    folder: Option<(PathBuf, String)>,
+}
+
+impl std::ops::Deref for AppRepo {
+    type Target = Repository;
+    fn deref(&self) -> &Repository {
+        &self.repo
+    }
+}
+
+impl AppRepo {
+    /// App `slug`'s repository (in `DATA_DIR/app-repos/<slug>`, created when missing).
+    pub fn open(data_dir: &Path, slug: &str) -> Result<AppRepo> {
+        super::worktree::mirror_dir(data_dir, slug)?;
+        let repo = open_or_init(&data_dir.join(super::worktree::REPOS_DIR).join(slug))?;
+        Ok(AppRepo { repo, folder: Some((data_dir.to_path_buf(), slug.to_owned())) })
+    }
+
+    /// A repository of the server's own whose worktree is the only one (install staging).
+    pub fn plain(repo: Repository) -> AppRepo {
+        AppRepo { repo, folder: None }
+    }
+
+    /// The repository itself.
+    pub fn into_inner(self) -> Repository {
+        self.repo
+    }
+
+    fn mirror(&self) -> Result<crate::safe_fs::Dir> {
+        let dir = self.repo.workdir().ok_or_else(|| Error::Internal("bare app repository".into()))?;
+        Ok(crate::safe_fs::Dir::open(dir)?)
+    }
+
+    /// Brings the app folder's files into the worktree git reads.
+    fn pull(&self) -> Result<()> {
+        let Some((data_dir, slug)) = &self.folder else { return Ok(()) };
+        let Some(folder) = super::worktree::folder(data_dir, slug)? else {
+            return Err(Error::not_found(
+                "app_source_missing",
+                format!("There is no folder apps/{slug}/ with the app's mobius.json and index.jsx."),
+            ));
+        };
+        super::worktree::copy_in(&folder, &self.mirror()?)
+    }
+
+    /// The worktree's files now (to tell what a checkout removes).
+    fn snapshot(&self) -> Result<BTreeSet<PathBuf>> {
+        if self.folder.is_none() {
+            return Ok(BTreeSet::new());
+        }
+        super::worktree::files(&self.mirror()?)
+    }
+
+    /// Writes what a checkout changed (`before`: the files before it) into the app's folder.
+    fn push(&self, before: &BTreeSet<PathBuf>) -> Result<()> {
+        let Some((data_dir, slug)) = &self.folder else { return Ok(()) };
+        let mirror = self.mirror()?;
+        let after = super::worktree::files(&mirror)?;
+        let removed: BTreeSet<PathBuf> = before.difference(&after).cloned().collect();
+        let folder = crate::safe_fs::Dir::create_under(data_dir, &Path::new(super::worktree::APPS_DIR).join(slug))?;
+        super::worktree::copy_out(&mirror, &folder, &removed)
+    }
+
+    /// Checks `f` out in the worktree, then writes the result into the app's folder.
+    fn checkout(&self, f: impl FnOnce(&Repository) -> Result<()>) -> Result<()> {
+        let before = self.snapshot()?;
+        f(&self.repo)?;
+        self.push(&before)
+    }
+}
+
+/// Where an app's repository is (to open it on a blocking thread).
+#[derive(Debug, Clone)]
+pub struct RepoRef {
+    data_dir: PathBuf,
+    slug: String,
+}
+
+impl RepoRef {
+    pub fn new(data_dir: &Path, slug: &str) -> Self {
+        Self { data_dir: data_dir.to_path_buf(), slug: slug.to_owned() }
+    }
+
+    /// Opens the repository (blocking).
+    pub fn open(&self) -> Result<AppRepo> {
+        AppRepo::open(&self.data_dir, &self.slug)
+    }
+}
+
 fn same_dir(a: &Path, b: &Path) -> bool {
     std::fs::canonicalize(a).ok().zip(std::fs::canonicalize(b).ok()).is_some_and(|(x, y)| x == y)
 }
 
-/// Makes sure the worktree's `.gitignore` carries the managed entries.
-fn ensure_ignores(dir: &Path) -> Result<()> {
+/// Makes sure the worktree's `.gitignore` carries the managed entries (the worktree is the
+/// server's: an app's copy or a staging folder). `true` when it had to change.
+fn ensure_ignores(dir: &Path) -> Result<bool> {
     let path = dir.join(".gitignore");
     let current = std::fs::read_to_string(&path).unwrap_or_default();
     let missing: Vec<&str> =
@@ -71,19 +170,25 @@ fn ensure_ignores(dir: &Path) -> Result<()> {
             text.push('\n');
         }
         std::fs::write(path, text)?;
+        return Ok(true);
     }
-    Ok(())
+    Ok(false)
 }
 
 fn main_commit(repo: &Repository) -> Result<git2::Commit<'_>> {
     repo.find_reference(MAIN).and_then(|r| r.peel_to_commit()).map_err(git_err("reading main"))
 }
 
-/// Commits the worktree onto `main` when it differs from it. Returns the `main` commit and
-/// whether a new commit was made.
-pub fn commit_worktree(repo: &Repository, message: &str) -> Result<(Oid, bool)> {
+/// Commits the worktree (for an app: its folder, copied in first) onto `main` when it differs
+/// from it. Returns the `main` commit and whether a new commit was made.
+pub fn commit_worktree(app: &AppRepo, message: &str) -> Result<(Oid, bool)> {
+    app.pull()?;
+    let repo = &app.repo;
     let dir = repo.workdir().ok_or_else(|| Error::Internal("bare app repository".into()))?.to_path_buf();
-    ensure_ignores(&dir)?;
+    if ensure_ignores(&dir)? && app.folder.is_some() {
+        // The agent sees the managed lines in its folder too.
+        app.push(&BTreeSet::new())?;
+    }
     let mut index = repo.index().map_err(git_err("index"))?;
     index.add_all(["*"], IndexAddOption::DEFAULT, None).map_err(git_err("staging the source"))?;
     index.update_all(["*"], None).map_err(git_err("staging removals"))?;
@@ -289,17 +394,19 @@ fn write_plain_tree(repo: &Repository, dir: &Path) -> Result<Oid> {
 }
 
 /// Points `main` and `upstream` at `release` and checks it out (a fresh install).
-pub fn adopt_release(repo: &Repository, release: Oid) -> Result<()> {
-    repo.reference(UPSTREAM, release, true, "install").map_err(git_err("upstream"))?;
-    repo.reference(MAIN, release, true, "install").map_err(git_err("main"))?;
-    checkout_main(repo)
+pub fn adopt_release(app: &AppRepo, release: Oid) -> Result<()> {
+    app.reference(UPSTREAM, release, true, "install").map_err(git_err("upstream"))?;
+    app.reference(MAIN, release, true, "install").map_err(git_err("main"))?;
+    checkout_main(app)
 }
 
-fn checkout_main(repo: &Repository) -> Result<()> {
-    repo.set_head(MAIN).map_err(git_err("HEAD"))?;
-    let mut checkout = CheckoutBuilder::new();
-    checkout.force().remove_untracked(false);
-    repo.checkout_head(Some(&mut checkout)).map_err(git_err("checking out"))
+fn checkout_main(app: &AppRepo) -> Result<()> {
+    app.checkout(|repo| {
+        repo.set_head(MAIN).map_err(git_err("HEAD"))?;
+        let mut checkout = CheckoutBuilder::new();
+        checkout.force().remove_untracked(false);
+        repo.checkout_head(Some(&mut checkout)).map_err(git_err("checking out"))
+    })
 }
 
 /// What taking a release would do, worked out without moving any branch.
@@ -320,8 +427,9 @@ fn upstream_commit(repo: &Repository) -> Result<git2::Commit<'_>> {
 
 /// Works out how `release` would be taken (uncommitted edits in the worktree are committed to
 /// `main` first so nothing is lost). Nothing the app serves changes.
-pub fn plan_update(repo: &Repository, release: Oid) -> Result<Plan> {
-    commit_worktree(repo, "Local edits")?;
+pub fn plan_update(app: &AppRepo, release: Oid) -> Result<Plan> {
+    commit_worktree(app, "Local edits")?;
+    let repo = &app.repo;
     let old_upstream = upstream_commit(repo)?;
     let new_release = repo.find_commit(release).map_err(git_err("release"))?;
     if old_upstream.id() == release || old_upstream.tree_id() == new_release.tree_id() {
@@ -371,10 +479,10 @@ fn conflict_paths(index: &git2::Index) -> Result<Vec<String>> {
 
 /// Takes a planned release: `upstream` becomes `release`, `main` becomes `new_main`, and the
 /// worktree follows.
-pub fn finish_update(repo: &Repository, release: Oid, new_main: Oid) -> Result<()> {
-    repo.reference(UPSTREAM, release, true, "update").map_err(git_err("upstream"))?;
-    repo.reference(MAIN, new_main, true, "update").map_err(git_err("main"))?;
-    checkout_main(repo)
+pub fn finish_update(app: &AppRepo, release: Oid, new_main: Oid) -> Result<()> {
+    app.reference(UPSTREAM, release, true, "update").map_err(git_err("upstream"))?;
+    app.reference(MAIN, new_main, true, "update").map_err(git_err("main"))?;
+    checkout_main(app)
 }
 
 /// Where a release that conflicts with local edits waits while they are resolved.
@@ -400,16 +508,19 @@ pub fn resolving(repo: &Repository) -> Option<Oid> {
 /// Writes the merge of `release` into the worktree, conflicting hunks between markers, and
 /// remembers the release: the next apply of the worktree completes the update (see
 /// [`commit_worktree`]). What is served does not change. Returns the conflicting files.
-pub fn begin_resolution(repo: &Repository, release: Oid) -> Result<Vec<ConflictFile>> {
-    commit_worktree(repo, "Local edits")?;
+pub fn begin_resolution(app: &AppRepo, release: Oid) -> Result<Vec<ConflictFile>> {
+    commit_worktree(app, "Local edits")?;
+    let repo = &app.repo;
     let old_upstream = upstream_commit(repo)?;
     let main = main_commit(repo)?;
     let new_release = repo.find_commit(release).map_err(git_err("release"))?;
     let mut merged = merge_with_upstream(repo, &old_upstream, &main, &new_release)?;
     let paths = conflict_paths(&merged)?;
-    let mut checkout = CheckoutBuilder::new();
-    checkout.force().allow_conflicts(true).conflict_style_merge(true);
-    repo.checkout_index(Some(&mut merged), Some(&mut checkout)).map_err(git_err("writing the merge"))?;
+    app.checkout(|repo| {
+        let mut checkout = CheckoutBuilder::new();
+        checkout.force().allow_conflicts(true).conflict_style_merge(true);
+        repo.checkout_index(Some(&mut merged), Some(&mut checkout)).map_err(git_err("writing the merge"))
+    })?;
     repo.reference(RESOLVING, release, true, "resolving").map_err(git_err("recording the release"))?;
     let dir = repo.workdir().ok_or_else(|| Error::Internal("bare app repository".into()))?.to_path_buf();
     let mut budget = MAX_QUOTED_CONFLICTS_BYTES;
@@ -434,12 +545,12 @@ pub fn begin_resolution(repo: &Repository, release: Oid) -> Result<Vec<ConflictF
 }
 
 /// Gives up a resolution in progress: the worktree goes back to `main`.
-pub fn abandon_resolution(repo: &Repository) -> Result<()> {
-    if resolving(repo).is_none() {
+pub fn abandon_resolution(app: &AppRepo) -> Result<()> {
+    if resolving(app).is_none() {
         return Ok(());
     }
-    repo.find_reference(RESOLVING).and_then(|mut r| r.delete()).map_err(git_err("the release being resolved"))?;
-    checkout_main(repo)
+    app.find_reference(RESOLVING).and_then(|mut r| r.delete()).map_err(git_err("the release being resolved"))?;
+    checkout_main(app)
 }
 
 /// True when `text` still holds a conflict marker at the start of a line.
@@ -524,9 +635,10 @@ pub struct RestorePlan {
 /// Plans a restore of `target` — a version that was live before, or an earlier commit of
 /// `main` — or, without a target, of the version live before the current one. Uncommitted
 /// edits are committed first; a resolution in progress is given up.
-pub fn plan_restore(repo: &Repository, target: Option<&str>) -> Result<RestorePlan> {
-    abandon_resolution(repo)?;
-    commit_worktree(repo, "Local edits")?;
+pub fn plan_restore(app: &AppRepo, target: Option<&str>) -> Result<RestorePlan> {
+    abandon_resolution(app)?;
+    commit_worktree(app, "Local edits")?;
+    let repo = &app.repo;
     let main = main_commit(repo)?;
     let live = live_versions(repo);
     let target = match target {
@@ -580,10 +692,10 @@ fn chrono_free_date(secs: i64) -> String {
 }
 
 /// Takes a planned restore: `main` and `upstream` move and the worktree follows.
-pub fn finish_restore(repo: &Repository, plan: RestorePlan) -> Result<()> {
-    repo.reference(UPSTREAM, plan.upstream, true, "restore").map_err(git_err("upstream"))?;
-    repo.reference(MAIN, plan.commit, true, "restore").map_err(git_err("main"))?;
-    checkout_main(repo)
+pub fn finish_restore(app: &AppRepo, plan: RestorePlan) -> Result<()> {
+    app.reference(UPSTREAM, plan.upstream, true, "restore").map_err(git_err("upstream"))?;
+    app.reference(MAIN, plan.commit, true, "restore").map_err(git_err("main"))?;
+    checkout_main(app)
 }
 
 /// One entry of an app's version history.
@@ -769,10 +881,11 @@ pub const MAX_PREVIEW_FILES: usize = 200;
 /// Compares `release` with the installed release (`upstream`). Uncommitted edits in the
 /// worktree are committed to `main` first (unless a resolution is in progress), so the
 /// conflict check sees them.
-pub fn release_diff(repo: &Repository, release: Oid) -> Result<ReleaseDiff> {
-    if resolving(repo).is_none() {
-        commit_worktree(repo, "Local edits")?;
+pub fn release_diff(app: &AppRepo, release: Oid) -> Result<ReleaseDiff> {
+    if resolving(app).is_none() {
+        commit_worktree(app, "Local edits")?;
     }
+    let repo = &app.repo;
     let installed = upstream_commit(repo)?;
     let new_release = repo.find_commit(release).map_err(git_err("release"))?;
     let mut walk = repo.revwalk().map_err(git_err("history"))?;

@@ -78,9 +78,9 @@ pub async fn check_one(state: &AppState, app: &AppRow) -> Checked {
     let found = async {
         let (_, source) = source_of(&state.config.data_dir, app)?;
         check_source(&source).await?;
-        let dir = state.apps.source_dir(&app.slug)?;
+        let dir = state.apps.repo(&app.slug)?;
         let probe = tokio::task::spawn_blocking(move || -> Result<Option<String>> {
-            let repo = git::open_or_init(&dir)?;
+            let repo = dir.open()?;
             let probe = git::probe_release(&repo, &source)?;
             Ok(probe.is_new_for(&repo).then(|| probe.id()))
         });
@@ -186,11 +186,11 @@ pub async fn preview(state: &AppState, app: &AppRow) -> Result<Preview> {
     let (_, source) = source_of(&state.config.data_dir, app)?;
     check_source(&source).await?;
     let _lock = state.apps.locks.lock(&app.slug).await;
-    let dir = state.apps.source_dir(&app.slug)?;
+    let dir = state.apps.repo(&app.slug)?;
     let installed: Map<String, Value> = serde_json::from_str(&app.manifest).unwrap_or_default();
     let live = app.source_commit.clone();
     let (preview, newer) = tokio::task::spawn_blocking(move || -> Result<(Preview, Option<String>)> {
-        let repo = git::open_or_init(&dir)?;
+        let repo = dir.open()?;
         let release = git::fetch_release(&repo, &source)?;
         let diff = git::release_diff(&repo, release)?;
         let installed_code = live
@@ -270,11 +270,11 @@ pub async fn update(state: &AppState, app: &AppRow, expect: Option<String>) -> R
     let (url, source) = source_of(&state.config.data_dir, app)?;
     check_source(&source).await?;
     let lock = state.apps.locks.lock(&app.slug).await;
-    let dir = state.apps.source_dir(&app.slug)?;
+    let dir = state.apps.repo(&app.slug)?;
     let plan_dir = dir.clone();
     let (release, plan, resolving) =
         tokio::task::spawn_blocking(move || -> Result<(git2::Oid, Plan, Option<git2::Oid>)> {
-            let repo = git::open_or_init(&plan_dir)?;
+            let repo = plan_dir.open()?;
             let release = git::fetch_release(&repo, &source)?;
             if expect.as_deref().is_some_and(|e| e != release.to_string()) {
                 return Err(apply::source_changed());
@@ -311,7 +311,7 @@ pub async fn update(state: &AppState, app: &AppRow, expect: Option<String>) -> R
         Plan::Conflict(_) => {
             let begin_dir = dir.clone();
             let files = tokio::task::spawn_blocking(move || -> Result<Vec<ConflictFile>> {
-                let repo = git::open_or_init(&begin_dir)?;
+                let repo = begin_dir.open()?;
                 git::begin_resolution(&repo, release)
             })
             .await
@@ -348,14 +348,14 @@ pub async fn update(state: &AppState, app: &AppRow, expect: Option<String>) -> R
                 Ok(applied) => applied,
                 Err(e) => {
                     if moved {
-                        let _ = tokio::fs::rename(state.apps.apps_dir().join(&slug), &dir).await;
+                        let _ = state.apps.rename_sources(&slug, &app.slug).await;
                     }
                     return Err(kept_running(e, "The update was not applied:"));
                 }
             };
-            let repo_dir = state.apps.apps_dir().join(&slug);
+            let repo_dir = git::RepoRef::new(&state.config.data_dir, &slug);
             tokio::task::spawn_blocking(move || -> Result<()> {
-                let repo = git::open_or_init(&repo_dir)?;
+                let repo = repo_dir.open()?;
                 git::finish_update(&repo, release, new_main)
             })
             .await
@@ -372,10 +372,10 @@ pub async fn update(state: &AppState, app: &AppRow, expect: Option<String>) -> R
 
 /// When the planned release renames the app (its `id` changed and `previous_id` names the old
 /// one), moves the folder to the new id and answers it (the apply then adopts the old row).
-async fn renamed_slug(state: &AppState, app: &AppRow, dir: &std::path::Path, commit: git2::Oid) -> Result<String> {
-    let read_dir = dir.to_path_buf();
+async fn renamed_slug(state: &AppState, app: &AppRow, dir: &git::RepoRef, commit: git2::Oid) -> Result<String> {
+    let read_dir = dir.clone();
     let text = tokio::task::spawn_blocking(move || -> Result<Option<Vec<u8>>> {
-        let repo = git::open_or_init(&read_dir)?;
+        let repo = read_dir.open()?;
         git::read_file(&repo, commit, "mobius.json")
     })
     .await
@@ -391,13 +391,15 @@ async fn renamed_slug(state: &AppState, app: &AppRow, dir: &std::path::Path, com
         return Ok(app.slug.clone());
     }
     let target = state.apps.apps_dir().join(id);
-    if target.exists() || db::apps::by_slug(&state.db.read, id).await?.is_some() {
+    let repo = state.config.data_dir.join(super::worktree::REPOS_DIR).join(id);
+    let present = std::fs::symlink_metadata(&target).is_ok() || std::fs::symlink_metadata(&repo).is_ok();
+    if present || db::apps::by_slug(&state.db.read, id).await?.is_some() {
         return Err(Error::conflict(
             "app_exists",
             format!("The new release renames this app to {id:?}, which is already taken."),
         ));
     }
-    tokio::fs::rename(dir, &target).await?;
+    state.apps.rename_sources(&app.slug, id).await?;
     Ok(id.to_owned())
 }
 
@@ -443,10 +445,10 @@ async fn open_resolver(
 /// built first; one that does not build leaves the current version running and says why.
 pub async fn restore(state: &AppState, app: &AppRow, commit: Option<String>) -> Result<Applied> {
     let _lock = state.apps.locks.lock(&app.slug).await;
-    let dir = state.apps.source_dir(&app.slug)?;
+    let dir = state.apps.repo(&app.slug)?;
     let plan_dir = dir.clone();
     let plan = tokio::task::spawn_blocking(move || -> Result<git::RestorePlan> {
-        let repo = git::open_or_init(&plan_dir)?;
+        let repo = plan_dir.open()?;
         git::plan_restore(&repo, commit.as_deref())
     })
     .await
@@ -456,7 +458,7 @@ pub async fn restore(state: &AppState, app: &AppRow, commit: Option<String>) -> 
             .await
             .map_err(|e| kept_running(e, "That version does not build here:"))?;
     tokio::task::spawn_blocking(move || -> Result<()> {
-        let repo = git::open_or_init(&dir)?;
+        let repo = dir.open()?;
         git::finish_restore(&repo, plan)
     })
     .await
@@ -471,9 +473,9 @@ pub async fn restore(state: &AppState, app: &AppRow, commit: Option<String>) -> 
 
 /// The version history of an app, newest first.
 pub async fn history(state: &AppState, app: &AppRow) -> Result<Vec<git::HistoryEntry>> {
-    let dir = state.apps.source_dir(&app.slug)?;
+    let dir = state.apps.repo(&app.slug)?;
     tokio::task::spawn_blocking(move || -> Result<Vec<git::HistoryEntry>> {
-        let repo = git::open_or_init(&dir)?;
+        let repo = dir.open()?;
         git::history(&repo, MAX_HISTORY_ENTRIES)
     })
     .await

@@ -19,6 +19,7 @@ pub mod secrets;
 mod serve;
 pub mod smart_http;
 pub mod ssrf;
+pub mod worktree;
 
 use serde::Serialize;
 use serde_json::{Map, Value};

@@ -217,9 +217,9 @@ async fn icon_response(state: &AppState, app: &AppRow, size: u32, maskable: bool
     }
     let manifest: serde_json::Value = serde_json::from_str(&app.manifest).unwrap_or_default();
     let Some(rel) = manifest.get("icon").and_then(|v| v.as_str()).map(str::to_owned) else { return Ok(fallback()) };
-    let Ok(dir) = state.apps.source_dir(&app.slug) else { return Ok(fallback()) };
+    let Ok(dir) = state.apps.repo(&app.slug) else { return Ok(fallback()) };
     let source = tokio::task::spawn_blocking(move || -> Option<Vec<u8>> {
-        let repo = super::git::open_or_init(&dir).ok()?;
+        let repo = dir.open().ok()?;
         let oid = git2::Oid::from_str(&commit).ok()?;
         super::git::read_file(&repo, oid, &rel).ok().flatten()
     })

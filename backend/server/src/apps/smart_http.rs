@@ -803,6 +803,7 @@ mod tests {
             let into = app.path().to_path_buf();
             tokio::task::spawn_blocking(move || {
                 let repo = git::open_or_init(&into)?;
+                let repo = git::AppRepo::plain(repo);
                 git::adopt_release(&repo, installed)?;
                 let probe = git::probe_release_with(&repo, &Source::Url(url), &FetchPolicy::loopback_http())?;
                 Ok::<_, Error>((probe, probe.is_new_for(&repo)))

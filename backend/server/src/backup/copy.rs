@@ -2,7 +2,7 @@
 //! snapshots (`VACUUM INTO`), file copies with their modes, and the manifest written last.
 
 use std::io::{Read, Write};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -157,16 +157,28 @@ fn set_mode(path: &Path, mode: u32) -> Result<(), BackupError> {
         .map_err(io_error("cannot set the mode of", path))
 }
 
-/// Copies one regular file, then gives it `mode`. `Ok(None)` when it vanished meanwhile.
+/// Copies one regular file, then gives it `mode`. `Ok(None)` when it vanished meanwhile, or is
+/// no longer a regular file: the agent can write parts of the data folder, and a file it swaps
+/// for a link, a FIFO or a device while the backup runs is left out (never followed, waited on,
+/// or read without end).
 fn copy_file(src: &Path, dest: &Path, mode: u32) -> Result<Option<u64>, BackupError> {
-    match std::fs::copy(src, dest) {
-        Ok(bytes) => {
-            set_mode(dest, mode)?;
-            Ok(Some(bytes))
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
+        .open(src);
+    let mut from = match opened {
+        Ok(file) if file.metadata().is_ok_and(|m| m.is_file()) => file,
+        Ok(_) => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(nix::libc::ELOOP) => {
+            return Ok(None);
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && src.symlink_metadata().is_err() => Ok(None),
-        Err(e) => Err(io_error(format!("cannot copy {} to", src.display()), dest)(e)),
-    }
+        Err(e) => return Err(io_error("cannot read", src)(e)),
+    };
+    let mut to = std::fs::File::create(dest).map_err(io_error("cannot create", dest))?;
+    let bytes =
+        std::io::copy(&mut from, &mut to).map_err(io_error(format!("cannot copy {} to", src.display()), dest))?;
+    set_mode(dest, mode)?;
+    Ok(Some(bytes))
 }
 
 /// Creates the folders, files and links of `entries` (databases excepted) from `src` under

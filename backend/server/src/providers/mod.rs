@@ -3,11 +3,11 @@
 //! turn's CLI process gets.
 
 pub mod check;
+pub mod credentials;
 mod oauth;
-mod private;
 mod routes;
 
-use std::os::unix::fs::PermissionsExt;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -16,7 +16,7 @@ use serde::Serialize;
 use sqlx::SqlitePool;
 use tokio::io::AsyncWriteExt;
 
-pub use private::write_private;
+pub use credentials::Credentials;
 pub use routes::router;
 
 use crate::agent::claude::Claude;
@@ -25,6 +25,7 @@ use crate::agent::models::ModelInfo;
 use crate::agent::{AgentProvider, ProviderKind};
 use crate::config::Config;
 use crate::error::{Domain, Error, Result};
+use crate::safe_fs::Dir;
 
 /// A CLI's model list is asked again after this long.
 const MODEL_LIST_CACHE: Duration = Duration::from_secs(300);
@@ -60,13 +61,8 @@ pub struct DeviceLogin {
     pub error: Option<String>,
 }
 
-/// The files under `cli-auth/<provider>/` that hold its credentials.
-fn credential_files(kind: ProviderKind) -> &'static [&'static str] {
-    match kind {
-        ProviderKind::Claude => &["mobius-api-key", ".credentials.json"],
-        ProviderKind::Codex => &["auth.json"],
-    }
-}
+/// Largest shell profile of the agent's home the server adds its line to.
+const MAX_PROFILE_BYTES: u64 = 256 * 1024;
 
 /// The agent CLIs and their credentials.
 pub struct Providers {
@@ -74,7 +70,10 @@ pub struct Providers {
     codex: Codex,
     data_dir: PathBuf,
     api_url: String,
+    /// The credentials: the server's copies and the CLIs' folders.
+    pub credentials: Credentials,
     claude_base_url: Option<String>,
+    codex_base_url: Option<String>,
     anthropic_api_url: String,
     openai_api_url: String,
     pub(crate) oauth: oauth::ClaudeOAuth,
@@ -109,7 +108,9 @@ impl Providers {
             memory: crate::agent::ceiling::MemoryCeiling::detect(config.agent_memory_max),
             data_dir: data_dir.to_path_buf(),
             api_url,
+            credentials: Credentials::new(data_dir),
             claude_base_url: config.claude_base_url.clone(),
+            codex_base_url: config.codex_base_url.clone(),
             anthropic_api_url: config.anthropic_api_url.clone(),
             openai_api_url: config.openai_api_url.clone(),
             oauth: oauth::ClaudeOAuth::new(config),
@@ -150,45 +151,15 @@ impl Providers {
         }
     }
 
-    /// `DATA_DIR/cli-auth/<provider>` (created 0700).
+    /// `DATA_DIR/cli-auth/<provider>` (created 0700): the CLI's config folder, which the agent
+    /// can write.
     pub fn auth_dir(&self, kind: ProviderKind) -> Result<PathBuf> {
-        let dir = self.data_dir.join("cli-auth").join(kind.id());
-        std::fs::create_dir_all(&dir)?;
-        std::fs::set_permissions(self.data_dir.join("cli-auth"), std::fs::Permissions::from_mode(0o700))?;
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
-        Ok(dir)
+        self.credentials.cli_path(kind)
     }
 
-    fn claude_key_file(&self) -> Result<PathBuf> {
-        Ok(self.auth_dir(ProviderKind::Claude)?.join("mobius-api-key"))
-    }
-
-    /// Connection state of `kind` (local files only, no network).
+    /// Connection state of `kind` (the server's own copies only, no network).
     pub fn status(&self, kind: ProviderKind) -> ProviderStatus {
-        let dir = self.data_dir.join("cli-auth").join(kind.id());
-        let method = match kind {
-            ProviderKind::Claude => {
-                if dir.join("mobius-api-key").is_file() {
-                    Some(Method::ApiKey)
-                } else if oauth::has_oauth_credentials(&dir) {
-                    Some(Method::Oauth)
-                } else {
-                    None
-                }
-            }
-            ProviderKind::Codex => {
-                if dir.join("auth.json").is_file() {
-                    let text = std::fs::read_to_string(dir.join("auth.json")).unwrap_or_default();
-                    Some(if text.contains("OPENAI_API_KEY\":\"") || text.contains("\"OPENAI_API_KEY\": \"") {
-                        Method::ApiKey
-                    } else {
-                        Method::Login
-                    })
-                } else {
-                    None
-                }
-            }
-        };
+        let method = self.credentials.method(kind);
         ProviderStatus { connected: method.is_some(), method }
     }
 
@@ -204,16 +175,26 @@ impl Providers {
         Ok(ProviderKind::ALL.into_iter().find(|k| self.status(*k).connected).or(chosen))
     }
 
-    /// Extra environment carrying the credentials of `kind`; 409 when it is not connected.
-    pub fn credentials_env(&self, kind: ProviderKind) -> Result<Vec<(String, String)>> {
+    /// Prepares `kind`'s config folder for a CLI process about to start and answers the extra
+    /// environment carrying its credentials; 409 when it is not connected. The folder is the
+    /// agent's to write, so what the CLI relies on is put there now: its login (see
+    /// [`Credentials::sync_cli`]) and, for Codex, the server's `config.toml` (planted rules and
+    /// hooks removed). Claude takes its settings from flags (`agent/claude.rs`).
+    pub fn prepare_cli(&self, kind: ProviderKind) -> Result<Vec<(String, String)>> {
         if !self.status(kind).connected {
             return Err(Domain::ProviderNotConnected(Some(kind.name())).into());
         }
+        self.credentials.sync_cli(kind)?;
         let mut env = Vec::new();
-        if kind == ProviderKind::Claude {
-            let key_file = self.claude_key_file()?;
-            if let Ok(key) = std::fs::read_to_string(&key_file) {
-                env.push(("ANTHROPIC_API_KEY".to_owned(), key.trim().to_owned()));
+        match kind {
+            ProviderKind::Claude => {
+                if let Some(key) = self.credentials.claude_api_key() {
+                    env.push(("ANTHROPIC_API_KEY".to_owned(), key));
+                }
+            }
+            ProviderKind::Codex => {
+                let home = self.credentials.cli_dir(kind)?;
+                crate::agent::codex::prepare_home(&home, self.codex_base_url.as_deref())?;
             }
         }
         Ok(env)
@@ -230,13 +211,13 @@ impl Providers {
     ) -> Result<Vec<(String, String)>> {
         let scratch = self.data_dir.join("agent-scratch").join(chat_id);
         let home = self.data_dir.join("agent-home");
-        std::fs::create_dir_all(&scratch)?;
-        std::fs::create_dir_all(&home)?;
+        Dir::create_under(&self.data_dir, &Path::new("agent-scratch").join(chat_id))?;
+        let home_dir = Dir::create_under(&self.data_dir, Path::new("agent-home"))?;
         let mut path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
         let exe = std::env::current_exe().ok();
         if let Some(dir) = exe.as_ref().and_then(|p| p.parent()) {
             path = format!("{}:{path}", dir.display());
-            ensure_login_profile(&home, dir)?;
+            ensure_login_profile(&home_dir, dir)?;
         }
         let s = |p: &Path| p.display().to_string();
         let mut env = vec![
@@ -306,15 +287,30 @@ impl Providers {
         }
     }
 
+    /// Codex's `model/list`, asked of an app-server the server runs itself, in its own
+    /// `CODEX_HOME` (never the agent's, whose files could start programs outside the sandbox).
     async fn ask_codex_models(&self) -> Result<Vec<ModelInfo>> {
-        let home = self.auth_dir(ProviderKind::Codex)?;
+        let home = self.server_codex_home()?;
         let s = |p: &Path| p.display().to_string();
         let env = vec![
             ("PATH".to_owned(), std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into())),
             ("HOME".to_owned(), s(&home)),
             ("CODEX_HOME".to_owned(), s(&home)),
         ];
-        crate::agent::codex::list_models(&self.codex.bin, &home, &env).await
+        let listed = crate::agent::codex::list_models(&self.codex.bin, &home, &env).await;
+        // A token the CLI refreshed meanwhile is kept.
+        if let Err(e) = self.credentials.sync_server_codex_home() {
+            tracing::warn!(error = %e, "the Codex login could not be read back");
+        }
+        listed
+    }
+
+    /// The server's own `CODEX_HOME`, ready for a command: the login and the server's config.
+    fn server_codex_home(&self) -> Result<PathBuf> {
+        let path = self.credentials.sync_server_codex_home()?;
+        let (dir, _) = self.credentials.server_codex_home()?;
+        crate::agent::codex::prepare_home(&dir, self.codex_base_url.as_deref())?;
+        Ok(path)
     }
 
     /// Installed CLI versions (`None` when missing), cached for a few minutes.
@@ -331,11 +327,15 @@ impl Providers {
     }
 
     async fn version(&self, kind: ProviderKind) -> Option<String> {
+        // A home of the server's own: the agent's could hold settings the CLI reads.
+        let home = Dir::create_under(&self.data_dir, Path::new("run/cli-home")).ok()?;
         let output = tokio::time::timeout(
             Duration::from_secs(10),
             tokio::process::Command::new(self.bin(kind))
                 .arg("--version")
-                .env("HOME", self.data_dir.join("agent-home"))
+                .env_clear()
+                .env("PATH", std::env::var("PATH").unwrap_or_default())
+                .env("HOME", home.path())
                 .stdin(std::process::Stdio::null())
                 .kill_on_drop(true)
                 .output(),
@@ -374,20 +374,22 @@ impl Providers {
             return Err(Error::bad_request("api_key_rejected", format!("{name} refused this key: {reason}")));
         }
         match kind {
-            ProviderKind::Claude => write_private(&self.claude_key_file()?, key.as_bytes())?,
+            ProviderKind::Claude => self.credentials.save(kind, Method::ApiKey, key.as_bytes())?,
             ProviderKind::Codex => self.codex_login_with_key(key).await?,
         }
         Ok(verdict)
     }
 
-    /// Starts `codex login <flag>` with CODEX_HOME under `cli-auth/` and nothing else inherited.
+    /// Starts `codex login <flag>` in the server's own `CODEX_HOME` (out of the agent's reach:
+    /// what the login writes is taken from there) with nothing else inherited.
     fn codex_login(
         &self,
         flag: &str,
         stdin: std::process::Stdio,
         stdout: std::process::Stdio,
-    ) -> Result<(tokio::process::Child, PathBuf)> {
-        let home = self.auth_dir(ProviderKind::Codex)?;
+    ) -> Result<tokio::process::Child> {
+        self.credentials.clear_server_codex_login()?;
+        let home = self.server_codex_home()?;
         let child = tokio::process::Command::new(&self.codex.bin)
             .args(["login", flag])
             .env_clear()
@@ -400,11 +402,11 @@ impl Providers {
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| Error::conflict("agent_cli_missing", format!("The Codex CLI could not be started: {e}")))?;
-        Ok((child, home))
+        Ok(child)
     }
 
     async fn codex_login_with_key(&self, key: &str) -> Result<()> {
-        let (mut child, home) =
+        let mut child =
             self.codex_login("--with-api-key", std::process::Stdio::piped(), std::process::Stdio::null())?;
         if let Some(mut stdin) = child.stdin.take() {
             stdin.write_all(key.as_bytes()).await?;
@@ -413,7 +415,7 @@ impl Providers {
         let output = tokio::time::timeout(CLI_COMMAND_TIMEOUT, child.wait_with_output())
             .await
             .map_err(|_| Error::unavailable("provider_login_timeout", "Codex did not finish logging in."))??;
-        if !output.status.success() || !home.join("auth.json").is_file() {
+        if !output.status.success() || !self.credentials.adopt_codex_login()? {
             let stderr = String::from_utf8_lossy(&output.stderr);
             let reason = stderr.lines().last().unwrap_or("no details").to_owned();
             return Err(Error::bad_request("provider_login_failed", format!("Codex refused the key: {reason}")));
@@ -421,36 +423,20 @@ impl Providers {
         Ok(())
     }
 
-    /// The credential files of `kind` as they are now (size and modification time): a change
-    /// retires the processes kept with the old ones (`agent/warm.rs`).
+    /// The server's credentials of `kind` as they are now: a change retires the processes kept
+    /// with the old ones (`agent/warm.rs`).
     pub fn credentials_stamp(&self, kind: ProviderKind) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let dir = self.data_dir.join("cli-auth").join(kind.id());
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        for file in credential_files(kind) {
-            let meta = std::fs::metadata(dir.join(file)).ok();
-            meta.as_ref().map(std::fs::Metadata::len).hash(&mut hasher);
-            meta.and_then(|m| m.modified().ok()).hash(&mut hasher);
-        }
-        hasher.finish()
+        self.credentials.stamp(kind)
     }
 
     /// Forgets the credentials of `kind`.
     pub fn disconnect(&self, kind: ProviderKind) -> Result<()> {
-        let dir = self.auth_dir(kind)?;
-        for file in credential_files(kind) {
-            match std::fs::remove_file(dir.join(file)) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(())
+        self.credentials.forget(kind)
     }
 
     /// Starts `codex login --device-auth` and returns the URL and code it prints.
     pub async fn codex_device_login(&self) -> Result<DeviceLogin> {
-        let (mut child, home) =
+        let mut child =
             self.codex_login("--device-auth", std::process::Stdio::null(), std::process::Stdio::piped())?;
         let stdout = child.stdout.take().ok_or_else(|| Error::Internal("no stdout".into()))?;
         let stderr = child.stderr.take().ok_or_else(|| Error::Internal("no stderr".into()))?;
@@ -493,6 +479,7 @@ impl Providers {
         let login = DeviceLogin { status: "pending", url: Some(url), code: Some(code), error: None };
         *self.device.lock().unwrap_or_else(|p| p.into_inner()) = Some(login.clone());
         let device = self.device.clone();
+        let credentials = self.credentials.clone();
         tokio::spawn(async move {
             // Keep reading so the CLI never blocks on a full pipe.
             let drain = async { while rx.recv().await.is_some() {} };
@@ -500,7 +487,9 @@ impl Providers {
             let mut guard = device.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(login) = guard.as_mut() {
                 match status {
-                    Ok(Ok(s)) if s.success() && home.join("auth.json").is_file() => login.status = "complete",
+                    Ok(Ok(s)) if s.success() && credentials.adopt_codex_login().unwrap_or(false) => {
+                        login.status = "complete";
+                    }
                     Ok(Ok(s)) => {
                         login.status = "failed";
                         login.error = Some(format!("codex login exited with {s}"));
@@ -527,22 +516,34 @@ impl Providers {
 }
 
 /// Login shells (Codex runs commands with `bash -lc`) rebuild PATH from /etc/profile; the
-/// agent's home profile puts the `mobius` binary's folder back in front.
-fn ensure_login_profile(home: &Path, bin_dir: &Path) -> Result<()> {
-    let managed = home.join(".mobius-profile");
+/// agent's home profile puts the `mobius` binary's folder back in front. The home is the
+/// agent's to write: the files are reached through `safe_fs` (a planted link is replaced,
+/// never written through; a FIFO is never opened for reading).
+fn ensure_login_profile(home: &Dir, bin_dir: &Path) -> Result<()> {
     let line = format!("# Written by Möbius at each turn.\nexport PATH=\"{}:$PATH\"\n", bin_dir.display());
-    if std::fs::read_to_string(&managed).ok().as_deref() != Some(line.as_str()) {
-        std::fs::write(&managed, line)?;
+    let managed = OsStr::new(".mobius-profile");
+    let current = home.read_optional(Path::new(".mobius-profile"), MAX_PROFILE_BYTES).ok().flatten();
+    if current.as_deref() != Some(line.as_bytes()) {
+        home.write(managed, line.as_bytes(), 0o600)?;
     }
     let hook = "[ -f \"$HOME/.mobius-profile\" ] && . \"$HOME/.mobius-profile\"";
     for name in [".profile", ".bashrc"] {
-        let file = home.join(name);
-        let current = std::fs::read_to_string(&file).unwrap_or_default();
-        if !current.contains(".mobius-profile") {
-            std::fs::write(
-                &file,
-                format!("{current}{}{hook}\n", if current.is_empty() || current.ends_with('\n') { "" } else { "\n" }),
-            )?;
+        let current = match home.read_optional(Path::new(name), MAX_PROFILE_BYTES) {
+            Ok(current) => current.unwrap_or_default(),
+            Err(e)
+                if crate::safe_fs::refusal(&e).is_some_and(|r| matches!(r, crate::safe_fs::Refused::TooLarge(..))) =>
+            {
+                tracing::warn!(file = name, "the agent's shell profile is too large to add Möbius's line to");
+                continue;
+            }
+            // A link or a FIFO the agent put there: replaced by a plain profile.
+            Err(e) if crate::safe_fs::refusal(&e).is_some() => Vec::new(),
+            Err(e) => return Err(e.into()),
+        };
+        let text = String::from_utf8_lossy(&current);
+        if !text.contains(".mobius-profile") {
+            let sep = if text.is_empty() || text.ends_with('\n') { "" } else { "\n" };
+            home.write(OsStr::new(name), format!("{text}{sep}{hook}\n").as_bytes(), 0o600)?;
         }
     }
     Ok(())

@@ -1,7 +1,6 @@
 //! Claude's OAuth login (authorization code + PKCE, the flow Claude Code itself uses): the
 //! owner opens the authorize URL, signs in, and pastes back the code Anthropic shows.
 
-use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -80,8 +79,8 @@ impl ClaudeOAuth {
     }
 
     /// Exchanges the pasted code (`code#state`, a bare code, or the callback URL) for tokens
-    /// and writes Claude Code's credentials file into `config_dir`.
-    pub async fn finish(&self, pasted: &str, config_dir: &Path) -> Result<()> {
+    /// and answers Claude Code's credentials file (`.credentials.json`) for them.
+    pub async fn finish(&self, pasted: &str) -> Result<Vec<u8>> {
         let (code, state) = parse_pasted(pasted)?;
         let (verifier, expected_state) = {
             let guard = self.flow.lock().unwrap_or_else(|p| p.into_inner());
@@ -138,19 +137,9 @@ impl ClaudeOAuth {
             "expiresAt": crate::db::now_ms() + expires_in * 1000,
             "scopes": scopes,
         }});
-        super::private::write_private(&config_dir.join(".credentials.json"), credentials.to_string().as_bytes())?;
         *self.flow.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        Ok(())
+        Ok(credentials.to_string().into_bytes())
     }
-}
-
-/// True when `config_dir` holds Claude OAuth credentials.
-pub fn has_oauth_credentials(config_dir: &Path) -> bool {
-    std::fs::read_to_string(config_dir.join(".credentials.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .and_then(|v| v.pointer("/claudeAiOauth/accessToken").and_then(Value::as_str).map(|s| !s.is_empty()))
-        .unwrap_or(false)
 }
 
 fn parse_pasted(pasted: &str) -> Result<(String, Option<String>)> {

@@ -101,8 +101,8 @@ async fn claude_code(
     _owner: Owner,
     ApiJson(body): ApiJson<CodeIn>,
 ) -> Result<Json<Value>> {
-    let dir = state.providers.auth_dir(ProviderKind::Claude)?;
-    state.providers.oauth.finish(&body.code, &dir).await?;
+    let credentials = state.providers.oauth.finish(&body.code).await?;
+    state.providers.credentials.save(ProviderKind::Claude, super::Method::Oauth, &credentials)?;
     state.agents.warm.retire_provider(ProviderKind::Claude);
     tracing::info!("Claude connected with OAuth");
     Ok(Json(json!({ "ok": true })))

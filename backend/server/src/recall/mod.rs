@@ -34,35 +34,62 @@ pub fn owner_memory_path(data_dir: &Path) -> PathBuf {
 }
 
 /// The owner's memory file, at most [`MAX_OWNER_MEMORY_BYTES`] of it (cut at a character
-/// boundary), and whether it was longer. A missing file is empty.
+/// boundary), and whether it was longer. A missing file is empty. The agent edits the file
+/// (its folder is in the sandbox), so it is read through `safe_fs`: a link, FIFO or device
+/// there is refused (422 `memory_file_unusable`), never followed or waited on.
 pub async fn read_owner_memory(data_dir: &Path) -> Result<(String, bool)> {
-    use tokio::io::AsyncReadExt;
-    let path = owner_memory_path(data_dir);
-    let file = match tokio::fs::File::open(&path).await {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((String::new(), false)),
-        Err(e) => return Err(e.into()),
-    };
-    let mut bytes = Vec::with_capacity(4096);
-    file.take(MAX_OWNER_MEMORY_BYTES as u64 + 1).read_to_end(&mut bytes).await?;
+    let data_dir = data_dir.to_path_buf();
+    let bytes = tokio::task::spawn_blocking(move || -> Result<Option<Vec<u8>>> {
+        use std::io::Read;
+        let dir = match crate::safe_fs::Dir::open_under(&data_dir, Path::new(MEMORY_DIR)) {
+            Ok(dir) => dir,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(unusable(&e)),
+        };
+        let (file, _) = match dir.open_file(Path::new(OWNER_MEMORY_FILE)) {
+            Ok(opened) => opened,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(unusable(&e)),
+        };
+        let mut bytes = Vec::with_capacity(4096);
+        file.take(MAX_OWNER_MEMORY_BYTES as u64 + 1).read_to_end(&mut bytes)?;
+        Ok(Some(bytes))
+    })
+    .await
+    .map_err(|e| crate::error::Error::Internal(format!("memory task: {e}")))??;
+    let Some(mut bytes) = bytes else { return Ok((String::new(), false)) };
     let longer = bytes.len() > MAX_OWNER_MEMORY_BYTES;
     bytes.truncate(MAX_OWNER_MEMORY_BYTES);
     let text = String::from_utf8_lossy(&bytes).into_owned();
     Ok((cut_bytes(&text, MAX_OWNER_MEMORY_BYTES).trim_end_matches('\u{FFFD}').to_owned(), longer))
 }
 
-/// Replaces the owner's memory file atomically (the caller checked its size).
-pub async fn write_owner_memory(data_dir: &Path, content: &str) -> Result<()> {
-    let path = owner_memory_path(data_dir);
-    let dir = data_dir.join("memory");
-    tokio::fs::create_dir_all(&dir).await?;
-    let staged = dir.join(format!(".owner.md.~tmp-{}", uuid::Uuid::new_v4().simple()));
-    tokio::fs::write(&staged, content.as_bytes()).await?;
-    if let Err(e) = tokio::fs::rename(&staged, &path).await {
-        let _ = tokio::fs::remove_file(&staged).await;
-        return Err(e.into());
+/// The memory file's folder under `DATA_DIR`, and the file in it.
+const MEMORY_DIR: &str = "memory";
+const OWNER_MEMORY_FILE: &str = "owner.md";
+
+fn unusable(e: &std::io::Error) -> crate::error::Error {
+    match crate::safe_fs::refusal(e) {
+        Some(refused) => crate::error::Error::unprocessable(
+            "memory_file_unusable",
+            format!("The memory file cannot be used: {refused}. Save it from Settings to replace it."),
+        ),
+        None => crate::error::Error::Internal(format!("reading the memory file: {e}")),
     }
-    Ok(())
+}
+
+/// Replaces the owner's memory file atomically (the caller checked its size): a temporary file
+/// renamed over it in the verified folder, so whatever the agent put there (a link) is
+/// replaced, never written through.
+pub async fn write_owner_memory(data_dir: &Path, content: &str) -> Result<()> {
+    let (data_dir, content) = (data_dir.to_path_buf(), content.to_owned());
+    tokio::task::spawn_blocking(move || -> Result<()> {
+        let dir = crate::safe_fs::Dir::create_under(&data_dir, Path::new(MEMORY_DIR)).map_err(|e| unusable(&e))?;
+        dir.write(std::ffi::OsStr::new(OWNER_MEMORY_FILE), content.as_bytes(), 0o600)?;
+        Ok(())
+    })
+    .await
+    .map_err(|e| crate::error::Error::Internal(format!("memory task: {e}")))?
 }
 
 /// The memory block of a new chat's prompt, or `None` when the owner turned memory off.
@@ -71,7 +98,14 @@ pub async fn memory_block(read: &SqlitePool, data_dir: &Path, chat_id: &str) -> 
         return Ok(None);
     }
     let recent = db::notes::recent_digests(read, chat_id, MAX_RECENT_DIGESTS).await?;
-    let (owner, longer) = read_owner_memory(data_dir).await?;
+    // A memory file the agent replaced with a link or a pipe must not keep chats from starting.
+    let (owner, longer) = match read_owner_memory(data_dir).await {
+        Ok(read) => read,
+        Err(e) => {
+            tracing::warn!(error = %e, "the owner's memory file was left out of a new chat's prompt");
+            (String::new(), false)
+        }
+    };
     Ok(Some(compose_block(&owner_memory_path(data_dir), &owner, longer, &recent)))
 }
 

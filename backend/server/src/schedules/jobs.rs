@@ -34,13 +34,12 @@ pub fn state_dir(data_dir: &Path, app_id: i64) -> PathBuf {
     data_dir.join("apps").join(app_id.to_string()).join("job-state")
 }
 
-/// The app's source folder: a plain folder directly in `DATA_DIR/apps`.
+/// The app's source folder: a plain folder directly in `DATA_DIR/apps` (no link).
 pub fn source_dir(data_dir: &Path, slug: &str) -> Option<PathBuf> {
     if !crate::apps::manifest::valid_id(slug) {
         return None;
     }
-    let dir = data_dir.join("apps").join(slug);
-    std::fs::symlink_metadata(&dir).ok().filter(std::fs::Metadata::is_dir).map(|_| dir)
+    crate::apps::worktree::folder(data_dir, slug).ok().flatten().map(|_| data_dir.join("apps").join(slug))
 }
 
 /// The job file to run: `declared` when it is a plain file in `dir`, else the first of the
@@ -110,7 +109,11 @@ async fn execute(
     let dir = source_dir(&data_dir, &app.slug).ok_or("The app's folder is missing.")?;
     let (job_name, job_path) = resolve_job(&dir, schedule.job.as_deref())?;
     let state = state_dir(&data_dir, app_id);
-    std::fs::create_dir_all(&state).map_err(|e| format!("The job's state folder could not be made: {e}"))?;
+    // `apps/` is the agent's to write: the folder is made without following a link it planted
+    // (and the sandbox grants it the same way).
+    let rel = state.strip_prefix(&data_dir).map_err(|_| "The job's state folder is outside the data folder.")?;
+    crate::safe_fs::Dir::create_under(&data_dir, rel)
+        .map_err(|e| format!("The job's state folder could not be made: {e}"))?;
     let env = environment(ctx, schedule, &app, &state, run_id).await?;
     let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone()).unwrap_or_default();
     let sandbox = &ctx.agents.sandbox;

@@ -135,16 +135,23 @@ impl Skills {
         }
     }
 
-    /// Rescans the agent's folder.
-    fn rescan(&self) {
+    /// Rescans the agent's folder; answers the skill folders in it (to watch).
+    fn rescan(&self) -> Vec<PathBuf> {
         let (agent, left_out) = scan_agent(&self.agent_dir);
+        let folders = agent
+            .iter()
+            .filter_map(|s| Path::new(&s.path).parent().filter(|p| *p != self.agent_dir).map(Path::to_path_buf))
+            .collect();
         *self.agent.write().unwrap_or_else(|p| p.into_inner()) = agent;
         *self.left_out.write().unwrap_or_else(|p| p.into_inner()) = left_out;
+        folders
     }
 
     /// Watches the agent's folder (created if missing) and rescans it after each quiet spell
     /// of [`RESCAN_DEBOUNCE`]. A watcher that cannot start is logged; the index then stays as
-    /// scanned at start-up.
+    /// scanned at start-up. The folder and each skill folder in it are watched on their own
+    /// (not recursively, no link followed): the agent's tree cannot make the server watch
+    /// more than [`MAX_AGENT_SKILLS`] + 1 folders.
     pub fn watch(self: &Arc<Self>) {
         if let Err(e) = std::fs::create_dir_all(&self.agent_dir) {
             warn!(error = %e, "the agent's skills folder cannot be created");
@@ -152,11 +159,15 @@ impl Skills {
         }
         // One pending poke is enough: every rescan reads the whole folder.
         let (poke, mut poked) = mpsc::channel::<()>(1);
-        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            if event.is_ok_and(|e| !matches!(e.kind, notify::EventKind::Access(_))) {
-                let _ = poke.try_send(());
-            }
-        });
+        let config = notify::Config::default().with_follow_symlinks(false);
+        let watcher = <notify::RecommendedWatcher as notify::Watcher>::new(
+            move |event: notify::Result<notify::Event>| {
+                if event.is_ok_and(|e| !matches!(e.kind, notify::EventKind::Access(_))) {
+                    let _ = poke.try_send(());
+                }
+            },
+            config,
+        );
         let mut watcher = match watcher {
             Ok(w) => w,
             Err(e) => {
@@ -165,15 +176,18 @@ impl Skills {
             }
         };
         use notify::Watcher;
-        if let Err(e) = watcher.watch(&self.agent_dir, notify::RecursiveMode::Recursive) {
+        if let Err(e) = watcher.watch(&self.agent_dir, notify::RecursiveMode::NonRecursive) {
             warn!(error = %e, "skills are not watched; new skills need a restart");
             return;
         }
         // The scan at start-up may have missed a change made before the watch began.
-        self.rescan();
+        let mut watched = self.rescan();
+        for folder in &watched {
+            let _ = watcher.watch(folder, notify::RecursiveMode::NonRecursive);
+        }
         let skills = Arc::downgrade(self);
         tokio::spawn(async move {
-            let _watcher = watcher;
+            let mut watcher = watcher;
             while poked.recv().await.is_some() {
                 // Debounce: wait until the folder has been quiet for a moment.
                 loop {
@@ -184,11 +198,18 @@ impl Skills {
                 }
                 let Some(index) = skills.upgrade() else { break };
                 let rescanned = tokio::task::spawn_blocking(move || {
-                    index.rescan();
-                    index.list().0.len()
+                    let folders = index.rescan();
+                    (index.list().0.len(), folders)
                 })
                 .await;
-                if let Ok(count) = rescanned {
+                if let Ok((count, folders)) = rescanned {
+                    for gone in watched.iter().filter(|f| !folders.contains(f)) {
+                        let _ = watcher.unwatch(gone);
+                    }
+                    for folder in folders.iter().filter(|f| !watched.contains(f)) {
+                        let _ = watcher.watch(folder, notify::RecursiveMode::NonRecursive);
+                    }
+                    watched = folders;
                     info!(skills = count, "skills index updated");
                 }
             }
@@ -212,23 +233,39 @@ fn scan_builtin(dir: &Path) -> Vec<Skill> {
     skills
 }
 
+/// Entries of the agent's skills folder looked at, at most.
+const MAX_AGENT_SKILL_ENTRIES: usize = 4096;
+
 /// The agent's skills: `<name>.md` and `<name>/SKILL.md` in `dir`, at most
-/// [`MAX_AGENT_SKILLS`] by name; answers them and how many were left out.
+/// [`MAX_AGENT_SKILLS`] by name; answers them and how many were left out. The folder is the
+/// agent's: it is read through `safe_fs` (links are not skills; a FIFO or device is never
+/// opened; every file is read up to [`MAX_SKILL_FILE_BYTES`]).
 fn scan_agent(dir: &Path) -> (Vec<Skill>, usize) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return (Vec::new(), 0) };
+    use crate::safe_fs::Kind;
+    let Ok(folder) = crate::safe_fs::Dir::open(dir) else { return (Vec::new(), 0) };
+    let entries = match folder.entries(MAX_AGENT_SKILL_ENTRIES) {
+        Ok(entries) => entries,
+        Err(e) => {
+            warn!(error = %e, "the agent's skills folder cannot be listed");
+            return (Vec::new(), 0);
+        }
+    };
     let mut found: Vec<(String, PathBuf)> = Vec::new();
-    for entry in entries.filter_map(|e| e.ok()) {
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
+    for entry in entries {
+        let name = entry.name.to_string_lossy().into_owned();
         if name.starts_with('.') {
             continue;
         }
-        let Ok(kind) = entry.file_type() else { continue };
-        if kind.is_file() && path.extension().is_some_and(|x| x == "md") {
-            let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or(name);
-            found.push((stem, path));
-        } else if kind.is_dir() && path.join("SKILL.md").is_file() {
-            found.push((name, path.join("SKILL.md")));
+        let rel = PathBuf::from(&entry.name);
+        if entry.kind == Kind::File && rel.extension().is_some_and(|x| x == "md") {
+            let stem = rel.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or(name);
+            found.push((stem, rel));
+        } else if entry.kind == Kind::Dir
+            && folder
+                .sub(&rel)
+                .is_ok_and(|d| d.kind(std::ffi::OsStr::new("SKILL.md")).ok().flatten() == Some(Kind::File))
+        {
+            found.push((name, rel.join("SKILL.md")));
         }
     }
     found.sort();
@@ -237,14 +274,40 @@ fn scan_agent(dir: &Path) -> (Vec<Skill>, usize) {
     if left_out > 0 {
         warn!(left_out, "more agent skills than the index keeps");
     }
-    (found.into_iter().map(|(name, path)| read_skill(name, &path, Origin::Agent)).collect(), left_out)
+    let skills = found
+        .into_iter()
+        .map(|(name, rel)| {
+            let text = folder.read(&rel, MAX_SKILL_FILE_BYTES).map_err(|e| match crate::safe_fs::refusal(&e) {
+                Some(crate::safe_fs::Refused::TooLarge(..)) => {
+                    format!("is larger than {} KiB", MAX_SKILL_FILE_BYTES / 1024)
+                }
+                Some(refused) => format!("cannot be read: {refused}"),
+                None => format!("cannot be read: {e}"),
+            });
+            skill_of(name, &dir.join(&rel), Origin::Agent, text)
+        })
+        .collect();
+    (skills, left_out)
 }
 
-/// Reads one skill file; a problem becomes the skill's `error`.
+/// Reads one built-in skill file (shipped with the release); a problem becomes its `error`.
 fn read_skill(name: String, path: &Path, origin: Origin) -> Skill {
-    let shown = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string();
+    let text = match std::fs::metadata(path) {
+        Ok(meta) if meta.len() > MAX_SKILL_FILE_BYTES => {
+            Err(format!("is larger than {} KiB", MAX_SKILL_FILE_BYTES / 1024))
+        }
+        Ok(_) => std::fs::read(path).map_err(|e| format!("cannot be read: {e}")),
+        Err(e) => Err(format!("cannot be read: {e}")),
+    };
+    let shown = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    skill_of(name, &shown, origin, text)
+}
+
+/// A skill from its file's bytes (or why they could not be read).
+fn skill_of(name: String, path: &Path, origin: Origin, bytes: Result<Vec<u8>, String>) -> Skill {
+    let shown = path.display().to_string();
     let mut skill = Skill { name, description: String::new(), origin, path: shown, last_used: None, error: None };
-    match parse_skill(path) {
+    match bytes.and_then(parse_skill) {
         Ok((name, description)) => {
             if let Some(name) = name {
                 skill.name = name;
@@ -258,12 +321,7 @@ fn read_skill(name: String, path: &Path, origin: Origin) -> Skill {
 
 /// A skill's frontmatter `name` (if any) and its description: the frontmatter's
 /// `description:`, else the first prose line.
-fn parse_skill(path: &Path) -> Result<(Option<String>, String), String> {
-    let size = std::fs::metadata(path).map_err(|e| format!("cannot be read: {e}"))?.len();
-    if size > MAX_SKILL_FILE_BYTES {
-        return Err(format!("is larger than {} KiB", MAX_SKILL_FILE_BYTES / 1024));
-    }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot be read: {e}"))?;
+fn parse_skill(bytes: Vec<u8>) -> Result<(Option<String>, String), String> {
     let text = String::from_utf8(bytes).map_err(|_| "is not UTF-8 text".to_owned())?;
     let field = |fm: &str, key: &str| {
         fm.lines()
@@ -323,6 +381,25 @@ mod tests {
         let (list, _) = skills.list();
         assert_eq!(list.iter().find(|s| s.name == "charts").and_then(|s| s.last_used), Some(42));
         assert_eq!(list.iter().find(|s| s.name == "deploy-app").and_then(|s| s.last_used), None);
+    }
+
+    #[test]
+    fn links_pipes_and_devices_in_the_agents_folder_are_never_read() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().expect("tmp");
+        let agent = dir.path().join("skills");
+        std::fs::create_dir_all(agent.join("linked")).expect("dir");
+        std::fs::write(dir.path().join("secret.key"), "description: the signing key\n").expect("secret");
+        symlink(dir.path().join("secret.key"), agent.join("key.md")).expect("link");
+        symlink(dir.path().join("secret.key"), agent.join("linked/SKILL.md")).expect("link");
+        symlink("/dev/zero", agent.join("zero.md")).expect("zero");
+        symlink(dir.path(), agent.join("up")).expect("dir link");
+        nix::unistd::mkfifo(&agent.join("pipe.md"), nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("fifo");
+        std::fs::write(agent.join("ok.md"), "Does a thing.\n").expect("ok");
+        let skills = Skills::new(&dir.path().join("none"), agent);
+        let (list, _) = skills.list();
+        let names: Vec<&str> = list.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["ok"], "only the plain file is a skill: {list:?}");
     }
 
     #[test]

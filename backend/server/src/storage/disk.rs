@@ -4,9 +4,10 @@
 //! A sidecar lives at `<meta root>/<folders>/<name>@meta.json`. `@` never passes the path
 //! whitelist, so a sidecar can never collide with a mirrored folder name.
 
-use std::fs::{File, Metadata, OpenOptions};
+use std::ffi::{OsStr, OsString};
+use std::fs::{File, Metadata};
 use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use rand::RngCore;
@@ -15,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::etag::Stamp;
 use super::path::{StoragePath, valid_segment};
 use crate::error::{Error, Result};
+use crate::safe_fs::{Dir, Kind};
 
 /// What an API write recorded about a file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -46,7 +48,11 @@ pub fn current_sidecar(meta_root: &Path, rel: &StoragePath, stamp: &Stamp) -> Op
 
 /// The version tag and recorded type (if any) of the file at `rel` whose metadata is `meta`.
 pub fn describe(meta_root: &Path, rel: &StoragePath, meta: &Metadata) -> (String, Option<String>) {
-    let stamp = Stamp::of(meta);
+    describe_stamp(meta_root, rel, Stamp::of(meta))
+}
+
+/// [`describe`] for a file known by its stamp.
+pub fn describe_stamp(meta_root: &Path, rel: &StoragePath, stamp: Stamp) -> (String, Option<String>) {
     match current_sidecar(meta_root, rel, &stamp) {
         Some(s) => (s.tag, Some(s.content_type)),
         None => (stamp.fallback_tag(), None),
@@ -59,11 +65,13 @@ fn write_sidecar(meta_root: &Path, rel: &StoragePath, sidecar: &Sidecar) -> Resu
     std::fs::create_dir_all(dir)?;
     let body = serde_json::to_vec(sidecar).map_err(|e| Error::Internal(format!("sidecar encoding: {e}")))?;
     // Losing a sidecar in a crash only costs a fallback tag, so it is renamed into place
-    // atomically but not fsynced.
-    let (mut file, temp) = Temp::create(dir)?;
+    // atomically but not fsynced. (The sidecars' folder is the server's own.)
+    let folder = Dir::open(dir)?;
+    let (mut file, temp) = Temp::create(&folder)?;
     file.write_all(&body)?;
     drop(file);
-    std::fs::rename(&temp.path, &path)?;
+    let name = path.file_name().ok_or_else(|| Error::Internal("sidecar without a name".into()))?;
+    temp.dir.rename(&temp.name, &folder, name)?;
     temp.disarm();
     Ok(())
 }
@@ -107,44 +115,58 @@ pub fn move_sidecars(meta_root: &Path, from: &StoragePath, to: &StoragePath, dir
 const TEMP_PREFIX: &str = ".~tmp-";
 
 /// Removes staged files a crash left under `root` (only those older than `before`, so a write
-/// staging right now keeps its file). Links are not followed. Returns how many went.
+/// staging right now keeps its file). The walk goes from folder descriptors and never follows
+/// a link. Returns how many went.
 pub fn remove_stale_temps(root: &Path, before: std::time::SystemTime) -> usize {
+    let before_ns = before
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        .unwrap_or(0);
     let mut removed = 0;
-    let mut folders = vec![root.to_path_buf()];
+    let Ok(top) = Dir::open(root) else { return 0 };
+    let mut folders = vec![top];
     while let Some(folder) = folders.pop() {
-        let Ok(entries) = std::fs::read_dir(&folder) else { continue };
-        for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else { continue };
-            if kind.is_dir() {
-                folders.push(entry.path());
-            } else if kind.is_file()
-                && entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX)
-                && entry.metadata().and_then(|m| m.modified()).is_ok_and(|at| at < before)
-                && std::fs::remove_file(entry.path()).is_ok()
-            {
-                removed += 1;
+        let Ok(entries) = folder.entries(usize::MAX) else { continue };
+        for entry in entries {
+            match entry.kind {
+                Kind::Dir => {
+                    if let Ok(sub) = folder.sub(Path::new(&entry.name)) {
+                        folders.push(sub);
+                    }
+                }
+                Kind::File if entry.name.to_string_lossy().starts_with(TEMP_PREFIX) => {
+                    let old = folder.stat(&entry.name).ok().flatten().is_some_and(|st| {
+                        st.st_mtime.saturating_mul(1_000_000_000).saturating_add(st.st_mtime_nsec) < before_ns
+                    });
+                    if old && folder.remove_file(&entry.name).is_ok() {
+                        removed += 1;
+                    }
+                }
+                _ => {}
             }
         }
     }
     removed
 }
 
-/// A staged file that deletes itself unless it was committed.
+/// A staged file that deletes itself unless it was committed. It is made in a folder reached
+/// without following links and renamed from that folder's descriptor.
 #[derive(Debug)]
 pub struct Temp {
-    pub path: PathBuf,
+    pub dir: Dir,
+    pub name: OsString,
     armed: bool,
 }
 
 impl Temp {
     /// Creates an empty `0600` temp file in `dir`; its name never passes the whitelist, so
     /// listings and reads never see it.
-    pub fn create(dir: &Path) -> Result<(File, Self)> {
+    pub fn create(dir: &Dir) -> Result<(File, Self)> {
         let mut bytes = [0u8; 8];
         rand::thread_rng().fill_bytes(&mut bytes);
-        let path = dir.join(format!("{TEMP_PREFIX}{}", hex::encode(bytes)));
-        let file = OpenOptions::new().write(true).create_new(true).mode(STORED_FILE_MODE).open(&path)?;
-        Ok((file, Self { path, armed: true }))
+        let name = OsString::from(format!("{TEMP_PREFIX}{}", hex::encode(bytes)));
+        let file = dir.create_new(&name, STORED_FILE_MODE)?;
+        Ok((file, Self { dir: dir.reopen()?, name, armed: true }))
     }
 
     /// Keeps the file (it was renamed into place).
@@ -156,7 +178,7 @@ impl Temp {
 impl Drop for Temp {
     fn drop(&mut self) {
         if self.armed {
-            let _ = std::fs::remove_file(&self.path);
+            let _ = self.dir.remove_file(&self.name);
         }
     }
 }
@@ -172,7 +194,7 @@ pub fn seal(file: &File) -> Result<Stamp> {
 }
 
 /// Writes `bytes` to a sealed temp file in `dir`.
-pub fn stage_bytes(dir: &Path, bytes: &[u8]) -> Result<(Temp, Stamp)> {
+pub fn stage_bytes(dir: &Dir, bytes: &[u8]) -> Result<(Temp, Stamp)> {
     let (mut file, temp) = Temp::create(dir)?;
     file.write_all(bytes)?;
     let stamp = seal(&file)?;
@@ -184,67 +206,80 @@ pub fn stage_bytes(dir: &Path, bytes: &[u8]) -> Result<(Temp, Stamp)> {
 /// durable: writers run it after releasing the tree lock, so concurrent writers share one
 /// journal commit instead of queueing behind each other's (a later writer's fsync also covers
 /// every earlier rename, as the journal commits in order).
-pub fn commit(temp: Temp, target: &Path, meta_root: &Path, rel: &StoragePath, sidecar: &Sidecar) -> Result<PathBuf> {
+pub fn commit(
+    temp: Temp,
+    parent: &Dir,
+    name: &str,
+    meta_root: &Path,
+    rel: &StoragePath,
+    sidecar: &Sidecar,
+) -> Result<Dir> {
     // The sidecar goes first: until the rename, it describes an inode nobody sees, so
     // readers meanwhile get the old file with its fallback tag, never a wrong pairing.
     write_sidecar(meta_root, rel, sidecar)?;
-    match std::fs::rename(&temp.path, target) {
+    match temp.dir.rename(&temp.name, parent, OsStr::new(name)) {
         Ok(()) => temp.disarm(),
         Err(e) if e.kind() == ErrorKind::NotFound => {
             return Err(Error::conflict("folder_removed", "The folder was removed while the file was being written."));
         }
         Err(e) => return Err(e.into()),
     }
-    target.parent().map(Path::to_path_buf).ok_or_else(|| Error::Internal("stored file without a folder".into()))
+    Ok(parent.reopen()?)
 }
 
 /// fsyncs a folder so a rename or unlink in it is durable.
-pub fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)?.sync_all()?;
-    Ok(())
+pub fn sync_dir(dir: &Dir) -> Result<()> {
+    Ok(dir.sync()?)
 }
 
-/// Total bytes of the regular files below `dir` (staged files excluded), never following links.
-pub fn tree_size(dir: &Path) -> Result<u64> {
+/// Total bytes of the regular files below `dir` (staged files excluded), walked from folder
+/// descriptors, never following links.
+pub fn tree_size(dir: &Dir) -> Result<u64> {
     let mut total = 0u64;
-    let mut stack = vec![dir.to_path_buf()];
+    let mut stack = vec![dir.reopen()?];
     while let Some(current) = stack.pop() {
-        let entries = match std::fs::read_dir(&current) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == ErrorKind::NotFound => continue,
-            Err(e) => return Err(e.into()),
-        };
-        for entry in entries {
-            let entry = entry?;
-            let kind = entry.file_type()?;
-            if kind.is_dir() {
-                stack.push(entry.path());
-            } else if kind.is_file() && !entry.file_name().as_encoded_bytes().starts_with(TEMP_PREFIX.as_bytes()) {
+        for entry in current.entries(usize::MAX)? {
+            match entry.kind {
+                Kind::Dir => match current.sub(Path::new(&entry.name)) {
+                    Ok(sub) => stack.push(sub),
+                    Err(e) if e.kind() == ErrorKind::NotFound => {}
+                    // Swapped for a link meanwhile: not ours to count.
+                    Err(e) if crate::safe_fs::refusal(&e).is_some() => {}
+                    Err(e) => return Err(e.into()),
+                },
                 // Files still being staged are charged when they are committed, not before.
-                total = total.saturating_add(entry.metadata()?.len());
+                Kind::File if !entry.name.as_encoded_bytes().starts_with(TEMP_PREFIX.as_bytes()) => {
+                    if let Some(stat) = current.stat(&entry.name)? {
+                        total = total.saturating_add(u64::try_from(stat.st_size).unwrap_or(0));
+                    }
+                }
+                _ => {}
             }
         }
     }
     Ok(total)
 }
 
+/// One entry of a listed folder: a regular file or a folder.
+#[derive(Debug)]
+pub struct Listed {
+    pub is_file: bool,
+    pub stamp: Stamp,
+}
+
 /// The entries of `dir` a client may address (whitelisted names, files and folders only, no
-/// links), sorted by name.
-pub fn read_entries(dir: &Path) -> Result<Vec<(String, Metadata)>> {
+/// links, no special files), sorted by name.
+pub fn read_entries(dir: &Dir) -> Result<Vec<(String, Listed)>> {
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let Ok(name) = entry.file_name().into_string() else { continue };
-        if !valid_segment(&name) {
+    for entry in dir.entries(usize::MAX)? {
+        let Ok(name) = entry.name.into_string() else { continue };
+        if !valid_segment(&name) || !matches!(entry.kind, Kind::File | Kind::Dir) {
             continue;
         }
-        let meta = match std::fs::symlink_metadata(entry.path()) {
-            Ok(meta) => meta,
-            Err(e) if e.kind() == ErrorKind::NotFound => continue,
-            Err(e) => return Err(e.into()),
-        };
-        if meta.is_file() || meta.is_dir() {
-            out.push((name, meta));
+        let Some(stat) = dir.stat(OsStr::new(&name))? else { continue };
+        let kind = crate::safe_fs::Kind::of_stat(&stat);
+        if matches!(kind, Kind::File | Kind::Dir) {
+            out.push((name, Listed { is_file: kind == Kind::File, stamp: Stamp::of_stat(&stat) }));
         }
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -333,14 +368,16 @@ mod tests {
     #[test]
     fn a_sidecar_only_describes_the_file_it_was_written_for() {
         let dir = tempfile::tempdir().expect("tmp");
-        let root = dir.path().join("tree");
+        let tree = super::super::path::Root { data_dir: dir.path().to_path_buf(), rel: "tree".into() };
+        let root = tree.path();
         let meta = dir.path().join("meta");
         std::fs::create_dir_all(&root).expect("mkdir");
         let rel = StoragePath::parse("a/b.bin").expect("valid");
-        let parent = super::super::path::prepare_parent(&root, &rel).expect("parent");
-        let (temp, stamp) = stage_bytes(&parent, b"hello").expect("stage");
+        let parent_dir = super::super::path::prepare_parent(&tree, &rel).expect("parent");
+        let parent = parent_dir.path().to_path_buf();
+        let (temp, stamp) = stage_bytes(&parent_dir, b"hello").expect("stage");
         let sidecar = Sidecar { content_type: "image/png".into(), tag: "v1".into(), stamp };
-        sync_dir(&commit(temp, &rel.under(&root), &meta, &rel, &sidecar).expect("commit")).expect("sync");
+        sync_dir(&commit(temp, &parent_dir, "b.bin", &meta, &rel, &sidecar).expect("commit")).expect("sync");
         let file_meta = std::fs::metadata(rel.under(&root)).expect("stat");
         assert_eq!(describe(&meta, &rel, &file_meta), ("v1".into(), Some("image/png".into())));
         assert_eq!(file_meta.permissions().mode() & 0o777, 0o600);

@@ -33,6 +33,20 @@ impl Stamp {
         }
     }
 
+    /// The stamp of a `stat` answer.
+    pub fn of_stat(stat: &nix::sys::stat::FileStat) -> Self {
+        Self {
+            size: u64::try_from(stat.st_size).unwrap_or(0),
+            mtime_ns: stat.st_mtime.saturating_mul(1_000_000_000).saturating_add(stat.st_mtime_nsec),
+            ino: stat.st_ino,
+        }
+    }
+
+    /// When the file was last modified, in unix milliseconds.
+    pub fn modified_ms(&self) -> i64 {
+        self.mtime_ns / 1_000_000
+    }
+
     /// The tag of a file no API write describes.
     pub fn fallback_tag(&self) -> String {
         format!("f{:x}-{:x}-{:x}", self.mtime_ns, self.size, self.ino)

@@ -1,8 +1,8 @@
 //! The operations on one storage tree — read, write, delete, move, list, wipe — with the
 //! tree lock, the quota and the preconditions applied. Disk work runs on blocking threads.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::ffi::OsStr;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -18,20 +18,16 @@ use tokio::io::AsyncWriteExt;
 use super::disk::{self, Sidecar, Temp};
 use super::etag::{self, Preconditions, Stamp};
 use super::group;
-use super::path::{Found, StoragePath, inspect, prepare_parent, valid_segment};
+use super::path::{Found, Root, StoragePath, locate, prepare_parent, valid_segment, writable_target};
 use super::store::Store;
 use super::tree::{Tree, TreeState};
 use super::{INLINE_CONTENT_BYTES, INLINE_PAGE_BYTES, INLINE_READ_BYTES, MAX_OBJECT_BYTES};
 use crate::error::{Domain, Error, Result};
+use crate::safe_fs::Dir;
 
 /// Runs blocking disk work off the async threads.
 pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     tokio::task::spawn_blocking(f).await.map_err(|e| Error::Internal(format!("storage task failed: {e}")))?
-}
-
-/// Opens a regular file for reading, refusing a link in its last component.
-pub(crate) fn open_read(path: &Path) -> Result<File> {
-    Ok(OpenOptions::new().read(true).custom_flags(nix::libc::O_NOFOLLOW).open(path)?)
 }
 
 /// A request body on its way to disk.
@@ -84,7 +80,7 @@ pub(crate) struct ListOptions {
 pub(crate) struct Ctx {
     store: Arc<Store>,
     tree: Tree,
-    root: PathBuf,
+    root: Root,
     meta: PathBuf,
 }
 
@@ -99,7 +95,11 @@ impl Ctx {
             return Ok(used);
         }
         let root = self.root.clone();
-        let used = blocking(move || disk::tree_size(&root)).await?;
+        let used = blocking(move || match root.open()? {
+            Some(root) => disk::tree_size(&root),
+            None => Ok(0),
+        })
+        .await?;
         state.used = Some(used);
         Ok(used)
     }
@@ -107,10 +107,10 @@ impl Ctx {
     /// The current tag of `rel` (`None` when missing).
     async fn current_tag(&self, rel: &StoragePath) -> Result<Option<String>> {
         let (root, meta, rel) = (self.root.clone(), self.meta.clone(), rel.clone());
-        blocking(move || match inspect(&root, &rel)? {
-            (_, Found::File(m)) => Ok(Some(disk::describe(&meta, &rel, &m).0)),
-            (_, Found::Dir(_)) => Err(Domain::IsADirectory.into()),
-            (_, Found::Missing) => Ok(None),
+        blocking(move || match locate(&root, &rel)?.found {
+            Found::File(_, m) => Ok(Some(disk::describe(&meta, &rel, &m).0)),
+            Found::Dir(_) => Err(Domain::IsADirectory.into()),
+            Found::Missing => Ok(None),
         })
         .await
     }
@@ -119,15 +119,11 @@ impl Ctx {
     pub async fn read(&self, rel: StoragePath, if_none_match: Option<String>) -> Result<Read> {
         let (root, meta) = (self.root.clone(), self.meta.clone());
         blocking(move || {
-            let (path, Found::File(_)) = inspect(&root, &rel)? else { return Err(Domain::FileNotFound.into()) };
-            let mut file = open_read(&path).map_err(|e| match e {
-                Error::Io(io) if io.kind() == std::io::ErrorKind::NotFound => Domain::FileNotFound.into(),
-                other => other,
-            })?;
-            let m = file.metadata()?;
-            if !m.is_file() {
+            // The file is opened by the walk itself (from the root's descriptor, no link
+            // followed, a regular file only): what is served is what was checked.
+            let Found::File(mut file, m) = locate(&root, &rel)?.found else {
                 return Err(Domain::FileNotFound.into());
-            }
+            };
             let (tag, recorded) = disk::describe(&meta, &rel, &m);
             if if_none_match.is_some_and(|h| etag::if_none_match_hits(&h, Some(&tag))) {
                 return Ok(Read::NotModified { tag });
@@ -188,17 +184,16 @@ impl Ctx {
         let mut state = self.store.lock(self.tree).await;
         let (root, meta) = (self.root.clone(), self.meta.clone());
         let outcome = blocking(move || {
-            let (path, m) = match inspect(&root, &rel)? {
-                (path, Found::File(m)) => (path, m),
+            let located = locate(&root, &rel)?;
+            let (parent, m) = match (located.parent, located.found) {
+                (Some(parent), Found::File(_, m)) => (parent, m),
                 (_, Found::Dir(_)) => return Err(Domain::IsADirectory.into()),
-                (_, Found::Missing) => return Err(Domain::FileNotFound.into()),
+                _ => return Err(Domain::FileNotFound.into()),
             };
             pre.check(Some(&disk::describe(&meta, &rel, &m).0))?;
-            std::fs::remove_file(&path)?;
+            parent.remove_file(OsStr::new(&located.name))?;
             disk::remove_sidecar(&meta, &rel)?;
-            if let Some(dir) = path.parent() {
-                disk::sync_dir(dir)?;
-            }
+            disk::sync_dir(&parent)?;
             Ok(m.len())
         })
         .await;
@@ -210,19 +205,18 @@ impl Ctx {
         let mut state = self.store.lock(self.tree).await;
         let (root, meta) = (self.root.clone(), self.meta.clone());
         let outcome = blocking(move || {
-            let path = match inspect(&root, &rel)? {
-                (path, Found::Dir(_)) => path,
-                (_, Found::File(_)) => {
+            let located = locate(&root, &rel)?;
+            let (parent, dir) = match (located.parent, located.found) {
+                (Some(parent), Found::Dir(dir)) => (parent, dir),
+                (_, Found::File(..)) => {
                     return Err(Error::bad_request("not_a_directory", "This path is a file, not a folder."));
                 }
-                (_, Found::Missing) => return Err(Error::not_found("not_found", "There is no folder at this path.")),
+                _ => return Err(Error::not_found("not_found", "There is no folder at this path.")),
             };
-            let size = disk::tree_size(&path)?;
-            std::fs::remove_dir_all(&path)?;
+            let size = disk::tree_size(&dir)?;
+            parent.remove_tree(OsStr::new(&located.name))?;
             disk::remove_sidecar_dir(&meta, &rel)?;
-            if let Some(dir) = path.parent() {
-                disk::sync_dir(dir)?;
-            }
+            disk::sync_dir(&parent)?;
             Ok(size)
         })
         .await;
@@ -234,23 +228,24 @@ impl Ctx {
         let mut state = self.store.lock(self.tree).await;
         let (root, meta) = (self.root.clone(), self.meta.clone());
         let outcome = blocking(move || {
-            let (src, is_dir) = match inspect(&root, &from)? {
-                (path, Found::File(_)) => (path, false),
-                (path, Found::Dir(_)) => (path, true),
-                (_, Found::Missing) => return Err(Error::not_found("not_found", "There is nothing at `from`.")),
+            let source = locate(&root, &from)?;
+            let (src_parent, is_dir) = match (source.parent, source.found) {
+                (Some(parent), Found::File(..)) => (parent, false),
+                (Some(parent), Found::Dir(_)) => (parent, true),
+                _ => return Err(Error::not_found("not_found", "There is nothing at `from`.")),
             };
-            let (dst, Found::Missing) = inspect(&root, &to)? else {
+            let Found::Missing = locate(&root, &to)?.found else {
                 return Err(Error::conflict("destination_exists", "Something already exists at `to`."));
             };
             if to.is_inside(&from) {
                 return Err(Error::bad_request("invalid_move", "A folder cannot be moved inside itself."));
             }
-            prepare_parent(&root, &to)?;
-            std::fs::rename(&src, &dst)?;
+            let dst_parent = prepare_parent(&root, &to)?;
+            writable_target(&dst_parent, to.file_name())?;
+            src_parent.rename(OsStr::new(&source.name), &dst_parent, OsStr::new(to.file_name()))?;
             disk::move_sidecars(&meta, &from, &to, is_dir)?;
-            for dir in [dst.parent(), src.parent()].into_iter().flatten() {
-                disk::sync_dir(dir)?;
-            }
+            disk::sync_dir(&dst_parent)?;
+            disk::sync_dir(&src_parent)?;
             Ok(())
         })
         .await;
@@ -270,14 +265,14 @@ impl Ctx {
         blocking(move || {
             let empty = Page { entries: Vec::new(), next_cursor: None };
             let dir = match &prefix {
-                None => match std::fs::symlink_metadata(&root) {
-                    Ok(m) if m.is_dir() => root.clone(),
-                    _ => return Ok(empty),
+                None => match root.open()? {
+                    Some(dir) => dir,
+                    None => return Ok(empty),
                 },
-                Some(p) => match inspect(&root, p)? {
-                    (path, Found::Dir(_)) => path,
-                    (_, Found::Missing) => return Ok(empty),
-                    (_, Found::File(_)) => {
+                Some(p) => match locate(&root, p)?.found {
+                    Found::Dir(dir) => dir,
+                    Found::Missing => return Ok(empty),
+                    Found::File(..) => {
                         return Err(Error::bad_request("not_a_directory", "This path is a file, not a folder."));
                     }
                 },
@@ -293,7 +288,7 @@ impl Ctx {
             let mut entries = Vec::with_capacity(all.len());
             for (name, m) in all {
                 let rel = StoragePath::child(prefix.as_ref(), &name);
-                let modified_at = m.mtime().saturating_mul(1000).saturating_add(m.mtime_nsec() / 1_000_000);
+                let modified_at = m.stamp.modified_ms();
                 let mut entry = Entry {
                     path: rel.as_str().to_owned(),
                     name,
@@ -304,24 +299,26 @@ impl Ctx {
                     etag: None,
                     content: None,
                 };
-                if m.is_file() {
-                    let (tag, recorded) = disk::describe(&meta, &rel, &m);
-                    let path = rel.under(&root);
+                if m.is_file {
+                    let (tag, recorded) = disk::describe_stamp(&meta, &rel, m.stamp);
+                    // Opened from the listed folder's descriptor (no link, no FIFO).
+                    let opened = dir.open_file(Path::new(&entry.name)).ok().map(|(file, _)| file);
                     let mime = match recorded {
                         Some(t) => t,
                         None => {
-                            let head = open_read(&path).and_then(|f| disk::head(&f, 512)).unwrap_or_default();
+                            let head = opened.as_ref().and_then(|f| disk::head(f, 512).ok()).unwrap_or_default();
                             disk::guess_type(&entry.name, &head).to_owned()
                         }
                     };
-                    if options.include_content && m.len() <= INLINE_CONTENT_BYTES && m.len() <= budget {
-                        entry.content = inline_content(&path, &mime, Stamp::of(&m));
+                    let size = m.stamp.size;
+                    if options.include_content && size <= INLINE_CONTENT_BYTES && size <= budget {
+                        entry.content = opened.and_then(|file| inline_content(file, &mime, m.stamp));
                         if entry.content.is_some() {
-                            budget -= m.len();
+                            budget -= size;
                         }
                     }
                     entry.kind = "file";
-                    entry.size = m.len();
+                    entry.size = size;
                     entry.mime_type = Some(mime);
                     entry.etag = Some(etag::quoted(&tag));
                 }
@@ -337,11 +334,20 @@ impl Ctx {
         let mut state = self.store.lock(self.tree).await;
         let (root, meta) = (self.root.clone(), self.meta.clone());
         let outcome = blocking(move || {
-            for dir in [&root, &meta] {
-                match std::fs::remove_dir_all(dir) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
-                    _ => {}
+            // The root is removed from its parent's descriptor, never followed (a link the
+            // agent put in its place goes, not what it points at).
+            let parent = root.rel.parent().unwrap_or(Path::new(""));
+            let name = root.rel.file_name().unwrap_or_default();
+            match Dir::open_under(&root.data_dir, parent) {
+                Ok(parent) => {
+                    parent.remove_tree(name)?;
                 }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e.into()),
+            }
+            match std::fs::remove_dir_all(&meta) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+                _ => {}
             }
             Ok(())
         })
@@ -358,7 +364,7 @@ impl Ctx {
         let (root, meta) = (self.root.clone(), self.meta.clone());
         let outcome = blocking(move || {
             for (rel, bytes, content_type) in files {
-                if !matches!(inspect(&root, &rel)?, (_, Found::Missing)) {
+                if !matches!(locate(&root, &rel)?.found, Found::Missing) {
                     continue;
                 }
                 let size = bytes.len() as u64;
@@ -366,9 +372,10 @@ impl Ctx {
                     return Err(Domain::QuotaExceeded.into());
                 }
                 let dir = prepare_parent(&root, &rel)?;
+                writable_target(&dir, rel.file_name())?;
                 let (temp, stamp) = disk::stage_bytes(&dir, &bytes)?;
                 let sidecar = Sidecar { content_type, tag: etag::fresh_tag(), stamp };
-                disk::sync_dir(&disk::commit(temp, &rel.under(&root), &meta, &rel, &sidecar)?)?;
+                disk::sync_dir(&disk::commit(temp, &dir, rel.file_name(), &meta, &rel, &sidecar)?)?;
                 used = used.saturating_add(size);
             }
             Ok(used)
@@ -410,8 +417,7 @@ fn refund(state: &mut TreeState, outcome: Result<u64>) -> Result<()> {
 }
 
 /// The JSON value or text of a small listed file (if it is still the file that was listed).
-fn inline_content(path: &Path, mime: &str, stamp: Stamp) -> Option<Value> {
-    let mut file = open_read(path).ok()?;
+fn inline_content(mut file: File, mime: &str, stamp: Stamp) -> Option<Value> {
     if Stamp::of(&file.metadata().ok()?) != stamp {
         return None;
     }
@@ -436,7 +442,7 @@ fn decode_cursor(cursor: &str) -> Result<String> {
 }
 
 /// Streams a body into a sealed temp file in `dir`.
-async fn stage_stream(dir: PathBuf, body: Body) -> Result<(Temp, Stamp)> {
+async fn stage_stream(dir: Dir, body: Body) -> Result<(Temp, Stamp)> {
     let (file, temp) = blocking(move || Temp::create(&dir)).await?;
     let mut file = tokio::fs::File::from_std(file);
     let mut stream = body.into_data_stream();

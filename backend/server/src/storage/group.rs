@@ -13,7 +13,7 @@
 //! document from many places costs one fsync per batch instead of two per write.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -21,9 +21,10 @@ use tokio::sync::oneshot;
 
 use super::disk::{self, Sidecar, Temp};
 use super::etag::{self, Preconditions, Stamp};
-use super::path::{Found, StoragePath, inspect, prepare_parent};
+use super::path::{Found, Root, StoragePath, locate, prepare_parent, writable_target};
 use super::tree::TreeState;
 use crate::error::{Domain, Error, Result};
+use crate::safe_fs::Dir;
 
 /// A write's bytes: still in memory (JSON, text) or already staged and sealed (streamed).
 #[derive(Debug)]
@@ -61,8 +62,8 @@ pub(crate) struct Queue {
 
 /// Where a tree's batches go and under which lock.
 pub(crate) struct Target {
-    pub root: PathBuf,
-    pub meta: PathBuf,
+    pub root: Root,
+    pub meta: std::path::PathBuf,
     pub quota: Option<u64>,
     pub lock: Arc<tokio::sync::Mutex<TreeState>>,
     pub queue: Arc<Mutex<Queue>>,
@@ -130,10 +131,16 @@ type Answer = (oneshot::Sender<Result<String>>, Result<String>);
 
 /// Decides and applies one batch under the tree lock; returns the answers and the folders
 /// to fsync before sending them.
-fn commit(target: &Target, state: &mut TreeState, batch: Vec<Queued>) -> (Vec<Answer>, Vec<PathBuf>) {
+fn commit(target: &Target, state: &mut TreeState, batch: Vec<Queued>) -> (Vec<Answer>, Vec<Dir>) {
+    let measured = || -> Result<u64> {
+        match target.root.open()? {
+            Some(root) => disk::tree_size(&root),
+            None => Ok(0),
+        }
+    };
     let mut used = match state.used {
         Some(used) => used,
-        None => match disk::tree_size(&target.root) {
+        None => match measured() {
             Ok(used) => used,
             Err(e) => {
                 let why = format!("could not measure the storage tree: {e:?}");
@@ -182,14 +189,14 @@ fn commit(target: &Target, state: &mut TreeState, batch: Vec<Queued>) -> (Vec<An
         view.last = Some((q.body, q.content_type));
         answers.push(((q.done, Ok(tag)), Some(slot)));
     }
-    let mut dirs: Vec<PathBuf> = Vec::new();
+    let mut dirs: Vec<Dir> = Vec::new();
     let mut failed: HashMap<usize, Error> = HashMap::new();
     for (i, view) in views.iter_mut().enumerate() {
         let Some((body, content_type)) = view.last.take() else { continue };
         let tag = view.tag.clone().unwrap_or_default();
         match apply(&target.root, &target.meta, &view.rel, body, content_type, tag) {
             Ok(dir) => {
-                if !dirs.contains(&dir) {
+                if !dirs.iter().any(|d| d.path() == dir.path()) {
                     dirs.push(dir);
                 }
             }
@@ -211,36 +218,26 @@ fn commit(target: &Target, state: &mut TreeState, batch: Vec<Queued>) -> (Vec<An
 }
 
 /// The state of `rel` before the batch touches it.
-fn first_view(root: &Path, meta: &Path, rel: &StoragePath) -> Result<View> {
-    let (size, tag) = match inspect(root, rel)? {
-        (_, Found::Missing) => (0, None),
-        (_, Found::File(m)) => (m.len(), Some(disk::describe(meta, rel, &m).0)),
-        (_, Found::Dir(_)) => return Err(Domain::IsADirectory.into()),
+fn first_view(root: &Root, meta: &Path, rel: &StoragePath) -> Result<View> {
+    let (size, tag) = match locate(root, rel)?.found {
+        Found::Missing => (0, None),
+        Found::File(_, m) => (m.len(), Some(disk::describe(meta, rel, &m).0)),
+        Found::Dir(_) => return Err(Domain::IsADirectory.into()),
     };
     Ok(View { rel: rel.clone(), size, tag, last: None })
 }
 
 /// Stages (if still in memory), seals and renames the final version of one path; returns
 /// its folder.
-fn apply(
-    root: &Path,
-    meta: &Path,
-    rel: &StoragePath,
-    body: Body,
-    content_type: String,
-    tag: String,
-) -> Result<PathBuf> {
+fn apply(root: &Root, meta: &Path, rel: &StoragePath, body: Body, content_type: String, tag: String) -> Result<Dir> {
     let dir = prepare_parent(root, rel)?;
     // An earlier path of this batch may have made this one a folder's name.
-    let (target, found) = inspect(root, rel)?;
-    if matches!(found, Found::Dir(_)) {
-        return Err(Domain::IsADirectory.into());
-    }
+    writable_target(&dir, rel.file_name())?;
     let (temp, stamp) = match body {
         Body::InMemory(bytes) => disk::stage_bytes(&dir, &bytes)?,
         Body::Staged(temp, stamp) => (temp, stamp),
     };
-    disk::commit(temp, &target, meta, rel, &Sidecar { content_type, tag, stamp })
+    disk::commit(temp, &dir, rel.file_name(), meta, rel, &Sidecar { content_type, tag, stamp })
 }
 
 /// A copy of `e` for each write of a path that failed.

@@ -1,11 +1,13 @@
-//! Storage paths: the whitelist a client path must pass, and the walk on disk that refuses
-//! every symbolic link below a tree's root.
+//! Storage paths: the whitelist a client path must pass, and the walk on disk (from the
+//! tree root's descriptor, through `safe_fs`) that refuses every symbolic link below it.
 
-use std::fs::Metadata;
+use std::ffi::OsStr;
+use std::fs::{File, Metadata};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::safe_fs::{self, Dir, Kind, Refused};
 
 /// Longest accepted storage path, in bytes.
 pub const MAX_PATH_LEN: usize = 512;
@@ -112,79 +114,122 @@ impl StoragePath {
 #[derive(Debug)]
 pub enum Found {
     Missing,
-    File(Metadata),
-    Dir(Metadata),
+    /// A regular file, already open for reading (opened non-blocking: never a FIFO).
+    File(File, Metadata),
+    Dir(Dir),
 }
 
-/// Walks `rel` below `root` one component at a time with `symlink_metadata`; any symbolic
-/// link, or a file where a folder is needed, is refused. `root` itself is trusted.
-pub fn inspect(root: &Path, rel: &StoragePath) -> Result<(PathBuf, Found)> {
-    let full = rel.under(root);
-    // Whitelisted segments cannot climb out; this is the belt to that brace.
-    if !full.starts_with(root) {
-        return Err(invalid("This path leaves the storage folder."));
+/// A path found in its tree: the folder holding its last segment (`None` when a folder on the
+/// way is missing), that segment, and what it names.
+#[derive(Debug)]
+pub struct Located {
+    pub parent: Option<Dir>,
+    pub name: String,
+    pub found: Found,
+}
+
+/// A storage tree's root, `DATA_DIR/<rel>` (`app-data/<id>`, `shared`). The agent can write
+/// `app-data/` and `shared/`, so the root and everything below it are opened through
+/// `safe_fs` (one component at a time, no link followed), never by path.
+#[derive(Debug, Clone)]
+pub struct Root {
+    pub data_dir: PathBuf,
+    pub rel: PathBuf,
+}
+
+fn through_link() -> Error {
+    invalid("This path goes through a symbolic link; storage never follows links.")
+}
+
+fn special() -> Error {
+    invalid("This path names a special file, which storage does not serve.")
+}
+
+/// A refusal of `safe_fs` as the storage API says it; other errors as they are.
+fn refused(e: std::io::Error) -> Error {
+    match safe_fs::refusal(&e) {
+        Some(Refused::Link(_)) => through_link(),
+        Some(Refused::NotDir(_)) => not_a_directory(),
+        Some(Refused::NotRegular(_)) => special(),
+        _ => e.into(),
     }
-    let count = rel.segments().count();
-    let mut current = root.to_path_buf();
-    for (i, segment) in rel.segments().enumerate() {
-        current.push(segment);
-        let meta = match std::fs::symlink_metadata(&current) {
-            Ok(meta) => meta,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok((full, Found::Missing)),
-            Err(e) => return Err(e.into()),
-        };
-        let kind = meta.file_type();
-        if kind.is_symlink() {
-            return Err(invalid("This path goes through a symbolic link; storage never follows links."));
-        }
-        let last = i + 1 == count;
-        if !last {
-            if !kind.is_dir() {
-                return Err(not_a_directory());
-            }
-            continue;
-        }
-        if kind.is_dir() {
-            return Ok((full, Found::Dir(meta)));
-        }
-        if kind.is_file() {
-            return Ok((full, Found::File(meta)));
-        }
-        return Err(invalid("This path names a special file, which storage does not serve."));
+}
+
+impl Root {
+    /// Where the root is (for messages and measures).
+    pub fn path(&self) -> PathBuf {
+        self.data_dir.join(&self.rel)
     }
-    Ok((full, Found::Missing))
+
+    /// The root folder, or `None` while it does not exist.
+    pub fn open(&self) -> Result<Option<Dir>> {
+        match Dir::open_under(&self.data_dir, &self.rel) {
+            Ok(dir) => Ok(Some(dir)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(refused(e)),
+        }
+    }
+
+    /// The root folder, created when missing.
+    pub fn create(&self) -> Result<Dir> {
+        Dir::create_under(&self.data_dir, &self.rel).map_err(refused)
+    }
+}
+
+/// Walks `rel` below `root` one component at a time from the root's descriptor, never
+/// following a link: a link, or a file where a folder is needed, is refused; a file is opened
+/// (a FIFO, socket or device is refused, never waited on).
+pub fn locate(root: &Root, rel: &StoragePath) -> Result<Located> {
+    let name = rel.file_name().to_owned();
+    let missing = |parent| Ok(Located { parent, name: name.clone(), found: Found::Missing });
+    let Some(mut dir) = root.open()? else { return missing(None) };
+    let segments: Vec<&str> = rel.segments().collect();
+    for segment in &segments[..segments.len() - 1] {
+        match dir.kind(OsStr::new(segment))? {
+            None => return missing(None),
+            Some(Kind::Dir) => dir = dir.sub(Path::new(segment)).map_err(refused)?,
+            Some(Kind::Link) => return Err(through_link()),
+            Some(_) => return Err(not_a_directory()),
+        }
+    }
+    let found = match dir.kind(OsStr::new(&name))? {
+        None => Found::Missing,
+        Some(Kind::Dir) => Found::Dir(dir.sub(Path::new(&name)).map_err(refused)?),
+        Some(Kind::File) => match dir.open_file(Path::new(&name)) {
+            Ok((file, meta)) => Found::File(file, meta),
+            Err(e) if e.kind() == ErrorKind::NotFound => Found::Missing,
+            Err(e) => return Err(refused(e)),
+        },
+        Some(Kind::Link) => return Err(through_link()),
+        Some(Kind::Special) => return Err(special()),
+    };
+    Ok(Located { parent: Some(dir), name, found })
+}
+
+/// Refuses to write over `name` in `parent` unless it is missing or a regular file: a folder
+/// is `is_a_directory`, a link or a special file is refused (never replaced or followed).
+pub fn writable_target(parent: &Dir, name: &str) -> Result<()> {
+    match parent.kind(OsStr::new(name))? {
+        None | Some(Kind::File) => Ok(()),
+        Some(Kind::Dir) => Err(crate::error::Domain::IsADirectory.into()),
+        Some(Kind::Link) => Err(through_link()),
+        Some(Kind::Special) => Err(special()),
+    }
 }
 
 fn not_a_directory() -> Error {
     Error::bad_request("not_a_directory", "A folder in this path is a file.")
 }
 
-/// Creates `root` and every folder above `rel`'s last segment (refusing links on the way);
+/// Creates the root and every folder above `rel`'s last segment (refusing links on the way);
 /// returns the folder that will hold `rel`.
-pub fn prepare_parent(root: &Path, rel: &StoragePath) -> Result<PathBuf> {
-    std::fs::create_dir_all(root)?;
-    let mut current = root.to_path_buf();
+pub fn prepare_parent(root: &Root, rel: &StoragePath) -> Result<Dir> {
+    let mut dir = root.create()?;
     let segments: Vec<&str> = rel.segments().collect();
     for segment in &segments[..segments.len() - 1] {
-        current.push(segment);
-        loop {
-            match std::fs::symlink_metadata(&current) {
-                Ok(meta) if meta.file_type().is_symlink() => {
-                    return Err(invalid("This path goes through a symbolic link; storage never follows links."));
-                }
-                Ok(meta) if meta.is_dir() => break,
-                Ok(_) => return Err(not_a_directory()),
-                Err(e) if e.kind() == ErrorKind::NotFound => match std::fs::create_dir(&current) {
-                    Ok(()) => break,
-                    // Created by someone else between the look and the create: look again.
-                    Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
-                    Err(e) => return Err(e.into()),
-                },
-                Err(e) => return Err(e.into()),
-            }
-        }
+        dir = dir.sub_or_create(Path::new(segment)).map_err(refused)?;
     }
-    Ok(current)
+    Ok(dir)
 }
 
 #[cfg(test)]
@@ -247,23 +292,30 @@ mod tests {
     }
 
     #[test]
-    fn inspection_refuses_links_and_files_used_as_folders() {
+    fn the_walk_refuses_links_special_files_and_files_used_as_folders() {
         let dir = tempfile::tempdir().expect("tmp");
-        let root = dir.path().join("tree");
-        std::fs::create_dir_all(root.join("sub")).expect("mkdir");
-        std::fs::write(root.join("sub/file"), b"x").expect("write");
-        std::os::unix::fs::symlink(dir.path(), root.join("link")).expect("symlink");
+        let root = Root { data_dir: dir.path().to_path_buf(), rel: PathBuf::from("tree") };
+        let tree = root.path();
+        std::fs::create_dir_all(tree.join("sub")).expect("mkdir");
+        std::fs::write(tree.join("sub/file"), b"x").expect("write");
+        std::os::unix::fs::symlink(dir.path(), tree.join("link")).expect("symlink");
+        nix::unistd::mkfifo(&tree.join("pipe"), nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("fifo");
         let p = |s: &str| StoragePath::parse(s).expect("valid");
-        assert!(matches!(inspect(&root, &p("sub/file")).expect("ok").1, Found::File(_)));
-        assert!(matches!(inspect(&root, &p("sub")).expect("ok").1, Found::Dir(_)));
-        assert!(matches!(inspect(&root, &p("nope/deeper")).expect("ok").1, Found::Missing));
-        assert_eq!(inspect(&root, &p("link")).expect_err("link").code(), "invalid_path");
-        assert_eq!(inspect(&root, &p("link/tree/sub/file")).expect_err("link").code(), "invalid_path");
-        assert_eq!(inspect(&root, &p("sub/file/x")).expect_err("file").code(), "not_a_directory");
+        assert!(matches!(locate(&root, &p("sub/file")).expect("ok").found, Found::File(..)));
+        assert!(matches!(locate(&root, &p("sub")).expect("ok").found, Found::Dir(_)));
+        assert!(matches!(locate(&root, &p("nope/deeper")).expect("ok").found, Found::Missing));
+        assert_eq!(locate(&root, &p("link")).expect_err("link").code(), "invalid_path");
+        assert_eq!(locate(&root, &p("link/tree/sub/file")).expect_err("link").code(), "invalid_path");
+        assert_eq!(locate(&root, &p("pipe")).expect_err("fifo").code(), "invalid_path");
+        assert_eq!(locate(&root, &p("sub/file/x")).expect_err("file").code(), "not_a_directory");
         assert_eq!(prepare_parent(&root, &p("link/new.txt")).expect_err("link").code(), "invalid_path");
         assert!(!dir.path().join("new.txt").exists());
         let made = prepare_parent(&root, &p("x/y/z.txt")).expect("parents");
-        assert_eq!(made, root.join("x/y"));
-        assert!(made.is_dir());
+        assert_eq!(made.path(), tree.join("x/y"));
+        assert!(tree.join("x/y").is_dir());
+        // The root itself swapped for a link is refused too.
+        std::fs::rename(&tree, dir.path().join("moved")).expect("move");
+        std::os::unix::fs::symlink(dir.path().join("moved"), &tree).expect("root link");
+        assert_eq!(locate(&root, &p("sub/file")).expect_err("root link").code(), "invalid_path");
     }
 }

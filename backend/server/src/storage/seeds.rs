@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::disk::guess_type;
-use super::files::{Ctx, blocking, open_read};
-use super::path::{Found, StoragePath, inspect};
+use super::files::{Ctx, blocking};
+use super::path::StoragePath;
 use super::store::Store;
 use super::tree::Tree;
 use crate::error::{Error, Result};
@@ -81,15 +81,21 @@ pub async fn write_seeds(
     Ctx::new(store, data_dir, Tree::App(app_id)).write_if_absent(files).await
 }
 
-/// Reads the seed file `src` (relative to `source_dir`, whitelisted, no link anywhere).
+/// Reads the seed file `src` (relative to `source_dir`, whitelisted; through `safe_fs`: no
+/// link anywhere, a regular file only, at most [`MAX_SEED_BYTES`]).
 fn read_source(source_dir: &Path, src: &str) -> Result<Vec<u8>> {
     let rel = StoragePath::parse(src)?;
-    let (path, Found::File(meta)) = inspect(source_dir, &rel)? else {
-        return Err(Error::bad_request("invalid_seed", format!("The seed source {src:?} is not a file in the app.")));
-    };
-    if meta.len() > MAX_SEED_BYTES {
-        return Err(Error::bad_request("invalid_seed", "The seed source is larger than 4 MiB."));
+    let not_a_file =
+        || Error::bad_request("invalid_seed", format!("The seed source {src:?} is not a file in the app."));
+    let dir = crate::safe_fs::Dir::open(source_dir)?;
+    match dir.read(Path::new(rel.as_str()), MAX_SEED_BYTES) {
+        Ok(bytes) => Ok(bytes),
+        Err(e) if matches!(crate::safe_fs::refusal(&e), Some(crate::safe_fs::Refused::TooLarge(..))) => {
+            Err(Error::bad_request("invalid_seed", "The seed source is larger than 4 MiB."))
+        }
+        Err(e) if crate::safe_fs::refusal(&e).is_some() || e.kind() == std::io::ErrorKind::NotFound => {
+            Err(not_a_file())
+        }
+        Err(e) => Err(e.into()),
     }
-    let mut file = open_read(&path)?;
-    super::disk::read_small(&mut file, MAX_SEED_BYTES)
 }

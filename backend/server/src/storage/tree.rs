@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{app_data_dir, shared_dir};
+use super::path::Root;
 
 /// One storage tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -12,11 +12,13 @@ pub(crate) enum Tree {
 }
 
 impl Tree {
-    pub(super) fn root(self, data_dir: &Path) -> PathBuf {
-        match self {
-            Tree::App(id) => app_data_dir(data_dir, id),
-            Tree::Shared => shared_dir(data_dir),
-        }
+    /// The tree's root (`app-data/<id>`, `shared`), reached without following links.
+    pub(super) fn root(self, data_dir: &Path) -> Root {
+        let rel = match self {
+            Tree::App(id) => Path::new("app-data").join(id.to_string()),
+            Tree::Shared => PathBuf::from("shared"),
+        };
+        Root { data_dir: data_dir.to_path_buf(), rel }
     }
 
     pub(super) fn meta_root(self, data_dir: &Path) -> PathBuf {

@@ -78,13 +78,16 @@ impl Uploads {
     /// `data_dir`) into chat `chat_id`'s media, if it is an image in one of the agent's own
     /// folders under `data_dir`; answers its media URL.
     pub async fn import_local(&self, data_dir: &Path, chat_id: &str, target: &str) -> Option<String> {
-        let path = showable(data_dir, chat_id, target).await?;
-        let meta = tokio::fs::metadata(&path).await.ok()?;
-        if !meta.is_file() || meta.len() == 0 || meta.len() > self.max_file_bytes {
-            return None;
-        }
-        let bytes = tokio::fs::read(&path).await.ok()?;
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("image").to_owned();
+        let rel = showable(data_dir, chat_id, target)?;
+        let bytes = match read_showable(data_dir, &rel, self.max_file_bytes).await {
+            Ok(bytes) if !bytes.is_empty() => bytes,
+            Ok(_) => return None,
+            Err(e) => {
+                tracing::info!(chat.id = chat_id, error = %e, "a reply's local image was not read");
+                return None;
+            }
+        };
+        let name = rel.file_name().and_then(|n| n.to_str()).unwrap_or("image").to_owned();
         match self.save_media(chat_id, &bytes, &name).await {
             Ok(url) => Some(url),
             Err(e) => {
@@ -132,15 +135,39 @@ pub fn too_large(name: &str, max: u64) -> Error {
     Domain::UploadTooLarge(name.to_owned(), max >> 20).into()
 }
 
-/// The real path of `target` if it lies in one of the agent's folders of `data_dir`.
-async fn showable(data_dir: &Path, chat_id: &str, target: &str) -> Option<PathBuf> {
+/// `target`'s path relative to `data_dir` if it names a file in one of the agent's folders
+/// (lexically: no `..`; links are refused when it is read, see [`read_showable`]).
+fn showable(data_dir: &Path, chat_id: &str, target: &str) -> Option<PathBuf> {
+    use std::path::Component;
     let target = target.strip_prefix("file://").unwrap_or(target);
-    let path = if Path::new(target).is_absolute() { PathBuf::from(target) } else { data_dir.join(target) };
-    let real = tokio::fs::canonicalize(&path).await.ok()?;
-    let scratch = data_dir.join("agent-scratch").join(chat_id);
-    let allowed = SHOWABLE_DIRS.iter().map(|d| data_dir.join(d)).chain(std::iter::once(scratch));
-    let inside = allowed.filter_map(|dir| std::fs::canonicalize(dir).ok()).any(|dir| real.starts_with(dir));
-    inside.then_some(real)
+    let rel = match Path::new(target).strip_prefix(data_dir) {
+        Ok(rel) => rel.to_path_buf(),
+        Err(_) if Path::new(target).is_absolute() => return None,
+        Err(_) => PathBuf::from(target),
+    };
+    let parts: Vec<&std::ffi::OsStr> = rel
+        .components()
+        .map(|c| match c {
+            Component::Normal(part) => Some(Some(part)),
+            Component::CurDir => Some(None),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    let first = parts.first()?.to_str()?;
+    let in_scratch = first == "agent-scratch" && parts.get(1).is_some_and(|c| *c == chat_id) && parts.len() > 2;
+    (SHOWABLE_DIRS.contains(&first) && parts.len() > 1 || in_scratch).then(|| parts.iter().collect())
+}
+
+/// The bytes of the showable file `rel` of `data_dir`, at most `max`: reached without following
+/// any link, a regular file only (a FIFO or device is refused, never waited on).
+async fn read_showable(data_dir: &Path, rel: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    let (data_dir, rel) = (data_dir.to_path_buf(), rel.to_path_buf());
+    tokio::task::spawn_blocking(move || crate::safe_fs::Dir::open(&data_dir)?.read(&rel, max))
+        .await
+        .map_err(std::io::Error::other)?
 }
 
 #[cfg(test)]
@@ -167,11 +194,30 @@ mod tests {
             std::fs::write(data.join(folder).join(file), b"x").expect("file");
         }
         std::os::unix::fs::symlink(data.join("db/secret.png"), data.join("apps/a/link.png")).expect("link");
-        assert!(showable(&data, "c1", "apps/a/ok.png").await.is_some());
-        assert!(showable(&data, "c1", &format!("{}/apps/a/ok.png", data.display())).await.is_some());
-        assert!(showable(&data, "c1", "db/secret.png").await.is_none());
-        assert!(showable(&data, "c1", "apps/../db/secret.png").await.is_none());
-        assert!(showable(&data, "c1", "apps/a/link.png").await.is_none(), "a link out is followed, then refused");
-        assert!(showable(&data, "c1", "agent-scratch/other/x.png").await.is_none(), "another chat's scratch");
+        std::os::unix::fs::symlink(data.join("db"), data.join("apps/dblink")).expect("folder link");
+        std::os::unix::fs::symlink("/dev/zero", data.join("apps/a/zero.png")).expect("zero");
+        nix::unistd::mkfifo(&data.join("apps/a/pipe.png"), nix::sys::stat::Mode::from_bits_truncate(0o600))
+            .expect("fifo");
+        let read = |target: &str| {
+            let rel = showable(&data, "c1", target);
+            let data = data.clone();
+            async move {
+                match rel {
+                    Some(rel) => read_showable(&data, &rel, 1 << 20).await.ok(),
+                    None => None,
+                }
+            }
+        };
+        assert_eq!(read("apps/a/ok.png").await.as_deref(), Some(&b"x"[..]));
+        assert!(read(&format!("{}/apps/a/ok.png", data.display())).await.is_some());
+        assert!(read("db/secret.png").await.is_none());
+        assert!(read("apps/../db/secret.png").await.is_none());
+        assert!(read("apps/a/link.png").await.is_none(), "a link out is never followed");
+        assert!(read("apps/dblink/secret.png").await.is_none(), "nor a folder link");
+        assert!(
+            read("apps/a/zero.png").await.is_none() && read("apps/a/pipe.png").await.is_none(),
+            "no device, no FIFO"
+        );
+        assert!(read("agent-scratch/other/x.png").await.is_none(), "another chat's scratch");
     }
 }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::helpers::{TestApp, fold_transcript, journal, transcript};
-use super::{Cli, Mock, cli_bin, codex_config, question_step, repo, write_step};
+use super::{Cli, Mock, cli_bin, question_step, repo, write_step};
 
 /// A shell step that marks `marker` in the workspace, then runs for `secs` seconds.
 fn marked_slow_step(cli: Cli, text: &str, marker: &str, secs: u32) -> Value {
@@ -66,9 +66,6 @@ impl Lab {
             std::fs::create_dir_all(&dir).expect("mock dir");
             self.mocks.push(Mock::start(cli, &dir, script));
         }
-        let codex_home = self.dir.path().join("cli-auth/codex");
-        std::fs::create_dir_all(&codex_home).expect("codex home");
-        std::fs::write(codex_home.join("config.toml"), codex_config(self.mocks[1].port)).expect("config.toml");
         if let Some(app) = self.app.take() {
             app.stop().await;
         }
@@ -78,6 +75,7 @@ impl Lab {
             ("MOBIUS_CLAUDE_BIN", cli_bin(Cli::Claude).display().to_string()),
             ("MOBIUS_CLAUDE_BASE_URL", format!("http://127.0.0.1:{}", self.mocks[0].port)),
             ("MOBIUS_CODEX_BIN", cli_bin(Cli::Codex).display().to_string()),
+            ("MOBIUS_CODEX_BASE_URL", format!("http://127.0.0.1:{}/v1", self.mocks[1].port)),
         ];
         let app = TestApp::spawn_process(self.dir.clone(), &env).await;
         if self.token.is_empty() {
@@ -92,6 +90,7 @@ impl Lab {
                     .await;
                 assert_eq!(r.status(), 200, "connecting {id}: {}", r.text().await.unwrap_or_default());
             }
+            super::pick_codex_model(&app, &self.token).await;
         }
         self.app = Some(app);
     }

@@ -13,6 +13,7 @@ mod helpers;
 
 mod fixtures;
 mod memory;
+mod planted;
 mod runtime;
 mod warm;
 
@@ -21,6 +22,7 @@ use memory::{
     an_owner_turn_during_a_note_turn_is_not_held_up_by_it,
 };
 
+use planted::config_the_agent_plants_in_its_cli_folder_runs_nothing_and_the_ask_policy_holds;
 use runtime::{
     a_chats_model_and_effort_reach_the_cli_and_codex_lists_its_models,
     a_usage_limit_parks_the_chat_until_the_reset_and_it_continues_by_itself,
@@ -163,29 +165,12 @@ struct Rig {
     token: String,
 }
 
-fn codex_config(port: u16) -> String {
-    format!(
-        r#"model = "gpt-5.5"
-model_provider = "mock"
-check_for_update_on_startup = false
-
-[analytics]
-enabled = false
-
-[otel]
-metrics_exporter = "none"
-
-[features]
-plugins = false
-
-[model_providers.mock]
-name = "Mock"
-base_url = "http://127.0.0.1:{port}/v1"
-wire_api = "responses"
-request_max_retries = 0
-stream_max_retries = 0
-"#
-    )
+/// Codex turns run on `gpt-5.5` (the owner's default): the scripted model server speaks the
+/// tool format of that model, and the server's `config.toml` names no model.
+async fn pick_codex_model(app: &TestApp, token: &str) {
+    let defaults = json!({ "agent_defaults": { "claude": {}, "codex": { "model": "gpt-5.5" } } });
+    let r = app.post("/api/settings", defaults, Some(token)).await;
+    assert_eq!(r.status(), 200, "the owner's Codex model");
 }
 
 fn server_env(cli: Cli, mock_port: u16) -> Vec<(&'static str, String)> {
@@ -207,6 +192,7 @@ fn server_env_with(cli: Cli, mock_port: u16, extra: &[(&'static str, &str)]) -> 
         Cli::Codex => {
             env.push(("MOBIUS_CODEX_BIN", cli_bin(cli).display().to_string()));
             env.push(("MOBIUS_OPENAI_API_URL", format!("http://127.0.0.1:{mock_port}/v1")));
+            env.push(("MOBIUS_CODEX_BASE_URL", format!("http://127.0.0.1:{mock_port}/v1")));
         }
     }
     env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
@@ -233,11 +219,6 @@ impl Rig {
     async fn start_as(cli: Cli, script: Value, extra: &[(&'static str, &str)], plan: bool) -> Self {
         let dir = Arc::new(tempfile::tempdir().expect("tmp"));
         let mock = Mock::start(cli, dir.path(), &script);
-        if cli == Cli::Codex {
-            let home = dir.path().join("cli-auth/codex");
-            std::fs::create_dir_all(&home).expect("codex home");
-            std::fs::write(home.join("config.toml"), codex_config(mock.port)).expect("config.toml");
-        }
         if plan && cli == Cli::Claude {
             let config = dir.path().join("cli-auth/claude");
             std::fs::create_dir_all(&config).expect("claude config");
@@ -260,6 +241,7 @@ impl Rig {
         }
         let r = app.post("/api/settings", json!({ "default_provider": id }), Some(&token)).await;
         assert_eq!(r.status(), 200);
+        pick_codex_model(&app, &token).await;
         Self { cli, mock, app, token }
     }
 
@@ -945,4 +927,5 @@ for_both!(
     the_agent_cannot_read_the_servers_secrets,
     attached_images_reach_the_model_and_the_agents_images_come_back,
     a_scheduled_turn_and_a_reminder_land_in_their_chat,
+    config_the_agent_plants_in_its_cli_folder_runs_nothing_and_the_ask_policy_holds,
 );

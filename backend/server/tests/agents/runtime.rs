@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::helpers::TestApp;
-use super::{Cli, Mock, Rig, cli_bin, codex_config, server_env};
+use super::{Cli, Mock, Rig, cli_bin, pick_codex_model, server_env};
 
 pub async fn a_chats_model_and_effort_reach_the_cli_and_codex_lists_its_models(cli: Cli) {
     let rig = Rig::start(cli, json!({ "steps": [{ "text": "picked" }] })).await;
@@ -169,12 +169,10 @@ async fn both(claude: Value, codex: Value) -> Both {
     std::fs::create_dir_all(&codex_dir).expect("dir");
     let claude = Mock::start(Cli::Claude, &claude_dir, &claude);
     let codex = Mock::start(Cli::Codex, &codex_dir, &codex);
-    let home = dir.path().join("cli-auth/codex");
-    std::fs::create_dir_all(&home).expect("codex home");
-    std::fs::write(home.join("config.toml"), codex_config(codex.port)).expect("config.toml");
     let mut env = server_env(Cli::Claude, claude.port);
     env.push(("MOBIUS_CODEX_BIN", cli_bin(Cli::Codex).display().to_string()));
     env.push(("MOBIUS_OPENAI_API_URL", format!("http://127.0.0.1:{}/v1", codex.port)));
+    env.push(("MOBIUS_CODEX_BASE_URL", format!("http://127.0.0.1:{}/v1", codex.port)));
     let app = TestApp::spawn_process(dir.clone(), &env).await;
     let token = app.setup_owner().await;
     for id in ["claude", "codex"] {
@@ -182,6 +180,7 @@ async fn both(claude: Value, codex: Value) -> Both {
             app.post(&format!("/api/providers/{id}/api-key"), json!({ "api_key": "sk-mock-key" }), Some(&token)).await;
         assert_eq!(r.status(), 200, "connecting {id}");
     }
+    pick_codex_model(&app, &token).await;
     Both { _dir: dir, claude, codex, app, token }
 }
 

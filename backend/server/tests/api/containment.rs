@@ -500,6 +500,7 @@ probe "$MOBIUS_DATA_DIR/secret.key" secret.key
 probe "$MOBIUS_DATA_DIR/data.key" data.key
 probe "$MOBIUS_DATA_DIR/db/mobius.sqlite3" db
 probe "$MOBIUS_DATA_DIR/cli-auth/codex/auth.json" codex
+probe "$MOBIUS_DATA_DIR/credentials/claude-api-key" masters
 probe "$MOBIUS_DATA_DIR/run/agents/$(ls "$MOBIUS_DATA_DIR/run/agents" | head -n 1)" run
 if echo ok > "$MOBIUS_DATA_DIR/apps/probe.txt" && echo ok > "$HOME/probe.txt" && echo ok > "$TMPDIR/probe.txt"; then report="$report WROTE"; fi
 printf '{"type":"system","subtype":"init","session_id":"s1"}\n'
@@ -534,7 +535,8 @@ async fn with_landlock_the_agent_cannot_read_keys_database_other_credentials_or_
     let (open, confined) = (&replies[0], &replies[1]);
     // Without the sandbox (as before) the agent reads everything; the probe is sound.
     assert!(open.contains("READ:secret.key") && open.contains("READ:db"), "{open}");
-    for f in ["secret.key", "data.key", "db", "codex", "run"] {
+    assert!(open.contains("READ:masters"), "the probe reads the server's credentials when open: {open}");
+    for f in ["secret.key", "data.key", "db", "codex", "masters", "run"] {
         assert!(confined.contains(&format!("DENIED:{f}")), "{f}: {confined}");
     }
     assert!(confined.contains("READ:passwd"), "system files stay readable: {confined}");

@@ -433,8 +433,10 @@ async fn a_restore_to_a_version_that_does_not_build_keeps_the_current_one_and_sa
     json_of(app.post("/api/apps/apply", json!({ "slug": "notes" }), Some(&token)).await).await;
 
     let broken = {
+        // The app's repository is the server's (`app-repos/`), not in the agent's folder.
+        let repo = app.data_dir().join("app-repos/notes");
         let out =
-            std::process::Command::new("git").args(["rev-parse", "main~1"]).current_dir(&local).output().expect("git");
+            std::process::Command::new("git").args(["rev-parse", "main~1"]).current_dir(&repo).output().expect("git");
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     };
     let r = app.post(&format!("/api/apps/{id}/restore"), json!({ "commit": broken }), Some(&token)).await;

@@ -13,6 +13,7 @@ mod helpers;
 mod lifecycle;
 mod memory;
 mod ops;
+mod planted;
 mod platform;
 mod providers;
 mod push;

@@ -71,10 +71,16 @@ async fn a_claude_api_key_is_stored_privately_never_echoed_and_can_be_removed() 
     assert_eq!(s["providers"]["claude"]["method"], "api_key");
     assert_eq!(s["default_provider"], "claude", "the only connected provider is the default");
     assert!(!s.to_string().contains(secret));
-    let auth = app.data_dir().join("cli-auth");
-    assert_eq!(std::fs::metadata(&auth).expect("dir").permissions().mode() & 0o777, 0o700);
-    let key_file = auth.join("claude/mobius-api-key");
+    // Kept where the agent's sandbox grants nothing, never in the CLI's folder (the agent's).
+    let masters = app.data_dir().join("credentials");
+    assert_eq!(std::fs::metadata(&masters).expect("dir").permissions().mode() & 0o777, 0o700);
+    let key_file = masters.join("claude-api-key");
     assert_eq!(std::fs::metadata(&key_file).expect("key").permissions().mode() & 0o777, 0o600);
+    assert_eq!(std::fs::read_to_string(&key_file).expect("key"), secret);
+    let cli = app.data_dir().join("cli-auth/claude");
+    let in_cli: Vec<_> =
+        std::fs::read_dir(&cli).map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
+    assert!(in_cli.is_empty(), "nothing of the key in the CLI's folder: {in_cli:?}");
     let r = app.client.delete(app.url("/api/providers/claude")).bearer_auth(&token).send().await.expect("delete");
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(status(&app, &token).await["providers"]["claude"]["connected"], false);
@@ -133,10 +139,14 @@ async fn claude_oauth_exchanges_the_pasted_code_with_pkce_and_writes_credentials
     let grant = grants.last().expect("a token request");
     assert_eq!(grant["grant_type"], "authorization_code");
     assert!(grant["code_verifier"].as_str().is_some_and(|v| v.len() >= 43), "PKCE verifier sent");
-    let creds_path = app.data_dir().join("cli-auth/claude/.credentials.json");
-    let creds: Value = serde_json::from_str(&std::fs::read_to_string(&creds_path).expect("creds")).expect("json");
-    assert_eq!(creds["claudeAiOauth"]["accessToken"], "at-1");
-    assert_eq!(std::fs::metadata(&creds_path).expect("meta").permissions().mode() & 0o777, 0o600);
+    // The server's copy, and the CLI's (which the CLI refreshes; the server reads it back).
+    for creds_path in
+        [app.data_dir().join("credentials/claude-oauth.json"), app.data_dir().join("cli-auth/claude/.credentials.json")]
+    {
+        let creds: Value = serde_json::from_str(&std::fs::read_to_string(&creds_path).expect("creds")).expect("json");
+        assert_eq!(creds["claudeAiOauth"]["accessToken"], "at-1");
+        assert_eq!(std::fs::metadata(&creds_path).expect("meta").permissions().mode() & 0o777, 0o600);
+    }
     let s = status(&app, &token).await;
     assert_eq!(s["providers"]["claude"]["method"], "oauth");
     // The finished flow cannot be replayed.
@@ -173,8 +183,11 @@ async fn a_codex_api_key_goes_through_the_cli_and_the_default_provider_can_be_ch
     let (app, token) = app_with_fakes().await;
     let r = app.post("/api/providers/codex/api-key", json!({ "api_key": "sk-proj-abc" }), Some(&token)).await;
     assert_eq!(r.status(), StatusCode::OK);
-    let auth = std::fs::read_to_string(app.data_dir().join("cli-auth/codex/auth.json")).expect("auth.json");
-    assert!(auth.contains("sk-proj-abc"));
+    // `codex login` ran in the server's own CODEX_HOME; its login is kept and handed to the CLI.
+    for file in ["credentials/codex-auth.json", "cli-auth/codex/auth.json"] {
+        let auth = std::fs::read_to_string(app.data_dir().join(file)).expect("auth.json");
+        assert!(auth.contains("sk-proj-abc"), "{file}");
+    }
     let r = app.post("/api/providers/claude/api-key", json!({ "api_key": "sk-ant-x" }), Some(&token)).await;
     assert_eq!(r.status(), StatusCode::OK);
     for choice in ["codex", "claude"] {

@@ -225,9 +225,9 @@ async fn a_provider_switch_is_refused_while_it_cannot_happen_and_summarises_from
     assert_error(bad, StatusCode::BAD_REQUEST, "invalid_effort").await;
 
     // Codex is signed in, Claude no longer is: the summary comes from the transcript.
-    let codex = app.data_dir().join("cli-auth/codex");
-    std::fs::create_dir_all(&codex).expect("codex dir");
-    std::fs::write(codex.join("auth.json"), r#"{"OPENAI_API_KEY": "sk-x"}"#).expect("auth.json");
+    let masters = app.data_dir().join("credentials");
+    std::fs::create_dir_all(&masters).expect("credentials dir");
+    std::fs::write(masters.join("codex-auth.json"), r#"{"OPENAI_API_KEY": "sk-x"}"#).expect("auth.json");
     let r = app.client.delete(app.url("/api/providers/claude")).bearer_auth(&token).send().await.expect("delete");
     assert_eq!(r.status(), StatusCode::OK);
     let r = app.post("/api/chats/s/provider-switch", switch("codex", "b"), Some(&token)).await;
