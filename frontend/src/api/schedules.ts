@@ -23,6 +23,8 @@ export interface Schedule {
   chat_id: string | null;
   prompt: string | null;
   created_by: string;
+  /** The chat whose agent made it (agent-made schedules only). */
+  origin_chat_id: string | null;
   missed: "run_once" | "skip";
   timeout_secs: number | null;
   paused_at: number | null;

@@ -275,6 +275,76 @@ async fn the_agent_token_reaches_its_table_and_nothing_else() {
     assert_eq!(app.detail(&token, "mine").await["running"], true);
 }
 
+#[tokio::test]
+async fn the_agent_token_sees_and_removes_only_its_own_chats_schedules_and_makes_few_and_slow_ones() {
+    let (app, token) = app_with_cli(token_keeper, |_| {}).await;
+    app.chat(&token, "mine").await;
+    app.chat(&token, "other").await;
+    let create = |token: String, body: Value| {
+        let app = &app;
+        async move { app.post("/api/schedules", body, Some(&token)).await }
+    };
+    let id_of = |v: &Value| v["id"].as_i64().expect("id");
+    let theirs = create(token.clone(), json!({ "prompt": "other's", "cron": "0 8 * * *", "chat_id": "other" })).await;
+    assert_eq!(theirs.status(), StatusCode::CREATED);
+    let theirs = id_of(&theirs.json::<Value>().await.expect("json"));
+    let here =
+        create(token.clone(), json!({ "prompt": "the owner's here", "cron": "0 9 * * *", "chat_id": "mine" })).await;
+    let here = id_of(&here.json::<Value>().await.expect("json"));
+    app.send(&token, "mine", "hello", "m1").await;
+    let agent = wait_for_file(&app.data_dir().join("agent-home/agent-token")).await;
+
+    // Its own: a reminder into a new chat counts as its own (it made it from this chat).
+    let made = create(agent.clone(), json!({ "prompt": "brief me", "cron": "0 7 * * *", "new_chat": true })).await;
+    assert_eq!(made.status(), StatusCode::CREATED);
+    let made: Value = made.json().await.expect("json");
+    assert_eq!((made["origin_chat_id"].as_str(), made["chat_id"].as_str()), (Some("mine"), None));
+    let listed = |token: String| {
+        let app = &app;
+        async move {
+            let list: Value = app.get("/api/schedules", Some(&token)).await.json().await.expect("list");
+            let mut ids: Vec<i64> = list["schedules"].as_array().expect("schedules").iter().map(id_of).collect();
+            ids.sort_unstable();
+            ids
+        }
+    };
+    assert_eq!(listed(agent.clone()).await, vec![here, id_of(&made)], "the agent reads its own chat's only");
+    assert_eq!(listed(token.clone()).await, vec![theirs, here, id_of(&made)], "the owner reads all");
+    let r = call(&app, Method::DELETE, &format!("/api/schedules/{theirs}"), &agent).await;
+    assert_error(r, StatusCode::NOT_FOUND, "schedule_not_found").await;
+    assert_eq!(listed(token.clone()).await.len(), 3, "another chat's schedule is untouched");
+    let r = call(&app, Method::DELETE, &format!("/api/schedules/{}", id_of(&made)), &agent).await;
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    // Editing stays the owner's.
+    let r = app
+        .client
+        .patch(app.url(&format!("/api/schedules/{here}")))
+        .bearer_auth(&agent)
+        .json(&json!({ "paused": true }));
+    assert_error(r.send().await.expect("patch"), StatusCode::FORBIDDEN, "agent_not_allowed").await;
+
+    // Not more often than every 10 minutes, even where the short gap is rare.
+    for cron in ["* * * * *", "*/5 * * * *", "0,59 0,23 * * *", "* * 1 1 *"] {
+        let r = create(agent.clone(), json!({ "prompt": "flood", "cron": cron })).await;
+        assert_error(r, StatusCode::BAD_REQUEST, "schedule_too_frequent").await;
+    }
+    // And at most 10 from one chat (reminders count until they fire).
+    for i in 0..10 {
+        let body = if i % 2 == 0 {
+            json!({ "prompt": "tick", "cron": "*/10 * * * *" })
+        } else {
+            json!({ "prompt": "later", "in": "3h" })
+        };
+        let r = create(agent.clone(), body).await;
+        assert_eq!(r.status(), StatusCode::CREATED, "schedule {i}: {}", r.text().await.unwrap_or_default());
+    }
+    let r = create(agent.clone(), json!({ "prompt": "one more", "in": "2h" })).await;
+    assert_error(r, StatusCode::PAYLOAD_TOO_LARGE, "too_many_agent_schedules").await;
+    // The owner is not held to the agent's bounds.
+    let r = create(token.clone(), json!({ "prompt": "every minute", "cron": "* * * * *", "chat_id": "mine" })).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+}
+
 #[test]
 fn the_agent_table_in_api_md_is_the_one_the_server_enforces() {
     let doc = std::fs::read_to_string(mobius::config::checkout_root().join("backend/server/API.md")).expect("API.md");
