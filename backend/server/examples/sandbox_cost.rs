@@ -17,9 +17,9 @@ const ROUNDS: usize = 300;
 async fn main() -> mobius::Result<()> {
     let dir = tempfile::tempdir()?;
     let data = std::fs::canonicalize(dir.path())?;
-    let sandbox = Sandbox::detect(true, &data, Vec::new());
+    let sandbox = Sandbox::detect(true, None, &data, Vec::new());
     let abi = match sandbox.state() {
-        SandboxState::Landlock { abi } => *abi,
+        SandboxState::Landlock { abi, .. } => *abi,
         SandboxState::Off { reason } => {
             println!("{}", json!({ "mode": "unavailable", "reason": reason }));
             return Ok(());

@@ -50,6 +50,10 @@ pub struct Config {
     /// Confine the agent's processes with Landlock where the kernel has it
     /// (`MOBIUS_AGENT_SANDBOX`: `on`, the default, or `off`).
     pub agent_sandbox: bool,
+    /// The newest Landlock ABI the sandbox uses, when lower than the kernel's
+    /// (`MOBIUS_AGENT_LANDLOCK_MAX_ABI`, unset: the kernel's): a way back should a newer
+    /// restriction break a CLI. Below 6 the agent can signal the server again.
+    pub agent_landlock_max_abi: Option<u32>,
     /// The memory ceiling of one agent (`MOBIUS_AGENT_MEMORY_MAX_MB`, default 2048; 0: none).
     pub agent_memory_max: Option<u64>,
     /// Most stdout bytes one turn's CLI may write (`MOBIUS_AGENT_OUTPUT_MAX_MB`, default 256).
@@ -413,6 +417,12 @@ impl Config {
             Some("off") => false,
             Some(other) => return Err(ConfigError(format!("MOBIUS_AGENT_SANDBOX={other:?} must be on or off"))),
         };
+        let agent_landlock_max_abi = match get("MOBIUS_AGENT_LANDLOCK_MAX_ABI") {
+            None => None,
+            Some(raw) => Some(raw.trim().parse::<u32>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                ConfigError(format!("MOBIUS_AGENT_LANDLOCK_MAX_ABI={raw:?} must be a Landlock ABI version (1, 2, …)"))
+            })?),
+        };
         let warm_raw = get("MOBIUS_AGENT_WARM_MAX").unwrap_or_else(|| crate::agent::warm::DEFAULT_WARM_MAX.to_string());
         let agent_warm_max =
             warm_raw.trim().parse::<usize>().ok().filter(|n| *n <= crate::agent::warm::MAX_WARM_MAX).ok_or_else(
@@ -517,6 +527,7 @@ impl Config {
             agent_silence_max,
             job_timeout,
             agent_sandbox,
+            agent_landlock_max_abi,
             agent_warm_max,
             agent_warm_idle,
             agent_memory_max,
@@ -564,6 +575,7 @@ impl Config {
             // Tests keep their fake CLIs in the data dir the sandbox closes; the ones about the
             // sandbox turn it on.
             agent_sandbox: false,
+            agent_landlock_max_abi: None,
             // The fake CLIs of the API tests answer one turn each; the tests about kept
             // processes turn keeping on.
             agent_warm_max: 0,

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use tracing::{Instrument, info_span, warn};
 
 use crate::agent::registry::Turns;
-use crate::agent::sandbox::{Sandbox, SandboxState};
+use crate::agent::sandbox::{Sandbox, SandboxState, Signals};
 use crate::agent::turn::{Agents, TurnLimits};
 use crate::apps::apply::Apps;
 use crate::apps::proxy::client::Proxy;
@@ -157,11 +157,17 @@ impl AppState {
         }
         let sandbox = Sandbox::detect(
             config.agent_sandbox,
+            config.agent_landlock_max_abi,
             &config.data_dir,
             vec![config.skill_dir.clone(), config.app_node_modules.clone(), config.app_runtime_dir.clone()],
         );
         match sandbox.state() {
-            SandboxState::Landlock { abi } => tracing::info!(abi, "agent sandbox: Landlock"),
+            SandboxState::Landlock { abi, signals: Signals::Scoped } => {
+                tracing::info!(abi, "agent sandbox: Landlock, signals kept within each agent's processes")
+            }
+            SandboxState::Landlock { abi, signals: Signals::Open { reason } } => {
+                warn!(abi, %reason, "agent sandbox: Landlock, but the agent can signal the server and other processes")
+            }
             SandboxState::Off { reason } => {
                 warn!(%reason, "agent sandbox OFF: the agent can read every file the server can")
             }

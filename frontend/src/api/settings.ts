@@ -10,7 +10,9 @@ export const settingsKey = ["settings"] as const;
 export const versionKey = ["version"] as const;
 
 /** What confines the agent's processes on this server (`GET /api/settings`). */
-export type SandboxState = { mode: "landlock"; abi: number } | { mode: "off"; reason: string };
+/** Whom the agent's processes may signal: only their own (Landlock ABI 6+), or anyone of the server's user. */
+export type SignalScope = { mode: "scoped" } | { mode: "open"; reason: string };
+export type SandboxState = { mode: "landlock"; abi: number; signals: SignalScope } | { mode: "off"; reason: string };
 
 /** The owner's default model and effort per provider. */
 export type AgentDefaults = Partial<Record<ProviderId, AgentPick>>;

@@ -57,9 +57,21 @@ describe("Settings as pages", () => {
 
 describe("the agent sandbox in Settings", () => {
   it("names the Landlock ABI in force", async () => {
-    show({ sandbox: { mode: "landlock", abi: 7 }, section: "sandbox" });
+    show({ sandbox: { mode: "landlock", abi: 7, signals: { mode: "scoped" } }, section: "sandbox" });
     const line = await screen.findByText(/On: Landlock \(ABI 7\)/);
     expect(line.getAttribute("data-sandbox")).toBe("landlock");
+    const signals = await screen.findByText(/Signals are contained/);
+    expect(signals.getAttribute("data-signals")).toBe("scoped");
+  });
+
+  it("says when the agent could still signal the server, and why", async () => {
+    const reason = "this kernel's Landlock is ABI 5; keeping signals in needs ABI 6 (Linux 6.12)";
+    show({ sandbox: { mode: "landlock", abi: 5, signals: { mode: "open", reason } }, section: "sandbox" });
+    const line = await screen.findByText(/Signals are not contained/);
+    expect(line.getAttribute("data-signals")).toBe("open");
+    expect(line.getAttribute("role")).toBe("status");
+    expect(line.textContent).toContain(reason);
+    expect(line.textContent).toContain("could stop or kill the server");
   });
 
   it("says plainly when the agent is not confined, and why", async () => {

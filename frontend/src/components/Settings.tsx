@@ -721,10 +721,22 @@ function SandboxSection() {
       {sandbox === undefined ? (
         <p className="settings-lead">{settings.isError ? `Couldn't load it: ${errorText(settings.error)}` : "Loading…"}</p>
       ) : sandbox.mode === "landlock" ? (
-        <p className="settings-lead" data-sandbox="landlock">
-          On: Landlock (ABI {sandbox.abi}). The agent works in its apps, storage, home and scratch folders; the server's keys,
-          database and the other agent's sign-in are out of its reach.
-        </p>
+        <>
+          <p className="settings-lead" data-sandbox="landlock">
+            On: Landlock (ABI {sandbox.abi}). The agent works in its apps, storage, home and scratch folders; the server's keys,
+            database and the other agent's sign-in are out of its reach.
+          </p>
+          {sandbox.signals?.mode === "open" ? (
+            <p className="settings-error" role="status" data-signals="open">
+              Signals are not contained: {sandbox.signals.reason}. The agent's processes could stop or kill the server, other chats' agents
+              and app jobs.
+            </p>
+          ) : (
+            <p className="settings-lead" data-signals="scoped">
+              Signals are contained: the agent can stop or kill only its own processes, not the server, other chats' agents or app jobs.
+            </p>
+          )}
+        </>
       ) : (
         <p className="settings-error" role="status" data-sandbox="off">
           Off: {sandbox.reason}. The agent can read every file the server can, including its keys and database.

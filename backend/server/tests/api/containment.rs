@@ -544,8 +544,102 @@ async fn settings_say_whether_the_sandbox_is_on() {
         Ok(abi) => {
             assert_eq!(settings["sandbox"]["mode"], "landlock");
             assert_eq!(settings["sandbox"]["abi"], abi);
+            let signals = if abi >= 6 { "scoped" } else { "open" };
+            assert_eq!(settings["sandbox"]["signals"]["mode"], signals, "{settings}");
         }
         Err(_) => assert_eq!(settings["sandbox"]["mode"], "off"),
+    }
+}
+
+/// A Claude imitation: in chat `victim` it records its pid and keeps its turn running; in any
+/// other chat it tries to signal (`kill -0`: would a signal be allowed) the server (its
+/// parent), the victim turn's CLI, the running app job and a process of its own, and reports
+/// each as its reply.
+fn signaller(dir: &Path) -> PathBuf {
+    script(
+        dir,
+        "fake-claude-signaller",
+        r#"IFS= read -r init
+IFS= read -r user
+printf '{"type":"system","subtype":"init","session_id":"s1"}\n'
+if [ "$MOBIUS_CHAT_ID" = victim ]; then
+  echo $$ > "$HOME/victim.tmp" && mv "$HOME/victim.tmp" "$HOME/victim.pid"
+  exec sleep 120
+fi
+report=""
+reach() { if kill -0 "$1" 2>/dev/null; then report="$report REACHED:$2"; else report="$report REFUSED:$2"; fi; }
+reach "$PPID" server
+reach "$(cat "$HOME/victim.pid")" other-turn
+reach "$(cat "$MOBIUS_DATA_DIR"/apps/*/job-state/pid)" job
+sleep 60 & own=$!
+reach "$own" own
+kill "$own"
+printf '{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"%s"}]},"session_id":"s1"}\n' "$report"
+printf '{"type":"result","subtype":"success","is_error":false,"session_id":"s1"}\n'
+cat >/dev/null"#,
+    )
+}
+
+/// What the signaller reports under a sandbox held to `max_abi` (`None`: the kernel's), with
+/// Settings' word on signals.
+async fn signals_reached(bin: &Path, max_abi: Option<u32>) -> (String, Value) {
+    let bin = bin.to_path_buf();
+    let (app, token) = app_with_cli(
+        |_| bin,
+        |c| {
+            c.agent_sandbox = true;
+            c.agent_landlock_max_abi = max_abi;
+            c.job_timeout = Duration::from_secs(60);
+        },
+    )
+    .await;
+    let settings: Value = app.get("/api/settings", Some(&token)).await.json().await.expect("settings");
+    let (id, _) = app.register_app("sleeper").await;
+    let job = app.data_dir().join("apps/sleeper/job.sh");
+    std::fs::create_dir_all(job.parent().expect("dir")).expect("app dir");
+    std::fs::write(&job, "echo $$ > \"$APP_JOB_STATE_DIR/pid.tmp\" && mv \"$APP_JOB_STATE_DIR/pid.tmp\" \"$APP_JOB_STATE_DIR/pid\"\nexec sleep 60\n")
+        .expect("job");
+    let r = app.post(&format!("/api/apps/{id}/run-job"), json!({}), Some(&token)).await;
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    wait_for_file(&app.data_dir().join(format!("apps/{id}/job-state/pid"))).await;
+    app.chat(&token, "victim").await;
+    app.send(&token, "victim", "hold on", "v1").await;
+    wait_for_file(&app.data_dir().join("agent-home/victim.pid")).await;
+    app.chat(&token, "c").await;
+    app.send(&token, "c", "go", "m1").await;
+    let detail = until_idle(&app, &token, "c").await;
+    let reply = detail["messages"].as_array().expect("messages").last().expect("reply")["content"].to_string();
+    assert_eq!(app.detail(&token, "victim").await["running"], true, "the victim turn still runs");
+    let stop = app.post("/api/chat/stop", json!({ "chat_id": "victim" }), Some(&token)).await;
+    assert!(stop.status().is_success());
+    (reply, settings["sandbox"].clone())
+}
+
+#[tokio::test]
+async fn with_landlock_6_the_agent_signals_only_its_own_processes_and_below_settings_say_it_can_not() {
+    let Ok(abi) = mobius_sys::landlock::abi_version() else {
+        eprintln!("this kernel has no Landlock; the sandbox state test covers it");
+        return;
+    };
+    // The fake CLI lives outside the data dir, as a real one does.
+    let bin_dir = tempfile::tempdir().expect("bin dir");
+    let bin = signaller(bin_dir.path());
+    if abi >= 6 {
+        let (reply, sandbox) = signals_reached(&bin, None).await;
+        assert_eq!(sandbox["signals"]["mode"], "scoped", "{sandbox}");
+        for target in ["server", "other-turn", "job"] {
+            assert!(reply.contains(&format!("REFUSED:{target}")), "{target}: {reply}");
+        }
+        assert!(reply.contains("REACHED:own"), "its own processes stay its to signal: {reply}");
+    } else {
+        eprintln!("this kernel's Landlock is ABI {abi}: only the fallback is checked");
+    }
+    // The fallback: held below ABI 6 the agent reaches the server again, and Settings says so.
+    let (reply, sandbox) = signals_reached(&bin, Some(5)).await;
+    assert_eq!(sandbox["signals"]["mode"], "open", "{sandbox}");
+    assert!(sandbox["signals"]["reason"].as_str().is_some_and(|r| r.contains("ABI 6")), "{sandbox}");
+    for target in ["server", "other-turn", "job", "own"] {
+        assert!(reply.contains(&format!("REACHED:{target}")), "{target}: {reply}");
     }
 }
 
