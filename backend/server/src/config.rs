@@ -54,6 +54,10 @@ pub struct Config {
     /// (`MOBIUS_AGENT_LANDLOCK_MAX_ABI`, unset: the kernel's): a way back should a newer
     /// restriction break a CLI. Below 6 the agent can signal the server again.
     pub agent_landlock_max_abi: Option<u32>,
+    /// Other servers run in this process (tests hosting several): each sweeps up only the
+    /// escaped agent processes it labelled (and ones whose label was lowered), not every
+    /// server child that carries no live label of its own. Never set from the environment.
+    pub shared_process: bool,
     /// The memory ceiling of one agent (`MOBIUS_AGENT_MEMORY_MAX_MB`, default 2048; 0: none).
     pub agent_memory_max: Option<u64>,
     /// Most stdout bytes one turn's CLI may write (`MOBIUS_AGENT_OUTPUT_MAX_MB`, default 256).
@@ -528,6 +532,7 @@ impl Config {
             job_timeout,
             agent_sandbox,
             agent_landlock_max_abi,
+            shared_process: false,
             agent_warm_max,
             agent_warm_idle,
             agent_memory_max,
@@ -576,6 +581,8 @@ impl Config {
             // sandbox turn it on.
             agent_sandbox: false,
             agent_landlock_max_abi: None,
+            // API tests host many servers in one process.
+            shared_process: true,
             // The fake CLIs of the API tests answer one turn each; the tests about kept
             // processes turn keeping on.
             agent_warm_max: 0,

@@ -132,11 +132,12 @@ impl AppState {
         }
         if !crate::agent::process::become_subreaper() {
             warn!(
-                "the kernel refused to make the server a child subreaper; escaped agent processes are found only by their environment"
+                "the kernel refused to make the server a child subreaper; escaped agent processes are found only while their parents live"
             );
         }
-        let orphans =
-            crate::agent::process::reap_orphans(&crate::agent::agent_pid_dir(&config.data_dir), &config.data_dir);
+        let providers = Arc::new(Providers::new(&config, &config.data_dir, api_url));
+        let reaper = providers.trees().clone();
+        let orphans = tokio::task::spawn_blocking(move || reaper.reap_orphans()).await.unwrap_or(0);
         if orphans > 0 {
             warn!(orphans, "killed agent processes left behind by the previous run");
         }
@@ -144,7 +145,6 @@ impl AppState {
         if resealed > 0 {
             tracing::info!(resealed, "app secrets sealed again under the data key");
         }
-        let providers = Arc::new(Providers::new(&config, &config.data_dir, api_url));
         // Cut turns of chats whose provider is connected continue by themselves.
         let connected: Vec<_> =
             crate::agent::ProviderKind::ALL.into_iter().filter(|k| providers.status(*k).connected).collect();

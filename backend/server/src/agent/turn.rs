@@ -399,7 +399,7 @@ impl Turn<'_> {
             cwd: agents.data_dir.clone(),
             env,
             approval: self.approval,
-            pid_dir: super::agent_pid_dir(&agents.data_dir),
+            trees: agents.providers.trees().clone(),
             tools: true,
             confine,
             keep,

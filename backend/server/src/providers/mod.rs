@@ -84,6 +84,8 @@ pub struct Providers {
     codex_models: tokio::sync::Mutex<Option<(Instant, Vec<ModelInfo>)>>,
     /// The memory ceiling of agent processes.
     memory: crate::agent::ceiling::MemoryCeiling,
+    /// The agent process trees it starts (their labels and markers).
+    trees: crate::agent::trees::Trees,
 }
 
 impl std::fmt::Debug for Providers {
@@ -107,6 +109,7 @@ impl Providers {
                 output_max: config.agent_output_max,
             },
             memory: crate::agent::ceiling::MemoryCeiling::detect(config.agent_memory_max),
+            trees: crate::agent::trees::Trees::new(crate::agent::agent_pid_dir(data_dir), !config.shared_process),
             data_dir: data_dir.to_path_buf(),
             api_url,
             claude_base_url: config.claude_base_url.clone(),
@@ -135,6 +138,11 @@ impl Providers {
     /// The memory ceiling agent processes are held to.
     pub fn memory(&self) -> &crate::agent::ceiling::MemoryCeiling {
         &self.memory
+    }
+
+    /// The agent process trees (turns, quiet turns, app jobs) this server starts.
+    pub fn trees(&self) -> &crate::agent::trees::Trees {
+        &self.trees
     }
 
     /// Most stdout bytes one turn of a CLI may produce.

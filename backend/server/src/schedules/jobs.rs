@@ -111,7 +111,7 @@ async fn execute(
     let (job_name, job_path) = resolve_job(&dir, schedule.job.as_deref())?;
     let state = state_dir(&data_dir, app_id);
     std::fs::create_dir_all(&state).map_err(|e| format!("The job's state folder could not be made: {e}"))?;
-    let env = environment(ctx, schedule, &app, &state, run_id).await?;
+    let env = environment(ctx, schedule, &app, &state).await?;
     let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone()).unwrap_or_default();
     let sandbox = &ctx.agents.sandbox;
     let rules = sandbox
@@ -123,7 +123,7 @@ async fn execute(
         &[job_path.display().to_string(), app_id.to_string()],
         &dir,
         &env,
-        Some(&crate::agent::agent_pid_dir(&data_dir)),
+        Some(ctx.agents.providers.trees()),
         rules,
         ctx.agents.providers.memory().prepare(),
     )
@@ -219,14 +219,13 @@ async fn execute(
 /// The contract's environment: `PATH`, `LANG`, `LC_ALL`, `TZ`, `HOME`, `DATA_DIR`,
 /// `API_BASE_URL`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME` (when set), `APP_TOKEN`,
 /// `APP_JOB_STATE_DIR`; `TZ` is the schedule's zone and `HOME` the job's state folder (the
-/// sandbox opens no other home). `MOBIUS_DATA_DIR`/`MOBIUS_RUN_ID` mark its processes so
-/// escapees are found (and killed at the next boot if the server dies).
+/// sandbox opens no other home). Its processes are found by their tree's label, not by
+/// anything in this environment.
 async fn environment(
     ctx: &Ctx,
     schedule: &ScheduleRow,
     app: &AppRow,
     state: &Path,
-    run_id: i64,
 ) -> Result<Vec<(String, String)>, String> {
     let agents = &ctx.agents;
     let token = crate::auth::app_token(&agents.keys, &agents.owner, app, crate::auth::APP_JOB_TOKEN_TTL_SECS)
@@ -238,12 +237,10 @@ async fn environment(
         ("PATH".to_owned(), std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into())),
         ("TZ".to_owned(), zone),
         ("HOME".to_owned(), state.clone()),
-        ("DATA_DIR".to_owned(), data_dir.clone()),
+        ("DATA_DIR".to_owned(), data_dir),
         ("API_BASE_URL".to_owned(), ctx.api_url.clone()),
         ("APP_TOKEN".to_owned(), token),
         ("APP_JOB_STATE_DIR".to_owned(), state),
-        ("MOBIUS_DATA_DIR".to_owned(), data_dir),
-        ("MOBIUS_RUN_ID".to_owned(), format!("job-{run_id}")),
     ];
     for key in PASSED_ENV {
         if let Ok(value) = std::env::var(key) {

@@ -388,19 +388,52 @@ async fn until_idle(app: &TestApp, token: &str, chat: &str) -> Value {
     panic!("the turn never ended");
 }
 
+/// Every way out of a turn that the environment-based sweep missed or never looked at: a
+/// double fork into a new session, a cleared environment, the run's variables unset, the
+/// server's own binary (`mobius push-deliver` waiting on a pipe), a grandchild of a process
+/// that left, a lowered label. Each writes its pid to `$HOME/escaped/<name>`.
+fn escapes(mobius: &str) -> String {
+    format!(
+        r#"mkdir -p "$HOME/escaped"; cd "$HOME/escaped"
+( setsid sleep 300 & echo $! > double-fork )
+( env -i /usr/bin/setsid /bin/sleep 300 & echo $! > cleared-env )
+( env -u MOBIUS_RUN_ID -u MOBIUS_DATA_DIR setsid sleep 300 & echo $! > unset-env )
+( setsid bash -c 'echo $$ > own-binary; exec "{mobius}" push-deliver < <(sleep 300)' & )
+( setsid bash -c 'sleep 300 & echo $! > grandchild; wait' & )
+( setsid bash -c 'ulimit -Hx 5; exec sleep 300' & echo $! > lowered-label )
+for f in double-fork cleared-env unset-env own-binary grandchild lowered-label; do while [ ! -s $f ]; do sleep 0.05; done; done
+echo escaped > done"#
+    )
+}
+
+const ESCAPED: [&str; 6] = ["double-fork", "cleared-env", "unset-env", "own-binary", "grandchild", "lowered-label"];
+
+fn escaped_pids(app: &TestApp) -> Vec<(String, String)> {
+    ESCAPED
+        .iter()
+        .map(|name| {
+            let pid = std::fs::read_to_string(app.data_dir().join("agent-home/escaped").join(name)).expect(name);
+            ((*name).to_owned(), pid.lines().next().unwrap_or_default().trim().to_owned())
+        })
+        .collect()
+}
+
 #[tokio::test]
-async fn a_process_that_escaped_with_setsid_and_a_double_fork_dies_with_the_turn() {
+async fn processes_that_escaped_any_way_die_with_the_turn() {
+    let escape = escapes(env!("CARGO_BIN_EXE_mobius"));
     let (app, token) = app_with_cli(
         |dir| {
             script(
                 dir,
                 "fake-claude-escape",
-                r#"IFS= read -r init
+                &format!(
+                    r#"IFS= read -r init
 IFS= read -r user
-( setsid sleep 300 & echo $! > "$HOME/escapee.pid" )
-printf '{"type":"system","subtype":"init","session_id":"s1"}\n'
-printf '{"type":"result","subtype":"success","is_error":false,"session_id":"s1"}\n'
-cat >/dev/null"#,
+{escape}
+printf '{{"type":"system","subtype":"init","session_id":"s1"}}\n'
+printf '{{"type":"result","subtype":"success","is_error":false,"session_id":"s1"}}\n'
+cat >/dev/null"#
+                ),
             )
         },
         |_| {},
@@ -408,9 +441,55 @@ cat >/dev/null"#,
     .await;
     app.chat(&token, "c").await;
     app.send(&token, "c", "go", "m1").await;
-    let escapee = wait_for_file(&app.data_dir().join("agent-home/escapee.pid")).await;
+    wait_for_file(&app.data_dir().join("agent-home/escaped/done")).await;
+    let escaped = escaped_pids(&app);
     until_idle(&app, &token, "c").await;
-    assert!(gone(&escapee).await, "the escaped process {} outlived its turn", escapee.trim());
+    for (name, pid) in escaped {
+        assert!(gone(&pid).await, "the {name} escapee {pid} outlived its turn");
+    }
+}
+
+#[tokio::test]
+async fn processes_that_escaped_a_turn_die_at_the_next_start_after_the_server_was_killed() {
+    let bin_dir = tempfile::tempdir().expect("bin dir");
+    let bin = script(
+        bin_dir.path(),
+        "fake-claude-escape-and-hang",
+        &format!(
+            r#"[ "$1" = --version ] && echo "2.1.332 (Claude Code)" && exit 0
+IFS= read -r init
+IFS= read -r user
+echo $$ > "$HOME/cli.pid"
+{}
+printf '{{"type":"system","subtype":"init","session_id":"s1"}}\n'
+exec sleep 300"#,
+            escapes(env!("CARGO_BIN_EXE_mobius"))
+        ),
+    );
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let env = [("MOBIUS_CLAUDE_BIN", bin.display().to_string())];
+    let app = TestApp::spawn_process(dir, &env).await;
+    let token = app.setup_owner().await;
+    app.connect_claude(&token).await;
+    let settings: Value = app.get("/api/settings", Some(&token)).await.json().await.expect("settings");
+    app.chat(&token, "c").await;
+    app.send(&token, "c", "go", "m1").await;
+    wait_for_file(&app.data_dir().join("agent-home/escaped/done")).await;
+    let mut left = escaped_pids(&app);
+    left.push(("cli".into(), wait_for_file(&app.data_dir().join("agent-home/cli.pid")).await.trim().to_owned()));
+    let dir = app.kill9();
+    for (name, pid) in &left {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(!stat.is_empty() && !stat.contains(") Z "), "{name} {pid} died with the server (nothing left to test)");
+    }
+    let app = TestApp::spawn_process(dir, &env).await;
+    for (name, pid) in left {
+        assert!(gone(&pid).await, "the {name} process {pid} outlived the server's restart");
+    }
+    assert_eq!(std::fs::read_dir(app.data_dir().join("run/agents")).expect("markers").count(), 0);
+    assert_eq!(settings["sandbox"]["mode"], "landlock", "the real server confines them: {settings}");
+    // The cut turn continues by itself (and escapes again): a clean stop ends it all.
+    app.stop().await;
 }
 
 #[tokio::test]
