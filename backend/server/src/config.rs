@@ -62,6 +62,9 @@ pub struct Config {
     pub agent_memory_max: Option<u64>,
     /// Most stdout bytes one turn's CLI may write (`MOBIUS_AGENT_OUTPUT_MAX_MB`, default 256).
     pub agent_output_max: u64,
+    /// Agents (chat turns and app jobs) running at once, at most (`MOBIUS_AGENT_MAX_RUNNING`,
+    /// default 4); more wait their turn, the owner's first.
+    pub agent_max_running: usize,
     /// CLI processes kept between a chat's turns, at most (`MOBIUS_AGENT_WARM_MAX`, default 3;
     /// 0 starts every turn cold).
     pub agent_warm_max: usize,
@@ -427,6 +430,19 @@ impl Config {
                 ConfigError(format!("MOBIUS_AGENT_LANDLOCK_MAX_ABI={raw:?} must be a Landlock ABI version (1, 2, …)"))
             })?),
         };
+        let running_raw =
+            get("MOBIUS_AGENT_MAX_RUNNING").unwrap_or_else(|| crate::agent::slots::DEFAULT_MAX_RUNNING.to_string());
+        let agent_max_running = running_raw
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=crate::agent::slots::MAX_MAX_RUNNING).contains(n))
+            .ok_or_else(|| {
+                ConfigError(format!(
+                    "MOBIUS_AGENT_MAX_RUNNING={running_raw:?} must be a number from 1 to {}",
+                    crate::agent::slots::MAX_MAX_RUNNING
+                ))
+            })?;
         let warm_raw = get("MOBIUS_AGENT_WARM_MAX").unwrap_or_else(|| crate::agent::warm::DEFAULT_WARM_MAX.to_string());
         let agent_warm_max =
             warm_raw.trim().parse::<usize>().ok().filter(|n| *n <= crate::agent::warm::MAX_WARM_MAX).ok_or_else(
@@ -533,6 +549,7 @@ impl Config {
             agent_sandbox,
             agent_landlock_max_abi,
             shared_process: false,
+            agent_max_running,
             agent_warm_max,
             agent_warm_idle,
             agent_memory_max,
@@ -583,6 +600,7 @@ impl Config {
             agent_landlock_max_abi: None,
             // API tests host many servers in one process.
             shared_process: true,
+            agent_max_running: crate::agent::slots::DEFAULT_MAX_RUNNING,
             // The fake CLIs of the API tests answer one turn each; the tests about kept
             // processes turn keeping on.
             agent_warm_max: 0,

@@ -220,6 +220,7 @@ impl AppState {
             uploads: uploads.clone(),
             warm: crate::agent::warm::WarmPool::new(config.agent_warm_max, config.agent_warm_idle),
             resumer: crate::agent::park::Resumer::default(),
+            slots: crate::agent::slots::Slots::new(config.agent_max_running),
         });
         tokio::spawn(crate::agent::resume::run(agents.clone()).instrument(info_span!("resume")));
         let apps = Arc::new(Apps::new(

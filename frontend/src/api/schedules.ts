@@ -40,6 +40,8 @@ export interface Schedule {
   app_slug: string | null;
   chat_title: string | null;
   running: boolean;
+  /** That run has not started: it waits for a free agent. */
+  waiting: boolean;
   /** The zone its cadence is read in. */
   zone: string;
   cadence_editable: boolean;
@@ -67,6 +69,8 @@ export interface ScheduleRun {
   has_log: boolean;
   chat_id: string | null;
   run_id: string | null;
+  /** A running run that has not started: it waits for a free agent since then. */
+  waiting_since: number | null;
 }
 
 export interface NewSchedule {

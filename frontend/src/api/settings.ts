@@ -17,6 +17,16 @@ export type SandboxState = { mode: "landlock"; abi: number; signals: SignalScope
 /** The owner's default model and effort per provider. */
 export type AgentDefaults = Partial<Record<ProviderId, AgentPick>>;
 
+/** How many agents (turns and app jobs) run at once, and how busy they are now. */
+export interface AgentSlots {
+  max: number;
+  /** Scheduled prompts, continuations and app jobs use at most this many. */
+  background_max: number;
+  running: number;
+  background_running: number;
+  waiting: number;
+}
+
 /** How agents are bounded (`GET /api/settings`). */
 export interface AgentLimits {
   memory: { mode: "cgroup"; max_bytes: number } | { mode: "rlimit"; max_bytes: number; reason: string } | { mode: "off" };
@@ -32,6 +42,7 @@ export interface Settings {
   /** CLI processes kept between a chat's turns. */
   warm?: { max: number; idle_secs: number; parked: number };
   agent_limits?: AgentLimits;
+  agent_slots?: AgentSlots;
 }
 
 /** The plan's windows as the provider's CLI last reported them. */

@@ -485,6 +485,7 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
               onEdit={settled && row.idx === lastUserIdx ? () => editLast(row.message.content) : undefined}
               onRegenerate={settled && online && row.idx === lastReplyIdx ? retry : undefined}
               retry={row.live ? state.retry : null}
+              waiting={row.live ? state.waiting : null}
               onOpenSettings={onOpenSettings}
             />
           ))}

@@ -2,7 +2,7 @@
 //! in order. The live turn and its final form are the same row (same key), so nothing flickers.
 
 import { memo, useEffect, useState } from "react";
-import type { ApprovalAnswers, QuestionAnswers, RunUsage } from "../api/types";
+import type { ApprovalAnswers, QuestionAnswers, RunUsage, Waiting } from "../api/types";
 import { describeActivity, formatElapsed } from "../chat/activity";
 import { copyToClipboard } from "../chat/clipboard";
 import type { ChatMessage } from "../chat/reducer";
@@ -31,6 +31,8 @@ export interface MessageRowProps {
   onRegenerate?: (() => void) | undefined;
   /** The CLI retrying a failed model request (the live row only). */
   retry?: { attempt: number; max_retries: number; reason: string } | null | undefined;
+  /** The turn waiting for a free agent (the live row only). */
+  waiting?: Waiting | null | undefined;
   /** Opens Settings (an error whose fix is there). */
   onOpenSettings?: (() => void) | undefined;
 }
@@ -122,14 +124,23 @@ function UsageView({ usage }: { usage: RunUsage }) {
   );
 }
 
+/** A turn that has not started because as many agents run as the server allows. */
+export function waitingText(waiting: Waiting): string {
+  return `Waiting for a free agent: ${waiting.busy} of ${waiting.limit} are busy`;
+}
+
 /** The live row's status: what the agent is doing and for how long, ticking once a second. */
-function Activity({ message, retry }: { message: ChatMessage; retry?: MessageRowProps["retry"] }) {
+function Activity({ message, retry, waiting }: { message: ChatMessage; retry?: MessageRowProps["retry"]; waiting?: MessageRowProps["waiting"] }) {
   const [now, setNow] = useState(() => Date.now());
   useEffect(() => {
     const timer = setInterval(() => setNow(Date.now()), 1000);
     return () => clearInterval(timer);
   }, []);
-  const what = retry ? `Retrying, ${retry.attempt} of ${retry.max_retries}: ${retry.reason}` : describeActivity(message.blocks);
+  const what = retry
+    ? `Retrying, ${retry.attempt} of ${retry.max_retries}: ${retry.reason}`
+    : waiting
+      ? waitingText(waiting)
+      : describeActivity(message.blocks);
   return (
     <div className="working" role="status">
       <span className="working-dots" aria-hidden="true">
@@ -143,7 +154,7 @@ function Activity({ message, retry }: { message: ChatMessage; retry?: MessageRow
   );
 }
 
-export const MessageRow = memo(function MessageRow({ rowKey, chatId, message, live, working, onAnswer, offline, idx, hit, onEdit, onRegenerate, retry, onOpenSettings }: MessageRowProps) {
+export const MessageRow = memo(function MessageRow({ rowKey, chatId, message, live, working, onAnswer, offline, idx, hit, onEdit, onRegenerate, retry, waiting, onOpenSettings }: MessageRowProps) {
   if (message.role === "user") {
     return (
       <div className="row row-user" data-key={rowKey} data-idx={idx} data-hit={hit || undefined} data-cid={message.cid ?? undefined} data-sending={message.sending || undefined}>
@@ -185,7 +196,7 @@ export const MessageRow = memo(function MessageRow({ rowKey, chatId, message, li
         }
       })}
       {!live && blocks.length === 0 && <p className="row-quiet">Stopped before replying.</p>}
-      {working && <Activity message={message} retry={retry} />}
+      {working && <Activity message={message} retry={retry} waiting={waiting} />}
       {!live && message.usage && <UsageView usage={message.usage} />}
       {!live && idx !== undefined && <RowActions message={message} onRegenerate={onRegenerate} />}
     </div>

@@ -31,6 +31,7 @@ import {
   resetTime,
   type AgentDefaults,
   type AgentLimits,
+  type AgentSlots,
 } from "../api/settings";
 import type { AgentPick, ModelInfo, ProviderId, ProviderInfo, ProvidersStatus } from "../api/types";
 import { SETTINGS_SECTIONS, settingsTitle, type SettingsSection } from "../shell/router";
@@ -743,8 +744,19 @@ function SandboxSection() {
         </p>
       )}
       {settings.data?.agent_limits && <p className="settings-lead" data-memory={settings.data.agent_limits.memory.mode}>{limitsText(settings.data.agent_limits)}</p>}
+      {settings.data?.agent_slots && <p className="settings-lead" data-slots={settings.data.agent_slots.max}>{slotsText(settings.data.agent_slots)}</p>}
     </section>
   );
+}
+
+/** How many agents run at once, and who may use how many, in words. */
+export function slotsText(slots: AgentSlots): string {
+  const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+  const share =
+    slots.background_max < slots.max
+      ? ` Scheduled prompts, continuations and app jobs use at most ${slots.background_max}, so ${plural(slots.max - slots.background_max, "stays", "stay")} free for you; your turns go first.`
+      : "";
+  return `At most ${plural(slots.max, "agent runs", "agents run")} at once; more wait their turn.${share} Now: ${slots.running} running, ${slots.waiting} waiting.`;
 }
 
 /** How the agent's memory and output are bounded, in words. */

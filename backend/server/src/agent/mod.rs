@@ -20,6 +20,7 @@ pub mod quiet;
 pub mod registry;
 pub mod resume;
 pub mod sandbox;
+pub mod slots;
 pub mod trees;
 pub mod turn;
 pub mod warm;
@@ -171,6 +172,11 @@ impl Finish {
             fix: None,
             limit: None,
         }
+    }
+
+    /// The owner stopped the turn (what a stopped run records).
+    pub fn stopped() -> Self {
+        Self { status: FinishStatus::Interrupted, error: None, ..Self::failed("") }
     }
 }
 

@@ -47,13 +47,17 @@ pub struct ScheduleRow {
     pub chat_title: Option<String>,
     /// A run of it is going now.
     pub running: bool,
+    /// That run waits for a free agent.
+    pub waiting: bool,
 }
 
 const SELECT: &str = "SELECT s.id, s.kind, s.name, s.cron, s.run_at, s.timezone, s.app_id, s.job, s.manifest_cron,
         s.user_configurable, s.chat_id, s.prompt, s.created_by, s.origin_chat_id, s.missed, s.timeout_secs, s.paused_at,
         s.paused_reason, s.failures, s.next_due_at, s.finished_at, s.last_run_at, s.last_status, s.created_at,
         s.updated_at, a.name AS app_name, a.slug AS app_slug, c.title AS chat_title,
-        EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = s.id AND r.status = 'running') AS running
+        EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = s.id AND r.status = 'running') AS running,
+        EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = s.id AND r.status = 'running'
+                AND r.waiting_since IS NOT NULL) AS waiting
     FROM schedules s
     LEFT JOIN apps a ON a.id = s.app_id
     LEFT JOIN chats c ON c.id = s.chat_id";
@@ -85,14 +89,17 @@ pub async fn list_json(pool: &SqlitePool, owner_zone: &str, agent_chat: Option<&
              'next_due_at', s.next_due_at, 'finished_at', s.finished_at, 'last_run_at', s.last_run_at,
              'last_status', s.last_status, 'created_at', s.created_at, 'updated_at', s.updated_at,
              'app_name', a.name, 'app_slug', a.slug, 'chat_title', c.title, 'running', {running},
+             'waiting', {waiting},
              'zone', coalesce(s.timezone, ?), 'cadence_editable', {editable}),
            ',' ORDER BY s.next_due_at IS NULL, s.next_due_at, s.finished_at IS NOT NULL, s.id), '') || ']'
          FROM schedules s LEFT JOIN apps a ON a.id = s.app_id LEFT JOIN chats c ON c.id = s.chat_id
-         LEFT JOIN (SELECT DISTINCT schedule_id FROM schedule_runs WHERE status = 'running') rr
+         LEFT JOIN (SELECT schedule_id, max(waiting_since IS NOT NULL) AS waits FROM schedule_runs
+                    WHERE status = 'running' GROUP BY schedule_id) rr
            ON rr.schedule_id = s.id
          WHERE {LIVE} AND (? IS NULL OR s.chat_id = ? OR s.origin_chat_id = ?)",
         configurable = flag("s.user_configurable"),
         running = flag("rr.schedule_id IS NOT NULL"),
+        waiting = flag("rr.waits"),
         editable = flag("s.kind != 'app_job' OR s.user_configurable"),
     );
     Ok(sqlx::query_scalar(&sql)
@@ -191,9 +198,11 @@ pub struct RunRow {
     pub has_log: bool,
     pub chat_id: Option<String>,
     pub run_id: Option<String>,
+    /// A running run that has not started: it waits for a free agent since then (unix ms).
+    pub waiting_since: Option<i64>,
 }
 
-const RUN_COLUMNS: &str = "id, schedule_id, trigger, due_at, started_at, ended_at, status, exit_code, reason, output_bytes, has_log, chat_id, run_id";
+const RUN_COLUMNS: &str = "id, schedule_id, trigger, due_at, started_at, ended_at, status, exit_code, reason, output_bytes, has_log, chat_id, run_id, waiting_since";
 
 /// A schedule's runs, newest first, before run `before`.
 pub async fn runs(pool: &SqlitePool, schedule_id: i64, before: Option<i64>, limit: i64) -> Result<Vec<RunRow>> {
@@ -430,6 +439,16 @@ pub async fn insert_run(conn: &mut SqliteConnection, r: &NewRun) -> Result<i64> 
 }
 
 /// Records the chat and turn a scheduled agent turn became.
+/// Marks a running run as waiting for a free agent since `since` (`None`: it started).
+pub async fn set_waiting(conn: &mut SqliteConnection, run_id: i64, since: Option<i64>) -> Result<()> {
+    sqlx::query("UPDATE schedule_runs SET waiting_since = ? WHERE id = ? AND status = 'running'")
+        .bind(since)
+        .bind(run_id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 pub async fn link_run(conn: &mut SqliteConnection, run_id: i64, chat_id: &str, turn: Option<&str>) -> Result<()> {
     sqlx::query("UPDATE schedule_runs SET chat_id = ?, run_id = coalesce(?, run_id) WHERE id = ?")
         .bind(chat_id)
@@ -456,7 +475,7 @@ pub struct RunEnd {
 pub async fn finish_run(conn: &mut SqliteConnection, run_id: i64, end: &RunEnd) -> Result<Option<i64>> {
     Ok(sqlx::query_scalar(
         "UPDATE schedule_runs SET status = ?, exit_code = ?, reason = ?, output = ?, output_bytes = ?, has_log = ?,
-             ended_at = ? WHERE id = ? AND status = 'running' RETURNING schedule_id",
+             ended_at = ?, waiting_since = NULL WHERE id = ? AND status = 'running' RETURNING schedule_id",
     )
     .bind(&end.status)
     .bind(end.exit_code)

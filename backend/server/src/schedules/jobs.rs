@@ -13,6 +13,7 @@ use tokio::sync::oneshot;
 use super::context::{Claim, Ctx, LOG_DIR};
 use super::output;
 use crate::agent::process;
+use crate::agent::slots::Class;
 use crate::db::apps::AppRow;
 use crate::db::schedules::{RunEnd, ScheduleRow};
 
@@ -111,6 +112,32 @@ async fn execute(
     let (job_name, job_path) = resolve_job(&dir, schedule.job.as_deref())?;
     let state = state_dir(&data_dir, app_id);
     std::fs::create_dir_all(&state).map_err(|e| format!("The job's state folder could not be made: {e}"))?;
+    let cancelled = async move {
+        if let Some(rx) = cancelled
+            && let Ok(why) = rx.await
+        {
+            return why;
+        }
+        std::future::pending::<String>().await
+    };
+    tokio::pin!(cancelled);
+    // A job is background work: it waits its turn among the agents that may run at once (the
+    // run says so), and its time limit starts when it does.
+    let _slot = match ctx.agents.slots.take(Class::Background) {
+        Ok(slot) => slot,
+        Err(ticket) => {
+            ctx.waiting(run_id, true).await;
+            tokio::select! {
+                slot = ticket.wait() => {
+                    ctx.waiting(run_id, false).await;
+                    slot
+                }
+                why = &mut cancelled => {
+                    return Ok(RunEnd { status: "cancelled".into(), reason: Some(why), ended_at: ctx.clock.now_ms(), ..RunEnd::default() });
+                }
+            }
+        }
+    };
     let env = environment(ctx, schedule, &app, &state).await?;
     let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone()).unwrap_or_default();
     let sandbox = &ctx.agents.sandbox;
@@ -140,14 +167,6 @@ async fn execute(
         .and_then(|s| u64::try_from(s).ok())
         .map_or(ctx.job_timeout, Duration::from_secs)
         .min(MAX_TIMEOUT);
-    let cancelled = async move {
-        if let Some(rx) = cancelled
-            && let Ok(why) = rx.await
-        {
-            return why;
-        }
-        std::future::pending::<String>().await
-    };
     enum Ended {
         Exited(Option<std::process::ExitStatus>),
         TimedOut,
@@ -156,7 +175,7 @@ async fn execute(
     let ended = tokio::select! {
         status = process.wait() => Ended::Exited(status),
         () = tokio::time::sleep(limit) => Ended::TimedOut,
-        why = cancelled => Ended::Cancelled(why),
+        why = &mut cancelled => Ended::Cancelled(why),
     };
     // The main process is done (or must be): what it left running holds the output open.
     let mut drained = None;

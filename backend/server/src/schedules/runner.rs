@@ -351,6 +351,7 @@ mod tests {
             app_slug: None,
             chat_title: None,
             running: false,
+            waiting: false,
         }
     }
 

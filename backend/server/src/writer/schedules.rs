@@ -90,6 +90,10 @@ pub(super) async fn apply(conn: &mut SqliteConnection, batch: &mut Batch, op: Sc
             sql::link_run(conn, run_id, &chat_id, turn.as_deref()).await?;
             Ok(run_id)
         }
+        ScheduleWrite::Waiting { run_id, since } => {
+            sql::set_waiting(conn, run_id, since).await?;
+            Ok(run_id)
+        }
         ScheduleWrite::Reconcile { at } => {
             let mut closed = 0;
             for (run_id, schedule_id) in sql::running_runs(conn).await? {

@@ -477,6 +477,9 @@ exec sleep 300"#,
     wait_for_file(&app.data_dir().join("agent-home/escaped/done")).await;
     let mut left = escaped_pids(&app);
     left.push(("cli".into(), wait_for_file(&app.data_dir().join("agent-home/cli.pid")).await.trim().to_owned()));
+    let markers: Vec<_> =
+        std::fs::read_dir(app.data_dir().join("run/agents")).expect("markers").flatten().map(|e| e.path()).collect();
+    assert_eq!(markers.len(), 1, "one tree, one marker: {markers:?}");
     let dir = app.kill9();
     for (name, pid) in &left {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -486,7 +489,7 @@ exec sleep 300"#,
     for (name, pid) in left {
         assert!(gone(&pid).await, "the {name} process {pid} outlived the server's restart");
     }
-    assert_eq!(std::fs::read_dir(app.data_dir().join("run/agents")).expect("markers").count(), 0);
+    assert!(markers.iter().all(|m| !m.exists()), "the dead server's markers are gone");
     assert_eq!(settings["sandbox"]["mode"], "landlock", "the real server confines them: {settings}");
     // The cut turn continues by itself (and escapes again): a clean stop ends it all.
     app.stop().await;
