@@ -55,6 +55,8 @@ struct Inner {
     next: AtomicU64,
     /// Live labels and their leaders (pid, start time) once started.
     live: Mutex<HashMap<u64, Option<(i32, u64)>>>,
+    /// The server is stopping: no tree opens any more.
+    closed: std::sync::atomic::AtomicBool,
     /// Every leader this server started whose exit status tokio may still collect: never
     /// reaped here. Pruned once the process is gone.
     leaders: Mutex<HashMap<i32, u64>>,
@@ -106,6 +108,7 @@ impl Trees {
             prefix,
             next: AtomicU64::new(1),
             live: Mutex::default(),
+            closed: std::sync::atomic::AtomicBool::new(false),
             leaders: Mutex::default(),
             spawning: RwLock::new(()),
         }))
@@ -125,6 +128,9 @@ impl Trees {
         let Some(prefix) = self.0.prefix else { return Ok(None) };
         let label = {
             let mut live = self.live();
+            if self.0.closed.load(Ordering::SeqCst) {
+                return Err(std::io::Error::other("the server is stopping"));
+            }
             let label = loop {
                 let label = prefix | (self.0.next.fetch_add(1, Ordering::Relaxed) & SEQ_MASK);
                 if !live.contains_key(&label) {
@@ -261,6 +267,26 @@ impl Trees {
         }
         self.reap(label, &killed);
         killed.len()
+    }
+
+    /// Ends every live tree (the server is stopping) and opens no more (a turn starting now
+    /// fails to): each leader's group, then each tree's sweep. Markers stay with trees whose
+    /// handles are still held; the next start finds nothing behind them. Blocking. Returns how
+    /// many processes were killed.
+    pub fn end_all(&self) -> usize {
+        let live: Vec<(u64, Option<(i32, u64)>)> = {
+            let live = self.live();
+            self.0.closed.store(true, Ordering::SeqCst);
+            live.iter().map(|(l, p)| (*l, *p)).collect()
+        };
+        for (_, leader) in &live {
+            if let Some((pid, start)) = leader
+                && stat(*pid).is_some_and(|p| p.start == *start)
+            {
+                let _ = killpg(Pid::from_raw(*pid), Signal::SIGKILL);
+            }
+        }
+        live.iter().map(|(label, _)| self.sweep(*label, None)).sum()
     }
 
     /// Reaps the zombies among the server's children that are agent processes this server may
@@ -472,6 +498,15 @@ mod tests {
         let mut doomed = trees.plan(&table, me, a.label(), None);
         doomed.sort_unstable();
         assert_eq!(doomed, [20, 22], "another server's tree in this process is left to it");
+    }
+
+    #[test]
+    fn a_stopping_server_opens_no_tree() {
+        let (trees, _dir) = trees(true);
+        let open = trees.open().expect("open").expect("labels");
+        trees.end_all();
+        assert!(trees.open().is_err(), "no tree starts once the server stops");
+        drop(open);
     }
 
     #[test]

@@ -450,6 +450,38 @@ cat >/dev/null"#
 }
 
 #[tokio::test]
+async fn a_server_that_stops_ends_its_running_turns_processes_and_what_escaped_them() {
+    let escape = escapes(env!("CARGO_BIN_EXE_mobius"));
+    let (app, token) = app_with_cli(
+        |dir| {
+            script(
+                dir,
+                "fake-claude-escape-and-hang",
+                &format!(
+                    r#"IFS= read -r init
+IFS= read -r user
+echo $$ > "$HOME/cli.pid"
+{escape}
+printf '{{"type":"system","subtype":"init","session_id":"s1"}}\n'
+exec sleep 300"#
+                ),
+            )
+        },
+        |_| {},
+    )
+    .await;
+    app.chat(&token, "c").await;
+    app.send(&token, "c", "go", "m1").await;
+    wait_for_file(&app.data_dir().join("agent-home/escaped/done")).await;
+    let mut left = escaped_pids(&app);
+    left.push(("cli".into(), wait_for_file(&app.data_dir().join("agent-home/cli.pid")).await.trim().to_owned()));
+    let _dir = app.stop().await;
+    for (name, pid) in left {
+        assert!(gone(&pid).await, "the {name} process {pid} outlived the server");
+    }
+}
+
+#[tokio::test]
 async fn processes_that_escaped_a_turn_die_at_the_next_start_after_the_server_was_killed() {
     let bin_dir = tempfile::tempdir().expect("bin dir");
     let bin = script(
