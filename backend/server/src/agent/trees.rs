@@ -52,6 +52,9 @@ struct Inner {
     /// `MARK` and this start's random bits; `None` when labels cannot be set (the server's own
     /// `RLIMIT_LOCKS` is finite, so its children could not raise theirs to a label).
     prefix: Option<u64>,
+    /// The server's own hard `RLIMIT_LOCKS` when finite: what its unlabelled children carry,
+    /// never a stray's.
+    own: Option<u64>,
     next: AtomicU64,
     /// Live labels and their leaders (pid, start time) once started.
     live: Mutex<HashMap<u64, Option<(i32, u64)>>>,
@@ -91,7 +94,12 @@ impl Trees {
     /// The trees of a server whose markers live in `pid_dir`; `exclusive` when no other server
     /// shares this process (see [`Inner::exclusive`]).
     pub fn new(pid_dir: PathBuf, exclusive: bool) -> Self {
-        let prefix = match hard_label(std::process::id().try_into().unwrap_or(0)) {
+        Self::with_own_limit(pid_dir, exclusive, hard_label(own_pid()))
+    }
+
+    /// [`Trees::new`] for a server whose own hard `RLIMIT_LOCKS` is `own` (`None`: unlimited).
+    fn with_own_limit(pid_dir: PathBuf, exclusive: bool, own: Option<u64>) -> Self {
+        let prefix = match own {
             None => Some(MARK | ((rand::random::<u64>() & SEQ_MASK) << 24)),
             Some(limit) => {
                 warn!(
@@ -106,6 +114,7 @@ impl Trees {
             pid_dir,
             exclusive,
             prefix,
+            own,
             next: AtomicU64::new(1),
             live: Mutex::default(),
             closed: std::sync::atomic::AtomicBool::new(false),
@@ -155,7 +164,7 @@ impl Trees {
     /// A label that belongs to no live tree and that this server may sweep: any (a lowered one,
     /// a dead tree's) when it is alone in its process, else only its own and lowered ones.
     fn stray(&self, label: u64, live: &HashMap<u64, Option<(i32, u64)>>) -> bool {
-        if live.contains_key(&label) {
+        if live.contains_key(&label) || Some(label) == self.0.own {
             return false;
         }
         let own = self.0.prefix.is_some_and(|p| label & !SEQ_MASK == p);
@@ -501,8 +510,20 @@ mod tests {
     }
 
     #[test]
+    fn a_server_that_cannot_label_takes_nothing_it_started_for_a_stray() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let trees = Trees::with_own_limit(dir.path().join("agents"), true, Some(1024));
+        assert!(trees.open().expect("open").is_none(), "no labels");
+        // Every child inherits the server's own finite value: none is a stray for it.
+        let table: HashMap<i32, Proc> =
+            [proc(20, 1, Some(1024)), proc(21, 1, Some(5))].into_iter().map(|p| (p.pid, p)).collect();
+        assert_eq!(trees.plan(&table, 1, MARK | 1, None), [21], "only a lowered one");
+    }
+
+    #[test]
     fn a_stopping_server_opens_no_tree() {
-        let (trees, _dir) = trees(true);
+        // Not alone in its process (other tests' trees run here): it sweeps only its own.
+        let (trees, _dir) = trees(false);
         let open = trees.open().expect("open").expect("labels");
         trees.end_all();
         assert!(trees.open().is_err(), "no tree starts once the server stops");
