@@ -1241,6 +1241,8 @@ def section_sandbox(tmp):
          f"{rows['landlock']['p50_ms']:.2f}  |  {rows['landlock']['p99_ms']:.2f}", "")
     note("sandbox", "turn start added by the sandbox (p50, ms)",
          f"{rows['landlock']['p50_ms'] - rows['none']['p50_ms']:.2f}", "≤ 10 ms")
+    note("sandbox", "a tree's end, group kill + /proc sweep for its label: p50 | p99 ms (no tree: p50)",
+         f"{rows['landlock']['end_p50_ms']:.2f}  |  {rows['landlock']['end_p99_ms']:.2f}  ({rows['none']['end_p50_ms']:.2f})", "")
 
 
 UPLOAD_BYTES = 20 * 1024 * 1024

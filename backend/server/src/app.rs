@@ -161,6 +161,13 @@ pub async fn serve(
     if let Ok((state, writer_task)) = state_rx.await {
         state.writer.shutdown().await;
         let _ = writer_task.await;
+        // What the agents still run (turns, jobs, what escaped them) ends with the server; after
+        // the writer, so a cut turn stays `running` for the next start to continue.
+        let trees = state.agents.providers.trees().clone();
+        let ended = tokio::task::spawn_blocking(move || trees.end_all()).await.unwrap_or(0);
+        if ended > 0 {
+            info!(processes = ended, "agent processes ended with the server");
+        }
         state.db.read.close().await;
     }
     info!("stopped");

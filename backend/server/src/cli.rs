@@ -34,8 +34,9 @@ USAGE:
                         [--skip-missed] <prompt>
                                     (agents) send <prompt> into this chat (or a new chat each
                                     time) on a cron cadence, in the owner's time zone
-    mobius schedule list            (agents) every schedule, with its next run
-    mobius schedule remove <id>     (agents) remove a scheduled prompt or reminder
+    mobius schedule list            (agents) this chat's schedules (and those it made), with
+                                    their next run
+    mobius schedule remove <id>     (agents) remove one of them
     mobius remind (--in 2h | --at 07:30 | --at 2025-06-01T07:30) <text>
                                     (agents) <text> comes back to this chat as a turn then
     mobius --version   print the version

@@ -53,10 +53,21 @@ pub struct Config {
     /// Confine the agent's processes with Landlock where the kernel has it
     /// (`MOBIUS_AGENT_SANDBOX`: `on`, the default, or `off`).
     pub agent_sandbox: bool,
+    /// The newest Landlock ABI the sandbox uses, when lower than the kernel's
+    /// (`MOBIUS_AGENT_LANDLOCK_MAX_ABI`, unset: the kernel's): a way back should a newer
+    /// restriction break a CLI. Below 6 the agent can signal the server again.
+    pub agent_landlock_max_abi: Option<u32>,
+    /// Other servers run in this process (tests hosting several): each sweeps up only the
+    /// escaped agent processes it labelled (and ones whose label was lowered), not every
+    /// server child that carries no live label of its own. Never set from the environment.
+    pub shared_process: bool,
     /// The memory ceiling of one agent (`MOBIUS_AGENT_MEMORY_MAX_MB`, default 2048; 0: none).
     pub agent_memory_max: Option<u64>,
     /// Most stdout bytes one turn's CLI may write (`MOBIUS_AGENT_OUTPUT_MAX_MB`, default 256).
     pub agent_output_max: u64,
+    /// Agents (chat turns and app jobs) running at once, at most (`MOBIUS_AGENT_MAX_RUNNING`,
+    /// default 4); more wait their turn, the owner's first.
+    pub agent_max_running: usize,
     /// CLI processes kept between a chat's turns, at most (`MOBIUS_AGENT_WARM_MAX`, default 3;
     /// 0 starts every turn cold).
     pub agent_warm_max: usize,
@@ -425,6 +436,25 @@ impl Config {
             Some("off") => false,
             Some(other) => return Err(ConfigError(format!("MOBIUS_AGENT_SANDBOX={other:?} must be on or off"))),
         };
+        let agent_landlock_max_abi = match get("MOBIUS_AGENT_LANDLOCK_MAX_ABI") {
+            None => None,
+            Some(raw) => Some(raw.trim().parse::<u32>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                ConfigError(format!("MOBIUS_AGENT_LANDLOCK_MAX_ABI={raw:?} must be a Landlock ABI version (1, 2, …)"))
+            })?),
+        };
+        let running_raw =
+            get("MOBIUS_AGENT_MAX_RUNNING").unwrap_or_else(|| crate::agent::slots::DEFAULT_MAX_RUNNING.to_string());
+        let agent_max_running = running_raw
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=crate::agent::slots::MAX_MAX_RUNNING).contains(n))
+            .ok_or_else(|| {
+                ConfigError(format!(
+                    "MOBIUS_AGENT_MAX_RUNNING={running_raw:?} must be a number from 1 to {}",
+                    crate::agent::slots::MAX_MAX_RUNNING
+                ))
+            })?;
         let warm_raw = get("MOBIUS_AGENT_WARM_MAX").unwrap_or_else(|| crate::agent::warm::DEFAULT_WARM_MAX.to_string());
         let agent_warm_max =
             warm_raw.trim().parse::<usize>().ok().filter(|n| *n <= crate::agent::warm::MAX_WARM_MAX).ok_or_else(
@@ -532,6 +562,9 @@ impl Config {
             agent_silence_max,
             job_timeout,
             agent_sandbox,
+            agent_landlock_max_abi,
+            shared_process: false,
+            agent_max_running,
             agent_warm_max,
             agent_warm_idle,
             agent_memory_max,
@@ -580,6 +613,10 @@ impl Config {
             // Tests keep their fake CLIs in the data dir the sandbox closes; the ones about the
             // sandbox turn it on.
             agent_sandbox: false,
+            agent_landlock_max_abi: None,
+            // API tests host many servers in one process.
+            shared_process: true,
+            agent_max_running: crate::agent::slots::DEFAULT_MAX_RUNNING,
             // The fake CLIs of the API tests answer one turn each; the tests about kept
             // processes turn keeping on.
             agent_warm_max: 0,

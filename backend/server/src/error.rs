@@ -125,6 +125,12 @@ pub enum Domain {
     ScheduleNotFound,
     #[error("At most {0} schedules; remove some first.")]
     TooManySchedules(i64),
+    /// The agent's schedules: at most so many from one chat, and so many in all.
+    #[error(
+        "The agent may keep at most {0} schedules from one chat ({1} in all); remove one first \
+         (mobius schedule remove), or ask the owner to add it in Settings."
+    )]
+    TooManyAgentSchedules(i64, i64),
 }
 
 impl Domain {
@@ -140,7 +146,8 @@ impl Domain {
             | Domain::UploadTooLarge(..)
             | Domain::TooManySecrets(_)
             | Domain::TooManyDevices(_)
-            | Domain::TooManySchedules(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            | Domain::TooManySchedules(_)
+            | Domain::TooManyAgentSchedules(..) => StatusCode::PAYLOAD_TOO_LARGE,
             Domain::PushEndpointNotYours => StatusCode::FORBIDDEN,
             Domain::UnsupportedType(_) | Domain::UnreadableImage(..) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Domain::InvalidFileName(_) => StatusCode::BAD_REQUEST,
@@ -200,6 +207,7 @@ impl Domain {
             Domain::ProviderNotConnected(_) => "provider_not_connected",
             Domain::ScheduleNotFound => "schedule_not_found",
             Domain::TooManySchedules(_) => "too_many_schedules",
+            Domain::TooManyAgentSchedules(..) => "too_many_agent_schedules",
         }
     }
 }

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use tracing::{Instrument, info_span, warn};
 
 use crate::agent::registry::Turns;
-use crate::agent::sandbox::{Sandbox, SandboxState};
+use crate::agent::sandbox::{Sandbox, SandboxState, Signals};
 use crate::agent::turn::{Agents, TurnLimits};
 use crate::apps::apply::Apps;
 use crate::apps::proxy::client::Proxy;
@@ -140,11 +140,12 @@ impl AppState {
         sessions.reload(&db.read).await?;
         if !crate::agent::process::become_subreaper() {
             warn!(
-                "the kernel refused to make the server a child subreaper; escaped agent processes are found only by their environment"
+                "the kernel refused to make the server a child subreaper; escaped agent processes are found only while their parents live"
             );
         }
-        let orphans =
-            crate::agent::process::reap_orphans(&crate::agent::agent_pid_dir(&config.data_dir), &config.data_dir);
+        let providers = Arc::new(Providers::new(&config, &config.data_dir, api_url));
+        let reaper = providers.trees().clone();
+        let orphans = tokio::task::spawn_blocking(move || reaper.reap_orphans()).await.unwrap_or(0);
         if orphans > 0 {
             warn!(orphans, "killed agent processes left behind by the previous run");
         }
@@ -152,7 +153,6 @@ impl AppState {
         if resealed > 0 {
             tracing::info!(resealed, "app secrets sealed again under the data key");
         }
-        let providers = Arc::new(Providers::new(&config, &config.data_dir, api_url));
         // Credentials of the old layout (in the CLIs' folders, which the agent can write) move
         // to the server's own folder before anything reads them.
         if let Err(e) = providers.credentials.migrate() {
@@ -170,11 +170,17 @@ impl AppState {
         }
         let sandbox = Sandbox::detect(
             config.agent_sandbox,
+            config.agent_landlock_max_abi,
             &config.data_dir,
             vec![config.skill_dir.clone(), config.app_node_modules.clone(), config.app_runtime_dir.clone()],
         );
         match sandbox.state() {
-            SandboxState::Landlock { abi } => tracing::info!(abi, "agent sandbox: Landlock"),
+            SandboxState::Landlock { abi, signals: Signals::Scoped } => {
+                tracing::info!(abi, "agent sandbox: Landlock, signals kept within each agent's processes")
+            }
+            SandboxState::Landlock { abi, signals: Signals::Open { reason } } => {
+                warn!(abi, %reason, "agent sandbox: Landlock, but the agent can signal the server and other processes")
+            }
             SandboxState::Off { reason } => {
                 warn!(%reason, "agent sandbox OFF: the agent can read every file the server can")
             }
@@ -227,6 +233,7 @@ impl AppState {
             uploads: uploads.clone(),
             warm: crate::agent::warm::WarmPool::new(config.agent_warm_max, config.agent_warm_idle),
             resumer: crate::agent::park::Resumer::default(),
+            slots: crate::agent::slots::Slots::new(config.agent_max_running),
         });
         tokio::spawn(crate::agent::resume::run(agents.clone()).instrument(info_span!("resume")));
         let apps = Arc::new(Apps::new(

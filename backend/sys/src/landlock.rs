@@ -1,6 +1,9 @@
 //! Landlock (Linux ≥ 5.13): a process restricts the filesystem it and its descendants may
-//! touch, unprivileged and for good. The agent CLIs are confined this way: the server builds
-//! a [`Ruleset`] before spawning, and the child applies it between `fork` and `exec`.
+//! touch, unprivileged and for good, and from ABI 6 (Linux 6.12) also which processes it may
+//! signal and which abstract Unix sockets it may reach: only those of its own domain (the
+//! processes confined by the same ruleset, and what they start). The agent CLIs are confined
+//! this way: the server builds a [`Ruleset`] before spawning, and the child applies it between
+//! `fork` and `exec`.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
@@ -24,6 +27,10 @@ const ACCESS_REFER: u64 = 1 << 13;
 const ACCESS_TRUNCATE: u64 = 1 << 14;
 /// ABI 5: ioctl on character and block devices.
 const ACCESS_IOCTL_DEV: u64 = 1 << 15;
+/// ABI 6: connecting to an abstract Unix socket made outside the domain is refused.
+pub const SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1 << 0;
+/// ABI 6: signalling a process outside the domain (or a domain nested in it) is refused.
+pub const SCOPE_SIGNAL: u64 = 1 << 1;
 /// The rights that apply to a file (not a directory): a rule on a file may hold only these.
 const ACCESS_FILE: u64 = ACCESS_EXECUTE | ACCESS_WRITE_FILE | ACCESS_READ_FILE | ACCESS_TRUNCATE | ACCESS_IOCTL_DEV;
 
@@ -37,9 +44,13 @@ const NO_FLAGS: libc::c_uint = 0;
 /// `landlock_add_rule` type: a rule for a file hierarchy.
 const RULE_PATH_BENEATH: libc::c_int = 1;
 
+/// `struct landlock_ruleset_attr` as of ABI 6. Older kernels take the larger struct as long as
+/// the fields they do not know are zero.
 #[repr(C)]
 struct RulesetAttr {
     handled_access_fs: u64,
+    handled_access_net: u64,
+    scoped: u64,
 }
 
 #[repr(C, packed)]
@@ -82,6 +93,12 @@ pub fn all_access(abi: u32) -> u64 {
     access
 }
 
+/// What a ruleset of `abi` scopes to its own domain: signals and abstract Unix sockets from
+/// ABI 6, nothing before.
+pub fn all_scopes(abi: u32) -> u64 {
+    if abi >= 6 { SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET } else { 0 }
+}
+
 /// A ruleset being built: everything it handles is denied except what its rules allow.
 #[derive(Debug)]
 pub struct Ruleset {
@@ -90,10 +107,11 @@ pub struct Ruleset {
 }
 
 impl Ruleset {
-    /// A ruleset that handles every filesystem right of `abi`.
+    /// A ruleset that handles every filesystem right of `abi` and, from ABI 6, keeps signals
+    /// and abstract Unix sockets within its domain.
     pub fn new(abi: u32) -> io::Result<Self> {
         let handled = all_access(abi);
-        let attr = RulesetAttr { handled_access_fs: handled };
+        let attr = RulesetAttr { handled_access_fs: handled, handled_access_net: 0, scoped: all_scopes(abi) };
         // SAFETY: `attr` is a live, initialised struct of the size passed; the kernel copies it
         // and returns a new file descriptor that nothing else owns.
         let fd = unsafe {
@@ -190,6 +208,50 @@ pub fn no_new_privs_on_exec(command: &mut std::process::Command) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a child confined by a ruleset of `abi` reaches: its parent (this process), and a
+    /// process it started itself.
+    fn signals_under(abi: u32) -> String {
+        let mut rules = Ruleset::new(abi).expect("ruleset");
+        for system in ["/usr", "/bin", "/lib", "/lib64", "/etc"] {
+            match rules.allow(Path::new(system), ACCESS_EXECUTE | ACCESS_READ_FILE | ACCESS_READ_DIR) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => panic!("{system}: {e}"),
+            }
+        }
+        // `kill -0` asks whether a signal would be allowed without sending one.
+        let mut command = std::process::Command::new("/bin/sh");
+        command.arg("-c").arg(format!(
+            "kill -0 {} && echo PARENT-REACHED || echo PARENT-REFUSED; \
+             sleep 30 & kill $! && echo OWN-REACHED",
+            std::process::id()
+        ));
+        rules.restrict_on_exec(&mut command);
+        let out = command.output().expect("run");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    #[test]
+    fn a_scoped_child_cannot_signal_its_parent_but_signals_its_own_processes() {
+        let Ok(abi) = abi_version() else {
+            eprintln!("this kernel has no Landlock; nothing to check");
+            return;
+        };
+        let scoped = signals_under(abi);
+        assert!(scoped.contains("OWN-REACHED"), "{scoped}");
+        if abi < 6 {
+            eprintln!("Landlock ABI {abi} has no signal scoping; only the fallback is checked");
+        } else {
+            assert!(scoped.contains("PARENT-REFUSED"), "ABI {abi} scopes signals: {scoped}");
+        }
+        // The fallback: a ruleset of ABI 5 scopes nothing, so the parent is reachable (what
+        // Settings then says).
+        let open = signals_under(abi.min(5));
+        assert!(open.contains("PARENT-REACHED") && open.contains("OWN-REACHED"), "{open}");
+        assert_eq!(all_scopes(5), 0);
+        assert_eq!(all_scopes(6), SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET);
+    }
 
     #[test]
     fn a_confined_child_reads_only_what_its_rules_allow() {

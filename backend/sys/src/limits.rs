@@ -1,6 +1,7 @@
 //! Memory ceilings an agent's child takes on before it executes its program: an `RLIMIT_DATA`
 //! (each process, and everything it starts, may map at most so much writable memory), or a
-//! move into a cgroup v2 whose `memory.max` bounds the whole process tree.
+//! move into a cgroup v2 whose `memory.max` bounds the whole process tree; and the label that
+//! tells which tree a process belongs to (an `RLIMIT_LOCKS` no kernel enforces any more).
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -16,6 +17,25 @@ pub fn limit_data_on_exec(command: &mut std::process::Command, bytes: u64) {
     unsafe {
         command.pre_exec(move || {
             if libc::setrlimit(libc::RLIMIT_DATA, &limit) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Makes `command`'s child carry `label` as its hard and soft `RLIMIT_LOCKS` before it
+/// executes its program. Linux has not enforced this limit since 2.4, so it changes nothing the
+/// process may do; the kernel keeps it across `fork`, `exec`, `setsid` and reparenting, clears
+/// it with no environment, and an unprivileged process can only lower it: everything the
+/// program starts carries the label (or, if it lowered it, a value that is no live label).
+pub fn label_on_exec(command: &mut std::process::Command, label: u64) {
+    let limit = libc::rlimit { rlim_cur: label, rlim_max: label };
+    // SAFETY: the closure runs in the forked child before exec and makes one raw system call
+    // with a value it owns (copied into the closure); it allocates nothing and takes no lock.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setrlimit(libc::RLIMIT_LOCKS, &limit) != 0 {
                 return Err(io::Error::last_os_error());
             }
             Ok(())
@@ -44,6 +64,17 @@ pub fn join_cgroup_on_exec(command: &mut std::process::Command, procs: std::fs::
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_label_reaches_what_the_child_starts() {
+        let label = 0x6d62_0000_0000_0042_u64;
+        let mut command = std::process::Command::new("/bin/bash");
+        // `ulimit -x` is the file-lock limit; a grandchild that left the session still has it.
+        command.arg("-c").arg("setsid bash -c 'ulimit -Hx; ulimit -Sx'");
+        label_on_exec(&mut command, label);
+        let out = command.output().expect("run");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{label}\n{label}\n"));
+    }
 
     #[test]
     fn a_child_past_its_data_limit_fails_its_allocation_and_the_parent_is_untouched() {

@@ -23,6 +23,8 @@ export interface Schedule {
   chat_id: string | null;
   prompt: string | null;
   created_by: string;
+  /** The chat whose agent made it (agent-made schedules only). */
+  origin_chat_id: string | null;
   missed: "run_once" | "skip";
   timeout_secs: number | null;
   paused_at: number | null;
@@ -38,6 +40,8 @@ export interface Schedule {
   app_slug: string | null;
   chat_title: string | null;
   running: boolean;
+  /** That run has not started: it waits for a free agent. */
+  waiting: boolean;
   /** The zone its cadence is read in. */
   zone: string;
   cadence_editable: boolean;
@@ -65,6 +69,8 @@ export interface ScheduleRun {
   has_log: boolean;
   chat_id: string | null;
   run_id: string | null;
+  /** A running run that has not started: it waits for a free agent since then. */
+  waiting_since: number | null;
 }
 
 export interface NewSchedule {

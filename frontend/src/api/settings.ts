@@ -10,10 +10,22 @@ export const settingsKey = ["settings"] as const;
 export const versionKey = ["version"] as const;
 
 /** What confines the agent's processes on this server (`GET /api/settings`). */
-export type SandboxState = { mode: "landlock"; abi: number } | { mode: "off"; reason: string };
+/** Whom the agent's processes may signal: only their own (Landlock ABI 6+), or anyone of the server's user. */
+export type SignalScope = { mode: "scoped" } | { mode: "open"; reason: string };
+export type SandboxState = { mode: "landlock"; abi: number; signals: SignalScope } | { mode: "off"; reason: string };
 
 /** The owner's default model and effort per provider. */
 export type AgentDefaults = Partial<Record<ProviderId, AgentPick>>;
+
+/** How many agents (turns and app jobs) run at once, and how busy they are now. */
+export interface AgentSlots {
+  max: number;
+  /** Scheduled prompts, continuations and app jobs use at most this many. */
+  background_max: number;
+  running: number;
+  background_running: number;
+  waiting: number;
+}
 
 /** How agents are bounded (`GET /api/settings`). */
 export interface AgentLimits {
@@ -30,6 +42,7 @@ export interface Settings {
   /** CLI processes kept between a chat's turns. */
   warm?: { max: number; idle_secs: number; parked: number };
   agent_limits?: AgentLimits;
+  agent_slots?: AgentSlots;
 }
 
 /** The plan's windows as the provider's CLI last reported them. */

@@ -34,6 +34,7 @@ export type {
   StreamEvent,
   SystemEvent,
   ToolStatus,
+  Waiting,
 } from "./protocol.gen";
 
 export type ProviderId = ProviderKind;
@@ -54,7 +55,7 @@ export type QuestionAnswers = Choices;
 /** The part of a chat detail the chat view folds (and caches back): `GET /api/chats/{id}` sends
  * the whole [`ChatDetail`]; settings the view does not show are optional here. */
 export type ChatPage = Omit<ChatDetail, ChatSettingsKey> & Partial<Pick<ChatDetail, ChatSettingsKey>>;
-type ChatSettingsKey = "approval_policy" | "model" | "effort" | "auto_resume" | "resume_at" | "session_id" | "pinned_at" | "created_at" | "updated_at";
+type ChatSettingsKey = "approval_policy" | "model" | "effort" | "auto_resume" | "resume_at" | "session_id" | "pinned_at" | "created_at" | "updated_at" | "waiting";
 
 /** A queued message: the owner's, so it always has its cid. */
 export type PendingMessage = Message & { cid: Cid };

@@ -52,6 +52,20 @@ describe("stream reducer", () => {
     expect(s.live?.blocks?.at(-1)).toEqual({ type: "error", message: "Anthropic refused the API key", resumable: false, fix: "provider_settings" });
   });
 
+  it("shows that a turn waits for a free agent until it works, across the queue changing and a reload", () => {
+    let s = fold(started(), ev({ type: "waiting", busy: 3, limit: 3 }));
+    expect(s.waiting).toEqual({ busy: 3, limit: 3 });
+    s = fold(s, ev({ type: "queue_changed", pending: [] }));
+    // A message queued meanwhile does not start it.
+    expect(s.waiting).toEqual({ busy: 3, limit: 3 });
+    const reloaded = fromDetail(toDetail(s));
+    expect(reloaded.waiting).toEqual({ busy: 3, limit: 3 });
+    expect(fromDetail(detail({ running: true, run_id: "r1", waiting: { busy: 4, limit: 4 } })).waiting).toEqual({ busy: 4, limit: 4 });
+    expect(fromDetail(detail({ running: false, waiting: { busy: 4, limit: 4 } })).waiting).toBeNull();
+    s = fold(s, ev({ type: "thinking", item_id: "k", content: "…" }));
+    expect(s.waiting).toBeNull();
+  });
+
   it("starts an empty live assistant message on run_started", () => {
     const s = started();
     expect(s.running).toBe(true);

@@ -23,6 +23,7 @@ import type {
   StreamEvent,
   TokenCounts,
   ToolBlock,
+  Waiting,
 } from "../api/types";
 
 /** Images one tool block shows at most (the server's `MAX_TOOL_IMAGES`). */
@@ -68,6 +69,8 @@ export interface ChatState {
   lastRun: LastRun | null;
   /** The CLI is retrying a failed model request (cleared by the next event). */
   retry: { attempt: number; max_retries: number; reason: string } | null;
+  /** The running turn has not started: it waits for a free agent (cleared once it works). */
+  waiting: Waiting | null;
   deleted: boolean;
   /** Queue rows Stop took away: a snapshot or event that raced the stop must not bring them back. */
   dropped: string[];
@@ -108,6 +111,7 @@ export function emptyChat(id: string): ChatState {
     seq: 0,
     lastRun: null,
     retry: null,
+    waiting: null,
     deleted: false,
     dropped: [],
   };
@@ -167,6 +171,7 @@ export function fromDetail(detail: ChatPage, previous?: ChatState): ChatState {
       seq: detail.seq,
       lastRun: previous?.id === detail.id ? previous.lastRun : null,
       retry: null,
+      waiting: detail.running ? (detail.waiting ?? null) : null,
       deleted: false,
       dropped,
     };
@@ -306,6 +311,9 @@ function upsertUser(state: ChatState, message: Message): ChatState {
   return { ...state, messages: [...state.messages, { ...message }], total: state.total + 1 };
 }
 
+/** Events that leave a waiting turn waiting. */
+const STILL_WAITING = new Set(["queue_changed", "chat_renamed", "app_updated"]);
+
 function applyEvent(state: ChatState, event: StreamEvent, now: number): ChatState {
   if (event.type === "resync") return state;
   if (event.type === "catch_up_done") return event.seq > state.seq ? { ...state, seq: event.seq } : state;
@@ -313,7 +321,10 @@ function applyEvent(state: ChatState, event: StreamEvent, now: number): ChatStat
   // An event type this client does not know yet (a newer server) changes nothing.
   const next = (foldEvent(state, event, now) as ChatState | undefined) ?? state;
   const retry = event.type === "retrying" ? { attempt: event.attempt, max_retries: event.max_retries, reason: event.reason } : null;
-  return settleSteering({ ...next, seq: event.seq, retry });
+  // A turn waiting for a free agent waits until its run does something (or ends); the queue
+  // changing or the chat being renamed meanwhile does not start it.
+  const waiting = event.type === "waiting" ? { busy: event.busy, limit: event.limit } : STILL_WAITING.has(event.type) ? next.waiting : null;
+  return settleSteering({ ...next, seq: event.seq, retry, waiting });
 }
 
 function foldEvent(state: ChatState, event: JournalEntry, now: number): ChatState {
@@ -445,6 +456,7 @@ function foldEvent(state: ChatState, event: JournalEntry, now: number): ChatStat
       // The shell opens the preview; the transcript does not change.
       return state;
     case "retrying":
+    case "waiting":
       // Shown on the live row's activity line (see `applyEvent`); not part of the transcript.
       return state;
     case "error": {
@@ -656,6 +668,7 @@ export function toDetail(state: ChatState): ChatPage {
     has_more: state.hasMore,
     running: state.running,
     run_id: state.runId,
+    waiting: state.waiting,
     pending_question_id: state.pendingQuestionId,
     pending_messages: state.pending,
     seq: state.seq,

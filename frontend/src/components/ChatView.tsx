@@ -552,6 +552,7 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
               versions={shown.switches.get(row.key)}
               onVersion={chooseVersion}
               retry={row.live ? state.retry : null}
+              waiting={row.live ? state.waiting : null}
               onOpenSettings={onOpenSettings}
             />
           ))}

@@ -76,6 +76,16 @@ describe("row actions", () => {
   });
 });
 
+describe("a turn waiting for a free agent", () => {
+  it("says so on the live row instead of what it would be doing", () => {
+    const live: ChatMessage = { role: "assistant", content: "", ts: 0, blocks: [] };
+    const { rerender } = render(<MessageRow rowKey="l" chatId="c" message={live} live working onAnswer={noAnswer} offline={false} waiting={{ busy: 3, limit: 3 }} />);
+    expect(screen.getByRole("status").textContent).toContain("Waiting for a free agent: 3 of 3 are busy");
+    rerender(<MessageRow rowKey="l" chatId="c" message={live} live working onAnswer={noAnswer} offline={false} waiting={null} />);
+    expect(screen.getByRole("status").textContent).not.toContain("Waiting for a free agent");
+  });
+});
+
 describe("attachments in the transcript", () => {
   it("shows a message's pictures as thumbnails behind a media token and its other files as chips; a tap opens the lightbox", async () => {
     const { LightboxHost } = await import("./Lightbox");

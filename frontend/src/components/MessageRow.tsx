@@ -2,7 +2,7 @@
 //! in order. The live turn and its final form are the same row (same key), so nothing flickers.
 
 import { memo, useEffect, useState } from "react";
-import type { ApprovalAnswers, QuestionAnswers, RunUsage } from "../api/types";
+import type { ApprovalAnswers, QuestionAnswers, RunUsage, Waiting } from "../api/types";
 import { describeActivity, formatElapsed } from "../chat/activity";
 import { copyToClipboard } from "../chat/clipboard";
 import type { ChatMessage } from "../chat/reducer";
@@ -36,6 +36,8 @@ export interface MessageRowProps {
   onVersion?: ((group: string, shown: number) => void) | undefined;
   /** The CLI retrying a failed model request (the live row only). */
   retry?: { attempt: number; max_retries: number; reason: string } | null | undefined;
+  /** The turn waiting for a free agent (the live row only). */
+  waiting?: Waiting | null | undefined;
   /** Opens Settings (an error whose fix is there). */
   onOpenSettings?: (() => void) | undefined;
 }
@@ -165,16 +167,25 @@ function UsageView({ usage }: { usage: RunUsage }) {
   );
 }
 
+/** A turn that has not started because as many agents run as the server allows. */
+export function waitingText(waiting: Waiting): string {
+  return `Waiting for a free agent: ${waiting.busy} of ${waiting.limit} are busy`;
+}
+
 /** The live row's status: what the agent is doing and for how long, ticking once a second. It
  *  is not a live region: a screen reader would read the clock every second (the chat announces
  *  a turn's start and end instead). */
-function Activity({ message, retry }: { message: ChatMessage; retry?: MessageRowProps["retry"] }) {
+function Activity({ message, retry, waiting }: { message: ChatMessage; retry?: MessageRowProps["retry"]; waiting?: MessageRowProps["waiting"] }) {
   const [now, setNow] = useState(() => Date.now());
   useEffect(() => {
     const timer = setInterval(() => setNow(Date.now()), 1000);
     return () => clearInterval(timer);
   }, []);
-  const what = retry ? `Retrying, ${retry.attempt} of ${retry.max_retries}: ${retry.reason}` : describeActivity(message.blocks);
+  const what = retry
+    ? `Retrying, ${retry.attempt} of ${retry.max_retries}: ${retry.reason}`
+    : waiting
+      ? waitingText(waiting)
+      : describeActivity(message.blocks);
   return (
     <div className="working">
       <span className="working-dots" aria-hidden="true">
@@ -230,6 +241,7 @@ export const MessageRow = memo(function MessageRow({
   versions,
   onVersion,
   retry,
+  waiting,
   onOpenSettings,
 }: MessageRowProps) {
   if (message.role === "user") {
@@ -273,7 +285,7 @@ export const MessageRow = memo(function MessageRow({
         }
       })}
       {!live && blocks.length === 0 && <p className="row-quiet">Stopped before replying.</p>}
-      {working && <Activity message={message} retry={retry} />}
+      {working && <Activity message={message} retry={retry} waiting={waiting} />}
       {!live && message.usage && <UsageView usage={message.usage} />}
       {!live && idx !== undefined && <RowActions message={message} onRegenerate={onRegenerate} versions={versions} onVersion={onVersion} />}
     </div>

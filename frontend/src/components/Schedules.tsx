@@ -57,7 +57,7 @@ export function SchedulesSection() {
                 <span className="schedule-meta">{cadenceText(s)}</span>
                 <span className="schedule-meta">
                   Next: {nextText(s)}
-                  {s.running ? " · running now" : s.last_status ? ` · last: ${STATUS_TEXT[s.last_status]}` : ""}
+                  {s.waiting ? " · waiting for a free agent" : s.running ? " · running now" : s.last_status ? ` · last: ${STATUS_TEXT[s.last_status]}` : ""}
                 </span>
                 {s.paused_reason && <span className="schedule-paused">{s.paused_reason}</span>}
               </button>
@@ -273,7 +273,7 @@ function ScheduleSheet({ schedule: s, onClose }: { schedule: Schedule; onClose: 
             <li key={r.id} className="history-row run-row" data-status={r.status}>
               <button type="button" className="run-open" onClick={() => setShown(shown === r.id ? null : r.id)} aria-expanded={shown === r.id}>
                 <span className="history-title">
-                  {STATUS_TEXT[r.status]}
+                  {r.status === "running" && r.waiting_since !== null ? "Waiting for a free agent" : STATUS_TEXT[r.status]}
                   {r.exit_code !== null && r.exit_code !== 0 ? ` (exit ${r.exit_code})` : ""}
                   {r.trigger === "manual" ? " · run by hand" : r.trigger === "catch_up" ? " · catch-up" : ""}
                 </span>

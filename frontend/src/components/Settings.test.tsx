@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { writeToken } from "../auth/token";
 import type { SettingsSection } from "../shell/router";
 import { mockFetch } from "../test/fetchMock";
-import Settings, { limitsText } from "./Settings";
+import Settings, { limitsText, slotsText } from "./Settings";
 
 afterEach(() => vi.unstubAllGlobals());
 
@@ -57,15 +57,38 @@ describe("Settings as pages", () => {
 
 describe("the agent sandbox in Settings", () => {
   it("names the Landlock ABI in force", async () => {
-    show({ sandbox: { mode: "landlock", abi: 7 }, section: "sandbox" });
+    show({ sandbox: { mode: "landlock", abi: 7, signals: { mode: "scoped" } }, section: "sandbox" });
     const line = await screen.findByText(/On: Landlock \(ABI 7\)/);
     expect(line.getAttribute("data-sandbox")).toBe("landlock");
+    const signals = await screen.findByText(/Signals are contained/);
+    expect(signals.getAttribute("data-signals")).toBe("scoped");
+  });
+
+  it("says when the agent could still signal the server, and why", async () => {
+    const reason = "this kernel's Landlock is ABI 5; keeping signals in needs ABI 6 (Linux 6.12)";
+    show({ sandbox: { mode: "landlock", abi: 5, signals: { mode: "open", reason } }, section: "sandbox" });
+    const line = await screen.findByText(/Signals are not contained/);
+    expect(line.getAttribute("data-signals")).toBe("open");
+    expect(line.getAttribute("role")).toBe("status");
+    expect(line.textContent).toContain(reason);
+    expect(line.textContent).toContain("could stop or kill the server");
   });
 
   it("says plainly when the agent is not confined, and why", async () => {
     show({ sandbox: { mode: "off", reason: "this kernel was built without Landlock" }, section: "sandbox" });
     const line = await screen.findByText(/Off: this kernel was built without Landlock/);
     expect(line.textContent).toContain("can read every file the server can");
+  });
+});
+
+describe("how many agents run at once, in Settings", () => {
+  it("says the cap, the share background work may use and how busy it is", () => {
+    expect(slotsText({ max: 4, background_max: 3, running: 4, background_running: 3, waiting: 2 })).toBe(
+      "At most 4 agents run at once; more wait their turn. Scheduled prompts, continuations and app jobs use at most 3, so 1 stays free for you; your turns go first. Now: 4 running, 2 waiting.",
+    );
+    expect(slotsText({ max: 1, background_max: 1, running: 0, background_running: 0, waiting: 0 })).toBe(
+      "At most 1 agent runs at once; more wait their turn. Now: 0 running, 0 waiting.",
+    );
   });
 });
 

@@ -29,6 +29,7 @@ import {
   resetTime,
   type AgentDefaults,
   type AgentLimits,
+  type AgentSlots,
 } from "../api/settings";
 import type { AgentPick, ModelInfo, ProviderId, ProviderInfo, ProvidersStatus } from "../api/types";
 import { SETTINGS_SECTIONS, settingsTitle, type SettingsSection } from "../shell/router";
@@ -722,18 +723,41 @@ function SandboxSection() {
       {sandbox === undefined ? (
         <p className="settings-lead">{settings.isError ? `Couldn't load it: ${errorText(settings.error)}` : "Loading…"}</p>
       ) : sandbox.mode === "landlock" ? (
-        <p className="settings-lead" data-sandbox="landlock">
-          On: Landlock (ABI {sandbox.abi}). The agent works in its apps, storage, home and scratch folders; the server's keys,
-          database and the other agent's sign-in are out of its reach.
-        </p>
+        <>
+          <p className="settings-lead" data-sandbox="landlock">
+            On: Landlock (ABI {sandbox.abi}). The agent works in its apps, storage, home and scratch folders; the server's keys,
+            database and the other agent's sign-in are out of its reach.
+          </p>
+          {sandbox.signals?.mode === "open" ? (
+            <p className="settings-error" role="status" data-signals="open">
+              Signals are not contained: {sandbox.signals.reason}. The agent's processes could stop or kill the server, other chats' agents
+              and app jobs.
+            </p>
+          ) : (
+            <p className="settings-lead" data-signals="scoped">
+              Signals are contained: the agent can stop or kill only its own processes, not the server, other chats' agents or app jobs.
+            </p>
+          )}
+        </>
       ) : (
         <p className="settings-error" role="status" data-sandbox="off">
           Off: {sandbox.reason}. The agent can read every file the server can, including its keys and database.
         </p>
       )}
       {settings.data?.agent_limits && <p className="settings-lead" data-memory={settings.data.agent_limits.memory.mode}>{limitsText(settings.data.agent_limits)}</p>}
+      {settings.data?.agent_slots && <p className="settings-lead" data-slots={settings.data.agent_slots.max}>{slotsText(settings.data.agent_slots)}</p>}
     </section>
   );
+}
+
+/** How many agents run at once, and who may use how many, in words. */
+export function slotsText(slots: AgentSlots): string {
+  const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+  const share =
+    slots.background_max < slots.max
+      ? ` Scheduled prompts, continuations and app jobs use at most ${slots.background_max}, so ${plural(slots.max - slots.background_max, "stays", "stay")} free for you; your turns go first.`
+      : "";
+  return `At most ${plural(slots.max, "agent runs", "agents run")} at once; more wait their turn.${share} Now: ${slots.running} running, ${slots.waiting} waiting.`;
 }
 
 /** How the agent's memory and output are bounded, in words. */

@@ -42,7 +42,7 @@ impl AgentProvider for Claude {
             &args(&request),
             &request.cwd,
             &request.env,
-            Some(&request.pid_dir),
+            Some(&request.trees),
             confine,
             request.memory.prepare(),
         )?;
@@ -767,7 +767,7 @@ mod tests {
             cwd: "/data".into(),
             env: vec![],
             approval,
-            pid_dir: "/data/run/agents".into(),
+            trees: crate::agent::trees::Trees::new("/data/run/agents".into(), false),
             tools: true,
             confine: None,
             keep: None,

@@ -45,7 +45,7 @@ impl AgentProvider for Codex {
             &args,
             &request.cwd,
             &request.env,
-            Some(&request.pid_dir),
+            Some(&request.trees),
             confine,
             request.memory.prepare(),
         )?;
@@ -946,7 +946,7 @@ mod tests {
             cwd: "/data".into(),
             env: vec![],
             approval: ApprovalPolicy::Full,
-            pid_dir: "/data/run/agents".into(),
+            trees: crate::agent::trees::Trees::new("/data/run/agents".into(), false),
             tools: true,
             confine: None,
             keep: None,

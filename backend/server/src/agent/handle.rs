@@ -36,11 +36,13 @@ pub struct TurnHandle {
     commands: mpsc::Sender<TurnCommand>,
     /// The run whose kept process serves this turn (`None`: a process of its own).
     pub(super) process: Option<RunId>,
+    /// The turn waits for a free agent.
+    pub(super) waiting: Option<crate::protocol::Waiting>,
 }
 
 impl TurnHandle {
     pub(super) fn new(run_id: RunId, commands: mpsc::Sender<TurnCommand>) -> Self {
-        Self { run_id, commands, process: None }
+        Self { run_id, commands, process: None, waiting: None }
     }
 
     /// The run the turn was on when this handle was taken.

@@ -20,6 +20,8 @@ pub mod quiet;
 pub mod registry;
 pub mod resume;
 pub mod sandbox;
+pub mod slots;
+pub mod trees;
 pub mod turn;
 pub mod warm;
 
@@ -52,8 +54,8 @@ pub struct TurnRequest {
     /// The complete environment of the process (nothing else is inherited).
     pub env: Vec<(String, String)>,
     pub approval: ApprovalPolicy,
-    /// Where the process group id is recorded while the CLI runs (`DATA_DIR/run/agents`).
-    pub pid_dir: PathBuf,
+    /// The trees it starts its own in (its label, its marker under `DATA_DIR/run/agents`).
+    pub trees: trees::Trees,
     /// Whether the agent may use tools (a quiet turn, `quiet.rs`, may not).
     pub tools: bool,
     /// The Landlock ruleset the CLI runs under (`None` when the sandbox is off).
@@ -170,6 +172,11 @@ impl Finish {
             fix: None,
             limit: None,
         }
+    }
+
+    /// The owner stopped the turn (what a stopped run records).
+    pub fn stopped() -> Self {
+        Self { status: FinishStatus::Interrupted, error: None, ..Self::failed("") }
     }
 }
 
@@ -339,7 +346,7 @@ pub trait AgentProvider: Send + Sync {
     }
 }
 
-/// Where running agent process groups are recorded.
+/// Where the markers of running agent process trees are.
 pub fn agent_pid_dir(data_dir: &std::path::Path) -> PathBuf {
     data_dir.join("run").join("agents")
 }

@@ -1,9 +1,10 @@
 //! Agent CLI subprocesses: own process group, whitelisted environment, the sandbox applied
 //! before the CLI runs (`no_new_privs` always, Landlock when available), capped stdout lines,
 //! a bounded stderr tail, and the whole group killed when the handle is dropped — with every
-//! process that escaped the group (`setsid`, double fork), which the server finds because it
-//! is their child subreaper ([`become_subreaper`], `sweep_escapees`); and the JSON-lines
-//! session both drivers speak over them ([`JsonLinesSession`]).
+//! process that escaped the group (`setsid`, double fork, a cleared environment), which the
+//! server finds because it is their child subreaper ([`become_subreaper`]) and they carry their
+//! tree's label (`trees.rs`); and the JSON-lines session both drivers speak over them
+//! ([`JsonLinesSession`]).
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -26,6 +27,7 @@ use tokio::task::AbortHandle;
 
 use mobius_sys::landlock::{self, Ruleset};
 
+use super::trees::{Tree, Trees};
 use super::{AgentEvent, Ask, Control, Finish, Keeper, Parked, Reply, TurnIo};
 use crate::error::{Error, Result};
 
@@ -45,11 +47,6 @@ const MAX_STDERR_LINE_CHARS: usize = 1000;
 pub const KILL_GRACE: Duration = Duration::from_millis(250);
 /// Stdout lines buffered between the reader and the driver (each at most [`MAX_LINE_BYTES`]).
 const LINE_QUEUE: usize = 32;
-/// Rounds of the escapee sweep after a turn's group is gone: each round kills what the last
-/// one left orphaned (an escapee's own children are reparented to the server in turn).
-const MAX_SWEEP_ROUNDS: usize = 8;
-/// Pause between sweep rounds, for the kernel to reparent the children of what was killed.
-const SWEEP_PAUSE: Duration = Duration::from_millis(25);
 
 /// One line of a CLI's stdout.
 #[derive(Debug, PartialEq, Eq)]
@@ -106,27 +103,11 @@ pub struct AgentProcess {
     pgid: Option<i32>,
     /// Its memory cgroup, when agents get one (removed once the process is gone).
     cgroup: Option<super::ceiling::Cgroup>,
-    /// `DATA_DIR/run/agents/<pgid>`: lets the next boot kill this group if the server dies.
-    marker: Option<std::path::PathBuf>,
-    /// Whose escaped processes this process's end sweeps up.
-    owner: Escapees,
+    /// Its tree: the label everything it starts carries, and its marker under `run/agents/`
+    /// (the next boot kills the tree if the server dies). Swept, then dropped, at its end.
+    tree: Option<Tree>,
     /// Held until the process is gone (its group killed), e.g. its chat's [`Keeper::alive`].
     held: Option<Box<dyn std::fmt::Debug + Send + Sync>>,
-}
-
-/// What identifies the processes a turn started, for the sweep: the data dir and run in
-/// their environment (processes that cleared theirs are swept by any turn's end).
-#[derive(Clone, Debug, Default)]
-struct Escapees {
-    data_dir: Option<String>,
-    run_id: Option<String>,
-}
-
-impl Escapees {
-    fn of(env: &[(String, String)]) -> Self {
-        let get = |key: &str| env.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
-        Self { data_dir: get("MOBIUS_DATA_DIR"), run_id: get("MOBIUS_RUN_ID") }
-    }
 }
 
 /// What [`spawn`] hands back.
@@ -140,20 +121,20 @@ pub struct Spawned {
 
 /// Starts `program` with exactly `env` (nothing inherited), in its own process group, with
 /// `no_new_privs` set, its memory ceiling (`memory`: a cgroup it joins or an rlimit) and,
-/// given a ruleset, confined by Landlock before it runs. With `pid_dir`, the group id is
-/// recorded there until the process is gone.
+/// given a ruleset, confined by Landlock before it runs. With `trees`, it starts a tree of its
+/// own there: everything it starts is found and killed with it, even after a restart.
 pub fn spawn(
     program: &Path,
     args: &[String],
     cwd: &Path,
     env: &[(String, String)],
-    pid_dir: Option<&Path>,
+    trees: Option<&Trees>,
     confine: Option<Ruleset>,
     memory: super::ceiling::Applied,
 ) -> Result<Spawned> {
     let mut command = std::process::Command::new(program);
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut process = start(command, program, args, cwd, env, pid_dir, confine, memory)?;
+    let mut process = start(command, program, args, cwd, env, trees, confine, memory)?;
     let child = &mut process.child;
     let stdin = child.stdin.take().ok_or_else(|| Error::Internal("no stdin pipe".into()))?;
     let stdout = child.stdout.take().ok_or_else(|| Error::Internal("no stdout pipe".into()))?;
@@ -180,14 +161,13 @@ pub struct SpawnedJob {
 }
 
 /// Starts a job like [`spawn`] (own group, exactly `env`, `no_new_privs`, the ruleset, the
-/// memory ceiling, the pid marker), with stdin from `/dev/null` and stdout and stderr into one
-/// pipe.
+/// memory ceiling, its tree), with stdin from `/dev/null` and stdout and stderr into one pipe.
 pub fn spawn_job(
     program: &Path,
     args: &[String],
     cwd: &Path,
     env: &[(String, String)],
-    pid_dir: Option<&Path>,
+    trees: Option<&Trees>,
     confine: Option<Ruleset>,
     memory: super::ceiling::Applied,
 ) -> Result<SpawnedJob> {
@@ -196,13 +176,13 @@ pub fn spawn_job(
     command.stdin(Stdio::null()).stdout(writer.try_clone()?).stderr(writer);
     // `start` drops the command (and with it the write ends this process held) once the child
     // runs, so the pipe ends when the job and everything it started have closed it.
-    let process = start(command, program, args, cwd, env, pid_dir, confine, memory)?;
+    let process = start(command, program, args, cwd, env, trees, confine, memory)?;
     let output = tokio::net::unix::pipe::Receiver::from_owned_fd(std::os::fd::OwnedFd::from(reader))?;
     Ok(SpawnedJob { process, output })
 }
 
 /// The common part of [`spawn`] and [`spawn_job`]: environment, working directory, group,
-/// memory ceiling, sandbox, the pid marker.
+/// its tree's label, memory ceiling, sandbox.
 #[allow(clippy::too_many_arguments)]
 fn start(
     mut std_command: std::process::Command,
@@ -210,7 +190,7 @@ fn start(
     args: &[String],
     cwd: &Path,
     env: &[(String, String)],
-    pid_dir: Option<&Path>,
+    trees: Option<&Trees>,
     confine: Option<Ruleset>,
     memory: super::ceiling::Applied,
 ) -> Result<AgentProcess> {
@@ -221,6 +201,14 @@ fn start(
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .process_group(0);
+    // Live before the fork: no sweep takes the child for a stray while it starts.
+    let tree = match trees {
+        Some(trees) => trees.open()?,
+        None => None,
+    };
+    if let Some(tree) = &tree {
+        mobius_sys::limits::label_on_exec(&mut std_command, tree.label());
+    }
     let cgroup = match memory {
         super::ceiling::Applied::Cgroup(cgroup, procs) => {
             mobius_sys::limits::join_cgroup_on_exec(&mut std_command, procs);
@@ -238,6 +226,7 @@ fn start(
     }
     let mut command = Command::from(std_command);
     command.kill_on_drop(true);
+    let spawning = trees.map(Trees::spawning);
     let child = command.spawn().map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => Error::conflict(
             "agent_cli_missing",
@@ -245,18 +234,13 @@ fn start(
         ),
         _ => Error::Io(e),
     })?;
+    if let (Some(tree), Some(pid)) = (&tree, child.id()) {
+        tree.started(pid);
+    }
+    drop(spawning);
     drop(command);
     let pgid = child.id().and_then(|id| i32::try_from(id).ok());
-    let marker = match (pid_dir, pgid) {
-        (Some(dir), Some(pgid)) => {
-            std::fs::create_dir_all(dir)?;
-            let path = dir.join(pgid.to_string());
-            std::fs::write(&path, b"")?;
-            Some(path)
-        }
-        _ => None,
-    };
-    Ok(AgentProcess { child, pgid, cgroup, marker, owner: Escapees::of(env), held: None })
+    Ok(AgentProcess { child, pgid, cgroup, tree, held: None })
 }
 
 async fn read_lines(stdout: impl AsyncRead + Unpin, tx: mpsc::Sender<Line>) {
@@ -362,11 +346,13 @@ impl AgentProcess {
         // Children may have outlived the leader: make sure the group is gone.
         self.signal_group(Signal::SIGKILL);
         self.pgid = None;
-        if let Some(marker) = self.marker.take() {
-            let _ = std::fs::remove_file(marker);
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.kill_all();
         }
-        let owner = self.owner.clone();
-        let _ = tokio::task::spawn_blocking(move || sweep_escapees(&owner)).await;
+        if let Some(tree) = self.tree.take() {
+            // Everything the tree started, wherever it went; then its label and marker go.
+            let _ = tokio::task::spawn_blocking(move || tree.sweep()).await;
+        }
         self.held = None;
     }
 }
@@ -376,140 +362,6 @@ impl AgentProcess {
 /// so the end of its turn finds it. Returns false where the kernel refuses.
 pub fn become_subreaper() -> bool {
     nix::sys::prctl::set_child_subreaper(true).is_ok()
-}
-
-/// One process as `/proc/<pid>/stat` and `status` describe it.
-struct ProcInfo {
-    ppid: i32,
-    pgid: i32,
-    zombie: bool,
-    no_new_privs: bool,
-}
-
-fn proc_info(pid: i32) -> Option<ProcInfo> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses: fields start after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?;
-    let ppid = fields.next()?.parse().ok()?;
-    let pgid = fields.next()?.parse().ok()?;
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let no_new_privs = status.lines().any(|l| l.starts_with("NoNewPrivs:") && l.trim_end().ends_with('1'));
-    Some(ProcInfo { ppid, pgid, zombie: state == "Z" || state == "X", no_new_privs })
-}
-
-/// `KEY=value` pairs of a process's environment (empty when unreadable).
-fn environ_of(pid: i32) -> Vec<Vec<u8>> {
-    std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default().split(|b| *b == 0).map(<[u8]>::to_vec).collect()
-}
-
-fn env_value<'a>(environ: &'a [Vec<u8>], key: &str) -> Option<&'a [u8]> {
-    let prefix = format!("{key}=");
-    environ.iter().find_map(|v| v.strip_prefix(prefix.as_bytes()))
-}
-
-fn all_pids() -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    entries.flatten().filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok())).collect()
-}
-
-/// Kills the agent processes that escaped a finished turn's group and were reparented to this
-/// server: direct children marked `no_new_privs` (every agent process is; nothing else the
-/// server starts is) whose environment names `owner`'s data dir and run, other than a CLI
-/// still being started (forked, not yet executed: it still runs this binary). Repeats while
-/// killing one orphans more; reaps what it killed. Returns how many it killed.
-fn sweep_escapees(owner: &Escapees) -> usize {
-    sweep_escapees_outside(owner, None)
-}
-
-/// [`sweep_escapees`] while the CLI still runs (a kept process between turns): its own group
-/// `spare` is left alone (it lives on with the CLI); what left the group goes.
-fn sweep_escapees_outside(owner: &Escapees, spare: Option<i32>) -> usize {
-    let me = i32::try_from(std::process::id()).unwrap_or(0);
-    // A child between fork and exec still runs this binary with this process's environment
-    // (no run in it): it is a turn's CLI being started, not an escapee.
-    let own_exe = std::fs::read_link("/proc/self/exe").ok();
-    let mut killed = Vec::new();
-    for round in 0..MAX_SWEEP_ROUNDS {
-        let mut found = 0;
-        for pid in all_pids() {
-            let Some(info) = proc_info(pid) else { continue };
-            if info.ppid != me || !info.no_new_privs || spare == Some(info.pgid) {
-                continue;
-            }
-            if info.zombie {
-                // Ours to reap only if this sweep killed it (anything else may be a turn's
-                // leader, whose exit status tokio waits for).
-                if killed.contains(&pid) {
-                    let _ = nix::sys::wait::waitpid(Pid::from_raw(pid), Some(nix::sys::wait::WaitPidFlag::WNOHANG));
-                }
-                continue;
-            }
-            if own_exe.is_some() && std::fs::read_link(format!("/proc/{pid}/exe")).ok() == own_exe {
-                continue;
-            }
-            let environ = environ_of(pid);
-            let data_dir = env_value(&environ, "MOBIUS_DATA_DIR");
-            let run_id = env_value(&environ, "MOBIUS_RUN_ID");
-            // Only processes whose environment names this data dir and this run: an unreadable
-            // or cleared environment (a process exiting, or one started elsewhere) could be
-            // another turn's, and is left alone.
-            let matches = |theirs: Option<&[u8]>, mine: Option<&str>| match (theirs, mine) {
-                (Some(theirs), Some(mine)) => theirs == mine.as_bytes(),
-                (None, None) => true,
-                _ => false,
-            };
-            if !matches(data_dir, owner.data_dir.as_deref()) || !matches(run_id, owner.run_id.as_deref()) {
-                continue;
-            }
-            // An escapee that made its own group takes that group with it.
-            if info.pgid == pid {
-                let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
-            }
-            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
-            killed.push(pid);
-            found += 1;
-        }
-        if found == 0 && round > 0 {
-            break;
-        }
-        std::thread::sleep(SWEEP_PAUSE);
-    }
-    for pid in &killed {
-        let _ = nix::sys::wait::waitpid(Pid::from_raw(*pid), Some(nix::sys::wait::WaitPidFlag::WNOHANG));
-    }
-    killed.len()
-}
-
-/// Kills agent processes left behind by a server that died without cleaning up: the groups
-/// recorded in `pid_dir`, and any process anywhere (escapees included) that still carries this
-/// data dir in its environment. Only processes with that mark are touched. Returns how many
-/// groups and processes were killed.
-pub fn reap_orphans(pid_dir: &Path, data_dir: &Path) -> usize {
-    let needle = format!("MOBIUS_DATA_DIR={}", data_dir.display()).into_bytes();
-    let marked = |pid: i32| environ_of(pid).iter().any(|var| var == &needle);
-    let mut killed = 0;
-    if let Ok(entries) = std::fs::read_dir(pid_dir) {
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if let Some(pgid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok())
-                && marked(pgid)
-            {
-                let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
-                killed += 1;
-            }
-            let _ = std::fs::remove_file(path);
-        }
-    }
-    let me = i32::try_from(std::process::id()).unwrap_or(0);
-    for pid in all_pids() {
-        if pid != me && marked(pid) {
-            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
-            killed += 1;
-        }
-    }
-    killed
 }
 
 /// What a [`JsonLinesSession`] hands its driver next.
@@ -771,10 +623,11 @@ impl<R: Send + 'static> JsonLinesSession<R> {
         let (handoff, mut arrivals) = mpsc::channel(1);
         let ticket = keeper.park(Parked { handoff, driver: self.driver.clone(), pid: self.process.pid(), session });
         let _ = self.io.events.send(AgentEvent::Finished(finish)).await;
-        // What escaped the group during the turn goes now, as it would with the group.
-        let owner = self.process.owner.clone();
-        let group = self.process.pgid;
-        tokio::task::spawn_blocking(move || sweep_escapees_outside(&owner, group));
+        // What escaped the CLI's tree during the turn goes now, as it would with the group.
+        if let Some((trees, label)) = self.process.tree.as_ref().map(Tree::handle) {
+            let spare = self.process.pid();
+            tokio::task::spawn_blocking(move || trees.sweep(label, spare));
+        }
         let idle = tokio::time::sleep(keeper.idle());
         tokio::pin!(idle);
         loop {
@@ -837,17 +690,16 @@ pub fn exit_message(cli: &str, status: Option<std::process::ExitStatus>, stderr:
 
 impl Drop for AgentProcess {
     fn drop(&mut self) {
-        if let Some(marker) = self.marker.take() {
-            let _ = std::fs::remove_file(marker);
-        }
+        let tree = self.tree.take();
         if let Some(pgid) = self.pgid.take() {
             let _ = killpg(Pid::from_raw(pgid), Signal::SIGTERM);
-            let owner = self.owner.clone();
             let held = self.held.take();
             std::thread::spawn(move || {
                 std::thread::sleep(KILL_GRACE);
                 let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
-                sweep_escapees(&owner);
+                if let Some(tree) = tree {
+                    tree.sweep();
+                }
                 drop(held);
             });
         }
@@ -880,40 +732,9 @@ mod tests {
         assert_eq!(ok, vec![Line::Text("a".into()), Line::Text("bb".into())]);
     }
 
-    #[tokio::test]
-    async fn orphans_of_a_dead_server_are_killed_at_the_next_boot() {
-        let dir = tempfile::tempdir().expect("tmp");
-        let pids = dir.path().join("pids");
-        let data = dir.path().join("data");
-        let env = vec![
-            ("PATH".to_owned(), "/usr/bin:/bin".to_owned()),
-            ("MOBIUS_DATA_DIR".to_owned(), data.display().to_string()),
-        ];
-        let spawned = spawn(
-            Path::new("/bin/sh"),
-            &["-c".into(), "echo up; sleep 30".into()],
-            dir.path(),
-            &env,
-            Some(&pids),
-            None,
-            super::super::ceiling::Applied::None,
-        )
-        .expect("spawn");
-        let mut lines = spawned.lines;
-        assert_eq!(lines.recv().await, Some(Line::Text("up".into())));
-        let leader = spawned.process.pgid.expect("pgid");
-        // Simulate the server dying: forget the handle without running its cleanup.
-        std::mem::forget(spawned.process);
-        // A marker for an unrelated process (pid 1) must not be acted on.
-        std::fs::write(pids.join("1"), b"").expect("marker");
-        assert!(reap_orphans(&pids, &data) >= 1);
-        assert_eq!(std::fs::read_dir(&pids).expect("pids").count(), 0);
-        assert!(gone(leader).await, "the orphaned group survived");
-    }
-
-    /// Waits until `pid` has exited (or is a zombie); false if it is still running after 2 s.
+    /// Waits until `pid` has exited (or is a zombie); false if it is still running after 5 s.
     async fn gone(pid: i32) -> bool {
-        for _ in 0..200 {
+        for _ in 0..500 {
             let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
             if state.is_empty() || state.contains(") Z ") || state.contains(") X ") {
                 return true;
@@ -923,88 +744,151 @@ mod tests {
         false
     }
 
-    #[tokio::test]
-    async fn a_child_that_left_the_group_with_setsid_dies_with_the_turn() {
-        assert!(become_subreaper(), "the kernel refused PR_SET_CHILD_SUBREAPER");
-        let dir = tempfile::tempdir().expect("tmp");
-        let pidfile = dir.path().join("escapee.pid");
-        // `setsid` puts the sleeper in a session and group of its own; the double fork
-        // (`( … & )`) leaves it without its parent.
-        let script = format!("( setsid sleep 300 & echo $! > {} ) ; echo started; wait", pidfile.display());
-        let env = vec![("PATH".to_owned(), "/usr/bin:/bin".to_owned()), ("MOBIUS_RUN_ID".to_owned(), "r1".to_owned())];
-        let mut spawned = spawn(
-            Path::new("/bin/sh"),
-            &["-c".into(), script],
-            dir.path(),
+    /// The pids a script wrote into `dir`, one file each, once all `names` are there.
+    async fn pids_in(dir: &Path, names: &[&str]) -> Vec<i32> {
+        let mut out = Vec::new();
+        for name in names {
+            let path = dir.join(name);
+            let mut pid = None;
+            for _ in 0..500 {
+                pid = std::fs::read_to_string(&path).ok().and_then(|t| t.trim().parse().ok());
+                if pid.is_some() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            out.push(pid.unwrap_or_else(|| panic!("{name} was never written")));
+        }
+        out
+    }
+
+    fn sh(script: &str, dir: &Path, trees: &Trees) -> Spawned {
+        let env = vec![
+            ("PATH".to_owned(), "/usr/bin:/bin".to_owned()),
+            ("MOBIUS_DATA_DIR".to_owned(), dir.display().to_string()),
+            ("MOBIUS_RUN_ID".to_owned(), "r1".to_owned()),
+        ];
+        spawn(
+            Path::new("/bin/bash"),
+            &["-c".into(), script.into()],
+            dir,
             &env,
-            None,
+            Some(trees),
             None,
             super::super::ceiling::Applied::None,
         )
-        .expect("spawn");
+        .expect("spawn")
+    }
+
+    /// Escapes a tree tries: a cleared environment, the run's variable unset, a new session
+    /// after a double fork, a grandchild of a process that left, a lowered label. Each writes
+    /// its pid into a file named after it.
+    const ESCAPES: &str = r#"
+( env -i setsid sleep 300 & echo $! > cleared )
+( env -u MOBIUS_RUN_ID -u MOBIUS_DATA_DIR setsid sleep 300 & echo $! > unset )
+( setsid bash -c 'sleep 300 & echo $! > grandchild; wait' & )
+( setsid bash -c 'ulimit -Hx 5; exec sleep 300' & echo $! > lowered )
+echo started"#;
+    const ESCAPED: [&str; 4] = ["cleared", "unset", "grandchild", "lowered"];
+
+    #[tokio::test]
+    async fn escapees_die_with_their_tree_whatever_they_did_to_their_environment_session_or_label() {
+        assert!(become_subreaper(), "the kernel refused PR_SET_CHILD_SUBREAPER");
+        let dir = tempfile::tempdir().expect("tmp");
+        let trees = Trees::new(dir.path().join("agents"), false);
+        let mut spawned = sh(ESCAPES, dir.path(), &trees);
         assert_eq!(spawned.lines.recv().await, Some(Line::Text("started".into())));
-        let escapee: i32 = std::fs::read_to_string(&pidfile).expect("pid").trim().parse().expect("int");
-        // `setsid` leaves the group as it starts: wait until it has.
-        let leader = spawned.process.pgid.expect("pgid");
-        let mut info = proc_info(escapee).expect("escapee runs");
+        let escaped = pids_in(dir.path(), &ESCAPED).await;
+        let leader = i32::try_from(spawned.process.pid().expect("pid")).expect("pid");
+        // They left the group (a setsid takes effect as it starts).
         for _ in 0..200 {
-            if info.pgid != leader {
+            if escaped.iter().all(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                    s[s.rfind(')').unwrap_or(0) + 1..].split_whitespace().nth(2) != Some(&leader.to_string())
+                })
+            }) {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
-            info = proc_info(escapee).expect("escapee runs");
         }
-        assert!(info.no_new_privs, "agent processes carry no_new_privs");
-        assert_ne!(info.pgid, leader, "it left the group");
         spawned.process.terminate().await;
-        assert!(gone(escapee).await, "the setsid escapee {escapee} outlived the turn");
+        for (name, pid) in ESCAPED.iter().zip(&escaped) {
+            assert!(gone(*pid).await, "the {name} escapee {pid} outlived its tree");
+        }
+        assert_eq!(std::fs::read_dir(dir.path().join("agents")).expect("markers").count(), 0, "marker removed");
     }
 
     #[tokio::test]
-    async fn between_warm_turns_escapees_are_swept_and_the_kept_group_is_left_alone() {
+    async fn orphans_of_a_dead_server_are_killed_at_the_next_boot() {
         assert!(become_subreaper(), "the kernel refused PR_SET_CHILD_SUBREAPER");
         let dir = tempfile::tempdir().expect("tmp");
-        let escaped = dir.path().join("escapee.pid");
-        let member = dir.path().join("member.pid");
-        let script = format!(
-            "( setsid sleep 300 & echo $! > {} ) ; sleep 300 & echo $! > {}; echo started; wait",
-            escaped.display(),
-            member.display()
-        );
-        let env =
-            vec![("PATH".to_owned(), "/usr/bin:/bin".to_owned()), ("MOBIUS_RUN_ID".to_owned(), "warm-1".to_owned())];
-        let mut spawned = spawn(
-            Path::new("/bin/sh"),
-            &["-c".into(), script],
-            dir.path(),
-            &env,
-            None,
-            None,
-            super::super::ceiling::Applied::None,
-        )
-        .expect("spawn");
+        let pids = dir.path().join("agents");
+        let trees = Trees::new(pids.clone(), false);
+        let mut spawned = sh(ESCAPES, dir.path(), &trees);
         assert_eq!(spawned.lines.recv().await, Some(Line::Text("started".into())));
-        let read =
-            |p: &std::path::Path| -> i32 { std::fs::read_to_string(p).expect("pid").trim().parse().expect("int") };
-        let (escapee, member) = (read(&escaped), read(&member));
-        let leader = spawned.process.pgid.expect("pgid");
-        for _ in 0..200 {
-            if proc_info(escapee)
-                .is_some_and(|i| i.pgid != leader && i.ppid == i32::try_from(std::process::id()).unwrap_or(0))
-            {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+        let escaped = pids_in(dir.path(), &ESCAPED[..2]).await;
+        let leader = i32::try_from(spawned.process.pid().expect("pid")).expect("pid");
+        // Simulate the server dying: forget the handle (and the tree) without their cleanup.
+        std::mem::forget(spawned.process);
+        // A marker of an older release (a bare group id) is removed, not acted on.
+        std::fs::write(pids.join("1"), b"").expect("marker");
+        // The next start: a registry of its own, reading the markers left behind.
+        let next = Trees::new(pids.clone(), false);
+        assert!(tokio::task::spawn_blocking(move || next.reap_orphans()).await.expect("reap") >= 3);
+        assert_eq!(std::fs::read_dir(&pids).expect("pids").count(), 0);
+        assert!(gone(leader).await, "the orphaned CLI survived");
+        for pid in escaped {
+            assert!(gone(pid).await, "the orphaned escapee {pid} survived");
         }
-        let owner = spawned.process.owner.clone();
-        let killed =
-            tokio::task::spawn_blocking(move || sweep_escapees_outside(&owner, Some(leader))).await.expect("sweep");
+    }
+
+    #[tokio::test]
+    async fn between_warm_turns_escapees_are_swept_and_the_kept_tree_is_left_alone() {
+        assert!(become_subreaper(), "the kernel refused PR_SET_CHILD_SUBREAPER");
+        let dir = tempfile::tempdir().expect("tmp");
+        let trees = Trees::new(dir.path().join("agents"), false);
+        // An escapee (new session, double fork), a background process of the group, and one
+        // that left the session but is still the CLI's own child.
+        let script = "( setsid sleep 300 & echo $! > escapee ) ; sleep 300 & echo $! > member; \
+                      setsid sleep 300 & echo $! > own; echo started; wait";
+        let mut spawned = sh(script, dir.path(), &trees);
+        assert_eq!(spawned.lines.recv().await, Some(Line::Text("started".into())));
+        let [escapee, member, own] = pids_in(dir.path(), &["escapee", "member", "own"]).await[..] else {
+            panic!("three pids")
+        };
+        let (trees, label) = spawned.process.tree.as_ref().expect("tree").handle();
+        let spare = spawned.process.pid();
+        let killed = tokio::task::spawn_blocking(move || trees.sweep(label, spare)).await.expect("sweep");
         assert!(killed >= 1, "the escapee was swept");
         assert!(gone(escapee).await, "the setsid escapee {escapee} outlived the turn");
-        assert!(proc_info(member).is_some_and(|i| !i.zombie), "the kept group's own process lives on");
+        for pid in [member, own] {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            assert!(!stat.is_empty() && !stat.contains(") Z "), "the kept CLI's own process {pid} lives on");
+        }
         assert!(spawned.process.running(), "and so does the CLI");
         spawned.process.terminate().await;
-        assert!(gone(member).await);
+        assert!(gone(member).await && gone(own).await);
+    }
+
+    #[tokio::test]
+    async fn ending_one_tree_leaves_another_running_tree_whole() {
+        assert!(become_subreaper(), "the kernel refused PR_SET_CHILD_SUBREAPER");
+        let dir = tempfile::tempdir().expect("tmp");
+        let trees = Trees::new(dir.path().join("agents"), false);
+        let mut other =
+            sh("( setsid sleep 300 & echo $! > other-escapee ); echo started; exec sleep 300", dir.path(), &trees);
+        assert_eq!(other.lines.recv().await, Some(Line::Text("started".into())));
+        let [other_escapee] = pids_in(dir.path(), &["other-escapee"]).await[..] else { panic!("one pid") };
+        let mut ending = sh("( setsid sleep 300 & echo $! > escapee ); echo started", dir.path(), &trees);
+        assert_eq!(ending.lines.recv().await, Some(Line::Text("started".into())));
+        let [escapee] = pids_in(dir.path(), &["escapee"]).await[..] else { panic!("one pid") };
+        ending.process.terminate().await;
+        assert!(gone(escapee).await);
+        assert!(other.process.running(), "the other tree's CLI runs on");
+        let stat = std::fs::read_to_string(format!("/proc/{other_escapee}/stat")).unwrap_or_default();
+        assert!(!stat.is_empty() && !stat.contains(") Z "), "and what it started is its own to end");
+        other.process.terminate().await;
+        assert!(gone(other_escapee).await);
     }
 
     #[tokio::test]
@@ -1027,13 +911,13 @@ mod tests {
         let dir = tempfile::tempdir().expect("tmp");
         let pidfile = dir.path().join("child.pid");
         let script = format!("sleep 30 & echo $! > {}; echo started; wait", pidfile.display());
+        let trees = Trees::new(dir.path().join("pids"), false);
         let mut spawned = spawn(
             Path::new("/bin/sh"),
             &["-c".into(), script],
             dir.path(),
-            // Its own run: another test's sweep leaves it alone.
-            &[("PATH".into(), "/usr/bin:/bin".into()), ("MOBIUS_RUN_ID".into(), "drop-test".into())],
-            Some(&dir.path().join("pids")),
+            &[("PATH".into(), "/usr/bin:/bin".into())],
+            Some(&trees),
             None,
             super::super::ceiling::Applied::None,
         )

@@ -53,7 +53,7 @@ pub async fn run(
         cwd,
         env,
         approval: ApprovalPolicy::Full,
-        pid_dir: super::agent_pid_dir(data_dir),
+        trees: providers.trees().clone(),
         tools: false,
         confine,
         keep: None,

@@ -45,6 +45,18 @@ impl Turns {
             .is_some_and(|h| h.process.as_ref().is_some_and(|p| p.as_str() == origin))
     }
 
+    /// Marks the chat's turn as waiting for a free agent (`None`: it has its slot).
+    pub fn set_waiting(&self, chat_id: &str, waiting: Option<crate::protocol::Waiting>) {
+        if let Some(h) = self.0.lock().unwrap_or_else(|p| p.into_inner()).get_mut(chat_id) {
+            h.waiting = waiting;
+        }
+    }
+
+    /// Whether the chat's turn waits for a free agent, and on what.
+    pub fn waiting(&self, chat_id: &str) -> Option<crate::protocol::Waiting> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).get(chat_id).and_then(|h| h.waiting)
+    }
+
     /// Removes the entry only if it still belongs to `run_id`.
     pub fn remove(&self, chat_id: &str, run_id: &RunId) {
         let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());

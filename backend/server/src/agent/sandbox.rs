@@ -1,8 +1,11 @@
-//! The agent's sandbox: what its processes may touch on disk. With Landlock (Linux ≥ 5.13, no
-//! privileges needed, allowed by Docker's default profile) every CLI a turn starts, and all
-//! it starts in turn, sees only the folders of [`Sandbox::grants`]; `secret.key`, `data.key`,
-//! `db/`, `run/` and the other provider's credentials stay out of reach. Without Landlock the
-//! state says so ([`SandboxState::Off`]) and Settings shows it: nothing pretends.
+//! The agent's sandbox: what its processes may touch on disk, and whom they may signal. With
+//! Landlock (Linux ≥ 5.13, no privileges needed, allowed by Docker's default profile) every CLI
+//! a turn starts, and all it starts in turn, sees only the folders of [`Sandbox::grants`];
+//! `secret.key`, `data.key`, `db/`, `run/` and the other provider's credentials stay out of
+//! reach. From Landlock ABI 6 each CLI tree (a turn's, a quiet turn's, an app job's) can signal
+//! and reach abstract Unix sockets only within itself: not the server, not another turn, not a
+//! job. Below that, or without Landlock, the state says so ([`SandboxState`]) and Settings
+//! shows it: nothing pretends.
 
 use std::path::{Path, PathBuf};
 
@@ -23,14 +26,31 @@ const SYSTEM_READ_WRITE: &[&str] = &["/tmp", "/var/tmp", "/dev"];
 /// memory file are its to keep, as the constitution says).
 const DATA_READ_WRITE: &[&str] = &["apps", "app-data", "shared", "agent-home", "skills", "memory"];
 
+/// The first Landlock ABI that keeps signals within a domain (Linux 6.12).
+pub const SIGNAL_SCOPE_ABI: u32 = 6;
+
 /// What the sandbox is on this server, as Settings shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "mode", rename_all = "snake_case")]
 pub enum SandboxState {
     /// Every agent process is confined by Landlock at this ABI version.
-    Landlock { abi: u32 },
+    Landlock {
+        abi: u32,
+        /// Whether each agent process tree may signal only itself.
+        signals: Signals,
+    },
     /// The agent runs with the server's own file access; `reason` says why.
     Off { reason: String },
+}
+
+/// Whom the agent's processes may signal (stop, kill), as Settings shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum Signals {
+    /// Only the processes of their own tree (Landlock's signal scope).
+    Scoped,
+    /// Any process of the server's user, the server included; `reason` says why.
+    Open { reason: String },
 }
 
 /// Paths a turn's processes may use, by kind of access.
@@ -58,13 +78,14 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
-    /// Detects Landlock; `enabled: false` (`MOBIUS_AGENT_SANDBOX=off`) turns the sandbox off.
-    pub fn detect(enabled: bool, data_dir: &Path, read_only: Vec<PathBuf>) -> Self {
+    /// Detects Landlock; `enabled: false` (`MOBIUS_AGENT_SANDBOX=off`) turns the sandbox off,
+    /// `max_abi` (`MOBIUS_AGENT_LANDLOCK_MAX_ABI`) holds it to an older ABI.
+    pub fn detect(enabled: bool, max_abi: Option<u32>, data_dir: &Path, read_only: Vec<PathBuf>) -> Self {
         let state = if !enabled {
             SandboxState::Off { reason: "turned off by MOBIUS_AGENT_SANDBOX=off".into() }
         } else {
             match landlock::abi_version() {
-                Ok(abi) if abi >= 1 => SandboxState::Landlock { abi },
+                Ok(abi) if abi >= 1 => landlock_state(abi, max_abi),
                 Ok(abi) => SandboxState::Off { reason: format!("this kernel reports Landlock ABI {abi}") },
                 Err(e) => SandboxState::Off {
                     reason: match e.raw_os_error() {
@@ -183,7 +204,7 @@ impl Sandbox {
     /// a link it planted there must not become a grant of the link's target. Other missing
     /// paths are skipped.
     pub fn ruleset(&self, grants: &Grants) -> Result<Option<landlock::Ruleset>> {
-        let SandboxState::Landlock { abi } = self.state else { return Ok(None) };
+        let SandboxState::Landlock { abi, .. } = self.state else { return Ok(None) };
         let failed = |e: std::io::Error| Error::Internal(format!("the agent's sandbox could not be built: {e}"));
         let mut rules = landlock::Ruleset::new(abi).map_err(failed)?;
         let all = landlock::all_access(abi);
@@ -226,6 +247,28 @@ impl Sandbox {
     }
 }
 
+/// The state of a kernel offering Landlock `kernel_abi`, used up to `max_abi`.
+fn landlock_state(kernel_abi: u32, max_abi: Option<u32>) -> SandboxState {
+    let abi = max_abi.map_or(kernel_abi, |max| kernel_abi.min(max));
+    let signals = if abi >= SIGNAL_SCOPE_ABI {
+        Signals::Scoped
+    } else if abi < kernel_abi {
+        Signals::Open {
+            reason: format!(
+                "MOBIUS_AGENT_LANDLOCK_MAX_ABI holds Landlock at ABI {abi}; keeping signals in \
+                 needs ABI {SIGNAL_SCOPE_ABI} (this kernel has {kernel_abi})"
+            ),
+        }
+    } else {
+        Signals::Open {
+            reason: format!(
+                "this kernel's Landlock is ABI {abi}; keeping signals in needs ABI {SIGNAL_SCOPE_ABI} (Linux 6.12)"
+            ),
+        }
+    };
+    SandboxState::Landlock { abi, signals }
+}
+
 /// The folder a CLI's code lives in: the folder holding the nearest `node_modules` above the
 /// resolved binary (npm installs link `bin/` into the package), else the binary's own folder.
 fn package_root(cli: &Path) -> Option<PathBuf> {
@@ -250,7 +293,7 @@ mod tests {
         let data = root.path().join("data");
         std::fs::create_dir_all(&data).expect("data");
         let data = std::fs::canonicalize(&data).expect("canon");
-        let sandbox = Sandbox::detect(true, &data, vec![root.path().to_path_buf()]);
+        let sandbox = Sandbox::detect(true, None, &data, vec![root.path().to_path_buf()]);
         let home = data.join("agent-home");
         let scratch = data.join("agent-scratch/c1");
         let path = format!("/usr/bin:{}:/bin", root.path().display());
@@ -264,9 +307,29 @@ mod tests {
         assert!(!everything.iter().any(|p| p.ends_with("cli-auth/codex") || p.ends_with("db")));
         assert!(!everything.iter().any(|p| p.ends_with("secret.key") || p.ends_with("run")));
         assert_eq!(g.list, vec![data.clone()]);
-        let off = Sandbox::detect(false, &data, Vec::new());
+        let off = Sandbox::detect(false, None, &data, Vec::new());
         assert!(matches!(off.state(), SandboxState::Off { reason } if reason.contains("MOBIUS_AGENT_SANDBOX")));
         assert!(off.ruleset(&g).expect("off").is_none());
+    }
+
+    #[test]
+    fn signals_are_scoped_from_abi_6_and_say_why_not_below() {
+        assert_eq!(landlock_state(7, None), SandboxState::Landlock { abi: 7, signals: Signals::Scoped });
+        assert_eq!(landlock_state(7, Some(6)), SandboxState::Landlock { abi: 6, signals: Signals::Scoped });
+        assert_eq!(landlock_state(6, Some(9)), SandboxState::Landlock { abi: 6, signals: Signals::Scoped });
+        let old = landlock_state(5, None);
+        assert!(
+            matches!(&old, SandboxState::Landlock { abi: 5, signals: Signals::Open { reason } } if reason.contains("Linux 6.12")),
+            "{old:?}"
+        );
+        let held = landlock_state(7, Some(4));
+        assert!(
+            matches!(&held, SandboxState::Landlock { abi: 4, signals: Signals::Open { reason } }
+                if reason.contains("MOBIUS_AGENT_LANDLOCK_MAX_ABI") && reason.contains("has 7")),
+            "{held:?}"
+        );
+        let json = serde_json::to_value(&old).expect("json");
+        assert_eq!((json["mode"].as_str(), json["signals"]["mode"].as_str()), (Some("landlock"), Some("open")));
     }
 
     #[test]
@@ -275,7 +338,7 @@ mod tests {
         let data = root.path().join("data");
         std::fs::create_dir_all(&data).expect("data");
         let data = std::fs::canonicalize(&data).expect("canon");
-        let sandbox = Sandbox::detect(true, &data, Vec::new());
+        let sandbox = Sandbox::detect(true, None, &data, Vec::new());
         let app = data.join("apps/notes");
         let state = data.join("apps/7/job-state");
         let g = sandbox.job_grants(&app, &state, "/usr/bin:/bin");

@@ -26,7 +26,7 @@ use crate::db;
 use crate::error::{Domain, Result};
 use crate::protocol::{
     Answers, Card, ChatEvent, ChatId, Choice, Decision, LiveMessage, Message, QuestionCard, QuestionId,
-    RegenerateResult, RunId, RunStatus, SendResult, ToolStatus, UserInput,
+    RegenerateResult, RunId, RunStatus, SendResult, ToolStatus, UserInput, Waiting,
 };
 use crate::providers::Providers;
 use crate::push::Push;
@@ -83,6 +83,8 @@ pub struct Agents {
     pub warm: Arc<super::warm::WarmPool>,
     /// Wakes the task that continues parked chats.
     pub resumer: super::park::Resumer,
+    /// How many agents (turns and app jobs) run at once.
+    pub slots: Arc<super::slots::Slots>,
 }
 
 /// The ceilings of one turn (`MOBIUS_AGENT_TURN_MAX_SECS`, `MOBIUS_AGENT_SILENCE_MAX_SECS`).
@@ -322,6 +324,11 @@ async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiv
             .collect(),
         auto_resume: true,
     };
+    // Nothing starts until the turn has its place among the agents that may run at once.
+    let _slot = match turn.slot(super::slots::Class::of(&start.started.messages), commands).await {
+        Ok(slot) => slot,
+        Err(next) => return next,
+    };
     let provider_turn = match turn.prepare_and_start(&start.started.messages).await {
         Ok(p) => p,
         Err(e) => {
@@ -335,6 +342,62 @@ async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiv
 }
 
 impl Turn<'_> {
+    /// The turn's slot: at once when one is free, else after waiting for it — the chat shows
+    /// that it waits (a `waiting` event, the detail's `waiting`), and so do the schedule runs
+    /// it answers. A stop meanwhile ends the run before anything started (`Err`, with what
+    /// follows); an answer finds no question and a steer is queued.
+    async fn slot(
+        &mut self,
+        class: super::slots::Class,
+        commands: &mut mpsc::Receiver<TurnCommand>,
+    ) -> std::result::Result<super::slots::Slot, Option<TurnStart>> {
+        let slots = self.agents.slots.clone();
+        let ticket = match slots.take(class) {
+            Ok(slot) => return Ok(slot),
+            Err(ticket) => ticket,
+        };
+        let state = slots.state();
+        let waiting = match class {
+            super::slots::Class::Owner => Waiting { busy: state.running as u32, limit: state.max as u32 },
+            super::slots::Class::Background => {
+                Waiting { busy: state.background_running as u32, limit: state.background_max as u32 }
+            }
+        };
+        info!(run.id = %self.run_id, busy = waiting.busy, limit = waiting.limit, "the turn waits for a free agent");
+        self.agents.turns.set_waiting(&self.chat_id, Some(waiting));
+        self.flush(vec![ChatEvent::Waiting(waiting)]).await;
+        self.agents.schedule_ends.waiting(&self.scheduled, true);
+        let granted = ticket.wait();
+        tokio::pin!(granted);
+        let outcome = loop {
+            tokio::select! {
+                slot = &mut granted => break Ok(slot),
+                command = commands.recv() => match command {
+                    Some(TurnCommand::Stop { reply }) => {
+                        let outcome = self.finish(Finish::stopped(), true).await;
+                        let _ = reply.send(outcome.cleared);
+                        break Err(None);
+                    }
+                    Some(TurnCommand::Answer { reply, .. }) => {
+                        let _ = reply.send(Err(Domain::QuestionStale.into()));
+                    }
+                    Some(TurnCommand::Steer { reply, .. }) => {
+                        let _ = reply.send(Ok(None));
+                    }
+                    None => {
+                        self.finish(Finish::stopped(), true).await;
+                        break Err(None);
+                    }
+                },
+            }
+        };
+        self.agents.turns.set_waiting(&self.chat_id, None);
+        if outcome.is_ok() {
+            self.agents.schedule_ends.waiting(&self.scheduled, false);
+        }
+        outcome
+    }
+
     /// Reads the chat, composes the prompt and environment, and starts the provider.
     async fn prepare_and_start(&mut self, messages: &[Message]) -> Result<ProviderTurn> {
         let agents = self.agents;
@@ -428,7 +491,7 @@ impl Turn<'_> {
             cwd: agents.data_dir.clone(),
             env,
             approval: self.approval,
-            pid_dir: super::agent_pid_dir(&agents.data_dir),
+            trees: agents.providers.trees().clone(),
             tools: true,
             confine,
             keep,
@@ -926,16 +989,7 @@ impl Turn<'_> {
             let _ = pending.reply.send(Reply::Deny("Stopped by the owner.".into()));
         }
         let _ = provider.control.try_send(Control::Interrupt);
-        let finish = Finish {
-            status: FinishStatus::Interrupted,
-            error: None,
-            usage: None,
-            cost_usd: None,
-            session_id: None,
-            fix: None,
-            limit: None,
-        };
-        let outcome = self.finish(finish, true).await;
+        let outcome = self.finish(Finish::stopped(), true).await;
         tokio::spawn(async move {
             let mut provider = provider;
             let deadline = tokio::time::sleep(STOP_GRACE);

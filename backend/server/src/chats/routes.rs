@@ -232,7 +232,8 @@ async fn detail(
         Some(p) if p.chat.deleted_at.is_none() => p,
         _ => return Err(Domain::ChatNotFound.into()),
     };
-    let body = bytes::Bytes::from(render_detail(&page, q.before.is_none())?);
+    let waiting = state.agents.turns.waiting(&id);
+    let body = bytes::Bytes::from(render_detail(&page, q.before.is_none(), waiting)?);
     state.response_cache.put(&key, version, body.clone());
     Ok(json_body(body))
 }
@@ -244,7 +245,7 @@ fn raw_rows(array: &str) -> Result<Vec<&RawValue>> {
 
 /// The detail JSON: stored message bodies are copied as they are (raw), the live message is
 /// read and marked `live`.
-fn render_detail(page: &db::chats::Page, newest: bool) -> Result<Vec<u8>> {
+fn render_detail(page: &db::chats::Page, newest: bool, waiting: Option<crate::protocol::Waiting>) -> Result<Vec<u8>> {
     let chat = &page.chat;
     let live = page.live.as_ref().filter(|(run, _, _)| page.running_run.as_deref() == Some(run.as_str()));
     let seq = live.map_or(chat.last_seq, |(_, _, upto)| *upto);
@@ -271,6 +272,7 @@ fn render_detail(page: &db::chats::Page, newest: bool) -> Result<Vec<u8>> {
         has_more: page.offset > 0,
         running: page.running_run.is_some(),
         run_id: page.running_run.as_deref(),
+        waiting: waiting.filter(|_| page.running_run.is_some()),
         pending_question_id: chat.pending_question_id.as_deref(),
         pending_messages: Rows { stored: raw_rows(&page.pending)?, last: None },
         pinned_at: chat.pinned_at,

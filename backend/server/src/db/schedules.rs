@@ -27,6 +27,8 @@ pub struct ScheduleRow {
     pub chat_id: Option<String>,
     pub prompt: Option<String>,
     pub created_by: String,
+    /// The chat whose agent created it (agent-made schedules only).
+    pub origin_chat_id: Option<String>,
     pub missed: String,
     pub timeout_secs: Option<i64>,
     pub paused_at: Option<i64>,
@@ -45,13 +47,17 @@ pub struct ScheduleRow {
     pub chat_title: Option<String>,
     /// A run of it is going now.
     pub running: bool,
+    /// That run waits for a free agent.
+    pub waiting: bool,
 }
 
 const SELECT: &str = "SELECT s.id, s.kind, s.name, s.cron, s.run_at, s.timezone, s.app_id, s.job, s.manifest_cron,
-        s.user_configurable, s.chat_id, s.prompt, s.created_by, s.missed, s.timeout_secs, s.paused_at,
+        s.user_configurable, s.chat_id, s.prompt, s.created_by, s.origin_chat_id, s.missed, s.timeout_secs, s.paused_at,
         s.paused_reason, s.failures, s.next_due_at, s.finished_at, s.last_run_at, s.last_status, s.created_at,
         s.updated_at, a.name AS app_name, a.slug AS app_slug, c.title AS chat_title,
-        EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = s.id AND r.status = 'running') AS running
+        EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = s.id AND r.status = 'running') AS running,
+        EXISTS (SELECT 1 FROM schedule_runs r WHERE r.schedule_id = s.id AND r.status = 'running'
+                AND r.waiting_since IS NOT NULL) AS waiting
     FROM schedules s
     LEFT JOIN apps a ON a.id = s.app_id
     LEFT JOIN chats c ON c.id = s.chat_id";
@@ -70,30 +76,45 @@ pub async fn list(pool: &SqlitePool) -> Result<Vec<ScheduleRow>> {
 
 /// [`list`] as one JSON array built by SQLite (a schedule as `ScheduleRow` serialises it, plus
 /// `zone` — its own, else `owner_zone` — and `cadence_editable`): 1,000 schedules cost one row
-/// instead of 1,000 decoded ones.
-pub async fn list_json(pool: &SqlitePool, owner_zone: &str) -> Result<String> {
+/// instead of 1,000 decoded ones. With `agent_chat`, only the schedules of [`agent_owns`].
+pub async fn list_json(pool: &SqlitePool, owner_zone: &str, agent_chat: Option<&str>) -> Result<String> {
     let flag = |expr: &str| format!("json(CASE WHEN {expr} THEN 'true' ELSE 'false' END)");
     let sql = format!(
         "SELECT '[' || coalesce(group_concat(json_object(
              'id', s.id, 'kind', s.kind, 'name', s.name, 'cron', s.cron, 'run_at', s.run_at,
              'timezone', s.timezone, 'app_id', s.app_id, 'job', s.job, 'manifest_cron', s.manifest_cron,
              'user_configurable', {configurable}, 'chat_id', s.chat_id, 'prompt', s.prompt,
-             'created_by', s.created_by, 'missed', s.missed, 'timeout_secs', s.timeout_secs,
+             'created_by', s.created_by, 'origin_chat_id', s.origin_chat_id, 'missed', s.missed, 'timeout_secs', s.timeout_secs,
              'paused_at', s.paused_at, 'paused_reason', s.paused_reason, 'failures', s.failures,
              'next_due_at', s.next_due_at, 'finished_at', s.finished_at, 'last_run_at', s.last_run_at,
              'last_status', s.last_status, 'created_at', s.created_at, 'updated_at', s.updated_at,
              'app_name', a.name, 'app_slug', a.slug, 'chat_title', c.title, 'running', {running},
+             'waiting', {waiting},
              'zone', coalesce(s.timezone, ?), 'cadence_editable', {editable}),
            ',' ORDER BY s.next_due_at IS NULL, s.next_due_at, s.finished_at IS NOT NULL, s.id), '') || ']'
          FROM schedules s LEFT JOIN apps a ON a.id = s.app_id LEFT JOIN chats c ON c.id = s.chat_id
-         LEFT JOIN (SELECT DISTINCT schedule_id FROM schedule_runs WHERE status = 'running') rr
+         LEFT JOIN (SELECT schedule_id, max(waiting_since IS NOT NULL) AS waits FROM schedule_runs
+                    WHERE status = 'running' GROUP BY schedule_id) rr
            ON rr.schedule_id = s.id
-         WHERE {LIVE}",
+         WHERE {LIVE} AND (? IS NULL OR s.chat_id = ? OR s.origin_chat_id = ?)",
         configurable = flag("s.user_configurable"),
         running = flag("rr.schedule_id IS NOT NULL"),
+        waiting = flag("rr.waits"),
         editable = flag("s.kind != 'app_job' OR s.user_configurable"),
     );
-    Ok(sqlx::query_scalar(&sql).bind(owner_zone).fetch_one(pool).await?)
+    Ok(sqlx::query_scalar(&sql)
+        .bind(owner_zone)
+        .bind(agent_chat)
+        .bind(agent_chat)
+        .bind(agent_chat)
+        .fetch_one(pool)
+        .await?)
+}
+
+/// Whether the agent of `chat` may see and remove `schedule`: it runs in that chat, or that
+/// chat's agent made it (a reminder into a new chat).
+pub fn agent_owns(schedule: &ScheduleRow, chat: &str) -> bool {
+    schedule.chat_id.as_deref() == Some(chat) || schedule.origin_chat_id.as_deref() == Some(chat)
 }
 
 /// One live schedule.
@@ -177,9 +198,11 @@ pub struct RunRow {
     pub has_log: bool,
     pub chat_id: Option<String>,
     pub run_id: Option<String>,
+    /// A running run that has not started: it waits for a free agent since then (unix ms).
+    pub waiting_since: Option<i64>,
 }
 
-const RUN_COLUMNS: &str = "id, schedule_id, trigger, due_at, started_at, ended_at, status, exit_code, reason, output_bytes, has_log, chat_id, run_id";
+const RUN_COLUMNS: &str = "id, schedule_id, trigger, due_at, started_at, ended_at, status, exit_code, reason, output_bytes, has_log, chat_id, run_id, waiting_since";
 
 /// A schedule's runs, newest first, before run `before`.
 pub async fn runs(pool: &SqlitePool, schedule_id: i64, before: Option<i64>, limit: i64) -> Result<Vec<RunRow>> {
@@ -228,6 +251,7 @@ pub struct NewSchedule {
     pub chat_id: Option<String>,
     pub prompt: Option<String>,
     pub created_by: String,
+    pub origin_chat_id: Option<String>,
     pub missed: String,
     pub timeout_secs: Option<i64>,
 }
@@ -235,8 +259,8 @@ pub struct NewSchedule {
 pub async fn insert(conn: &mut SqliteConnection, s: &NewSchedule, now: i64) -> Result<i64> {
     Ok(sqlx::query_scalar(
         "INSERT INTO schedules (kind, name, cron, run_at, timezone, app_id, job, manifest_cron, user_configurable,
-             chat_id, prompt, created_by, missed, timeout_secs, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+             chat_id, prompt, created_by, origin_chat_id, missed, timeout_secs, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
     )
     .bind(&s.kind)
     .bind(&s.name)
@@ -250,6 +274,7 @@ pub async fn insert(conn: &mut SqliteConnection, s: &NewSchedule, now: i64) -> R
     .bind(&s.chat_id)
     .bind(&s.prompt)
     .bind(&s.created_by)
+    .bind(&s.origin_chat_id)
     .bind(&s.missed)
     .bind(s.timeout_secs)
     .bind(now)
@@ -414,6 +439,16 @@ pub async fn insert_run(conn: &mut SqliteConnection, r: &NewRun) -> Result<i64> 
 }
 
 /// Records the chat and turn a scheduled agent turn became.
+/// Marks a running run as waiting for a free agent since `since` (`None`: it started).
+pub async fn set_waiting(conn: &mut SqliteConnection, run_id: i64, since: Option<i64>) -> Result<()> {
+    sqlx::query("UPDATE schedule_runs SET waiting_since = ? WHERE id = ? AND status = 'running'")
+        .bind(since)
+        .bind(run_id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 pub async fn link_run(conn: &mut SqliteConnection, run_id: i64, chat_id: &str, turn: Option<&str>) -> Result<()> {
     sqlx::query("UPDATE schedule_runs SET chat_id = ?, run_id = coalesce(?, run_id) WHERE id = ?")
         .bind(chat_id)
@@ -440,7 +475,7 @@ pub struct RunEnd {
 pub async fn finish_run(conn: &mut SqliteConnection, run_id: i64, end: &RunEnd) -> Result<Option<i64>> {
     Ok(sqlx::query_scalar(
         "UPDATE schedule_runs SET status = ?, exit_code = ?, reason = ?, output = ?, output_bytes = ?, has_log = ?,
-             ended_at = ? WHERE id = ? AND status = 'running' RETURNING schedule_id",
+             ended_at = ?, waiting_since = NULL WHERE id = ? AND status = 'running' RETURNING schedule_id",
     )
     .bind(&end.status)
     .bind(end.exit_code)
@@ -508,4 +543,15 @@ pub async fn forget_finished(conn: &mut SqliteConnection, cutoff: i64) -> Result
 /// Counts all schedules (a bound).
 pub async fn count_all(conn: &mut SqliteConnection) -> Result<i64> {
     Ok(sqlx::query_scalar("SELECT count(*) FROM schedules").fetch_one(conn).await?)
+}
+
+/// Schedules the agent made that have not finished: those from chat `origin`, and all of them.
+pub async fn count_agent(conn: &mut SqliteConnection, origin: Option<&str>) -> Result<(i64, i64)> {
+    Ok(sqlx::query_as(
+        "SELECT coalesce(sum(origin_chat_id IS ?), 0), count(*) FROM schedules
+         WHERE created_by = 'agent' AND finished_at IS NULL",
+    )
+    .bind(origin)
+    .fetch_one(conn)
+    .await?)
 }

@@ -57,6 +57,8 @@ pub struct ChatDetail<'a> {
     pub running: bool,
     #[cfg_attr(test, ts(as = "Option<RunId>"))]
     pub run_id: Option<&'a str>,
+    /// The running turn has not started yet: it waits for a free agent.
+    pub waiting: Option<super::Waiting>,
     #[cfg_attr(test, ts(as = "Option<super::QuestionId>"))]
     pub pending_question_id: Option<&'a str>,
     /// The queue, in order.

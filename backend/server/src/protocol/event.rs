@@ -176,6 +176,9 @@ pub enum ChatEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pause: Option<super::Pause>,
     },
+    /// The turn waits for a free agent: as many run as the server allows (not part of the
+    /// transcript; the next event of the turn ends it).
+    Waiting(Waiting),
     /// The CLI is retrying a failed model request (not part of the transcript).
     Retrying {
         attempt: u32,
@@ -183,6 +186,16 @@ pub enum ChatEvent {
         /// The provider's short reason (`overloaded`, `rate_limit`, HTTP 529).
         reason: String,
     },
+}
+
+/// Why a turn has not started yet: `busy` of the `limit` agents that work of its kind may run
+/// at once are running (the owner's turns: all of them; scheduled turns, continuations and app
+/// jobs: their share).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Waiting {
+    pub busy: u32,
+    pub limit: u32,
 }
 
 /// A number read through serde's buffering (tagged enums, `flatten`): with serde_json's

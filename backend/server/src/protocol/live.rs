@@ -144,6 +144,7 @@ impl LiveMessage {
             }
             ChatEvent::UserMessage { .. }
             | ChatEvent::Retrying { .. }
+            | ChatEvent::Waiting(_)
             | ChatEvent::RunStarted { .. }
             | ChatEvent::QueueChanged { .. }
             | ChatEvent::QueuedTurnStarting { .. }

@@ -22,7 +22,7 @@ mod usage;
 use serde::{Deserialize, Serialize};
 
 pub use detail::{AnswerTurn, ChatDetail, RegenerateResult, Rows, SendResult, StopResult};
-pub use event::{ChatEvent, JournalEntry, RunStatus, StreamControl, StreamEvent, SystemEvent, TokenCounts};
+pub use event::{ChatEvent, JournalEntry, RunStatus, StreamControl, StreamEvent, SystemEvent, TokenCounts, Waiting};
 pub use ids::{ChatId, Cid, MAX_CHAT_ID_BYTES, MAX_CID_CHARS, QuestionId, RunId};
 pub use live::LiveMessage;
 pub use message::{

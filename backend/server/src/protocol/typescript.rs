@@ -45,6 +45,7 @@ fn render() -> String {
         PlanWindow::decl(&cfg),
         PauseKind::decl(&cfg),
         Pause::decl(&cfg),
+        Waiting::decl(&cfg),
         ChatEvent::decl(&cfg),
         StreamControl::decl(&cfg),
         StreamEvent::decl(&cfg),

@@ -83,6 +83,8 @@ pub struct Providers {
     codex_models: tokio::sync::Mutex<Option<(Instant, Vec<ModelInfo>)>>,
     /// The memory ceiling of agent processes.
     memory: crate::agent::ceiling::MemoryCeiling,
+    /// The agent process trees it starts (their labels and markers).
+    trees: crate::agent::trees::Trees,
 }
 
 impl std::fmt::Debug for Providers {
@@ -106,6 +108,7 @@ impl Providers {
                 output_max: config.agent_output_max,
             },
             memory: crate::agent::ceiling::MemoryCeiling::detect(config.agent_memory_max),
+            trees: crate::agent::trees::Trees::new(crate::agent::agent_pid_dir(data_dir), !config.shared_process),
             data_dir: data_dir.to_path_buf(),
             api_url,
             credentials: Credentials::new(data_dir),
@@ -136,6 +139,11 @@ impl Providers {
     /// The memory ceiling agent processes are held to.
     pub fn memory(&self) -> &crate::agent::ceiling::MemoryCeiling {
         &self.memory
+    }
+
+    /// The agent process trees (turns, quiet turns, app jobs) this server starts.
+    pub fn trees(&self) -> &crate::agent::trees::Trees {
+        &self.trees
     }
 
     /// Most stdout bytes one turn of a CLI may produce.
@@ -436,8 +444,7 @@ impl Providers {
 
     /// Starts `codex login --device-auth` and returns the URL and code it prints.
     pub async fn codex_device_login(&self) -> Result<DeviceLogin> {
-        let mut child =
-            self.codex_login("--device-auth", std::process::Stdio::null(), std::process::Stdio::piped())?;
+        let mut child = self.codex_login("--device-auth", std::process::Stdio::null(), std::process::Stdio::piped())?;
         let stdout = child.stdout.take().ok_or_else(|| Error::Internal("no stdout".into()))?;
         let stderr = child.stderr.take().ok_or_else(|| Error::Internal("no stderr".into()))?;
         let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(64);

@@ -135,6 +135,7 @@ async fn settings(State(state): State<AppState>, _owner: Owner) -> Result<Json<V
         "sandbox": state.agents.sandbox.state(),
         "agent_defaults": defaults,
         "warm": state.agents.warm.state(),
+        "agent_slots": state.agents.slots.state(),
         "agent_limits": {
             "memory": state.providers.memory().state(),
             "output_max_bytes": state.providers.output_max(),

@@ -20,6 +20,8 @@ pub const MAX_CRON_CHARS: usize = 120;
 pub const MAX_TIMEZONE_CHARS: usize = 64;
 /// Occurrences counted when telling how many runs a downtime missed ("1000 or more").
 pub const MAX_COUNTED_MISSES: usize = 1000;
+/// Runs looked at for a cadence's shortest gap (more than a day of every-minute runs).
+const GAP_PROBES: usize = 2000;
 /// Zone transitions crossed while looking for the next due time (about 4 years of DST).
 const MAX_TRANSITIONS: usize = 16;
 
@@ -102,6 +104,24 @@ impl Cadence {
             }
         }
         n
+    }
+
+    /// The shortest time between two runs (ms) over the next [`GAP_PROBES`] runs after `from`,
+    /// read as civil time (UTC: no clock changes stretch or squeeze it), stopping early at one
+    /// below `floor`; `None` when it runs less than twice.
+    pub fn shortest_gap(&self, from: i64, floor: i64) -> Option<i64> {
+        let mut at = self.next_after(from, &TimeZone::UTC)?;
+        let mut shortest: Option<i64> = None;
+        for _ in 0..GAP_PROBES {
+            let Some(next) = self.next_after(at, &TimeZone::UTC) else { break };
+            let gap = next - at;
+            shortest = Some(shortest.map_or(gap, |s| s.min(gap)));
+            if gap < floor {
+                break;
+            }
+            at = next;
+        }
+        shortest
     }
 
     /// The next civil minute matching, at or after `from` (`inclusive`) or strictly after it.
@@ -380,6 +400,19 @@ mod tests {
         assert!(Cadence::parse("@daily", false).is_err());
         assert_eq!(Cadence::parse("  0   7 * *   1-5 ", true).expect("ok").as_str(), "0 7 * * 1-5");
         assert!(zone("Nowhere/Zone").expect_err("zone").contains("not a known time zone"));
+    }
+
+    #[test]
+    fn the_shortest_gap_is_found_even_where_it_is_rare() {
+        let gap = |cron: &str| Cadence::parse(cron, false).expect(cron).shortest_gap(ms("2025-01-15T10:00:00Z"), 0);
+        const MIN: i64 = 60_000;
+        assert_eq!(gap("* * * * *"), Some(MIN));
+        assert_eq!(gap("*/15 * * * *"), Some(15 * MIN));
+        assert_eq!(gap("0 9 * * 1-5"), Some(24 * 60 * MIN), "weekdays at 9: a day apart at most often");
+        assert_eq!(gap("0,59 0,23 * * *"), Some(MIN), "23:59 then 00:00");
+        assert_eq!(gap("* * 1 1 *"), Some(MIN), "every minute, but only on New Year's Day");
+        assert_eq!(gap("0 0 29 2 *"), Some(ms("2032-02-29T00:00:00Z") - ms("2028-02-29T00:00:00Z")));
+        assert_eq!(gap("0 0 30 2 *"), None, "never");
     }
 
     #[test]

@@ -193,6 +193,15 @@ impl Ctx {
         }
     }
 
+    /// Marks run `run_id` as waiting for a free agent (since now), or not any more.
+    pub async fn waiting(&self, run_id: i64, waiting: bool) {
+        let since = waiting.then(|| self.clock.now_ms());
+        let op = crate::writer::ScheduleWrite::Waiting { run_id, since };
+        if let Err(e) = self.agents.writer.call(|ack| WriteCommand::Schedule { op, ack }).await {
+            warn!(run_id, error = %e, "a schedule run's wait could not be recorded");
+        }
+    }
+
     /// Closes run `run_id` and tells the owner about a failure (unless `told`: a failed turn
     /// is reported by the turn path itself), or a schedule that paused itself.
     pub async fn finish(&self, run_id: i64, end: RunEnd, failed: Option<bool>, told: bool) -> Option<FinishedRun> {

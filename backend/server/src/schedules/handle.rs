@@ -11,7 +11,7 @@ use tracing::{Instrument, info_span, warn};
 
 use super::context::{Claim, Clock, Ctx, lock};
 use super::runner::{self, Backend};
-use super::signal::TurnEndReceiver;
+use super::signal::{TurnEndReceiver, TurnSignal};
 use super::{jobs, turns};
 use crate::agent::turn::Agents;
 use crate::db::schedules::{self as sql, NewRun, NewSchedule, ScheduleRow};
@@ -94,8 +94,11 @@ impl Scheduler {
             let ctx = self.ctx.clone();
             tokio::spawn(
                 async move {
-                    while let Some(end) = ends.0.recv().await {
-                        turns::ended(&ctx, end).await;
+                    while let Some(signal) = ends.0.recv().await {
+                        match signal {
+                            TurnSignal::Ended(end) => turns::ended(&ctx, end).await,
+                            TurnSignal::Waiting { cids, waiting } => turns::waiting(&ctx, &cids, waiting).await,
+                        }
                     }
                 }
                 .instrument(info_span!("schedule_turns")),

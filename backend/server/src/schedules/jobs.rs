@@ -13,6 +13,7 @@ use tokio::sync::oneshot;
 use super::context::{Claim, Ctx, LOG_DIR};
 use super::output;
 use crate::agent::process;
+use crate::agent::slots::Class;
 use crate::db::apps::AppRow;
 use crate::db::schedules::{RunEnd, ScheduleRow};
 
@@ -114,7 +115,33 @@ async fn execute(
     let rel = state.strip_prefix(&data_dir).map_err(|_| "The job's state folder is outside the data folder.")?;
     crate::safe_fs::Dir::create_under(&data_dir, rel)
         .map_err(|e| format!("The job's state folder could not be made: {e}"))?;
-    let env = environment(ctx, schedule, &app, &state, run_id).await?;
+    let cancelled = async move {
+        if let Some(rx) = cancelled
+            && let Ok(why) = rx.await
+        {
+            return why;
+        }
+        std::future::pending::<String>().await
+    };
+    tokio::pin!(cancelled);
+    // A job is background work: it waits its turn among the agents that may run at once (the
+    // run says so), and its time limit starts when it does.
+    let _slot = match ctx.agents.slots.take(Class::Background) {
+        Ok(slot) => slot,
+        Err(ticket) => {
+            ctx.waiting(run_id, true).await;
+            tokio::select! {
+                slot = ticket.wait() => {
+                    ctx.waiting(run_id, false).await;
+                    slot
+                }
+                why = &mut cancelled => {
+                    return Ok(RunEnd { status: "cancelled".into(), reason: Some(why), ended_at: ctx.clock.now_ms(), ..RunEnd::default() });
+                }
+            }
+        }
+    };
+    let env = environment(ctx, schedule, &app, &state).await?;
     let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone()).unwrap_or_default();
     let sandbox = &ctx.agents.sandbox;
     let rules = sandbox
@@ -126,7 +153,7 @@ async fn execute(
         &[job_path.display().to_string(), app_id.to_string()],
         &dir,
         &env,
-        Some(&crate::agent::agent_pid_dir(&data_dir)),
+        Some(ctx.agents.providers.trees()),
         rules,
         ctx.agents.providers.memory().prepare(),
     )
@@ -143,14 +170,6 @@ async fn execute(
         .and_then(|s| u64::try_from(s).ok())
         .map_or(ctx.job_timeout, Duration::from_secs)
         .min(MAX_TIMEOUT);
-    let cancelled = async move {
-        if let Some(rx) = cancelled
-            && let Ok(why) = rx.await
-        {
-            return why;
-        }
-        std::future::pending::<String>().await
-    };
     enum Ended {
         Exited(Option<std::process::ExitStatus>),
         TimedOut,
@@ -159,7 +178,7 @@ async fn execute(
     let ended = tokio::select! {
         status = process.wait() => Ended::Exited(status),
         () = tokio::time::sleep(limit) => Ended::TimedOut,
-        why = cancelled => Ended::Cancelled(why),
+        why = &mut cancelled => Ended::Cancelled(why),
     };
     // The main process is done (or must be): what it left running holds the output open.
     let mut drained = None;
@@ -222,14 +241,13 @@ async fn execute(
 /// The contract's environment: `PATH`, `LANG`, `LC_ALL`, `TZ`, `HOME`, `DATA_DIR`,
 /// `API_BASE_URL`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME` (when set), `APP_TOKEN`,
 /// `APP_JOB_STATE_DIR`; `TZ` is the schedule's zone and `HOME` the job's state folder (the
-/// sandbox opens no other home). `MOBIUS_DATA_DIR`/`MOBIUS_RUN_ID` mark its processes so
-/// escapees are found (and killed at the next boot if the server dies).
+/// sandbox opens no other home). Its processes are found by their tree's label, not by
+/// anything in this environment.
 async fn environment(
     ctx: &Ctx,
     schedule: &ScheduleRow,
     app: &AppRow,
     state: &Path,
-    run_id: i64,
 ) -> Result<Vec<(String, String)>, String> {
     let agents = &ctx.agents;
     let token = crate::auth::app_token(&agents.keys, &agents.owner, app, crate::auth::APP_JOB_TOKEN_TTL_SECS)
@@ -241,12 +259,10 @@ async fn environment(
         ("PATH".to_owned(), std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into())),
         ("TZ".to_owned(), zone),
         ("HOME".to_owned(), state.clone()),
-        ("DATA_DIR".to_owned(), data_dir.clone()),
+        ("DATA_DIR".to_owned(), data_dir),
         ("API_BASE_URL".to_owned(), ctx.api_url.clone()),
         ("APP_TOKEN".to_owned(), token),
         ("APP_JOB_STATE_DIR".to_owned(), state),
-        ("MOBIUS_DATA_DIR".to_owned(), data_dir),
-        ("MOBIUS_RUN_ID".to_owned(), format!("job-{run_id}")),
     ];
     for key in PASSED_ENV {
         if let Ok(value) = std::env::var(key) {

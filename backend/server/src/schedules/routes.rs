@@ -30,6 +30,8 @@ const DEFAULT_RUNS: i64 = 20;
 const MAX_RUNS: i64 = 50;
 /// Longest job time limit the owner may set.
 const MAX_TIMEOUT_SECS: i64 = 6 * 3600;
+/// The shortest time between two runs of a cadence the agent sets (the owner's are free).
+pub const MIN_AGENT_INTERVAL_MS: i64 = 10 * 60 * 1000;
 
 /// The schedule routes (mounted under `/api`).
 pub fn router() -> Router<AppState> {
@@ -95,23 +97,28 @@ struct ListOut {
 /// Key of the schedule list in the response cache (chat ids never contain a space).
 const LIST_KEY: &str = "schedule list";
 
-/// `GET /api/schedules`: every live schedule, due ones first. The body is reused until a
+/// `GET /api/schedules`: every live schedule, due ones first (an agent: its own chat's, and
+/// the ones it made). The body is reused until a
 /// commit changes what it shows: a schedule or a run (the schedules version, which app
 /// changes bump too) or a chat's title or deletion (the chat-list version).
-async fn list(State(state): State<AppState>, _owner: Owner) -> Result<Response> {
+async fn list(State(state): State<AppState>, owner: Owner) -> Result<Response> {
+    // An agent lists only its own chat's schedules (never cached: the cache holds the owner's).
+    let agent = agent_chat(&owner);
     // Read the versions first: a commit during the query can only cause one extra refresh.
     let version = (state.hub.schedules_version() << 32) ^ (state.hub.list_version() & 0xffff_ffff);
-    let body = match state.response_cache.get(LIST_KEY, version) {
+    let body = match state.response_cache.get(LIST_KEY, version).filter(|_| agent.is_none()) {
         Some(body) => body,
         None => {
             let timezone = sql::owner_timezone(&state.db.read).await?;
             let (_, zone) = state.schedules.owner_zone().await;
-            let rows = sql::list_json(&state.db.read, &zone).await?;
+            let rows = sql::list_json(&state.db.read, &zone, agent).await?;
             let schedules =
                 serde_json::value::RawValue::from_string(rows).map_err(|e| Error::Internal(e.to_string()))?;
             let out = ListOut { timezone, server_timezone: cadence::server_zone().1, zone, schedules };
             let body = bytes::Bytes::from(serde_json::to_vec(&out).map_err(|e| Error::Internal(e.to_string()))?);
-            state.response_cache.put(LIST_KEY, version, body.clone());
+            if agent.is_none() {
+                state.response_cache.put(LIST_KEY, version, body.clone());
+            }
             body
         }
     };
@@ -173,6 +180,24 @@ fn checked_name(name: &str) -> Result<String> {
     Ok(name.to_owned())
 }
 
+/// A cadence the agent may set: no two runs closer than [`MIN_AGENT_INTERVAL_MS`] (a runaway
+/// or tricked agent cannot fill the server with every-minute turns).
+fn agent_cadence(cron: &str, now: i64) -> Result<()> {
+    let cadence = Cadence::parse(cron, false).map_err(bad_cron)?;
+    match cadence.shortest_gap(now, MIN_AGENT_INTERVAL_MS) {
+        Some(gap) if gap < MIN_AGENT_INTERVAL_MS => Err(Error::bad_request(
+            "schedule_too_frequent",
+            format!(
+                "cron › the agent may schedule runs at most every {} minutes ({cron:?} runs {} apart); \
+                 the owner can set a tighter cadence in Settings.",
+                MIN_AGENT_INTERVAL_MS / 60_000,
+                if gap < 60_000 * 2 { "a minute".to_owned() } else { format!("{} minutes", gap / 60_000) }
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// A cadence that parses and comes round again.
 fn checked_cron(cron: &str, strict: bool, tz: &jiff::tz::TimeZone, now: i64) -> Result<String> {
     let cadence = Cadence::parse(cron, strict).map_err(bad_cron)?;
@@ -216,7 +241,13 @@ async fn create(State(state): State<AppState>, owner: Owner, ApiJson(body): ApiJ
                 "Say when: a cron cadence (cron), or a time (at, such as 07:30, or in, such as 2h).",
             ));
         }
-        (Some(cron), false) => (Some(checked_cron(&cron, false, &tz, now)?), None),
+        (Some(cron), false) => {
+            let cron = checked_cron(&cron, false, &tz, now)?;
+            if agent.is_some() {
+                agent_cadence(&cron, now)?;
+            }
+            (Some(cron), None)
+        }
         (None, true) => {
             let at = cadence::parse_when(body.in_.as_deref(), body.at.as_deref(), now, &tz)
                 .map_err(|why| Error::bad_request("invalid_time", why))?;
@@ -264,6 +295,7 @@ async fn create(State(state): State<AppState>, owner: Owner, ApiJson(body): ApiJ
         chat_id,
         prompt: Some(prompt),
         created_by: if agent.is_some() { "agent".into() } else { "owner".into() },
+        origin_chat_id: agent,
         missed: checked_missed(body.missed)?.unwrap_or_else(|| "run_once".into()),
         ..NewSchedule::default()
     };
@@ -361,10 +393,14 @@ async fn update(
     Ok(Json(ScheduleOut::new(row, &zone)))
 }
 
-/// `DELETE /api/schedules/{id}`: a scheduled prompt or reminder (the agent: those only). An
-/// app's job goes with its app.
-async fn remove(State(state): State<AppState>, _owner: Owner, Path(id): Path<String>) -> Result<Response> {
+/// `DELETE /api/schedules/{id}`: a scheduled prompt or reminder (the agent: those of its own
+/// chat, or that it made, only). An app's job goes with its app.
+async fn remove(State(state): State<AppState>, owner: Owner, Path(id): Path<String>) -> Result<Response> {
     let row = live(&state, schedule_id(&id)?).await?;
+    // Another chat's schedule does not exist for an agent.
+    if agent_chat(&owner).is_some_and(|chat| !sql::agent_owns(&row, chat)) {
+        return Err(Domain::ScheduleNotFound.into());
+    }
     if row.kind == "app_job" {
         return Err(Error::conflict("app_job_schedule", "An app's job goes with its app; pause it instead."));
     }

@@ -335,6 +335,7 @@ mod tests {
             chat_id: None,
             prompt: None,
             created_by: "owner".into(),
+            origin_chat_id: None,
             missed: "run_once".into(),
             timeout_secs: None,
             paused_at: None,
@@ -350,6 +351,7 @@ mod tests {
             app_slug: None,
             chat_title: None,
             running: false,
+            waiting: false,
         }
     }
 

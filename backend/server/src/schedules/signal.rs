@@ -34,15 +34,25 @@ pub fn is_scheduled(cid: &str) -> bool {
     cid.starts_with(SCHEDULED_CID_PREFIX)
 }
 
+/// What a turn tells the scheduler.
+#[derive(Debug, Clone)]
+pub enum TurnSignal {
+    /// A run that answered (or dropped) scheduled messages ended.
+    Ended(TurnEnded),
+    /// The turn answering these scheduled messages waits for a free agent (`true`), or no
+    /// longer does.
+    Waiting { cids: Vec<Cid>, waiting: bool },
+}
+
 /// The turns' side.
 #[derive(Clone, Debug)]
 pub struct TurnEnds {
-    tx: Option<mpsc::Sender<TurnEnded>>,
+    tx: Option<mpsc::Sender<TurnSignal>>,
 }
 
 /// The scheduler's side.
 #[derive(Debug)]
-pub struct TurnEndReceiver(pub(super) mpsc::Receiver<TurnEnded>);
+pub struct TurnEndReceiver(pub(super) mpsc::Receiver<TurnSignal>);
 
 impl TurnEnds {
     pub fn channel() -> (Self, TurnEndReceiver) {
@@ -70,9 +80,21 @@ impl TurnEnds {
             end.reply.drain(..cut);
         }
         if let Some(tx) = &self.tx
-            && tx.try_send(end).is_err()
+            && tx.try_send(TurnSignal::Ended(end)).is_err()
         {
             tracing::warn!("the scheduler's queue is full; a scheduled turn's end was dropped");
+        }
+    }
+
+    /// Tells whether the turn answering `cids` waits for a free agent (nothing for a turn that
+    /// answers no scheduled message). A full queue drops it: the run only shows as running.
+    pub fn waiting(&self, cids: &[Cid], waiting: bool) {
+        let cids: Vec<Cid> = cids.iter().filter(|c| is_scheduled(c)).cloned().collect();
+        if cids.is_empty() {
+            return;
+        }
+        if let Some(tx) = &self.tx {
+            let _ = tx.try_send(TurnSignal::Waiting { cids, waiting });
         }
     }
 }

@@ -61,6 +61,22 @@ fn describe(e: &crate::error::Error) -> String {
     e.client_message().unwrap_or_else(|| e.to_string())
 }
 
+/// The turn answering `cids` waits for a free agent, or no longer does: their schedule runs
+/// say so.
+pub async fn waiting(ctx: &Ctx, cids: &[crate::protocol::Cid], waiting: bool) {
+    let runs: Vec<i64> = {
+        let turns = lock(&ctx.turns);
+        turns
+            .values()
+            .filter(|o| o.cid.as_deref().is_some_and(|c| cids.iter().any(|x| x.as_str() == c)))
+            .map(|o| o.run_id)
+            .collect()
+    };
+    for run_id in runs {
+        ctx.waiting(run_id, waiting).await;
+    }
+}
+
 /// A run that answered (or dropped) scheduled messages ended: closes their schedule runs.
 pub async fn ended(ctx: &Ctx, end: TurnEnded) {
     let settle = |cid: &str| {

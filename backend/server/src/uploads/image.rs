@@ -174,11 +174,29 @@ pub fn strip(bytes: &[u8], raster: Raster) -> Option<Vec<u8>> {
         Raster::Jpeg => strip_jpeg(bytes),
         Raster::Png => strip_png(bytes),
         Raster::Webp => strip_webp(bytes),
-        Raster::Gif => None,
+        Raster::Gif => strip_gif(bytes),
     }
 }
 
-/// Drops APP1 (EXIF, XMP) and APP13 (IPTC) segments before the scan; the rest is copied.
+/// Whether a JPEG segment before or between scans is kept: what decoding needs (tables, frame
+/// and scan headers, restart intervals), the JFIF header, the ICC colour profile and Adobe's
+/// colour transform. Every other application segment (EXIF and XMP in APP1, FlashPix and MPF
+/// in APP2, Ducky in APP12, IPTC in APP13, the JFXX thumbnail, vendors' own) and every comment
+/// (COM) is text or pictures about the photo, not the photo.
+fn keep_jpeg_segment(marker: u8, body: &[u8]) -> bool {
+    match marker {
+        0xE0 => body.starts_with(b"JFIF\0"),
+        0xE2 => body.starts_with(b"ICC_PROFILE\0"),
+        0xEE => body.starts_with(b"Adobe"),
+        0xE1 | 0xE3..=0xED | 0xEF | 0xFE => false,
+        _ => true,
+    }
+}
+
+/// Drops the metadata segments of [`keep_jpeg_segment`] wherever they are (before the first
+/// scan and between a progressive JPEG's scans) and anything after the end of the image
+/// (MPF's second pictures, vendors' trailers, motion-photo videos); the scans are copied as
+/// they are.
 fn strip_jpeg(bytes: &[u8]) -> Option<Vec<u8>> {
     if !bytes.starts_with(&[0xFF, 0xD8]) {
         return None;
@@ -187,8 +205,8 @@ fn strip_jpeg(bytes: &[u8]) -> Option<Vec<u8>> {
     out.extend_from_slice(&bytes[..2]);
     let mut at = 2;
     let mut dropped = false;
-    while at + 4 <= bytes.len() {
-        if bytes[at] != 0xFF {
+    loop {
+        if at + 2 > bytes.len() || bytes[at] != 0xFF {
             return None;
         }
         let marker = bytes[at + 1];
@@ -197,9 +215,9 @@ fn strip_jpeg(bytes: &[u8]) -> Option<Vec<u8>> {
             at += 1;
             continue;
         }
-        if marker == 0xDA || marker == 0xD9 {
-            // Start of scan (or an early end): everything after is image data.
-            out.extend_from_slice(&bytes[at..]);
+        if marker == 0xD9 {
+            out.extend_from_slice(&bytes[at..at + 2]);
+            dropped |= at + 2 < bytes.len();
             return dropped.then_some(out);
         }
         if (0xD0..=0xD7).contains(&marker) || marker == 0x01 {
@@ -207,22 +225,42 @@ fn strip_jpeg(bytes: &[u8]) -> Option<Vec<u8>> {
             at += 2;
             continue;
         }
+        if at + 4 > bytes.len() {
+            return None;
+        }
         let len = usize::from(u16::from_be_bytes([bytes[at + 2], bytes[at + 3]]));
         let end = at + 2 + len;
         if len < 2 || end > bytes.len() {
             return None;
         }
-        if marker == 0xE1 || marker == 0xED {
-            dropped = true;
-        } else {
+        if keep_jpeg_segment(marker, &bytes[at + 4..end]) {
             out.extend_from_slice(&bytes[at..end]);
+        } else {
+            dropped = true;
         }
         at = end;
+        if marker == 0xDA {
+            // Entropy-coded data: a 0xFF in it is followed by a stuffed 0x00 or a restart
+            // marker; any other marker ends the scan.
+            let mut i = at;
+            while i + 1 < bytes.len()
+                && !(bytes[i] == 0xFF && bytes[i + 1] != 0x00 && !(0xD0..=0xD7).contains(&bytes[i + 1]))
+            {
+                i += 1;
+            }
+            if i + 1 >= bytes.len() {
+                // A scan without its end: keep what there is (decoding decides).
+                out.extend_from_slice(&bytes[at..]);
+                return dropped.then_some(out);
+            }
+            out.extend_from_slice(&bytes[at..i]);
+            at = i;
+        }
     }
-    None
 }
 
-/// Drops `eXIf` and the text chunks (`tEXt`, `zTXt`, `iTXt`: XMP lives there).
+/// Drops `eXIf`, the text chunks (`tEXt`, `zTXt`, `iTXt`: XMP lives there) and content
+/// credentials (`caBX`, which may name the author).
 fn strip_png(bytes: &[u8]) -> Option<Vec<u8>> {
     const SIGNATURE: usize = 8;
     if bytes.len() < SIGNATURE {
@@ -239,7 +277,7 @@ fn strip_png(bytes: &[u8]) -> Option<Vec<u8>> {
             return None;
         }
         let kind = &bytes[at + 4..at + 8];
-        if matches!(kind, b"eXIf" | b"tEXt" | b"zTXt" | b"iTXt") {
+        if matches!(kind, b"eXIf" | b"tEXt" | b"zTXt" | b"iTXt" | b"caBX") {
             dropped = true;
         } else {
             out.extend_from_slice(&bytes[at..end]);
@@ -250,6 +288,60 @@ fn strip_png(bytes: &[u8]) -> Option<Vec<u8>> {
         }
     }
     dropped.then_some(out)
+}
+
+/// Drops a GIF's comment extensions and its application extensions other than the animation
+/// loop (`NETSCAPE2.0`, `ANIMEXTS1.0`): XMP travels in one of those.
+fn strip_gif(bytes: &[u8]) -> Option<Vec<u8>> {
+    if bytes.len() < 13 || !(bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a")) {
+        return None;
+    }
+    let table = |flags: u8| if flags & 0x80 != 0 { 3 << ((flags & 0x07) + 1) } else { 0 };
+    // The data sub-blocks starting at `at`: the offset after their terminator.
+    let blocks = |mut at: usize| -> Option<usize> {
+        loop {
+            let len = usize::from(*bytes.get(at)?);
+            at += 1 + len;
+            if len == 0 {
+                return (at <= bytes.len()).then_some(at);
+            }
+        }
+    };
+    let mut at = 13 + table(bytes[10]);
+    let mut out = bytes.get(..at)?.to_vec();
+    let mut dropped = false;
+    loop {
+        match *bytes.get(at)? {
+            0x3B => {
+                out.push(0x3B);
+                dropped |= at + 1 < bytes.len();
+                return dropped.then_some(out);
+            }
+            0x21 => {
+                let label = *bytes.get(at + 1)?;
+                let end = blocks(at + 2)?;
+                let application = bytes.get(at + 2..at + 14).unwrap_or_default();
+                let looping = application.len() == 12
+                    && application[0] == 11
+                    && (&application[1..] == b"NETSCAPE2.0" || &application[1..] == b"ANIMEXTS1.0");
+                if label == 0xFE || (label == 0xFF && !looping) {
+                    dropped = true;
+                } else {
+                    out.extend_from_slice(&bytes[at..end]);
+                }
+                at = end;
+            }
+            0x2C => {
+                let flags = *bytes.get(at + 9)?;
+                // Descriptor, local colour table, LZW code size, then the image's sub-blocks.
+                let data = at + 10 + table(flags) + 1;
+                let end = blocks(data)?;
+                out.extend_from_slice(&bytes[at..end]);
+                at = end;
+            }
+            _ => return None,
+        }
+    }
 }
 
 /// Drops the `EXIF` and `XMP ` chunks and clears their flags in `VP8X`.
@@ -358,6 +450,78 @@ mod tests {
         let preview = image::load_from_memory(&done.preview.expect("preview")).expect("preview");
         assert!(preview.width() <= PREVIEW_EDGE && preview.width() >= PREVIEW_EDGE * 15 / 16, "{}", preview.width());
         assert!(process(b"\xFF\xD8\xFF\xE0 not really", Raster::Jpeg).is_err(), "unreadable images are refused");
+    }
+
+    /// A JPEG segment: marker and body, with its length.
+    fn segment(marker: u8, body: &[u8]) -> Vec<u8> {
+        let mut out = vec![0xFF, marker];
+        out.extend_from_slice(&u16::try_from(body.len() + 2).expect("len").to_be_bytes());
+        out.extend_from_slice(body);
+        out
+    }
+
+    #[test]
+    fn comments_and_every_other_text_segment_go_wherever_they_are_and_the_trailer_too() {
+        let img = image::RgbImage::from_fn(64, 32, |x, y| image::Rgb([(x * 4) as u8, (y * 8) as u8, 90]));
+        let mut plain = Vec::new();
+        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut plain, 90).encode_image(&img).expect("encode");
+        assert!(strip(&plain, Raster::Jpeg).is_none(), "a plain JPEG has nothing to drop");
+        let eoi = plain.len() - 2;
+        assert_eq!(&plain[eoi..], &[0xFF, 0xD9]);
+        let mut photo = plain[..2].to_vec();
+        for (marker, body) in [
+            (0xFE, b"Shot at 12 Main Street".as_slice()),
+            (0xE0, b"JFXX\0\x10thumbnail"),
+            (0xE2, b"MPF\0II*\0 second picture with GPS"),
+            (0xE2, b"ICC_PROFILE\0\x01\x01colour"),
+            (0xEC, b"Ducky\0 Owner: Ada"),
+            (0xED, b"Photoshop 3.0\0 IPTC city"),
+            (0xEF, b"vendor serial 1234"),
+        ] {
+            photo.extend_from_slice(&segment(marker, body));
+        }
+        photo.extend_from_slice(&plain[2..eoi]);
+        // A comment between the scan and the end, as progressive JPEGs put them between scans.
+        photo.extend_from_slice(&segment(0xFE, b"between scans"));
+        photo.extend_from_slice(&plain[eoi..]);
+        photo.extend_from_slice(b"\xFF\xD8 a trailer: a motion photo's video, GPS 52.37N");
+        let stripped = strip(&photo, Raster::Jpeg).expect("dropped");
+        for text in ["Main Street", "JFXX", "MPF", "Ducky", "IPTC", "vendor", "between scans", "trailer", "GPS"] {
+            assert!(!contains(&stripped, text.as_bytes()), "{text} survived");
+        }
+        assert!(contains(&stripped, b"ICC_PROFILE"), "the colour profile stays");
+        assert!(stripped.ends_with(&[0xFF, 0xD9]));
+        let mut expected = plain[..2].to_vec();
+        expected.extend_from_slice(&segment(0xE2, b"ICC_PROFILE\0\x01\x01colour"));
+        expected.extend_from_slice(&plain[2..]);
+        assert_eq!(stripped, expected, "everything else is copied byte for byte");
+        let decoded = image::load_from_memory(&stripped).expect("still a JPEG");
+        assert_eq!((decoded.width(), decoded.height()), (64, 32));
+        let done = process(&photo, Raster::Jpeg).expect("process");
+        assert!(!contains(&done.replacement.expect("stored stripped"), b"Main Street"));
+    }
+
+    #[test]
+    fn gif_comments_and_xmp_go_and_the_animation_loop_stays() {
+        let frame = image::Frame::new(image::RgbaImage::from_pixel(3, 2, image::Rgba([9, 8, 7, 255])));
+        let mut gif = Vec::new();
+        {
+            let mut encoder = image::codecs::gif::GifEncoder::new(&mut gif);
+            encoder.set_repeat(image::codecs::gif::Repeat::Infinite).expect("repeat");
+            encoder.encode_frames([frame.clone(), frame]).expect("gif");
+        }
+        assert!(contains(&gif, b"NETSCAPE2.0"));
+        assert!(strip(&gif, Raster::Gif).is_none(), "nothing to drop");
+        let header = 13 + (3 << ((gif[10] & 0x07) + 1)) * usize::from(gif[10] >> 7);
+        let mut with = gif[..header].to_vec();
+        with.extend_from_slice(b"\x21\xFE\x0cShot at home\x00");
+        with.extend_from_slice(b"\x21\xFF\x0bXMP DataXMP\x08GPS 52.3\x00");
+        with.extend_from_slice(&gif[header..gif.len() - 1]);
+        with.extend_from_slice(b"\x21\xFE\x05later\x00");
+        with.extend_from_slice(&gif[gif.len() - 1..]);
+        with.extend_from_slice(b"trailing bytes");
+        let stripped = strip(&with, Raster::Gif).expect("dropped");
+        assert_eq!(stripped, gif, "exactly the comments, the XMP and the trailer went");
     }
 
     #[test]

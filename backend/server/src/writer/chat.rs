@@ -650,6 +650,12 @@ pub const RESUME_RESTART: &str = "restart";
 /// The hidden message's cid of a continuation after a restart (and a usage limit).
 const RESTART_CID_PREFIX: &str = "resume-restart-";
 const LIMIT_CID_PREFIX: &str = "resume-limit-";
+
+/// Whether `cid` is the hidden message of an automatic continuation (after a restart or a
+/// usage limit): work the owner did not start just now.
+pub fn is_continuation(cid: &str) -> bool {
+    cid.starts_with(RESTART_CID_PREFIX) || cid.starts_with(LIMIT_CID_PREFIX)
+}
 /// The note on a turn cut by a restart that continues by itself.
 const RESTART_NOTE: &str = "The server restarted during this turn; it continues by itself.";
 /// What the agent is told when a parked chat continues.

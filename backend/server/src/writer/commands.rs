@@ -260,6 +260,8 @@ pub enum ScheduleWrite {
     Start(crate::db::schedules::NewRun),
     /// A scheduled agent turn became this chat's run.
     Link { run_id: i64, chat_id: String, turn: Option<String> },
+    /// A running run waits for a free agent since `since`, or (`None`) has started.
+    Waiting { run_id: i64, since: Option<i64> },
     /// Boot: runs left running by the last process become `interrupted`.
     Reconcile { at: i64 },
     /// Sets the owner's time zone (`None`: the server's).

@@ -21,6 +21,7 @@ mod schedules;
 mod uploads;
 
 pub use actor::SNAPSHOT_INTERVAL;
+pub use chat::is_continuation;
 pub use commands::*;
 pub use handle::{ACK_TIMEOUT, WriterHandle};
 pub use push::{MAX_STORED_NOTIFICATIONS, MAX_SUBSCRIPTIONS};

@@ -11,6 +11,10 @@ use crate::error::{Domain, Result};
 
 /// Schedules one server keeps (a bound against a runaway agent or app).
 pub const MAX_SCHEDULES: i64 = 5_000;
+/// Unfinished schedules one chat's agent may keep (cadences and pending reminders).
+pub const MAX_AGENT_SCHEDULES_PER_CHAT: i64 = 10;
+/// Unfinished schedules all agents together may keep.
+pub const MAX_AGENT_SCHEDULES: i64 = 50;
 /// Failed runs in a row after which a schedule pauses itself.
 pub const MAX_FAILURES: i64 = 5;
 /// Fired one-offs are forgotten this long after they ran.
@@ -25,6 +29,12 @@ pub(super) async fn apply(conn: &mut SqliteConnection, batch: &mut Batch, op: Sc
                 return Err(Domain::TooManySchedules(MAX_SCHEDULES).into());
             }
             sql::forget_finished(conn, now - FINISHED_RETENTION_MS).await?;
+            if new.created_by == "agent" {
+                let (own, all) = sql::count_agent(conn, new.origin_chat_id.as_deref()).await?;
+                if own >= MAX_AGENT_SCHEDULES_PER_CHAT || all >= MAX_AGENT_SCHEDULES {
+                    return Err(Domain::TooManyAgentSchedules(MAX_AGENT_SCHEDULES_PER_CHAT, MAX_AGENT_SCHEDULES).into());
+                }
+            }
             sql::insert(conn, &new, now).await
         }
         ScheduleWrite::Update { id, change } => {
@@ -78,6 +88,10 @@ pub(super) async fn apply(conn: &mut SqliteConnection, batch: &mut Batch, op: Sc
         ScheduleWrite::Start(run) => sql::insert_run(conn, &run).await,
         ScheduleWrite::Link { run_id, chat_id, turn } => {
             sql::link_run(conn, run_id, &chat_id, turn.as_deref()).await?;
+            Ok(run_id)
+        }
+        ScheduleWrite::Waiting { run_id, since } => {
+            sql::set_waiting(conn, run_id, since).await?;
             Ok(run_id)
         }
         ScheduleWrite::Reconcile { at } => {

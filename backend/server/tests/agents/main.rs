@@ -11,12 +11,18 @@
 #[allow(dead_code)]
 mod helpers;
 
+mod containment;
 mod fixtures;
 mod memory;
 mod planted;
 mod runtime;
 mod warm;
 
+use containment::{
+    the_agent_signals_only_its_own_processes,
+    what_the_agent_started_dies_at_the_next_start_after_the_server_was_killed,
+    what_the_agent_starts_dies_with_its_turn_however_it_escaped,
+};
 use memory::{
     a_note_is_written_after_idle_titles_the_chat_and_primes_new_chats,
     an_owner_turn_during_a_note_turn_is_not_held_up_by_it,
@@ -909,6 +915,9 @@ macro_rules! for_both {
 }
 
 for_both!(
+    the_agent_signals_only_its_own_processes,
+    what_the_agent_starts_dies_with_its_turn_however_it_escaped,
+    what_the_agent_started_dies_at_the_next_start_after_the_server_was_killed,
     the_memory_ceiling_stops_a_runaway_command,
     a_usage_limit_parks_the_chat_until_the_reset_and_it_continues_by_itself,
     the_plans_windows_are_recorded_from_the_clis_reports,

@@ -1,7 +1,7 @@
 //! Warm sessions with the real CLIs: a chat's second turn runs on the process of its first
-//! (the same process group, recorded under `DATA_DIR/run/agents/<pgid>`); a warm turn can be
-//! stopped and steered as a cold one; a kept process that was killed is replaced by a cold
-//! start that resumes the session.
+//! (the same process group, its tree's marker under `DATA_DIR/run/agents/` naming its leader);
+//! a warm turn can be stopped and steered as a cold one; a kept process that was killed is
+//! replaced by a cold start that resumes the session.
 
 use std::time::Duration;
 
@@ -10,10 +10,14 @@ use serde_json::{Value, json};
 use super::helpers::TestApp;
 use super::{Cli, Rig};
 
-/// The agent process groups the server records now.
+/// The agent process groups the server records now (each tree's marker names its leader,
+/// whose pid is its group's id).
 pub fn agent_groups(app: &TestApp) -> Vec<i32> {
+    let leader = |path: std::path::PathBuf| -> Option<i32> {
+        std::fs::read_to_string(path).ok()?.split_whitespace().next()?.parse().ok()
+    };
     let mut groups: Vec<i32> = std::fs::read_dir(app.data_dir().join("run/agents"))
-        .map(|entries| entries.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect())
+        .map(|entries| entries.flatten().filter_map(|e| leader(e.path())).collect())
         .unwrap_or_default();
     groups.sort_unstable();
     groups

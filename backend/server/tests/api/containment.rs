@@ -281,6 +281,76 @@ async fn the_agent_token_reaches_its_table_and_nothing_else() {
     assert_eq!(app.detail(&token, "mine").await["running"], true);
 }
 
+#[tokio::test]
+async fn the_agent_token_sees_and_removes_only_its_own_chats_schedules_and_makes_few_and_slow_ones() {
+    let (app, token) = app_with_cli(token_keeper, |_| {}).await;
+    app.chat(&token, "mine").await;
+    app.chat(&token, "other").await;
+    let create = |token: String, body: Value| {
+        let app = &app;
+        async move { app.post("/api/schedules", body, Some(&token)).await }
+    };
+    let id_of = |v: &Value| v["id"].as_i64().expect("id");
+    let theirs = create(token.clone(), json!({ "prompt": "other's", "cron": "0 8 * * *", "chat_id": "other" })).await;
+    assert_eq!(theirs.status(), StatusCode::CREATED);
+    let theirs = id_of(&theirs.json::<Value>().await.expect("json"));
+    let here =
+        create(token.clone(), json!({ "prompt": "the owner's here", "cron": "0 9 * * *", "chat_id": "mine" })).await;
+    let here = id_of(&here.json::<Value>().await.expect("json"));
+    app.send(&token, "mine", "hello", "m1").await;
+    let agent = wait_for_file(&app.data_dir().join("agent-home/agent-token")).await;
+
+    // Its own: a reminder into a new chat counts as its own (it made it from this chat).
+    let made = create(agent.clone(), json!({ "prompt": "brief me", "cron": "0 7 * * *", "new_chat": true })).await;
+    assert_eq!(made.status(), StatusCode::CREATED);
+    let made: Value = made.json().await.expect("json");
+    assert_eq!((made["origin_chat_id"].as_str(), made["chat_id"].as_str()), (Some("mine"), None));
+    let listed = |token: String| {
+        let app = &app;
+        async move {
+            let list: Value = app.get("/api/schedules", Some(&token)).await.json().await.expect("list");
+            let mut ids: Vec<i64> = list["schedules"].as_array().expect("schedules").iter().map(id_of).collect();
+            ids.sort_unstable();
+            ids
+        }
+    };
+    assert_eq!(listed(agent.clone()).await, vec![here, id_of(&made)], "the agent reads its own chat's only");
+    assert_eq!(listed(token.clone()).await, vec![theirs, here, id_of(&made)], "the owner reads all");
+    let r = call(&app, Method::DELETE, &format!("/api/schedules/{theirs}"), &agent).await;
+    assert_error(r, StatusCode::NOT_FOUND, "schedule_not_found").await;
+    assert_eq!(listed(token.clone()).await.len(), 3, "another chat's schedule is untouched");
+    let r = call(&app, Method::DELETE, &format!("/api/schedules/{}", id_of(&made)), &agent).await;
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    // Editing stays the owner's.
+    let r = app
+        .client
+        .patch(app.url(&format!("/api/schedules/{here}")))
+        .bearer_auth(&agent)
+        .json(&json!({ "paused": true }));
+    assert_error(r.send().await.expect("patch"), StatusCode::FORBIDDEN, "agent_not_allowed").await;
+
+    // Not more often than every 10 minutes, even where the short gap is rare.
+    for cron in ["* * * * *", "*/5 * * * *", "0,59 0,23 * * *", "* * 1 1 *"] {
+        let r = create(agent.clone(), json!({ "prompt": "flood", "cron": cron })).await;
+        assert_error(r, StatusCode::BAD_REQUEST, "schedule_too_frequent").await;
+    }
+    // And at most 10 from one chat (reminders count until they fire).
+    for i in 0..10 {
+        let body = if i % 2 == 0 {
+            json!({ "prompt": "tick", "cron": "*/10 * * * *" })
+        } else {
+            json!({ "prompt": "later", "in": "3h" })
+        };
+        let r = create(agent.clone(), body).await;
+        assert_eq!(r.status(), StatusCode::CREATED, "schedule {i}: {}", r.text().await.unwrap_or_default());
+    }
+    let r = create(agent.clone(), json!({ "prompt": "one more", "in": "2h" })).await;
+    assert_error(r, StatusCode::PAYLOAD_TOO_LARGE, "too_many_agent_schedules").await;
+    // The owner is not held to the agent's bounds.
+    let r = create(token.clone(), json!({ "prompt": "every minute", "cron": "* * * * *", "chat_id": "mine" })).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+}
+
 #[test]
 fn the_agent_table_in_api_md_is_the_one_the_server_enforces() {
     let doc = std::fs::read_to_string(mobius::config::checkout_root().join("backend/server/API.md")).expect("API.md");
@@ -324,19 +394,52 @@ async fn until_idle(app: &TestApp, token: &str, chat: &str) -> Value {
     panic!("the turn never ended");
 }
 
+/// Every way out of a turn that the environment-based sweep missed or never looked at: a
+/// double fork into a new session, a cleared environment, the run's variables unset, the
+/// server's own binary (`mobius push-deliver` waiting on a pipe), a grandchild of a process
+/// that left, a lowered label. Each writes its pid to `$HOME/escaped/<name>`.
+fn escapes(mobius: &str) -> String {
+    format!(
+        r#"mkdir -p "$HOME/escaped"; cd "$HOME/escaped"
+( setsid sleep 300 & echo $! > double-fork )
+( env -i /usr/bin/setsid /bin/sleep 300 & echo $! > cleared-env )
+( env -u MOBIUS_RUN_ID -u MOBIUS_DATA_DIR setsid sleep 300 & echo $! > unset-env )
+( setsid bash -c 'echo $$ > own-binary; exec "{mobius}" push-deliver < <(sleep 300)' & )
+( setsid bash -c 'sleep 300 & echo $! > grandchild; wait' & )
+( setsid bash -c 'ulimit -Hx 5; exec sleep 300' & echo $! > lowered-label )
+for f in double-fork cleared-env unset-env own-binary grandchild lowered-label; do while [ ! -s $f ]; do sleep 0.05; done; done
+echo escaped > done"#
+    )
+}
+
+const ESCAPED: [&str; 6] = ["double-fork", "cleared-env", "unset-env", "own-binary", "grandchild", "lowered-label"];
+
+fn escaped_pids(app: &TestApp) -> Vec<(String, String)> {
+    ESCAPED
+        .iter()
+        .map(|name| {
+            let pid = std::fs::read_to_string(app.data_dir().join("agent-home/escaped").join(name)).expect(name);
+            ((*name).to_owned(), pid.lines().next().unwrap_or_default().trim().to_owned())
+        })
+        .collect()
+}
+
 #[tokio::test]
-async fn a_process_that_escaped_with_setsid_and_a_double_fork_dies_with_the_turn() {
+async fn processes_that_escaped_any_way_die_with_the_turn() {
+    let escape = escapes(env!("CARGO_BIN_EXE_mobius"));
     let (app, token) = app_with_cli(
         |dir| {
             script(
                 dir,
                 "fake-claude-escape",
-                r#"IFS= read -r init
+                &format!(
+                    r#"IFS= read -r init
 IFS= read -r user
-( setsid sleep 300 & echo $! > "$HOME/escapee.pid" )
-printf '{"type":"system","subtype":"init","session_id":"s1"}\n'
-printf '{"type":"result","subtype":"success","is_error":false,"session_id":"s1"}\n'
-cat >/dev/null"#,
+{escape}
+printf '{{"type":"system","subtype":"init","session_id":"s1"}}\n'
+printf '{{"type":"result","subtype":"success","is_error":false,"session_id":"s1"}}\n'
+cat >/dev/null"#
+                ),
             )
         },
         |_| {},
@@ -344,9 +447,90 @@ cat >/dev/null"#,
     .await;
     app.chat(&token, "c").await;
     app.send(&token, "c", "go", "m1").await;
-    let escapee = wait_for_file(&app.data_dir().join("agent-home/escapee.pid")).await;
+    wait_for_file(&app.data_dir().join("agent-home/escaped/done")).await;
+    let escaped = escaped_pids(&app);
     until_idle(&app, &token, "c").await;
-    assert!(gone(&escapee).await, "the escaped process {} outlived its turn", escapee.trim());
+    for (name, pid) in escaped {
+        assert!(gone(&pid).await, "the {name} escapee {pid} outlived its turn");
+    }
+}
+
+#[tokio::test]
+async fn a_server_that_stops_ends_its_running_turns_processes_and_what_escaped_them() {
+    let escape = escapes(env!("CARGO_BIN_EXE_mobius"));
+    let (app, token) = app_with_cli(
+        |dir| {
+            script(
+                dir,
+                "fake-claude-escape-and-hang",
+                &format!(
+                    r#"IFS= read -r init
+IFS= read -r user
+echo $$ > "$HOME/cli.pid"
+{escape}
+printf '{{"type":"system","subtype":"init","session_id":"s1"}}\n'
+exec sleep 300"#
+                ),
+            )
+        },
+        |_| {},
+    )
+    .await;
+    app.chat(&token, "c").await;
+    app.send(&token, "c", "go", "m1").await;
+    wait_for_file(&app.data_dir().join("agent-home/escaped/done")).await;
+    let mut left = escaped_pids(&app);
+    left.push(("cli".into(), wait_for_file(&app.data_dir().join("agent-home/cli.pid")).await.trim().to_owned()));
+    let _dir = app.stop().await;
+    for (name, pid) in left {
+        assert!(gone(&pid).await, "the {name} process {pid} outlived the server");
+    }
+}
+
+#[tokio::test]
+async fn processes_that_escaped_a_turn_die_at_the_next_start_after_the_server_was_killed() {
+    let bin_dir = tempfile::tempdir().expect("bin dir");
+    let bin = script(
+        bin_dir.path(),
+        "fake-claude-escape-and-hang",
+        &format!(
+            r#"[ "$1" = --version ] && echo "2.1.332 (Claude Code)" && exit 0
+IFS= read -r init
+IFS= read -r user
+echo $$ > "$HOME/cli.pid"
+{}
+printf '{{"type":"system","subtype":"init","session_id":"s1"}}\n'
+exec sleep 300"#,
+            escapes(env!("CARGO_BIN_EXE_mobius"))
+        ),
+    );
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let env = [("MOBIUS_CLAUDE_BIN", bin.display().to_string())];
+    let app = TestApp::spawn_process(dir, &env).await;
+    let token = app.setup_owner().await;
+    app.connect_claude(&token).await;
+    let settings: Value = app.get("/api/settings", Some(&token)).await.json().await.expect("settings");
+    app.chat(&token, "c").await;
+    app.send(&token, "c", "go", "m1").await;
+    wait_for_file(&app.data_dir().join("agent-home/escaped/done")).await;
+    let mut left = escaped_pids(&app);
+    left.push(("cli".into(), wait_for_file(&app.data_dir().join("agent-home/cli.pid")).await.trim().to_owned()));
+    let markers: Vec<_> =
+        std::fs::read_dir(app.data_dir().join("run/agents")).expect("markers").flatten().map(|e| e.path()).collect();
+    assert_eq!(markers.len(), 1, "one tree, one marker: {markers:?}");
+    let dir = app.kill9();
+    for (name, pid) in &left {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(!stat.is_empty() && !stat.contains(") Z "), "{name} {pid} died with the server (nothing left to test)");
+    }
+    let app = TestApp::spawn_process(dir, &env).await;
+    for (name, pid) in left {
+        assert!(gone(&pid).await, "the {name} process {pid} outlived the server's restart");
+    }
+    assert!(markers.iter().all(|m| !m.exists()), "the dead server's markers are gone");
+    assert_eq!(settings["sandbox"]["mode"], "landlock", "the real server confines them: {settings}");
+    // The cut turn continues by itself (and escapes again): a clean stop ends it all.
+    app.stop().await;
 }
 
 #[tokio::test]
@@ -480,8 +664,102 @@ async fn settings_say_whether_the_sandbox_is_on() {
         Ok(abi) => {
             assert_eq!(settings["sandbox"]["mode"], "landlock");
             assert_eq!(settings["sandbox"]["abi"], abi);
+            let signals = if abi >= 6 { "scoped" } else { "open" };
+            assert_eq!(settings["sandbox"]["signals"]["mode"], signals, "{settings}");
         }
         Err(_) => assert_eq!(settings["sandbox"]["mode"], "off"),
+    }
+}
+
+/// A Claude imitation: in chat `victim` it records its pid and keeps its turn running; in any
+/// other chat it tries to signal (`kill -0`: would a signal be allowed) the server (its
+/// parent), the victim turn's CLI, the running app job and a process of its own, and reports
+/// each as its reply.
+fn signaller(dir: &Path) -> PathBuf {
+    script(
+        dir,
+        "fake-claude-signaller",
+        r#"IFS= read -r init
+IFS= read -r user
+printf '{"type":"system","subtype":"init","session_id":"s1"}\n'
+if [ "$MOBIUS_CHAT_ID" = victim ]; then
+  echo $$ > "$HOME/victim.tmp" && mv "$HOME/victim.tmp" "$HOME/victim.pid"
+  exec sleep 120
+fi
+report=""
+reach() { if kill -0 "$1" 2>/dev/null; then report="$report REACHED:$2"; else report="$report REFUSED:$2"; fi; }
+reach "$PPID" server
+reach "$(cat "$HOME/victim.pid")" other-turn
+reach "$(cat "$MOBIUS_DATA_DIR"/apps/*/job-state/pid)" job
+sleep 60 & own=$!
+reach "$own" own
+kill "$own"
+printf '{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"%s"}]},"session_id":"s1"}\n' "$report"
+printf '{"type":"result","subtype":"success","is_error":false,"session_id":"s1"}\n'
+cat >/dev/null"#,
+    )
+}
+
+/// What the signaller reports under a sandbox held to `max_abi` (`None`: the kernel's), with
+/// Settings' word on signals.
+async fn signals_reached(bin: &Path, max_abi: Option<u32>) -> (String, Value) {
+    let bin = bin.to_path_buf();
+    let (app, token) = app_with_cli(
+        |_| bin,
+        |c| {
+            c.agent_sandbox = true;
+            c.agent_landlock_max_abi = max_abi;
+            c.job_timeout = Duration::from_secs(60);
+        },
+    )
+    .await;
+    let settings: Value = app.get("/api/settings", Some(&token)).await.json().await.expect("settings");
+    let (id, _) = app.register_app("sleeper").await;
+    let job = app.data_dir().join("apps/sleeper/job.sh");
+    std::fs::create_dir_all(job.parent().expect("dir")).expect("app dir");
+    std::fs::write(&job, "echo $$ > \"$APP_JOB_STATE_DIR/pid.tmp\" && mv \"$APP_JOB_STATE_DIR/pid.tmp\" \"$APP_JOB_STATE_DIR/pid\"\nexec sleep 60\n")
+        .expect("job");
+    let r = app.post(&format!("/api/apps/{id}/run-job"), json!({}), Some(&token)).await;
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    wait_for_file(&app.data_dir().join(format!("apps/{id}/job-state/pid"))).await;
+    app.chat(&token, "victim").await;
+    app.send(&token, "victim", "hold on", "v1").await;
+    wait_for_file(&app.data_dir().join("agent-home/victim.pid")).await;
+    app.chat(&token, "c").await;
+    app.send(&token, "c", "go", "m1").await;
+    let detail = until_idle(&app, &token, "c").await;
+    let reply = detail["messages"].as_array().expect("messages").last().expect("reply")["content"].to_string();
+    assert_eq!(app.detail(&token, "victim").await["running"], true, "the victim turn still runs");
+    let stop = app.post("/api/chat/stop", json!({ "chat_id": "victim" }), Some(&token)).await;
+    assert!(stop.status().is_success());
+    (reply, settings["sandbox"].clone())
+}
+
+#[tokio::test]
+async fn with_landlock_6_the_agent_signals_only_its_own_processes_and_below_settings_say_it_can_not() {
+    let Ok(abi) = mobius_sys::landlock::abi_version() else {
+        eprintln!("this kernel has no Landlock; the sandbox state test covers it");
+        return;
+    };
+    // The fake CLI lives outside the data dir, as a real one does.
+    let bin_dir = tempfile::tempdir().expect("bin dir");
+    let bin = signaller(bin_dir.path());
+    if abi >= 6 {
+        let (reply, sandbox) = signals_reached(&bin, None).await;
+        assert_eq!(sandbox["signals"]["mode"], "scoped", "{sandbox}");
+        for target in ["server", "other-turn", "job"] {
+            assert!(reply.contains(&format!("REFUSED:{target}")), "{target}: {reply}");
+        }
+        assert!(reply.contains("REACHED:own"), "its own processes stay its to signal: {reply}");
+    } else {
+        eprintln!("this kernel's Landlock is ABI {abi}: only the fallback is checked");
+    }
+    // The fallback: held below ABI 6 the agent reaches the server again, and Settings says so.
+    let (reply, sandbox) = signals_reached(&bin, Some(5)).await;
+    assert_eq!(sandbox["signals"]["mode"], "open", "{sandbox}");
+    assert!(sandbox["signals"]["reason"].as_str().is_some_and(|r| r.contains("ABI 6")), "{sandbox}");
+    for target in ["server", "other-turn", "job", "own"] {
+        assert!(reply.contains(&format!("REACHED:{target}")), "{target}: {reply}");
     }
 }
 

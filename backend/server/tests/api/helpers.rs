@@ -88,6 +88,11 @@ impl TestApp {
         app
     }
 
+    /// The server's process id, when it runs as its own process.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.as_ref().map(std::process::Child::id)
+    }
+
     /// SIGKILLs the server process (no shutdown at all) and returns its data dir.
     pub fn kill9(mut self) -> Arc<tempfile::TempDir> {
         if let Some(mut child) = self.process.take() {
@@ -163,11 +168,10 @@ impl TestApp {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
+        if let Some(pid) = self.pid() {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGTERM);
+        }
         if let Some(mut child) = self.process.take() {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(child.id() as i32),
-                nix::sys::signal::Signal::SIGTERM,
-            );
             let status = child.wait().expect("wait");
             assert!(status.success(), "the server did not exit cleanly: {status}");
         }

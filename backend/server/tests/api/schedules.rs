@@ -577,3 +577,129 @@ async fn a_server_killed_while_a_job_runs_closes_the_run_and_kills_the_job_at_th
     assert_eq!(runs[0]["status"], "failed");
     assert!(runs[0]["reason"].as_str().is_some_and(|r| r.contains("connected")), "{runs:?}");
 }
+
+/// A Claude imitation that marks when its turn started (`$HOME/started-<chat>`) and holds it
+/// while `$HOME/hold-<chat>` exists.
+fn holding_claude(dir: &Path) -> PathBuf {
+    script(
+        dir,
+        "fake-claude-hold",
+        r#"IFS= read -r init
+IFS= read -r user
+touch "$HOME/started-$MOBIUS_CHAT_ID"
+printf '{"type":"system","subtype":"init","session_id":"s-%s"}\n' "$MOBIUS_CHAT_ID"
+while [ -f "$HOME/hold-$MOBIUS_CHAT_ID" ]; do sleep 0.05; done
+printf '{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"done"}]},"session_id":"s-%s"}\n' "$MOBIUS_CHAT_ID"
+printf '{"type":"result","subtype":"success","is_error":false,"session_id":"s-%s"}\n' "$MOBIUS_CHAT_ID"
+cat >/dev/null"#,
+    )
+}
+
+/// Waits until `check` holds (30 s at most).
+async fn until<F: std::future::Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
+    for _ in 0..600 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{what} never happened");
+}
+
+#[tokio::test]
+async fn a_flood_of_scheduled_work_waits_its_share_and_the_owners_turns_go_first() {
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let bin = holding_claude(dir.path());
+    // Two agents at once: one of them for scheduled turns and app jobs.
+    let app = TestApp::spawn_in(dir, |c| {
+        c.claude_bin = bin;
+        c.agent_start_timeout = Duration::from_secs(10);
+        c.agent_max_running = 2;
+    })
+    .await;
+    let token = app.setup_owner().await;
+    app.connect_claude(&token).await;
+    let home = app.data_dir().join("agent-home");
+    std::fs::create_dir_all(&home).expect("home");
+    for chat in ["a", "b", "s1", "s2"] {
+        app.chat(&token, chat).await;
+        std::fs::write(home.join(format!("hold-{chat}")), "").expect("hold");
+    }
+    let started = |chat: &str| home.join(format!("started-{chat}")).exists();
+
+    app.send(&token, "a", "the owner's first", "a1").await;
+    until("a's turn started", || async { started("a") }).await;
+    let mut schedules = Vec::new();
+    for chat in ["s1", "s2"] {
+        let made = app
+            .post(
+                "/api/schedules",
+                json!({ "prompt": "scheduled", "cron": "0 3 * * *", "chat_id": chat }),
+                Some(&token),
+            )
+            .await;
+        schedules.push(json_of(made).await["id"].as_i64().expect("id"));
+    }
+    let mut runs = Vec::new();
+    for id in &schedules {
+        let r = json_of(app.post(&format!("/api/schedules/{id}/run"), json!({}), Some(&token)).await).await;
+        runs.push(r["run_id"].as_i64().expect("run"));
+    }
+    until("s1's turn started", || async { started("s1") }).await;
+    // s2 waits: the one background slot is s1's. Its chat, its run and the list say so.
+    until("s2 waiting", || async { app.detail(&token, "s2").await["waiting"] == json!({ "busy": 1, "limit": 1 }) })
+        .await;
+    let mut stream = app.stream(&token, "s2", Some(0)).await;
+    let events = stream.until("waiting", 10).await;
+    assert_eq!(events.last().expect("waiting").data["busy"], 1);
+    let list = json_of(app.get("/api/schedules", Some(&token)).await).await;
+    let row =
+        |id: i64| list["schedules"].as_array().expect("list").iter().find(|s| s["id"] == id).cloned().expect("row");
+    assert_eq!(
+        (row(schedules[0])["waiting"].as_bool(), row(schedules[1])["waiting"].as_bool()),
+        (Some(false), Some(true))
+    );
+    let run = json_of(app.get(&format!("/api/schedules/{}/runs/{}", schedules[1], runs[1]), Some(&token)).await).await;
+    assert!(run["waiting_since"].is_i64() && run["status"] == "running", "{run}");
+    assert!(!started("s2"), "no process starts while it waits");
+    // An app job is background work too: it waits behind s2.
+    let (app_id, _) = app.register_app("ticker").await;
+    write_job(app.data_dir(), "ticker", "job.sh", b"echo ticked\n");
+    let (job_schedule, job_run, _) = run_job(&app, &token, app_id).await;
+    until("the job waiting", || async {
+        json_of(app.get(&format!("/api/schedules/{job_schedule}/runs/{job_run}"), Some(&token)).await).await["waiting_since"]
+            .is_i64()
+    })
+    .await;
+
+    // The owner's second turn finds both slots taken and waits too, but goes first.
+    app.send(&token, "b", "the owner's second", "b1").await;
+    until("b waiting", || async { app.detail(&token, "b").await["waiting"] == json!({ "busy": 2, "limit": 2 }) }).await;
+    let slots = json_of(app.get("/api/settings", Some(&token)).await).await["agent_slots"].clone();
+    assert_eq!(slots, json!({ "max": 2, "background_max": 1, "running": 2, "background_running": 1, "waiting": 3 }));
+    std::fs::remove_file(home.join("hold-a")).expect("release a");
+    until("b's turn started", || async { started("b") }).await;
+    assert!(app.detail(&token, "b").await["waiting"].is_null());
+    assert!(!started("s2"), "the owner went first although s2 waited longer");
+
+    // A waiting turn is stopped like any other, before anything started.
+    let stop: Value =
+        app.post("/api/chat/stop", json!({ "chat_id": "s2" }), Some(&token)).await.json().await.expect("stop");
+    assert_eq!(stop["stopped"], true, "{stop}");
+    until("s2's run closed", || async {
+        json_of(app.get(&format!("/api/schedules/{}/runs/{}", schedules[1], runs[1]), Some(&token)).await).await["status"]
+            == "cancelled"
+    })
+    .await;
+    assert!(!started("s2"));
+    // s1 ends: the job, next in line, runs.
+    std::fs::remove_file(home.join("hold-s1")).expect("release s1");
+    let done = ended(&app, &token, job_schedule, job_run).await;
+    assert_eq!((done["status"].as_str(), done["output"].as_str()), (Some("succeeded"), Some("ticked\n")), "{done}");
+    assert!(done["waiting_since"].is_null());
+    std::fs::remove_file(home.join("hold-b")).expect("release b");
+    until("all idle", || async {
+        json_of(app.get("/api/settings", Some(&token)).await).await["agent_slots"]["running"] == 0
+    })
+    .await;
+}
