@@ -185,6 +185,7 @@ async fn login(
 async fn revoke_everything(state: &AppState, password_hash: Option<String>) -> Result<i64> {
     let epoch = state.writer.call(|ack| WriteCommand::BumpTokenEpoch { password_hash, ack }).await?;
     state.owner.set_epoch(epoch);
+    state.devices.clear();
     state.keys.rotate()?;
     Ok(epoch)
 }

@@ -66,12 +66,15 @@ pub async fn open_writer(path: &Path) -> Result<SqliteConnection> {
     Ok(options(path)?.connect().await?)
 }
 
-/// Applies every embedded migration not yet recorded in the database, on a short-lived
-/// connection of its own.
-pub async fn migrate(path: &Path) -> Result<()> {
-    let pool = SqlitePoolOptions::new().max_connections(1).connect_with(options(path)?).await?;
-    let result = MIGRATOR.run(&pool).await;
-    pool.close().await;
+/// Applies every embedded migration not yet recorded in the database, on `conn` (the writer's,
+/// before the writer starts: no other connection needs opening for it). Each migration commits
+/// with `synchronous = NORMAL`: no fsync per migration (a first boot applies them all), and
+/// none is lost that matters — the next commit with `FULL` syncs the WAL they are in, and
+/// until then a crash only means they run again.
+pub async fn migrate(conn: &mut SqliteConnection) -> Result<()> {
+    sqlx::query("PRAGMA synchronous = NORMAL").execute(&mut *conn).await?;
+    let result = MIGRATOR.run_direct(&mut *conn).await;
+    sqlx::query("PRAGMA synchronous = FULL").execute(&mut *conn).await?;
     result?;
     Ok(())
 }
