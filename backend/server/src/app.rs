@@ -59,8 +59,10 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(DefaultBodyLimit::max(api::MAX_JSON_BODY_BYTES))
         // Health, readiness and version need no identity: merged after the layers, they never
-        // pass the gate (a bearer on them is ignored, not even verified).
-        .merge(ops::router().with_state(state.boot.clone()));
+        // pass the gate (a bearer on them is ignored, not even verified). Routes merged after
+        // the layers need the JSON 405 set again.
+        .merge(ops::router().with_state(state.boot.clone()))
+        .method_not_allowed_fallback(api_method_not_allowed);
     Router::new()
         .nest("/api", api)
         .merge(apps::public_router())
