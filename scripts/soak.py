@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Attacks a release server the way the internet would and prints what it held, how fast
 /api/health answered meanwhile, and its memory before, during and after. Not part of
-scripts/test (it takes about three minutes and wants the machine to itself).
+scripts/test (it takes about five minutes and wants the machine to itself).
 
 Method: the server runs with `ulimit -n 4096` (RLIMIT_NOFILE), pinned to CPU 0; the attackers
 and the probe run on CPU 1. Attack connections come from 127.0.0.2-127.0.0.201 (any 127/8
@@ -16,13 +16,23 @@ address reaches a loopback server), the probe from 127.0.0.1 on a new connection
               another each, for 30 s; meanwhile the owner's phone (a device that signed in
               before, with its device credential) signs in every 500 ms from 127.0.0.1, and a
               new browser (no credential) tries every 2 s from 127.0.0.250.
+  slowbodies  1,100 connections from 20 addresses (55 each) each start a 1 MB POST and send
+              its body one byte every 20 s, reconnecting 1 s after the server closes them; 75 s
+              (issue 32: this held all 1,024 slots for 71 s).
+  widebodies  1,200 uploads from 200 addresses (6 each, within the per-address upload cap),
+              each sending 2 KiB/s (above the minimum body rate), for 40 s: every slot an
+              unknown client may hold is taken; the owner (a bearer token) must still get in.
+
+During slowbodies and widebodies two probes run from 127.0.0.1 on a new connection every
+100 ms: /api/health without credentials (an unknown client) and the owner's
+GET /api/chats?limit=20 with the bearer token (a known device).
 
 Figures: connections the attackers held open at the end of the attack (their view), /api/health
 latency p50 / p99 / max and failures during the attack, the server's RSS (VmRSS) before, the
 highest seen during, and 15 s after; for logins, the attackers' answers and the owner's sign-in
 answers and time.
 
-Usage: soak.py BINARY   (scripts/soak builds it)
+Usage: soak.py BINARY [--only PHASE,...]   (scripts/soak builds it)
 """
 import asyncio
 import http.client
@@ -95,8 +105,9 @@ class Server:
 # ---- the probe: /api/health on a new connection every 100 ms ----
 
 class Probe:
-    def __init__(self, server):
+    def __init__(self, server, path="/api/health", token=None):
         self.server = server
+        self.path, self.token = path, token
         self.latencies, self.failures, self.max_rss = [], 0, 0.0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
@@ -105,7 +116,7 @@ class Probe:
         while not self.stop.is_set():
             started = time.perf_counter()
             try:
-                status, _ = http_get(self.server.port, "/api/health", timeout=5.0)
+                status, _ = http_get(self.server.port, self.path, token=self.token, timeout=5.0)
                 if status == 200:
                     self.latencies.append((time.perf_counter() - started) * 1000)
                 else:
@@ -243,6 +254,65 @@ async def guesses(port, seconds, result):
     result.update(stats)
 
 
+async def body_slot(port, source, stats, until, chunk, every):
+    """Starts 1 MB POSTs and sends each body `chunk` bytes every `every` seconds, reconnecting
+    1 s after the server ends one; records how each ended and how long it was held."""
+    head = (f"POST /api/chats HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: 1000000\r\n\r\n").encode()
+    while time.time() < until:
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0))
+        except OSError:
+            stats["connect failed"] = stats.get("connect failed", 0) + 1
+            await asyncio.sleep(1)
+            continue
+        opened = time.time()
+        stats["open"] += 1
+        answer = "held to the end"
+        try:
+            writer.write(head)
+            await writer.drain()
+            line = asyncio.ensure_future(reader.readline())
+            while time.time() < until:
+                done, _ = await asyncio.wait({line}, timeout=min(every, max(until - time.time(), 0.01)))
+                if done:
+                    text = line.result().decode(errors="replace")
+                    answer = text.split(" ")[1] if text.startswith("HTTP/") else "closed"
+                    break
+                writer.write(b" " * chunk)
+                await writer.drain()
+            line.cancel()
+        except OSError:
+            answer = "reset"
+        finally:
+            stats["open"] -= 1
+            stats["longest"] = max(stats["longest"], time.time() - opened)
+            stats["answers"][answer] = stats["answers"].get(answer, 0) + 1
+            writer.close()
+        if time.time() < until:
+            await asyncio.sleep(1)
+
+
+async def bodies(port, seconds, addresses, per_address, chunk, every, result):
+    resource.setrlimit(resource.RLIMIT_NOFILE, resource.getrlimit(resource.RLIMIT_NOFILE)[1:] * 2)
+    stats = {"open": 0, "peak": 0, "longest": 0.0, "answers": {}, "full_s": 0.0}
+    until = time.time() + seconds
+    tasks = [asyncio.create_task(body_slot(port, src, stats, until, chunk, every))
+             for src in addresses for _ in range(per_address)]
+
+    async def watch():
+        while time.time() < until:
+            stats["peak"] = max(stats["peak"], stats["open"])
+            # Seconds during which the attackers held 1,000 or more connections.
+            if stats["open"] >= 1000:
+                stats["full_s"] += 0.2
+            await asyncio.sleep(0.2)
+        result["held_at_end"] = stats["open"]
+
+    await asyncio.gather(watch(), *tasks)
+    result.update(stats)
+
+
 def attacker(kind, args, queue):
     os.sched_setaffinity(0, {1})
     result = {}
@@ -250,6 +320,8 @@ def attacker(kind, args, queue):
         asyncio.run(slowloris(*args, result))
     elif kind == "logins":
         asyncio.run(guesses(*args, result))
+    elif kind == "bodies":
+        asyncio.run(bodies(*args, result))
     else:
         asyncio.run(streams(*args, result))
     queue.put(result)
@@ -370,10 +442,47 @@ def phase_logins(server):
     print(f"  RSS before {before:.1f} MiB, highest during {max_rss:.1f} MiB, 15 s after {after:.1f} MiB")
 
 
+def phase_bodies(server, token, title, args):
+    print(title, flush=True)
+    before = server.rss_mib()
+    proc, queue = attack("bodies", (server.port, *args))
+    time.sleep(3)
+    with Probe(server) as anyone, Probe(server, "/api/chats?limit=20", token) as owner:
+        proc.join()
+    result = queue.get()
+    after = settle(server)
+    answers = ", ".join(f"{k}: {v}" for k, v in sorted(result["answers"].items()))
+    print(f"  attacker connections open: peak {result['peak']}, at the end {result.get('held_at_end')}; "
+          f"1,000 or more open for {result['full_s']:.1f} s; the longest one held {result['longest']:.1f} s")
+    print(f"  how the attackers' requests ended: {answers}")
+    print(f"  /api/health, no credentials: {anyone.summary()}")
+    print(f"  the owner's GET /api/chats?limit=20 (bearer): {owner.summary()}")
+    print(f"  RSS before {before:.1f} MiB, highest during {max(anyone.max_rss, owner.max_rss):.1f} MiB, "
+          f"15 s after {after:.1f} MiB; open fds after {server.fds()}")
+
+
+def phase_slowbodies(server, token):
+    phase_bodies(server, token, "slowbodies: 1,100 uploads from 20 addresses, one byte every 20 s, for 75 s",
+                 (75, ATTACK_ADDRESSES[:20], 55, 1, 20.0))
+
+
+def phase_widebodies(server, token):
+    phase_bodies(server, token, "widebodies: 1,200 uploads from 200 addresses at 2 KiB/s each, for 40 s",
+                 (40, ATTACK_ADDRESSES, 6, 2048, 1.0))
+
+
+PHASES = ("slowloris", "missing", "streams", "logins", "slowbodies", "widebodies")
+
+
 def main():
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    only = set(PHASES)
+    if len(args) == 3 and args[1] == "--only":
+        only = set(args[2].split(","))
+        args = args[:1]
+    if len(args) != 1 or not only <= set(PHASES):
         raise SystemExit(__doc__)
-    binary = sys.argv[1]
+    binary = args[0]
     tmp = tempfile.mkdtemp(prefix="mobius-soak-")
     try:
         server = Server(binary, os.path.join(tmp, "data"))
@@ -382,10 +491,13 @@ def main():
             time.sleep(2)
             print(f"server {binary} (pid {server.proc.pid}, RLIMIT_NOFILE {SERVER_FD_LIMIT}); "
                   f"idle RSS {server.rss_mib():.1f} MiB", flush=True)
-            phase_slowloris(server)
-            phase_missing(server, token)
-            phase_streams(server, token)
-            phase_logins(server)
+            for phase in PHASES:
+                if phase not in only:
+                    continue
+                if phase in ("slowloris", "logins"):
+                    globals()["phase_" + phase](server)
+                else:
+                    globals()["phase_" + phase](server, token)
         finally:
             server.stop()
     finally:

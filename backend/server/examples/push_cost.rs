@@ -53,8 +53,8 @@ async fn main() -> mobius::Result<()> {
             .ok_or_else(|| mobius::Error::Internal("where is the mobius binary?".into()))?,
     };
     let path = config.database_path();
-    let conn = db::open_writer(&path).await?;
-    db::migrate(&path).await?;
+    let mut conn = db::open_writer(&path).await?;
+    db::migrate(&mut conn).await?;
     let read = db::open_read_pool(&path).await?;
     let (writer, _task) = WriterHandle::spawn(conn, Arc::new(Hub::default()));
     let push = Push::start(&config, read, writer.clone());

@@ -13,8 +13,8 @@ async fn main() -> mobius::Result<()> {
     for history in [1_000usize, 10_000] {
         let path = dir.join(format!("snapshot-bench-{history}.sqlite3"));
         let _ = std::fs::remove_file(&path);
-        db::migrate(&path).await?;
         let mut conn = db::open_writer(&path).await?;
+        db::migrate(&mut conn).await?;
         sqlx::query("BEGIN").execute(&mut conn).await?;
         db::chats::insert_chat(&mut conn, "bench", "Bench", 1).await?;
         for i in 0..history {

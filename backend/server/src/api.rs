@@ -126,22 +126,33 @@ pub struct Gate {
     pub trimmer: std::sync::Arc<crate::memory::Trimmer>,
 }
 
-/// The API's one middleware, in order: CORS for app frames (preflights answered here),
+/// The API's one middleware, in order: CORS for app frames (preflights answered here), the
+/// bearer token verified once (kept as [`crate::auth::Verified`] for the route's extractors),
 /// cross-site refusal ([`crate::auth::csrf::check`]), the agent token's route table
 /// ([`crate::auth::agent::check`]), and a heap trim after a large body. One layer rather than
 /// one per check: axum clones and boxes every layer of the matched route on each request.
+/// Routes that need no identity (`/api/health`, `/api/ready`, `/api/version`) are not behind it.
 pub async fn gate(
     axum::extract::State(gate): axum::extract::State<std::sync::Arc<Gate>>,
-    request: Request,
+    mut request: Request,
     next: axum::middleware::Next,
 ) -> Response {
     let from_frame = crate::web::is_from_frame(request.headers());
     let checked = if from_frame && request.method() == axum::http::Method::OPTIONS {
         Err(StatusCode::NO_CONTENT.into_response())
     } else {
-        crate::auth::csrf::check(&request, &gate.state)
-            .and_then(|()| crate::auth::agent::check(&request, &gate.state))
-            .map_err(IntoResponse::into_response)
+        // A token that does not verify is the route's to refuse (with its own code), or to
+        // ignore when the route needs none.
+        let claims = crate::auth::bearer_of(request.headers())
+            .and_then(|token| gate.state.keys.verify(token).ok())
+            .map(std::sync::Arc::new);
+        let checked = crate::auth::csrf::check(&request, &gate.state, claims.as_deref())
+            .and_then(|()| crate::auth::agent::check(&request, claims.as_deref()))
+            .map_err(IntoResponse::into_response);
+        if let Some(claims) = claims {
+            request.extensions_mut().insert(crate::auth::Verified(claims));
+        }
+        checked
     };
     let mut response = match checked {
         Err(response) => response,

@@ -35,7 +35,6 @@ const MAX_INIT_RETRY_DELAY: Duration = Duration::from_secs(30);
 /// Every route of the product, in one place.
 pub fn router(state: AppState) -> Router {
     let api = Router::new()
-        .merge(ops::router().with_state(state.boot.clone()))
         .merge(auth::router())
         .merge(chats::router())
         .merge(crate::search::router())
@@ -59,7 +58,12 @@ pub fn router(state: AppState) -> Router {
             Arc::new(api::Gate { state: state.clone(), trimmer: Arc::default() }),
             api::gate,
         ))
-        .layer(DefaultBodyLimit::max(api::MAX_JSON_BODY_BYTES));
+        .layer(DefaultBodyLimit::max(api::MAX_JSON_BODY_BYTES))
+        // Health, readiness and version need no identity: merged after the layers, they never
+        // pass the gate (a bearer on them is ignored, not even verified). Routes merged after
+        // the layers need the JSON 405 set again.
+        .merge(ops::router().with_state(state.boot.clone()))
+        .method_not_allowed_fallback(api_method_not_allowed);
     Router::new()
         .nest("/api", api)
         .merge(apps::public_router())
@@ -134,6 +138,7 @@ pub async fn serve(
     let switch = Switch { full: full.clone(), boot: boot_router(boot.clone()) };
     let addr = listener.local_addr()?;
     info!(%addr, data_dir = %config.data_dir.display(), "listening");
+    boot.step("listening");
 
     let (state_tx, state_rx) = tokio::sync::oneshot::channel::<(AppState, tokio::task::JoinHandle<()>)>();
     let api_url = match addr.ip() {
@@ -141,12 +146,17 @@ pub async fn serve(
         std::net::IpAddr::V6(ip) => format!("http://[{ip}]:{}", addr.port()),
         ip => format!("http://{ip}:{}", addr.port()),
     };
-    let hosts = crate::net::host::AllowedHosts::new(&config.public_origin, &config.extra_hosts, addr);
-    let (limits, trusted, https) =
-        (config.net.clone(), config.trusted_proxies.clone(), config.public_origin.is_https());
-    let init = tokio::spawn(initialise(config, api_url, boot.clone(), stop_rx.clone(), full, state_tx));
+    let recognizer = crate::net::Recognizer::default();
+    let listening = crate::net::Listening {
+        limits: config.net.clone(),
+        trusted: config.trusted_proxies.clone(),
+        hosts: crate::net::host::AllowedHosts::new(&config.public_origin, &config.extra_hosts, addr),
+        https: config.public_origin.is_https(),
+        recognizer: recognizer.clone(),
+    };
+    let init = tokio::spawn(initialise(config, api_url, boot.clone(), stop_rx.clone(), full, recognizer, state_tx));
 
-    let server = tokio::spawn(crate::net::serve(listener, switch, limits, trusted, hosts, https, stop_rx.clone()));
+    let server = tokio::spawn(crate::net::serve(listener, switch, listening, stop_rx.clone()));
 
     shutdown.await;
     info!("shutting down");
@@ -181,6 +191,7 @@ async fn initialise(
     boot: Arc<Boot>,
     stop: watch::Receiver<bool>,
     full: Arc<OnceLock<Router>>,
+    recognizer: crate::net::Recognizer,
     state_tx: tokio::sync::oneshot::Sender<(AppState, tokio::task::JoinHandle<()>)>,
 ) {
     let mut delay = Duration::from_millis(250);
@@ -191,8 +202,10 @@ async fn initialise(
                 let writer = state.writer.clone();
                 let booted = std::time::SystemTime::now();
                 let _ = full.set(router(state.clone()));
-                info!(frontend = %web::describe_dist(&state.config.frontend_dir).display(), "ready");
+                let _ = recognizer.set(Arc::new(state.known_devices()));
+                boot.step("router");
                 boot.set_ready(writer);
+                info!(frontend = %web::describe_dist(&state.config.frontend_dir).display(), "ready in {}", boot.steps());
                 tokio::spawn(crate::apps::apply::rebuild_outdated(state.apps.clone()));
                 tokio::spawn(crate::apps::lifecycle::check_periodically(state.clone()));
                 tokio::spawn(crate::storage::remove_leftover_temps(state.config.data_dir.clone(), booted));

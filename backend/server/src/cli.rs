@@ -52,6 +52,8 @@ ENVIRONMENT:
     MOBIUS_HEADER_READ_TIMEOUT_SECS, MOBIUS_REQUEST_BODY_TIMEOUT_SECS, MOBIUS_KEEP_ALIVE_SECS,
     MOBIUS_MAX_CONNECTIONS, MOBIUS_MAX_CONNECTIONS_PER_ADDRESS, MOBIUS_MAX_STREAMS,
     MOBIUS_MAX_STREAMS_PER_ADDRESS   connection limits (defaults 10, 30, 75, 1024, 64, 512, 32)
+    MOBIUS_REQUEST_BODY_MIN_RATE, MOBIUS_REQUEST_BODY_GRACE_SECS, MOBIUS_MAX_UPLOADS_PER_ADDRESS,
+    MOBIUS_RESERVED_CONNECTIONS      slow bodies and the owner's reserve (defaults 1024 B/s, 10, 8, 64)
     MOBIUS_MAX_BLOCKING_THREADS      threads for blocking work (files, hashes, git; default 32)
     MOBIUS_FRONTEND_DIR      the built PWA (default frontend/dist)
     MOBIUS_LOG               log filter, e.g. info or mobius=debug (default info)

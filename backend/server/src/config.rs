@@ -155,6 +155,14 @@ pub struct NetLimits {
     /// Longest pause while a request body arrives; then 408 (`MOBIUS_REQUEST_BODY_TIMEOUT_SECS`,
     /// default 30).
     pub request_body_timeout: Duration,
+    /// Slowest average a request body may arrive at once [`Self::request_body_grace`] has
+    /// passed, in bytes per second; slower gets 408 (`MOBIUS_REQUEST_BODY_MIN_RATE`, default
+    /// 1024; `0` turns the check off). Each byte received earns `1 / rate` seconds, so a fast
+    /// start pays for a later pause.
+    pub request_body_min_rate: u64,
+    /// What a request body may take before the minimum rate applies
+    /// (`MOBIUS_REQUEST_BODY_GRACE_SECS`, default 10).
+    pub request_body_grace: Duration,
     /// An idle keep-alive connection is closed after this long (`MOBIUS_KEEP_ALIVE_SECS`,
     /// default 75).
     pub keep_alive_idle: Duration,
@@ -168,6 +176,14 @@ pub struct NetLimits {
     pub max_streams: usize,
     /// Open event streams per client address (`MOBIUS_MAX_STREAMS_PER_ADDRESS`, default 32).
     pub max_streams_per_address: usize,
+    /// Requests whose body is still arriving, per client address (the forwarded one behind a
+    /// trusted proxy); more get 429, except from the owner's devices
+    /// (`MOBIUS_MAX_UPLOADS_PER_ADDRESS`, default 8).
+    pub max_uploads_per_address: usize,
+    /// Of `max_connections`, how many only the owner's devices may fill: requests from anyone
+    /// else get 503 while `max_connections − reserved` requests are in progress
+    /// (`MOBIUS_RESERVED_CONNECTIONS`, default 64; at most half of `max_connections`).
+    pub reserved_connections: usize,
 }
 
 impl Default for NetLimits {
@@ -175,11 +191,15 @@ impl Default for NetLimits {
         Self {
             header_read_timeout: Duration::from_secs(10),
             request_body_timeout: Duration::from_secs(30),
+            request_body_min_rate: 1024,
+            request_body_grace: Duration::from_secs(10),
             keep_alive_idle: Duration::from_secs(75),
             max_connections: 1024,
             max_connections_per_address: 64,
             max_streams: 512,
             max_streams_per_address: 32,
+            max_uploads_per_address: 8,
+            reserved_connections: 64,
         }
     }
 }
@@ -210,15 +230,38 @@ impl NetLimits {
                     .ok_or_else(|| ConfigError(format!("{key}={raw:?} must be a positive whole number"))),
             }
         };
-        Ok(Self {
+        let rate = match get("MOBIUS_REQUEST_BODY_MIN_RATE") {
+            None => d.request_body_min_rate,
+            Some(raw) => raw.trim().parse::<u64>().map_err(|_| {
+                ConfigError(format!("MOBIUS_REQUEST_BODY_MIN_RATE={raw:?} must be a whole number of bytes per second"))
+            })?,
+        };
+        let limits = Self {
             header_read_timeout: secs("MOBIUS_HEADER_READ_TIMEOUT_SECS", d.header_read_timeout)?,
             request_body_timeout: secs("MOBIUS_REQUEST_BODY_TIMEOUT_SECS", d.request_body_timeout)?,
+            request_body_min_rate: rate,
+            request_body_grace: secs("MOBIUS_REQUEST_BODY_GRACE_SECS", d.request_body_grace)?,
             keep_alive_idle: secs("MOBIUS_KEEP_ALIVE_SECS", d.keep_alive_idle)?,
             max_connections: count("MOBIUS_MAX_CONNECTIONS", d.max_connections)?,
             max_connections_per_address: count("MOBIUS_MAX_CONNECTIONS_PER_ADDRESS", d.max_connections_per_address)?,
             max_streams: count("MOBIUS_MAX_STREAMS", d.max_streams)?,
             max_streams_per_address: count("MOBIUS_MAX_STREAMS_PER_ADDRESS", d.max_streams_per_address)?,
-        })
+            max_uploads_per_address: count("MOBIUS_MAX_UPLOADS_PER_ADDRESS", d.max_uploads_per_address)?,
+            reserved_connections: match get("MOBIUS_RESERVED_CONNECTIONS") {
+                None => d.reserved_connections,
+                Some(raw) => raw
+                    .trim()
+                    .parse::<usize>()
+                    .map_err(|_| ConfigError(format!("MOBIUS_RESERVED_CONNECTIONS={raw:?} must be a whole number")))?,
+            },
+        };
+        if limits.reserved_connections > limits.max_connections / 2 {
+            return Err(ConfigError(format!(
+                "MOBIUS_RESERVED_CONNECTIONS ({}) may be at most half of MOBIUS_MAX_CONNECTIONS ({})",
+                limits.reserved_connections, limits.max_connections
+            )));
+        }
+        Ok(limits)
     }
 }
 

@@ -5,10 +5,12 @@ use std::sync::RwLock;
 
 use axum::Json;
 use axum::Router;
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use bytes::Bytes;
 use serde_json::json;
 
 use crate::writer::WriterHandle;
@@ -33,16 +35,53 @@ pub struct Boot {
     phase: RwLock<Phase>,
     /// The platform release this server runs from (`mobius launch` names it), if any.
     release: std::sync::OnceLock<String>,
+    /// `/api/health`'s answer, the same for the life of the process: made once.
+    health: Bytes,
+    /// What start-up spent on each step, for the `ready` log line (`scripts/bench` reads it).
+    steps: std::sync::Mutex<BootSteps>,
+}
+
+/// The steps of start-up with the time each took.
+#[derive(Debug)]
+struct BootSteps {
+    since: std::time::Instant,
+    started: std::time::Instant,
+    done: Vec<(&'static str, std::time::Duration)>,
 }
 
 impl Boot {
     /// A new boot in the `Starting` phase.
     pub fn new() -> Arc<Self> {
+        let boot_id = uuid::Uuid::new_v4().simple().to_string()[..12].to_owned();
+        let health = json!({ "status": "ok", "target": "mobius", "build_sha": BUILD_SHA, "boot_id": boot_id })
+            .to_string()
+            .into();
+        let now = std::time::Instant::now();
+        let steps = std::sync::Mutex::new(BootSteps { since: now, started: now, done: Vec::new() });
         Arc::new(Self {
-            boot_id: uuid::Uuid::new_v4().simple().to_string()[..12].to_owned(),
+            boot_id,
             phase: RwLock::new(Phase::Starting("starting up".into())),
             release: std::sync::OnceLock::new(),
+            health,
+            steps,
         })
+    }
+
+    /// Records that start-up finished `step` (timed from the previous step, or from `new`).
+    pub fn step(&self, step: &'static str) {
+        let mut steps = self.steps.lock().unwrap_or_else(|p| p.into_inner());
+        let now = std::time::Instant::now();
+        let took = now - steps.since;
+        steps.since = now;
+        steps.done.push((step, took));
+    }
+
+    /// "12.3 ms: open 0.4, migrate 5.1, …": start-up so far and its steps, in milliseconds.
+    pub fn steps(&self) -> String {
+        let steps = self.steps.lock().unwrap_or_else(|p| p.into_inner());
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+        let list: Vec<String> = steps.done.iter().map(|(name, took)| format!("{name} {:.2}", ms(*took))).collect();
+        format!("{:.2} ms: {}", ms(steps.since - steps.started), list.join(", "))
     }
 
     /// Records the release this server runs from.
@@ -88,21 +127,24 @@ fn no_store(mut response: Response) -> Response {
     response
 }
 
+/// A JSON answer from bytes made beforehand.
+fn json_bytes(body: Bytes) -> Response {
+    let mut response = Response::new(Body::from(body));
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    no_store(response)
+}
+
 async fn health(State(boot): State<Arc<Boot>>) -> Response {
-    no_store(
-        Json(json!({ "status": "ok", "target": "mobius", "build_sha": BUILD_SHA, "boot_id": boot.boot_id }))
-            .into_response(),
-    )
+    json_bytes(boot.health.clone())
 }
 
 async fn ready(State(boot): State<Arc<Boot>>) -> Response {
-    let response = match boot.readiness() {
-        Ok(()) => Json(json!({ "ready": true })).into_response(),
-        Err(reason) => {
-            (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "ready": false, "reason": reason }))).into_response()
-        }
-    };
-    no_store(response)
+    match boot.readiness() {
+        Ok(()) => json_bytes(Bytes::from_static(br#"{"ready":true}"#)),
+        Err(reason) => no_store(
+            (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "ready": false, "reason": reason }))).into_response(),
+        ),
+    }
 }
 
 async fn version(State(boot): State<Arc<Boot>>) -> Response {

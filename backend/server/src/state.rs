@@ -54,6 +54,8 @@ pub struct Inner {
     pub sessions: Arc<crate::auth::sessions::Sessions>,
     /// The pending pairing code of a signed-in device.
     pub pairing: Arc<crate::auth::pairing::Pairing>,
+    /// The owner's device credentials, in memory (the listener's reserve for known devices).
+    pub devices: Arc<crate::auth::devices::KnownDevices>,
     pub boot: Arc<Boot>,
     /// Flips to `true` when shutdown begins; long-lived streams end on it.
     pub shutdown: watch::Receiver<bool>,
@@ -95,6 +97,16 @@ pub struct Inner {
 }
 
 impl Inner {
+    /// What the listener asks whether a request comes from one of the owner's devices.
+    pub fn known_devices(&self) -> crate::auth::devices::Recognizer {
+        crate::auth::devices::Recognizer {
+            keys: self.keys.clone(),
+            owner: self.owner.clone(),
+            sessions: self.sessions.clone(),
+            devices: self.devices.clone(),
+        }
+    }
+
     /// The frame bootstrap (`app-frame.js`) and its version key, read once.
     pub fn frame_bootstrap(&self) -> &crate::apps::bootstrap::FrameBootstrap {
         self.frame_bootstrap.get_or_init(|| crate::apps::bootstrap::FrameBootstrap::load(&self.config.frontend_dir))
@@ -126,9 +138,12 @@ impl AppState {
         create_private_dir(&config.data_dir)?;
         config.data_dir = std::fs::canonicalize(&config.data_dir)?;
         let path = config.database_path();
-        let conn = db::open_writer(&path).await?;
-        db::migrate(&path).await?;
+        let mut conn = db::open_writer(&path).await?;
+        boot.step("open the database");
+        db::migrate(&mut conn).await?;
+        boot.step("migrations");
         let db = db::open_read_pool(&path).await?;
+        boot.step("read pool");
         let keys = Keys::load_or_create(&config)?;
         let hub = Arc::new(Hub::default());
         let (writer, task) = WriterHandle::spawn(conn, hub.clone());
@@ -138,6 +153,9 @@ impl AppState {
         }
         let sessions = Arc::new(crate::auth::sessions::Sessions::default());
         sessions.reload(&db.read).await?;
+        let devices = Arc::new(crate::auth::devices::KnownDevices::default());
+        devices.reload(&db.read).await?;
+        boot.step("keys, writer, owner");
         if !crate::agent::process::become_subreaper() {
             warn!(
                 "the kernel refused to make the server a child subreaper; escaped agent processes are found only while their parents live"
@@ -149,15 +167,18 @@ impl AppState {
         if orphans > 0 {
             warn!(orphans, "killed agent processes left behind by the previous run");
         }
+        boot.step("orphaned agents");
         let resealed = crate::apps::sealed::reseal_legacy(&db.read, &writer, &keys).await?;
         if resealed > 0 {
             tracing::info!(resealed, "app secrets sealed again under the data key");
         }
+        boot.step("legacy secrets");
         // Credentials of the old layout (in the CLIs' folders, which the agent can write) move
         // to the server's own folder before anything reads them.
         if let Err(e) = providers.credentials.migrate() {
             warn!(error = %e, "the credentials of the old layout could not be moved");
         }
+        boot.step("providers");
         // Cut turns of chats whose provider is connected continue by themselves.
         let connected: Vec<_> =
             crate::agent::ProviderKind::ALL.into_iter().filter(|k| providers.status(*k).connected).collect();
@@ -168,6 +189,7 @@ impl AppState {
                 "turns interrupted by the last shutdown were closed; their chats can resume"
             );
         }
+        boot.step("interrupted turns");
         let sandbox = Sandbox::detect(
             config.agent_sandbox,
             config.agent_landlock_max_abi,
@@ -185,9 +207,11 @@ impl AppState {
                 warn!(%reason, "agent sandbox OFF: the agent can read every file the server can")
             }
         }
+        boot.step("sandbox");
         let storage = Store::new(config.app_quota_bytes);
         let skills = Arc::new(Skills::new(&config.skill_dir.join("skills"), config.data_dir.join("skills")));
         skills.watch();
+        boot.step("skills");
         let notes = match config.note_idle {
             Some(idle) => {
                 let (notes, receiver) = NoteSignals::channel();
@@ -213,6 +237,7 @@ impl AppState {
             writer.clone(),
         ));
         uploads.sweep_staging().await;
+        boot.step("notes, push, uploads");
         let (schedule_ends, schedule_ends_rx) = crate::schedules::signal::TurnEnds::channel();
         let agents = Arc::new(Agents {
             writer: writer.clone(),
@@ -261,7 +286,9 @@ impl AppState {
             schedule_ends_rx,
             config.job_timeout,
         ));
+        boot.step("agents, apps");
         schedules.reconcile().await?;
+        boot.step("schedules");
         let login_limits = LoginLimiter::new(config.login.clone());
         let streams = crate::events::StreamLimits::new(config.net.max_streams, config.net.max_streams_per_address);
         let updates = crate::platform::Updates::new(&config.data_dir, config.updates.clone());
@@ -277,6 +304,7 @@ impl AppState {
             owner,
             sessions,
             pairing: Arc::default(),
+            devices,
             boot,
             shutdown,
             providers,

@@ -22,6 +22,8 @@ export interface SearchHit {
 export interface SearchPage {
   hits: SearchHit[];
   next_cursor: string | null;
+  /** Messages of a recent import are still entering the index: some may not be found yet. */
+  indexing?: boolean;
 }
 
 export function searchChats(q: string, options: { cursor?: string; limit?: number; signal?: AbortSignal } = {}): Promise<SearchPage> {

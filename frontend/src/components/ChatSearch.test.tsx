@@ -93,4 +93,25 @@ describe("the drawer's search", () => {
     expect(screen.getByText("the chat list")).toBeTruthy();
     expect(screen.queryByRole("region", { name: "Search results" })).toBeNull();
   });
+
+  it("says when an import is still being indexed and asks again until it is done", async () => {
+    const pages: SearchPage[] = [
+      { hits: [], next_cursor: null, indexing: true },
+      { hits: [hit("imported", 7, "a \u0002heron\u0003")], next_cursor: null, indexing: false },
+    ];
+    searchChats.mockImplementation(() => Promise.resolve(pages.shift() ?? { hits: [], next_cursor: null }));
+    render(
+      <ChatSearch onOpenHit={vi.fn()}>
+        <p>the chat list</p>
+      </ChatSearch>,
+    );
+    fireEvent.change(screen.getByRole("searchbox", { name: "Search chats" }), { target: { value: "heron" } });
+    const note = await screen.findByRole("status");
+    expect(note.textContent).toContain("Indexing");
+    // The same search again, once the server has indexed the import.
+    await waitFor(() => expect(screen.getByText("heron").tagName).toBe("MARK"), { timeout: 3000 });
+    expect(screen.queryByRole("status")).toBeNull();
+    expect(searchChats).toHaveBeenCalledTimes(2);
+    expect(searchChats.mock.calls.map((call) => call[0])).toEqual(["heron", "heron"]);
+  });
 });

@@ -8,6 +8,8 @@ import { Icon } from "./Icon";
 
 /** Typing pauses this long before a search is sent. */
 const DEBOUNCE_MS = 150;
+/** While the server still indexes an import, the search is asked again this often. */
+const INDEXING_RETRY_MS = 1000;
 
 /** A snippet with its matches in `<mark>`; the text is rendered as text, never as HTML. */
 export function Snippet({ text }: { text: string }) {
@@ -22,6 +24,8 @@ interface Results {
   query: string;
   hits: SearchHit[];
   nextCursor: string | null;
+  /** The server was still indexing imported messages when it answered. */
+  indexing: boolean;
 }
 
 export interface ChatSearchProps {
@@ -36,6 +40,8 @@ export function ChatSearch({ onOpenHit, children }: ChatSearchProps) {
   const [results, setResults] = useState<Results | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [loadingMore, setLoadingMore] = useState(false);
+  // Bumped to ask the same search again (while the server indexes an import).
+  const [retry, setRetry] = useState(0);
   // Every search and page load takes a ticket; an answer for an older ticket is dropped.
   const ticket = useRef(0);
   const trimmed = query.trim();
@@ -44,12 +50,14 @@ export function ChatSearch({ onOpenHit, children }: ChatSearchProps) {
     const mine = ++ticket.current;
     if (!trimmed) return;
     const controller = new AbortController();
+    let again: ReturnType<typeof setTimeout> | undefined;
     const timer = setTimeout(() => {
       searchChats(query, { signal: controller.signal })
         .then((page) => {
           if (ticket.current !== mine) return;
-          setResults({ query, hits: page.hits, nextCursor: page.next_cursor });
+          setResults({ query, hits: page.hits, nextCursor: page.next_cursor, indexing: page.indexing === true });
           setError(null);
+          if (page.indexing) again = setTimeout(() => setRetry((n) => n + 1), INDEXING_RETRY_MS);
         })
         .catch((e: unknown) => {
           if (ticket.current !== mine || controller.signal.aborted) return;
@@ -58,9 +66,10 @@ export function ChatSearch({ onOpenHit, children }: ChatSearchProps) {
     }, DEBOUNCE_MS);
     return () => {
       clearTimeout(timer);
+      clearTimeout(again);
       controller.abort();
     };
-  }, [query, trimmed]);
+  }, [query, trimmed, retry]);
 
   const loadMore = () => {
     if (!results?.nextCursor) return;
@@ -104,6 +113,11 @@ export function ChatSearch({ onOpenHit, children }: ChatSearchProps) {
       ) : (
         <div className="drawer-scroll search-results" role="region" aria-label="Search results" aria-busy={results?.query !== query || undefined}>
           {error && <p className="drawer-empty" role="alert">{error}</p>}
+          {!error && results?.indexing && (
+            <p className="drawer-empty search-indexing" role="status">
+              Indexing recently imported messages… some may not be found yet.
+            </p>
+          )}
           {!error && results && results.hits.length === 0 && <p className="drawer-empty">No chats match “{results.query.trim()}”.</p>}
           {groups.map((group) => (
             <section key={group.chatId} className="drawer-section search-group" aria-label={group.title}>

@@ -7,9 +7,8 @@
 use axum::extract::{MatchedPath, Request};
 use axum::http::Method;
 
-use super::Scope;
+use super::{Claims, Scope};
 use crate::error::Error;
-use crate::state::AppState;
 
 /// `(method, route)` pairs an agent token may call (`*`: any method); a route naming
 /// `/chats/{id}` is allowed for the token's own chat only. HEAD goes wherever GET does.
@@ -60,11 +59,11 @@ pub fn allowed(method: &Method, route: &str, path: &str, own_chat: Option<&str>)
     true
 }
 
-/// A request carrying a valid agent token goes on only to the routes of [`AGENT_ROUTES`]
-/// (403 `agent_not_allowed` otherwise). Other requests pass; the routes' own extractors check
-/// their tokens. Part of [`crate::api::gate`].
-pub fn check(request: &Request, state: &AppState) -> Result<(), Error> {
-    let Some(claims) = super::bearer_of(request.headers()).and_then(|t| state.keys.verify(t).ok()) else {
+/// A request carrying a valid agent token (`claims`, verified by [`crate::api::gate`]) goes on
+/// only to the routes of [`AGENT_ROUTES`] (403 `agent_not_allowed` otherwise). Other requests
+/// pass; the routes' own extractors check their tokens.
+pub fn check(request: &Request, claims: Option<&Claims>) -> Result<(), Error> {
+    let Some(claims) = claims else {
         return Ok(());
     };
     // No route matched: the API's own 404 answers.

@@ -10,12 +10,12 @@ use crate::state::AppState;
 /// marks as cross-site, or whose `Origin` (else `Referer`) is neither the public origin nor the
 /// `Host` the request was sent to. Requests with none of these headers (non-browser clients,
 /// which cannot carry the owner's ambient credentials anyway) pass. Part of [`crate::api::gate`].
-pub fn check(request: &Request, state: &AppState) -> Result<(), Error> {
+pub fn check(request: &Request, state: &AppState, claims: Option<&super::Claims>) -> Result<(), Error> {
     if is_safe(request.method())
         || is_same_site(request.headers(), state.config.public_origin.as_str())
         // The nested chat frame trades its one-use grant here; the grant is the credential.
         || request.uri().path().ends_with("/app-chat-embeds/session")
-        || is_sandboxed_app(request.headers(), state)
+        || is_sandboxed_app(request.headers(), claims)
     {
         Ok(())
     } else {
@@ -24,17 +24,11 @@ pub fn check(request: &Request, state: &AppState) -> Result<(), Error> {
 }
 
 /// A mini-app frame is an opaque origin (`Origin: null`); it may call the API with its own
-/// app token (which carries no ambient authority). The route still verifies the token.
-fn is_sandboxed_app(headers: &HeaderMap, state: &AppState) -> bool {
+/// app token (which carries no ambient authority; `claims` are its bearer's, verified). The
+/// route still checks the token.
+fn is_sandboxed_app(headers: &HeaderMap, claims: Option<&super::Claims>) -> bool {
     let null_origin = headers.get(header::ORIGIN).is_some_and(|o| o == "null");
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")));
-    null_origin
-        && token.is_some_and(|t| {
-            state.keys.verify(t).is_ok_and(|c| matches!(c.scope, super::Scope::App | super::Scope::ChatEmbed))
-        })
+    null_origin && claims.is_some_and(|c| matches!(c.scope, super::Scope::App | super::Scope::ChatEmbed))
 }
 
 fn is_safe(method: &Method) -> bool {

@@ -4,7 +4,14 @@
 //! per-address and global limits (it still needs the right password, and waits after its own
 //! failures), so an attack cannot lock the owner's devices out. "Sign out everywhere" forgets
 //! every device; a device unused for [`DEVICE_TTL`] is forgotten too.
+//!
+//! The listener keeps slots for the owner's devices ([`Recognizer`], see `net`): a request is
+//! from one when its bearer token verifies for the owner, or when it carries a credential of
+//! [`KnownDevices`], the devices' hashes held in memory (reloaded after each sign-in, emptied
+//! by sign-out-everywhere), so the check needs no I/O.
 
+use std::collections::HashSet;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -12,6 +19,7 @@ use base64::Engine;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
+use super::{Keys, OwnerCache};
 use crate::error::Result;
 use crate::state::AppState;
 
@@ -59,6 +67,51 @@ pub async fn known(state: &AppState, headers: &HeaderMap) -> Result<Option<Strin
     Ok(crate::db::owner::device_known(&state.db.read, &digest, since).await?.then_some(digest))
 }
 
+/// The credential hashes of the owner's devices, in memory for the listener's check.
+#[derive(Debug, Default)]
+pub struct KnownDevices(RwLock<HashSet<String>>);
+
+impl KnownDevices {
+    /// Reads the devices the database knows (used within [`DEVICE_TTL`]).
+    pub async fn reload(&self, pool: &sqlx::SqlitePool) -> Result<()> {
+        let since = crate::db::now_ms() - i64::try_from(DEVICE_TTL.as_millis()).unwrap_or(i64::MAX);
+        let hashes = crate::db::owner::device_hashes(pool, since).await?;
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = hashes.into_iter().collect();
+        Ok(())
+    }
+
+    /// Forgets every device (sign out everywhere).
+    pub fn clear(&self) {
+        self.0.write().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    fn contains(&self, digest: &str) -> bool {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).contains(digest)
+    }
+}
+
+/// Tells the owner's devices for the listener (`net::Recognize`): a bearer token that verifies
+/// for the owner (any scope: every token is minted for one of the owner's devices or its
+/// agent), or a known device credential.
+pub struct Recognizer {
+    pub keys: Keys,
+    pub owner: Arc<OwnerCache>,
+    pub sessions: Arc<super::sessions::Sessions>,
+    pub devices: Arc<KnownDevices>,
+}
+
+impl crate::net::Recognize for Recognizer {
+    fn known(&self, headers: &HeaderMap) -> bool {
+        let owner = self.owner.get();
+        let by_token = super::bearer_of(headers).and_then(|t| self.keys.verify(t).ok()).is_some_and(|claims| {
+            owner.as_ref().is_some_and(|(name, epoch)| claims.sub == *name && claims.epoch == *epoch)
+                && (claims.scope != super::Scope::Owner
+                    || self.sessions.check(claims.sid.as_deref().unwrap_or(super::sessions::LEGACY_SESSION)))
+        });
+        by_token || presented(headers).is_some_and(|credential| self.devices.contains(&hash(&credential)))
+    }
+}
+
 /// Remembers the device after a successful sign-in, with its new session `session_id` signed
 /// in from `address`, and returns the `Set-Cookie` to send: a known device keeps its
 /// credential (its lifetime starts again), a new one gets one.
@@ -86,6 +139,7 @@ pub async fn remember(
     };
     state.writer.call(|ack| crate::writer::WriteCommand::RememberDevice { sign_in, ack }).await?;
     state.sessions.reload(&state.db.read).await?;
+    state.devices.reload(&state.db.read).await?;
     Ok(cookie(&credential, DEVICE_TTL.as_secs(), state.config.public_origin.is_https()))
 }
 

@@ -1,14 +1,20 @@
 //! JWT (HS256) issue and verification with a signing key that rotates (`DATA_DIR/secret.key`),
 //! and the sealing of app secrets under a key that does not (`DATA_DIR/data.key`).
+//!
+//! HS256 is done here on ring's HMAC (RFC 7519 with the one header this server signs with):
+//! the HMAC key is prepared once per signing key, not per token, and a token's claims are
+//! parsed once. A bearer is checked on nearly every request; the generic crate this replaced
+//! spent most of an authenticated `/api/health` on it (`scripts/bench`, issue 39).
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use jsonwebtoken::errors::ErrorKind;
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rand::RngCore;
+use ring::hmac;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
@@ -101,7 +107,6 @@ pub struct Keys(Arc<KeysInner>);
 
 struct KeysInner {
     signing: RwLock<Signing>,
-    validation: Validation,
     /// Where a rotated signing key is written (`None`: in memory only, for tests).
     key_file: Option<PathBuf>,
     /// Seals app secrets at rest.
@@ -112,21 +117,51 @@ struct KeysInner {
 }
 
 struct Signing {
-    encoding: EncodingKey,
-    decoding: DecodingKey,
+    key: hmac::Key,
     /// Keys rotated away in this process, newest first: a token they verify is reported as
     /// revoked (it grants nothing), so clients can tell "signed out" from "not ours".
-    retired: Vec<DecodingKey>,
+    retired: Vec<hmac::Key>,
 }
 
 impl Signing {
     fn new(secret: &[u8]) -> Self {
-        Self {
-            encoding: EncodingKey::from_secret(secret),
-            decoding: DecodingKey::from_secret(secret),
-            retired: Vec::new(),
-        }
+        Self { key: hmac::Key::new(hmac::HMAC_SHA256, secret), retired: Vec::new() }
     }
+}
+
+/// The JOSE header of every token this server signs, `{"typ":"JWT","alg":"HS256"}`, encoded.
+const HEADER: &str = "eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzI1NiJ9";
+/// Seconds a token is still accepted after its `exp` (clock skew between processes).
+const EXPIRY_LEEWAY_SECS: i64 = 5;
+
+fn malformed() -> Error {
+    Error::unauthorized("malformed_token", "The token is malformed.")
+}
+
+fn not_ours() -> Error {
+    Error::unauthorized("invalid_token", "This token was not issued by this server.")
+}
+
+/// A header other than [`HEADER`] is accepted when it names HS256 (the signature decides).
+fn check_header(encoded: &str) -> Result<()> {
+    #[derive(Deserialize)]
+    struct Header<'a> {
+        #[serde(borrow)]
+        alg: std::borrow::Cow<'a, str>,
+    }
+    let bytes = URL_SAFE_NO_PAD.decode(encoded).map_err(|_| malformed())?;
+    let header: Header<'_> = serde_json::from_slice(&bytes).map_err(|_| malformed())?;
+    if header.alg == "HS256" { Ok(()) } else { Err(not_ours()) }
+}
+
+/// The claims of a token whose signature checked out, unless it has expired.
+fn read_claims(payload: &str) -> Result<Claims> {
+    let bytes = URL_SAFE_NO_PAD.decode(payload).map_err(|_| malformed())?;
+    let claims: Claims = serde_json::from_slice(&bytes).map_err(|_| malformed())?;
+    if claims.exp < unix_now() - EXPIRY_LEEWAY_SECS {
+        return Err(Error::unauthorized("token_expired", "Your session has expired; sign in again."));
+    }
+    Ok(claims)
 }
 
 impl std::fmt::Debug for Keys {
@@ -173,12 +208,8 @@ impl Keys {
     }
 
     fn build(secret: &[u8], sealing: [u8; 32], key_file: Option<PathBuf>) -> Self {
-        let mut validation = Validation::new(Algorithm::HS256);
-        validation.leeway = 5;
-        validation.set_required_spec_claims(&["exp", "sub"]);
         Self(Arc::new(KeysInner {
             signing: RwLock::new(Signing::new(secret)),
-            validation,
             key_file,
             sealing,
             legacy_sealing: derive_legacy_sealing(secret),
@@ -202,7 +233,7 @@ impl Keys {
         let mut signing = self.0.signing.write().unwrap_or_else(|p| p.into_inner());
         let mut next = Signing::new(secret.as_bytes());
         next.retired = std::mem::take(&mut signing.retired);
-        next.retired.insert(0, signing.decoding.clone());
+        next.retired.insert(0, signing.key.clone());
         next.retired.truncate(MAX_RETIRED_KEYS);
         *signing = next;
         Ok(())
@@ -226,37 +257,48 @@ impl Keys {
 
     /// Signs `claims`.
     pub fn issue(&self, claims: &Claims) -> Result<String> {
-        let signing = self.0.signing.read().unwrap_or_else(|p| p.into_inner());
-        jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &signing.encoding)
-            .map_err(|e| Error::Internal(format!("token signing failed: {e}")))
+        let payload = serde_json::to_vec(claims).map_err(|e| Error::Internal(format!("token signing failed: {e}")))?;
+        let mut token = String::with_capacity(HEADER.len() + 1 + payload.len() * 4 / 3 + 48);
+        token.push_str(HEADER);
+        token.push('.');
+        URL_SAFE_NO_PAD.encode_string(&payload, &mut token);
+        let tag = {
+            let signing = self.0.signing.read().unwrap_or_else(|p| p.into_inner());
+            hmac::sign(&signing.key, token.as_bytes())
+        };
+        token.push('.');
+        URL_SAFE_NO_PAD.encode_string(tag.as_ref(), &mut token);
+        Ok(token)
     }
 
-    /// Verifies signature, algorithm and expiry; maps failures to 401 codes.
+    /// Verifies signature, algorithm and expiry; maps failures to 401 codes: `malformed_token`,
+    /// `invalid_token` (not signed by this server), `token_revoked` (signed by a key that has
+    /// rotated away), `token_expired`.
     pub fn verify(&self, token: &str) -> Result<Claims> {
-        let (decoded, retired) = {
-            let signing = self.0.signing.read().unwrap_or_else(|p| p.into_inner());
-            let decoded = jsonwebtoken::decode::<Claims>(token, &signing.decoding, &self.0.validation);
-            let retired = decoded.is_err()
-                && signing
-                    .retired
-                    .iter()
-                    .any(|key| jsonwebtoken::decode::<Claims>(token, key, &self.0.validation).is_ok());
-            (decoded, retired)
-        };
-        if retired {
-            return Err(Error::unauthorized("token_revoked", "This session was signed out everywhere; sign in again."));
+        let (signed, signature) = token.rsplit_once('.').ok_or_else(malformed)?;
+        let (header, payload) = signed.split_once('.').ok_or_else(malformed)?;
+        if header != HEADER {
+            check_header(header)?;
         }
-        match decoded {
-            Ok(data) => Ok(data.claims),
-            Err(e) => Err(match e.kind() {
-                ErrorKind::ExpiredSignature => {
-                    Error::unauthorized("token_expired", "Your session has expired; sign in again.")
-                }
-                ErrorKind::InvalidSignature | ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => {
-                    Error::unauthorized("invalid_token", "This token was not issued by this server.")
-                }
-                _ => Error::unauthorized("malformed_token", "The token is malformed."),
-            }),
+        let signature = URL_SAFE_NO_PAD.decode(signature).map_err(|_| malformed())?;
+        let retired = {
+            let signing = self.0.signing.read().unwrap_or_else(|p| p.into_inner());
+            if hmac::verify(&signing.key, signed.as_bytes(), &signature).is_ok() {
+                false
+            } else if signing.retired.iter().any(|key| hmac::verify(key, signed.as_bytes(), &signature).is_ok()) {
+                true
+            } else {
+                return Err(not_ours());
+            }
+        };
+        match read_claims(payload) {
+            Ok(_) if retired => {
+                Err(Error::unauthorized("token_revoked", "This session was signed out everywhere; sign in again."))
+            }
+            Ok(claims) => Ok(claims),
+            // A rotated-away key's token that is unreadable or expired is simply not ours now.
+            Err(_) if retired => Err(not_ours()),
+            Err(e) => Err(e),
         }
     }
 }
@@ -358,6 +400,46 @@ mod tests {
         let expired = keys.issue(&Claims::new("owner", Scope::Owner, 0, -3600)).expect("issue");
         assert_eq!(keys.verify(&expired).expect_err("expired").code(), "token_expired");
         assert_eq!(keys.verify("not.a.jwt").expect_err("garbage").code(), "malformed_token");
+    }
+
+    #[test]
+    fn tokens_signed_by_earlier_releases_still_verify() {
+        // Signed by an independent HS256 implementation (Python's hmac), in the exact format the
+        // jsonwebtoken crate of earlier releases wrote: secret "0123456789abcdef0123456789abcdef".
+        let earlier = "eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJvd25lciIsInNjb3BlIjoib3duZXIiLCJlcG9jaCI6MywiaWF0IjoxNzk2NTI2ODg0LCJleHAiOjQxMDI0NDQ4MDB9.LYRpcliYxHQz54goKq2mwxUCX-j8VAnTVzdKO5GmjnU";
+        let keys = Keys::from_secret(b"0123456789abcdef0123456789abcdef");
+        let claims = keys.verify(earlier).expect("verifies");
+        assert_eq!((claims.sub.as_str(), claims.scope, claims.epoch), ("owner", Scope::Owner, 3));
+        // What this release issues has the same shape: the same header, then claims and a MAC.
+        let ours = keys.issue(&claims).expect("issue");
+        assert!(ours.starts_with("eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJvd25lciIsInNjb3BlIjoib3duZXIi"));
+        assert_eq!(ours.split('.').count(), 3);
+        // One changed byte anywhere is refused.
+        let mut tampered = earlier.to_owned();
+        tampered.replace_range(60..61, if &earlier[60..61] == "A" { "B" } else { "A" });
+        assert!(keys.verify(&tampered).is_err());
+    }
+
+    #[test]
+    fn only_an_hs256_header_is_accepted() {
+        let keys = Keys::from_secret(b"0123456789abcdef0123456789abcdef");
+        let token = keys.issue(&Claims::new("owner", Scope::Owner, 0, 60)).expect("issue");
+        let (_, rest) = token.split_once('.').expect("header");
+        let (payload, _) = rest.split_once('.').expect("payload");
+        let signed_with = |header: &str| {
+            let signed = format!("{}.{payload}", URL_SAFE_NO_PAD.encode(header));
+            let tag =
+                hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, b"0123456789abcdef0123456789abcdef"), signed.as_bytes());
+            format!("{signed}.{}", URL_SAFE_NO_PAD.encode(tag.as_ref()))
+        };
+        assert!(keys.verify(&signed_with(r#"{"alg":"HS256","kid":"k1"}"#)).is_ok(), "another HS256 header");
+        assert_eq!(keys.verify(&signed_with(r#"{"alg":"none"}"#)).expect_err("none").code(), "invalid_token");
+        assert_eq!(keys.verify(&signed_with(r#"{"alg":"HS512"}"#)).expect_err("hs512").code(), "invalid_token");
+        assert_eq!(keys.verify(&signed_with("not json")).expect_err("junk").code(), "malformed_token");
+        let unsigned = format!("{}.{payload}.", URL_SAFE_NO_PAD.encode(r#"{"alg":"none"}"#));
+        assert!(keys.verify(&unsigned).is_err());
+        assert_eq!(keys.verify("a.b").expect_err("two parts").code(), "malformed_token");
+        assert_eq!(keys.verify("").expect_err("empty").code(), "malformed_token");
     }
 
     #[test]

@@ -53,9 +53,27 @@ pub fn bearer(parts: &Parts) -> Result<&str> {
     }
 }
 
+/// The claims of this request's bearer token, verified once by [`crate::api::gate`] and kept
+/// for the route's extractors (a token is verified once per request, not once per check).
+#[derive(Clone, Debug)]
+pub struct Verified(pub std::sync::Arc<Claims>);
+
+/// The verified claims of the request's bearer: the gate's, else verified now.
+pub fn claims_of(parts: &Parts, state: &AppState, token: &str) -> Result<Claims> {
+    match parts.extensions.get::<Verified>() {
+        Some(Verified(claims)) => Ok(Claims::clone(claims)),
+        None => state.keys.verify(token),
+    }
+}
+
 /// Verifies a token as owner-derived (owner or agent scope): signature, expiry, owner and epoch.
 pub async fn verify_owner_token(state: &AppState, token: &str) -> Result<Claims> {
-    let claims = state.keys.verify(token)?;
+    owner_claims(state, state.keys.verify(token)?).await
+}
+
+/// Checks verified claims as owner-derived (owner or agent scope): owner and epoch, and for an
+/// agent token its run.
+pub async fn owner_claims(state: &AppState, claims: Claims) -> Result<Claims> {
     match claims.scope {
         Scope::Owner | Scope::Agent => {}
         Scope::App | Scope::ChatEmbed | Scope::Media => {
@@ -129,13 +147,17 @@ impl Principal {
 
 /// Verifies any token: owner-derived, or an app token whose app is live with the same nonce.
 pub async fn verify_principal(state: &AppState, token: &str) -> Result<Principal> {
-    let claims = state.keys.verify(token)?;
+    principal_of(state, state.keys.verify(token)?).await
+}
+
+/// Checks verified claims as [`verify_principal`] does.
+pub async fn principal_of(state: &AppState, claims: Claims) -> Result<Principal> {
     match claims.scope {
         Scope::App => {}
         Scope::ChatEmbed => return Err(Error::forbidden("wrong_scope", "An embedded chat cannot use this route.")),
         Scope::Media => return Err(Error::forbidden("wrong_scope", "A media token only loads a chat's files.")),
         Scope::Owner | Scope::Agent => {
-            return verify_owner_token(state, token).await.map(|c| Principal::Owner(Box::new(c)));
+            return owner_claims(state, claims).await.map(|c| Principal::Owner(Box::new(c)));
         }
     }
     let Some((username, epoch)) = state.owner.get() else {
@@ -161,7 +183,7 @@ impl FromRequestParts<AppState> for Principal {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
         let token = bearer(parts)?;
-        verify_principal(state, token).await
+        principal_of(state, claims_of(parts, state, token)?).await
     }
 }
 
@@ -174,6 +196,6 @@ impl FromRequestParts<AppState> for Owner {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
         let token = bearer(parts)?;
-        verify_owner_token(state, token).await.map(Owner)
+        owner_claims(state, claims_of(parts, state, token)?).await.map(Owner)
     }
 }

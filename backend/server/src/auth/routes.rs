@@ -203,6 +203,7 @@ async fn revoke_everything(state: &AppState, password_hash: Option<String>) -> R
     state.owner.set_epoch(epoch);
     state.sessions.reload(&state.db.read).await?;
     state.pairing.clear();
+    state.devices.clear();
     state.keys.rotate()?;
     Ok(epoch)
 }
@@ -304,6 +305,7 @@ async fn revoke_device(
         return Err(Error::not_found("device_not_found", "There is no such device."));
     };
     state.sessions.remove(&sid);
+    state.devices.reload(&state.db.read).await?;
     state.pairing.cancel(&sid);
     tracing::info!(device = id, "a device was signed out");
     Ok(crate::api::no_content())

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
-use crate::auth::{Claims, Principal, Scope, bearer, verify_principal};
+use crate::auth::{Claims, Principal, Scope, bearer, claims_of, principal_of};
 use crate::db::{self, apps::AppRow, now_ms};
 use crate::error::{Domain, Error, Result};
 use crate::state::AppState;
@@ -160,12 +160,12 @@ impl FromRequestParts<AppState> for ChatCaller {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
         let token = bearer(parts)?;
-        let claims = state.keys.verify(token)?;
+        let claims = claims_of(parts, state, token)?;
         if claims.scope == Scope::ChatEmbed {
             let header = parts.headers.get(EMBED_INSTANCE_HEADER).and_then(|v| v.to_str().ok());
             return verify_embed(state, &claims, header).await.map(ChatCaller::Embed);
         }
-        Ok(match verify_principal(state, token).await? {
+        Ok(match principal_of(state, claims).await? {
             Principal::Owner(claims) => ChatCaller::Owner(claims),
             Principal::App(app) => ChatCaller::App(app),
         })

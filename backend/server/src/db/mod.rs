@@ -66,12 +66,15 @@ pub async fn open_writer(path: &Path) -> Result<SqliteConnection> {
     Ok(options(path)?.connect().await?)
 }
 
-/// Applies every embedded migration not yet recorded in the database, on a short-lived
-/// connection of its own.
-pub async fn migrate(path: &Path) -> Result<()> {
-    let pool = SqlitePoolOptions::new().max_connections(1).connect_with(options(path)?).await?;
-    let result = MIGRATOR.run(&pool).await;
-    pool.close().await;
+/// Applies every embedded migration not yet recorded in the database, on `conn` (the writer's,
+/// before the writer starts: no other connection needs opening for it). Each migration commits
+/// with `synchronous = NORMAL`: no fsync per migration (a first boot applies them all), and
+/// none is lost that matters — the next commit with `FULL` syncs the WAL they are in, and
+/// until then a crash only means they run again.
+pub async fn migrate(conn: &mut SqliteConnection) -> Result<()> {
+    sqlx::query("PRAGMA synchronous = NORMAL").execute(&mut *conn).await?;
+    let result = MIGRATOR.run_direct(&mut *conn).await;
+    sqlx::query("PRAGMA synchronous = FULL").execute(&mut *conn).await?;
     result?;
     Ok(())
 }
@@ -111,8 +114,9 @@ mod tests {
     async fn each_migration_runs_in_a_transaction_so_a_failed_one_leaves_the_schema_as_it_was() {
         let dir = tempfile::tempdir().expect("tmp");
         let path = dir.path().join("db/mobius.sqlite3");
-        drop(open_writer(&path).await.expect("create"));
-        migrate(&path).await.expect("the embedded migrations");
+        let mut writer = open_writer(&path).await.expect("create");
+        migrate(&mut writer).await.expect("the embedded migrations");
+        drop(writer);
         // The next migration creates a table, adds a column, then fails half-way.
         let folder = dir.path().join("migrations");
         std::fs::create_dir_all(&folder).expect("folder");
@@ -148,6 +152,7 @@ mod tests {
         drop(conn);
         pool.close().await;
         // The server still opens the database with the migrations it knows.
-        migrate(&path).await.expect("the old schema is intact");
+        let mut writer = open_writer(&path).await.expect("open");
+        migrate(&mut writer).await.expect("the old schema is intact");
     }
 }

@@ -95,6 +95,14 @@ pub async fn device_known(pool: &SqlitePool, token_hash: &str, since: i64) -> Re
     Ok(found.is_some())
 }
 
+/// The credential hashes of every device used after `since`.
+pub async fn device_hashes(pool: &SqlitePool, since: i64) -> Result<Vec<String>> {
+    Ok(sqlx::query_scalar("SELECT token_hash FROM owner_devices WHERE last_used_at >= ?")
+        .bind(since)
+        .fetch_all(pool)
+        .await?)
+}
+
 /// Records a sign-in from a device: a new one is added (only the `keep` most recently used
 /// stay), a known one is marked used now; either way it holds the new session `session_id`,
 /// signed in from `address`.

@@ -1,6 +1,8 @@
 //! SQL for chat search: the documents the writer keeps (`chat_search_docs`, mirrored into the
 //! FTS5 table `chat_search` by triggers, migration `0010`) and the one search query.
 
+use std::borrow::Cow;
+
 use sqlx::{FromRow, SqliteConnection, SqlitePool};
 
 use crate::error::Result;
@@ -30,24 +32,47 @@ pub async fn index_message(conn: &mut SqliteConnection, chat_id: &str, idx: i64,
     Ok(())
 }
 
-/// Indexes many transcript messages, `(idx, ts, text)` each, in a few multi-row statements
-/// (call in the transaction that stores them).
-pub async fn index_messages(conn: &mut SqliteConnection, chat_id: &str, docs: &[(i64, i64, String)]) -> Result<()> {
-    use crate::db::messages::{INSERT_CHUNK_ROWS, multi_row_sql};
+/// Stores the documents of many transcript messages, `(idx, ts, text)` each, in a few multi-row
+/// statements (call in the transaction that stores the messages) as *pending*: they enter the
+/// full-text index when the writer next runs [`index_pending`], after this transaction's commit,
+/// so a large import does not wait for its tokenizing and the index's merges.
+pub async fn index_messages(
+    conn: &mut SqliteConnection,
+    chat_id: &str,
+    docs: &[(i64, i64, std::borrow::Cow<'_, str>)],
+) -> Result<()> {
+    use crate::db::messages::INSERT_CHUNK_ROWS;
     for chunk in docs.chunks(INSERT_CHUNK_ROWS) {
-        let sql = multi_row_sql(
-            "INSERT INTO chat_search_docs (chat_id, idx, ts, text) VALUES",
-            4,
-            chunk.len(),
-            " ON CONFLICT (chat_id, idx) DO UPDATE SET ts = excluded.ts, text = excluded.text",
+        let sql = format!(
+            "INSERT INTO chat_search_docs (chat_id, idx, ts, text, pending) VALUES {}
+             ON CONFLICT (chat_id, idx) DO UPDATE SET ts = excluded.ts, text = excluded.text",
+            vec!["(?, ?, ?, ?, 1)"; chunk.len()].join(", ")
         );
         let mut query = sqlx::query(&sql).persistent(chunk.len() == INSERT_CHUNK_ROWS);
         for (idx, ts, text) in chunk {
-            query = query.bind(chat_id).bind(idx).bind(ts).bind(text);
+            query = query.bind(chat_id).bind(idx).bind(ts).bind(text.as_ref());
         }
         query.execute(&mut *conn).await?;
     }
     Ok(())
+}
+
+/// Moves up to `limit` pending documents (oldest first) into the full-text index; returns how
+/// many it moved (fewer than `limit`: none are left).
+pub async fn index_pending(conn: &mut SqliteConnection, limit: i64) -> Result<u64> {
+    let done = sqlx::query(
+        "UPDATE chat_search_docs SET pending = 0
+         WHERE id IN (SELECT id FROM chat_search_docs WHERE pending = 1 ORDER BY id LIMIT ?)",
+    )
+    .bind(limit)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// True while stored documents still wait for the full-text index (search may miss them).
+pub async fn indexing(pool: &SqlitePool) -> Result<bool> {
+    Ok(sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM chat_search_docs WHERE pending = 1)").fetch_one(pool).await?)
 }
 
 /// Indexes a chat's current title (call in the transaction that sets it); the default title
@@ -110,33 +135,41 @@ pub const MAX_DOCUMENT_CHARS: usize = 20_000;
 /// The words of a transcript message that search indexes, if any: the owner's words unless
 /// hidden, the agent's text blocks joined by a newline. Tool calls and outputs, thinking,
 /// questions and errors are left out. Migration `0010` back-fills with the same rules.
-pub fn document_text(message: &Message) -> Option<String> {
-    let text = match message.role {
+pub fn document_text(message: &Message) -> Option<Cow<'_, str>> {
+    let text: Cow<'_, str> = match message.role {
         Role::User if message.hidden => return None,
-        Role::User => message.content.clone(),
+        Role::User => Cow::Borrowed(&message.content),
         Role::Assistant => {
-            let texts: Vec<&str> = message
-                .blocks
-                .iter()
-                .flatten()
-                .filter_map(|b| match b {
-                    Block::Text { content, .. } if !content.is_empty() => Some(content.as_str()),
-                    _ => None,
-                })
-                .collect();
-            texts.join("\n")
+            let mut texts = message.blocks.iter().flatten().filter_map(|b| match b {
+                Block::Text { content, .. } if !content.is_empty() => Some(content.as_str()),
+                _ => None,
+            });
+            match (texts.next(), texts.next()) {
+                (None, _) => return None,
+                // One text block (the usual reply) is borrowed, not copied.
+                (Some(one), None) => Cow::Borrowed(one),
+                (Some(first), Some(second)) => {
+                    let mut all = vec![first, second];
+                    all.extend(texts);
+                    Cow::Owned(all.join("\n"))
+                }
+            }
         }
     };
     // Most texts are short and hold no marker: kept as they are, not rebuilt char by char
-    // (a byte length within the cap is a char count within it).
-    let clean = text.len() <= MAX_DOCUMENT_CHARS && !text.contains([MATCH_START, MATCH_END]);
-    let text: String = if clean {
+    // (a byte length within the cap is a char count within it; the markers are single bytes).
+    let clean = text.len() <= MAX_DOCUMENT_CHARS && !text.bytes().any(|b| b == MATCH_START_BYTE || b == MATCH_END_BYTE);
+    let text = if clean {
         text
     } else {
-        text.chars().filter(|c| *c != MATCH_START && *c != MATCH_END).take(MAX_DOCUMENT_CHARS).collect()
+        Cow::Owned(text.chars().filter(|c| *c != MATCH_START && *c != MATCH_END).take(MAX_DOCUMENT_CHARS).collect())
     };
     (!text.trim().is_empty()).then_some(text)
 }
+
+/// [`MATCH_START`] and [`MATCH_END`] as the bytes they are in UTF-8.
+const MATCH_START_BYTE: u8 = 2;
+const MATCH_END_BYTE: u8 = 3;
 
 #[cfg(test)]
 mod tests {
@@ -153,7 +186,8 @@ mod tests {
         let marked = format!("a{MATCH_START}b{MATCH_END}c");
         assert_eq!(document_text(&user(&marked)).as_deref(), Some("abc"));
         let long = "é".repeat(MAX_DOCUMENT_CHARS + 5);
-        let kept = document_text(&user(&long)).expect("text");
+        let message = user(&long);
+        let kept = document_text(&message).expect("text");
         assert_eq!(kept.chars().count(), MAX_DOCUMENT_CHARS, "the cap counts chars, not bytes");
         assert_eq!(document_text(&user("   ")), None);
     }

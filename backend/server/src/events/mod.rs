@@ -27,11 +27,34 @@ pub struct JournalEvent {
     pub data: Arc<str>,
 }
 
+/// A system event: its JSON, and its server-sent-events frame (`data: …`), rendered once for
+/// every open stream rather than by each.
+#[derive(Debug)]
+pub struct SystemFrame {
+    pub json: Box<str>,
+    pub sse: bytes::Bytes,
+}
+
+impl SystemFrame {
+    /// The frame of the JSON object `json` (a line of `data:` per line of it, then a blank line).
+    pub fn new(json: impl Into<Box<str>>) -> Self {
+        let json = json.into();
+        let mut sse = String::with_capacity(json.len() + 8);
+        for line in json.split('\n') {
+            sse.push_str("data: ");
+            sse.push_str(line);
+            sse.push('\n');
+        }
+        sse.push('\n');
+        Self { json, sse: sse.into() }
+    }
+}
+
 /// Fan-out of committed events to live subscribers.
 #[derive(Debug)]
 pub struct Hub {
     chats: Mutex<HashMap<Arc<str>, broadcast::Sender<Arc<JournalEvent>>>>,
-    system: broadcast::Sender<Arc<str>>,
+    system: broadcast::Sender<Arc<SystemFrame>>,
     /// Bumped after every commit that changes what the chat list shows.
     list_version: AtomicU64,
     /// Bumped after every writer commit.
@@ -112,13 +135,16 @@ impl Hub {
     }
 
     /// Subscribes to shell-wide system events.
-    pub fn subscribe_system(&self) -> broadcast::Receiver<Arc<str>> {
+    pub fn subscribe_system(&self) -> broadcast::Receiver<Arc<SystemFrame>> {
         self.system.subscribe()
     }
 
     /// Sends a system event (JSON object text) to every shell stream.
-    pub fn publish_system(&self, data: impl Into<Arc<str>>) {
-        let _ = self.system.send(data.into());
+    pub fn publish_system(&self, data: impl Into<Box<str>>) {
+        // Nobody listens: nothing to render.
+        if self.system.receiver_count() > 0 {
+            let _ = self.system.send(Arc::new(SystemFrame::new(data)));
+        }
     }
 
     /// Marks the chat list as changed (called by the writer after a commit).

@@ -1,20 +1,28 @@
 //! Shell-wide routes: the system event stream and `POST /api/notify`.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::body::{Body, HttpBody};
 use axum::extract::State;
-use axum::response::sse::{Event, KeepAlive, KeepAliveStream, Sse};
+use axum::http::{HeaderValue, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
+use hyper::body::Frame;
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 use tokio_stream::wrappers::BroadcastStream;
 
+use super::{StreamSlot, SystemFrame};
 use crate::api::ApiJson;
 use crate::auth::Owner;
 use crate::chats::access::{ChatCaller, EmbedSession, session_live};
@@ -38,17 +46,12 @@ const EMBED_RECHECK: Duration = Duration::from_secs(1);
 /// …and how often it wakes to do so when no event comes.
 const EMBED_WAKE: Duration = Duration::from_secs(30);
 
-type EventStream = Pin<Box<dyn Stream<Item = std::result::Result<Event, Infallible>> + Send>>;
-
 /// `GET /api/events/system`: shell-wide events (no replay; clients refetch on reconnect).
-/// The stream reads the broadcast directly, so a delivery is one hop. An embedded chat's
-/// session may open it too: it hears only the events about its chat, and the stream ends once
-/// the session is revoked or expired. App tokens are refused.
-async fn system_stream(
-    State(state): State<AppState>,
-    who: ChatCaller,
-    client: ClientAddr,
-) -> Result<Sse<KeepAliveStream<impl Stream<Item = std::result::Result<Event, Infallible>>>>> {
+/// The owner's stream is a body of its own ([`SystemBody`]) reading the broadcast directly: a
+/// delivery is one hop and one shared buffer; it ends when the owner's device is signed out. An
+/// embedded chat's session may open it too: it hears only the events about its chat, and the
+/// stream ends once the session is revoked or expired. App tokens are refused.
+async fn system_stream(State(state): State<AppState>, who: ChatCaller, client: ClientAddr) -> Result<Response> {
     let (embed, ended) = match who {
         ChatCaller::Owner(claims) => (None, state.sessions.ended(&claims)),
         ChatCaller::Embed(session) => (Some(session), tokio_util::sync::CancellationToken::new()),
@@ -58,33 +61,108 @@ async fn system_stream(
     // Neither can fail to serialize (strings only).
     let hello = serde_json::to_string(&SystemEvent::SystemStreamOpen { boot_id: state.boot.boot_id.clone() })
         .unwrap_or_default();
-    let resync: Arc<str> = serde_json::to_string(&SystemEvent::Resync).unwrap_or_default().into();
+    let resync = SystemFrame::new(serde_json::to_string(&SystemEvent::Resync).unwrap_or_default());
     let rx = state.hub.subscribe_system();
-    let live: EventStream = match embed {
-        None => Box::pin(BroadcastStream::new(rx).map(move |received| {
-            Ok(match received {
-                Ok(data) => Event::default().data(&*data),
-                Err(_lagged) => Event::default().data(&*resync),
-            })
-        })),
-        Some(session) => Box::pin(embed_events(state.clone(), session, rx, resync)),
+    let mut shutdown = state.shutdown.clone();
+    // Shutdown, or the owner's device was signed out.
+    let stopping: Stopping = Box::pin(async move {
+        tokio::select! {
+            () = crate::state::stopping(&mut shutdown) => {}
+            () = ended.cancelled_owned() => {}
+        }
+    });
+    let Some(session) = embed else {
+        let body = SystemBody {
+            hello: Some(SystemFrame::new(hello).sse),
+            events: BroadcastStream::new(rx),
+            resync: resync.sse,
+            keepalive: keepalive_timer(),
+            stopping,
+            done: false,
+            _slot: slot,
+        };
+        return Ok(event_stream_response(Body::new(body)));
     };
-    // The stream holds its slot until it is dropped.
-    let live = live.map(move |event| {
+    let resync: Arc<str> = Arc::from(&*resync.json);
+    let live = embed_events(state.clone(), session, rx, resync).map(move |event| {
+        // The stream holds its slot until it is dropped.
         let _held = &slot;
         event
     });
-    let mut shutdown = state.shutdown.clone();
-    let stream = futures_util::stream::once(async move { Ok(Event::default().data(hello)) }).chain(live).take_until(
-        async move {
-            // Shutdown, or the owner's device was signed out.
-            tokio::select! {
-                () = crate::state::stopping(&mut shutdown) => {}
-                () = ended.cancelled_owned() => {}
+    let stream =
+        futures_util::stream::once(async move { Ok(Event::default().data(hello)) }).chain(live).take_until(stopping);
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEPALIVE_EVERY).text("keepalive")).into_response())
+}
+
+type Stopping = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The SSE comment sent after [`KEEPALIVE_EVERY`] (what axum's `KeepAlive` sends).
+const KEEPALIVE_FRAME: &[u8] = b":keepalive\n\n";
+
+fn keepalive_timer() -> tokio::time::Interval {
+    let mut timer = tokio::time::interval_at(Instant::now() + KEEPALIVE_EVERY, KEEPALIVE_EVERY);
+    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    timer
+}
+
+fn event_stream_response(body: Body) -> Response {
+    let mut response = Response::new(body);
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// The owner's system stream: the hello, then each event's frame as the hub rendered it, a
+/// comment every [`KEEPALIVE_EVERY`], until shutdown begins. A subscriber that fell behind the
+/// channel gets `resync` (and refetches).
+struct SystemBody {
+    hello: Option<Bytes>,
+    events: BroadcastStream<Arc<SystemFrame>>,
+    resync: Bytes,
+    keepalive: tokio::time::Interval,
+    stopping: Stopping,
+    done: bool,
+    _slot: StreamSlot,
+}
+
+impl HttpBody for SystemBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<std::result::Result<Frame<Bytes>, Infallible>>> {
+        let this = &mut *self;
+        if this.done {
+            return Poll::Ready(None);
+        }
+        if let Some(hello) = this.hello.take() {
+            return Poll::Ready(Some(Ok(Frame::data(hello))));
+        }
+        match this.events.poll_next_unpin(cx) {
+            Poll::Ready(Some(Ok(event))) => return Poll::Ready(Some(Ok(Frame::data(event.sse.clone())))),
+            Poll::Ready(Some(Err(_lagged))) => return Poll::Ready(Some(Ok(Frame::data(this.resync.clone())))),
+            Poll::Ready(None) => {
+                this.done = true;
+                return Poll::Ready(None);
             }
-        },
-    );
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEPALIVE_EVERY).text("keepalive")))
+            Poll::Pending => {}
+        }
+        if this.stopping.as_mut().poll(cx).is_ready() {
+            this.done = true;
+            return Poll::Ready(None);
+        }
+        if this.keepalive.poll_tick(cx).is_ready() {
+            return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(KEEPALIVE_FRAME)))));
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done
+    }
 }
 
 /// What an embedded chat's system stream carries: the events naming its chat, until its
@@ -92,7 +170,7 @@ async fn system_stream(
 fn embed_events(
     state: AppState,
     session: EmbedSession,
-    rx: broadcast::Receiver<Arc<str>>,
+    rx: broadcast::Receiver<Arc<SystemFrame>>,
     resync: Arc<str>,
 ) -> impl Stream<Item = std::result::Result<Event, Infallible>> + Send {
     let wake = tokio::time::interval_at(Instant::now() + EMBED_WAKE, EMBED_WAKE);
@@ -113,12 +191,14 @@ fn embed_events(
                 }
                 let data = match received {
                     None => continue,
-                    Some(Ok(data)) => data,
-                    Some(Err(broadcast::error::RecvError::Lagged(_))) => resync.clone(),
+                    Some(Ok(frame)) => frame,
+                    Some(Err(broadcast::error::RecvError::Lagged(_))) => {
+                        return Some((Ok(Event::default().data(&*resync)), (rx, wake, checked)));
+                    }
                     Some(Err(broadcast::error::RecvError::Closed)) => return None,
                 };
-                if Arc::ptr_eq(&data, &resync) || about_chat(&data, &session.chat_id) {
-                    return Some((Ok(Event::default().data(&*data)), (rx, wake, checked)));
+                if about_chat(&data.json, &session.chat_id) {
+                    return Some((Ok(Event::default().data(&*data.json)), (rx, wake, checked)));
                 }
             }
         }

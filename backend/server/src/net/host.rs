@@ -11,8 +11,15 @@ use axum::http::{HeaderMap, header};
 use crate::config::{ExtraHost, PublicOrigin};
 
 /// Routes that answer whatever the `Host`: they reveal nothing and change nothing, and
-/// orchestrators probe them by address.
+/// orchestrators probe them by address. They answer at once from memory, so the listener's
+/// reserve for known devices does not hold them back either (a health check keeps working
+/// while strangers fill the server).
 const PROBES: &[&str] = &["/api/health", "/api/ready", "/api/version"];
+
+/// True for the probe routes ([`PROBES`]).
+pub fn is_probe(path: &str) -> bool {
+    PROBES.contains(&path)
+}
 
 /// The `Host` values this server answers.
 #[derive(Clone, Debug)]

@@ -49,6 +49,8 @@ struct SearchOut {
     hits: Vec<SearchHit>,
     /// Pass as `cursor` for the next page; `null` on the last page.
     next_cursor: Option<String>,
+    /// Imported messages are still entering the index: some may not be found yet.
+    indexing: bool,
 }
 
 async fn search(
@@ -80,8 +82,9 @@ async fn search(
                 .ok_or_else(|| Error::bad_request("invalid_cursor", "That cursor came from no search."))?,
         ),
     };
+    let indexing = db::search::indexing(&state.db.read).await?;
     let Some(query) = fts_query(&typed) else {
-        return Ok(Json(SearchOut { hits: Vec::new(), next_cursor: None }));
+        return Ok(Json(SearchOut { hits: Vec::new(), next_cursor: None, indexing }));
     };
     // One extra row tells whether there is a next page.
     let mut rows = db::search::search(&state.db.read, &query, before, limit + 1).await?;
@@ -98,5 +101,5 @@ async fn search(
             snippet: r.snippet,
         })
         .collect();
-    Ok(Json(SearchOut { hits, next_cursor }))
+    Ok(Json(SearchOut { hits, next_cursor, indexing }))
 }

@@ -24,6 +24,9 @@ const MAX_BATCH: usize = 256;
 /// Quiet time after the last commit before the WAL is checkpointed and truncated to nothing
 /// (under steady writes SQLite's own checkpoints and `journal_size_limit` bound it instead).
 pub const CHECKPOINT_AFTER_IDLE: Duration = Duration::from_secs(2);
+/// Pending search documents indexed per transaction when the writer has nothing else to do
+/// (a few milliseconds each, so commands never wait long behind an import's indexing).
+const INDEX_PENDING_PER_TRANSACTION: i64 = 512;
 
 /// A snapshot waiting for its chat's next write slot.
 struct PendingSnapshot {
@@ -43,6 +46,9 @@ pub(super) struct Actor {
     last_write: HashMap<ChatId, Instant>,
     /// Something was committed since the last full checkpoint.
     unchecked: bool,
+    /// Search documents may be waiting for the index (true at start: an import's may have been
+    /// committed just before the last shutdown).
+    search_pending: bool,
 }
 
 /// Marks the writer dead however the task ends (return, panic, abort).
@@ -62,7 +68,17 @@ impl Actor {
         alive: Arc<AtomicBool>,
         stats: Arc<WriterStats>,
     ) -> Self {
-        Self { conn, hub, rx, alive, stats, pending: HashMap::new(), last_write: HashMap::new(), unchecked: true }
+        Self {
+            conn,
+            hub,
+            rx,
+            alive,
+            stats,
+            pending: HashMap::new(),
+            last_write: HashMap::new(),
+            unchecked: true,
+            search_pending: true,
+        }
     }
 
     pub(super) async fn run(mut self) {
@@ -73,6 +89,11 @@ impl Actor {
             let first = tokio::select! {
                 biased;
                 command = self.rx.recv() => command,
+                // Only when no command waits (`biased`: commands come first).
+                () = std::future::ready(()), if self.search_pending => {
+                    self.index_pending().await;
+                    continue;
+                }
                 () = sleep_until_opt(next_due), if next_due.is_some() => {
                     self.flush_snapshots(false).await;
                     continue;
@@ -147,6 +168,7 @@ impl Actor {
         } else {
             self.stats.commits.fetch_add(1, Ordering::Relaxed);
             self.unchecked = true;
+            self.search_pending |= batch.search_pending;
         }
         self.finish(batch, committed);
         shutdown
@@ -582,6 +604,29 @@ impl Actor {
 
     /// Copies the WAL into the database and truncates it to nothing. When a reader is in the
     /// way the next quiet spell tries again.
+    /// Moves one transaction's worth of pending search documents into the index; stops asking
+    /// once none are left (or on an error: the next import, or the next start, tries again).
+    async fn index_pending(&mut self) {
+        let result = async {
+            self.exec("BEGIN IMMEDIATE").await?;
+            let moved = db::search::index_pending(&mut self.conn, INDEX_PENDING_PER_TRANSACTION).await?;
+            self.exec("COMMIT").await?;
+            Ok::<u64, Error>(moved)
+        }
+        .await;
+        match result {
+            Ok(moved) => {
+                self.unchecked |= moved > 0;
+                self.search_pending = moved >= u64::try_from(INDEX_PENDING_PER_TRANSACTION).unwrap_or(u64::MAX);
+            }
+            Err(e) => {
+                let _ = self.exec("ROLLBACK").await;
+                self.search_pending = false;
+                warn!(error = %e, "indexing imported messages for search failed; retried after the next import or start");
+            }
+        }
+    }
+
     async fn checkpoint(&mut self) {
         let outcome: std::result::Result<(i64, i64, i64), sqlx::Error> =
             sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)").fetch_one(&mut self.conn).await;

@@ -49,8 +49,9 @@ async fn store(conn: &mut SqliteConnection, chat_id: &str, message: &Message) ->
     Ok(())
 }
 
-/// Appends an imported transcript in bulk (a few statements, whatever its length).
-async fn store_all(conn: &mut SqliteConnection, chat_id: &str, messages: &[Message]) -> Result<()> {
+/// Appends an imported transcript in bulk (a few statements, whatever its length). Its search
+/// documents are stored pending: the batch asks the writer to index them after the commit.
+async fn store_all(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: &str, messages: &[Message]) -> Result<()> {
     if messages.is_empty() {
         return Ok(());
     }
@@ -61,11 +62,13 @@ async fn store_all(conn: &mut SqliteConnection, chat_id: &str, messages: &[Messa
         .map(|(m, body)| db::messages::NewMessage { role: role_name(m), cid: m.cid.as_deref(), ts: m.ts, body })
         .collect();
     let first = db::messages::push_messages(conn, chat_id, &rows).await?;
-    let docs: Vec<(i64, i64, String)> = (first..)
+    let docs: Vec<(i64, i64, std::borrow::Cow<'_, str>)> = (first..)
         .zip(messages)
         .filter_map(|(idx, m)| db::search::document_text(m).map(|text| (idx, m.ts, text)))
         .collect();
-    db::search::index_messages(conn, chat_id, &docs).await
+    db::search::index_messages(conn, chat_id, &docs).await?;
+    batch.search_pending |= !docs.is_empty();
+    Ok(())
 }
 
 /// Creates a chat and imports its messages; idempotent on the id.
@@ -77,7 +80,7 @@ pub(super) async fn create(conn: &mut SqliteConnection, batch: &mut Batch, chat:
         db::chats::Inserted::Exists { deleted: false } => return Ok(ChatCreated::Existing),
         db::chats::Inserted::Exists { deleted: true } => return Err(Domain::ChatDeleted.into()),
     }
-    store_all(conn, &chat.id, &chat.messages).await?;
+    store_all(conn, batch, &chat.id, &chat.messages).await?;
     let last_ts = chat.messages.iter().map(|m| m.ts).max().unwrap_or(0);
     if last_ts > 0 {
         db::chats::touch_activity(conn, &chat.id, last_ts.min(now)).await?;

@@ -309,6 +309,166 @@ async fn a_full_server_makes_room_for_a_new_client_by_closing_an_idle_one() {
     assert!(closed_by_server(&mut held[0], Duration::from_secs(30)).await, "the longest-waiting one made room");
 }
 
+// ---- 3b. slow request bodies (issue 32, item 4) ----
+
+/// Starts a login whose JSON body (`length` bytes announced) has barely begun: the handler reads
+/// a body that is still arriving, so it counts as an upload until the connection goes.
+async fn start_upload(app: &TestApp, ip: &str, length: usize, extra_header: &str) -> TcpStream {
+    let mut conn = tcp_from(app, ip).await;
+    let head = format!(
+        "POST /api/auth/token HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n{extra_header}Content-Length: {length}\r\n\r\n{{\"username\":",
+        app.addr.port()
+    );
+    conn.write_all(head.as_bytes()).await.expect("partial request");
+    conn
+}
+
+/// The status line and body of one raw response (the server closes after it).
+async fn raw_answer(conn: &mut TcpStream) -> String {
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), conn.read_to_end(&mut answer))
+        .await
+        .expect("answered")
+        .expect("read");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test]
+async fn a_body_slower_than_the_minimum_rate_gets_408() {
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let app = TestApp::spawn_in(dir, |c| {
+        c.net.request_body_min_rate = 1000;
+        c.net.request_body_grace = Duration::from_secs(1);
+    })
+    .await;
+    let mut conn = start_upload(&app, "127.0.0.35", 100_000, "").await;
+    let (mut read, mut write) = conn.split();
+    // One byte every 200 ms: never a pause, but far below 1,000 bytes a second.
+    let trickle = async {
+        loop {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            if write.write_all(b" ").await.is_err() {
+                return;
+            }
+        }
+    };
+    let answer = tokio::select! {
+        answer = async {
+            let mut answer = Vec::new();
+            let _ = tokio::time::timeout(Duration::from_secs(30), read.read_to_end(&mut answer)).await;
+            String::from_utf8_lossy(&answer).into_owned()
+        } => answer,
+        () = trickle => String::new(),
+    };
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("\"request_timeout\"") && answer.contains("too slowly"), "{answer}");
+    assert!(answer.to_ascii_lowercase().contains("connection: close"), "{answer}");
+    // A body that keeps the rate is not cut: a login with a whole body in one go answers.
+    let r = login(&app, &client_from("127.0.0.36"), "wrong-guess", None).await;
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn uploads_beyond_the_per_address_cap_get_429_except_from_the_owners_devices() {
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let app = TestApp::spawn_in(dir, |c| c.net.max_uploads_per_address = 2).await;
+    let token = app.setup_owner().await;
+    let mut slow =
+        vec![start_upload(&app, "127.0.0.37", 200, "").await, start_upload(&app, "127.0.0.37", 200, "").await];
+    // Wait until both count: the third from the address is refused before its body is read.
+    let mut third = String::new();
+    for _ in 0..400 {
+        let mut conn = start_upload(&app, "127.0.0.37", 200, "").await;
+        conn.write_all(b"\"owner\"").await.expect("more body");
+        let _ = conn.shutdown().await;
+        third = raw_answer(&mut conn).await;
+        if third.starts_with("HTTP/1.1 429") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(third.starts_with("HTTP/1.1 429"), "{third}");
+    assert!(third.contains("\"too_many_uploads\"") && third.to_ascii_lowercase().contains("retry-after"), "{third}");
+    // The owner's device (a bearer token) is not held to the cap, from the same address.
+    let r = client_from("127.0.0.37")
+        .post(app.url("/api/chats"))
+        .bearer_auth(&token)
+        .json(&json!({ "title": "Sent while the address uploads" }))
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(r.status(), StatusCode::CREATED);
+    // Another address has its own share.
+    let r = login(&app, &client_from("127.0.0.38"), "wrong-guess", None).await;
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    // An upload that ends gives its slot back.
+    drop(slow.pop());
+    let mut freed = false;
+    for _ in 0..400 {
+        let r = login(&app, &client_from("127.0.0.37"), "wrong-guess", None).await;
+        if r.status() != StatusCode::TOO_MANY_REQUESTS {
+            freed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(freed, "the slot came back");
+    drop(slow);
+}
+
+#[tokio::test]
+async fn strangers_filling_the_server_leave_room_for_the_owners_devices() {
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let app = TestApp::spawn_in(dir, |c| {
+        c.net.max_connections = 8;
+        c.net.reserved_connections = 4;
+    })
+    .await;
+    let token = app.setup_owner().await;
+    let phone = client_from("127.0.0.80");
+    let r = login(&app, &phone, PASSWORD, None).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let cookie = device_cookie(&r);
+    // Four strangers keep requests in progress (bodies that never finish): all they may hold.
+    let mut strangers = Vec::new();
+    for i in 0..4 {
+        strangers.push(start_upload(&app, &format!("127.0.0.{}", 81 + i), 200, "").await);
+    }
+    // Once they are all in progress, a fifth stranger is turned away at once…
+    let mut refused = None;
+    for _ in 0..400 {
+        let r = client_from("127.0.0.85").get(app.url("/api/chats/search?q=x")).send().await.expect("search");
+        if r.status() == StatusCode::SERVICE_UNAVAILABLE {
+            refused = Some(r);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let refused = refused.expect("a stranger is refused while the server is full");
+    assert_eq!(refused.headers()["connection"], "close");
+    assert_error(refused, StatusCode::SERVICE_UNAVAILABLE, "server_busy").await;
+    // …while the owner's devices get in: a bearer token, or the device credential at sign-in.
+    let r = client_from("127.0.0.86").get(app.url("/api/chats")).bearer_auth(&token).send().await.expect("list");
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = login(&app, &client_from("127.0.0.87"), PASSWORD, Some(&cookie)).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    // A health probe is never held back.
+    let r = client_from("127.0.0.88").get(app.url("/api/health")).send().await.expect("health");
+    assert_eq!(r.status(), StatusCode::OK);
+    // When the strangers go, anyone gets in again.
+    drop(strangers);
+    let mut back = false;
+    for _ in 0..400 {
+        let r = client_from("127.0.0.85").get(app.url("/api/chats/search?q=x")).send().await.expect("search");
+        if r.status() != StatusCode::SERVICE_UNAVAILABLE {
+            back = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(back, "the slots came back");
+}
+
 // ---- 4. streams: bounded, and nothing left behind ----
 
 async fn open_stream(app: &TestApp, client: &Client, token: &str, chat: &str) -> reqwest::Response {

@@ -21,8 +21,8 @@ struct Fixture {
 async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().expect("tmp");
     let path = dir.path().join("db/mobius.sqlite3");
-    let conn = mobius::db::open_writer(&path).await.expect("open");
-    mobius::db::migrate(&path).await.expect("migrate");
+    let mut conn = mobius::db::open_writer(&path).await.expect("open");
+    mobius::db::migrate(&mut conn).await.expect("migrate");
     let hub = Arc::new(Hub::default());
     let (writer, task) = WriterHandle::spawn(conn, hub.clone());
     Fixture { _dir: dir, path, writer, hub, task }
@@ -368,7 +368,7 @@ async fn a_full_disk_fails_the_writes_says_so_and_keeps_what_was_committed() {
     let dir = tempfile::tempdir().expect("tmp");
     let path = dir.path().join("db/mobius.sqlite3");
     let mut conn = mobius::db::open_writer(&path).await.expect("open");
-    mobius::db::migrate(&path).await.expect("migrate");
+    mobius::db::migrate(&mut conn).await.expect("migrate");
     // The database may not grow past what it holds now plus a little: a full disk, to SQLite.
     let pages: i64 = sqlx::query_scalar("PRAGMA page_count").fetch_one(&mut conn).await.expect("pages");
     sqlx::query(&format!("PRAGMA max_page_count = {}", pages + 64)).execute(&mut conn).await.expect("limit");
