@@ -20,6 +20,7 @@
 import { noteResponse, onlineStore, recheckOnline } from "../shell/online";
 import { appDb, type AppDb, type MirrorRecord, type OpRecord, type ReadKind, type SignalRecord } from "./appDb";
 import { APP_OUTBOX_PREFIX } from "./keys";
+import { TO_FRAME, type ToFrameMessage } from "./messages";
 import { forgetOtherInstallations, UnmirroredPaths } from "./unmirrored";
 
 export type { ReadKind };
@@ -110,7 +111,7 @@ export function wireError(error: unknown): WireError {
 
 /** Where subscription pushes and dead letters go (one per mounted frame). */
 export interface FrameSink {
-  post: (message: Record<string, unknown>) => void;
+  post: (message: ToFrameMessage) => void;
 }
 
 export interface StorageHostOptions {
@@ -314,7 +315,7 @@ export class AppStorageHost {
   private persistTimer: ReturnType<typeof setTimeout> | null = null;
   private readonly subscriptions = new Map<string, Subscription>();
   private readonly sinks = new Set<FrameSink>();
-  private undelivered: Record<string, unknown>[] = [];
+  private undelivered: ToFrameMessage[] = [];
   private readonly revalidating = new Set<string>();
   private signalPass: Promise<void> | null = null;
   private signalTimer: ReturnType<typeof setTimeout> | null = null;
@@ -957,11 +958,11 @@ export class AppStorageHost {
         // A waiting caller retries with what is there now; a writer told "queued" hears of it
         // (useDocument merges again). The mirror learns the server's value quietly: pushing it
         // to subscribers now would race the retry.
-        if (op.reported) this.announce({ type: "moebius:storage-conflict", payload: { path: op.path, status, writeId: op.writeId, ts: Date.now() } });
+        if (op.reported) this.announce({ type: TO_FRAME.storageConflict, payload: { path: op.path, status, writeId: op.writeId, ts: Date.now() } });
         this.repair(op.path, false);
       } else {
         this.announce({
-          type: "moebius:storage-dead-letter",
+          type: TO_FRAME.storageDeadLetter,
           payload: { path: op.path, status, refusedValue: op.method === "DELETE" ? null : op.value, writeId: op.writeId, ts: Date.now() },
         });
         // What the app showed never reached the server: show what is there.
@@ -983,7 +984,7 @@ export class AppStorageHost {
   }
 
   /** Tells every frame of the app; kept for the next one when none is there. */
-  private announce(message: Record<string, unknown>): void {
+  private announce(message: ToFrameMessage): void {
     if (this.sinks.size === 0) {
       this.undelivered = [...this.undelivered, message].slice(-MAX_UNDELIVERED_DEAD_LETTERS);
       return;
@@ -1097,7 +1098,7 @@ export class AppStorageHost {
       } catch {
         continue;
       }
-      sub.sink.post({ type: "moebius:storage-change", subscriptionId, value });
+      sub.sink.post({ type: TO_FRAME.storageChange, subscriptionId, value });
     }
   }
 
