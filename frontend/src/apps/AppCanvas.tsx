@@ -36,7 +36,7 @@ import { loadFrameLocal, recordFrameLocal } from "./frameLocal";
 import { measureFrameInsets } from "./insets";
 import { FROM_FRAME, TO_FRAME, type ToFrameMessage } from "./messages";
 import { telemetry } from "./telemetry";
-import { storageHostFor, wireError, type FrameSink } from "./storageHost";
+import { storageHostFor, wireError, type FrameSink } from "./storage/host";
 import { ensureAppToken, heldToken } from "./tokens";
 import { useAppToken } from "./useAppToken";
 

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { memoryAppDb, signalEvictions, type AppDb, type OpRecord, type SignalRecord } from "./appDb";
-import { AppStorageHost, encodePath, fileUrl, listUrl, MAX_BLOB_BYTES, type FrameSink } from "./storageHost";
+import { AppStorageHost, encodePath, fileUrl, listUrl, MAX_BLOB_BYTES, type FrameSink } from "./host";
 
 interface Call {
   method: string;

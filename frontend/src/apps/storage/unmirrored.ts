@@ -3,7 +3,7 @@
 //! written synchronously (the mirror is IndexedDB, whose transactions a reload can cut short), so
 //! the next page knows to ask the server first instead of trusting an older mirror value.
 
-import { APP_UNMIRRORED_PREFIX } from "./keys";
+import { APP_UNMIRRORED_PREFIX } from "../keys";
 
 /** Paths remembered per installation; past this, every path counts as behind until all settle. */
 export const MAX_UNMIRRORED_PATHS = 256;

@@ -17,10 +17,10 @@
 //! adopted by the next one (Web Locks tell which pages are alive). `mobius.signal` events wait in
 //! a bounded queue here too and are delivered to `/api/client-signal`.
 
-import { noteResponse, onlineStore, recheckOnline } from "../shell/online";
+import { noteResponse, onlineStore, recheckOnline } from "../../shell/online";
 import { appDb, type AppDb, type MirrorRecord, type OpRecord, type ReadKind, type SignalRecord } from "./appDb";
-import { APP_OUTBOX_PREFIX } from "./keys";
-import { TO_FRAME, type ToFrameMessage } from "./messages";
+import { APP_OUTBOX_PREFIX } from "../keys";
+import { TO_FRAME, type ToFrameMessage } from "../messages";
 import { forgetOtherInstallations, UnmirroredPaths } from "./unmirrored";
 
 export type { ReadKind };
