@@ -5,7 +5,7 @@
 //! navigation bypasses the service worker; the server lets the browser's HTTP cache keep each
 //! build's frame document, which is how an app opened once starts again offline. The broker sends
 //! `frame-init` (the app token, never the owner's), answers the frame's module request with the
-//! bytes it fetches (and the service worker caches), performs its storage calls (storageHost.ts),
+//! bytes it fetches (and the service worker caches), performs its storage calls (storage/host.ts),
 //! keeps its virtual localStorage, maps in-app screens onto history entries (`nav-push` is
 //! acknowledged or rejected; the system Back sends `nav-back`, Forward onto a screen the app can
 //! restore sends `nav-forward`), answers capability requests, and passes the four host requests
@@ -36,7 +36,9 @@ import { loadFrameLocal, recordFrameLocal } from "./frameLocal";
 import { measureFrameInsets } from "./insets";
 import { FROM_FRAME, TO_FRAME, type ToFrameMessage } from "./messages";
 import { telemetry } from "./telemetry";
-import { storageHostFor, wireError, type FrameSink } from "./storage/host";
+import type { FrameSink } from "./storage/frames";
+import { storageHostFor } from "./storage/host";
+import { wireError } from "./storage/wire";
 import { ensureAppToken, heldToken } from "./tokens";
 import { useAppToken } from "./useAppToken";
 

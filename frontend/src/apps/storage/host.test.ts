@@ -1,6 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { memoryAppDb, signalEvictions, type AppDb, type OpRecord, type SignalRecord } from "./appDb";
-import { AppStorageHost, encodePath, fileUrl, listUrl, MAX_BLOB_BYTES, type FrameSink } from "./host";
+import type { FrameSink } from "./frames";
+import { AppStorageHost } from "./host";
+import { MAX_BLOB_BYTES } from "./outbox";
+import { encodePath, fileUrl, listUrl } from "./wire";
 
 interface Call {
   method: string;
