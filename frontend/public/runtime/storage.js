@@ -1,5 +1,5 @@
 // `window.mobius.storage` inside the frame. The frame is an opaque origin (no IndexedDB), so every
-// call is forwarded to the shell's storage host (src/apps/storageHost.ts), which keeps the offline
+// call is forwarded to the shell's storage host (src/apps/storage/host.ts), which keeps the offline
 // outbox and the read mirror. Writes are all one RPC, `durableWrite`, with a `kind`; calls on one
 // path run one after another, in call order.
 
