@@ -25,7 +25,7 @@
 
 import { useEffect, useRef, useState } from "react";
 import type { AppSummary } from "../api/apps";
-import { Icon } from "../components/Icon";
+import { Icon } from "../components/ui/Icon";
 import { onlineStore, useOnline } from "../shell/online";
 import { appNavDepth, pushAppNav, type AppIntent } from "../shell/router";
 import { themeStore } from "../shell/theme";

@@ -10,7 +10,7 @@ import { writeToken } from "../auth/token";
 import { notifyChatEvent, onChatEvent, sendContext, setSendContext } from "../chat/events";
 import { newCid } from "../chat/queue";
 import { CHAT_EMBED, type ChatEmbedType } from "../apps/messages";
-import { ChatView } from "../components/ChatView";
+import { ChatView } from "../components/chat/ChatView";
 import { appStateBlock, asInit, sessionMatches, TurnGate, warnIn, type InitMessage } from "./protocol";
 
 /** How long a send waits for the app's context. */
