@@ -19,7 +19,7 @@ import { parseRoute } from "./shell/router";
 import { preloadRoute } from "./shell/routeModules";
 import { chatListQuery } from "./shell/useChatList";
 import { initTheme } from "./shell/theme";
-import "./styles.css";
+import "./styles/index.css";
 
 initTheme();
 const queryClient = createQueryClient();
