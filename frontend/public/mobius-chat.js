@@ -15,7 +15,8 @@
 // chat.start(opts) creates an owner-visible app chat and sends its first message; it never
 // navigates (post moebius:open-chat {chatId} to show it).
 
-const PREFIX = "moebius:chat-embed:";
+import { CHAT_EMBED, CHAT_EMBED_PREFIX } from "./runtime/messages.js";
+
 const EMBED_PATH = "/shell/embed/chat";
 const EMBED_SANDBOX = "allow-scripts allow-forms allow-popups allow-top-navigation-by-user-activation";
 const DEFAULT_BOOTSTRAP_TIMEOUT_MS = 15_000;
@@ -37,7 +38,7 @@ function randomUuid() {
 }
 
 function httpError(message, status, code) {
-  const error = new Error(message);
+  const error = /** @type {Error & {status?: number, code?: string}} */ (new Error(message));
   error.status = status;
   if (code) error.code = code;
   return error;
@@ -48,7 +49,11 @@ function httpError(message, status, code) {
  * `{appId, origin, getToken, storage}`.
  */
 export function createChat(context) {
-  /** A JSON call to the server with the app token (one retry with a fresh token on a 401). */
+  /**
+   * A JSON call to the server with the app token (one retry with a fresh token on a 401).
+   * @param {string} path
+   * @param {{method?: string, body?: unknown}} [init]
+   */
   async function api(path, { method = "GET", body } = {}) {
     const { origin, getToken } = context();
     const send = async (force) => {
@@ -191,7 +196,7 @@ export function createChat(context) {
         state.guidance = cleanGuidance(text);
         if (state.ready && state.iframe && state.iframe.contentWindow) {
           state.iframe.contentWindow.postMessage(
-            { type: `${PREFIX}guidance`, instanceId: state.instanceId, chatId: state.chatId, guidance: state.guidance },
+            { type: CHAT_EMBED.guidance, instanceId: state.instanceId, chatId: state.chatId, guidance: state.guidance },
             "*",
           );
         }
@@ -262,7 +267,7 @@ export function createChat(context) {
       }
       if (state.destroyed || state.authorizationId !== authorizationId) return;
       const init = {
-        type: `${PREFIX}init`,
+        type: CHAT_EMBED.init,
         instanceId: state.instanceId,
         chatId: state.chatId,
         authorizationId,
@@ -306,16 +311,15 @@ export function createChat(context) {
       if (!state.iframe || event.source !== state.iframe.contentWindow) return;
       if (event.origin !== "null" && event.origin !== location.origin && event.origin !== context().origin) return;
       const msg = event.data;
-      if (!msg || typeof msg !== "object" || typeof msg.type !== "string" || !msg.type.startsWith(PREFIX)) return;
-      const kind = msg.type.slice(PREFIX.length);
+      if (!msg || typeof msg !== "object" || typeof msg.type !== "string" || !msg.type.startsWith(CHAT_EMBED_PREFIX)) return;
       state.heard = true;
-      if (kind === "bootstrap-ready") {
+      if (msg.type === CHAT_EMBED.bootstrapReady) {
         void authorize();
         return;
       }
       if (msg.instanceId !== state.instanceId) return;
-      switch (kind) {
-        case "ready":
+      switch (msg.type) {
+        case CHAT_EMBED.ready:
           if (msg.authorizationId !== state.authorizationId) return;
           state.pending = null;
           state.attempts = 0;
@@ -330,23 +334,23 @@ export function createChat(context) {
             reveal();
           }
           return;
-        case "error":
+        case CHAT_EMBED.error:
           emit("error", { chatId: state.chatId, error: typeof msg.error === "string" ? msg.error : "error" });
           if (msg.phase === "authorization" && msg.authorizationId === state.authorizationId) {
             state.pending = null;
             retry(state.attempts);
           }
           return;
-        case "auth-expiring":
+        case CHAT_EMBED.authExpiring:
           void authorize();
           return;
-        case "message-sent":
+        case CHAT_EMBED.messageSent:
           emit("message-sent", { chatId: state.chatId });
           return;
-        case "turn-done":
+        case CHAT_EMBED.turnDone:
           emit("turn-done", { chatId: state.chatId });
           return;
-        case "context-request":
+        case CHAT_EMBED.contextRequest:
           void answerContext(msg.nonce);
           return;
         default:
@@ -367,7 +371,7 @@ export function createChat(context) {
       }
       if (state.iframe && state.iframe.contentWindow) {
         state.iframe.contentWindow.postMessage(
-          { type: `${PREFIX}context-response`, instanceId: state.instanceId, nonce, context: context && typeof context === "object" ? context : null },
+          { type: CHAT_EMBED.contextResponse, instanceId: state.instanceId, nonce, context: context && typeof context === "object" ? context : null },
           "*",
         );
       }

@@ -14,6 +14,7 @@ import { capabilities, configureCapabilities } from "./runtime/capabilities.js";
 import { createUseDocument } from "./runtime/document.js";
 import { CapabilityError, DurableWriteError, StorageError } from "./runtime/errors.js";
 import { configureImmersive, immersive } from "./runtime/immersive.js";
+import { FROM_FRAME, TO_FRAME } from "./runtime/messages.js";
 import { nav, resetNav } from "./runtime/nav.js";
 import { configureSignals, signal } from "./runtime/signal.js";
 import { split } from "./runtime/split.js";
@@ -99,9 +100,13 @@ const mobius = {
   chat: Object.assign(
     createChat(() => ({ appId: mobius.appId, origin: parentOrigin(), getToken, storage })),
     {
-      /** Shows chat `chatId` in the shell, its composer holding `draft`. */
+      /**
+       * Shows chat `chatId` in the shell, its composer holding `draft`.
+       * @param {string} chatId
+       * @param {{draft?: string}} [options]
+       */
       open(chatId, { draft } = {}) {
-        hostRequest("moebius:open-chat", { chatId: String(chatId), draft: draft ? String(draft) : "" });
+        hostRequest(FROM_FRAME.openChat, { chatId: String(chatId), draft: draft ? String(draft) : "" });
       },
     },
   ),
@@ -111,37 +116,41 @@ const mobius = {
   /** The app token (for `/api/proxy` and other app routes), refreshed through the shell when near expiry. */
   getToken,
   apps: {
-    /** Opens app `appId` (its id or slug), handing it the deep-link `intent` if given. */
+    /**
+     * Opens app `appId` (its id or slug), handing it the deep-link `intent` if given.
+     * @param {number | string} appId
+     * @param {{intent?: string}} [options]
+     */
     open(appId, { intent } = {}) {
       const ref = typeof appId === "number" || /^\d+$/.test(String(appId)) ? Number(appId) : String(appId);
-      hostRequest("moebius:open-app", { appId: ref, ...(intent ? { intent: String(intent) } : {}) });
+      hostRequest(FROM_FRAME.openApp, { appId: ref, ...(intent ? { intent: String(intent) } : {}) });
     },
     /**
      * Asks the shell to install the app at `source` (a git URL). Only for apps whose manifest
      * asks for `permissions.manage_apps`; the owner sees the install review and decides.
      */
     install(source) {
-      hostRequest("moebius:install-app", { source: String(source) });
+      hostRequest(FROM_FRAME.installApp, { source: String(source) });
     },
     /** Asks the shell to update app `appId`: the owner sees the update preview and decides (`manage_apps` only). */
     update(appId) {
-      hostRequest("moebius:manage-app", { action: "update", appId: Number(appId) });
+      hostRequest(FROM_FRAME.manageApp, { action: "update", appId: Number(appId) });
     },
     /** Asks the shell to uninstall app `appId`: the owner chooses to keep or delete its data, or cancels (`manage_apps` only). */
     uninstall(appId) {
-      hostRequest("moebius:manage-app", { action: "uninstall", appId: Number(appId) });
+      hostRequest(FROM_FRAME.manageApp, { action: "uninstall", appId: Number(appId) });
     },
   },
   settings: {
     open(section) {
-      hostRequest("moebius:open-settings", { section: section ? String(section) : null });
+      hostRequest(FROM_FRAME.openSettings, { section: section ? String(section) : null });
     },
   },
 };
 
 function listenOnline() {
-  on("moebius:online-status", (msg) => setOnline(msg.online));
-  on("moebius:frame-init", (msg) => setOnline(msg.online));
+  on(TO_FRAME.onlineStatus, (msg) => setOnline(msg.online));
+  on(TO_FRAME.frameInit, (msg) => setOnline(msg.online));
   if (typeof window !== "undefined") {
     window.addEventListener("online", () => setOnline(true));
     window.addEventListener("offline", () => setOnline(false));

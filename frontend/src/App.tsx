@@ -9,11 +9,11 @@ import { onUnauthorized } from "./api/client";
 import { readStandaloneIdentity } from "./apps/standalone";
 import { clearToken, readToken, rememberedSession, rememberSession, subscribeToken } from "./auth/token";
 import { decideBoot, probeOf } from "./boot/decide";
-import { LoginForm, type LoginNotice } from "./components/LoginForm";
-import { SetupWizard } from "./components/SetupWizard";
-import { Shell } from "./components/Shell";
-import { Splash } from "./components/Splash";
-import { Unreachable } from "./components/Unreachable";
+import { LoginForm, type LoginNotice } from "./components/boot/LoginForm";
+import { SetupWizard } from "./components/boot/SetupWizard";
+import { Shell } from "./components/shell/Shell";
+import { Splash } from "./components/boot/Splash";
+import { Unreachable } from "./components/boot/Unreachable";
 import { wipeLocalData } from "./pwa/wipe";
 
 const StandaloneApp = lazy(() => import("./apps/StandaloneApp"));

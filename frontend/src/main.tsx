@@ -9,7 +9,7 @@ import { fetchSession, SESSION_STALE_MS, sessionKey } from "./api/auth";
 import { chatKey, fetchChat } from "./api/chats";
 import { createQueryClient } from "./api/queryClient";
 import { readToken } from "./auth/token";
-import { preloadMarkdown } from "./components/Markdown";
+import { preloadMarkdown } from "./components/chat/Markdown";
 import { redeemInstallPass } from "./api/apps";
 import { redeemInstallPass as redeemFromUrl, readStandaloneIdentity } from "./apps/standalone";
 import { writeToken } from "./auth/token";
@@ -19,7 +19,7 @@ import { parseRoute } from "./shell/router";
 import { preloadRoute } from "./shell/routeModules";
 import { chatListQuery } from "./shell/useChatList";
 import { initTheme } from "./shell/theme";
-import "./styles.css";
+import "./styles/index.css";
 
 initTheme();
 const queryClient = createQueryClient();

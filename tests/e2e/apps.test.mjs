@@ -23,20 +23,21 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
   accessibilityProblems,
-  apiClient,
   agentEnv,
+  apiClient,
   appBuildEnv,
   ARTIFACTS,
   claudeBin,
   DESKTOP,
+  eventually,
   openBrowser,
   PHONE,
   saveArtifact,
   screenshot,
+  setupOwner,
   signInAsOwner,
   startMockAnthropic,
   startTestServer,
-  setupOwner,
   stepper,
   tearDown,
   watchProblems,
@@ -213,12 +214,10 @@ const appFrame = (page) => page.frames().find((f) => /\/api\/apps\/\d+\/frame/.t
 
 /** Waits until the server holds `expected` at the app's storage `path`. */
 async function serverHolds(appId, path, expected) {
-  for (let i = 0; ; i++) {
+  await eventually(`storage ${path} holds ${JSON.stringify(expected)}`, async () => {
     const { status, json } = await api(`/api/storage/apps/${appId}/${path}`);
-    if (status === 200 && JSON.stringify(json) === JSON.stringify(expected)) return;
-    assert.ok(i < 100, `storage ${path} never became ${JSON.stringify(expected)} (last: ${status} ${JSON.stringify(json)})`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+    return status === 200 && JSON.stringify(json) === JSON.stringify(expected);
+  });
 }
 
 async function openDrawerApp(page, name) {
@@ -276,17 +275,11 @@ describe("mini-apps (real server, opaque frames, service worker)", () => {
     // The frame follows the shell's colour scheme (so it never paints light inside dark).
     await page.emulateMedia({ colorScheme: "dark" });
     const frameScheme = () => appFrame(page).evaluate(() => document.documentElement.style.colorScheme);
-    for (let i = 0; (await frameScheme()) !== "dark"; i++) {
-      assert.ok(i < 50, "the frame did not switch to dark");
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await eventually("the frame switches to dark", async () => (await frameScheme()) === "dark");
     await screenshot(page, "app-phone-dark.png");
     await page.emulateMedia({ colorScheme: "light" });
     // Opening marked the build as seen.
-    for (let i = 0; (await api(`/api/apps/${helloId}`)).json.has_unseen_update; i++) {
-      assert.ok(i < 50, "opening did not mark the build seen");
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await eventually("opening marks the build seen", async () => !(await api(`/api/apps/${helloId}`)).json.has_unseen_update);
   });
 
   step("a storage write from inside the app survives a reload, and so does its localStorage", async (page) => {

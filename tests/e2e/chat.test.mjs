@@ -20,10 +20,11 @@ import { after, before, describe, test } from "node:test";
 import {
   accessibilityProblems,
   agentEnv,
-  assertFitsAndLegible,
   ARTIFACTS,
+  assertFitsAndLegible,
   claudeBin,
   DESKTOP,
+  eventually,
   openBrowser,
   OWNER,
   PHONE,
@@ -430,12 +431,11 @@ describe("chat journey on a phone (real server, real Claude Code, scripted model
     // Wait on the server's state, not a clock: the turn ends while the page cannot hear it.
     const token = await page.evaluate(() => localStorage.getItem("mobius.token"));
     const chatId = chatUrl.split("/").pop();
-    for (let i = 0; ; i++) {
-      const detail = await (await fetch(`${server.origin}/api/chats/${chatId}?limit=20`, { headers: { Authorization: `Bearer ${token}` } })).json();
-      if (!detail.running) break;
-      assert.ok(i < 600, "the turn never finished");
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await eventually(
+      "the turn finishes on the server",
+      async () => !(await (await fetch(`${server.origin}/api/chats/${chatId}?limit=20`, { headers: { Authorization: `Bearer ${token}` } })).json()).running,
+      { timeoutMs: TURN_TIMEOUT },
+    );
     const replies = page.getByText("Default reply.", { exact: true });
     const before = await replies.count();
     const opened = streams.length;

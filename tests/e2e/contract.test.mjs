@@ -16,13 +16,14 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
   apiClient,
+  eventually,
   openBrowser,
   PHONE,
   REPO,
   screenshot,
+  setupOwner,
   signInAsOwner,
   startTestServer,
-  setupOwner,
   stepper,
   tearDown,
   watchProblems,
@@ -41,16 +42,6 @@ const step = stepper({ prefix: "contract", timeout: STEP_TIMEOUT, page: () => ph
 
 const api = apiClient(() => server.origin, () => ownerToken);
 
-/** Polls `check` (async, returns truthy when done) every 100 ms, up to ~15 s. */
-async function until(what, check) {
-  for (let i = 0; ; i++) {
-    const value = await check();
-    if (value) return value;
-    assert.ok(i < 150, `never: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 const signIn = signInAsOwner;
 
 const frameOf = (page, name) => page.frameLocator(`iframe[title="${name}"]`);
@@ -61,7 +52,7 @@ async function openApp(page, slug, name) {
   await page.goto(`${server.origin}/?app=${ids[slug]}`);
   await frameOf(page, name).getByRole("heading").first().waitFor({ timeout: 30_000 });
   await page.getByRole("status", { name: `Opening ${name}` }).waitFor({ state: "detached" });
-  return until(`the frame of ${slug}`, () => appFrame(page, ids[slug]));
+  return eventually(`the frame of ${slug}`, () => appFrame(page, ids[slug]));
 }
 
 describe("app-platform contract (fixture apps written for the original, in Chromium)", () => {
@@ -122,7 +113,7 @@ describe("app-platform contract (fixture apps written for the original, in Chrom
     await frameOf(page, "Contract Probe").getByRole("button", { name: "Done" }).dispatchEvent("click");
     await sheet.waitFor({ state: "detached" });
     await page.emulateMedia({ colorScheme: "dark" });
-    const dark = await until("the frame follows the dark palette", async () => {
+    const dark = await eventually("the frame follows the dark palette", async () => {
       const now = await look();
       return now.theme === "dark" && now.vars.bg !== light.vars.bg ? now : null;
     });
@@ -244,9 +235,9 @@ describe("app-platform contract (fixture apps written for the original, in Chrom
     try {
       await other.goto(`${server.origin}/apps/contract-probe/`);
       await frameOf(other, "Contract Probe").getByRole("heading").first().waitFor({ timeout: 30_000 });
-      const a = await until("frame A", () => appFrame(page, ids["contract-probe"]));
-      const b = await until("frame B", () => appFrame(other, ids["contract-probe"]));
-      for (const f of [a, b]) await until("the document is loaded", () => f.evaluate(() => window.__probe?.status() === "ready"));
+      const a = await eventually("frame A", () => appFrame(page, ids["contract-probe"]));
+      const b = await eventually("frame B", () => appFrame(other, ids["contract-probe"]));
+      for (const f of [a, b]) await eventually("the document is loaded", () => f.evaluate(() => window.__probe?.status() === "ready"));
       await a.evaluate(() => window.__probe.add("seed"));
       await b.evaluate(() => window.__probe.refresh());
       // Both frames add five items each at the same time, and A deletes the seed meanwhile.
@@ -288,12 +279,12 @@ describe("app-platform contract (fixture apps written for the original, in Chrom
       });
       assert.deepEqual(queued, { write: "queued", blob: { queued: true }, update: "queued", status: "saving", pending: 3, heard: [false], online: false, readBack: { saved: "offline" } });
       // The signal reaches the shell's durable queue within its 5 s flush.
-      await until("the signal is queued in the shell", () => frame.evaluate(() => window.mobius.storage._pendingSignalCount().then((n) => n >= 1)));
+      await eventually("the signal is queued in the shell", () => frame.evaluate(() => window.mobius.storage._pendingSignalCount().then((n) => n >= 1)));
       // A reload with the network still cut: everything queued is still there.
       await page.reload();
       await probe.getByRole("status").getByText("Offline").waitFor({ timeout: 30_000 });
-      frame = await until("the frame after the reload", () => appFrame(page, id));
-      await until("the app is running", () => frame.evaluate(() => typeof window.__probe === "object").catch(() => false));
+      frame = await eventually("the frame after the reload", () => appFrame(page, id));
+      await eventually("the app is running", () => frame.evaluate(() => typeof window.__probe === "object").catch(() => false));
       assert.equal(await frame.evaluate(() => window.mobius.storage.pendingCount()), 3);
       assert.equal(await frame.evaluate(() => window.mobius.storage._pendingSignalCount()), 1);
       await screenshot(page, "contract-offline-phone.png");
@@ -301,14 +292,14 @@ describe("app-platform contract (fixture apps written for the original, in Chrom
       await phone.context.setOffline(false);
     }
     await probe.getByRole("status").getByText("Online").waitFor({ timeout: 30_000 });
-    await until("the outbox drained", () => frame.evaluate(() => window.mobius.storage.pendingCount().then((n) => n === 0)));
+    await eventually("the outbox drained", () => frame.evaluate(() => window.mobius.storage.pendingCount().then((n) => n === 0)));
     assert.deepEqual((await api(`/api/storage/apps/${id}/offline/doc.json`)).json, { saved: "offline" });
     const photo = await fetch(`${server.origin}/api/storage/apps/${id}/offline/photo.bin`, { headers: { Authorization: `Bearer ${ownerToken}` } });
     assert.equal((await photo.arrayBuffer()).byteLength, 1024 * 1024);
     assert.equal(photo.headers.get("content-type"), "image/x-test");
     assert.ok((await api(`/api/storage/apps/${id}/todos.json`)).json.some((t) => t.text === "written offline"));
-    await until("the signal was delivered", async () => (await frame.evaluate(() => window.mobius.storage._pendingSignalCount())) === 0);
-    await until("the server logged the signal", () => server.logs().includes("went_offline"));
+    await eventually("the signal was delivered", async () => (await frame.evaluate(() => window.mobius.storage._pendingSignalCount())) === 0);
+    await eventually("the server logged the signal", () => server.logs().includes("went_offline"));
   });
 
   step("the system Back closes an in-app screen through onBack; Forward brings a reversible one back", async (page) => {
@@ -375,14 +366,14 @@ describe("app-platform contract (fixture apps written for the original, in Chrom
     const summary = (await api(`/api/apps/${id}`)).json;
     assert.ok(summary.offline_precache.includes(asset), `the summary lists the asset: ${JSON.stringify(summary.offline_precache)}`);
     await openApp(page, "contract-probe", "Contract Probe");
-    await until("the asset is kept", () => page.evaluate((u) => caches.open("mobius-app-assets").then((c) => c.match(u)).then((r) => !!r), asset));
+    await eventually("the asset is kept", () => page.evaluate((u) => caches.open("mobius-app-assets").then((c) => c.match(u)).then((r) => !!r), asset));
     // /vendor/ files can be precached too; anything else (another origin, API routes) is not.
     const vendor = "/vendor/katex/fonts/KaTeX_Math-Italic.woff2";
     await page.evaluate(({ appId, urls }) => navigator.serviceWorker.controller.postMessage({ type: "moebius:precache-app", appId, urls }), {
       appId: id,
       urls: [asset, vendor, "https://elsewhere.example/x.png", "/api/chats"],
     });
-    await until("the vendor file is kept", () => page.evaluate((u) => caches.open("mobius-app-assets").then((c) => c.match(u)).then((r) => !!r), vendor));
+    await eventually("the vendor file is kept", () => page.evaluate((u) => caches.open("mobius-app-assets").then((c) => c.match(u)).then((r) => !!r), vendor));
     assert.equal(await page.evaluate(() => caches.open("mobius-app-assets").then((c) => c.match("/api/chats")).then((r) => !!r)), false);
     await phone.context.setOffline(true);
     try {

@@ -14,13 +14,14 @@ import { after, before, describe } from "node:test";
 import {
   agentEnv,
   claudeBin,
+  eventually,
   openBrowser,
   OWNER,
   PHONE,
   screenshot,
+  setupOwner,
   startMockAnthropic,
   startTestServer,
-  setupOwner,
   stepper,
   tearDown,
   watchProblems,
@@ -126,14 +127,8 @@ async function api(path, { method = "GET", body } = {}) {
   return { status: response.status, json, text };
 }
 
-async function poll(what, check) {
-  for (let i = 0; ; i++) {
-    const value = await check();
-    if (value) return value;
-    assert.ok(i < 150, `${what} never happened`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+/** What the embedded chat's turns may take on a loaded machine. */
+const POLL_TIMEOUT_MS = 30_000;
 
 const step = stepper({ prefix: "embed", timeout: STEP_TIMEOUT, page: () => phone.page });
 const appFrame = (page) => page.frameLocator('iframe[title="Tutor"]');
@@ -171,10 +166,14 @@ describe("an app embeds the agent chat (real server, real Claude CLI, scripted m
     await appFrame(page).getByRole("heading", { name: "Tutor" }).waitFor({ timeout: 30_000 });
     await events(page).getByText("ready same-chat").waitFor({ timeout: 30_000 });
     await chatFrame(page).getByText("Ask about fractions").waitFor();
-    embeddedChat = await poll("the persisted chat id", async () => {
-      const stored = await api(`/api/storage/apps/${tutorId}/tutor/chat.json`);
-      return stored.status === 200 && stored.json?.id;
-    });
+    embeddedChat = await eventually(
+      "the persisted chat id",
+      async () => {
+        const stored = await api(`/api/storage/apps/${tutorId}/tutor/chat.json`);
+        return stored.status === 200 && stored.json?.id;
+      },
+      { timeoutMs: POLL_TIMEOUT_MS },
+    );
     // The app's chat stays out of the owner's drawer.
     const drawer = await api("/api/chats");
     assert.ok(!drawer.json.some((c) => c.id === embeddedChat), "the embedded chat is hidden from the drawer");
@@ -219,11 +218,15 @@ describe("an app embeds the agent chat (real server, real Claude CLI, scripted m
     assert.ok(page.url().includes(`app=${tutorId}`), "chat.start does not navigate");
     const drawer = await api("/api/chats");
     assert.ok(drawer.json.some((c) => c.id === id), "the started chat shows in the owner's drawer");
-    await poll("the started chat's reply", async () => {
-      const detail = await api(`/api/chats/${id}`);
-      const text = JSON.stringify(detail.json?.messages ?? []);
-      return text.includes("Start a lesson on fractions") && text.includes(REPLY);
-    });
+    await eventually(
+      "the started chat's reply",
+      async () => {
+        const detail = await api(`/api/chats/${id}`);
+        const text = JSON.stringify(detail.json?.messages ?? []);
+        return text.includes("Start a lesson on fractions") && text.includes(REPLY);
+      },
+      { timeoutMs: POLL_TIMEOUT_MS },
+    );
   });
 
   step("no uncaught errors or CSP violations were logged", async () => {

@@ -38,6 +38,36 @@ const LAST_GREEN_FILE = join(REPO, "tests", "e2e", "chromium-last-green.txt");
 const READY_TIMEOUT_MS = 30_000;
 const MAX_LOG_CHARS = 200_000;
 
+/** How often `eventually` looks again. */
+const EVENTUALLY_INTERVAL_MS = 100;
+/** How long `eventually` waits by default. */
+export const EVENTUALLY_TIMEOUT_MS = 15_000;
+
+/**
+ * Waits for something the test can observe: calls `check()` (sync or async) at once and then
+ * every 100 ms until it returns a truthy value, which it returns. Past `timeoutMs` it fails,
+ * naming `what` and the last value seen. An exception from `check` fails at once (catch in the
+ * check what may throw while the state settles). The one polling loop of the browser suites:
+ * where Playwright can wait itself (`locator.waitFor`, `page.waitForFunction`), let it.
+ */
+export async function eventually(what, check, { timeoutMs = EVENTUALLY_TIMEOUT_MS } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) {
+      let last;
+      try {
+        last = JSON.stringify(value);
+      } catch {
+        last = String(value);
+      }
+      throw new assert.AssertionError({ message: `${what}: not within ${timeoutMs} ms (last: ${last})` });
+    }
+    await new Promise((resolve) => setTimeout(resolve, EVENTUALLY_INTERVAL_MS));
+  }
+}
+
 /** Reads a required environment variable or explains what is missing. */
 export function requireEnv(name, hint) {
   const value = process.env[name];
@@ -112,24 +142,21 @@ export async function startServer({ bin, frontendDir, env = {} }) {
     await rm(dataDir, { recursive: true, force: true });
   };
 
-  // Poll readiness: each probe is a real request answered by the server, not a blind sleep.
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  for (;;) {
-    if (exited !== null) {
-      await stop();
-      throw new Error(`server exited early (${JSON.stringify(exited)}):\n${output}`);
-    }
+  // Each probe is a real request answered by the server.
+  const ready = async () => {
+    if (exited !== null) throw new Error(`server exited early (${JSON.stringify(exited)}):\n${output}`);
     try {
       const response = await fetch(`${origin}/api/ready`, { signal: AbortSignal.timeout(2_000) });
-      if (response.ok && (await response.json()).ready === true) break;
+      return response.ok && (await response.json()).ready === true;
     } catch {
-      // Not listening yet.
+      return false; // Not listening yet.
     }
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`server not ready within ${READY_TIMEOUT_MS} ms:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  };
+  try {
+    await eventually("the server answers /api/ready", ready, { timeoutMs: READY_TIMEOUT_MS });
+  } catch (error) {
+    await stop();
+    throw exited === null ? new Error(`${error.message}:\n${output}`) : error;
   }
   return { origin, dataDir, logs: () => output, stop };
 }
@@ -311,25 +338,25 @@ export async function startMockAnthropic(script) {
     }
     await rm(dir, { recursive: true, force: true });
   };
-  // The port file is written atomically once the mock listens: poll it.
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  for (;;) {
-    const port = await readFile(portFile, "utf8").catch(() => "");
-    if (port.trim()) {
-      const url = `http://127.0.0.1:${port.trim()}`;
-      return {
-        url,
-        logs: () => output,
-        requests: async () => (await fetch(`${url}/_mock/requests`)).json(),
-        stop,
-      };
-    }
-    if (exited || Date.now() > deadline) {
-      await stop();
-      throw new Error(`mock_anthropic did not start:\n${output}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
+  // The port file is written atomically once the mock listens.
+  const listening = async () => {
+    if (exited) throw new Error(`mock_anthropic exited:\n${output}`);
+    return (await readFile(portFile, "utf8").catch(() => "")).trim();
+  };
+  let port;
+  try {
+    port = await eventually("mock_anthropic listens", listening, { timeoutMs: READY_TIMEOUT_MS });
+  } catch (error) {
+    await stop();
+    throw new Error(`mock_anthropic did not start (${error.message}):\n${output}`);
   }
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    logs: () => output,
+    requests: async () => (await fetch(`${url}/_mock/requests`)).json(),
+    stop,
+  };
 }
 
 /** The Claude Code CLI the server should run: MOBIUS_CLAUDE_BIN, else the one under MOBIUS_CLI_DIR. */

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe } from "node:test";
-import { PHONE, apiClient, openBrowser, screenshot, setupOwner, startTestServer, stepper, tearDown, watchProblems } from "./harness.mjs";
+import { PHONE, apiClient, eventually, openBrowser, screenshot, setupOwner, startTestServer, stepper, tearDown, watchProblems } from "./harness.mjs";
 
 const STEP_TIMEOUT = 60_000;
 const TOKEN_KEY = "mobius.token";
@@ -51,13 +51,7 @@ describe("memory (390×844)", () => {
     await digest.fill("Four raised beds; tomatoes and beans.");
     await sheet.getByRole("button", { name: "Save" }).click();
     // The note was already the owner's (set through the API above): wait for the stored text.
-    let saved;
-    for (let i = 0; i < 100; i++) {
-      saved = (await api("/api/chats/garden/note")).json;
-      if (saved.note.digest === "Four raised beds; tomatoes and beans.") break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    assert.equal(saved.note.digest, "Four raised beds; tomatoes and beans.");
+    await eventually("the note is saved", async () => (await api("/api/chats/garden/note")).json.note.digest === "Four raised beds; tomatoes and beans.");
     await sheet.getByText(/Edited by you/).waitFor();
     await page.keyboard.press("Escape");
     await sheet.waitFor({ state: "detached" });
@@ -74,19 +68,9 @@ describe("memory (390×844)", () => {
     await file.waitFor();
     await file.fill("- The owner's cat is called Miso.");
     await page.getByRole("region", { name: "Memory" }).getByRole("button", { name: "Save" }).click();
-    let memory;
-    for (let i = 0; i < 100; i++) {
-      memory = (await api("/api/memory")).json;
-      if (memory.owner_md === "- The owner's cat is called Miso.") break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    assert.equal(memory.owner_md, "- The owner's cat is called Miso.");
+    await eventually("the memory file is saved", async () => (await api("/api/memory")).json.owner_md === "- The owner's cat is called Miso.");
     await page.getByLabel("New chats remember").selectOption("off");
-    for (let i = 0; i < 100 && memory.enabled; i++) {
-      memory = (await api("/api/memory")).json;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    assert.equal(memory.enabled, false);
+    await eventually("the switch is off", async () => (await api("/api/memory")).json.enabled === false);
     await page.reload();
     await page.getByText("Draw charts with recharts").waitFor();
     await page.getByText("Written by the agent").first().waitFor();

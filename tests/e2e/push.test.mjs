@@ -22,8 +22,9 @@ import {
   apiClient,
   ARTIFACTS,
   claudeBin,
-  OWNER,
+  eventually,
   openBrowser,
+  OWNER,
   PHONE,
   requireEnv,
   saveArtifact,
@@ -93,7 +94,6 @@ async function startPushService() {
   const publicKey = ecdh.generateKeys();
   const auth = randomBytes(16);
   const received = [];
-  const waiters = [];
   const http = createServer((req, res) => {
     const chunks = [];
     req.on("data", (c) => chunks.push(c));
@@ -117,7 +117,6 @@ async function startPushService() {
         const end = plain.lastIndexOf(2);
         const text = plain.subarray(0, end).toString("utf8");
         received.push({ headers: req.headers, text, json: JSON.parse(text) });
-        waiters.splice(0).forEach((w) => w());
         res.writeHead(201).end();
       } catch (error) {
         received.push({ error: String(error) });
@@ -132,19 +131,11 @@ async function startPushService() {
     subscription: { endpoint, keys: { p256dh: b64url(publicKey), auth: b64url(auth) }, label: "Chromium under test" },
     /** Waits for the next push whose JSON satisfies `match`. */
     async next(match, timeout = TURN_TIMEOUT) {
-      const deadline = Date.now() + timeout;
-      for (;;) {
-        const found = received.find((r) => r.error || match(r.json));
-        if (found) {
-          assert.equal(found.error, undefined, found.error);
-          return found;
-        }
-        if (Date.now() > deadline) throw new Error(`no matching push; got ${JSON.stringify(received)}`);
-        await new Promise((r) => {
-          waiters.push(r);
-          setTimeout(r, 500);
-        });
-      }
+      const found = await eventually("a matching push", () => received.find((r) => r.error || match(r.json)), { timeoutMs: timeout }).catch((error) => {
+        throw new Error(`${error.message}; got ${JSON.stringify(received)}`);
+      });
+      assert.equal(found.error, undefined, found.error);
+      return found;
     },
     stop: () => new Promise((r) => http.close(r)),
   };
@@ -158,17 +149,6 @@ let token;
 let pushed;
 const api = apiClient(() => server.origin, () => token);
 const step = stepper({ prefix: "push", timeout: STEP_TIMEOUT, page: () => phone.page });
-
-/** Polls `check` until it returns a truthy value. */
-async function until(check, what, timeout = TURN_TIMEOUT) {
-  const deadline = Date.now() + timeout;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** The shell's service worker as Playwright sees it. */
 function shellWorker() {
@@ -203,7 +183,7 @@ async function deliverPush(page, text, body) {
     for (let attempt = 1; ; attempt += 1) {
       await cdp.send("ServiceWorker.deliverPushMessage", { origin: server.origin, registrationId, data: text });
       try {
-        return await until(async () => (await shownNotifications()).find((n) => n.body === body), "the notification", 10_000);
+        return await eventually("the notification", async () => (await shownNotifications()).find((n) => n.body === body), { timeoutMs: 10_000 });
       } catch (error) {
         if (attempt === 2) throw error;
         console.log("# the first delivery was not shown; delivering again");
@@ -277,10 +257,14 @@ describe("notifications in Chromium: a question answered from its notification",
       const [notification] = await self.registration.getNotifications();
       self.dispatchEvent(new NotificationEvent("notificationclick", { notification, action: "option-1" }));
     });
-    const detail = await until(async () => {
-      const r = await api("/api/chats/push-chat");
-      return r.json?.running === false && r.json.pending_question_id === null ? r.json : null;
-    }, "the turn to finish after the answer");
+    const detail = await eventually(
+      "the turn to finish after the answer",
+      async () => {
+        const r = await api("/api/chats/push-chat");
+        return r.json?.running === false && r.json.pending_question_id === null ? r.json : null;
+      },
+      { timeoutMs: TURN_TIMEOUT },
+    );
     const text = JSON.stringify(detail.messages);
     assert.ok(text.includes("You picked from the notification."), text);
     assert.ok(detail.messages.some((m) => JSON.stringify(m.blocks ?? []).includes('"Which color?":"Red"')), text);
@@ -323,10 +307,14 @@ describe("notifications in Chromium: a question answered from its notification",
     await phone.context.setOffline(false);
     await sheet.getByRole("button", { name: "Large" }).click();
     await sheet.waitFor({ state: "detached" });
-    const detail = await until(async () => {
-      const r = await api("/api/chats/push-chat");
-      return r.json?.running === false && r.json.pending_question_id === null ? r.json : null;
-    }, "the turn to finish after the decision screen's answer");
+    const detail = await eventually(
+      "the turn to finish after the decision screen's answer",
+      async () => {
+        const r = await api("/api/chats/push-chat");
+        return r.json?.running === false && r.json.pending_question_id === null ? r.json : null;
+      },
+      { timeoutMs: TURN_TIMEOUT },
+    );
     assert.ok(JSON.stringify(detail.messages).includes("Size taken from the decision screen."));
     assert.ok(JSON.stringify(detail.messages).includes('"Which size?":"Large"'));
   });

@@ -10,12 +10,13 @@ import { chmod, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe } from "node:test";
 import {
-  PHONE,
   accessibilityProblems,
   apiClient,
   appBuildEnv,
   assertFitsAndLegible,
+  eventually,
   openBrowser,
+  PHONE,
   screenshot,
   setupOwner,
   startTestServer,
@@ -45,14 +46,6 @@ const MANIFEST = {
   schedule: { default: "30 7 * * 1-5", job: "job.sh", user_configurable: true },
 };
 
-async function until(check, what) {
-  for (let i = 0; i < 200; i++) {
-    const value = await check();
-    if (value) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.fail(`${what} never happened`);
-}
 
 async function openSettings(page) {
   await page.getByRole("button", { name: "Open chats" }).click();
@@ -94,7 +87,7 @@ describe("schedules (390×844)", () => {
     const section = page.getByRole("region", { name: "Schedules" });
     const row = section.getByRole("button", { name: /Morning Brief.*Weekdays at 07:30/ });
     await row.waitFor();
-    await until(async () => !(await row.textContent()).includes("Planning"), "planning the next run");
+    await eventually("planning the next run", async () => !(await row.textContent()).includes("Planning"), { timeoutMs: 20_000 });
     assert.match(await row.textContent(), /Next: \w{3}/);
     await row.scrollIntoViewIfNeeded();
     await screenshot(page, "schedules-list-phone.png");
@@ -135,7 +128,7 @@ describe("schedules (390×844)", () => {
     await sheet.getByRole("alert").filter({ hasText: /field 2 \(hour\)/ }).waitFor();
     await cadence.fill("15 6 * * *");
     await sheet.getByRole("button", { name: "Save" }).click();
-    await until(async () => (await api("/api/schedules")).json.schedules.find((s) => s.app_id === appId).cron === "15 6 * * *", "the new cadence");
+    await eventually("the new cadence", async () => (await api("/api/schedules")).json.schedules.find((s) => s.app_id === appId).cron === "15 6 * * *", { timeoutMs: 20_000 });
     await page.keyboard.press("Escape");
     await sheet.waitFor({ state: "detached" });
     await page.getByRole("region", { name: "Schedules" }).getByRole("button", { name: /Morning Brief.*Every day at 06:15/ }).waitFor();

@@ -10,6 +10,8 @@
 // shell goes through the browser process: a round trip costs about half as much. Without a port
 // (an older shell, or before it came) everything goes by window messages, as before.
 
+import { FROM_FRAME, TO_FRAME } from "./messages.js";
+
 /** A bridged call the shell did not answer within this long fails. */
 export const RPC_TIMEOUT_MS = 60_000;
 
@@ -83,14 +85,14 @@ function adoptPort(port) {
   if (state.port) state.port.close();
   state.port = port;
   port.onmessage = (event) => deliver(event.data);
-  port.postMessage({ type: "moebius:storage-port-ready" });
+  port.postMessage({ type: FROM_FRAME.storagePortReady });
 }
 
 function dispatch(event) {
   if (event.source !== window.parent) return;
   if (state.parentOrigin && event.origin !== state.parentOrigin) return;
   const msg = event.data;
-  if (msg && msg.type === "moebius:storage-port") {
+  if (msg && msg.type === TO_FRAME.storagePort) {
     if (event.ports && event.ports[0]) adoptPort(event.ports[0]);
     return;
   }
@@ -102,7 +104,7 @@ export function listen() {
   if (state.listening || typeof window === "undefined") return;
   state.listening = true;
   window.addEventListener("message", dispatch);
-  post({ type: "moebius:storage-port-request" });
+  post({ type: FROM_FRAME.storagePortRequest });
   // The document is going away: nobody will answer what is still pending.
   window.addEventListener("pagehide", (event) => {
     if (event.persisted) return;
@@ -112,7 +114,7 @@ export function listen() {
       entry.reject(bridgeError({ name: "AbortError", code: "page_hidden", message: "The page was closed before Möbius answered." }));
     }
   });
-  on("moebius:storage-rpc-result", (msg) => {
+  on(TO_FRAME.storageRpcResult, (msg) => {
     const entry = pending.get(msg.requestId);
     if (!entry) return;
     pending.delete(msg.requestId);
@@ -152,7 +154,7 @@ export function rpc(method, args) {
       reject(bridgeError({ name: "StorageError", code: "timeout", message: "shell storage request timed out" }));
     }, RPC_TIMEOUT_MS);
     pending.set(requestId, { resolve, reject, timer });
-    const message = { type: "moebius:storage-rpc", requestId, method, args };
+    const message = { type: FROM_FRAME.storageRpc, requestId, method, args };
     if (state.port) {
       try {
         state.port.postMessage(message);

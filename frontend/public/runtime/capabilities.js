@@ -5,6 +5,7 @@
 
 import { hasParent, nextId, on, post, safeCall } from "./bridge.js";
 import { CapabilityError } from "./errors.js";
+import { FROM_FRAME, TO_FRAME } from "./messages.js";
 
 /** A shell that says nothing at all about a session within this long has no provider for it. */
 export const CAPABILITY_ANSWER_TIMEOUT_MS = 15_000;
@@ -99,7 +100,7 @@ function open(name, input = {}) {
     },
     control(action, value) {
       if (!settled && typeof action === "string" && action) {
-        post({ type: "moebius:capability-control", requestId, capability: name, action: action.slice(0, MAX_ACTION_CHARS), value });
+        post({ type: FROM_FRAME.capabilityControl, requestId, capability: name, action: action.slice(0, MAX_ACTION_CHARS), value });
       }
       return result;
     },
@@ -108,7 +109,7 @@ function open(name, input = {}) {
     },
     cancel() {
       if (settled) return;
-      post({ type: "moebius:capability-control", requestId, capability: name, action: "cancel" });
+      post({ type: FROM_FRAME.capabilityControl, requestId, capability: name, action: "cancel" });
       finishWith(capabilityError("aborted", name, `${name} was cancelled.`, "AbortError"));
     },
   };
@@ -132,12 +133,13 @@ function open(name, input = {}) {
     () => finishWith(capabilityError("unavailable", name, `Möbius did not answer the request for ${name}.`, "NotSupportedError")),
     CAPABILITY_ANSWER_TIMEOUT_MS,
   );
-  if (!post({ type: "moebius:capability-open", requestId, capability: name, version: decl.version, input })) {
+  if (!post({ type: FROM_FRAME.capabilityOpen, requestId, capability: name, version: decl.version, input })) {
     finishWith(capabilityError("unavailable", name, `${name} could not be requested from Möbius.`, "NotSupportedError"));
   }
   return session;
 }
 
+/** @param {{signal?: AbortSignal}} [options] */
 function invoke(name, input, options = {}) {
   const session = open(name, input);
   const signal = options && typeof options === "object" ? options.signal : undefined;
@@ -160,9 +162,9 @@ function route(kind) {
   };
 }
 
-on("moebius:capability-ready", route("ready"));
-on("moebius:capability-event", route("event"));
-on("moebius:capability-result", route("result"));
-on("moebius:capability-error", route("error"));
+on(TO_FRAME.capabilityReady, route("ready"));
+on(TO_FRAME.capabilityEvent, route("event"));
+on(TO_FRAME.capabilityResult, route("result"));
+on(TO_FRAME.capabilityError, route("error"));
 
 export const capabilities = { available, describe, list, open, invoke };

@@ -121,6 +121,7 @@ const retryDelay = (attempt) => RETRY_BASE_MS * 2 ** attempt * (0.5 + Math.rando
 
 /** The `useDocument` hook bound to `React` (the app's own) and `storage`. */
 export function createUseDocument(storage, React) {
+  /** @param {Record<string, any>} [options] */
   return function useDocument(path, options = {}) {
     const R = React || (typeof window !== "undefined" ? window.React : null);
     if (!R || HOOKS.some((name) => typeof R[name] !== "function")) {

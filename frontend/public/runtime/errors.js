@@ -9,6 +9,7 @@ import { registerErrorClass } from "./bridge.js";
  * was sent). Also `status`, `path`, `writeId` and `refusedValue` (null for a delete).
  */
 export class DurableWriteError extends Error {
+  /** @param {Record<string, any>} [fields] */
   constructor(message, fields = {}) {
     super(message);
     const f = fields && typeof fields === "object" ? fields : {};
@@ -24,6 +25,7 @@ export class DurableWriteError extends Error {
 
 /** A storage call that failed for another reason: `code` (`invalid_path`, `timeout`, …) and `status`. */
 export class StorageError extends Error {
+  /** @param {Record<string, any>} [fields] */
   constructor(message, fields = {}) {
     super(message);
     const f = fields && typeof fields === "object" ? fields : {};
@@ -35,6 +37,7 @@ export class StorageError extends Error {
 
 /** A capability session that could not start or ended badly: `code`, `capability`. */
 export class CapabilityError extends Error {
+  /** @param {Record<string, any>} [fields] */
   constructor(message, fields = {}) {
     super(message);
     const f = fields && typeof fields === "object" ? fields : {};
@@ -46,7 +49,7 @@ export class CapabilityError extends Error {
 
 /** A call made with arguments of the wrong type: a `TypeError` carrying `code: "invalid_argument"`. */
 export function invalidArgument(message) {
-  const error = new TypeError(message);
+  const error = /** @type {TypeError & {code?: string}} */ (new TypeError(message));
   error.code = "invalid_argument";
   return error;
 }

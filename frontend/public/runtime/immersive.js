@@ -3,6 +3,7 @@
 // which is what `hidden` reports (the shell is the source of truth).
 
 import { on, post, safeCall } from "./bridge.js";
+import { FROM_FRAME, TO_FRAME } from "./messages.js";
 
 /** How long a press must last before `immersive.holdToToggle` toggles. */
 const HOLD_DEFAULT_MS = 450;
@@ -27,7 +28,7 @@ function requestImmersive(value) {
   const next = Boolean(value);
   immersiveRequested = next;
   // Outside Möbius there is no chrome to hide: the state is simply this frame's own.
-  if (!post({ type: "moebius:immersive", value: next, mode: "bar", appId })) {
+  if (!post({ type: FROM_FRAME.immersive, value: next, mode: "bar", appId })) {
     immersiveRequested = null;
     setImmersiveState(next);
   }
@@ -128,7 +129,7 @@ export function configureImmersive(id) {
   if (listening || typeof window === "undefined") return;
   listening = true;
   window.addEventListener("keydown", onImmersiveKey);
-  on("moebius:immersive-state", (msg) => {
+  on(TO_FRAME.immersiveState, (msg) => {
     if (typeof msg.value !== "boolean") return;
     immersiveRequested = null;
     setImmersiveState(msg.value);

@@ -4,6 +4,7 @@
 // entry) or `nav-push-rejected`; an entry with `onForward` can come back with the browser's Forward.
 
 import { hasParent, nextId, on, post, safeCall } from "./bridge.js";
+import { FROM_FRAME, TO_FRAME } from "./messages.js";
 
 /** The shell must answer a push within this long. */
 export const NAV_ACK_TIMEOUT_MS = 5_000;
@@ -54,7 +55,7 @@ function close(entry) {
   entry.active = false;
   // Closed from inside its own onForward: the shell hears a rejection instead of a pop.
   if (entry.restoring) return;
-  post({ type: "moebius:nav-pop", requestId: entry.requestId });
+  post({ type: FROM_FRAME.navPop, requestId: entry.requestId });
   // A reversible entry waits (dormant) for the browser's Forward; any other is done.
   if (!entry.reversible) forget(entry);
 }
@@ -92,7 +93,7 @@ export function open(label, onBackOrHandlers, onForwardArg) {
   entry.timer = setTimeout(() => settle(entry, "timeout"), NAV_ACK_TIMEOUT_MS);
   let sent;
   try {
-    sent = post({ type: "moebius:nav-push", label: entry.label, requestId: entry.requestId, reversible: entry.reversible });
+    sent = post({ type: FROM_FRAME.navPush, label: entry.label, requestId: entry.requestId, reversible: entry.reversible });
   } catch {
     sent = false;
   }
@@ -105,7 +106,7 @@ function topActive() {
   return null;
 }
 
-on("moebius:nav-push-ack", (msg) => {
+on(TO_FRAME.navPushAck, (msg) => {
   const entry = entries.get(msg.requestId);
   if (!entry) return;
   if (entry.status === "pending") {
@@ -117,16 +118,16 @@ on("moebius:nav-push-ack", (msg) => {
   // Owned by the shell after this frame gave up on it: give the history entry back.
   if ((entry.status === "timeout" || entry.status === "cancelled") && !entry.compensated) {
     entry.compensated = true;
-    post({ type: "moebius:nav-pop", requestId: entry.requestId });
+    post({ type: FROM_FRAME.navPop, requestId: entry.requestId });
   }
 });
 
-on("moebius:nav-push-rejected", (msg) => {
+on(TO_FRAME.navPushRejected, (msg) => {
   const entry = entries.get(msg.requestId);
   if (entry && entry.status === "pending") settle(entry, "rejected");
 });
 
-on("moebius:nav-back", (msg) => {
+on(TO_FRAME.navBack, (msg) => {
   const entry = topActive();
   if (!entry) return;
   if (typeof msg.requestId === "string" && msg.requestId && msg.requestId !== entry.requestId) return;
@@ -137,12 +138,12 @@ on("moebius:nav-back", (msg) => {
   if (entry.onBack) safeCall(entry.onBack);
 });
 
-on("moebius:nav-forward", (msg) => {
+on(TO_FRAME.navForward, (msg) => {
   const requestId = msg.requestId;
   const entry = typeof requestId === "string" ? entries.get(requestId) : undefined;
-  const reject = () => post({ type: "moebius:nav-forward-rejected", requestId });
+  const reject = () => post({ type: FROM_FRAME.navForwardRejected, requestId });
   if (!entry || !entry.reversible || entry.disposed || entry.status !== "owned") return reject();
-  if (entry.active) return post({ type: "moebius:nav-forward-ack", requestId });
+  if (entry.active) return post({ type: FROM_FRAME.navForwardAck, requestId });
   entry.active = true;
   entry.closed = false;
   entry.restoring = true;
@@ -160,7 +161,7 @@ on("moebius:nav-forward", (msg) => {
   }
   // The app closed it again while coming back: nothing to come back to.
   if (!entry.active) return reject();
-  post({ type: "moebius:nav-forward-ack", requestId });
+  post({ type: FROM_FRAME.navForwardAck, requestId });
 });
 
 /** Forgets every entry (a runtime for another app identity starts). */

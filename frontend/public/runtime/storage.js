@@ -1,10 +1,11 @@
 // `window.mobius.storage` inside the frame. The frame is an opaque origin (no IndexedDB), so every
-// call is forwarded to the shell's storage host (src/apps/storageHost.ts), which keeps the offline
+// call is forwarded to the shell's storage host (src/apps/storage/host.ts), which keeps the offline
 // outbox and the read mirror. Writes are all one RPC, `durableWrite`, with a `kind`; calls on one
 // path run one after another, in call order.
 
 import { nextId, on, rpc, safeCall } from "./bridge.js";
 import { StorageError, invalidArgument } from "./errors.js";
+import { TO_FRAME } from "./messages.js";
 
 /** Largest Blob `setBlob` (and a blob `durableWrite`) accepts: 25 MiB, checked before anything is stored. */
 export const MAX_BLOB_BYTES = 25 * 1024 * 1024;
@@ -97,6 +98,7 @@ function guarded(fn) {
   }
 }
 
+/** @param {{signal?: AbortSignal} & Record<string, unknown>} [options] */
 async function durableWrite(path, value, options = {}) {
   checkPath(path);
   const signal = options && typeof options === "object" ? options.signal : undefined;
@@ -152,7 +154,7 @@ function deliverDeadLetter(payload) {
   for (const cb of [...deadLetterListeners]) safeCall(cb, payload);
 }
 
-on("moebius:storage-change", (msg) => {
+on(TO_FRAME.storageChange, (msg) => {
   const sub = subscriptions.get(msg.subscriptionId);
   if (!sub) return;
   sub.delivered = true;
@@ -161,13 +163,13 @@ on("moebius:storage-change", (msg) => {
 
 // A write answered `queued` met a newer version when it was finally sent (internal: useDocument
 // merges such a write again; the contract's onDeadLetter is not told about conflicts).
-on("moebius:storage-conflict", (msg) => {
+on(TO_FRAME.storageConflict, (msg) => {
   const p = msg.payload && typeof msg.payload === "object" ? msg.payload : null;
   if (!p || typeof p.path !== "string" || typeof p.writeId !== "string") return;
   for (const cb of [...conflictListeners]) safeCall(cb, { path: p.path, writeId: p.writeId });
 });
 
-on("moebius:storage-dead-letter", (msg) => {
+on(TO_FRAME.storageDeadLetter, (msg) => {
   const p = msg.payload && typeof msg.payload === "object" ? msg.payload : null;
   if (!p || typeof p.path !== "string") return;
   deliverDeadLetter({ path: p.path, status: p.status, refusedValue: p.refusedValue ?? null, writeId: p.writeId ?? null, ts: p.ts ?? Date.now() });

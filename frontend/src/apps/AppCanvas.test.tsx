@@ -1,7 +1,7 @@
 import { act, cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { describe, expect, it, vi } from "vitest";
 import type { AppSummary } from "../api/apps";
-import { AppPane } from "../components/AppPane";
+import { AppPane } from "../components/apps/AppPane";
 import { mockFetch } from "../test/fetchMock";
 import { appSummary } from "../test/fixtures";
 import AppCanvas, { FRAME_SANDBOX } from "./AppCanvas";

@@ -5,7 +5,7 @@
 //! navigation bypasses the service worker; the server lets the browser's HTTP cache keep each
 //! build's frame document, which is how an app opened once starts again offline. The broker sends
 //! `frame-init` (the app token, never the owner's), answers the frame's module request with the
-//! bytes it fetches (and the service worker caches), performs its storage calls (storageHost.ts),
+//! bytes it fetches (and the service worker caches), performs its storage calls (storage/host.ts),
 //! keeps its virtual localStorage, maps in-app screens onto history entries (`nav-push` is
 //! acknowledged or rejected; the system Back sends `nav-back`, Forward onto a screen the app can
 //! restore sends `nav-forward`), answers capability requests, and passes the four host requests
@@ -25,7 +25,7 @@
 
 import { useEffect, useRef, useState } from "react";
 import type { AppSummary } from "../api/apps";
-import { Icon } from "../components/Icon";
+import { Icon } from "../components/ui/Icon";
 import { onlineStore, useOnline } from "../shell/online";
 import { appNavDepth, pushAppNav, type AppIntent } from "../shell/router";
 import { themeStore } from "../shell/theme";
@@ -34,8 +34,11 @@ import { frameTheme } from "./frameTheme";
 import type { HostRequest } from "./host";
 import { loadFrameLocal, recordFrameLocal } from "./frameLocal";
 import { measureFrameInsets } from "./insets";
+import { FROM_FRAME, TO_FRAME, type ToFrameMessage } from "./messages";
 import { telemetry } from "./telemetry";
-import { storageHostFor, wireError, type FrameSink } from "./storageHost";
+import type { FrameSink } from "./storage/frames";
+import { storageHostFor } from "./storage/host";
+import { wireError } from "./storage/wire";
 import { ensureAppToken, heldToken } from "./tokens";
 import { useAppToken } from "./useAppToken";
 
@@ -141,7 +144,7 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange, inten
   const pendingIntent = useRef<string | null>(null);
   const intentTimer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
 
-  const post = (message: Record<string, unknown>, transfer: Transferable[] = []) => {
+  const post = (message: ToFrameMessage, transfer: Transferable[] = []) => {
     // An opaque frame can only be addressed with "*"; nothing owner-level is ever sent.
     frameRef.current?.contentWindow?.postMessage(message, "*", transfer);
   };
@@ -151,7 +154,7 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange, inten
     if (!frameReady.current || t.status === "pending") return;
     inited.current = true;
     post({
-      type: "moebius:frame-init",
+      type: TO_FRAME.frameInit,
       token: t.held?.token ?? null,
       expiresAt: t.held?.expiresAt ?? 0,
       storage: loadFrameLocal(app.id),
@@ -159,7 +162,7 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange, inten
       ...frameTheme(),
       capabilityContract: latest.current.app.capability_contract ?? null,
     });
-    post({ type: "moebius:online-status", online: isOnline });
+    post({ type: TO_FRAME.onlineStatus, online: isOnline });
     sendInsets(true);
   };
 
@@ -173,7 +176,7 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange, inten
     setApplyingIntent(true);
     clearTimeout(intentTimer.current);
     intentTimer.current = setTimeout(() => setApplyingIntent(false), INTENT_COVER_MAX_MS);
-    post({ type: "moebius:app-intent", intent: current.value, nonce });
+    post({ type: TO_FRAME.appIntent, intent: current.value, nonce });
   };
 
   const intentNonce = intent?.nonce ?? null;
@@ -188,7 +191,7 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange, inten
 
   useEffect(() => {
     const update = () => {
-      if (mounted.current) post({ type: "moebius:frame-visibility", visible: document.visibilityState === "visible" });
+      if (mounted.current) post({ type: TO_FRAME.frameVisibility, visible: document.visibilityState === "visible" });
     };
     document.addEventListener("visibilitychange", update);
     return () => document.removeEventListener("visibilitychange", update);
@@ -202,7 +205,7 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange, inten
     const key = JSON.stringify(insets);
     if (!force && key === sentInsets.current) return;
     sentInsets.current = key;
-    post({ type: "moebius:frame-insets", insets });
+    post({ type: TO_FRAME.frameInsets, insets });
   };
 
   // A token that arrives (or changes) after the frame is ready is (re)sent; the frame treats
@@ -215,7 +218,7 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange, inten
   }, [tokenKey]);
 
   useEffect(() => {
-    if (inited.current) post({ type: "moebius:online-status", online });
+    if (inited.current) post({ type: TO_FRAME.onlineStatus, online });
   }, [online]);
 
   // The static assets the manifest lists in `offline.precache`: the service worker keeps them.
@@ -229,7 +232,7 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange, inten
   // The shell's theme choice, or the system's scheme under "system", changed.
   useEffect(() => {
     const update = () => {
-      if (inited.current) post({ type: "moebius:frame-theme", ...frameTheme() });
+      if (inited.current) post({ type: TO_FRAME.frameTheme, ...frameTheme() });
     };
     const scheme = typeof matchMedia === "function" ? matchMedia("(prefers-color-scheme: dark)") : null;
     scheme?.addEventListener("change", update);
@@ -291,10 +294,10 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange, inten
     let storagePort: MessagePort | null = null;
     let storagePortReady = false;
     const sink: FrameSink = { post: (message) => (storagePort && storagePortReady ? storagePort.postMessage(message) : post(message)) };
-    const answerRpc = (message: Extract<FrameMessage, { type: "moebius:storage-rpc" }>, reply: (message: Record<string, unknown>) => void) => {
+    const answerRpc = (message: Extract<FrameMessage, { type: typeof FROM_FRAME.storageRpc }>, reply: (message: ToFrameMessage) => void) => {
       host.call(message.method, message.args, sink).then(
-        (result) => reply({ type: "moebius:storage-rpc-result", requestId: message.requestId, ok: true, result }),
-        (error: unknown) => reply({ type: "moebius:storage-rpc-result", requestId: message.requestId, ok: false, error: wireError(error) }),
+        (result) => reply({ type: TO_FRAME.storageRpcResult, requestId: message.requestId, ok: true, result }),
+        (error: unknown) => reply({ type: TO_FRAME.storageRpcResult, requestId: message.requestId, ok: false, error: wireError(error) }),
       );
     };
     const openStoragePort = () => {
@@ -306,14 +309,14 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange, inten
       port.onmessage = (event: MessageEvent) => {
         if (storagePort !== port) return;
         const data = event.data as { type?: unknown } | null;
-        if (data && data.type === "moebius:storage-port-ready") {
+        if (data && data.type === FROM_FRAME.storagePortReady) {
           storagePortReady = true;
           return;
         }
         const message = parseFrameMessage(event.data);
-        if (message?.type === "moebius:storage-rpc") answerRpc(message, (answer) => port.postMessage(answer));
+        if (message?.type === FROM_FRAME.storageRpc) answerRpc(message, (answer) => port.postMessage(answer));
       };
-      post({ type: "moebius:storage-port" }, [channel.port2]);
+      post({ type: TO_FRAME.storagePort }, [channel.port2]);
     };
     /** One entry per history entry pushed above the app's, bottom first. */
     const navStack: NavEntry[] = [];
@@ -348,7 +351,7 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange, inten
         latest.current.onImmersiveChange?.(value);
       }
       // Answered even when nothing changed: the frame's state follows the shell's.
-      post({ type: "moebius:immersive-state", value });
+      post({ type: TO_FRAME.immersiveState, value });
     };
     setImmersive.current = (value) => applyImmersive(value);
 
@@ -356,19 +359,19 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange, inten
       const id = requestId ?? `nav-shell-${Date.now()}-${(navSeq += 1)}`;
       const open = navStack.filter((e) => !e.immersive && !e.closed).length;
       if (document.visibilityState !== "visible" || open >= MAX_NAV_ENTRIES) {
-        post({ type: "moebius:nav-push-rejected", requestId: id });
+        post({ type: TO_FRAME.navPushRejected, requestId: id });
         return;
       }
       try {
         pushAppNav(id);
       } catch {
-        post({ type: "moebius:nav-push-rejected", requestId: id });
+        post({ type: TO_FRAME.navPushRejected, requestId: id });
         return;
       }
       navStack.push({ id, immersive: false, closed: false, reversible });
       // A new screen discards the Forward branch.
       dormant.clear();
-      post({ type: "moebius:nav-push-ack", requestId: id });
+      post({ type: TO_FRAME.navPushAck, requestId: id });
     };
 
     /** Forward did not bring the screen back: leave its (now empty) history entry again. */
@@ -381,111 +384,111 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange, inten
       if (!entry) return;
       entry.closed = true;
       // The app may have taken it back after all (a late ack): tell it the screen is gone.
-      post({ type: "moebius:nav-back", requestId: id });
+      post({ type: TO_FRAME.navBack, requestId: id });
       if ((history.state as { appNav?: string } | null)?.appNav === id) history.back();
     };
 
     const denyCapability = (requestId: string, capability: string, code: string, name: string, message: string) =>
-      post({ type: "moebius:capability-error", requestId, capability, code, name, message });
+      post({ type: TO_FRAME.capabilityError, requestId, capability, code, name, message });
 
     const handle = (message: FrameMessage) => {
       const current = latest.current;
       switch (message.type) {
-        case "moebius:frame-hello":
+        case FROM_FRAME.frameHello:
           frameReady.current = true;
           helloSeen.current = true;
           sendInit();
           return;
-        case "moebius:module-request":
-          post({ type: "moebius:module-ack", requestId: message.requestId, appId: current.app.id });
+        case FROM_FRAME.moduleRequest:
+          post({ type: TO_FRAME.moduleAck, requestId: message.requestId, appId: current.app.id });
           void fetchModule(current.app).then((answer) => {
-            if (answer.ok) post({ type: "moebius:module-result", requestId: message.requestId, appId: current.app.id, ok: true, bytes: answer.bytes }, [answer.bytes]);
-            else post({ type: "moebius:module-result", requestId: message.requestId, appId: current.app.id, ok: false, error: answer.error });
+            if (answer.ok) post({ type: TO_FRAME.moduleResult, requestId: message.requestId, appId: current.app.id, ok: true, bytes: answer.bytes }, [answer.bytes]);
+            else post({ type: TO_FRAME.moduleResult, requestId: message.requestId, appId: current.app.id, ok: false, error: answer.error });
           });
           return;
-        case "moebius:token-expired":
+        case FROM_FRAME.tokenExpired:
           void current.token.refresh(true).finally(() => sendInit());
           return;
-        case "moebius:frame-mounted":
+        case FROM_FRAME.frameMounted:
           setPhase({ kind: "mounted" });
           mounted.current = true;
           // The app's own listeners are registered by now (its effects ran before this one).
-          post({ type: "moebius:frame-visibility", visible: document.visibilityState === "visible" });
+          post({ type: TO_FRAME.frameVisibility, visible: document.visibilityState === "visible" });
           deliverIntent();
           return;
-        case "moebius:app-intent-applied":
+        case FROM_FRAME.appIntentApplied:
           if (message.nonce === pendingIntent.current) {
             clearTimeout(intentTimer.current);
             setApplyingIntent(false);
           }
           return;
-        case "moebius:frame-error":
+        case FROM_FRAME.frameError:
           setPhase({ kind: "failed", message: message.error.message || "This app couldn't start." });
           telemetry.reportError(current.app.id, `${message.error.code}: ${message.error.message}`, "frame-load");
           return;
-        case "moebius:storage-rpc":
+        case FROM_FRAME.storageRpc:
           answerRpc(message, post);
           return;
-        case "moebius:storage-port-request":
+        case FROM_FRAME.storagePortRequest:
           openStoragePort();
           return;
-        case "moebius:storage-set":
-        case "moebius:storage-remove":
-        case "moebius:storage-clear":
+        case FROM_FRAME.storageSet:
+        case FROM_FRAME.storageRemove:
+        case FROM_FRAME.storageClear:
           recordFrameLocal(current.app.id, message);
           return;
-        case "moebius:new-chat":
+        case FROM_FRAME.newChat:
           current.onHostRequest({ kind: "new-chat", title: message.title, draft: message.draft });
           return;
-        case "moebius:open-chat":
+        case FROM_FRAME.openChat:
           current.onHostRequest({ kind: "open-chat", chatId: message.chatId, draft: message.draft });
           return;
-        case "moebius:open-app":
+        case FROM_FRAME.openApp:
           current.onHostRequest({ kind: "open-app", appId: message.appId, intent: message.intent });
           return;
-        case "moebius:install-app":
+        case FROM_FRAME.installApp:
           // Only an app whose manifest asks for manage_apps; the install still goes through
           // the owner's review in the shell.
           if (managesApps(current.app)) current.onHostRequest({ kind: "install-app", source: message.source });
           return;
-        case "moebius:manage-app":
+        case FROM_FRAME.manageApp:
           // Likewise: the owner sees the update preview or the uninstall choice, and decides.
           if (managesApps(current.app)) current.onHostRequest({ kind: "manage-app", action: message.action, appId: message.appId });
           return;
-        case "moebius:open-settings":
+        case FROM_FRAME.openSettings:
           current.onHostRequest({ kind: "open-settings", section: message.section });
           return;
-        case "moebius:nav-push":
+        case FROM_FRAME.navPush:
           pushScreen(message.requestId, message.reversible);
           return;
-        case "moebius:nav-pop": {
+        case FROM_FRAME.navPop: {
           const entry = navStack.findLast((e) => !e.immersive && !e.closed && (message.requestId === null || e.id === message.requestId));
           if (entry) closeEntry(entry);
           return;
         }
-        case "moebius:nav-forward-ack": {
+        case FROM_FRAME.navForwardAck: {
           const timer = forwarding.get(message.requestId);
           if (timer !== undefined) clearTimeout(timer);
           forwarding.delete(message.requestId);
           return;
         }
-        case "moebius:nav-forward-rejected":
+        case FROM_FRAME.navForwardRejected:
           undoForward(message.requestId);
           return;
-        case "moebius:capability-open": {
+        case FROM_FRAME.capabilityOpen: {
           const declared = current.app.capability_contract?.runtime?.[message.capability];
           if (document.visibilityState !== "visible") denyCapability(message.requestId, message.capability, "not_active", "InvalidStateError", "This app is not on screen.");
           else if (!declared) denyCapability(message.requestId, message.capability, "undeclared", "NotAllowedError", `${message.capability} is not declared in this app's manifest.`);
           else denyCapability(message.requestId, message.capability, "unavailable", "NotSupportedError", `This Möbius does not provide ${message.capability}.`);
           return;
         }
-        case "moebius:capability-control":
+        case FROM_FRAME.capabilityControl:
           // No provider runs a session here, so there is nothing to control.
           return;
-        case "moebius:immersive":
+        case FROM_FRAME.immersive:
           applyImmersive(message.value);
           return;
-        case "moebius:app-error":
+        case FROM_FRAME.appError:
           if (message.report) current.onHostRequest({ kind: "report", message: message.message });
           else {
             console.warn(`[${current.app.name}] ${message.message}`);
@@ -517,7 +520,7 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange, inten
         if (entry.closed) continue;
         entry.closed = true;
         if (entry.immersive) applyImmersive(false, true);
-        else post({ type: "moebius:nav-back", requestId: entry.id });
+        else post({ type: TO_FRAME.navBack, requestId: entry.id });
       }
       if (depth <= navStack.length) return;
       const id = (history.state as { appNav?: string } | null)?.appNav;
@@ -534,7 +537,7 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange, inten
         entry.id,
         setTimeout(() => undoForward(entry.id), NAV_FORWARD_TIMEOUT_MS),
       );
-      post({ type: "moebius:nav-forward", requestId: entry.id });
+      post({ type: TO_FRAME.navForward, requestId: entry.id });
     };
     window.addEventListener("message", onMessage);
     window.addEventListener("popstate", onPop);

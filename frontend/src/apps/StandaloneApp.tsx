@@ -12,7 +12,7 @@ import { useOnline } from "../shell/online";
 import AppCanvas from "./AppCanvas";
 import { crashDraft, type HostRequest } from "./host";
 import type { StandaloneIdentity } from "./standalone";
-import { Icon } from "../components/Icon";
+import { Icon } from "../components/ui/Icon";
 import { isInstalled, isIos, promptInstall, useInstallPrompt } from "../pwa/install";
 
 /** How often the open app asks whether a new version landed. */

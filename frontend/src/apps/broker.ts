@@ -4,36 +4,37 @@
 //! bounded before anything acts on it.
 
 import { intentName, type ManageAction } from "./host";
+import { FROM_FRAME } from "./messages";
 
 /** Messages a frame may send its parent. */
 export type FrameMessage =
-  | { type: "moebius:frame-hello" }
+  | { type: typeof FROM_FRAME.frameHello }
   /** The runtime asks for the storage port (see `runtime/bridge.js`). */
-  | { type: "moebius:storage-port-request" }
-  | { type: "moebius:module-request"; requestId: string; retry: boolean }
-  | { type: "moebius:token-expired" }
-  | { type: "moebius:frame-mounted" }
-  | { type: "moebius:frame-error"; error: { code: string; message: string } }
-  | { type: "moebius:storage-rpc"; requestId: string; method: string; args: unknown[] }
-  | { type: "moebius:storage-set"; key: string; value: string }
-  | { type: "moebius:storage-remove"; key: string }
-  | { type: "moebius:storage-clear" }
-  | { type: "moebius:new-chat"; title: string | null; draft: string }
-  | { type: "moebius:open-chat"; chatId: string; draft: string }
+  | { type: typeof FROM_FRAME.storagePortRequest }
+  | { type: typeof FROM_FRAME.moduleRequest; requestId: string; retry: boolean }
+  | { type: typeof FROM_FRAME.tokenExpired }
+  | { type: typeof FROM_FRAME.frameMounted }
+  | { type: typeof FROM_FRAME.frameError; error: { code: string; message: string } }
+  | { type: typeof FROM_FRAME.storageRpc; requestId: string; method: string; args: unknown[] }
+  | { type: typeof FROM_FRAME.storageSet; key: string; value: string }
+  | { type: typeof FROM_FRAME.storageRemove; key: string }
+  | { type: typeof FROM_FRAME.storageClear }
+  | { type: typeof FROM_FRAME.newChat; title: string | null; draft: string }
+  | { type: typeof FROM_FRAME.openChat; chatId: string; draft: string }
   /** `appId` is an id or a slug; `intent` a deep-link intent for it. */
-  | { type: "moebius:open-app"; appId: number | string; intent: string | null }
+  | { type: typeof FROM_FRAME.openApp; appId: number | string; intent: string | null }
   /** The frame applied deep-link intent `nonce` (the shell uncovers the app). */
-  | { type: "moebius:app-intent-applied"; nonce: string }
-  | { type: "moebius:install-app"; source: string }
-  | { type: "moebius:manage-app"; action: ManageAction; appId: number }
-  | { type: "moebius:open-settings"; section: string | null }
-  | { type: "moebius:nav-push"; requestId: string | null; label: string; reversible: boolean }
-  | { type: "moebius:nav-pop"; requestId: string | null }
-  | { type: "moebius:nav-forward-ack" | "moebius:nav-forward-rejected"; requestId: string }
-  | { type: "moebius:capability-open"; requestId: string; capability: string; version: unknown; input: unknown }
-  | { type: "moebius:capability-control"; requestId: string; capability: string; action: string }
-  | { type: "moebius:immersive"; value: boolean }
-  | { type: "moebius:app-error"; report: boolean; message: string };
+  | { type: typeof FROM_FRAME.appIntentApplied; nonce: string }
+  | { type: typeof FROM_FRAME.installApp; source: string }
+  | { type: typeof FROM_FRAME.manageApp; action: ManageAction; appId: number }
+  | { type: typeof FROM_FRAME.openSettings; section: string | null }
+  | { type: typeof FROM_FRAME.navPush; requestId: string | null; label: string; reversible: boolean }
+  | { type: typeof FROM_FRAME.navPop; requestId: string | null }
+  | { type: typeof FROM_FRAME.navForwardAck | typeof FROM_FRAME.navForwardRejected; requestId: string }
+  | { type: typeof FROM_FRAME.capabilityOpen; requestId: string; capability: string; version: unknown; input: unknown }
+  | { type: typeof FROM_FRAME.capabilityControl; requestId: string; capability: string; action: string }
+  | { type: typeof FROM_FRAME.immersive; value: boolean }
+  | { type: typeof FROM_FRAME.appError; report: boolean; message: string };
 
 /** The parts of a `MessageEvent` the check reads. */
 export interface IncomingEvent {
@@ -91,21 +92,21 @@ export function parseFrameMessage(data: unknown): FrameMessage | null {
   if (typeof data !== "object" || data === null) return null;
   const m = data as Record<string, unknown>;
   switch (m.type) {
-    case "moebius:frame-hello":
-    case "moebius:storage-port-request":
-    case "moebius:token-expired":
-    case "moebius:frame-mounted":
-    case "moebius:storage-clear":
+    case FROM_FRAME.frameHello:
+    case FROM_FRAME.storagePortRequest:
+    case FROM_FRAME.tokenExpired:
+    case FROM_FRAME.frameMounted:
+    case FROM_FRAME.storageClear:
       return { type: m.type };
-    case "moebius:module-request": {
+    case FROM_FRAME.moduleRequest: {
       const requestId = id(m.requestId);
       return requestId ? { type: m.type, requestId, retry: m.retry === true } : null;
     }
-    case "moebius:frame-error": {
+    case FROM_FRAME.frameError: {
       const error = typeof m.error === "object" && m.error !== null ? (m.error as Record<string, unknown>) : {};
       return { type: m.type, error: { code: clip(error.code, 80) || "load_failed", message: clip(error.message, MAX_ERROR) } };
     }
-    case "moebius:storage-rpc": {
+    case FROM_FRAME.storageRpc: {
       const requestId = id(m.requestId);
       const method = str(m.method, 40);
       if (!requestId || typeof m.method !== "string") return null;
@@ -113,68 +114,68 @@ export function parseFrameMessage(data: unknown): FrameMessage | null {
       // arguments are refused by the storage host.
       return { type: m.type, requestId, method: method ?? "", args: Array.isArray(m.args) ? (m.args as unknown[]) : [] };
     }
-    case "moebius:storage-set": {
+    case FROM_FRAME.storageSet: {
       const key = str(m.key, MAX_KEY);
       const value = str(m.value, MAX_VALUE);
       return key !== null && value !== null ? { type: m.type, key, value } : null;
     }
-    case "moebius:storage-remove": {
+    case FROM_FRAME.storageRemove: {
       const key = str(m.key, MAX_KEY);
       return key !== null ? { type: m.type, key } : null;
     }
-    case "moebius:new-chat":
+    case FROM_FRAME.newChat:
       return { type: m.type, title: str(m.title, 200) || null, draft: clip(m.draft, MAX_DRAFT) };
-    case "moebius:open-chat": {
+    case FROM_FRAME.openChat: {
       const chatId = str(m.chatId, 80);
       return chatId !== null && CHAT_ID.test(chatId) ? { type: m.type, chatId, draft: clip(m.draft, MAX_DRAFT) } : null;
     }
-    case "moebius:open-app": {
+    case FROM_FRAME.openApp: {
       const appId = appRef(m.appId);
       return appId !== null ? { type: m.type, appId, intent: intentName(m.intent) } : null;
     }
-    case "moebius:app-intent-applied": {
+    case FROM_FRAME.appIntentApplied: {
       const nonce = id(m.nonce);
       return nonce ? { type: m.type, nonce } : null;
     }
-    case "moebius:manage-app": {
+    case FROM_FRAME.manageApp: {
       const { appId, action } = m;
       const valid = typeof appId === "number" && Number.isSafeInteger(appId) && appId > 0 && (action === "update" || action === "uninstall");
       return valid ? { type: m.type, action, appId } : null;
     }
-    case "moebius:install-app": {
+    case FROM_FRAME.installApp: {
       const source = str(m.source, MAX_SOURCE);
       return source !== null && source.trim() !== "" ? { type: m.type, source: source.trim() } : null;
     }
-    case "moebius:open-settings":
+    case FROM_FRAME.openSettings:
       return { type: m.type, section: str(m.section, 80) || null };
-    case "moebius:nav-push":
+    case FROM_FRAME.navPush:
       // An app that posts the message itself may leave the id out; it is still a screen.
       if (m.requestId !== undefined && m.requestId !== null && !id(m.requestId)) return null;
       return { type: m.type, requestId: id(m.requestId), label: clip(m.label, 200) || "app-detail", reversible: m.reversible === true };
-    case "moebius:nav-pop":
+    case FROM_FRAME.navPop:
       // Without an id: the app's own Back, for its top screen.
       if (m.requestId !== undefined && m.requestId !== null && !id(m.requestId)) return null;
       return { type: m.type, requestId: id(m.requestId) };
-    case "moebius:nav-forward-ack":
-    case "moebius:nav-forward-rejected": {
+    case FROM_FRAME.navForwardAck:
+    case FROM_FRAME.navForwardRejected: {
       const requestId = id(m.requestId);
       return requestId ? { type: m.type, requestId } : null;
     }
-    case "moebius:capability-open": {
+    case FROM_FRAME.capabilityOpen: {
       const requestId = str(m.requestId, MAX_CAPABILITY_REQUEST_ID);
       const capability = str(m.capability, MAX_CAPABILITY_NAME);
       if (!requestId || !capability) return null;
       return { type: m.type, requestId, capability, version: m.version, input: m.input };
     }
-    case "moebius:capability-control": {
+    case FROM_FRAME.capabilityControl: {
       const requestId = str(m.requestId, MAX_CAPABILITY_REQUEST_ID);
       const capability = str(m.capability, MAX_CAPABILITY_NAME);
       if (!requestId || !capability || typeof m.action !== "string") return null;
       return { type: m.type, requestId, capability, action: m.action.slice(0, MAX_CAPABILITY_ACTION) };
     }
-    case "moebius:immersive":
+    case FROM_FRAME.immersive:
       return typeof m.value === "boolean" ? { type: m.type, value: m.value } : null;
-    case "moebius:app-error": {
+    case FROM_FRAME.appError: {
       const error = typeof m.error === "object" && m.error !== null ? (m.error as Record<string, unknown>) : {};
       return { type: m.type, report: m.report === true, message: clip(error.message, MAX_ERROR) };
     }
@@ -189,11 +190,11 @@ export const MAX_FRAME_LOCAL_CHARS = 2 * 1024 * 1024;
 /** Applies one mirrored localStorage change; returns null when the result would be too big. */
 export function applyLocalChange(
   current: Record<string, string>,
-  change: Extract<FrameMessage, { type: "moebius:storage-set" | "moebius:storage-remove" | "moebius:storage-clear" }>,
+  change: Extract<FrameMessage, { type: typeof FROM_FRAME.storageSet | typeof FROM_FRAME.storageRemove | typeof FROM_FRAME.storageClear }>,
 ): Record<string, string> | null {
-  if (change.type === "moebius:storage-clear") return {};
+  if (change.type === FROM_FRAME.storageClear) return {};
   const next = { ...current };
-  if (change.type === "moebius:storage-remove") delete next[change.key];
+  if (change.type === FROM_FRAME.storageRemove) delete next[change.key];
   else next[change.key] = change.value;
   let size = 0;
   for (const [key, value] of Object.entries(next)) size += key.length + value.length;

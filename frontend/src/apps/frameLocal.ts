@@ -3,8 +3,9 @@
 
 import { applyLocalChange, type FrameMessage } from "./broker";
 import { APP_LOCAL_PREFIX } from "./keys";
+import type { FROM_FRAME } from "./messages";
 
-type LocalChange = Extract<FrameMessage, { type: "moebius:storage-set" | "moebius:storage-remove" | "moebius:storage-clear" }>;
+type LocalChange = Extract<FrameMessage, { type: typeof FROM_FRAME.storageSet | typeof FROM_FRAME.storageRemove | typeof FROM_FRAME.storageClear }>;
 
 export function loadFrameLocal(appId: number): Record<string, string> {
   try {

@@ -3,7 +3,9 @@
 //! `--border-light`, `--text`, `--muted`, `--accent`, `--accent-hover`, `--accent-dim`,
 //! `--accent-fg`, `--danger`, `--green`, `--font`, `--mono`) and the same values as `--mobius-*`,
 //! sent as one `:root {…}` block (`themeCss`) with the background colour and the scheme.
-//! A name the shell's palette has no equivalent for takes the original's default for the scheme.
+//! Each comes from the shell's palette (`src/styles/palette.css`: the shell's own variables, and
+//! `--frame-*` for the two it has no use for); `--accent-dim` is the accent, translucent. A value
+//! the palette lacks, or one unsafe in a declaration, takes the original's default for the scheme.
 
 import { themeStore } from "../shell/theme";
 
@@ -47,12 +49,13 @@ export const ORIGINAL_PALETTES: Record<Scheme, Record<string, string>> = {
   },
 };
 
-/** Which shell variable carries each of the original's names (absent: the original's default). */
+/** Which shell variable carries each of the original's names (absent: derived, or the original's default). */
 const FROM_SHELL: Record<string, string> = {
   bg: "--bg",
   surface: "--surface",
   surface2: "--surface-2",
   border: "--border",
+  "border-light": "--frame-border-light",
   text: "--text",
   muted: "--muted",
   accent: "--accent",
@@ -61,6 +64,7 @@ const FROM_SHELL: Record<string, string> = {
   danger: "--danger",
   green: "--ok",
   font: "--font",
+  mono: "--frame-mono",
 };
 
 /** `#rrggbb` at `alpha` as `rgba(…)`, or null. */

@@ -5,7 +5,7 @@
 export const APP_TOKENS_KEY = "mobius.app-tokens";
 /** An app's virtual localStorage (what its frame wrote), one key per app id. */
 export const APP_LOCAL_PREFIX = "mobius.app-local.";
-/** An app's queued storage writes as an earlier shell kept them (now in IndexedDB, see appDb.ts). */
+/** An app's queued storage writes as an earlier shell kept them (now in IndexedDB, see storage/appDb.ts). */
 export const APP_OUTBOX_PREFIX = "mobius.app-outbox.";
 /**
  * Paths an installation wrote whose device mirror may not hold the server's value yet, one key per

@@ -1,7 +1,7 @@
 //! What the shell tells the server about its apps' crashes (`/api/client-error`, the same crash
 //! at most once a minute). Fire-and-forget: a report never disturbs the owner. (`mobius.signal`
 //! events go through the app's storage host instead: a durable queue, delivered with the app's
-//! own token, see storageHost.ts.)
+//! own token, see storage/host.ts.)
 
 import { apiFetch } from "../api/client";
 

@@ -9,15 +9,16 @@ import { onUnauthorized, setRequestHeader } from "../api/client";
 import { writeToken } from "../auth/token";
 import { notifyChatEvent, onChatEvent, sendContext, setSendContext } from "../chat/events";
 import { newCid } from "../chat/queue";
-import { ChatView } from "../components/ChatView";
-import { appStateBlock, asInit, PREFIX, sessionMatches, TurnGate, warnIn, type InitMessage } from "./protocol";
+import { CHAT_EMBED, type ChatEmbedType } from "../apps/messages";
+import { ChatView } from "../components/chat/ChatView";
+import { appStateBlock, asInit, sessionMatches, TurnGate, warnIn, type InitMessage } from "./protocol";
 
 /** How long a send waits for the app's context. */
 const CONTEXT_WAIT_MS = 250;
 
 const INSTANCE_HEADER = "X-Mobius-Embed-Instance";
 
-function toParent(message: Record<string, unknown>): void {
+function toParent(message: { type: ChatEmbedType } & Record<string, unknown>): void {
   window.parent.postMessage(message, "*");
 }
 
@@ -40,13 +41,13 @@ function askContext(instanceId: string): Promise<string | null> {
     };
     const onAnswer = (event: MessageEvent) => {
       const msg = event.data as { type?: unknown; instanceId?: unknown; nonce?: unknown; context?: unknown } | null;
-      if (event.source !== window.parent || !msg || msg.type !== `${PREFIX}context-response`) return;
+      if (event.source !== window.parent || !msg || msg.type !== CHAT_EMBED.contextResponse) return;
       if (msg.instanceId !== instanceId || msg.nonce !== nonce) return;
       done(appStateBlock(msg.context));
     };
     const timer = setTimeout(() => done(null), CONTEXT_WAIT_MS);
     window.addEventListener("message", onAnswer);
-    toParent({ type: `${PREFIX}context-request`, instanceId, nonce });
+    toParent({ type: CHAT_EMBED.contextRequest, instanceId, nonce });
   });
 }
 
@@ -73,7 +74,7 @@ export function EmbedChat() {
 
     const warnExpiring = () => {
       const now = current.current;
-      if (now) toParent({ type: `${PREFIX}auth-expiring`, instanceId: now.instanceId, chatId: now.chatId });
+      if (now) toParent({ type: CHAT_EMBED.authExpiring, instanceId: now.instanceId, chatId: now.chatId });
     };
 
     const exchange = async (init: InitMessage) => {
@@ -105,11 +106,11 @@ export function EmbedChat() {
         setProblem(null);
         if (expiryTimer.current) clearTimeout(expiryTimer.current);
         expiryTimer.current = setTimeout(warnExpiring, warnIn(session.expires_at, Date.now()));
-        toParent({ type: `${PREFIX}ready`, instanceId: init.instanceId, chatId: init.chatId, authorizationId: init.authorizationId });
+        toParent({ type: CHAT_EMBED.ready, instanceId: init.instanceId, chatId: init.chatId, authorizationId: init.authorizationId });
       } catch (error) {
         if (!refresh) setProblem("This chat could not connect. It will try again.");
         toParent({
-          type: `${PREFIX}error`,
+          type: CHAT_EMBED.error,
           instanceId: init.instanceId,
           chatId: init.chatId,
           error: error instanceof Error ? error.message : "authorization failed",
@@ -131,7 +132,7 @@ export function EmbedChat() {
         return;
       }
       const msg = event.data as { type?: unknown; instanceId?: unknown; guidance?: unknown } | null;
-      if (msg && msg.type === `${PREFIX}guidance` && msg.instanceId === current.current?.instanceId && typeof msg.guidance === "string") {
+      if (msg && msg.type === CHAT_EMBED.guidance && msg.instanceId === current.current?.instanceId && typeof msg.guidance === "string") {
         const guidance = msg.guidance.slice(0, 300);
         setLive((prev) => (prev ? { ...prev, guidance } : prev));
       }
@@ -142,9 +143,9 @@ export function EmbedChat() {
       if (!now || chatId !== now.chatId) return;
       if (type === "message_sent") {
         gate.sent();
-        toParent({ type: `${PREFIX}message-sent`, instanceId: now.instanceId, chatId });
+        toParent({ type: CHAT_EMBED.messageSent, instanceId: now.instanceId, chatId });
       } else if (type === "done" && gate.done()) {
-        toParent({ type: `${PREFIX}turn-done`, instanceId: now.instanceId, chatId });
+        toParent({ type: CHAT_EMBED.turnDone, instanceId: now.instanceId, chatId });
       }
     });
     // A request that finds the session gone asks the app for a new grant.
@@ -152,7 +153,7 @@ export function EmbedChat() {
     setSendContext(async () => (current.current ? askContext(current.current.instanceId) : null));
 
     window.addEventListener("message", onMessage);
-    toParent({ type: `${PREFIX}bootstrap-ready` });
+    toParent({ type: CHAT_EMBED.bootstrapReady });
     return () => {
       window.removeEventListener("message", onMessage);
       stopEvents();

@@ -5,7 +5,7 @@ import { QueryClientProvider } from "@tanstack/react-query";
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { createQueryClient } from "../api/queryClient";
-import "../styles.css";
+import "../styles/index.css";
 import { EmbedChat } from "./EmbedChat";
 
 const root = document.getElementById("root");

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { appStateBlock, asInit, PREFIX, sessionMatches, TurnGate, warnIn } from "./protocol";
+import { appStateBlock, asInit, sessionMatches, TurnGate, warnIn } from "./protocol";
 
 const INIT = {
-  type: `${PREFIX}init`,
+  type: "moebius:chat-embed:init",
   instanceId: "7:1:1700000000000",
   chatId: "c-1",
   authorizationId: "a-1",

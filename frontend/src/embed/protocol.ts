@@ -1,11 +1,11 @@
 //! The chat-embed protocol as the nested chat frame speaks it (`moebius:chat-embed:*`, see
 //! frontend/public/mobius-chat.js for the app's side): message shapes, checks and timing.
 
-export const PREFIX = "moebius:chat-embed:";
+import { CHAT_EMBED } from "../apps/messages";
 
 /** What the app sends to start (or re-authorize) the chat. */
 export interface InitMessage {
-  type: `${typeof PREFIX}init`;
+  type: typeof CHAT_EMBED.init;
   instanceId: string;
   chatId: string;
   authorizationId: string;
@@ -36,12 +36,12 @@ const UNKNOWN_EXPIRY_DELAY_MS = 10 * 60 * 1000;
 export function asInit(data: unknown): InitMessage | null {
   if (typeof data !== "object" || data === null) return null;
   const m = data as Record<string, unknown>;
-  if (m.type !== `${PREFIX}init`) return null;
+  if (m.type !== CHAT_EMBED.init) return null;
   const text = (v: unknown) => typeof v === "string" && v.length > 0;
   if (!text(m.instanceId) || !text(m.chatId) || !text(m.authorizationId)) return null;
   if (typeof m.bootstrapCapability !== "string" || m.bootstrapCapability.length < MIN_CAPABILITY_CHARS) return null;
   return {
-    type: `${PREFIX}init`,
+    type: CHAT_EMBED.init,
     instanceId: m.instanceId as string,
     chatId: m.chatId as string,
     authorizationId: m.authorizationId as string,

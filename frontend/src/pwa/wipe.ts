@@ -1,7 +1,7 @@
 //! Sign-out hygiene: forget drafts, reading positions, the offline copies of chats and apps,
 //! app tokens, app data mirrors and queued app writes.
 
-import { deleteAppDb } from "../apps/appDb";
+import { deleteAppDb } from "../apps/storage/appDb";
 import { wipeAppKeys } from "../apps/keys";
 import { forgetAppTokens } from "../apps/tokens";
 import { wipeOwnerData } from "../chat/persist";
@@ -15,7 +15,7 @@ export async function wipeLocalData(): Promise<void> {
   wipeAppKeys();
   forgetAppTokens();
   // App storage hosts (outbox, subscriptions) exist only once an app was opened on this page.
-  await import("../apps/storageHost").then((m) => m.forgetStorageHosts()).catch(() => undefined);
+  await import("../apps/storage/host").then((m) => m.forgetStorageHosts()).catch(() => undefined);
   await deleteAppDb();
   try {
     await Promise.all(OWNER_CACHES.map((name) => caches.delete(name)));

@@ -3,8 +3,8 @@
 
 import type { Route } from "./router";
 
-export const loadSettings = () => import("../components/Settings");
-export const loadAppsView = () => import("../components/AppsView");
+export const loadSettings = () => import("../components/settings/Settings");
+export const loadAppsView = () => import("../components/apps/AppsView");
 
 /** Starts loading the page `route` shows, when it is loaded on demand. */
 export function preloadRoute(route: Route): void {

@@ -1,0 +1,128 @@
+import { act, fireEvent, render, screen } from "@testing-library/react";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { ChatMessage } from "../../chat/reducer";
+import { copyText, MessageRow } from "./MessageRow";
+
+afterEach(() => {
+  vi.unstubAllGlobals();
+  vi.useRealTimers();
+});
+
+const reply: ChatMessage = {
+  role: "assistant",
+  content: "",
+  ts: 1_000,
+  blocks: [
+    { type: "text", content: "First part.", item_id: "a" },
+    { type: "tool", tool: "Bash", tool_use_id: "t", input: "ls", output: "x", status: "done" },
+    { type: "text", content: "Second part.", item_id: "b" },
+  ],
+};
+const noAnswer = async () => {};
+
+describe("scheduled messages", () => {
+  it("marks a message the scheduler sent, and only those", () => {
+    const scheduled: ChatMessage = { role: "user", content: "Morning brief", ts: 1, cid: "schedule-3-17" };
+    const { rerender } = render(<MessageRow rowKey="s" chatId="c" message={scheduled} live={false} working={false} onAnswer={noAnswer} offline={false} idx={0} />);
+    expect(screen.getByText("Scheduled")).toBeTruthy();
+    rerender(<MessageRow rowKey="s" chatId="c" message={{ ...scheduled, cid: "m1" }} live={false} working={false} onAnswer={noAnswer} offline={false} idx={0} />);
+    expect(screen.queryByText("Scheduled")).toBeNull();
+  });
+});
+
+describe("row actions", () => {
+  it("copies a reply's text blocks, not its tools", async () => {
+    const writeText = vi.fn(async () => {});
+    vi.stubGlobal("navigator", { ...navigator, clipboard: { writeText } });
+    expect(copyText(reply)).toBe("First part.\n\nSecond part.");
+    render(<MessageRow rowKey="r" chatId="c" message={reply} live={false} working={false} onAnswer={noAnswer} offline={false} idx={1} />);
+    fireEvent.click(screen.getByRole("button", { name: "Copy message" }));
+    expect(writeText).toHaveBeenCalledWith("First part.\n\nSecond part.");
+    expect(await screen.findByRole("button", { name: "Copied" })).toBeTruthy();
+  });
+
+  it("offers Edit and Regenerate only where the chat view passes them", () => {
+    const onEdit = vi.fn();
+    const onRegenerate = vi.fn();
+    const user: ChatMessage = { role: "user", content: "make it blue", ts: 1 };
+    const { rerender } = render(<MessageRow rowKey="u" chatId="c" message={user} live={false} working={false} onAnswer={noAnswer} offline={false} idx={0} onEdit={onEdit} />);
+    fireEvent.click(screen.getByRole("button", { name: "Edit and resend" }));
+    expect(onEdit).toHaveBeenCalledTimes(1);
+    rerender(<MessageRow rowKey="u" chatId="c" message={user} live={false} working={false} onAnswer={noAnswer} offline={false} idx={0} />);
+    expect(screen.queryByRole("button", { name: "Edit and resend" })).toBeNull();
+    rerender(<MessageRow rowKey="a" chatId="c" message={reply} live={false} working={false} onAnswer={noAnswer} offline={false} idx={1} onRegenerate={onRegenerate} />);
+    fireEvent.click(screen.getByRole("button", { name: "Regenerate reply" }));
+    expect(onRegenerate).toHaveBeenCalledTimes(1);
+  });
+
+  it("has no actions on the live row, which says what the agent does and for how long", () => {
+    vi.useFakeTimers();
+    vi.setSystemTime(61_000);
+    const live: ChatMessage = { role: "assistant", content: "", ts: 0, blocks: [{ type: "tool", tool: "Bash", tool_use_id: "t", input: "npm test", output: "PASS a\nPASS b", status: "running" }] };
+    const { container } = render(<MessageRow rowKey="l" chatId="c" message={live} live working onAnswer={noAnswer} offline={false} />);
+    const line = container.querySelector(".working");
+    expect(line?.textContent).toContain("Running `npm test`");
+    expect(line?.textContent).toContain("1 min 01 s");
+    act(() => {
+      vi.advanceTimersByTime(2_000);
+    });
+    expect(line?.textContent).toContain("1 min 03 s");
+    // The ticking clock is not read out: no live region around it, and hidden from readers.
+    expect(screen.queryByRole("status")).toBeNull();
+    expect(container.querySelector(".working-time")?.getAttribute("aria-hidden")).toBe("true");
+    // The running tool's latest output shows without opening it.
+    expect(screen.getByLabelText("Latest output of Bash").textContent).toBe("PASS a\nPASS b");
+    expect(screen.queryByRole("button", { name: "Copy message" })).toBeNull();
+  });
+});
+
+describe("a turn waiting for a free agent", () => {
+  it("says so on the live row instead of what it would be doing", () => {
+    const live: ChatMessage = { role: "assistant", content: "", ts: 0, blocks: [] };
+    const { container, rerender } = render(<MessageRow rowKey="l" chatId="c" message={live} live working onAnswer={noAnswer} offline={false} waiting={{ busy: 3, limit: 3 }} />);
+    // The live row is not a live region (its clock would be read every second): its text is.
+    const what = () => container.querySelector(".working-what")?.textContent ?? "";
+    expect(what()).toBe("Waiting for a free agent: 3 of 3 are busy");
+    rerender(<MessageRow rowKey="l" chatId="c" message={live} live working onAnswer={noAnswer} offline={false} waiting={null} />);
+    expect(what()).not.toContain("Waiting for a free agent");
+    expect(what()).not.toBe("");
+  });
+});
+
+describe("attachments in the transcript", () => {
+  it("shows a message's pictures as thumbnails behind a media token and its other files as chips; a tap opens the lightbox", async () => {
+    const { LightboxHost } = await import("./Lightbox");
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(() => Promise.resolve(new Response(JSON.stringify({ token: "mt", expires_in: 900 }), { status: 200, headers: { "Content-Type": "application/json" } }))),
+    );
+    const message: ChatMessage = {
+      role: "user",
+      content: "",
+      ts: 1,
+      attachments: [
+        { name: "a.png", mime_type: "image/png", size: 3000, width: 40, height: 30, preview: true },
+        { name: "b.jpg", mime_type: "image/jpeg", size: 5000, preview: true },
+        { name: "report.pdf", mime_type: "application/pdf", size: 12 * 1024, preview: false },
+      ],
+    };
+    render(
+      <>
+        <MessageRow rowKey="u" chatId="att" message={message} live={false} working={false} onAnswer={noAnswer} offline={false} idx={0} />
+        <LightboxHost />
+      </>,
+    );
+    const thumb = await screen.findByRole("img", { name: "a.png" });
+    expect(thumb.getAttribute("src")).toBe("/api/chats/att/uploads/a.png?token=mt&preview=true");
+    const chip = screen.getByRole("link", { name: "Download report.pdf, 12 KB" });
+    expect(chip.getAttribute("href")).toBe("/api/chats/att/uploads/report.pdf?token=mt");
+    expect(document.querySelector(".bubble")).toBeNull();
+    fireEvent.click(screen.getByRole("button", { name: "Open image b.jpg" }));
+    const dialog = await screen.findByRole("dialog", { name: "Image 2 of 2: b.jpg" });
+    expect(dialog.querySelector("img")?.getAttribute("src")).toBe("/api/chats/att/uploads/b.jpg?token=mt");
+    fireEvent.keyDown(window, { key: "ArrowLeft" });
+    expect(await screen.findByRole("dialog", { name: "Image 1 of 2: a.png" })).toBeTruthy();
+    fireEvent.click(screen.getByRole("button", { name: "Close" }));
+    expect(screen.queryByRole("dialog")).toBeNull();
+  });
+});
