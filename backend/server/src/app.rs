@@ -202,7 +202,7 @@ async fn initialise(
                 let writer = state.writer.clone();
                 let booted = std::time::SystemTime::now();
                 let _ = full.set(router(state.clone()));
-                let _ = recognizer.set(Arc::new(state.known_devices()));
+                let _ = recognizer.set(Arc::new(crate::auth::devices::Recognizer::of(&state)));
                 boot.step("router");
                 boot.set_ready(writer);
                 info!(frontend = %web::describe_dist(&state.config.frontend_dir).display(), "ready in {}", boot.steps());

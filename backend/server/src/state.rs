@@ -55,7 +55,7 @@ pub struct Inner {
     /// The pending pairing code of a signed-in device.
     pub pairing: Arc<crate::auth::pairing::Pairing>,
     /// The owner's device credentials, in memory (the listener's reserve for known devices).
-    pub devices: Arc<crate::auth::devices::KnownDevices>,
+    pub devices: Arc<crate::auth::known::KnownDevices>,
     pub boot: Arc<Boot>,
     /// Flips to `true` when shutdown begins; long-lived streams end on it.
     pub shutdown: watch::Receiver<bool>,
@@ -97,16 +97,6 @@ pub struct Inner {
 }
 
 impl Inner {
-    /// What the listener asks whether a request comes from one of the owner's devices.
-    pub fn known_devices(&self) -> crate::auth::devices::Recognizer {
-        crate::auth::devices::Recognizer {
-            keys: self.keys.clone(),
-            owner: self.owner.clone(),
-            sessions: self.sessions.clone(),
-            devices: self.devices.clone(),
-        }
-    }
-
     /// The frame bootstrap (`app-frame.js`) and its version key, read once.
     pub fn frame_bootstrap(&self) -> &crate::apps::bootstrap::FrameBootstrap {
         self.frame_bootstrap.get_or_init(|| crate::apps::bootstrap::FrameBootstrap::load(&self.config.frontend_dir))
@@ -153,7 +143,7 @@ impl AppState {
         }
         let sessions = Arc::new(crate::auth::sessions::Sessions::default());
         sessions.reload(&db.read).await?;
-        let devices = Arc::new(crate::auth::devices::KnownDevices::default());
+        let devices = Arc::new(crate::auth::known::KnownDevices::default());
         devices.reload(&db.read).await?;
         boot.step("keys, writer, owner");
         if !crate::agent::process::become_subreaper() {

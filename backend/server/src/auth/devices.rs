@@ -10,9 +10,7 @@
 //! [`KnownDevices`], the devices' hashes held in memory (reloaded after each sign-in, emptied
 //! by sign-out-everywhere), so the check needs no I/O.
 
-use std::collections::HashSet;
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::sync::Arc;
 
 use axum::http::{HeaderMap, HeaderValue, header};
 use base64::Engine;
@@ -27,8 +25,7 @@ use crate::state::AppState;
 pub const DEVICE_COOKIE: &str = "mobius_device";
 /// Devices remembered at once (the least recently used go first).
 pub const MAX_DEVICES: i64 = 32;
-/// A device credential unused this long is no longer honoured (browsers cap cookies at 400 days).
-pub const DEVICE_TTL: Duration = Duration::from_secs(400 * 24 * 3600);
+pub use super::known::DEVICE_TTL;
 /// Longest credential value read from a cookie.
 const MAX_CREDENTIAL_CHARS: usize = 128;
 /// Longest device label kept (from `User-Agent`).
@@ -67,29 +64,6 @@ pub async fn known(state: &AppState, headers: &HeaderMap) -> Result<Option<Strin
     Ok(crate::db::owner::device_known(&state.db.read, &digest, since).await?.then_some(digest))
 }
 
-/// The credential hashes of the owner's devices, in memory for the listener's check.
-#[derive(Debug, Default)]
-pub struct KnownDevices(RwLock<HashSet<String>>);
-
-impl KnownDevices {
-    /// Reads the devices the database knows (used within [`DEVICE_TTL`]).
-    pub async fn reload(&self, pool: &sqlx::SqlitePool) -> Result<()> {
-        let since = crate::db::now_ms() - i64::try_from(DEVICE_TTL.as_millis()).unwrap_or(i64::MAX);
-        let hashes = crate::db::owner::device_hashes(pool, since).await?;
-        *self.0.write().unwrap_or_else(|p| p.into_inner()) = hashes.into_iter().collect();
-        Ok(())
-    }
-
-    /// Forgets every device (sign out everywhere).
-    pub fn clear(&self) {
-        self.0.write().unwrap_or_else(|p| p.into_inner()).clear();
-    }
-
-    fn contains(&self, digest: &str) -> bool {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).contains(digest)
-    }
-}
-
 /// Tells the owner's devices for the listener (`net::Recognize`): a bearer token that verifies
 /// for the owner (any scope: every token is minted for one of the owner's devices or its
 /// agent), or a known device credential.
@@ -97,7 +71,19 @@ pub struct Recognizer {
     pub keys: Keys,
     pub owner: Arc<OwnerCache>,
     pub sessions: Arc<super::sessions::Sessions>,
-    pub devices: Arc<KnownDevices>,
+    pub devices: Arc<super::known::KnownDevices>,
+}
+
+impl Recognizer {
+    /// The recogniser of the owner's devices the server's state knows.
+    pub fn of(state: &AppState) -> Self {
+        Self {
+            keys: state.keys.clone(),
+            owner: state.owner.clone(),
+            sessions: state.sessions.clone(),
+            devices: state.devices.clone(),
+        }
+    }
 }
 
 impl crate::net::Recognize for Recognizer {

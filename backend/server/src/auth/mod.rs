@@ -5,6 +5,7 @@ pub mod agent;
 pub mod csrf;
 pub mod devices;
 pub mod jwt;
+pub mod known;
 pub mod limits;
 pub mod owner;
 pub mod pairing;
