@@ -102,6 +102,15 @@ pub fn now_ms() -> i64 {
 mod tests {
     use super::*;
 
+    #[test]
+    fn every_migration_has_a_version_of_its_own() {
+        // Two branches can each add "the next" migration; sqlx would then record one version
+        // twice and refuse to start.
+        let versions: Vec<i64> = MIGRATOR.iter().map(|m| m.version).collect();
+        assert!(versions.len() > 15, "{versions:?}");
+        assert!(versions.windows(2).all(|w| w[0] < w[1]), "duplicate or unordered versions: {versions:?}");
+    }
+
     /// The column names of `table`.
     async fn columns(conn: &mut SqliteConnection, table: &str) -> Vec<String> {
         sqlx::query_scalar(&format!("SELECT name FROM pragma_table_info('{table}')"))
