@@ -182,7 +182,8 @@ pub struct NetLimits {
     pub max_uploads_per_address: usize,
     /// Of `max_connections`, how many only the owner's devices may fill: requests from anyone
     /// else get 503 while `max_connections − reserved` requests are in progress
-    /// (`MOBIUS_RESERVED_CONNECTIONS`, default 64; at most half of `max_connections`).
+    /// (`MOBIUS_RESERVED_CONNECTIONS`, default 64 or half of `max_connections` if that is less;
+    /// a value set above half of it is refused).
     pub reserved_connections: usize,
 }
 
@@ -247,8 +248,9 @@ impl NetLimits {
             max_streams: count("MOBIUS_MAX_STREAMS", d.max_streams)?,
             max_streams_per_address: count("MOBIUS_MAX_STREAMS_PER_ADDRESS", d.max_streams_per_address)?,
             max_uploads_per_address: count("MOBIUS_MAX_UPLOADS_PER_ADDRESS", d.max_uploads_per_address)?,
+            // Unset, the reserve follows a lowered connection cap (at most half of it).
             reserved_connections: match get("MOBIUS_RESERVED_CONNECTIONS") {
-                None => d.reserved_connections,
+                None => d.reserved_connections.min(count("MOBIUS_MAX_CONNECTIONS", d.max_connections)? / 2),
                 Some(raw) => raw
                     .trim()
                     .parse::<usize>()
@@ -768,6 +770,8 @@ mod tests {
         assert!(c.trusted_proxies.is_empty());
         let c = config(&[("MOBIUS_MAX_CONNECTIONS", "50"), ("MOBIUS_HEADER_READ_TIMEOUT_SECS", "3")]).expect("ok");
         assert_eq!(c.net.max_connections, 50);
+        assert_eq!(c.net.reserved_connections, 25, "the reserve follows a lowered cap");
+        assert!(config(&[("MOBIUS_MAX_CONNECTIONS", "50"), ("MOBIUS_RESERVED_CONNECTIONS", "26")]).is_err());
         assert_eq!(c.net.header_read_timeout, Duration::from_secs(3));
         assert!(config(&[("MOBIUS_MAX_CONNECTIONS", "0")]).is_err());
         assert!(config(&[("MOBIUS_KEEP_ALIVE_SECS", "soon")]).is_err());
