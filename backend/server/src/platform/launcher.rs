@@ -124,6 +124,8 @@ enum Choice {
 struct Child {
     process: tokio::process::Child,
     log: Arc<Mutex<VecDeque<String>>>,
+    /// The task copying its stderr into `log`, until the pipe closes.
+    tee: Option<tokio::task::JoinHandle<()>>,
     version: String,
 }
 
@@ -290,11 +292,9 @@ impl Launcher {
         };
         let mut process = command.spawn().map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
         let log = Arc::new(Mutex::new(VecDeque::new()));
-        if let Some(stderr) = process.stderr.take() {
-            tokio::spawn(tee(stderr, log.clone()));
-        }
+        let tee = process.stderr.take().map(|stderr| tokio::spawn(tee(stderr, log.clone())));
         tracing::info!(%version, pid = process.id().unwrap_or(0), "server started");
-        Ok(Child { process, log, version })
+        Ok(Child { process, log, tee, version })
     }
 
     /// Tries `pending`: database backed up, release started, ready in time — or rolled back.
@@ -363,6 +363,11 @@ impl Launcher {
             let answer = tokio::select! {
                 status = child.process.wait() => {
                     let status = status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+                    // Its last words may still be in the pipe: read them first (a process it
+                    // left behind may hold the pipe open, so not for long).
+                    if let Some(tee) = child.tee.take() {
+                        let _ = tokio::time::timeout(TEE_DRAIN, tee).await;
+                    }
                     return Err(format!("it exited at start ({status}){}", child.log_tail()));
                 }
                 answer = probe => answer.unwrap_or_else(|e| Err(e.to_string())),
@@ -456,6 +461,9 @@ impl Child {
         format!("; its last log lines:\n{}", lines.iter().cloned().collect::<Vec<_>>().join("\n"))
     }
 }
+
+/// How long a server that exited gets for the rest of its log to be read.
+const TEE_DRAIN: Duration = Duration::from_secs(2);
 
 /// Passes the server's log on to ours, keeping its last lines.
 async fn tee(stderr: tokio::process::ChildStderr, kept: Arc<Mutex<VecDeque<String>>>) {
