@@ -32,7 +32,10 @@ fn main() {
 /// `dependencies`). A release whose key differs needs the image, not an in-place update.
 /// (`scripts/release` checks that the image build sees the same files.)
 fn image_key() -> String {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    // Read when the script runs, not baked in when it compiles: cargo reuses a compiled build
+    // script for the same package checked out elsewhere with the same target directory.
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default();
+    let root = std::path::Path::new(&manifest_dir).join("../..");
     let mut hasher = Sha256::new();
     for (file, keep) in [
         (
