@@ -70,7 +70,7 @@ pub struct Agents {
     /// The skills index (the agent's own skills go into new prompts; reads mark them used).
     pub skills: Arc<crate::skills::Skills>,
     /// Tells the scheduler when a run that answered a scheduled message ends.
-    pub schedule_ends: crate::schedules::signal::TurnEnds,
+    pub schedule_ends: crate::agent::schedule_ends::TurnEnds,
     /// What the agent's processes may touch.
     pub sandbox: super::sandbox::Sandbox,
     /// How long a turn may run, and stay silent.
@@ -320,7 +320,7 @@ async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiv
             .messages
             .iter()
             .filter_map(|m| m.cid.clone())
-            .filter(|c| crate::schedules::signal::is_scheduled(c))
+            .filter(|c| crate::agent::schedule_ends::is_scheduled(c))
             .collect(),
         auto_resume: true,
     };
@@ -1063,7 +1063,7 @@ impl Turn<'_> {
         let retry = FinishRun { provider: None, ..run.clone() };
         let result = self.agents.writer.call(|ack| WriteCommand::FinishRun { finish: run, ack }).await;
         if let Ok(outcome) = &result {
-            self.agents.schedule_ends.ended(crate::schedules::signal::TurnEnded {
+            self.agents.schedule_ends.ended(crate::agent::schedule_ends::TurnEnded {
                 chat_id: self.chat_id.clone(),
                 run_id: self.run_id.clone(),
                 status,

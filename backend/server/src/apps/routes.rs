@@ -69,13 +69,6 @@ fn manager(who: &Principal) -> Result<()> {
 /// `GET /api/apps`: the owner's list, and a `manage_apps` app's (no other app may enumerate them).
 async fn list(State(state): State<AppState>, who: Principal) -> Result<Json<Vec<AppOut>>> {
     manager(&who)?;
-    if state.purge_clock.due() {
-        tokio::spawn(crate::housekeeping::purge_tombstones(
-            state.writer.clone(),
-            state.apps.clone(),
-            state.uploads.clone(),
-        ));
-    }
     Ok(Json(db::apps::list(&state.db.read).await?.into_iter().map(|row| AppOut::new(&state, row)).collect()))
 }
 
@@ -427,7 +420,7 @@ async fn redeem_install_pass(
         return Err(refused());
     }
     // The installed app is a device of its own (iOS keeps its storage apart from Safari's).
-    let device = crate::auth::devices::known(&state, &headers).await?;
+    let device = crate::auth::devices::known(&state.db.read, &headers).await?;
     let (token, cookie) = crate::auth::open_session(&state, &headers, device, &client, &username, epoch).await?;
     tracing::info!(app.id = pass.app_id, "install pass redeemed");
     let mut response = Json(json!({ "access_token": token, "token_type": "bearer" })).into_response();

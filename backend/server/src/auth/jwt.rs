@@ -374,6 +374,17 @@ pub fn unix_now() -> i64 {
     crate::db::now_ms() / 1000
 }
 
+/// The bearer token of `Authorization`, if it has one (unchecked).
+pub fn bearer_of(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
+    match value.split_once(' ') {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() => {
+            Some(token.trim())
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,29 +22,14 @@ use tokio::time::Instant;
 
 /// Longest wait an address or device can be put on.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(15 * 60);
+pub use crate::config::LoginPolicy;
+
 /// An address's failures are forgotten after this long without a new one.
 const FAILURE_MEMORY: Duration = Duration::from_secs(60 * 60);
 /// An IPv6 /48 may fail this many times more often than one address before it waits.
 pub const NETWORK_FREE_FACTOR: u32 = 8;
 /// Most addresses and devices tracked at once (expired ones go first, then the oldest).
 const MAX_TRACKED: usize = 10_000;
-
-/// The throttle's numbers (defaults for production; tests shrink them).
-#[derive(Clone, Debug, PartialEq)]
-pub struct LoginPolicy {
-    /// Failed attempts an address or device may make before it has to wait.
-    pub free_failures: u32,
-    /// Burst of the global bucket (attempts without a device credential, all addresses).
-    pub global_burst: u32,
-    /// The global bucket gains one attempt this often.
-    pub global_refill_every: Duration,
-}
-
-impl Default for LoginPolicy {
-    fn default() -> Self {
-        Self { free_failures: 5, global_burst: 100, global_refill_every: Duration::from_secs(1) }
-    }
-}
 
 /// What failures are counted against.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

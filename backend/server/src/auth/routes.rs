@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::Router;
 use axum::extract::State;
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
@@ -105,7 +105,7 @@ pub(crate) async fn open_session(
     epoch: i64,
 ) -> Result<(String, axum::http::HeaderValue)> {
     let sid = super::sessions::new_session_id();
-    let cookie = devices::remember(state, headers, device, &sid, &client.0.to_string()).await?;
+    let cookie = remember(state, headers, device, &sid, &client.0.to_string()).await?;
     let mut claims = Claims::new(username, Scope::Owner, epoch, OWNER_TOKEN_TTL_SECS);
     claims.sid = Some(sid);
     Ok((state.keys.issue(&claims)?, cookie))
@@ -134,7 +134,7 @@ async fn admit_attempt(
     headers: &HeaderMap,
     client: ClientAddr,
 ) -> Result<(Attempter, Option<String>)> {
-    let device = devices::known(state, headers).await?;
+    let device = devices::known(&state.db.read, headers).await?;
     let who = match &device {
         Some(digest) => Attempter::Device(digest.clone()),
         None => Attempter::Address(client.key()),
@@ -370,4 +370,35 @@ async fn pair(
     state.login_limits.record_success(&who);
     tracing::info!(client = %client.0, "a device was paired");
     signed_in(&state, &headers, device, &client, &username, epoch).await
+}
+
+/// Remembers the device after a successful sign-in, with its new session `session_id` signed
+/// in from `address`, and returns the `Set-Cookie` to send: a known device keeps its
+/// credential (its lifetime starts again), a new one gets one.
+async fn remember(
+    state: &AppState,
+    headers: &HeaderMap,
+    known: Option<String>,
+    session_id: &str,
+    address: &str,
+) -> Result<HeaderValue> {
+    let (credential, digest) = match (devices::presented(headers), known) {
+        (Some(credential), Some(digest)) => (credential, digest),
+        _ => {
+            let credential = devices::mint();
+            let digest = devices::hash(&credential);
+            (credential, digest)
+        }
+    };
+    let label = devices::label_of(headers);
+    let sign_in = crate::db::owner::DeviceSignIn {
+        token_hash: digest,
+        label,
+        session_id: session_id.to_owned(),
+        address: address.to_owned(),
+    };
+    state.writer.call(|ack| WriteCommand::RememberDevice { sign_in, keep: devices::MAX_DEVICES, ack }).await?;
+    state.sessions.reload(&state.db.read).await?;
+    state.devices.reload(&state.db.read).await?;
+    Ok(devices::cookie(&credential, devices::DEVICE_TTL.as_secs(), state.config.public_origin.is_https()))
 }

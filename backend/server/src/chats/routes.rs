@@ -99,13 +99,6 @@ async fn list(
     _owner: Owner,
     input: std::result::Result<Query<ListIn>, QueryRejection>,
 ) -> Result<Response> {
-    if state.purge_clock.due() {
-        tokio::spawn(crate::housekeeping::purge_tombstones(
-            state.writer.clone(),
-            state.apps.clone(),
-            state.uploads.clone(),
-        ));
-    }
     let Query(input) =
         input.map_err(|_| Error::bad_request("invalid_query", "The chat list takes limit and cursor, once each."))?;
     let paged = input.limit.is_some() || input.cursor.is_some();

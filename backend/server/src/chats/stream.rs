@@ -179,7 +179,7 @@ async fn pump(
                 },
                 Err(broadcast::error::RecvError::Closed) => return,
             },
-            () = crate::state::stopping(&mut shutdown) => return,
+            () = crate::shutdown::stopping(&mut shutdown) => return,
             () = tx.closed() => return,
         }
     }

@@ -67,7 +67,7 @@ async fn system_stream(State(state): State<AppState>, who: ChatCaller, client: C
     // Shutdown, or the owner's device was signed out.
     let stopping: Stopping = Box::pin(async move {
         tokio::select! {
-            () = crate::state::stopping(&mut shutdown) => {}
+            () = crate::shutdown::stopping(&mut shutdown) => {}
             () = ended.cancelled_owned() => {}
         }
     });

@@ -22,13 +22,14 @@
 //!   it), asked only when one of these limits would refuse the request.
 //! - Each request carries its TCP peer (`ConnectInfo`, see [`client`]) and must name a host
 //!   this server answers for ([`host`]), else 421 before any route runs.
-//! - Every response leaves with the security headers ([`crate::web::apply_security_headers`]),
+//! - Every response leaves with the security headers ([`headers::apply_security_headers`]),
 //!   whichever router (boot or full) made it: here once, not as a layer cloned per route.
 //!
 //! One sweeper task checks the deadlines of every connection (heads, keep-alives, paused
 //! bodies) a few times per timeout; the request path touches only atomics, no timers.
 
 pub mod client;
+pub mod headers;
 pub mod host;
 
 use std::collections::HashMap;
@@ -126,7 +127,7 @@ where
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
-            () = crate::state::stopping(&mut stop) => break,
+            () = crate::shutdown::stopping(&mut stop) => break,
         };
         let (stream, peer) = match accepted {
             Ok(pair) => pair,
@@ -205,7 +206,7 @@ async fn connection<S>(
                 return;
             }
             () = activity.kill.notified() => return,
-            () = crate::state::stopping(&mut stop), if !draining => {
+            () = crate::shutdown::stopping(&mut stop), if !draining => {
                 draining = true;
                 conn.as_mut().graceful_shutdown();
             }
@@ -276,7 +277,7 @@ where
             }
         }
     };
-    crate::web::apply_security_headers(response.headers_mut(), shared.https);
+    headers::apply_security_headers(response.headers_mut(), shared.https);
     response.map(|body| Body::new(GuardedBody { inner: body, _guard: guard }))
 }
 

@@ -10,8 +10,8 @@ use jiff::tz::TimeZone;
 use tokio::sync::oneshot;
 use tracing::warn;
 
-use super::cadence;
 use crate::agent::turn::Agents;
+use crate::cadence;
 use crate::db::schedules::{RunEnd, ScheduleRow};
 use crate::locks::KeyedLocks;
 use crate::protocol::NotificationKind;

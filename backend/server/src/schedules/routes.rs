@@ -11,10 +11,10 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::cadence::{self, Cadence};
 use super::jobs;
 use crate::api::ApiJson;
 use crate::auth::{Owner, Principal, Scope};
+use crate::cadence::{self, Cadence};
 use crate::db::apps::AppRow;
 use crate::db::schedules::{self as sql, NewSchedule, RunRow, ScheduleRow};
 use crate::db::{self};

@@ -12,7 +12,7 @@ use jiff::tz::TimeZone;
 use tokio::sync::watch;
 use tracing::warn;
 
-use super::cadence::Cadence;
+use crate::cadence::Cadence;
 use crate::db::schedules::{NewRun, ScheduleRow};
 use crate::error::Result;
 
@@ -122,7 +122,7 @@ pub async fn run<B: Backend>(backend: B, mut wake: watch::Receiver<u64>, mut sto
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
             changed = wake.changed() => if changed.is_err() { return },
-            () = crate::state::stopping(&mut stop) => return,
+            () = crate::shutdown::stopping(&mut stop) => return,
         }
     }
 }

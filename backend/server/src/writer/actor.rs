@@ -253,8 +253,7 @@ impl Actor {
                 };
                 reply(batch, ack, result, Stale::NOTHING)
             }
-            WriteCommand::RememberDevice { sign_in, ack } => {
-                let keep = crate::auth::devices::MAX_DEVICES;
+            WriteCommand::RememberDevice { sign_in, keep, ack } => {
                 let result = db::owner::remember_device(&mut self.conn, &sign_in, keep, now_ms()).await;
                 reply(batch, ack, result, Stale::NOTHING)
             }

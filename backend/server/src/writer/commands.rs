@@ -323,8 +323,9 @@ pub enum WriteCommand {
     /// Bumps the token epoch, revoking every issued token and device credential, and sets the
     /// owner's new password hash when given; answers the new epoch.
     BumpTokenEpoch { password_hash: Option<String>, ack: Ack<i64> },
-    /// Records a sign-in from a device (its credential's hash, label, new session, address).
-    RememberDevice { sign_in: crate::db::owner::DeviceSignIn, ack: Ack<()> },
+    /// Records a sign-in from a device (its credential's hash, label, new session, address),
+    /// keeping the `keep` most recently used devices.
+    RememberDevice { sign_in: crate::db::owner::DeviceSignIn, keep: i64, ack: Ack<()> },
     /// Forgets one device and its session; answers the session id.
     ForgetDevice { id: i64, ack: Ack<Option<String>> },
     /// Stores sessions' last-seen times.

@@ -471,7 +471,8 @@ async fn a_standalone_app_page_names_and_paints_its_home_screen_entry_as_the_app
 #[tokio::test]
 async fn deleted_chats_and_apps_are_purged_with_their_files_after_the_recovery_window() {
     use sqlx::Connection;
-    let app = TestApp::spawn().await;
+    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+    let app = TestApp::spawn_in(dir, |c| c.purge_every = std::time::Duration::from_millis(100)).await;
     let token = app.setup_owner().await;
     write_app(app.data_dir(), "counter", MANIFEST, &counter_source("Count"));
     let body: Value = apply(&app, &token, "counter").await.json().await.expect("json");
@@ -488,7 +489,7 @@ async fn deleted_chats_and_apps_are_purged_with_their_files_after_the_recovery_w
     sqlx::query("UPDATE apps SET deleted_at = ?").bind(old).execute(&mut db).await.expect("age app");
     sqlx::query("UPDATE chats SET deleted_at = ?").bind(old).execute(&mut db).await.expect("age chat");
     db.close().await.expect("close");
-    let _ = app.get("/api/apps", Some(&token)).await;
+    // Housekeeping purges every 100 ms here.
     let source = app.data_dir().join("apps/counter");
     let builds = || std::fs::read_dir(app.data_dir().join("compiled")).map_or(0, Iterator::count);
     // The purge runs in the background: the source goes first, then the data, then the builds.

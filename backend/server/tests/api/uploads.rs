@@ -287,7 +287,11 @@ async fn an_upload_aborted_half_way_leaves_nothing_on_disk() {
 async fn uploads_count_against_the_quota_and_go_with_their_chat() {
     use sqlx::Connection;
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
-    let app = TestApp::spawn_in(dir, |c| c.upload_quota_bytes = 1 << 20).await;
+    let app = TestApp::spawn_in(dir, |c| {
+        c.upload_quota_bytes = 1 << 20;
+        c.purge_every = Duration::from_millis(100);
+    })
+    .await;
     let token = app.setup_owner().await;
     app.chat(&token, "a").await;
     app.chat(&token, "b").await;
@@ -310,7 +314,7 @@ async fn uploads_count_against_the_quota_and_go_with_their_chat() {
         std::fs::create_dir_all(f).expect("folder");
         std::fs::write(f.join("left.txt"), b"x").expect("file");
     }
-    let _ = app.get("/api/chats", Some(&token)).await;
+    // Housekeeping purges every 100 ms here.
     for _ in 0..400 {
         if folders.iter().all(|f| !f.exists()) {
             break;
