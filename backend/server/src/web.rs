@@ -17,6 +17,7 @@ const IMMUTABLE: HeaderValue = HeaderValue::from_static("public, max-age=3153600
 const NO_CACHE: HeaderValue = HeaderValue::from_static("no-cache");
 
 /// Serves the built frontend; the router's fallback for every non-API path.
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn serve_frontend(State(state): State<AppState>, request: Request) -> Response {
     let dist = state.config.frontend_dir.clone();
     if !dist.join("index.html").is_file() {
@@ -67,6 +68,7 @@ pub fn vendor_router() -> axum::Router<AppState> {
     axum::Router::new().route("/vendor/{name}/{*file}", axum::routing::get(vendor))
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn vendor(
     State(state): State<AppState>,
     axum::extract::Path((name, file)): axum::extract::Path<(String, String)>,
@@ -101,6 +103,7 @@ async fn vendor(
 /// token), so its policy names this origin. It has no `frame-ancestors`: its ancestor is the
 /// app's opaque frame, which no origin source matches, and without a grant minted with an app
 /// token the page shows nothing. Like the app frame, popups it opens stay sandboxed.
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn embed_chat(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let dist = state.config.frontend_dir.clone();
     let Ok(page) = tokio::fs::read_to_string(dist.join("embed-chat.html")).await else {

@@ -22,6 +22,7 @@ pub mod registry;
 pub mod resume;
 pub mod sandbox;
 pub mod schedule_ends;
+pub mod session;
 pub mod slots;
 pub mod trees;
 pub mod turn;

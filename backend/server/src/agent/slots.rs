@@ -9,6 +9,7 @@ use crate::config::MAX_MAX_RUNNING;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+use crate::locks::Unpoisoned;
 use serde::Serialize;
 use tokio::sync::oneshot;
 
@@ -87,7 +88,7 @@ impl Slots {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.locked()
     }
 
     /// A slot now, when one is free for `class` and nobody of its class (or, for background

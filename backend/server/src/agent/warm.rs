@@ -26,9 +26,9 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 use tracing::info;
 
-use super::process;
 use super::{ApprovalPolicy, ProviderKind, ProviderTurn};
 use super::{Keeper, NextTurn, Parked};
+use crate::locks::Unpoisoned;
 use crate::protocol::{ChatId, RunId};
 
 /// How long a turn waits for a kept process to take it before starting a new one.
@@ -122,7 +122,7 @@ impl WarmPool {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.locked()
     }
 
     /// What keeps a new process of `chat_id` for its next turn (`None` when keeping is off).
@@ -243,7 +243,7 @@ impl Warm {
     /// Hands `prompt` to the process: the turn, or `None` when the process could not take
     /// it (it died meanwhile): the caller starts a new one.
     pub async fn start(self, prompt: super::Prompt) -> Option<ProviderTurn> {
-        let (half, io) = process::turn_channels();
+        let (half, io) = super::session::turn_channels();
         let (taken, answer) = oneshot::channel();
         let Entry { parked, .. } = self.entry;
         parked.handoff.try_send(NextTurn { prompt, io, taken }).ok()?;

@@ -22,6 +22,7 @@ use sha2::{Digest, Sha256};
 use super::jwt::Keys;
 use super::owner::OwnerCache;
 use crate::error::Result;
+use crate::locks::UnpoisonedRw;
 
 /// The cookie's name.
 pub const DEVICE_COOKIE: &str = "mobius_device";
@@ -76,17 +77,17 @@ impl KnownDevices {
     pub async fn reload(&self, pool: &sqlx::SqlitePool) -> Result<()> {
         let since = crate::db::now_ms() - i64::try_from(DEVICE_TTL.as_millis()).unwrap_or(i64::MAX);
         let hashes = crate::db::owner::device_hashes(pool, since).await?;
-        *self.0.write().unwrap_or_else(|p| p.into_inner()) = hashes.into_iter().collect();
+        *self.0.write_locked() = hashes.into_iter().collect();
         Ok(())
     }
 
     /// Forgets every device (sign out everywhere).
     pub fn clear(&self) {
-        self.0.write().unwrap_or_else(|p| p.into_inner()).clear();
+        self.0.write_locked().clear();
     }
 
     fn contains(&self, digest: &str) -> bool {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).contains(digest)
+        self.0.read_locked().contains(digest)
     }
 }
 

@@ -18,6 +18,7 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::locks::Unpoisoned;
 use tokio::time::Instant;
 
 /// Longest wait an address or device can be put on.
@@ -97,7 +98,7 @@ impl LoginLimiter {
     /// `Err(wait)` while `who` (or, for an IPv6 address, its /48) is backing off after its
     /// failures.
     pub fn check(&self, who: &Attempter) -> Result<(), Duration> {
-        let failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let failures = self.failures.locked();
         let now = Instant::now();
         let network = who.network();
         let waits = [
@@ -114,7 +115,7 @@ impl LoginLimiter {
 
     /// Takes one attempt from the global bucket; `Err(wait)` when it is empty.
     pub fn take_global(&self) -> Result<(), Duration> {
-        let mut bucket = self.global.lock().unwrap_or_else(|p| p.into_inner());
+        let mut bucket = self.global.locked();
         let now = Instant::now();
         let every = self.policy.global_refill_every.as_secs_f64().max(f64::EPSILON);
         let refill = now.duration_since(bucket.at).as_secs_f64() / every;
@@ -137,7 +138,7 @@ impl LoginLimiter {
     }
 
     fn count_failure(&self, who: Attempter) {
-        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let mut failures = self.failures.locked();
         let now = Instant::now();
         if failures.len() >= MAX_TRACKED && !failures.contains_key(&who) {
             failures.retain(|_, f| now.duration_since(f.last) < FAILURE_MEMORY);
@@ -157,7 +158,7 @@ impl LoginLimiter {
 
     /// Forgets `who`'s failures (and its network's) after a successful sign-in.
     pub fn record_success(&self, who: &Attempter) {
-        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let mut failures = self.failures.locked();
         if let Some(network) = who.network() {
             failures.remove(&network);
         }

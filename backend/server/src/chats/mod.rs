@@ -6,6 +6,7 @@ pub mod apps;
 mod routes;
 pub(crate) mod stream;
 
+use crate::locks::Unpoisoned;
 use std::collections::VecDeque;
 
 pub(crate) use routes::deliver_answer;
@@ -32,7 +33,7 @@ const MAX_CACHED_BODY: usize = 1 << 20;
 impl ResponseCache {
     /// The body cached under `key` if it was read at `version`.
     pub fn get(&self, key: &str, version: u64) -> Option<bytes::Bytes> {
-        let entries = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let entries = self.0.locked();
         entries.iter().find(|(k, v, _)| k == key && *v == version).map(|(_, _, body)| body.clone())
     }
 
@@ -41,7 +42,7 @@ impl ResponseCache {
         if body.len() > MAX_CACHED_BODY {
             return;
         }
-        let mut entries = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut entries = self.0.locked();
         entries.retain(|(k, _, _)| k != key);
         if entries.len() >= CACHED_RESPONSES {
             entries.pop_front();

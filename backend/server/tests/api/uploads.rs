@@ -10,7 +10,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
-use crate::helpers::{TestApp, assert_error, script};
+use crate::helpers::{TestApp, assert_error, eventually, script};
 
 const BOUNDARY: &str = "mobius-test-boundary";
 
@@ -315,12 +315,8 @@ async fn uploads_count_against_the_quota_and_go_with_their_chat() {
         std::fs::write(f.join("left.txt"), b"x").expect("file");
     }
     // Housekeeping purges every 100 ms here.
-    for _ in 0..400 {
-        if folders.iter().all(|f| !f.exists()) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    eventually("the purge removes the chat's folders", || async { folders.iter().all(|f| !f.exists()).then_some(()) })
+        .await;
     for f in &folders {
         assert!(!f.exists(), "the purged chat's {} is gone", f.display());
     }
