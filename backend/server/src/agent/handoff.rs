@@ -72,7 +72,7 @@ pub async fn hand_off(
     if !agents.providers.status(to).connected {
         return Err(Domain::ProviderNotConnected(Some(to.name())).into());
     }
-    let from = chat.provider.as_deref().and_then(ProviderKind::parse);
+    let from = chat.provider;
     let summary = summarize(&agents.read, &agents.providers, &agents.sandbox, &agents.data_dir, chat_id, from).await?;
     // The picks of the chat move along only on the same provider; a switch takes the new ones.
     let mut settings: Map<String, Value> =

@@ -11,7 +11,7 @@ use tracing::{Instrument, info, info_span, warn};
 use super::quiet;
 use crate::db;
 use crate::error::Result;
-use crate::protocol::{ChatId, ProviderKind};
+use crate::protocol::ChatId;
 use crate::providers::Providers;
 use crate::recall::notes::{
     FIRST_NOTE_DELAY, MAX_NOTE_LINES, MAX_NOTE_TURN, NoteReceiver, fallback, instructions, note_input, parse, render,
@@ -66,7 +66,7 @@ impl NoteRunner {
         if state.deleted || state.running {
             return Ok(false);
         }
-        let Some(provider) = state.provider.as_deref().and_then(ProviderKind::parse) else { return Ok(false) };
+        let Some(provider) = state.provider else { return Ok(false) };
         let existing = db::notes::get(&self.read, chat_id).await?;
         let from = existing.as_ref().map_or(0, |n| n.source_count);
         if state.message_count <= from {

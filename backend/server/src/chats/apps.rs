@@ -243,15 +243,15 @@ async fn update(
     let mut patch = ChatPatch::default();
     if let Some(provider) = body.provider.as_deref().map(str::trim).filter(|p| !p.is_empty()) {
         let kind = ProviderKind::parse(provider).ok_or_else(|| invalid("provider is \"claude\" or \"codex\"."))?;
-        if started && chat.provider.as_deref() != Some(kind.id()) {
+        if started && chat.provider != Some(kind) {
             return Err(Error::conflict(
                 "provider_locked",
                 "This chat has started; its provider can no longer change.",
             ));
         }
-        patch.settings.provider = Some(kind.id().to_owned());
+        patch.settings.provider = Some(kind);
     }
-    let provider = patch.settings.provider.clone().or(chat.provider.clone());
+    let provider = patch.settings.provider.or(chat.provider).map(ProviderKind::id);
     if let Some(prompt) = text(body.system_prompt, "system_prompt", MAX_SYSTEM_PROMPT_CHARS)? {
         let current = settings.get("system_prompt").and_then(Value::as_str).unwrap_or_default();
         if current != prompt.as_str() {
@@ -269,7 +269,7 @@ async fn update(
         }
     }
     if let Some(model) = body.model {
-        match check_model(Some(model), provider.as_deref())? {
+        match check_model(Some(model), provider)? {
             Some(m) => settings.insert("model".into(), m.into()),
             None => settings.remove("model"),
         };

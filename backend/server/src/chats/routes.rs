@@ -256,7 +256,7 @@ fn render_detail(page: &db::chats::Page, newest: bool, waiting: Option<crate::pr
     let detail = ChatDetail {
         id: &chat.id,
         title: &chat.title,
-        provider: chat.provider.as_deref(),
+        provider: chat.provider.map(ProviderKind::id),
         approval_policy: &chat.approval_policy,
         model: pick.model,
         effort: pick.effort,
@@ -338,13 +338,13 @@ async fn update(
         let kind = ProviderKind::parse(&provider)
             .ok_or_else(|| Error::bad_request("unknown_provider", "provider is \"claude\" or \"codex\"."))?;
         let chat = db::chats::get(&state.db.read, &id).await?.ok_or(Domain::ChatNotFound)?;
-        if chat.session_id.is_some() && chat.provider.as_deref() != Some(kind.id()) {
+        if chat.session_id.is_some() && chat.provider != Some(kind) {
             return Err(Error::conflict(
                 "provider_locked",
                 "This conversation already runs on another provider; start a new chat to switch.",
             ));
         }
-        patch.settings.provider = Some(kind.id().to_owned());
+        patch.settings.provider = Some(kind);
     }
     if body.model.is_some() || body.effort.is_some() {
         let asked = crate::agent::models::AgentPick {

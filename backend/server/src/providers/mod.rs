@@ -175,7 +175,7 @@ impl Providers {
     /// The provider a chat without one runs on: the owner's choice if connected, else the
     /// first connected one, else the owner's choice (which then reports as not connected).
     pub async fn default_provider(&self, read: &SqlitePool) -> Result<Option<ProviderKind>> {
-        let chosen = crate::db::owner::default_provider(read).await?.as_deref().and_then(ProviderKind::parse);
+        let chosen = crate::db::owner::default_provider(read).await?;
         if let Some(k) = chosen
             && self.status(k).connected
         {

@@ -97,7 +97,7 @@ pub(super) async fn create(conn: &mut SqliteConnection, batch: &mut Batch, chat:
         )
         .await?;
         let settings = db::chats::ChatSettings {
-            provider: app.provider.map(|p| p.id().to_owned()),
+            provider: app.provider,
             agent_settings: app.agent_settings.clone().map(Some),
             ..Default::default()
         };
@@ -251,8 +251,8 @@ pub(super) async fn send(conn: &mut SqliteConnection, batch: &mut Batch, send: S
         batch.emit(conn, chat_id, ChatEvent::ChatRenamed { title: title.clone() }).await?;
         batch.system(SystemEvent::ChatRenamed { chat_id: chat_id.clone(), title });
     }
-    if chat.provider.as_deref() != Some(send.provider.id()) {
-        let settings = db::chats::ChatSettings { provider: Some(send.provider.id().to_owned()), ..Default::default() };
+    if chat.provider != Some(send.provider) {
+        let settings = db::chats::ChatSettings { provider: Some(send.provider), ..Default::default() };
         db::chats::update_settings(conn, chat_id, &settings, now).await?;
     }
     db::chats::touch_activity(conn, chat_id, now).await?;
@@ -298,9 +298,8 @@ pub(super) async fn regenerate(
         return Err(Domain::PendingQuestionOpen.into());
     }
     let now = now_ms();
-    if chat.provider.as_deref() != Some(regenerate.provider.id()) {
-        let settings =
-            db::chats::ChatSettings { provider: Some(regenerate.provider.id().to_owned()), ..Default::default() };
+    if chat.provider != Some(regenerate.provider) {
+        let settings = db::chats::ChatSettings { provider: Some(regenerate.provider), ..Default::default() };
         db::chats::update_settings(conn, chat_id, &settings, now).await?;
     }
     db::chats::touch_activity(conn, chat_id, now).await?;
@@ -703,7 +702,7 @@ pub(super) async fn resume(
     if !start {
         return Ok(None);
     }
-    let provider = chat.provider.as_deref().and_then(ProviderKind::parse);
+    let provider = chat.provider;
     let running = db::runs::running_run(&mut *conn, chat_id).await?.is_some();
     let (Some(provider), false, None, None) = (provider, running, &chat.pending_question_id, chat.deleted_at) else {
         return Ok(None);
@@ -740,7 +739,7 @@ pub(super) async fn reconcile_startup(
         let now = now_ms();
         // It continues by itself once: not when it waits on the owner, nor when the cut turn
         // was itself the continuation after a restart.
-        let connected = chat.as_ref().and_then(|c| c.provider.as_deref()).and_then(ProviderKind::parse);
+        let connected = chat.as_ref().and_then(|c| c.provider);
         let resumes = !deleted
             && !waiting
             && connected.is_some_and(|p| resume.contains(&p))

@@ -107,7 +107,7 @@ pub async fn provider_for(agents: &Agents, chat_id: &ChatId) -> Result<ProviderK
         Some(c) if c.deleted_at.is_none() => c,
         _ => return Err(Domain::ChatNotFound.into()),
     };
-    let kind = match chat.provider.as_deref().and_then(ProviderKind::parse) {
+    let kind = match chat.provider {
         Some(kind) => kind,
         None => agents.providers.default_provider(&agents.read).await?.ok_or(Domain::ProviderNotConnected(None))?,
     };
