@@ -293,7 +293,7 @@ pub async fn update_settings(conn: &mut SqliteConnection, chat_id: &str, s: &Cha
             updated_at = ?
          WHERE id = ?",
     )
-    .bind(&s.provider)
+    .bind(s.provider)
     .bind(&s.approval_policy)
     .bind(s.agent_settings.is_some())
     .bind(s.agent_settings.clone().flatten())
