@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
-"""Fails when files of a Rust crate import each other in a cycle.
+"""Fails when files of a Rust crate import each other in a cycle, or a ground-floor module
+imports more of the crate than it may.
 
-Usage: import-cycles.py SRC_DIR [SRC_DIR...]
+Usage: import-cycles.py [--only MODULE=ALLOWED,…]… SRC_DIR [SRC_DIR...]
 
 A file depends on another when it names a path into it: a `use` item or an inline
 `crate::…` / `super::…` path, resolved to the longest module prefix that is a file. Test
-modules (`#[cfg(test)]` to the end of the file) are ignored, and so are re-exports
-(`pub use`, `pub(crate) use`): a parent naming its children's items for its callers does not
-make it depend on them. Everything else counts, so a parent whose children import its items
-must not call into those children itself.
+modules (`#[cfg(test)]` to the end of the file, or a whole file its parent declares under
+`#[cfg(test)]`) are ignored, and so are re-exports of a file's own descendants (`pub use
+child::Item`): a parent naming its children's items for its callers does not make it depend on
+them. A re-export of anything else (`pub use crate::sideways::Item`) is a dependency like any
+other. Everything else counts, so a parent whose children import its items must not call into
+those children itself.
+
+`--only config=error` says the files of module `config` (and its descendants) may depend on
+nothing of the crate but each other and the files of module `error`.
 """
 import os
 import re
@@ -72,54 +78,96 @@ def absolute(segments, here):
     return None
 
 
-def main():
-    cycles_found = False
-    for src in sys.argv[1:]:
-        files = {}
-        for root, _, names in os.walk(src):
-            for name in names:
-                if name.endswith(".rs"):
-                    path = os.path.join(root, name)
-                    files[path] = module_of(src, path)
-        modules = {m: p for p, m in files.items() if m}
-        edges = {p: set() for p in files}
-        for path, here in files.items():
-            if not here:
-                continue
-            text = open(path, encoding="utf-8").read()
-            cut = re.search(r"^#\[cfg\(test\)\]\s*\n\s*mod\s+\w+", text, re.M)
-            if cut:
-                text = text[:cut.start()]
-            text = re.sub(r"^\s*//.*$", "", text, flags=re.M)
-            targets = []
-            for m in USE.finditer(text):
-                if m.group(1):
-                    continue  # a re-export
-                for item in expand(m.group(3)):
-                    targets.append(item.split("::"))
-            body = USE.sub("", text)
-            for m in INLINE.finditer(body):
-                targets.append(m.group(1).split("::"))
-            # A module file naming its own children inline (`actor::Actor::new(…)`).
-            children = {m[-1] for m in modules if len(m) == len(here) + 1 and m[:-1] == tuple(here)}
-            for m in CHILD.finditer(body):
-                if m.group(1) in children:
-                    targets.append(["self", m.group(1)])
-            for segments in targets:
-                if segments[0] not in ("crate", "super", "self"):
-                    # `use routes::x` inside a module file names a child module.
-                    if tuple(here) + (segments[0],) not in modules:
-                        continue
-                    segments = ["self"] + segments
-                full = absolute(segments, here)
-                if full is None:
+def test_modules(src, files):
+    """Files their parent declares under `#[cfg(test)]` (`#[cfg(test)] mod typescript;`)."""
+    out = set()
+    by_module = {m: p for p, m in files.items()}
+    for path, here in files.items():
+        text = open(path, encoding="utf-8").read()
+        for m in re.finditer(r"^#\[cfg\(test\)\]\s*\n\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", text, re.M):
+            child = by_module.get(tuple(here) + (m.group(1),))
+            if child:
+                out.add(child)
+    return out
+
+
+def graph(src):
+    """Each file of the crate under `src` → the files it depends on; and file → module path."""
+    files = {}
+    for root, _, names in os.walk(src):
+        for name in names:
+            if name.endswith(".rs"):
+                path = os.path.join(root, name)
+                files[path] = module_of(src, path)
+    tests = test_modules(src, files)
+    files = {p: m for p, m in files.items() if p not in tests}
+    modules = {m: p for p, m in files.items() if m}
+    edges = {p: set() for p in files}
+    for path, here in files.items():
+        if not here:
+            continue
+        text = open(path, encoding="utf-8").read()
+        cut = re.search(r"^#\[cfg\(test\)\]\s*\n\s*mod\s+\w+\s*\{", text, re.M)
+        if cut:
+            text = text[:cut.start()]
+        text = re.sub(r"^\s*//.*$", "", text, flags=re.M)
+        targets = []
+        for m in USE.finditer(text):
+            for item in expand(m.group(3)):
+                targets.append((item.split("::"), bool(m.group(1))))
+        body = USE.sub("", text)
+        for m in INLINE.finditer(body):
+            targets.append((m.group(1).split("::"), False))
+        # A module file naming its own children inline (`actor::Actor::new(…)`).
+        children = {m[-1] for m in modules if len(m) == len(here) + 1 and m[:-1] == tuple(here)}
+        for m in CHILD.finditer(body):
+            if m.group(1) in children:
+                targets.append((["self", m.group(1)], False))
+        for segments, reexport in targets:
+            if segments[0] not in ("crate", "super", "self"):
+                # `use routes::x` inside a module file names a child module.
+                if tuple(here) + (segments[0],) not in modules:
                     continue
-                for n in range(len(full), 0, -1):
-                    target = modules.get(tuple(full[:n]))
-                    if target:
-                        if target != path:
-                            edges[path].add(target)
-                        break
+                segments = ["self"] + segments
+            full = absolute(segments, here)
+            if full is None:
+                continue
+            for n in range(len(full), 0, -1):
+                module = tuple(full[:n])
+                target = modules.get(module)
+                if target:
+                    descendant = len(module) > len(here) and module[:len(here)] == tuple(here)
+                    if target != path and not (reexport and descendant):
+                        edges[path].add(target)
+                    break
+    return files, edges
+
+
+def within(module, top):
+    return module[:len(top)] == top
+
+
+def main(argv):
+    cycles_found = False
+    only = {}
+    args = list(argv)
+    while args and args[0] == "--only":
+        name, _, allowed = args[1].partition("=")
+        only[tuple(name.split("::"))] = [tuple(a.split("::")) for a in allowed.split(",") if a]
+        args = args[2:]
+    for src in args:
+        files, edges = graph(src)
+        for top, allowed in only.items():
+            for path, here in sorted(files.items()):
+                if not here or not within(here, top):
+                    continue
+                for target in sorted(edges[path]):
+                    there = files[target]
+                    if not any(within(there, ok) for ok in [top] + allowed):
+                        cycles_found = True
+                        names = ", ".join("::".join(a) for a in allowed) or "nothing"
+                        print(f"{os.path.relpath(path, src)} imports {os.path.relpath(target, src)}: "
+                              f"{'::'.join(top)} may import {names} of the crate")
         # Tarjan's strongly connected components.
         index, low, stack, on, sccs, counter = {}, {}, [], set(), [], [0]
         sys.setrecursionlimit(10000)
@@ -160,4 +208,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -202,7 +202,12 @@ async fn initialise(
                 let writer = state.writer.clone();
                 let booted = std::time::SystemTime::now();
                 let _ = full.set(router(state.clone()));
-                let _ = recognizer.set(Arc::new(crate::auth::devices::Recognizer::of(&state)));
+                let _ = recognizer.set(Arc::new(crate::auth::devices::Recognizer {
+                    keys: state.keys.clone(),
+                    owner: state.owner.clone(),
+                    sessions: state.sessions.clone(),
+                    devices: state.devices.clone(),
+                }));
                 boot.step("router");
                 boot.set_ready(writer);
                 info!(frontend = %web::describe_dist(&state.config.frontend_dir).display(), "ready in {}", boot.steps());

@@ -1,15 +1,35 @@
 //! Clean-up of tombstones: chats and apps deleted longer ago than their recovery window are
-//! removed for good, with everything they own on disk. The list routes start it, at most
-//! once an hour ([`crate::chats::PurgeClock`]). A purged chat's folders go with it: its files
+//! removed for good, with everything they own on disk: at start, then every
+//! [`Config::purge_every`](crate::config::Config::purge_every) (an hour) until shutdown. A purged chat's folders go with it: its files
 //! (`DATA_DIR/uploads/<chat>`), its overflow text (`agent-output/<chat>`) and the agent's
 //! scratch folder (`agent-scratch/<chat>`).
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
 
 use crate::apps::apply::Apps;
 use crate::db::now_ms;
 use crate::uploads::Uploads;
 use crate::writer::{WriteCommand, WriterHandle};
+
+/// Purges tombstones now and then every `every`, until shutdown begins.
+pub async fn run(
+    writer: WriterHandle,
+    apps: Arc<Apps>,
+    uploads: Arc<Uploads>,
+    every: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        purge_tombstones(writer.clone(), apps.clone(), uploads.clone()).await;
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            () = crate::shutdown::stopping(&mut shutdown) => return,
+        }
+    }
+}
 
 /// Purges expired chat and app tombstones.
 pub async fn purge_tombstones(writer: WriterHandle, apps: Arc<Apps>, uploads: Arc<Uploads>) {
@@ -33,7 +53,7 @@ pub async fn purge_tombstones(writer: WriterHandle, apps: Arc<Apps>, uploads: Ar
         }
         Err(e) => tracing::warn!(error = %e, "purging deleted chats failed"),
     }
-    let app_cutoff = now_ms() - crate::apps::RECOVERY_WINDOW_MS;
+    let app_cutoff = now_ms() - crate::apps::apply::RECOVERY_WINDOW_MS;
     // An app uninstalled with its data kept keeps its row (and so its id and data) for a later
     // install of the same app; the others go whole.
     let expired = crate::db::apps::expired(&apps.read, app_cutoff).await.unwrap_or_default();

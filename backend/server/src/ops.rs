@@ -13,6 +13,7 @@ use axum::routing::get;
 use bytes::Bytes;
 use serde_json::json;
 
+use crate::locks::{Unpoisoned, UnpoisonedRw};
 use crate::writer::WriterHandle;
 
 /// Build identity, baked in at compile time (`MOBIUS_BUILD_SHA`, `MOBIUS_BUILD_DATE`).
@@ -69,7 +70,7 @@ impl Boot {
 
     /// Records that start-up finished `step` (timed from the previous step, or from `new`).
     pub fn step(&self, step: &'static str) {
-        let mut steps = self.steps.lock().unwrap_or_else(|p| p.into_inner());
+        let mut steps = self.steps.locked();
         let now = std::time::Instant::now();
         let took = now - steps.since;
         steps.since = now;
@@ -78,7 +79,7 @@ impl Boot {
 
     /// "12.3 ms: open 0.4, migrate 5.1, …": start-up so far and its steps, in milliseconds.
     pub fn steps(&self) -> String {
-        let steps = self.steps.lock().unwrap_or_else(|p| p.into_inner());
+        let steps = self.steps.locked();
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
         let list: Vec<String> = steps.done.iter().map(|(name, took)| format!("{name} {:.2}", ms(*took))).collect();
         format!("{:.2} ms: {}", ms(steps.since - steps.started), list.join(", "))
@@ -93,22 +94,22 @@ impl Boot {
 
     /// Records why the server is not ready yet.
     pub fn set_starting(&self, reason: impl Into<String>) {
-        *self.phase.write().unwrap_or_else(|p| p.into_inner()) = Phase::Starting(reason.into());
+        *self.phase.write_locked() = Phase::Starting(reason.into());
     }
 
     /// Migrations ran and the writer runs.
     pub fn set_ready(&self, writer: WriterHandle) {
-        *self.phase.write().unwrap_or_else(|p| p.into_inner()) = Phase::Ready(writer);
+        *self.phase.write_locked() = Phase::Ready(writer);
     }
 
     /// Shutdown began.
     pub fn set_stopping(&self) {
-        *self.phase.write().unwrap_or_else(|p| p.into_inner()) = Phase::Stopping;
+        *self.phase.write_locked() = Phase::Stopping;
     }
 
     /// `Ok` when serviceable, else the reason.
     pub fn readiness(&self) -> Result<(), String> {
-        match &*self.phase.read().unwrap_or_else(|p| p.into_inner()) {
+        match &*self.phase.read_locked() {
             Phase::Ready(writer) if writer.is_alive() => Ok(()),
             Phase::Ready(_) => Err("the database writer stopped".into()),
             Phase::Starting(reason) => Err(reason.clone()),

@@ -11,6 +11,7 @@ use axum::extract::FromRef;
 use tokio::sync::watch;
 use tracing::{Instrument, info_span, warn};
 
+use crate::agent::notes::NoteRunner;
 use crate::agent::registry::Turns;
 use crate::agent::sandbox::{Sandbox, SandboxState, Signals};
 use crate::agent::turn::{Agents, TurnLimits};
@@ -20,7 +21,7 @@ use crate::auth::jwt::Keys;
 use crate::auth::limits::LoginLimiter;
 use crate::auth::owner::OwnerCache;
 use crate::auth::password::Passwords;
-use crate::chats::{PurgeClock, ResponseCache};
+use crate::chats::ResponseCache;
 use crate::config::Config;
 use crate::db::{self, Db};
 use crate::error::Result;
@@ -29,7 +30,7 @@ use crate::locks::KeyedLocks;
 use crate::ops::Boot;
 use crate::providers::Providers;
 use crate::push::Push;
-use crate::recall::notes::{NoteRunner, NoteSignals};
+use crate::recall::notes::NoteSignals;
 use crate::skills::Skills;
 use crate::storage::Store;
 use crate::telemetry::reports::ClientReports;
@@ -65,7 +66,6 @@ pub struct Inner {
     pub agents: Arc<Agents>,
     /// Per-chat decision locks (send / stop / answer / delete; the scheduler's sends too).
     pub chat_locks: Arc<KeyedLocks>,
-    pub purge_clock: PurgeClock,
     /// Serialized chat list and chat pages between writer commits.
     pub response_cache: ResponseCache,
     /// App registry rows between writer commits (token checks, storage authorisation).
@@ -113,6 +113,12 @@ impl Deref for AppState {
 impl FromRef<AppState> for Arc<Boot> {
     fn from_ref(state: &AppState) -> Self {
         state.boot.clone()
+    }
+}
+
+impl FromRef<AppState> for crate::config::TrustedProxies {
+    fn from_ref(state: &AppState) -> Self {
+        state.config.trusted_proxies.clone()
     }
 }
 
@@ -228,7 +234,7 @@ impl AppState {
         ));
         uploads.sweep_staging().await;
         boot.step("notes, push, uploads");
-        let (schedule_ends, schedule_ends_rx) = crate::schedules::signal::TurnEnds::channel();
+        let (schedule_ends, schedule_ends_rx) = crate::agent::schedule_ends::TurnEnds::channel();
         let agents = Arc::new(Agents {
             writer: writer.clone(),
             read: db.read.clone(),
@@ -268,6 +274,16 @@ impl AppState {
             Ok(Err(e)) => warn!(error = %e, "app repositories could not be moved"),
             Err(e) => warn!(error = %e, "app repositories could not be moved"),
         }
+        tokio::spawn(
+            crate::housekeeping::run(
+                writer.clone(),
+                apps.clone(),
+                uploads.clone(),
+                config.purge_every,
+                shutdown.clone(),
+            )
+            .instrument(info_span!("housekeeping")),
+        );
         let chat_locks = Arc::new(KeyedLocks::default());
         let schedules = Arc::new(crate::schedules::Scheduler::new(
             agents.clone(),
@@ -300,7 +316,6 @@ impl AppState {
             providers,
             agents,
             chat_locks,
-            purge_clock: PurgeClock::default(),
             response_cache: ResponseCache::default(),
             app_rows: crate::db::apps::RowCache::default(),
             client_reports: ClientReports::default(),
@@ -332,13 +347,4 @@ fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
         warn!(error = %e, dir = %dir.display(), "cannot make the data directory private");
     }
     Ok(())
-}
-
-/// Resolves once shutdown has begun.
-pub async fn stopping(rx: &mut watch::Receiver<bool>) {
-    while !*rx.borrow_and_update() {
-        if rx.changed().await.is_err() {
-            return;
-        }
-    }
 }

@@ -13,15 +13,11 @@ use tower_http::services::{ServeDir, ServeFile};
 
 use crate::state::AppState;
 
-/// CSP of the shell document: everything from this origin, nothing inline but styles.
-pub const SHELL_CSP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; \
-img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self'; manifest-src 'self'; \
-frame-src 'self'; frame-ancestors 'self'; base-uri 'self'; form-action 'self'; object-src 'none'";
-
 const IMMUTABLE: HeaderValue = HeaderValue::from_static("public, max-age=31536000, immutable");
 const NO_CACHE: HeaderValue = HeaderValue::from_static("no-cache");
 
 /// Serves the built frontend; the router's fallback for every non-API path.
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn serve_frontend(State(state): State<AppState>, request: Request) -> Response {
     let dist = state.config.frontend_dir.clone();
     if !dist.join("index.html").is_file() {
@@ -72,6 +68,7 @@ pub fn vendor_router() -> axum::Router<AppState> {
     axum::Router::new().route("/vendor/{name}/{*file}", axum::routing::get(vendor))
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn vendor(
     State(state): State<AppState>,
     axum::extract::Path((name, file)): axum::extract::Path<(String, String)>,
@@ -106,6 +103,7 @@ async fn vendor(
 /// token), so its policy names this origin. It has no `frame-ancestors`: its ancestor is the
 /// app's opaque frame, which no origin source matches, and without a grant minted with an app
 /// token the page shows nothing. Like the app frame, popups it opens stay sandboxed.
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn embed_chat(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let dist = state.config.frontend_dir.clone();
     let Ok(page) = tokio::fs::read_to_string(dist.join("embed-chat.html")).await else {
@@ -175,35 +173,6 @@ pub fn add_frame_cors(h: &mut HeaderMap) {
     h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
 }
 
-/// The header policy of every response, applied by the listener ([`crate::net`]) to whatever
-/// a response has not set itself.
-pub fn apply_security_headers(headers: &mut HeaderMap, https: bool) {
-    let is_html =
-        headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/html"));
-    headers.entry(header::X_CONTENT_TYPE_OPTIONS).or_insert(HeaderValue::from_static("nosniff"));
-    headers.entry(header::REFERRER_POLICY).or_insert(HeaderValue::from_static("strict-origin-when-cross-origin"));
-    // A document that sandboxes itself decides its own framing (the nested chat frame is
-    // framed by an opaque app frame, which SAMEORIGIN would refuse).
-    let sandboxed = headers
-        .get(header::CONTENT_SECURITY_POLICY)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("sandbox"));
-    if is_html {
-        headers.entry(header::CONTENT_SECURITY_POLICY).or_insert(HeaderValue::from_static(SHELL_CSP));
-        if !sandboxed {
-            headers.entry(header::X_FRAME_OPTIONS).or_insert(HeaderValue::from_static("SAMEORIGIN"));
-        }
-        headers
-            .entry("permissions-policy")
-            .or_insert(HeaderValue::from_static("camera=(self), microphone=(self), geolocation=(self)"));
-    }
-    if https {
-        headers
-            .entry(header::STRICT_TRANSPORT_SECURITY)
-            .or_insert(HeaderValue::from_static("max-age=31536000; includeSubDomains"));
-    }
-}
-
 /// Absolute path of the frontend build, for logs.
 pub fn describe_dist(dir: &Path) -> PathBuf {
     std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
@@ -219,20 +188,5 @@ mod tests {
         assert!(looks_like_a_file("/favicon.ico"));
         assert!(!looks_like_a_file("/shell/"));
         assert!(!looks_like_a_file("/chat/123"));
-    }
-
-    #[test]
-    fn html_gets_the_shell_csp_and_https_gets_hsts() {
-        let mut h = HeaderMap::new();
-        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
-        apply_security_headers(&mut h, true);
-        assert!(h[header::CONTENT_SECURITY_POLICY].to_str().expect("csp").contains("frame-ancestors 'self'"));
-        assert!(h.contains_key(header::STRICT_TRANSPORT_SECURITY));
-        let mut j = HeaderMap::new();
-        j.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        apply_security_headers(&mut j, false);
-        assert!(!j.contains_key(header::CONTENT_SECURITY_POLICY));
-        assert!(!j.contains_key(header::STRICT_TRANSPORT_SECURITY));
-        assert_eq!(j[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
     }
 }

@@ -12,10 +12,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Serialize;
 use tracing::{info, warn};
 
-/// Default memory ceiling of one agent (`MOBIUS_AGENT_MEMORY_MAX_MB`).
-pub const DEFAULT_MEMORY_MAX_BYTES: u64 = 2 << 30;
-/// Default output ceiling of one turn (`MOBIUS_AGENT_OUTPUT_MAX_MB`).
-pub const DEFAULT_OUTPUT_MAX_BYTES: u64 = 256 << 20;
 /// Where cgroup v2 is mounted.
 const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 /// The server's own cgroup under its original one (processes must leave a cgroup before its

@@ -10,7 +10,8 @@ use serde_json::{Map, Value, json};
 
 use super::LimitHit;
 use super::models::ModelInfo;
-use super::process::{self, JsonLinesSession, Next};
+use super::process;
+use super::session::{self, JsonLinesSession, Next};
 use super::{
     AgentEvent, AgentProvider, Ask, Control, Finish, FinishStatus, InputFile, Prompt, ProviderKind, ProviderTurn,
     Reply, ToolImage, TurnRequest, Usage, summarize_input,
@@ -46,10 +47,10 @@ impl AgentProvider for Claude {
             confine,
             request.memory.prepare(),
         )?;
-        let (turn, io) = process::turn_channels();
-        let limits = process::SessionLimits { start_timeout: self.start_timeout, output_max: self.output_max };
+        let (turn, io) = session::turn_channels();
+        let limits = session::SessionLimits { start_timeout: self.start_timeout, output_max: self.output_max };
         let prompt = Prompt { text: request.prompt, files: request.files };
-        let driver = process::spawn_driver(move |me| {
+        let driver = session::spawn_driver(move |me| {
             drive(JsonLinesSession::new("Claude Code", spawned, io, limits, keep, me), prompt)
         });
         Ok(turn.with_driver(driver))

@@ -11,7 +11,8 @@ use serde_json::{Map, Value, json};
 
 use super::LimitHit;
 use super::models::ModelInfo;
-use super::process::{self, JsonLinesSession, Next};
+use super::process;
+use super::session::{self, JsonLinesSession, Next};
 use super::{
     AgentEvent, AgentProvider, ApprovalPolicy, Ask, Control, Finish, FinishStatus, Prompt, ProviderKind, ProviderTurn,
     Reply, ToolImage, TurnRequest, Usage,
@@ -49,9 +50,9 @@ impl AgentProvider for Codex {
             confine,
             request.memory.prepare(),
         )?;
-        let (turn, io) = process::turn_channels();
-        let limits = process::SessionLimits { start_timeout: self.start_timeout, output_max: self.output_max };
-        let driver = process::spawn_driver(move |me| {
+        let (turn, io) = session::turn_channels();
+        let limits = session::SessionLimits { start_timeout: self.start_timeout, output_max: self.output_max };
+        let driver = session::spawn_driver(move |me| {
             drive(JsonLinesSession::new("Codex", spawned, io, limits, keep, me), request)
         });
         Ok(turn.with_driver(driver))

@@ -11,12 +11,17 @@ use std::time::Duration;
 use sqlx::SqlitePool;
 use tracing::info;
 
+use serde_json::{Map, Value};
+
+use super::models::AgentPick;
 use super::quiet::{self, QuietAsk};
 use super::sandbox::Sandbox;
+use super::turn::Agents;
 use crate::db;
-use crate::error::Result;
-use crate::protocol::{ChatId, HandoffSource, ProviderKind};
+use crate::error::{Domain, Result};
+use crate::protocol::{ChatId, HandoffCard, HandoffReason, HandoffSource, ProviderKind};
 use crate::providers::Providers;
+use crate::writer::WriteCommand;
 
 /// Longest a summary turn may take.
 pub const MAX_SUMMARY_TURN: Duration = Duration::from_secs(120);
@@ -26,6 +31,76 @@ pub const MAX_HANDOFF_CHARS: usize = 12_000;
 const MAX_HANDOFF_LINES: i64 = 2_000;
 /// Marks a summary turn's instructions (the scripted model servers of the tests look for it).
 pub const HANDOFF_MARKER: &str = "mobius-handoff";
+
+/// What a handoff did: the summary that seeds the next session, whether this call stored it
+/// (a retried switch is answered from the one already made), and the chat's agent settings.
+#[derive(Debug)]
+pub struct HandedOff {
+    pub summary: String,
+    pub stored: bool,
+    pub agent_settings: Option<String>,
+}
+
+/// Hands a chat's session off (a provider switch to `to`, or `/compact` on its own): the
+/// conversation summarised by the old provider (else from the transcript), the picks kept on
+/// the same provider or replaced by `pick`, the marker message and the new provider stored,
+/// the kept process retired. Refused while a turn runs or a question waits, or when `to` is
+/// not connected; a retry with the same `switch_id` answers what the first one did.
+pub async fn hand_off(
+    agents: &Agents,
+    chat_id: &ChatId,
+    to: ProviderKind,
+    reason: HandoffReason,
+    pick: Option<AgentPick>,
+    switch_id: &str,
+) -> Result<HandedOff> {
+    let chat =
+        db::chats::get(&agents.read, chat_id).await?.filter(|c| c.deleted_at.is_none()).ok_or(Domain::ChatNotFound)?;
+    if chat.handoff_id.as_deref() == Some(switch_id) {
+        return Ok(HandedOff {
+            summary: chat.handoff.unwrap_or_default(),
+            stored: false,
+            agent_settings: chat.agent_settings,
+        });
+    }
+    if agents.turns.get(chat_id).is_some() {
+        return Err(Domain::ChatBusy.into());
+    }
+    if chat.pending_question_id.is_some() {
+        return Err(Domain::PendingQuestionOpen.into());
+    }
+    if !agents.providers.status(to).connected {
+        return Err(Domain::ProviderNotConnected(Some(to.name())).into());
+    }
+    let from = chat.provider;
+    let summary = summarize(&agents.read, &agents.providers, &agents.sandbox, &agents.data_dir, chat_id, from).await?;
+    // The picks of the chat move along only on the same provider; a switch takes the new ones.
+    let mut settings: Map<String, Value> =
+        chat.agent_settings.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
+    if let Some(pick) = pick {
+        for (key, value) in [("model", pick.model), ("effort", pick.effort)] {
+            match value {
+                Some(v) => settings.insert(key.into(), v.into()),
+                None => settings.remove(key),
+            };
+        }
+    }
+    let agent_settings = (!settings.is_empty()).then(|| Value::Object(settings).to_string());
+    let card = HandoffCard {
+        switch_id: switch_id.to_owned(),
+        from_provider: from,
+        to_provider: to,
+        reason,
+        summary: summary.text.clone(),
+        summarized_by: summary.source,
+    };
+    let stored_settings = agent_settings.clone();
+    agents.writer.call(|ack| WriteCommand::Handoff { chat_id: chat_id.clone(), card, agent_settings, ack }).await?;
+    agents.warm.retire(chat_id);
+    info!(chat.id = %chat_id, to = to.id(), ?reason, "the chat's session was handed off");
+    Ok(HandedOff { summary: summary.text, stored: true, agent_settings: stored_settings })
+}
+
 /// The characters of the latest exchange a summary made from the transcript keeps.
 const FALLBACK_RECENT_CHARS: usize = 6_000;
 

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::handle::TurnHandle;
+use crate::locks::Unpoisoned;
 use crate::protocol::{ChatId, RunId};
 
 /// The running turn of each chat.
@@ -13,17 +14,17 @@ pub struct Turns(Mutex<HashMap<ChatId, TurnHandle>>);
 impl Turns {
     /// Registers the turn of `chat_id`, replacing any stale entry.
     pub fn insert(&self, chat_id: &ChatId, handle: TurnHandle) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).insert(chat_id.clone(), handle);
+        self.0.locked().insert(chat_id.clone(), handle);
     }
 
     /// The running turn of `chat_id`, if any.
     pub fn get(&self, chat_id: &str) -> Option<TurnHandle> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).get(chat_id).cloned()
+        self.0.locked().get(chat_id).cloned()
     }
 
     /// Updates the run id of a chat's turn (a queued message became the next run).
     pub fn set_run(&self, chat_id: &str, run_id: &RunId) {
-        if let Some(h) = self.0.lock().unwrap_or_else(|p| p.into_inner()).get_mut(chat_id) {
+        if let Some(h) = self.0.locked().get_mut(chat_id) {
             h.set_run(run_id);
         }
     }
@@ -31,35 +32,31 @@ impl Turns {
     /// Records which run's process serves the chat's current turn (a kept process: its agent
     /// token names the run that started it); `None` for a process of the turn's own.
     pub fn set_process(&self, chat_id: &str, origin: Option<&RunId>) {
-        if let Some(h) = self.0.lock().unwrap_or_else(|p| p.into_inner()).get_mut(chat_id) {
+        if let Some(h) = self.0.locked().get_mut(chat_id) {
             h.process = origin.cloned();
         }
     }
 
     /// True when the running turn of `chat_id` runs on the process `origin` started.
     pub fn served_by(&self, chat_id: &str, origin: &str) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(chat_id)
-            .is_some_and(|h| h.process.as_ref().is_some_and(|p| p.as_str() == origin))
+        self.0.locked().get(chat_id).is_some_and(|h| h.process.as_ref().is_some_and(|p| p.as_str() == origin))
     }
 
     /// Marks the chat's turn as waiting for a free agent (`None`: it has its slot).
     pub fn set_waiting(&self, chat_id: &str, waiting: Option<crate::protocol::Waiting>) {
-        if let Some(h) = self.0.lock().unwrap_or_else(|p| p.into_inner()).get_mut(chat_id) {
+        if let Some(h) = self.0.locked().get_mut(chat_id) {
             h.waiting = waiting;
         }
     }
 
     /// Whether the chat's turn waits for a free agent, and on what.
     pub fn waiting(&self, chat_id: &str) -> Option<crate::protocol::Waiting> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).get(chat_id).and_then(|h| h.waiting)
+        self.0.locked().get(chat_id).and_then(|h| h.waiting)
     }
 
     /// Removes the entry only if it still belongs to `run_id`.
     pub fn remove(&self, chat_id: &str, run_id: &RunId) {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = self.0.locked();
         if map.get(chat_id).is_some_and(|h| h.run_id() == run_id) {
             map.remove(chat_id);
         }
@@ -67,7 +64,7 @@ impl Turns {
 
     /// Number of chats with a running turn.
     pub fn len(&self) -> usize {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).len()
+        self.0.locked().len()
     }
 
     /// True when no turn runs.

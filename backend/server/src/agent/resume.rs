@@ -54,7 +54,7 @@ pub async fn run(agents: Arc<Agents>) {
 async fn resume(agents: &Arc<Agents>, chat_id: ChatId) {
     // A provider disconnected meanwhile cannot continue it: the park is dropped.
     let provider = match db::chats::get(&agents.read, &chat_id).await {
-        Ok(chat) => chat.and_then(|c| c.provider).and_then(|p| crate::protocol::ProviderKind::parse(&p)),
+        Ok(chat) => chat.and_then(|c| c.provider),
         Err(e) => {
             warn!(chat.id = %chat_id, error = %e, "a parked chat could not be read");
             return;

@@ -113,16 +113,8 @@ impl Sandbox {
     pub fn grants(&self, kind: ProviderKind, cli: &Path, home: &Path, scratch: &Path, path: &str) -> Grants {
         let data = &self.data_dir;
         let mut grants = Grants::default();
-        let generic = |list: &mut Vec<PathBuf>, skipped: &mut Vec<PathBuf>, p: PathBuf| {
-            let p = std::fs::canonicalize(&p).unwrap_or(p);
-            // A generic grant holding the data dir would open all of it; one inside it could
-            // open what the data grants below leave closed.
-            if data.starts_with(&p) || p.starts_with(data) {
-                skipped.push(p);
-            } else if !list.contains(&p) {
-                list.push(p);
-            }
-        };
+        let generic =
+            |list: &mut Vec<PathBuf>, skipped: &mut Vec<PathBuf>, p: PathBuf| grant_outside(data, list, skipped, p);
         for p in SYSTEM_READ_EXEC {
             generic(&mut grants.read_exec, &mut grants.skipped, PathBuf::from(p));
         }
@@ -173,14 +165,8 @@ impl Sandbox {
     pub fn job_grants(&self, app_dir: &Path, state_dir: &Path, path: &str) -> Grants {
         let data = &self.data_dir;
         let mut grants = Grants::default();
-        let generic = |list: &mut Vec<PathBuf>, skipped: &mut Vec<PathBuf>, p: PathBuf| {
-            let p = std::fs::canonicalize(&p).unwrap_or(p);
-            if data.starts_with(&p) || p.starts_with(data) {
-                skipped.push(p);
-            } else if !list.contains(&p) {
-                list.push(p);
-            }
-        };
+        let generic =
+            |list: &mut Vec<PathBuf>, skipped: &mut Vec<PathBuf>, p: PathBuf| grant_outside(data, list, skipped, p);
         for p in SYSTEM_READ_EXEC {
             generic(&mut grants.read_exec, &mut grants.skipped, PathBuf::from(p));
         }
@@ -281,6 +267,19 @@ fn package_root(cli: &Path) -> Option<PathBuf> {
         dir = d.parent();
     }
     resolved.parent().map(Path::to_path_buf)
+}
+
+/// Adds a generic grant (the system, `PATH`, the CLI's package) to `list` unless it holds the
+/// data dir or lies inside it — those go to `skipped`: a grant holding the data dir would open
+/// all of it, and one inside it could open what the data grants leave closed. The one place
+/// the rule "a grant never covers the data dir" lives, for turns and jobs alike.
+fn grant_outside(data: &Path, list: &mut Vec<PathBuf>, skipped: &mut Vec<PathBuf>, p: PathBuf) {
+    let p = std::fs::canonicalize(&p).unwrap_or(p);
+    if data.starts_with(&p) || p.starts_with(data) {
+        skipped.push(p);
+    } else if !list.contains(&p) {
+        list.push(p);
+    }
 }
 
 #[cfg(test)]

@@ -5,17 +5,13 @@
 //! waits is served first come first served within their class, the owner's class always
 //! first: a flood of scheduled turns never makes the owner's next message wait behind it.
 
+use crate::config::MAX_MAX_RUNNING;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+use crate::locks::Unpoisoned;
 use serde::Serialize;
 use tokio::sync::oneshot;
-
-/// Default number of agents running at once (`MOBIUS_AGENT_MAX_RUNNING`): a 2-core box with
-/// 2 GiB runs four CLIs (a few hundred MiB each) and their tools without thrashing.
-pub const DEFAULT_MAX_RUNNING: usize = 4;
-/// Most agents that may be allowed at once, whatever the setting says.
-pub const MAX_MAX_RUNNING: usize = 64;
 
 /// Whose work a slot is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,7 +29,7 @@ impl Class {
         let background = |m: &crate::protocol::Message| {
             m.cid
                 .as_deref()
-                .is_some_and(|c| crate::schedules::signal::is_scheduled(c) || crate::writer::is_continuation(c))
+                .is_some_and(|c| crate::agent::schedule_ends::is_scheduled(c) || crate::writer::is_continuation(c))
         };
         if !messages.is_empty() && messages.iter().all(background) { Class::Background } else { Class::Owner }
     }
@@ -92,7 +88,7 @@ impl Slots {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.locked()
     }
 
     /// A slot now, when one is free for `class` and nobody of its class (or, for background

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
+use crate::locks::{Unpoisoned, UnpoisonedRw};
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::Pid;
@@ -124,11 +125,11 @@ impl Trees {
     }
 
     fn live(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Option<(i32, u64)>>> {
-        self.0.live.lock().unwrap_or_else(|p| p.into_inner())
+        self.0.live.locked()
     }
 
     fn leaders(&self) -> std::sync::MutexGuard<'_, HashMap<i32, u64>> {
-        self.0.leaders.lock().unwrap_or_else(|p| p.into_inner())
+        self.0.leaders.locked()
     }
 
     /// A new tree, live (and its marker written) before anything is spawned with its label;
@@ -158,7 +159,7 @@ impl Trees {
 
     /// Held while a child is forked and its leader recorded.
     pub fn spawning(&self) -> RwLockReadGuard<'_, ()> {
-        self.0.spawning.read().unwrap_or_else(|p| p.into_inner())
+        self.0.spawning.read_locked()
     }
 
     /// A label that belongs to no live tree and that this server may sweep: any (a lowered one,
@@ -301,7 +302,7 @@ impl Trees {
     /// Reaps the zombies among the server's children that are agent processes this server may
     /// sweep and no leader tokio waits for (`killed`: what this sweep killed).
     fn reap(&self, target: u64, killed: &[i32]) {
-        let _exclusive = self.0.spawning.write().unwrap_or_else(|p| p.into_inner());
+        let _exclusive = self.0.spawning.write_locked();
         let me = own_pid();
         let table = snapshot(|p| p.ppid == me);
         {

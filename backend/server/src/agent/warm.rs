@@ -17,6 +17,7 @@
 //! steer and questions go through the same driver; and a turn dropped mid-way (a stop past
 //! its grace, a ceiling) aborts the driver, which kills the group as a cold turn's would.
 
+use crate::config::MAX_WARM_MAX;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -25,17 +26,11 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 use tracing::info;
 
-use super::process;
 use super::{ApprovalPolicy, ProviderKind, ProviderTurn};
 use super::{Keeper, NextTurn, Parked};
+use crate::locks::Unpoisoned;
 use crate::protocol::{ChatId, RunId};
 
-/// Default number of processes kept between turns (`MOBIUS_AGENT_WARM_MAX`).
-pub const DEFAULT_WARM_MAX: usize = 3;
-/// Most processes that may be kept, whatever the setting says.
-pub const MAX_WARM_MAX: usize = 16;
-/// Default time a kept process waits for its chat's next turn (`MOBIUS_AGENT_WARM_IDLE_SECS`).
-pub const DEFAULT_WARM_IDLE: Duration = Duration::from_secs(600);
 /// How long a turn waits for a kept process to take it before starting a new one.
 const HANDOFF_WAIT: Duration = Duration::from_secs(2);
 /// Longest a turn waits for its chat's previous process to park or go: a stop's grace, the
@@ -127,7 +122,7 @@ impl WarmPool {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.locked()
     }
 
     /// What keeps a new process of `chat_id` for its next turn (`None` when keeping is off).
@@ -248,7 +243,7 @@ impl Warm {
     /// Hands `prompt` to the process: the turn, or `None` when the process could not take
     /// it (it died meanwhile): the caller starts a new one.
     pub async fn start(self, prompt: super::Prompt) -> Option<ProviderTurn> {
-        let (half, io) = process::turn_channels();
+        let (half, io) = super::session::turn_channels();
         let (taken, answer) = oneshot::channel();
         let Entry { parked, .. } = self.entry;
         parked.handoff.try_send(NextTurn { prompt, io, taken }).ok()?;
@@ -295,6 +290,7 @@ impl Keeper for ChatKeeper {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::DEFAULT_WARM_IDLE;
     use tokio::sync::mpsc;
 
     fn key(model: &str) -> WarmKey {

@@ -19,6 +19,9 @@ use crate::locks::KeyedLocks;
 use crate::storage::Store;
 use crate::writer::{WriteCommand, WriterHandle};
 
+/// Deleted apps can be recovered this long.
+pub const RECOVERY_WINDOW_MS: i64 = 7 * 24 * 3600 * 1000;
+
 /// The files of the app runtime (in `Config::app_runtime_dir`) every bundle inlines.
 pub const RUNTIME_FILES: &[&str] = &["mobius-runtime.js", "mobius-chat.js", "app-runtime-inject.js"];
 

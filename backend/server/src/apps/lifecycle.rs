@@ -150,7 +150,7 @@ pub async fn check_periodically(state: AppState) {
     loop {
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
-            () = crate::state::stopping(&mut stop) => return,
+            () = crate::shutdown::stopping(&mut stop) => return,
         }
         if let Err(e) = check_all(&state, true).await {
             tracing::warn!(error = %e, "the periodic update check failed");

@@ -792,7 +792,7 @@ fn check_schedule(raw: &Map<String, Value>, r: &mut Report) -> Option<crate::db:
     }
     let mut cron = None;
     if let Some(value) = schedule.get("default").filter(|v| !v.is_null()) {
-        match value.as_str().map(|c| (c, crate::schedules::cadence::Cadence::parse(c, true))) {
+        match value.as_str().map(|c| (c, crate::cadence::Cadence::parse(c, true))) {
             Some((c, _)) if c.trim_start().starts_with('-') => {
                 r.problem("schedule.default", "must be 5 cron fields of digits and * / , - (no names, no @daily)");
             }

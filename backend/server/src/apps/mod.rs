@@ -24,6 +24,7 @@ pub mod worktree;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+pub use apply::RECOVERY_WINDOW_MS;
 pub use routes::router;
 pub use serve::{FRAME_SANDBOX_FLAGS, request_origin, standalone_router};
 
@@ -34,9 +35,6 @@ pub fn public_router() -> axum::Router<AppState> {
 
 use crate::db::apps::AppRow;
 use crate::state::AppState;
-
-/// Deleted apps can be recovered this long.
-pub const RECOVERY_WINDOW_MS: i64 = 7 * 24 * 3600 * 1000;
 
 /// An app as the API shows it.
 #[derive(Debug, Serialize)]

@@ -67,15 +67,9 @@ fn manager(who: &Principal) -> Result<()> {
 }
 
 /// `GET /api/apps`: the owner's list, and a `manage_apps` app's (no other app may enumerate them).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn list(State(state): State<AppState>, who: Principal) -> Result<Json<Vec<AppOut>>> {
     manager(&who)?;
-    if state.purge_clock.due() {
-        tokio::spawn(crate::housekeeping::purge_tombstones(
-            state.writer.clone(),
-            state.apps.clone(),
-            state.uploads.clone(),
-        ));
-    }
     Ok(Json(db::apps::list(&state.db.read).await?.into_iter().map(|row| AppOut::new(&state, row)).collect()))
 }
 
@@ -95,6 +89,7 @@ async fn live_row(state: &AppState, id: i64) -> Result<db::apps::AppRow> {
 }
 
 /// `GET /api/apps/{id}`: the owner's view of any app; an app sees only itself.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn get_app(State(state): State<AppState>, who: Principal, Path(id): Path<i64>) -> Result<Json<AppOut>> {
     if who.app_id().is_some_and(|own| own != id) {
         return Err(Error::forbidden("forbidden", "An app may read only its own entry."));
@@ -116,6 +111,7 @@ fn applied_json(state: &AppState, a: Applied) -> Json<Value> {
 }
 
 /// `POST /api/apps/apply {slug}` — the owner, or an agent run (its chat is remembered).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn apply_app(
     State(state): State<AppState>,
     Owner(claims): Owner,
@@ -149,6 +145,7 @@ fn source_label(source: &super::git::Source) -> String {
 
 /// `POST /api/apps/install {source, commit?}` (the owner: an app's request goes through the
 /// shell's review).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn install(
     State(state): State<AppState>,
     _owner: Owner,
@@ -188,6 +185,7 @@ struct ReviewIn {
 
 /// `POST /api/apps/review {source}`: what installing `source` would bring, before anything is
 /// installed.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn review_source(
     State(state): State<AppState>,
     who: Principal,
@@ -206,6 +204,7 @@ struct CheckIn {
 }
 
 /// `POST /api/apps/updates/check {force?}`: asks every installed app's source for a new release.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn check_updates(
     State(state): State<AppState>,
     who: Principal,
@@ -217,6 +216,7 @@ async fn check_updates(
 }
 
 /// `POST /api/apps/{id}/update/check`: asks this app's source.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn check_update(State(state): State<AppState>, who: Principal, Path(id): Path<i64>) -> Result<Json<Value>> {
     manager(&who)?;
     let app = live_row(&state, id).await?;
@@ -225,6 +225,7 @@ async fn check_update(State(state): State<AppState>, who: Principal, Path(id): P
 }
 
 /// `GET /api/apps/{id}/update/preview`: what the source's newest release would change.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn update_preview(
     State(state): State<AppState>,
     who: Principal,
@@ -242,6 +243,7 @@ struct UpdateIn {
 }
 
 /// `POST /api/apps/{id}/update {commit?}` → `{mode: updated | up_to_date | conflict, …}`.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn update(
     State(state): State<AppState>,
     _owner: Owner,
@@ -268,6 +270,7 @@ struct RestoreIn {
 }
 
 /// `POST /api/apps/{id}/restore {commit?}` (and `/undo`): back to an earlier version.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn restore(
     State(state): State<AppState>,
     _owner: Owner,
@@ -280,6 +283,7 @@ async fn restore(
 }
 
 /// `GET /api/apps/{id}/history`: the versions that went live, newest first.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn history(State(state): State<AppState>, who: Principal, Path(id): Path<i64>) -> Result<Json<Value>> {
     manager(&who)?;
     let app = live_row(&state, id).await?;
@@ -297,6 +301,7 @@ async fn history(State(state): State<AppState>, who: Principal, Path(id): Path<i
 }
 
 /// `DELETE /api/apps/{id}/data`: wipes what the app stored (its starting documents come back).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn delete_data(
     State(state): State<AppState>,
     _owner: Owner,
@@ -315,6 +320,7 @@ struct CatalogQuery {
 }
 
 /// `GET /api/catalog?q=&refresh=`: the store's apps, each marked when installed.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn browse_catalog(
     State(state): State<AppState>,
     who: Principal,
@@ -343,6 +349,7 @@ async fn browse_catalog(
 }
 
 /// `GET /api/catalog/indexes`.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn catalog_indexes(State(state): State<AppState>, _owner: Owner) -> Result<Json<Value>> {
     let indexes = catalog::indexes(&state).await?;
     Ok(Json(json!({ "indexes": indexes, "default": catalog::DEFAULT_CATALOG_INDEX })))
@@ -354,6 +361,7 @@ struct IndexesIn {
 }
 
 /// `PUT /api/catalog/indexes {indexes}` (`null` or `[]`: the default catalog).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn set_catalog_indexes(
     State(state): State<AppState>,
     _owner: Owner,
@@ -373,6 +381,7 @@ struct PassIn {
 
 /// `POST /api/auth/install-pass {app_id}` → `{install_pass, expires_at}`: a one-use pass that
 /// signs the installed home-screen app of `app_id` in once, within a minute.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn mint_install_pass(
     State(state): State<AppState>,
     Owner(claims): Owner,
@@ -406,6 +415,7 @@ struct RedeemIn {
 
 /// `POST /api/auth/install-pass/redeem {install_pass, slug}` (no token) → an owner session,
 /// once, for the app the pass was made for, within its minute.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn redeem_install_pass(
     State(state): State<AppState>,
     client: crate::net::client::ClientAddr,
@@ -427,7 +437,7 @@ async fn redeem_install_pass(
         return Err(refused());
     }
     // The installed app is a device of its own (iOS keeps its storage apart from Safari's).
-    let device = crate::auth::devices::known(&state, &headers).await?;
+    let device = crate::auth::devices::known(&state.db.read, &headers).await?;
     let (token, cookie) = crate::auth::open_session(&state, &headers, device, &client, &username, epoch).await?;
     tracing::info!(app.id = pass.app_id, "install pass redeemed");
     let mut response = Json(json!({ "access_token": token, "token_type": "bearer" })).into_response();
@@ -451,6 +461,7 @@ fn level(v: Option<String>) -> Result<Option<String>> {
     }
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn patch_app(
     State(state): State<AppState>,
     _owner: Owner,
@@ -480,6 +491,7 @@ struct DeleteQuery {
 }
 
 /// `DELETE /api/apps/{id}?data=keep|delete`: uninstalls (recoverable for a week).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn delete_app(
     State(state): State<AppState>,
     _owner: Owner,
@@ -496,6 +508,7 @@ async fn delete_app(
     Ok(crate::api::no_content())
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn recover(State(state): State<AppState>, _owner: Owner, Path(id): Path<i64>) -> Result<Json<Value>> {
     let app = app_row(&state, id).await?;
     match app.deleted_at {
@@ -509,6 +522,7 @@ async fn recover(State(state): State<AppState>, _owner: Owner, Path(id): Path<i6
     Ok(Json(json!({ "ok": true })))
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn opened(State(state): State<AppState>, _owner: Owner, Path(id): Path<i64>) -> Result<Json<Value>> {
     let app = live_row(&state, id).await?;
     let patch = AppPatch { last_opened_at: Some(now_ms()), seen_sha: app.bundle_sha, ..AppPatch::default() };
@@ -516,6 +530,7 @@ async fn opened(State(state): State<AppState>, _owner: Owner, Path(id): Path<i64
     Ok(Json(json!({ "ok": true })))
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn seen(State(state): State<AppState>, _owner: Owner, Path(id): Path<i64>) -> Result<Json<Value>> {
     let app = live_row(&state, id).await?;
     let patch = AppPatch { seen_sha: app.bundle_sha, ..AppPatch::default() };
@@ -529,6 +544,7 @@ struct AppTokenIn {
 }
 
 /// `POST /api/auth/app-token {app_id}` → an 8-hour token scoped to that app.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn app_token(
     State(state): State<AppState>,
     _owner: Owner,

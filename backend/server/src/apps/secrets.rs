@@ -76,6 +76,7 @@ struct PutIn {
 }
 
 /// `PUT {value}` → 204.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn put_secret(
     State(state): State<AppState>,
     who: Principal,
@@ -105,6 +106,7 @@ async fn put_secret(
 }
 
 /// `HEAD` → 204 or 404.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn head_secret(
     State(state): State<AppState>,
     who: Principal,
@@ -116,6 +118,7 @@ async fn head_secret(
 }
 
 /// `GET` → the value as text (owner only).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn get_secret(
     State(state): State<AppState>,
     who: Principal,
@@ -131,6 +134,7 @@ async fn get_secret(
 }
 
 /// `DELETE` → 204 or 404.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn delete_secret(
     State(state): State<AppState>,
     who: Principal,

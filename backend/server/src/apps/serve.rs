@@ -55,6 +55,7 @@ fn etag_matches(headers: &HeaderMap, etag: &str) -> bool {
 }
 
 /// `GET /api/apps/{id}/module`: the bundle, for any owner or app token (header or `?token=`).
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn module(
     State(state): State<AppState>,
     Path(id): Path<i64>,
@@ -137,6 +138,7 @@ fn embeddable_json(value: &serde_json::Value) -> String {
 /// nothing about the app beyond what it shows: not the chat that built it). Asked for by this
 /// build's URL (`frame_url`), it may be cached for good: a sandboxed frame's navigation never
 /// reaches the service worker, so the browser's HTTP cache is what opens it offline.
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn frame(
     State(state): State<AppState>,
     Path(id): Path<i64>,
@@ -195,6 +197,7 @@ pub struct IconQuery {
 
 /// `GET /api/apps/{id}/icon?size=&purpose=`: the manifest's icon as a square PNG of the nearest
 /// rendered size, or a generated one.
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn icon(State(state): State<AppState>, Path(id): Path<i64>, Query(q): Query<IconQuery>) -> Result<Response> {
     let app = live_app(&state, id).await?;
     let maskable = q.purpose.as_deref() == Some("maskable");
@@ -312,6 +315,7 @@ fn icon_version(app: &AppRow) -> &str {
 /// The shell's `index.html` dressed as this app (its name, icon, colours and manifest in place
 /// of the shell's), so the PWA boots straight into the app (the same opaque frame runs it) and
 /// a home-screen entry made here is the app's, not Möbius's.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn standalone(State(state): State<AppState>, Path(slug): Path<String>) -> Result<Response> {
     let Some(app) = app_by_slug(&state, &slug).await? else {
         let page = MissingTemplate { slug }.render().map_err(|e| Error::Internal(e.to_string()))?;
@@ -391,6 +395,7 @@ pub struct ManifestQuery {
     install_pass: Option<String>,
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn standalone_manifest(
     State(state): State<AppState>,
     Path(slug): Path<String>,
@@ -431,6 +436,7 @@ async fn standalone_manifest(
     Ok(r)
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn standalone_icon(
     State(state): State<AppState>,
     Path(slug): Path<String>,

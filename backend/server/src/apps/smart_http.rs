@@ -21,6 +21,7 @@ use reqwest::{StatusCode, Url, redirect};
 
 use super::ssrf;
 use crate::error::{Error, Result};
+use crate::locks::Unpoisoned;
 
 /// Everything one fetch may receive (ref advertisement and packs together). A mini-app's
 /// repository is a few hundred KiB.
@@ -154,14 +155,12 @@ struct FailureSlot(Arc<Mutex<Option<Failure>>>);
 
 impl FailureSlot {
     fn record(&self, failure: Failure) -> Failure {
-        if let Ok(mut slot) = self.0.lock() {
-            slot.get_or_insert(failure.clone());
-        }
+        self.0.locked().get_or_insert(failure.clone());
         failure
     }
 
     fn get(&self) -> Option<Failure> {
-        self.0.lock().ok().and_then(|slot| slot.clone())
+        self.0.locked().clone()
     }
 }
 
@@ -369,7 +368,7 @@ impl Shared {
     }
 
     fn count(&self, bytes: u64) -> io::Result<()> {
-        let mut received = self.received.lock().map_err(|_| io::Error::other("fetch state poisoned"))?;
+        let mut received = self.received.locked();
         *received = received.saturating_add(bytes);
         if *received > self.policy.max_response_bytes {
             let f = self.failure.record(Failure::TooLarge(self.policy.max_response_bytes));
@@ -419,13 +418,11 @@ impl SmartSubtransport for Subtransport {
                 let base = landed
                     .strip_suffix(INFO_REFS)
                     .ok_or_else(|| shared.fail(Failure::NotGit("a redirect lost the repository's address".into())))?;
-                if let Ok(mut slot) = self.base.lock() {
-                    *slot = Some(base.to_owned());
-                }
+                *self.base.locked() = Some(base.to_owned());
                 Ok(Box::new(Stream::receiving(shared.clone(), response)))
             }
             Service::UploadPack => {
-                let base = self.base.lock().ok().and_then(|b| b.clone());
+                let base = self.base.locked().clone();
                 let base = base.unwrap_or_else(|| url.trim_end_matches('/').to_owned());
                 Ok(Box::new(Stream::sending(shared.clone(), format!("{base}/git-upload-pack"))))
             }
@@ -583,6 +580,7 @@ impl Session {
 
 #[cfg(test)]
 mod tests {
+    use crate::locks::Unpoisoned;
     use std::path::{Path, PathBuf};
 
     use axum::Router;
@@ -611,11 +609,11 @@ mod tests {
             let h = |name| headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok()).unwrap_or("").to_owned();
             let seen =
                 (method.into(), uri.path().into(), h(header::USER_AGENT), h(header::CONTENT_TYPE), h(header::ACCEPT));
-            self.seen.lock().expect("log").push(seen);
+            self.seen.locked().push(seen);
         }
 
         fn seen(&self) -> Vec<Seen> {
-            self.seen.lock().expect("log").clone()
+            self.seen.locked().clone()
         }
     }
 

@@ -17,9 +17,9 @@ use base64::Engine;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
-use super::{Keys, OwnerCache};
+use super::jwt::Keys;
+use super::owner::OwnerCache;
 use crate::error::Result;
-use crate::state::AppState;
 
 /// The cookie's name.
 pub const DEVICE_COOKIE: &str = "mobius_device";
@@ -57,11 +57,11 @@ pub fn mint() -> String {
 }
 
 /// The hash of the credential this request carries when it names a known device.
-pub async fn known(state: &AppState, headers: &HeaderMap) -> Result<Option<String>> {
+pub async fn known(read: &sqlx::SqlitePool, headers: &HeaderMap) -> Result<Option<String>> {
     let Some(credential) = presented(headers) else { return Ok(None) };
     let digest = hash(&credential);
     let since = crate::db::now_ms() - i64::try_from(DEVICE_TTL.as_millis()).unwrap_or(i64::MAX);
-    Ok(crate::db::owner::device_known(&state.db.read, &digest, since).await?.then_some(digest))
+    Ok(crate::db::owner::device_known(read, &digest, since).await?.then_some(digest))
 }
 
 /// Tells the owner's devices for the listener (`net::Recognize`): a bearer token that verifies
@@ -74,59 +74,16 @@ pub struct Recognizer {
     pub devices: Arc<super::known::KnownDevices>,
 }
 
-impl Recognizer {
-    /// The recogniser of the owner's devices the server's state knows.
-    pub fn of(state: &AppState) -> Self {
-        Self {
-            keys: state.keys.clone(),
-            owner: state.owner.clone(),
-            sessions: state.sessions.clone(),
-            devices: state.devices.clone(),
-        }
-    }
-}
-
 impl crate::net::Recognize for Recognizer {
     fn known(&self, headers: &HeaderMap) -> bool {
         let owner = self.owner.get();
-        let by_token = super::bearer_of(headers).and_then(|t| self.keys.verify(t).ok()).is_some_and(|claims| {
+        let by_token = super::jwt::bearer_of(headers).and_then(|t| self.keys.verify(t).ok()).is_some_and(|claims| {
             owner.as_ref().is_some_and(|(name, epoch)| claims.sub == *name && claims.epoch == *epoch)
-                && (claims.scope != super::Scope::Owner
+                && (claims.scope != super::jwt::Scope::Owner
                     || self.sessions.check(claims.sid.as_deref().unwrap_or(super::sessions::LEGACY_SESSION)))
         });
         by_token || presented(headers).is_some_and(|credential| self.devices.contains(&hash(&credential)))
     }
-}
-
-/// Remembers the device after a successful sign-in, with its new session `session_id` signed
-/// in from `address`, and returns the `Set-Cookie` to send: a known device keeps its
-/// credential (its lifetime starts again), a new one gets one.
-pub async fn remember(
-    state: &AppState,
-    headers: &HeaderMap,
-    known: Option<String>,
-    session_id: &str,
-    address: &str,
-) -> Result<HeaderValue> {
-    let (credential, digest) = match (presented(headers), known) {
-        (Some(credential), Some(digest)) => (credential, digest),
-        _ => {
-            let credential = mint();
-            let digest = hash(&credential);
-            (credential, digest)
-        }
-    };
-    let label = label_of(headers);
-    let sign_in = crate::db::owner::DeviceSignIn {
-        token_hash: digest,
-        label,
-        session_id: session_id.to_owned(),
-        address: address.to_owned(),
-    };
-    state.writer.call(|ack| crate::writer::WriteCommand::RememberDevice { sign_in, ack }).await?;
-    state.sessions.reload(&state.db.read).await?;
-    state.devices.reload(&state.db.read).await?;
-    Ok(cookie(&credential, DEVICE_TTL.as_secs(), state.config.public_origin.is_https()))
 }
 
 /// A device's label: its `User-Agent`, without control characters, bounded.
@@ -146,7 +103,7 @@ pub fn clear(https: bool) -> HeaderValue {
     cookie("", 0, https)
 }
 
-fn cookie(value: &str, max_age_secs: u64, https: bool) -> HeaderValue {
+pub(super) fn cookie(value: &str, max_age_secs: u64, https: bool) -> HeaderValue {
     let secure = if https { "; Secure" } else { "" };
     let text =
         format!("{DEVICE_COOKIE}={value}; Max-Age={max_age_secs}; Path=/api/auth; HttpOnly; SameSite=Strict{secure}");

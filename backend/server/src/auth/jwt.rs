@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::locks::UnpoisonedRw;
 
 /// What a token may be used for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -230,7 +231,7 @@ impl Keys {
             out.sync_all()?;
             std::fs::rename(&tmp, file)?;
         }
-        let mut signing = self.0.signing.write().unwrap_or_else(|p| p.into_inner());
+        let mut signing = self.0.signing.write_locked();
         let mut next = Signing::new(secret.as_bytes());
         next.retired = std::mem::take(&mut signing.retired);
         next.retired.insert(0, signing.key.clone());
@@ -263,7 +264,7 @@ impl Keys {
         token.push('.');
         URL_SAFE_NO_PAD.encode_string(&payload, &mut token);
         let tag = {
-            let signing = self.0.signing.read().unwrap_or_else(|p| p.into_inner());
+            let signing = self.0.signing.read_locked();
             hmac::sign(&signing.key, token.as_bytes())
         };
         token.push('.');
@@ -282,7 +283,7 @@ impl Keys {
         }
         let signature = URL_SAFE_NO_PAD.decode(signature).map_err(|_| malformed())?;
         let retired = {
-            let signing = self.0.signing.read().unwrap_or_else(|p| p.into_inner());
+            let signing = self.0.signing.read_locked();
             if hmac::verify(&signing.key, signed.as_bytes(), &signature).is_ok() {
                 false
             } else if signing.retired.iter().any(|key| hmac::verify(key, signed.as_bytes(), &signature).is_ok()) {
@@ -372,6 +373,17 @@ fn read_or_create_key_file(path: &Path, initial: Option<&str>, random_bytes: usi
 /// Seconds since the unix epoch.
 pub fn unix_now() -> i64 {
     crate::db::now_ms() / 1000
+}
+
+/// The bearer token of `Authorization`, if it has one (unchecked).
+pub fn bearer_of(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
+    match value.split_once(' ') {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() => {
+            Some(token.trim())
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]

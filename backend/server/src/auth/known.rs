@@ -8,6 +8,7 @@ use std::sync::RwLock;
 use std::time::Duration;
 
 use crate::error::Result;
+use crate::locks::UnpoisonedRw;
 
 /// A device credential unused this long is no longer honoured (browsers cap cookies at 400 days).
 pub const DEVICE_TTL: Duration = Duration::from_secs(400 * 24 * 3600);
@@ -21,17 +22,17 @@ impl KnownDevices {
     pub async fn reload(&self, pool: &sqlx::SqlitePool) -> Result<()> {
         let since = crate::db::now_ms() - i64::try_from(DEVICE_TTL.as_millis()).unwrap_or(i64::MAX);
         let hashes = crate::db::owner::device_hashes(pool, since).await?;
-        *self.0.write().unwrap_or_else(|p| p.into_inner()) = hashes.into_iter().collect();
+        *self.0.write_locked() = hashes.into_iter().collect();
         Ok(())
     }
 
     /// Forgets every device (sign out everywhere).
     pub fn clear(&self) {
-        self.0.write().unwrap_or_else(|p| p.into_inner()).clear();
+        self.0.write_locked().clear();
     }
 
     /// True when `digest` is a known device's.
     pub(crate) fn contains(&self, digest: &str) -> bool {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).contains(digest)
+        self.0.read_locked().contains(digest)
     }
 }

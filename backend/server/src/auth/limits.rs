@@ -18,33 +18,19 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::locks::Unpoisoned;
 use tokio::time::Instant;
 
 /// Longest wait an address or device can be put on.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(15 * 60);
+pub use crate::config::LoginPolicy;
+
 /// An address's failures are forgotten after this long without a new one.
 const FAILURE_MEMORY: Duration = Duration::from_secs(60 * 60);
 /// An IPv6 /48 may fail this many times more often than one address before it waits.
 pub const NETWORK_FREE_FACTOR: u32 = 8;
 /// Most addresses and devices tracked at once (expired ones go first, then the oldest).
 const MAX_TRACKED: usize = 10_000;
-
-/// The throttle's numbers (defaults for production; tests shrink them).
-#[derive(Clone, Debug, PartialEq)]
-pub struct LoginPolicy {
-    /// Failed attempts an address or device may make before it has to wait.
-    pub free_failures: u32,
-    /// Burst of the global bucket (attempts without a device credential, all addresses).
-    pub global_burst: u32,
-    /// The global bucket gains one attempt this often.
-    pub global_refill_every: Duration,
-}
-
-impl Default for LoginPolicy {
-    fn default() -> Self {
-        Self { free_failures: 5, global_burst: 100, global_refill_every: Duration::from_secs(1) }
-    }
-}
 
 /// What failures are counted against.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -112,7 +98,7 @@ impl LoginLimiter {
     /// `Err(wait)` while `who` (or, for an IPv6 address, its /48) is backing off after its
     /// failures.
     pub fn check(&self, who: &Attempter) -> Result<(), Duration> {
-        let failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let failures = self.failures.locked();
         let now = Instant::now();
         let network = who.network();
         let waits = [
@@ -129,7 +115,7 @@ impl LoginLimiter {
 
     /// Takes one attempt from the global bucket; `Err(wait)` when it is empty.
     pub fn take_global(&self) -> Result<(), Duration> {
-        let mut bucket = self.global.lock().unwrap_or_else(|p| p.into_inner());
+        let mut bucket = self.global.locked();
         let now = Instant::now();
         let every = self.policy.global_refill_every.as_secs_f64().max(f64::EPSILON);
         let refill = now.duration_since(bucket.at).as_secs_f64() / every;
@@ -152,7 +138,7 @@ impl LoginLimiter {
     }
 
     fn count_failure(&self, who: Attempter) {
-        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let mut failures = self.failures.locked();
         let now = Instant::now();
         if failures.len() >= MAX_TRACKED && !failures.contains_key(&who) {
             failures.retain(|_, f| now.duration_since(f.last) < FAILURE_MEMORY);
@@ -172,7 +158,7 @@ impl LoginLimiter {
 
     /// Forgets `who`'s failures (and its network's) after a successful sign-in.
     pub fn record_success(&self, who: &Attempter) {
-        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let mut failures = self.failures.locked();
         if let Some(network) = who.network() {
             failures.remove(&network);
         }

@@ -17,7 +17,7 @@ use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 
-pub use jwt::{Claims, Keys, Scope};
+pub use jwt::{Claims, Keys, Scope, bearer_of};
 pub use owner::OwnerCache;
 pub(crate) use routes::open_session;
 pub use routes::router;
@@ -28,17 +28,6 @@ use crate::state::AppState;
 
 /// Login tokens live this long.
 pub const OWNER_TOKEN_TTL_SECS: i64 = 30 * 24 * 3600;
-
-/// The bearer token of `Authorization`, if it has one (unchecked).
-pub fn bearer_of(headers: &axum::http::HeaderMap) -> Option<&str> {
-    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
-    match value.split_once(' ') {
-        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() => {
-            Some(token.trim())
-        }
-        _ => None,
-    }
-}
 
 /// Pulls the bearer token out of `Authorization`.
 pub fn bearer(parts: &Parts) -> Result<&str> {

@@ -7,6 +7,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::locks::Unpoisoned;
 use rand::Rng;
 use sha2::{Digest, Sha256};
 
@@ -63,7 +64,7 @@ impl Pairing {
         let raw: String = (0..CODE_CHARS).map(|_| char::from(ALPHABET[rng.gen_range(0..ALPHABET.len())])).collect();
         let code = format!("{}-{}", &raw[..4], &raw[4..]);
         let expires_at_ms = crate::db::now_ms() + i64::try_from(PAIRING_TTL.as_millis()).unwrap_or(i64::MAX);
-        let mut state = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.0.locked();
         state.pending = Some(Code {
             digest: digest(&code),
             expires: Instant::now() + PAIRING_TTL,
@@ -77,7 +78,7 @@ impl Pairing {
 
     /// Uses `code` for a device labelled `label`: true once, for the pending, unexpired code.
     pub fn redeem(&self, code: &str, label: &str) -> bool {
-        let mut state = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.0.locked();
         let Some(pending) = state.pending.as_mut() else { return false };
         if pending.expires <= Instant::now() {
             state.pending = None;
@@ -100,7 +101,7 @@ impl Pairing {
 
     /// The code `creator` made, as it stands.
     pub fn status(&self, creator: &str) -> Status {
-        let mut state = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.0.locked();
         if let Some((by, label)) = &state.paired
             && by == creator
         {
@@ -118,7 +119,7 @@ impl Pairing {
 
     /// Withdraws the pending code of `creator`.
     pub fn cancel(&self, creator: &str) {
-        let mut state = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.0.locked();
         if state.pending.as_ref().is_some_and(|c| c.creator == creator) {
             state.pending = None;
         }
@@ -126,7 +127,7 @@ impl Pairing {
 
     /// Forgets everything (sign out everywhere).
     pub fn clear(&self) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = State::default();
+        *self.0.locked() = State::default();
     }
 }
 
@@ -164,7 +165,7 @@ mod tests {
     fn an_expired_code_is_refused() {
         let pairing = Pairing::default();
         let (code, _) = pairing.create("s1");
-        pairing.0.lock().expect("lock").pending.as_mut().expect("code").expires = Instant::now();
+        pairing.0.locked().pending.as_mut().expect("code").expires = Instant::now();
         assert!(!pairing.redeem(&code, "x"));
         assert_eq!(pairing.status("s1"), Status::None);
     }

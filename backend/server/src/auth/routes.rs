@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::Router;
 use axum::extract::State;
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
@@ -54,6 +54,7 @@ struct TokenOut {
     token_type: &'static str,
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn setup_status(State(state): State<AppState>) -> Json<Value> {
     Json(json!({ "configured": state.owner.get().is_some(), "auth_mode": "local" }))
 }
@@ -105,7 +106,7 @@ pub(crate) async fn open_session(
     epoch: i64,
 ) -> Result<(String, axum::http::HeaderValue)> {
     let sid = super::sessions::new_session_id();
-    let cookie = devices::remember(state, headers, device, &sid, &client.0.to_string()).await?;
+    let cookie = remember(state, headers, device, &sid, &client.0.to_string()).await?;
     let mut claims = Claims::new(username, Scope::Owner, epoch, OWNER_TOKEN_TTL_SECS);
     claims.sid = Some(sid);
     Ok((state.keys.issue(&claims)?, cookie))
@@ -134,7 +135,7 @@ async fn admit_attempt(
     headers: &HeaderMap,
     client: ClientAddr,
 ) -> Result<(Attempter, Option<String>)> {
-    let device = devices::known(state, headers).await?;
+    let device = devices::known(&state.db.read, headers).await?;
     let who = match &device {
         Some(digest) => Attempter::Device(digest.clone()),
         None => Attempter::Address(client.key()),
@@ -146,6 +147,7 @@ async fn admit_attempt(
     Ok((who, device))
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn setup(
     State(state): State<AppState>,
     client: ClientAddr,
@@ -165,6 +167,7 @@ async fn setup(
     signed_in(&state, &headers, None, &client, &username, 0).await
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn login(
     State(state): State<AppState>,
     client: ClientAddr,
@@ -208,6 +211,7 @@ async fn revoke_everything(state: &AppState, password_hash: Option<String>) -> R
     Ok(epoch)
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn logout_all(State(state): State<AppState>, _owner: Owner) -> Result<Response> {
     let epoch = revoke_everything(&state, None).await?;
     tracing::info!(epoch, "every session and device credential revoked; the signing key rotated");
@@ -227,6 +231,7 @@ struct PasswordChange {
 /// `POST /api/auth/password {current_password, new_password}`: a new password signs every
 /// session and device out and rotates the signing key; this browser gets a fresh token and
 /// device credential.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn change_password(
     State(state): State<AppState>,
     Owner(claims): Owner,
@@ -268,6 +273,7 @@ fn own_session(claims: &Claims) -> Result<String> {
 
 /// `GET /api/auth/devices`: the signed-in devices, most recently seen first; `current` marks
 /// the caller's.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn list_devices(State(state): State<AppState>, Owner(claims): Owner) -> Result<Json<Value>> {
     let mine = own_session(&claims)?;
     // Last-seen times live in memory between requests; store them when someone looks.
@@ -293,6 +299,7 @@ async fn list_devices(State(state): State<AppState>, Owner(claims): Owner) -> Re
 }
 
 /// `DELETE /api/auth/devices/{id}`: signs that device out at once (its token and its cookie).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn revoke_device(
     State(state): State<AppState>,
     Owner(claims): Owner,
@@ -312,6 +319,7 @@ async fn revoke_device(
 }
 
 /// `POST /api/auth/pairing`: a pairing code for a new device (replaces a pending one).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn create_pairing(State(state): State<AppState>, Owner(claims): Owner) -> Result<Json<Value>> {
     let mine = own_session(&claims)?;
     let (code, expires_at) = state.pairing.create(&mine);
@@ -321,6 +329,7 @@ async fn create_pairing(State(state): State<AppState>, Owner(claims): Owner) -> 
 
 /// `GET /api/auth/pairing`: the caller's code: `pending` (until when), `paired` (which device),
 /// or `none`.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn pairing_status(State(state): State<AppState>, Owner(claims): Owner) -> Result<Json<Value>> {
     let mine = own_session(&claims)?;
     Ok(Json(match state.pairing.status(&mine) {
@@ -333,6 +342,7 @@ async fn pairing_status(State(state): State<AppState>, Owner(claims): Owner) -> 
 }
 
 /// `DELETE /api/auth/pairing`: withdraws the caller's code.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn cancel_pairing(State(state): State<AppState>, Owner(claims): Owner) -> Result<Response> {
     let mine = own_session(&claims)?;
     state.pairing.cancel(&mine);
@@ -347,6 +357,7 @@ struct PairBody {
 
 /// `POST /api/auth/pair {code}` (no token): a new device trades a pairing code for its own
 /// session and device cookie. Attempts count against the sign-in limits.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn pair(
     State(state): State<AppState>,
     client: ClientAddr,
@@ -370,4 +381,35 @@ async fn pair(
     state.login_limits.record_success(&who);
     tracing::info!(client = %client.0, "a device was paired");
     signed_in(&state, &headers, device, &client, &username, epoch).await
+}
+
+/// Remembers the device after a successful sign-in, with its new session `session_id` signed
+/// in from `address`, and returns the `Set-Cookie` to send: a known device keeps its
+/// credential (its lifetime starts again), a new one gets one.
+async fn remember(
+    state: &AppState,
+    headers: &HeaderMap,
+    known: Option<String>,
+    session_id: &str,
+    address: &str,
+) -> Result<HeaderValue> {
+    let (credential, digest) = match (devices::presented(headers), known) {
+        (Some(credential), Some(digest)) => (credential, digest),
+        _ => {
+            let credential = devices::mint();
+            let digest = devices::hash(&credential);
+            (credential, digest)
+        }
+    };
+    let label = devices::label_of(headers);
+    let sign_in = crate::db::owner::DeviceSignIn {
+        token_hash: digest,
+        label,
+        session_id: session_id.to_owned(),
+        address: address.to_owned(),
+    };
+    state.writer.call(|ack| WriteCommand::RememberDevice { sign_in, keep: devices::MAX_DEVICES, ack }).await?;
+    state.sessions.reload(&state.db.read).await?;
+    state.devices.reload(&state.db.read).await?;
+    Ok(devices::cookie(&credential, devices::DEVICE_TTL.as_secs(), state.config.public_origin.is_https()))
 }

@@ -12,6 +12,7 @@ use sqlx::SqlitePool;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Result;
+use crate::locks::UnpoisonedRw;
 
 /// The session that stands for every token issued before sessions existed (migration 0018).
 pub const LEGACY_SESSION: &str = "legacy";
@@ -35,7 +36,7 @@ impl Sessions {
     /// Replaces the set with the sessions stored now (keeping last-seen times already known).
     pub async fn reload(&self, pool: &SqlitePool) -> Result<()> {
         let rows = crate::db::owner::sessions(pool).await?;
-        let mut map = self.0.write().unwrap_or_else(|p| p.into_inner());
+        let mut map = self.0.write_locked();
         let mut next = HashMap::with_capacity(rows.len());
         for (sid, last_used) in rows {
             let session = map.remove(&sid).unwrap_or_default();
@@ -52,7 +53,7 @@ impl Sessions {
 
     /// True when `sid` is live (and stamps it seen now).
     pub fn check(&self, sid: &str) -> bool {
-        let map = self.0.read().unwrap_or_else(|p| p.into_inner());
+        let map = self.0.read_locked();
         let Some(session) = map.get(sid) else { return false };
         let now = crate::db::now_ms();
         if now - session.seen.load(Ordering::Relaxed) >= SEEN_RESOLUTION_MS {
@@ -63,7 +64,7 @@ impl Sessions {
 
     /// Forgets `sid` at once (a revoked device).
     pub fn remove(&self, sid: &str) {
-        if let Some(session) = self.0.write().unwrap_or_else(|p| p.into_inner()).remove(sid) {
+        if let Some(session) = self.0.write_locked().remove(sid) {
             session.ended.cancel();
         }
     }
@@ -75,7 +76,7 @@ impl Sessions {
             return CancellationToken::new();
         }
         let sid = claims.sid.as_deref().unwrap_or(LEGACY_SESSION);
-        match self.0.read().unwrap_or_else(|p| p.into_inner()).get(sid) {
+        match self.0.read_locked().get(sid) {
             Some(session) => session.ended.clone(),
             None => {
                 let gone = CancellationToken::new();
@@ -87,12 +88,12 @@ impl Sessions {
 
     /// When `sid` was last seen, as far as this process knows.
     pub fn last_seen(&self, sid: &str) -> Option<i64> {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).get(sid).map(|s| s.seen.load(Ordering::Relaxed))
+        self.0.read_locked().get(sid).map(|s| s.seen.load(Ordering::Relaxed))
     }
 
     /// Every session with its last-seen time (to store them).
     pub fn seen(&self) -> Vec<(String, i64)> {
-        let map = self.0.read().unwrap_or_else(|p| p.into_inner());
+        let map = self.0.read_locked();
         map.iter().map(|(sid, s)| (sid.clone(), s.seen.load(Ordering::Relaxed))).collect()
     }
 }
@@ -113,8 +114,8 @@ mod tests {
     #[test]
     fn a_removed_session_is_refused_and_others_are_stamped_seen() {
         let sessions = Sessions::default();
-        sessions.0.write().expect("lock").insert("a".into(), Arc::default());
-        sessions.0.write().expect("lock").insert("b".into(), Arc::default());
+        sessions.0.write_locked().insert("a".into(), Arc::default());
+        sessions.0.write_locked().insert("b".into(), Arc::default());
         let mut claims = super::super::jwt::Claims::new("owner", super::super::jwt::Scope::Owner, 0, 60);
         claims.sid = Some("a".into());
         let ended = sessions.ended(&claims);

@@ -91,6 +91,7 @@ struct ListQuery {
 }
 
 /// `GET /api/app-chats?scope=` → this app's live chats, newest activity first.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn list(State(state): State<AppState>, who: Principal, Query(q): Query<ListQuery>) -> Result<Response> {
     let app = calling_app(who)?;
     let scope = one_line(q.scope, "scope", MAX_SCOPE_CHARS)?;
@@ -141,6 +142,7 @@ fn check_model(model: Option<String>, provider: Option<&str>) -> Result<Option<S
 }
 
 /// `POST /api/app-chats` → 201 `{id, title, created_by_app_id}`.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn create(State(state): State<AppState>, who: Principal, ApiJson(body): ApiJson<CreateIn>) -> Result<Response> {
     let app = calling_app(who)?;
     let title = one_line(body.title, "title", MAX_TITLE_CHARS)?.unwrap_or_else(|| "New chat".into());
@@ -223,6 +225,7 @@ struct PatchIn {
 }
 
 /// `PATCH /api/app-chats/{id}` → `{ok, id, provider, agent_settings_json}`.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn update(
     State(state): State<AppState>,
     who: Principal,
@@ -240,15 +243,15 @@ async fn update(
     let mut patch = ChatPatch::default();
     if let Some(provider) = body.provider.as_deref().map(str::trim).filter(|p| !p.is_empty()) {
         let kind = ProviderKind::parse(provider).ok_or_else(|| invalid("provider is \"claude\" or \"codex\"."))?;
-        if started && chat.provider.as_deref() != Some(kind.id()) {
+        if started && chat.provider != Some(kind) {
             return Err(Error::conflict(
                 "provider_locked",
                 "This chat has started; its provider can no longer change.",
             ));
         }
-        patch.settings.provider = Some(kind.id().to_owned());
+        patch.settings.provider = Some(kind);
     }
-    let provider = patch.settings.provider.clone().or(chat.provider.clone());
+    let provider = patch.settings.provider.or(chat.provider).map(ProviderKind::id);
     if let Some(prompt) = text(body.system_prompt, "system_prompt", MAX_SYSTEM_PROMPT_CHARS)? {
         let current = settings.get("system_prompt").and_then(Value::as_str).unwrap_or_default();
         if current != prompt.as_str() {
@@ -266,7 +269,7 @@ async fn update(
         }
     }
     if let Some(model) = body.model {
-        match check_model(Some(model), provider.as_deref())? {
+        match check_model(Some(model), provider)? {
             Some(m) => settings.insert("model".into(), m.into()),
             None => settings.remove("model"),
         };
@@ -326,6 +329,7 @@ fn grant_id(capability: &str) -> String {
 }
 
 /// `POST /api/app-chats/{id}/embed-capability {instance_id}` → a one-use grant.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn embed_capability(
     State(state): State<AppState>,
     who: Principal,
@@ -366,6 +370,7 @@ async fn embed_capability(
 }
 
 /// `POST /api/app-chat-embeds/session {instance_id}` with `Authorization: Bearer <grant>`.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn exchange(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -420,6 +425,7 @@ async fn exchange(
 }
 
 /// `DELETE /api/app-chats/{id}/embed-sessions/{instance}` → `{revoked}`.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn revoke(
     State(state): State<AppState>,
     who: Principal,

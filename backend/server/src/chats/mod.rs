@@ -6,13 +6,11 @@ pub mod apps;
 mod routes;
 pub(crate) mod stream;
 
+use crate::locks::Unpoisoned;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicI64, Ordering};
 
 pub(crate) use routes::deliver_answer;
 pub use routes::{open_primed_chat, router};
-
-use crate::db::now_ms;
 
 /// Longest accepted message, in characters.
 pub const MAX_MESSAGE_CHARS: usize = 200_000;
@@ -21,22 +19,6 @@ pub const DEFAULT_PAGE: i64 = 20;
 pub const MAX_PAGE: i64 = 200;
 /// Deleted chats can be recovered this long.
 pub const RECOVERY_WINDOW_MS: i64 = 7 * 24 * 3600 * 1000;
-/// Tombstones are purged at most this often.
-const PURGE_EVERY_MS: i64 = 3600 * 1000;
-
-/// When tombstones were last purged.
-#[derive(Debug, Default)]
-pub struct PurgeClock(AtomicI64);
-
-impl PurgeClock {
-    /// True (and resets the clock) when a purge is due.
-    pub fn due(&self) -> bool {
-        let now = now_ms();
-        let last = self.0.load(Ordering::Relaxed);
-        now - last >= PURGE_EVERY_MS && self.0.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
-    }
-}
-
 /// Serialized read responses (the chat list, the newest pages of recently read chats), each
 /// reused until the writer version it was read at moves on. Small and bounded: a handful of
 /// entries, none larger than [`MAX_CACHED_BODY`].
@@ -51,7 +33,7 @@ const MAX_CACHED_BODY: usize = 1 << 20;
 impl ResponseCache {
     /// The body cached under `key` if it was read at `version`.
     pub fn get(&self, key: &str, version: u64) -> Option<bytes::Bytes> {
-        let entries = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let entries = self.0.locked();
         entries.iter().find(|(k, v, _)| k == key && *v == version).map(|(_, _, body)| body.clone())
     }
 
@@ -60,7 +42,7 @@ impl ResponseCache {
         if body.len() > MAX_CACHED_BODY {
             return;
         }
-        let mut entries = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut entries = self.0.locked();
         entries.retain(|(k, _, _)| k != key);
         if entries.len() >= CACHED_RESPONSES {
             entries.pop_front();

@@ -94,18 +94,12 @@ struct ListPage {
     next_cursor: Option<String>,
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn list(
     State(state): State<AppState>,
     _owner: Owner,
     input: std::result::Result<Query<ListIn>, QueryRejection>,
 ) -> Result<Response> {
-    if state.purge_clock.due() {
-        tokio::spawn(crate::housekeeping::purge_tombstones(
-            state.writer.clone(),
-            state.apps.clone(),
-            state.uploads.clone(),
-        ));
-    }
     let Query(input) =
         input.map_err(|_| Error::bad_request("invalid_query", "The chat list takes limit and cursor, once each."))?;
     let paged = input.limit.is_some() || input.cursor.is_some();
@@ -159,6 +153,7 @@ async fn list(
 
 /// `GET /api/chats/{id}/summary`: one row of the drawer list (what a system event about a chat
 /// not loaded yet needs).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn summary(
     State(state): State<AppState>,
     _owner: Owner,
@@ -177,6 +172,7 @@ struct CreateIn<'a> {
     messages: Vec<ImportedMessage<'a>>,
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn create(State(state): State<AppState>, _owner: Owner, raw: ApiJsonBytes) -> Result<Response> {
     let body: CreateIn<'_> = raw.parse()?;
     let id = match body.id {
@@ -211,6 +207,7 @@ struct PageQuery {
     before: Option<i64>,
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn detail(
     State(state): State<AppState>,
     who: ChatCaller,
@@ -259,7 +256,7 @@ fn render_detail(page: &db::chats::Page, newest: bool, waiting: Option<crate::pr
     let detail = ChatDetail {
         id: &chat.id,
         title: &chat.title,
-        provider: chat.provider.as_deref(),
+        provider: chat.provider.map(ProviderKind::id),
         approval_policy: &chat.approval_policy,
         model: pick.model,
         effort: pick.effort,
@@ -303,6 +300,7 @@ fn double_option<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<
     Option::<String>::deserialize(d).map(Some)
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn update(
     State(state): State<AppState>,
     who: ChatCaller,
@@ -340,13 +338,13 @@ async fn update(
         let kind = ProviderKind::parse(&provider)
             .ok_or_else(|| Error::bad_request("unknown_provider", "provider is \"claude\" or \"codex\"."))?;
         let chat = db::chats::get(&state.db.read, &id).await?.ok_or(Domain::ChatNotFound)?;
-        if chat.session_id.is_some() && chat.provider.as_deref() != Some(kind.id()) {
+        if chat.session_id.is_some() && chat.provider != Some(kind) {
             return Err(Error::conflict(
                 "provider_locked",
                 "This conversation already runs on another provider; start a new chat to switch.",
             ));
         }
-        patch.settings.provider = Some(kind.id().to_owned());
+        patch.settings.provider = Some(kind);
     }
     if body.model.is_some() || body.effort.is_some() {
         let asked = crate::agent::models::AgentPick {
@@ -410,6 +408,7 @@ async fn stop_turn(state: &AppState, chat_id: &ChatId) -> Result<StopResult> {
     }
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn delete_chat(State(state): State<AppState>, _owner: Owner, Path(id): Path<String>) -> Result<Response> {
     let id = checked_id(&id)?;
     let _lock = state.chat_locks.lock(&id).await;
@@ -421,6 +420,7 @@ async fn delete_chat(State(state): State<AppState>, _owner: Owner, Path(id): Pat
     Ok(crate::api::no_content())
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn recover(State(state): State<AppState>, _owner: Owner, Path(id): Path<String>) -> Result<Json<Value>> {
     let id = checked_id(&id)?;
     let cutoff = now_ms() - RECOVERY_WINDOW_MS;
@@ -456,6 +456,7 @@ fn accepted(result: SendResult) -> Response {
     (StatusCode::ACCEPTED, Json(result)).into_response()
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn send(
     State(state): State<AppState>,
     who: ChatCaller,
@@ -571,6 +572,7 @@ struct RegenerateIn {
 
 /// `POST /api/chats/{id}/regenerate`: a new reply to the owner's last message, kept as the
 /// next version of the reply already there; the owner's message is not sent again.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn regenerate(
     State(state): State<AppState>,
     who: ChatCaller,
@@ -678,6 +680,7 @@ struct EditIn {
     content: String,
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn edit_pending(
     State(state): State<AppState>,
     who: ChatCaller,
@@ -695,6 +698,7 @@ async fn edit_pending(
     Ok(Json(json!({ "updated": updated, "pending_messages": pending })))
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn remove_pending(
     State(state): State<AppState>,
     who: ChatCaller,
@@ -712,6 +716,7 @@ struct StopIn {
     chat_id: String,
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn stop(
     State(state): State<AppState>,
     who: ChatCaller,
@@ -723,6 +728,7 @@ async fn stop(
     Ok(Json(stop_turn(&state, &id).await?))
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn tool_output(
     State(state): State<AppState>,
     who: ChatCaller,
@@ -750,6 +756,7 @@ async fn tool_output(
     Ok(response)
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn runs(
     State(state): State<AppState>,
     who: ChatCaller,
@@ -761,6 +768,7 @@ async fn runs(
 }
 
 /// `GET /api/chats/{id}/usage`: what the chat's turns used in all.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn usage(
     State(state): State<AppState>,
     who: ChatCaller,
@@ -792,6 +800,7 @@ struct CompactIn {
 /// `POST /api/chats/{id}/provider-switch`: moves the chat to another provider, its
 /// conversation summarised (by the old provider, else from the transcript) to seed the new
 /// session.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn provider_switch(
     State(state): State<AppState>,
     _owner: Owner,
@@ -807,6 +816,7 @@ async fn provider_switch(
 
 /// `POST /api/chats/{id}/compact` (the composer's `/compact`): the same handoff on the chat's
 /// own provider: a fresh session that starts from the summary.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn compact(
     State(state): State<AppState>,
     _owner: Owner,
@@ -838,63 +848,10 @@ async fn handoff(
     if switch_id.is_empty() || switch_id.chars().count() > MAX_SWITCH_ID_CHARS {
         return Err(Error::bad_request("invalid_switch_id", "switch_id is 1 to 128 characters."));
     }
-    let chat = db::chats::get(&state.db.read, chat_id)
-        .await?
-        .filter(|c| c.deleted_at.is_none())
-        .ok_or(Domain::ChatNotFound)?;
-    let answer = |summary: &str, stored: bool, settings: Option<&str>| {
-        let pick = crate::agent::models::AgentPick::of_chat(settings);
-        Json(json!({
-            "ok": true, "protocol": "provider-switch-v1", "switch_id": switch_id, "summary": summary,
-            "stored": stored, "provider": to.id(), "agent_settings_json": pick, "effective": pick,
-        }))
-    };
-    // A retried switch is answered from the one it already made.
-    if chat.handoff_id.as_deref() == Some(switch_id.as_str()) {
-        return Ok(answer(chat.handoff.as_deref().unwrap_or_default(), false, chat.agent_settings.as_deref()));
-    }
-    if state.agents.turns.get(chat_id).is_some() {
-        return Err(Domain::ChatBusy.into());
-    }
-    if chat.pending_question_id.is_some() {
-        return Err(Domain::PendingQuestionOpen.into());
-    }
-    if !state.providers.status(to).connected {
-        return Err(Domain::ProviderNotConnected(Some(to.name())).into());
-    }
-    let from = chat.provider.as_deref().and_then(ProviderKind::parse);
-    let summary = crate::agent::handoff::summarize(
-        &state.db.read,
-        &state.providers,
-        &state.agents.sandbox,
-        &state.config.data_dir,
-        chat_id,
-        from,
-    )
-    .await?;
-    // The picks of the chat move along only on the same provider; a switch takes the new ones.
-    let mut settings: Map<String, Value> =
-        chat.agent_settings.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
-    if let Some(pick) = pick {
-        for (key, value) in [("model", pick.model), ("effort", pick.effort)] {
-            match value {
-                Some(v) => settings.insert(key.into(), v.into()),
-                None => settings.remove(key),
-            };
-        }
-    }
-    let agent_settings = (!settings.is_empty()).then(|| Value::Object(settings).to_string());
-    let card = crate::protocol::HandoffCard {
-        switch_id: switch_id.clone(),
-        from_provider: from,
-        to_provider: to,
-        reason,
-        summary: summary.text.clone(),
-        summarized_by: summary.source,
-    };
-    let stored_settings = agent_settings.clone();
-    state.writer.call(|ack| WriteCommand::Handoff { chat_id: chat_id.clone(), card, agent_settings, ack }).await?;
-    state.agents.warm.retire(chat_id);
-    tracing::info!(chat.id = %chat_id, to = to.id(), ?reason, "the chat's session was handed off");
-    Ok(answer(&summary.text, true, stored_settings.as_deref()))
+    let done = crate::agent::handoff::hand_off(&state.agents, chat_id, to, reason, pick, &switch_id).await?;
+    let pick = crate::agent::models::AgentPick::of_chat(done.agent_settings.as_deref());
+    Ok(Json(json!({
+        "ok": true, "protocol": "provider-switch-v1", "switch_id": switch_id, "summary": done.summary,
+        "stored": done.stored, "provider": to.id(), "agent_settings_json": pick, "effective": pick,
+    })))
 }

@@ -38,6 +38,7 @@ pub(crate) fn sse(rx: mpsc::Receiver<std::result::Result<Event, Infallible>>) ->
 
 /// `GET /api/chats/{id}/stream`: replays the journal after `Last-Event-ID` (or `?after=`),
 /// then streams live events.
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn chat_stream(
     State(state): State<AppState>,
     who: ChatCaller,
@@ -179,7 +180,7 @@ async fn pump(
                 },
                 Err(broadcast::error::RecvError::Closed) => return,
             },
-            () = crate::state::stopping(&mut shutdown) => return,
+            () = crate::shutdown::stopping(&mut shutdown) => return,
             () = tx.closed() => return,
         }
     }

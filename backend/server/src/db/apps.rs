@@ -3,6 +3,7 @@
 use sqlx::{SqliteConnection, SqlitePool};
 
 use crate::error::Result;
+use crate::locks::Unpoisoned;
 
 /// An app as stored.
 #[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
@@ -67,7 +68,7 @@ impl RowCache {
     /// App `id` (deleted or not) as of `version`, which the caller reads *before* calling.
     pub async fn get(&self, pool: &SqlitePool, version: u64, id: i64) -> Result<Option<std::sync::Arc<AppRow>>> {
         {
-            let cached = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            let cached = self.0.locked();
             if cached.0 == version
                 && let Some(row) = cached.1.get(&id)
             {
@@ -75,7 +76,7 @@ impl RowCache {
             }
         }
         let Some(row) = get(pool, id).await?.map(std::sync::Arc::new) else { return Ok(None) };
-        let mut cached = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cached = self.0.locked();
         if cached.0 < version || cached.1.len() >= CACHED_ROWS {
             cached.1.clear();
             cached.0 = cached.0.max(version);

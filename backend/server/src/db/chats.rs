@@ -55,7 +55,7 @@ pub struct ChatRow {
     pub id: String,
     pub title: String,
     pub title_locked: bool,
-    pub provider: Option<String>,
+    pub provider: Option<crate::protocol::ProviderKind>,
     pub session_id: Option<String>,
     pub agent_settings: Option<String>,
     pub approval_policy: String,
@@ -274,7 +274,7 @@ pub async fn prompt_content(pool: &SqlitePool, id: &str) -> Result<Option<String
 /// Settings a PATCH may change; `None` leaves a field alone.
 #[derive(Debug, Default, Clone)]
 pub struct ChatSettings {
-    pub provider: Option<String>,
+    pub provider: Option<crate::protocol::ProviderKind>,
     pub approval_policy: Option<String>,
     pub agent_settings: Option<Option<String>>,
     pub allowed_tools: Option<String>,
@@ -293,7 +293,7 @@ pub async fn update_settings(conn: &mut SqliteConnection, chat_id: &str, s: &Cha
             updated_at = ?
          WHERE id = ?",
     )
-    .bind(&s.provider)
+    .bind(s.provider)
     .bind(&s.approval_policy)
     .bind(s.agent_settings.is_some())
     .bind(s.agent_settings.clone().flatten())

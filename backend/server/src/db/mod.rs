@@ -28,6 +28,35 @@ use sqlx::{ConnectOptions, SqliteConnection};
 
 use crate::error::Result;
 
+/// A provider column reads as a [`ProviderKind`] (its id, `claude` or `codex`): rows carry the
+/// type, so nothing above `db/` parses a provider string. Only `ProviderKind::id` ever writes
+/// one; anything else in the column is an error, not a silent "no provider".
+impl sqlx::Type<sqlx::Sqlite> for crate::protocol::ProviderKind {
+    fn type_info() -> sqlx::sqlite::SqliteTypeInfo {
+        <str as sqlx::Type<sqlx::Sqlite>>::type_info()
+    }
+
+    fn compatible(ty: &sqlx::sqlite::SqliteTypeInfo) -> bool {
+        <str as sqlx::Type<sqlx::Sqlite>>::compatible(ty)
+    }
+}
+
+impl<'r> sqlx::Decode<'r, sqlx::Sqlite> for crate::protocol::ProviderKind {
+    fn decode(value: sqlx::sqlite::SqliteValueRef<'r>) -> std::result::Result<Self, sqlx::error::BoxDynError> {
+        let id = <&str as sqlx::Decode<sqlx::Sqlite>>::decode(value)?;
+        crate::protocol::ProviderKind::parse(id).ok_or_else(|| format!("unknown provider {id:?}").into())
+    }
+}
+
+impl<'q> sqlx::Encode<'q, sqlx::Sqlite> for crate::protocol::ProviderKind {
+    fn encode_by_ref(
+        &self,
+        buf: &mut Vec<sqlx::sqlite::SqliteArgumentValue<'q>>,
+    ) -> std::result::Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+        <&str as sqlx::Encode<sqlx::Sqlite>>::encode(self.id(), buf)
+    }
+}
+
 /// How long a connection waits on a lock held by another connection or process.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Upper bound on the WAL file kept after a checkpoint while writes go on (when they stop,

@@ -71,7 +71,7 @@ pub async fn transcript_since(pool: &SqlitePool, chat_id: &str, from: i64, limit
 #[derive(Debug, Clone, FromRow)]
 pub struct NoteState {
     pub message_count: i64,
-    pub provider: Option<String>,
+    pub provider: Option<crate::protocol::ProviderKind>,
     pub title_locked: bool,
     pub running: bool,
     pub deleted: bool,

@@ -80,7 +80,7 @@ pub async fn set_agent_defaults(conn: &mut SqliteConnection, defaults: &str, now
 }
 
 /// The owner's default provider for new chats.
-pub async fn default_provider(pool: &SqlitePool) -> Result<Option<String>> {
+pub async fn default_provider(pool: &SqlitePool) -> Result<Option<crate::protocol::ProviderKind>> {
     Ok(sqlx::query_scalar("SELECT default_provider FROM owner WHERE id = 1").fetch_optional(pool).await?.flatten())
 }
 

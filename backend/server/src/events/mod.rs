@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{broadcast, watch};
 
 use crate::error::{Error, Result};
+use crate::locks::Unpoisoned;
 
 /// Queue depth per chat channel; a subscriber that falls further behind catches up from
 /// the journal in the database instead of holding anyone else back.
@@ -96,7 +97,7 @@ impl ChatSubscription {
 impl Drop for ChatSubscription {
     fn drop(&mut self) {
         drop(self.rx.take());
-        let mut chats = self.hub.chats.lock().unwrap_or_else(|p| p.into_inner());
+        let mut chats = self.hub.chats.locked();
         if chats.get(&*self.chat_id).is_some_and(|tx| tx.receiver_count() == 0) {
             chats.remove(&*self.chat_id);
         }
@@ -107,7 +108,7 @@ impl Hub {
     /// Subscribes to a chat's committed events. Subscribe *before* reading the journal for
     /// replay, then skip anything at or below the last replayed seq.
     pub fn subscribe(self: &Arc<Self>, chat_id: &str) -> ChatSubscription {
-        let mut chats = self.chats.lock().unwrap_or_else(|p| p.into_inner());
+        let mut chats = self.chats.locked();
         let (chat_id, rx) = match chats.get_key_value(chat_id) {
             Some((key, tx)) => (key.clone(), tx.subscribe()),
             None => {
@@ -122,7 +123,7 @@ impl Hub {
 
     /// Delivers committed events of one chat to its subscribers, if any.
     pub fn publish(&self, chat_id: &str, events: impl IntoIterator<Item = Arc<JournalEvent>>) {
-        let mut chats = self.chats.lock().unwrap_or_else(|p| p.into_inner());
+        let mut chats = self.chats.locked();
         let Some(tx) = chats.get(chat_id) else { return };
         if tx.receiver_count() == 0 {
             chats.remove(chat_id);
@@ -188,7 +189,7 @@ impl Hub {
 
     /// Number of chats with at least one live channel (for diagnostics and tests).
     pub fn chat_channels(&self) -> usize {
-        self.chats.lock().unwrap_or_else(|p| p.into_inner()).len()
+        self.chats.locked().len()
     }
 }
 
@@ -215,7 +216,7 @@ impl StreamLimits {
 
     /// A slot for a stream of the client keyed `key`, or 503 `too_many_streams`.
     pub fn acquire(self: &Arc<Self>, key: IpAddr) -> Result<StreamSlot> {
-        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let mut open = self.open.locked();
         let (total, per_address) = &mut *open;
         let mine = per_address.get(&key).copied().unwrap_or(0);
         if mine >= self.max_per_address || *total >= self.max {
@@ -235,7 +236,7 @@ impl StreamLimits {
 
 impl Drop for StreamSlot {
     fn drop(&mut self) {
-        let mut open = self.limits.open.lock().unwrap_or_else(|p| p.into_inner());
+        let mut open = self.limits.open.locked();
         let (total, per_address) = &mut *open;
         *total = total.saturating_sub(1);
         if let Some(n) = per_address.get_mut(&self.key) {

@@ -51,6 +51,7 @@ const EMBED_WAKE: Duration = Duration::from_secs(30);
 /// delivery is one hop and one shared buffer; it ends when the owner's device is signed out. An
 /// embedded chat's session may open it too: it hears only the events about its chat, and the
 /// stream ends once the session is revoked or expired. App tokens are refused.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn system_stream(State(state): State<AppState>, who: ChatCaller, client: ClientAddr) -> Result<Response> {
     let (embed, ended) = match who {
         ChatCaller::Owner(claims) => (None, state.sessions.ended(&claims)),
@@ -67,7 +68,7 @@ async fn system_stream(State(state): State<AppState>, who: ChatCaller, client: C
     // Shutdown, or the owner's device was signed out.
     let stopping: Stopping = Box::pin(async move {
         tokio::select! {
-            () = crate::state::stopping(&mut shutdown) => {}
+            () = crate::shutdown::stopping(&mut shutdown) => {}
             () = ended.cancelled_owned() => {}
         }
     });
@@ -216,6 +217,7 @@ fn about_chat(data: &str, chat_id: &str) -> bool {
 }
 
 /// `POST /api/notify {type, …}`: publishes a system event to every shell.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn notify(
     State(state): State<AppState>,
     _owner: Owner,

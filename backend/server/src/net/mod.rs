@@ -22,13 +22,14 @@
 //!   it), asked only when one of these limits would refuse the request.
 //! - Each request carries its TCP peer (`ConnectInfo`, see [`client`]) and must name a host
 //!   this server answers for ([`host`]), else 421 before any route runs.
-//! - Every response leaves with the security headers ([`crate::web::apply_security_headers`]),
+//! - Every response leaves with the security headers ([`headers::apply_security_headers`]),
 //!   whichever router (boot or full) made it: here once, not as a layer cloned per route.
 //!
 //! One sweeper task checks the deadlines of every connection (heads, keep-alives, paused
 //! bodies) a few times per timeout; the request path touches only atomics, no timers.
 
 pub mod client;
+pub mod headers;
 pub mod host;
 
 use std::collections::HashMap;
@@ -57,6 +58,7 @@ use tower::ServiceExt;
 
 use crate::config::NetLimits;
 use crate::error::Error;
+use crate::locks::Unpoisoned;
 use client::{TrustedProxies, canonical, client_ip, limit_key};
 use host::AllowedHosts;
 
@@ -126,7 +128,7 @@ where
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
-            () = crate::state::stopping(&mut stop) => break,
+            () = crate::shutdown::stopping(&mut stop) => break,
         };
         let (stream, peer) = match accepted {
             Ok(pair) => pair,
@@ -205,7 +207,7 @@ async fn connection<S>(
                 return;
             }
             () = activity.kill.notified() => return,
-            () = crate::state::stopping(&mut stop), if !draining => {
+            () = crate::shutdown::stopping(&mut stop), if !draining => {
                 draining = true;
                 conn.as_mut().graceful_shutdown();
             }
@@ -276,7 +278,7 @@ where
             }
         }
     };
-    crate::web::apply_security_headers(response.headers_mut(), shared.https);
+    headers::apply_security_headers(response.headers_mut(), shared.https);
     response.map(|body| Body::new(GuardedBody { inner: body, _guard: guard }))
 }
 
@@ -421,7 +423,7 @@ struct UploadSlot {
 
 impl Drop for UploadSlot {
     fn drop(&mut self) {
-        let mut c = self.shared.registry.conns.lock().unwrap_or_else(|p| p.into_inner());
+        let mut c = self.shared.registry.conns.locked();
         if let Some(n) = c.uploads.get_mut(&self.client) {
             *n -= 1;
             if *n == 0 {
@@ -456,7 +458,7 @@ impl Registry {
     /// comes from a known device.
     fn begin_upload(shared: &Arc<Shared>, client: IpAddr, headers: &HeaderMap) -> Result<UploadSlot, ()> {
         let over = {
-            let mut c = shared.registry.conns.lock().unwrap_or_else(|p| p.into_inner());
+            let mut c = shared.registry.conns.locked();
             let n = c.uploads.entry(client).or_insert(0);
             *n += 1;
             *n > shared.registry.max_uploads_per_address
@@ -471,7 +473,7 @@ impl Registry {
     /// Admits a connection from `ip`, evicting the longest-waiting idle one at the global
     /// cap; `None` when a limit refuses it.
     fn admit(&self, ip: IpAddr, proxy: bool) -> Option<(u64, Arc<Activity>)> {
-        let mut c = self.conns.lock().unwrap_or_else(|p| p.into_inner());
+        let mut c = self.conns.locked();
         let key = (!proxy).then(|| limit_key(ip));
         if let Some(key) = key
             && c.per_address.get(&key).copied().unwrap_or(0) >= self.max_per_address
@@ -500,7 +502,7 @@ impl Registry {
     }
 
     fn remove(&self, id: u64) {
-        let mut c = self.conns.lock().unwrap_or_else(|p| p.into_inner());
+        let mut c = self.conns.locked();
         Self::take(&mut c, id);
     }
 
@@ -526,7 +528,7 @@ impl Registry {
         let (header_ms, idle_ms) = (ms(limits.header_read_timeout), ms(limits.keep_alive_idle));
         let (body_ms, grace_ms, rate) =
             (ms(limits.request_body_timeout), ms(limits.request_body_grace), limits.request_body_min_rate);
-        let mut c = self.conns.lock().unwrap_or_else(|p| p.into_inner());
+        let mut c = self.conns.locked();
         let expired: Vec<u64> = c
             .by_id
             .iter()
@@ -775,12 +777,12 @@ mod tests {
         tokio::time::advance(Duration::from_secs(2)).await;
         r.expire(&limits);
         assert!(tokio::time::timeout(Duration::from_millis(1), fresh.kill.notified()).await.is_ok(), "no head in time");
-        assert_eq!(r.conns.lock().expect("lock").by_id.len(), 1, "the idle keep-alive stays");
+        assert_eq!(r.conns.locked().by_id.len(), 1, "the idle keep-alive stays");
         served.on_read(r.base); // a new head starts trickling in: the header deadline applies
         tokio::time::advance(Duration::from_secs(2)).await;
         r.expire(&limits);
         assert!(tokio::time::timeout(Duration::from_millis(1), served.kill.notified()).await.is_ok());
-        assert!(r.conns.lock().expect("lock").by_id.is_empty());
+        assert!(r.conns.locked().by_id.is_empty());
         // A request whose body pauses: flagged once the pause reaches the body timeout.
         let (_, uploading) = r.admit(ip("192.0.2.3"), false).expect("uploading");
         let _request = RequestGuard::begin(uploading.clone(), r.base);
@@ -791,7 +793,7 @@ mod tests {
         tokio::time::advance(Duration::from_secs(1)).await;
         r.expire(&limits);
         assert_eq!(uploading.body_timed_out.load(Ordering::Acquire), PAUSED, "the paused body timed out");
-        assert_eq!(r.conns.lock().expect("lock").by_id.len(), 1, "a busy connection is not closed");
+        assert_eq!(r.conns.locked().by_id.len(), 1, "a busy connection is not closed");
     }
 
     #[tokio::test(start_paused = true)]

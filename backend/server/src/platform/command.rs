@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use super::state::ReleaseState;
 use super::{apply, build_version, feed, launcher};
 use crate::config::Config;
+use crate::locks::Unpoisoned;
 
 /// How long `mobius update` waits for the launcher's verdict beyond the ready timeout.
 const OUTCOME_SLACK: Duration = Duration::from_secs(60);
@@ -95,7 +96,7 @@ pub fn update_command(args: &[String]) -> ExitCode {
         }
         let last_phase = std::sync::Mutex::new("");
         let on_progress = |phase: &'static str, done: u64, total: u64| {
-            let mut last = last_phase.lock().unwrap_or_else(|p| p.into_inner());
+            let mut last = last_phase.locked();
             if *last != phase {
                 *last = phase;
                 match phase {

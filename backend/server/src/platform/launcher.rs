@@ -23,6 +23,7 @@ use super::state::{Outcome, ReleaseState};
 use super::verify::{self, BINARY_FILE};
 use super::{IMAGE_KEY, UpdateConfig, build_version, platform_dir, releases_dir};
 use crate::config::Config;
+use crate::locks::Unpoisoned;
 
 /// How long a server has to stop after SIGTERM before it is killed (it exits by itself in 10).
 const STOP_GRACE: Duration = Duration::from_secs(15);
@@ -454,7 +455,7 @@ impl Launcher {
 impl Child {
     /// The server's last log lines, for a failure's reason.
     fn log_tail(&self) -> String {
-        let lines = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        let lines = self.log.locked();
         if lines.is_empty() {
             return String::new();
         }
@@ -470,7 +471,7 @@ async fn tee(stderr: tokio::process::ChildStderr, kept: Arc<Mutex<VecDeque<Strin
     let mut lines = tokio::io::BufReader::new(stderr).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         eprintln!("{line}");
-        let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+        let mut kept = kept.locked();
         if kept.len() == KEPT_LOG_LINES {
             kept.pop_front();
         }

@@ -61,11 +61,13 @@ fn describe(state: &AppState) -> Value {
     })
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn status(State(state): State<AppState>, _owner: Owner) -> Json<Value> {
     Json(describe(&state))
 }
 
 /// `POST /api/platform/check`: asks the feed now (a check younger than a minute is reused).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn check(State(state): State<AppState>, _owner: Owner) -> Result<Json<Value>> {
     if state.updates.config().feed.is_none() {
         return Err(Error::conflict("updates_off", "Update checks are off on this server (MOBIUS_UPDATE_FEED=off)."));
@@ -85,6 +87,7 @@ struct SettingsBody {
 }
 
 /// `PUT /api/platform/settings {auto_check}`: the daily check on or off.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn settings(
     State(state): State<AppState>,
     _owner: Owner,
@@ -102,6 +105,7 @@ struct UpdateBody {
 
 /// `POST /api/platform/update {version}`: 202 and the apply runs; `GET /api/platform/status`
 /// follows it (`progress`, then `last` after the restart).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn update(State(state): State<AppState>, _owner: Owner, ApiJson(body): ApiJson<UpdateBody>) -> Result<Response> {
     let updates = state.updates.clone();
     let Some(pid) = updates.config().launcher_pid else {
@@ -168,6 +172,7 @@ fn not_supervised() -> Error {
 
 /// `POST /api/platform/restart`: 202, then the launcher restarts the server (running turns
 /// continue after it).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn restart(State(state): State<AppState>, _owner: Owner) -> Result<Response> {
     let Some(pid) = state.updates.config().launcher_pid else {
         return Err(not_supervised());

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::UpdateConfig;
 use super::feed::{self, CHECK_INTERVAL, CheckRecord, FIRST_CHECK_DELAY};
+use crate::locks::Unpoisoned;
 
 /// Where an update stands, for Settings (progress of the one running apply).
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
@@ -69,21 +70,21 @@ impl Updates {
 
     /// The running apply's progress, if one runs (or the last one failed).
     pub fn progress(&self) -> Option<Progress> {
-        self.0.progress.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.0.progress.locked().clone()
     }
 
     pub(crate) fn set_progress(&self, progress: Option<Progress>) {
-        *self.0.progress.lock().unwrap_or_else(|p| p.into_inner()) = progress;
+        *self.0.progress.locked() = progress;
     }
 
     /// The last check.
     pub fn last_check(&self) -> Option<CheckRecord> {
-        self.0.check.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.0.check.locked().clone()
     }
 
     pub(crate) fn record_check(&self, record: CheckRecord) {
         record.store(&self.0.data_dir);
-        *self.0.check.lock().unwrap_or_else(|p| p.into_inner()) = Some(record);
+        *self.0.check.locked() = Some(record);
     }
 
     /// The owner's switch for daily checks (on unless turned off).

@@ -53,12 +53,7 @@ pub struct Asset {
     pub asset: String,
 }
 
-/// Reads a minisign public key: a `.pub` file's text or its base64 line.
-pub fn parse_key(text: &str) -> Result<PublicKey, String> {
-    let line = text.lines().map(str::trim).rfind(|l| !l.is_empty() && !l.starts_with("untrusted comment:"));
-    let line = line.ok_or("no key in it")?;
-    PublicKey::from_base64(line).map_err(|e| format!("not a minisign public key: {e}"))
-}
+pub use crate::config::updates::parse_key;
 
 /// The checked lines of a `SHA256SUMS` file: asset name → hex digest.
 #[derive(Clone, Debug, Default)]

@@ -25,6 +25,7 @@ use crate::agent::models::ModelInfo;
 use crate::agent::{AgentProvider, ProviderKind};
 use crate::config::Config;
 use crate::error::{Domain, Error, Result};
+use crate::locks::Unpoisoned;
 use crate::safe_fs::Dir;
 
 /// A CLI's model list is asked again after this long.
@@ -174,7 +175,7 @@ impl Providers {
     /// The provider a chat without one runs on: the owner's choice if connected, else the
     /// first connected one, else the owner's choice (which then reports as not connected).
     pub async fn default_provider(&self, read: &SqlitePool) -> Result<Option<ProviderKind>> {
-        let chosen = crate::db::owner::default_provider(read).await?.as_deref().and_then(ProviderKind::parse);
+        let chosen = crate::db::owner::default_provider(read).await?;
         if let Some(k) = chosen
             && self.status(k).connected
         {
@@ -323,14 +324,14 @@ impl Providers {
 
     /// Installed CLI versions (`None` when missing), cached for a few minutes.
     pub async fn versions(&self) -> [Option<String>; 2] {
-        if let Some((at, v)) = self.versions.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        if let Some((at, v)) = self.versions.locked().clone()
             && at.elapsed() < VERSION_CACHE
         {
             return v;
         }
         let (claude, codex) = tokio::join!(self.version(ProviderKind::Claude), self.version(ProviderKind::Codex));
         let v = [claude, codex];
-        *self.versions.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), v.clone()));
+        *self.versions.locked() = Some((Instant::now(), v.clone()));
         v
     }
 
@@ -484,14 +485,14 @@ impl Providers {
             ));
         };
         let login = DeviceLogin { status: "pending", url: Some(url), code: Some(code), error: None };
-        *self.device.lock().unwrap_or_else(|p| p.into_inner()) = Some(login.clone());
+        *self.device.locked() = Some(login.clone());
         let device = self.device.clone();
         let credentials = self.credentials.clone();
         tokio::spawn(async move {
             // Keep reading so the CLI never blocks on a full pipe.
             let drain = async { while rx.recv().await.is_some() {} };
             let (status, ()) = tokio::join!(tokio::time::timeout(Duration::from_secs(15 * 60), child.wait()), drain);
-            let mut guard = device.lock().unwrap_or_else(|p| p.into_inner());
+            let mut guard = device.locked();
             if let Some(login) = guard.as_mut() {
                 match status {
                     Ok(Ok(s)) if s.success() && credentials.adopt_codex_login().unwrap_or(false) => {
@@ -513,12 +514,7 @@ impl Providers {
 
     /// State of the Codex device login.
     pub fn codex_device_status(&self) -> DeviceLogin {
-        self.device.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or(DeviceLogin {
-            status: "none",
-            url: None,
-            code: None,
-            error: None,
-        })
+        self.device.locked().clone().unwrap_or(DeviceLogin { status: "none", url: None, code: None, error: None })
     }
 }
 

@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::locks::Unpoisoned;
 
 /// Claude Code's public OAuth client.
 const CLIENT_ID: &str = "9d1c250a-e61b-44d9-88ed-5944d1962f5e";
@@ -74,7 +75,7 @@ impl ClaudeOAuth {
             encode(REDIRECT_URI),
             encode(SCOPES),
         );
-        *self.flow.lock().unwrap_or_else(|p| p.into_inner()) = Some(Flow { verifier, state, started: Instant::now() });
+        *self.flow.locked() = Some(Flow { verifier, state, started: Instant::now() });
         url
     }
 
@@ -83,7 +84,7 @@ impl ClaudeOAuth {
     pub async fn finish(&self, pasted: &str) -> Result<Vec<u8>> {
         let (code, state) = parse_pasted(pasted)?;
         let (verifier, expected_state) = {
-            let guard = self.flow.lock().unwrap_or_else(|p| p.into_inner());
+            let guard = self.flow.locked();
             match guard.as_ref() {
                 Some(f) if f.started.elapsed() < FLOW_TTL => (f.verifier.clone(), f.state.clone()),
                 _ => {
@@ -137,7 +138,7 @@ impl ClaudeOAuth {
             "expiresAt": crate::db::now_ms() + expires_in * 1000,
             "scopes": scopes,
         }});
-        *self.flow.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *self.flow.locked() = None;
         Ok(credentials.to_string().into_bytes())
     }
 }

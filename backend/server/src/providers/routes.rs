@@ -35,6 +35,7 @@ fn kind(id: &str) -> Result<ProviderKind> {
     ProviderKind::parse(id).ok_or_else(|| Error::not_found("unknown_provider", format!("No provider named {id:?}.")))
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn list(State(state): State<AppState>, _owner: Owner) -> Json<Value> {
     let versions = state.providers.versions().await;
     let rows: Vec<Value> = ProviderKind::ALL
@@ -45,6 +46,7 @@ async fn list(State(state): State<AppState>, _owner: Owner) -> Json<Value> {
     Json(Value::Array(rows))
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn status(State(state): State<AppState>, _who: crate::chats::access::ChatCaller) -> Result<Json<Value>> {
     let mut providers = serde_json::Map::new();
     for k in ProviderKind::ALL {
@@ -59,6 +61,7 @@ struct ApiKeyIn {
     api_key: String,
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn api_key(
     State(state): State<AppState>,
     _owner: Owner,
@@ -79,6 +82,7 @@ async fn api_key(
     }))
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn disconnect(State(state): State<AppState>, _owner: Owner, Path(id): Path<String>) -> Result<Json<Value>> {
     let k = kind(&id)?;
     state.providers.disconnect(k)?;
@@ -87,6 +91,7 @@ async fn disconnect(State(state): State<AppState>, _owner: Owner, Path(id): Path
     Ok(Json(json!({ "ok": true })))
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn claude_login(State(state): State<AppState>, _owner: Owner) -> Json<Value> {
     Json(json!({ "auth_url": state.providers.oauth.start() }))
 }
@@ -96,6 +101,7 @@ struct CodeIn {
     code: String,
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn claude_code(
     State(state): State<AppState>,
     _owner: Owner,
@@ -108,22 +114,26 @@ async fn claude_code(
     Ok(Json(json!({ "ok": true })))
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn codex_login(State(state): State<AppState>, _owner: Owner) -> Result<Json<Value>> {
     let login = state.providers.codex_device_login().await?;
     Ok(Json(json!({ "url": login.url, "code": login.code })))
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn codex_status(State(state): State<AppState>, _owner: Owner) -> Json<Value> {
     let login = state.providers.codex_device_status();
     Json(json!({ "status": login.status, "error": login.error }))
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn models(State(state): State<AppState>, _who: crate::chats::access::ChatCaller) -> Json<Value> {
     let (claude, codex) =
         tokio::join!(state.providers.models(ProviderKind::Claude), state.providers.models(ProviderKind::Codex));
     Json(json!({ "providers": { "claude": claude, "codex": codex } }))
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn settings(State(state): State<AppState>, _owner: Owner) -> Result<Json<Value>> {
     let [claude_version, codex_version] = state.providers.versions().await;
     let default = state.providers.default_provider(&state.db.read).await?.map(ProviderKind::id);
@@ -150,6 +160,7 @@ struct SettingsIn {
     agent_defaults: Option<AgentDefaults>,
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn update_settings(
     State(state): State<AppState>,
     _owner: Owner,
@@ -171,6 +182,7 @@ async fn update_settings(
 
 /// `GET /api/settings/provider-usage/{id}`: the plan's windows as the provider's CLI last
 /// reported them (empty until a turn ran on a plan that reports them).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn provider_usage(
     State(state): State<AppState>,
     _who: crate::chats::access::ChatCaller,

@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::error::{Error, Result};
+use crate::locks::Unpoisoned;
 use crate::protocol::{Answers, ChatId, QuestionId};
 
 /// How long a notification's buttons can answer.
@@ -47,7 +48,7 @@ impl ActionTokens {
     pub fn mint(&self, chat_id: &ChatId, question_id: &QuestionId, choices: Vec<(String, Answers)>) -> Result<String> {
         let (token, hash) = super::crypto::new_secret()?;
         let now = Instant::now();
-        let mut grants = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut grants = self.0.locked();
         if grants.len() >= MAX_ACTION_TOKENS {
             grants.retain(|_, g| !g.spent && g.expires > now);
             if grants.len() >= MAX_ACTION_TOKENS
@@ -73,7 +74,7 @@ impl ActionTokens {
     /// spent or expired: 410; an action it did not offer: 400. Only success spends it.
     pub fn redeem(&self, token: &str, question_id: &str, action: &str) -> Result<Redeemed> {
         let hash = super::crypto::secret_hash(token);
-        let mut grants = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut grants = self.0.locked();
         let Some(grant) = grants.get_mut(&hash) else {
             return Err(Error::unauthorized("invalid_action_token", "This notification can no longer answer."));
         };
@@ -100,9 +101,7 @@ impl ActionTokens {
 
     /// Gives a spent token back (its answer could not be delivered, e.g. the turn was busy).
     pub fn restore(&self, token: &str) {
-        if let Some(grant) =
-            self.0.lock().unwrap_or_else(|p| p.into_inner()).get_mut(&super::crypto::secret_hash(token))
-        {
+        if let Some(grant) = self.0.locked().get_mut(&super::crypto::secret_hash(token)) {
             grant.spent = false;
         }
     }

@@ -39,6 +39,7 @@ pub use routes::router;
 use crate::config::Config;
 use crate::db::Db;
 use crate::error::Result;
+use crate::locks::Unpoisoned;
 use crate::protocol::{ChatId, QuestionCard, RunStatus};
 use crate::writer::WriterHandle;
 
@@ -132,7 +133,7 @@ impl Push {
 
 fn admit(limits: &Mutex<HashMap<String, VecDeque<Instant>>>, key: &str) -> std::result::Result<(), u64> {
     let now = Instant::now();
-    let mut limits = limits.lock().unwrap_or_else(|p| p.into_inner());
+    let mut limits = limits.locked();
     if !limits.contains_key(key) && limits.len() >= MAX_RATE_KEYS {
         limits.retain(|_, sent| sent.back().is_some_and(|t| now.duration_since(*t) < SEND_WINDOW));
         if limits.len() >= MAX_RATE_KEYS {

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::locks::Unpoisoned;
 use tokio::time::Instant;
 
 /// How often a visible page repeats its report (the PWA uses this value).
@@ -23,7 +24,7 @@ impl Presence {
     /// Device `device` shows `chat` (visible), or nothing (`None`: hidden, closed, elsewhere).
     pub fn report(&self, device: &str, chat: Option<&str>) {
         let now = Instant::now();
-        let mut devices = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut devices = self.0.locked();
         let Some(chat) = chat else {
             devices.remove(device);
             return;
@@ -42,11 +43,7 @@ impl Presence {
     /// Whether some device shows `chat` right now.
     pub fn watching(&self, chat: &str) -> bool {
         let now = Instant::now();
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .any(|(c, at)| c == chat && now.duration_since(*at) < PRESENCE_TTL)
+        self.0.locked().values().any(|(c, at)| c == chat && now.duration_since(*at) < PRESENCE_TTL)
     }
 }
 
@@ -74,7 +71,7 @@ mod tests {
             presence.report(&format!("d{i}"), Some("c"));
             tokio::time::advance(Duration::from_millis(1)).await;
         }
-        assert_eq!(presence.0.lock().expect("lock").len(), MAX_PRESENCE_DEVICES);
-        assert!(!presence.0.lock().expect("lock").contains_key("d0"), "the stalest went");
+        assert_eq!(presence.0.locked().len(), MAX_PRESENCE_DEVICES);
+        assert!(!presence.0.locked().contains_key("d0"), "the stalest went");
     }
 }

@@ -55,6 +55,7 @@ async fn write(state: &AppState, op: PushWrite) -> Result<u64> {
 }
 
 /// `GET /api/push/vapid-key` → `{publicKey}` (no auth: it is public by nature).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn vapid_key(State(state): State<AppState>) -> Result<Json<Value>> {
     Ok(Json(json!({ "publicKey": state.push.public_key()? })))
 }
@@ -74,6 +75,7 @@ struct KeysIn {
 }
 
 /// `POST /api/push/subscribe {endpoint, keys: {p256dh, auth}, label?}` → 201.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn subscribe(
     State(state): State<AppState>,
     who: Principal,
@@ -125,6 +127,7 @@ struct EndpointIn {
 }
 
 /// `DELETE /api/push/subscribe {endpoint}` → 204 (also when it was not subscribed).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn unsubscribe(
     State(state): State<AppState>,
     who: Principal,
@@ -135,6 +138,7 @@ async fn unsubscribe(
 }
 
 /// `GET /api/push/devices` → `[{id, label, service, app_id, created_at, last_ok_at}]`.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn devices(State(state): State<AppState>, _owner: Owner) -> Result<Json<Value>> {
     let devices = db::push::subscriptions(&state.db.read).await?;
     Ok(Json(Value::Array(
@@ -152,6 +156,7 @@ async fn devices(State(state): State<AppState>, _owner: Owner) -> Result<Json<Va
 }
 
 /// `DELETE /api/push/devices/{id}` → 204; 404 when there is no such device.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn remove_device(State(state): State<AppState>, _owner: Owner, Path(id): Path<i64>) -> Result<Response> {
     match write(&state, PushWrite::UnsubscribeId(id)).await? {
         0 => Err(Error::not_found("device_not_found", "No such device.")),
@@ -167,6 +172,7 @@ struct PresenceIn {
 }
 
 /// `PUT /api/push/presence {device, chat_id}` → 204.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn presence(
     State(state): State<AppState>,
     _owner: Owner,
@@ -181,6 +187,7 @@ async fn presence(
 }
 
 /// `GET /api/push/prefs` → `{kinds: {turn_done: true, …}}`.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn prefs(State(state): State<AppState>, _owner: Owner) -> Result<Json<Value>> {
     let off = db::push::disabled_kinds(&state.db.read).await?;
     let kinds: serde_json::Map<String, Value> =
@@ -194,6 +201,7 @@ struct PrefsIn {
 }
 
 /// `PUT /api/push/prefs {kinds: {turn_done: false, …}}` → the switches as now set.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn set_prefs(
     State(state): State<AppState>,
     owner: Owner,
@@ -214,6 +222,7 @@ async fn set_prefs(
 }
 
 /// `POST /api/push/test` → 202: a test notification to every device.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn test(State(state): State<AppState>, _owner: Owner) -> Result<Response> {
     let notice = Notice::new(
         Kind::Test,
@@ -238,6 +247,7 @@ struct ActionIn {
 /// question. Authorised by the action token alone (the service worker holds no owner token),
 /// so it is throttled like a sign-in: a client address that presents wrong tokens waits, and
 /// every attempt takes from the global bucket of unauthenticated attempts.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn action(
     State(state): State<AppState>,
     client: ClientAddr,
@@ -295,6 +305,7 @@ struct ActionDef {
 /// `POST /api/notifications/send {title, body?, icon?, target?, actions?, source_type?,
 /// source_id?}` → `{id}`. An app's notification is always attributed to the app, an agent
 /// run's to its chat; each sender may send [`super::MAX_SENDS_PER_WINDOW`] a minute.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn send(State(state): State<AppState>, who: Principal, ApiJson(body): ApiJson<SendIn>) -> Result<Json<Value>> {
     if body.title.trim().is_empty() {
         return Err(Error::bad_request("invalid_notification", "title is required."));
@@ -452,6 +463,7 @@ struct ListQuery {
 }
 
 /// `GET /api/notifications?limit=20&before=<id>` → newest first.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn list(
     State(state): State<AppState>,
     _owner: Owner,
@@ -487,6 +499,7 @@ async fn list(
 
 /// `GET /api/notifications/unread-count` → `{count, decisions}`: unread notifications, and
 /// chats whose question or approval waits (the app badge shows their sum).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn unread_count(State(state): State<AppState>, _owner: Owner) -> Result<Json<Value>> {
     let count = db::push::unread_count(&state.db.read).await?;
     let decisions = db::push::decisions_waiting(&state.db.read).await?;
@@ -494,18 +507,21 @@ async fn unread_count(State(state): State<AppState>, _owner: Owner) -> Result<Js
 }
 
 /// `POST /api/notifications/read-all` → `{updated}`.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn read_all(State(state): State<AppState>, _owner: Owner) -> Result<Json<Value>> {
     let updated = write(&state, PushWrite::ReadAll).await?;
     Ok(Json(json!({ "updated": updated })))
 }
 
 /// `DELETE /api/notifications` → `{deleted}`: all of them.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn delete_all(State(state): State<AppState>, _owner: Owner) -> Result<Json<Value>> {
     let deleted = write(&state, PushWrite::Delete(None)).await?;
     Ok(Json(json!({ "deleted": deleted })))
 }
 
 /// `DELETE /api/notifications/{id}` → 204; 404 when there is no such notification.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn delete_one(State(state): State<AppState>, _owner: Owner, Path(id): Path<String>) -> Result<Response> {
     match write(&state, PushWrite::Delete(Some(id))).await? {
         0 => Err(Error::not_found("notification_not_found", "No such notification.")),

@@ -1,7 +1,7 @@
 //! Chat notes: when a chat has been idle for a while after new turns, a short tool-less turn
 //! on the chat's provider (its cheapest model) writes the chat's digest and running summary.
 //!
-//! One task ([`NoteRunner::run`]) keeps a due time per chat from the turn signals
+//! One task (`agent::notes::NoteRunner::run`) keeps a due time per chat from the turn signals
 //! ([`NoteSignals`]): a settled chat is due after the idle delay (its first note sooner, so a
 //! new chat gets its title quickly); a turn that starts takes the chat off the list and ends
 //! its note turn if one is running (the owner's turn wins; the note waits for the next idle
@@ -10,23 +10,16 @@
 //! turn read (`WriteCommand::SetNote` compares).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::SqlitePool;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use tracing::{Instrument, info, info_span, warn};
+use tracing::info;
 
 use super::{MAX_DIGEST_CHARS, MAX_NOTE_TITLE_CHARS, MAX_SUMMARY_CHARS, cut_chars};
-use crate::agent::quiet;
 use crate::db;
-use crate::error::Result;
-use crate::protocol::{ChatId, ProviderKind};
-use crate::providers::Providers;
-use crate::writer::{NoteWrite, WriteCommand, WriterHandle};
+use crate::protocol::ChatId;
 
 /// Longest a note turn may take before it is ended (and the note left as it was).
 pub const MAX_NOTE_TURN: Duration = Duration::from_secs(120);
@@ -38,7 +31,7 @@ const SIGNAL_QUEUE: usize = 256;
 /// Chats waiting for their note; beyond this the oldest wait is dropped.
 const MAX_DUE_CHATS: usize = 1024;
 /// Transcript lines one note turn reads at most.
-const MAX_NOTE_LINES: i64 = 400;
+pub const MAX_NOTE_LINES: i64 = 400;
 /// The transcript part of a note turn's input, in characters.
 const MAX_NOTE_INPUT_CHARS: usize = 24_000;
 /// One message's part of it, in characters.
@@ -61,7 +54,7 @@ pub struct NoteSignals {
 }
 
 impl NoteSignals {
-    /// A pair: the signals for the turns, and the receiver for [`NoteRunner::run`].
+    /// A pair: the signals for the turns, and the receiver for the note task (`agent::notes::NoteRunner::run`).
     pub fn channel() -> (Self, NoteReceiver) {
         let (tx, rx) = mpsc::channel(SIGNAL_QUEUE);
         (Self { tx: Some(tx) }, NoteReceiver(rx))
@@ -91,99 +84,9 @@ impl NoteSignals {
 #[derive(Debug)]
 pub struct NoteReceiver(mpsc::Receiver<Signal>);
 
-/// What note turns use.
-pub struct NoteRunner {
-    pub read: SqlitePool,
-    pub writer: WriterHandle,
-    pub providers: Arc<Providers>,
-    pub data_dir: PathBuf,
-    /// The agent's sandbox: a note turn runs confined like every turn.
-    pub sandbox: crate::agent::sandbox::Sandbox,
-    /// How long a chat stays idle before its note is written.
-    pub idle: Duration,
-}
-
-impl NoteRunner {
-    /// Runs until every [`NoteSignals`] is gone.
-    pub async fn run(self, receiver: NoteReceiver) {
-        let runner = Arc::new(self);
-        let delays = runner.clone();
-        let delay_for = move |id: ChatId| {
-            let runner = delays.clone();
-            async move {
-                match db::notes::get(&runner.read, &id).await {
-                    Ok(None) => runner.idle.min(FIRST_NOTE_DELAY),
-                    _ => runner.idle,
-                }
-            }
-        };
-        let start = move |id: ChatId| {
-            let span = info_span!(parent: None, "note", chat.id = %id);
-            tokio::spawn(runner.clone().write_note(id).instrument(span))
-        };
-        schedule(receiver, delay_for, start).await;
-    }
-
-    /// One note turn for `chat_id`; failures are logged, never shown.
-    async fn write_note(self: Arc<Self>, chat_id: ChatId) {
-        match self.try_write_note(&chat_id).await {
-            Ok(true) => info!("chat note written"),
-            Ok(false) => {}
-            Err(e) => warn!(error = %e, "the chat note could not be written"),
-        }
-    }
-
-    async fn try_write_note(&self, chat_id: &ChatId) -> Result<bool> {
-        let Some(state) = db::notes::state(&self.read, chat_id).await? else { return Ok(false) };
-        if state.deleted || state.running {
-            return Ok(false);
-        }
-        let Some(provider) = state.provider.as_deref().and_then(ProviderKind::parse) else { return Ok(false) };
-        let existing = db::notes::get(&self.read, chat_id).await?;
-        let from = existing.as_ref().map_or(0, |n| n.source_count);
-        if state.message_count <= from {
-            return Ok(false);
-        }
-        let lines = db::notes::transcript_since(&self.read, chat_id, from, MAX_NOTE_LINES).await?;
-        if lines.is_empty() {
-            return Ok(false);
-        }
-        let previous = existing.as_ref().map(|n| n.summary.as_str()).unwrap_or_default();
-        let transcript = render(&lines);
-        let asked = quiet::run(
-            &self.providers,
-            &self.sandbox,
-            provider,
-            chat_id,
-            &self.data_dir,
-            quiet::QuietAsk {
-                system_prompt: instructions(),
-                prompt: note_input(previous, &transcript),
-                timeout: MAX_NOTE_TURN,
-            },
-        )
-        .await;
-        let parsed = match asked {
-            Ok(text) => parse(&text),
-            Err(e) => {
-                info!(error = %e, "the note turn failed; writing an extractive note");
-                None
-            }
-        };
-        let note = parsed.unwrap_or_else(|| fallback(previous, &lines));
-        let write = NoteWrite {
-            digest: note.digest,
-            summary: note.summary,
-            title: note.title.filter(|_| existing.is_none()),
-            expect_count: Some(state.message_count),
-        };
-        self.writer.call(|ack| WriteCommand::SetNote { chat_id: chat_id.clone(), note: write, ack }).await
-    }
-}
-
 /// The note task's loop: a due time per chat, one job at a time, a started turn ends its
 /// chat's job. `delay_for` says how long a settled chat waits; `start` starts its job.
-async fn schedule<D, F, S>(NoteReceiver(mut rx): NoteReceiver, delay_for: D, mut start: S)
+pub async fn schedule<D, F, S>(NoteReceiver(mut rx): NoteReceiver, delay_for: D, mut start: S)
 where
     D: Fn(ChatId) -> F,
     F: std::future::Future<Output = Duration>,
@@ -245,7 +148,7 @@ async fn finished(running: &mut Option<(ChatId, JoinHandle<()>)>) {
 }
 
 /// The note turn's instructions.
-fn instructions() -> String {
+pub fn instructions() -> String {
     format!(
         "You write the private notes ({NOTE_MARKER}) of one chat between the owner and their coding agent. \
          You have no tools and you do not continue the conversation. Reply in exactly this form and nothing else:\n\
@@ -257,7 +160,7 @@ fn instructions() -> String {
 }
 
 /// The note turn's input: the previous summary and the new messages.
-fn note_input(previous: &str, transcript: &str) -> String {
+pub fn note_input(previous: &str, transcript: &str) -> String {
     let previous = previous.trim();
     let previous = if previous.is_empty() { "(none yet)" } else { previous };
     format!("Previous summary:\n{previous}\n\nNew messages:\n{transcript}")
@@ -265,7 +168,7 @@ fn note_input(previous: &str, transcript: &str) -> String {
 
 /// The new messages as `Owner:` / `Agent:` paragraphs, within [`MAX_NOTE_INPUT_CHARS`]: the
 /// first message (what the chat is about) and as many of the latest as fit.
-pub(crate) fn render(lines: &[db::notes::Line]) -> String {
+pub fn render(lines: &[db::notes::Line]) -> String {
     let para = |l: &db::notes::Line| {
         let who = if l.role == "user" { "Owner" } else { "Agent" };
         format!("{who}: {}", cut_chars(l.text.trim(), MAX_LINE_CHARS))
@@ -333,7 +236,7 @@ pub fn parse(reply: &str) -> Option<ParsedNote> {
 /// A note built from the transcript itself, when the provider could not write one: the
 /// digest is the chat's first request and the agent's latest words, the summary the previous
 /// one plus the new messages (both within their limits). No title.
-fn fallback(previous: &str, lines: &[db::notes::Line]) -> ParsedNote {
+pub fn fallback(previous: &str, lines: &[db::notes::Line]) -> ParsedNote {
     let first_line = |text: &str| text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default().to_owned();
     let asked = lines.iter().find(|l| l.role == "user").map(|l| first_line(&l.text)).unwrap_or_default();
     let said = lines.iter().rev().find(|l| l.role != "user").map(|l| first_line(&l.text)).unwrap_or_default();

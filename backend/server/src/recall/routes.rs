@@ -47,6 +47,7 @@ async fn note_out(state: &AppState, id: &ChatId) -> Result<Json<NoteOut>> {
     }))
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn note(State(state): State<AppState>, _owner: Owner, Path(id): Path<String>) -> Result<Json<NoteOut>> {
     let id = live_chat(&state, &id).await?;
     note_out(&state, &id).await
@@ -60,6 +61,7 @@ struct NoteIn {
 }
 
 /// The owner's own note: kept as written (the next note turn builds on it).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn put_note(
     State(state): State<AppState>,
     _owner: Owner,
@@ -110,6 +112,7 @@ async fn memory_out(state: &AppState) -> Result<Json<MemoryOut>> {
     }))
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn memory(State(state): State<AppState>, _owner: Owner) -> Result<Json<MemoryOut>> {
     memory_out(&state).await
 }
@@ -120,6 +123,7 @@ struct MemoryPatch {
     enabled: bool,
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn patch_memory(
     State(state): State<AppState>,
     _owner: Owner,
@@ -135,6 +139,7 @@ struct OwnerMemoryIn {
     content: String,
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn put_owner_memory(
     State(state): State<AppState>,
     _owner: Owner,

@@ -10,10 +10,11 @@ use jiff::tz::TimeZone;
 use tokio::sync::oneshot;
 use tracing::warn;
 
-use super::cadence;
 use crate::agent::turn::Agents;
+use crate::cadence;
 use crate::db::schedules::{RunEnd, ScheduleRow};
 use crate::locks::KeyedLocks;
+use crate::locks::Unpoisoned;
 use crate::protocol::NotificationKind;
 use crate::push::{Notice, Source};
 use crate::writer::{FinishedRun, WriteCommand};
@@ -127,7 +128,7 @@ impl Drop for Claim {
 }
 
 pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    m.locked()
 }
 
 impl Ctx {

@@ -11,8 +11,8 @@ use tracing::{Instrument, info_span, warn};
 
 use super::context::{Claim, Clock, Ctx, lock};
 use super::runner::{self, Backend};
-use super::signal::{TurnEndReceiver, TurnSignal};
 use super::{jobs, turns};
+use crate::agent::schedule_ends::{TurnEndReceiver, TurnSignal};
 use crate::agent::turn::Agents;
 use crate::db::schedules::{self as sql, NewRun, NewSchedule, ScheduleRow};
 use crate::error::{Domain, Result};
@@ -20,9 +20,6 @@ use crate::events::Hub;
 use crate::locks::KeyedLocks;
 use crate::protocol::ChatId;
 use crate::writer::{ScheduleWrite, WriteCommand};
-
-/// A job's time limit unless its schedule sets one.
-pub const DEFAULT_JOB_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 
 /// A one-off agent turn: `prompt` sent into `chat_id` at `at` (unix ms), durable (it survives a
 /// restart and fires once, late, if its time passed while the server was down).
@@ -174,9 +171,9 @@ impl Scheduler {
     /// The owner's zone (the setting, else the server's), and its name.
     pub async fn owner_zone(&self) -> (TimeZone, String) {
         let owner = sql::owner_timezone(&self.ctx.agents.read).await.ok().flatten();
-        match owner.as_deref().map(super::cadence::zone) {
+        match owner.as_deref().map(crate::cadence::zone) {
             Some(Ok(tz)) => (tz, owner.unwrap_or_default()),
-            _ => super::cadence::server_zone(),
+            _ => crate::cadence::server_zone(),
         }
     }
 

@@ -11,10 +11,10 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::cadence::{self, Cadence};
 use super::jobs;
 use crate::api::ApiJson;
 use crate::auth::{Owner, Principal, Scope};
+use crate::cadence::{self, Cadence};
 use crate::db::apps::AppRow;
 use crate::db::schedules::{self as sql, NewSchedule, RunRow, ScheduleRow};
 use crate::db::{self};
@@ -101,6 +101,7 @@ const LIST_KEY: &str = "schedule list";
 /// the ones it made). The body is reused until a
 /// commit changes what it shows: a schedule or a run (the schedules version, which app
 /// changes bump too) or a chat's title or deletion (the chat-list version).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn list(State(state): State<AppState>, owner: Owner) -> Result<Response> {
     // An agent lists only its own chat's schedules (never cached: the cache holds the owner's).
     let agent = agent_chat(&owner);
@@ -129,6 +130,7 @@ async fn list(State(state): State<AppState>, owner: Owner) -> Result<Response> {
     Ok(response)
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn one(State(state): State<AppState>, _owner: Owner, Path(id): Path<String>) -> Result<Json<ScheduleOut>> {
     let row = live(&state, schedule_id(&id)?).await?;
     let (_, zone) = state.schedules.owner_zone().await;
@@ -209,6 +211,7 @@ fn checked_cron(cron: &str, strict: bool, tz: &jiff::tz::TimeZone, now: i64) -> 
 
 /// `POST /api/schedules`: a scheduled prompt — every `cron`, or once `at`/`in` (a reminder) —
 /// in a chat (`chat_id`; the agent's own by default) or a new chat each run (`new_chat`).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn create(State(state): State<AppState>, owner: Owner, ApiJson(body): ApiJson<CreateIn>) -> Result<Response> {
     let agent = agent_chat(&owner).map(str::to_owned);
     let prompt = body.prompt.unwrap_or_default();
@@ -330,6 +333,7 @@ fn double_option_i64<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Res
 /// `PATCH /api/schedules/{id}`: rename, change the cadence (an app's job only when the app
 /// allows it), the zone, the prompt, the time limit, what happens to missed runs; pause and
 /// resume (resuming clears the failure count).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn update(
     State(state): State<AppState>,
     _owner: Owner,
@@ -395,6 +399,7 @@ async fn update(
 
 /// `DELETE /api/schedules/{id}`: a scheduled prompt or reminder (the agent: those of its own
 /// chat, or that it made, only). An app's job goes with its app.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn remove(State(state): State<AppState>, owner: Owner, Path(id): Path<String>) -> Result<Response> {
     let row = live(&state, schedule_id(&id)?).await?;
     // Another chat's schedule does not exist for an agent.
@@ -409,6 +414,7 @@ async fn remove(State(state): State<AppState>, owner: Owner, Path(id): Path<Stri
 }
 
 /// `POST /api/schedules/{id}/run`: runs it now → 202 `{run_id, status, started_at}`.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn run_now(State(state): State<AppState>, _owner: Owner, Path(id): Path<String>) -> Result<Response> {
     let row = live(&state, schedule_id(&id)?).await?;
     let started = state.schedules.run_now(row.id, "manual").await?;
@@ -429,6 +435,7 @@ struct RunsOut {
 }
 
 /// `GET /api/schedules/{id}/runs?before=&limit=`: its history, newest first (without output).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn runs(
     State(state): State<AppState>,
     _owner: Owner,
@@ -449,6 +456,7 @@ fn run_id(run: &str) -> Result<i64> {
 }
 
 /// `GET /api/schedules/{id}/runs/{run}`: one run with the last 64 KiB of its output.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn run_detail(
     State(state): State<AppState>,
     _owner: Owner,
@@ -461,6 +469,7 @@ async fn run_detail(
 
 /// `GET /api/schedules/{id}/runs/{run}/log`: the run's full log as text (the logs of the last
 /// 10 runs of a schedule are kept, each up to 2 MiB).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn run_log(
     State(state): State<AppState>,
     _owner: Owner,
@@ -492,6 +501,7 @@ struct TimezoneIn {
 
 /// `PUT /api/schedules/timezone {timezone}`: the owner's zone (`null`: the server's); the
 /// schedules that follow it are planned again.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn set_timezone(
     State(state): State<AppState>,
     _owner: Owner,
@@ -520,6 +530,7 @@ async fn app_for(state: &AppState, who: &Principal, id: &str, other: &'static st
 
 /// `GET /api/apps/schedules` (owner or any app token): every live app's job schedule in the
 /// original's shape, sorted by name then id.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn app_schedules(State(state): State<AppState>, _who: Principal) -> Result<Json<Vec<Value>>> {
     let server = cadence::server_zone().1;
     let (_, owner_zone) = state.schedules.owner_zone().await;
@@ -567,6 +578,7 @@ async fn app_job_schedule(state: &AppState, app: &AppRow, who: &Principal) -> Re
 
 /// `POST /api/apps/{id}/run-job` (owner or that app): starts the job now → 202 `{started_at}`
 /// (ISO, UTC) with the run's id and `status` (`skipped` while a run is still going).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn run_job(State(state): State<AppState>, who: Principal, Path(id): Path<String>) -> Result<Response> {
     let app = app_for(&state, &who, &id, "App token can only run its own job.").await?;
     let dir = jobs::source_dir(&state.config.data_dir, &app.slug)
@@ -587,6 +599,7 @@ async fn run_job(State(state): State<AppState>, who: Principal, Path(id): Path<S
 /// `GET /api/apps/{id}/job-context` (owner or that app): `{app_id, source_dir, primary,
 /// fallback, capability_contract}`; `primary`/`fallback` are the connected agents
 /// (`{provider, model, effort}`) a job may hand work to, `fallback` `null` when there is none.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn job_context(State(state): State<AppState>, who: Principal, Path(id): Path<String>) -> Result<Json<Value>> {
     let app = app_for(&state, &who, &id, "An app may read only its own job context.").await?;
     let dir = jobs::source_dir(&state.config.data_dir, &app.slug)
@@ -624,6 +637,7 @@ struct AppScheduleIn {
 /// job cadence (kept across applies until the manifest's default changes); `job` defaults to
 /// `fetch.sh` and must be a file in the app's folder. Any cadence may be read in `timezone`
 /// (the original allowed only a daily one there). Answers `{cron, job, timezone, zone_cron}`.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn set_app_schedule(
     State(state): State<AppState>,
     who: Principal,
@@ -665,6 +679,7 @@ struct JobTokenIn {
 }
 
 /// `POST /api/auth/app-job-token {app_id}` (owner): a 2-hour app token for a job runner.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn app_job_token(
     State(state): State<AppState>,
     owner: Owner,

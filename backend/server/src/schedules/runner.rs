@@ -12,7 +12,7 @@ use jiff::tz::TimeZone;
 use tokio::sync::watch;
 use tracing::warn;
 
-use super::cadence::Cadence;
+use crate::cadence::Cadence;
 use crate::db::schedules::{NewRun, ScheduleRow};
 use crate::error::Result;
 
@@ -122,7 +122,7 @@ pub async fn run<B: Backend>(backend: B, mut wake: watch::Receiver<u64>, mut sto
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
             changed = wake.changed() => if changed.is_err() { return },
-            () = crate::state::stopping(&mut stop) => return,
+            () = crate::shutdown::stopping(&mut stop) => return,
         }
     }
 }
@@ -177,6 +177,7 @@ async fn fire<B: Backend>(backend: &B, schedule: ScheduleRow, now: i64) -> Resul
 
 #[cfg(test)]
 mod tests {
+    use crate::locks::Unpoisoned;
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
 
@@ -222,10 +223,10 @@ mod tests {
             self
         }
         fn runs(&self) -> Vec<NewRun> {
-            self.0.runs.lock().expect("runs").clone()
+            self.0.runs.locked().clone()
         }
         fn row(&self, id: i64) -> ScheduleRow {
-            self.0.rows.lock().expect("rows").iter().find(|r| r.id == id).cloned().expect("row")
+            self.0.rows.locked().iter().find(|r| r.id == id).cloned().expect("row")
         }
     }
 
@@ -233,7 +234,7 @@ mod tests {
 
     impl Drop for FakeClaim {
         fn drop(&mut self) {
-            self.0.running.lock().expect("running").remove(&self.1);
+            self.0.running.locked().remove(&self.1);
         }
     }
 
@@ -243,12 +244,12 @@ mod tests {
             Clock::now(&self.0)
         }
         async fn next_due(&self) -> Result<Option<i64>> {
-            *self.0.rounds.lock().expect("rounds") += 1;
-            let rows = self.0.rows.lock().expect("rows");
+            *self.0.rounds.locked() += 1;
+            let rows = self.0.rows.locked();
             Ok(rows.iter().filter(|r| r.paused_at.is_none()).filter_map(|r| r.next_due_at).min())
         }
         async fn due(&self, now: i64, _limit: i64) -> Result<Vec<ScheduleRow>> {
-            let rows = self.0.rows.lock().expect("rows");
+            let rows = self.0.rows.locked();
             Ok(rows
                 .iter()
                 .filter(|r| r.paused_at.is_none() && r.next_due_at.is_some_and(|d| d <= now))
@@ -256,7 +257,7 @@ mod tests {
                 .collect())
         }
         async fn unplanned(&self, _limit: i64) -> Result<Vec<ScheduleRow>> {
-            let rows = self.0.rows.lock().expect("rows");
+            let rows = self.0.rows.locked();
             Ok(rows
                 .iter()
                 .filter(|r| r.next_due_at.is_none() && r.paused_at.is_none() && r.finished_at.is_none())
@@ -267,14 +268,14 @@ mod tests {
             self.0.tz.clone()
         }
         async fn plan(&self, schedule: &ScheduleRow, next: Option<i64>) -> Result<()> {
-            let mut rows = self.0.rows.lock().expect("rows");
+            let mut rows = self.0.rows.locked();
             if let Some(r) = rows.iter_mut().find(|r| r.id == schedule.id) {
                 r.next_due_at = next;
             }
             Ok(())
         }
         async fn claim(&self, schedule: &ScheduleRow) -> Option<FakeClaim> {
-            let mut running = self.0.running.lock().expect("running");
+            let mut running = self.0.running.locked();
             if running.contains_key(&schedule.id) {
                 return None;
             }
@@ -282,14 +283,14 @@ mod tests {
             Some(FakeClaim(self.0.clone(), schedule.id))
         }
         async fn fire(&self, run: NewRun, _updated_at: i64, next: Option<i64>, one_off: bool) -> Result<i64> {
-            let mut rows = self.0.rows.lock().expect("rows");
+            let mut rows = self.0.rows.locked();
             if let Some(r) = rows.iter_mut().find(|r| r.id == run.schedule_id) {
                 r.next_due_at = next;
                 if one_off {
                     r.finished_at = Some(run.started_at);
                 }
             }
-            let mut runs = self.0.runs.lock().expect("runs");
+            let mut runs = self.0.runs.locked();
             runs.push(run);
             Ok(runs.len() as i64)
         }
@@ -297,7 +298,7 @@ mod tests {
             let inner = self.0.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(inner.run_for).await;
-                let mut rows = inner.rows.lock().expect("rows");
+                let mut rows = inner.rows.locked();
                 if let Some(r) = rows.iter_mut().find(|r| r.id == schedule.id) {
                     let (failures, pause) = crate::writer::failures_after(r.failures, Some(inner.fails));
                     r.failures = failures;
@@ -379,7 +380,7 @@ mod tests {
                 .all(|r| r.status == "running" && r.trigger == "schedule" && r.started_at == r.due_at.expect("due"))
         );
         // No polling: a round per due time and per run's end, plus the wall-clock re-reads.
-        let rounds = *fake.0.rounds.lock().expect("rounds");
+        let rounds = *fake.0.rounds.locked();
         assert!(rounds <= 3 * 2 + 3 * 3600 / MAX_SLEEP.as_secs() as usize + 2, "{rounds} rounds");
     }
 

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::context::{Claim, Ctx, lock};
-use super::signal::{SCHEDULED_CID_PREFIX, TurnEnded};
+use crate::agent::schedule_ends::{SCHEDULED_CID_PREFIX, TurnEnded};
 use crate::db::schedules::{RunEnd, ScheduleRow};
 use crate::protocol::{ChatId, Cid, RunStatus, SendResult, UserInput};
 use crate::writer::{NewChat, ScheduleWrite, WriteCommand};

@@ -53,6 +53,7 @@ struct SearchOut {
     indexing: bool,
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn search(
     State(state): State<AppState>,
     _owner: Owner,

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use crate::locks::{Unpoisoned, UnpoisonedRw};
 use serde::Serialize;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
@@ -82,18 +83,18 @@ impl Skills {
     /// Every skill (built-in first, then the agent's, each by name) and how many agent skills
     /// were left out.
     pub fn list(&self) -> (Vec<Skill>, usize) {
-        let used = self.used.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let agent = self.agent.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let used = self.used.locked().clone();
+        let agent = self.agent.read_locked().clone();
         let mut all: Vec<Skill> = self.builtin.iter().cloned().chain(agent).collect();
         for skill in &mut all {
             skill.last_used = used.get(&skill.path).copied();
         }
-        (all, *self.left_out.read().unwrap_or_else(|p| p.into_inner()))
+        (all, *self.left_out.read_locked())
     }
 
     /// The agent-written skills for a new chat's prompt (usable ones only), or `None`.
     pub fn prompt_section(&self) -> Option<String> {
-        let agent = self.agent.read().unwrap_or_else(|p| p.into_inner());
+        let agent = self.agent.read_locked();
         let lines: Vec<String> = agent
             .iter()
             .filter(|s| s.error.is_none())
@@ -115,7 +116,7 @@ impl Skills {
         if !text.contains(".md") {
             return;
         }
-        let agent = self.agent.read().unwrap_or_else(|p| p.into_inner());
+        let agent = self.agent.read_locked();
         // By absolute path, or by its last two parts (`skills/x.md`, `x/SKILL.md`) for a path
         // relative to the agent's working directory.
         let tail = |path: &str| {
@@ -131,7 +132,7 @@ impl Skills {
             .map(|s| s.path.clone());
         drop(agent);
         if let Some(path) = hit {
-            self.used.lock().unwrap_or_else(|p| p.into_inner()).insert(path, now);
+            self.used.locked().insert(path, now);
         }
     }
 
@@ -142,8 +143,8 @@ impl Skills {
             .iter()
             .filter_map(|s| Path::new(&s.path).parent().filter(|p| *p != self.agent_dir).map(Path::to_path_buf))
             .collect();
-        *self.agent.write().unwrap_or_else(|p| p.into_inner()) = agent;
-        *self.left_out.write().unwrap_or_else(|p| p.into_inner()) = left_out;
+        *self.agent.write_locked() = agent;
+        *self.left_out.write_locked() = left_out;
         folders
     }
 

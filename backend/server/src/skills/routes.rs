@@ -23,6 +23,7 @@ struct SkillsOut {
     agent_dir: String,
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn list(State(state): State<AppState>, _owner: Owner) -> Json<SkillsOut> {
     let (skills, left_out) = state.skills.list();
     Json(SkillsOut { skills, left_out, agent_dir: state.skills.agent_dir().display().to_string() })

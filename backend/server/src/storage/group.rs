@@ -24,6 +24,7 @@ use super::etag::{self, Preconditions, Stamp};
 use super::path::{Found, Root, StoragePath, locate, prepare_parent, writable_target};
 use super::tree::TreeState;
 use crate::error::{Domain, Error, Result};
+use crate::locks::Unpoisoned;
 use crate::safe_fs::Dir;
 
 /// A write's bytes: still in memory (JSON, text) or already staged and sealed (streamed).
@@ -71,7 +72,7 @@ pub(crate) struct Target {
 
 /// Queues `write`; returns `true` when the caller must start the leader ([`lead`]).
 pub(crate) fn enqueue(queue: &Mutex<Queue>, write: Queued) -> bool {
-    let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+    let mut q = queue.locked();
     q.pending.push(write);
     !std::mem::replace(&mut q.leading, true)
 }
@@ -84,7 +85,7 @@ impl Drop for Leading<'_> {
     fn drop(&mut self) {
         // A normal return already handed the flag back, and a new leader may hold it now.
         if std::thread::panicking() {
-            let mut q = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            let mut q = self.0.locked();
             q.leading = false;
             q.pending.clear();
         }
@@ -96,7 +97,7 @@ pub(crate) fn lead(target: &Target) {
     let _leading = Leading(&target.queue);
     loop {
         let batch = {
-            let mut q = target.queue.lock().unwrap_or_else(|p| p.into_inner());
+            let mut q = target.queue.locked();
             if q.pending.is_empty() {
                 q.leading = false;
                 return;

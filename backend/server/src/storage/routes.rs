@@ -269,11 +269,13 @@ async fn app_delete(
 type IdAndPath = std::result::Result<Path<(String, String)>, PathRejection>;
 type IdOnly = std::result::Result<Path<String>, PathRejection>;
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn read_app(State(s): State<AppState>, p: Principal, path: IdAndPath, h: HeaderMap) -> Result<Response> {
     let Path((id, rel)) = path.map_err(bad_params)?;
     app_read(&s, &p, &id, &rel, &h).await
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn write_app(
     State(s): State<AppState>,
     p: Principal,
@@ -285,16 +287,19 @@ async fn write_app(
     app_write(&s, &p, &id, &rel, &h, body).await
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn delete_app(State(s): State<AppState>, p: Principal, path: IdAndPath, h: HeaderMap) -> Result<Response> {
     let Path((id, rel)) = path.map_err(bad_params)?;
     app_delete(&s, &p, &id, &rel, &h).await
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn read_in_folder(State(s): State<AppState>, p: Principal, path: IdAndPath, h: HeaderMap) -> Result<Response> {
     let Path((id, rel)) = path.map_err(bad_params)?;
     app_read(&s, &p, &id, &format!("folder/{rel}"), &h).await
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn write_in_folder(
     State(s): State<AppState>,
     p: Principal,
@@ -306,6 +311,7 @@ async fn write_in_folder(
     app_write(&s, &p, &id, &format!("folder/{rel}"), &h, body).await
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn delete_folder(State(s): State<AppState>, p: Principal, path: IdAndPath) -> Result<Response> {
     let Path((id, rel)) = path.map_err(bad_params)?;
     let tree = authorize(&s, &p, &id, Access::Write).await?;
@@ -314,16 +320,19 @@ async fn delete_folder(State(s): State<AppState>, p: Principal, path: IdAndPath)
     Ok(crate::api::no_content())
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn read_move(State(s): State<AppState>, p: Principal, id: IdOnly, h: HeaderMap) -> Result<Response> {
     let Path(id) = id.map_err(bad_params)?;
     app_read(&s, &p, &id, "move", &h).await
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn write_move(State(s): State<AppState>, p: Principal, id: IdOnly, h: HeaderMap, body: Body) -> Result<Response> {
     let Path(id) = id.map_err(bad_params)?;
     app_write(&s, &p, &id, "move", &h, body).await
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn delete_move(State(s): State<AppState>, p: Principal, id: IdOnly, h: HeaderMap) -> Result<Response> {
     let Path(id) = id.map_err(bad_params)?;
     app_delete(&s, &p, &id, "move", &h).await
@@ -336,6 +345,7 @@ struct MoveBody {
     to: String,
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn move_in_app(
     State(s): State<AppState>,
     p: Principal,
@@ -376,11 +386,13 @@ fn list_options(query: std::result::Result<Query<ListQuery>, QueryRejection>) ->
 
 type ListQ = std::result::Result<Query<ListQuery>, QueryRejection>;
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn list_app_root(State(s): State<AppState>, p: Principal, id: IdOnly, q: ListQ) -> Result<Json<Value>> {
     let Path(id) = id.map_err(bad_params)?;
     list_app_at(&s, &p, &id, "", q).await
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn list_app(State(s): State<AppState>, p: Principal, path: IdAndPath, q: ListQ) -> Result<Json<Value>> {
     let Path((id, prefix)) = path.map_err(bad_params)?;
     list_app_at(&s, &p, &id, &prefix, q).await
@@ -396,6 +408,7 @@ async fn list_app_at(state: &AppState, principal: &Principal, id: &str, prefix: 
 
 // ---- the shared tree ----
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn read_shared(
     State(s): State<AppState>,
     p: Principal,
@@ -409,6 +422,7 @@ async fn read_shared(
     Ok(read_response(ctx(&s, Tree::Shared).read(rel, inm).await?))
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn write_shared(
     State(s): State<AppState>,
     p: Principal,
@@ -424,6 +438,7 @@ async fn write_shared(
     Ok(written(&tag))
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn delete_shared(
     State(s): State<AppState>,
     p: Principal,
@@ -437,11 +452,13 @@ async fn delete_shared(
     Ok(crate::api::no_content())
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn list_shared_root(State(s): State<AppState>, p: Principal, q: ListQ) -> Result<Json<Value>> {
     may_read_shared(&p)?;
     list_shared_at(&s, "", q).await
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn list_shared(
     State(s): State<AppState>,
     p: Principal,

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use super::group;
 use super::tree::{Tree, TreeState};
+use crate::locks::Unpoisoned;
 
 /// One tree's write lock and the queue of its group commit.
 pub(super) type Slot = (Arc<tokio::sync::Mutex<TreeState>>, Arc<Mutex<group::Queue>>);
@@ -31,7 +32,7 @@ impl Store {
 
     /// `tree`'s lock (blocking tasks take it with `blocking_lock`) and group-commit queue.
     pub(super) fn slot(&self, tree: Tree) -> Slot {
-        self.trees.lock().unwrap_or_else(|p| p.into_inner()).entry(tree).or_default().clone()
+        self.trees.locked().entry(tree).or_default().clone()
     }
 
     pub(super) fn quota(&self, tree: Tree) -> Option<u64> {

@@ -138,6 +138,7 @@ struct ErrorIn {
 
 /// `POST /api/client-error {message, stack?, source?, url?, app_id?, chat_id?}` → 202
 /// `{logged}` (`false` when it repeated a report of the last minute or the log is at its limit).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn client_error(
     State(state): State<AppState>,
     principal: Principal,
@@ -203,6 +204,7 @@ enum SignalsIn {
 /// `POST /api/client-signal {name, payload?, app_id?, id?, occurred_at?, app_instance_id?}` or
 /// `{signals: [{…}, …]}` → 202
 /// `{accepted}`. Signals are logged at debug level (`MOBIUS_LOG=mobius::client=debug`).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn client_signal(
     State(_state): State<AppState>,
     principal: Principal,

@@ -1,5 +1,6 @@
 //! The de-duplication and rate limit of browser reports.
 
+use crate::locks::Unpoisoned;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -27,7 +28,7 @@ struct Window {
 impl ClientReports {
     /// Whether a report keyed `key` should be logged now (and notes that it was).
     pub(super) fn admit(&self, key: (i64, u64), now: Instant) -> bool {
-        let mut w = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut w = self.0.locked();
         if w.recent.get(&key).is_some_and(|at| now.duration_since(*at) < DEDUPE_WINDOW) {
             w.suppressed += 1;
             return false;
@@ -53,7 +54,7 @@ impl ClientReports {
 
     /// Reports not logged since start (duplicates and over-limit ones).
     pub(super) fn take_suppressed(&self) -> u64 {
-        std::mem::take(&mut self.0.lock().unwrap_or_else(|p| p.into_inner()).suppressed)
+        std::mem::take(&mut self.0.locked().suppressed)
     }
 }
 

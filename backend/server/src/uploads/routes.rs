@@ -95,6 +95,7 @@ impl Drop for Undo<'_> {
     }
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn upload(
     State(state): State<AppState>,
     who: ChatCaller,
@@ -211,6 +212,7 @@ fn check_room(uploads: &Uploads, staged: &Staged, more: usize, stored: u64, name
     Ok(())
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn list(State(state): State<AppState>, who: ChatCaller, Path(id): Path<String>) -> Result<Json<Vec<FileInfo>>> {
     let id = checked_id(&id)?;
     if matches!(who, ChatCaller::App(_)) {
@@ -222,6 +224,7 @@ async fn list(State(state): State<AppState>, who: ChatCaller, Path(id): Path<Str
     Ok(Json(rows.iter().map(|r| state.uploads.info(r)).collect()))
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn remove(
     State(state): State<AppState>,
     who: ChatCaller,
@@ -302,6 +305,7 @@ async fn check_media_token(state: &AppState, claims: &Claims, chat_id: &str) -> 
     Ok(())
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn serve_upload(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -311,6 +315,7 @@ async fn serve_upload(
     serve(&state, &headers, &id, Kind::Upload, &name, &q).await
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn serve_media(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -385,6 +390,7 @@ struct PublishQuery {
 
 /// `POST /api/chats/{id}/media?name=&alt=`: the body is an image the agent shows in its chat
 /// (what `mobius media publish` sends). Answers its URL and the Markdown to put in a reply.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn publish(
     State(state): State<AppState>,
     who: ChatCaller,
@@ -427,6 +433,7 @@ async fn publish(
 
 /// `POST /api/chats/{id}/media-token`: `{token, expires_in}` for image and file URLs of this
 /// chat. The owner gets a media token; an embedded chat's session one chained to it.
+#[tracing::instrument(level = "debug", skip_all)]
 async fn media_token(
     State(state): State<AppState>,
     who: ChatCaller,

@@ -135,7 +135,8 @@ impl Actor {
                 continue;
             }
             if broken.is_some() {
-                fail(command, &mut batch);
+                // Its ack, dropped unanswered, tells the caller the transaction did not commit.
+                drop(command);
                 continue;
             }
             if let Err(e) = self.apply_in_savepoint(command, &mut batch).await {
@@ -212,55 +213,7 @@ impl Actor {
         let events_mark = batch.events.len();
         let system_mark = batch.system.len();
         let pending_before = batch.completions.len();
-        let affects_list = !matches!(
-            command,
-            WriteCommand::Emit { .. }
-                | WriteCommand::SnapshotLive(_)
-                | WriteCommand::RecordSession { .. }
-                | WriteCommand::StashToolOutput { .. }
-                | WriteCommand::Barrier(_)
-                | WriteCommand::CreateOwner { .. }
-                | WriteCommand::BumpTokenEpoch { .. }
-                | WriteCommand::RememberDevice { .. }
-                | WriteCommand::ForgetDevice { .. }
-                | WriteCommand::TouchSessions { .. }
-                | WriteCommand::PinPrompt { .. }
-                | WriteCommand::SetDefaultProvider { .. }
-                | WriteCommand::SetAgentDefaults { .. }
-                | WriteCommand::RecordLimits { .. }
-                | WriteCommand::SetMemoryEnabled { .. }
-                | WriteCommand::AppReserve { .. }
-                | WriteCommand::AppRecordApply { .. }
-                | WriteCommand::AppForgetUnbuilt { .. }
-                | WriteCommand::AppPatch { .. }
-                | WriteCommand::AppPurge { .. }
-                | WriteCommand::Push { .. }
-                | WriteCommand::Schedule { .. }
-                | WriteCommand::ScheduleFinish { .. }
-                | WriteCommand::AppDeleteSecrets { .. }
-                | WriteCommand::InstallPassMint { .. }
-                | WriteCommand::InstallPassRedeem { .. }
-                | WriteCommand::SetCatalogIndexes { .. }
-                | WriteCommand::AppAdopt { .. }
-                | WriteCommand::AppSecretPut { .. }
-                | WriteCommand::AppSecretDelete { .. }
-                | WriteCommand::EmbedGrantMint { .. }
-                | WriteCommand::EmbedGrantExchange { .. }
-                | WriteCommand::EmbedRevoke { .. }
-        );
-        // What decides whether a schedule is due: its chat's or its app's deletion.
-        let affects_schedules = matches!(
-            command,
-            WriteCommand::DeleteChat { .. }
-                | WriteCommand::RecoverChat { .. }
-                | WriteCommand::PurgeDeleted { .. }
-                | WriteCommand::AppPatch { .. }
-                | WriteCommand::AppAdopt { .. }
-                | WriteCommand::AppPurge { .. }
-        );
         let ok = self.apply(command, batch).await;
-        batch.schedules_changed |= ok && affects_schedules;
-        batch.list_changed |= ok && affects_list;
         if ok {
             self.exec("RELEASE cmd").await?;
         } else {
@@ -281,7 +234,7 @@ impl Actor {
                     Err(e) if e.is_unique_violation() => Err(Domain::AlreadyConfigured.into()),
                     other => other,
                 };
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::BumpTokenEpoch { password_hash, ack } => {
                 let result = match db::owner::bump_token_epoch(&mut self.conn, now_ms()).await {
@@ -298,29 +251,28 @@ impl Actor {
                     Ok(None) => Err(Domain::NotConfigured.into()),
                     Err(e) => Err(e),
                 };
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
-            WriteCommand::RememberDevice { sign_in, ack } => {
-                let keep = crate::auth::devices::MAX_DEVICES;
+            WriteCommand::RememberDevice { sign_in, keep, ack } => {
                 let result = db::owner::remember_device(&mut self.conn, &sign_in, keep, now_ms()).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::ForgetDevice { id, ack } => {
                 let result = db::owner::forget_device(&mut self.conn, id).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::TouchSessions { seen, ack } => {
                 let result = db::owner::touch_sessions(&mut self.conn, &seen).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::CreateChat { chat, ack } => {
                 let result = super::chat::create(&mut self.conn, batch, chat).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::LIST)
             }
             WriteCommand::Emit { chat_id, run_id, events, ack } => {
                 let result = super::chat::emit(&mut self.conn, batch, &chat_id, run_id.as_ref(), events).await;
                 match ack {
-                    Some(ack) => finish(batch, ack, result),
+                    Some(ack) => reply(batch, ack, result, Stale::NOTHING),
                     None => batch.noted(&result),
                 }
             }
@@ -329,7 +281,7 @@ impl Actor {
                 if result.is_ok() {
                     self.pending.remove(&run.chat_id);
                 }
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::LIST)
             }
             WriteCommand::Send { send, ack } => {
                 let chat_id = send.chat_id.clone();
@@ -337,7 +289,7 @@ impl Actor {
                 if matches!(result, Ok(SendOutcome::Started(_))) {
                     self.pending.remove(&chat_id);
                 }
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::LIST)
             }
             WriteCommand::Regenerate { regenerate, ack } => {
                 let chat_id = regenerate.chat_id.clone();
@@ -345,41 +297,41 @@ impl Actor {
                 if matches!(result, Ok(RegenerateOutcome::Started(_))) {
                     self.pending.remove(&chat_id);
                 }
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::LIST)
             }
             WriteCommand::UpdatePending { chat_id, cid, content, ack } => {
                 let result = super::chat::update_pending(&mut self.conn, batch, &chat_id, &cid, &content).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::LIST)
             }
             WriteCommand::ClearQueue { chat_id, ack } => {
                 let result = super::chat::clear_queue(&mut self.conn, batch, &chat_id).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::LIST)
             }
             WriteCommand::CancelPending { chat_id, cid, ack } => {
                 let result = super::chat::cancel_pending(&mut self.conn, batch, &chat_id, &cid).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::LIST)
             }
             WriteCommand::QuestionCommit { chat_id, run_id, card, live, ack } => {
                 // The strict write supersedes any snapshot still waiting for its slot.
                 self.pending.remove(&chat_id);
                 let result = super::chat::question_commit(&mut self.conn, batch, &chat_id, &run_id, card, &live).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::LIST)
             }
             WriteCommand::AnswerQuestion { chat_id, question_id, answers, ack } => {
                 let result =
                     super::chat::answer_question(&mut self.conn, batch, &chat_id, &question_id, &answers).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::LIST)
             }
             WriteCommand::FinishRun { finish: run, ack } => {
                 self.pending.remove(&run.chat_id);
                 let result = super::chat::finish_run(&mut self.conn, batch, run).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::LIST)
             }
             WriteCommand::SteerCommit { chat_id, run_id, message, sealed, ack } => {
                 self.pending.remove(&chat_id);
                 let result =
                     super::chat::steer_commit(&mut self.conn, batch, &chat_id, &run_id, &message, sealed).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::LIST)
             }
             WriteCommand::RecordSession { chat_id, run_id, session_id } => {
                 db::chats::set_session(&mut self.conn, &chat_id, &run_id, &session_id).await.is_ok()
@@ -391,85 +343,85 @@ impl Actor {
             }
             WriteCommand::UpdateChat { chat_id, patch, ack } => {
                 let result = super::chat::update_chat(&mut self.conn, batch, &chat_id, patch).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::LIST)
             }
             WriteCommand::DeleteChat { chat_id, ack } => {
                 self.pending.remove(&chat_id);
                 let result = super::chat::delete_chat(&mut self.conn, batch, &chat_id).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::LIST_AND_SCHEDULES)
             }
             WriteCommand::RecoverChat { chat_id, cutoff, ack } => {
                 let result = super::chat::recover_chat(&mut self.conn, batch, &chat_id, cutoff).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::LIST_AND_SCHEDULES)
             }
             WriteCommand::PurgeDeleted { cutoff, ack } => {
                 let result = db::chats::purge_deleted(&mut self.conn, cutoff).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::LIST_AND_SCHEDULES)
             }
             WriteCommand::FileAdd { file, quota, ack } => {
                 let result = super::uploads::add(&mut self.conn, &file, quota).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::LIST)
             }
             WriteCommand::FileRemove { chat_id, kind, name, ack } => {
                 let result = db::uploads::delete(&mut self.conn, &chat_id, kind, &name).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::LIST)
             }
             WriteCommand::ReconcileStartup { resume, ack } => {
                 let result = super::chat::reconcile_startup(&mut self.conn, batch, &resume).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::LIST)
             }
             WriteCommand::Handoff { chat_id, card, agent_settings, ack } => {
                 let result = super::chat::handoff(&mut self.conn, batch, &chat_id, card, agent_settings).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::LIST)
             }
             WriteCommand::Resume { chat_id, run_id, now, start, ack } => {
                 let result = super::chat::resume(&mut self.conn, batch, &chat_id, run_id, now, start).await;
                 if matches!(result, Ok(Some(_))) {
                     self.pending.remove(&chat_id);
                 }
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::LIST)
             }
             WriteCommand::PinPrompt { chat_id, id, content, ack } => {
                 let result = db::chats::pin_prompt(&mut self.conn, &chat_id, &id, &content, now_ms()).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::SetNote { chat_id, note, ack } => {
                 let result = super::notes::set_note(&mut self.conn, batch, &chat_id, note).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::LIST)
             }
             WriteCommand::SetMemoryEnabled { on, ack } => {
                 let result = db::notes::set_memory_enabled(&mut self.conn, on, now_ms()).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::SetDefaultProvider { provider, ack } => {
                 let result = db::owner::set_default_provider(&mut self.conn, provider.map(|p| p.id()), now_ms()).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::RecordLimits { provider, windows } => {
                 db::usage::set_limits(&mut self.conn, provider.id(), &windows, now_ms()).await.is_ok()
             }
             WriteCommand::SetAgentDefaults { defaults, ack } => {
                 let result = db::owner::set_agent_defaults(&mut self.conn, &defaults, now_ms()).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::AppReserve { slug, name, nonce, ack } => {
                 let result = match db::apps::insert(&mut self.conn, &slug, &name, &nonce, now_ms()).await {
                     Err(e) if e.is_unique_violation() => Err(Domain::AppIdTaken(slug).into()),
                     other => other,
                 };
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::AppRecordApply { id, applied, created, ack } => {
                 let result = super::apps::record_apply(&mut self.conn, batch, id, &applied, created).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::AppForgetUnbuilt { id, ack } => {
                 let result = db::apps::forget_unbuilt(&mut self.conn, id).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::AppPatch { id, patch, ack } => {
                 let result = super::apps::patch(&mut self.conn, batch, id, &patch).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::SCHEDULES)
             }
             WriteCommand::AppSecretPut { app_id, name, sealed, max, ack } => {
                 let result = match db::apps::put_secret(&mut self.conn, app_id, &name, &sealed, max, now_ms()).await {
@@ -477,63 +429,63 @@ impl Actor {
                     Ok(false) => Err(Domain::TooManySecrets(max).into()),
                     Err(e) => Err(e),
                 };
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::AppSecretDelete { app_id, name, ack } => {
                 let result = db::apps::delete_secret(&mut self.conn, app_id, &name).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::EmbedGrantMint { grant, ack } => {
                 let result = super::apps::mint_grant(&mut self.conn, &grant).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::EmbedGrantExchange { id, instance_id, session_expires_at, ack } => {
                 let result = super::apps::exchange_grant(&mut self.conn, &id, &instance_id, session_expires_at).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::EmbedRevoke { app_id, chat_id, instance_id, ack } => {
                 let result = db::embeds::revoke(&mut self.conn, app_id, &chat_id, &instance_id, now_ms()).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::AppAdopt { id, slug, ack } => {
                 let result = super::apps::adopt(&mut self.conn, batch, id, &slug).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::SCHEDULES)
             }
             WriteCommand::Push { op, ack } => {
                 let result = super::push::apply(&mut self.conn, batch, op).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::Schedule { op, ack } => {
                 let result = super::schedules::apply(&mut self.conn, batch, op).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::ScheduleFinish { run_id, end, failed, ack } => {
                 let result = super::schedules::finish(&mut self.conn, batch, run_id, &end, failed).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::AppPurge { cutoff, keep, ack } => {
                 let result = db::apps::purge_deleted(&mut self.conn, cutoff, &keep).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::SCHEDULES)
             }
             WriteCommand::AppDeleteSecrets { app_id, ack } => {
                 let result = db::apps::delete_secrets(&mut self.conn, app_id).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::InstallPassMint { pass, ack } => {
                 let now = now_ms();
                 let result = db::apps::insert_install_pass(&mut self.conn, &pass, now - 24 * 3600 * 1000).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::InstallPassRedeem { id, ack } => {
                 let result = db::apps::consume_install_pass(&mut self.conn, &id, now_ms()).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::SetCatalogIndexes { indexes, ack } => {
                 let result = db::owner::set_catalog_indexes(&mut self.conn, indexes.as_deref(), now_ms()).await;
-                finish(batch, ack, result)
+                reply(batch, ack, result, Stale::NOTHING)
             }
             WriteCommand::SnapshotLive(snapshot) => self.snapshot(snapshot).await,
-            WriteCommand::Barrier(ack) => finish(batch, ack, Ok(())),
+            WriteCommand::Barrier(ack) => reply(batch, ack, Ok(()), Stale::NOTHING),
             WriteCommand::Shutdown(_) => true,
         }
     }
@@ -650,75 +602,32 @@ impl Actor {
     }
 }
 
-/// Queues an ack with its result; returns whether the command succeeded.
-fn finish<T: Send + 'static>(batch: &mut Batch, ack: Ack<T>, result: Result<T>) -> bool {
-    let ok = result.is_ok();
-    batch.complete(ack, result);
-    ok
+/// What a command's success makes stale for readers that cache (besides the data version).
+#[derive(Clone, Copy)]
+struct Stale {
+    /// A field the chat list shows (`Hub::bump_list_version`).
+    list: bool,
+    /// A schedule, or what decides whether one is due: its chat's or its app's deletion.
+    schedules: bool,
 }
 
-/// Fails a command that arrived in a batch whose transaction already broke.
-fn fail(command: WriteCommand, batch: &mut Batch) {
-    fn err<T>() -> Result<T> {
-        Err(Error::Internal("the transaction could not be committed".into()))
+impl Stale {
+    const NOTHING: Self = Self { list: false, schedules: false };
+    const LIST: Self = Self { list: true, schedules: false };
+    const SCHEDULES: Self = Self { list: false, schedules: true };
+    const LIST_AND_SCHEDULES: Self = Self { list: true, schedules: true };
+}
+
+/// Queues an ack with its result and, when it succeeded, marks what it made stale; returns
+/// whether the command succeeded.
+fn reply<T: Send + 'static>(batch: &mut Batch, ack: Ack<T>, result: Result<T>, stale: Stale) -> bool {
+    let ok = result.is_ok();
+    if ok {
+        batch.list_changed |= stale.list;
+        batch.schedules_changed |= stale.schedules;
     }
-    match command {
-        WriteCommand::CreateOwner { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::BumpTokenEpoch { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::RememberDevice { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::ForgetDevice { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::TouchSessions { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::CreateChat { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::Emit { ack: Some(ack), .. } => batch.complete(ack, err()),
-        WriteCommand::StartRun { ack, .. } | WriteCommand::Barrier(ack) => batch.complete(ack, err()),
-        WriteCommand::Send { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::Regenerate { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::UpdatePending { ack, .. } | WriteCommand::CancelPending { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::QuestionCommit { ack, .. }
-        | WriteCommand::AnswerQuestion { ack, .. }
-        | WriteCommand::UpdateChat { ack, .. }
-        | WriteCommand::DeleteChat { ack, .. }
-        | WriteCommand::RecoverChat { ack, .. }
-        | WriteCommand::SetDefaultProvider { ack, .. }
-        | WriteCommand::SetAgentDefaults { ack, .. }
-        | WriteCommand::SetMemoryEnabled { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::SetNote { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::FinishRun { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::SteerCommit { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::PurgeDeleted { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::FileAdd { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::FileRemove { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::ReconcileStartup { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::Resume { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::Handoff { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::ClearQueue { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::PinPrompt { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::AppReserve { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::AppRecordApply { ack, .. } | WriteCommand::AppForgetUnbuilt { ack, .. } => {
-            batch.complete(ack, err())
-        }
-        WriteCommand::AppPatch { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::AppPurge { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::Push { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::Schedule { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::ScheduleFinish { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::AppDeleteSecrets { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::InstallPassMint { ack, .. } | WriteCommand::SetCatalogIndexes { ack, .. } => {
-            batch.complete(ack, err())
-        }
-        WriteCommand::InstallPassRedeem { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::AppAdopt { ack, .. } | WriteCommand::AppSecretPut { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::AppSecretDelete { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::EmbedGrantMint { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::EmbedGrantExchange { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::EmbedRevoke { ack, .. } => batch.complete(ack, err()),
-        WriteCommand::Emit { ack: None, .. }
-        | WriteCommand::SnapshotLive(_)
-        | WriteCommand::Shutdown(_)
-        | WriteCommand::RecordSession { .. }
-        | WriteCommand::RecordLimits { .. }
-        | WriteCommand::StashToolOutput { .. } => {}
-    }
+    batch.complete(ack, result);
+    ok
 }
 
 async fn sleep_until_opt(deadline: Option<Instant>) {

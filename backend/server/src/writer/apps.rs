@@ -9,6 +9,7 @@ use crate::protocol::{ChatEvent, ChatId, SystemEvent};
 
 /// Records an apply; announces `app_created`/`app_updated` and, when a chat built it, the
 /// preview for that chat (in its durable journal too).
+#[tracing::instrument(level = "debug", skip_all, fields(app.id = id))]
 pub(super) async fn record_apply(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
@@ -44,12 +45,14 @@ pub(super) async fn record_apply(
 const GRANT_RETENTION_MS: i64 = 24 * 3600 * 1000;
 
 /// Stores a new grant (and drops long-dead ones).
+#[tracing::instrument(level = "debug", skip_all)]
 pub(super) async fn mint_grant(conn: &mut SqliteConnection, grant: &db::embeds::Grant) -> Result<()> {
     db::embeds::insert_grant(conn, grant, now_ms() - GRANT_RETENTION_MS).await
 }
 
 /// Consumes a grant atomically: unknown, consumed, revoked, expired, for another instance or
 /// superseded by a newer consumed grant of the instance → 401.
+#[tracing::instrument(level = "debug", skip_all)]
 pub(super) async fn exchange_grant(
     conn: &mut SqliteConnection,
     id: &str,
@@ -79,6 +82,7 @@ pub(super) async fn exchange_grant(
 }
 
 /// Renames app `id` to `slug` (adoption by a release with `previous_id`).
+#[tracing::instrument(level = "debug", skip_all, fields(app.id = id))]
 pub(super) async fn adopt(conn: &mut SqliteConnection, batch: &mut Batch, id: i64, slug: &str) -> Result<()> {
     match db::apps::set_slug(conn, id, slug).await {
         Ok(true) => {}
@@ -91,6 +95,7 @@ pub(super) async fn adopt(conn: &mut SqliteConnection, batch: &mut Batch, id: i6
 }
 
 /// Applies an owner edit and announces what changed.
+#[tracing::instrument(level = "debug", skip_all, fields(app.id = id))]
 pub(super) async fn patch(
     conn: &mut SqliteConnection,
     batch: &mut Batch,

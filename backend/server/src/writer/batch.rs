@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use sqlx::SqliteConnection;
 
-use super::commands::Ack;
+use super::commands::{Ack, uncommitted};
 use crate::db::{self, now_ms};
 use crate::error::{Error, Result};
 use crate::events::JournalEvent;
@@ -36,10 +36,10 @@ impl Batch {
         self.completions.push(Box::new(move |committed| {
             let outcome = match result {
                 Ok(value) if committed => Ok(value),
-                Ok(_) => Err(Error::Internal("the transaction could not be committed".into())),
+                Ok(_) => Err(uncommitted()),
                 Err(e) => Err(e),
             };
-            let _ = ack.send(outcome);
+            ack.send(outcome);
         }));
     }
 

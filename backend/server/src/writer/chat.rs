@@ -72,6 +72,7 @@ async fn store_all(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: &str
 }
 
 /// Creates a chat and imports its messages; idempotent on the id.
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %chat.id))]
 pub(super) async fn create(conn: &mut SqliteConnection, batch: &mut Batch, chat: NewChat) -> Result<ChatCreated> {
     let now = now_ms();
     let title = chat.title.as_deref().map(str::trim).filter(|t| !t.is_empty()).unwrap_or("New chat");
@@ -96,7 +97,7 @@ pub(super) async fn create(conn: &mut SqliteConnection, batch: &mut Batch, chat:
         )
         .await?;
         let settings = db::chats::ChatSettings {
-            provider: app.provider.map(|p| p.id().to_owned()),
+            provider: app.provider,
             agent_settings: app.agent_settings.clone().map(Some),
             ..Default::default()
         };
@@ -107,6 +108,7 @@ pub(super) async fn create(conn: &mut SqliteConnection, batch: &mut Batch, chat:
 }
 
 /// Appends events to the journal, fenced on the run when one is named.
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %chat_id))]
 pub(super) async fn emit(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
@@ -125,6 +127,7 @@ pub(super) async fn emit(
 }
 
 /// Opens a running run with an empty live message; answers when it started.
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %run.chat_id, run.id = %run.run_id))]
 pub(super) async fn start_run(conn: &mut SqliteConnection, batch: &mut Batch, run: &NewRun) -> Result<i64> {
     start_attempt(conn, batch, run, None).await
 }
@@ -210,6 +213,7 @@ async fn promote_queue(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: 
 }
 
 /// Send: duplicate check, then start a turn when idle or queue behind a running one.
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %send.chat_id))]
 pub(super) async fn send(conn: &mut SqliteConnection, batch: &mut Batch, send: Send) -> Result<SendOutcome> {
     let chat = live_chat(conn, &send.chat_id).await?;
     let chat_id = &send.chat_id;
@@ -247,8 +251,8 @@ pub(super) async fn send(conn: &mut SqliteConnection, batch: &mut Batch, send: S
         batch.emit(conn, chat_id, ChatEvent::ChatRenamed { title: title.clone() }).await?;
         batch.system(SystemEvent::ChatRenamed { chat_id: chat_id.clone(), title });
     }
-    if chat.provider.as_deref() != Some(send.provider.id()) {
-        let settings = db::chats::ChatSettings { provider: Some(send.provider.id().to_owned()), ..Default::default() };
+    if chat.provider != Some(send.provider) {
+        let settings = db::chats::ChatSettings { provider: Some(send.provider), ..Default::default() };
         db::chats::update_settings(conn, chat_id, &settings, now).await?;
     }
     db::chats::touch_activity(conn, chat_id, now).await?;
@@ -263,6 +267,7 @@ const REGENERATE_NOTE: &str = "[The owner asked for another answer to this messa
 
 /// Regenerate: a new turn answers the owner's last visible message again; its reply becomes
 /// the next version of the reply already there (no owner message is added).
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %regenerate.chat_id))]
 pub(super) async fn regenerate(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
@@ -293,9 +298,8 @@ pub(super) async fn regenerate(
         return Err(Domain::PendingQuestionOpen.into());
     }
     let now = now_ms();
-    if chat.provider.as_deref() != Some(regenerate.provider.id()) {
-        let settings =
-            db::chats::ChatSettings { provider: Some(regenerate.provider.id().to_owned()), ..Default::default() };
+    if chat.provider != Some(regenerate.provider) {
+        let settings = db::chats::ChatSettings { provider: Some(regenerate.provider), ..Default::default() };
         db::chats::update_settings(conn, chat_id, &settings, now).await?;
     }
     db::chats::touch_activity(conn, chat_id, now).await?;
@@ -317,6 +321,7 @@ pub(super) async fn regenerate(
 
 /// Steering: the live message so far is sealed into the transcript, the owner's message
 /// follows, and the run continues with a fresh live message (started at the message's `ts`).
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %chat_id, run.id = %run_id))]
 pub(super) async fn steer_commit(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
@@ -346,6 +351,7 @@ pub(super) async fn steer_commit(
 }
 
 /// Edits a queued message's text.
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %chat_id))]
 pub(super) async fn update_pending(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
@@ -365,6 +371,7 @@ pub(super) async fn update_pending(
 }
 
 /// Empties the queue; answers the removed cids.
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %chat_id))]
 pub(super) async fn clear_queue(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: &str) -> Result<Vec<Cid>> {
     live_chat(conn, chat_id).await?;
     let removed: Vec<Cid> =
@@ -376,6 +383,7 @@ pub(super) async fn clear_queue(conn: &mut SqliteConnection, batch: &mut Batch, 
 }
 
 /// Removes a queued message.
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %chat_id))]
 pub(super) async fn cancel_pending(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
@@ -390,6 +398,7 @@ pub(super) async fn cancel_pending(
 }
 
 /// A card first becomes durable (marker + live message + journal), then it is shown.
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %chat_id, run.id = %run_id))]
 pub(super) async fn question_commit(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
@@ -411,6 +420,7 @@ pub(super) async fn question_commit(
 }
 
 /// Records answers; the question must still be the pending one.
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %chat_id))]
 pub(super) async fn answer_question(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
@@ -445,6 +455,7 @@ pub(super) async fn answer_question(
 }
 
 /// Ends a run: merge, record, then promote the queue (or clear it when stopped).
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %finish.chat_id, run.id = %finish.run_id))]
 pub(super) async fn finish_run(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
@@ -560,6 +571,7 @@ pub(super) async fn finish_run(
 }
 
 /// Renames, pins, changes settings.
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %chat_id))]
 pub(super) async fn update_chat(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
@@ -587,6 +599,7 @@ pub(super) async fn update_chat(
 }
 
 /// Soft delete (the caller stopped the turn first).
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %chat_id))]
 pub(super) async fn delete_chat(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: &ChatId) -> Result<()> {
     live_chat(conn, chat_id).await?;
     if let Some(run) = db::runs::running_run(&mut *conn, chat_id).await? {
@@ -601,6 +614,7 @@ pub(super) async fn delete_chat(conn: &mut SqliteConnection, batch: &mut Batch, 
 }
 
 /// Undelete within the window.
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %chat_id))]
 pub(super) async fn recover_chat(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
@@ -621,6 +635,7 @@ pub(super) async fn recover_chat(
 
 /// A provider switch or a compaction: the marker message joins the transcript, and the
 /// chat's next turn starts a new session on `card.to_provider` seeded with the summary.
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %chat_id))]
 pub(super) async fn handoff(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
@@ -669,6 +684,7 @@ const LIMIT_CONTINUE: &str = "The usage limit has reset. Continue where you left
 /// The continuation of a parked chat whose time has come: a hidden message starts a run
 /// (with any queued messages before it, as a send would). Nothing when it is not due, was
 /// un-parked meanwhile, runs, waits on a question, or is gone.
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %chat_id, run.id = %run_id))]
 pub(super) async fn resume(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
@@ -686,7 +702,7 @@ pub(super) async fn resume(
     if !start {
         return Ok(None);
     }
-    let provider = chat.provider.as_deref().and_then(ProviderKind::parse);
+    let provider = chat.provider;
     let running = db::runs::running_run(&mut *conn, chat_id).await?.is_some();
     let (Some(provider), false, None, None) = (provider, running, &chat.pending_question_id, chat.deleted_at) else {
         return Ok(None);
@@ -708,6 +724,7 @@ const MAX_BOOT_FOLD_EVENTS: i64 = 10_000;
 
 /// Boot reconciliation of runs left `running` by a crash or kill: the live message — its last
 /// snapshot plus the journal's events after it — becomes the transcript's message.
+#[tracing::instrument(level = "debug", skip_all)]
 pub(super) async fn reconcile_startup(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
@@ -722,7 +739,7 @@ pub(super) async fn reconcile_startup(
         let now = now_ms();
         // It continues by itself once: not when it waits on the owner, nor when the cut turn
         // was itself the continuation after a restart.
-        let connected = chat.as_ref().and_then(|c| c.provider.as_deref()).and_then(ProviderKind::parse);
+        let connected = chat.as_ref().and_then(|c| c.provider);
         let resumes = !deleted
             && !waiting
             && connected.is_some_and(|p| resume.contains(&p))

@@ -13,8 +13,45 @@ use crate::protocol::{
     UserInput,
 };
 
-/// A reply channel carried by a strict command.
-pub type Ack<T> = oneshot::Sender<Result<T>>;
+/// The reply a strict command carries. It answers once: with the command's result after the
+/// commit (`Batch::complete`), or, dropped unanswered (its batch's transaction broke before the
+/// command ran, or the actor stopped), with "the transaction could not be committed". So the
+/// actor never needs to know which commands carry one.
+pub struct Ack<T>(Option<oneshot::Sender<Result<T>>>);
+
+impl<T> Ack<T> {
+    /// A reply and the receiver the caller waits on.
+    pub(super) fn channel() -> (Self, oneshot::Receiver<Result<T>>) {
+        let (tx, rx) = oneshot::channel();
+        (Self(Some(tx)), rx)
+    }
+
+    /// Answers the caller (who may have stopped waiting).
+    pub(super) fn send(mut self, result: Result<T>) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(result);
+        }
+    }
+}
+
+impl<T> Drop for Ack<T> {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(Err(uncommitted()));
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Ack<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Ack(waiting)" } else { "Ack(answered)" })
+    }
+}
+
+/// What a caller hears when its command's transaction did not commit.
+pub(super) fn uncommitted() -> crate::error::Error {
+    crate::error::Error::Internal("the transaction could not be committed".into())
+}
 
 /// Counters for diagnostics, tests and the benchmark.
 #[derive(Debug, Default)]
@@ -286,8 +323,9 @@ pub enum WriteCommand {
     /// Bumps the token epoch, revoking every issued token and device credential, and sets the
     /// owner's new password hash when given; answers the new epoch.
     BumpTokenEpoch { password_hash: Option<String>, ack: Ack<i64> },
-    /// Records a sign-in from a device (its credential's hash, label, new session, address).
-    RememberDevice { sign_in: crate::db::owner::DeviceSignIn, ack: Ack<()> },
+    /// Records a sign-in from a device (its credential's hash, label, new session, address),
+    /// keeping the `keep` most recently used devices.
+    RememberDevice { sign_in: crate::db::owner::DeviceSignIn, keep: i64, ack: Ack<()> },
     /// Forgets one device and its session; answers the session id.
     ForgetDevice { id: i64, ack: Ack<Option<String>> },
     /// Stores sessions' last-seen times.

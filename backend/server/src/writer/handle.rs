@@ -38,7 +38,7 @@ impl WriterHandle {
 
     /// Sends a strict command and waits for its ack (which arrives only after commit).
     pub async fn call<T>(&self, make: impl FnOnce(Ack<T>) -> WriteCommand) -> Result<T> {
-        let (ack, rx) = oneshot::channel();
+        let (ack, rx) = Ack::channel();
         self.tx.send(make(ack)).await.map_err(|_| Error::WriterUnavailable)?;
         match tokio::time::timeout(ACK_TIMEOUT, rx).await {
             Ok(Ok(result)) => result,

@@ -11,6 +11,7 @@ use crate::protocol::{ChatEvent, ChatId, SystemEvent};
 /// Stores a note. A note turn's note (`expect_count` set) is a compare-and-swap: it is
 /// written only while the chat is live, idle and exactly as long as the transcript the turn
 /// read; answers whether it was written. Its title renames the chat unless the owner named it.
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %chat_id))]
 pub(super) async fn set_note(
     conn: &mut SqliteConnection,
     batch: &mut Batch,

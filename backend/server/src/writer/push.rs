@@ -16,6 +16,7 @@ pub const MAX_STORED_NOTIFICATIONS: i64 = 5_000;
 pub const MAX_SUBSCRIPTIONS: i64 = 50;
 
 /// A chat's question was answered (or its turn ended): its question notifications are read.
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %chat_id))]
 pub(super) async fn questions_settled(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: &str) -> Result<()> {
     if db::push::mark_chat_questions_read(conn, chat_id, now_ms()).await? > 0 {
         batch.system(SystemEvent::NotificationsChanged);
@@ -23,6 +24,7 @@ pub(super) async fn questions_settled(conn: &mut SqliteConnection, batch: &mut B
     Ok(())
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 pub(super) async fn apply(conn: &mut SqliteConnection, batch: &mut Batch, op: PushWrite) -> Result<u64> {
     match op {
         PushWrite::Subscribe(s) => {

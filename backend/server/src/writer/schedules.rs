@@ -20,6 +20,7 @@ pub const MAX_FAILURES: i64 = 5;
 /// Fired one-offs are forgotten this long after they ran.
 const FINISHED_RETENTION_MS: i64 = 7 * 24 * 3600 * 1000;
 
+#[tracing::instrument(level = "debug", skip_all)]
 pub(super) async fn apply(conn: &mut SqliteConnection, batch: &mut Batch, op: ScheduleWrite) -> Result<i64> {
     batch.schedules_changed = true;
     let now = now_ms();
@@ -177,6 +178,7 @@ pub fn failures_after(before: i64, failed: Option<bool>) -> (i64, bool) {
 /// Closes a run and keeps the schedule's record: its last status, failures in a row, and the
 /// pause after [`MAX_FAILURES`]. `failed`: whether the run counts as a failure (`None`: it
 /// neither counts nor clears, e.g. a stop by the owner). `None` when the run was already closed.
+#[tracing::instrument(level = "debug", skip_all, fields(run.id = run_id))]
 pub(super) async fn finish(
     conn: &mut SqliteConnection,
     batch: &mut Batch,
@@ -203,6 +205,7 @@ pub(super) async fn finish(
 /// apply and install. A cadence changed since by the app or the owner is kept unless the
 /// manifest's default itself changed. Without `schedule` in the manifest, the schedule the
 /// manifest made goes; one the app registered itself stays.
+#[tracing::instrument(level = "debug", skip_all, fields(app.id = app_id))]
 pub(super) async fn sync_app(
     conn: &mut SqliteConnection,
     batch: &mut Batch,

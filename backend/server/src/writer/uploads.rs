@@ -7,6 +7,7 @@ use crate::db::{self, uploads::ChatFile};
 use crate::error::{Domain, Result};
 
 /// Records a file that is complete on disk; refuses a deleted chat and a full quota.
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %file.chat_id))]
 pub(super) async fn add(conn: &mut SqliteConnection, file: &ChatFile, quota: u64) -> Result<()> {
     match db::chats::get(&mut *conn, &file.chat_id).await? {
         Some(chat) if chat.deleted_at.is_none() => {}

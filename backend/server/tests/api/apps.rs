@@ -6,7 +6,7 @@ use std::path::Path;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, assert_error};
+use crate::helpers::{TestApp, assert_error, eventually};
 
 const MANIFEST: &str =
     r#"{"id":"counter","name":"Counter","version":"0.1.0","description":"Counts.","entry":"index.jsx"}"#;
@@ -144,15 +144,13 @@ async fn a_runtime_update_rebuilds_live_apps_from_their_live_commit_at_start_up(
     js.insert_str(0, "globalThis.__mobiusRuntimeMark = \"runtime-v2\";\n");
     std::fs::write(&module, js).expect("update the runtime");
     let app = TestApp::spawn_in(dir, tweak).await;
-    let mut rebuilt = Value::Null;
-    for _ in 0..200 {
-        rebuilt = app.get(&format!("/api/apps/{id}"), Some(&token)).await.json().await.expect("json");
-        // The "seen" mark follows the rebuild in a second write: wait for both.
-        if rebuilt["bundle_sha"] != applied["app"]["bundle_sha"] && rebuilt["has_unseen_update"] == false {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    // The "seen" mark follows the rebuild in a second write: wait for both.
+    let rebuilt: Value = eventually("the app is rebuilt and seen", || async {
+        let rebuilt: Value = app.get(&format!("/api/apps/{id}"), Some(&token)).await.json().await.expect("json");
+        (rebuilt["bundle_sha"] != applied["app"]["bundle_sha"] && rebuilt["has_unseen_update"] == false)
+            .then_some(rebuilt)
+    })
+    .await;
     assert_ne!(rebuilt["bundle_sha"], applied["app"]["bundle_sha"], "the app was not rebuilt");
     let (_, code) = module_etag(&app, &token, id).await;
     assert!(code.contains("runtime-v2"), "the rebuilt bundle lacks the new runtime");
@@ -471,7 +469,8 @@ async fn a_standalone_app_page_names_and_paints_its_home_screen_entry_as_the_app
 #[tokio::test]
 async fn deleted_chats_and_apps_are_purged_with_their_files_after_the_recovery_window() {
     use sqlx::Connection;
-    let app = TestApp::spawn().await;
+    let dir = std::sync::Arc::new(tempfile::tempdir().expect("tmp"));
+    let app = TestApp::spawn_in(dir, |c| c.purge_every = std::time::Duration::from_millis(100)).await;
     let token = app.setup_owner().await;
     write_app(app.data_dir(), "counter", MANIFEST, &counter_source("Count"));
     let body: Value = apply(&app, &token, "counter").await.json().await.expect("json");
@@ -488,16 +487,14 @@ async fn deleted_chats_and_apps_are_purged_with_their_files_after_the_recovery_w
     sqlx::query("UPDATE apps SET deleted_at = ?").bind(old).execute(&mut db).await.expect("age app");
     sqlx::query("UPDATE chats SET deleted_at = ?").bind(old).execute(&mut db).await.expect("age chat");
     db.close().await.expect("close");
-    let _ = app.get("/api/apps", Some(&token)).await;
+    // Housekeeping purges every 100 ms here.
     let source = app.data_dir().join("apps/counter");
     let builds = || std::fs::read_dir(app.data_dir().join("compiled")).map_or(0, Iterator::count);
     // The purge runs in the background: the source goes first, then the data, then the builds.
-    for _ in 0..200 {
-        if !source.exists() && builds() == 0 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    eventually("the purge removes the source and the builds", || async {
+        (!source.exists() && builds() == 0).then_some(())
+    })
+    .await;
     assert!(!source.exists(), "the app's source is gone");
     assert_eq!(builds(), 0, "and its builds");
     assert_error(

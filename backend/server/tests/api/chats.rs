@@ -8,7 +8,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, assert_error, fold_transcript, journal, script, transcript, types};
+use crate::helpers::{TestApp, assert_error, eventually, fold_transcript, journal, script, transcript, types};
 
 /// A stream-json Claude imitation: answers each turn with `reply for <chat>` after `delay`
 /// seconds, streaming `parts` text deltas first.
@@ -536,14 +536,11 @@ cat >/dev/null"#,
 
 /// Polls the chat's detail until `done` holds for it.
 async fn detail_when(app: &TestApp, token: &str, chat: &str, done: impl Fn(&Value) -> bool) -> Value {
-    for _ in 0..400 {
+    eventually("the chat gets there", || async {
         let detail = app.detail(token, chat).await;
-        if done(&detail) {
-            return detail;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the chat never got there: {}", app.detail(token, chat).await);
+        done(&detail).then_some(detail)
+    })
+    .await
 }
 
 #[tokio::test]
@@ -580,13 +577,7 @@ async fn a_turn_cut_by_a_restart_continues_once_by_itself_with_its_queue() {
     assert_eq!((runs[0]["status"].as_str(), runs[1]["status"].as_str()), (Some("running"), Some("interrupted")));
     // The dead server's CLI is gone: one group, the continuation's (once its CLI started).
     let groups = || std::fs::read_dir(app.data_dir().join("run/agents")).map(|d| d.count()).unwrap_or(0);
-    for _ in 0..400 {
-        if groups() == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert_eq!(groups(), 1);
+    eventually("one process group is left", || async { (groups() == 1).then_some(()) }).await;
 
     // Cut again: it continued once already, so now it waits for the owner.
     let dir = app.kill9();

@@ -10,7 +10,7 @@ use mobius::auth::{Claims, Keys, Scope};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::helpers::{PASSWORD, TestApp, USERNAME, assert_error, journal, script, token_of};
+use crate::helpers::{PASSWORD, TestApp, USERNAME, assert_error, eventually, journal, script, token_of};
 
 /// The server's signing key as it is on disk now (what a tricked agent could read before).
 fn stolen_keys(app: &TestApp) -> Keys {
@@ -145,15 +145,10 @@ exec sleep 300"#,
 }
 
 async fn wait_for_file(path: &Path) -> String {
-    for _ in 0..600 {
-        if let Ok(text) = std::fs::read_to_string(path)
-            && !text.is_empty()
-        {
-            return text;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{} never appeared", path.display());
+    eventually(&format!("{} appears", path.display()), || async {
+        std::fs::read_to_string(path).ok().filter(|text| !text.is_empty())
+    })
+    .await
 }
 
 async fn app_with_cli(
@@ -384,14 +379,11 @@ async fn gone(pid: &str) -> bool {
 }
 
 async fn until_idle(app: &TestApp, token: &str, chat: &str) -> Value {
-    for _ in 0..1500 {
+    eventually("the turn ends", || async {
         let detail = app.detail(token, chat).await;
-        if detail["running"] == false {
-            return detail;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("the turn never ended");
+        (detail["running"] == false).then_some(detail)
+    })
+    .await
 }
 
 /// Every way out of a turn that the environment-based sweep missed or never looked at: a

@@ -10,6 +10,29 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 pub const USERNAME: &str = "owner";
+
+/// How long [`eventually`] waits before it gives up.
+pub const EVENTUALLY: std::time::Duration = std::time::Duration::from_secs(30);
+/// How often [`eventually`] looks again.
+const EVENTUALLY_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Waits until `check` answers `Some`, looking again every 20 ms, and returns what it answered;
+/// panics naming `what` after [`EVENTUALLY`]. The one way the suites wait for state they
+/// cannot subscribe to (no fixed sleeps, no hand-written polls).
+#[allow(dead_code)] // Not every suite that includes this file waits on something.
+pub async fn eventually<T, F>(what: &str, mut check: impl FnMut() -> F) -> T
+where
+    F: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + EVENTUALLY;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{what}: never happened within {EVENTUALLY:?}");
+        tokio::time::sleep(EVENTUALLY_EVERY).await;
+    }
+}
 pub const PASSWORD: &str = "correct horse battery";
 
 /// A running server and a client for it.

@@ -12,7 +12,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, assert_error, script};
+use crate::helpers::{TestApp, assert_error, eventually, script};
 
 fn fifo(path: &Path) {
     nix::unistd::mkfifo(path, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
@@ -57,14 +57,11 @@ impl Targets {
 }
 
 async fn until_idle(app: &TestApp, token: &str, chat: &str) -> Value {
-    for _ in 0..1500 {
+    eventually("the turn ends (a planted FIFO must not hold it)", || async {
         let detail = app.detail(token, chat).await;
-        if detail["running"] == false {
-            return detail;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("the turn never ended (a planted FIFO held it?)");
+        (detail["running"] == false).then_some(detail)
+    })
+    .await
 }
 
 #[tokio::test]

@@ -10,6 +10,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, assert_error, script};
+use mobius::locks::Unpoisoned;
 
 /// A fake `codex`: `--version`, `login --with-api-key` (stdin) and `login --device-auth`.
 const FAKE_CODEX: &str = r#"case "$1 $2" in
@@ -104,7 +105,7 @@ async fn claude_oauth_exchanges_the_pasted_code_with_pkce_and_writes_credentials
         post(move |Json(body): Json<Value>| {
             let record = record.clone();
             async move {
-                record.lock().expect("lock").push(body.clone());
+                record.locked().push(body.clone());
                 if body["code"] == "good-code" {
                     (StatusCode::OK, Json(json!({ "access_token": "at-1", "refresh_token": "rt-1", "expires_in": 3600, "scope": "user:inference" })))
                 } else {
@@ -135,7 +136,7 @@ async fn claude_oauth_exchanges_the_pasted_code_with_pkce_and_writes_credentials
     let ok = app.post("/api/auth/provider/code", json!({ "code": format!("good-code#{state}") }), Some(&token)).await;
     assert_eq!(ok.status(), StatusCode::OK);
 
-    let grants = seen.lock().expect("lock").clone();
+    let grants = seen.locked().clone();
     let grant = grants.last().expect("a token request");
     assert_eq!(grant["grant_type"], "authorization_code");
     assert!(grant["code_verifier"].as_str().is_some_and(|v| v.len() >= 43), "PKCE verifier sent");

@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 
 use crate::chats::{asking_claude, fake_claude};
 use crate::helpers::{TestApp, assert_error};
+use mobius::locks::Unpoisoned;
 
 /// One push as the stand-in received it: checked headers and the decrypted JSON.
 #[derive(Debug)]
@@ -143,16 +144,16 @@ impl PushService {
 
     fn add(&self, device: Device) -> Value {
         let sub = device.subscription(&self.base);
-        self.state.lock().expect("lock").devices.insert(device.name.clone(), device);
+        self.state.locked().devices.insert(device.name.clone(), device);
         sub
     }
 
     fn answer(&self, device: &str, status: u16) {
-        self.state.lock().expect("lock").status.insert(device.into(), status);
+        self.state.locked().status.insert(device.into(), status);
     }
 
     fn hits(&self, device: &str) -> usize {
-        self.hits.lock().expect("lock").get(device).copied().unwrap_or(0)
+        self.hits.locked().get(device).copied().unwrap_or(0)
     }
 
     async fn next(&mut self) -> Delivered {
@@ -168,8 +169,8 @@ async fn receive(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> AxumStatus {
-    *hits.lock().expect("lock").entry(device.clone()).or_default() += 1;
-    let state = state.lock().expect("lock");
+    *hits.locked().entry(device.clone()).or_default() += 1;
+    let state = state.locked();
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
     // RFC 8292: `vapid t=<JWT>, k=<public key>`, signed ES256 by the server's key.
     let auth = header("authorization");

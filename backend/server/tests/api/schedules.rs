@@ -9,7 +9,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, assert_error, script, transcript};
+use crate::helpers::{TestApp, assert_error, eventually, script, transcript};
 
 /// Writes `apps/<slug>/<job>` (mode 0755 unless `executable` is false).
 fn write_job(root: &Path, slug: &str, job: &str, body: &[u8]) -> PathBuf {
@@ -595,15 +595,13 @@ cat >/dev/null"#,
     )
 }
 
-/// Waits until `check` holds (30 s at most).
+/// Waits until `check` holds ([`eventually`]).
 async fn until<F: std::future::Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
-    for _ in 0..600 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{what} never happened");
+    eventually(what, || {
+        let holds = check();
+        async move { holds.await.then_some(()) }
+    })
+    .await;
 }
 
 #[tokio::test]

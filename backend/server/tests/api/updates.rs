@@ -16,6 +16,7 @@ use ring::signature::KeyPair;
 use serde_json::{Value, json};
 
 use crate::helpers::{PASSWORD, USERNAME};
+use mobius::locks::Unpoisoned;
 
 /// A minisign key pair (Ed25519), made for the test.
 pub struct TestKey {
@@ -187,7 +188,7 @@ impl Launched {
                 if let Some(rest) = line.split("launcher listening addr=").nth(1) {
                     let _ = tx.send(rest.split_whitespace().next().unwrap_or_default().to_owned());
                 }
-                kept.lock().expect("log").push(line);
+                kept.locked().push(line);
             }
         });
         let addr = rx.recv_timeout(Duration::from_secs(30)).expect("the launcher listens").parse().expect("address");
@@ -235,7 +236,7 @@ impl Launched {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        panic!("{path} never matched; last answer {last}; log:\n{}", self.log.lock().expect("log").join("\n"));
+        panic!("{path} never matched; last answer {last}; log:\n{}", self.log.locked().join("\n"));
     }
 }
 

@@ -10,7 +10,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
-use crate::helpers::{TestApp, assert_error, script};
+use crate::helpers::{TestApp, assert_error, eventually, script};
 
 const BOUNDARY: &str = "mobius-test-boundary";
 
@@ -287,7 +287,11 @@ async fn an_upload_aborted_half_way_leaves_nothing_on_disk() {
 async fn uploads_count_against_the_quota_and_go_with_their_chat() {
     use sqlx::Connection;
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
-    let app = TestApp::spawn_in(dir, |c| c.upload_quota_bytes = 1 << 20).await;
+    let app = TestApp::spawn_in(dir, |c| {
+        c.upload_quota_bytes = 1 << 20;
+        c.purge_every = Duration::from_millis(100);
+    })
+    .await;
     let token = app.setup_owner().await;
     app.chat(&token, "a").await;
     app.chat(&token, "b").await;
@@ -310,13 +314,9 @@ async fn uploads_count_against_the_quota_and_go_with_their_chat() {
         std::fs::create_dir_all(f).expect("folder");
         std::fs::write(f.join("left.txt"), b"x").expect("file");
     }
-    let _ = app.get("/api/chats", Some(&token)).await;
-    for _ in 0..400 {
-        if folders.iter().all(|f| !f.exists()) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    // Housekeeping purges every 100 ms here.
+    eventually("the purge removes the chat's folders", || async { folders.iter().all(|f| !f.exists()).then_some(()) })
+        .await;
     for f in &folders {
         assert!(!f.exists(), "the purged chat's {} is gone", f.display());
     }

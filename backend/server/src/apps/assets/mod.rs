@@ -33,6 +33,7 @@ async fn live_id(state: &AppState, id: i64) -> Result<i64> {
     }
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn by_id(
     State(state): State<AppState>,
     method: Method,
@@ -42,6 +43,7 @@ async fn by_id(
     serve(&state, id, &path, method, false).await
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn embed_by_id(
     State(state): State<AppState>,
     method: Method,
@@ -51,6 +53,7 @@ async fn embed_by_id(
     serve(&state, id, &path, method, true).await
 }
 
+#[tracing::instrument(level = "debug", skip_all)]
 async fn by_slug(
     State(state): State<AppState>,
     method: Method,

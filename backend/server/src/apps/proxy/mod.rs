@@ -95,6 +95,7 @@ fn target(state: &AppState, raw: Option<&str>) -> Result<Url> {
 }
 
 /// `GET /api/proxy?url=` (owner or app token).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn proxy_get(State(state): State<AppState>, _who: Principal, Query(q): Query<GetQuery>) -> Result<Response> {
     let url = target(&state, q.url.as_deref())?;
     let client = state.proxy.client(&policy(&state))?;
@@ -102,6 +103,7 @@ async fn proxy_get(State(state): State<AppState>, _who: Principal, Query(q): Que
 }
 
 /// `POST /api/proxy {url, body, content_type}` (owner or app token; same-site or the frame).
+#[tracing::instrument(level = "debug", skip_all)]
 async fn proxy_post(
     State(state): State<AppState>,
     _who: Principal,

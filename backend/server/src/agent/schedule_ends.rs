@@ -52,7 +52,7 @@ pub struct TurnEnds {
 
 /// The scheduler's side.
 #[derive(Debug)]
-pub struct TurnEndReceiver(pub(super) mpsc::Receiver<TurnSignal>);
+pub struct TurnEndReceiver(pub(crate) mpsc::Receiver<TurnSignal>);
 
 impl TurnEnds {
     pub fn channel() -> (Self, TurnEndReceiver) {

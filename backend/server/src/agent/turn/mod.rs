@@ -7,20 +7,19 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
 use sqlx::SqlitePool;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tracing::{Instrument, info, info_span, warn};
 
-use super::fold::{ChatFold, Folded, MAX_TURN_OVERFLOW_BYTES};
+mod launch;
+mod media;
+
+use super::fold::{ChatFold, Folded};
 use super::handle::{COMMAND_QUEUE, TurnCommand, TurnHandle};
 use super::registry::Turns;
-use super::warm::WarmKey;
-use super::{
-    AgentEvent, ApprovalPolicy, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply, TurnRequest,
-};
-use crate::auth::jwt::{Claims, Keys, Scope};
+use super::{AgentEvent, ApprovalPolicy, Ask, Control, Finish, FinishStatus, ProviderKind, ProviderTurn, Reply};
+use crate::auth::jwt::Keys;
 use crate::auth::owner::OwnerCache;
 use crate::db;
 use crate::error::{Domain, Result};
@@ -38,8 +37,6 @@ pub const STOP_GRACE: Duration = Duration::from_secs(2);
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(900);
 /// Agent-run tokens live at most this long (and die earlier when the run ends).
 const AGENT_TOKEN_TTL_SECS: i64 = 26 * 3600;
-/// Images one turn stores as chat media at most (tool results and local images of replies).
-const MAX_MEDIA_PER_TURN: usize = 32;
 /// The error card of a turn ended because the disk is full.
 const DISK_FULL: &str = "The disk is full, so the turn was stopped (what was saved before is kept). \
                          Free some space, then send a message to continue.";
@@ -70,7 +67,7 @@ pub struct Agents {
     /// The skills index (the agent's own skills go into new prompts; reads mark them used).
     pub skills: Arc<crate::skills::Skills>,
     /// Tells the scheduler when a run that answered a scheduled message ends.
-    pub schedule_ends: crate::schedules::signal::TurnEnds,
+    pub schedule_ends: crate::agent::schedule_ends::TurnEnds,
     /// What the agent's processes may touch.
     pub sandbox: super::sandbox::Sandbox,
     /// How long a turn may run, and stay silent.
@@ -103,47 +100,6 @@ pub struct TurnStart {
     pub started: Started,
 }
 
-/// The system prompt a chat starts with: the platform's, or an app chat's own `system_prompt`
-/// in its place; app chats then get an `<app_context>` block naming their app; then the
-/// agent's own skills and the memory block (unless the owner turned memory off). Composed
-/// once per chat: the first turn pins it.
-async fn compose_for(agents: &Agents, chat: &db::chats::ChatRow) -> Result<String> {
-    let mut prompt = compose_base(agents, chat).await?;
-    if let Some(skills) = agents.skills.prompt_section() {
-        prompt.push_str(&skills);
-    }
-    if let Some(memory) = crate::recall::memory_block(&agents.read, &agents.data_dir, &chat.id).await? {
-        prompt.push_str(&memory);
-    }
-    Ok(prompt)
-}
-
-async fn compose_base(agents: &Agents, chat: &db::chats::ChatRow) -> Result<String> {
-    let settings: Value = chat.agent_settings.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
-    let own = settings.get("system_prompt").and_then(Value::as_str).filter(|p| !p.trim().is_empty());
-    let mut prompt = match own {
-        Some(p) => p.to_owned(),
-        None => super::prompt::compose(&agents.skill_dir)?,
-    };
-    if let Some(Some(app_id)) = db::embeds::chat_app(&agents.read, &chat.id).await?
-        && let Some(app) = db::apps::get(&agents.read, app_id).await?
-    {
-        let description: String = app.description.chars().take(1000).collect();
-        let storage = match settings.get("project_id").and_then(Value::as_str) {
-            Some(project) => format!("app-data/{app_id}/projects/{project}/"),
-            None => format!("app-data/{app_id}/"),
-        };
-        prompt.push_str(&format!(
-            "\n<app_context>\nThis chat was opened by the app {:?} (id {app_id}, folder apps/{}/, entry index.jsx).\n\
-             Description: {description}\nIts storage: {storage}\nOwning chat: {}\n</app_context>\n",
-            app.name,
-            app.slug,
-            app.chat_id.as_deref().unwrap_or("none"),
-        ));
-    }
-    Ok(prompt)
-}
-
 /// The provider a send runs on: the chat's (stored at its first send), else the default;
 /// 409 when it is not connected. This is the only place a provider is chosen.
 pub async fn provider_for(agents: &Agents, chat_id: &ChatId) -> Result<ProviderKind> {
@@ -151,7 +107,7 @@ pub async fn provider_for(agents: &Agents, chat_id: &ChatId) -> Result<ProviderK
         Some(c) if c.deleted_at.is_none() => c,
         _ => return Err(Domain::ChatNotFound.into()),
     };
-    let kind = match chat.provider.as_deref().and_then(ProviderKind::parse) {
+    let kind = match chat.provider {
         Some(kind) => kind,
         None => agents.providers.default_provider(&agents.read).await?.ok_or(Domain::ProviderNotConnected(None))?,
     };
@@ -320,7 +276,7 @@ async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiv
             .messages
             .iter()
             .filter_map(|m| m.cid.clone())
-            .filter(|c| crate::schedules::signal::is_scheduled(c))
+            .filter(|c| crate::agent::schedule_ends::is_scheduled(c))
             .collect(),
         auto_resume: true,
     };
@@ -396,163 +352,6 @@ impl Turn<'_> {
             self.agents.schedule_ends.waiting(&self.scheduled, false);
         }
         outcome
-    }
-
-    /// Reads the chat, composes the prompt and environment, and starts the provider.
-    async fn prepare_and_start(&mut self, messages: &[Message]) -> Result<ProviderTurn> {
-        let agents = self.agents;
-        let chat = db::chats::get(&agents.read, &self.chat_id).await?.ok_or(Domain::ChatNotFound)?;
-        self.approval = ApprovalPolicy::parse(&chat.approval_policy).unwrap_or_default();
-        self.auto_resume = chat.auto_resume;
-        self.allowed_tools = chat
-            .allowed_tools
-            .as_deref()
-            .and_then(|t| serde_json::from_str::<Vec<String>>(t).ok())
-            .unwrap_or_default()
-            .into_iter()
-            .collect();
-        let credentials = agents.providers.prepare_cli(self.provider)?;
-        // A pinned prompt is reused byte for byte: it never changes under a conversation.
-        let pinned = match &chat.system_prompt_id {
-            Some(id) => db::chats::prompt_content(&agents.read, id).await?,
-            None => None,
-        };
-        let system_prompt = match pinned {
-            Some(content) => content,
-            None => {
-                let composed = compose_for(agents, &chat).await?;
-                let id = super::prompt::prompt_id(&composed);
-                agents
-                    .writer
-                    .call(|ack| WriteCommand::PinPrompt { chat_id: self.chat_id.clone(), id, content: composed, ack })
-                    .await?
-                    .1
-            }
-        };
-        // The chat's pick, else the owner's default for this provider, else the CLI's own.
-        let defaults = super::models::AgentDefaults::parse(db::owner::agent_defaults(&agents.read).await?.as_deref());
-        let pick = super::models::AgentPick::of_chat(chat.agent_settings.as_deref()).over(defaults.of(self.provider));
-        let (model, effort) = (pick.model, pick.effort);
-        let files = self.input_files(messages).await?;
-        let prompt = messages.iter().map(Message::agent_text).collect::<Vec<_>>().join("\n\n")
-            + &super::InputFile::manifest(&files);
-        // The first turn after a handoff starts its new session from the summary.
-        let prompt = match (&chat.session_id, &chat.handoff) {
-            (None, Some(summary)) => super::handoff::seeded_prompt(summary, &prompt),
-            _ => prompt,
-        };
-        let key = WarmKey {
-            provider: self.provider,
-            model: model.clone(),
-            effort: effort.clone(),
-            approval: self.approval,
-            prompt_id: super::prompt::prompt_id(&system_prompt),
-            credentials: agents.providers.credentials_stamp(self.provider),
-        };
-        // The chat's previous process first parks or goes (a stopped turn winds down).
-        agents.warm.settle(&self.chat_id).await;
-        let files = match self.start_warm(&key, chat.session_id.as_deref(), &prompt, files).await {
-            Ok(turn) => return Ok(turn),
-            Err(files) => files,
-        };
-        // One that was retired (it no longer fits, or died) is gone before a new one resumes.
-        agents.warm.settle(&self.chat_id).await;
-        let owner = agents.owner.get();
-        let mut claims = Claims::new(
-            owner.as_ref().map(|o| o.0.as_str()).unwrap_or_default(),
-            Scope::Agent,
-            0,
-            AGENT_TOKEN_TTL_SECS,
-        );
-        claims.epoch = owner.as_ref().map_or(0, |o| o.1);
-        claims.chat_id = Some(self.chat_id.to_string());
-        claims.run_id = Some(self.run_id.to_string());
-        let token = agents.keys.issue(&claims)?;
-        let env = agents.providers.agent_env(self.provider, &self.chat_id, &self.run_id, &token, credentials)?;
-        let var = |key: &str| env.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str()).unwrap_or_default();
-        let mut grants = agents.sandbox.grants(
-            self.provider,
-            agents.providers.bin(self.provider),
-            std::path::Path::new(var("HOME")),
-            std::path::Path::new(var("TMPDIR")),
-            var("PATH"),
-        );
-        // The chat's files: the agent reads what was attached (and nothing of other chats).
-        grants.read.push(agents.uploads.chat_dir(&self.chat_id));
-        let confine = agents.sandbox.ruleset(&grants)?;
-        let keep = agents.warm.keeper(&self.chat_id, key, &self.run_id, &token);
-        let request = TurnRequest {
-            prompt,
-            files,
-            system_prompt,
-            resume: chat.session_id.clone(),
-            model,
-            effort,
-            cwd: agents.data_dir.clone(),
-            env,
-            approval: self.approval,
-            trees: agents.providers.trees().clone(),
-            tools: true,
-            confine,
-            keep,
-            memory: agents.providers.memory().clone(),
-        };
-        agents.providers.provider(self.provider).start(request)
-    }
-
-    /// The files the turn's messages attach, as stored (a file removed since is left out).
-    async fn input_files(&self, messages: &[Message]) -> Result<Vec<super::InputFile>> {
-        use crate::uploads::{Kind, sniff::Raster};
-        let uploads = &self.agents.uploads;
-        let mut files: Vec<super::InputFile> = Vec::new();
-        let names = messages.iter().flat_map(|m| m.attachments.iter().flatten());
-        for name in names.filter_map(|a| a.get("name").and_then(Value::as_str)) {
-            if files.iter().any(|f| f.name == name) {
-                continue;
-            }
-            let Some(row) = uploads.get(&self.chat_id, Kind::Upload, name).await? else { continue };
-            let dimensions =
-                row.width.zip(row.height).and_then(|(w, h)| Some((u32::try_from(w).ok()?, u32::try_from(h).ok()?)));
-            files.push(super::InputFile {
-                path: uploads.path(&self.chat_id, Kind::Upload, &row.name),
-                image: Raster::of_mime(&row.mime_type).is_some(),
-                preview: row.preview.then(|| uploads.preview_path(&self.chat_id, Kind::Upload, &row.name)),
-                name: row.name,
-                mime_type: row.mime_type,
-                size: u64::try_from(row.size).unwrap_or(0),
-                dimensions,
-            });
-        }
-        Ok(files)
-    }
-
-    /// The turn on the chat's kept process, when there is one that fits and its agent token
-    /// still verifies; otherwise the files back, to start a new process with.
-    async fn start_warm(
-        &mut self,
-        key: &WarmKey,
-        session: Option<&str>,
-        prompt: &str,
-        files: Vec<super::InputFile>,
-    ) -> std::result::Result<ProviderTurn, Vec<super::InputFile>> {
-        let agents = self.agents;
-        let Some(warm) = agents.warm.checkout(&self.chat_id, key, session) else { return Err(files) };
-        let owner_epoch = agents.owner.get().map_or(0, |o| o.1);
-        if !agents.keys.verify(warm.token()).is_ok_and(|c| c.epoch == owner_epoch) {
-            info!("a kept agent process holds a token that no longer verifies; it is retired");
-            return Err(files);
-        }
-        // Its token names the run that started it: it serves this run from now on.
-        agents.turns.set_process(&self.chat_id, Some(warm.origin()));
-        let prompt = super::Prompt { text: prompt.to_owned(), files: files.clone() };
-        match warm.start(prompt).await {
-            Some(turn) => Ok(turn),
-            None => {
-                agents.turns.set_process(&self.chat_id, None);
-                info!("the kept agent process could not take the turn; starting a new one");
-                Err(files)
-            }
-        }
     }
 
     async fn drive(
@@ -690,94 +489,6 @@ impl Turn<'_> {
         }
         self.flush(out).await;
         None
-    }
-
-    /// A final text block whose Markdown images name files the agent wrote under `DATA_DIR`:
-    /// each is copied into the chat's media and the link points there (the PWA cannot load a
-    /// server path). Other links stay as they are.
-    async fn show_local_images(&mut self, mut content: String) -> String {
-        let found = crate::uploads::media::local_images(&content);
-        // From the end, so earlier ranges stay valid.
-        for image in found.into_iter().rev() {
-            if self.media_count >= MAX_MEDIA_PER_TURN {
-                break;
-            }
-            let url = match self.media.get(&image.target) {
-                Some(url) => url.clone(),
-                None => {
-                    let url =
-                        self.agents.uploads.import_local(&self.agents.data_dir, &self.chat_id, &image.target).await;
-                    self.media_count += 1;
-                    self.media.insert(image.target.clone(), url.clone());
-                    url
-                }
-            };
-            if let Some(url) = url {
-                content.replace_range(image.range, &url);
-            }
-        }
-        content
-    }
-
-    /// Stores an image a tool returned as chat media; its URL, or `None` past the turn's cap
-    /// or when it is not an image the chat can show.
-    async fn save_tool_image(&mut self, image: super::ToolImage) -> Option<String> {
-        if self.media_count >= MAX_MEDIA_PER_TURN {
-            return None;
-        }
-        self.media_count += 1;
-        let uploads = &self.agents.uploads;
-        match image {
-            super::ToolImage::Bytes(bytes) => match uploads.save_media(&self.chat_id, &bytes, "tool").await {
-                Ok(url) => Some(url),
-                Err(e) => {
-                    info!(error = %e, "a tool's image was not kept");
-                    None
-                }
-            },
-            super::ToolImage::Path(path) => {
-                let target = path.to_string_lossy();
-                uploads.import_local(&self.agents.data_dir, &self.chat_id, &target).await
-            }
-        }
-    }
-
-    /// Appends text past the inline caps to its block's overflow file (the first write of a
-    /// turn starts the file afresh), up to [`MAX_TURN_OVERFLOW_BYTES`] and
-    /// `MAX_OVERFLOW_FILES_PER_TURN` files per turn.
-    fn spill(&mut self, item_id: &str, rest: &str) {
-        use std::io::Write;
-        let room = usize::try_from(MAX_TURN_OVERFLOW_BYTES.saturating_sub(self.overflow_written)).unwrap_or(0);
-        let take = &rest[..super::fold::floor_boundary(rest, room)];
-        if take.is_empty() {
-            return;
-        }
-        if !self.overflow.contains_key(item_id) {
-            if self.overflow.len() >= super::fold::MAX_OVERFLOW_FILES_PER_TURN {
-                return;
-            }
-            let path = super::fold::overflow_file(&self.agents.overflow_dir, &self.chat_id, item_id);
-            let opened = path
-                .parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(&path));
-            match opened {
-                Ok(file) => {
-                    self.overflow.insert(item_id.to_owned(), file);
-                }
-                Err(e) => {
-                    warn!(error = %e, "an overflow file could not be opened; the text past the cap is dropped");
-                    self.overflow_written = MAX_TURN_OVERFLOW_BYTES;
-                    return;
-                }
-            }
-        }
-        if let Some(file) = self.overflow.get_mut(item_id) {
-            if let Err(e) = file.write_all(take.as_bytes()) {
-                warn!(error = %e, "an overflow file could not be written");
-            }
-            self.overflow_written += take.len() as u64;
-        }
     }
 
     /// The provider events that are not transcript: returns the finish if the turn ended.
@@ -1063,7 +774,7 @@ impl Turn<'_> {
         let retry = FinishRun { provider: None, ..run.clone() };
         let result = self.agents.writer.call(|ack| WriteCommand::FinishRun { finish: run, ack }).await;
         if let Ok(outcome) = &result {
-            self.agents.schedule_ends.ended(crate::schedules::signal::TurnEnded {
+            self.agents.schedule_ends.ended(crate::agent::schedule_ends::TurnEnded {
                 chat_id: self.chat_id.clone(),
                 run_id: self.run_id.clone(),
                 status,

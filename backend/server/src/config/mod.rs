@@ -103,6 +103,9 @@ pub struct Config {
     pub net: NetLimits,
     /// Password-attempt throttling (not set from the environment).
     pub login: LoginPolicy,
+    /// How often expired chat and app tombstones are purged (not set from the environment;
+    /// tests shorten it).
+    pub purge_every: Duration,
     /// How long a chat stays idle after its turns before its note is written
     /// (`MOBIUS_NOTE_IDLE_SECS`, default 120; `0` turns chat notes off, as `for_test` does).
     pub note_idle: Option<Duration>,
@@ -118,8 +121,8 @@ pub struct Config {
     /// instead of starting another one (tokio's own default is 512).
     pub max_blocking_threads: usize,
     /// Platform updates: the release feed, the launcher, readiness of a new version
-    /// (`MOBIUS_UPDATE_*`, see `platform::UpdateConfig`).
-    pub updates: crate::platform::UpdateConfig,
+    /// (`MOBIUS_UPDATE_*`, see [`UpdateConfig`]).
+    pub updates: UpdateConfig,
 }
 
 /// Default of [`Config::upload_max_file_bytes`], in MiB.
@@ -137,13 +140,54 @@ fn running_exe() -> PathBuf {
     std::env::current_exe().unwrap_or_else(|_| PathBuf::from("mobius"))
 }
 
+/// Default of [`Config::purge_every`].
+pub const DEFAULT_PURGE_EVERY: Duration = Duration::from_secs(3600);
+
 /// Default of [`Config::max_blocking_threads`].
 pub const DEFAULT_MAX_BLOCKING_THREADS: usize = 32;
 /// Largest accepted [`Config::max_blocking_threads`].
 const MAX_BLOCKING_THREADS: usize = 512;
 
-pub use crate::auth::limits::LoginPolicy;
-pub use crate::net::client::TrustedProxies;
+pub mod proxies;
+pub mod updates;
+
+pub use proxies::TrustedProxies;
+pub use updates::UpdateConfig;
+
+/// The throttle's numbers (defaults for production; tests shrink them).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoginPolicy {
+    /// Failed attempts an address or device may make before it has to wait.
+    pub free_failures: u32,
+    /// Burst of the global bucket (attempts without a device credential, all addresses).
+    pub global_burst: u32,
+    /// The global bucket gains one attempt this often.
+    pub global_refill_every: Duration,
+}
+
+impl Default for LoginPolicy {
+    fn default() -> Self {
+        Self { free_failures: 5, global_burst: 100, global_refill_every: Duration::from_secs(1) }
+    }
+}
+
+/// Default number of agents running at once (`MOBIUS_AGENT_MAX_RUNNING`): a 2-core box with
+/// 2 GiB runs four CLIs (a few hundred MiB each) and their tools without thrashing.
+pub const DEFAULT_MAX_RUNNING: usize = 4;
+/// Most agents that may be allowed at once, whatever the setting says.
+pub const MAX_MAX_RUNNING: usize = 64;
+/// Default number of processes kept between turns (`MOBIUS_AGENT_WARM_MAX`).
+pub const DEFAULT_WARM_MAX: usize = 3;
+/// Most processes that may be kept, whatever the setting says.
+pub const MAX_WARM_MAX: usize = 16;
+/// Default time a kept process waits for its chat's next turn (`MOBIUS_AGENT_WARM_IDLE_SECS`).
+pub const DEFAULT_WARM_IDLE: Duration = Duration::from_secs(600);
+/// Default memory ceiling of one agent (`MOBIUS_AGENT_MEMORY_MAX_MB`).
+pub const DEFAULT_MEMORY_MAX_BYTES: u64 = 2 << 30;
+/// Default output ceiling of one turn (`MOBIUS_AGENT_OUTPUT_MAX_MB`).
+pub const DEFAULT_OUTPUT_MAX_BYTES: u64 = 256 << 20;
+/// A job's time limit unless its schedule sets one (`MOBIUS_JOB_TIMEOUT_SECS`).
+pub const DEFAULT_JOB_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 
 /// How long connections may take and how many may be open; every field has its own
 /// environment variable (in parentheses).
@@ -475,7 +519,7 @@ impl Config {
         };
         let agent_turn_max = secs("MOBIUS_AGENT_TURN_MAX_SECS", DEFAULT_AGENT_TURN_MAX.as_secs())?;
         let agent_silence_max = secs("MOBIUS_AGENT_SILENCE_MAX_SECS", DEFAULT_AGENT_SILENCE_MAX.as_secs())?;
-        let job_timeout = secs("MOBIUS_JOB_TIMEOUT_SECS", crate::schedules::DEFAULT_JOB_TIMEOUT.as_secs())?;
+        let job_timeout = secs("MOBIUS_JOB_TIMEOUT_SECS", DEFAULT_JOB_TIMEOUT.as_secs())?;
         let agent_sandbox = match get("MOBIUS_AGENT_SANDBOX").as_deref().map(str::trim) {
             None | Some("on") => true,
             Some("off") => false,
@@ -487,29 +531,20 @@ impl Config {
                 ConfigError(format!("MOBIUS_AGENT_LANDLOCK_MAX_ABI={raw:?} must be a Landlock ABI version (1, 2, …)"))
             })?),
         };
-        let running_raw =
-            get("MOBIUS_AGENT_MAX_RUNNING").unwrap_or_else(|| crate::agent::slots::DEFAULT_MAX_RUNNING.to_string());
-        let agent_max_running = running_raw
-            .trim()
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (1..=crate::agent::slots::MAX_MAX_RUNNING).contains(n))
-            .ok_or_else(|| {
-                ConfigError(format!(
-                    "MOBIUS_AGENT_MAX_RUNNING={running_raw:?} must be a number from 1 to {}",
-                    crate::agent::slots::MAX_MAX_RUNNING
-                ))
-            })?;
-        let warm_raw = get("MOBIUS_AGENT_WARM_MAX").unwrap_or_else(|| crate::agent::warm::DEFAULT_WARM_MAX.to_string());
-        let agent_warm_max =
-            warm_raw.trim().parse::<usize>().ok().filter(|n| *n <= crate::agent::warm::MAX_WARM_MAX).ok_or_else(
+        let running_raw = get("MOBIUS_AGENT_MAX_RUNNING").unwrap_or_else(|| DEFAULT_MAX_RUNNING.to_string());
+        let agent_max_running =
+            running_raw.trim().parse::<usize>().ok().filter(|n| (1..=MAX_MAX_RUNNING).contains(n)).ok_or_else(
                 || {
                     ConfigError(format!(
-                        "MOBIUS_AGENT_WARM_MAX={warm_raw:?} must be a number from 0 to {}",
-                        crate::agent::warm::MAX_WARM_MAX
+                        "MOBIUS_AGENT_MAX_RUNNING={running_raw:?} must be a number from 1 to {}",
+                        MAX_MAX_RUNNING
                     ))
                 },
             )?;
+        let warm_raw = get("MOBIUS_AGENT_WARM_MAX").unwrap_or_else(|| DEFAULT_WARM_MAX.to_string());
+        let agent_warm_max = warm_raw.trim().parse::<usize>().ok().filter(|n| *n <= MAX_WARM_MAX).ok_or_else(|| {
+            ConfigError(format!("MOBIUS_AGENT_WARM_MAX={warm_raw:?} must be a number from 0 to {}", MAX_WARM_MAX))
+        })?;
         let mb =
             |key: &str, default: u64| -> Result<u64, ConfigError> {
                 let raw = get(key).unwrap_or_else(|| (default >> 20).to_string());
@@ -517,11 +552,9 @@ impl Config {
                     ConfigError(format!("{key}={raw:?} must be a number of MiB from 0 to {MAX_AGENT_MB}"))
                 })
             };
-        let agent_memory_max =
-            Some(mb("MOBIUS_AGENT_MEMORY_MAX_MB", crate::agent::ceiling::DEFAULT_MEMORY_MAX_BYTES)?).filter(|b| *b > 0);
-        let agent_output_max =
-            mb("MOBIUS_AGENT_OUTPUT_MAX_MB", crate::agent::ceiling::DEFAULT_OUTPUT_MAX_BYTES)?.max(1 << 20);
-        let agent_warm_idle = secs("MOBIUS_AGENT_WARM_IDLE_SECS", crate::agent::warm::DEFAULT_WARM_IDLE.as_secs())?;
+        let agent_memory_max = Some(mb("MOBIUS_AGENT_MEMORY_MAX_MB", DEFAULT_MEMORY_MAX_BYTES)?).filter(|b| *b > 0);
+        let agent_output_max = mb("MOBIUS_AGENT_OUTPUT_MAX_MB", DEFAULT_OUTPUT_MAX_BYTES)?.max(1 << 20);
+        let agent_warm_idle = secs("MOBIUS_AGENT_WARM_IDLE_SECS", DEFAULT_WARM_IDLE.as_secs())?;
         let app_node_modules =
             PathBuf::from(get("MOBIUS_APP_NODE_MODULES").unwrap_or_else(|| "frontend/node_modules".into()));
         let app_runtime_dir = PathBuf::from(get("MOBIUS_APP_RUNTIME_DIR").unwrap_or_else(|| "frontend/public".into()));
@@ -584,7 +617,7 @@ impl Config {
                     "MOBIUS_MAX_BLOCKING_THREADS={blocking_raw:?} must be a whole number from 1 to {MAX_BLOCKING_THREADS}"
                 ))
             })?;
-        let updates = crate::platform::UpdateConfig::from_lookup(&get).map_err(ConfigError)?;
+        let updates = UpdateConfig::from_lookup(&get).map_err(ConfigError)?;
         Ok(Self {
             updates,
             data_dir,
@@ -627,6 +660,7 @@ impl Config {
             extra_hosts,
             net,
             login: LoginPolicy::default(),
+            purge_every: DEFAULT_PURGE_EVERY,
             note_idle,
             max_blocking_threads,
         })
@@ -654,20 +688,20 @@ impl Config {
             agent_start_timeout: Duration::from_secs(30),
             agent_turn_max: DEFAULT_AGENT_TURN_MAX,
             agent_silence_max: DEFAULT_AGENT_SILENCE_MAX,
-            job_timeout: crate::schedules::DEFAULT_JOB_TIMEOUT,
+            job_timeout: DEFAULT_JOB_TIMEOUT,
             // Tests keep their fake CLIs in the data dir the sandbox closes; the ones about the
             // sandbox turn it on.
             agent_sandbox: false,
             agent_landlock_max_abi: None,
             // API tests host many servers in one process.
             shared_process: true,
-            agent_max_running: crate::agent::slots::DEFAULT_MAX_RUNNING,
+            agent_max_running: DEFAULT_MAX_RUNNING,
             // The fake CLIs of the API tests answer one turn each; the tests about kept
             // processes turn keeping on.
             agent_warm_max: 0,
-            agent_warm_idle: crate::agent::warm::DEFAULT_WARM_IDLE,
-            agent_memory_max: Some(crate::agent::ceiling::DEFAULT_MEMORY_MAX_BYTES),
-            agent_output_max: crate::agent::ceiling::DEFAULT_OUTPUT_MAX_BYTES,
+            agent_warm_idle: DEFAULT_WARM_IDLE,
+            agent_memory_max: Some(DEFAULT_MEMORY_MAX_BYTES),
+            agent_output_max: DEFAULT_OUTPUT_MAX_BYTES,
             app_node_modules: checkout_root().join("frontend/node_modules"),
             app_runtime_dir: checkout_root().join("frontend/public"),
             app_quota_bytes: DEFAULT_APP_QUOTA_BYTES,
@@ -681,9 +715,10 @@ impl Config {
             extra_hosts: Vec::new(),
             net: NetLimits::default(),
             login: LoginPolicy::default(),
+            purge_every: DEFAULT_PURGE_EVERY,
             note_idle: None,
             max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
-            updates: crate::platform::UpdateConfig::for_test(),
+            updates: UpdateConfig::for_test(),
         }
     }
 
