@@ -104,8 +104,12 @@ fn options(policy: &Policy, opts: &BundleOptions) -> BundlerOptions {
     }
 }
 
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the bundler crate has no lock helper of its own; a poisoned lock is recovered, not skipped"
+)]
 fn take(findings: &Findings) -> Vec<Diagnostic> {
-    findings.lock().map(|mut found| std::mem::take(&mut *found)).unwrap_or_default()
+    std::mem::take(&mut *findings.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
 }
 
 fn convert_all(policy: &Policy, errors: Vec<BuildDiagnostic>) -> Diagnostics {

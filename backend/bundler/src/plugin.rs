@@ -128,9 +128,12 @@ impl AppPlugin {
             let (line, column) = line_col(&source, offset);
             diagnostic = diagnostic.at(&source, line, column);
         }
-        if let Ok(mut findings) = self.findings.lock() {
-            findings.push(diagnostic);
-        }
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the bundler crate has no lock helper of its own; a poisoned lock is recovered, not skipped"
+        )]
+        let mut findings = self.findings.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        findings.push(diagnostic);
         HookResolveIdOutput { id: specifier.into(), external: Some(true.into()), ..Default::default() }
     }
 }
