@@ -83,7 +83,8 @@ def test_modules(src, files):
     out = set()
     by_module = {m: p for p, m in files.items()}
     for path, here in files.items():
-        text = open(path, encoding="utf-8").read()
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
         for m in re.finditer(r"^#\[cfg\(test\)\]\s*\n\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", text, re.M):
             child = by_module.get(tuple(here) + (m.group(1),))
             if child:
@@ -106,7 +107,8 @@ def graph(src):
     for path, here in files.items():
         if not here:
             continue
-        text = open(path, encoding="utf-8").read()
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
         cut = re.search(r"^#\[cfg\(test\)\]\s*\n\s*mod\s+\w+\s*\{", text, re.M)
         if cut:
             text = text[:cut.start()]
