@@ -68,7 +68,8 @@ impl Boot {
         })
     }
 
-    /// Records that start-up finished `step` (timed from the previous step, or from `new`).
+    /// Records that start-up finished `step` (timed from the previous step, or from `new`); a
+    /// step's name has no comma (the `ready` line lists them comma-separated).
     pub fn step(&self, step: &'static str) {
         let mut steps = self.steps.locked();
         let now = std::time::Instant::now();

@@ -151,7 +151,7 @@ impl AppState {
         sessions.reload(&db.read).await?;
         let devices = Arc::new(crate::auth::known::KnownDevices::default());
         devices.reload(&db.read).await?;
-        boot.step("keys, writer, owner");
+        boot.step("keys + writer + owner");
         if !crate::agent::process::become_subreaper() {
             warn!(
                 "the kernel refused to make the server a child subreaper; escaped agent processes are found only while their parents live"
@@ -233,7 +233,7 @@ impl AppState {
             writer.clone(),
         ));
         uploads.sweep_staging().await;
-        boot.step("notes, push, uploads");
+        boot.step("notes + push + uploads");
         let (schedule_ends, schedule_ends_rx) = crate::agent::schedule_ends::TurnEnds::channel();
         let agents = Arc::new(Agents {
             writer: writer.clone(),
@@ -292,7 +292,7 @@ impl AppState {
             schedule_ends_rx,
             config.job_timeout,
         ));
-        boot.step("agents, apps");
+        boot.step("agents + apps");
         schedules.reconcile().await?;
         boot.step("schedules");
         let login_limits = LoginLimiter::new(config.login.clone());
