@@ -35,10 +35,15 @@ import {
   stepper,
   tearDown,
   watchProblems,
+  TURN_TIMEOUT,
+  composer,
+  liveRow,
+  send,
+  stopButton,
+  turnEnds,
 } from "./harness.mjs";
 
 const STEP_TIMEOUT = 90_000;
-const TURN_TIMEOUT = 60_000;
 
 // The model's script. The mock picks a step by how many assistant turns the request history
 // holds, so each owner message below lands on a known step.
@@ -114,17 +119,7 @@ let chatUrl;
 
 const step = stepper({ prefix: "chat", timeout: STEP_TIMEOUT, page: () => phone.page });
 
-const composer = (page) => page.getByRole("textbox", { name: "Message", exact: true });
 const lastAssistant = (page) => page.locator(".row-assistant").last();
-const stopButton = (page) => page.getByRole("button", { name: "Stop", exact: true });
-
-async function send(page, text) {
-  await composer(page).fill(text);
-  const posted = page.waitForResponse((r) => r.url().endsWith("/messages") && r.request().method() === "POST");
-  await page.getByRole("button", { name: /^(Send|Queue message)$/ }).click();
-  return posted;
-}
-
 /** Waits until the live row's slow command runs (the moment a steer interrupts it cleanly). */
 async function slowCommandRuns(page, said) {
   const live = page.locator('.row[data-live="true"]');
@@ -148,12 +143,6 @@ async function assertConsecutive(page, parts) {
     const row = rows[start + i] ?? "";
     assert.ok(row.startsWith(`${role}:`) && row.includes(text), `row ${start + i} should be ${role} "${text}": ${JSON.stringify(rows.slice(start))}`);
   });
-}
-
-/** Waits until no turn runs: the Stop button is gone and no row is live. */
-async function turnEnds(page) {
-  await stopButton(page).waitFor({ state: "detached", timeout: TURN_TIMEOUT });
-  await page.locator('.row[data-live="true"]').waitFor({ state: "detached", timeout: TURN_TIMEOUT });
 }
 
 async function expectEnabled(locator) {

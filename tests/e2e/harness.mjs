@@ -495,3 +495,26 @@ export async function horizontalOverflow(page, { within = "body" } = {}) {
     return out;
   }, within);
 }
+
+// ---- the chat, as the owner drives it (shared by the chat and phone suites) ----
+
+/** How long one scripted agent turn may take. */
+export const TURN_TIMEOUT = 60_000;
+
+export const composer = (page) => page.getByRole("textbox", { name: "Message", exact: true });
+export const stopButton = (page) => page.getByRole("button", { name: "Stop", exact: true });
+export const liveRow = (page) => page.locator('.row[data-live="true"]');
+
+/** Types `text` and sends it (or queues it during a turn); resolves with the POST's response. */
+export async function send(page, text) {
+  await composer(page).fill(text);
+  const posted = page.waitForResponse((r) => r.url().endsWith("/messages") && r.request().method() === "POST");
+  await page.getByRole("button", { name: /^(Send|Queue message)$/ }).click();
+  return posted;
+}
+
+/** Waits until no turn runs: the Stop button is gone and no row is live. */
+export async function turnEnds(page) {
+  await stopButton(page).waitFor({ state: "detached", timeout: TURN_TIMEOUT });
+  await liveRow(page).waitFor({ state: "detached", timeout: TURN_TIMEOUT });
+}

@@ -41,10 +41,15 @@ import {
   stepper,
   tearDown,
   watchProblems,
+  TURN_TIMEOUT,
+  composer,
+  liveRow,
+  send,
+  stopButton,
+  turnEnds,
 } from "./harness.mjs";
 
 const STEP_TIMEOUT = 90_000;
-const TURN_TIMEOUT = 60_000;
 const TOKEN_KEY = "mobius.token";
 
 /** A command that runs for a few seconds (Claude refuses a bare `sleep`). */
@@ -76,23 +81,6 @@ const BETA = { id: "beta", name: "Beta", version: "1.0.0", description: "The sec
 const missing = ["MOBIUS_BIN", "MOBIUS_FRONTEND_DIR"].filter((name) => !process.env[name]);
 if (missing.length) throw new Error(`${missing.join(", ")} not set (run scripts/test)`);
 if (!existsSync(claudeBin())) throw new Error(`no Claude CLI at ${claudeBin()} (scripts/test installs it)`);
-
-const composer = (page) => page.getByRole("textbox", { name: "Message", exact: true });
-const stopButton = (page) => page.getByRole("button", { name: "Stop", exact: true });
-const liveRow = (page) => page.locator('.row[data-live="true"]');
-
-async function send(page, text) {
-  await composer(page).fill(text);
-  const posted = page.waitForResponse((r) => r.url().endsWith("/messages") && r.request().method() === "POST");
-  await page.getByRole("button", { name: /^(Send|Queue message)$/ }).click();
-  return posted;
-}
-
-/** Waits until no turn runs: the Stop button is gone and no row is live. */
-async function turnEnds(page) {
-  await stopButton(page).waitFor({ state: "detached", timeout: TURN_TIMEOUT });
-  await liveRow(page).waitFor({ state: "detached", timeout: TURN_TIMEOUT });
-}
 
 async function assertAccessible(page, view) {
   await assertFitsAndLegible(page, view);
