@@ -216,6 +216,7 @@ async fn initialise(
                 tokio::spawn(crate::storage::remove_leftover_temps(state.config.data_dir.clone(), booted));
                 tokio::spawn(crate::platform::updates::check_daily(state.updates.clone(), stop.clone()));
                 state.schedules.start(stop.clone()).await;
+                crate::memory::give_back_start_up();
                 let _ = state_tx.send((state, writer_task));
                 return;
             }

@@ -4,7 +4,8 @@
 //! sign-in, up to one block per arena), and a compile (rolldown on its own threads) left
 //! ~100 MiB behind. So `main` fixes the thresholds and caps the arenas
 //! (`mobius_sys::tune_allocator`), and the heap is trimmed once the bundler has been idle for a
-//! moment.
+//! moment. Once start-up has settled, its freed heap and the code pages it faulted in are given
+//! back ([`give_back_start_up`]).
 
 use std::time::Duration;
 
@@ -23,6 +24,26 @@ pub fn trim_after_compiles(bundler: &mobius_bundler::Bundler) {
             // Trimming a large heap takes a few milliseconds: off the async threads.
             let _ = tokio::task::spawn_blocking(mobius_sys::return_freed_memory).await;
         }
+    });
+}
+
+/// Quiet time after `ready` before start-up's memory is given back: the tasks boot spawns (app
+/// rebuilds, leftover sweeps, the scheduler's first pass) have run by then.
+pub const SETTLE_AFTER_BOOT: Duration = Duration::from_secs(2);
+
+/// Once start-up has settled, returns its freed heap and pages out the server's own code
+/// (`mobius_sys::page_out_own_code`): idle RSS was ~10 MiB of code pages, most of them only
+/// ever run at boot. What requests need faults back in on first use.
+pub fn give_back_start_up() {
+    tokio::spawn(async move {
+        tokio::time::sleep(SETTLE_AFTER_BOOT).await;
+        let advised = tokio::task::spawn_blocking(|| {
+            mobius_sys::return_freed_memory();
+            mobius_sys::page_out_own_code()
+        })
+        .await
+        .unwrap_or(0);
+        tracing::debug!(advised_bytes = advised, "start-up memory given back");
     });
 }
 
