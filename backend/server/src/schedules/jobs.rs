@@ -256,7 +256,7 @@ async fn environment(
     let data_dir = ctx.data_dir().display().to_string();
     let state = state.display().to_string();
     let mut env = vec![
-        ("PATH".to_owned(), std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into())),
+        ("PATH".to_owned(), agents.providers.agent_path()),
         ("TZ".to_owned(), zone),
         ("HOME".to_owned(), state.clone()),
         ("DATA_DIR".to_owned(), data_dir),
