@@ -4,8 +4,8 @@
 //! The `PATH` is curated, not the server's own: the server's may lead through a version
 //! manager's shims (`~/.pyenv/shims/python3` is a script that runs files under `~/.pyenv`), which
 //! the sandbox does not open, so the tool would die with "Permission denied". The agent gets the
-//! folder of the `mobius` binary, the folders the CLIs and `node` really live in (links
-//! resolved), and the system's folders — all of which the sandbox opens for reading and
+//! folder of the `mobius` binary, the folders the CLIs and `node` are found in and really live in
+//! (links resolved), and the system's folders — all of which the sandbox opens for reading and
 //! executing (`sandbox::grants` grants every `PATH` folder).
 
 use std::path::{Path, PathBuf};
@@ -89,16 +89,26 @@ pub fn agent_path(extra: &[PathBuf]) -> String {
     dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(":")
 }
 
-/// The folder `bin` really lives in: a bare name is looked up on the server's `PATH`, links are
-/// resolved. `None` when it is not found.
-pub fn real_dir(bin: &Path) -> Option<PathBuf> {
+/// The folders of `bin` for the agent's `PATH`: the one it is found in (a bare name is looked up
+/// on the server's `PATH`), so the agent finds it by its name (`claude` in a folder of npm's
+/// links), and the one its file really lives in (links resolved), for what sits beside it.
+/// Empty when it is not found.
+pub fn dirs_of(bin: &Path) -> Vec<PathBuf> {
     let found = if bin.components().count() == 1 {
-        let path = std::env::var("PATH").unwrap_or_default();
-        path.split(':').filter(|d| d.starts_with('/')).map(|d| Path::new(d).join(bin)).find(|p| p.is_file())?
+        match bin.to_str().and_then(|name| find_on(&std::env::var("PATH").unwrap_or_default(), name)) {
+            Some(found) => found,
+            None => return Vec::new(),
+        }
     } else {
         bin.to_path_buf()
     };
-    std::fs::canonicalize(found).ok()?.parent().map(Path::to_path_buf)
+    let mut dirs: Vec<PathBuf> = found.parent().map(Path::to_path_buf).into_iter().collect();
+    if let Some(real) = std::fs::canonicalize(&found).ok().and_then(|p| p.parent().map(Path::to_path_buf))
+        && !dirs.contains(&real)
+    {
+        dirs.push(real);
+    }
+    dirs
 }
 
 /// The first `name` on `path` that is a file.
@@ -209,6 +219,21 @@ mod tests {
         assert!(SYSTEM_PATH.iter().all(|d| dirs.contains(d)), "{path}");
         assert_eq!(dirs.len(), SYSTEM_PATH.len() + 2, "the binary's folder, the CLIs' and the system's: {path}");
         assert!(!path.contains("shims"), "{path}");
+    }
+
+    #[test]
+    fn a_binary_reached_by_a_link_gives_the_links_folder_and_its_own() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let (bin, pkg) = (dir.path().join("bin"), dir.path().join("pkg"));
+        std::fs::create_dir_all(&bin).expect("bin");
+        std::fs::create_dir_all(&pkg).expect("pkg");
+        std::fs::write(pkg.join("cli.js"), "").expect("cli");
+        std::os::unix::fs::symlink("../pkg/cli.js", bin.join("claude")).expect("link");
+        let canon = |p: &Path| std::fs::canonicalize(p).expect("canon");
+        let dirs = dirs_of(&bin.join("claude"));
+        assert_eq!(dirs.len(), 2, "{dirs:?}");
+        assert_eq!((canon(&dirs[0]), canon(&dirs[1])), (canon(&bin), canon(&pkg)));
+        assert!(dirs_of(Path::new("surely-no-such-binary-here")).is_empty());
     }
 
     #[tokio::test]

@@ -327,12 +327,38 @@ impl Providers {
     /// Installed CLI versions (`None` when missing), cached for a few minutes.
     /// The `PATH` of the agent's processes (turns and app jobs): curated, see `agent::toolbox`.
     pub fn agent_path(&self) -> String {
-        let mut dirs: Vec<PathBuf> = [self.bin(ProviderKind::Claude), self.bin(ProviderKind::Codex), Path::new("node")]
+        let dirs: Vec<PathBuf> = [self.bin(ProviderKind::Claude), self.bin(ProviderKind::Codex), Path::new("node")]
             .into_iter()
-            .filter_map(crate::agent::toolbox::real_dir)
+            .flat_map(crate::agent::toolbox::dirs_of)
             .collect();
-        dirs.dedup();
         crate::agent::toolbox::agent_path(&dirs)
+    }
+
+    /// What an app job needs to run the CLIs itself, as the contract's jobs do (`claude -p`,
+    /// `codex exec`): for each connected provider its login (the folder `CLAUDE_CONFIG_DIR` /
+    /// `CODEX_HOME` names, prepared like a turn's; Claude's API key and model endpoint in the
+    /// environment) and the folders the job's sandbox must open for it (that folder, read and
+    /// write; the CLI's package, read and execute). Nothing of a provider not connected.
+    pub fn job_clis(&self) -> (Vec<(String, String)>, Vec<PathBuf>, Vec<PathBuf>) {
+        let (mut env, mut logins, mut packages) = (Vec::new(), Vec::new(), Vec::new());
+        for kind in [ProviderKind::Claude, ProviderKind::Codex] {
+            let Ok(credentials) = self.prepare_cli(kind) else { continue };
+            let Ok(dir) = self.auth_dir(kind) else { continue };
+            let name = match kind {
+                ProviderKind::Claude => "CLAUDE_CONFIG_DIR",
+                ProviderKind::Codex => "CODEX_HOME",
+            };
+            env.push((name.to_owned(), dir.display().to_string()));
+            if kind == ProviderKind::Claude
+                && let Some(url) = &self.claude_base_url
+            {
+                env.push(("ANTHROPIC_BASE_URL".to_owned(), url.clone()));
+            }
+            env.extend(credentials);
+            logins.push(dir);
+            packages.extend(crate::agent::sandbox::package_root(self.bin(kind)));
+        }
+        (env, logins, packages)
     }
 
     /// The tools on the agent's `PATH` and their versions (asked at most every few minutes).

@@ -395,7 +395,8 @@ async fn workspace_list(
 ) -> Result<Json<super::workspace::WorkspaceList>> {
     let id = checked_id(&id)?;
     match &who {
-        ChatCaller::Owner(claims) if claims.scope != Scope::Agent || claims.chat_id.as_deref() == Some(id.as_str()) => {}
+        ChatCaller::Owner(claims) if claims.scope != Scope::Agent || claims.chat_id.as_deref() == Some(id.as_str()) => {
+        }
         _ => return Err(Error::forbidden("wrong_scope", "Only the owner and the chat's agent see its workspace.")),
     }
     live_chat(&state, &id).await?;
@@ -420,7 +421,7 @@ async fn workspace_file(
     live_chat(&state, &id).await?;
     let not_found = || Error::not_found("file_not_found", "The workspace has no file at that path.");
     let data_dir = state.config.data_dir.clone();
-    let (chat, rel) = (id.to_string(), std::path::PathBuf::from(&path));
+    let (chat, rel) = (id.as_str().to_owned(), std::path::PathBuf::from(&path));
     let (file, meta) = tokio::task::spawn_blocking(move || super::workspace::open(&data_dir, &chat, &rel))
         .await
         .map_err(|e| Error::Internal(e.to_string()))?
@@ -439,11 +440,19 @@ async fn workspace_file(
 
 /// `attachment; filename="…"; filename*=UTF-8''…` for any name (quotes and non-ASCII escaped).
 fn attachment(name: &str) -> Result<HeaderValue> {
-    let ascii: String =
-        name.chars().map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' { c } else { '_' }).collect();
+    let ascii: String = name
+        .chars()
+        .map(|c| if (c.is_ascii_graphic() && c != '"' && c != '\\') || c == ' ' { c } else { '_' })
+        .collect();
     let encoded: String = name
         .bytes()
-        .map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
         .collect();
     HeaderValue::from_str(&format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}"))
         .map_err(|e| Error::Internal(e.to_string()))

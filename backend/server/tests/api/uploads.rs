@@ -559,23 +559,36 @@ async fn a_turn_works_in_its_chats_workspace_and_the_owner_downloads_what_it_mad
     let r = app.get("/api/chats/c/workspace", Some(&token)).await;
     assert_eq!(r.status(), StatusCode::OK);
     let listed: Value = r.json().await.expect("json");
-    let mut paths: Vec<&str> = listed["files"].as_array().expect("files").iter().filter_map(|f| f["path"].as_str()).collect();
+    let mut paths: Vec<&str> =
+        listed["files"].as_array().expect("files").iter().filter_map(|f| f["path"].as_str()).collect();
     paths.sort_unstable();
     assert_eq!(paths, ["hello.txt", "out/chart.png", "where.txt"], "no link listed: {listed}");
     let media = media_token(&app, &token, "c").await;
-    let r = app.client.get(app.url(&format!("/api/chats/c/workspace/hello.txt?token={media}"))).send().await.expect("get");
+    let r =
+        app.client.get(app.url(&format!("/api/chats/c/workspace/hello.txt?token={media}"))).send().await.expect("get");
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.headers()["content-disposition"], "attachment; filename=\"hello.txt\"; filename*=UTF-8''hello.txt");
     assert_eq!(r.headers()["content-security-policy"], "default-src 'none'; sandbox");
     assert_eq!(r.bytes().await.expect("body").as_ref(), b"hi\n");
-    let r = app.client.get(app.url(&format!("/api/chats/c/workspace/out/chart.png?token={media}"))).send().await.expect("get");
+    let r = app
+        .client
+        .get(app.url(&format!("/api/chats/c/workspace/out/chart.png?token={media}")))
+        .send()
+        .await
+        .expect("get");
     assert_eq!(r.bytes().await.expect("body").as_ref(), chart.as_slice());
     for bad in ["key.txt", "apps", "shared/seen-from-workspace.txt", "..%2F..%2Fsecret.key", "out", "missing.txt"] {
-        let r = app.client.get(app.url(&format!("/api/chats/c/workspace/{bad}?token={media}"))).send().await.expect("get");
+        let r =
+            app.client.get(app.url(&format!("/api/chats/c/workspace/{bad}?token={media}"))).send().await.expect("get");
         assert_error(r, StatusCode::NOT_FOUND, "file_not_found").await;
     }
     // The chat's media token opens only its own chat's workspace.
-    let r = app.client.get(app.url(&format!("/api/chats/other/workspace/hello.txt?token={media}"))).send().await.expect("get");
+    let r = app
+        .client
+        .get(app.url(&format!("/api/chats/other/workspace/hello.txt?token={media}")))
+        .send()
+        .await
+        .expect("get");
     assert_error(r, StatusCode::FORBIDDEN, "media_token_wrong_chat").await;
     let r = app.client.get(app.url("/api/chats/c/workspace/hello.txt")).send().await.expect("get");
     assert_error(r, StatusCode::UNAUTHORIZED, "missing_token").await;

@@ -29,12 +29,7 @@ fn invalid(dest: &str, why: impl std::fmt::Display) -> Error {
 /// commit lacks because the app's own `.gitignore` keeps it out is taken from there (static
 /// assets are install-managed, outside the app's history, as in the original), opened through
 /// `safe_fs` (the agent writes that folder): no link followed, a regular file only.
-pub async fn stage(
-    data_dir: &Path,
-    tree: &Path,
-    folder: Option<&Path>,
-    pairs: &[(String, String)],
-) -> Result<Staged> {
+pub async fn stage(data_dir: &Path, tree: &Path, folder: Option<&Path>, pairs: &[(String, String)]) -> Result<Staged> {
     if pairs.is_empty() {
         return Ok(Staged(None));
     }
