@@ -74,19 +74,27 @@ FROM ${BINARY_SOURCE} AS binary
 # agent's tools (git over https, the CLIs). tzdata is the zone database schedules are read in
 # (jiff reads /usr/share/zoneinfo; nothing is bundled in the binary); curl is how app jobs
 # (bash scripts, as in the original) call the API with their APP_TOKEN.
+# The agent's toolbox (scripts/lib.sh TOOLBOX_APT lists the same; Settings › Agent sandbox shows
+# what is there): Python 3 with venv, sqlite3, jq, ripgrep, unzip, and Chromium's headless shell
+# — the agent's eyes (`mobius app screenshot`) and its PDF path (HTML → --print-to-pdf, offline,
+# no TeX distribution) — with one font family to render text in. npm/npx come from the web stage.
 FROM debian:${DEBIAN_RELEASE}-slim AS runtime
 # Debian's packages stay at the release's current security updates; no version pins.
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates curl git tini tzdata \
+        chromium-headless-shell fonts-dejavu-core jq python3 python3-venv ripgrep sqlite3 unzip \
     && rm -rf /var/lib/apt/lists/*
-RUN groupadd --system --gid 10001 mobius \
+COPY --from=web /usr/local/bin/node /usr/local/bin/node
+COPY --from=web /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/npm
+RUN ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \
+    && ln -s ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx \
+    && groupadd --system --gid 10001 mobius \
     && useradd --system --uid 10001 --gid mobius --create-home --home-dir /home/mobius \
         --shell /bin/bash mobius \
     && mkdir -p /data \
     && chown mobius:mobius /data \
     && chmod 0750 /data
-COPY --from=web /usr/local/bin/node /usr/local/bin/node
 COPY --from=clis /opt/agent-clis /opt/agent-clis
 COPY --from=web /src/frontend/dist /app/frontend/dist
 COPY --from=web /src/frontend/package.json /app/frontend/package.json

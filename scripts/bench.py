@@ -2064,6 +2064,55 @@ def section_regressions(binary, tmp, against, label):
     note("regress", "import body (bytes)", f"{size:,}", "")
 
 
+def apt_closure(pkgs):
+    """The Debian packages `apt-get install --no-install-recommends pkgs` installs on an empty
+    system (apt's own choice among alternatives, simulated: nothing is installed)."""
+    out = subprocess.run(
+        ["apt-get", "-s", "-o", "Dir::State::status=/dev/null", "install", "--no-install-recommends", *pkgs],
+        capture_output=True, text=True, check=False).stdout
+    return {line.split()[1] for line in out.splitlines() if line.startswith("Inst ")}
+
+
+def apt_installed_kib(pkgs):
+    """The sum of the packages' Installed-Size (KiB), as apt's metadata states it."""
+    if not pkgs:
+        return 0
+    out = subprocess.run(["apt-cache", "show", "--no-all-versions", *sorted(pkgs)],
+                         capture_output=True, text=True, check=False).stdout
+    return sum(int(line.split(":", 1)[1]) for line in out.splitlines() if line.startswith("Installed-Size:"))
+
+
+def section_image():
+    """The runtime image's Debian packages before and after the agent's toolbox (issue 34):
+    Installed-Size summed over what `apt-get install --no-install-recommends` adds to a slim
+    Debian (its Priority: required packages, as this machine has them, count as the base).
+    No Docker engine needed; npm (copied from the web stage) is measured on this machine."""
+    print("image", flush=True)
+    dockerfile = open(os.path.join(ROOT, "Dockerfile")).read()
+    runtime = dockerfile.split("AS runtime", 1)[1]
+    block = runtime.split("--no-install-recommends", 1)[1].split("&&", 1)[0]
+    listed = [w for w in block.replace("\\", " ").split() if w]
+    lib = open(os.path.join(ROOT, "scripts", "lib.sh")).read()
+    toolbox = re.search(r"TOOLBOX_APT=\(([^)]*)\)", lib).group(1).split()
+    base = [p for p in listed if p not in toolbox]
+    required = set(subprocess.run(["dpkg-query", "-W", "-f=${Package} ${Priority}\n"], capture_output=True,
+                                  text=True, check=False).stdout.split("\n"))
+    required = {r.split()[0].split(":")[0] for r in required if r.endswith(" required")}
+    before = apt_closure(base) - required
+    after = apt_closure(base + toolbox) - required
+    mib = lambda kib: f"{kib / 1024:.1f} MiB"
+    note("image", f"runtime Debian packages before the toolbox ({len(before)})", mib(apt_installed_kib(before)))
+    added = after - before
+    note("image", f"added by the toolbox ({len(added)} packages)", mib(apt_installed_kib(added)))
+    browser = apt_closure(["chromium-headless-shell"]) - before - required
+    note("image", "  of which Chromium's headless shell and its libraries", mib(apt_installed_kib(browser)))
+    npm = shutil.which("npm")
+    if npm:
+        npm_dir = os.path.dirname(os.path.dirname(os.path.realpath(npm)))
+        kib = int(subprocess.run(["du", "-sk", npm_dir], capture_output=True, text=True).stdout.split()[0])
+        note("image", "npm/npx (copied from the web stage; this machine's npm)", mib(kib))
+
+
 def main():
     global QUICK, NO_GATE, BINARY
     ap = argparse.ArgumentParser()
@@ -2083,6 +2132,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="mobius-bench-")
     try:
         print(f"  {'section':9} {'workload':58} {'min / median / max':42} target", flush=True)
+        if want("image"):
+            section_image()
         if want("boot") or want("health"):
             section_boot_and_health(args.binary, tmp)
         if want("chats"):

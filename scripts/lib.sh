@@ -92,6 +92,24 @@ ensure_agent_clis() {
     "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" "@openai/codex@$CODEX_VERSION")
 }
 
+# The agent's toolbox, as the image installs it (the Dockerfile's runtime stage lists the same
+# packages; scripts/check-deploy checks both agree).
+TOOLBOX_APT=(chromium-headless-shell fonts-dejavu-core jq python3 python3-venv ripgrep sqlite3 unzip)
+
+# ensure_toolbox: the agent's toolbox (Debian packages; a machine with another Chromium keeps
+# it). Prints what could not be installed and carries on: the server lists what is there.
+ensure_toolbox() {
+  local want=() pkg
+  for pkg in "${TOOLBOX_APT[@]}"; do
+    case "$pkg" in
+      chromium-headless-shell) command -v chromium-headless-shell >/dev/null || command -v chromium >/dev/null || want+=("$pkg") ;;
+      *) want+=("$pkg") ;;
+    esac
+  done
+  command -v npm >/dev/null || want+=(npm)
+  ensure_apt "${want[@]}" || echo "(some of the agent's tools could not be installed: ${want[*]}; Settings › Agent sandbox lists what it has)" >&2
+}
+
 # ensure_rust: the toolchain with rustfmt and clippy.
 ensure_rust() {
   command -v cargo >/dev/null || die "Rust (cargo) is required: https://rustup.rs"

@@ -39,6 +39,10 @@ USAGE:
     mobius schedule remove <id>     (agents) remove one of them
     mobius remind (--in 2h | --at 07:30 | --at 2025-06-01T07:30) <text>
                                     (agents) <text> comes back to this chat as a turn then
+    mobius toolbox [--json] [--require]
+                                    the tools on PATH (Python, npm, sqlite3, jq, ripgrep, unzip,
+                                    git, curl, Chromium) and their versions; --require: exit 1
+                                    when one is missing
     mobius --version   print the version
     mobius help        print this help
 
@@ -108,6 +112,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
         // Internal: the server's Web Push sender (see push/deliver.rs).
         Some("push-deliver") => crate::push::deliver_command(),
         Some("media") => media_command(&args[1..]),
+        Some("toolbox") => toolbox_command(&args[1..]),
         Some("schedule") => schedule_command(&args[1..]),
         Some("remind") => remind_command(&args[1..]),
         Some("help" | "--help" | "-h") => {
@@ -200,6 +205,43 @@ fn app_command(args: &[String]) -> ExitCode {
         });
         println!("{}", serde_json::to_string_pretty(&receipt).unwrap_or_default());
     })
+}
+
+/// `mobius toolbox [--json] [--require]`: what `agent::toolbox` finds on this `PATH`.
+fn toolbox_command(args: &[String]) -> ExitCode {
+    let (json, require) = (args.iter().any(|a| a == "--json"), args.iter().any(|a| a == "--require"));
+    if let Some(other) = args.iter().find(|a| *a != "--json" && *a != "--require") {
+        eprintln!("mobius toolbox: unknown argument {other}\nusage: mobius toolbox [--json] [--require]");
+        return ExitCode::from(2);
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mobius toolbox: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let path = std::env::var("PATH").unwrap_or_default();
+    let home = std::env::var_os("HOME").map_or_else(std::env::temp_dir, std::path::PathBuf::from);
+    let tools = runtime.block_on(crate::agent::toolbox::probe(&path, &home));
+    if json {
+        println!("{}", serde_json::to_string_pretty(&tools).unwrap_or_default());
+    } else {
+        for t in &tools {
+            let state = match (&t.command, &t.version) {
+                (Some(c), Some(v)) => format!("{v} ({c})"),
+                (Some(c), None) => format!("installed, no version ({c})"),
+                (None, _) => "not installed".to_owned(),
+            };
+            println!("{:<10} {:<28} {}", t.name, state, t.purpose);
+        }
+    }
+    let missing: Vec<&str> = tools.iter().filter(|t| t.version.is_none()).map(|t| t.name).collect();
+    if require && !missing.is_empty() {
+        eprintln!("mobius toolbox: missing or not answering: {}", missing.join(", "));
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
 }
 
 /// `mobius notify <title> <body> [--chat [ID]] [--app ID]`: a notification to the owner's

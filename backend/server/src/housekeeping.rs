@@ -2,7 +2,7 @@
 //! removed for good, with everything they own on disk: at start, then every
 //! [`Config::purge_every`](crate::config::Config::purge_every) (an hour) until shutdown. A purged chat's folders go with it: its files
 //! (`DATA_DIR/uploads/<chat>`), its overflow text (`agent-output/<chat>`) and the agent's
-//! scratch folder (`agent-scratch/<chat>`).
+//! scratch folder (`agent-scratch/<chat>`) and its workspace (`workspace/<chat>`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,7 +40,9 @@ pub async fn purge_tombstones(writer: WriterHandle, apps: Arc<Apps>, uploads: Ar
             // The rows went with the chats (cascade); their files follow.
             for chat_id in &purged {
                 uploads.remove_chat(chat_id).await;
-                for folder in [crate::agent::fold::OVERFLOW_DIR, "agent-scratch"] {
+                for folder in
+                    [crate::agent::fold::OVERFLOW_DIR, "agent-scratch", crate::agent::workspace::WORKSPACE_DIR]
+                {
                     let dir = apps.data_dir.join(folder).join(chat_id.as_str());
                     if let Err(e) = tokio::fs::remove_dir_all(&dir).await
                         && e.kind() != std::io::ErrorKind::NotFound

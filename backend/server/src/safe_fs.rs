@@ -324,6 +324,16 @@ impl Dir {
         }
     }
 
+    /// Makes `name` (directly in this folder) a link to `target`, unless something is there
+    /// already: `false` then (what is there is left as it is).
+    pub fn symlink(&self, name: &OsStr, target: &Path) -> io::Result<bool> {
+        match nix::unistd::symlinkat(target, self.fd.as_fd(), name) {
+            Ok(()) => Ok(true),
+            Err(Errno::EEXIST) => Ok(false),
+            Err(e) => Err(errno(e)),
+        }
+    }
+
     /// The entries of this folder (not `.` and `..`), at most `max` (more is refused).
     pub fn entries(&self, max: usize) -> io::Result<Vec<Entry>> {
         let dir = nix::dir::Dir::openat(

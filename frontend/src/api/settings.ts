@@ -14,6 +14,15 @@ export const versionKey = ["version"] as const;
 export type SignalScope = { mode: "scoped" } | { mode: "open"; reason: string };
 export type SandboxState = { mode: "landlock"; abi: number; signals: SignalScope } | { mode: "off"; reason: string };
 
+/** A tool on the agent's PATH (`GET /api/settings` › toolbox): `command` null when it is not installed,
+ *  `version` null when it did not answer. */
+export interface ToolInfo {
+  name: string;
+  command: string | null;
+  version: string | null;
+  purpose: string;
+}
+
 /** The owner's default model and effort per provider. */
 export type AgentDefaults = Partial<Record<ProviderId, AgentPick>>;
 
@@ -38,6 +47,7 @@ export interface Settings {
   claude_version?: string | null;
   codex_version?: string | null;
   sandbox?: SandboxState;
+  toolbox?: ToolInfo[];
   agent_defaults?: AgentDefaults;
   /** CLI processes kept between a chat's turns. */
   warm?: { max: number; idle_secs: number; parked: number };

@@ -84,3 +84,26 @@ export function deleteUpload(chatId: string, name: string): Promise<void> {
 export function fetchMediaToken(chatId: string): Promise<{ token: string; expires_in: number }> {
   return apiFetch(`/api/chats/${enc(chatId)}/media-token`, { method: "POST" });
 }
+
+/** A file the agent made in the chat's workspace (`GET /api/chats/{id}/workspace`). */
+export interface WorkspaceFile {
+  /** Relative to the workspace, `/`-separated. */
+  path: string;
+  size: number;
+  /** Last change, Unix milliseconds. */
+  modified: number;
+}
+
+export interface WorkspaceList {
+  files: WorkspaceFile[];
+  /** More files were there than listed (the newest are). */
+  truncated: boolean;
+}
+
+export const workspaceKey = (chatId: string) => ["workspace", chatId] as const;
+export const fetchWorkspace = (chatId: string) => apiFetch<WorkspaceList>(`/api/chats/${enc(chatId)}/workspace`);
+
+/** The download URL of a workspace file (add the media token with `withToken`). */
+export function workspaceFileUrl(chatId: string, path: string): string {
+  return `/api/chats/${enc(chatId)}/workspace/${path.split("/").map(enc).join("/")}`;
+}

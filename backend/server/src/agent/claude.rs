@@ -94,6 +94,10 @@ pub fn args(request: &TurnRequest) -> Vec<String> {
         // Edits in the working directory go ahead; everything else asks (a card).
         args.push("--permission-mode".into());
         args.push("acceptEdits".into());
+        // The folders the workspace links to (`apps/`, `shared/`…) are the workspace too.
+        for dir in super::workspace::linked_dirs(&request.cwd) {
+            args.push(format!("--add-dir={}", dir.display()));
+        }
     }
     if !request.system_prompt.is_empty() {
         args.push("--append-system-prompt".into());

@@ -24,9 +24,11 @@ pub mod sandbox;
 pub mod schedule_ends;
 pub mod session;
 pub mod slots;
+pub mod toolbox;
 pub mod trees;
 pub mod turn;
 pub mod warm;
+pub mod workspace;
 
 use std::path::PathBuf;
 

@@ -68,6 +68,14 @@ pub struct Grants {
     pub skipped: Vec<PathBuf>,
 }
 
+/// What a job's sandbox opens for the CLIs it may run: their logins' folders (read, write)
+/// and their packages (read, execute).
+#[derive(Clone, Debug, Default)]
+pub struct JobClis {
+    pub logins: Vec<PathBuf>,
+    pub packages: Vec<PathBuf>,
+}
+
 /// The sandbox of this server: its state and what it grants.
 #[derive(Clone, Debug)]
 pub struct Sandbox {
@@ -162,7 +170,7 @@ impl Sandbox {
     /// folder (read, execute), its state folder and the shared scratch (read, write). Nothing
     /// else of `DATA_DIR`: not other apps, not app storage (a job writes that through the API
     /// with its token), not the database, keys or credentials.
-    pub fn job_grants(&self, app_dir: &Path, state_dir: &Path, path: &str) -> Grants {
+    pub fn job_grants(&self, app_dir: &Path, state_dir: &Path, path: &str, clis: &JobClis) -> Grants {
         let data = &self.data_dir;
         let mut grants = Grants::default();
         let generic =
@@ -179,8 +187,18 @@ impl Sandbox {
         for p in SYSTEM_READ_WRITE {
             generic(&mut grants.read_write, &mut grants.skipped, PathBuf::from(p));
         }
+        for p in &clis.packages {
+            generic(&mut grants.read_exec, &mut grants.skipped, p.clone());
+        }
         grants.read_exec.push(app_dir.to_path_buf());
         grants.read_write.push(state_dir.to_path_buf());
+        // The connected CLIs' logins, so a job can run `claude -p` / `codex exec` itself (the
+        // contract gives jobs `CLAUDE_CONFIG_DIR` and `CODEX_HOME`); a turn's agent has them too.
+        for dir in &clis.logins {
+            if dir.starts_with(data.join("cli-auth")) {
+                grants.read_write.push(dir.clone());
+            }
+        }
         grants
     }
 
@@ -257,7 +275,13 @@ fn landlock_state(kernel_abi: u32, max_abi: Option<u32>) -> SandboxState {
 
 /// The folder a CLI's code lives in: the folder holding the nearest `node_modules` above the
 /// resolved binary (npm installs link `bin/` into the package), else the binary's own folder.
-fn package_root(cli: &Path) -> Option<PathBuf> {
+pub fn package_root(cli: &Path) -> Option<PathBuf> {
+    // A bare name (`claude`) is the one the server's PATH finds.
+    let cli = if cli.components().count() == 1 {
+        crate::agent::toolbox::find_on(&std::env::var("PATH").unwrap_or_default(), cli.to_str()?)?
+    } else {
+        cli.to_path_buf()
+    };
     let resolved = std::fs::canonicalize(cli).ok()?;
     let mut dir = resolved.parent();
     while let Some(d) = dir {
@@ -340,10 +364,11 @@ mod tests {
         let sandbox = Sandbox::detect(true, None, &data, Vec::new());
         let app = data.join("apps/notes");
         let state = data.join("apps/7/job-state");
-        let g = sandbox.job_grants(&app, &state, "/usr/bin:/bin");
+        let clis = JobClis { logins: vec![data.join("cli-auth/claude")], packages: Vec::new() };
+        let g = sandbox.job_grants(&app, &state, "/usr/bin:/bin", &clis);
         let in_data: Vec<&PathBuf> =
             g.read_exec.iter().chain(&g.read).chain(&g.read_write).filter(|p| p.starts_with(&data)).collect();
-        assert_eq!(in_data, [&app, &state], "{g:?}");
+        assert_eq!(in_data, [&app, &state, &data.join("cli-auth/claude")], "{g:?}");
         assert!(g.list.is_empty());
     }
 }

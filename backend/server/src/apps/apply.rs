@@ -245,6 +245,7 @@ pub async fn apply_locked(
         manifest::parse(&read_folder_manifest(apps, slug).await?, slug)?;
     }
     let why = from.why();
+    let local = matches!(from, Snapshot::Worktree(_));
     let build_root = apps.data_dir.join("run").join("build");
     std::fs::create_dir_all(&build_root)?;
     let message = format!("Apply {slug}");
@@ -302,7 +303,14 @@ pub async fn apply_locked(
     let compiled = bundler.bundle(&bundle_options(apps, tree_dir.path())).await;
     crate::memory::trim_after_compiles(bundler);
     let bundle = compiled.map_err(|d| compile_error(&d))?;
-    let assets = super::assets::files::stage(&apps.data_dir, tree_dir.path(), &manifest.static_assets).await?;
+    let folder = Path::new("apps").join(slug);
+    let assets = super::assets::files::stage(
+        &apps.data_dir,
+        tree_dir.path(),
+        local.then_some(folder.as_path()),
+        &manifest.static_assets,
+    )
+    .await?;
     let created = existing.as_ref().is_none_or(|a| a.bundle_sha.is_none());
     // A first build that fails leaves nothing behind, unless it brings back an uninstalled app
     // whose data the owner kept (then its row and data stay as they were).

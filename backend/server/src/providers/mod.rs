@@ -86,6 +86,8 @@ pub struct Providers {
     memory: crate::agent::ceiling::MemoryCeiling,
     /// The agent process trees it starts (their labels and markers).
     trees: crate::agent::trees::Trees,
+    /// The tools on the agent's `PATH`, as Settings lists them.
+    toolbox: crate::agent::toolbox::Toolbox,
 }
 
 impl std::fmt::Debug for Providers {
@@ -120,6 +122,7 @@ impl Providers {
             oauth: oauth::ClaudeOAuth::new(config),
             device: Arc::new(Mutex::new(None)),
             versions: Mutex::new(None),
+            toolbox: crate::agent::toolbox::Toolbox::default(),
             codex_models: tokio::sync::Mutex::new(None),
         }
     }
@@ -222,10 +225,9 @@ impl Providers {
         let home = self.data_dir.join("agent-home");
         Dir::create_under(&self.data_dir, &Path::new("agent-scratch").join(chat_id))?;
         let home_dir = Dir::create_under(&self.data_dir, Path::new("agent-home"))?;
-        let mut path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
+        let path = self.agent_path();
         let exe = std::env::current_exe().ok();
         if let Some(dir) = exe.as_ref().and_then(|p| p.parent()) {
-            path = format!("{}:{path}", dir.display());
             ensure_login_profile(&home_dir, dir)?;
         }
         let s = |p: &Path| p.display().to_string();
@@ -323,6 +325,48 @@ impl Providers {
     }
 
     /// Installed CLI versions (`None` when missing), cached for a few minutes.
+    /// The `PATH` of the agent's processes (turns and app jobs): curated, see `agent::toolbox`.
+    pub fn agent_path(&self) -> String {
+        let dirs: Vec<PathBuf> = [self.bin(ProviderKind::Claude), self.bin(ProviderKind::Codex), Path::new("node")]
+            .into_iter()
+            .flat_map(crate::agent::toolbox::dirs_of)
+            .collect();
+        crate::agent::toolbox::agent_path(&dirs)
+    }
+
+    /// What an app job needs to run the CLIs itself, as the contract's jobs do (`claude -p`,
+    /// `codex exec`): for each connected provider its login (the folder `CLAUDE_CONFIG_DIR` /
+    /// `CODEX_HOME` names, prepared like a turn's; Claude's API key and model endpoint in the
+    /// environment) and the folders the job's sandbox must open for it (that folder, read and
+    /// write; the CLI's package, read and execute). Nothing of a provider not connected.
+    pub fn job_clis(&self) -> (Vec<(String, String)>, Vec<PathBuf>, Vec<PathBuf>) {
+        let (mut env, mut logins, mut packages) = (Vec::new(), Vec::new(), Vec::new());
+        for kind in [ProviderKind::Claude, ProviderKind::Codex] {
+            let Ok(credentials) = self.prepare_cli(kind) else { continue };
+            let Ok(dir) = self.auth_dir(kind) else { continue };
+            let name = match kind {
+                ProviderKind::Claude => "CLAUDE_CONFIG_DIR",
+                ProviderKind::Codex => "CODEX_HOME",
+            };
+            env.push((name.to_owned(), dir.display().to_string()));
+            if kind == ProviderKind::Claude
+                && let Some(url) = &self.claude_base_url
+            {
+                env.push(("ANTHROPIC_BASE_URL".to_owned(), url.clone()));
+            }
+            env.extend(credentials);
+            logins.push(dir);
+            packages.extend(crate::agent::sandbox::package_root(self.bin(kind)));
+        }
+        (env, logins, packages)
+    }
+
+    /// The tools on the agent's `PATH` and their versions (asked at most every few minutes).
+    pub async fn toolbox(&self) -> Vec<crate::agent::toolbox::Tool> {
+        let Ok(home) = Dir::create_under(&self.data_dir, Path::new("run/cli-home")) else { return Vec::new() };
+        self.toolbox.list(&self.agent_path(), home.path()).await
+    }
+
     pub async fn versions(&self) -> [Option<String>; 2] {
         if let Some((at, v)) = self.versions.locked().clone()
             && at.elapsed() < VERSION_CACHE

@@ -135,7 +135,8 @@ async fn models(State(state): State<AppState>, _who: crate::chats::access::ChatC
 
 #[tracing::instrument(level = "debug", skip_all)]
 async fn settings(State(state): State<AppState>, _owner: Owner) -> Result<Json<Value>> {
-    let [claude_version, codex_version] = state.providers.versions().await;
+    let ([claude_version, codex_version], toolbox) =
+        tokio::join!(state.providers.versions(), state.providers.toolbox());
     let default = state.providers.default_provider(&state.db.read).await?.map(ProviderKind::id);
     let defaults = AgentDefaults::parse(crate::db::owner::agent_defaults(&state.db.read).await?.as_deref());
     Ok(Json(json!({
@@ -143,6 +144,7 @@ async fn settings(State(state): State<AppState>, _owner: Owner) -> Result<Json<V
         "claude_version": claude_version,
         "codex_version": codex_version,
         "sandbox": state.agents.sandbox.state(),
+        "toolbox": toolbox,
         "agent_defaults": defaults,
         "warm": state.agents.warm.state(),
         "agent_slots": state.agents.slots.state(),

@@ -113,7 +113,7 @@ async fn execute(
     // `apps/` is the agent's to write: the folder is made without following a link it planted
     // (and the sandbox grants it the same way).
     let rel = state.strip_prefix(&data_dir).map_err(|_| "The job's state folder is outside the data folder.")?;
-    crate::safe_fs::Dir::create_under(&data_dir, rel)
+    crate::safe_fs::Dir::create_under(&data_dir, &rel.join("tmp"))
         .map_err(|e| format!("The job's state folder could not be made: {e}"))?;
     let cancelled = async move {
         if let Some(rx) = cancelled
@@ -141,11 +141,16 @@ async fn execute(
             }
         }
     };
-    let env = environment(ctx, schedule, &app, &state).await?;
+    let mut env = environment(ctx, schedule, &app, &state).await?;
     let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone()).unwrap_or_default();
+    // The CLIs' logins, for a job that runs `claude -p` or `codex exec` itself.
+    let (cli_env, logins, packages) = ctx.agents.providers.job_clis();
+    env.retain(|(k, _)| !cli_env.iter().any(|(c, _)| c == k));
+    env.extend(cli_env);
+    let clis = crate::agent::sandbox::JobClis { logins, packages };
     let sandbox = &ctx.agents.sandbox;
     let rules = sandbox
-        .ruleset(&sandbox.job_grants(&dir, &state, &path_var))
+        .ruleset(&sandbox.job_grants(&dir, &state, &path_var, &clis))
         .map_err(|e| e.client_message().unwrap_or_else(|| e.to_string()))?;
     let bash = find_on_path("bash", &path_var).ok_or("bash is not installed on this server.")?;
     let spawned = process::spawn_job(
@@ -238,9 +243,10 @@ async fn execute(
     Ok(end)
 }
 
-/// The contract's environment: `PATH`, `LANG`, `LC_ALL`, `TZ`, `HOME`, `DATA_DIR`,
-/// `API_BASE_URL`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME` (when set), `APP_TOKEN`,
-/// `APP_JOB_STATE_DIR`; `TZ` is the schedule's zone and `HOME` the job's state folder (the
+/// The contract's environment: `PATH` (the agent's curated one), `LANG`, `LC_ALL`, `TZ`, `HOME`,
+/// `DATA_DIR`, `API_BASE_URL`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME` (the connected CLIs' logins,
+/// added by the caller with `Providers::job_clis`), `APP_TOKEN`,
+/// `APP_JOB_STATE_DIR`, `TMPDIR` (its `tmp/`); `TZ` is the schedule's zone and `HOME` the job's state folder (the
 /// sandbox opens no other home). Its processes are found by their tree's label, not by
 /// anything in this environment.
 async fn environment(
@@ -256,13 +262,15 @@ async fn environment(
     let data_dir = ctx.data_dir().display().to_string();
     let state = state.display().to_string();
     let mut env = vec![
-        ("PATH".to_owned(), std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into())),
+        ("PATH".to_owned(), agents.providers.agent_path()),
         ("TZ".to_owned(), zone),
         ("HOME".to_owned(), state.clone()),
         ("DATA_DIR".to_owned(), data_dir),
         ("API_BASE_URL".to_owned(), ctx.api_url.clone()),
         ("APP_TOKEN".to_owned(), token),
-        ("APP_JOB_STATE_DIR".to_owned(), state),
+        ("APP_JOB_STATE_DIR".to_owned(), state.clone()),
+        // Scratch in the job's own folder: the CLIs a job runs write there (`/tmp` is shared).
+        ("TMPDIR".to_owned(), format!("{state}/tmp")),
     ];
     for key in PASSED_ENV {
         if let Ok(value) = std::env::var(key) {

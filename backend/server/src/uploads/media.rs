@@ -12,7 +12,8 @@ use super::{Kind, Uploads};
 use crate::error::{Domain, Error, Result};
 
 /// Folders of `DATA_DIR` whose images a reply may show (the agent's own working folders);
-/// `agent-scratch/<chat>` is added per chat. Nothing else the server can read is reachable.
+/// `agent-scratch/<chat>` and `workspace/<chat>` are added per chat (a relative path is the
+/// workspace's). Nothing else the server can read is reachable.
 const SHOWABLE_DIRS: &[&str] = &["apps", "app-data", "shared", "agent-home"];
 /// Local images one text block imports at most.
 pub const MAX_IMAGES_PER_BLOCK: usize = 8;
@@ -140,10 +141,10 @@ pub fn too_large(name: &str, max: u64) -> Error {
 fn showable(data_dir: &Path, chat_id: &str, target: &str) -> Option<PathBuf> {
     use std::path::Component;
     let target = target.strip_prefix("file://").unwrap_or(target);
-    let rel = match Path::new(target).strip_prefix(data_dir) {
-        Ok(rel) => rel.to_path_buf(),
+    let (rel, relative) = match Path::new(target).strip_prefix(data_dir) {
+        Ok(rel) => (rel.to_path_buf(), false),
         Err(_) if Path::new(target).is_absolute() => return None,
-        Err(_) => PathBuf::from(target),
+        Err(_) => (PathBuf::from(target), true),
     };
     let parts: Vec<&std::ffi::OsStr> = rel
         .components()
@@ -157,8 +158,15 @@ fn showable(data_dir: &Path, chat_id: &str, target: &str) -> Option<PathBuf> {
         .flatten()
         .collect();
     let first = parts.first()?.to_str()?;
-    let in_scratch = first == "agent-scratch" && parts.get(1).is_some_and(|c| *c == chat_id) && parts.len() > 2;
-    (SHOWABLE_DIRS.contains(&first) && parts.len() > 1 || in_scratch).then(|| parts.iter().collect())
+    let own = |folder: &str| first == folder && parts.get(1).is_some_and(|c| *c == chat_id) && parts.len() > 2;
+    if SHOWABLE_DIRS.contains(&first) && parts.len() > 1
+        || own("agent-scratch")
+        || own(crate::agent::workspace::WORKSPACE_DIR)
+    {
+        return Some(parts.iter().collect());
+    }
+    // Any other relative path is the chat's workspace's: the turn's working folder.
+    relative.then(|| crate::agent::workspace::path(Path::new(""), chat_id).join(parts.iter().collect::<PathBuf>()))
 }
 
 /// The bytes of the showable file `rel` of `data_dir`, at most `max`: reached without following
@@ -219,5 +227,14 @@ mod tests {
             "no device, no FIFO"
         );
         assert!(read("agent-scratch/other/x.png").await.is_none(), "another chat's scratch");
+        // A relative path is the chat's workspace's; a link planted there is not followed.
+        std::fs::create_dir_all(data.join("workspace/c1")).expect("workspace");
+        std::fs::write(data.join("workspace/c1/chart.png"), b"c").expect("chart");
+        std::os::unix::fs::symlink("../../db", data.join("workspace/c1/db")).expect("planted link");
+        assert_eq!(read("chart.png").await.as_deref(), Some(&b"c"[..]));
+        assert_eq!(read("./chart.png").await.as_deref(), Some(&b"c"[..]));
+        assert!(read(&format!("{}/workspace/c1/chart.png", data.display())).await.is_some());
+        assert!(read("db/secret.png").await.is_none(), "the workspace's db link is not followed");
+        assert!(read(&format!("{}/workspace/c2/chart.png", data.display())).await.is_none(), "another chat's");
     }
 }

@@ -14,6 +14,7 @@ pub mod media;
 pub mod names;
 pub mod routes;
 pub mod sniff;
+pub mod workspace;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

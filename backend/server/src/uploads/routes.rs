@@ -1,6 +1,7 @@
 //! `/api/chats/{id}/uploads…`, `/media…` and `/media-token`: attach files to a chat (multipart,
 //! streamed to disk), list and remove them, publish the agent's images, and serve both with a
-//! short-lived media token that only opens that chat's files.
+//! short-lived media token that only opens that chat's files; and what the agent made in the
+//! chat's workspace (`/workspace…`), listed and downloaded the same way.
 
 use axum::body::Body;
 use axum::extract::multipart::{Multipart, MultipartError, MultipartRejection};
@@ -39,6 +40,8 @@ pub fn router() -> Router<AppState> {
         .route("/chats/{id}/media", post(publish))
         .route("/chats/{id}/media/{name}", get(serve_media))
         .route("/chats/{id}/media-token", post(media_token))
+        .route("/chats/{id}/workspace", get(workspace_list))
+        .route("/chats/{id}/workspace/{*path}", get(workspace_file))
 }
 
 fn checked_id(id: &str) -> Result<ChatId> {
@@ -380,6 +383,79 @@ async fn serve(
         );
     }
     Ok(response)
+}
+
+/// `GET /api/chats/{id}/workspace`: the files the agent made in the chat's workspace, newest
+/// first (the owner and the chat's own agent).
+#[tracing::instrument(level = "debug", skip_all)]
+async fn workspace_list(
+    State(state): State<AppState>,
+    who: ChatCaller,
+    Path(id): Path<String>,
+) -> Result<Json<super::workspace::WorkspaceList>> {
+    let id = checked_id(&id)?;
+    match &who {
+        ChatCaller::Owner(claims) if claims.scope != Scope::Agent || claims.chat_id.as_deref() == Some(id.as_str()) => {
+        }
+        _ => return Err(Error::forbidden("wrong_scope", "Only the owner and the chat's agent see its workspace.")),
+    }
+    live_chat(&state, &id).await?;
+    let data_dir = state.config.data_dir.clone();
+    let listed = tokio::task::spawn_blocking(move || super::workspace::list(&data_dir, id.as_str()))
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))??;
+    Ok(Json(listed))
+}
+
+/// `GET /api/chats/{id}/workspace/{path}`: one file of the workspace, as a download. The same
+/// credentials as the chat's files (a media token in the query, or the bearer header).
+#[tracing::instrument(level = "debug", skip_all)]
+async fn workspace_file(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path((id, path)): Path<(String, String)>,
+    Query(q): Query<FileQuery>,
+) -> Result<Response> {
+    let id = checked_id(&id)?;
+    file_access(&state, &headers, q.token.as_deref(), &id).await?;
+    live_chat(&state, &id).await?;
+    let not_found = || Error::not_found("file_not_found", "The workspace has no file at that path.");
+    let data_dir = state.config.data_dir.clone();
+    let (chat, rel) = (id.as_str().to_owned(), std::path::PathBuf::from(&path));
+    let (file, meta) = tokio::task::spawn_blocking(move || super::workspace::open(&data_dir, &chat, &rel))
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))?
+        .map_err(|_| not_found())?;
+    let name = path.rsplit('/').next().unwrap_or("file");
+    let body = Body::from_stream(tokio_util::io::ReaderStream::new(tokio::fs::File::from_std(file)));
+    let mut response = body.into_response();
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(meta.len()));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("default-src 'none'; sandbox"));
+    h.insert(header::CONTENT_DISPOSITION, attachment(name)?);
+    Ok(response)
+}
+
+/// `attachment; filename="…"; filename*=UTF-8''…` for any name (quotes and non-ASCII escaped).
+fn attachment(name: &str) -> Result<HeaderValue> {
+    let ascii: String = name
+        .chars()
+        .map(|c| if (c.is_ascii_graphic() && c != '"' && c != '\\') || c == ' ' { c } else { '_' })
+        .collect();
+    let encoded: String = name
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    HeaderValue::from_str(&format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}"))
+        .map_err(|e| Error::Internal(e.to_string()))
 }
 
 #[derive(Deserialize)]

@@ -758,8 +758,12 @@ async fn the_agent_cannot_read_the_servers_secrets(cli: Cli) {
         Cli::Claude => "codex",
         Cli::Codex => "claude",
     };
+    // From the data directory (the turn's cwd is its workspace), and through a link the agent
+    // plants in its workspace: the sandbox judges where a path ends.
     let probe = format!(
-        "for f in secret.key data.key db/mobius.sqlite3 cli-auth/{other}/auth-probe uploads/elsewhere/files/private.txt run/agents/*; do \
+        "ln -s \"$MOBIUS_DATA_DIR/secret.key\" \"$MOBIUS_WORKSPACE/key-link\"; \
+         if cat \"$MOBIUS_WORKSPACE/key-link\" >/dev/null 2>&1; then echo \"READ:key-\"link; else echo \"DENIED:key-\"link; fi; \
+         cd \"$MOBIUS_DATA_DIR\" && for f in secret.key data.key db/mobius.sqlite3 cli-auth/{other}/auth-probe uploads/elsewhere/files/private.txt run/agents/*; do \
          if cat \"$f\" >/dev/null 2>&1; then echo \"READ:$f\"; else echo \"DENIED:$f\"; fi; done; \
          cat /etc/hostname >/dev/null && echo SYSTEM-OK; echo ok > apps/probe.txt && echo WROTE"
     );
@@ -790,6 +794,7 @@ async fn the_agent_cannot_read_the_servers_secrets(cli: Cli) {
         &format!("cli-auth/{other}/auth-probe"),
         "uploads/elsewhere/files/private.txt",
         "run/agents/",
+        "key-link",
     ] {
         assert!(transcript.contains(&format!("DENIED:{f}")), "{cli:?}: {f} was not denied: {transcript}");
         assert!(!transcript.contains(&format!("READ:{f}")), "{cli:?}: {f} was read: {transcript}");
@@ -895,6 +900,123 @@ async fn attached_images_reach_the_model_and_the_agents_images_come_back(cli: Cl
     assert_eq!(app.get(&format!("{shown}?token={media}"), None).await.status(), 200);
 }
 
+/// Python from the toolbox, inside the sandbox, in the chat's workspace: a CSV from `shared/`
+/// becomes a bar chart (a PNG written with the standard library alone), published to the chat.
+/// `python3` is the bare name on the agent's curated `PATH`, never a version manager's shim.
+const CHART_PY: &str = r#"python3 - <<'PY'
+import csv, struct, zlib
+rows = list(csv.reader(open('shared/sales.csv')))[1:]
+vals = [int(r[1]) for r in rows]
+w, h = 10 * len(vals), max(vals)
+raw = b''.join(b'\x00' + b''.join((b'\x20\x60\xc0' if h - y <= v else b'\xff\xff\xff') * 10 for v in vals) for y in range(h))
+def chunk(t, d):
+    return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
+png = b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 2, 0, 0, 0)) + chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b'')
+open('chart.png', 'wb').write(png)
+PY
+mobius media publish chart.png --alt Sales"#;
+
+async fn python_turns_a_csv_into_a_chart_in_the_workspace_and_publishes_it(cli: Cli) {
+    let step = match cli {
+        Cli::Claude => json!({ "text": "Charting.", "tool_use": { "name": "Bash",
+            "input": { "command": CHART_PY, "description": "chart the CSV" } } }),
+        Cli::Codex => json!({ "text": "Charting.", "shell": CHART_PY }),
+    };
+    let rig = Rig::start(cli, json!({ "steps": [step, { "text": "Here is the chart: ![sales](chart.png)" }] })).await;
+    let Rig { app, token, .. } = &rig;
+    std::fs::create_dir_all(app.data_dir().join("shared")).expect("shared");
+    std::fs::write(app.data_dir().join("shared/sales.csv"), "month,sales\nJan,30\nFeb,50\nMar,20\n").expect("csv");
+    app.chat(token, "csv").await;
+    let mut stream = app.stream(token, "csv", None).await;
+    app.send(token, "csv", "chart shared/sales.csv", "m1").await;
+    let events = stream.until("done", 120).await;
+    assert_eq!(events.last().expect("done").data["status"], "completed", "{cli:?}: {:?}", types(&events));
+    let outputs: Vec<String> =
+        events.iter().filter(|e| e.data["type"] == "tool_output").map(|e| e.data["content"].to_string()).collect();
+    let published = outputs
+        .iter()
+        .find_map(|o| {
+            o.split("/api/chats/csv/media/").nth(1).map(|r| r.split(['"', '\\']).next().unwrap_or("").to_owned())
+        })
+        .unwrap_or_else(|| panic!("{cli:?}: the chart was not published: {outputs:?}"));
+    let media: Value =
+        app.post("/api/chats/csv/media-token", json!({}), Some(token)).await.json().await.expect("token");
+    let media = media["token"].as_str().expect("token");
+    let r = app.get(&format!("/api/chats/csv/media/{published}?token={media}"), None).await;
+    assert_eq!(r.status(), 200, "{cli:?}: the published chart is served");
+    let chart = image::load_from_memory(&r.bytes().await.expect("bytes")).expect("a PNG");
+    assert_eq!((chart.width(), chart.height()), (30, 50), "{cli:?}: one bar per row, as tall as the largest value");
+    // Made in the chat's workspace, where the owner finds it.
+    let listed: Value = app.get("/api/chats/csv/workspace", Some(token)).await.json().await.expect("workspace");
+    assert!(listed["files"].as_array().expect("files").iter().any(|f| f["path"] == "chart.png"), "{cli:?}: {listed}");
+    let reply = app.detail(token, "csv").await["messages"][1]["content"].as_str().expect("reply").to_owned();
+    assert!(
+        reply.contains("![sales](/api/chats/csv/media/chart-"),
+        "{cli:?}: the reply shows the workspace's chart: {reply}"
+    );
+}
+
+/// An app job written in the original's style (bash calling Python and the CLI itself): it
+/// gets the connected CLI's login through the contract's environment and runs it, headless,
+/// against the scripted model server, inside its sandbox; the CLI's answer is in the run's log.
+/// The same job cannot read the server's key, another app's folder or the other provider's
+/// login.
+async fn an_app_job_runs_the_cli_itself_and_reaches_nothing_else(cli: Cli) {
+    // `codex exec` may ask without tools (a side call to the scripted server): the same words.
+    let hello = "Hello from the job's agent.";
+    let rig = Rig::start(cli, json!({ "steps": [{ "text": hello }], "side_text": hello })).await;
+    let Rig { app, token, .. } = &rig;
+    let (id, _) = app.register_app("briefing").await;
+    app.register_app("neighbour").await;
+    let (other, ask) = match cli {
+        Cli::Claude => ("codex", r#"claude -p "Say hello." --output-format text"#),
+        Cli::Codex => ("claude", r#"codex exec --skip-git-repo-check "Say hello.""#),
+    };
+    for (slug, file, body) in [
+        ("neighbour", "job.sh", "echo neighbour\n".to_owned()),
+        (
+            "briefing",
+            "job.sh",
+            format!(
+                r#"probe() {{ if cat "$1" >/dev/null 2>&1; then echo "READ:$2"; else echo "DENIED:$2"; fi; }}
+probe "$DATA_DIR/secret.key" secret
+probe "$DATA_DIR/apps/neighbour/job.sh" neighbour
+probe "$DATA_DIR/cli-auth/{other}/probe" other-login
+python3 -c 'print("python-ok")'
+echo "ANSWER:$({ask} 2>&1 | tail -n 3 | tr '\n' ' ')"
+"#
+            ),
+        ),
+    ] {
+        let path = app.data_dir().join("apps").join(slug).join(file);
+        std::fs::create_dir_all(path.parent().expect("dir")).expect("app dir");
+        std::fs::write(&path, body).expect("job");
+    }
+    std::fs::create_dir_all(app.data_dir().join("cli-auth").join(other)).expect("other login");
+    std::fs::write(app.data_dir().join("cli-auth").join(other).join("probe"), "login").expect("probe");
+    let r = app.post(&format!("/api/apps/{id}/run-job"), json!({}), Some(token)).await;
+    assert_eq!(r.status(), 202);
+    let started: Value = r.json().await.expect("json");
+    let (schedule, run) =
+        (started["schedule_id"].as_i64().expect("schedule"), started["run_id"].as_i64().expect("run"));
+    let mut done = Value::Null;
+    for _ in 0..2400 {
+        done = app.get(&format!("/api/schedules/{schedule}/runs/{run}"), Some(token)).await.json().await.expect("run");
+        if done["status"] != "running" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let output = done["output"].as_str().unwrap_or_default();
+    assert_eq!(done["status"], "succeeded", "{cli:?}: {done}");
+    for refused in ["DENIED:secret", "DENIED:neighbour", "DENIED:other-login"] {
+        assert!(output.contains(refused), "{cli:?}: {refused} missing: {output}");
+    }
+    assert!(output.contains("python-ok"), "{cli:?}: {output}");
+    let answer = output.lines().find_map(|l| l.strip_prefix("ANSWER:")).unwrap_or_default();
+    assert!(answer.contains("Hello from the job's agent."), "{cli:?}: the CLI answered in the job: {output}");
+}
+
 macro_rules! for_both {
     ($($name:ident),* $(,)?) => {
         mod claude {
@@ -935,6 +1057,8 @@ for_both!(
     a_message_can_be_steered_into_the_running_turn,
     the_agent_cannot_read_the_servers_secrets,
     attached_images_reach_the_model_and_the_agents_images_come_back,
+    python_turns_a_csv_into_a_chart_in_the_workspace_and_publishes_it,
+    an_app_job_runs_the_cli_itself_and_reaches_nothing_else,
     a_scheduled_turn_and_a_reminder_land_in_their_chat,
     config_the_agent_plants_in_its_cli_folder_runs_nothing_and_the_ask_policy_holds,
 );

@@ -13,9 +13,10 @@ use super::{Cli, Rig};
 /// into the CLI's folder, as a tricked agent would.
 fn plant_command(cli: Cli) -> &'static str {
     match cli {
-        Cli::Claude => "cp agent-home/plant/settings.json cli-auth/claude/settings.json",
+        Cli::Claude => "cd \"$MOBIUS_DATA_DIR\" && cp agent-home/plant/settings.json cli-auth/claude/settings.json",
         Cli::Codex => {
-            "cp agent-home/plant/config.toml cli-auth/codex/config.toml && mkdir -p cli-auth/codex/rules \
+            "cd \"$MOBIUS_DATA_DIR\" && cp agent-home/plant/config.toml cli-auth/codex/config.toml \
+             && mkdir -p cli-auth/codex/rules \
              && cp agent-home/plant/default.rules cli-auth/codex/rules/default.rules"
         }
     }

@@ -149,6 +149,41 @@ async fn malformed_fields_are_all_reported_with_their_place() {
     assert!(err["message"].as_str().expect("m").contains("static_assets.missing.png"), "{err}");
 }
 
+/// The original treats static assets as install-managed, outside the app's history: an app
+/// whose own `.gitignore` keeps its assets out of the commit still applies and serves them
+/// (from its folder, never through a link).
+#[tokio::test]
+async fn static_assets_the_apps_gitignore_keeps_out_of_its_history_are_applied_and_served() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    let extra = json!({ "static_assets": { "logo.svg": "assets/logo.svg", "data.json": "assets/data.json" } });
+    write_files(
+        app.data_dir(),
+        "ignored",
+        &[
+            ("mobius.json", &manifest("ignored", extra.clone())),
+            ("index.jsx", INDEX),
+            (".gitignore", "assets/\n"),
+            ("assets/logo.svg", "<svg xmlns='http://www.w3.org/2000/svg'/>"),
+            ("assets/data.json", "{\"n\":1}"),
+        ],
+    );
+    let r = apply(&app, &token, "ignored").await;
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap_or_default());
+    let r = app.get("/app-assets/ignored/logo.svg", None).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(r.text().await.expect("svg").contains("<svg"));
+    assert_eq!(app.get("/app-assets/ignored/data.json", None).await.text().await.expect("json"), "{\"n\":1}");
+    // A link in its place is not followed: the apply says the file is missing.
+    let data = app.data_dir().join("apps/ignored/assets/data.json");
+    std::fs::remove_file(&data).expect("rm");
+    std::os::unix::fs::symlink(app.data_dir().join("secret.key"), &data).expect("link");
+    std::fs::write(app.data_dir().join("apps/ignored/index.jsx"), INDEX.replace("Hello", "Hello again")).expect("edit");
+    let err =
+        assert_error(apply(&app, &token, "ignored").await, StatusCode::UNPROCESSABLE_ENTITY, "manifest_invalid").await;
+    assert!(err["message"].as_str().expect("m").contains("static_assets.data.json"), "{err}");
+}
+
 #[tokio::test]
 async fn previous_id_adopts_the_earlier_apps_row_and_data() {
     let app = TestApp::spawn().await;

@@ -521,6 +521,38 @@ if (echo x > ./w) 2>/dev/null; then echo WROTE-SOURCE; else echo SOURCE-READ-ONL
     );
 }
 
+/// The job's `PATH` is the agent's curated one: the tools on it run inside the sandbox, where a
+/// version manager's shim on the server's `PATH` (`~/.pyenv/shims/python3`) would die with
+/// "Permission denied" on its own files.
+#[tokio::test]
+async fn with_landlock_a_jobs_tools_run_from_its_curated_path() {
+    if mobius_sys::landlock::abi_version().is_err() {
+        eprintln!("this kernel has no Landlock; jobs run unconfined there (Settings says so)");
+        return;
+    }
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let app = TestApp::spawn_in(dir, |c| c.agent_sandbox = true).await;
+    let token = app.setup_owner().await;
+    let (id, _) = app.register_app("tools").await;
+    write_job(
+        app.data_dir(),
+        "tools",
+        "job.sh",
+        b"echo \"PATH=$PATH\"\npython3 -c 'print(6 * 7)'\necho '{\"a\":[1,2]}' | jq -c '.a | length'\n",
+    );
+    let (schedule, run, _) = run_job(&app, &token, id).await;
+    let done = ended(&app, &token, schedule, run).await;
+    let output = done["output"].as_str().expect("output");
+    let path = output.lines().next().and_then(|l| l.strip_prefix("PATH=")).expect("the PATH line");
+    for dir in ["/usr/local/bin", "/usr/bin", "/bin"] {
+        assert!(path.split(':').any(|d| d == dir), "{dir} is on the job's PATH: {path}");
+    }
+    assert!(!path.split(':').any(|d| d.contains("shims") || d.contains(".pyenv")), "no shims: {path}");
+    assert!(output.contains("\n42\n"), "python3 ran in the sandbox: {done}");
+    assert!(output.ends_with("\n2\n"), "jq ran in the sandbox: {done}");
+    assert_eq!(done["status"], "succeeded", "{done}");
+}
+
 #[tokio::test]
 async fn a_server_killed_while_a_job_runs_closes_the_run_and_kills_the_job_at_the_next_boot() {
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));

@@ -504,3 +504,97 @@ async fn a_backup_carries_the_chat_files_and_not_transfers_in_progress() {
         .expect("get");
     assert_eq!(r.status(), StatusCode::OK, "the restored server serves it");
 }
+
+/// A Claude imitation that works in its working directory the way a real turn does: writes a
+/// text file and a chart there, plants a link to the server's key, and shows the chart.
+fn workspace_claude(dir: &Path, png_b64: &str) -> PathBuf {
+    script(
+        dir,
+        "fake-claude-workspace",
+        &format!(
+            r#"IFS= read -r init
+IFS= read -r user
+echo hi > hello.txt
+mkdir -p out
+printf '%s' '{png_b64}' | base64 -d > out/chart.png
+ln -s ../../secret.key key.txt
+printf '%s|%s' "$PWD" "$MOBIUS_WORKSPACE" > where.txt
+test -d apps/ && echo linked > shared/seen-from-workspace.txt
+sid="s-1"
+printf '{{"type":"system","subtype":"init","session_id":"%s"}}\n' "$sid"
+printf '{{"type":"assistant","message":{{"id":"m1","content":[{{"type":"text","text":"Made it: ![chart](out/chart.png)"}}]}},"session_id":"%s"}}\n' "$sid"
+printf '{{"type":"result","subtype":"success","is_error":false,"session_id":"%s","usage":{{"input_tokens":5,"output_tokens":7}}}}\n' "$sid"
+cat >/dev/null"#
+        ),
+    )
+}
+
+#[tokio::test]
+async fn a_turn_works_in_its_chats_workspace_and_the_owner_downloads_what_it_made() {
+    use base64::Engine;
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let chart = png(5, 5);
+    let bin = workspace_claude(dir.path(), &base64::engine::general_purpose::STANDARD.encode(&chart));
+    let app = TestApp::spawn_in(dir, |c| c.claude_bin = bin).await;
+    let token = app.setup_owner().await;
+    app.connect_claude(&token).await;
+    app.chat(&token, "c").await;
+    app.chat(&token, "other").await;
+    let r = app.get("/api/chats/c/workspace", Some(&token)).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.json::<Value>().await.expect("json"), json!({ "files": [], "truncated": false }));
+
+    let mut stream = app.stream(&token, "c", None).await;
+    app.send(&token, "c", "write me hello.txt and a chart", "m1").await;
+    let events = stream.until("done", 60).await;
+    assert_eq!(events.last().expect("done").data["status"], "completed");
+
+    let workspace = app.data_dir().join("workspace/c");
+    let where_ = std::fs::read_to_string(workspace.join("where.txt")).expect("the turn wrote in its cwd");
+    let (pwd, env) = where_.split_once('|').expect("pwd|env");
+    assert_eq!(std::fs::canonicalize(pwd).expect("pwd"), std::fs::canonicalize(&workspace).expect("ws"));
+    assert_eq!(env, workspace.display().to_string());
+    assert!(app.data_dir().join("shared/seen-from-workspace.txt").is_file(), "the skills' folders are reachable");
+
+    let r = app.get("/api/chats/c/workspace", Some(&token)).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let listed: Value = r.json().await.expect("json");
+    let mut paths: Vec<&str> =
+        listed["files"].as_array().expect("files").iter().filter_map(|f| f["path"].as_str()).collect();
+    paths.sort_unstable();
+    assert_eq!(paths, ["hello.txt", "out/chart.png", "where.txt"], "no link listed: {listed}");
+    let media = media_token(&app, &token, "c").await;
+    let r =
+        app.client.get(app.url(&format!("/api/chats/c/workspace/hello.txt?token={media}"))).send().await.expect("get");
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["content-disposition"], "attachment; filename=\"hello.txt\"; filename*=UTF-8''hello.txt");
+    assert_eq!(r.headers()["content-security-policy"], "default-src 'none'; sandbox");
+    assert_eq!(r.bytes().await.expect("body").as_ref(), b"hi\n");
+    let r = app
+        .client
+        .get(app.url(&format!("/api/chats/c/workspace/out/chart.png?token={media}")))
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(r.bytes().await.expect("body").as_ref(), chart.as_slice());
+    for bad in ["key.txt", "apps", "shared/seen-from-workspace.txt", "..%2F..%2Fsecret.key", "out", "missing.txt"] {
+        let r =
+            app.client.get(app.url(&format!("/api/chats/c/workspace/{bad}?token={media}"))).send().await.expect("get");
+        assert_error(r, StatusCode::NOT_FOUND, "file_not_found").await;
+    }
+    // The chat's media token opens only its own chat's workspace.
+    let r = app
+        .client
+        .get(app.url(&format!("/api/chats/other/workspace/hello.txt?token={media}")))
+        .send()
+        .await
+        .expect("get");
+    assert_error(r, StatusCode::FORBIDDEN, "media_token_wrong_chat").await;
+    let r = app.client.get(app.url("/api/chats/c/workspace/hello.txt")).send().await.expect("get");
+    assert_error(r, StatusCode::UNAUTHORIZED, "missing_token").await;
+
+    // The reply's relative image is the workspace's, shown from the chat's media.
+    let detail = app.detail(&token, "c").await;
+    let reply = detail["messages"][1]["content"].as_str().expect("text");
+    assert!(reply.contains("![chart](/api/chats/c/media/chart-"), "{reply}");
+}

@@ -67,3 +67,30 @@ describe("the chat's own options in its info sheet", () => {
     expect(policy.value).toBe("workspace");
   });
 });
+
+describe("the files the agent made, in the chat's info sheet", () => {
+  it("lists the workspace's files newest first, each a download carrying the media token", async () => {
+    mockFetch({
+      "GET /api/chats/g?limit=20": { status: 200, body: detail },
+      "GET /api/chats/g/note": { status: 200, body: { note: null, max_digest_chars: 600, max_summary_chars: 8000 } },
+      "GET /api/chats/g/workspace": {
+        status: 200,
+        body: { files: [{ path: "out/chart 1.png", size: 2048, modified: 1_700_000_000_000 }, { path: "hello.txt", size: 3, modified: 1_600_000_000_000 }], truncated: false },
+      },
+      "POST /api/chats/g/media-token": { status: 200, body: { token: "mt", expires_in: 900 } },
+      "GET /api/*": { status: 404, body: { code: "not_found", message: "No." } },
+    });
+    writeToken("tok");
+    const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
+    render(
+      <QueryClientProvider client={client}>
+        <ChatInfo chatId="g" title="Garden" onClose={vi.fn()} />
+      </QueryClientProvider>,
+    );
+    const chart = await screen.findByRole("link", { name: /Download out\/chart 1\.png, 2/ });
+    await waitFor(() => expect(chart.getAttribute("href")).toBe("/api/chats/g/workspace/out/chart%201.png?token=mt"));
+    expect(chart.getAttribute("download")).toBe("chart 1.png");
+    const links = screen.getAllByRole("link", { name: /^Download / }).map((a) => a.textContent);
+    expect(links).toEqual(["out/chart 1.png", "hello.txt"]);
+  });
+});

@@ -10,6 +10,8 @@ import { ApiError, apiFetch } from "../../api/client";
 import { fetchNote, noteKey, saveNote, type NoteAnswer } from "../../api/memory";
 import type { ApprovalPolicy, ChatDetail } from "../../api/protocol.gen";
 import { fetchSchedules, schedulesKey } from "../../api/schedules";
+import { fetchWorkspace, workspaceFileUrl, workspaceKey } from "../../api/uploads";
+import { formatSize, useMediaToken, withToken } from "../../chat/media";
 import { fetchModels, fetchProvidersStatus, modelsKey, providersStatusKey } from "../../api/settings";
 import { cadenceText, nextText } from "../../schedules/cadence";
 import { compactCount, dollars } from "./MessageRow";
@@ -271,9 +273,48 @@ export function ChatInfo({ chatId, title, onClose }: { chatId: string; title: st
           </button>
         </div>
       </form>
+      <ChatWorkspace chatId={chatId} />
       <ChatSchedules chatId={chatId} title={title} />
       </div>
     </Sheet>
+  );
+}
+
+/** What the agent made in this chat's workspace, newest first, each a download. */
+function ChatWorkspace({ chatId }: { chatId: string }) {
+  const workspace = useQuery({ queryKey: workspaceKey(chatId), queryFn: () => fetchWorkspace(chatId), retry: false });
+  const files = workspace.data?.files ?? [];
+  const token = useMediaToken(chatId, files.length > 0);
+  return (
+    <div className="setting-stack" data-workspace>
+      <h3 className="review-section">Files the agent made</h3>
+      {workspace.isError && (
+        <p className="settings-error" role="alert">
+          Couldn't load them: {errorText(workspace.error)}
+        </p>
+      )}
+      {workspace.isSuccess && files.length === 0 && <p className="field-hint">Nothing yet. What the agent writes in this chat's workspace shows up here.</p>}
+      {files.length > 0 && (
+        <ul className="skill-list workspace-files">
+          {files.map((f) => (
+            <li key={f.path} className="skill">
+              <a
+                className="skill-name"
+                href={token ? withToken(workspaceFileUrl(chatId, f.path), token) : undefined}
+                download={f.path.slice(f.path.lastIndexOf("/") + 1)}
+                aria-label={`Download ${f.path}, ${formatSize(f.size)}`}
+              >
+                {f.path}
+              </a>
+              <span className="skill-detail">
+                {formatSize(f.size)} · {new Date(f.modified).toLocaleString()}
+              </span>
+            </li>
+          ))}
+        </ul>
+      )}
+      {workspace.data?.truncated && <p className="field-hint">Only the newest {files.length} are listed.</p>}
+    </div>
   );
 }
 

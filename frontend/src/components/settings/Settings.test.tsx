@@ -8,10 +8,10 @@ import Settings, { limitsText, slotsText } from "./Settings";
 
 afterEach(() => vi.unstubAllGlobals());
 
-function show({ sandbox, section, onOpenSection = vi.fn(), status }: { sandbox?: unknown; section?: SettingsSection; onOpenSection?: (s: SettingsSection) => void; status?: unknown }) {
+function show({ sandbox, toolbox, section, onOpenSection = vi.fn(), status }: { sandbox?: unknown; toolbox?: unknown; section?: SettingsSection; onOpenSection?: (s: SettingsSection) => void; status?: unknown }) {
   writeToken("tok");
   mockFetch({
-    "GET /api/settings": { status: 200, body: { default_provider: null, sandbox } },
+    "GET /api/settings": { status: 200, body: { default_provider: null, sandbox, toolbox } },
     "GET /api/auth/providers/status": status ? { status: 200, body: status } : { status: 404, body: { code: "not_found", message: "No." } },
     "GET /api/*": { status: 404, body: { code: "not_found", message: "No." } },
   });
@@ -72,6 +72,21 @@ describe("the agent sandbox in Settings", () => {
     expect(line.getAttribute("role")).toBe("status");
     expect(line.textContent).toContain(reason);
     expect(line.textContent).toContain("could stop or kill the server");
+  });
+
+  it("lists the agent's tools with their versions and says which are missing", async () => {
+    const toolbox = [
+      { name: "python3", command: "python3", version: "3.11.2", purpose: "Python 3" },
+      { name: "ripgrep", command: "rg", version: null, purpose: "fast search (rg)" },
+      { name: "chromium", command: null, version: null, purpose: "headless browser" },
+    ];
+    show({ sandbox: { mode: "landlock", abi: 7, signals: { mode: "scoped" } }, toolbox, section: "sandbox" });
+    await screen.findByText("Tools the agent can use");
+    const row = (name: string) => document.querySelector(`[data-tool="${name}"]`);
+    expect(row("python3")?.textContent).toContain("3.11.2");
+    expect(row("ripgrep")?.textContent).toContain("installed");
+    expect(row("chromium")?.getAttribute("data-installed")).toBe("no");
+    expect(row("chromium")?.textContent).toContain("not installed");
   });
 
   it("says plainly when the agent is not confined, and why", async () => {

@@ -30,6 +30,7 @@ import {
   type AgentDefaults,
   type AgentLimits,
   type AgentSlots,
+  type ToolInfo,
 } from "../../api/settings";
 import type { AgentPick, ModelInfo, ProviderId, ProviderInfo, ProvidersStatus } from "../../api/types";
 import { SETTINGS_SECTIONS, settingsTitle, type SettingsSection } from "../../shell/router";
@@ -744,9 +745,28 @@ function SandboxSection() {
           Off: {sandbox.reason}. The agent can read every file the server can, including its keys and database.
         </p>
       )}
+      {settings.data?.toolbox && <Toolbox tools={settings.data.toolbox} />}
       {settings.data?.agent_limits && <p className="settings-lead" data-memory={settings.data.agent_limits.memory.mode}>{limitsText(settings.data.agent_limits)}</p>}
       {settings.data?.agent_slots && <p className="settings-lead" data-slots={settings.data.agent_slots.max}>{slotsText(settings.data.agent_slots)}</p>}
     </section>
+  );
+}
+
+/** The tools on the agent's PATH, as the server found them (missing ones say so). */
+function Toolbox({ tools }: { tools: ToolInfo[] }) {
+  return (
+    <div className="setting-stack" data-toolbox>
+      <p className="settings-lead">Tools the agent can use</p>
+      <ul className="toolbox-list">
+        {tools.map((t) => (
+          <li key={t.name} data-tool={t.name} data-installed={t.command ? "yes" : "no"}>
+            <span className="toolbox-name">{t.name}</span>
+            <span className="toolbox-version">{t.command ? (t.version ?? "installed") : "not installed"}</span>
+            <span className="toolbox-purpose">{t.purpose}</span>
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }
 

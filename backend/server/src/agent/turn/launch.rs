@@ -128,7 +128,10 @@ impl Turn<'_> {
         claims.chat_id = Some(self.chat_id.to_string());
         claims.run_id = Some(self.run_id.to_string());
         let token = agents.keys.issue(&claims)?;
-        let env = agents.providers.agent_env(self.provider, &self.chat_id, &self.run_id, &token, credentials)?;
+        let mut env = agents.providers.agent_env(self.provider, &self.chat_id, &self.run_id, &token, credentials)?;
+        // The chat's workspace is the turn's working directory (`agent/workspace.rs`).
+        let workspace = crate::agent::workspace::prepare(&agents.data_dir, &self.chat_id)?;
+        env.push(("MOBIUS_WORKSPACE".to_owned(), workspace.display().to_string()));
         let var = |key: &str| env.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str()).unwrap_or_default();
         let mut grants = agents.sandbox.grants(
             self.provider,
@@ -139,6 +142,7 @@ impl Turn<'_> {
         );
         // The chat's files: the agent reads what was attached (and nothing of other chats).
         grants.read.push(agents.uploads.chat_dir(&self.chat_id));
+        grants.read_write.push(workspace.clone());
         let confine = agents.sandbox.ruleset(&grants)?;
         let keep = agents.warm.keeper(&self.chat_id, key, &self.run_id, &token);
         let request = TurnRequest {
@@ -148,7 +152,7 @@ impl Turn<'_> {
             resume: chat.session_id.clone(),
             model,
             effort,
-            cwd: agents.data_dir.clone(),
+            cwd: workspace,
             env,
             approval: self.approval,
             trees: agents.providers.trees().clone(),

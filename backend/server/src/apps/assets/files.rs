@@ -24,20 +24,52 @@ fn invalid(dest: &str, why: impl std::fmt::Display) -> Error {
 }
 
 /// Copies each `(destination, source)` from the exported commit `tree` into a staging folder,
-/// refusing links, folders, missing files and anything over the limits.
-pub async fn stage(data_dir: &Path, tree: &Path, pairs: &[(String, String)]) -> Result<Staged> {
+/// refusing links, folders, missing files and anything over the limits. A local apply also
+/// names the app's folder (`apps/<slug>`, relative to `data_dir`) in `folder`: a source the
+/// commit lacks because the app's own `.gitignore` keeps it out is taken from there (static
+/// assets are install-managed, outside the app's history, as in the original), opened through
+/// `safe_fs` (the agent writes that folder): no link followed, a regular file only.
+pub async fn stage(data_dir: &Path, tree: &Path, folder: Option<&Path>, pairs: &[(String, String)]) -> Result<Staged> {
     if pairs.is_empty() {
         return Ok(Staged(None));
     }
     let build_root = data_dir.join("run").join("build");
     let (tree, pairs) = (tree.to_path_buf(), pairs.to_vec());
+    let folder = match folder {
+        Some(rel) => crate::safe_fs::Dir::open_under(data_dir, rel).ok(),
+        None => None,
+    };
     tokio::task::spawn_blocking(move || -> Result<Staged> {
         std::fs::create_dir_all(&build_root)?;
         let staging = tempfile::Builder::new().prefix("assets-").tempdir_in(&build_root)?;
         let mut total = 0u64;
         for (dest, src) in pairs.iter().take(MAX_STATIC_ASSETS) {
-            let file =
-                contained(&tree, src).ok_or_else(|| invalid(dest, format!("{src:?} is not a file of the app")))?;
+            let missing = || invalid(dest, format!("{src:?} is not a file of the app"));
+            let Some(file) = contained(&tree, src) else {
+                // Not committed: the folder's own, when the app's `.gitignore` leaves it out.
+                let folder = folder.as_ref().ok_or_else(missing)?;
+                if manifest::repo_path_problem(src).is_some() {
+                    return Err(missing());
+                }
+                let (mut opened, meta) = folder.open_file(Path::new(src)).map_err(|_| missing())?;
+                total += meta.len();
+                if meta.len() > MAX_ASSET_BYTES {
+                    return Err(invalid(dest, format!("{src:?} is larger than {} MiB", MAX_ASSET_BYTES >> 20)));
+                }
+                if total > MAX_ASSETS_TOTAL_BYTES {
+                    return Err(invalid(
+                        dest,
+                        format!("the assets add up to more than {} MiB", MAX_ASSETS_TOTAL_BYTES >> 20),
+                    ));
+                }
+                let target = staging.path().join(dest);
+                if let Some(parent) = target.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                let mut out = std::fs::File::create(&target)?;
+                std::io::copy(&mut std::io::Read::take(&mut opened, MAX_ASSET_BYTES), &mut out)?;
+                continue;
+            };
             let len = std::fs::metadata(&file)?.len();
             if len > MAX_ASSET_BYTES {
                 return Err(invalid(dest, format!("{src:?} is larger than {} MiB", MAX_ASSET_BYTES >> 20)));
