@@ -3,7 +3,6 @@
 //! provider, and what a turn runs with.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::ProviderKind;
 use crate::error::{Error, Result};
@@ -59,9 +58,7 @@ impl AgentPick {
 
     /// A chat's pick, from its `agent_settings` JSON.
     pub fn of_chat(settings: Option<&str>) -> Self {
-        let value: Value = settings.and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
-        let text = |key: &str| value.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
-        Self { model: text("model"), effort: text("effort") }
+        super::settings::AgentSettings::parse(settings).pick()
     }
 
     /// This pick where it says something, else `fallback`'s. An effort set without a model
