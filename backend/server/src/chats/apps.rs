@@ -290,27 +290,11 @@ struct InstanceIn {
     instance_id: String,
 }
 
-/// `ms` (unix milliseconds) as an ISO 8601 UTC timestamp.
+/// `ms` (unix milliseconds) as an ISO 8601 UTC timestamp (times past jiff's range, ±9999
+/// years, read as the epoch: only expiries computed from now reach here).
 pub fn iso(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms.rem_euclid(1000)
-    )
+    let at = jiff::Timestamp::from_millisecond(ms).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    format!("{}.{:03}Z", at.strftime("%Y-%m-%dT%H:%M:%S"), ms.rem_euclid(1000))
 }
 
 fn grant_id(capability: &str) -> String {
