@@ -109,6 +109,8 @@ mod tests {
         assert_eq!(known.stored().expect("not empty"), Value::Object(known_map).to_string(), "same bytes as the map");
         assert_eq!(AgentSettings::default().stored(), None, "empty settings store NULL");
         assert_eq!(AgentSettings::parse(Some(r#"{"model":""}"#)).pick(), AgentPick::default());
+        let pick = AgentSettings::parse(Some(r#"{"model":"opus","system_prompt":"x"}"#)).pick();
+        assert_eq!(pick, AgentPick { model: Some("opus".into()), effort: None });
         assert_eq!(AgentSettings::parse(Some("not json")), AgentSettings::default());
     }
 

@@ -252,7 +252,7 @@ fn render_detail(page: &db::chats::Page, newest: bool, waiting: Option<crate::pr
         }
         _ => None,
     };
-    let pick = crate::agent::models::AgentPick::of_chat(chat.agent_settings.as_deref());
+    let pick = crate::agent::settings::AgentSettings::parse(chat.agent_settings.as_deref()).pick();
     let detail = ChatDetail {
         id: &chat.id,
         title: &chat.title,
@@ -844,7 +844,7 @@ async fn handoff(
         return Err(Error::bad_request("invalid_switch_id", "switch_id is 1 to 128 characters."));
     }
     let done = crate::agent::handoff::hand_off(&state.agents, chat_id, to, reason, pick, &switch_id).await?;
-    let pick = crate::agent::models::AgentPick::of_chat(done.agent_settings.as_deref());
+    let pick = crate::agent::settings::AgentSettings::parse(done.agent_settings.as_deref()).pick();
     Ok(Json(json!({
         "ok": true, "protocol": "provider-switch-v1", "switch_id": switch_id, "summary": done.summary,
         "stored": done.stored, "provider": to.id(), "agent_settings_json": pick, "effective": pick,

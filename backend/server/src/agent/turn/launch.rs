@@ -83,8 +83,9 @@ impl Turn<'_> {
         // The chat's pick, else the owner's default for this provider, else the CLI's own.
         let defaults =
             crate::agent::models::AgentDefaults::parse(db::owner::agent_defaults(&agents.read).await?.as_deref());
-        let pick =
-            crate::agent::models::AgentPick::of_chat(chat.agent_settings.as_deref()).over(defaults.of(self.provider));
+        let pick = crate::agent::settings::AgentSettings::parse(chat.agent_settings.as_deref())
+            .pick()
+            .over(defaults.of(self.provider));
         let (model, effort) = (pick.model, pick.effort);
         let files = self.input_files(messages).await?;
         let prompt = messages.iter().map(Message::agent_text).collect::<Vec<_>>().join("\n\n")
