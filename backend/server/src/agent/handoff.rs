@@ -11,11 +11,10 @@ use std::time::Duration;
 use sqlx::SqlitePool;
 use tracing::info;
 
-use serde_json::{Map, Value};
-
 use super::models::AgentPick;
 use super::quiet::{self, QuietAsk};
 use super::sandbox::Sandbox;
+use super::settings::AgentSettings;
 use super::turn::Agents;
 use crate::db;
 use crate::error::{Domain, Result};
@@ -75,17 +74,12 @@ pub async fn hand_off(
     let from = chat.provider;
     let summary = summarize(&agents.read, &agents.providers, &agents.sandbox, &agents.data_dir, chat_id, from).await?;
     // The picks of the chat move along only on the same provider; a switch takes the new ones.
-    let mut settings: Map<String, Value> =
-        chat.agent_settings.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
+    let mut settings = AgentSettings::parse(chat.agent_settings.as_deref());
     if let Some(pick) = pick {
-        for (key, value) in [("model", pick.model), ("effort", pick.effort)] {
-            match value {
-                Some(v) => settings.insert(key.into(), v.into()),
-                None => settings.remove(key),
-            };
-        }
+        settings.model = pick.model;
+        settings.effort = pick.effort;
     }
-    let agent_settings = (!settings.is_empty()).then(|| Value::Object(settings).to_string());
+    let agent_settings = settings.stored();
     let card = HandoffCard {
         switch_id: switch_id.to_owned(),
         from_provider: from,

@@ -23,6 +23,7 @@ pub mod resume;
 pub mod sandbox;
 pub mod schedule_ends;
 pub mod session;
+pub mod settings;
 pub mod slots;
 pub mod toolbox;
 pub mod trees;

@@ -3,7 +3,6 @@
 //! provider, and what a turn runs with.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::ProviderKind;
 use crate::error::{Error, Result};
@@ -57,13 +56,6 @@ impl AgentPick {
         Ok(Self { model, effort })
     }
 
-    /// A chat's pick, from its `agent_settings` JSON.
-    pub fn of_chat(settings: Option<&str>) -> Self {
-        let value: Value = settings.and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
-        let text = |key: &str| value.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
-        Self { model: text("model"), effort: text("effort") }
-    }
-
     /// This pick where it says something, else `fallback`'s. An effort set without a model
     /// applies to whichever model runs.
     pub fn over(&self, fallback: &AgentPick) -> AgentPick {
@@ -109,10 +101,10 @@ mod tests {
 
     #[test]
     fn a_chats_pick_wins_over_the_default_field_by_field() {
-        let chat = AgentPick::of_chat(Some(r#"{"model":"opus","system_prompt":"x"}"#));
+        let chat = AgentPick { model: Some("opus".into()), effort: None };
         let default = AgentPick { model: Some("sonnet".into()), effort: Some("high".into()) };
         assert_eq!(chat.over(&default), AgentPick { model: Some("opus".into()), effort: Some("high".into()) });
-        assert_eq!(AgentPick::of_chat(None).over(&AgentPick::default()), AgentPick::default());
+        assert_eq!(AgentPick::default().over(&AgentPick::default()), AgentPick::default());
     }
 
     #[test]

@@ -350,15 +350,7 @@ pub async fn apply_locked(
         return Err(e);
     }
     let (source_url, upstream_commit) = installed_from.map(|i| (i.source, i.release)).unzip();
-    let mut applied = record_fields(
-        &manifest,
-        &manifest_text,
-        &bundle.sha256,
-        &commit,
-        chat_id,
-        source_url,
-        upstream_commit.flatten(),
-    );
+    let mut applied = record_fields(&manifest, &bundle.sha256, &commit, chat_id, source_url, upstream_commit.flatten());
     applied.runtime_sha = runtime;
     applied.revive_nonce = revive_nonce;
     if let Err(e) = apps.writer.call(|ack| WriteCommand::AppRecordApply { id, applied, created, ack }).await {
@@ -454,19 +446,18 @@ pub async fn apply(apps: &Apps, slug: &str, chat_id: Option<String>) -> Result<A
 
 fn record_fields(
     m: &Manifest,
-    manifest_text: &str,
     sha: &str,
     commit: &str,
     chat_id: Option<String>,
     source_url: Option<String>,
     upstream_commit: Option<String>,
 ) -> db::apps::Applied {
-    let compact = serde_json::from_str::<Value>(manifest_text).map(|v| v.to_string()).unwrap_or_default();
     db::apps::Applied {
+        slug: m.id.clone(),
+        manifest: serde_json::to_string(&m.document).unwrap_or_default(),
         name: m.name.clone(),
         description: m.description.clone(),
         version: m.version.clone(),
-        manifest: compact,
         bundle_sha: sha.to_owned(),
         source_commit: commit.to_owned(),
         upstream_commit,

@@ -5,6 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::app_manifest::{AppManifest, CapabilityDecl, Permissions};
 use super::manifest::{CAPABILITIES, CAPABILITY_VERSION};
 
 /// Longest `reason` kept for a declaration.
@@ -12,23 +13,20 @@ const MAX_REASON_CHARS: usize = 240;
 
 /// The normalized declaration of `id`, or None when it is not a registered capability declared
 /// with its registered version (the manifest's validation says why).
-fn declaration(id: &str, decl: &Value) -> Option<Value> {
+fn declaration(id: &str, decl: &CapabilityDecl) -> Option<Value> {
     let spec = CAPABILITIES.iter().find(|s| s.id == id)?;
-    let decl = decl.as_object()?;
-    if decl.get("version").and_then(Value::as_i64) != Some(CAPABILITY_VERSION) {
+    if decl.version.as_ref().and_then(serde_json::Number::as_i64) != Some(CAPABILITY_VERSION) {
         return None;
     }
-    let reason = decl
-        .get("reason")
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|r| !r.is_empty() && r.chars().count() <= MAX_REASON_CHARS);
-    let given = decl.get("limits").and_then(Value::as_object);
+    let reason =
+        decl.reason.as_deref().map(str::trim).filter(|r| !r.is_empty() && r.chars().count() <= MAX_REASON_CHARS);
     let mut limits = Map::new();
     for &(name, default, min, max) in spec.limits {
-        let value = given
+        let value = decl
+            .limits
+            .as_ref()
             .and_then(|g| g.get(name))
-            .and_then(Value::as_f64)
+            .and_then(serde_json::Number::as_f64)
             .filter(|v| v.is_finite() && *v >= min as f64 && *v <= max as f64)
             .map_or(default, |v| v as i64);
         limits.insert(name.into(), json!(value));
@@ -45,52 +43,37 @@ fn declaration(id: &str, decl: &Value) -> Option<Value> {
     }))
 }
 
-fn flag(permissions: &Map<String, Value>, key: &str) -> bool {
-    permissions.get(key).and_then(Value::as_bool).unwrap_or(false)
-}
-
 /// The contract of an app whose manifest is `manifest`, with the storage grants the owner set.
 pub fn capability_contract(
-    manifest: &Map<String, Value>,
+    manifest: &AppManifest,
     offline_capable: bool,
     cross_app_access: &str,
     share_with_apps: &str,
 ) -> Value {
-    let empty = Map::new();
-    let permissions = manifest.get("permissions").and_then(Value::as_object).unwrap_or(&empty);
-    let level = |key: &str| permissions.get(key).and_then(Value::as_str).unwrap_or("none").to_owned();
-    let chat_logs = level("chat_log_access");
-    let mut skills: Vec<String> = manifest
-        .get("skills")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_owned)
-        .collect();
+    let permissions = manifest.permissions();
+    let chat_logs = Permissions::level(&permissions.chat_log_access).to_owned();
+    let mut skills: Vec<String> = manifest.skills.clone().unwrap_or_default();
     skills.sort();
     skills.dedup();
-    let system_app = manifest.get("system_app").and_then(Value::as_bool).unwrap_or(false);
+    let system_app = manifest.system_app();
     let system_prompt = manifest
-        .get("system_prompt")
-        .and_then(Value::as_str)
+        .system_prompt
+        .as_deref()
         .filter(|_| system_app)
         .map(|file| json!({ "file": file, "scope": "chats_started_while_installed", "activation": "chat_start" }));
-    let schedule = manifest.get("schedule").and_then(Value::as_object);
-    let background = schedule.and_then(|s| s.get("job").and_then(Value::as_str).map(|job| (s, job))).map(|(s, job)| {
-        let cron = s.get("default").and_then(Value::as_str);
+    let background = manifest.schedule.as_ref().and_then(|s| s.job.as_deref().map(|job| (s, job))).map(|(s, job)| {
+        let cron = s.default.as_deref();
         json!({
             "job": job,
             "mode": if cron.is_some() { "scheduled" } else { "on_demand" },
             "cron": cron,
-            "user_configurable": s.get("user_configurable").and_then(Value::as_bool).unwrap_or(false),
-            "initialize_on_install": s.get("initialize_on_install").and_then(Value::as_bool).unwrap_or(false),
+            "user_configurable": s.user_configurable.unwrap_or(false),
+            "initialize_on_install": s.initialize_on_install.unwrap_or(false),
         })
     });
     let runtime: Map<String, Value> = manifest
-        .get("capabilities")
-        .and_then(Value::as_object)
-        .into_iter()
+        .capabilities
+        .iter()
         .flatten()
         .filter_map(|(id, decl)| declaration(id, decl).map(|d| (id.clone(), d)))
         .collect();
@@ -100,7 +83,7 @@ pub fn capability_contract(
         "agent": {
             "system_prompt": system_prompt,
             "skills": skills,
-            "embeds_agent": manifest.get("embeds_agent").and_then(Value::as_bool).unwrap_or(false),
+            "embeds_agent": manifest.embeds_agent(),
         },
         "data": {
             "chat_logs": {
@@ -108,27 +91,27 @@ pub fn capability_contract(
                 "effective": chat_logs,
                 "redaction": if chat_logs == "none" { "none" } else { "structural" },
             },
-            "filesystem_api": flag(permissions, "filesystem_access"),
-            "shared_memory": level("shared_memory"),
+            "filesystem_api": permissions.grant("filesystem_access"),
+            "shared_memory": Permissions::level(&permissions.shared_memory),
             "cross_app_access": cross_app_access,
             "share_with_apps": share_with_apps,
-            "manage_apps": flag(permissions, "manage_apps"),
-            "manage_skills": flag(permissions, "manage_skills"),
-            "github_access": flag(permissions, "github_access"),
-            "github_connect": flag(permissions, "github_connect"),
-            "connections_manage": flag(permissions, "connections_manage"),
-            "connect_manage": flag(permissions, "connect_manage"),
-            "identity_manage": flag(permissions, "identity_manage"),
-            "railway_manage": flag(permissions, "railway_manage"),
+            "manage_apps": permissions.grant("manage_apps"),
+            "manage_skills": permissions.grant("manage_skills"),
+            "github_access": permissions.grant("github_access"),
+            "github_connect": permissions.grant("github_connect"),
+            "connections_manage": permissions.grant("connections_manage"),
+            "connect_manage": permissions.grant("connect_manage"),
+            "identity_manage": permissions.grant("identity_manage"),
+            "railway_manage": permissions.grant("railway_manage"),
         },
         "background": background,
         "offline": {
             "capable": offline_capable,
-            "contract": manifest.get("offline").filter(|o| o.is_object()).cloned(),
+            "contract": manifest.offline,
         },
         "runtime": runtime,
         "public": {
-            "network": manifest.get("public_access").and_then(|p| p.get("network")).filter(|n| n.is_array()).cloned().unwrap_or_else(|| json!([])),
+            "network": manifest.network_rules(),
         },
     })
 }
@@ -150,7 +133,7 @@ mod tests {
             "permissions": { "chat_log_access": "summary", "manage_apps": true },
             "schedule": { "job": "fetch.sh" },
         });
-        let c = capability_contract(manifest.as_object().expect("object"), true, "read", "none");
+        let c = capability_contract(&serde_json::from_value(manifest).expect("a manifest"), true, "read", "none");
         let runtime = c["runtime"].as_object().expect("runtime");
         assert_eq!(runtime.keys().collect::<Vec<_>>(), ["media.microphone.capture", "media.speech"]);
         let mic = &runtime["media.microphone.capture"];
@@ -171,7 +154,7 @@ mod tests {
 
     #[test]
     fn an_empty_manifest_has_an_empty_contract() {
-        let c = capability_contract(&Map::new(), false, "none", "none");
+        let c = capability_contract(&AppManifest::default(), false, "none", "none");
         assert_eq!(c["runtime"], json!({}));
         assert_eq!(c["offline"]["contract"], Value::Null);
         assert_eq!(c["background"], Value::Null);

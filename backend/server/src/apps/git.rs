@@ -667,28 +667,17 @@ pub fn plan_restore(app: &AppRepo, target: Option<&str>) -> Result<RestorePlan> 
     };
     let tree = version.tree().map_err(git_err("tree"))?;
     let sig = signature()?;
-    let when = chrono_free_date(version.time().seconds());
+    let when = utc_date(version.time().seconds());
     let commit = repo
         .commit(None, &sig, &sig, &format!("Restore the version of {when}"), &tree, &[&main])
         .map_err(git_err("committing the restore"))?;
     Ok(RestorePlan { commit, upstream })
 }
 
-/// A commit time as `YYYY-MM-DD HH:MM UTC`.
-fn chrono_free_date(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", rem / 3600, (rem % 3600) / 60)
+/// A commit time as `YYYY-MM-DD HH:MM UTC` (a time past jiff's range, ±9999 years, as the epoch).
+fn utc_date(secs: i64) -> String {
+    let at = jiff::Timestamp::from_second(secs).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    at.strftime("%Y-%m-%d %H:%M UTC").to_string()
 }
 
 /// Takes a planned restore: `main` and `upstream` move and the worktree follows.
@@ -958,4 +947,13 @@ pub fn release_diff(app: &AppRepo, release: Oid) -> Result<ReleaseDiff> {
 /// The author a commit names.
 pub fn commit_author(repo: &Repository, commit: Oid) -> Option<String> {
     repo.find_commit(commit).ok().and_then(|c| c.author().name().map(str::to_owned)).filter(|n| !n.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_commit_time_reads_as_a_utc_date() {
+        assert_eq!(super::utc_date(0), "1970-01-01 00:00 UTC");
+        assert_eq!(super::utc_date(951_782_400 + 3_660), "2000-02-29 01:01 UTC");
+    }
 }

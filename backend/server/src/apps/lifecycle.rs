@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::apply::{self, Applied, Installed, Snapshot};
 use super::git::{self, ConflictFile, Plan, Source};
@@ -187,7 +187,7 @@ pub async fn preview(state: &AppState, app: &AppRow) -> Result<Preview> {
     check_source(&source).await?;
     let _lock = state.apps.locks.lock(&app.slug).await;
     let dir = state.apps.repo(&app.slug)?;
-    let installed: Map<String, Value> = serde_json::from_str(&app.manifest).unwrap_or_default();
+    let installed = app.manifest.clone();
     let live = app.source_commit.clone();
     let (preview, newer) = tokio::task::spawn_blocking(move || -> Result<(Preview, Option<String>)> {
         let repo = dir.open()?;
@@ -204,7 +204,7 @@ pub async fn preview(state: &AppState, app: &AppRow) -> Result<Preview> {
             Ok(m) => (
                 Some(m.version.clone()),
                 Some(m.name.clone()),
-                review::permissions(&m.raw, review::scan_code(&repo, release)),
+                review::permissions(&m.document, review::scan_code(&repo, release)),
                 None,
             ),
             Err(e) => (None, None, Vec::new(), Some(e.to_string())),
@@ -507,8 +507,7 @@ pub async fn uninstall(state: &AppState, app: &AppRow, keep_data: bool) -> Resul
 pub async fn delete_data(state: &AppState, app: &AppRow) -> Result<()> {
     let _lock = state.apps.locks.lock(&app.slug).await;
     crate::storage::remove_app_data(state.storage.clone(), &state.config.data_dir, app.id).await?;
-    let manifest: Map<String, Value> = serde_json::from_str(&app.manifest).unwrap_or_default();
-    if let Some(seeds) = manifest.get("storage_seeds").and_then(Value::as_object).filter(|s| !s.is_empty())
+    if let Some(seeds) = app.manifest.storage_seeds.as_ref().filter(|s| !s.is_empty())
         && let Ok(dir) = state.apps.source_dir(&app.slug)
     {
         crate::storage::write_seeds(state.storage.clone(), &state.config.data_dir, app.id, &dir, seeds).await?;

@@ -158,8 +158,8 @@ pub struct Manifest {
     pub initialize_on_install: bool,
     /// Fields accepted without an effect here, in words the owner and agent understand.
     pub warnings: Vec<String>,
-    /// The document as written (decorative keys included).
-    pub raw: Map<String, Value>,
+    /// The document as written (decorative keys included), typed: what the registry stores.
+    pub document: super::app_manifest::AppManifest,
 }
 
 /// True for ids made of `a-z0-9-_`, not starting with `-`/`_`, not all digits.
@@ -264,7 +264,7 @@ pub fn parse(text: &str, dir_name: &str) -> Result<Manifest> {
         let list = r.problems.iter().map(|m| format!("- {m}")).collect::<Vec<_>>().join("\n");
         return Err(Error::unprocessable("manifest_invalid", format!("mobius.json has problems:\n{list}")));
     }
-    Ok(Manifest { warnings: r.warnings, raw, ..m })
+    Ok(Manifest { warnings: r.warnings, document: super::app_manifest::AppManifest::from_map(raw), ..m })
 }
 
 fn check(raw: &Map<String, Value>, dir_name: &str, r: &mut Report) -> Manifest {
@@ -387,7 +387,7 @@ fn check(raw: &Map<String, Value>, dir_name: &str, r: &mut Report) -> Manifest {
         schedule,
         initialize_on_install,
         warnings: Vec::new(),
-        raw: Map::new(),
+        document: Default::default(),
     }
 }
 
@@ -887,7 +887,7 @@ mod tests {
         assert!(m.offline_capable);
         assert_eq!(m.cross_app_access, "read");
         assert_eq!(m.share_with_apps, "none");
-        assert_eq!(m.raw["author"], "someone");
+        assert_eq!(m.document.author().as_deref(), Some("someone"));
         assert_eq!(m.storage_seeds["state.json"]["n"], 0);
         assert_eq!(m.background_color.as_deref(), Some("#112233"), "defaults to theme_color");
         assert!(m.warnings.is_empty(), "{:?}", m.warnings);

@@ -2,6 +2,7 @@
 //! and update from a git source, the registry routes, app tokens, and serving the module,
 //! the sandboxed frame, the standalone host and icons.
 
+pub mod app_manifest;
 pub mod apply;
 pub mod assets;
 pub mod bootstrap;
@@ -22,7 +23,7 @@ pub mod ssrf;
 pub mod worktree;
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 pub use apply::RECOVERY_WINDOW_MS;
 pub use routes::router;
@@ -35,6 +36,7 @@ pub fn public_router() -> axum::Router<AppState> {
 
 use crate::db::apps::AppRow;
 use crate::state::AppState;
+use app_manifest::AppManifest;
 
 /// An app as the API shows it.
 #[derive(Debug, Serialize)]
@@ -105,15 +107,13 @@ pub struct UpdateInfo {
 impl From<AppRow> for AppOut {
     fn from(a: AppRow) -> Self {
         let v = a.bundle_sha.as_deref().map_or_else(|| a.updated_at.to_string(), |s| s[..16.min(s.len())].to_owned());
-        let manifest: Map<String, Value> = serde_json::from_str(&a.manifest).unwrap_or_default();
-        let offline = manifest.get("offline").filter(|o| o.is_object()).cloned();
-        let offline_precache = precache_urls(a.id, &v, &manifest);
+        let offline_precache = precache_urls(a.id, &v, &a.manifest);
         let capability_contract =
-            contract::capability_contract(&manifest, a.offline_capable, &a.cross_app_access, &a.share_with_apps);
+            contract::capability_contract(&a.manifest, a.offline_capable, &a.cross_app_access, &a.share_with_apps);
         Self {
             capability_contract,
-            embeds_agent: manifest.get("embeds_agent").and_then(Value::as_bool).unwrap_or(false),
-            offline,
+            embeds_agent: a.manifest.embeds_agent(),
+            offline: a.manifest.offline.map(Value::Object),
             offline_precache,
             module_url: format!("/api/apps/{}/module?v={v}", a.id),
             frame_url: format!("/api/apps/{}/frame?v={v}", a.id),
@@ -153,19 +153,13 @@ impl From<AppRow> for AppOut {
 /// The URLs behind `offline.precache`: the app's module and icon always (an offline-capable
 /// app cannot start without them), then each precache path that is a static asset's
 /// destination (also under `static/`, where the original installs them).
-fn precache_urls(id: i64, v: &str, manifest: &Map<String, Value>) -> Vec<String> {
-    let Some(paths) = manifest.get("offline").and_then(|o| o.get("precache")).and_then(Value::as_array) else {
-        return Vec::new();
-    };
-    let destinations: Vec<String> = match manifest.get("static_assets") {
-        Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
-        Some(Value::Object(map)) => map.keys().cloned().collect(),
-        _ => Vec::new(),
-    };
+fn precache_urls(id: i64, v: &str, manifest: &AppManifest) -> Vec<String> {
+    let Some(paths) = manifest.offline_precache() else { return Vec::new() };
+    let destinations = manifest.static_destinations();
     let mut urls = vec![format!("/api/apps/{id}/module?v={v}"), format!("/api/apps/{id}/icon?v={v}")];
-    for path in paths.iter().filter_map(Value::as_str) {
-        let asset = path.strip_prefix("static/").filter(|p| destinations.iter().any(|d| d == p)).unwrap_or(path);
-        if destinations.iter().any(|d| d == asset) {
+    for path in paths {
+        let asset = path.strip_prefix("static/").filter(|p| destinations.contains(p)).unwrap_or(path);
+        if destinations.contains(&asset) {
             urls.push(format!("/app-assets/by-id/{id}/{asset}"));
         }
     }

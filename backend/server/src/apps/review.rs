@@ -11,8 +11,9 @@ use std::path::PathBuf;
 use base64::Engine;
 use git2::{Oid, Repository};
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use super::app_manifest::{AppManifest, Permissions};
 use super::git::{self, Source};
 use super::manifest::{CAPABILITIES, Manifest};
 use crate::db;
@@ -92,13 +93,12 @@ pub struct CodeUse {
     pub agent_chats: bool,
 }
 
-/// Everything `raw` (a `mobius.json`) and the app's code ask of the platform, in plain words.
-pub fn permissions(raw: &Map<String, Value>, code: CodeUse) -> Vec<Permission> {
-    let empty = Map::new();
-    let perms = raw.get("permissions").and_then(Value::as_object).unwrap_or(&empty);
-    let level = |key: &str| perms.get(key).and_then(Value::as_str).unwrap_or("none");
+/// Everything `manifest` and the app's code ask of the platform, in plain words.
+pub fn permissions(manifest: &AppManifest, code: CodeUse) -> Vec<Permission> {
+    let perms = manifest.permissions();
+    let level = Permissions::level;
     let mut out = Vec::new();
-    match level("cross_app_access") {
+    match level(&perms.cross_app_access) {
         "read" => out.push(ask(
             "storage.cross_app_access",
             "Read other apps' data",
@@ -113,7 +113,7 @@ pub fn permissions(raw: &Map<String, Value>, code: CodeUse) -> Vec<Permission> {
         )),
         _ => {}
     }
-    match level("share_with_apps") {
+    match level(&perms.share_with_apps) {
         "read" => out.push(ask(
             "storage.share_with_apps",
             "Share its data with other apps",
@@ -128,7 +128,7 @@ pub fn permissions(raw: &Map<String, Value>, code: CodeUse) -> Vec<Permission> {
         )),
         _ => {}
     }
-    match level("shared_memory") {
+    match level(&perms.shared_memory) {
         "read" => out.push(ask(
             "storage.shared_memory",
             "Read your shared memory",
@@ -143,12 +143,9 @@ pub fn permissions(raw: &Map<String, Value>, code: CodeUse) -> Vec<Permission> {
         )),
         _ => {}
     }
-    let origins: Vec<String> = raw
-        .get("public_access")
-        .and_then(|p| p.get("network"))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+    let origins: Vec<String> = manifest
+        .network_rules()
+        .iter()
         .filter_map(|rule| rule.get("origin").and_then(Value::as_str))
         .map(|o| o.trim_start_matches("https://").trim_end_matches('/').to_owned())
         .collect();
@@ -169,20 +166,20 @@ pub fn permissions(raw: &Map<String, Value>, code: CodeUse) -> Vec<Permission> {
             "info",
         ));
     }
-    if let Some(schedule) = raw.get("schedule").and_then(Value::as_object) {
-        let job = schedule.get("job").and_then(Value::as_str).unwrap_or("its job");
-        let when = match schedule.get("default").and_then(Value::as_str) {
+    if let Some(schedule) = &manifest.schedule {
+        let job = schedule.job.as_deref().unwrap_or("its job");
+        let when = match schedule.default.as_deref() {
             Some(cron) => format!("Runs {job} {}.", describe_cron(cron)),
             None => format!("Has a job ({job}) that runs when asked."),
         };
-        let first = if schedule.get("initialize_on_install").and_then(Value::as_bool) == Some(true) {
+        let first = if schedule.initialize_on_install == Some(true) {
             " It also runs once right after it is installed."
         } else {
             ""
         };
         out.push(ask("schedule", "Run on a schedule", format!("{when}{first}"), "notice"));
     }
-    if raw.get("embeds_agent").and_then(Value::as_bool) == Some(true) {
+    if manifest.embeds_agent() {
         out.push(ask(
             "agent.embed",
             "Embed your agent",
@@ -197,10 +194,9 @@ pub fn permissions(raw: &Map<String, Value>, code: CodeUse) -> Vec<Permission> {
             "notice",
         ));
     }
-    let requires: Vec<&str> =
-        raw.get("requires").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let requires: Vec<&str> = manifest.requires.iter().flatten().map(String::as_str).collect();
     for (name, title, detail) in GRANTS {
-        let granted = perms.get(*name).and_then(Value::as_bool) == Some(true);
+        let granted = perms.grant(name);
         let required = requires.contains(name);
         if !granted && !required {
             continue;
@@ -217,7 +213,7 @@ pub fn permissions(raw: &Map<String, Value>, code: CodeUse) -> Vec<Permission> {
             effective,
         });
     }
-    match level("chat_log_access") {
+    match level(&perms.chat_log_access) {
         "none" => {}
         tier => out.push(Permission {
             key: "chat_logs".into(),
@@ -230,7 +226,7 @@ pub fn permissions(raw: &Map<String, Value>, code: CodeUse) -> Vec<Permission> {
             effective: false,
         }),
     }
-    if raw.get("system_app").and_then(Value::as_bool) == Some(true) && raw.get("system_prompt").is_some() {
+    if manifest.system_app() && manifest.system_prompt.is_some() {
         out.push(Permission {
             key: "agent.system_prompt".into(),
             title: "Add instructions to your agent".into(),
@@ -239,7 +235,7 @@ pub fn permissions(raw: &Map<String, Value>, code: CodeUse) -> Vec<Permission> {
             effective: false,
         });
     }
-    if let Some(capabilities) = raw.get("capabilities").and_then(Value::as_object) {
+    if let Some(capabilities) = &manifest.capabilities {
         for id in capabilities.keys() {
             if let Some(spec) = CAPABILITIES.iter().find(|c| c.id == id) {
                 out.push(Permission {
@@ -252,7 +248,7 @@ pub fn permissions(raw: &Map<String, Value>, code: CodeUse) -> Vec<Permission> {
             }
         }
     }
-    if raw.get("offline_capable").and_then(Value::as_bool) == Some(true) {
+    if manifest.offline_capable() {
         out.push(ask(
             "offline",
             "Work offline",
@@ -360,14 +356,6 @@ pub struct Review {
     pub existing: Option<Existing>,
 }
 
-fn author_of(raw: &Map<String, Value>) -> Option<String> {
-    match raw.get("author") {
-        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_owned()),
-        Some(Value::Object(o)) => o.get("name").and_then(Value::as_str).map(str::to_owned),
-        _ => None,
-    }
-}
-
 /// Fetches `source` (under the public policy) and describes its current release.
 pub async fn review(state: &AppState, source: Source, label: String) -> Result<Review> {
     if let Source::Url(url) = &source {
@@ -411,16 +399,11 @@ pub fn describe(repo: &Repository, release: Oid, source: String) -> Result<Revie
     Ok(Review {
         source,
         commit: release.to_string(),
-        author: author_of(&m.raw).or_else(|| git::commit_author(repo, release)),
-        homepage: m
-            .raw
-            .get("homepage")
-            .and_then(Value::as_str)
-            .filter(|h| h.starts_with("https://"))
-            .map(str::to_owned),
+        author: m.document.author().or_else(|| git::commit_author(repo, release)),
+        homepage: m.document.homepage().map(str::to_owned),
         icon: release_icon(repo, release, &m, REVIEW_ICON_SIZE),
         theme_color: m.theme_color.clone(),
-        permissions: permissions(&m.raw, code),
+        permissions: permissions(&m.document, code),
         warnings: m.warnings.clone(),
         id: m.id,
         name: m.name,
@@ -447,8 +430,11 @@ mod tests {
             "embeds_agent": true,
             "requires": ["github_access"],
         });
-        let b = permissions(before.as_object().expect("o"), CodeUse::default());
-        let a = permissions(after.as_object().expect("o"), CodeUse { secrets: true, proxy: true, agent_chats: false });
+        let b = permissions(&serde_json::from_value(before).expect("a manifest"), CodeUse::default());
+        let a = permissions(
+            &serde_json::from_value(after).expect("a manifest"),
+            CodeUse { secrets: true, proxy: true, agent_chats: false },
+        );
         assert_eq!(b[1].detail, "Runs job.sh every day at 07:00.");
         let keys: Vec<&str> = a.iter().map(|p| p.key.as_str()).collect();
         assert_eq!(

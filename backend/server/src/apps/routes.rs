@@ -53,8 +53,7 @@ fn manager(who: &Principal) -> Result<()> {
     match who {
         Principal::Owner(_) => Ok(()),
         Principal::App(app) => {
-            let manifest: Value = serde_json::from_str(&app.manifest).unwrap_or_default();
-            if manifest.pointer("/permissions/manage_apps").and_then(Value::as_bool) == Some(true) {
+            if app.manifest.permissions().grant("manage_apps") {
                 Ok(())
             } else {
                 Err(Error::forbidden(
@@ -160,8 +159,7 @@ async fn install(
 
 /// `schedule.initialize_on_install`: a first install runs the job once, now (not an update).
 async fn initialize_on_install(state: &AppState, applied: &Applied) {
-    let manifest: Value = serde_json::from_str(&applied.app.manifest).unwrap_or_default();
-    let wanted = manifest.pointer("/schedule/initialize_on_install").and_then(Value::as_bool) == Some(true);
+    let wanted = applied.app.manifest.initialize_on_install();
     if applied.mode != "created" || !wanted {
         return;
     }

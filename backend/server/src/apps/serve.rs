@@ -218,8 +218,7 @@ async fn icon_response(state: &AppState, app: &AppRow, size: u32, maskable: bool
     if let Ok(bytes) = tokio::fs::read(&cached).await {
         return Ok(image(bytes, "image/png"));
     }
-    let manifest: serde_json::Value = serde_json::from_str(&app.manifest).unwrap_or_default();
-    let Some(rel) = manifest.get("icon").and_then(|v| v.as_str()).map(str::to_owned) else { return Ok(fallback()) };
+    let Some(rel) = app.manifest.icon.clone() else { return Ok(fallback()) };
     let Ok(dir) = state.apps.repo(&app.slug) else { return Ok(fallback()) };
     let source = tokio::task::spawn_blocking(move || -> Option<Vec<u8>> {
         let repo = dir.open().ok()?;

@@ -17,11 +17,12 @@ use axum::{Json, Router};
 use base64::Engine as _;
 use rand::RngCore;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::access::EMBED_OPERATIONS;
 use crate::agent::ProviderKind;
+use crate::agent::settings::AgentSettings;
 use crate::api::ApiJson;
 use crate::auth::{Claims, Principal, Scope};
 use crate::db::{self, apps::AppRow, now_ms};
@@ -171,18 +172,14 @@ async fn create(State(state): State<AppState>, who: Principal, ApiJson(body): Ap
     }
     let scope = one_line(body.scope, "scope", MAX_SCOPE_CHARS)?;
     let scope_label = one_line(body.scope_label, "scope_label", MAX_SCOPE_LABEL_CHARS)?;
-    let mut settings = Map::new();
-    for (key, value) in [
-        ("system_prompt", system_prompt),
-        ("model", model),
-        ("project_id", body.project_id),
-        ("report_date", body.report_date),
-        ("report_kind", report_kind),
-    ] {
-        if let Some(v) = value {
-            settings.insert(key.into(), v.into());
-        }
-    }
+    let settings = AgentSettings {
+        system_prompt,
+        model,
+        project_id: body.project_id,
+        report_date: body.report_date,
+        report_kind,
+        ..Default::default()
+    };
     let id = ChatId::random();
     let chat = NewChat {
         id: id.clone(),
@@ -194,7 +191,7 @@ async fn create(State(state): State<AppState>, who: Principal, ApiJson(body): Ap
             scope,
             scope_label,
             provider,
-            agent_settings: (!settings.is_empty()).then(|| Value::Object(settings).to_string()),
+            agent_settings: settings.stored(),
         }),
     };
     state.writer.call(|ack| WriteCommand::CreateChat { chat, ack }).await?;
@@ -238,8 +235,7 @@ async fn update(
         || chat.session_id.is_some()
         || chat.system_prompt_id.is_some()
         || db::runs::running_run(&state.db.read, &id).await?.is_some();
-    let mut settings: Map<String, Value> =
-        chat.agent_settings.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
+    let mut settings = AgentSettings::parse(chat.agent_settings.as_deref());
     let mut patch = ChatPatch::default();
     if let Some(provider) = body.provider.as_deref().map(str::trim).filter(|p| !p.is_empty()) {
         let kind = ProviderKind::parse(provider).ok_or_else(|| invalid("provider is \"claude\" or \"codex\"."))?;
@@ -253,7 +249,7 @@ async fn update(
     }
     let provider = patch.settings.provider.or(chat.provider).map(ProviderKind::id);
     if let Some(prompt) = text(body.system_prompt, "system_prompt", MAX_SYSTEM_PROMPT_CHARS)? {
-        let current = settings.get("system_prompt").and_then(Value::as_str).unwrap_or_default();
+        let current = settings.system_prompt.as_deref().unwrap_or_default();
         if current != prompt.as_str() {
             if started {
                 return Err(Error::conflict(
@@ -261,20 +257,13 @@ async fn update(
                     "This chat has started; its system prompt is fixed for the conversation.",
                 ));
             }
-            if prompt.is_empty() {
-                settings.remove("system_prompt");
-            } else {
-                settings.insert("system_prompt".into(), prompt.into());
-            }
+            settings.system_prompt = Some(prompt).filter(|p| !p.is_empty());
         }
     }
     if let Some(model) = body.model {
-        match check_model(Some(model), provider)? {
-            Some(m) => settings.insert("model".into(), m.into()),
-            None => settings.remove("model"),
-        };
+        settings.model = check_model(Some(model), provider)?;
     }
-    let agent_settings = (!settings.is_empty()).then(|| Value::Object(settings).to_string());
+    let agent_settings = settings.stored();
     patch.settings.agent_settings = Some(agent_settings.clone());
     let scope = one_line(body.scope, "scope", MAX_SCOPE_CHARS)?;
     let scope_label = one_line(body.scope_label, "scope_label", MAX_SCOPE_LABEL_CHARS)?;
@@ -301,27 +290,11 @@ struct InstanceIn {
     instance_id: String,
 }
 
-/// `ms` (unix milliseconds) as an ISO 8601 UTC timestamp.
+/// `ms` (unix milliseconds) as an ISO 8601 UTC timestamp (times past jiff's range, ±9999
+/// years, read as the epoch: only expiries computed from now reach here).
 pub fn iso(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms.rem_euclid(1000)
-    )
+    let at = jiff::Timestamp::from_millisecond(ms).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    format!("{}.{:03}Z", at.strftime("%Y-%m-%dT%H:%M:%S"), ms.rem_euclid(1000))
 }
 
 fn grant_id(capability: &str) -> String {
@@ -338,8 +311,7 @@ async fn embed_capability(
 ) -> Result<Json<Value>> {
     let app = calling_app(who)?;
     let instance = instance_id(&body.instance_id)?;
-    let manifest: Value = serde_json::from_str(&app.manifest).unwrap_or_default();
-    if manifest.get("embeds_agent").and_then(Value::as_bool) != Some(true) {
+    if !app.manifest.embeds_agent() {
         return Err(Error::forbidden(
             "embeds_agent_required",
             "This app does not declare `\"embeds_agent\": true` in its mobius.json, so it cannot embed the chat.",

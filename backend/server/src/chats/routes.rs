@@ -8,7 +8,7 @@ use axum::routing::{get, patch, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::access::{ChatCaller, Op};
 use super::{DEFAULT_PAGE, MAX_MESSAGE_CHARS, MAX_PAGE, RECOVERY_WINDOW_MS};
@@ -252,7 +252,7 @@ fn render_detail(page: &db::chats::Page, newest: bool, waiting: Option<crate::pr
         }
         _ => None,
     };
-    let pick = crate::agent::models::AgentPick::of_chat(chat.agent_settings.as_deref());
+    let pick = crate::agent::settings::AgentSettings::parse(chat.agent_settings.as_deref()).pick();
     let detail = ChatDetail {
         id: &chat.id,
         title: &chat.title,
@@ -354,22 +354,14 @@ async fn update(
         .checked()?;
         // Other agent settings (an app chat's system prompt) stay as they are.
         let current = db::chats::get(&state.db.read, &id).await?.and_then(|c| c.agent_settings);
-        let mut settings: Map<String, Value> =
-            current.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
-        for (key, given, value) in
-            [("model", body.model.is_some(), asked.model), ("effort", body.effort.is_some(), asked.effort)]
-        {
-            match (given, value) {
-                (false, _) => {}
-                (true, Some(v)) => {
-                    settings.insert(key.into(), v.into());
-                }
-                (true, None) => {
-                    settings.remove(key);
-                }
-            }
+        let mut settings = crate::agent::settings::AgentSettings::parse(current.as_deref());
+        if body.model.is_some() {
+            settings.model = asked.model;
         }
-        patch.settings.agent_settings = Some((!settings.is_empty()).then(|| Value::Object(settings).to_string()));
+        if body.effort.is_some() {
+            settings.effort = asked.effort;
+        }
+        patch.settings.agent_settings = Some(settings.stored());
     }
     state.writer.call(|ack| WriteCommand::UpdateChat { chat_id: id, patch, ack }).await?;
     Ok(Json(json!({ "ok": true })))
@@ -515,7 +507,11 @@ async fn send(
 
 /// The files a message carries: each names an upload of this chat (a name, or an object with
 /// `name`, as the original's clients send), recorded as the server stored it. `None` for none.
-async fn attachments(state: &AppState, chat_id: &ChatId, given: Option<Value>) -> Result<Option<Vec<Value>>> {
+async fn attachments(
+    state: &AppState,
+    chat_id: &ChatId,
+    given: Option<Value>,
+) -> Result<Option<Vec<crate::protocol::Attachment>>> {
     let items = match given {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::Array(items)) => items,
@@ -527,7 +523,7 @@ async fn attachments(state: &AppState, chat_id: &ChatId, given: Option<Value>) -
             format!("At most {} files go with one message.", crate::uploads::MAX_FILES_PER_MESSAGE),
         ));
     }
-    let mut out: Vec<Value> = Vec::with_capacity(items.len());
+    let mut out = Vec::with_capacity(items.len());
     let mut seen = std::collections::HashSet::new();
     for item in items {
         let name = match &item {
@@ -545,15 +541,14 @@ async fn attachments(state: &AppState, chat_id: &ChatId, given: Option<Value>) -
         let row = row.ok_or_else(|| {
             Error::bad_request("unknown_attachment", format!("{name:?} is not a file of this chat; attach it again."))
         })?;
-        let attachment = crate::protocol::Attachment {
+        out.push(crate::protocol::Attachment {
             name: row.name,
             mime_type: row.mime_type,
             size: row.size,
             width: row.width,
             height: row.height,
             preview: row.preview,
-        };
-        out.push(serde_json::to_value(attachment).map_err(|e| Error::Internal(e.to_string()))?);
+        });
     }
     Ok((!out.is_empty()).then_some(out))
 }
@@ -849,7 +844,7 @@ async fn handoff(
         return Err(Error::bad_request("invalid_switch_id", "switch_id is 1 to 128 characters."));
     }
     let done = crate::agent::handoff::hand_off(&state.agents, chat_id, to, reason, pick, &switch_id).await?;
-    let pick = crate::agent::models::AgentPick::of_chat(done.agent_settings.as_deref());
+    let pick = crate::agent::settings::AgentSettings::parse(done.agent_settings.as_deref()).pick();
     Ok(Json(json!({
         "ok": true, "protocol": "provider-switch-v1", "switch_id": switch_id, "summary": done.summary,
         "stored": done.stored, "provider": to.id(), "agent_settings_json": pick, "effective": pick,

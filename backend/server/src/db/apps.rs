@@ -2,6 +2,7 @@
 
 use sqlx::{SqliteConnection, SqlitePool};
 
+use crate::apps::app_manifest::{AppManifest, Permissions};
 use crate::error::Result;
 use crate::locks::Unpoisoned;
 
@@ -13,8 +14,10 @@ pub struct AppRow {
     pub name: String,
     pub description: String,
     pub version: String,
+    /// `mobius.json` as applied (the column holds the document as written).
     #[serde(skip)]
-    pub manifest: String,
+    #[sqlx(try_from = "String")]
+    pub manifest: AppManifest,
     #[serde(skip)]
     pub token_nonce: String,
     pub bundle_sha: Option<String>,
@@ -28,8 +31,10 @@ pub struct AppRow {
     pub offline_capable: bool,
     pub cross_app_access: String,
     pub share_with_apps: String,
+    /// The manifest's `permissions` as applied (what storage checks).
     #[serde(skip)]
-    pub permissions: String,
+    #[sqlx(try_from = "String")]
+    pub permissions: Permissions,
     pub pinned_at: Option<i64>,
     pub last_opened_at: Option<i64>,
     pub seen_sha: Option<String>,
@@ -126,6 +131,8 @@ pub async fn insert(conn: &mut SqliteConnection, slug: &str, name: &str, nonce: 
 /// Fields an apply records.
 #[derive(Debug, Clone, Default)]
 pub struct Applied {
+    /// The app's slug (the manifest's `id`).
+    pub slug: String,
     pub name: String,
     pub description: String,
     pub version: String,
@@ -148,16 +155,6 @@ pub struct Applied {
     pub revive_nonce: Option<String>,
     /// The manifest's `schedule` (registered with the apply, in the same transaction).
     pub schedule: Option<super::schedules::AppJobSpec>,
-}
-
-impl Applied {
-    /// The app's slug, read back from its manifest.
-    pub fn manifest_slug(&self) -> String {
-        serde_json::from_str::<serde_json::Value>(&self.manifest)
-            .ok()
-            .and_then(|m| m.get("id").and_then(serde_json::Value::as_str).map(str::to_owned))
-            .unwrap_or_default()
-    }
 }
 
 /// Records a successful apply (the app becomes visible if it was new).

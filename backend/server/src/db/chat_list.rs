@@ -13,8 +13,7 @@ use crate::error::Result;
 pub struct ChatSummary {
     pub id: String,
     pub title: String,
-    #[cfg_attr(test, ts(as = "Option<crate::protocol::ProviderKind>"))]
-    pub provider: Option<String>,
+    pub provider: Option<crate::protocol::ProviderKind>,
     pub created_at: i64,
     pub updated_at: i64,
     pub activity_at: i64,

@@ -14,7 +14,7 @@ pub struct AppChat {
     pub updated_at: i64,
     pub activity_at: i64,
     pub has_messages: bool,
-    pub provider: Option<String>,
+    pub provider: Option<crate::protocol::ProviderKind>,
     pub scope: Option<String>,
     pub scope_label: Option<String>,
 }

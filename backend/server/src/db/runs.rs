@@ -99,7 +99,7 @@ pub async fn close_run(conn: &mut SqliteConnection, run_id: &str, end: &RunEnd, 
 pub struct RunRow {
     pub id: String,
     pub status: String,
-    pub provider: Option<String>,
+    pub provider: Option<crate::protocol::ProviderKind>,
     pub provider_session_id: Option<String>,
     pub cost_usd: Option<f64>,
     pub input_tokens: Option<i64>,

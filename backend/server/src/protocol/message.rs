@@ -40,11 +40,10 @@ pub struct Message {
     /// The owner's time zone when they sent it (IANA name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timezone: Option<String>,
-    /// The files sent with it (stored as the server recorded them: [`Attachment`]s; imported
-    /// transcripts may carry other shapes).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(test, ts(type = "Array<Attachment>"))]
-    pub attachments: Option<Vec<Value>>,
+    /// The files sent with it, as the server recorded them (read with [`attachments_of`]).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "read_attachments")]
+    #[cfg_attr(test, ts(optional))]
+    pub attachments: Option<Vec<Attachment>>,
     /// Text for the agent only, not shown as the message (an embedding app's `<app_state>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_context: Option<String>,
@@ -203,6 +202,37 @@ pub struct Attachment {
     /// A preview exists (`?preview=true`).
     #[serde(default)]
     pub preview: bool,
+}
+
+/// The type written when an attachment's record does not say (an imported transcript's).
+pub const UNKNOWN_MIME_TYPE: &str = "application/octet-stream";
+
+/// A message's `attachments` as stored or imported: each entry an [`Attachment`]; an entry that
+/// only names its file (an imported transcript's other shapes: a bare name, or an object with
+/// `name` and fields of its own) keeps its name with an unknown type and size. Entries naming
+/// no file, and anything but a list, are left out (they never named an upload).
+pub fn attachments_of(value: Value) -> Option<Vec<Attachment>> {
+    let Value::Array(items) = value else { return None };
+    let read = |item: Value| -> Option<Attachment> {
+        let name = match &item {
+            Value::String(name) => name.clone(),
+            Value::Object(map) => map.get("name").and_then(Value::as_str)?.to_owned(),
+            _ => return None,
+        };
+        serde_json::from_value(item).ok().or(Some(Attachment {
+            name,
+            mime_type: UNKNOWN_MIME_TYPE.to_owned(),
+            size: 0,
+            width: None,
+            height: None,
+            preview: false,
+        }))
+    };
+    Some(items.into_iter().filter_map(read).collect())
+}
+
+fn read_attachments<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Attachment>>, D::Error> {
+    Ok(attachments_of(Value::deserialize(d)?))
 }
 
 /// A card the owner answers: clarifying questions, or permission to use a tool.
@@ -410,8 +440,8 @@ impl Message {
             timezone: text(message.timezone),
             attachments: message
                 .attachments
-                .filter(|a| a.get().starts_with('['))
-                .and_then(|a| serde_json::from_str::<Vec<Value>>(a.get()).ok()),
+                .and_then(|a| serde_json::from_str::<Value>(a.get()).ok())
+                .and_then(attachments_of),
             agent_context: text(message.agent_context),
             live: false,
             usage: None,
@@ -483,7 +513,7 @@ pub struct UserInput {
     pub content: String,
     pub hidden: bool,
     pub timezone: Option<String>,
-    pub attachments: Option<Vec<Value>>,
+    pub attachments: Option<Vec<Attachment>>,
     /// Text for the agent only (an embedding app's `<app_state>`).
     pub agent_context: Option<String>,
 }
@@ -555,7 +585,15 @@ mod tests {
         .expect("nulls and ignored kinds");
         assert_eq!((m.content.as_str(), m.hidden, m.cid.as_deref()), ("", true, Some("c-1")));
         assert_eq!((m.timezone, m.run_id, m.agent_context.as_deref()), (None, None, Some("state")));
-        assert_eq!(m.attachments, Some(vec![json!({"name": "a"})]));
+        let a = Attachment {
+            name: "a".into(),
+            mime_type: UNKNOWN_MIME_TYPE.into(),
+            size: 0,
+            width: None,
+            height: None,
+            preview: false,
+        };
+        assert_eq!(m.attachments, Some(vec![a]), "an imported entry that only names its file keeps its name");
         let escaped: ImportedMessage<'_> =
             serde_json::from_str(r#"{"role": "\u0075ser", "content": "caf\u00e9"}"#).expect("fields");
         let m = Message::import(escaped, 1_000, 0).expect("escapes");

@@ -610,9 +610,8 @@ async fn job_context(State(state): State<AppState>, who: Principal, Path(id): Pa
     let primary = default.or_else(|| [ProviderKind::Claude, ProviderKind::Codex].into_iter().find(|k| connected(*k)));
     let fallback = primary
         .and_then(|p| [ProviderKind::Claude, ProviderKind::Codex].into_iter().find(|k| *k != p && connected(*k)));
-    let manifest: serde_json::Map<String, Value> = serde_json::from_str(&app.manifest).unwrap_or_default();
     let contract = crate::apps::contract::capability_contract(
-        &manifest,
+        &app.manifest,
         app.offline_capable,
         &app.cross_app_access,
         &app.share_with_apps,

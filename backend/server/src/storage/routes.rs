@@ -98,10 +98,7 @@ async fn authorize(state: &AppState, principal: &Principal, raw_id: &str, need: 
 /// (`permissions.shared_memory` of `read` or `write`).
 fn may_read_shared(principal: &Principal) -> Result<()> {
     let Principal::App(app) = principal else { return Ok(()) };
-    let level = serde_json::from_str::<Value>(&app.permissions)
-        .ok()
-        .and_then(|p| p.get("shared_memory").and_then(Value::as_str).map(str::to_owned));
-    match level.as_deref() {
+    match app.permissions.shared_memory.as_deref() {
         Some("read" | "write") => Ok(()),
         _ => Err(Error::forbidden(
             "forbidden",

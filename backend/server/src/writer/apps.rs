@@ -29,12 +29,8 @@ pub(super) async fn record_apply(
     if let Some(chat_id) = chat_id {
         batch.system(SystemEvent::AppPreviewReady { app_id: id, chat_id: chat_id.clone() });
         if db::journal::head_seq(conn, &chat_id).await?.is_some() {
-            let event = ChatEvent::AppUpdated {
-                app_id: id,
-                slug: applied.manifest_slug(),
-                name: applied.name.clone(),
-                created,
-            };
+            let event =
+                ChatEvent::AppUpdated { app_id: id, slug: applied.slug.clone(), name: applied.name.clone(), created };
             batch.emit(conn, &chat_id, event).await?;
         }
     }

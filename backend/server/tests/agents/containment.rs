@@ -2,11 +2,10 @@
 //! not theirs (signals), and what becomes of processes they start and hide (escapees), at the
 //! end of the turn and after the server was killed.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
-use super::{Cli, Rig, types};
+use super::helpers::{eventually, eventually_within};
+use super::{Cli, REAL_CLI_WAIT, Rig, types};
 
 /// A step running `command` with the provider's shell tool.
 fn shell_step(cli: Cli, text: &str, command: &str) -> Value {
@@ -25,15 +24,10 @@ fn sleeper(secs: u32) -> String {
 
 /// Waits until `path` holds a pid; it.
 async fn pid_in(path: &std::path::Path) -> String {
-    for _ in 0..1200 {
-        if let Ok(text) = std::fs::read_to_string(path)
-            && !text.trim().is_empty()
-        {
-            return text.trim().to_owned();
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{} never appeared", path.display());
+    eventually_within(REAL_CLI_WAIT, &format!("{} appears", path.display()), || async {
+        std::fs::read_to_string(path).ok().map(|text| text.trim().to_owned()).filter(|pid| !pid.is_empty())
+    })
+    .await
 }
 
 fn alive(pid: &str) -> bool {
@@ -41,15 +35,9 @@ fn alive(pid: &str) -> bool {
     !stat.is_empty() && !stat.contains(") Z ")
 }
 
-/// Waits until `pid` is gone (or a zombie); false after 10 s.
-async fn gone(pid: &str) -> bool {
-    for _ in 0..500 {
-        if !alive(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
+/// Waits until `pid` is gone (or a zombie); `what` names it when it is not.
+async fn gone(pid: &str, what: &str) {
+    eventually(what, || async { (!alive(pid)).then_some(()) }).await
 }
 
 /// The first chat's command holds its turn (its pid in `agent-home/victim.pid`); any later
@@ -117,7 +105,7 @@ pub async fn the_agent_signals_only_its_own_processes(cli: Cli) {
     // A clean stop ends the other turn and the job.
     drop(stream);
     rig.app.stop().await;
-    assert!(gone(&victim).await, "{cli:?}: the other turn's process outlived the server");
+    gone(&victim, &format!("{cli:?}: the other turn's process ends with the server")).await;
 }
 
 /// Starts, in `agent-home/escaped/`, a process in each way out of a turn: a new session after a
@@ -162,7 +150,7 @@ pub async fn what_the_agent_starts_dies_with_its_turn_however_it_escaped(cli: Cl
     let transcript = app.detail(token, "e").await["messages"].to_string();
     assert!(transcript.contains("ESCAPED"), "{cli:?}: the escapes ran: {transcript}");
     for (name, pid) in escaped_pids(app.data_dir()).await {
-        assert!(gone(&pid).await, "{cli:?}: the {name} escapee {pid} outlived its turn");
+        gone(&pid, &format!("{cli:?}: the {name} escapee {pid} ends with its turn")).await;
     }
 }
 
@@ -180,7 +168,7 @@ pub async fn what_the_agent_started_dies_at_the_next_start_after_the_server_was_
     assert!(!markers.is_empty(), "{cli:?}: the turn's tree has a marker");
     let rig = rig.restart_after_kill().await;
     for (name, pid) in escaped {
-        assert!(gone(&pid).await, "{cli:?}: the {name} escapee {pid} outlived the server's restart");
+        gone(&pid, &format!("{cli:?}: the {name} escapee {pid} ends at the server's restart")).await;
     }
     assert!(markers.iter().all(|m| !m.exists()), "{cli:?}: the dead server's markers are gone");
     // The cut turn continues by itself; a clean stop ends it.

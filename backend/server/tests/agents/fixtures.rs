@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::helpers::{TestApp, fold_transcript, journal, transcript};
-use super::{Cli, Mock, cli_bin, question_step, repo, write_step};
+use super::helpers::{TestApp, eventually, eventually_within, fold_transcript, journal, transcript};
+use super::{Cli, Mock, REAL_CLI_WAIT, cli_bin, question_step, repo, write_step};
 
 /// A shell step that marks `marker` in the workspace, then runs for `secs` seconds.
 fn marked_slow_step(cli: Cli, text: &str, marker: &str, secs: u32) -> Value {
@@ -64,7 +64,7 @@ impl Lab {
         for (cli, script) in [(Cli::Claude, &claude), (Cli::Codex, &codex)] {
             let dir = mocks.join(format!("{cli:?}"));
             std::fs::create_dir_all(&dir).expect("mock dir");
-            self.mocks.push(Mock::start(cli, &dir, script));
+            self.mocks.push(Mock::start(cli, &dir, script).await);
         }
         if let Some(app) = self.app.take() {
             app.stop().await;
@@ -117,13 +117,7 @@ impl Lab {
     /// Waits until the workspace holds `marker` (a slow command started).
     async fn marked(&self, marker: &str) {
         let path = self.app().data_dir().join("agent-home").join(marker);
-        for _ in 0..1200 {
-            if path.exists() {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        panic!("{marker} never appeared");
+        eventually_within(REAL_CLI_WAIT, &format!("{marker} appears"), || async { path.exists().then_some(()) }).await
     }
 }
 
@@ -236,13 +230,11 @@ async fn kill_mid_turn(lab: &mut Lab) {
     stream.until("tool_start", 120).await;
     lab.marked("slow-killed").await;
     // The live message reaches the disk within the snapshot interval.
-    for _ in 0..400 {
+    eventually("the live message reaches the disk", || async {
         let detail = lab.app().detail(&token, "killed-claude").await;
-        if detail["messages"].to_string().contains("Working on it.") {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
+        detail["messages"].to_string().contains("Working on it.").then_some(())
+    })
+    .await;
     assert_eq!(lab.app().send(&token, "killed-claude", "queued before the crash", "m2").await["status"], "queued");
     drop(stream);
     lab.mocks.clear();

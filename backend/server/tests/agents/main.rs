@@ -44,7 +44,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use helpers::{TestApp, types};
+use helpers::{TestApp, eventually, eventually_within, types};
+
+/// How long the suites wait for what a real CLI does (a command it runs, a turn after a restart).
+const REAL_CLI_WAIT: Duration = Duration::from_secs(60);
 use serde_json::{Value, json};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -86,7 +89,7 @@ impl Drop for Mock {
 }
 
 impl Mock {
-    fn start(cli: Cli, dir: &Path, script: &Value) -> Self {
+    async fn start(cli: Cli, dir: &Path, script: &Value) -> Self {
         let file = match cli {
             Cli::Claude => "mock_anthropic.py",
             Cli::Codex => "mock_openai.py",
@@ -109,18 +112,13 @@ impl Mock {
             .stderr(Stdio::null())
             .spawn()
             .expect("start the mock (python3)");
+        // Dropping `mock` on a panic kills the child.
         let mut mock = Self { child, port: 0, dumps: dir.join("mock-bodies") };
-        for _ in 0..500 {
-            if let Ok(text) = std::fs::read_to_string(&port_file) {
-                mock.port = text.trim().parse().unwrap_or(0);
-            }
-            if mock.port != 0 {
-                return mock;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        // Dropping `mock` on this panic kills the child.
-        panic!("the mock never wrote its port");
+        mock.port = eventually("the mock writes its port", || async {
+            std::fs::read_to_string(&port_file).ok()?.trim().parse::<u16>().ok().filter(|p| *p != 0)
+        })
+        .await;
+        mock
     }
 
     /// The full body of the newest request the model server saw.
@@ -134,13 +132,10 @@ impl Mock {
     /// Waits until the model server got the main request of `step` (the CLI is in that
     /// model call: a `delay_s` step is still answering).
     async fn called(&self, step: i64) {
-        for _ in 0..600 {
-            if self.requests().await.iter().any(|r| r["kind"] == "main" && r["step"] == step) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("the CLI never asked its model for step {step}");
+        eventually(&format!("the CLI asks its model for step {step}"), || async {
+            self.requests().await.iter().any(|r| r["kind"] == "main" && r["step"] == step).then_some(())
+        })
+        .await
     }
 
     /// The full bodies of every request the model server saw, oldest first.
@@ -224,7 +219,7 @@ impl Rig {
 
     async fn start_as(cli: Cli, script: Value, extra: &[(&'static str, &str)], plan: bool) -> Self {
         let dir = Arc::new(tempfile::tempdir().expect("tmp"));
-        let mock = Mock::start(cli, dir.path(), &script);
+        let mock = Mock::start(cli, dir.path(), &script).await;
         if plan && cli == Cli::Claude {
             let config = dir.path().join("cli-auth/claude");
             std::fs::create_dir_all(&config).expect("claude config");
@@ -278,13 +273,7 @@ const SLOW_COMMAND: &str = "touch agent-home/slow-started; /usr/bin/python3 -c '
 /// Waits until the slow command started (its marker is in the agent's home).
 async fn slow_command_started(app: &TestApp) {
     let marker = app.data_dir().join("agent-home/slow-started");
-    for _ in 0..1200 {
-        if marker.exists() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the slow command never started");
+    eventually_within(REAL_CLI_WAIT, "the slow command starts", || async { marker.exists().then_some(()) }).await
 }
 
 fn slow_shell_step(cli: Cli, text: &str) -> Value {
@@ -433,27 +422,21 @@ async fn a_server_killed_mid_turn_keeps_the_transcript_and_queue_and_continues_b
     stream.until("tool_start", 90).await;
     slow_command_started(app).await;
     // The live message reaches the disk within the snapshot interval: wait until it has.
-    for _ in 0..400 {
+    eventually("the live message reaches the disk", || async {
         let live = app.detail(&token, "k").await["messages"].to_string();
-        if live.contains("Working on it.") || live.contains("time.sleep") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+        (live.contains("Working on it.") || live.contains("time.sleep")).then_some(())
+    })
+    .await;
     assert_eq!(app.send(&token, "k", "queued before the crash", "m2").await["status"], "queued");
     drop(stream);
     let rig = rig.restart_after_kill().await;
     let (app, token) = (&rig.app, &rig.token);
     // The cut turn continues by itself after the boot (once), the queued message going first.
-    let mut detail = app.detail(token, "k").await;
-    for _ in 0..1200 {
-        let done = detail["running"] == false && detail["messages"].to_string().contains("resumed fine");
-        if done {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        detail = app.detail(token, "k").await;
-    }
+    let detail = eventually_within(Duration::from_secs(120), "the cut turn continues and ends", || async {
+        let detail = app.detail(token, "k").await;
+        (detail["running"] == false && detail["messages"].to_string().contains("resumed fine")).then_some(detail)
+    })
+    .await;
     assert_eq!(detail["running"], false, "{cli:?}: {detail}");
     assert_eq!(detail["messages"][0]["content"], "long job");
     let partial = detail["messages"][1].to_string();
@@ -529,14 +512,11 @@ async fn a_scheduled_turn_and_a_reminder_land_in_their_chat(cli: Cli) {
         detail["messages"][5]
     );
     // The schedule runs close once the scheduler hears of the turns' ends (just after `done`).
-    let mut list = Value::Null;
-    for _ in 0..400 {
-        list = app.get("/api/schedules", Some(token)).await.json().await.expect("schedules");
-        if list["schedules"].as_array().is_some_and(|l| l.iter().all(|s| s["last_status"] != "running")) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let list: Value = eventually("the schedule runs close", || async {
+        let list: Value = app.get("/api/schedules", Some(token)).await.json().await.expect("schedules");
+        list["schedules"].as_array().is_some_and(|l| l.iter().all(|s| s["last_status"] != "running")).then_some(list)
+    })
+    .await;
     let schedules = list["schedules"].as_array().expect("list");
     assert_eq!(schedules.len(), 2);
     for s in schedules {

@@ -3,28 +3,23 @@
 //! and new chats' prompts carry it and the owner's memory file unless memory is off; an
 //! owner's turn that starts during a note turn is not held up by it.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
-use super::helpers::TestApp;
-use super::{Cli, Rig};
+use super::helpers::{TestApp, eventually_within};
+use super::{Cli, REAL_CLI_WAIT, Rig};
 
 const NOTE: &str = "TITLE: Garden planner\nDIGEST: Planned four raised garden beds.\nSUMMARY:\nThe owner plans a vegetable garden with four beds.";
 const IDLE: [(&str, &str); 1] = [("MOBIUS_NOTE_IDLE_SECS", "1")];
 
 /// Polls the chat's note until `done` holds for it.
 async fn note_when(app: &TestApp, token: &str, chat: &str, done: impl Fn(&Value) -> bool) -> Value {
-    for _ in 0..1200 {
+    eventually_within(REAL_CLI_WAIT, &format!("the note of {chat} gets there"), || async {
         let r = app.get(&format!("/api/chats/{chat}/note"), Some(token)).await;
         assert_eq!(r.status(), 200);
         let body: Value = r.json().await.expect("json");
-        if done(&body["note"]) {
-            return body["note"].clone();
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the note of {chat} never got there");
+        done(&body["note"]).then(|| body["note"].clone())
+    })
+    .await
 }
 
 /// A completed turn in `chat`.
@@ -116,13 +111,10 @@ pub async fn an_owner_turn_during_a_note_turn_is_not_held_up_by_it(cli: Cli) {
     let Rig { app, token, mock, .. } = &rig;
     turn(app, token, "w", "first", "m1").await;
     // The note turn is in its (slow) model call.
-    for _ in 0..1200 {
-        if mock.requests().await.iter().any(|r| r["kind"] == "note") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(mock.requests().await.iter().any(|r| r["kind"] == "note"), "no note turn started");
+    eventually_within(REAL_CLI_WAIT, "the note turn starts", || async {
+        mock.requests().await.iter().any(|r| r["kind"] == "note").then_some(())
+    })
+    .await;
     let mut stream = app.stream(token, "w", None).await;
     assert_eq!(app.send(token, "w", "second", "m2").await["status"], "started");
     let events = stream.until("done", 90).await;

@@ -167,8 +167,8 @@ async fn both(claude: Value, codex: Value) -> Both {
     let codex_dir = dir.path().join("mock-codex");
     std::fs::create_dir_all(&claude_dir).expect("dir");
     std::fs::create_dir_all(&codex_dir).expect("dir");
-    let claude = Mock::start(Cli::Claude, &claude_dir, &claude);
-    let codex = Mock::start(Cli::Codex, &codex_dir, &codex);
+    let claude = Mock::start(Cli::Claude, &claude_dir, &claude).await;
+    let codex = Mock::start(Cli::Codex, &codex_dir, &codex).await;
     let mut env = server_env(Cli::Claude, claude.port);
     env.push(("MOBIUS_CODEX_BIN", cli_bin(Cli::Codex).display().to_string()));
     env.push(("MOBIUS_OPENAI_API_URL", format!("http://127.0.0.1:{}/v1", codex.port)));

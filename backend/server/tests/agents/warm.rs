@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::helpers::TestApp;
+use super::helpers::{TestApp, eventually_within};
 use super::{Cli, Rig};
 
 /// The agent process groups the server records now (each tree's marker names its leader,
@@ -31,14 +31,11 @@ pub fn alive(pid: i32) -> bool {
 
 /// Waits until the recorded groups are `want`.
 async fn groups_become(app: &TestApp, want: impl Fn(&[i32]) -> bool, what: &str) -> Vec<i32> {
-    for _ in 0..1200 {
+    eventually_within(Duration::from_secs(30), what, || async {
         let groups = agent_groups(app);
-        if want(&groups) {
-            return groups;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("{what}: the agent groups are {:?}", agent_groups(app));
+        want(&groups).then_some(groups)
+    })
+    .await
 }
 
 /// Sends `content` and waits for the turn's end; returns its `done` event.

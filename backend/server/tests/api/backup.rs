@@ -10,7 +10,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sqlx::Connection;
 
-use crate::helpers::{PASSWORD, TestApp, USERNAME, token_of};
+use crate::helpers::{PASSWORD, TestApp, USERNAME, eventually, token_of};
 
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).expect("metadata").permissions().mode() & 0o777
@@ -100,9 +100,11 @@ async fn writes_during_a_backup_leave_a_sound_database_in_it() {
             created
         })
     };
-    while app.get("/api/chats", Some(&token)).await.json::<Vec<Value>>().await.expect("json").is_empty() {
-        tokio::task::yield_now().await;
-    }
+    eventually("the writing task has made a chat", || async {
+        let chats = app.get("/api/chats", Some(&token)).await.json::<Vec<Value>>().await.expect("json");
+        (!chats.is_empty()).then_some(())
+    })
+    .await;
     let backups = tempfile::tempdir().expect("tmp");
     let dest = backups.path().join("during");
     backup::backup(app.data_dir(), &dest).await.expect("backup");

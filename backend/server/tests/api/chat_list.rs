@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, assert_error};
+use crate::helpers::{TestApp, assert_error, eventually};
 
 async fn create(app: &TestApp, token: &str, id: &str) -> Value {
     let r = app
@@ -237,15 +237,10 @@ async fn the_wal_is_truncated_once_writes_stop() {
         create(&app, &token, &format!("w{i}")).await;
     }
     let wal = app.data_dir().join("db/mobius.sqlite3-wal");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let size = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
-        if size == 0 {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "the WAL still holds {size} bytes");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    eventually("the WAL is checkpointed to nothing", || async {
+        (std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0) == 0).then_some(())
+    })
+    .await;
     // The data is all there after the checkpoint.
     assert_eq!(all_ids(&app, &token).await.len(), 50);
 }

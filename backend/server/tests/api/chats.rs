@@ -353,18 +353,13 @@ async fn fifty_chats_running_at_once_never_cross_talk() {
         assert_eq!(answer["status"], "started");
     }
     for id in &ids {
-        let mut waited = 0;
-        loop {
+        let detail = eventually(&format!("{id} finishes"), || async {
             let detail = app.detail(&token, id).await;
-            if detail["running"] == false && detail["total"] == 2 {
-                assert_eq!(detail["messages"][1]["content"], format!("reply for {id}"), "{detail}");
-                assert_eq!(detail["session_id"], format!("s-{id}"), "{detail}");
-                break;
-            }
-            waited += 1;
-            assert!(waited < 600, "{id} never finished");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+            (detail["running"] == false && detail["total"] == 2).then_some(detail)
+        })
+        .await;
+        assert_eq!(detail["messages"][1]["content"], format!("reply for {id}"), "{detail}");
+        assert_eq!(detail["session_id"], format!("s-{id}"), "{detail}");
     }
 }
 

@@ -366,16 +366,13 @@ fn the_agent_table_in_api_md_is_the_one_the_server_enforces() {
     assert_eq!(documented, enforced);
 }
 
-/// Waits until the process `pid` is gone (or a zombie); false after 10 s.
-async fn gone(pid: &str) -> bool {
-    for _ in 0..500 {
+/// Waits until the process `pid` is gone (or a zombie); `what` names it when it is not.
+async fn gone(pid: &str, what: &str) {
+    eventually(what, || async {
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
-        if stat.is_empty() || stat.contains(") Z ") {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
+        (stat.is_empty() || stat.contains(") Z ")).then_some(())
+    })
+    .await
 }
 
 async fn until_idle(app: &TestApp, token: &str, chat: &str) -> Value {
@@ -443,7 +440,7 @@ cat >/dev/null"#
     let escaped = escaped_pids(&app);
     until_idle(&app, &token, "c").await;
     for (name, pid) in escaped {
-        assert!(gone(&pid).await, "the {name} escapee {pid} outlived its turn");
+        gone(&pid, &format!("the {name} escapee {pid} ends with its turn")).await;
     }
 }
 
@@ -475,7 +472,7 @@ exec sleep 300"#
     left.push(("cli".into(), wait_for_file(&app.data_dir().join("agent-home/cli.pid")).await.trim().to_owned()));
     let _dir = app.stop().await;
     for (name, pid) in left {
-        assert!(gone(&pid).await, "the {name} process {pid} outlived the server");
+        gone(&pid, &format!("the {name} process {pid} ends with the server")).await;
     }
 }
 
@@ -517,7 +514,7 @@ exec sleep 300"#,
     }
     let app = TestApp::spawn_process(dir, &env).await;
     for (name, pid) in left {
-        assert!(gone(&pid).await, "the {name} process {pid} outlived the server's restart");
+        gone(&pid, &format!("the {name} process {pid} ends at the server's restart")).await;
     }
     assert!(markers.iter().all(|m| !m.exists()), "the dead server's markers are gone");
     assert_eq!(settings["sandbox"]["mode"], "landlock", "the real server confines them: {settings}");
@@ -551,7 +548,7 @@ exec sleep 300"#,
     assert!(error["message"].as_str().expect("message").contains("printed nothing"), "{error}");
     let runs: Value = app.get("/api/chats/c/runs", Some(&token)).await.json().await.expect("runs");
     assert_eq!(runs[0]["status"], "failed");
-    assert!(gone(&cli).await, "the hung CLI {} was not killed", cli.trim());
+    gone(&cli, &format!("the hung CLI {} is killed", cli.trim())).await;
 }
 
 #[tokio::test]

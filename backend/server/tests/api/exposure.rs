@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::helpers::{PASSWORD, TestApp, USERNAME, assert_error, token_of};
+use crate::helpers::{PASSWORD, TestApp, USERNAME, assert_error, eventually, token_of};
 
 /// A client whose connections come from `ip` (any 127.0.0.0/8 address reaches the server).
 fn client_from(ip: &str) -> Client {
@@ -346,6 +346,7 @@ async fn a_body_slower_than_the_minimum_rate_gets_408() {
     // One byte every 200 ms: never a pause, but far below 1,000 bytes a second.
     let trickle = async {
         loop {
+            // allow-sleep: a body trickled at one byte per 200 ms is the slow client under test.
             tokio::time::sleep(Duration::from_millis(200)).await;
             if write.write_all(b" ").await.is_err() {
                 return;
@@ -376,18 +377,14 @@ async fn uploads_beyond_the_per_address_cap_get_429_except_from_the_owners_devic
     let mut slow =
         vec![start_upload(&app, "127.0.0.37", 200, "").await, start_upload(&app, "127.0.0.37", 200, "").await];
     // Wait until both count: the third from the address is refused before its body is read.
-    let mut third = String::new();
-    for _ in 0..400 {
+    let third = eventually("a third upload from the address is refused", || async {
         let mut conn = start_upload(&app, "127.0.0.37", 200, "").await;
         conn.write_all(b"\"owner\"").await.expect("more body");
         let _ = conn.shutdown().await;
-        third = raw_answer(&mut conn).await;
-        if third.starts_with("HTTP/1.1 429") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(third.starts_with("HTTP/1.1 429"), "{third}");
+        let third = raw_answer(&mut conn).await;
+        third.starts_with("HTTP/1.1 429").then_some(third)
+    })
+    .await;
     assert!(third.contains("\"too_many_uploads\"") && third.to_ascii_lowercase().contains("retry-after"), "{third}");
     // The owner's device (a bearer token) is not held to the cap, from the same address.
     let r = client_from("127.0.0.37")
@@ -403,16 +400,11 @@ async fn uploads_beyond_the_per_address_cap_get_429_except_from_the_owners_devic
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
     // An upload that ends gives its slot back.
     drop(slow.pop());
-    let mut freed = false;
-    for _ in 0..400 {
+    eventually("the slot comes back", || async {
         let r = login(&app, &client_from("127.0.0.37"), "wrong-guess", None).await;
-        if r.status() != StatusCode::TOO_MANY_REQUESTS {
-            freed = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(freed, "the slot came back");
+        (r.status() != StatusCode::TOO_MANY_REQUESTS).then_some(())
+    })
+    .await;
     drop(slow);
 }
 
@@ -435,16 +427,11 @@ async fn strangers_filling_the_server_leave_room_for_the_owners_devices() {
         strangers.push(start_upload(&app, &format!("127.0.0.{}", 81 + i), 200, "").await);
     }
     // Once they are all in progress, a fifth stranger is turned away at once…
-    let mut refused = None;
-    for _ in 0..400 {
+    let refused = eventually("a stranger is refused while the server is full", || async {
         let r = client_from("127.0.0.85").get(app.url("/api/chats/search?q=x")).send().await.expect("search");
-        if r.status() == StatusCode::SERVICE_UNAVAILABLE {
-            refused = Some(r);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    let refused = refused.expect("a stranger is refused while the server is full");
+        (r.status() == StatusCode::SERVICE_UNAVAILABLE).then_some(r)
+    })
+    .await;
     assert_eq!(refused.headers()["connection"], "close");
     assert_error(refused, StatusCode::SERVICE_UNAVAILABLE, "server_busy").await;
     // …while the owner's devices get in: a bearer token, or the device credential at sign-in.
@@ -457,16 +444,11 @@ async fn strangers_filling_the_server_leave_room_for_the_owners_devices() {
     assert_eq!(r.status(), StatusCode::OK);
     // When the strangers go, anyone gets in again.
     drop(strangers);
-    let mut back = false;
-    for _ in 0..400 {
+    eventually("the slots come back", || async {
         let r = client_from("127.0.0.85").get(app.url("/api/chats/search?q=x")).send().await.expect("search");
-        if r.status() != StatusCode::SERVICE_UNAVAILABLE {
-            back = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(back, "the slots came back");
+        (r.status() != StatusCode::SERVICE_UNAVAILABLE).then_some(())
+    })
+    .await;
 }
 
 // ---- 4. streams: bounded, and nothing left behind ----
@@ -499,15 +481,10 @@ async fn event_streams_are_capped_per_address_and_in_all() {
     assert_error(over, StatusCode::SERVICE_UNAVAILABLE, "too_many_streams").await;
     // Closing a stream gives its slot back.
     drop(first);
-    let mut reopened = false;
-    for _ in 0..400 {
-        if open_stream(&app, &a, &token, "s").await.status() == StatusCode::OK {
-            reopened = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(reopened, "the slot came back after the stream closed");
+    eventually("the slot comes back after the stream closed", || async {
+        (open_stream(&app, &a, &token, "s").await.status() == StatusCode::OK).then_some(())
+    })
+    .await;
     drop((second, other));
 }
 
@@ -559,15 +536,10 @@ async fn a_stream_of_a_missing_chat_leaves_no_channel_and_a_closed_stream_frees_
     assert_eq!(stream.status(), 200);
     assert_eq!(state.hub.chat_channels(), 1);
     drop(stream);
-    let mut freed = false;
-    for _ in 0..400 {
-        if state.hub.chat_channels() == 0 {
-            freed = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(freed, "the chat's channel goes with its last receiver");
+    eventually("the chat's channel goes with its last receiver", || async {
+        (state.hub.chat_channels() == 0).then_some(())
+    })
+    .await;
 }
 
 // ---- 6. app frames (the app frame itself: apps.rs) ----
@@ -638,15 +610,7 @@ async fn files_a_crash_left_half_written_are_removed_at_boot() {
     }
     std::fs::write(storage.join("kept.json"), "{}").expect("a real file");
     let _app = TestApp::spawn_in(dir.clone(), |_| {}).await;
-    let mut gone = false;
-    for _ in 0..400 {
-        if leftovers.iter().all(|f| !f.exists()) {
-            gone = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(gone, "the leftovers are still there");
+    eventually("the leftovers are swept", || async { leftovers.iter().all(|f| !f.exists()).then_some(()) }).await;
     assert!(storage.join("kept.json").is_file());
 }
 

@@ -20,16 +20,27 @@ const EVENTUALLY_EVERY: std::time::Duration = std::time::Duration::from_millis(2
 /// panics naming `what` after [`EVENTUALLY`]. The one way the suites wait for state they
 /// cannot subscribe to (no fixed sleeps, no hand-written polls).
 #[allow(dead_code)] // Not every suite that includes this file waits on something.
-pub async fn eventually<T, F>(what: &str, mut check: impl FnMut() -> F) -> T
+pub async fn eventually<T, F>(what: &str, check: impl FnMut() -> F) -> T
 where
     F: std::future::Future<Output = Option<T>>,
 {
-    let deadline = tokio::time::Instant::now() + EVENTUALLY;
+    eventually_within(EVENTUALLY, what, check).await
+}
+
+/// [`eventually`] for what takes longer by design (a job's time limit, a real CLI's turn):
+/// gives up after `limit`.
+#[allow(dead_code)]
+pub async fn eventually_within<T, F>(limit: std::time::Duration, what: &str, mut check: impl FnMut() -> F) -> T
+where
+    F: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
     loop {
         if let Some(value) = check().await {
             return value;
         }
-        assert!(tokio::time::Instant::now() < deadline, "{what}: never happened within {EVENTUALLY:?}");
+        assert!(tokio::time::Instant::now() < deadline, "{what}: never happened within {limit:?}");
+        // allow-sleep: the one poll interval of the suites.
         tokio::time::sleep(EVENTUALLY_EVERY).await;
     }
 }
@@ -173,17 +184,13 @@ impl TestApp {
         self.dir.path()
     }
 
-    /// Polls `/api/ready` until it answers 200 (start-up takes milliseconds).
+    /// Waits until `/api/ready` answers 200 (start-up takes milliseconds).
     pub async fn wait_ready(&self) {
-        for _ in 0..2000 {
-            if let Ok(r) = self.client.get(self.url("/api/ready")).send().await
-                && r.status() == StatusCode::OK
-            {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
-        panic!("server never became ready");
+        eventually("the server is ready", || async {
+            let r = self.client.get(self.url("/api/ready")).send().await.ok()?;
+            (r.status() == StatusCode::OK).then_some(())
+        })
+        .await
     }
 
     /// Stops the server gracefully and returns its data dir for a restart.

@@ -10,7 +10,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::chats::fake_claude;
-use crate::helpers::{TestApp, assert_error, script};
+use crate::helpers::{TestApp, assert_error, eventually, script};
 
 async fn send_json(app: &TestApp, method: reqwest::Method, path: &str, body: Value, token: &str) -> reqwest::Response {
     app.client.request(method, app.url(path)).bearer_auth(token).json(&body).send().await.expect("request")
@@ -165,14 +165,11 @@ async fn skills(app: &TestApp, token: &str) -> Vec<Value> {
 }
 
 async fn skills_until(app: &TestApp, token: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    for _ in 0..400 {
+    eventually("the skills index gets there", || async {
         let list = skills(app, token).await;
-        if done(&list) {
-            return list;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("the skills index never got there: {:?}", skills(app, token).await);
+        done(&list).then_some(list)
+    })
+    .await
 }
 
 fn named<'a>(list: &'a [Value], name: &str) -> Option<&'a Value> {

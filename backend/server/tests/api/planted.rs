@@ -7,7 +7,6 @@
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -332,14 +331,12 @@ async fn a_job_state_folder_planted_as_a_link_is_refused_and_never_granted() {
     let r = app.post(&format!("/api/apps/{id}/run-job"), json!({}), Some(&token)).await;
     let body: Value = r.json().await.expect("json");
     let (schedule, run) = (body["schedule_id"].as_i64().expect("schedule"), body["run_id"].as_i64().expect("run"));
-    let mut done = Value::Null;
-    for _ in 0..1200 {
-        done = app.get(&format!("/api/schedules/{schedule}/runs/{run}"), Some(&token)).await.json().await.expect("run");
-        if done["status"] != "running" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let done: Value = eventually("the job's run ends", || async {
+        let done: Value =
+            app.get(&format!("/api/schedules/{schedule}/runs/{run}"), Some(&token)).await.json().await.expect("run");
+        (done["status"] != "running").then_some(done)
+    })
+    .await;
     assert_eq!(done["status"], "failed", "{done}");
     assert!(done.to_string().contains("state folder"), "the run says why: {done}");
     targets.unchanged(&app, &token).await;

@@ -920,6 +920,8 @@ async fn an_embedded_chat_hears_only_its_chat_on_the_system_stream_until_its_ses
         .await
         .expect("revoke");
     assert_eq!(r.status(), StatusCode::OK);
+    // allow-sleep: a revoked session's stream is checked when it wakes, once a second; the second
+    // passing is what is tested.
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     rename(chat.clone(), "Wakes the stream").await;
     let (lines, ended) = sse_lines(stream, std::time::Duration::from_secs(5), usize::MAX).await;

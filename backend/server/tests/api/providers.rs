@@ -9,7 +9,7 @@ use axum::routing::post;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, assert_error, script};
+use crate::helpers::{TestApp, assert_error, eventually, script};
 use mobius::locks::Unpoisoned;
 
 /// A fake `codex`: `--version`, `login --with-api-key` (stdin) and `login --device-auth`.
@@ -165,14 +165,11 @@ async fn codex_device_login_shows_the_url_and_code_then_completes() {
         app.post("/api/auth/provider/codex/login", json!({}), Some(&token)).await.json().await.expect("json");
     assert_eq!(login["url"], "https://auth.example.com/codex/device");
     assert_eq!(login["code"], "WXYZ-9876");
-    let mut last = Value::Null;
-    for _ in 0..200 {
-        last = app.get("/api/auth/provider/codex/status", Some(&token)).await.json().await.expect("json");
-        if last["status"] != "pending" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
+    let last: Value = eventually("the device login ends", || async {
+        let last: Value = app.get("/api/auth/provider/codex/status", Some(&token)).await.json().await.expect("json");
+        (last["status"] != "pending").then_some(last)
+    })
+    .await;
     assert_eq!(last["status"], "complete", "{last}");
     let s = status(&app, &token).await;
     assert_eq!(s["providers"]["codex"]["connected"], true);

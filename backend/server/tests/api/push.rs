@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::chats::{asking_claude, fake_claude};
-use crate::helpers::{TestApp, assert_error};
+use crate::helpers::{TestApp, assert_error, eventually};
 use mobius::locks::Unpoisoned;
 
 /// One push as the stand-in received it: checked headers and the decrypted JSON.
@@ -354,14 +354,17 @@ async fn a_sender_that_dies_or_answers_nonsense_costs_a_push_but_nothing_else() 
         subscribe(&app, &token, service.add(Device::new("phone"))).await;
         assert_eq!(app.post("/api/push/test", json!({}), Some(&token)).await.status(), StatusCode::ACCEPTED);
         // The notice is stored before anything is sent; the worker then carries on.
-        let stored = poll(|| async { Some(newest(&app, &token).await).filter(|n| n["kind"] == "test") }).await;
+        let stored = eventually("the test notification is stored", || async {
+            Some(newest(&app, &token).await).filter(|n| n["kind"] == "test")
+        })
+        .await;
         assert_eq!(stored["title"], "Notifications work", "{}", sender.display());
         let devices: Value = app.get("/api/push/devices", Some(&token)).await.json().await.expect("json");
         assert_eq!(devices.as_array().map(Vec::len), Some(1), "a failed send removes no device");
         assert_eq!(service.hits("phone"), 0);
         // Not stuck on the broken sender: the next notice is handled at once.
         assert_eq!(app.post("/api/push/test", json!({}), Some(&token)).await.status(), StatusCode::ACCEPTED);
-        poll(|| async {
+        eventually("the next notification is stored", || async {
             let list: Value = app.get("/api/notifications?limit=10", Some(&token)).await.json().await.expect("json");
             (list.as_array().map(Vec::len) == Some(2)).then_some(())
         })
@@ -381,7 +384,10 @@ async fn a_done_push_waits_for_nobody_watching_and_names_the_chat() {
     // Watched: the notification is stored (already read) and not pushed.
     presence(&app, &token, Some("c1")).await;
     app.send(&token, "c1", "hello", "m1").await;
-    let stored = poll(|| async { Some(newest(&app, &token).await).filter(|n| n["kind"] == "turn_done") }).await;
+    let stored = eventually("the turn's notification is stored", || async {
+        Some(newest(&app, &token).await).filter(|n| n["kind"] == "turn_done")
+    })
+    .await;
     assert!(stored["read_at"].is_string(), "seen while it happened: {stored}");
     // The worker handles notices in order: a later test push arrives first only if the
     // watched turn pushed nothing.
@@ -408,27 +414,7 @@ async fn a_done_push_waits_for_nobody_watching_and_names_the_chat() {
 }
 
 async fn wait_idle(app: &TestApp, token: &str, chat: &str) {
-    let mut tries = 0;
-    while app.detail(token, chat).await["running"] != false {
-        tries += 1;
-        assert!(tries < 2000, "the turn never ended");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// Polls `check` until it yields a value (10 s at most).
-async fn poll<T, F, Fut>(check: F) -> T
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    for _ in 0..1000 {
-        if let Some(v) = check().await {
-            return v;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the condition never held");
+    eventually("the turn ends", || async { (app.detail(token, chat).await["running"] == false).then_some(()) }).await
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, assert_error, eventually, script, transcript};
+use crate::helpers::{TestApp, assert_error, eventually, eventually_within, script, transcript};
 
 /// Writes `apps/<slug>/<job>` (mode 0755 unless `executable` is false).
 fn write_job(root: &Path, slug: &str, job: &str, body: &[u8]) -> PathBuf {
@@ -42,29 +42,23 @@ async fn run_job(app: &TestApp, token: &str, app_id: i64) -> (i64, i64, String) 
     )
 }
 
-/// Waits until run `run` of schedule `schedule` has ended (60 s at most); answers it with its
-/// output.
+/// Waits until run `run` of schedule `schedule` has ended (60 s at most: a job's time limit
+/// is part of some); answers it with its output.
 async fn ended(app: &TestApp, token: &str, schedule: i64, run: i64) -> Value {
-    for _ in 0..1200 {
+    eventually_within(Duration::from_secs(60), &format!("run {run} of schedule {schedule} ends"), || async {
         let r = json_of(app.get(&format!("/api/schedules/{schedule}/runs/{run}"), Some(token)).await).await;
-        if r["status"] != "running" {
-            return r;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("run {run} of schedule {schedule} never ended");
+        (r["status"] != "running").then_some(r)
+    })
+    .await
 }
 
-/// Waits until `pid` is gone (or a zombie); false after 10 s.
-async fn gone(pid: &str) -> bool {
-    for _ in 0..500 {
+/// Waits until `pid` is gone (or a zombie); `what` names it when it is not.
+async fn gone(pid: &str, what: &str) {
+    eventually(what, || async {
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
-        if stat.is_empty() || stat.contains(") Z ") {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
+        (stat.is_empty() || stat.contains(") Z ")).then_some(())
+    })
+    .await
 }
 
 #[tokio::test]
@@ -188,7 +182,7 @@ async fn bad_jobs_are_bounded_killed_with_their_group_and_recorded_and_nothing_e
     assert!(forked["reason"].as_str().is_some_and(|r| r.contains("left processes running")), "{forked}");
     for name in ["child", "escapee"] {
         let pid = std::fs::read_to_string(app.data_dir().join(format!("apps/{forks}/job-state/{name}"))).expect("pid");
-        assert!(gone(&pid).await, "the job's {name} {pid} outlived it");
+        gone(&pid, &format!("the job's {name} {pid} ends with it")).await;
     }
 
     let (_, garbage_run) = &results[&garbage];
@@ -205,7 +199,7 @@ async fn bad_jobs_are_bounded_killed_with_their_group_and_recorded_and_nothing_e
     assert_eq!(timed_out["status"], "timed_out", "{timed_out}");
     assert!(timed_out["reason"].as_str().is_some_and(|r| r.contains("ran longer than 3 s")), "{timed_out}");
     let pid = std::fs::read_to_string(app.data_dir().join(format!("apps/{stuck}/job-state/pid"))).expect("pid");
-    assert!(gone(&pid).await, "the stuck job's sleep {pid} survived its time limit");
+    gone(&pid, &format!("the stuck job's sleep {pid} ends at its time limit")).await;
     // A limit is an app job's, within bounds.
     let r = app.patch_json(&format!("/api/schedules/{stuck_schedule}"), json!({ "timeout_secs": 0 }), &token).await;
     assert_error(r, StatusCode::BAD_REQUEST, "invalid_timeout").await;
@@ -232,21 +226,18 @@ async fn five_failures_in_a_row_pause_the_schedule_and_tell_the_owner() {
     assert!(row["paused_reason"].as_str().is_some_and(|r| r.contains("5 failed runs in a row")), "{row}");
     assert_eq!(row["failures"], 5);
     // The owner was told: four failures, then the pause.
-    let mut titles = Vec::new();
-    for _ in 0..200 {
+    let titles: Vec<Value> = eventually("five schedule notifications", || async {
         let list = json_of(app.get("/api/notifications?limit=20", Some(&token)).await).await;
-        titles = list
+        let titles: Vec<Value> = list
             .as_array()
             .expect("list")
             .iter()
             .filter(|n| n["kind"] == "schedule")
             .map(|n| n["title"].clone())
             .collect();
-        if titles.len() >= 5 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        (titles.len() >= 5).then_some(titles)
+    })
+    .await;
     assert_eq!(titles.first(), Some(&json!("flaky paused")), "{titles:?}");
     assert_eq!(titles.iter().filter(|t| *t == "flaky failed").count(), 4, "{titles:?}");
     // Resuming clears the count.
@@ -277,14 +268,11 @@ async fn the_manifest_schedule_registers_on_apply_keeps_an_override_and_goes_wit
     assert_eq!(listed[0]["job"], "job.sh");
     let schedule = listed[0]["schedule_id"].as_i64().expect("schedule id");
     // Planned by the scheduler soon after the apply.
-    let mut row = Value::Null;
-    for _ in 0..200 {
-        row = json_of(app.get(&format!("/api/schedules/{schedule}"), Some(&token)).await).await;
-        if row["next_due_at"].is_i64() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let row = eventually("the scheduler plans the schedule", || async {
+        let row = json_of(app.get(&format!("/api/schedules/{schedule}"), Some(&token)).await).await;
+        row["next_due_at"].is_i64().then_some(row)
+    })
+    .await;
     assert!(row["next_due_at"].as_i64().is_some_and(|d| d > 0) && row["cadence_editable"] == false, "{row}");
     let listed = json_of(app.get("/api/apps/schedules", Some(&token)).await).await;
     assert!(
@@ -381,14 +369,12 @@ async fn a_reminder_the_agent_sets_comes_back_as_a_turn_in_its_chat() {
     app.chat(&token, "c1").await;
     app.send(&token, "c1", "please remind me in a second", "m1").await;
     // The reminder's turn: a user row from the scheduler, answered in the same chat.
-    let mut messages = Vec::new();
-    for _ in 0..600 {
-        messages = transcript(&app, &token, "c1").await;
-        if messages.len() >= 4 && !app.detail(&token, "c1").await["running"].as_bool().unwrap_or(true) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let messages = eventually("the reminder's turn ends", || async {
+        let messages = transcript(&app, &token, "c1").await;
+        (messages.len() >= 4 && !app.detail(&token, "c1").await["running"].as_bool().unwrap_or(true))
+            .then_some(messages)
+    })
+    .await;
     assert_eq!(messages.len(), 4, "{messages:#?}");
     assert!(messages[1].content.contains("reminder #"), "the CLI said: {}", messages[1].content);
     let reminder = &messages[2];
@@ -430,14 +416,11 @@ async fn a_scheduled_prompt_runs_now_in_a_new_chat_and_bad_schedules_are_refused
     );
     // The list (built by SQLite as JSON) and the single schedule (serialised here) agree, once
     // the scheduler has planned it.
-    let mut one = Value::Null;
-    for _ in 0..400 {
-        one = json_of(app.get(&format!("/api/schedules/{id}"), Some(&token)).await).await;
-        if one["next_due_at"].is_i64() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let one = eventually("the scheduler plans the schedule", || async {
+        let one = json_of(app.get(&format!("/api/schedules/{id}"), Some(&token)).await).await;
+        one["next_due_at"].is_i64().then_some(one)
+    })
+    .await;
     let listed = json_of(app.get("/api/schedules", Some(&token)).await).await;
     assert_eq!(listed["schedules"][0], one);
     let started = json_of(app.post(&format!("/api/schedules/{id}/run"), json!({}), Some(&token)).await).await;
@@ -562,15 +545,10 @@ async fn a_server_killed_while_a_job_runs_closes_the_run_and_kills_the_job_at_th
     write_job(app.data_dir(), "sleepy", "job.sh", b"sleep 300 &\necho $! > \"$APP_JOB_STATE_DIR/pid\"\nwait\n");
     let (schedule, run, _) = run_job(&app, &token, id).await;
     let pid_file = app.data_dir().join(format!("apps/{id}/job-state/pid"));
-    let mut pid = String::new();
-    for _ in 0..400 {
-        pid = std::fs::read_to_string(&pid_file).unwrap_or_default();
-        if !pid.trim().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(!pid.trim().is_empty(), "the job never started");
+    let pid = eventually("the job starts", || async {
+        std::fs::read_to_string(&pid_file).ok().filter(|pid| !pid.trim().is_empty())
+    })
+    .await;
     // A reminder due while the server is down fires once when it is back (late: a catch-up).
     app.chat(&token, "c").await;
     let made =
@@ -578,6 +556,7 @@ async fn a_server_killed_while_a_job_runs_closes_the_run_and_kills_the_job_at_th
     assert_eq!(made.status(), StatusCode::CREATED);
     let reminder = made.json::<Value>().await.expect("json")["id"].as_i64().expect("id");
     let dir = app.kill9();
+    // allow-sleep: the reminder must come due while the server is down; the time passing is the test.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let app = TestApp::spawn_process(dir, &[("MOBIUS_AGENT_SANDBOX", "off".into())]).await;
     let token = crate::helpers::token_of(
@@ -592,18 +571,13 @@ async fn a_server_killed_while_a_job_runs_closes_the_run_and_kills_the_job_at_th
     let closed = ended(&app, &token, schedule, run).await;
     assert_eq!(closed["status"], "interrupted");
     assert_eq!(closed["reason"], "The server restarted while it ran.");
-    assert!(gone(&pid).await, "the job's process {pid} outlived the server");
-    let runs = {
-        let mut runs = Value::Null;
-        for _ in 0..400 {
-            runs = json_of(app.get(&format!("/api/schedules/{reminder}/runs"), Some(&token)).await).await;
-            if runs["runs"].as_array().is_some_and(|r| r.iter().any(|r| r["status"] != "running")) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        runs["runs"].as_array().cloned().unwrap_or_default()
-    };
+    gone(&pid, &format!("the job's process {pid} ends with the server")).await;
+    let runs = eventually("the missed reminder fires and ends", || async {
+        let runs = json_of(app.get(&format!("/api/schedules/{reminder}/runs"), Some(&token)).await).await;
+        let runs = runs["runs"].as_array().cloned().unwrap_or_default();
+        runs.iter().any(|r| r["status"] != "running").then_some(runs)
+    })
+    .await;
     assert_eq!(runs.len(), 1, "{runs:?}");
     // No agent is connected here: the run fails, and says why.
     assert_eq!(runs[0]["status"], "failed");

@@ -8,7 +8,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sqlx::Connection;
 
-use crate::helpers::{PASSWORD, TestApp, USERNAME, assert_error, token_of};
+use crate::helpers::{PASSWORD, TestApp, USERNAME, assert_error, eventually, token_of};
 
 async fn search(app: &TestApp, token: &str, query: &[(&str, &str)]) -> Value {
     let r = app.client.get(app.url("/api/chats/search")).query(query).bearer_auth(token).send().await.expect("search");
@@ -28,13 +28,10 @@ async fn import(app: &TestApp, token: &str, id: &str, title: Option<&str>, messa
 
 /// Waits until no imported message waits for the index (an import's are indexed after it answers).
 async fn indexed(app: &TestApp, token: &str) {
-    for _ in 0..2000 {
-        if search(app, token, &[("q", "")]).await["indexing"] == json!(false) {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
-    panic!("imported messages never finished indexing");
+    eventually("imported messages are indexed", || async {
+        (search(app, token, &[("q", "")]).await["indexing"] == json!(false)).then_some(())
+    })
+    .await
 }
 
 fn assistant(text: &str, ts: i64) -> Value {

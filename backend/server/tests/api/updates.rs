@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use blake2::Digest as _;
+use futures_util::FutureExt as _;
 use ring::signature::KeyPair;
 use serde_json::{Value, json};
 
-use crate::helpers::{PASSWORD, USERNAME};
+use crate::helpers::{PASSWORD, USERNAME, eventually_within};
 use mobius::locks::Unpoisoned;
 
 /// A minisign key pair (Ed25519), made for the test.
@@ -223,20 +224,23 @@ impl Launched {
         within: Duration,
         check: impl Fn(&Value) -> bool,
     ) -> Value {
-        let deadline = Instant::now() + within;
-        let mut last = Value::Null;
-        while Instant::now() < deadline {
-            if let Ok(r) = self.client.get(self.url(path)).bearer_auth(token.unwrap_or_default()).send().await
-                && let Ok(json) = r.json::<Value>().await
-            {
-                if check(&json) {
-                    return json;
-                }
-                last = json;
+        let last = std::sync::Mutex::new(Value::Null);
+        let what = format!("{path} matches");
+        let wait = eventually_within(within, &what, || async {
+            let r = self.client.get(self.url(path)).bearer_auth(token.unwrap_or_default()).send().await.ok()?;
+            let json = r.json::<Value>().await.ok()?;
+            if check(&json) {
+                return Some(json);
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            *last.locked() = json;
+            None
+        });
+        match std::panic::AssertUnwindSafe(wait).catch_unwind().await {
+            Ok(json) => json,
+            Err(_) => {
+                panic!("{path} never matched; last answer {}; log:\n{}", last.locked(), self.log.locked().join("\n"))
+            }
         }
-        panic!("{path} never matched; last answer {last}; log:\n{}", self.log.locked().join("\n"));
     }
 }
 
@@ -251,6 +255,7 @@ impl Drop for Launched {
             if let Ok(Some(_)) = self.child.try_wait() {
                 return;
             }
+            // allow-sleep: a Drop cannot await; it gives the launcher a bounded grace to exit on SIGTERM.
             std::thread::sleep(Duration::from_millis(50));
         }
         let _ = self.child.kill();

@@ -263,22 +263,11 @@ async fn an_upload_aborted_half_way_leaves_nothing_on_disk() {
     let staging = app.data_dir().join("uploads/.staging");
     let staged = || std::fs::read_dir(&staging).map(|d| d.flatten().count()).unwrap_or(0);
     // The transfer is being written to disk ...
-    for _ in 0..400 {
-        if staged() > 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    eventually("the upload streams to a staging file", || async { (staged() > 0).then_some(()) }).await;
     assert_eq!(staged(), 1, "the upload streams to a staging file");
     // ... and the client goes away.
     drop(socket);
-    for _ in 0..400 {
-        if staged() == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert_eq!(staged(), 0, "the half file is gone");
+    eventually("the half file is gone", || async { (staged() == 0).then_some(()) }).await;
     assert!(listed(&app, &token, "c").await.is_empty());
     assert_eq!(files_on_disk(app.data_dir()), Vec::<PathBuf>::new());
 }

@@ -2,7 +2,6 @@
 //! picked, the kept process reused when it fits, else a new CLI process started with its
 //! agent token, environment and sandbox.
 
-use serde_json::Value;
 use tracing::info;
 
 use super::{AGENT_TOKEN_TTL_SECS, Agents, Turn};
@@ -30,8 +29,8 @@ async fn compose_for(agents: &Agents, chat: &db::chats::ChatRow) -> Result<Strin
 }
 
 async fn compose_base(agents: &Agents, chat: &db::chats::ChatRow) -> Result<String> {
-    let settings: Value = chat.agent_settings.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
-    let own = settings.get("system_prompt").and_then(Value::as_str).filter(|p| !p.trim().is_empty());
+    let settings = crate::agent::settings::AgentSettings::parse(chat.agent_settings.as_deref());
+    let own = settings.system_prompt.as_deref().filter(|p| !p.trim().is_empty());
     let mut prompt = match own {
         Some(p) => p.to_owned(),
         None => crate::agent::prompt::compose(&agents.skill_dir)?,
@@ -40,7 +39,7 @@ async fn compose_base(agents: &Agents, chat: &db::chats::ChatRow) -> Result<Stri
         && let Some(app) = db::apps::get(&agents.read, app_id).await?
     {
         let description: String = app.description.chars().take(1000).collect();
-        let storage = match settings.get("project_id").and_then(Value::as_str) {
+        let storage = match settings.project_id.as_deref() {
             Some(project) => format!("app-data/{app_id}/projects/{project}/"),
             None => format!("app-data/{app_id}/"),
         };
@@ -62,13 +61,7 @@ impl Turn<'_> {
         let chat = db::chats::get(&agents.read, &self.chat_id).await?.ok_or(Domain::ChatNotFound)?;
         self.approval = ApprovalPolicy::parse(&chat.approval_policy).unwrap_or_default();
         self.auto_resume = chat.auto_resume;
-        self.allowed_tools = chat
-            .allowed_tools
-            .as_deref()
-            .and_then(|t| serde_json::from_str::<Vec<String>>(t).ok())
-            .unwrap_or_default()
-            .into_iter()
-            .collect();
+        self.allowed_tools = crate::agent::settings::AllowedTools::parse(chat.allowed_tools.as_deref());
         let credentials = agents.providers.prepare_cli(self.provider)?;
         // A pinned prompt is reused byte for byte: it never changes under a conversation.
         let pinned = match &chat.system_prompt_id {
@@ -90,8 +83,9 @@ impl Turn<'_> {
         // The chat's pick, else the owner's default for this provider, else the CLI's own.
         let defaults =
             crate::agent::models::AgentDefaults::parse(db::owner::agent_defaults(&agents.read).await?.as_deref());
-        let pick =
-            crate::agent::models::AgentPick::of_chat(chat.agent_settings.as_deref()).over(defaults.of(self.provider));
+        let pick = crate::agent::settings::AgentSettings::parse(chat.agent_settings.as_deref())
+            .pick()
+            .over(defaults.of(self.provider));
         let (model, effort) = (pick.model, pick.effort);
         let files = self.input_files(messages).await?;
         let prompt = messages.iter().map(Message::agent_text).collect::<Vec<_>>().join("\n\n")
@@ -170,7 +164,7 @@ impl Turn<'_> {
         let uploads = &self.agents.uploads;
         let mut files: Vec<crate::agent::InputFile> = Vec::new();
         let names = messages.iter().flat_map(|m| m.attachments.iter().flatten());
-        for name in names.filter_map(|a| a.get("name").and_then(Value::as_str)) {
+        for name in names.map(|a| a.name.as_str()) {
             if files.iter().any(|f| f.name == name) {
                 continue;
             }

@@ -2,7 +2,7 @@
 //! journal (through the writer), answer questions and approvals, stop, and run queued
 //! follow-ups until the queue is empty.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -233,7 +233,7 @@ struct Turn<'a> {
     dirty: bool,
     pending_ask: Option<PendingAsk>,
     approval: ApprovalPolicy,
-    allowed_tools: HashSet<String>,
+    allowed_tools: crate::agent::settings::AllowedTools,
     usage: Option<super::Usage>,
     session: Option<String>,
     /// A steering message handed to the CLI and not yet taken or refused.
@@ -263,7 +263,7 @@ async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiv
         dirty: false,
         pending_ask: None,
         approval: ApprovalPolicy::Full,
-        allowed_tools: HashSet::new(),
+        allowed_tools: Default::default(),
         usage: None,
         session: None,
         pending_steer: None,
@@ -644,12 +644,8 @@ impl Turn<'_> {
         self.live.apply(&ChatEvent::AnswersApplied { question_id: question_id.clone(), answers });
         if let (Reply::AllowAlways, Some(tool)) = (&reply, &approval_tool) {
             self.allowed_tools.insert(tool.clone());
-            let mut tools: Vec<&String> = self.allowed_tools.iter().collect();
-            tools.sort();
-            let settings = db::chats::ChatSettings {
-                allowed_tools: Some(serde_json::to_string(&tools).unwrap_or_else(|_| "[]".into())),
-                ..Default::default()
-            };
+            let settings =
+                db::chats::ChatSettings { allowed_tools: Some(self.allowed_tools.stored()), ..Default::default() };
             let patch = ChatPatch { title: None, settings, scope: None, auto_resume: None };
             let _ = self
                 .agents
