@@ -38,6 +38,7 @@ impl AgentProvider for Codex {
 
     fn start(&self, mut request: TurnRequest) -> Result<ProviderTurn> {
         let mut args = config_overrides();
+        args.extend(mcp_overrides(&request.mcp));
         args.push("app-server".to_owned());
         let confine = request.confine.take();
         let keep = request.keep.take();
@@ -125,6 +126,20 @@ pub fn config_overrides() -> Vec<String> {
     }
     args.push("-c".to_owned());
     args.push("notify=[]".to_owned());
+    args
+}
+
+/// A turn's connectors as session flags (they beat every file): each an MCP server over
+/// streamable HTTP at its broker URL, the bearer read from the agent token's variable (so no
+/// token is on the command line).
+pub fn mcp_overrides(servers: &[super::McpServer]) -> Vec<String> {
+    let mut args = Vec::new();
+    for server in servers {
+        args.push("-c".to_owned());
+        args.push(format!("mcp_servers.{}.url={}", server.name, toml_string(&server.url)));
+        args.push("-c".to_owned());
+        args.push(format!("mcp_servers.{}.bearer_token_env_var={}", server.name, toml_string(super::MCP_TOKEN_VAR)));
+    }
     args
 }
 
@@ -952,6 +967,7 @@ mod tests {
             confine: None,
             keep: None,
             memory: crate::agent::ceiling::MemoryCeiling::detect(None),
+            mcp: Vec::new(),
         };
         let r = thread_request(&request);
         assert_eq!(r["method"], "thread/resume");
@@ -969,6 +985,20 @@ mod tests {
         assert_eq!(
             (r["params"]["approvalPolicy"].as_str(), r["params"]["sandbox"].as_str()),
             (Some("on-request"), Some("workspace-write"))
+        );
+    }
+
+    #[test]
+    fn connectors_reach_codex_as_session_flags_naming_the_token_variable() {
+        let servers = [crate::agent::McpServer { name: "notes".into(), url: "http://127.0.0.1:1/api/mcp/c/1".into() }];
+        assert_eq!(
+            mcp_overrides(&servers),
+            [
+                "-c",
+                "mcp_servers.notes.url=\"http://127.0.0.1:1/api/mcp/c/1\"",
+                "-c",
+                "mcp_servers.notes.bearer_token_env_var=\"MOBIUS_AGENT_TOKEN\""
+            ]
         );
     }
 }

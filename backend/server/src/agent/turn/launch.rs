@@ -101,6 +101,15 @@ impl Turn<'_> {
             (None, Some(summary)) => crate::agent::handoff::seeded_prompt(summary, &prompt),
             _ => prompt,
         };
+        // The connectors this chat may use now, each at its broker URL.
+        let mcp: Vec<crate::agent::McpServer> = crate::connectors::for_chat(&agents.read, &self.chat_id)
+            .await?
+            .into_iter()
+            .map(|c| crate::agent::McpServer {
+                url: crate::connectors::broker_url(agents.providers.api_url(), &self.chat_id, c.id),
+                name: c.name,
+            })
+            .collect();
         let key = WarmKey {
             provider: self.provider,
             model: model.clone(),
@@ -108,6 +117,7 @@ impl Turn<'_> {
             approval: self.approval,
             prompt_id: crate::agent::prompt::prompt_id(&system_prompt),
             credentials: agents.providers.credentials_stamp(self.provider),
+            mcp: mcp.clone(),
         };
         // The chat's previous process first parks or goes (a stopped turn winds down).
         agents.warm.settle(&self.chat_id).await;
@@ -156,6 +166,7 @@ impl Turn<'_> {
             confine,
             keep,
             memory: agents.providers.memory().clone(),
+            mcp,
         };
         agents.providers.provider(self.provider).start(request)
     }
