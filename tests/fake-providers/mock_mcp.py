@@ -3,6 +3,7 @@
 
 Tools:
   echo {text}        answers "echo: <text>" (annotated read-only)
+  save {text}        answers "save: <text>" (not read-only)
   big  {mib}         answers a text result of about <mib> MiB, streamed in chunks
   hang {}            never answers (the broker's time limit ends the call)
   garbage {}         answers bytes that are not JSON-RPC
@@ -31,6 +32,8 @@ SESSIONS = set()
 
 TOOLS = [
     {"name": "echo", "description": "Echoes its text.", "annotations": {"readOnlyHint": True},
+     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
+    {"name": "save", "description": "Saves a note (changes something).",
      "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
     {"name": "big", "description": "Answers a large text.",
      "inputSchema": {"type": "object", "properties": {"mib": {"type": "number"}}}},
@@ -146,8 +149,8 @@ class Handler(BaseHTTPRequestHandler):
             params = message.get("params") or {}
             name = params.get("name")
             arguments = params.get("arguments") or {}
-            if name == "echo":
-                text = f"echo: {arguments.get('text', '')}"
+            if name in ("echo", "save"):
+                text = f"{name}: {arguments.get('text', '')}"
                 self.answer({"jsonrpc": "2.0", "id": ident,
                              "result": {"content": [{"type": "text", "text": text}], "isError": False}})
                 return

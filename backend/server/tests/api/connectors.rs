@@ -3,67 +3,16 @@
 //! never holds — against the scripted MCP server `tests/fake-providers/mock_mcp.py`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, assert_error, eventually, script};
+use crate::helpers::{McpMock, TestApp, assert_error, eventually, script};
 
 /// The connector's credential: it must reach the MCP server and nothing the agent sees.
 const SECRET: &str = "mcp-secret-6f1d2c";
-
-/// The scripted MCP server, killed on drop.
-struct McpMock {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for McpMock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl McpMock {
-    async fn start(dir: &Path, args: &[&str]) -> Self {
-        let port_file = dir.join(format!("mcp-{}.port", args.join("-").replace(['/', '='], "_")));
-        let child = Command::new("python3")
-            .arg(mobius::config::checkout_root().join("tests/fake-providers/mock_mcp.py"))
-            .arg("--port-file")
-            .arg(&port_file)
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the MCP mock (python3)");
-        let mut mock = Self { child, port: 0 };
-        mock.port = eventually("the MCP mock writes its port", || async {
-            std::fs::read_to_string(&port_file).ok().and_then(|t| t.trim().parse::<u16>().ok())
-        })
-        .await;
-        mock
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
-    }
-
-    async fn requests(&self) -> Vec<Value> {
-        reqwest::get(format!("http://127.0.0.1:{}/_mock/requests", self.port))
-            .await
-            .expect("mock log")
-            .json::<Value>()
-            .await
-            .expect("json")["requests"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-    }
-}
 
 /// A Claude imitation that saves its agent token, its command line and its environment in its
 /// HOME, says hello, and keeps the turn running until stopped.
@@ -148,7 +97,7 @@ async fn a_connector_lists_its_tools_at_connect_and_settings_never_sees_its_secr
     assert_eq!(created["status"], "connected", "{created}");
     let tools: Vec<&str> =
         created["tools"].as_array().expect("tools").iter().filter_map(|t| t["name"].as_str()).collect();
-    assert_eq!(tools, ["echo", "big", "hang", "garbage"]);
+    assert_eq!(tools, ["echo", "save", "big", "hang", "garbage"]);
     assert_eq!(created["tools"][0]["read_only"], true);
     assert_eq!(created["has_secret"], true);
     let listed = app.get("/api/connectors", Some(&token)).await.text().await.expect("text");
