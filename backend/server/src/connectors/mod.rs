@@ -109,6 +109,9 @@ pub fn credential(keys: &Keys, row: &ConnectorRow) -> Result<Option<(HeaderName,
 pub struct ChatServer {
     pub id: i64,
     pub name: String,
+    /// Its tools that run without asking (`mcp__<name>__<tool>`): the read-only ones, when the
+    /// owner marked the connector read-only-auto-approve.
+    pub auto_approved: Vec<String>,
 }
 
 /// The connected connectors chat `chat_id` may use.
@@ -116,7 +119,19 @@ pub async fn for_chat(read: &SqlitePool, chat_id: &str) -> Result<Vec<ChatServer
     Ok(crate::db::connectors::for_chat(read, chat_id)
         .await?
         .into_iter()
-        .map(|row| ChatServer { id: row.id, name: row.name })
+        .map(|row| {
+            let auto_approved = if row.read_only_auto {
+                serde_json::from_str::<Vec<mcp::Tool>>(&row.tools)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|t| t.read_only)
+                    .map(|t| format!("mcp__{}__{}", row.name, t.name))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            ChatServer { id: row.id, name: row.name, auto_approved }
+        })
         .collect())
 }
 

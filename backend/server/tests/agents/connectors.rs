@@ -51,15 +51,15 @@ fn files_containing(dir: &std::path::Path, needle: &[u8]) -> Vec<std::path::Path
 }
 
 /// Codex offers MCP tools behind its `tool_search`: the model searches first.
-fn steps(cli: Cli, tool: &str, last: Value) -> Value {
+fn steps(cli: Cli, tool: &str, last: Value) -> Vec<Value> {
     match cli {
-        Cli::Claude => json!([call_step(cli, tool), last]),
-        Cli::Codex => json!([
-            { "items": [{ "type": "tool_search_call", "call_id": "ts_1", "execution": "client", "status": "completed",
-                          "arguments": { "query": "notes echo" } }] },
+        Cli::Claude => vec![call_step(cli, tool), last],
+        Cli::Codex => vec![
+            json!({ "items": [{ "type": "tool_search_call", "call_id": "ts_1", "execution": "client",
+                               "status": "completed", "arguments": { "query": "notes echo" } }] }),
             call_step(cli, tool),
-            last
-        ]),
+            last,
+        ],
     }
 }
 
@@ -105,11 +105,14 @@ pub async fn a_turn_calls_a_connector_tool_through_the_broker_without_its_creden
 }
 
 pub async fn a_connector_tool_call_asks_the_owner_under_the_ask_policy(cli: Cli) {
-    let script = json!({ "steps": steps(cli, "save", json!({ "text": "done" })) });
+    // Turn 1 saves (asks); turn 2 reads with the connector marked read-only-auto-approve.
+    let mut all = steps(cli, "save", json!({ "text": "done" }));
+    all.extend([call_step(cli, "echo"), json!({ "text": "read without asking" })]);
+    let script = json!({ "steps": all });
     let rig = Rig::start_with(cli, script, &[("MOBIUS_CONNECTORS_ALLOW_LOOPBACK", "1")]).await;
     let mocks = tempfile::tempdir().expect("tmp");
     let mock = McpMock::start(mocks.path(), &["--bearer", SECRET]).await;
-    connect(&rig, &mock).await;
+    let id = connect(&rig, &mock).await;
     let Rig { app, token, .. } = &rig;
     app.chat(token, "a").await;
     let r = app.patch_json("/api/chats/a", json!({ "approval_policy": "ask" }), token).await;
@@ -134,4 +137,16 @@ pub async fn a_connector_tool_call_asks_the_owner_under_the_ask_policy(cli: Cli)
         mock.requests().await.iter().any(|r| r["body"]["method"] == "tools/call"),
         "{cli:?}: the approved call reached the server"
     );
+
+    let r = app.patch_json(&format!("/api/connectors/{id}"), json!({ "read_only_auto": true }), token).await;
+    assert_eq!(r.json::<Value>().await.expect("json")["read_only_auto"], true);
+    app.send(token, "a", "now read it", "m2").await;
+    let events = stream.until("done", 120).await;
+    assert!(
+        !crate::types(&events).contains(&"question".to_owned()),
+        "{cli:?}: a read-only tool asked: {:?}",
+        crate::types(&events)
+    );
+    let echoed = mock.requests().await.iter().filter(|r| r["body"]["params"]["name"] == "echo").count();
+    assert_eq!(echoed, 1, "{cli:?}: the read-only call ran unasked");
 }

@@ -102,8 +102,9 @@ impl Turn<'_> {
             _ => prompt,
         };
         // The connectors this chat may use now, each at its broker URL.
-        let mcp: Vec<crate::agent::McpServer> = crate::connectors::for_chat(&agents.read, &self.chat_id)
-            .await?
+        let connectors = crate::connectors::for_chat(&agents.read, &self.chat_id).await?;
+        self.auto_approved = connectors.iter().flat_map(|c| c.auto_approved.iter().cloned()).collect();
+        let mcp: Vec<crate::agent::McpServer> = connectors
             .into_iter()
             .map(|c| crate::agent::McpServer {
                 url: crate::connectors::broker_url(agents.providers.api_url(), &self.chat_id, c.id),
