@@ -11,7 +11,7 @@ Usage: bench.py BINARY [--only SECTION,...] [--quick] [--baseline BINARY] [--no-
                 [--against BINARY --against-label NAME]
 `--no-gate` runs each measurement once whatever else the machine does, printing the cores
 other processes used meanwhile (for a shared machine; such figures are marked by that line).
-Sections: boot, health, chats, sse, snapshot, apply, proxy, storage, appdoc, push, schedules, lifecycle, frontend, search, sandbox, flood, scale, uploads, agents, updates, regressions
+Sections: boot, health, chats, sse, snapshot, apply, proxy, connectors, storage, appdoc, push, schedules, lifecycle, frontend, search, sandbox, flood, scale, uploads, agents, updates, regressions
 `--against` names an earlier build (`scripts/bench --against COMMIT` builds one): the regressions
 section then measures the issue-39 figures on both, interleaved, and prints them side by side.
 `--baseline` names a build without chat search (e.g. a release build of the previous main); the
@@ -671,6 +671,20 @@ def section_proxy(tmp):
     note("proxy", f"GET 100 KiB direct | via /api/proxy, p50 ms ({r['runs']} each)",
          f"{r['direct_p50_ms']:.2f}  |  {r['proxy_p50_ms']:.2f}", "")
     note("proxy", "proxy overhead over a direct fetch, p50 (ms)", f"{r['overhead_p50_ms']:.2f}", "≤ 5 ms")
+
+
+def section_connectors(tmp):
+    """The connector broker: an MCP call direct and via /api/mcp, and 100 MiB streamed through it."""
+    print("connectors", flush=True)
+    exe = example("broker_overhead")
+    runs = "200" if QUICK else "1000"
+    out = subprocess.run(["taskset", "-c", "0", exe, runs], capture_output=True, text=True, check=True).stdout
+    r = json.loads(out.strip().splitlines()[-1])
+    note("connectors", f"MCP call direct | via the broker, p50 ms ({r['runs']} each)",
+         f"{r['direct_p50_ms']:.2f}  |  {r['broker_p50_ms']:.2f}", "")
+    note("connectors", "broker overhead per tool call, p50 (ms)", f"{r['overhead_p50_ms']:.2f}", "≤ 2 ms")
+    note("connectors", f"{r['streamed_mib']} MiB streamed through the broker: RSS growth (MiB)",
+         f"{r['rss_growth_mib']}", "flat (≤ 16)")
 
 
 def app_server(binary, tmp, slug, source, title):
@@ -2146,6 +2160,8 @@ def main():
             section_apply(args.binary, tmp)
         if want("proxy"):
             section_proxy(tmp)
+        if want("connectors"):
+            section_connectors(tmp)
         if want("storage"):
             section_storage(args.binary, tmp)
         if want("appdoc"):

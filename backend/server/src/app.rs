@@ -44,6 +44,8 @@ pub fn router(state: AppState) -> Router {
         .merge(apps::router())
         .merge(apps::proxy::router())
         .merge(apps::secrets::router())
+        .merge(crate::connectors::routes::router())
+        .merge(crate::connectors::broker::router())
         .merge(chats::apps::router())
         .merge(providers::router())
         .merge(events::routes::router())

@@ -105,6 +105,10 @@ pub enum Domain {
     InvalidGrant,
     #[error("An app keeps at most {0} secrets; delete one first.")]
     TooManySecrets(i64),
+    #[error("At most {0} connectors; remove one first.")]
+    TooManyConnectors(i64),
+    #[error("A connector named {0:?} exists already; pick another name.")]
+    ConnectorNameTaken(String),
     #[error("At most {0} devices receive notifications; remove one in Settings.")]
     TooManyDevices(i64),
     /// An app tried to renew or remove a push endpoint it did not subscribe.
@@ -145,6 +149,7 @@ impl Domain {
             | Domain::UploadQuotaExceeded
             | Domain::UploadTooLarge(..)
             | Domain::TooManySecrets(_)
+            | Domain::TooManyConnectors(_)
             | Domain::TooManyDevices(_)
             | Domain::TooManySchedules(_)
             | Domain::TooManyAgentSchedules(..) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -167,6 +172,7 @@ impl Domain {
             | Domain::AlreadyConfigured
             | Domain::NotConfigured
             | Domain::AppIdTaken(_)
+            | Domain::ConnectorNameTaken(_)
             | Domain::ProviderNotConnected(_) => StatusCode::CONFLICT,
         }
     }
@@ -203,6 +209,8 @@ impl Domain {
             Domain::InvalidGrant => "invalid_grant",
             Domain::TooManySecrets(_) => "too_many_secrets",
             Domain::TooManyDevices(_) => "too_many_devices",
+            Domain::TooManyConnectors(_) => "too_many_connectors",
+            Domain::ConnectorNameTaken(_) => "connector_name_taken",
             Domain::PushEndpointNotYours => "forbidden",
             Domain::ProviderNotConnected(_) => "provider_not_connected",
             Domain::ScheduleNotFound => "schedule_not_found",

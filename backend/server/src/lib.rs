@@ -12,6 +12,7 @@ pub mod cadence;
 pub mod chats;
 pub mod cli;
 pub mod config;
+pub mod connectors;
 pub mod db;
 pub mod error;
 pub mod events;

@@ -78,6 +78,8 @@ pub struct Inner {
     pub storage: Arc<Store>,
     /// The app proxy's client and concurrency limit.
     pub proxy: Proxy,
+    /// Connectors' outbound client and the broker's concurrency limit.
+    pub connectors: crate::connectors::Connectors,
     /// Review and icon limits, update-check state and the store's catalog cache.
     pub lifecycle: crate::apps::lifecycle::limits::Lifecycle,
     /// Notifications: the centre, Web Push and its worker.
@@ -298,6 +300,7 @@ impl AppState {
         let login_limits = LoginLimiter::new(config.login.clone());
         let streams = crate::events::StreamLimits::new(config.net.max_streams, config.net.max_streams_per_address);
         let updates = crate::platform::Updates::new(&config.data_dir, config.updates.clone());
+        let connectors = crate::connectors::Connectors::new(config.connectors_allow_loopback);
         let state = Self(Arc::new(Inner {
             updates,
             config,
@@ -322,6 +325,7 @@ impl AppState {
             apps,
             storage,
             proxy: Proxy::default(),
+            connectors,
             lifecycle: crate::apps::lifecycle::limits::Lifecycle::default(),
             push,
             streams,

@@ -22,7 +22,7 @@ export type Route =
   | { name: "apps"; tab: "installed" | "store"; source?: string | undefined; manage?: { action: ManageAction; appId: number } | undefined };
 
 /** The sections of Settings, in the order its list shows them. */
-export const SETTINGS_SECTIONS = ["agents", "defaults", "memory", "schedules", "notifications", "appearance", "store", "sandbox", "account", "about"] as const;
+export const SETTINGS_SECTIONS = ["agents", "defaults", "memory", "schedules", "connectors", "notifications", "appearance", "store", "sandbox", "account", "about"] as const;
 export type SettingsSection = (typeof SETTINGS_SECTIONS)[number];
 
 const SETTINGS_TITLES: Record<SettingsSection, string> = {
@@ -30,6 +30,7 @@ const SETTINGS_TITLES: Record<SettingsSection, string> = {
   defaults: "New chats",
   memory: "Memory",
   schedules: "Schedules",
+  connectors: "Connectors",
   notifications: "Notifications",
   appearance: "Appearance",
   store: "App store",

@@ -120,7 +120,28 @@ pub fn args(request: &TurnRequest) -> Vec<String> {
         args.push("--effort".into());
         args.push(effort.clone());
     }
+    if let Some(config) = mcp_config(&request.mcp) {
+        args.push("--mcp-config".into());
+        args.push(config);
+    }
     args
+}
+
+/// The `--mcp-config` of a turn: each connector as an HTTP server at its broker URL, with the
+/// agent token as bearer, expanded by Claude Code from its environment (`${VAR}`), so the
+/// command line holds no token. `None` when the chat has no connector.
+pub fn mcp_config(servers: &[super::McpServer]) -> Option<String> {
+    if servers.is_empty() {
+        return None;
+    }
+    let bearer = format!("Bearer ${{{}}}", super::MCP_TOKEN_VAR);
+    let servers: serde_json::Map<String, serde_json::Value> = servers
+        .iter()
+        .map(|s| {
+            (s.name.clone(), serde_json::json!({"type": "http", "url": s.url, "headers": {"Authorization": bearer}}))
+        })
+        .collect();
+    Some(serde_json::json!({ "mcpServers": servers }).to_string())
 }
 
 /// Claude Code's `--effort` levels.
@@ -777,6 +798,7 @@ mod tests {
             confine: None,
             keep: None,
             memory: crate::agent::ceiling::MemoryCeiling::detect(None),
+            mcp: Vec::new(),
         };
         let mode = |approval| {
             let args = args(&request(approval));
@@ -858,5 +880,15 @@ mod tests {
         assert_eq!(response["response"]["request_id"], "r1");
         let deny = permission_response("r2", &input, &Reply::Deny("no".into()));
         assert_eq!(deny["response"]["response"]["behavior"], "deny");
+    }
+
+    #[test]
+    fn connectors_reach_claude_as_broker_urls_with_the_token_left_to_its_environment() {
+        assert_eq!(mcp_config(&[]), None);
+        let servers = [crate::agent::McpServer { name: "notes".into(), url: "http://127.0.0.1:1/api/mcp/c/1".into() }];
+        let config: serde_json::Value = serde_json::from_str(&mcp_config(&servers).expect("config")).expect("json");
+        assert_eq!(config["mcpServers"]["notes"]["type"], "http");
+        assert_eq!(config["mcpServers"]["notes"]["url"], "http://127.0.0.1:1/api/mcp/c/1");
+        assert_eq!(config["mcpServers"]["notes"]["headers"]["Authorization"], "Bearer ${MOBIUS_AGENT_TOKEN}");
     }
 }

@@ -38,6 +38,7 @@ impl AgentProvider for Codex {
 
     fn start(&self, mut request: TurnRequest) -> Result<ProviderTurn> {
         let mut args = config_overrides();
+        args.extend(mcp_overrides(&request.mcp, request.approval));
         args.push("app-server".to_owned());
         let confine = request.confine.take();
         let keep = request.keep.take();
@@ -128,6 +129,26 @@ pub fn config_overrides() -> Vec<String> {
     args
 }
 
+/// A turn's connectors as session flags (they beat every file): each an MCP server over
+/// streamable HTTP at its broker URL, the bearer read from the agent token's variable (so no
+/// token is on the command line). Unless the chat's policy is `full`, every tool call asks
+/// (`prompt`: an `mcpServer/elicitation/request`, which becomes an approval card); Codex
+/// would otherwise run them unasked. The model finds MCP tools through Codex's `tool_search`.
+pub fn mcp_overrides(servers: &[super::McpServer], approval: ApprovalPolicy) -> Vec<String> {
+    let mut args = Vec::new();
+    for server in servers {
+        args.push("-c".to_owned());
+        args.push(format!("mcp_servers.{}.url={}", server.name, toml_string(&server.url)));
+        args.push("-c".to_owned());
+        args.push(format!("mcp_servers.{}.bearer_token_env_var={}", server.name, toml_string(super::MCP_TOKEN_VAR)));
+        if approval != ApprovalPolicy::Full {
+            args.push("-c".to_owned());
+            args.push(format!("mcp_servers.{}.default_tools_approval_mode=\"prompt\"", server.name));
+        }
+    }
+    args
+}
+
 /// Entries of `CODEX_HOME` the agent could plant to loosen approvals or run programs in a
 /// later process (execpolicy rules that allow commands, hook definitions), removed before
 /// each process starts.
@@ -196,6 +217,11 @@ pub enum Parsed {
         id: Value,
         ask: Ask,
         questions_by_text: HashMap<String, String>,
+    },
+    /// Codex asks whether an MCP tool may run (an elicitation): answered `accept`/`decline`.
+    McpApproval {
+        id: Value,
+        ask: Ask,
     },
     /// A server request we do not handle.
     Unhandled {
@@ -431,7 +457,14 @@ impl Parser {
                 }
                 events.push(AgentEvent::ToolEnd { id, is_error: s("status") == "failed", interrupted: false });
             }
-            "mcpToolCall" | "webSearch" | "dynamicToolCall" => {
+            "mcpToolCall" => {
+                let text = mcp_result_text(item);
+                if !text.is_empty() {
+                    events.push(AgentEvent::ToolOutput { id: id.clone(), text, append: false, exit_code: None });
+                }
+                events.push(AgentEvent::ToolEnd { id, is_error: s("status") == "failed", interrupted: false });
+            }
+            "webSearch" | "dynamicToolCall" => {
                 events.push(AgentEvent::ToolEnd { id, is_error: s("status") == "failed", interrupted: false });
             }
             _ => {}
@@ -484,7 +517,22 @@ impl Parser {
                     .unwrap_or_default();
                 Parsed::Request { id, ask: Ask::Question { questions }, questions_by_text: by_text }
             }
-            _ => Parsed::Unhandled { id },
+            "mcpServer/elicitation/request"
+                if p.pointer("/_meta/codex_approval_kind").and_then(Value::as_str) == Some("mcp_tool_call") =>
+            {
+                let server = p.get("serverName").and_then(Value::as_str).unwrap_or_default();
+                let tool = p.pointer("/_meta/tool_name").and_then(Value::as_str).unwrap_or_default();
+                let input = p.pointer("/_meta/tool_params").cloned().unwrap_or_else(|| json!({}));
+                // Named as Claude Code names it, so "allow for this chat" means one thing.
+                Parsed::McpApproval {
+                    id,
+                    ask: Ask::Approval { tool: format!("mcp__{server}__{tool}"), input, reason: None },
+                }
+            }
+            _ => {
+                tracing::info!(method, "Codex asked something this host does not answer");
+                Parsed::Unhandled { id }
+            }
         }
     }
 }
@@ -537,11 +585,28 @@ fn item_started(item: &Value, events: &mut Vec<AgentEvent>) {
                 .unwrap_or_default();
             events.push(start("Edit", paths.join(", ")));
         }
-        "mcpToolCall" => events.push(start(&format!("{}:{}", s("server"), s("tool")), String::new())),
+        "mcpToolCall" => {
+            let name = format!("{}:{}", s("server"), s("tool"));
+            let input = item.get("arguments").map(|a| super::summarize_input(&name, a)).unwrap_or_default();
+            events.push(start(&name, input));
+        }
         "webSearch" => events.push(start("WebSearch", s("query"))),
         "imageView" => events.push(start("ViewImage", s("path"))),
         _ => {}
     }
+}
+
+/// What an MCP tool call answered: its text blocks, else its error's message.
+fn mcp_result_text(item: &Value) -> String {
+    let texts: Vec<&str> = item
+        .pointer("/result/content")
+        .and_then(Value::as_array)
+        .map(|blocks| blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect())
+        .unwrap_or_default();
+    if !texts.is_empty() {
+        return texts.join("\n");
+    }
+    item.pointer("/error/message").and_then(Value::as_str).unwrap_or_default().to_owned()
 }
 
 fn file_change_summary(item: &Value) -> String {
@@ -583,6 +648,15 @@ pub fn reply_result(ask_is_question: bool, reply: &Reply, questions_by_text: &Ha
         Reply::Deny(_) => "decline",
     };
     json!({ "decision": decision })
+}
+
+/// The answer to an MCP tool approval (an elicitation with an empty form).
+pub fn mcp_approval_result(reply: &Reply) -> Value {
+    let action = match reply {
+        Reply::Allow | Reply::AllowAlways | Reply::Answers(_) => "accept",
+        Reply::Deny(_) => "decline",
+    };
+    json!({ "action": action, "content": {} })
 }
 
 /// Runs the process's turns on one thread: `thread/start` (or `thread/resume`) for the first,
@@ -662,6 +736,9 @@ async fn turn(
                 Parsed::Request { id, ask, questions_by_text } => {
                     let is_question = matches!(ask, Ask::Question { .. });
                     session.ask(ask, move |reply| (id, reply_result(is_question, &reply, &questions_by_text))).await;
+                }
+                Parsed::McpApproval { id, ask } => {
+                    session.ask(ask, move |reply| (id, mcp_approval_result(&reply))).await;
                 }
                 Parsed::Unhandled { id } => {
                     session
@@ -952,6 +1029,7 @@ mod tests {
             confine: None,
             keep: None,
             memory: crate::agent::ceiling::MemoryCeiling::detect(None),
+            mcp: Vec::new(),
         };
         let r = thread_request(&request);
         assert_eq!(r["method"], "thread/resume");
@@ -970,5 +1048,35 @@ mod tests {
             (r["params"]["approvalPolicy"].as_str(), r["params"]["sandbox"].as_str()),
             (Some("on-request"), Some("workspace-write"))
         );
+    }
+
+    #[test]
+    fn connectors_reach_codex_as_session_flags_naming_the_token_variable() {
+        let servers = [crate::agent::McpServer { name: "notes".into(), url: "http://127.0.0.1:1/api/mcp/c/1".into() }];
+        assert_eq!(
+            mcp_overrides(&servers, ApprovalPolicy::Full),
+            [
+                "-c",
+                "mcp_servers.notes.url=\"http://127.0.0.1:1/api/mcp/c/1\"",
+                "-c",
+                "mcp_servers.notes.bearer_token_env_var=\"MOBIUS_AGENT_TOKEN\""
+            ]
+        );
+    }
+
+    #[test]
+    fn an_mcp_tool_approval_becomes_a_card_and_its_answer_an_elicitation_result() {
+        let mut parser = Parser::default();
+        let msg = json!({"id": 9, "method": "mcpServer/elicitation/request", "params": {"serverName": "notes",
+            "mode": "form", "_meta": {"codex_approval_kind": "mcp_tool_call", "tool_name": "save",
+            "tool_params": {"text": "x"}}, "message": "Allow?", "requestedSchema": {"type": "object"}}});
+        let Parsed::McpApproval { id, ask: Ask::Approval { tool, input, .. } } = parser.parse(&msg) else {
+            panic!("not an MCP approval");
+        };
+        assert_eq!((id, tool.as_str(), input), (json!(9), "mcp__notes__save", json!({"text": "x"})));
+        assert_eq!(mcp_approval_result(&Reply::Allow), json!({"action": "accept", "content": {}}));
+        assert_eq!(mcp_approval_result(&Reply::Deny(String::new())), json!({"action": "decline", "content": {}}));
+        let ask = mcp_overrides(&[crate::agent::McpServer { name: "n".into(), url: "u".into() }], ApprovalPolicy::Ask);
+        assert!(ask.contains(&"mcp_servers.n.default_tools_approval_mode=\"prompt\"".to_owned()));
     }
 }

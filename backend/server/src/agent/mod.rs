@@ -70,7 +70,23 @@ pub struct TurnRequest {
     pub keep: Option<Box<dyn Keeper>>,
     /// The memory ceiling the process is held to.
     pub memory: ceiling::MemoryCeiling,
+    /// The MCP servers the CLI is told about: the broker's URL of each connector the chat may
+    /// use (none for a quiet turn). Nothing else: `--strict-mcp-config` / the server's config.
+    pub mcp: Vec<McpServer>,
 }
+
+/// An MCP server a CLI is told about: a connector's broker URL. The CLI authenticates with the
+/// run's agent token, read from [`MCP_TOKEN_VAR`] in its environment; the connector's own
+/// credential stays with the server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct McpServer {
+    /// What the CLI names its tools by (`mcp__<name>__<tool>` for Claude).
+    pub name: String,
+    pub url: String,
+}
+
+/// The environment variable holding the bearer the CLIs send to the broker (the agent token).
+pub const MCP_TOKEN_VAR: &str = "MOBIUS_AGENT_TOKEN";
 
 /// One turn's input as a kept process receives it: the words (with the files' manifest) and the
 /// files themselves.

@@ -58,6 +58,7 @@ pub async fn run(
         confine,
         keep: None,
         memory: providers.memory().clone(),
+        mcp: Vec::new(),
     };
     let mut turn = provider.start(request)?;
     let collect = async {

@@ -48,6 +48,8 @@ pub struct WarmKey {
     pub prompt_id: String,
     /// The provider's credentials as they were (`Providers::credentials_stamp`).
     pub credentials: u64,
+    /// The connectors it was told about: a change (one added, disconnected, chosen) starts cold.
+    pub mcp: Vec<super::McpServer>,
 }
 
 /// The processes kept between turns, one per chat at most.
@@ -301,6 +303,7 @@ mod tests {
             approval: ApprovalPolicy::Full,
             prompt_id: "p".into(),
             credentials: 1,
+            mcp: Vec::new(),
         }
     }
 

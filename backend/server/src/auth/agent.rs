@@ -42,6 +42,8 @@ pub const AGENT_ROUTES: &[(&str, &str)] = &[
     ("GET", "/schedules"),
     ("POST", "/schedules"),
     ("DELETE", "/schedules/{id}"),
+    // The connector broker checks the token is bound to the chat in its path.
+    ("*", "/mcp/{chat}/{id}"),
 ];
 
 /// May an agent token bound to `own_chat` call `method` on `path`, which matched `route`?

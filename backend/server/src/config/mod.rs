@@ -90,6 +90,10 @@ pub struct Config {
     /// Lets `/api/proxy` reach loopback addresses. No environment variable sets it: only
     /// tests and benchmarks that build a `Config` themselves, for a server on `127.0.0.1`.
     pub proxy_allow_loopback: bool,
+    /// Lets connectors (remote MCP servers) be on loopback addresses
+    /// (`MOBIUS_CONNECTORS_ALLOW_LOOPBACK=1`): for the tests' scripted MCP server only. Off,
+    /// connectors are public addresses only.
+    pub connectors_allow_loopback: bool,
     /// How long one `/api/proxy` request may take in all (default 15 s; tests shorten it).
     pub proxy_timeout: Duration,
     /// Proxies whose `X-Forwarded-For` names the client (`MOBIUS_TRUSTED_PROXIES`: addresses
@@ -582,6 +586,13 @@ impl Config {
             Some("1" | "true") => true,
             Some(other) => return Err(ConfigError(format!("MOBIUS_PUSH_ALLOW_LOOPBACK={other:?} must be 1 or 0"))),
         };
+        let connectors_allow_loopback = match get("MOBIUS_CONNECTORS_ALLOW_LOOPBACK").as_deref().map(str::trim) {
+            None | Some("" | "0" | "false") => false,
+            Some("1" | "true") => true,
+            Some(other) => {
+                return Err(ConfigError(format!("MOBIUS_CONNECTORS_ALLOW_LOOPBACK={other:?} must be 1 or 0")));
+            }
+        };
         let trusted_proxies = match get("MOBIUS_TRUSTED_PROXIES") {
             Some(raw) => {
                 TrustedProxies::parse(&raw).map_err(|e| ConfigError(format!("MOBIUS_TRUSTED_PROXIES: {e}")))?
@@ -653,6 +664,7 @@ impl Config {
             upload_max_file_bytes,
             upload_quota_bytes,
             proxy_allow_loopback: false,
+            connectors_allow_loopback,
             proxy_timeout: DEFAULT_PROXY_TIMEOUT,
             push_allow_loopback,
             self_exe: running_exe(),
@@ -708,6 +720,7 @@ impl Config {
             upload_max_file_bytes: DEFAULT_MAX_UPLOAD_MIB << 20,
             upload_quota_bytes: DEFAULT_UPLOAD_QUOTA_MIB << 20,
             proxy_allow_loopback: false,
+            connectors_allow_loopback: false,
             proxy_timeout: DEFAULT_PROXY_TIMEOUT,
             push_allow_loopback: false,
             self_exe: running_exe(),

@@ -6,6 +6,7 @@
 pub mod apps;
 pub mod chat_list;
 pub mod chats;
+pub mod connectors;
 pub mod embeds;
 pub mod journal;
 pub mod messages;

@@ -435,6 +435,27 @@ impl Actor {
                 let result = db::apps::delete_secret(&mut self.conn, app_id, &name).await;
                 reply(batch, ack, result, Stale::NOTHING)
             }
+            WriteCommand::ConnectorCreate { connector, max, ack } => {
+                let result = match db::connectors::insert(&mut self.conn, &connector, max, now_ms()).await {
+                    Ok(Some(id)) => Ok(id),
+                    Ok(None) => Err(Domain::TooManyConnectors(max).into()),
+                    Err(e) if e.is_unique_violation() => Err(Domain::ConnectorNameTaken(connector.name).into()),
+                    Err(e) => Err(e),
+                };
+                reply(batch, ack, result, Stale::NOTHING)
+            }
+            WriteCommand::ConnectorUpdate { id, patch, ack } => {
+                let result = db::connectors::update(&mut self.conn, id, &patch, now_ms()).await;
+                reply(batch, ack, result, Stale::NOTHING)
+            }
+            WriteCommand::ConnectorDelete { id, ack } => {
+                let result = db::connectors::delete(&mut self.conn, id).await;
+                reply(batch, ack, result, Stale::NOTHING)
+            }
+            WriteCommand::ChatConnectorsSet { chat_id, ids, ack } => {
+                let result = db::connectors::set_chosen(&mut self.conn, &chat_id, &ids).await;
+                reply(batch, ack, result, Stale::NOTHING)
+            }
             WriteCommand::EmbedGrantMint { grant, ack } => {
                 let result = super::apps::mint_grant(&mut self.conn, &grant).await;
                 reply(batch, ack, result, Stale::NOTHING)

@@ -407,6 +407,14 @@ pub enum WriteCommand {
     AppSecretPut { app_id: i64, name: String, sealed: Vec<u8>, max: i64, ack: Ack<()> },
     /// Removes a secret; answers whether there was one.
     AppSecretDelete { app_id: i64, name: String, ack: Ack<bool> },
+    /// Stores a new connector: its id; 413 past `max`, 409 when its name is taken.
+    ConnectorCreate { connector: crate::db::connectors::NewConnector, max: i64, ack: Ack<i64> },
+    /// Changes a connector's chats, approval switch or connect state; whether there was one.
+    ConnectorUpdate { id: i64, patch: crate::db::connectors::ConnectorPatch, ack: Ack<bool> },
+    /// Removes a connector; whether there was one.
+    ConnectorDelete { id: i64, ack: Ack<bool> },
+    /// Replaces the connectors chosen for a chat.
+    ChatConnectorsSet { chat_id: String, ids: Vec<i64>, ack: Ack<()> },
     /// Stores a new embedded-chat grant.
     EmbedGrantMint { grant: crate::db::embeds::Grant, ack: Ack<()> },
     /// Trades grant `id` (for `instance_id`) for a session until `session_expires_at`.

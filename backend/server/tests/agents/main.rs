@@ -11,6 +11,7 @@
 #[allow(dead_code)]
 mod helpers;
 
+mod connectors;
 mod containment;
 mod fixtures;
 mod memory;
@@ -18,6 +19,10 @@ mod planted;
 mod runtime;
 mod warm;
 
+use connectors::{
+    a_connector_tool_call_asks_the_owner_under_the_ask_policy,
+    a_turn_calls_a_connector_tool_through_the_broker_without_its_credential,
+};
 use containment::{
     the_agent_signals_only_its_own_processes,
     what_the_agent_started_dies_at_the_next_start_after_the_server_was_killed,
@@ -1017,6 +1022,8 @@ macro_rules! for_both {
 }
 
 for_both!(
+    a_turn_calls_a_connector_tool_through_the_broker_without_its_credential,
+    a_connector_tool_call_asks_the_owner_under_the_ask_policy,
     the_agent_signals_only_its_own_processes,
     what_the_agent_starts_dies_with_its_turn_however_it_escaped,
     what_the_agent_started_dies_at_the_next_start_after_the_server_was_killed,

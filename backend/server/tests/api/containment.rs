@@ -172,6 +172,7 @@ async fn app_with_cli(
 fn concrete(route: &str, own_chat: &str, app_id: i64) -> String {
     let path = route
         .replace("/chats/{id}", &format!("/chats/{own_chat}"))
+        .replace("{chat}", own_chat)
         .replace("{id}", &app_id.to_string())
         .replace("{tool_use_id}", "t1")
         .replace("{*path}", "notes/a.json")
@@ -265,6 +266,9 @@ async fn the_agent_token_reaches_its_table_and_nothing_else() {
         (Method::POST, "/api/auth/app-job-token".to_owned()),
         (Method::POST, format!("/api/apps/{app_id}/run-job")),
         (Method::POST, format!("/api/apps/{app_id}/schedule")),
+        (Method::GET, "/api/connectors".to_owned()),
+        (Method::POST, "/api/connectors".to_owned()),
+        (Method::PUT, "/api/chats/mine/connectors".to_owned()),
     ];
     for (method, path) in denied {
         let r = call(&app, method.clone(), &path, &agent).await;

@@ -514,3 +514,55 @@ pub async fn transcript(app: &TestApp, token: &str, chat: &str) -> Vec<mobius::p
     assert_eq!(detail["has_more"], false, "the transcript fits one page");
     serde_json::from_value(detail["messages"].clone()).expect("typed messages")
 }
+
+/// The scripted MCP server (`tests/fake-providers/mock_mcp.py`), killed on drop; `args` are its
+/// options (`--bearer T`, `--header N=V`, `--sse`).
+pub struct McpMock {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl Drop for McpMock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl McpMock {
+    pub async fn start(dir: &Path, args: &[&str]) -> Self {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let port_file = dir.join(format!("mcp-{nanos}.port"));
+        let child = std::process::Command::new("python3")
+            .arg(mobius::config::checkout_root().join("tests/fake-providers/mock_mcp.py"))
+            .arg("--port-file")
+            .arg(&port_file)
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start the MCP mock (python3)");
+        let mut mock = Self { child, port: 0 };
+        mock.port = eventually("the MCP mock writes its port", || async {
+            std::fs::read_to_string(&port_file).ok().and_then(|t| t.trim().parse::<u16>().ok())
+        })
+        .await;
+        mock
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    pub async fn requests(&self) -> Vec<Value> {
+        reqwest::get(format!("http://127.0.0.1:{}/_mock/requests", self.port))
+            .await
+            .expect("mock log")
+            .json::<Value>()
+            .await
+            .expect("json")["requests"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+}

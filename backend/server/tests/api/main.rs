@@ -5,6 +5,7 @@ mod auth;
 mod backup;
 mod chat_list;
 mod chats;
+mod connectors;
 mod containment;
 mod devices;
 mod exposure;

@@ -4,6 +4,7 @@
 //! the prompts scheduled into it, with a form to schedule another.
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { chatConnectorsKey, chooseChatConnectors, connectorsKey, fetchChatConnectors, fetchConnectors } from "../../api/connectors";
 import { lazy, Suspense, useId, useState, type FormEvent } from "react";
 import { chatKey, fetchChat, patchChat, switchProvider } from "../../api/chats";
 import { ApiError, apiFetch } from "../../api/client";
@@ -275,6 +276,7 @@ export function ChatInfo({ chatId, title, onClose }: { chatId: string; title: st
       </form>
       <ChatWorkspace chatId={chatId} />
       <ChatSchedules chatId={chatId} title={title} />
+      <ChatConnectorChoice chatId={chatId} />
       </div>
     </Sheet>
   );
@@ -314,6 +316,48 @@ function ChatWorkspace({ chatId }: { chatId: string }) {
         </ul>
       )}
       {workspace.data?.truncated && <p className="field-hint">Only the newest {files.length} are listed.</p>}
+    </div>
+  );
+}
+
+/** Connectors this chat uses: every-chat ones always, chosen-chats ones when ticked here. */
+function ChatConnectorChoice({ chatId }: { chatId: string }) {
+  const queryClient = useQueryClient();
+  const all = useQuery({ queryKey: connectorsKey, queryFn: fetchConnectors, retry: false });
+  const mine = useQuery({ queryKey: chatConnectorsKey(chatId), queryFn: () => fetchChatConnectors(chatId), retry: false });
+  const choose = useMutation({
+    mutationFn: (ids: number[]) => chooseChatConnectors(chatId, ids),
+    onSuccess: (answer) => queryClient.setQueryData(chatConnectorsKey(chatId), answer),
+  });
+  const connectors = all.data?.connectors ?? [];
+  if (connectors.length === 0) return null;
+  const chosen = mine.data?.chosen ?? [];
+  const toggle = (id: number, on: boolean) => choose.mutate(on ? [...chosen, id] : chosen.filter((c) => c !== id));
+  return (
+    <div className="setting-stack">
+      <h3 className="review-section">Connectors</h3>
+      <ul className="skill-list">
+        {connectors.map((c) => (
+          <li key={c.id} className="skill">
+            {c.chats === "all" ? (
+              <span className="skill-name">{c.name}</span>
+            ) : (
+              <label className="setting-check">
+                <input type="checkbox" checked={chosen.includes(c.id)} disabled={!mine.data || choose.isPending} onChange={(e) => toggle(c.id, e.target.checked)} />
+                {c.name}
+              </label>
+            )}
+            <span className="skill-detail">
+              {c.status !== "connected" ? "not connected" : c.chats === "all" ? "every chat" : chosen.includes(c.id) ? "this chat" : "not in this chat"}
+            </span>
+          </li>
+        ))}
+      </ul>
+      {choose.isError && (
+        <p className="settings-error" role="alert">
+          Couldn't save that: {errorText(choose.error)}
+        </p>
+      )}
     </div>
   );
 }

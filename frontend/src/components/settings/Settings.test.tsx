@@ -34,6 +34,7 @@ describe("Settings as pages", () => {
       "New chats",
       "Memory",
       "Schedules",
+      "Connectors",
       "Notifications",
       "Appearance",
       "App store",

@@ -1,5 +1,5 @@
 //! Settings (loaded on demand), like a phone's: a list of sections (agents and how to connect
-//! them, new chats, memory, schedules, notifications, appearance, the store, the sandbox, the account, the
+//! them, new chats, memory, schedules, connectors, notifications, appearance, the store, the sandbox, the account, the
 //! version), each on its own page. A chat's own options live in its info sheet (`ChatInfo`).
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
@@ -39,6 +39,7 @@ import { Icon, type IconName } from "../ui/Icon";
 import { MemorySection } from "./MemorySettings";
 import { effortLevels } from "../chat/ModelPicker";
 import { SchedulesSection } from "../schedules/Schedules";
+import { ConnectorsSection } from "./ConnectorSettings";
 import NotificationSettings from "./NotificationSettings";
 import { DevicesSection } from "./Devices";
 import { UpdateSettings } from "./UpdateSettings";
@@ -60,6 +61,7 @@ const SECTION_DETAIL: Record<SettingsSection, string> = {
   defaults: "The agent new chats use",
   memory: "What new chats remember",
   schedules: "App jobs, scheduled prompts, reminders",
+  connectors: "Your tools the agent may use (MCP)",
   notifications: "When to tell you on this device",
   appearance: "Light, dark or as the system",
   store: "Where the store finds apps",
@@ -73,6 +75,7 @@ const SECTION_ICON: Record<SettingsSection, IconName> = {
   defaults: "compose",
   memory: "history",
   schedules: "clock",
+  connectors: "external",
   notifications: "bell",
   appearance: "settings",
   store: "apps",
@@ -136,6 +139,8 @@ function SectionPage({ section, onSignOut }: { section: SettingsSection; onSignO
       return <MemorySection />;
     case "schedules":
       return <SchedulesSection />;
+    case "connectors":
+      return <ConnectorsSection />;
     case "notifications":
       return <NotificationSettings />;
     case "appearance":

@@ -95,6 +95,16 @@ impl Turn<'_> {
             (None, Some(summary)) => crate::agent::handoff::seeded_prompt(summary, &prompt),
             _ => prompt,
         };
+        // The connectors this chat may use now, each at its broker URL.
+        let connectors = crate::connectors::for_chat(&agents.read, &self.chat_id).await?;
+        self.auto_approved = connectors.iter().flat_map(|c| c.auto_approved.iter().cloned()).collect();
+        let mcp: Vec<crate::agent::McpServer> = connectors
+            .into_iter()
+            .map(|c| crate::agent::McpServer {
+                url: crate::connectors::broker_url(agents.providers.api_url(), &self.chat_id, c.id),
+                name: c.name,
+            })
+            .collect();
         let key = WarmKey {
             provider: self.provider,
             model: model.clone(),
@@ -102,6 +112,7 @@ impl Turn<'_> {
             approval: self.approval,
             prompt_id: crate::agent::prompt::prompt_id(&system_prompt),
             credentials: agents.providers.credentials_stamp(self.provider),
+            mcp: mcp.clone(),
         };
         // The chat's previous process first parks or goes (a stopped turn winds down).
         agents.warm.settle(&self.chat_id).await;
@@ -154,6 +165,7 @@ impl Turn<'_> {
             confine,
             keep,
             memory: agents.providers.memory().clone(),
+            mcp,
         };
         agents.providers.provider(self.provider).start(request)
     }

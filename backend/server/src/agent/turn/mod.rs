@@ -234,6 +234,8 @@ struct Turn<'a> {
     pending_ask: Option<PendingAsk>,
     approval: ApprovalPolicy,
     allowed_tools: crate::agent::settings::AllowedTools,
+    /// Connector tools that run unasked: read-only ones of connectors the owner marked so.
+    auto_approved: std::collections::HashSet<String>,
     usage: Option<super::Usage>,
     session: Option<String>,
     /// A steering message handed to the CLI and not yet taken or refused.
@@ -264,6 +266,7 @@ async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiv
         pending_ask: None,
         approval: ApprovalPolicy::Full,
         allowed_tools: Default::default(),
+        auto_approved: std::collections::HashSet::new(),
         usage: None,
         session: None,
         pending_steer: None,
@@ -572,7 +575,10 @@ impl Turn<'_> {
         let (card, approval_tool) = match ask {
             Ask::Question { questions } => (Card::Question { questions, answers: None }, None),
             Ask::Approval { tool, input, reason } => {
-                if self.approval == ApprovalPolicy::Full || self.allowed_tools.contains(&tool) {
+                if self.approval == ApprovalPolicy::Full
+                    || self.allowed_tools.contains(&tool)
+                    || self.auto_approved.contains(&tool)
+                {
                     let _ = reply.send(Reply::Allow);
                     return;
                 }

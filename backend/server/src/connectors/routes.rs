@@ -1,0 +1,326 @@
+//! `/api/connectors…` (Settings › Connectors) and `/api/chats/{id}/connectors` (a chat's info
+//! sheet): the owner adds a remote MCP server by URL with no auth or a bearer/header secret,
+//! the server connects and lists its tools, and the owner reconnects, disconnects, removes it
+//! and says which chats may use it. Owner only; secrets are write-only.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::mcp::{self, Tool};
+use super::{MAX_CONNECTORS, credential, sealed_context};
+use crate::api::ApiJson;
+use crate::auth::Owner;
+use crate::db::connectors::{self as sql, ConnectorPatch, ConnectorRow, NewConnector};
+use crate::error::{Domain, Error, Result};
+use crate::state::AppState;
+use crate::writer::WriteCommand;
+
+/// Longest URL accepted.
+const MAX_URL_CHARS: usize = 2048;
+/// Longest secret accepted, in bytes.
+const MAX_SECRET_BYTES: usize = 8192;
+/// Longest stored connect error.
+const MAX_ERROR_CHARS: usize = 300;
+
+/// The connector routes (mounted under `/api`).
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/connectors", get(list).post(create))
+        .route("/connectors/{id}", get(one).patch(update).delete(remove))
+        .route("/connectors/{id}/refresh", post(refresh))
+        .route("/connectors/{id}/disconnect", post(disconnect))
+        .route("/chats/{id}/connectors", get(chat_connectors).put(set_chat_connectors))
+}
+
+/// `[a-z0-9][a-z0-9_-]{0,31}`: what the CLIs name its tools by (`mcp__<name>__<tool>`).
+pub fn valid_name(name: &str) -> bool {
+    (1..=32).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+/// A connector as Settings reads it (never its secret).
+#[derive(Serialize)]
+struct ConnectorOut {
+    id: i64,
+    name: String,
+    url: String,
+    auth: String,
+    header_name: Option<String>,
+    has_secret: bool,
+    chats: String,
+    read_only_auto: bool,
+    status: String,
+    last_error: Option<String>,
+    tools: Vec<Tool>,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl From<ConnectorRow> for ConnectorOut {
+    fn from(row: ConnectorRow) -> Self {
+        Self {
+            tools: serde_json::from_str(&row.tools).unwrap_or_default(),
+            has_secret: row.secret.is_some(),
+            id: row.id,
+            name: row.name,
+            url: row.url,
+            auth: row.auth,
+            header_name: row.header_name,
+            chats: row.chats,
+            read_only_auto: row.read_only_auto,
+            status: row.status,
+            last_error: row.last_error,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+    }
+}
+
+fn not_found() -> Error {
+    Error::not_found("connector_not_found", "No such connector.")
+}
+
+async fn row(state: &AppState, id: i64) -> Result<ConnectorRow> {
+    sql::get(&state.db.read, id).await?.ok_or_else(not_found)
+}
+
+/// `GET /api/connectors` → `{connectors, max}`.
+#[tracing::instrument(level = "debug", skip_all)]
+async fn list(State(state): State<AppState>, _owner: Owner) -> Result<Json<serde_json::Value>> {
+    let rows: Vec<ConnectorOut> = sql::list(&state.db.read).await?.into_iter().map(ConnectorOut::from).collect();
+    Ok(Json(json!({ "connectors": rows, "max": MAX_CONNECTORS })))
+}
+
+/// `GET /api/connectors/{id}`.
+#[tracing::instrument(level = "debug", skip_all, fields(connector.id = id))]
+async fn one(State(state): State<AppState>, _owner: Owner, Path(id): Path<i64>) -> Result<Json<ConnectorOut>> {
+    Ok(Json(row(&state, id).await?.into()))
+}
+
+#[derive(Deserialize)]
+struct CreateIn {
+    name: String,
+    url: String,
+    #[serde(default = "none")]
+    auth: String,
+    #[serde(default)]
+    secret: Option<String>,
+    #[serde(default)]
+    header_name: Option<String>,
+    #[serde(default = "all")]
+    chats: String,
+    #[serde(default)]
+    read_only_auto: bool,
+}
+
+fn none() -> String {
+    "none".into()
+}
+
+fn all() -> String {
+    "all".into()
+}
+
+fn check_chats(chats: &str) -> Result<()> {
+    if matches!(chats, "all" | "chosen") {
+        Ok(())
+    } else {
+        Err(Error::bad_request("invalid_chats", "chats is \"all\" or \"chosen\"."))
+    }
+}
+
+/// Parses and checks an MCP URL before anything connects: http(s), no credentials in it, no
+/// literal private, local or metadata address (names are checked as they resolve).
+fn check_url(state: &AppState, raw: &str) -> Result<reqwest::Url> {
+    let raw = raw.trim();
+    if raw.is_empty() || raw.len() > MAX_URL_CHARS {
+        return Err(Error::bad_request("invalid_url", "Give the MCP server's https address."));
+    }
+    let url = reqwest::Url::parse(raw).map_err(|_| Error::bad_request("invalid_url", "That is not a URL."))?;
+    if let Some(why) = state.connectors.policy().refuse_url(&url) {
+        return Err(Error::bad_request("connector_not_allowed", format!("That address may not be used: {why}.")));
+    }
+    Ok(url)
+}
+
+/// `POST /api/connectors {name, url, auth, secret?, header_name?, chats?, read_only_auto?}` →
+/// 201 with the connector, connected or with the reason it could not be.
+#[tracing::instrument(level = "debug", skip_all)]
+async fn create(State(state): State<AppState>, _owner: Owner, ApiJson(body): ApiJson<CreateIn>) -> Result<Response> {
+    if !valid_name(&body.name) {
+        return Err(Error::bad_request(
+            "invalid_connector_name",
+            "A connector's name is 1 to 32 lower-case letters, digits, '_' or '-', starting with a letter or digit.",
+        ));
+    }
+    let url = check_url(&state, &body.url)?;
+    check_chats(&body.chats)?;
+    let secret = match (body.auth.as_str(), body.secret) {
+        ("none", _) => None,
+        ("bearer" | "header", Some(s)) if !s.is_empty() && s.len() <= MAX_SECRET_BYTES => {
+            if reqwest::header::HeaderValue::from_str(&s).is_err() {
+                return Err(Error::bad_request("invalid_secret", "The secret cannot be sent in a header."));
+            }
+            Some(s)
+        }
+        ("bearer" | "header", _) => {
+            return Err(Error::bad_request(
+                "invalid_secret",
+                format!("Give the secret: a string of 1 to {MAX_SECRET_BYTES} bytes."),
+            ));
+        }
+        _ => return Err(Error::bad_request("invalid_auth", "auth is \"none\", \"bearer\" or \"header\".")),
+    };
+    let header_name = match body.auth.as_str() {
+        "header" => {
+            let name = body.header_name.unwrap_or_default();
+            let valid = reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_ok_and(|h| {
+                !matches!(h.as_str(), "host" | "content-length" | "content-type" | "accept" | "mcp-session-id")
+            });
+            if !valid {
+                return Err(Error::bad_request("invalid_header_name", "Give the header the secret goes in."));
+            }
+            Some(name)
+        }
+        _ => None,
+    };
+    let sealed = match &secret {
+        Some(s) => Some(state.keys.seal(&sealed_context(&body.name), s.as_bytes())?),
+        None => None,
+    };
+    let connector = NewConnector {
+        name: body.name,
+        url: url.to_string(),
+        auth: body.auth,
+        header_name,
+        secret: sealed,
+        chats: body.chats,
+        read_only_auto: body.read_only_auto,
+    };
+    let id = state.writer.call(|ack| WriteCommand::ConnectorCreate { connector, max: MAX_CONNECTORS, ack }).await?;
+    let row = connect(&state, row(&state, id).await?).await?;
+    Ok((StatusCode::CREATED, Json(ConnectorOut::from(row))).into_response())
+}
+
+/// Connects to the row's server, lists its tools and stores what it found.
+async fn connect(state: &AppState, row: ConnectorRow) -> Result<ConnectorRow> {
+    let client = state.connectors.client()?;
+    let found = mcp::list_tools(client, &row.url, credential(&state.keys, &row)?).await;
+    let (status, error, tools) = match found {
+        Ok((tools, cut)) => {
+            let note = cut.then(|| format!("Only the first {} tools are used.", mcp::MAX_TOOLS));
+            ("connected", note, serde_json::to_string(&tools).map_err(|e| Error::Internal(e.to_string()))?)
+        }
+        Err(failure) => {
+            tracing::info!(connector.id = row.id, "connecting a connector failed: {failure}");
+            ("error", Some(failure.0.chars().take(MAX_ERROR_CHARS).collect()), "[]".to_owned())
+        }
+    };
+    let patch = ConnectorPatch { state: Some((status.into(), error, Some(tools))), ..ConnectorPatch::default() };
+    let id = row.id;
+    if !state.writer.call(|ack| WriteCommand::ConnectorUpdate { id, patch, ack }).await? {
+        return Err(not_found());
+    }
+    self::row(state, id).await
+}
+
+#[derive(Deserialize)]
+struct UpdateIn {
+    chats: Option<String>,
+    read_only_auto: Option<bool>,
+}
+
+/// `PATCH /api/connectors/{id} {chats?, read_only_auto?}`.
+#[tracing::instrument(level = "debug", skip_all, fields(connector.id = id))]
+async fn update(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Path(id): Path<i64>,
+    ApiJson(body): ApiJson<UpdateIn>,
+) -> Result<Json<ConnectorOut>> {
+    if let Some(chats) = &body.chats {
+        check_chats(chats)?;
+    }
+    let patch = ConnectorPatch { chats: body.chats, read_only_auto: body.read_only_auto, state: None };
+    if !state.writer.call(|ack| WriteCommand::ConnectorUpdate { id, patch, ack }).await? {
+        return Err(not_found());
+    }
+    Ok(Json(row(&state, id).await?.into()))
+}
+
+/// `POST /api/connectors/{id}/refresh`: connects again and lists its tools anew.
+#[tracing::instrument(level = "debug", skip_all, fields(connector.id = id))]
+async fn refresh(State(state): State<AppState>, _owner: Owner, Path(id): Path<i64>) -> Result<Json<ConnectorOut>> {
+    let row = row(&state, id).await?;
+    Ok(Json(connect(&state, row).await?.into()))
+}
+
+/// `POST /api/connectors/{id}/disconnect`: kept, but no turn gets it until it is refreshed.
+#[tracing::instrument(level = "debug", skip_all, fields(connector.id = id))]
+async fn disconnect(State(state): State<AppState>, _owner: Owner, Path(id): Path<i64>) -> Result<Json<ConnectorOut>> {
+    let patch = ConnectorPatch { state: Some(("disconnected".into(), None, None)), ..ConnectorPatch::default() };
+    if !state.writer.call(|ack| WriteCommand::ConnectorUpdate { id, patch, ack }).await? {
+        return Err(not_found());
+    }
+    Ok(Json(row(&state, id).await?.into()))
+}
+
+/// `DELETE /api/connectors/{id}` → 204.
+#[tracing::instrument(level = "debug", skip_all, fields(connector.id = id))]
+async fn remove(State(state): State<AppState>, _owner: Owner, Path(id): Path<i64>) -> Result<StatusCode> {
+    if !state.writer.call(|ack| WriteCommand::ConnectorDelete { id, ack }).await? {
+        return Err(not_found());
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn live_chat(state: &AppState, id: &str) -> Result<()> {
+    match crate::db::chats::get(&state.db.read, id).await? {
+        Some(chat) if chat.deleted_at.is_none() => Ok(()),
+        _ => Err(Domain::ChatNotFound.into()),
+    }
+}
+
+/// `GET /api/chats/{id}/connectors` → `{chosen: [id…], usable: [id…]}`: the connectors chosen
+/// for the chat and those its next turn gets.
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %id))]
+async fn chat_connectors(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>> {
+    live_chat(&state, &id).await?;
+    let chosen = sql::chosen(&state.db.read, &id).await?;
+    let usable: Vec<i64> = super::for_chat(&state.db.read, &id).await?.into_iter().map(|s| s.id).collect();
+    Ok(Json(json!({ "chosen": chosen, "usable": usable })))
+}
+
+#[derive(Deserialize)]
+struct ChosenIn {
+    ids: Vec<i64>,
+}
+
+/// `PUT /api/chats/{id}/connectors {ids}`: the connectors chosen for this chat (those set to
+/// "chosen chats"; all-chats ones need no choice).
+#[tracing::instrument(level = "debug", skip_all, fields(chat.id = %id))]
+async fn set_chat_connectors(
+    State(state): State<AppState>,
+    owner: Owner,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<ChosenIn>,
+) -> Result<Json<serde_json::Value>> {
+    live_chat(&state, &id).await?;
+    if body.ids.len() > usize::try_from(MAX_CONNECTORS).unwrap_or(usize::MAX) {
+        return Err(Error::bad_request("invalid_request", "Too many connectors."));
+    }
+    let chat_id = id.clone();
+    let ids = body.ids;
+    state.writer.call(|ack| WriteCommand::ChatConnectorsSet { chat_id, ids, ack }).await?;
+    chat_connectors(State(state), owner, Path(id)).await
+}

@@ -1,0 +1,270 @@
+//! Connectors (issue 36): the registry, the SSRF rules at connect, and the broker — a turn's
+//! CLI reaches the owner's MCP server through the server, which adds the credential the CLI
+//! never holds — against the scripted MCP server `tests/fake-providers/mock_mcp.py`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::{McpMock, TestApp, assert_error, eventually, script};
+
+/// The connector's credential: it must reach the MCP server and nothing the agent sees.
+const SECRET: &str = "mcp-secret-6f1d2c";
+
+/// A Claude imitation that saves its agent token, its command line and its environment in its
+/// HOME, says hello, and keeps the turn running until stopped.
+fn recorder(dir: &Path) -> PathBuf {
+    script(
+        dir,
+        "fake-claude-recorder",
+        r#"IFS= read -r init
+IFS= read -r user
+for a in "$@"; do printf '%s\n' "$a"; done > "$HOME/argv.txt"
+env > "$HOME/env.txt"
+printf '%s' "$MOBIUS_AGENT_TOKEN" > "$HOME/agent-token.tmp" && mv "$HOME/agent-token.tmp" "$HOME/agent-token"
+printf '{"type":"system","subtype":"init","session_id":"s1"}\n'
+exec sleep 300"#,
+    )
+}
+
+async fn app_with(loopback: bool) -> (TestApp, String) {
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let bin = recorder(dir.path());
+    let app = TestApp::spawn_in(dir, |c| {
+        c.claude_bin = bin;
+        c.agent_start_timeout = Duration::from_secs(10);
+        c.connectors_allow_loopback = loopback;
+    })
+    .await;
+    let token = app.setup_owner().await;
+    app.connect_claude(&token).await;
+    (app, token)
+}
+
+async fn add(app: &TestApp, token: &str, body: Value) -> reqwest::Response {
+    app.post("/api/connectors", body, Some(token)).await
+}
+
+async fn wait_for_file(path: &Path) -> String {
+    eventually(&format!("{} appears", path.display()), || async {
+        std::fs::read_to_string(path).ok().filter(|text| !text.is_empty())
+    })
+    .await
+}
+
+/// Files and folders under `dir` (the agent's workspace) that contain `needle`.
+fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else { continue };
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_file() && std::fs::read(&path).is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle))
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+async fn rpc(app: &TestApp, path: &str, token: &str, body: Value) -> reqwest::Response {
+    app.client
+        .post(app.url(path))
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .json(&body)
+        .timeout(Duration::from_secs(60))
+        .send()
+        .await
+        .expect("broker call")
+}
+
+#[tokio::test]
+async fn a_connector_lists_its_tools_at_connect_and_settings_never_sees_its_secret() {
+    let (app, token) = app_with(true).await;
+    let mock = McpMock::start(app.data_dir(), &["--bearer", SECRET, "--sse"]).await;
+    let r = add(&app, &token, json!({ "name": "notes", "url": mock.url(), "auth": "bearer", "secret": SECRET })).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let created: Value = r.json().await.expect("json");
+    assert_eq!(created["status"], "connected", "{created}");
+    let tools: Vec<&str> =
+        created["tools"].as_array().expect("tools").iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(tools, ["echo", "save", "big", "hang", "garbage"]);
+    assert_eq!(created["tools"][0]["read_only"], true);
+    assert_eq!(created["has_secret"], true);
+    let listed = app.get("/api/connectors", Some(&token)).await.text().await.expect("text");
+    assert!(!listed.contains(SECRET), "the list never carries the secret");
+    assert!(!created.to_string().contains(SECRET));
+
+    // A wrong secret is an error the owner sees, not a crash; the name is taken once.
+    let wrong =
+        add(&app, &token, json!({ "name": "wrong", "url": mock.url(), "auth": "bearer", "secret": "nope" })).await;
+    let wrong: Value = wrong.json().await.expect("json");
+    assert_eq!(wrong["status"], "error");
+    assert!(wrong["last_error"].as_str().unwrap_or_default().contains("refused the credential"), "{wrong}");
+    let again = add(&app, &token, json!({ "name": "notes", "url": mock.url() })).await;
+    assert_error(again, StatusCode::CONFLICT, "connector_name_taken").await;
+    let bad = add(&app, &token, json!({ "name": "Bad Name", "url": mock.url() })).await;
+    assert_error(bad, StatusCode::BAD_REQUEST, "invalid_connector_name").await;
+
+    // Disconnect, refresh, delete.
+    let id = created["id"].as_i64().expect("id");
+    let off = app.post(&format!("/api/connectors/{id}/disconnect"), json!({}), Some(&token)).await;
+    assert_eq!(off.json::<Value>().await.expect("json")["status"], "disconnected");
+    let on = app.post(&format!("/api/connectors/{id}/refresh"), json!({}), Some(&token)).await;
+    assert_eq!(on.json::<Value>().await.expect("json")["status"], "connected");
+    assert_eq!(app.delete_with(&format!("/api/connectors/{id}"), &token).await.status(), StatusCode::NO_CONTENT);
+    assert_error(
+        app.get(&format!("/api/connectors/{id}"), Some(&token)).await,
+        StatusCode::NOT_FOUND,
+        "connector_not_found",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn private_loopback_and_metadata_addresses_are_refused_and_the_33rd_connector_too() {
+    let (app, token) = app_with(false).await;
+    for url in [
+        "http://127.0.0.1:9/mcp",
+        "http://169.254.169.254/latest/meta-data",
+        "http://10.0.0.7/mcp",
+        "http://[::1]/mcp",
+        "https://user:pw@example.com/mcp",
+        "ftp://example.com/mcp",
+    ] {
+        let r = add(&app, &token, json!({ "name": "x", "url": url })).await;
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{url}");
+    }
+    // A name that resolves to loopback is refused as it resolves (the address connected to).
+    let r = add(&app, &token, json!({ "name": "named", "url": "http://localhost:9/mcp" })).await;
+    let body: Value = r.json().await.expect("json");
+    assert_eq!(body["status"], "error");
+    assert!(body["last_error"].as_str().unwrap_or_default().contains("may not be reached"), "{body}");
+
+    // 32 at most (one exists already).
+    for i in 1..32 {
+        let r = add(&app, &token, json!({ "name": format!("c{i}"), "url": "http://localhost:9/mcp" })).await;
+        assert_eq!(r.status(), StatusCode::CREATED, "connector {i}");
+    }
+    let r = add(&app, &token, json!({ "name": "c33", "url": "http://localhost:9/mcp" })).await;
+    assert_error(r, StatusCode::PAYLOAD_TOO_LARGE, "too_many_connectors").await;
+}
+
+#[tokio::test]
+async fn the_broker_adds_the_credential_only_for_the_live_turn_of_its_chat() {
+    let (app, token) = app_with(true).await;
+    let mock = McpMock::start(app.data_dir(), &["--header", &format!("X-Api-Key={SECRET}")]).await;
+    let r = add(
+        &app,
+        &token,
+        json!({ "name": "notes", "url": mock.url(), "auth": "header", "header_name": "X-Api-Key", "secret": SECRET }),
+    )
+    .await;
+    let created: Value = r.json().await.expect("json");
+    assert_eq!(created["status"], "connected", "{created}");
+    let id = created["id"].as_i64().expect("id");
+    // A second connector limited to chosen chats: "mine" gets it, "other" does not.
+    let r = add(
+        &app,
+        &token,
+        json!({ "name": "chosen", "url": mock.url(), "auth": "header", "header_name": "X-Api-Key", "secret": SECRET,
+                "chats": "chosen" }),
+    )
+    .await;
+    let chosen_id = r.json::<Value>().await.expect("json")["id"].as_i64().expect("id");
+    app.chat(&token, "mine").await;
+    app.chat(&token, "other").await;
+    let r = app.put_json("/api/chats/mine/connectors", json!({ "ids": [chosen_id] }), &token).await;
+    assert_eq!(r.json::<Value>().await.expect("json")["chosen"], json!([chosen_id]));
+    let usable = app.get("/api/chats/other/connectors", Some(&token)).await.json::<Value>().await.expect("json");
+    assert_eq!(usable["usable"], json!([id]), "a chat that did not choose it never gets it");
+
+    app.send(&token, "mine", "hello", "m1").await;
+    let home = app.data_dir().join("agent-home");
+    let agent = wait_for_file(&home.join("agent-token")).await;
+    // The CLI is told about the broker, never about the connector or its secret.
+    let argv = wait_for_file(&home.join("argv.txt")).await;
+    let config = argv.lines().skip_while(|l| *l != "--mcp-config").nth(1).expect("an --mcp-config");
+    let config: Value = serde_json::from_str(config).expect("json config");
+    let base = format!("http://127.0.0.1:{}/api/mcp/mine", app.addr.port());
+    assert_eq!(config["mcpServers"]["notes"]["url"], format!("{base}/{id}"));
+    assert_eq!(config["mcpServers"]["chosen"]["url"], format!("{base}/{chosen_id}"));
+    assert_eq!(config["mcpServers"]["notes"]["headers"]["Authorization"], "Bearer ${MOBIUS_AGENT_TOKEN}");
+    assert!(argv.contains("--strict-mcp-config"));
+    let env = wait_for_file(&home.join("env.txt")).await;
+    for (what, text) in [("arguments", &argv), ("environment", &env)] {
+        assert!(!text.contains(SECRET), "the CLI's {what} hold the connector's secret");
+        assert!(!text.contains(mock.url().as_str()), "the CLI's {what} name the real server");
+    }
+    assert!(files_containing(app.data_dir(), SECRET.as_bytes()).is_empty(), "no file in DATA_DIR holds the secret");
+
+    // Through the broker: the call reaches the server with the credential, not the agent token.
+    let path = format!("/api/mcp/mine/{id}");
+    let init = rpc(&app, &path, &agent, json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{}})).await;
+    assert_eq!(init.status(), StatusCode::OK);
+    let session = init.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).expect("session").to_owned();
+    let call = app
+        .client
+        .post(app.url(&path))
+        .bearer_auth(&agent)
+        .header("mcp-session-id", &session)
+        .json(&json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}))
+        .send()
+        .await
+        .expect("call");
+    assert_eq!(call.status(), StatusCode::OK);
+    let answer: Value = call.json().await.expect("json");
+    assert_eq!(answer["result"]["content"][0]["text"], "echo: hi");
+    let seen = mock.requests().await;
+    let calls: Vec<&Value> = seen.iter().filter(|r| r["body"]["method"] == "tools/call").collect();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["headers"]["x-api-key"], SECRET);
+    assert_eq!(calls[0]["headers"]["mcp-session-id"], session.as_str());
+    assert!(seen.iter().all(|r| !r.to_string().contains(&agent)), "the agent token never leaves the server");
+    // A server that answers garbage or nothing ends that call with an error; the next goes on.
+    let garbage =
+        rpc(&app, &path, &agent, json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"garbage"}}))
+            .await;
+    assert!(serde_json::from_slice::<Value>(&garbage.bytes().await.expect("body")).is_err());
+    let ok = rpc(
+        &app,
+        &path,
+        &agent,
+        json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"text":"again"}}}),
+    )
+    .await;
+    assert_eq!(ok.json::<Value>().await.expect("json")["result"]["content"][0]["text"], "echo: again");
+
+    // Another chat's path, another chat's connector, no token: refused.
+    let other =
+        rpc(&app, &format!("/api/mcp/other/{id}"), &agent, json!({"jsonrpc":"2.0","id":5,"method":"ping"})).await;
+    assert_error(other, StatusCode::UNAUTHORIZED, "capability_refused").await;
+    let none = app.client.post(app.url(&path)).json(&json!({})).send().await.expect("call");
+    assert_error(none, StatusCode::UNAUTHORIZED, "capability_refused").await;
+    let owner = rpc(&app, &path, &token, json!({"jsonrpc":"2.0","id":6,"method":"ping"})).await;
+    assert_error(owner, StatusCode::UNAUTHORIZED, "capability_refused").await;
+    let unknown = rpc(&app, "/api/mcp/mine/999", &agent, json!({"jsonrpc":"2.0","id":7,"method":"ping"})).await;
+    assert_error(unknown, StatusCode::NOT_FOUND, "connector_not_found").await;
+    // A disconnected connector is gone at once, even for the running turn.
+    app.post(&format!("/api/connectors/{chosen_id}/disconnect"), json!({}), Some(&token)).await;
+    let gone =
+        rpc(&app, &format!("/api/mcp/mine/{chosen_id}"), &agent, json!({"jsonrpc":"2.0","id":8,"method":"ping"})).await;
+    assert_error(gone, StatusCode::NOT_FOUND, "connector_not_found").await;
+
+    // The turn ends: its capability dies with it.
+    let stop = app.post("/api/chat/stop", json!({ "chat_id": "mine" }), Some(&token)).await;
+    assert!(stop.status().is_success());
+    eventually("the turn ends", || async { (app.detail(&token, "mine").await["running"] == false).then_some(()) })
+        .await;
+    let late = rpc(&app, &path, &agent, json!({"jsonrpc":"2.0","id":9,"method":"ping"})).await;
+    assert_error(late, StatusCode::UNAUTHORIZED, "capability_refused").await;
+}
