@@ -263,11 +263,16 @@ impl Parser {
                 "tool_use" => {
                     let name = str_at(block, &["name"]).to_owned();
                     let input = block.get("input").cloned().unwrap_or(Value::Null);
+                    let tool_id = str_at(block, &["id"]).to_owned();
+                    let files = edit_files(&name, &input);
                     events.push(AgentEvent::ToolStart {
-                        id: str_at(block, &["id"]).to_owned(),
+                        id: tool_id.clone(),
                         input: summarize_input(&name, &input),
                         name,
                     });
+                    if !files.is_empty() {
+                        events.push(AgentEvent::ToolFiles { id: tool_id, files });
+                    }
                 }
                 _ => {}
             }
@@ -594,9 +599,67 @@ fn questions_of(input: &Value) -> Vec<QuestionItem> {
         .unwrap_or_default()
 }
 
+/// The diffs of Claude's file tools from their input: `Edit` (`old_string` → `new_string`),
+/// `MultiEdit` (its `edits`, one hunk each), `Write` (`content`, all added). Anything else, or
+/// an input without those fields, has none (the block shows as any tool's).
+fn edit_files(tool: &str, input: &Value) -> Vec<crate::protocol::FileDiff> {
+    use crate::protocol::FileChange;
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    let Some(path) = text(input, "file_path") else { return Vec::new() };
+    let pairs: Vec<(String, String)> = match tool {
+        "Edit" => match (text(input, "old_string"), text(input, "new_string")) {
+            (Some(old), Some(new)) => vec![(old, new)],
+            _ => return Vec::new(),
+        },
+        "MultiEdit" => input
+            .get("edits")
+            .and_then(Value::as_array)
+            .map(|edits| edits.iter().filter_map(|e| Some((text(e, "old_string")?, text(e, "new_string")?))).collect())
+            .unwrap_or_default(),
+        "Write" => {
+            let Some(content) = text(input, "content") else { return Vec::new() };
+            if super::diff::is_binary(&content) {
+                return vec![super::diff::binary(&path, FileChange::Write)];
+            }
+            return vec![super::diff::file(&path, FileChange::Write, super::diff::whole(&content, '+'))];
+        }
+        _ => return Vec::new(),
+    };
+    if pairs.is_empty() {
+        return Vec::new();
+    }
+    if pairs.iter().any(|(old, new)| super::diff::is_binary(old) || super::diff::is_binary(new)) {
+        return vec![super::diff::binary(&path, FileChange::Update)];
+    }
+    let mut diff = String::new();
+    for (old, new) in &pairs {
+        if pairs.len() > 1 {
+            diff.push_str("@@\n");
+        }
+        super::diff::between(old, new, &mut diff);
+    }
+    vec![super::diff::file(&path, FileChange::Update, diff)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn edit_tools_become_diffs_and_other_input_none() {
+        let edit = edit_files("Edit", &json!({"file_path": "/w/a.txt", "old_string": "a\nb", "new_string": "a\nc"}));
+        assert_eq!((edit[0].diff.as_str(), edit[0].added, edit[0].removed), (" a\n-b\n+c\n", 1, 1));
+        let multi = edit_files(
+            "MultiEdit",
+            &json!({"file_path": "/w/a.txt", "edits": [{"old_string": "x", "new_string": "y"}, {"old_string": "p", "new_string": ""}]}),
+        );
+        assert_eq!(multi[0].diff, "@@\n-x\n+y\n@@\n-p\n");
+        let write = edit_files("Write", &json!({"file_path": "/w/n.txt", "content": "one\ntwo\n"}));
+        assert_eq!((write[0].change, write[0].added), (crate::protocol::FileChange::Write, 2));
+        assert!(edit_files("Write", &json!({"file_path": "/w/i.png", "content": "\u{0}PNG"}))[0].binary);
+        assert!(edit_files("Edit", &json!({"file_path": "/w/a.txt", "old_string": 3})).is_empty());
+        assert!(edit_files("Bash", &json!({"command": "ls"})).is_empty());
+    }
 
     fn file(dir: &std::path::Path, name: &str, bytes: &[u8], dims: (u32, u32), preview: Option<&[u8]>) -> InputFile {
         std::fs::write(dir.join(name), bytes).expect("file");

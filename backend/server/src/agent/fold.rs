@@ -24,6 +24,14 @@ pub const MAX_TURN_TEXT_BYTES: usize = 1024 * 1024;
 pub const MAX_TURN_OVERFLOW_BYTES: u64 = 16 * 1024 * 1024;
 /// Overflow files one turn writes at most (blocks past it lose their overflow).
 pub const MAX_OVERFLOW_FILES_PER_TURN: usize = 32;
+/// Diff text kept inline per changed file, in bytes; a longer diff is cut at a line end and
+/// kept whole for `/tool-output/{stash_id}`.
+pub const MAX_INLINE_DIFF_BYTES: usize = 128 * 1024;
+/// Diff text kept inline per turn, all files together, in bytes (past it a file keeps its
+/// counts and the stored whole diff only).
+pub const MAX_TURN_DIFF_BYTES: usize = 512 * 1024;
+/// The most of one file's diff the server keeps at all, in bytes.
+pub const MAX_STORED_DIFF_BYTES: usize = 16 * 1024 * 1024;
 /// The folder of `DATA_DIR` that keeps overflowing text, one file per chat and block.
 pub const OVERFLOW_DIR: &str = "agent-output";
 /// What a block that overflowed ends with.
@@ -36,6 +44,9 @@ pub enum Folded {
     Chat(ChatEvent),
     /// A journal event whose output was truncated: `full` is stored for `/tool-output/{id}`.
     Truncated { event: ChatEvent, tool_use_id: String, full: String },
+    /// A tool's file diffs: `event` carries the inline part, `stash` the whole diffs that were
+    /// cut, by their `stash_id`.
+    Files { event: ChatEvent, stash: Vec<(String, String)> },
     /// Nothing to record (streamed output past the inline cap).
     Nothing,
     /// Text past the caps: `event` (the kept part and the note, the first time) is journaled,
@@ -52,6 +63,7 @@ pub struct ChatFold {
     streamed: HashMap<String, usize>,
     text: HashMap<String, usize>,
     turn_text: usize,
+    turn_diff: usize,
     overflowed: HashSet<String>,
     /// The agent's working folder with a trailing `/`: file tools' paths under it are shown
     /// relative to it, so a phone's row shows the file name rather than `/data/apps/…`.
@@ -101,6 +113,33 @@ impl ChatFold {
         }
     }
 
+    /// A tool's diffs with workspace-relative paths, each cut to what the inline caps leave.
+    fn files(&mut self, id: String, files: Vec<crate::protocol::FileDiff>) -> Folded {
+        let mut stash = Vec::new();
+        let mut kept = Vec::with_capacity(files.len());
+        for (index, mut file) in files.into_iter().enumerate() {
+            file.path = self.relative("Edit", std::mem::take(&mut file.path));
+            let room = MAX_INLINE_DIFF_BYTES.min(MAX_TURN_DIFF_BYTES.saturating_sub(self.turn_diff));
+            if file.diff.len() > room {
+                let full_len = file.diff.len();
+                let cut = file.diff[..floor_boundary(&file.diff, room)].rfind('\n').map_or(0, |end| end + 1);
+                let mut whole = file.diff.split_off(cut);
+                whole.insert_str(0, &file.diff);
+                if whole.len() > MAX_STORED_DIFF_BYTES {
+                    let end = whole[..floor_boundary(&whole, MAX_STORED_DIFF_BYTES)].rfind('\n').map_or(0, |e| e + 1);
+                    whole.truncate(end);
+                }
+                let stash_id = format!("{id}:diff:{index}");
+                file.full_len = u64::try_from(full_len).ok();
+                file.stash_id = Some(stash_id.clone());
+                stash.push((stash_id, whole));
+            }
+            self.turn_diff += file.diff.len();
+            kept.push(file);
+        }
+        Folded::Files { event: ChatEvent::ToolFiles { tool_use_id: id, files: kept }, stash }
+    }
+
     /// Folds one provider event.
     pub fn fold(&mut self, event: AgentEvent) -> Folded {
         match event {
@@ -114,6 +153,7 @@ impl ChatFold {
                 let input = self.relative(&name, input);
                 Folded::Chat(ChatEvent::ToolStart { tool_use_id: id, tool: name, input })
             }
+            AgentEvent::ToolFiles { id, files } => self.files(id, files),
             AgentEvent::ToolOutput { id, text, append: true, .. } => {
                 let sent = self.streamed.entry(id.clone()).or_insert(0);
                 if *sent >= MAX_INLINE_TOOL_OUTPUT {
@@ -268,6 +308,29 @@ mod tests {
         assert_eq!(r.full_len, 10_000);
         assert!(r.inline.contains("characters omitted"));
         assert!(r.inline.chars().count() < MAX_INLINE_TOOL_OUTPUT + 100);
+    }
+
+    #[test]
+    fn diffs_are_relative_and_cut_at_a_line_end_with_the_whole_kept() {
+        let mut fold = ChatFold::in_workspace(Path::new("/srv/data"));
+        let big = super::super::diff::whole(&"x".repeat(99), '+').repeat(MAX_INLINE_DIFF_BYTES / 100 + 10);
+        let files = vec![
+            super::super::diff::file("/srv/data/a.rs", crate::protocol::FileChange::Update, "-a\n+b\n".into()),
+            super::super::diff::file("/srv/data/big.txt", crate::protocol::FileChange::Write, big.clone()),
+        ];
+        let Folded::Files { event: ChatEvent::ToolFiles { files, .. }, stash } =
+            fold.fold(AgentEvent::ToolFiles { id: "t".into(), files })
+        else {
+            panic!("not files")
+        };
+        assert_eq!(files[0].path, "a.rs");
+        assert_eq!(files[0].diff, "-a\n+b\n");
+        assert_eq!(files[0].full_len, None);
+        let cut = &files[1];
+        assert!(cut.diff.len() <= MAX_INLINE_DIFF_BYTES && cut.diff.ends_with('\n'));
+        assert_eq!((cut.added, cut.full_len), (u32::try_from(big.lines().count()).unwrap(), Some(big.len() as u64)));
+        assert_eq!(stash, vec![("t:diff:1".to_owned(), big)]);
+        assert_eq!(cut.stash_id.as_deref(), Some("t:diff:1"));
     }
 
     #[test]

@@ -9,6 +9,7 @@
 pub mod ceiling;
 pub mod claude;
 pub mod codex;
+pub mod diff;
 pub mod fold;
 pub mod handle;
 pub mod handoff;
@@ -216,6 +217,8 @@ pub enum AgentEvent {
     Thinking { item_id: String, delta: String },
     /// A tool call began; `input` is a short human summary.
     ToolStart { id: String, name: String, input: String },
+    /// The files a tool call changes, as whole diffs from its input (the fold bounds them).
+    ToolFiles { id: String, files: Vec<crate::protocol::FileDiff> },
     /// Tool output: the whole output, or a piece to append.
     ToolOutput { id: String, text: String, append: bool, exit_code: Option<i64> },
     /// The tool returned an image.

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ids::{ChatId, QuestionId, RunId};
-use super::message::{Answers, ErrorFix, Message, QuestionCard, is_false};
+use super::message::{Answers, ErrorFix, FileDiff, Message, QuestionCard, is_false};
 use super::notice::NotificationKind;
 
 /// How a run ended.
@@ -87,6 +87,11 @@ pub enum ChatEvent {
         tool_use_id: String,
         tool: String,
         input: String,
+    },
+    /// The files a tool call changes (diffs from its input), set once per call.
+    ToolFiles {
+        tool_use_id: String,
+        files: Vec<FileDiff>,
     },
     /// The tool's output (or, with `append`, the next piece of it).
     ToolOutput {

@@ -76,7 +76,13 @@ impl LiveMessage {
                         output_full_len: None,
                         output_exit_code: None,
                         images: Vec::new(),
+                        files: Vec::new(),
                     }));
+                }
+            }
+            ChatEvent::ToolFiles { tool_use_id, files } => {
+                if let Some(tool) = self.tool_mut(tool_use_id) {
+                    files.clone_into(&mut tool.files);
                 }
             }
             ChatEvent::ToolOutput {
@@ -289,6 +295,12 @@ mod tests {
         apply(&mut m, json!({"type":"tool_start","tool_use_id":"t3","tool":"Bash","input":"sleep 9"}));
         apply(&mut m, json!({"type":"tool_end","tool_use_id":"t3","is_error":true,"interrupted":true}));
         assert_eq!(tool(&m, 2).status, ToolStatus::Stopped);
+        // Diffs land on their tool; diffs of an unknown tool change nothing.
+        let files = json!([{"path":"a.rs","change":"update","added":1,"removed":0,"diff":"+x\n"}]);
+        apply(&mut m, json!({"type":"tool_files","tool_use_id":"t3","files":files}));
+        apply(&mut m, json!({"type":"tool_files","tool_use_id":"nope","files":files}));
+        assert_eq!(tool(&m, 2).files[0].diff, "+x\n");
+        assert_eq!(m.blocks().len(), 3);
     }
 
     #[test]

@@ -183,6 +183,50 @@ pub struct ToolBlock {
     /// Images the tool returned, as chat media URLs (at most [`super::live::MAX_TOOL_IMAGES`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<String>,
+    /// The files the call changes, as diffs computed from its input (an edit tool only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileDiff>,
+}
+
+/// How a tool call changes one file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum FileChange {
+    /// A new file.
+    Add,
+    /// Part of the file replaced.
+    Update,
+    /// The file removed.
+    Delete,
+    /// The whole file written (new or replaced: the input does not say which).
+    Write,
+}
+
+/// One file's change as a unified diff: every line of `diff` starts with `+` (added), `-`
+/// (removed), ` ` (unchanged) or `@@` (a hunk's start). Computed from the tool's input, never
+/// by reading the file afterwards.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct FileDiff {
+    pub path: String,
+    pub change: FileChange,
+    /// Lines added and removed, counted over the whole diff (also when `diff` was cut).
+    pub added: u32,
+    pub removed: u32,
+    /// The unified diff, possibly cut at a line end (see `full_len`).
+    #[serde(default)]
+    pub diff: String,
+    /// The content is not text: no diff lines, "binary changed".
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub binary: bool,
+    /// Set when `diff` was cut: the whole diff's length in bytes; the whole diff is at
+    /// `/tool-output/{stash_id}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(type = "number"))]
+    pub full_len: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stash_id: Option<String>,
 }
 
 /// A file attached to a user message, as the server recorded it (the upload's name in the
