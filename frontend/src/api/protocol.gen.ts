@@ -37,6 +37,10 @@ export type HandoffSource = "provider" | "transcript";
 
 export type ToolBlock = { tool: string, tool_use_id: string, /** A one-line summary of the tool's input. */ input: string, output: string, status: ToolStatus, /** The inline output is head + tail; the whole text is at `/tool-output/{tool_use_id}`. */ output_truncated?: boolean, output_full_len?: number, output_exit_code?: number | null, /** Images the tool returned, as chat media URLs (at most [`super::live::MAX_TOOL_IMAGES`]). */ images?: Array<string>, /** The files the call changes, as diffs computed from its input (an edit tool only). */ files?: Array<FileDiff>, };
 
+export type FileChange = "add" | "update" | "delete" | "write";
+
+export type FileDiff = { path: string, change: FileChange, /** Lines added and removed, counted over the whole diff (also when `diff` was cut). */ added: number, removed: number, /** The unified diff, possibly cut at a line end (see `full_len`). */ diff: string, /** The content is not text: no diff lines, "binary changed". */ binary?: boolean, /** Set when `diff` was cut: the whole diff's length in bytes; the whole diff is at `/tool-output/{stash_id}`. */ full_len?: number, stash_id?: string | null, };
+
 export type Attachment = { name: string, mime_type: string, size: number, width?: number, height?: number, /** A preview exists (`?preview=true`). */ preview: boolean, };
 
 export type QuestionCard = { question_id: QuestionId, } & ({ "kind": "question", questions: Array<QuestionItem>, answers?: { [key in string]: Choice } | null, } | { "kind": "approval", tool: string, /** A one-line summary of the tool's input. */ input: string, reason?: string | null, answers?: ApprovalAnswers | null, });

@@ -17,6 +17,8 @@ export type {
   Choice,
   Cid,
   Decision,
+  FileChange,
+  FileDiff,
   JournalEntry,
   Message,
   Pause,

@@ -30,6 +30,8 @@ fn render() -> String {
         HandoffReason::decl(&cfg),
         HandoffSource::decl(&cfg),
         ToolBlock::decl(&cfg),
+        FileChange::decl(&cfg),
+        FileDiff::decl(&cfg),
         Attachment::decl(&cfg),
         QuestionCard::decl(&cfg),
         Card::decl(&cfg),

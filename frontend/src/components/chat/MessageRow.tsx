@@ -9,6 +9,8 @@ import type { ChatMessage } from "../../chat/reducer";
 import type { VersionSwitch } from "../../chat/versions";
 import { ErrorView, HandoffView, TextRest, ThinkingView, ToolView, wasCut } from "./Blocks";
 import { MessageFiles } from "./ChatFiles";
+import { FilesChanged } from "./Diff";
+import { filesChanged } from "../../chat/diff";
 import { Icon } from "../ui/Icon";
 import { Markdown } from "./Markdown";
 import { QuestionCard } from "./QuestionCard";
@@ -259,6 +261,7 @@ export const MessageRow = memo(function MessageRow({
   // The question card stands for the AskUserQuestion call that produced it.
   const hasCard = all.some((b) => b.type === "question");
   const blocks = hasCard ? all.filter((b) => !(b.type === "tool" && b.tool === "AskUserQuestion")) : all;
+  const changed = live ? [] : filesChanged(blocks);
   return (
     <div className="row row-assistant" data-key={rowKey} data-idx={idx} data-hit={hit || undefined} data-live={live || undefined} aria-busy={live || undefined}>
       {blocks.map((block, i) => {
@@ -286,6 +289,7 @@ export const MessageRow = memo(function MessageRow({
       })}
       {!live && blocks.length === 0 && <p className="row-quiet">Stopped before replying.</p>}
       {working && <Activity message={message} retry={retry} waiting={waiting} />}
+      {changed.length > 0 && <FilesChanged chatId={chatId} files={changed} />}
       {!live && message.usage && <UsageView usage={message.usage} />}
       {!live && idx !== undefined && <RowActions message={message} onRegenerate={onRegenerate} versions={versions} onVersion={onVersion} />}
     </div>
