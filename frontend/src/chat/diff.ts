@@ -8,7 +8,7 @@ import type { Block, FileDiff } from "../api/types";
 /** Unchanged lines kept on each side of a change before the rest of a stretch folds. */
 export const CONTEXT_LINES = 3;
 /** Rows a diff shows at first, and how many more each "Show more" adds. */
-export const DIFF_PAGE_ROWS = 500;
+export const DIFF_PAGE_ROWS = 200;
 
 export type DiffLineKind = "add" | "del" | "ctx" | "hunk";
 

@@ -381,6 +381,7 @@ function foldEvent(state: ChatState, event: JournalEntry, now: number): ChatStat
         ...tool,
         // A step cut short by an interrupt (a steer) was stopped, not failed.
         status: event.interrupted ? "stopped" : event.is_error ? "error" : "done",
+        ...(typeof event.elapsed_ms === "number" ? { elapsed_ms: event.elapsed_ms } : {}),
       }));
     case "question": {
       const block = { ...event } as Block & { seq?: number };

@@ -64,6 +64,8 @@ pub struct ChatFold {
     text: HashMap<String, usize>,
     turn_text: usize,
     turn_diff: usize,
+    /// When each running tool call started (its elapsed time goes with its end).
+    started: HashMap<String, std::time::Instant>,
     overflowed: HashSet<String>,
     /// The agent's working folder with a trailing `/`: file tools' paths under it are shown
     /// relative to it, so a phone's row shows the file name rather than `/data/apps/…`.
@@ -151,6 +153,7 @@ impl ChatFold {
             }
             AgentEvent::ToolStart { id, name, input } => {
                 let input = self.relative(&name, input);
+                self.started.entry(id.clone()).or_insert_with(std::time::Instant::now);
                 Folded::Chat(ChatEvent::ToolStart { tool_use_id: id, tool: name, input })
             }
             AgentEvent::ToolFiles { id, files } => self.files(id, files),
@@ -175,7 +178,9 @@ impl ChatFold {
                 Folded::Truncated { event, tool_use_id: id, full: text }
             }
             AgentEvent::ToolEnd { id, is_error, interrupted } => {
-                Folded::Chat(ChatEvent::ToolEnd { tool_use_id: id, is_error, interrupted })
+                let elapsed_ms =
+                    self.started.remove(&id).and_then(|at| u64::try_from(at.elapsed().as_millis()).ok());
+                Folded::Chat(ChatEvent::ToolEnd { tool_use_id: id, is_error, interrupted, elapsed_ms })
             }
             other @ (AgentEvent::Session(_)
             | AgentEvent::ToolImage { .. }

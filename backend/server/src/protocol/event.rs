@@ -119,6 +119,10 @@ pub enum ChatEvent {
         is_error: bool,
         #[serde(default, skip_serializing_if = "is_false")]
         interrupted: bool,
+        /// How long the call ran, in milliseconds (as the server saw it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(type = "number"))]
+        elapsed_ms: Option<u64>,
     },
     /// A question or approval card (durable before it is shown).
     Question(QuestionCard),
@@ -327,7 +331,12 @@ mod tests {
     fn journal_entries_are_flat_snake_case_objects() {
         let entry = JournalEntry {
             seq: 7,
-            event: ChatEvent::ToolEnd { tool_use_id: "t1".into(), is_error: false, interrupted: false },
+            event: ChatEvent::ToolEnd {
+                tool_use_id: "t1".into(),
+                is_error: false,
+                interrupted: false,
+                elapsed_ms: None,
+            },
         };
         let value = serde_json::to_value(&entry).expect("json");
         assert_eq!(value, json!({"seq": 7, "type": "tool_end", "tool_use_id": "t1", "is_error": false}));

@@ -77,6 +77,7 @@ impl LiveMessage {
                         output_exit_code: None,
                         images: Vec::new(),
                         files: Vec::new(),
+                        elapsed_ms: None,
                     }));
                 }
             }
@@ -118,8 +119,11 @@ impl LiveMessage {
                     tool.images.push(url.clone());
                 }
             }
-            ChatEvent::ToolEnd { tool_use_id, is_error, interrupted } => {
+            ChatEvent::ToolEnd { tool_use_id, is_error, interrupted, elapsed_ms } => {
                 if let Some(tool) = self.tool_mut(tool_use_id) {
+                    if elapsed_ms.is_some() {
+                        tool.elapsed_ms = *elapsed_ms;
+                    }
                     tool.status = match (interrupted, is_error) {
                         (true, _) => ToolStatus::Stopped,
                         (false, true) => ToolStatus::Error,
@@ -300,6 +304,8 @@ mod tests {
         apply(&mut m, json!({"type":"tool_files","tool_use_id":"t3","files":files}));
         apply(&mut m, json!({"type":"tool_files","tool_use_id":"nope","files":files}));
         assert_eq!(tool(&m, 2).files[0].diff, "+x\n");
+        apply(&mut m, json!({"type":"tool_end","tool_use_id":"t3","is_error":false,"elapsed_ms":1500}));
+        assert_eq!(tool(&m, 2).elapsed_ms, Some(1500));
         assert_eq!(m.blocks().len(), 3);
     }
 

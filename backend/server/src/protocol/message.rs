@@ -186,6 +186,10 @@ pub struct ToolBlock {
     /// The files the call changes, as diffs computed from its input (an edit tool only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileDiff>,
+    /// How long the call ran, in milliseconds (absent before it ended, and in older rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(type = "number"))]
+    pub elapsed_ms: Option<u64>,
 }
 
 /// How a tool call changes one file.

@@ -25,8 +25,8 @@ describe("FileDiffView", () => {
     const file: FileDiff = { path: "big.txt", change: "write", added: 3000, removed: 0, diff: many(600), full_len: 100_000, stash_id: "t9:diff:0" };
     const { calls } = mockFetch({ "GET /api/chats/c1/tool-output/t9%3Adiff%3A0": { status: 200, body: many(700) } });
     const { container } = render(<FileDiffView chatId="c1" file={file} />);
-    expect(container.querySelectorAll(".diff-line")).toHaveLength(500);
-    fireEvent.click(screen.getByRole("button", { name: "Show more (100 more lines)" }));
+    expect(container.querySelectorAll(".diff-line")).toHaveLength(200);
+    fireEvent.click(screen.getByRole("button", { name: "Show more (400 more lines)" }));
     expect(container.querySelectorAll(".diff-line")).toHaveLength(600);
     fireEvent.click(screen.getByRole("button", { name: /Show the rest/ }));
     await screen.findByText("line 699");

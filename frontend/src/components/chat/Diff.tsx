@@ -11,8 +11,6 @@ import { type ChangedFile, countsText, DIFF_PAGE_ROWS, type DiffRow, foldContext
 /** Diffs shown coloured at most, in rows (past it, plain text: colouring is per line). */
 const MAX_HIGHLIGHT_ROWS = 1500;
 
-const SIGN = { add: "+", del: "\u2212", ctx: " ", hunk: "" } as const;
-
 const CHANGE_TEXT: Record<FileDiff["change"], string> = {
   add: "added",
   update: "edited",
@@ -99,12 +97,10 @@ function DiffRowView({ row, onOpen }: { row: DiffRow; onOpen: (id: number) => vo
   }
   const { kind, text } = row.line;
   if (kind === "hunk") return <div className="diff-line diff-hunk" aria-hidden="true" />;
+  // One element a line (its sign drawn by CSS): a long diff paints fast.
   return (
-    <div className="diff-line" data-kind={kind}>
-      <span className="diff-sign" aria-label={kind === "add" ? "added" : kind === "del" ? "removed" : undefined}>
-        {SIGN[kind]}
-      </span>
-      <code className="diff-code">{text}</code>
+    <div className="diff-line diff-code" data-kind={kind}>
+      {text}
     </div>
   );
 }
