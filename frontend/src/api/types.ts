@@ -37,6 +37,7 @@ export type {
   SystemEvent,
   ToolStatus,
   Waiting,
+  WebSource,
 } from "./protocol.gen";
 
 export type ProviderId = ProviderKind;

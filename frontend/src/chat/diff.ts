@@ -3,7 +3,7 @@
 //! language for syntax colours picked by file name, and a turn's "Files changed" summary.
 //! Pure: no DOM, no fetch.
 
-import type { Block, FileDiff } from "../api/types";
+import type { Block, FileDiff, WebSource } from "../api/types";
 
 /** Unchanged lines kept on each side of a change before the rest of a stretch folds. */
 export const CONTEXT_LINES = 3;
@@ -144,4 +144,29 @@ export function filesChanged(blocks: readonly Block[] | null | undefined): Chang
 /** "+12 −3" (a typographic minus). */
 export function countsText(added: number, removed: number): string {
   return `+${added.toLocaleString()} \u2212${removed.toLocaleString()}`;
+}
+
+/** The web pages a reply's searches and fetches brought back, each once, in order. */
+export function sourcesOf(blocks: readonly Block[] | null | undefined): WebSource[] {
+  const seen = new Set<string>();
+  const out: WebSource[] = [];
+  for (const block of blocks ?? []) {
+    // A failed fetch brought nothing back.
+    if (block.type !== "tool" || !block.sources || block.status === "error") continue;
+    for (const source of block.sources) {
+      if (seen.has(source.url) || !/^https?:\/\//.test(source.url)) continue;
+      seen.add(source.url);
+      out.push(source);
+    }
+  }
+  return out;
+}
+
+/** A source's domain without `www.` (`https://www.rust-lang.org/x` → `rust-lang.org`). */
+export function domainOf(url: string): string {
+  try {
+    return new URL(url).hostname.replace(/^www\./, "");
+  } catch {
+    return url;
+  }
 }

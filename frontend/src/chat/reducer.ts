@@ -368,6 +368,8 @@ function foldEvent(state: ChatState, event: JournalEntry, now: number): ChatStat
         if (event.output_exit_code !== undefined && event.output_exit_code !== null) updated.output_exit_code = event.output_exit_code;
         return updated;
       });
+    case "tool_sources":
+      return updateTool(state, now, event.tool_use_id, (tool) => ({ ...tool, sources: event.sources }));
     case "tool_files":
       return updateTool(state, now, event.tool_use_id, (tool) => ({ ...tool, files: event.files }));
     case "tool_image":

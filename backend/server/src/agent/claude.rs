@@ -265,13 +265,17 @@ impl Parser {
                     let input = block.get("input").cloned().unwrap_or(Value::Null);
                     let tool_id = str_at(block, &["id"]).to_owned();
                     let files = edit_files(&name, &input);
+                    let fetched = (name == "WebFetch").then(|| str_at(&input, &["url"]).to_owned());
                     events.push(AgentEvent::ToolStart {
                         id: tool_id.clone(),
                         input: summarize_input(&name, &input),
                         name,
                     });
                     if !files.is_empty() {
-                        events.push(AgentEvent::ToolFiles { id: tool_id, files });
+                        events.push(AgentEvent::ToolFiles { id: tool_id.clone(), files });
+                    }
+                    if let Some(url) = fetched.filter(|u| !u.is_empty()) {
+                        events.push(AgentEvent::ToolSources { id: tool_id, sources: vec![(url, None)] });
                     }
                 }
                 _ => {}
@@ -411,6 +415,10 @@ fn tool_results(line: &Value, interrupt_sent: bool, events: &mut Vec<AgentEvent>
             }
             _ => String::new(),
         };
+        let sources = search_results(line, &text);
+        if !sources.is_empty() {
+            events.push(AgentEvent::ToolSources { id: id.clone(), sources });
+        }
         events.push(AgentEvent::ToolOutput { id: id.clone(), text, append: false, exit_code: is_error.then_some(1) });
         for image in tool_images(item) {
             events.push(AgentEvent::ToolImage { id: id.clone(), image: ToolImage::Bytes(image) });
@@ -599,6 +607,38 @@ fn questions_of(input: &Value) -> Vec<QuestionItem> {
         .unwrap_or_default()
 }
 
+/// The pages a WebSearch result lists: the line's structured `tool_use_result.results[].content`
+/// (`{title, url}`), else the `Links: [...]` JSON of the result's text ("Web search results for
+/// query: …"). Any other tool's result has none.
+fn search_results(line: &Value, text: &str) -> Vec<(String, Option<String>)> {
+    let pair = |v: &Value| {
+        let url = v.get("url").and_then(Value::as_str)?;
+        Some((url.to_owned(), v.get("title").and_then(Value::as_str).map(str::to_owned)))
+    };
+    if let Some(results) = line.pointer("/tool_use_result/results").and_then(Value::as_array) {
+        let found: Vec<_> = results
+            .iter()
+            .filter_map(|r| r.get("content").and_then(Value::as_array))
+            .flatten()
+            .filter_map(pair)
+            .collect();
+        if !found.is_empty() {
+            return found;
+        }
+    }
+    if !text.starts_with("Web search results for query:") {
+        return Vec::new();
+    }
+    let Some(start) = text.find("Links: [").map(|at| at + "Links: ".len()) else { return Vec::new() };
+    // The array ends at the first `]` after which the text parses; try each in turn (few).
+    let rest = &text[start..];
+    rest.match_indices(']')
+        .take(64)
+        .find_map(|(end, _)| serde_json::from_str::<Vec<Value>>(&rest[..=end]).ok())
+        .map(|links| links.iter().filter_map(pair).collect())
+        .unwrap_or_default()
+}
+
 /// The diffs of Claude's file tools from their input: `Edit` (`old_string` → `new_string`),
 /// `MultiEdit` (its `edits`, one hunk each), `Write` (`content`, all added). Anything else, or
 /// an input without those fields, has none (the block shows as any tool's).
@@ -644,6 +684,23 @@ fn edit_files(tool: &str, input: &Value) -> Vec<crate::protocol::FileDiff> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn web_search_results_and_fetches_become_sources() {
+        let text = "Web search results for query: \"rust\"\n\nLinks: [{\"title\":\"The Rust [book]\",\"url\":\"https://doc.rust-lang.org/book/\"},{\"title\":\"Rust\",\"url\":\"https://www.rust-lang.org/\"}]\n\nMore text]";
+        let found = search_results(&json!({}), text);
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[0], ("https://doc.rust-lang.org/book/".to_owned(), Some("The Rust [book]".to_owned())));
+        let structured = json!({"tool_use_result": {"results": [{"tool_use_id": "x", "content": [{"title": "T", "url": "https://t.example/"}]}, "summary"]}});
+        assert_eq!(
+            search_results(&structured, "whatever"),
+            vec![("https://t.example/".to_owned(), Some("T".to_owned()))]
+        );
+        assert!(
+            search_results(&json!({}), "Links: [{\"url\":\"https://x.example\"}]").is_empty(),
+            "not a search result"
+        );
+    }
 
     #[test]
     fn edit_tools_become_diffs_and_other_input_none() {

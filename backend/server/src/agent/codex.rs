@@ -431,7 +431,15 @@ impl Parser {
                 }
                 events.push(AgentEvent::ToolEnd { id, is_error: s("status") == "failed", interrupted: false });
             }
-            "mcpToolCall" | "webSearch" | "dynamicToolCall" => {
+            "webSearch" => {
+                // A page Codex opened (or searched in) is a source; a plain search names none.
+                let url = item.pointer("/action/url").and_then(Value::as_str).filter(|u| !u.is_empty());
+                if let Some(url) = url {
+                    events.push(AgentEvent::ToolSources { id: id.clone(), sources: vec![(url.to_owned(), None)] });
+                }
+                events.push(AgentEvent::ToolEnd { id, is_error: s("status") == "failed", interrupted: false });
+            }
+            "mcpToolCall" | "dynamicToolCall" => {
                 events.push(AgentEvent::ToolEnd { id, is_error: s("status") == "failed", interrupted: false });
             }
             _ => {}

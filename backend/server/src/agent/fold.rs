@@ -32,6 +32,11 @@ pub const MAX_INLINE_DIFF_BYTES: usize = 128 * 1024;
 pub const MAX_TURN_DIFF_BYTES: usize = 512 * 1024;
 /// The most of one file's diff the server keeps at all, in bytes.
 pub const MAX_STORED_DIFF_BYTES: usize = 16 * 1024 * 1024;
+/// Web sources kept per tool call.
+pub const MAX_SOURCES_PER_TOOL: usize = 20;
+/// The longest source URL kept, in bytes, and the longest title, in characters.
+const MAX_SOURCE_URL_BYTES: usize = 2048;
+const MAX_SOURCE_TITLE_CHARS: usize = 200;
 /// The folder of `DATA_DIR` that keeps overflowing text, one file per chat and block.
 pub const OVERFLOW_DIR: &str = "agent-output";
 /// What a block that overflowed ends with.
@@ -83,6 +88,38 @@ pub fn overflow_file(dir: &Path, chat_id: &str, item_id: &str) -> PathBuf {
         .take(120)
         .collect();
     dir.join(chat_id).join(format!("{safe}.txt"))
+}
+
+/// The sources worth showing: http(s) URLs of bounded length, each once, titles one line and
+/// short, at most [`MAX_SOURCES_PER_TOOL`].
+fn web_sources(raw: Vec<(String, Option<String>)>) -> Vec<crate::protocol::WebSource> {
+    let mut out: Vec<crate::protocol::WebSource> = Vec::new();
+    for (url, title) in raw {
+        let url = url.trim();
+        let web = url.starts_with("https://") || url.starts_with("http://");
+        if !web
+            || url.len() > MAX_SOURCE_URL_BYTES
+            || url.chars().any(char::is_whitespace)
+            || out.iter().any(|s| s.url == url)
+        {
+            continue;
+        }
+        let title = title
+            .map(|t| {
+                t.split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .chars()
+                    .take(MAX_SOURCE_TITLE_CHARS)
+                    .collect::<String>()
+            })
+            .filter(|t| !t.is_empty());
+        out.push(crate::protocol::WebSource { url: url.to_owned(), title });
+        if out.len() == MAX_SOURCES_PER_TOOL {
+            break;
+        }
+    }
+    out
 }
 
 /// The largest char boundary of `s` at or below `at`.
@@ -157,6 +194,13 @@ impl ChatFold {
                 Folded::Chat(ChatEvent::ToolStart { tool_use_id: id, tool: name, input })
             }
             AgentEvent::ToolFiles { id, files } => self.files(id, files),
+            AgentEvent::ToolSources { id, sources } => {
+                let sources = web_sources(sources);
+                if sources.is_empty() {
+                    return Folded::Nothing;
+                }
+                Folded::Chat(ChatEvent::ToolSources { tool_use_id: id, sources })
+            }
             AgentEvent::ToolOutput { id, text, append: true, .. } => {
                 let sent = self.streamed.entry(id.clone()).or_insert(0);
                 if *sent >= MAX_INLINE_TOOL_OUTPUT {
@@ -178,8 +222,7 @@ impl ChatFold {
                 Folded::Truncated { event, tool_use_id: id, full: text }
             }
             AgentEvent::ToolEnd { id, is_error, interrupted } => {
-                let elapsed_ms =
-                    self.started.remove(&id).and_then(|at| u64::try_from(at.elapsed().as_millis()).ok());
+                let elapsed_ms = self.started.remove(&id).and_then(|at| u64::try_from(at.elapsed().as_millis()).ok());
                 Folded::Chat(ChatEvent::ToolEnd { tool_use_id: id, is_error, interrupted, elapsed_ms })
             }
             other @ (AgentEvent::Session(_)
@@ -336,6 +379,22 @@ mod tests {
         assert_eq!((cut.added, cut.full_len), (u32::try_from(big.lines().count()).unwrap(), Some(big.len() as u64)));
         assert_eq!(stash, vec![("t:diff:1".to_owned(), big)]);
         assert_eq!(cut.stash_id.as_deref(), Some("t:diff:1"));
+    }
+
+    #[test]
+    fn web_sources_keep_http_urls_once_with_short_titles() {
+        let raw = vec![
+            ("https://a.example/1".to_owned(), Some("  A\n title ".to_owned())),
+            ("https://a.example/1".to_owned(), None),
+            ("javascript:alert(1)".to_owned(), Some("x".to_owned())),
+            ("http://b.example/".to_owned(), Some(String::new())),
+        ];
+        let kept = web_sources(raw);
+        assert_eq!(kept.len(), 2);
+        assert_eq!(kept[0].title.as_deref(), Some("A title"));
+        assert_eq!((kept[1].url.as_str(), kept[1].title.as_deref()), ("http://b.example/", None));
+        let many = (0..50).map(|i| (format!("https://e.example/{i}"), None)).collect();
+        assert_eq!(web_sources(many).len(), MAX_SOURCES_PER_TOOL);
     }
 
     #[test]

@@ -219,6 +219,9 @@ pub enum AgentEvent {
     ToolStart { id: String, name: String, input: String },
     /// The files a tool call changes, as whole diffs from its input (the fold bounds them).
     ToolFiles { id: String, files: Vec<crate::protocol::FileDiff> },
+    /// Web pages a tool call brought back (`url`, `title`), as the CLI reported them; the fold
+    /// keeps http(s) ones, bounded.
+    ToolSources { id: String, sources: Vec<(String, Option<String>)> },
     /// Tool output: the whole output, or a piece to append.
     ToolOutput { id: String, text: String, append: bool, exit_code: Option<i64> },
     /// The tool returned an image.

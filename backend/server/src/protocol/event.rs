@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ids::{ChatId, QuestionId, RunId};
-use super::message::{Answers, ErrorFix, FileDiff, Message, QuestionCard, is_false};
+use super::message::{Answers, ErrorFix, FileDiff, Message, QuestionCard, WebSource, is_false};
 use super::notice::NotificationKind;
 
 /// How a run ended.
@@ -92,6 +92,11 @@ pub enum ChatEvent {
     ToolFiles {
         tool_use_id: String,
         files: Vec<FileDiff>,
+    },
+    /// The web pages a tool call brought back, set once per call.
+    ToolSources {
+        tool_use_id: String,
+        sources: Vec<WebSource>,
     },
     /// The tool's output (or, with `append`, the next piece of it).
     ToolOutput {

@@ -77,8 +77,14 @@ impl LiveMessage {
                         output_exit_code: None,
                         images: Vec::new(),
                         files: Vec::new(),
+                        sources: Vec::new(),
                         elapsed_ms: None,
                     }));
+                }
+            }
+            ChatEvent::ToolSources { tool_use_id, sources } => {
+                if let Some(tool) = self.tool_mut(tool_use_id) {
+                    sources.clone_into(&mut tool.sources);
                 }
             }
             ChatEvent::ToolFiles { tool_use_id, files } => {
@@ -306,6 +312,11 @@ mod tests {
         assert_eq!(tool(&m, 2).files[0].diff, "+x\n");
         apply(&mut m, json!({"type":"tool_end","tool_use_id":"t3","is_error":false,"elapsed_ms":1500}));
         assert_eq!(tool(&m, 2).elapsed_ms, Some(1500));
+        apply(
+            &mut m,
+            json!({"type":"tool_sources","tool_use_id":"t3","sources":[{"url":"https://a.example/x","title":"A"}]}),
+        );
+        assert_eq!(tool(&m, 2).sources[0].title.as_deref(), Some("A"));
         assert_eq!(m.blocks().len(), 3);
     }
 

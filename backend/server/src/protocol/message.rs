@@ -186,10 +186,22 @@ pub struct ToolBlock {
     /// The files the call changes, as diffs computed from its input (an edit tool only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileDiff>,
+    /// The web pages a search or fetch brought back (http(s) only, bounded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<WebSource>,
     /// How long the call ran, in milliseconds (absent before it ended, and in older rows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(type = "number"))]
     pub elapsed_ms: Option<u64>,
+}
+
+/// A web page the agent looked at (a search result or a fetched page).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct WebSource {
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
 }
 
 /// How a tool call changes one file.

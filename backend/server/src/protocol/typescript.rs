@@ -32,6 +32,7 @@ fn render() -> String {
         ToolBlock::decl(&cfg),
         FileChange::decl(&cfg),
         FileDiff::decl(&cfg),
+        WebSource::decl(&cfg),
         Attachment::decl(&cfg),
         QuestionCard::decl(&cfg),
         Card::decl(&cfg),

@@ -65,3 +65,30 @@ describe("edits in the transcript", () => {
     expect(container.querySelectorAll(".diff-line")).toHaveLength(3);
   });
 });
+
+describe("web sources under a reply", () => {
+  it("shows each page once as a chip with its title and domain, opening in a new tab", async () => {
+    const { MessageRow } = await import("./MessageRow");
+    const search = (id: string, urls: string[]): ToolBlock => ({
+      type: "tool",
+      tool: "WebSearch",
+      tool_use_id: id,
+      input: "q",
+      output: "",
+      status: "done",
+      sources: urls.map((url, i) => ({ url, title: `Page ${i}` })),
+    });
+    const message = {
+      role: "assistant" as const,
+      content: "",
+      ts: 1,
+      blocks: [search("s1", ["https://www.a.example/1", "https://b.example/2"]), search("s2", ["https://b.example/2", "https://c.example/3"]), { type: "text" as const, content: "Found it.", item_id: "t" }],
+    };
+    render(<MessageRow rowKey="r" chatId="c1" message={message} live={false} working={false} onAnswer={async () => {}} offline={false} idx={1} />);
+    const links = screen.getAllByRole("link");
+    expect(links.map((l) => l.getAttribute("href"))).toEqual(["https://www.a.example/1", "https://b.example/2", "https://c.example/3"]);
+    expect(links[0]?.textContent).toBe("Page 0a.example");
+    expect(links[0]?.getAttribute("rel")).toContain("noopener");
+    expect(links[0]?.getAttribute("target")).toBe("_blank");
+  });
+});

@@ -10,7 +10,8 @@ import type { VersionSwitch } from "../../chat/versions";
 import { ErrorView, HandoffView, TextRest, ThinkingView, ToolView, wasCut } from "./Blocks";
 import { MessageFiles } from "./ChatFiles";
 import { FilesChanged } from "./Diff";
-import { filesChanged } from "../../chat/diff";
+import { filesChanged, sourcesOf } from "../../chat/diff";
+import { Sources } from "./Sources";
 import { Icon } from "../ui/Icon";
 import { Markdown } from "./Markdown";
 import { QuestionCard } from "./QuestionCard";
@@ -279,6 +280,7 @@ export const MessageRow = memo(function MessageRow({
   const hasCard = all.some((b) => b.type === "question");
   const blocks = hasCard ? all.filter((b) => !(b.type === "tool" && b.tool === "AskUserQuestion")) : all;
   const changed = live ? [] : filesChanged(blocks);
+  const sources = sourcesOf(blocks);
   function renderBlock(block: Block, i: number) {
     switch (block.type) {
       case "text":
@@ -317,6 +319,7 @@ export const MessageRow = memo(function MessageRow({
           )}
       {!live && blocks.length === 0 && <p className="row-quiet">Stopped before replying.</p>}
       {working && <Activity message={message} retry={retry} waiting={waiting} />}
+      {sources.length > 0 && <Sources sources={sources} />}
       {changed.length > 0 && <FilesChanged chatId={chatId} files={changed} />}
       {!live && message.usage && <UsageView usage={message.usage} />}
       {!live && idx !== undefined && <RowActions message={message} onRegenerate={onRegenerate} versions={versions} onVersion={onVersion} />}
