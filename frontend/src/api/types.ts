@@ -47,6 +47,7 @@ export type ThinkingBlock = Extract<Block, { type: "thinking" }>;
 export type ToolBlock = Extract<Block, { type: "tool" }>;
 export type ErrorBlock = Extract<Block, { type: "error" }>;
 export type HandoffBlock = Extract<Block, { type: "handoff" }>;
+export type PlanBlock = Extract<Block, { type: "plan" }>;
 /** A card of clarifying questions. */
 export type QuestionBlock = { type: "question"; question_id: QuestionId } & Extract<Card, { kind: "question" }>;
 /** A card asking permission to use a tool. */

@@ -41,6 +41,8 @@ export function describeActivity(blocks: readonly Block[] | null | undefined): s
       return "Recovering";
     case "handoff":
       return "Starting";
+    case "plan":
+      return "Planning";
     case "tool":
       return describeTool(last, list);
   }

@@ -151,6 +151,22 @@ describe("stream reducer", () => {
     expect(s.live?.blocks).toHaveLength(1);
   });
 
+  it("keeps one plan card a reply, updated in place as the agent works through it", () => {
+    const steps = (a: string, b: string) => [
+      { text: "Read the code", status: a },
+      { text: "Fix the bug", status: b },
+    ];
+    let s = fold(started(), ev({ type: "plan", steps: steps("in_progress", "pending") }));
+    s = fold(s, ev({ type: "text", item_id: "x", content: "Reading." }));
+    s = fold(s, ev({ type: "plan", steps: steps("completed", "in_progress"), explanation: "Found it" }));
+    const blocks = s.live?.blocks ?? [];
+    expect(blocks.map((b) => b.type)).toEqual(["plan", "text"]);
+    expect(blocks[0]).toEqual({ type: "plan", steps: steps("completed", "in_progress"), explanation: "Found it" });
+    // The settled reply keeps it.
+    s = fold(s, ev({ type: "done", run_id: "r1", status: "completed", usage: {}, cost_usd: null, error: null }));
+    expect(s.messages.at(-1)?.blocks?.[0]).toMatchObject({ type: "plan" });
+  });
+
   it("shows the files of the owner's own message before the server confirms it", () => {
     const files = [{ name: "a.png", mime_type: "image/png", size: 3, preview: true }];
     const s = chatReducer(fromDetail(detail()), { type: "send_local", cid: "m1", content: "", ts: 5, attachments: files });

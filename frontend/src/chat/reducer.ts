@@ -368,6 +368,14 @@ function foldEvent(state: ChatState, event: JournalEntry, now: number): ChatStat
         if (event.output_exit_code !== undefined && event.output_exit_code !== null) updated.output_exit_code = event.output_exit_code;
         return updated;
       });
+    case "plan": {
+      // One plan card a message, replaced in place as the agent works through it.
+      return withLive(state, now, (blocks) => {
+        const plan: Block = { type: "plan", steps: event.steps, ...(event.explanation ? { explanation: event.explanation } : {}) };
+        const at = blocks.findIndex((b) => b.type === "plan");
+        return at < 0 ? [...blocks, plan] : blocks.map((b, i) => (i === at ? plan : b));
+      });
+    }
     case "tool_sources":
       return updateTool(state, now, event.tool_use_id, (tool) => ({ ...tool, sources: event.sources }));
     case "tool_files":

@@ -274,6 +274,9 @@ impl Parser {
                     if !files.is_empty() {
                         events.push(AgentEvent::ToolFiles { id: tool_id.clone(), files });
                     }
+                    if let Some(plan) = todo_plan(str_at(block, &["name"]), &input) {
+                        events.push(AgentEvent::Plan(plan));
+                    }
                     if let Some(url) = fetched.filter(|u| !u.is_empty()) {
                         events.push(AgentEvent::ToolSources { id: tool_id, sources: vec![(url, None)] });
                     }
@@ -607,6 +610,30 @@ fn questions_of(input: &Value) -> Vec<QuestionItem> {
         .unwrap_or_default()
 }
 
+/// The plan in a `TodoWrite` call's input: `todos: [{content, status}]` (`status` one of
+/// `pending`, `in_progress`, `completed`). Other tools, or a malformed input, have none.
+fn todo_plan(tool: &str, input: &Value) -> Option<crate::protocol::PlanCard> {
+    use crate::protocol::{PlanCard, PlanStatus, PlanStep};
+    if tool != "TodoWrite" {
+        return None;
+    }
+    let steps = input
+        .get("todos")?
+        .as_array()?
+        .iter()
+        .filter_map(|todo| {
+            let text = todo.get("content").and_then(Value::as_str)?.to_owned();
+            let status = match todo.get("status").and_then(Value::as_str) {
+                Some("completed") => PlanStatus::Completed,
+                Some("in_progress") => PlanStatus::InProgress,
+                _ => PlanStatus::Pending,
+            };
+            Some(PlanStep { text, status })
+        })
+        .collect();
+    Some(PlanCard { steps, explanation: None })
+}
+
 /// The pages a WebSearch result lists: the line's structured `tool_use_result.results[].content`
 /// (`{title, url}`), else the `Links: [...]` JSON of the result's text ("Web search results for
 /// query: …"). Any other tool's result has none.
@@ -684,6 +711,22 @@ fn edit_files(tool: &str, input: &Value) -> Vec<crate::protocol::FileDiff> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn todo_write_is_a_plan() {
+        let input = json!({"todos": [
+            {"content": "Read", "status": "completed", "activeForm": "Reading"},
+            {"content": "Edit", "status": "in_progress"},
+            {"content": "Test", "status": "pending"},
+            {"status": "pending"}
+        ]});
+        let plan = todo_plan("TodoWrite", &input).expect("plan");
+        let shown: Vec<_> = plan.steps.iter().map(|s| (s.text.as_str(), s.status)).collect();
+        use crate::protocol::PlanStatus::*;
+        assert_eq!(shown, [("Read", Completed), ("Edit", InProgress), ("Test", Pending)]);
+        assert!(todo_plan("TodoWrite", &json!({"todos": "x"})).is_none());
+        assert!(todo_plan("Bash", &input).is_none());
+    }
 
     #[test]
     fn web_search_results_and_fetches_become_sources() {

@@ -358,6 +358,28 @@ impl Parser {
                     return Parsed::Finished(finish);
                 }
             }
+            "turn/plan/updated" => {
+                use crate::protocol::{PlanCard, PlanStatus, PlanStep};
+                let steps = p
+                    .get("plan")
+                    .and_then(Value::as_array)
+                    .map(|plan| {
+                        plan.iter()
+                            .filter_map(|step| {
+                                let text = step.get("step").and_then(Value::as_str)?.to_owned();
+                                let status = match step.get("status").and_then(Value::as_str) {
+                                    Some("completed") => PlanStatus::Completed,
+                                    Some("inProgress") => PlanStatus::InProgress,
+                                    _ => PlanStatus::Pending,
+                                };
+                                Some(PlanStep { text, status })
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let explanation = p.get("explanation").and_then(Value::as_str).map(str::to_owned);
+                events.push(AgentEvent::Plan(PlanCard { steps, explanation }));
+            }
             "turn/completed" => {
                 let turn = p.get("turn").unwrap_or(&Value::Null);
                 let (status, error) = match turn.get("status").and_then(Value::as_str) {

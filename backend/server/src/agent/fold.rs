@@ -32,6 +32,9 @@ pub const MAX_INLINE_DIFF_BYTES: usize = 128 * 1024;
 pub const MAX_TURN_DIFF_BYTES: usize = 512 * 1024;
 /// The most of one file's diff the server keeps at all, in bytes.
 pub const MAX_STORED_DIFF_BYTES: usize = 16 * 1024 * 1024;
+/// Steps of a plan kept, and the characters kept of a step's text or a plan's explanation.
+pub const MAX_PLAN_STEPS: usize = 50;
+const MAX_PLAN_TEXT_CHARS: usize = 500;
 /// Web sources kept per tool call.
 pub const MAX_SOURCES_PER_TOOL: usize = 20;
 /// The longest source URL kept, in bytes, and the longest title, in characters.
@@ -194,6 +197,15 @@ impl ChatFold {
                 Folded::Chat(ChatEvent::ToolStart { tool_use_id: id, tool: name, input })
             }
             AgentEvent::ToolFiles { id, files } => self.files(id, files),
+            AgentEvent::Plan(mut plan) => {
+                let short = |t: &str| t.trim().chars().take(MAX_PLAN_TEXT_CHARS).collect::<String>();
+                plan.steps.truncate(MAX_PLAN_STEPS);
+                for step in &mut plan.steps {
+                    step.text = short(&step.text);
+                }
+                plan.explanation = plan.explanation.map(|e| short(&e)).filter(|e| !e.is_empty());
+                Folded::Chat(ChatEvent::Plan(plan))
+            }
             AgentEvent::ToolSources { id, sources } => {
                 let sources = web_sources(sources);
                 if sources.is_empty() {

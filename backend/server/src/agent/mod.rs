@@ -219,6 +219,8 @@ pub enum AgentEvent {
     ToolStart { id: String, name: String, input: String },
     /// The files a tool call changes, as whole diffs from its input (the fold bounds them).
     ToolFiles { id: String, files: Vec<crate::protocol::FileDiff> },
+    /// The agent's plan as it stands now (the fold bounds it).
+    Plan(crate::protocol::PlanCard),
     /// Web pages a tool call brought back (`url`, `title`), as the CLI reported them; the fold
     /// keeps http(s) ones, bounded.
     ToolSources { id: String, sources: Vec<(String, Option<String>)> },

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ids::{ChatId, QuestionId, RunId};
-use super::message::{Answers, ErrorFix, FileDiff, Message, QuestionCard, WebSource, is_false};
+use super::message::{Answers, ErrorFix, FileDiff, Message, PlanCard, QuestionCard, WebSource, is_false};
 use super::notice::NotificationKind;
 
 /// How a run ended.
@@ -93,6 +93,8 @@ pub enum ChatEvent {
         tool_use_id: String,
         files: Vec<FileDiff>,
     },
+    /// The agent's plan as it stands now: the message's plan card is replaced by it.
+    Plan(PlanCard),
     /// The web pages a tool call brought back, set once per call.
     ToolSources {
         tool_use_id: String,

@@ -82,6 +82,16 @@ impl LiveMessage {
                     }));
                 }
             }
+            ChatEvent::Plan(plan) => {
+                let existing = self.blocks.iter_mut().find_map(|b| match b {
+                    Block::Plan(card) => Some(card),
+                    _ => None,
+                });
+                match existing {
+                    Some(card) => plan.clone_into(card),
+                    None => self.blocks.push(Block::Plan(plan.clone())),
+                }
+            }
             ChatEvent::ToolSources { tool_use_id, sources } => {
                 if let Some(tool) = self.tool_mut(tool_use_id) {
                     sources.clone_into(&mut tool.sources);
@@ -317,7 +327,22 @@ mod tests {
             json!({"type":"tool_sources","tool_use_id":"t3","sources":[{"url":"https://a.example/x","title":"A"}]}),
         );
         assert_eq!(tool(&m, 2).sources[0].title.as_deref(), Some("A"));
-        assert_eq!(m.blocks().len(), 3);
+        // A plan is one card, updated in place.
+        apply(
+            &mut m,
+            json!({"type":"plan","steps":[{"text":"a","status":"in_progress"},{"text":"b","status":"pending"}]}),
+        );
+        apply(&mut m, json!({"type":"text","item_id":"x","content":"working"}));
+        apply(
+            &mut m,
+            json!({"type":"plan","steps":[{"text":"a","status":"completed"},{"text":"b","status":"in_progress"}]}),
+        );
+        let plans: Vec<_> =
+            m.blocks().iter().filter_map(|b| if let Block::Plan(p) = b { Some(p) } else { None }).collect();
+        assert_eq!(plans.len(), 1);
+        assert_eq!(plans[0].steps[0].status, super::super::message::PlanStatus::Completed);
+        assert!(matches!(m.blocks()[3], Block::Plan(_)));
+        assert_eq!(m.blocks().len(), 5, "three tools, a plan and a text");
     }
 
     #[test]

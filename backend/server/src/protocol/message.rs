@@ -97,6 +97,38 @@ pub enum Block {
     /// The marker of a provider switch or a compaction: the conversation so far, summarised,
     /// seeds the next session.
     Handoff(HandoffCard),
+    /// The agent's own plan (Claude's TodoWrite, Codex's plan updates): one card per message,
+    /// updated in place as the agent works through it.
+    Plan(PlanCard),
+}
+
+/// A plan the agent keeps: its steps and how far each got.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct PlanCard {
+    pub steps: Vec<PlanStep>,
+    /// Why the plan is as it is (Codex says so with an update).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<String>,
+}
+
+/// One step of a plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct PlanStep {
+    pub text: String,
+    pub status: PlanStatus,
+}
+
+/// How far a plan's step got.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum PlanStatus {
+    #[default]
+    Pending,
+    InProgress,
+    Completed,
 }
 
 /// A provider switch or a compaction, as the transcript shows it.

@@ -92,3 +92,22 @@ describe("web sources under a reply", () => {
     expect(links[0]?.getAttribute("target")).toBe("_blank");
   });
 });
+
+describe("the plan card", () => {
+  it("shows the steps with their progress and stands for the TodoWrite calls", async () => {
+    const { MessageRow } = await import("./MessageRow");
+    const message = {
+      role: "assistant" as const,
+      content: "",
+      ts: 1,
+      blocks: [
+        { type: "tool" as const, tool: "TodoWrite", tool_use_id: "p1", input: "", output: "", status: "done" as const },
+        { type: "plan" as const, steps: [{ text: "Read", status: "completed" as const }, { text: "Edit", status: "in_progress" as const }, { text: "Test", status: "pending" as const }] },
+      ],
+    };
+    const { container } = render(<MessageRow rowKey="r" chatId="c1" message={message} live working={false} onAnswer={async () => {}} offline={false} />);
+    expect(screen.getByText("1 of 3 done")).toBeTruthy();
+    expect([...container.querySelectorAll(".plan-step")].map((li) => li.getAttribute("data-status"))).toEqual(["completed", "in_progress", "pending"]);
+    expect(container.querySelector(".tool")).toBeNull();
+  });
+});

@@ -12,6 +12,7 @@ import { MessageFiles } from "./ChatFiles";
 import { FilesChanged } from "./Diff";
 import { filesChanged, sourcesOf } from "../../chat/diff";
 import { Sources } from "./Sources";
+import { PlanView } from "./Plan";
 import { Icon } from "../ui/Icon";
 import { Markdown } from "./Markdown";
 import { QuestionCard } from "./QuestionCard";
@@ -278,7 +279,9 @@ export const MessageRow = memo(function MessageRow({
   const all = message.blocks && message.blocks.length > 0 ? message.blocks : message.content ? [{ type: "text" as const, content: message.content, item_id: "content" }] : [];
   // The question card stands for the AskUserQuestion call that produced it.
   const hasCard = all.some((b) => b.type === "question");
-  const blocks = hasCard ? all.filter((b) => !(b.type === "tool" && b.tool === "AskUserQuestion")) : all;
+  // So does the plan card for the TodoWrite calls that wrote it.
+  const hasPlan = all.some((b) => b.type === "plan");
+  const blocks = all.filter((b) => !(b.type === "tool" && ((hasCard && b.tool === "AskUserQuestion") || (hasPlan && b.tool === "TodoWrite"))));
   const changed = live ? [] : filesChanged(blocks);
   const sources = sourcesOf(blocks);
   function renderBlock(block: Block, i: number) {
@@ -302,6 +305,8 @@ export const MessageRow = memo(function MessageRow({
         return <ErrorView key={`e:${i}`} block={block} onOpenSettings={onOpenSettings} />;
       case "handoff":
         return <HandoffView key={`h:${block.switch_id}`} block={block} />;
+      case "plan":
+        return <PlanView key="plan" block={block} />;
     }
       }
   return (
