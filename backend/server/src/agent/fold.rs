@@ -388,7 +388,10 @@ mod tests {
         assert_eq!(files[0].full_len, None);
         let cut = &files[1];
         assert!(cut.diff.len() <= MAX_INLINE_DIFF_BYTES && cut.diff.ends_with('\n'));
-        assert_eq!((cut.added, cut.full_len), (u32::try_from(big.lines().count()).unwrap(), Some(big.len() as u64)));
+        assert_eq!(
+            (cut.added, cut.full_len),
+            (u32::try_from(big.lines().count()).expect("count"), Some(big.len() as u64))
+        );
         assert_eq!(stash, vec![("t:diff:1".to_owned(), big)]);
         assert_eq!(cut.stash_id.as_deref(), Some("t:diff:1"));
     }
