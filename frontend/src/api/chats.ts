@@ -81,7 +81,19 @@ export function sendMessage(
   id: string,
   body: { content: string; cid: string; steer?: boolean; agent_context?: string; attachments?: string[] },
 ): Promise<SendResult> {
-  return apiFetch<SendResult>(`/api/chats/${enc(id)}/messages`, { method: "POST", body, timeoutMs: SEND_TIMEOUT_MS });
+  const timezone = ownTimeZone();
+  return apiFetch<SendResult>(`/api/chats/${enc(id)}/messages`, { method: "POST", body: timezone ? { ...body, timezone } : body, timeoutMs: SEND_TIMEOUT_MS });
+}
+
+/** This device's IANA time zone (`Europe/Paris`), sent with each message so the agent knows the
+ *  owner's local date and time; null where the browser does not say. */
+export function ownTimeZone(): string | null {
+  try {
+    const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    return typeof zone === "string" && /^[A-Za-z0-9/_+-]{1,64}$/.test(zone) ? zone : null;
+  } catch {
+    return null;
+  }
 }
 
 export function sendAnswers(

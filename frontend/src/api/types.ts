@@ -17,6 +17,8 @@ export type {
   Choice,
   Cid,
   Decision,
+  FileChange,
+  FileDiff,
   JournalEntry,
   Message,
   Pause,
@@ -35,6 +37,7 @@ export type {
   SystemEvent,
   ToolStatus,
   Waiting,
+  WebSource,
 } from "./protocol.gen";
 
 export type ProviderId = ProviderKind;
@@ -44,6 +47,7 @@ export type ThinkingBlock = Extract<Block, { type: "thinking" }>;
 export type ToolBlock = Extract<Block, { type: "tool" }>;
 export type ErrorBlock = Extract<Block, { type: "error" }>;
 export type HandoffBlock = Extract<Block, { type: "handoff" }>;
+export type PlanBlock = Extract<Block, { type: "plan" }>;
 /** A card of clarifying questions. */
 export type QuestionBlock = { type: "question"; question_id: QuestionId } & Extract<Card, { kind: "question" }>;
 /** A card asking permission to use a tool. */

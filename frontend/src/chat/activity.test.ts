@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { Block } from "../api/types";
-import { describeActivity, formatElapsed, outputTail } from "./activity";
+import type { Block, ToolBlock } from "../api/types";
+import { describeActivity, describeStretch, formatElapsed, outputTail, stretches } from "./activity";
 
 const tool = (name: string, input: string, status: "running" | "done" = "running"): Block => ({
   type: "tool",
@@ -55,5 +55,30 @@ describe("outputTail", () => {
   it("keeps the last lines without the trailing newline", () => {
     expect(outputTail("1\n2\n3\n4\n5\n6\n", 4)).toBe("3\n4\n5\n6");
     expect(outputTail("one")).toBe("one");
+  });
+});
+
+describe("stretches of tool work in a settled reply", () => {
+  const step = (name: string, input: string, extra: Partial<ToolBlock> = {}): Block => ({ type: "tool", tool: name, tool_use_id: `${name}-${input}`, input, output: "", status: "done", ...extra });
+  const text = (content: string): Block => ({ type: "text", content, item_id: content });
+
+  it("groups two or more tool calls (thinking between them included) and leaves the rest alone", () => {
+    const blocks = [text("a"), step("Read", "x"), { type: "thinking", content: "hm", item_id: "k" } as Block, step("Bash", "ls"), text("b"), step("Read", "y"), text("c")];
+    const out = stretches(blocks);
+    expect(out.map((s) => (s.type === "group" ? `group:${s.blocks.length}@${s.index}` : `block@${s.index}`))).toEqual(["block@0", "group:3@1", "block@4", "block@5", "block@6"]);
+  });
+
+  it("says what a stretch did in one line, with its time and failures", () => {
+    const blocks = [
+      step("Read", "a", { elapsed_ms: 20_000 }),
+      step("Read", "b"),
+      step("Grep", "x"),
+      step("Glob", "*"),
+      step("Bash", "npm test", { elapsed_ms: 21_000, status: "error" }),
+      step("Edit", "a.ts", { files: [{ path: "a.ts", change: "update", added: 1, removed: 0, diff: "+x\n" }] }),
+      step("Edit", "a.ts", { files: [{ path: "a.ts", change: "update", added: 1, removed: 0, diff: "+y\n" }] }),
+    ];
+    expect(describeStretch(blocks)).toBe("Read 2 files, searched twice, ran a command, edited a file · 41 s · 1 failed");
+    expect(describeStretch([step("WebSearch", "q"), step("WebFetch", "u"), step("mcp:x", "")])).toBe("Searched the web, fetched a page, used a tool");
   });
 });

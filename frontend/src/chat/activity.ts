@@ -41,6 +41,8 @@ export function describeActivity(blocks: readonly Block[] | null | undefined): s
       return "Recovering";
     case "handoff":
       return "Starting";
+    case "plan":
+      return "Planning";
     case "tool":
       return describeTool(last, list);
   }
@@ -90,4 +92,100 @@ export function formatElapsed(ms: number): string {
 export function outputTail(output: string, lines = 4): string {
   const all = output.replace(/\s+$/, "").split("\n");
   return all.slice(-lines).join("\n");
+}
+
+/** A settled reply's blocks in order, with each stretch of tool work (two or more tool calls,
+ *  thinking between them included) as one group; anything else stands alone. */
+export type Stretch = { type: "block"; block: Block; index: number } | { type: "group"; blocks: Block[]; index: number };
+
+const WORK = (b: Block) => b.type === "tool" || b.type === "thinking";
+
+export function stretches(blocks: readonly Block[]): Stretch[] {
+  const out: Stretch[] = [];
+  let i = 0;
+  while (i < blocks.length) {
+    const block = blocks[i] as Block;
+    if (!WORK(block)) {
+      out.push({ type: "block", block, index: i });
+      i += 1;
+      continue;
+    }
+    let end = i;
+    let tools = 0;
+    while (end < blocks.length && WORK(blocks[end] as Block)) {
+      if ((blocks[end] as Block).type === "tool") tools += 1;
+      end += 1;
+    }
+    if (tools >= 2) out.push({ type: "group", blocks: blocks.slice(i, end), index: i });
+    else for (let k = i; k < end; k++) out.push({ type: "block", block: blocks[k] as Block, index: k });
+    i = end;
+  }
+  return out;
+}
+
+const times = (n: number, one: string, many: (n: number) => string) => (n === 1 ? one : many(n));
+const timesWord = (n: number) => (n === 2 ? "twice" : `${n} times`);
+
+/**
+ * One line for a stretch of tool work: "Read 6 files, searched twice, ran 3 commands · 41 s"
+ * (the time is the calls' own, summed; left out when none was measured), "· 1 failed" when
+ * some call failed.
+ */
+export function describeStretch(blocks: readonly Block[]): string {
+  const counts = new Map<string, number>();
+  const edited = new Set<string>();
+  let ms = 0;
+  let failed = 0;
+  const order: string[] = [];
+  const add = (key: string) => {
+    if (!counts.has(key)) order.push(key);
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  };
+  for (const block of blocks) {
+    if (block.type !== "tool") continue;
+    ms += block.elapsed_ms ?? 0;
+    if (block.status === "error") failed += 1;
+    const name = block.tool;
+    if (READS.has(name)) add("read");
+    else if (EDITS.has(name)) {
+      if (!counts.has("edit")) order.push("edit");
+      counts.set("edit", 1);
+      for (const file of block.files ?? []) edited.add(file.path);
+      if (!block.files?.length) edited.add(block.input || block.tool_use_id);
+    } else if (SEARCHES.has(name)) add("search");
+    else if (name === "Bash") add("run");
+    else if (name === "WebSearch") add("web");
+    else if (name === "WebFetch") add("fetch");
+    else if (name === "Task" || name === "Agent") add("task");
+    else if (name === "TodoWrite") add("plan");
+    else add("other");
+  }
+  const phrase = (key: string): string => {
+    const n = counts.get(key) ?? 0;
+    switch (key) {
+      case "read":
+        return times(n, "read a file", (k) => `read ${k} files`);
+      case "edit":
+        return times(edited.size, "edited a file", (k) => `edited ${k} files`);
+      case "search":
+        return times(n, "searched once", (k) => `searched ${timesWord(k)}`);
+      case "run":
+        return times(n, "ran a command", (k) => `ran ${k} commands`);
+      case "web":
+        return times(n, "searched the web", (k) => `searched the web ${timesWord(k)}`);
+      case "fetch":
+        return times(n, "fetched a page", (k) => `fetched ${k} pages`);
+      case "task":
+        return times(n, "ran a subagent", (k) => `ran ${k} subagents`);
+      case "plan":
+        return "updated the plan";
+      default:
+        return times(n, "used a tool", (k) => `used ${k} tools`);
+    }
+  };
+  let line = order.map(phrase).join(", ");
+  line = line.charAt(0).toUpperCase() + line.slice(1);
+  if (ms >= 1000) line += ` · ${formatElapsed(ms)}`;
+  if (failed > 0) line += ` · ${failed} failed`;
+  return line;
 }

@@ -248,3 +248,16 @@ export async function renderMathWithin(root: HTMLElement): Promise<void> {
     engine.render(tex, el, { displayMode: el.classList.contains("math-display"), throwOnError: false, maxSize: 50, maxExpand: 500 });
   }
 }
+
+/** Colours the text of every element under `root` that matches `selector` as `language`, one
+ *  element at a time (a diff's lines: each keeps its own row). Elements done before are skipped. */
+export async function highlightLinesWithin(root: HTMLElement, selector: string, language: string): Promise<void> {
+  const hljs = await ensureLanguage(language);
+  if (!hljs) return;
+  for (const el of root.querySelectorAll<HTMLElement>(selector)) {
+    const text = el.textContent ?? "";
+    if (el.dataset.highlighted === "1" || text === "") continue;
+    el.innerHTML = hljs.highlight(text, { language, ignoreIllegals: true }).value;
+    el.dataset.highlighted = "1";
+  }
+}

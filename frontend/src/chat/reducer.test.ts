@@ -143,6 +143,30 @@ describe("stream reducer", () => {
     expect((s.live?.blocks?.[0] as ToolBlock).images).toEqual([url]);
   });
 
+  it("puts a tool's diffs on its block, as the server does", () => {
+    let s = fold(started(), ev({ type: "tool_start", tool_use_id: "e1", tool: "Edit", input: "a.rs" }));
+    const files = [{ path: "a.rs", change: "update" as const, added: 1, removed: 1, diff: "-a\n+b\n" }];
+    s = fold(s, ev({ type: "tool_files", tool_use_id: "e1", files }), ev({ type: "tool_files", tool_use_id: "nope", files }));
+    expect((s.live?.blocks?.[0] as ToolBlock).files).toEqual(files);
+    expect(s.live?.blocks).toHaveLength(1);
+  });
+
+  it("keeps one plan card a reply, updated in place as the agent works through it", () => {
+    const steps = (a: string, b: string) => [
+      { text: "Read the code", status: a },
+      { text: "Fix the bug", status: b },
+    ];
+    let s = fold(started(), ev({ type: "plan", steps: steps("in_progress", "pending") }));
+    s = fold(s, ev({ type: "text", item_id: "x", content: "Reading." }));
+    s = fold(s, ev({ type: "plan", steps: steps("completed", "in_progress"), explanation: "Found it" }));
+    const blocks = s.live?.blocks ?? [];
+    expect(blocks.map((b) => b.type)).toEqual(["plan", "text"]);
+    expect(blocks[0]).toEqual({ type: "plan", steps: steps("completed", "in_progress"), explanation: "Found it" });
+    // The settled reply keeps it.
+    s = fold(s, ev({ type: "done", run_id: "r1", status: "completed", usage: {}, cost_usd: null, error: null }));
+    expect(s.messages.at(-1)?.blocks?.[0]).toMatchObject({ type: "plan" });
+  });
+
   it("shows the files of the owner's own message before the server confirms it", () => {
     const files = [{ name: "a.png", mime_type: "image/png", size: 3, preview: true }];
     const s = chatReducer(fromDetail(detail()), { type: "send_local", cid: "m1", content: "", ts: 5, attachments: files });

@@ -368,6 +368,18 @@ function foldEvent(state: ChatState, event: JournalEntry, now: number): ChatStat
         if (event.output_exit_code !== undefined && event.output_exit_code !== null) updated.output_exit_code = event.output_exit_code;
         return updated;
       });
+    case "plan": {
+      // One plan card a message, replaced in place as the agent works through it.
+      return withLive(state, now, (blocks) => {
+        const plan: Block = { type: "plan", steps: event.steps, ...(event.explanation ? { explanation: event.explanation } : {}) };
+        const at = blocks.findIndex((b) => b.type === "plan");
+        return at < 0 ? [...blocks, plan] : blocks.map((b, i) => (i === at ? plan : b));
+      });
+    }
+    case "tool_sources":
+      return updateTool(state, now, event.tool_use_id, (tool) => ({ ...tool, sources: event.sources }));
+    case "tool_files":
+      return updateTool(state, now, event.tool_use_id, (tool) => ({ ...tool, files: event.files }));
     case "tool_image":
       return updateTool(state, now, event.tool_use_id, (tool) => {
         const images = tool.images ?? [];
@@ -379,6 +391,7 @@ function foldEvent(state: ChatState, event: JournalEntry, now: number): ChatStat
         ...tool,
         // A step cut short by an interrupt (a steer) was stopped, not failed.
         status: event.interrupted ? "stopped" : event.is_error ? "error" : "done",
+        ...(typeof event.elapsed_ms === "number" ? { elapsed_ms: event.elapsed_ms } : {}),
       }));
     case "question": {
       const block = { ...event } as Block & { seq?: number };

@@ -288,11 +288,23 @@ impl Parser {
                 "tool_use" => {
                     let name = str_at(block, &["name"]).to_owned();
                     let input = block.get("input").cloned().unwrap_or(Value::Null);
+                    let tool_id = str_at(block, &["id"]).to_owned();
+                    let files = edit_files(&name, &input);
+                    let fetched = (name == "WebFetch").then(|| str_at(&input, &["url"]).to_owned());
                     events.push(AgentEvent::ToolStart {
-                        id: str_at(block, &["id"]).to_owned(),
+                        id: tool_id.clone(),
                         input: summarize_input(&name, &input),
                         name,
                     });
+                    if !files.is_empty() {
+                        events.push(AgentEvent::ToolFiles { id: tool_id.clone(), files });
+                    }
+                    if let Some(plan) = todo_plan(str_at(block, &["name"]), &input) {
+                        events.push(AgentEvent::Plan(plan));
+                    }
+                    if let Some(url) = fetched.filter(|u| !u.is_empty()) {
+                        events.push(AgentEvent::ToolSources { id: tool_id, sources: vec![(url, None)] });
+                    }
                 }
                 _ => {}
             }
@@ -431,6 +443,10 @@ fn tool_results(line: &Value, interrupt_sent: bool, events: &mut Vec<AgentEvent>
             }
             _ => String::new(),
         };
+        let sources = search_results(line, &text);
+        if !sources.is_empty() {
+            events.push(AgentEvent::ToolSources { id: id.clone(), sources });
+        }
         events.push(AgentEvent::ToolOutput { id: id.clone(), text, append: false, exit_code: is_error.then_some(1) });
         for image in tool_images(item) {
             events.push(AgentEvent::ToolImage { id: id.clone(), image: ToolImage::Bytes(image) });
@@ -619,9 +635,156 @@ fn questions_of(input: &Value) -> Vec<QuestionItem> {
         .unwrap_or_default()
 }
 
+/// The plan in a `TodoWrite` call's input: `todos: [{content, status}]` (`status` one of
+/// `pending`, `in_progress`, `completed`). Other tools, or a malformed input, have none.
+fn todo_plan(tool: &str, input: &Value) -> Option<crate::protocol::PlanCard> {
+    use crate::protocol::{PlanCard, PlanStatus, PlanStep};
+    if tool != "TodoWrite" {
+        return None;
+    }
+    let steps = input
+        .get("todos")?
+        .as_array()?
+        .iter()
+        .filter_map(|todo| {
+            let text = todo.get("content").and_then(Value::as_str)?.to_owned();
+            let status = match todo.get("status").and_then(Value::as_str) {
+                Some("completed") => PlanStatus::Completed,
+                Some("in_progress") => PlanStatus::InProgress,
+                _ => PlanStatus::Pending,
+            };
+            Some(PlanStep { text, status })
+        })
+        .collect();
+    Some(PlanCard { steps, explanation: None })
+}
+
+/// The pages a WebSearch result lists: the line's structured `tool_use_result.results[].content`
+/// (`{title, url}`), else the `Links: [...]` JSON of the result's text ("Web search results for
+/// query: …"). Any other tool's result has none.
+fn search_results(line: &Value, text: &str) -> Vec<(String, Option<String>)> {
+    let pair = |v: &Value| {
+        let url = v.get("url").and_then(Value::as_str)?;
+        Some((url.to_owned(), v.get("title").and_then(Value::as_str).map(str::to_owned)))
+    };
+    if let Some(results) = line.pointer("/tool_use_result/results").and_then(Value::as_array) {
+        let found: Vec<_> = results
+            .iter()
+            .filter_map(|r| r.get("content").and_then(Value::as_array))
+            .flatten()
+            .filter_map(pair)
+            .collect();
+        if !found.is_empty() {
+            return found;
+        }
+    }
+    if !text.starts_with("Web search results for query:") {
+        return Vec::new();
+    }
+    let Some(start) = text.find("Links: [").map(|at| at + "Links: ".len()) else { return Vec::new() };
+    // The array ends at the first `]` after which the text parses; try each in turn (few).
+    let rest = &text[start..];
+    rest.match_indices(']')
+        .take(64)
+        .find_map(|(end, _)| serde_json::from_str::<Vec<Value>>(&rest[..=end]).ok())
+        .map(|links| links.iter().filter_map(pair).collect())
+        .unwrap_or_default()
+}
+
+/// The diffs of Claude's file tools from their input: `Edit` (`old_string` → `new_string`),
+/// `MultiEdit` (its `edits`, one hunk each), `Write` (`content`, all added). Anything else, or
+/// an input without those fields, has none (the block shows as any tool's).
+fn edit_files(tool: &str, input: &Value) -> Vec<crate::protocol::FileDiff> {
+    use crate::protocol::FileChange;
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    let Some(path) = text(input, "file_path") else { return Vec::new() };
+    let pairs: Vec<(String, String)> = match tool {
+        "Edit" => match (text(input, "old_string"), text(input, "new_string")) {
+            (Some(old), Some(new)) => vec![(old, new)],
+            _ => return Vec::new(),
+        },
+        "MultiEdit" => input
+            .get("edits")
+            .and_then(Value::as_array)
+            .map(|edits| edits.iter().filter_map(|e| Some((text(e, "old_string")?, text(e, "new_string")?))).collect())
+            .unwrap_or_default(),
+        "Write" => {
+            let Some(content) = text(input, "content") else { return Vec::new() };
+            if super::diff::is_binary(&content) {
+                return vec![super::diff::binary(&path, FileChange::Write)];
+            }
+            return vec![super::diff::file(&path, FileChange::Write, super::diff::whole(&content, '+'))];
+        }
+        _ => return Vec::new(),
+    };
+    if pairs.is_empty() {
+        return Vec::new();
+    }
+    if pairs.iter().any(|(old, new)| super::diff::is_binary(old) || super::diff::is_binary(new)) {
+        return vec![super::diff::binary(&path, FileChange::Update)];
+    }
+    let mut diff = String::new();
+    for (old, new) in &pairs {
+        if pairs.len() > 1 {
+            diff.push_str("@@\n");
+        }
+        super::diff::between(old, new, &mut diff);
+    }
+    vec![super::diff::file(&path, FileChange::Update, diff)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn todo_write_is_a_plan() {
+        let input = json!({"todos": [
+            {"content": "Read", "status": "completed", "activeForm": "Reading"},
+            {"content": "Edit", "status": "in_progress"},
+            {"content": "Test", "status": "pending"},
+            {"status": "pending"}
+        ]});
+        let plan = todo_plan("TodoWrite", &input).expect("plan");
+        let shown: Vec<_> = plan.steps.iter().map(|s| (s.text.as_str(), s.status)).collect();
+        use crate::protocol::PlanStatus::*;
+        assert_eq!(shown, [("Read", Completed), ("Edit", InProgress), ("Test", Pending)]);
+        assert!(todo_plan("TodoWrite", &json!({"todos": "x"})).is_none());
+        assert!(todo_plan("Bash", &input).is_none());
+    }
+
+    #[test]
+    fn web_search_results_and_fetches_become_sources() {
+        let text = "Web search results for query: \"rust\"\n\nLinks: [{\"title\":\"The Rust [book]\",\"url\":\"https://doc.rust-lang.org/book/\"},{\"title\":\"Rust\",\"url\":\"https://www.rust-lang.org/\"}]\n\nMore text]";
+        let found = search_results(&json!({}), text);
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[0], ("https://doc.rust-lang.org/book/".to_owned(), Some("The Rust [book]".to_owned())));
+        let structured = json!({"tool_use_result": {"results": [{"tool_use_id": "x", "content": [{"title": "T", "url": "https://t.example/"}]}, "summary"]}});
+        assert_eq!(
+            search_results(&structured, "whatever"),
+            vec![("https://t.example/".to_owned(), Some("T".to_owned()))]
+        );
+        assert!(
+            search_results(&json!({}), "Links: [{\"url\":\"https://x.example\"}]").is_empty(),
+            "not a search result"
+        );
+    }
+
+    #[test]
+    fn edit_tools_become_diffs_and_other_input_none() {
+        let edit = edit_files("Edit", &json!({"file_path": "/w/a.txt", "old_string": "a\nb", "new_string": "a\nc"}));
+        assert_eq!((edit[0].diff.as_str(), edit[0].added, edit[0].removed), (" a\n-b\n+c\n", 1, 1));
+        let multi = edit_files(
+            "MultiEdit",
+            &json!({"file_path": "/w/a.txt", "edits": [{"old_string": "x", "new_string": "y"}, {"old_string": "p", "new_string": ""}]}),
+        );
+        assert_eq!(multi[0].diff, "@@\n-x\n+y\n@@\n-p\n");
+        let write = edit_files("Write", &json!({"file_path": "/w/n.txt", "content": "one\ntwo\n"}));
+        assert_eq!((write[0].change, write[0].added), (crate::protocol::FileChange::Write, 2));
+        assert!(edit_files("Write", &json!({"file_path": "/w/i.png", "content": "\u{0}PNG"}))[0].binary);
+        assert!(edit_files("Edit", &json!({"file_path": "/w/a.txt", "old_string": 3})).is_empty());
+        assert!(edit_files("Bash", &json!({"command": "ls"})).is_empty());
+    }
 
     fn file(dir: &std::path::Path, name: &str, bytes: &[u8], dims: (u32, u32), preview: Option<&[u8]>) -> InputFile {
         std::fs::write(dir.join(name), bytes).expect("file");

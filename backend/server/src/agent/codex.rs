@@ -384,6 +384,28 @@ impl Parser {
                     return Parsed::Finished(finish);
                 }
             }
+            "turn/plan/updated" => {
+                use crate::protocol::{PlanCard, PlanStatus, PlanStep};
+                let steps = p
+                    .get("plan")
+                    .and_then(Value::as_array)
+                    .map(|plan| {
+                        plan.iter()
+                            .filter_map(|step| {
+                                let text = step.get("step").and_then(Value::as_str)?.to_owned();
+                                let status = match step.get("status").and_then(Value::as_str) {
+                                    Some("completed") => PlanStatus::Completed,
+                                    Some("inProgress") => PlanStatus::InProgress,
+                                    _ => PlanStatus::Pending,
+                                };
+                                Some(PlanStep { text, status })
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let explanation = p.get("explanation").and_then(Value::as_str).map(str::to_owned);
+                events.push(AgentEvent::Plan(PlanCard { steps, explanation }));
+            }
             "turn/completed" => {
                 let turn = p.get("turn").unwrap_or(&Value::Null);
                 let (status, error) = match turn.get("status").and_then(Value::as_str) {
@@ -464,7 +486,15 @@ impl Parser {
                 }
                 events.push(AgentEvent::ToolEnd { id, is_error: s("status") == "failed", interrupted: false });
             }
-            "webSearch" | "dynamicToolCall" => {
+            "webSearch" => {
+                // A page Codex opened (or searched in) is a source; a plain search names none.
+                let url = item.pointer("/action/url").and_then(Value::as_str).filter(|u| !u.is_empty());
+                if let Some(url) = url {
+                    events.push(AgentEvent::ToolSources { id: id.clone(), sources: vec![(url.to_owned(), None)] });
+                }
+                events.push(AgentEvent::ToolEnd { id, is_error: s("status") == "failed", interrupted: false });
+            }
+            "dynamicToolCall" => {
                 events.push(AgentEvent::ToolEnd { id, is_error: s("status") == "failed", interrupted: false });
             }
             _ => {}
@@ -584,6 +614,10 @@ fn item_started(item: &Value, events: &mut Vec<AgentEvent>) {
                 .map(|c| c.iter().filter_map(|c| c.get("path").and_then(Value::as_str)).map(str::to_owned).collect())
                 .unwrap_or_default();
             events.push(start("Edit", paths.join(", ")));
+            let files = change_files(item);
+            if !files.is_empty() {
+                events.push(AgentEvent::ToolFiles { id: id.clone(), files });
+            }
         }
         "mcpToolCall" => {
             let name = format!("{}:{}", s("server"), s("tool"));
@@ -607,6 +641,34 @@ fn mcp_result_text(item: &Value) -> String {
         return texts.join("\n");
     }
     item.pointer("/error/message").and_then(Value::as_str).unwrap_or_default().to_owned()
+}
+
+/// The diffs of a `fileChange` item: each change's `diff` is the unified diff of an update and
+/// the whole content of an added or deleted file.
+fn change_files(item: &Value) -> Vec<crate::protocol::FileDiff> {
+    use crate::protocol::FileChange;
+    let Some(changes) = item.get("changes").and_then(Value::as_array) else { return Vec::new() };
+    changes
+        .iter()
+        .filter_map(|c| {
+            let path = c.get("path").and_then(Value::as_str)?;
+            let diff = c.get("diff").and_then(Value::as_str).unwrap_or_default();
+            let (change, sign) = match c.pointer("/kind/type").and_then(Value::as_str) {
+                Some("add") => (FileChange::Add, Some('+')),
+                Some("delete") => (FileChange::Delete, Some('-')),
+                _ => (FileChange::Update, None),
+            };
+            let shown = c.pointer("/kind/move_path").and_then(Value::as_str).unwrap_or(path);
+            if super::diff::is_binary(diff) {
+                return Some(super::diff::binary(shown, change));
+            }
+            let lines = match sign {
+                Some(sign) => super::diff::whole(diff, sign),
+                None => super::diff::unified(diff),
+            };
+            Some(super::diff::file(shown, change, lines))
+        })
+        .collect()
 }
 
 fn file_change_summary(item: &Value) -> String {
@@ -870,6 +932,22 @@ fn interrupt(thread: &Option<String>, turn: &Option<String>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_change_items_become_diffs() {
+        let item = json!({"id": "c1", "type": "fileChange", "changes": [
+            {"path": "/w/new.txt", "kind": {"type": "add"}, "diff": "hello\nworld\n"},
+            {"path": "/w/a.rs", "kind": {"type": "update", "move_path": null}, "diff": "@@ -1 +1 @@\n-a\n+b\n"},
+            {"path": "/w/old.txt", "kind": {"type": "delete"}, "diff": "bye\n"},
+            {"kind": {"type": "add"}, "diff": "no path"}
+        ]});
+        let mut events = Vec::new();
+        item_started(&item, &mut events);
+        let Some(AgentEvent::ToolFiles { files, .. }) = events.get(1) else { panic!("{events:?}") };
+        let shown: Vec<_> = files.iter().map(|f| (f.path.as_str(), f.added, f.removed)).collect();
+        assert_eq!(shown, [("/w/new.txt", 2, 0), ("/w/a.rs", 1, 1), ("/w/old.txt", 0, 1)]);
+        assert_eq!(files[1].diff, "@@ -1 +1 @@\n-a\n+b\n");
+    }
 
     #[test]
     fn attached_images_are_local_image_items_and_other_files_stay_in_the_words() {

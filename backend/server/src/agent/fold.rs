@@ -24,6 +24,22 @@ pub const MAX_TURN_TEXT_BYTES: usize = 1024 * 1024;
 pub const MAX_TURN_OVERFLOW_BYTES: u64 = 16 * 1024 * 1024;
 /// Overflow files one turn writes at most (blocks past it lose their overflow).
 pub const MAX_OVERFLOW_FILES_PER_TURN: usize = 32;
+/// Diff text kept inline per changed file, in bytes; a longer diff is cut at a line end and
+/// kept whole for `/tool-output/{stash_id}`.
+pub const MAX_INLINE_DIFF_BYTES: usize = 128 * 1024;
+/// Diff text kept inline per turn, all files together, in bytes (past it a file keeps its
+/// counts and the stored whole diff only).
+pub const MAX_TURN_DIFF_BYTES: usize = 512 * 1024;
+/// The most of one file's diff the server keeps at all, in bytes.
+pub const MAX_STORED_DIFF_BYTES: usize = 16 * 1024 * 1024;
+/// Steps of a plan kept, and the characters kept of a step's text or a plan's explanation.
+pub const MAX_PLAN_STEPS: usize = 50;
+const MAX_PLAN_TEXT_CHARS: usize = 500;
+/// Web sources kept per tool call.
+pub const MAX_SOURCES_PER_TOOL: usize = 20;
+/// The longest source URL kept, in bytes, and the longest title, in characters.
+const MAX_SOURCE_URL_BYTES: usize = 2048;
+const MAX_SOURCE_TITLE_CHARS: usize = 200;
 /// The folder of `DATA_DIR` that keeps overflowing text, one file per chat and block.
 pub const OVERFLOW_DIR: &str = "agent-output";
 /// What a block that overflowed ends with.
@@ -36,6 +52,9 @@ pub enum Folded {
     Chat(ChatEvent),
     /// A journal event whose output was truncated: `full` is stored for `/tool-output/{id}`.
     Truncated { event: ChatEvent, tool_use_id: String, full: String },
+    /// A tool's file diffs: `event` carries the inline part, `stash` the whole diffs that were
+    /// cut, by their `stash_id`.
+    Files { event: ChatEvent, stash: Vec<(String, String)> },
     /// Nothing to record (streamed output past the inline cap).
     Nothing,
     /// Text past the caps: `event` (the kept part and the note, the first time) is journaled,
@@ -52,6 +71,9 @@ pub struct ChatFold {
     streamed: HashMap<String, usize>,
     text: HashMap<String, usize>,
     turn_text: usize,
+    turn_diff: usize,
+    /// When each running tool call started (its elapsed time goes with its end).
+    started: HashMap<String, std::time::Instant>,
     overflowed: HashSet<String>,
     /// The agent's working folder with a trailing `/`: file tools' paths under it are shown
     /// relative to it, so a phone's row shows the file name rather than `/data/apps/…`.
@@ -69,6 +91,38 @@ pub fn overflow_file(dir: &Path, chat_id: &str, item_id: &str) -> PathBuf {
         .take(120)
         .collect();
     dir.join(chat_id).join(format!("{safe}.txt"))
+}
+
+/// The sources worth showing: http(s) URLs of bounded length, each once, titles one line and
+/// short, at most [`MAX_SOURCES_PER_TOOL`].
+fn web_sources(raw: Vec<(String, Option<String>)>) -> Vec<crate::protocol::WebSource> {
+    let mut out: Vec<crate::protocol::WebSource> = Vec::new();
+    for (url, title) in raw {
+        let url = url.trim();
+        let web = url.starts_with("https://") || url.starts_with("http://");
+        if !web
+            || url.len() > MAX_SOURCE_URL_BYTES
+            || url.chars().any(char::is_whitespace)
+            || out.iter().any(|s| s.url == url)
+        {
+            continue;
+        }
+        let title = title
+            .map(|t| {
+                t.split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .chars()
+                    .take(MAX_SOURCE_TITLE_CHARS)
+                    .collect::<String>()
+            })
+            .filter(|t| !t.is_empty());
+        out.push(crate::protocol::WebSource { url: url.to_owned(), title });
+        if out.len() == MAX_SOURCES_PER_TOOL {
+            break;
+        }
+    }
+    out
 }
 
 /// The largest char boundary of `s` at or below `at`.
@@ -101,6 +155,33 @@ impl ChatFold {
         }
     }
 
+    /// A tool's diffs with workspace-relative paths, each cut to what the inline caps leave.
+    fn files(&mut self, id: String, files: Vec<crate::protocol::FileDiff>) -> Folded {
+        let mut stash = Vec::new();
+        let mut kept = Vec::with_capacity(files.len());
+        for (index, mut file) in files.into_iter().enumerate() {
+            file.path = self.relative("Edit", std::mem::take(&mut file.path));
+            let room = MAX_INLINE_DIFF_BYTES.min(MAX_TURN_DIFF_BYTES.saturating_sub(self.turn_diff));
+            if file.diff.len() > room {
+                let full_len = file.diff.len();
+                let cut = file.diff[..floor_boundary(&file.diff, room)].rfind('\n').map_or(0, |end| end + 1);
+                let mut whole = file.diff.split_off(cut);
+                whole.insert_str(0, &file.diff);
+                if whole.len() > MAX_STORED_DIFF_BYTES {
+                    let end = whole[..floor_boundary(&whole, MAX_STORED_DIFF_BYTES)].rfind('\n').map_or(0, |e| e + 1);
+                    whole.truncate(end);
+                }
+                let stash_id = format!("{id}:diff:{index}");
+                file.full_len = u64::try_from(full_len).ok();
+                file.stash_id = Some(stash_id.clone());
+                stash.push((stash_id, whole));
+            }
+            self.turn_diff += file.diff.len();
+            kept.push(file);
+        }
+        Folded::Files { event: ChatEvent::ToolFiles { tool_use_id: id, files: kept }, stash }
+    }
+
     /// Folds one provider event.
     pub fn fold(&mut self, event: AgentEvent) -> Folded {
         match event {
@@ -112,7 +193,25 @@ impl ChatFold {
             }
             AgentEvent::ToolStart { id, name, input } => {
                 let input = self.relative(&name, input);
+                self.started.entry(id.clone()).or_insert_with(std::time::Instant::now);
                 Folded::Chat(ChatEvent::ToolStart { tool_use_id: id, tool: name, input })
+            }
+            AgentEvent::ToolFiles { id, files } => self.files(id, files),
+            AgentEvent::Plan(mut plan) => {
+                let short = |t: &str| t.trim().chars().take(MAX_PLAN_TEXT_CHARS).collect::<String>();
+                plan.steps.truncate(MAX_PLAN_STEPS);
+                for step in &mut plan.steps {
+                    step.text = short(&step.text);
+                }
+                plan.explanation = plan.explanation.map(|e| short(&e)).filter(|e| !e.is_empty());
+                Folded::Chat(ChatEvent::Plan(plan))
+            }
+            AgentEvent::ToolSources { id, sources } => {
+                let sources = web_sources(sources);
+                if sources.is_empty() {
+                    return Folded::Nothing;
+                }
+                Folded::Chat(ChatEvent::ToolSources { tool_use_id: id, sources })
             }
             AgentEvent::ToolOutput { id, text, append: true, .. } => {
                 let sent = self.streamed.entry(id.clone()).or_insert(0);
@@ -135,7 +234,8 @@ impl ChatFold {
                 Folded::Truncated { event, tool_use_id: id, full: text }
             }
             AgentEvent::ToolEnd { id, is_error, interrupted } => {
-                Folded::Chat(ChatEvent::ToolEnd { tool_use_id: id, is_error, interrupted })
+                let elapsed_ms = self.started.remove(&id).and_then(|at| u64::try_from(at.elapsed().as_millis()).ok());
+                Folded::Chat(ChatEvent::ToolEnd { tool_use_id: id, is_error, interrupted, elapsed_ms })
             }
             other @ (AgentEvent::Session(_)
             | AgentEvent::ToolImage { .. }
@@ -268,6 +368,48 @@ mod tests {
         assert_eq!(r.full_len, 10_000);
         assert!(r.inline.contains("characters omitted"));
         assert!(r.inline.chars().count() < MAX_INLINE_TOOL_OUTPUT + 100);
+    }
+
+    #[test]
+    fn diffs_are_relative_and_cut_at_a_line_end_with_the_whole_kept() {
+        let mut fold = ChatFold::in_workspace(Path::new("/srv/data"));
+        let big = super::super::diff::whole(&"x".repeat(99), '+').repeat(MAX_INLINE_DIFF_BYTES / 100 + 10);
+        let files = vec![
+            super::super::diff::file("/srv/data/a.rs", crate::protocol::FileChange::Update, "-a\n+b\n".into()),
+            super::super::diff::file("/srv/data/big.txt", crate::protocol::FileChange::Write, big.clone()),
+        ];
+        let Folded::Files { event: ChatEvent::ToolFiles { files, .. }, stash } =
+            fold.fold(AgentEvent::ToolFiles { id: "t".into(), files })
+        else {
+            panic!("not files")
+        };
+        assert_eq!(files[0].path, "a.rs");
+        assert_eq!(files[0].diff, "-a\n+b\n");
+        assert_eq!(files[0].full_len, None);
+        let cut = &files[1];
+        assert!(cut.diff.len() <= MAX_INLINE_DIFF_BYTES && cut.diff.ends_with('\n'));
+        assert_eq!(
+            (cut.added, cut.full_len),
+            (u32::try_from(big.lines().count()).expect("count"), Some(big.len() as u64))
+        );
+        assert_eq!(stash, vec![("t:diff:1".to_owned(), big)]);
+        assert_eq!(cut.stash_id.as_deref(), Some("t:diff:1"));
+    }
+
+    #[test]
+    fn web_sources_keep_http_urls_once_with_short_titles() {
+        let raw = vec![
+            ("https://a.example/1".to_owned(), Some("  A\n title ".to_owned())),
+            ("https://a.example/1".to_owned(), None),
+            ("javascript:alert(1)".to_owned(), Some("x".to_owned())),
+            ("http://b.example/".to_owned(), Some(String::new())),
+        ];
+        let kept = web_sources(raw);
+        assert_eq!(kept.len(), 2);
+        assert_eq!(kept[0].title.as_deref(), Some("A title"));
+        assert_eq!((kept[1].url.as_str(), kept[1].title.as_deref()), ("http://b.example/", None));
+        let many = (0..50).map(|i| (format!("https://e.example/{i}"), None)).collect();
+        assert_eq!(web_sources(many).len(), MAX_SOURCES_PER_TOOL);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 pub mod ceiling;
 pub mod claude;
 pub mod codex;
+pub mod diff;
 pub mod fold;
 pub mod handle;
 pub mod handoff;
@@ -235,6 +236,13 @@ pub enum AgentEvent {
     Thinking { item_id: String, delta: String },
     /// A tool call began; `input` is a short human summary.
     ToolStart { id: String, name: String, input: String },
+    /// The files a tool call changes, as whole diffs from its input (the fold bounds them).
+    ToolFiles { id: String, files: Vec<crate::protocol::FileDiff> },
+    /// The agent's plan as it stands now (the fold bounds it).
+    Plan(crate::protocol::PlanCard),
+    /// Web pages a tool call brought back (`url`, `title`), as the CLI reported them; the fold
+    /// keeps http(s) ones, bounded.
+    ToolSources { id: String, sources: Vec<(String, Option<String>)> },
     /// Tool output: the whole output, or a piece to append.
     ToolOutput { id: String, text: String, append: bool, exit_code: Option<i64> },
     /// The tool returned an image.

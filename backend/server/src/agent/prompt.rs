@@ -59,6 +59,20 @@ fn describe(text: &str) -> String {
     description.chars().take(MAX_DESCRIPTION_CHARS).collect()
 }
 
+/// The line each turn's message carries so the agent knows the owner's local date and time
+/// (the pinned system prompt stays byte for byte the same: a warm process is reused):
+/// `[The owner's local time: Sunday 6 December 2026, 09:12 (Europe/Berlin, UTC+01:00)]`.
+pub fn local_time_note(now_ms: i64, zone: &jiff::tz::TimeZone) -> String {
+    let Ok(at) = jiff::Timestamp::from_millisecond(now_ms) else { return String::new() };
+    let local = at.to_zoned(zone.clone());
+    let name = zone.iana_name().unwrap_or("UTC");
+    format!(
+        "\n\n[The owner's local time: {} ({name}, UTC{})]",
+        local.strftime("%A %-d %B %Y, %H:%M"),
+        local.strftime("%:z")
+    )
+}
+
 /// Content address of a prompt.
 pub fn prompt_id(content: &str) -> String {
     hex::encode(Sha256::digest(content.as_bytes()))
@@ -82,6 +96,16 @@ mod tests {
         let zeta = prompt.find("- zeta — Do zeta things.").expect("zeta listed");
         assert!(alpha < zeta);
         assert_eq!(prompt_id(&prompt), prompt_id(&compose(dir.path()).expect("again")));
+    }
+
+    #[test]
+    fn the_local_time_note_names_the_day_the_time_and_the_zone() {
+        let paris = jiff::tz::TimeZone::get("Europe/Paris").expect("zone");
+        // 2026-12-06T08:30:00Z is 09:30 in Paris (winter, UTC+1).
+        let note = local_time_note(1_796_545_800_000, &paris);
+        assert_eq!(note, "\n\n[The owner's local time: Sunday 6 December 2026, 09:30 (Europe/Paris, UTC+01:00)]");
+        let utc = local_time_note(1_796_545_800_000, &jiff::tz::TimeZone::UTC);
+        assert!(utc.contains("08:30 (UTC, UTC+00:00)"), "{utc}");
     }
 
     #[test]

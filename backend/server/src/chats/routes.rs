@@ -444,6 +444,18 @@ fn checked_cid(cid: Option<String>) -> Result<Cid> {
     }
 }
 
+/// The owner's time zone as the PWA sends it: an IANA-shaped name (`Europe/Paris`). A name the
+/// server's zone database does not know is kept (the turn falls back to the owner's setting).
+fn checked_timezone(timezone: Option<String>) -> Result<Option<String>> {
+    let Some(name) = timezone.filter(|t| !t.is_empty()) else { return Ok(None) };
+    let shaped = name.len() <= MAX_TIMEZONE_BYTES
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '_' | '-' | '+'));
+    if !shaped {
+        return Err(Error::bad_request("invalid_timezone", "timezone is an IANA time-zone name such as Europe/Paris."));
+    }
+    Ok(Some(name))
+}
+
 fn accepted(result: SendResult) -> Response {
     (StatusCode::ACCEPTED, Json(result)).into_response()
 }
@@ -488,7 +500,7 @@ async fn send(
         cid: checked_cid(body.cid)?,
         content,
         hidden: false,
-        timezone: body.timezone.filter(|t| t.len() <= MAX_TIMEZONE_BYTES),
+        timezone: checked_timezone(body.timezone)?,
         attachments,
         agent_context,
     };

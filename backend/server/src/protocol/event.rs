@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ids::{ChatId, QuestionId, RunId};
-use super::message::{Answers, ErrorFix, Message, QuestionCard, is_false};
+use super::message::{Answers, ErrorFix, FileDiff, Message, PlanCard, QuestionCard, WebSource, is_false};
 use super::notice::NotificationKind;
 
 /// How a run ended.
@@ -88,6 +88,18 @@ pub enum ChatEvent {
         tool: String,
         input: String,
     },
+    /// The files a tool call changes (diffs from its input), set once per call.
+    ToolFiles {
+        tool_use_id: String,
+        files: Vec<FileDiff>,
+    },
+    /// The agent's plan as it stands now: the message's plan card is replaced by it.
+    Plan(PlanCard),
+    /// The web pages a tool call brought back, set once per call.
+    ToolSources {
+        tool_use_id: String,
+        sources: Vec<WebSource>,
+    },
     /// The tool's output (or, with `append`, the next piece of it).
     ToolOutput {
         tool_use_id: String,
@@ -114,6 +126,10 @@ pub enum ChatEvent {
         is_error: bool,
         #[serde(default, skip_serializing_if = "is_false")]
         interrupted: bool,
+        /// How long the call ran, in milliseconds (as the server saw it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(type = "number"))]
+        elapsed_ms: Option<u64>,
     },
     /// A question or approval card (durable before it is shown).
     Question(QuestionCard),
@@ -322,7 +338,12 @@ mod tests {
     fn journal_entries_are_flat_snake_case_objects() {
         let entry = JournalEntry {
             seq: 7,
-            event: ChatEvent::ToolEnd { tool_use_id: "t1".into(), is_error: false, interrupted: false },
+            event: ChatEvent::ToolEnd {
+                tool_use_id: "t1".into(),
+                is_error: false,
+                interrupted: false,
+                elapsed_ms: None,
+            },
         };
         let value = serde_json::to_value(&entry).expect("json");
         assert_eq!(value, json!({"seq": 7, "type": "tool_end", "tool_use_id": "t1", "is_error": false}));

@@ -76,7 +76,30 @@ impl LiveMessage {
                         output_full_len: None,
                         output_exit_code: None,
                         images: Vec::new(),
+                        files: Vec::new(),
+                        sources: Vec::new(),
+                        elapsed_ms: None,
                     }));
+                }
+            }
+            ChatEvent::Plan(plan) => {
+                let existing = self.blocks.iter_mut().find_map(|b| match b {
+                    Block::Plan(card) => Some(card),
+                    _ => None,
+                });
+                match existing {
+                    Some(card) => plan.clone_into(card),
+                    None => self.blocks.push(Block::Plan(plan.clone())),
+                }
+            }
+            ChatEvent::ToolSources { tool_use_id, sources } => {
+                if let Some(tool) = self.tool_mut(tool_use_id) {
+                    sources.clone_into(&mut tool.sources);
+                }
+            }
+            ChatEvent::ToolFiles { tool_use_id, files } => {
+                if let Some(tool) = self.tool_mut(tool_use_id) {
+                    files.clone_into(&mut tool.files);
                 }
             }
             ChatEvent::ToolOutput {
@@ -112,8 +135,11 @@ impl LiveMessage {
                     tool.images.push(url.clone());
                 }
             }
-            ChatEvent::ToolEnd { tool_use_id, is_error, interrupted } => {
+            ChatEvent::ToolEnd { tool_use_id, is_error, interrupted, elapsed_ms } => {
                 if let Some(tool) = self.tool_mut(tool_use_id) {
+                    if elapsed_ms.is_some() {
+                        tool.elapsed_ms = *elapsed_ms;
+                    }
                     tool.status = match (interrupted, is_error) {
                         (true, _) => ToolStatus::Stopped,
                         (false, true) => ToolStatus::Error,
@@ -289,6 +315,34 @@ mod tests {
         apply(&mut m, json!({"type":"tool_start","tool_use_id":"t3","tool":"Bash","input":"sleep 9"}));
         apply(&mut m, json!({"type":"tool_end","tool_use_id":"t3","is_error":true,"interrupted":true}));
         assert_eq!(tool(&m, 2).status, ToolStatus::Stopped);
+        // Diffs land on their tool; diffs of an unknown tool change nothing.
+        let files = json!([{"path":"a.rs","change":"update","added":1,"removed":0,"diff":"+x\n"}]);
+        apply(&mut m, json!({"type":"tool_files","tool_use_id":"t3","files":files}));
+        apply(&mut m, json!({"type":"tool_files","tool_use_id":"nope","files":files}));
+        assert_eq!(tool(&m, 2).files[0].diff, "+x\n");
+        apply(&mut m, json!({"type":"tool_end","tool_use_id":"t3","is_error":false,"elapsed_ms":1500}));
+        assert_eq!(tool(&m, 2).elapsed_ms, Some(1500));
+        apply(
+            &mut m,
+            json!({"type":"tool_sources","tool_use_id":"t3","sources":[{"url":"https://a.example/x","title":"A"}]}),
+        );
+        assert_eq!(tool(&m, 2).sources[0].title.as_deref(), Some("A"));
+        // A plan is one card, updated in place.
+        apply(
+            &mut m,
+            json!({"type":"plan","steps":[{"text":"a","status":"in_progress"},{"text":"b","status":"pending"}]}),
+        );
+        apply(&mut m, json!({"type":"text","item_id":"x","content":"working"}));
+        apply(
+            &mut m,
+            json!({"type":"plan","steps":[{"text":"a","status":"completed"},{"text":"b","status":"in_progress"}]}),
+        );
+        let plans: Vec<_> =
+            m.blocks().iter().filter_map(|b| if let Block::Plan(p) = b { Some(p) } else { None }).collect();
+        assert_eq!(plans.len(), 1);
+        assert_eq!(plans[0].steps[0].status, super::super::message::PlanStatus::Completed);
+        assert!(matches!(m.blocks()[3], Block::Plan(_)));
+        assert_eq!(m.blocks().len(), 5, "three tools, a plan and a text");
     }
 
     #[test]

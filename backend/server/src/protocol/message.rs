@@ -96,6 +96,38 @@ pub enum Block {
     /// The marker of a provider switch or a compaction: the conversation so far, summarised,
     /// seeds the next session.
     Handoff(HandoffCard),
+    /// The agent's own plan (Claude's TodoWrite, Codex's plan updates): one card per message,
+    /// updated in place as the agent works through it.
+    Plan(PlanCard),
+}
+
+/// A plan the agent keeps: its steps and how far each got.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct PlanCard {
+    pub steps: Vec<PlanStep>,
+    /// Why the plan is as it is (Codex says so with an update).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<String>,
+}
+
+/// One step of a plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct PlanStep {
+    pub text: String,
+    pub status: PlanStatus,
+}
+
+/// How far a plan's step got.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum PlanStatus {
+    #[default]
+    Pending,
+    InProgress,
+    Completed,
 }
 
 /// A provider switch or a compaction, as the transcript shows it.
@@ -182,6 +214,66 @@ pub struct ToolBlock {
     /// Images the tool returned, as chat media URLs (at most [`super::live::MAX_TOOL_IMAGES`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<String>,
+    /// The files the call changes, as diffs computed from its input (an edit tool only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileDiff>,
+    /// The web pages a search or fetch brought back (http(s) only, bounded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<WebSource>,
+    /// How long the call ran, in milliseconds (absent before it ended, and in older rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(type = "number"))]
+    pub elapsed_ms: Option<u64>,
+}
+
+/// A web page the agent looked at (a search result or a fetched page).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct WebSource {
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+/// How a tool call changes one file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum FileChange {
+    /// A new file.
+    Add,
+    /// Part of the file replaced.
+    Update,
+    /// The file removed.
+    Delete,
+    /// The whole file written (new or replaced: the input does not say which).
+    Write,
+}
+
+/// One file's change as a unified diff: every line of `diff` starts with `+` (added), `-`
+/// (removed), ` ` (unchanged) or `@@` (a hunk's start). Computed from the tool's input, never
+/// by reading the file afterwards.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct FileDiff {
+    pub path: String,
+    pub change: FileChange,
+    /// Lines added and removed, counted over the whole diff (also when `diff` was cut).
+    pub added: u32,
+    pub removed: u32,
+    /// The unified diff, possibly cut at a line end (see `full_len`).
+    #[serde(default)]
+    pub diff: String,
+    /// The content is not text: no diff lines, "binary changed".
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub binary: bool,
+    /// Set when `diff` was cut: the whole diff's length in bytes; the whole diff is at
+    /// `/tool-output/{stash_id}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(type = "number"))]
+    pub full_len: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stash_id: Option<String>,
 }
 
 /// A file attached to a user message, as the server recorded it (the upload's name in the

@@ -26,9 +26,9 @@ pub use event::{ChatEvent, JournalEntry, RunStatus, StreamControl, StreamEvent, 
 pub use ids::{ChatId, Cid, MAX_CHAT_ID_BYTES, MAX_CID_CHARS, QuestionId, RunId};
 pub use live::LiveMessage;
 pub use message::{
-    Answers, ApprovalAnswers, Attachment, Block, Card, Choice, Choices, Decision, ErrorFix, HandoffCard, HandoffReason,
-    HandoffSource, ImportedMessage, InvalidMessage, Message, QuestionCard, QuestionItem, QuestionOption, Role,
-    ToolBlock, ToolStatus, UserInput,
+    Answers, ApprovalAnswers, Attachment, Block, Card, Choice, Choices, Decision, ErrorFix, FileChange, FileDiff,
+    HandoffCard, HandoffReason, HandoffSource, ImportedMessage, InvalidMessage, Message, PlanCard, PlanStatus,
+    PlanStep, QuestionCard, QuestionItem, QuestionOption, Role, ToolBlock, ToolStatus, UserInput, WebSource,
 };
 pub use notice::{NotificationAction, NotificationItem, NotificationKind, PushPayload};
 pub use usage::{Pause, PauseKind, PlanWindow, RunUsage};

@@ -324,6 +324,15 @@ async fn turn_writes_a_file_streams_and_the_next_message_resumes(cli: Cli) {
     let detail = app.detail(token, "c").await;
     let reply = &detail["messages"][1];
     assert!(reply["blocks"].as_array().expect("blocks").iter().any(|b| b["type"] == "tool" && b["status"] == "done"));
+    // The write's diff, from the CLI's own tool input (Claude's Write, Codex's fileChange).
+    let files: Vec<&Value> =
+        reply["blocks"].as_array().expect("blocks").iter().filter_map(|b| b["files"].as_array()).flatten().collect();
+    assert!(
+        files.iter().any(|f| f["path"] == "agent-home/hello.txt"
+            && f["added"] == 1
+            && f["diff"].as_str().is_some_and(|d| d.contains("+hello from the mock"))),
+        "{cli:?}: no diff of hello.txt in {reply}"
+    );
     assert!(reply["content"].as_str().expect("content").contains("done"), "{reply}");
     let session = detail["session_id"].as_str().expect("session id").to_owned();
 

@@ -745,3 +745,57 @@ async fn regenerate_is_refused_without_a_message_while_a_turn_runs_and_for_a_bad
     assert_eq!(stop.status(), StatusCode::OK);
     assert_eq!(app.detail(&token, "n").await["total"], 2, "the owner's message and the stopped reply");
 }
+
+/// A Claude imitation that keeps the user line it was sent in `seen` and answers "ok".
+fn recording_claude(dir: &Path, seen: &Path) -> PathBuf {
+    script(
+        dir,
+        "recording-claude",
+        &format!(
+            r#"IFS= read -r init
+IFS= read -r user
+printf '%s' "$user" > '{}'
+printf '{{"type":"system","subtype":"init","session_id":"s1"}}\n'
+printf '{{"type":"assistant","message":{{"id":"m1","content":[{{"type":"text","text":"ok"}}]}},"session_id":"s1"}}\n'
+printf '{{"type":"result","subtype":"success","is_error":false,"session_id":"s1","usage":{{}}}}\n'
+cat >/dev/null"#,
+            seen.display()
+        ),
+    )
+}
+
+#[tokio::test]
+async fn each_turn_is_told_the_owners_local_time_in_the_zone_they_sent_from() {
+    let seen_dir = tempfile::tempdir().expect("tmp");
+    let seen = seen_dir.path().join("user.json");
+    let (app, token) = app_with(|d| recording_claude(d, &seen)).await;
+    app.chat(&token, "tz1").await;
+    let bad = app
+        .post(
+            "/api/chats/tz1/messages",
+            json!({ "content": "hi", "cid": "c0", "timezone": "Europe/Paris; rm" }),
+            Some(&token),
+        )
+        .await;
+    assert_error(bad, StatusCode::BAD_REQUEST, "invalid_timezone").await;
+    let sent = app
+        .post(
+            "/api/chats/tz1/messages",
+            json!({ "content": "what day is it?", "cid": "c1", "timezone": "Asia/Tokyo" }),
+            Some(&token),
+        )
+        .await;
+    assert_eq!(sent.status(), StatusCode::ACCEPTED);
+    let line = eventually("the CLI got the message", || async {
+        std::fs::read_to_string(&seen).ok().filter(|s| !s.is_empty())
+    })
+    .await;
+    let message: Value = serde_json::from_str(&line).expect("json");
+    let text = message.to_string();
+    assert!(text.contains("what day is it?"), "{text}");
+    assert!(text.contains("[The owner's local time: ") && text.contains("(Asia/Tokyo, UTC+09:00)]"), "{text}");
+    // The transcript shows the owner's words only.
+    let detail = app.detail(&token, "tz1").await;
+    assert_eq!(detail["messages"][0]["content"], "what day is it?");
+    assert_eq!(detail["messages"][0]["timezone"], "Asia/Tokyo");
+}

@@ -6,6 +6,7 @@ import { fetchToolOutput } from "../../api/chats";
 import type { ErrorBlock, HandoffBlock, Pause, ThinkingBlock, ToolBlock } from "../../api/types";
 import { outputTail } from "../../chat/activity";
 import { ToolImages } from "./ChatFiles";
+import { DiffCounts, FileDiffView } from "./Diff";
 import { Icon } from "../ui/Icon";
 
 const STATUS_TEXT: Record<ToolBlock["status"], string> = {
@@ -35,6 +36,9 @@ export function ToolView({ chatId, block }: { chatId: string; block: ToolBlock }
   }
 
   const output = full ?? block.output;
+  const files = block.files ?? [];
+  const added = files.reduce((n, f) => n + f.added, 0);
+  const removed = files.reduce((n, f) => n + f.removed, 0);
   const hidden = block.output_full_len !== undefined ? Math.max(0, block.output_full_len - block.output.length) : null;
   return (
     <div className="tool" data-status={block.status}>
@@ -44,6 +48,7 @@ export function ToolView({ chatId, block }: { chatId: string; block: ToolBlock }
         </span>
         <span className="tool-name">{block.tool}</span>
         <span className="tool-input">{block.input}</span>
+        {files.length > 0 && <DiffCounts added={added} removed={removed} />}
         <span className="tool-status" data-status={block.status}>
           <span className="tool-status-dot" aria-hidden="true" />
           {STATUS_TEXT[block.status]}
@@ -58,7 +63,13 @@ export function ToolView({ chatId, block }: { chatId: string; block: ToolBlock }
       )}
       {open && (
         <div className="tool-body" id={bodyId}>
-          {block.input && <pre className="tool-pre tool-pre-input">{block.input}</pre>}
+          {files.map((file, i) => (
+            <div className="tool-file" key={`${file.path}:${i}`}>
+              {files.length > 1 && <p className="tool-file-path">{file.path}</p>}
+              <FileDiffView chatId={chatId} file={file} />
+            </div>
+          ))}
+          {block.input && files.length === 0 && <pre className="tool-pre tool-pre-input">{block.input}</pre>}
           {output ? <pre className="tool-pre">{output}</pre> : <p className="tool-empty">{block.status === "running" ? "Waiting for output…" : "No output."}</p>}
           {block.output_exit_code !== undefined && block.output_exit_code !== null && (
             <p className="tool-meta">Exit code {block.output_exit_code}</p>

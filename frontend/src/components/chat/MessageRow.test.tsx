@@ -30,6 +30,35 @@ describe("scheduled messages", () => {
   });
 });
 
+describe("a settled reply's tool work", () => {
+  const work: ChatMessage = {
+    role: "assistant",
+    content: "",
+    ts: 1_000,
+    blocks: [
+      { type: "tool", tool: "Read", tool_use_id: "r1", input: "a.ts", output: "", status: "done", elapsed_ms: 2_000 },
+      { type: "tool", tool: "Bash", tool_use_id: "b1", input: "npm test", output: "ok", status: "done", elapsed_ms: 3_000 },
+      { type: "tool", tool: "Edit", tool_use_id: "e1", input: "a.ts", output: "", status: "done", files: [{ path: "a.ts", change: "update", added: 2, removed: 1, diff: "-a\n+b\n+c\n" }] },
+      { type: "text", content: "All done.", item_id: "t" },
+    ],
+  };
+
+  it("is one line per stretch that opens into its steps, with the files changed at the end", () => {
+    const { container } = render(<MessageRow rowKey="r" chatId="c" message={work} live={false} working={false} onAnswer={noAnswer} offline={false} idx={1} />);
+    const group = screen.getByRole("button", { name: "Read a file, ran a command, edited a file · 5 s" });
+    expect(container.querySelector(".tool")).toBeNull();
+    fireEvent.click(group);
+    expect(container.querySelectorAll(".tool")).toHaveLength(3);
+    expect(screen.getByText("1 file changed")).toBeTruthy();
+  });
+
+  it("shows each step on the live row", () => {
+    const { container } = render(<MessageRow rowKey="r" chatId="c" message={work} live working={false} onAnswer={noAnswer} offline={false} />);
+    expect(container.querySelectorAll(".tool")).toHaveLength(3);
+    expect(screen.queryByText("1 file changed")).toBeNull();
+  });
+});
+
 describe("row actions", () => {
   it("copies a reply's text blocks, not its tools", async () => {
     const writeText = vi.fn(async () => {});

@@ -1,14 +1,18 @@
 //! One transcript row: the owner's message as a bubble, or the assistant's turn as its blocks
 //! in order. The live turn and its final form are the same row (same key), so nothing flickers.
 
-import { memo, useEffect, useState } from "react";
-import type { ApprovalAnswers, QuestionAnswers, RunUsage, Waiting } from "../../api/types";
-import { describeActivity, formatElapsed } from "../../chat/activity";
+import { memo, type ReactNode, useEffect, useState } from "react";
+import type { ApprovalAnswers, Block, QuestionAnswers, RunUsage, Waiting } from "../../api/types";
+import { describeActivity, describeStretch, formatElapsed, stretches } from "../../chat/activity";
 import { copyToClipboard } from "../../chat/clipboard";
 import type { ChatMessage } from "../../chat/reducer";
 import type { VersionSwitch } from "../../chat/versions";
 import { ErrorView, HandoffView, TextRest, ThinkingView, ToolView, wasCut } from "./Blocks";
 import { MessageFiles } from "./ChatFiles";
+import { FilesChanged } from "./Diff";
+import { filesChanged, sourcesOf } from "../../chat/diff";
+import { Sources } from "./Sources";
+import { PlanView } from "./Plan";
 import { Icon } from "../ui/Icon";
 import { Markdown } from "./Markdown";
 import { QuestionCard } from "./QuestionCard";
@@ -226,6 +230,23 @@ export function Progress({ since, label }: { since: number; label: string }) {
   );
 }
 
+/** A settled stretch of tool work as one line ("Read 6 files, ran 3 commands · 41 s") that
+ *  expands into its steps; the steps render only once opened. */
+function ActivityGroup({ blocks, children }: { blocks: Block[]; children: () => ReactNode }) {
+  const [open, setOpen] = useState(false);
+  const failed = blocks.some((b) => b.type === "tool" && b.status === "error");
+  return (
+    <div className="activity-group" data-failed={failed || undefined}>
+      <button type="button" className="activity-group-head" aria-expanded={open} onClick={() => setOpen((o) => !o)}>
+        <Icon name="terminal" size={16} />
+        <span className="activity-group-line">{describeStretch(blocks)}</span>
+        <Icon name="chevron" size={16} className="tool-chevron" />
+      </button>
+      {open && <div className="activity-group-steps">{children()}</div>}
+    </div>
+  );
+}
+
 export const MessageRow = memo(function MessageRow({
   rowKey,
   chatId,
@@ -258,34 +279,53 @@ export const MessageRow = memo(function MessageRow({
   const all = message.blocks && message.blocks.length > 0 ? message.blocks : message.content ? [{ type: "text" as const, content: message.content, item_id: "content" }] : [];
   // The question card stands for the AskUserQuestion call that produced it.
   const hasCard = all.some((b) => b.type === "question");
-  const blocks = hasCard ? all.filter((b) => !(b.type === "tool" && b.tool === "AskUserQuestion")) : all;
+  // So does the plan card for the TodoWrite calls that wrote it.
+  const hasPlan = all.some((b) => b.type === "plan");
+  const blocks = all.filter((b) => !(b.type === "tool" && ((hasCard && b.tool === "AskUserQuestion") || (hasPlan && b.tool === "TodoWrite"))));
+  const changed = live ? [] : filesChanged(blocks);
+  const sources = sourcesOf(blocks);
+  function renderBlock(block: Block, i: number) {
+    switch (block.type) {
+      case "text":
+        return wasCut(block.content) ? (
+          <div key={`t:${block.item_id}:${i}`}>
+            <Markdown text={block.content} chatId={chatId} />
+            <TextRest chatId={chatId} itemId={block.item_id} />
+          </div>
+        ) : (
+          <Markdown key={`t:${block.item_id}:${i}`} text={block.content} chatId={chatId} />
+        );
+      case "thinking":
+        return <ThinkingView key={`k:${block.item_id}:${i}`} block={block} live={live && i === blocks.length - 1} />;
+      case "tool":
+        return <ToolView key={`u:${block.tool_use_id}`} chatId={chatId} block={block} />;
+      case "question":
+        return <QuestionCard key={`q:${block.question_id}`} block={block} onAnswer={onAnswer} disabled={offline} />;
+      case "error":
+        return <ErrorView key={`e:${i}`} block={block} onOpenSettings={onOpenSettings} />;
+      case "handoff":
+        return <HandoffView key={`h:${block.switch_id}`} block={block} />;
+      case "plan":
+        return <PlanView key="plan" block={block} />;
+    }
+      }
   return (
     <div className="row row-assistant" data-key={rowKey} data-idx={idx} data-hit={hit || undefined} data-live={live || undefined} aria-busy={live || undefined}>
-      {blocks.map((block, i) => {
-        switch (block.type) {
-          case "text":
-            return wasCut(block.content) ? (
-              <div key={`t:${block.item_id}:${i}`}>
-                <Markdown text={block.content} chatId={chatId} />
-                <TextRest chatId={chatId} itemId={block.item_id} />
-              </div>
+      {live
+        ? blocks.map(renderBlock)
+        : stretches(blocks).map((stretch) =>
+            stretch.type === "group" ? (
+              <ActivityGroup key={`g:${stretch.index}`} blocks={stretch.blocks}>
+                {() => stretch.blocks.map((block, k) => renderBlock(block, stretch.index + k))}
+              </ActivityGroup>
             ) : (
-              <Markdown key={`t:${block.item_id}:${i}`} text={block.content} chatId={chatId} />
-            );
-          case "thinking":
-            return <ThinkingView key={`k:${block.item_id}:${i}`} block={block} live={live && i === blocks.length - 1} />;
-          case "tool":
-            return <ToolView key={`u:${block.tool_use_id}`} chatId={chatId} block={block} />;
-          case "question":
-            return <QuestionCard key={`q:${block.question_id}`} block={block} onAnswer={onAnswer} disabled={offline} />;
-          case "error":
-            return <ErrorView key={`e:${i}`} block={block} onOpenSettings={onOpenSettings} />;
-          case "handoff":
-            return <HandoffView key={`h:${block.switch_id}`} block={block} />;
-        }
-      })}
+              renderBlock(stretch.block, stretch.index)
+            ),
+          )}
       {!live && blocks.length === 0 && <p className="row-quiet">Stopped before replying.</p>}
       {working && <Activity message={message} retry={retry} waiting={waiting} />}
+      {sources.length > 0 && <Sources sources={sources} />}
+      {changed.length > 0 && <FilesChanged chatId={chatId} files={changed} />}
       {!live && message.usage && <UsageView usage={message.usage} />}
       {!live && idx !== undefined && <RowActions message={message} onRegenerate={onRegenerate} versions={versions} onVersion={onVersion} />}
     </div>

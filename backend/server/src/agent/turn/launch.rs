@@ -88,8 +88,17 @@ impl Turn<'_> {
             .over(defaults.of(self.provider));
         let (model, effort) = (pick.model, pick.effort);
         let files = self.input_files(messages).await?;
+        // The owner's local time: the zone the latest message was sent from, else the owner's
+        // setting, else the server's.
+        let sent_from = messages.iter().rev().find_map(|m| m.timezone.as_deref());
+        let owner_zone = match sent_from {
+            Some(_) => None,
+            None => db::schedules::owner_timezone(&agents.read).await?,
+        };
+        let zone = crate::cadence::zone_or_server(sent_from.or(owner_zone.as_deref()));
         let prompt = messages.iter().map(Message::agent_text).collect::<Vec<_>>().join("\n\n")
-            + &crate::agent::InputFile::manifest(&files);
+            + &crate::agent::InputFile::manifest(&files)
+            + &crate::agent::prompt::local_time_note(db::now_ms(), &zone);
         // The first turn after a handoff starts its new session from the summary.
         let prompt = match (&chat.session_id, &chat.handoff) {
             (None, Some(summary)) => crate::agent::handoff::seeded_prompt(summary, &prompt),

@@ -472,6 +472,19 @@ impl Turn<'_> {
                         .await;
                     event
                 }
+                Folded::Files { event, stash } => {
+                    for (tool_use_id, content) in stash {
+                        self.agents
+                            .writer
+                            .enqueue(WriteCommand::StashToolOutput {
+                                chat_id: self.chat_id.clone(),
+                                tool_use_id,
+                                content,
+                            })
+                            .await;
+                    }
+                    event
+                }
                 Folded::Overflow { event, item_id, rest } => {
                     self.spill(&item_id, &rest);
                     match event {

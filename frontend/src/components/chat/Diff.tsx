@@ -1,0 +1,147 @@
+//! A file's edit as a compact unified diff (added and removed lines, long unchanged stretches
+//! folded until tapped, syntax colours once painted), shown a page of rows at a time; the rest
+//! of a diff the server cut comes from its stored copy on "Show the rest". And the per-turn
+//! "Files changed" list under a reply (tap a file for its diffs).
+
+import { useEffect, useMemo, useRef, useState } from "react";
+import { fetchToolOutput } from "../../api/chats";
+import type { FileDiff } from "../../api/types";
+import { type ChangedFile, countsText, DIFF_PAGE_ROWS, type DiffRow, foldContext, languageOfPath, parseDiff } from "../../chat/diff";
+
+/** Diffs shown coloured at most, in rows (past it, plain text: colouring is per line). */
+const MAX_HIGHLIGHT_ROWS = 1500;
+
+const CHANGE_TEXT: Record<FileDiff["change"], string> = {
+  add: "added",
+  update: "edited",
+  delete: "deleted",
+  write: "written",
+};
+
+export function FileDiffView({ chatId, file }: { chatId: string; file: FileDiff }) {
+  const [whole, setWhole] = useState<string | null>(null);
+  const [loading, setLoading] = useState(false);
+  const [failed, setFailed] = useState(false);
+  const [open, setOpen] = useState<ReadonlySet<number>>(() => new Set());
+  const [limit, setLimit] = useState(DIFF_PAGE_ROWS);
+  const ref = useRef<HTMLDivElement>(null);
+  const lines = useMemo(() => parseDiff(whole ?? file.diff), [whole, file.diff]);
+  const rows = useMemo(() => foldContext(lines, open), [lines, open]);
+  const shown = rows.length > limit ? rows.slice(0, limit) : rows;
+  const language = languageOfPath(file.path);
+
+  useEffect(() => {
+    const root = ref.current;
+    if (!root || !language || shown.length > MAX_HIGHLIGHT_ROWS) return;
+    let cancelled = false;
+    // After the plain rows are on screen: colouring never delays the first paint.
+    const idle = requestAnimationFrame(() => {
+      void import("../../chat/markdown").then((m) => (cancelled ? undefined : m.highlightLinesWithin(root, ".diff-code", language)));
+    });
+    return () => {
+      cancelled = true;
+      cancelAnimationFrame(idle);
+    };
+  }, [language, shown]);
+
+  if (file.binary) return <p className="diff-binary">Binary file {CHANGE_TEXT[file.change]}</p>;
+
+  async function loadRest(stashId: string) {
+    setLoading(true);
+    setFailed(false);
+    try {
+      setWhole(await fetchToolOutput(chatId, stashId));
+    } catch {
+      setFailed(true);
+    } finally {
+      setLoading(false);
+    }
+  }
+
+  const more = rows.length - shown.length;
+  const cut = whole === null && typeof file.stash_id === "string" && file.stash_id !== "";
+  return (
+    <div className="diff" ref={ref} data-path={file.path}>
+      {shown.length === 0 && <p className="diff-empty">No lines changed.</p>}
+      {shown.map((row) => (
+        // Keyed by the line's place in the diff: a row's text never changes under its key, so
+        // the colours set on it stay true.
+        <DiffRowView key={row.type === "fold" ? `f${row.id}` : `l${row.at}`} row={row} onOpen={(id) => setOpen((prev) => new Set(prev).add(id))} />
+      ))}
+      {more > 0 && (
+        <button type="button" className="diff-more" onClick={() => setLimit((l) => l + DIFF_PAGE_ROWS * 4)}>
+          Show more ({more.toLocaleString()} more lines)
+        </button>
+      )}
+      {more === 0 && cut && file.stash_id && (
+        <button type="button" className="diff-more" disabled={loading} aria-busy={loading} onClick={() => void loadRest(file.stash_id as string)}>
+          {loading ? "Loading…" : `Show the rest (${Math.max(0, (file.full_len ?? 0) - file.diff.length).toLocaleString()} more characters)`}
+        </button>
+      )}
+      {failed && (
+        <p className="tool-meta tool-meta-error" role="alert">
+          Couldn't load the rest of the diff.
+        </p>
+      )}
+    </div>
+  );
+}
+
+function DiffRowView({ row, onOpen }: { row: DiffRow; onOpen: (id: number) => void }) {
+  if (row.type === "fold") {
+    return (
+      <button type="button" className="diff-fold" onClick={() => onOpen(row.id)}>
+        ⋯ {row.lines.length.toLocaleString()} unchanged {row.lines.length === 1 ? "line" : "lines"}
+      </button>
+    );
+  }
+  const { kind, text } = row.line;
+  if (kind === "hunk") return <div className="diff-line diff-hunk" aria-hidden="true" />;
+  // One element a line (its sign drawn by CSS): a long diff paints fast.
+  return (
+    <div className="diff-line diff-code" data-kind={kind}>
+      {text}
+    </div>
+  );
+}
+
+/** "+12 −3", coloured, for a file or a tool head. */
+export function DiffCounts({ added, removed }: { added: number; removed: number }) {
+  return (
+    <span className="diff-counts" aria-label={`${added} added, ${removed} removed`}>
+      <span className="diff-count-add">+{added.toLocaleString()}</span> <span className="diff-count-del">{"\u2212"}{removed.toLocaleString()}</span>
+    </span>
+  );
+}
+
+/** The files a reply changed, under it: tap one for its diffs. */
+export function FilesChanged({ chatId, files }: { chatId: string; files: ChangedFile[] }) {
+  const [shown, setShown] = useState<string | null>(null);
+  const added = files.reduce((n, f) => n + f.added, 0);
+  const removed = files.reduce((n, f) => n + f.removed, 0);
+  return (
+    <section className="files-changed" aria-label="Files changed">
+      <h3 className="files-changed-title">
+        {files.length === 1 ? "1 file changed" : `${files.length} files changed`} <span className="visually-hidden">{countsText(added, removed)}</span>
+        <DiffCounts added={added} removed={removed} />
+      </h3>
+      <ul className="files-changed-list">
+        {files.map((file) => (
+          <li key={file.path}>
+            <button type="button" className="files-changed-file" aria-expanded={shown === file.path} onClick={() => setShown((s) => (s === file.path ? null : file.path))}>
+              <span className="files-changed-path">{file.path}</span>
+              {file.binary ? <span className="diff-counts">binary</span> : <DiffCounts added={file.added} removed={file.removed} />}
+            </button>
+            {shown === file.path && (
+              <div className="files-changed-diffs">
+                {file.edits.map((edit, i) => (
+                  <FileDiffView key={`${edit.toolUseId}:${i}`} chatId={chatId} file={edit.file} />
+                ))}
+              </div>
+            )}
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
