@@ -33,6 +33,7 @@ pub mod skills;
 pub mod state;
 pub mod storage;
 pub mod telemetry;
+pub mod theme;
 pub mod uploads;
 pub mod web;
 pub mod writer;

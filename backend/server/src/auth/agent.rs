@@ -42,6 +42,8 @@ pub const AGENT_ROUTES: &[(&str, &str)] = &[
     ("GET", "/schedules"),
     ("POST", "/schedules"),
     ("DELETE", "/schedules/{id}"),
+    ("GET", "/theme"),
+    ("POST", "/theme/apply"),
 ];
 
 /// May an agent token bound to `own_chat` call `method` on `path`, which matched `route`?
