@@ -41,6 +41,7 @@ import { SchedulesSection } from "../schedules/Schedules";
 import NotificationSettings from "./NotificationSettings";
 import { DevicesSection } from "./Devices";
 import { UpdateSettings } from "./UpdateSettings";
+import { ThemeSettings } from "./ThemeSettings";
 
 const errorText = (error: unknown) => (error instanceof ApiError ? error.message : "Something went wrong.");
 
@@ -653,6 +654,7 @@ function AppearanceSection() {
           </label>
         ))}
       </div>
+      <ThemeSettings />
     </section>
   );
 }
