@@ -32,7 +32,7 @@ function apply(): void {
   // The shell's own colours carry a media query; a standalone app page's colour (one meta,
   // no media) is the app's and stays.
   for (const meta of document.querySelectorAll<HTMLMetaElement>('meta[name="theme-color"][media]')) {
-    if (choice === "system") meta.content = meta.media.includes("dark") ? CHROME.dark : CHROME.light;
+    if (choice === "system") meta.content = (meta.getAttribute("media") ?? "").includes("dark") ? CHROME.dark : CHROME.light;
     else meta.content = CHROME[effective];
   }
 }
