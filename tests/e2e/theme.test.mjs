@@ -1,7 +1,8 @@
 // The platform's theme against the real server: the real Claude Code CLI, driven by the scripted
 // model, writes theme/theme.css and runs `mobius theme apply`; the open shell and the open app
 // frame restyle without a reload. A theme that reaches another origin is refused and the page
-// keeps the good one; Settings › Appearance resets to stock and goes back to the agent's version.
+// keeps the good one; Settings › Appearance resets to stock and goes back to the agent's version;
+// /recovery (built into the server) signs in and resets a theme that made the shell unreadable.
 //
 // Environment: as apps.test.mjs (MOBIUS_BIN, MOBIUS_FRONTEND_DIR, the Claude CLI, the app
 // build's node_modules).
@@ -18,6 +19,7 @@ import {
   DESKTOP,
   eventually,
   openBrowser,
+  OWNER,
   screenshot,
   send,
   setupOwner,
@@ -127,7 +129,6 @@ describe("the platform's theme (real CLI, live restyle)", () => {
 
   step("Settings › Appearance resets to stock and goes back to the agent's version", async (page) => {
     await page.goto(`${server.origin}/settings/appearance`);
-    await page.getByRole("heading", { name: "Appearance" }).waitFor();
     await page.getByRole("button", { name: "Reset to stock" }).click();
     await eventually("stock again", async () => (await accent(page)) === STOCK_LIGHT_ACCENT);
     const versions = page.getByRole("list", { name: "Theme versions" });
@@ -136,5 +137,26 @@ describe("the platform's theme (real CLI, live restyle)", () => {
     await versions.getByRole("listitem").filter({ hasText: "By the agent" }).getByRole("button", { name: /^Use the theme/ }).click();
     await eventually("green again", async () => (await accent(page)) === GREEN);
     assert.deepEqual(problems, []);
+  });
+
+  step("/recovery, the server's own page, puts back a theme that hides the shell", async (page) => {
+    // Text the colour of the page: the shell is unreadable.
+    await writeFile(join(server.dataDir, "theme", "theme.css"), ":root { --light-text: #f6f6f3; --light-muted: #f6f6f3; --light-accent: #f6f6f3; }\n");
+    assert.equal((await api("/api/theme/apply", { method: "POST", body: {} })).status, 200);
+    await eventually("the shell is unreadable", async () => (await accent(page)) === "#f6f6f3");
+    await page.goto(`${server.origin}/recovery`);
+    await page.getByRole("heading", { name: "Möbius recovery" }).waitFor();
+    assert.equal(await page.locator("#mobius-theme").count(), 0, "the recovery page loads no theme");
+    await page.getByLabel("Username").fill(OWNER.username);
+    await page.getByLabel("Password").fill(OWNER.password);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByText("A custom theme is on").waitFor();
+    await screenshot(page, "theme-recovery-desktop.png");
+    await page.getByRole("button", { name: "Reset the theme to stock" }).click();
+    await page.getByText("The stock theme is on.").waitFor();
+    assert.equal((await api("/api/theme")).json.stock, true);
+    await page.getByRole("link", { name: "Open Möbius" }).click();
+    await page.getByRole("textbox", { name: "Message", exact: true }).waitFor();
+    await eventually("the shell is stock again", async () => (await accent(page)) === STOCK_LIGHT_ACCENT);
   });
 });

@@ -70,6 +70,7 @@ pub fn router(state: AppState) -> Router {
         .merge(apps::public_router())
         .merge(web::vendor_router())
         .merge(crate::theme::routes::manifest_router())
+        .merge(crate::recovery::router())
         .route("/shell/embed/chat", axum::routing::get(web::embed_chat))
         .fallback(web::serve_frontend)
         .layer(CompressionLayer::new())

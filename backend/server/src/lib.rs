@@ -25,6 +25,7 @@ pub mod protocol;
 pub mod providers;
 pub mod push;
 pub mod recall;
+pub mod recovery;
 pub mod safe_fs;
 pub mod schedules;
 pub mod search;

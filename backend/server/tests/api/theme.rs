@@ -137,3 +137,24 @@ async fn the_owner_resets_to_stock_and_goes_back_to_an_earlier_version() {
     assert_eq!(app.get("/api/theme", None).await.status(), StatusCode::UNAUTHORIZED);
     assert_eq!(app.post("/api/theme/reset", json!({}), None).await.status(), StatusCode::UNAUTHORIZED);
 }
+
+#[tokio::test]
+async fn the_recovery_page_is_served_by_the_server_itself_without_a_built_shell() {
+    // No frontend build at all (the test server's dist folder does not exist).
+    let app = TestApp::spawn().await;
+    let r = app.get("/recovery", None).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(r.headers()["content-type"].to_str().unwrap_or_default().starts_with("text/html"));
+    let csp = r.headers()["content-security-policy"].to_str().unwrap_or_default().to_owned();
+    assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-eval"), "{csp}");
+    let page = r.text().await.expect("page");
+    assert!(page.contains("Möbius recovery") && page.contains("/recovery/recovery.js"));
+    let script = app.get("/recovery/recovery.js", None).await;
+    assert_eq!(script.status(), StatusCode::OK);
+    assert!(script.text().await.expect("script").contains("/api/theme/reset"));
+    assert_eq!(
+        app.get("/", None).await.status(),
+        StatusCode::SERVICE_UNAVAILABLE,
+        "while the shell itself is not built"
+    );
+}
