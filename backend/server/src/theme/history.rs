@@ -151,6 +151,6 @@ mod tests {
         assert_eq!(versions[0].source, "owner reset");
         assert_eq!(history.text_of(&first, 20).expect("text").as_deref(), Some(":root { --a: 1 }"));
         assert_eq!(history.text_of(&first, 1).expect("text"), None, "older than the kept window");
-        assert_eq!(history.head().expect("head").map(|(id, text)| (id, text)), Some((second, String::new())));
+        assert_eq!(history.head().expect("head"), Some((second, String::new())));
     }
 }

@@ -144,10 +144,8 @@ impl Theme {
         .map_err(join_err)??;
         let current = Arc::new(Current::new(served, Some(version.clone()), checked));
         *self.current.write_locked() = current.clone();
-        if changed {
-            if let Ok(data) = serde_json::to_string(&crate::protocol::SystemEvent::ThemeUpdated { version }) {
-                self.hub.publish_system(data);
-            }
+        if changed && let Ok(data) = serde_json::to_string(&crate::protocol::SystemEvent::ThemeUpdated { version }) {
+            self.hub.publish_system(data);
         }
         Ok((current, changed))
     }
