@@ -146,7 +146,10 @@ async fn the_recovery_page_is_served_by_the_server_itself_without_a_built_shell(
     assert_eq!(r.status(), StatusCode::OK);
     assert!(r.headers()["content-type"].to_str().unwrap_or_default().starts_with("text/html"));
     let csp = r.headers()["content-security-policy"].to_str().unwrap_or_default().to_owned();
-    assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-eval"), "{csp}");
+    assert!(
+        csp.starts_with("default-src 'none'; script-src 'self';") && csp.contains("frame-ancestors 'none'"),
+        "{csp}"
+    );
     let page = r.text().await.expect("page");
     assert!(page.contains("Möbius recovery") && page.contains("/recovery/recovery.js"));
     let script = app.get("/recovery/recovery.js", None).await;
