@@ -1,6 +1,8 @@
-// Frontend benchmark: (1) the gzipped size of the initial route's JS + CSS in dist/, and (2) the
+// Frontend benchmark: (1) the gzipped size of the initial route's JS + CSS in dist/, (2) the
 // time from navigation to an interactive chat view holding 200 messages, in headless Chromium
-// (median of 5 cold loads, each in a fresh browser profile with the service worker off).
+// (median of 5 cold loads, each in a fresh browser profile with the service worker off), and
+// (3) with a server it started itself (it writes the theme file), the time from
+// `POST /api/theme/apply` to an open page painted with the new theme (target ≤ 300 ms).
 //
 //   node scripts/bench.mjs                     size only (needs a build: npm run build)
 //   MOBIUS_URL=http://127.0.0.1:8000 MOBIUS_TOKEN=<owner token> node scripts/bench.mjs
@@ -10,12 +12,12 @@
 // /usr/bin/chromium driven by playwright-core from tests/e2e (run `npm ci` there first).
 
 import { randomUUID } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { gzipSync } from "node:zlib";
 
-/* global document, requestAnimationFrame -- used inside page.evaluate, which runs in the browser */
+/* global document, getComputedStyle, requestAnimationFrame -- used inside page.evaluate, which runs in the browser */
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const DIST = resolve(HERE, "..", "dist");
@@ -81,13 +83,40 @@ async function withServer(run) {
         body: JSON.stringify({ username: "bench", password: "bench password 123" }),
       })
     ).json();
-    return await run(server.origin, access_token);
+    return await run(server.origin, access_token, server.dataDir);
   } finally {
     await server.stop();
   }
 }
 
-async function chatLoadTimes(origin, token) {
+/** Theme change → restyled page, RUNS times on one open page (ms, node's clock and the page's). */
+async function themeRestyleTimes(browser, origin, token, dataDir, chatId) {
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, serviceWorkers: "block" });
+  await context.addInitScript((t) => localStorage.setItem("mobius.token", t), token);
+  const page = await context.newPage();
+  await page.goto(`${origin}/chat/${chatId}`);
+  await page.getByRole("textbox", { name: "Message", exact: true }).waitFor({ timeout: 30_000 });
+  const times = [];
+  try {
+    for (let i = 0; i < RUNS; i++) {
+      const colour = `#1${i}3${i}5${i}`;
+      writeFileSync(join(dataDir, "theme", "theme.css"), `:root { --light-accent: ${colour}; --dark-accent: ${colour}; }\n`);
+      const started = Date.now();
+      await api(origin, token, "/api/theme/apply", {});
+      const painted = await page.waitForFunction(
+        (want) => (getComputedStyle(document.documentElement).getPropertyValue("--accent").trim() === want ? Date.now() : false),
+        colour,
+        { polling: "raf", timeout: 10_000 },
+      );
+      times.push((await painted.jsonValue()) - started);
+    }
+  } finally {
+    await context.close();
+  }
+  return times;
+}
+
+async function chatLoadTimes(origin, token, dataDir) {
   const id = randomUUID();
   await api(origin, token, "/api/chats", { id, title: "Benchmark chat", messages: seedMessages() });
   const core = join(E2E, "node_modules", "playwright-core", "index.mjs");
@@ -117,6 +146,7 @@ async function chatLoadTimes(origin, token) {
       times.push(ms);
       await context.close();
     }
+    if (dataDir) themeTimes = await themeRestyleTimes(browser, origin, token, dataDir, id);
   } finally {
     await browser.close();
   }
@@ -235,6 +265,7 @@ console.log("Initial route (gzip -9):");
 for (const row of size.rows) console.log(`  ${row.file.padEnd(36)} ${kb(row.raw).padStart(10)} raw  ${kb(row.gzip).padStart(9)} gzip`);
 console.log(`  ${"total".padEnd(36)} ${kb(size.raw).padStart(10)} raw  ${kb(size.gzip).padStart(9)} gzip (budget 250 KB)`);
 
+let themeTimes = null;
 const times = await withServer(chatLoadTimes);
 if (times === null) {
   console.log("Chat load: skipped (set MOBIUS_URL + MOBIUS_TOKEN, or MOBIUS_BIN)");
@@ -251,6 +282,11 @@ if (review) {
   console.log(`  "Show more" → all ${DIFF_LINES} lines painted: median ${median(review.diff.all).toFixed(0)} ms (${list(review.diff.all)})`);
   console.log(`Settled ${TURN_TOOLS}-tool turn, navigation → painted (ms): ${list(review.tools)}`);
   console.log(`  median ${median(review.tools).toFixed(0)} ms (target ≤ 200 ms)`);
+}
+if (themeTimes !== null) {
+  const sorted = [...themeTimes].sort((a, b) => a - b);
+  console.log(`Theme change → restyled page (ms): ${themeTimes.map((t) => t.toFixed(0)).join(", ")}`);
+  console.log(`  median ${sorted[Math.floor(sorted.length / 2)].toFixed(0)} ms over ${RUNS} changes (target ≤ 300 ms)`);
 }
 if (size.gzip > 250 * 1024) {
   console.error("initial route is over the 250 KB gzip budget");

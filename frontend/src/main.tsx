@@ -19,9 +19,11 @@ import { parseRoute } from "./shell/router";
 import { preloadRoute } from "./shell/routeModules";
 import { chatListQuery } from "./shell/useChatList";
 import { initTheme } from "./shell/theme";
+import { initCustomTheme } from "./shell/customTheme";
 import "./styles/index.css";
 
 initTheme();
+initCustomTheme();
 const queryClient = createQueryClient();
 
 // An installed home-screen app opened with its one-use install pass signs in with it.

@@ -160,7 +160,8 @@ async function standaloneHandler({ request, url }: { request: Request; url: URL 
 }
 
 registerRoute(({ request, url, sameOrigin }) => sameOrigin && request.mode === "navigate" && standaloneSlug(url) !== null, standaloneHandler);
-registerRoute(new NavigationRoute(navigationHandler, { denylist: [/^\/api\//, /^\/apps\/[^/]+\/$/] }));
+// `/recovery` is the server's own page (it must work whatever the shell is): always the network.
+registerRoute(new NavigationRoute(navigationHandler, { denylist: [/^\/api\//, /^\/apps\/[^/]+\/$/, /^\/recovery(\/|$)/] }));
 
 // ---------- app code: frame documents and modules, per build ----------
 

@@ -54,6 +54,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::uploads::routes::router())
         .merge(crate::schedules::routes::router())
         .merge(crate::platform::router())
+        .merge(crate::theme::routes::router())
         .fallback(api_not_found)
         .method_not_allowed_fallback(api_method_not_allowed)
         .layer(middleware::from_fn_with_state(
@@ -70,6 +71,8 @@ pub fn router(state: AppState) -> Router {
         .nest("/api", api)
         .merge(apps::public_router())
         .merge(web::vendor_router())
+        .merge(crate::theme::routes::manifest_router())
+        .merge(crate::recovery::router())
         .route("/shell/embed/chat", axum::routing::get(web::embed_chat))
         .fallback(web::serve_frontend)
         .layer(CompressionLayer::new())

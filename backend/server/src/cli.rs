@@ -24,6 +24,8 @@ USAGE:
                                     restore a backup into a stopped deployment
     mobius healthcheck [PATH]       exit 0 when the local server answers /api/ready (or PATH)
     mobius app apply <slug>         (agents) validate, commit, bundle and publish apps/<slug>/
+    mobius theme apply              (agents) check DATA_DIR/theme/theme.css and make it the
+                                    platform's theme on every open device (errors say where)
     mobius notify <title> <body> [--chat [ID]] [--app ID]
                                     (agents) tell the owner: a notification on their devices,
                                     opening this chat (--chat) or an app (--app)
@@ -108,6 +110,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
             ExitCode::SUCCESS
         }
         Some("app") => app_command(&args[1..]),
+        Some("theme") => theme_command(&args[1..]),
         Some("notify") => notify_command(&args[1..]),
         // Internal: the server's Web Push sender (see push/deliver.rs).
         Some("push-deliver") => crate::push::deliver_command(),
@@ -242,6 +245,21 @@ fn toolbox_command(args: &[String]) -> ExitCode {
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
+}
+
+/// `mobius theme apply`: asks the running server to check and serve `DATA_DIR/theme/theme.css`.
+/// Prints the served version, or the server's refusal (line, column, why) and exits 1.
+fn theme_command(args: &[String]) -> ExitCode {
+    if args.first().map(String::as_str) != Some("apply") || args.len() > 1 {
+        eprintln!("usage: mobius theme apply");
+        return ExitCode::from(2);
+    }
+    agent_request("/api/theme/apply", &serde_json::json!({}), Duration::from_secs(30), |json| {
+        let receipt = serde_json::json!({
+            "applied": true, "version": json["version"], "changed": json["changed"], "stock": json["stock"],
+        });
+        println!("{}", serde_json::to_string_pretty(&receipt).unwrap_or_default());
+    })
 }
 
 /// `mobius notify <title> <body> [--chat [ID]] [--app ID]`: a notification to the owner's

@@ -135,15 +135,22 @@ pub enum Domain {
          (mobius schedule remove), or ask the owner to add it in Settings."
     )]
     TooManyAgentSchedules(i64, i64),
+    /// The theme file broke a rule of `theme/css.rs`: where and what.
+    #[error("theme/theme.css was not applied ({0}); the last good theme stays.")]
+    ThemeInvalid(String),
+    #[error("No such theme version (only the last ones are kept).")]
+    ThemeVersionNotFound,
 }
 
 impl Domain {
     /// The HTTP status of this refusal.
     pub fn status(&self) -> StatusCode {
         match self {
-            Domain::ChatNotFound | Domain::AppNotFound | Domain::FileNotFound | Domain::ScheduleNotFound => {
-                StatusCode::NOT_FOUND
-            }
+            Domain::ChatNotFound
+            | Domain::AppNotFound
+            | Domain::FileNotFound
+            | Domain::ScheduleNotFound
+            | Domain::ThemeVersionNotFound => StatusCode::NOT_FOUND,
             Domain::FileTooLarge
             | Domain::QuotaExceeded
             | Domain::UploadQuotaExceeded
@@ -163,6 +170,7 @@ impl Domain {
             Domain::DuplicateCid | Domain::InvalidAnswers(_) => StatusCode::BAD_REQUEST,
             Domain::TurnBusy => StatusCode::SERVICE_UNAVAILABLE,
             Domain::InvalidGrant => StatusCode::UNAUTHORIZED,
+            Domain::ThemeInvalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Domain::ChatDeleted
             | Domain::ChatBusy
             | Domain::RunNotRunning
@@ -216,6 +224,8 @@ impl Domain {
             Domain::ScheduleNotFound => "schedule_not_found",
             Domain::TooManySchedules(_) => "too_many_schedules",
             Domain::TooManyAgentSchedules(..) => "too_many_agent_schedules",
+            Domain::ThemeInvalid(_) => "theme_invalid",
+            Domain::ThemeVersionNotFound => "theme_version_not_found",
         }
     }
 }

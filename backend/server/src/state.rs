@@ -88,6 +88,8 @@ pub struct Inner {
     pub streams: Arc<crate::events::StreamLimits>,
     /// The built-in and agent-written skills.
     pub skills: Arc<Skills>,
+    /// The platform's theme: the one served, its versions.
+    pub theme: Arc<crate::theme::Theme>,
     /// Chat files: the owner's attachments and the agent's images.
     pub uploads: Arc<Uploads>,
     /// App jobs and scheduled agent turns (its loop starts once the server is ready).
@@ -210,6 +212,12 @@ impl AppState {
         let skills = Arc::new(Skills::new(&config.skill_dir.join("skills"), config.data_dir.join("skills")));
         skills.watch();
         boot.step("skills");
+        let theme = {
+            let (data_dir, hub) = (config.data_dir.clone(), hub.clone());
+            let loaded = tokio::task::spawn_blocking(move || crate::theme::Theme::load(&data_dir, hub)).await;
+            Arc::new(loaded.map_err(|e| crate::error::Error::Internal(format!("theme: {e}")))??)
+        };
+        boot.step("theme");
         let notes = match config.note_idle {
             Some(idle) => {
                 let (notes, receiver) = NoteSignals::channel();
@@ -330,6 +338,7 @@ impl AppState {
             push,
             streams,
             skills,
+            theme,
             uploads,
             schedules,
             frame_bootstrap: OnceLock::new(),

@@ -29,6 +29,7 @@ import { Icon } from "../components/ui/Icon";
 import { onlineStore, useOnline } from "../shell/online";
 import { appNavDepth, pushAppNav, type AppIntent } from "../shell/router";
 import { themeStore } from "../shell/theme";
+import { customThemeStore } from "../shell/customTheme";
 import { parseFrameMessage, readFrameMessage, type FrameMessage } from "./broker";
 import { frameTheme } from "./frameTheme";
 import type { HostRequest } from "./host";
@@ -229,7 +230,7 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange, inten
     if (urls.length > 0 && worker) worker.postMessage({ type: "moebius:precache-app", appId: app.id, urls });
   }, [app.id, precache]);
 
-  // The shell's theme choice, or the system's scheme under "system", changed.
+  // The shell's theme choice, the system's scheme under "system", or the platform's theme changed.
   useEffect(() => {
     const update = () => {
       if (inited.current) post({ type: TO_FRAME.frameTheme, ...frameTheme() });
@@ -237,8 +238,10 @@ export default function AppCanvas({ app, onHostRequest, onImmersiveChange, inten
     const scheme = typeof matchMedia === "function" ? matchMedia("(prefers-color-scheme: dark)") : null;
     scheme?.addEventListener("change", update);
     const stop = themeStore.subscribe(update);
+    const stopCustom = customThemeStore.subscribe(update);
     return () => {
       stop();
+      stopCustom();
       scheme?.removeEventListener("change", update);
     };
   }, []);

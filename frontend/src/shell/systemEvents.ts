@@ -17,6 +17,8 @@ import { refreshChatRow } from "./useChatList";
 import { useOnline } from "./online";
 import { notificationsKey, pushDevicesKey } from "../api/push";
 import { schedulesKey } from "../api/schedules";
+import { themeVersionsKey } from "../api/theme";
+import { refreshCustomTheme } from "./customTheme";
 
 /** A system event, or an announcement posted to `/api/notify` (free-form, typed by `type`). */
 type ShellEvent = SystemEvent | { type: string; app_id?: unknown; chat_id?: unknown };
@@ -78,6 +80,11 @@ export function useSystemEvents(): void {
             if (touchesNotifications(event.type)) void queryClient.invalidateQueries({ queryKey: notificationsKey });
             if (event.type === "push_devices_changed") void queryClient.invalidateQueries({ queryKey: pushDevicesKey });
             if (event.type === "schedules_changed") void queryClient.invalidateQueries({ queryKey: schedulesKey });
+            // The platform's theme: restyle now (the stream's opening covers what was missed).
+            if (event.type === "theme_updated" || event.type === "system_stream_open") {
+              void refreshCustomTheme();
+              void queryClient.invalidateQueries({ queryKey: themeVersionsKey });
+            }
             // (Re)opening may have missed events: refresh once then too.
             if (event.type === "system_stream_open" || event.type === "resync") {
               invalidate("chats");

@@ -6,7 +6,9 @@ import { createStore, useStore } from "./store";
 export type ThemeChoice = "system" | "light" | "dark";
 
 const KEY = "mobius.theme";
-const CHROME = { light: "#f6f6f3", dark: "#111114" } as const;
+const STOCK_CHROME = { light: "#f6f6f3", dark: "#111114" } as const;
+/** The browser chrome's colours: the stock palette's backgrounds, or the theme's. */
+const CHROME: { light: string; dark: string } = { ...STOCK_CHROME };
 
 function stored(): ThemeChoice {
   try {
@@ -30,9 +32,16 @@ function apply(): void {
   // The shell's own colours carry a media query; a standalone app page's colour (one meta,
   // no media) is the app's and stays.
   for (const meta of document.querySelectorAll<HTMLMetaElement>('meta[name="theme-color"][media]')) {
-    if (choice === "system") meta.content = meta.media.includes("dark") ? CHROME.dark : CHROME.light;
+    if (choice === "system") meta.content = (meta.getAttribute("media") ?? "").includes("dark") ? CHROME.dark : CHROME.light;
     else meta.content = CHROME[effective];
   }
+}
+
+/** The platform theme's page backgrounds (`null`: the stock one), for the browser chrome. */
+export function setChromeColours(light: string | null, dark: string | null): void {
+  CHROME.light = light ?? STOCK_CHROME.light;
+  CHROME.dark = dark ?? STOCK_CHROME.dark;
+  apply();
 }
 
 export function setTheme(choice: ThemeChoice): void {

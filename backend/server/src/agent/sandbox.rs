@@ -22,9 +22,10 @@ const SYSTEM_READ_EXEC: &[&str] =
 const SYSTEM_READ: &[&str] = &["/proc", "/sys"];
 /// Shared scratch and devices the tools write to.
 const SYSTEM_READ_WRITE: &[&str] = &["/tmp", "/var/tmp", "/dev"];
-/// Folders of `DATA_DIR` the agent works in, read and write (its skills and the owner's
-/// memory file are its to keep, as the constitution says).
-const DATA_READ_WRITE: &[&str] = &["apps", "app-data", "shared", "agent-home", "skills", "memory"];
+/// Folders of `DATA_DIR` the agent works in, read and write (its skills, the owner's memory
+/// file and the theme's working copy are its to keep, as the constitution says; the served
+/// theme is the server's own copy, see `theme/`).
+const DATA_READ_WRITE: &[&str] = &["apps", "app-data", "shared", "agent-home", "skills", "memory", "theme"];
 
 /// The first Landlock ABI that keeps signals within a domain (Linux 6.12).
 pub const SIGNAL_SCOPE_ABI: u32 = 6;

@@ -19,7 +19,7 @@ use crate::safe_fs::Dir;
 /// The folder of `DATA_DIR` that holds the chats' workspaces.
 pub const WORKSPACE_DIR: &str = "workspace";
 /// Folders of `DATA_DIR` a workspace links to by their own names.
-pub const LINKED: &[&str] = &["apps", "app-data", "shared", "skills", "memory", "agent-home"];
+pub const LINKED: &[&str] = &["apps", "app-data", "shared", "skills", "memory", "theme", "agent-home"];
 
 /// `DATA_DIR/workspace/<chat>`.
 pub fn path(data_dir: &Path, chat_id: &str) -> PathBuf {

@@ -44,6 +44,8 @@ pub const AGENT_ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/schedules/{id}"),
     // The connector broker checks the token is bound to the chat in its path.
     ("*", "/mcp/{chat}/{id}"),
+    ("GET", "/theme"),
+    ("POST", "/theme/apply"),
 ];
 
 /// May an agent token bound to `own_chat` call `method` on `path`, which matched `route`?

@@ -326,6 +326,10 @@ pub enum SystemEvent {
     PushDevicesChanged,
     /// A schedule was added, changed or removed, or one of its runs started or ended.
     SchedulesChanged,
+    /// The platform's theme changed (`GET /api/theme` has the new one): restyle.
+    ThemeUpdated {
+        version: String,
+    },
 }
 
 #[cfg(test)]

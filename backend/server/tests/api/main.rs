@@ -24,6 +24,7 @@ mod schedules;
 mod search;
 mod storage;
 mod telemetry;
+mod theme;
 mod updates;
 mod upgrade;
 mod uploads;

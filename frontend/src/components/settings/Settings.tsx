@@ -43,6 +43,7 @@ import { ConnectorsSection } from "./ConnectorSettings";
 import NotificationSettings from "./NotificationSettings";
 import { DevicesSection } from "./Devices";
 import { UpdateSettings } from "./UpdateSettings";
+import { ThemeSettings } from "./ThemeSettings";
 
 const errorText = (error: unknown) => (error instanceof ApiError ? error.message : "Something went wrong.");
 
@@ -659,6 +660,7 @@ function AppearanceSection() {
           </label>
         ))}
       </div>
+      <ThemeSettings />
     </section>
   );
 }
