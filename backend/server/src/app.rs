@@ -44,6 +44,7 @@ pub fn router(state: AppState) -> Router {
         .merge(apps::router())
         .merge(apps::proxy::router())
         .merge(apps::secrets::router())
+        .merge(apps::activity::router())
         .merge(crate::connectors::routes::router())
         .merge(crate::connectors::broker::router())
         .merge(chats::apps::router())

@@ -778,6 +778,8 @@ async fn an_embedded_chat_trades_a_one_use_grant_for_a_session_scoped_to_its_cha
     assert_eq!(r.status(), StatusCode::ACCEPTED, "{}", r.text().await.unwrap_or_default());
     let models = with(app.client.get(app.url("/api/models"))).send().await.expect("models");
     assert_eq!(models.status(), StatusCode::OK);
+    let models = with(app.client.get(app.url("/api/auth/providers/models"))).send().await.expect("models");
+    assert_eq!(models.status(), StatusCode::OK);
     // Without its header, on another chat, or on owner routes: refused.
     let r = app.client.get(app.url(&format!("/api/chats/{chat}"))).bearer_auth(&embed).send().await.expect("detail");
     assert_error(r, StatusCode::UNAUTHORIZED, "embed_instance_mismatch").await;
