@@ -48,6 +48,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::connectors::routes::router())
         .merge(crate::connectors::broker::router())
         .merge(chats::apps::router())
+        .merge(chats::logs::router())
         .merge(providers::router())
         .merge(events::routes::router())
         .merge(crate::telemetry::router())

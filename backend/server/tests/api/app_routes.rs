@@ -116,3 +116,71 @@ async fn malformed_and_oversized_activity_is_refused_and_each_log_keeps_its_newe
     let older = entries(&app, &token, &format!("?app_id={a}&before={}", kept[499]["id"])).await;
     assert!(older.is_empty(), "{older:?}");
 }
+
+async fn import(app: &TestApp, token: &str, id: &str, title: &str, messages: Value) {
+    let r = app.post("/api/chats", json!({ "id": id, "title": title, "messages": messages }), Some(token)).await;
+    assert_eq!(r.status(), StatusCode::CREATED, "{}", r.text().await.unwrap_or_default());
+}
+
+#[tokio::test]
+async fn chat_logs_follow_the_apps_tier_and_leave_out_tools_attachments_and_secrets() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    let (_, none_token) = app.register_app("no-logs").await;
+    let (_, summary_token) = app.register_app_with("digest", r#"{"chat_log_access":"summary"}"#).await;
+    let (_, deleted_token) = app.register_app_with("archive", r#"{"chat_log_access":"summary_with_deleted"}"#).await;
+    import(
+        &app,
+        &token,
+        "c-trip",
+        "Trip plans",
+        json!([
+            { "role": "user", "ts": 1_000, "content": "Plan Lisbon. My key is sk-ant-api03-abcdefghijklmnopqrst" },
+            { "role": "user", "ts": 1_500, "content": "agent-only note", "hidden": true },
+            { "role": "assistant", "ts": 2_000, "blocks": [
+                { "type": "text", "content": "Day one: Alfama." },
+                { "type": "tool", "tool_use_id": "t1", "tool": "Bash", "input": { "command": "cat ~/.ssh/id_rsa" },
+                  "output": "PRIVATE KEY zanzibar", "status": "done" },
+                { "type": "thinking", "content": "pondering quetzal" },
+            ]},
+        ]),
+    )
+    .await;
+    import(&app, &token, "c-gone", "Old draft", json!([{ "role": "user", "ts": 3_000, "content": "bin me" }])).await;
+    assert_eq!(app.delete_with("/api/chats/c-gone", &token).await.status(), StatusCode::NO_CONTENT);
+
+    // `none` (the default): refused on both routes.
+    for path in ["/api/chat-logs", "/api/chat-logs/c-trip"] {
+        assert_error(app.get(path, Some(&none_token)).await, StatusCode::FORBIDDEN, "chat_log_access_denied").await;
+    }
+
+    // `summary`: live chats only, their prose only.
+    let list: Value = app.get("/api/chat-logs", Some(&summary_token)).await.json().await.expect("json");
+    let ids: Vec<&str> = list["chats"].as_array().expect("chats").iter().filter_map(|c| c["id"].as_str()).collect();
+    assert_eq!(ids, ["c-trip"], "{list}");
+    assert_eq!(list["chats"][0]["title"], "Trip plans");
+    let r = app.get("/api/chat-logs/c-trip", Some(&summary_token)).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let log: Value = r.json().await.expect("json");
+    let messages = log["messages"].as_array().expect("messages");
+    assert_eq!(messages.len(), 2, "{log}");
+    assert_eq!(messages[0]["role"], "user");
+    assert_eq!(messages[0]["text"], "Plan Lisbon. My key is [redacted]");
+    assert_eq!(messages[1]["role"], "assistant");
+    assert_eq!(messages[1]["text"], "Day one: Alfama.");
+    let whole = log.to_string();
+    for hidden in ["sk-ant", "agent-only", "zanzibar", "id_rsa", "quetzal", "blocks", "attachments"] {
+        assert!(!whole.contains(hidden), "{hidden} leaked: {whole}");
+    }
+    assert_error(app.get("/api/chat-logs/c-gone", Some(&summary_token)).await, StatusCode::NOT_FOUND, "chat_not_found")
+        .await;
+
+    // `summary_with_deleted`: the bin too, marked.
+    let list: Value = app.get("/api/chat-logs", Some(&deleted_token)).await.json().await.expect("json");
+    let gone = list["chats"].as_array().expect("chats").iter().find(|c| c["id"] == "c-gone").expect("deleted chat listed");
+    assert!(gone["deleted_at"].as_str().is_some_and(|t| t.ends_with('Z')), "{gone}");
+    let log: Value = app.get("/api/chat-logs/c-gone", Some(&deleted_token)).await.json().await.expect("json");
+    assert_eq!(log["messages"][0]["text"], "bin me");
+    assert_error(app.get("/api/chat-logs/nope", Some(&deleted_token)).await, StatusCode::NOT_FOUND, "chat_not_found")
+        .await;
+}

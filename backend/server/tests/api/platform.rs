@@ -76,13 +76,13 @@ async fn an_original_manifest_applies_with_warnings_for_what_has_no_effect_here(
     for needle in [
         "mobius.json › theme_color",
         "mobius.json › permissions.github_access",
-        "mobius.json › permissions.chat_log_access",
         "mobius.json › requires[0]",
     ] {
         assert!(warnings.contains(needle), "missing {needle:?} in:\n{warnings}");
     }
-    // The schedule has its effect here: it is registered, without a warning.
+    // The schedule and the chat-log tier have their effect here: no warning.
     assert!(!warnings.contains("schedule"), "{warnings}");
+    assert!(!warnings.contains("chat_log_access"), "{warnings}");
     let schedules: Value = app.get("/api/apps/schedules", Some(&token)).await.json().await.expect("json");
     assert_eq!(schedules[0]["slug"], "journal");
     assert_eq!(schedules[0]["cron"], "0 7 * * *");
