@@ -50,7 +50,9 @@ fn check_entry(entry: &Map<String, Value>) -> Result<String> {
         {
             ev.clone()
         }
-        Some(_) => return Err(invalid(format!("ev is a name of 1 to {MAX_EV_BYTES} letters, digits, '_', '.', ':' or '-'."))),
+        Some(_) => {
+            return Err(invalid(format!("ev is a name of 1 to {MAX_EV_BYTES} letters, digits, '_', '.', ':' or '-'.")));
+        }
     };
     match entry.get("job") {
         None | Some(Value::Null) => {}
@@ -78,7 +80,9 @@ async fn emit(
     ApiJson(body): ApiJson<Value>,
 ) -> Result<(StatusCode, Json<Value>)> {
     let Value::Object(mut entry) = body else {
-        return Err(invalid("Send a JSON object, e.g. {\"ev\":\"cron_outcome\",\"job\":\"daily.sh\",\"exit_code\":0}."));
+        return Err(invalid(
+            "Send a JSON object, e.g. {\"ev\":\"cron_outcome\",\"job\":\"daily.sh\",\"exit_code\":0}.",
+        ));
     };
     let ev = check_entry(&entry)?;
     let named = match entry.remove("app_id") {
@@ -101,10 +105,8 @@ async fn emit(
         },
     };
     let data = Value::Object(entry).to_string();
-    let id = state
-        .writer
-        .call(|ack| WriteCommand::ActivityAppend { app_id, ev, data, keep: KEEP_PER_APP, ack })
-        .await?;
+    let id =
+        state.writer.call(|ack| WriteCommand::ActivityAppend { app_id, ev, data, keep: KEEP_PER_APP, ack }).await?;
     Ok((StatusCode::CREATED, Json(json!({ "ok": true, "id": id }))))
 }
 

@@ -167,13 +167,28 @@ fn cut(text: &str) -> String {
 }
 
 /// Known credential prefixes (API keys, tokens).
-const SECRET_PREFIXES: &[&str] =
-    &["sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xoxb-", "xoxp-", "xoxa-", "xoxs-", "AKIA", "glpat-", "AIza"];
+const SECRET_PREFIXES: &[&str] = &[
+    "sk-",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "xoxb-",
+    "xoxp-",
+    "xoxa-",
+    "xoxs-",
+    "AKIA",
+    "glpat-",
+    "AIza",
+];
 
 /// Whether one word looks like a credential: a known prefix with a long tail, a JWT, or a long
 /// run of letters and digits mixed (a key, a hash-like token).
 fn looks_secret(word: &str) -> bool {
-    let body = word.trim_matches(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '+' | '/' | '=' | '.')));
+    let body =
+        word.trim_matches(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '+' | '/' | '=' | '.')));
     if body.len() < 16 {
         return false;
     }

@@ -26,15 +26,14 @@ pub async fn append(
     keep: i64,
     now: i64,
 ) -> Result<i64> {
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO app_activity (app_id, ev, data, created_at) VALUES (?, ?, ?, ?) RETURNING id",
-    )
-    .bind(app_id)
-    .bind(ev)
-    .bind(data)
-    .bind(now)
-    .fetch_one(&mut *conn)
-    .await?;
+    let id: i64 =
+        sqlx::query_scalar("INSERT INTO app_activity (app_id, ev, data, created_at) VALUES (?, ?, ?, ?) RETURNING id")
+            .bind(app_id)
+            .bind(ev)
+            .bind(data)
+            .bind(now)
+            .fetch_one(&mut *conn)
+            .await?;
     sqlx::query(
         "DELETE FROM app_activity WHERE app_id IS ?1 AND id <= \
          (SELECT id FROM app_activity WHERE app_id IS ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)",

@@ -17,7 +17,11 @@ async fn provider_models_answer_the_owner_and_apps_in_the_originals_shape() {
         let body: Value = r.json().await.expect("json");
         let claude = body["claude"].as_array().expect("claude list");
         assert!(claude.iter().any(|m| m["id"] == "opus" && m["name"] == "Claude Opus"), "{body}");
-        assert!(claude.iter().all(|m| m.as_object().is_some_and(|o| o.keys().all(|k| ["id", "name", "tier"].contains(&k.as_str())))));
+        assert!(
+            claude
+                .iter()
+                .all(|m| m.as_object().is_some_and(|o| o.keys().all(|k| ["id", "name", "tier"].contains(&k.as_str()))))
+        );
         assert!(body["codex"].as_array().is_some_and(|l| !l.is_empty()), "{body}");
     }
     assert_error(app.get("/api/auth/providers/models", None).await, StatusCode::UNAUTHORIZED, "missing_token").await;
@@ -48,7 +52,8 @@ async fn an_app_emits_only_into_its_own_activity_log_and_the_owner_reads_it() {
     let r = emit(&app, &a_token, json!({ "note": "hello" })).await;
     assert_eq!(r.status(), StatusCode::CREATED);
     // App A's token on app B's log: refused, nothing stored.
-    assert_error(emit(&app, &a_token, json!({ "ev": "x", "app_id": b })).await, StatusCode::FORBIDDEN, "forbidden").await;
+    assert_error(emit(&app, &a_token, json!({ "ev": "x", "app_id": b })).await, StatusCode::FORBIDDEN, "forbidden")
+        .await;
     assert!(entries(&app, &token, &format!("?app_id={b}")).await.is_empty());
     // Only the owner reads the log.
     assert_error(app.get("/api/admin/activity", Some(&a_token)).await, StatusCode::FORBIDDEN, "wrong_scope").await;
@@ -87,7 +92,14 @@ async fn malformed_and_oversized_activity_is_refused_and_each_log_keeps_its_newe
     let token = app.setup_owner().await;
     let (a, a_token) = app.register_app("noisy").await;
 
-    for bad in [json!([1, 2]), json!("text"), json!({ "exit_code": "zero" }), json!({ "duration_ms": -5 }), json!({ "ev": "has space" }), json!({ "app_id": "a" })] {
+    for bad in [
+        json!([1, 2]),
+        json!("text"),
+        json!({ "exit_code": "zero" }),
+        json!({ "duration_ms": -5 }),
+        json!({ "ev": "has space" }),
+        json!({ "app_id": "a" }),
+    ] {
         assert_error(emit(&app, &a_token, bad).await, StatusCode::BAD_REQUEST, "invalid_activity").await;
     }
     let r = app
@@ -177,7 +189,8 @@ async fn chat_logs_follow_the_apps_tier_and_leave_out_tools_attachments_and_secr
 
     // `summary_with_deleted`: the bin too, marked.
     let list: Value = app.get("/api/chat-logs", Some(&deleted_token)).await.json().await.expect("json");
-    let gone = list["chats"].as_array().expect("chats").iter().find(|c| c["id"] == "c-gone").expect("deleted chat listed");
+    let gone =
+        list["chats"].as_array().expect("chats").iter().find(|c| c["id"] == "c-gone").expect("deleted chat listed");
     assert!(gone["deleted_at"].as_str().is_some_and(|t| t.ends_with('Z')), "{gone}");
     let log: Value = app.get("/api/chat-logs/c-gone", Some(&deleted_token)).await.json().await.expect("json");
     assert_eq!(log["messages"][0]["text"], "bin me");

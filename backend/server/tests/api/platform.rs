@@ -73,11 +73,8 @@ async fn an_original_manifest_applies_with_warnings_for_what_has_no_effect_here(
     let body: Value = r.json().await.expect("json");
     let warnings =
         body["warnings"].as_array().expect("warnings").iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n");
-    for needle in [
-        "mobius.json › theme_color",
-        "mobius.json › permissions.github_access",
-        "mobius.json › requires[0]",
-    ] {
+    for needle in ["mobius.json › theme_color", "mobius.json › permissions.github_access", "mobius.json › requires[0]"]
+    {
         assert!(warnings.contains(needle), "missing {needle:?} in:\n{warnings}");
     }
     // The schedule and the chat-log tier have their effect here: no warning.
