@@ -17,7 +17,8 @@
 //! | `source_files` | checked; every file of the folder is part of the app anyway |
 //! | `requires` | checked against the platform's names; names whose APIs this platform lacks get a warning |
 //! | `schedule` | the app's job schedule (`schedules/`), registered with the apply; `initialize_on_install` runs the job once after a first install from a source |
-//! | `permissions.chat_log_access`, the boolean grants, `capabilities`, `public_access`, `skills`, `system_app`/`system_prompt` | checked, then a warning: no effect here |
+//! | `permissions.chat_log_access` | the app's tier on `/api/chat-logs` |
+//! | the boolean grants, `capabilities`, `public_access`, `skills`, `system_app`/`system_prompt` | checked, then a warning: no effect here |
 
 use serde_json::{Map, Value};
 
@@ -498,10 +499,8 @@ fn check_permissions(permissions: &Map<String, Value>, r: &mut Report) -> (Strin
     let cross_app_access = level("cross_app_access", ACCESS_LEVELS);
     let share_with_apps = level("share_with_apps", ACCESS_LEVELS);
     level("shared_memory", ACCESS_LEVELS);
-    let chat_logs = level("chat_log_access", &["none", "summary", "summary_with_deleted"]);
-    if chat_logs != "none" {
-        r.warn("permissions.chat_log_access", "this platform has no chat-log API for apps; no effect");
-    }
+    // Read by `/api/chat-logs` (`chats/logs.rs`).
+    level("chat_log_access", &["none", "summary", "summary_with_deleted"]);
     for key in PERMISSION_NAMES {
         match permissions.get(*key) {
             None | Some(Value::Null) | Some(Value::Bool(false)) => {}
@@ -963,7 +962,6 @@ mod tests {
         let warnings = m.warnings.join("\n");
         for needle in [
             "theme_color: \"red\" is not a #rrggbb colour; ignored",
-            "permissions.chat_log_access: this platform has no chat-log API",
             "permissions.github_access: this platform has no such privileged API",
             "requires[0]: \"github_access\" is not provided",
             "capabilities.media.microphone.capture: this platform provides no such device capability",
@@ -974,6 +972,7 @@ mod tests {
         ] {
             assert!(warnings.contains(needle), "missing {needle:?} in:\n{warnings}");
         }
+        assert!(!warnings.contains("chat_log_access"), "chat_log_access has its effect: {warnings}");
         assert!(!warnings.contains("tags") && !warnings.contains("runtime"), "decorative keys stay quiet");
         assert!(!warnings.contains("schedule"), "schedules run here: {warnings}");
         assert!(!warnings.contains("manage_apps") && !warnings.contains("requires[1]"), "{warnings}");

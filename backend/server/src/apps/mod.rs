@@ -2,6 +2,7 @@
 //! and update from a git source, the registry routes, app tokens, and serving the module,
 //! the sandboxed frame, the standalone host and icons.
 
+pub mod activity;
 pub mod app_manifest;
 pub mod apply;
 pub mod assets;

@@ -80,6 +80,17 @@ impl ChatCaller {
         matches!(self, ChatCaller::Owner(_))
     }
 
+    /// Checks this caller may list the providers' models: the owner, an app, or an embedded
+    /// chat granted `models:read`.
+    pub fn allow_models(&self) -> Result<()> {
+        match self {
+            ChatCaller::Embed(session) if !session.ops.iter().any(|o| o == "models:read") => {
+                Err(Error::forbidden("forbidden", "This embedded chat may not list models."))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Checks this caller may do `op` on `chat_id` (404 when there is no such chat for them).
     pub async fn allow(&self, state: &AppState, chat_id: &str, op: Op) -> Result<()> {
         match self {
@@ -169,5 +180,24 @@ impl FromRequestParts<AppState> for ChatCaller {
             Principal::Owner(claims) => ChatCaller::Owner(claims),
             Principal::App(app) => ChatCaller::App(app),
         })
+    }
+}
+
+#[cfg(test)]
+mod model_tests {
+    use super::*;
+
+    #[test]
+    fn an_embedded_chat_lists_models_only_when_granted_models_read() {
+        let embed = |ops: &[&str]| {
+            ChatCaller::Embed(EmbedSession {
+                app_id: 1,
+                session: "s".into(),
+                chat_id: "c".into(),
+                ops: ops.iter().map(|o| (*o).to_owned()).collect(),
+            })
+        };
+        assert!(embed(&["chat:read", "models:read"]).allow_models().is_ok());
+        assert_eq!(embed(&["chat:read"]).allow_models().expect_err("no grant").code(), "forbidden");
     }
 }

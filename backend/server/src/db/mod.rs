@@ -3,6 +3,7 @@
 //! Writes happen only inside the writer actor (`crate::writer`) on its own connection;
 //! request handlers read through [`Db::read`].
 
+pub mod activity;
 pub mod apps;
 pub mod chat_list;
 pub mod chats;

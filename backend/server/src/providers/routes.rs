@@ -20,6 +20,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/auth/providers", get(list))
         .route("/auth/providers/status", get(status))
+        .route("/auth/providers/models", get(provider_models))
         .route("/auth/provider/login", post(claude_login))
         .route("/auth/provider/code", post(claude_code))
         .route("/auth/provider/codex/login", post(codex_login))
@@ -131,6 +132,28 @@ async fn models(State(state): State<AppState>, _who: crate::chats::access::ChatC
     let (claude, codex) =
         tokio::join!(state.providers.models(ProviderKind::Claude), state.providers.models(ProviderKind::Codex));
     Json(json!({ "providers": { "claude": claude, "codex": codex } }))
+}
+
+/// `GET /api/auth/providers/models` (the original's shape, for apps written for it):
+/// `{claude:[{id,name,tier?}], codex:[…]}` — the same lists as `/api/models`, whose hidden
+/// models are already left out. Owner, app tokens, and embedded chats granted `models:read`.
+#[tracing::instrument(level = "debug", skip_all)]
+async fn provider_models(State(state): State<AppState>, who: crate::chats::access::ChatCaller) -> Result<Json<Value>> {
+    who.allow_models()?;
+    let (claude, codex) =
+        tokio::join!(state.providers.models(ProviderKind::Claude), state.providers.models(ProviderKind::Codex));
+    let short = |list: Vec<crate::agent::models::ModelInfo>| -> Vec<Value> {
+        list.into_iter()
+            .map(|m| {
+                let mut row = json!({ "id": m.id, "name": m.label });
+                if m.is_default {
+                    row["tier"] = json!("default");
+                }
+                row
+            })
+            .collect()
+    };
+    Ok(Json(json!({ "claude": short(claude), "codex": short(codex) })))
 }
 
 #[tracing::instrument(level = "debug", skip_all)]

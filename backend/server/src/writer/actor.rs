@@ -431,6 +431,10 @@ impl Actor {
                 };
                 reply(batch, ack, result, Stale::NOTHING)
             }
+            WriteCommand::ActivityAppend { app_id, ev, data, keep, ack } => {
+                let result = db::activity::append(&mut self.conn, app_id, &ev, &data, keep, now_ms()).await;
+                reply(batch, ack, result, Stale::NOTHING)
+            }
             WriteCommand::AppSecretDelete { app_id, name, ack } => {
                 let result = db::apps::delete_secret(&mut self.conn, app_id, &name).await;
                 reply(batch, ack, result, Stale::NOTHING)

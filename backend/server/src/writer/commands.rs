@@ -405,6 +405,9 @@ pub enum WriteCommand {
     AppPatch { id: i64, patch: crate::db::apps::AppPatch, ack: Ack<bool> },
     /// Stores app `app_id`'s sealed secret `name`; 413 when it would be more than `max`.
     AppSecretPut { app_id: i64, name: String, sealed: Vec<u8>, max: i64, ack: Ack<()> },
+    /// Appends an activity entry (`app_id` None: the owner's), keeping that log's newest
+    /// `keep`; the entry's id.
+    ActivityAppend { app_id: Option<i64>, ev: String, data: String, keep: i64, ack: Ack<i64> },
     /// Removes a secret; answers whether there was one.
     AppSecretDelete { app_id: i64, name: String, ack: Ack<bool> },
     /// Stores a new connector: its id; 413 past `max`, 409 when its name is taken.

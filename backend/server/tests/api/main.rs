@@ -1,5 +1,6 @@
 //! API tests: one binary, each test against a real server on 127.0.0.1:0 with a temp DATA_DIR.
 
+mod app_routes;
 mod apps;
 mod auth;
 mod backup;

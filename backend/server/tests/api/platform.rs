@@ -73,16 +73,13 @@ async fn an_original_manifest_applies_with_warnings_for_what_has_no_effect_here(
     let body: Value = r.json().await.expect("json");
     let warnings =
         body["warnings"].as_array().expect("warnings").iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n");
-    for needle in [
-        "mobius.json › theme_color",
-        "mobius.json › permissions.github_access",
-        "mobius.json › permissions.chat_log_access",
-        "mobius.json › requires[0]",
-    ] {
+    for needle in ["mobius.json › theme_color", "mobius.json › permissions.github_access", "mobius.json › requires[0]"]
+    {
         assert!(warnings.contains(needle), "missing {needle:?} in:\n{warnings}");
     }
-    // The schedule has its effect here: it is registered, without a warning.
+    // The schedule and the chat-log tier have their effect here: no warning.
     assert!(!warnings.contains("schedule"), "{warnings}");
+    assert!(!warnings.contains("chat_log_access"), "{warnings}");
     let schedules: Value = app.get("/api/apps/schedules", Some(&token)).await.json().await.expect("json");
     assert_eq!(schedules[0]["slug"], "journal");
     assert_eq!(schedules[0]["cron"], "0 7 * * *");
@@ -777,6 +774,8 @@ async fn an_embedded_chat_trades_a_one_use_grant_for_a_session_scoped_to_its_cha
         .expect("send");
     assert_eq!(r.status(), StatusCode::ACCEPTED, "{}", r.text().await.unwrap_or_default());
     let models = with(app.client.get(app.url("/api/models"))).send().await.expect("models");
+    assert_eq!(models.status(), StatusCode::OK);
+    let models = with(app.client.get(app.url("/api/auth/providers/models"))).send().await.expect("models");
     assert_eq!(models.status(), StatusCode::OK);
     // Without its header, on another chat, or on owner routes: refused.
     let r = app.client.get(app.url(&format!("/api/chats/{chat}"))).bearer_auth(&embed).send().await.expect("detail");
