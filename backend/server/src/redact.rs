@@ -9,8 +9,22 @@ const SECRET_NAMES: &[&str] = &["token", "secret", "password", "passwd", "api_ke
 
 /// Prefixes of well-known key formats (OpenAI/Anthropic, GitHub, GitLab, Slack, AWS, Stripe);
 /// a word starting with one and at least [`MIN_KEY_TAIL`] more key characters is masked.
-const KEY_PREFIXES: &[&str] =
-    &["sk-", "sk_live_", "rk_live_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xoxb-", "xoxp-", "xoxa-", "AKIA"];
+const KEY_PREFIXES: &[&str] = &[
+    "sk-",
+    "sk_live_",
+    "rk_live_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "xoxb-",
+    "xoxp-",
+    "xoxa-",
+    "AKIA",
+];
 
 /// Characters after a key prefix before a word counts as a key (`sk-ant` alone is not one).
 const MIN_KEY_TAIL: usize = 16;

@@ -101,7 +101,11 @@ fn relative(data_dir: &std::path::Path, path: &std::path::Path) -> Option<String
 }
 
 #[tracing::instrument(level = "debug", skip_all, fields(chat.id = %id))]
-pub async fn agent_context(State(state): State<AppState>, _owner: Owner, Path(id): Path<String>) -> Result<Json<AgentContext>> {
+pub async fn agent_context(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Path(id): Path<String>,
+) -> Result<Json<AgentContext>> {
     let id = ChatId::parse(&id).ok_or(Domain::ChatNotFound)?;
     let read = &state.db.read;
     let chat = db::chats::get(read, &id).await?.filter(|c| c.deleted_at.is_none()).ok_or(Domain::ChatNotFound)?;

@@ -54,9 +54,13 @@ async fn the_owner_sees_the_chats_prompt_memory_and_model_with_secrets_masked() 
     assert_eq!(context["app_context"], Value::Null);
     assert_eq!(context["connectors"], json!([]));
     assert!(context["sandbox"]["mode"].is_string(), "{context}");
-    let read_write: Vec<&str> = context["read_write"].as_array().expect("grants").iter().filter_map(Value::as_str).collect();
+    let read_write: Vec<&str> =
+        context["read_write"].as_array().expect("grants").iter().filter_map(Value::as_str).collect();
     assert!(read_write.contains(&"workspace/c1") && read_write.contains(&"memory"), "{read_write:?}");
-    assert!(read_write.iter().all(|g| !g.starts_with('/')), "grants are relative to the data directory: {read_write:?}");
+    assert!(
+        read_write.iter().all(|g| !g.starts_with('/')),
+        "grants are relative to the data directory: {read_write:?}"
+    );
 
     let r = app.get("/api/chats/nope/context", Some(&token)).await;
     assert_error(r, StatusCode::NOT_FOUND, "chat_not_found").await;
