@@ -993,14 +993,12 @@ echo "ANSWER:$({ask} 2>&1 | tail -n 3 | tr '\n' ' ')"
     let started: Value = r.json().await.expect("json");
     let (schedule, run) =
         (started["schedule_id"].as_i64().expect("schedule"), started["run_id"].as_i64().expect("run"));
-    let mut done = Value::Null;
-    for _ in 0..2400 {
-        done = app.get(&format!("/api/schedules/{schedule}/runs/{run}"), Some(token)).await.json().await.expect("run");
-        if done["status"] != "running" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let done: Value = eventually_within(Duration::from_secs(120), "the job run ends", || async {
+        let run: Value =
+            app.get(&format!("/api/schedules/{schedule}/runs/{run}"), Some(token)).await.json().await.expect("run");
+        (run["status"] != "running").then_some(run)
+    })
+    .await;
     let output = done["output"].as_str().unwrap_or_default();
     assert_eq!(done["status"], "succeeded", "{cli:?}: {done}");
     for refused in ["DENIED:secret", "DENIED:neighbour", "DENIED:other-login"] {
