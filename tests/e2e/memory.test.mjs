@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe } from "node:test";
-import { PHONE, apiClient, eventually, openBrowser, screenshot, setupOwner, startTestServer, stepper, tearDown, watchProblems } from "./harness.mjs";
+import { PHONE, REPO, apiClient, eventually, openBrowser, screenshot, setupOwner, startTestServer, stepper, tearDown, watchProblems } from "./harness.mjs";
 
 const STEP_TIMEOUT = 60_000;
 const TOKEN_KEY = "mobius.token";
@@ -22,7 +22,8 @@ const step = stepper({ prefix: "memory", timeout: STEP_TIMEOUT, page: () => phon
 const api = apiClient(() => server.origin, () => token);
 
 before(async () => {
-  server = await startTestServer();
+  // The agent's constitution: the context inspector composes the prompt a first turn would pin.
+  server = await startTestServer({ MOBIUS_SKILL_DIR: join(REPO, "skill") });
   phone = await openBrowser(PHONE);
   problems = watchProblems(phone.page);
 });

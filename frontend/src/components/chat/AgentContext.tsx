@@ -4,7 +4,7 @@
 //! answers it (masked of anything that looks like a key). Fetched only when opened.
 
 import { useQuery } from "@tanstack/react-query";
-import { useId, useState } from "react";
+import { useEffect, useId, useRef, useState } from "react";
 import { chatContextKey, fetchChatContext } from "../../api/chats";
 import { ApiError } from "../../api/client";
 import type { ContextText } from "../../api/protocol.gen";
@@ -38,6 +38,11 @@ export function AgentContextSection({ chatId }: { chatId: string }) {
     retry: false,
   });
   const c = context.data;
+  const body = useRef<HTMLDivElement>(null);
+  // Opened at the foot of a long sheet: bring what was asked for into view.
+  useEffect(() => {
+    if (open && c) body.current?.scrollIntoView?.({ block: "start", behavior: "smooth" });
+  }, [open, c]);
   return (
     <div className="setting-stack" data-agent-context>
       <h3 className="review-section">
@@ -46,7 +51,7 @@ export function AgentContextSection({ chatId }: { chatId: string }) {
         </button>
       </h3>
       {open && (
-        <div id={bodyId} className="setting-stack" role="region" aria-label="What the agent was given">
+        <div id={bodyId} ref={body} className="setting-stack" role="region" aria-label="What the agent was given">
           {context.isPending && <p role="status">Loading…</p>}
           {context.isError && (
             <p className="settings-error" role="alert">
