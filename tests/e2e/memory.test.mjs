@@ -1,5 +1,5 @@
 // Memory in the PWA against the real server: a chat's info sheet shows its note and saves the
-// owner's edit; Settings › Memory saves the owner's memory file and the switch, and lists the
+// owner's edit, and shows what the agent is given (the memory in it, masked); Settings › Memory saves the owner's memory file and the switch, and lists the
 // skills with the agent's own ones.
 //
 // Environment: MOBIUS_BIN and MOBIUS_FRONTEND_DIR, as for journey.test.mjs.
@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe } from "node:test";
-import { PHONE, apiClient, eventually, openBrowser, screenshot, setupOwner, startTestServer, stepper, tearDown, watchProblems } from "./harness.mjs";
+import { PHONE, REPO, apiClient, eventually, openBrowser, screenshot, setupOwner, startTestServer, stepper, tearDown, watchProblems } from "./harness.mjs";
 
 const STEP_TIMEOUT = 60_000;
 const TOKEN_KEY = "mobius.token";
@@ -22,7 +22,8 @@ const step = stepper({ prefix: "memory", timeout: STEP_TIMEOUT, page: () => phon
 const api = apiClient(() => server.origin, () => token);
 
 before(async () => {
-  server = await startTestServer();
+  // The agent's constitution: the context inspector composes the prompt a first turn would pin.
+  server = await startTestServer({ MOBIUS_SKILL_DIR: join(REPO, "skill") });
   phone = await openBrowser(PHONE);
   problems = watchProblems(phone.page);
 });
@@ -53,6 +54,24 @@ describe("memory (390×844)", () => {
     // The note was already the owner's (set through the API above): wait for the stored text.
     await eventually("the note is saved", async () => (await api("/api/chats/garden/note")).json.note.digest === "Four raised beds; tomatoes and beans.");
     await sheet.getByText(/Edited by you/).waitFor();
+    await page.keyboard.press("Escape");
+    await sheet.waitFor({ state: "detached" });
+  });
+
+  step("the info sheet shows what the agent is given, the memory in it with a planted key masked", async (page) => {
+    await mkdir(join(server.dataDir, "memory"), { recursive: true });
+    await writeFile(join(server.dataDir, "memory", "owner.md"), "Grows tomatoes.\nKey: sk-ant-api03-PLANTEDplantedPLANTED0123\n");
+    await page.getByRole("button", { name: "Chat info" }).click();
+    const sheet = page.getByRole("dialog", { name: "Chat info" });
+    await sheet.getByRole("button", { name: "What the agent was given" }).click();
+    const given = sheet.getByRole("region", { name: "What the agent was given" });
+    const memory = given.getByLabel("Memory", { exact: true });
+    await memory.getByText(/Grows tomatoes\./).waitFor();
+    const text = await given.innerText();
+    assert.match(text, /Key: \[redacted\]/);
+    assert.doesNotMatch(text, /PLANTED/);
+    await given.getByText(/Not pinned yet/).waitFor();
+    await screenshot(page, "memory-agent-context-phone.png");
     await page.keyboard.press("Escape");
     await sheet.waitFor({ state: "detached" });
   });

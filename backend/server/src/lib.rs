@@ -27,6 +27,7 @@ pub mod providers;
 pub mod push;
 pub mod recall;
 pub mod recovery;
+pub mod redact;
 pub mod safe_fs;
 pub mod schedules;
 pub mod search;

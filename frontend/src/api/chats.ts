@@ -2,6 +2,7 @@
 
 import { apiFetch } from "./client";
 import type { ApprovalAnswers, ChatDetail, ChatSummary, Message, PendingMessage, QuestionAnswers, RegenerateResult, SendResult } from "./types";
+import type { AgentContext } from "./protocol.gen";
 
 export const chatsKey = ["chats"] as const;
 export const chatKey = (id: string) => ["chat", id] as const;
@@ -137,4 +138,11 @@ export function switchProvider(id: string, provider: "claude" | "codex", switchI
 /** `/compact`: the same provider, a fresh session from a summary. */
 export function compactChat(id: string, switchId: string): Promise<HandoffResult> {
   return apiFetch(`/api/chats/${enc(id)}/compact`, { method: "POST", body: { switch_id: switchId } });
+}
+
+export const chatContextKey = (id: string) => ["chat-context", id] as const;
+
+/** `GET /api/chats/{id}/context`: what the agent is given for the chat (owner only, masked). */
+export function fetchChatContext(id: string, signal?: AbortSignal): Promise<AgentContext> {
+  return apiFetch<AgentContext>(`/api/chats/${enc(id)}/context`, signal ? { signal } : {});
 }

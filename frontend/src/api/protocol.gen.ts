@@ -108,3 +108,13 @@ export type RegenerateResult = { "status": "started", run_id: RunId, version?: n
 export type StopResult = { stopped: boolean, /** The queued messages that were dropped (re-send them, as one message, to keep them). */ cleared_pending_cids: Array<Cid>, };
 
 export type ChatSummary = { id: string, title: string, provider: ProviderKind | null, created_at: number, updated_at: number, activity_at: number, pinned_at: number | null, has_messages: boolean, running: boolean, pending_question_id: string | null, queued: number, };
+
+export type SandboxState = { "mode": "landlock", abi: number, /** Whether each agent process tree may signal only itself. */ signals: Signals, } | { "mode": "off", reason: string, };
+
+export type Signals = { "mode": "scoped" } | { "mode": "open", reason: string, };
+
+export type ContextText = { text: string, /** Characters of the whole text (before any cut). */ chars: number, /** The text was longer than [`MAX_CONTEXT_TEXT_CHARS`]: `text` is its beginning. */ cut: boolean, };
+
+export type ContextConnector = { id: number, name: string, auto_approved: Array<string>, };
+
+export type AgentContext = { chat_id: string, /** The chat's provider, else the owner's default (`None`: no provider is set up). */ provider: ProviderKind | null, /** The model the next turn asks for: the chat's pick, else the owner's default for the provider; `None`: the CLI's own default. */ model: string | null, effort: string | null, /** The system prompt: the chat's pinned snapshot (`pinned`), or, before the first turn, the one it would be pinned with now. */ system_prompt: ContextText, pinned: boolean, /** The `<app_context>` block, when an app opened the chat. */ app_context: string | null, /** The memory block as injected (the owner's memory file and recent chats' digests); `None` when memory was off. */ memory: ContextText | null, /** The summary a new session starts from (after a compaction or a provider switch). */ handoff: ContextText | null, /** The summary has not been given yet: the next turn starts from it. */ handoff_pending: boolean, connectors: Array<ContextConnector>, /** The server's sandbox, as Settings shows it. */ sandbox: SandboxState, /** Folders of the data directory a turn of this chat may read and write, relative to it. */ read_write: Array<string>, /** Folders of the data directory it may only read. */ read: Array<string>, };

@@ -25,13 +25,14 @@ const SYSTEM_READ_WRITE: &[&str] = &["/tmp", "/var/tmp", "/dev"];
 /// Folders of `DATA_DIR` the agent works in, read and write (its skills, the owner's memory
 /// file and the theme's working copy are its to keep, as the constitution says; the served
 /// theme is the server's own copy, see `theme/`).
-const DATA_READ_WRITE: &[&str] = &["apps", "app-data", "shared", "agent-home", "skills", "memory", "theme"];
+pub const DATA_READ_WRITE: &[&str] = &["apps", "app-data", "shared", "agent-home", "skills", "memory", "theme"];
 
 /// The first Landlock ABI that keeps signals within a domain (Linux 6.12).
 pub const SIGNAL_SCOPE_ABI: u32 = 6;
 
 /// What the sandbox is on this server, as Settings shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(tag = "mode", rename_all = "snake_case")]
 pub enum SandboxState {
     /// Every agent process is confined by Landlock at this ABI version.
@@ -46,6 +47,7 @@ pub enum SandboxState {
 
 /// Whom the agent's processes may signal (stop, kill), as Settings shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(tag = "mode", rename_all = "snake_case")]
 pub enum Signals {
     /// Only the processes of their own tree (Landlock's signal scope).

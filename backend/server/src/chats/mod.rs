@@ -3,6 +3,7 @@
 
 pub mod access;
 pub mod apps;
+pub mod context;
 pub mod logs;
 mod routes;
 pub(crate) mod stream;

@@ -49,6 +49,7 @@ pub fn router() -> Router<AppState> {
         .route("/chats/{id}/tool-output/{tool_use_id}", get(tool_output))
         .route("/chats/{id}/runs", get(runs))
         .route("/chats/{id}/usage", get(usage))
+        .route("/chats/{id}/context", get(super::context::agent_context))
         .route("/chats/{id}/provider-switch", post(provider_switch))
         .route("/chats/{id}/compact", post(compact))
         .route("/chat/stop", post(stop))

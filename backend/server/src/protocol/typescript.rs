@@ -66,6 +66,11 @@ fn render() -> String {
         RegenerateResult::decl(&cfg),
         StopResult::decl(&cfg),
         crate::db::chat_list::ChatSummary::decl(&cfg),
+        crate::agent::sandbox::SandboxState::decl(&cfg),
+        crate::agent::sandbox::Signals::decl(&cfg),
+        crate::chats::context::ContextText::decl(&cfg),
+        crate::chats::context::ContextConnector::decl(&cfg),
+        crate::chats::context::AgentContext::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from backend/server/src/protocol by `MOBIUS_WRITE_PROTOCOL=1 cargo test -p mobius --lib \

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use crate::api::ApiJson;
 use crate::auth::Principal;
 use crate::error::{Error, Result};
+use crate::redact::redact_text;
 use crate::state::AppState;
 
 /// Longest message kept; longer ones are cut (a report is never refused for its length).
@@ -62,44 +63,6 @@ fn redact_url(url: &str) -> String {
         })
         .collect();
     format!("{base}?{}", query.join("&"))
-}
-
-/// Removes what looks like a credential from free text (a message or a stack): the values of
-/// `*token*=` parameters, `Bearer …`, and anything shaped like a JWT (`eyJ….….…`).
-fn redact_text(text: &str) -> String {
-    const REDACTED: &str = "[redacted]";
-    let ends_value = |c: char| c.is_whitespace() || "&#\"'<>(),;`".contains(c);
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(c) = rest.chars().next() {
-        let boundary = out.chars().next_back().is_none_or(|p| !(p.is_ascii_alphanumeric() || p == '_' || p == '-'));
-        if boundary && rest.starts_with("eyJ") {
-            let run = rest.find(|c: char| !(c.is_ascii_alphanumeric() || "-_.".contains(c))).unwrap_or(rest.len());
-            if rest[..run].matches('.').count() >= 2 {
-                out.push_str(REDACTED);
-                rest = &rest[run..];
-                continue;
-            }
-        }
-        let name_start = out.rfind(|p: char| !(p.is_ascii_alphanumeric() || p == '_' || p == '-')).map_or(0, |i| i + 1);
-        let is_token_param = c == '=' && out[name_start..].to_ascii_lowercase().contains("token");
-        let is_bearer = out.len() >= 7 && out[out.len() - 7..].eq_ignore_ascii_case("bearer ") && !ends_value(c);
-        if is_token_param || is_bearer {
-            if is_token_param {
-                out.push('=');
-                rest = &rest[1..];
-            }
-            let run = rest.find(ends_value).unwrap_or(rest.len());
-            if run > 0 {
-                out.push_str(REDACTED);
-            }
-            rest = &rest[run..];
-            continue;
-        }
-        out.push(c);
-        rest = &rest[c.len_utf8()..];
-    }
-    out
 }
 
 fn fingerprint(parts: &[&str]) -> u64 {

@@ -993,7 +993,7 @@ echo "ANSWER:$({ask} 2>&1 | tail -n 3 | tr '\n' ' ')"
     let started: Value = r.json().await.expect("json");
     let (schedule, run) =
         (started["schedule_id"].as_i64().expect("schedule"), started["run_id"].as_i64().expect("run"));
-    let done = eventually_within(Duration::from_secs(120), "the job run ends", || async {
+    let done: Value = eventually_within(Duration::from_secs(120), "the job run ends", || async {
         let run: Value =
             app.get(&format!("/api/schedules/{schedule}/runs/{run}"), Some(token)).await.json().await.expect("run");
         (run["status"] != "running").then_some(run)

@@ -269,6 +269,7 @@ async fn the_agent_token_reaches_its_table_and_nothing_else() {
         (Method::GET, "/api/connectors".to_owned()),
         (Method::POST, "/api/connectors".to_owned()),
         (Method::PUT, "/api/chats/mine/connectors".to_owned()),
+        (Method::GET, "/api/chats/mine/context".to_owned()),
     ];
     for (method, path) in denied {
         let r = call(&app, method.clone(), &path, &agent).await;

@@ -8,6 +8,7 @@ mod chat_list;
 mod chats;
 mod connectors;
 mod containment;
+mod context;
 mod devices;
 mod exposure;
 mod fixture;

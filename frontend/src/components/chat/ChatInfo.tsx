@@ -1,7 +1,8 @@
 //! The chat's info sheet: the chat's own options (its model and what the agent may do without
 //! asking, saved with `PATCH /api/chats/{id}`); its note (the digest new chats remember it by,
 //! and the running summary), written by the agent when the chat goes quiet, editable here; and
-//! the prompts scheduled into it, with a form to schedule another.
+//! the prompts scheduled into it, with a form to schedule another; and what the agent was given
+//! (`AgentContext.tsx`).
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { chatConnectorsKey, chooseChatConnectors, connectorsKey, fetchChatConnectors, fetchConnectors } from "../../api/connectors";
@@ -17,6 +18,7 @@ import { fetchModels, fetchProvidersStatus, modelsKey, providersStatusKey } from
 import { cadenceText, nextText } from "../../schedules/cadence";
 import { compactCount, dollars } from "./MessageRow";
 import { Sheet } from "../ui/Sheet";
+import { AgentContextSection } from "./AgentContext";
 
 const ScheduleForm = lazy(() => import("../schedules/ScheduleForm"));
 
@@ -277,6 +279,7 @@ export function ChatInfo({ chatId, title, onClose }: { chatId: string; title: st
       <ChatWorkspace chatId={chatId} />
       <ChatSchedules chatId={chatId} title={title} />
       <ChatConnectorChoice chatId={chatId} />
+      <AgentContextSection chatId={chatId} />
       </div>
     </Sheet>
   );

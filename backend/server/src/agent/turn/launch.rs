@@ -17,7 +17,7 @@ use crate::writer::WriteCommand;
 /// in its place; app chats then get an `<app_context>` block naming their app; then the
 /// agent's own skills and the memory block (unless the owner turned memory off). Composed
 /// once per chat: the first turn pins it.
-async fn compose_for(agents: &Agents, chat: &db::chats::ChatRow) -> Result<String> {
+pub(crate) async fn compose_for(agents: &Agents, chat: &db::chats::ChatRow) -> Result<String> {
     let mut prompt = compose_base(agents, chat).await?;
     if let Some(skills) = agents.skills.prompt_section() {
         prompt.push_str(&skills);

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use tracing::{Instrument, info, info_span, warn};
 
 mod launch;
+pub(crate) use launch::compose_for;
 mod media;
 
 use super::fold::{ChatFold, Folded};

@@ -1,0 +1,88 @@
+//! The agent-context inspector (`GET /api/chats/{id}/context`, issue 37 item 5): the owner
+//! sees what the agent is given for a chat — prompt, memory, model, sandbox — masked of
+//! credentials; nobody else sees it.
+
+use mobius::auth::{Claims, Keys, Scope};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, USERNAME, assert_error};
+
+/// A planted credential in Anthropic's key format.
+const PLANTED_KEY: &str = "sk-ant-api03-PLANTEDplantedPLANTED0123456789";
+
+/// A token of `scope` for `chat`, signed with the server's key (what a run or an embed holds).
+fn minted(app: &TestApp, owner_token: &str, scope: Scope, chat: &str) -> String {
+    use base64::Engine;
+    let secret = std::fs::read_to_string(app.data_dir().join("secret.key")).expect("secret.key");
+    let keys = Keys::from_secret(secret.trim().as_bytes());
+    let payload = owner_token.split('.').nth(1).expect("payload");
+    let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).expect("base64");
+    let epoch = serde_json::from_slice::<Value>(&payload).expect("json")["epoch"].as_i64().unwrap_or(0);
+    let mut claims = Claims::new(USERNAME, scope, epoch, 600);
+    claims.chat_id = Some(chat.to_owned());
+    claims.run_id = Some("run-1".to_owned());
+    keys.issue(&claims).expect("issue")
+}
+
+#[tokio::test]
+async fn the_owner_sees_the_chats_prompt_memory_and_model_with_secrets_masked() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    let memory = app.data_dir().join("memory");
+    std::fs::create_dir_all(&memory).expect("memory dir");
+    std::fs::write(memory.join("owner.md"), format!("Likes green tea.\nMy key: {PLANTED_KEY}\n")).expect("memory");
+    app.chat(&token, "c1").await;
+    let r = app.patch_json("/api/chats/c1", json!({ "model": "claude-opus-4-1", "effort": "high" }), &token).await;
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap_or_default());
+
+    let r = app.get("/api/chats/c1/context", Some(&token)).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let context: Value = r.json().await.expect("json");
+    assert_eq!(context["chat_id"], "c1");
+    assert_eq!(context["model"], "claude-opus-4-1");
+    assert_eq!(context["effort"], "high");
+    // No turn yet: the prompt the first turn would pin, with the memory block in it.
+    assert_eq!(context["pinned"], false);
+    let prompt = context["system_prompt"]["text"].as_str().expect("prompt");
+    assert!(prompt.contains("Likes green tea."), "{prompt}");
+    let memory = context["memory"]["text"].as_str().expect("memory block");
+    assert!(memory.starts_with("## Memory") && memory.contains("Likes green tea."), "{memory}");
+    let body = context.to_string();
+    assert!(!body.contains("PLANTEDplanted"), "the planted key is shown: {body}");
+    assert!(memory.contains("My key: [redacted]"), "{memory}");
+    assert_eq!(context["app_context"], Value::Null);
+    assert_eq!(context["connectors"], json!([]));
+    assert!(context["sandbox"]["mode"].is_string(), "{context}");
+    let read_write: Vec<&str> =
+        context["read_write"].as_array().expect("grants").iter().filter_map(Value::as_str).collect();
+    assert!(read_write.contains(&"workspace/c1") && read_write.contains(&"memory"), "{read_write:?}");
+    assert!(
+        read_write.iter().all(|g| !g.starts_with('/')),
+        "grants are relative to the data directory: {read_write:?}"
+    );
+
+    let r = app.get("/api/chats/nope/context", Some(&token)).await;
+    assert_error(r, StatusCode::NOT_FOUND, "chat_not_found").await;
+}
+
+#[tokio::test]
+async fn agents_apps_and_embedded_chats_cannot_inspect_a_context() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    app.chat(&token, "c1").await;
+    app.chat(&token, "c2").await;
+    // The agent's own chat: its token reaches only its table.
+    let agent = minted(&app, &token, Scope::Agent, "c1");
+    let r = app.get("/api/chats/c1/context", Some(&agent)).await;
+    assert_error(r, StatusCode::FORBIDDEN, "agent_not_allowed").await;
+    // An app's token, and an embedded chat's token for another chat.
+    let (app_id, nonce) = app.register_app("notes").await;
+    let r = app.get("/api/chats/c1/context", Some(&app.app_token(app_id, &nonce))).await;
+    assert_error(r, StatusCode::FORBIDDEN, "wrong_scope").await;
+    let embed = minted(&app, &token, Scope::ChatEmbed, "c2");
+    let r = app.get("/api/chats/c1/context", Some(&embed)).await;
+    assert_error(r, StatusCode::FORBIDDEN, "wrong_scope").await;
+    let r = app.get("/api/chats/c1/context", None).await;
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+}
