@@ -75,9 +75,10 @@ pub struct ChatFold {
     /// When each running tool call started (its elapsed time goes with its end).
     started: HashMap<String, std::time::Instant>,
     overflowed: HashSet<String>,
-    /// The agent's working folder with a trailing `/`: file tools' paths under it are shown
-    /// relative to it, so a phone's row shows the file name rather than `/data/apps/…`.
-    workspace: Option<String>,
+    /// The agent's working folder, then the data directory, each with a trailing `/`: a file
+    /// tool's path under the first that holds it is shown relative to it, so a phone's row
+    /// shows `hello.txt` or `apps/notes/App.jsx` rather than `/data/workspace/…`.
+    roots: Vec<String>,
 }
 
 /// Tools whose input summary is one path.
@@ -137,22 +138,28 @@ pub fn floor_boundary(s: &str, at: usize) -> usize {
 impl ChatFold {
     /// A fold for a turn whose agent works in `workspace`.
     pub fn in_workspace(workspace: &Path) -> Self {
-        let mut dir = workspace.to_string_lossy().into_owned();
+        Self::default().with_root(workspace)
+    }
+
+    /// Also shows paths under `dir` relative to it (after the roots given before).
+    pub fn with_root(mut self, dir: &Path) -> Self {
+        let mut dir = dir.to_string_lossy().into_owned();
         if !dir.ends_with('/') {
             dir.push('/');
         }
-        Self { workspace: Some(dir), ..Self::default() }
+        self.roots.push(dir);
+        self
     }
 
     /// `input` with the workspace prefix taken off, for tools whose input is a path.
     fn relative(&self, tool: &str, input: String) -> String {
-        match &self.workspace {
-            Some(dir) if PATH_TOOLS.contains(&tool) => match input.strip_prefix(dir.as_str()) {
-                Some(rest) if !rest.is_empty() => rest.to_owned(),
-                _ => input,
-            },
-            _ => input,
+        if !PATH_TOOLS.contains(&tool) {
+            return input;
         }
+        self.roots
+            .iter()
+            .find_map(|dir| input.strip_prefix(dir.as_str()).filter(|rest| !rest.is_empty()).map(str::to_owned))
+            .unwrap_or(input)
     }
 
     /// A tool's diffs with workspace-relative paths, each cut to what the inline caps leave.
@@ -410,6 +417,14 @@ mod tests {
         assert_eq!((kept[1].url.as_str(), kept[1].title.as_deref()), ("http://b.example/", None));
         let many = (0..50).map(|i| (format!("https://e.example/{i}"), None)).collect();
         assert_eq!(web_sources(many).len(), MAX_SOURCES_PER_TOOL);
+    }
+
+    #[test]
+    fn a_path_is_relative_to_the_chats_workspace_first_then_the_data_dir() {
+        let fold = ChatFold::in_workspace(Path::new("/srv/data/workspace/c")).with_root(Path::new("/srv/data"));
+        assert_eq!(fold.relative("Write", "/srv/data/workspace/c/agent-home/hello.txt".into()), "agent-home/hello.txt");
+        assert_eq!(fold.relative("Edit", "/srv/data/apps/notes/App.jsx".into()), "apps/notes/App.jsx");
+        assert_eq!(fold.relative("Read", "/etc/hosts".into()), "/etc/hosts");
     }
 
     #[test]

@@ -261,7 +261,8 @@ async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiv
         run_id: start.started.run_id.clone(),
         provider: start.started.provider,
         live: LiveMessage::regenerating(start.started.ts, start.started.version),
-        fold: ChatFold::in_workspace(&agents.data_dir),
+        fold: ChatFold::in_workspace(&crate::agent::workspace::path(&agents.data_dir, start.chat_id.as_str()))
+            .with_root(&agents.data_dir),
         last_snapshot: Instant::now(),
         dirty: false,
         pending_ask: None,
