@@ -138,8 +138,8 @@ async fn migrate_inner(conn: &mut SqliteConnection, fresh_allowed: bool) -> Resu
 /// Builds an empty database from [`FRESH_SCHEMA`] and records the migrations it covers, all in
 /// one transaction: a crash leaves the database empty, and the next boot starts over.
 async fn apply_fresh_schema(conn: &mut SqliteConnection) -> Result<()> {
-    use sqlx::migrate::Migrate;
     use sqlx::Connection;
+    use sqlx::migrate::Migrate;
     let through = fresh_schema_through();
     let covered: Vec<&sqlx::migrate::Migration> =
         MIGRATOR.iter().filter(|m| m.version <= through && !m.migration_type.is_down_migration()).collect();
@@ -204,7 +204,9 @@ mod tests {
     }
 
     /// Everything a schema is made of, and the migrations recorded as applied.
-    async fn shape(conn: &mut SqliteConnection) -> (Vec<(String, String, String, Option<String>)>, Vec<(i64, Vec<u8>)>) {
+    async fn shape(
+        conn: &mut SqliteConnection,
+    ) -> (Vec<(String, String, String, Option<String>)>, Vec<(i64, Vec<u8>)>) {
         let schema = sqlx::query_as("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name")
             .fetch_all(&mut *conn)
             .await
