@@ -38,7 +38,9 @@ const FOREST = `/* Forest */\n:root {\n  --light-accent: ${GREEN};\n  --dark-acc
 
 const SCRIPT = {
   steps: [
-    { text: "I'll make it green.", tool_use: { name: "Write", input: { file_path: "{cwd}/theme/theme.css", content: FOREST } } },
+    // The stock theme is already there: Claude Code writes over a file only once it has read it.
+    { text: "I'll make it green.", tool_use: { name: "Read", input: { file_path: "{cwd}/theme/theme.css" } } },
+    { tool_use: { name: "Write", input: { file_path: "{cwd}/theme/theme.css", content: FOREST } } },
     { tool_use: { name: "Bash", input: { command: "mobius theme apply", description: "Apply the theme" } } },
     { text: "The platform is green now." },
   ],
