@@ -1,5 +1,6 @@
 //! Masking what looks like a credential in free text, before it is logged (`telemetry/`) or
-//! shown (the agent-context inspector, `chats/context.rs`).
+//! shown (the agent-context inspector, `chats/context.rs`; chat logs read by apps,
+//! `chats/logs.rs`, with the stricter word filter).
 
 /// What a masked value becomes.
 pub const REDACTED: &str = "[redacted]";
@@ -23,7 +24,9 @@ const KEY_PREFIXES: &[&str] = &[
     "xoxb-",
     "xoxp-",
     "xoxa-",
+    "xoxs-",
     "AKIA",
+    "AIza",
 ];
 
 /// Characters after a key prefix before a word counts as a key (`sk-ant` alone is not one).
@@ -92,9 +95,77 @@ pub fn redact_text(text: &str) -> String {
     out
 }
 
+/// Whether one word looks like a credential: a known prefix with a long tail, a JWT, or a long
+/// run of letters and digits mixed (a key, a hash-like token).
+fn looks_secret(word: &str) -> bool {
+    let body =
+        word.trim_matches(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '+' | '/' | '=' | '.')));
+    if body.len() < 16 {
+        return false;
+    }
+    if KEY_PREFIXES.iter().any(|p| body.starts_with(p)) {
+        return true;
+    }
+    if body.starts_with("eyJ") && body.matches('.').count() == 2 {
+        return true;
+    }
+    let tokenish = body.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'+' | b'/' | b'='));
+    let digits = body.bytes().filter(u8::is_ascii_digit).count();
+    let letters = body.bytes().filter(u8::is_ascii_alphabetic).count();
+    tokenish && body.len() >= 32 && digits >= 4 && letters >= 8
+}
+
+/// The stricter filter, for text shown to someone other than the owner (an app reading chat
+/// logs, `chats/logs.rs`): every secret-looking word goes — also a long run of mixed letters and
+/// digits, and the word after `password:`, `token=` or `Bearer`.
+pub fn redact_words(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut hide_next = false;
+    for piece in text.split_inclusive(char::is_whitespace) {
+        let word = piece.trim_end_matches(char::is_whitespace);
+        let space = &piece[word.len()..];
+        let lower = word.to_ascii_lowercase();
+        let keyed = SECRET_NAMES.iter().find_map(|k| lower.find(k).map(|at| (at, k.len())));
+        if word.is_empty() {
+        } else if hide_next || looks_secret(word) {
+            out.push_str(REDACTED);
+            hide_next = false;
+        } else if let Some((at, len)) = keyed
+            && let Some(sep) = word[at + len..].find([':', '='])
+        {
+            let value_at = at + len + sep + 1;
+            out.push_str(&word[..value_at]);
+            if value_at < word.len() {
+                out.push_str(REDACTED);
+            } else {
+                hide_next = true;
+            }
+        } else {
+            hide_next = lower == "bearer";
+            out.push_str(word);
+        }
+        out.push_str(space);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secret_looking_words_are_redacted_and_prose_is_kept() {
+        let text = "use sk-ant-api03-abcdefghijklmnop and password: hunter2hunter2, then token=abc123 ok\n\
+                    Authorization: Bearer whatever-it-is. jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl done";
+        let out = redact_words(text);
+        for secret in ["sk-ant", "hunter2", "abc123", "whatever-it-is", "eyJhbGci"] {
+            assert!(!out.contains(secret), "{secret} left in {out}");
+        }
+        assert!(out.starts_with("use [redacted] and password: [redacted] then token=[redacted] ok\n"), "{out}");
+        let prose = "The quarterly report is ready: 12 pages, see chart.png (v2).";
+        assert_eq!(redact_words(prose), prose);
+        assert_eq!(redact_words("a5f3c9e1b7d24680a5f3c9e1b7d24680ffee"), REDACTED);
+    }
 
     #[test]
     fn keys_in_well_known_formats_are_masked() {

@@ -16,6 +16,7 @@ use crate::apps::app_manifest::Permissions;
 use crate::auth::Principal;
 use crate::error::{Domain, Error, Result};
 use crate::protocol::{Block, Message};
+use crate::redact::redact_words;
 use crate::state::AppState;
 
 /// Most chats one list page holds.
@@ -25,7 +26,6 @@ const DEFAULT_PAGE: i64 = 50;
 pub const MAX_MESSAGES: i64 = 500;
 /// Longest message text a log returns, in bytes (cut at a character boundary).
 pub const MAX_TEXT_BYTES: usize = 16 * 1024;
-const REDACTED: &str = "[redacted]";
 
 /// The chat-log routes (mounted under `/api`).
 pub fn router() -> Router<AppState> {
@@ -83,7 +83,7 @@ async fn list(
         .map(|(id, title, created, updated, deleted, count)| {
             json!({
                 "id": id,
-                "title": redact(&title),
+                "title": redact_words(&title),
                 "created_at": iso(created),
                 "updated_at": iso(updated),
                 "deleted_at": deleted.map(iso),
@@ -122,13 +122,13 @@ async fn detail(State(state): State<AppState>, who: Principal, Path(chat_id): Pa
         .filter(|m| !m.hidden)
         .filter_map(|m| {
             let text = shown_text(&m);
-            (!text.trim().is_empty()).then(|| json!({ "role": m.role, "ts": m.ts, "text": redact(&cut(&text)) }))
+            (!text.trim().is_empty()).then(|| json!({ "role": m.role, "ts": m.ts, "text": redact_words(&cut(&text)) }))
         })
         .collect();
     let iso = crate::chats::apps::iso;
     Ok(Json(json!({
         "id": chat_id,
-        "title": redact(&title),
+        "title": redact_words(&title),
         "created_at": iso(created),
         "updated_at": iso(updated),
         "deleted_at": deleted.map(iso),
@@ -164,96 +164,4 @@ fn cut(text: &str) -> String {
         end -= 1;
     }
     format!("{}…", &text[..end])
-}
-
-/// Known credential prefixes (API keys, tokens).
-const SECRET_PREFIXES: &[&str] = &[
-    "sk-",
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "github_pat_",
-    "xoxb-",
-    "xoxp-",
-    "xoxa-",
-    "xoxs-",
-    "AKIA",
-    "glpat-",
-    "AIza",
-];
-
-/// Whether one word looks like a credential: a known prefix with a long tail, a JWT, or a long
-/// run of letters and digits mixed (a key, a hash-like token).
-fn looks_secret(word: &str) -> bool {
-    let body =
-        word.trim_matches(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '+' | '/' | '=' | '.')));
-    if body.len() < 16 {
-        return false;
-    }
-    if SECRET_PREFIXES.iter().any(|p| body.starts_with(p)) {
-        return true;
-    }
-    if body.starts_with("eyJ") && body.matches('.').count() == 2 {
-        return true;
-    }
-    let tokenish = body.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'+' | b'/' | b'='));
-    let digits = body.bytes().filter(u8::is_ascii_digit).count();
-    let letters = body.bytes().filter(u8::is_ascii_alphabetic).count();
-    tokenish && body.len() >= 32 && digits >= 4 && letters >= 8
-}
-
-/// `text` with secret-looking words replaced by `[redacted]`, and a word after `password:`,
-/// `token=` or `Bearer` likewise.
-pub fn redact(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut hide_next = false;
-    for piece in text.split_inclusive(char::is_whitespace) {
-        let word = piece.trim_end_matches(char::is_whitespace);
-        let space = &piece[word.len()..];
-        let lower = word.to_ascii_lowercase();
-        let keyed = ["password", "passwd", "secret", "token", "api_key", "apikey", "api-key"]
-            .iter()
-            .find_map(|k| lower.find(k).map(|at| (at, k.len())));
-        if word.is_empty() {
-        } else if hide_next || looks_secret(word) {
-            out.push_str(REDACTED);
-            hide_next = false;
-        } else if let Some((at, len)) = keyed
-            && let Some(sep) = word[at + len..].find([':', '='])
-        {
-            let value_at = at + len + sep + 1;
-            out.push_str(&word[..value_at]);
-            if value_at < word.len() {
-                out.push_str(REDACTED);
-            } else {
-                hide_next = true;
-            }
-        } else {
-            hide_next = lower == "bearer";
-            out.push_str(word);
-        }
-        out.push_str(space);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn secret_looking_words_are_redacted_and_prose_is_kept() {
-        let text = "use sk-ant-api03-abcdefghijklmnop and password: hunter2hunter2, then token=abc123 ok\n\
-                    Authorization: Bearer whatever-it-is. jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl done";
-        let out = redact(text);
-        for secret in ["sk-ant", "hunter2", "abc123", "whatever-it-is", "eyJhbGci"] {
-            assert!(!out.contains(secret), "{secret} left in {out}");
-        }
-        assert!(out.starts_with("use [redacted] and password: [redacted] then token=[redacted] ok\n"), "{out}");
-        let prose = "The quarterly report is ready: 12 pages, see chart.png (v2).";
-        assert_eq!(redact(prose), prose);
-        assert_eq!(redact("a5f3c9e1b7d24680a5f3c9e1b7d24680ffee"), REDACTED);
-    }
 }
