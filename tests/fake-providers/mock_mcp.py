@@ -13,14 +13,24 @@ Options:
   --bearer T                  require `Authorization: Bearer T` (else 401)
   --header NAME=VALUE         require that header instead
   --sse                       answer requests as text/event-stream instead of JSON
+  --oauth                     require an access token this server issued (OAuth 2.1: resource
+                              metadata, authorization-server metadata, dynamic client
+                              registration, /auth/authorize that consents at once and redirects
+                              back, /auth/token with PKCE S256 and rotating refresh tokens)
+  --expires-in S              access tokens' lifetime in seconds (default 3600)
+  --no-registration           leave registration out of the metadata (a client must be pasted)
   --log F                     append every request (method, path, headers, body) as JSON lines
 
-GET /_mock/requests returns the log (the test reads what reached the server).
+GET /_mock/requests returns the log (the test reads what reached the server); GET /_mock/oauth
+the OAuth counters (exchanges, refreshes, refused) and the tokens now valid.
 """
 
 import argparse
+import base64
+import hashlib
 import json
 import threading
+import urllib.parse
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,6 +39,12 @@ ARGS = None
 LOG = []
 LOCK = threading.Lock()
 SESSIONS = set()
+# OAuth: registered clients (id -> redirect URIs), codes (code -> grant), valid tokens.
+CLIENTS = {}
+CODES = {}
+ACCESS = set()
+REFRESH = {}
+OAUTH = {"exchanges": 0, "refreshes": 0, "refused": 0, "registrations": 0}
 
 TOOLS = [
     {"name": "echo", "description": "Echoes its text.", "annotations": {"readOnlyHint": True},
@@ -63,7 +79,13 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def origin(self):
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
     def authorised(self):
+        if ARGS.oauth:
+            auth = self.headers.get("Authorization") or ""
+            return auth.startswith("Bearer ") and auth[7:] in ACCESS
         if ARGS.bearer:
             return self.headers.get("Authorization") == f"Bearer {ARGS.bearer}"
         if ARGS.header:
@@ -94,12 +116,103 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.send_json(200, message, extra)
 
+    def redirect(self, location):
+        self.send_response(302)
+        self.send_header("Location", location)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def oauth_get(self):
+        """The OAuth GETs: metadata and the authorize endpoint (which consents at once)."""
+        url = urllib.parse.urlsplit(self.path)
+        origin = self.origin()
+        if url.path == "/.well-known/oauth-protected-resource/mcp":
+            self.send_json(200, {"resource": origin + "/mcp", "authorization_servers": [origin + "/auth"],
+                                 "scopes_supported": ["tools"]})
+            return True
+        if url.path == "/.well-known/oauth-authorization-server/auth":
+            meta = {"issuer": origin + "/auth", "authorization_endpoint": origin + "/auth/authorize",
+                    "token_endpoint": origin + "/auth/token", "response_types_supported": ["code"],
+                    "code_challenge_methods_supported": ["S256"]}
+            if not ARGS.no_registration:
+                meta["registration_endpoint"] = origin + "/auth/register"
+            self.send_json(200, meta)
+            return True
+        if url.path == "/auth/authorize":
+            q = dict(urllib.parse.parse_qsl(url.query))
+            client, redirect_uri = q.get("client_id"), q.get("redirect_uri", "")
+            known = CLIENTS.get(client)
+            if (known is None or redirect_uri not in known or q.get("response_type") != "code"
+                    or q.get("code_challenge_method") != "S256" or not q.get("code_challenge")
+                    or q.get("resource") != origin + "/mcp" or not q.get("state")):
+                OAUTH["refused"] += 1
+                self.send_json(400, {"error": "invalid_request"})
+                return True
+            code = uuid.uuid4().hex
+            CODES[code] = {"client": client, "redirect_uri": redirect_uri, "challenge": q["code_challenge"]}
+            sep = "&" if "?" in redirect_uri else "?"
+            self.redirect(redirect_uri + sep + urllib.parse.urlencode({"code": code, "state": q["state"]}))
+            return True
+        return False
+
+    def issue(self):
+        access, refresh = "at-" + uuid.uuid4().hex, "rt-" + uuid.uuid4().hex
+        ACCESS.add(access)
+        REFRESH[refresh] = access
+        self.send_json(200, {"access_token": access, "token_type": "Bearer", "expires_in": ARGS.expires_in,
+                             "refresh_token": refresh})
+
+    def oauth_post(self, raw):
+        url = urllib.parse.urlsplit(self.path)
+        if url.path == "/auth/register":
+            body = json.loads(raw or "{}")
+            client = "client-" + uuid.uuid4().hex[:12]
+            CLIENTS[client] = list(body.get("redirect_uris") or [])
+            OAUTH["registrations"] += 1
+            self.send_json(201, {"client_id": client, "redirect_uris": CLIENTS[client],
+                                 "token_endpoint_auth_method": "none"})
+            return True
+        if url.path == "/auth/token":
+            form = dict(urllib.parse.parse_qsl(raw))
+            with LOCK:
+                if form.get("grant_type") == "authorization_code":
+                    grant = CODES.pop(form.get("code", ""), None)
+                    verifier = form.get("code_verifier", "")
+                    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+                    if (grant is None or grant["client"] != form.get("client_id")
+                            or grant["redirect_uri"] != form.get("redirect_uri") or grant["challenge"] != challenge):
+                        OAUTH["refused"] += 1
+                        self.send_json(400, {"error": "invalid_grant"})
+                        return True
+                    OAUTH["exchanges"] += 1
+                    self.issue()
+                    return True
+                if form.get("grant_type") == "refresh_token":
+                    old = REFRESH.pop(form.get("refresh_token", ""), None)
+                    if old is None:
+                        OAUTH["refused"] += 1
+                        self.send_json(400, {"error": "invalid_grant"})
+                        return True
+                    ACCESS.discard(old)
+                    OAUTH["refreshes"] += 1
+                    self.issue()
+                    return True
+            self.send_json(400, {"error": "unsupported_grant_type"})
+            return True
+        return False
+
     def do_GET(self):
         if self.path.startswith("/_mock/requests"):
             with LOCK:
                 self.send_json(200, {"requests": LOG})
             return
+        if self.path.startswith("/_mock/oauth"):
+            with LOCK:
+                self.send_json(200, {**OAUTH, "access": sorted(ACCESS), "refresh": sorted(REFRESH)})
+            return
         record(self, None)
+        if ARGS.oauth and self.oauth_get():
+            return
         self.send_response(405)
         self.send_header("Content-Length", "0")
         self.end_headers()
@@ -118,8 +231,13 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             message = None
         record(self, message if message is not None else raw)
+        if ARGS.oauth and self.oauth_post(raw):
+            return
         if not self.authorised():
-            self.send_json(401, {"error": "unauthorized"}, {"WWW-Authenticate": "Bearer"})
+            challenge = "Bearer"
+            if ARGS.oauth:
+                challenge = f'Bearer resource_metadata="{self.origin()}/.well-known/oauth-protected-resource/mcp"'
+            self.send_json(401, {"error": "unauthorized"}, {"WWW-Authenticate": challenge})
             return
         if not isinstance(message, dict):
             self.send_json(400, {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}})
@@ -203,6 +321,9 @@ def main():
     parser.add_argument("--bearer")
     parser.add_argument("--header")
     parser.add_argument("--sse", action="store_true")
+    parser.add_argument("--oauth", action="store_true")
+    parser.add_argument("--expires-in", type=int, default=3600)
+    parser.add_argument("--no-registration", action="store_true")
     parser.add_argument("--log")
     ARGS = parser.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)

@@ -1,6 +1,7 @@
 //! Connectors (`/api/connectors`): remote MCP servers the agent reaches through the server's
-//! broker. The owner adds one by URL (no auth, or a bearer/header secret that is never read
-//! back); the server lists its tools at connect.
+//! broker. The owner adds one by URL (no auth, a bearer/header secret that is never read back,
+//! or OAuth: the owner signs in at the connector's server and comes back to Settings); the
+//! server lists its tools at connect.
 
 import { apiFetch } from "./client";
 
@@ -15,14 +16,15 @@ export interface Connector {
   id: number;
   name: string;
   url: string;
-  auth: "none" | "bearer" | "header";
+  auth: "none" | "bearer" | "header" | "oauth";
   header_name: string | null;
   has_secret: boolean;
   /** Every chat, or only the chats that chose it in their info sheet. */
   chats: "all" | "chosen";
   /** Its read-only tools run without asking. */
   read_only_auto: boolean;
-  status: "pending" | "connected" | "error" | "disconnected";
+  /** `needs_auth`: an OAuth connector waiting for the owner to sign in. */
+  status: "pending" | "connected" | "error" | "disconnected" | "needs_auth";
   last_error: string | null;
   tools: ConnectorTool[];
   created_at: number;
@@ -51,6 +53,17 @@ export const updateConnector = (id: number, body: Partial<Pick<Connector, "chats
 export const refreshConnector = (id: number) => apiFetch<Connector>(`/api/connectors/${id}/refresh`, { method: "POST", body: {}, timeoutMs: 60_000 });
 
 export const disconnectConnector = (id: number) => apiFetch<Connector>(`/api/connectors/${id}/disconnect`, { method: "POST", body: {} });
+
+/** Starts an OAuth sign-in: the URL the owner's browser opens (it comes back to Settings). */
+export const startConnectorSignIn = (id: number) =>
+  apiFetch<{ authorization_url: string }>(`/api/connectors/${id}/oauth/start`, { method: "POST", body: {}, timeoutMs: 60_000 });
+
+/** A client the owner registered at the connector's server (when it does not register one itself). */
+export const pasteConnectorClient = (id: number, body: { client_id: string; client_secret?: string }) =>
+  apiFetch<Connector>(`/api/connectors/${id}/oauth/client`, { method: "POST", body });
+
+/** Signs out of an OAuth connector (its tokens are forgotten). */
+export const signOutConnector = (id: number) => apiFetch<Connector>(`/api/connectors/${id}/oauth/disconnect`, { method: "POST", body: {} });
 
 export const removeConnector = (id: number) => apiFetch<void>(`/api/connectors/${id}`, { method: "DELETE" });
 

@@ -131,7 +131,7 @@ async fn forward(
             upstream = upstream.header(name.clone(), value.clone());
         }
     }
-    if let Some((name, value)) = super::credential(&state.keys, &row)? {
+    if let Some((name, value)) = super::authorization(&state, &row).await? {
         upstream = upstream.header(name, value);
     }
     let answer = upstream.body(body).send().await.map_err(|e| upstream_error(id, &e))?;

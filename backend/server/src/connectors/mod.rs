@@ -2,10 +2,12 @@
 //! and reached by the agent only through the server's broker (`broker.rs`), which adds the
 //! credential the agent never sees. This file holds what the routes, the broker and the turn
 //! launch share: the outbound client (public addresses only, checked as each connection
-//! resolves), the broker's concurrency limit, the credential of a row and a chat's servers.
+//! resolves), the broker's concurrency limit, the credential of a row (an OAuth grant renewed
+//! before it runs out, `oauth.rs`) and a chat's servers.
 
 pub mod broker;
 pub mod mcp;
+pub mod oauth;
 pub mod routes;
 
 use std::sync::OnceLock;
@@ -17,8 +19,10 @@ use tokio::sync::Semaphore;
 
 use crate::apps::smart_http::{FetchPolicy, checked_resolver};
 use crate::auth::jwt::Keys;
-use crate::db::connectors::ConnectorRow;
+use crate::db::connectors::{ConnectorPatch, ConnectorRow};
 use crate::error::{Error, Result};
+use crate::state::AppState;
+use crate::writer::WriteCommand;
 
 /// Connectors the owner may keep.
 pub const MAX_CONNECTORS: i64 = 32;
@@ -34,6 +38,8 @@ pub struct Connectors {
     client: OnceLock<reqwest::Client>,
     permits: std::sync::Arc<Semaphore>,
     policy: FetchPolicy,
+    /// OAuth sign-ins in flight and the renewal lock.
+    pub flows: oauth::Flows,
 }
 
 impl Connectors {
@@ -44,6 +50,7 @@ impl Connectors {
             client: OnceLock::new(),
             permits: std::sync::Arc::new(Semaphore::new(MAX_BROKER_CALLS)),
             policy: FetchPolicy::proxy(allow_loopback),
+            flows: oauth::Flows::default(),
         }
     }
 
@@ -68,6 +75,11 @@ impl Connectors {
             .build()
             .map_err(|e| Error::Internal(format!("connector client: {e}")))?;
         Ok(self.client.get_or_init(|| client))
+    }
+
+    /// The client and address rules the OAuth flow calls out with.
+    pub fn outbound(&self) -> Result<oauth::Outbound<'_>> {
+        Ok(oauth::Outbound { client: self.client()?, policy: &self.policy })
     }
 
     /// A broker slot, waited for at most `wait`; `None` when none came free.
@@ -102,6 +114,50 @@ pub fn credential(keys: &Keys, row: &ConnectorRow) -> Result<Option<(HeaderName,
         .map_err(|_| Error::Internal("a connector secret is not a header value".into()))?;
     value.set_sensitive(true);
     Ok(Some((name, value)))
+}
+
+/// The header an upstream call to `row`'s server carries, if any: its bearer/header secret, or
+/// its OAuth access token — renewed first when it is about to run out (one renewal at a time;
+/// a renewal that fails marks the connector as needing a new sign-in).
+pub async fn authorization(state: &AppState, row: &ConnectorRow) -> Result<Option<(HeaderName, HeaderValue)>> {
+    if row.auth != "oauth" {
+        return credential(&state.keys, row);
+    }
+    let now = crate::db::now_ms() / 1000;
+    let grant = oauth::Grant::of(&state.keys, row)?;
+    if !grant.needs_renewal(now) {
+        return grant.header();
+    }
+    let _one_at_a_time = state.connectors.flows.renewing().await;
+    // Another call may have renewed it while this one waited.
+    let row = crate::db::connectors::get(&state.db.read, row.id)
+        .await?
+        .ok_or_else(|| Error::not_found("connector_not_found", "No such connector."))?;
+    let grant = oauth::Grant::of(&state.keys, &row)?;
+    if !grant.needs_renewal(now) {
+        return grant.header();
+    }
+    let id = row.id;
+    match oauth::renew(&state.connectors.outbound()?, &grant, &row.url, now).await {
+        Ok(renewed) => {
+            let patch = ConnectorPatch {
+                secret: Some(Some(renewed.seal(&state.keys, &row.name)?)),
+                ..ConnectorPatch::default()
+            };
+            state.writer.call(|ack| WriteCommand::ConnectorUpdate { id, patch, ack }).await?;
+            tracing::info!(connector.id = id, "a connector's OAuth access token was renewed");
+            renewed.header()
+        }
+        Err(error) => {
+            let why = format!("{error}");
+            let patch = ConnectorPatch {
+                state: Some(("needs_auth".into(), Some(why.chars().take(300).collect()), None)),
+                ..ConnectorPatch::default()
+            };
+            state.writer.call(|ack| WriteCommand::ConnectorUpdate { id, patch, ack }).await?;
+            Err(error)
+        }
+    }
 }
 
 /// An MCP server a turn's CLI is told about: its name and the broker URL it calls.

@@ -1,7 +1,9 @@
 //! `/api/connectors…` (Settings › Connectors) and `/api/chats/{id}/connectors` (a chat's info
-//! sheet): the owner adds a remote MCP server by URL with no auth or a bearer/header secret,
-//! the server connects and lists its tools, and the owner reconnects, disconnects, removes it
-//! and says which chats may use it. Owner only; secrets are write-only.
+//! sheet): the owner adds a remote MCP server by URL with no auth, a bearer/header secret or
+//! OAuth (`…/oauth/start` → the owner signs in → the public `…/oauth/callback`), the server
+//! connects and lists its tools, and the owner reconnects, disconnects, removes it and says
+//! which chats may use it. Owner only (but the callback, which a one-time `state` guards);
+//! secrets are write-only.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -12,7 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::mcp::{self, Tool};
-use super::{MAX_CONNECTORS, credential, sealed_context};
+use super::oauth::{self, Grant};
+use super::{MAX_CONNECTORS, authorization, sealed_context};
 use crate::api::ApiJson;
 use crate::auth::Owner;
 use crate::db::connectors::{self as sql, ConnectorPatch, ConnectorRow, NewConnector};
@@ -34,6 +37,10 @@ pub fn router() -> Router<AppState> {
         .route("/connectors/{id}", get(one).patch(update).delete(remove))
         .route("/connectors/{id}/refresh", post(refresh))
         .route("/connectors/{id}/disconnect", post(disconnect))
+        .route("/connectors/{id}/oauth/start", post(oauth_start))
+        .route("/connectors/{id}/oauth/client", post(oauth_client).delete(oauth_forget_client))
+        .route("/connectors/{id}/oauth/disconnect", post(oauth_disconnect))
+        .route("/connectors/oauth/callback", get(oauth_callback))
         .route("/chats/{id}/connectors", get(chat_connectors).put(set_chat_connectors))
 }
 
@@ -175,7 +182,8 @@ async fn create(State(state): State<AppState>, _owner: Owner, ApiJson(body): Api
                 format!("Give the secret: a string of 1 to {MAX_SECRET_BYTES} bytes."),
             ));
         }
-        _ => return Err(Error::bad_request("invalid_auth", "auth is \"none\", \"bearer\" or \"header\".")),
+        ("oauth", _) => None,
+        _ => return Err(Error::bad_request("invalid_auth", "auth is \"none\", \"bearer\", \"header\" or \"oauth\".")),
     };
     let header_name = match body.auth.as_str() {
         "header" => {
@@ -208,10 +216,26 @@ async fn create(State(state): State<AppState>, _owner: Owner, ApiJson(body): Api
     Ok((StatusCode::CREATED, Json(ConnectorOut::from(row))).into_response())
 }
 
-/// Connects to the row's server, lists its tools and stores what it found.
+/// Connects to the row's server, lists its tools and stores what it found (an OAuth connector
+/// not signed in waits for its sign-in).
 async fn connect(state: &AppState, row: ConnectorRow) -> Result<ConnectorRow> {
     let client = state.connectors.client()?;
-    let found = mcp::list_tools(client, &row.url, credential(&state.keys, &row)?).await;
+    if row.auth == "oauth" && Grant::of(&state.keys, &row)?.access_token.is_none() {
+        let patch = ConnectorPatch {
+            state: Some(("needs_auth".into(), Some("Sign in to connect.".into()), Some("[]".into()))),
+            ..ConnectorPatch::default()
+        };
+        let id = row.id;
+        state.writer.call(|ack| WriteCommand::ConnectorUpdate { id, patch, ack }).await?;
+        return self::row(state, id).await;
+    }
+    let credential = match authorization(state, &row).await {
+        Ok(credential) => credential,
+        // The renewal marked it as needing a new sign-in.
+        Err(_) if row.auth == "oauth" => return self::row(state, row.id).await,
+        Err(e) => return Err(e),
+    };
+    let found = mcp::list_tools(client, &row.url, credential).await;
     let (status, error, tools) = match found {
         Ok((tools, cut)) => {
             let note = cut.then(|| format!("Only the first {} tools are used.", mcp::MAX_TOOLS));
@@ -247,7 +271,7 @@ async fn update(
     if let Some(chats) = &body.chats {
         check_chats(chats)?;
     }
-    let patch = ConnectorPatch { chats: body.chats, read_only_auto: body.read_only_auto, state: None };
+    let patch = ConnectorPatch { chats: body.chats, read_only_auto: body.read_only_auto, ..ConnectorPatch::default() };
     if !state.writer.call(|ack| WriteCommand::ConnectorUpdate { id, patch, ack }).await? {
         return Err(not_found());
     }
@@ -278,6 +302,183 @@ async fn remove(State(state): State<AppState>, _owner: Owner, Path(id): Path<i64
         return Err(not_found());
     }
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Stores `grant` (sealed) and, when given, a new status.
+async fn store_grant(
+    state: &AppState,
+    row: &ConnectorRow,
+    grant: &Grant,
+    status: Option<(&str, Option<String>)>,
+) -> Result<()> {
+    let patch = ConnectorPatch {
+        secret: Some(Some(grant.seal(&state.keys, &row.name)?)),
+        state: status.map(|(s, e)| (s.to_owned(), e, None)),
+        ..ConnectorPatch::default()
+    };
+    let id = row.id;
+    if !state.writer.call(|ack| WriteCommand::ConnectorUpdate { id, patch, ack }).await? {
+        return Err(not_found());
+    }
+    Ok(())
+}
+
+async fn oauth_row(state: &AppState, id: i64) -> Result<ConnectorRow> {
+    let row = row(state, id).await?;
+    if row.auth != "oauth" {
+        return Err(Error::bad_request("connector_not_oauth", "This connector does not sign in with OAuth."));
+    }
+    Ok(row)
+}
+
+/// Where the connector's sign-in sends the owner's browser back.
+fn redirect_uri(state: &AppState) -> String {
+    format!("{}{}", state.config.public_origin.as_str(), oauth::CALLBACK_PATH)
+}
+
+/// `POST /api/connectors/{id}/oauth/start` → `{authorization_url}`: discovers where the
+/// connector signs in, registers Möbius there unless a client was pasted, and returns the URL
+/// the owner opens (valid for one sign-in, for ten minutes).
+#[tracing::instrument(level = "debug", skip_all, fields(connector.id = id))]
+async fn oauth_start(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Path(id): Path<i64>,
+) -> Result<Json<serde_json::Value>> {
+    let row = oauth_row(&state, id).await?;
+    let grant = Grant::of(&state.keys, &row)?;
+    let out = state.connectors.outbound()?;
+    let (url, registered) = oauth::start(&out, &state.connectors.flows, &grant, &row, &redirect_uri(&state)).await?;
+    if let Some((client_id, client_secret)) = registered {
+        let grant = Grant { client_id: Some(client_id), client_secret, pasted: false, ..grant };
+        store_grant(&state, &row, &grant, None).await?;
+    }
+    Ok(Json(json!({ "authorization_url": url })))
+}
+
+#[derive(Deserialize)]
+struct ClientIn {
+    client_id: String,
+    #[serde(default)]
+    client_secret: Option<String>,
+}
+
+/// `POST /api/connectors/{id}/oauth/client {client_id, client_secret?}`: a client the owner
+/// registered at the connector's server themselves (for servers that do not register clients).
+#[tracing::instrument(level = "debug", skip_all, fields(connector.id = id))]
+async fn oauth_client(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Path(id): Path<i64>,
+    ApiJson(body): ApiJson<ClientIn>,
+) -> Result<Json<ConnectorOut>> {
+    let row = oauth_row(&state, id).await?;
+    let fits = |v: &str| !v.trim().is_empty() && v.len() <= MAX_SECRET_BYTES && !v.chars().any(char::is_control);
+    let secret = body.client_secret.filter(|s| !s.is_empty());
+    if !fits(&body.client_id) || secret.as_deref().is_some_and(|s| !fits(s)) {
+        return Err(Error::bad_request("invalid_client", "Give the client ID (and its secret, if it has one)."));
+    }
+    let grant = Grant {
+        client_id: Some(body.client_id.trim().to_owned()),
+        client_secret: secret,
+        pasted: true,
+        ..Grant::default()
+    };
+    store_grant(&state, &row, &grant, Some(("needs_auth", Some("Sign in to connect.".into())))).await?;
+    Ok(Json(self::row(&state, id).await?.into()))
+}
+
+/// `DELETE /api/connectors/{id}/oauth/client`: forgets the pasted client and the sign-in.
+#[tracing::instrument(level = "debug", skip_all, fields(connector.id = id))]
+async fn oauth_forget_client(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Path(id): Path<i64>,
+) -> Result<Json<ConnectorOut>> {
+    let row = oauth_row(&state, id).await?;
+    store_grant(&state, &row, &Grant::default(), Some(("needs_auth", Some("Sign in to connect.".into())))).await?;
+    Ok(Json(self::row(&state, id).await?.into()))
+}
+
+/// `POST /api/connectors/{id}/oauth/disconnect`: signs out (the tokens are forgotten; a pasted
+/// client is kept); the next turn no longer gets the connector.
+#[tracing::instrument(level = "debug", skip_all, fields(connector.id = id))]
+async fn oauth_disconnect(
+    State(state): State<AppState>,
+    _owner: Owner,
+    Path(id): Path<i64>,
+) -> Result<Json<ConnectorOut>> {
+    let row = oauth_row(&state, id).await?;
+    let grant = Grant::of(&state.keys, &row)?.signed_out();
+    store_grant(&state, &row, &grant, Some(("needs_auth", Some("Signed out.".into())))).await?;
+    Ok(Json(self::row(&state, id).await?.into()))
+}
+
+#[derive(Deserialize)]
+struct CallbackIn {
+    #[serde(default)]
+    code: Option<String>,
+    #[serde(default)]
+    state: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+/// `GET /api/connectors/oauth/callback?code&state` (public: the owner's browser coming back from
+/// the connector's sign-in): a `state` this server handed out, once, within ten minutes; the
+/// code is exchanged with the flow's PKCE verifier, the tokens sealed, the connector connected,
+/// and the browser sent to Settings › Connectors (`?connector=<id>&oauth=connected|failed`).
+#[tracing::instrument(level = "debug", skip_all)]
+async fn oauth_callback(
+    State(state): State<AppState>,
+    axum::extract::Query(query): axum::extract::Query<CallbackIn>,
+) -> Result<Response> {
+    let flow = query.state.as_deref().and_then(|s| state.connectors.flows.take(s)).ok_or_else(|| {
+        Error::bad_request(
+            "invalid_oauth_state",
+            "This sign-in link is not valid any more: start again from Settings › Connectors.",
+        )
+    })?;
+    let back = |outcome: &str| {
+        axum::response::Redirect::to(&format!("/settings/connectors?connector={}&oauth={outcome}", flow.connector_id))
+            .into_response()
+    };
+    let row = oauth_row(&state, flow.connector_id).await?;
+    let code = match (query.code.as_deref(), query.error.as_deref()) {
+        (Some(code), None) if !code.is_empty() && code.len() <= 4096 => code,
+        (_, error) => {
+            let why = format!(
+                "The sign-in was not completed ({}).",
+                error.unwrap_or("no code").chars().take(60).collect::<String>()
+            );
+            store_grant(&state, &row, &Grant::of(&state.keys, &row)?, Some(("needs_auth", Some(why)))).await?;
+            return Ok(back("failed"));
+        }
+    };
+    let now = crate::db::now_ms() / 1000;
+    let out = state.connectors.outbound()?;
+    match oauth::exchange(&out, &flow, code, now).await {
+        Ok(tokens) => {
+            let grant = Grant {
+                client_id: Some(flow.client_id.clone()),
+                client_secret: flow.client_secret.clone(),
+                token_endpoint: Some(flow.token_endpoint.clone()),
+                access_token: Some(tokens.access_token),
+                refresh_token: tokens.refresh_token,
+                expires_at: tokens.expires_at,
+                ..Grant::of(&state.keys, &row)?
+            };
+            store_grant(&state, &row, &grant, None).await?;
+            tracing::info!(connector.id = row.id, "a connector was signed in with OAuth");
+            let row = connect(&state, self::row(&state, row.id).await?).await?;
+            Ok(back(if row.status == "connected" { "connected" } else { "failed" }))
+        }
+        Err(error) => {
+            store_grant(&state, &row, &Grant::of(&state.keys, &row)?, Some(("needs_auth", Some(format!("{error}")))))
+                .await?;
+            Ok(back("failed"))
+        }
+    }
 }
 
 async fn live_chat(state: &AppState, id: &str) -> Result<()> {

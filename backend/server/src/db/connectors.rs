@@ -10,15 +10,16 @@ pub struct ConnectorRow {
     pub id: i64,
     pub name: String,
     pub url: String,
-    /// `none`, `bearer` or `header`.
+    /// `none`, `bearer`, `header` or `oauth`.
     pub auth: String,
     /// The header a `header` secret goes in.
     pub header_name: Option<String>,
+    /// The sealed secret (`bearer`/`header`), or the sealed OAuth grant (`oauth`).
     pub secret: Option<Vec<u8>>,
     /// `all` or `chosen` (only the chats in `chat_connectors`).
     pub chats: String,
     pub read_only_auto: bool,
-    /// `pending`, `connected`, `error` or `disconnected`.
+    /// `pending`, `connected`, `error`, `disconnected` or `needs_auth` (OAuth: sign in).
     pub status: String,
     pub last_error: Option<String>,
     /// JSON list of the tools read at connect.
@@ -46,6 +47,8 @@ pub struct ConnectorPatch {
     pub read_only_auto: Option<bool>,
     /// `(status, last_error, tools JSON)`: what the last connect found.
     pub state: Option<(String, Option<String>, Option<String>)>,
+    /// A new sealed secret (`Some(None)`: none).
+    pub secret: Option<Option<Vec<u8>>>,
 }
 
 const COLUMNS: &str = "id, name, url, auth, header_name, secret, chats, read_only_auto, status, last_error, tools, \
@@ -114,7 +117,7 @@ pub async fn update(conn: &mut SqliteConnection, id: i64, patch: &ConnectorPatch
     let done = sqlx::query(
         "UPDATE connectors SET chats = coalesce(?, chats), read_only_auto = coalesce(?, read_only_auto), \
          status = coalesce(?, status), last_error = CASE WHEN ? THEN ? ELSE last_error END, \
-         tools = coalesce(?, tools), updated_at = ? WHERE id = ?",
+         tools = coalesce(?, tools), secret = CASE WHEN ? THEN ? ELSE secret END, updated_at = ? WHERE id = ?",
     )
     .bind(&patch.chats)
     .bind(patch.read_only_auto)
@@ -122,6 +125,8 @@ pub async fn update(conn: &mut SqliteConnection, id: i64, patch: &ConnectorPatch
     .bind(last_error.is_some())
     .bind(last_error.flatten())
     .bind(tools)
+    .bind(patch.secret.is_some())
+    .bind(patch.secret.clone().flatten())
     .bind(now)
     .bind(id)
     .execute(conn)

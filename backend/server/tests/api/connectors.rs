@@ -268,3 +268,155 @@ async fn the_broker_adds_the_credential_only_for_the_live_turn_of_its_chat() {
     let late = rpc(&app, &path, &agent, json!({"jsonrpc":"2.0","id":9,"method":"ping"})).await;
     assert_error(late, StatusCode::UNAUTHORIZED, "capability_refused").await;
 }
+
+/// The OAuth counters and live tokens of the scripted server.
+async fn oauth_state(mock: &McpMock) -> Value {
+    reqwest::get(format!("http://127.0.0.1:{}/_mock/oauth", mock.port))
+        .await
+        .expect("mock oauth")
+        .json()
+        .await
+        .expect("json")
+}
+
+/// Plays the owner's browser: opens the authorization URL (the scripted server consents at
+/// once and redirects back) and follows the redirect to this server's callback.
+async fn sign_in(app: &TestApp, authorization_url: &str) -> reqwest::Response {
+    let consent = app.client.get(authorization_url).send().await.expect("authorize");
+    assert_eq!(consent.status(), StatusCode::FOUND, "the authorization server redirects back");
+    let back = consent.headers()["location"].to_str().expect("location").to_owned();
+    let callback = reqwest::Url::parse(&back).expect("callback URL");
+    assert_eq!(callback.path(), "/api/connectors/oauth/callback");
+    app.get(&format!("{}?{}", callback.path(), callback.query().unwrap_or_default()), None).await
+}
+
+#[tokio::test]
+async fn an_oauth_connector_signs_in_with_pkce_renews_its_token_and_never_shows_it() {
+    let (app, token) = app_with(true).await;
+    // Access tokens live 30 s: inside the renewal margin, so every use renews first.
+    let mock = McpMock::start(app.data_dir(), &["--oauth", "--expires-in", "30"]).await;
+    let r = add(&app, &token, json!({ "name": "calendar", "url": mock.url(), "auth": "oauth" })).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let created: Value = r.json().await.expect("json");
+    assert_eq!(created["status"], "needs_auth", "{created}");
+    let id = created["id"].as_i64().expect("id");
+
+    // Discovery from the 401's resource metadata, dynamic registration, PKCE, one-time state.
+    let start = app.post(&format!("/api/connectors/{id}/oauth/start"), json!({}), Some(&token)).await;
+    assert_eq!(start.status(), StatusCode::OK);
+    let url = start.json::<Value>().await.expect("json")["authorization_url"].as_str().expect("url").to_owned();
+    let query: std::collections::HashMap<String, String> =
+        reqwest::Url::parse(&url).expect("url").query_pairs().into_owned().collect();
+    assert_eq!(query["code_challenge_method"], "S256");
+    assert_eq!(query["resource"], mock.url());
+    assert_eq!(query["scope"], "tools");
+    assert!(query["redirect_uri"].ends_with("/api/connectors/oauth/callback"));
+    let done = sign_in(&app, &url).await;
+    assert_eq!(done.status(), StatusCode::SEE_OTHER);
+    assert_eq!(done.headers()["location"], format!("/settings/connectors?connector={id}&oauth=connected").as_str());
+    let oauth = oauth_state(&mock).await;
+    assert_eq!((oauth["registrations"].as_i64(), oauth["exchanges"].as_i64()), (Some(1), Some(1)), "{oauth}");
+
+    // The same state again (a replayed callback) and a forged one are refused.
+    let replay = reqwest::Url::parse(&url).expect("url");
+    let state = replay.query_pairs().find(|(k, _)| k == "state").map(|(_, v)| v.into_owned()).expect("state");
+    for forged in [state.as_str(), "forged"] {
+        let again = app.get(&format!("/api/connectors/oauth/callback?code=x&state={forged}"), None).await;
+        assert_error(again, StatusCode::BAD_REQUEST, "invalid_oauth_state").await;
+    }
+
+    // Connected (the tools were listed with the access token, renewed first since it was near
+    // its end); a second reconnect renews again with the rotated refresh token.
+    let connector: Value = app.get(&format!("/api/connectors/{id}"), Some(&token)).await.json().await.expect("json");
+    assert_eq!(connector["status"], "connected", "{connector}");
+    assert_eq!(connector["tools"].as_array().map(Vec::len), Some(5));
+    let again: Value =
+        app.post(&format!("/api/connectors/{id}/refresh"), json!({}), Some(&token)).await.json().await.expect("json");
+    assert_eq!(again["status"], "connected", "{again}");
+    let oauth = oauth_state(&mock).await;
+    assert!(oauth["refreshes"].as_i64().unwrap_or_default() >= 2, "renewed with each rotated refresh token: {oauth}");
+    assert_eq!(oauth["refused"], 0, "no spent refresh token was sent twice: {oauth}");
+
+    // Settings never sees a token; the database holds them sealed.
+    let listed = app.get("/api/connectors", Some(&token)).await.text().await.expect("text");
+    let live: Vec<String> = oauth["access"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .chain(oauth["refresh"].as_array().into_iter().flatten())
+        .filter_map(|t| t.as_str().map(str::to_owned))
+        .collect();
+    assert!(!live.is_empty());
+    for secret in &live {
+        assert!(!listed.contains(secret.as_str()), "the list never carries a token");
+    }
+    assert!(
+        !files_containing(app.data_dir(), b"at-").iter().any(|p| {
+            let text = std::fs::read(p).unwrap_or_default();
+            live.iter().any(|t| text.windows(t.len()).any(|w| w == t.as_bytes()))
+        }),
+        "no token in the clear anywhere in the data directory"
+    );
+
+    // Signing out forgets the tokens: the connector waits for a new sign-in.
+    let out: Value = app
+        .post(&format!("/api/connectors/{id}/oauth/disconnect"), json!({}), Some(&token))
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(out["status"], "needs_auth");
+    let refreshed: Value =
+        app.post(&format!("/api/connectors/{id}/refresh"), json!({}), Some(&token)).await.json().await.expect("json");
+    assert_eq!(refreshed["status"], "needs_auth", "no sign-in, no connection");
+    // Only an OAuth connector has these routes; an unknown one is not found.
+    let plain: Value =
+        add(&app, &token, json!({ "name": "plain", "url": mock.url() })).await.json().await.expect("json");
+    let plain_id = plain["id"].as_i64().expect("id");
+    let refused = app.post(&format!("/api/connectors/{plain_id}/oauth/start"), json!({}), Some(&token)).await;
+    assert_error(refused, StatusCode::BAD_REQUEST, "connector_not_oauth").await;
+    let missing = app.post("/api/connectors/999/oauth/start", json!({}), Some(&token)).await;
+    assert_error(missing, StatusCode::NOT_FOUND, "connector_not_found").await;
+}
+
+#[tokio::test]
+async fn a_server_without_registration_needs_a_pasted_client_and_a_refused_sign_in_says_so() {
+    let (app, token) = app_with(true).await;
+    let mock = McpMock::start(app.data_dir(), &["--oauth", "--no-registration"]).await;
+    let created: Value = add(&app, &token, json!({ "name": "mail", "url": mock.url(), "auth": "oauth" }))
+        .await
+        .json()
+        .await
+        .expect("json");
+    let id = created["id"].as_i64().expect("id");
+    let start = app.post(&format!("/api/connectors/{id}/oauth/start"), json!({}), Some(&token)).await;
+    let body = assert_error(start, StatusCode::BAD_GATEWAY, "connector_oauth_failed").await;
+    assert!(body["message"].as_str().unwrap_or_default().contains("paste a client"), "{body}");
+
+    // A pasted client the authorization server does not know: the sign-in is refused there.
+    let bad = app.post(&format!("/api/connectors/{id}/oauth/client"), json!({ "client_id": "" }), Some(&token)).await;
+    assert_error(bad, StatusCode::BAD_REQUEST, "invalid_client").await;
+    let pasted = app
+        .post(&format!("/api/connectors/{id}/oauth/client"), json!({ "client_id": "unknown-client" }), Some(&token))
+        .await;
+    assert_eq!(pasted.status(), StatusCode::OK);
+    let start = app.post(&format!("/api/connectors/{id}/oauth/start"), json!({}), Some(&token)).await;
+    let url = start.json::<Value>().await.expect("json")["authorization_url"].as_str().expect("url").to_owned();
+    assert!(url.contains("client_id=unknown-client"), "{url}");
+    let refused = app.client.get(&url).send().await.expect("authorize");
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST, "the scripted server refuses an unknown client");
+
+    // The owner's browser comes back with an error instead of a code: the connector says so.
+    let state = reqwest::Url::parse(&url)
+        .expect("url")
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .map(|(_, v)| v.into_owned())
+        .expect("state");
+    let back = app.get(&format!("/api/connectors/oauth/callback?error=access_denied&state={state}"), None).await;
+    assert_eq!(back.status(), StatusCode::SEE_OTHER);
+    assert!(back.headers()["location"].to_str().unwrap_or_default().ends_with("oauth=failed"));
+    let connector: Value = app.get(&format!("/api/connectors/{id}"), Some(&token)).await.json().await.expect("json");
+    assert_eq!(connector["status"], "needs_auth");
+    assert!(connector["last_error"].as_str().unwrap_or_default().contains("access_denied"), "{connector}");
+}

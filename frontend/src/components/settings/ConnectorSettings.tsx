@@ -1,7 +1,10 @@
 //! Settings › Connectors: the owner's remote MCP servers. Each shows its status, last error and
 //! tools, whether every chat or only chosen ones get it, whether its read-only tools run
 //! unasked, and Reconnect / Disconnect / Remove. Adding one takes a URL and, when the server
-//! needs it, a secret that the server keeps sealed and the agent never sees.
+//! needs it, a secret that the server keeps sealed and the agent never sees — or an OAuth
+//! sign-in: "Sign in" leaves for the connector's own sign-in page, which sends the browser back
+//! here (`?connector=<id>&oauth=connected|failed`); a server that does not register clients
+//! takes a pasted client ID.
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useId, useState, type FormEvent } from "react";
@@ -11,8 +14,11 @@ import {
   connectorsKey,
   disconnectConnector,
   fetchConnectors,
+  pasteConnectorClient,
   refreshConnector,
   removeConnector,
+  signOutConnector,
+  startConnectorSignIn,
   updateConnector,
   type Connector,
   type NewConnector,
@@ -25,12 +31,24 @@ const STATUS_TEXT: Record<Connector["status"], string> = {
   connected: "Connected",
   error: "Could not connect",
   disconnected: "Disconnected",
+  needs_auth: "Sign in to connect",
 };
+
+/** What the connector's sign-in said when it sent the browser back here, once. */
+function signInOutcome(): { id: number; ok: boolean } | null {
+  const query = new URLSearchParams(location.search);
+  const id = Number(query.get("connector"));
+  const outcome = query.get("oauth");
+  if (!Number.isInteger(id) || id <= 0 || (outcome !== "connected" && outcome !== "failed")) return null;
+  history.replaceState(history.state, "", location.pathname);
+  return { id, ok: outcome === "connected" };
+}
 
 export function ConnectorsSection() {
   const list = useQuery({ queryKey: connectorsKey, queryFn: fetchConnectors, retry: false });
   const connectors = list.data?.connectors ?? [];
   const full = list.data !== undefined && connectors.length >= list.data.max;
+  const [outcome] = useState(signInOutcome);
   return (
     <section className="settings-section" aria-labelledby="s-connectors">
       <h2 id="s-connectors" className="settings-title">
@@ -46,6 +64,13 @@ export function ConnectorsSection() {
         </p>
       )}
       {list.data && connectors.length === 0 && <p className="settings-note">No connectors yet.</p>}
+      {outcome && (
+        <p className={outcome.ok ? "settings-note" : "settings-error"} role="status">
+          {outcome.ok
+            ? `Signed in: ${connectors.find((c) => c.id === outcome.id)?.name ?? "the connector"} is connected.`
+            : "The sign-in did not complete; see the connector below."}
+        </p>
+      )}
       <ul className="connector-list">
         {connectors.map((c) => (
           <ConnectorRow key={c.id} connector={c} />
@@ -62,10 +87,16 @@ function ConnectorRow({ connector }: { connector: Connector }) {
   const refresh = useMutation({ mutationFn: () => refreshConnector(connector.id), onSuccess: changed });
   const disconnect = useMutation({ mutationFn: () => disconnectConnector(connector.id), onSuccess: changed });
   const remove = useMutation({ mutationFn: () => removeConnector(connector.id), onSuccess: changed });
+  const signIn = useMutation({
+    mutationFn: () => startConnectorSignIn(connector.id),
+    onSuccess: ({ authorization_url }) => location.assign(authorization_url),
+  });
+  const signOut = useMutation({ mutationFn: () => signOutConnector(connector.id), onSuccess: changed });
+  const oauth = connector.auth === "oauth";
   const update = useMutation({ mutationFn: (body: Parameters<typeof updateConnector>[1]) => updateConnector(connector.id, body), onSuccess: changed });
   const chatsId = useId();
   const autoId = useId();
-  const failed = refresh.error ?? disconnect.error ?? remove.error ?? update.error;
+  const failed = refresh.error ?? disconnect.error ?? remove.error ?? update.error ?? signIn.error ?? signOut.error;
   return (
     <li className="connector-row" data-connector={connector.name} data-status={connector.status}>
       <div className="connector-head">
@@ -115,11 +146,23 @@ function ConnectorRow({ connector }: { connector: Connector }) {
         />
         Run its read-only tools without asking
       </label>
+      {oauth && connector.status === "needs_auth" && <PasteClient connector={connector} onDone={changed} />}
       <div className="connector-actions">
-        <button type="button" className="btn btn-secondary btn-small" onClick={() => refresh.mutate()} disabled={refresh.isPending}>
-          {refresh.isPending ? "Connecting…" : "Reconnect"}
-        </button>
-        {connector.status !== "disconnected" && (
+        {oauth && connector.status === "needs_auth" ? (
+          <button type="button" className="btn btn-primary btn-small" onClick={() => signIn.mutate()} disabled={signIn.isPending}>
+            {signIn.isPending ? "Opening the sign-in…" : "Sign in"}
+          </button>
+        ) : (
+          <button type="button" className="btn btn-secondary btn-small" onClick={() => refresh.mutate()} disabled={refresh.isPending}>
+            {refresh.isPending ? "Connecting…" : "Reconnect"}
+          </button>
+        )}
+        {oauth && connector.status !== "needs_auth" && (
+          <button type="button" className="btn btn-ghost btn-small" onClick={() => signOut.mutate()} disabled={signOut.isPending}>
+            Sign out
+          </button>
+        )}
+        {!oauth && connector.status !== "disconnected" && (
           <button type="button" className="btn btn-ghost btn-small" onClick={() => disconnect.mutate()} disabled={disconnect.isPending}>
             Disconnect
           </button>
@@ -143,6 +186,53 @@ function ConnectorRow({ connector }: { connector: Connector }) {
   );
 }
 
+/** A client ID (and secret) the owner registered at the connector's server, for servers that do not register clients. */
+function PasteClient({ connector, onDone }: { connector: Connector; onDone: () => void }) {
+  const [clientId, setClientId] = useState("");
+  const [clientSecret, setClientSecret] = useState("");
+  const paste = useMutation({
+    mutationFn: () => pasteConnectorClient(connector.id, { client_id: clientId.trim(), ...(clientSecret ? { client_secret: clientSecret } : {}) }),
+    onSuccess: () => {
+      setClientId("");
+      setClientSecret("");
+      onDone();
+    },
+  });
+  const ids = { id: useId(), secret: useId() };
+  return (
+    <details className="connector-client">
+      <summary>Use your own OAuth client</summary>
+      <form
+        className="setting-stack"
+        onSubmit={(e) => {
+          e.preventDefault();
+          paste.mutate();
+        }}
+        aria-label={`OAuth client for ${connector.name}`}
+      >
+        <label htmlFor={ids.id} className="field-label">
+          Client ID
+        </label>
+        <input id={ids.id} className="field-input" value={clientId} onChange={(e) => setClientId(e.target.value)} required autoComplete="off" />
+        <label htmlFor={ids.secret} className="field-label">
+          Client secret (if it has one)
+        </label>
+        <input id={ids.secret} className="field-input" type="password" value={clientSecret} onChange={(e) => setClientSecret(e.target.value)} autoComplete="off" />
+        {paste.isError && (
+          <p className="settings-error" role="alert">
+            {errorText(paste.error)}
+          </p>
+        )}
+        <div>
+          <button type="submit" className="btn btn-secondary btn-small" disabled={paste.isPending}>
+            Save client
+          </button>
+        </div>
+      </form>
+    </details>
+  );
+}
+
 function AddConnector() {
   const queryClient = useQueryClient();
   const [form, setForm] = useState<NewConnector>({ name: "", url: "", auth: "none", chats: "all", read_only_auto: false });
@@ -161,7 +251,7 @@ function AddConnector() {
   const onSubmit = (event: FormEvent) => {
     event.preventDefault();
     const body: NewConnector = { ...form, name: form.name.trim(), url: form.url.trim() };
-    if (form.auth !== "none") body.secret = secret;
+    if (form.auth === "bearer" || form.auth === "header") body.secret = secret;
     if (form.auth === "header") body.header_name = headerName.trim();
     add.mutate(body);
   };
@@ -201,6 +291,7 @@ function AddConnector() {
         <option value="none">None</option>
         <option value="bearer">Bearer token</option>
         <option value="header">Key in a header</option>
+        <option value="oauth">Sign in (OAuth)</option>
       </select>
       {form.auth === "header" && (
         <>
@@ -210,7 +301,7 @@ function AddConnector() {
           <input id={ids.header} className="field-input" value={headerName} onChange={(e) => setHeaderName(e.target.value)} placeholder="X-Api-Key" required />
         </>
       )}
-      {form.auth !== "none" && (
+      {(form.auth === "bearer" || form.auth === "header") && (
         <>
           <label htmlFor={ids.secret} className="field-label">
             {form.auth === "bearer" ? "Token" : "Key"}
@@ -223,7 +314,12 @@ function AddConnector() {
           {errorText(add.error)}
         </p>
       )}
-      {add.data && add.data.status !== "connected" && (
+      {add.data && add.data.status === "needs_auth" && (
+        <p className="settings-note" role="status">
+          Added {add.data.name}: sign in to it below.
+        </p>
+      )}
+      {add.data && add.data.status !== "connected" && add.data.status !== "needs_auth" && (
         <p className="settings-error" role="status">
           Added, but {add.data.name} could not connect: {add.data.last_error}
         </p>

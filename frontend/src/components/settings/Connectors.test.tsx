@@ -57,4 +57,28 @@ describe("Settings › Connectors", () => {
     const sent = sentBody(server.calls.find((c) => c.key === "POST /api/connectors")?.init);
     expect(sent).toMatchObject({ name: "tracker", url: "https://tracker.example.com/mcp", auth: "bearer", secret: "s3cret", chats: "all" });
   });
+
+  it("an OAuth connector signs in at its server, takes a pasted client and says how the sign-in ended", async () => {
+    const calendar = { ...notes, id: 3, name: "calendar", auth: "oauth", has_secret: false, status: "needs_auth", last_error: "Sign in to connect.", tools: [] };
+    history.replaceState(null, "", "/settings/connectors?connector=3&oauth=failed");
+    const assign = vi.fn();
+    vi.stubGlobal("location", { ...window.location, search: "?connector=3&oauth=failed", pathname: "/settings/connectors", assign });
+    const server = mockFetch({
+      "GET /api/connectors": { status: 200, body: { connectors: [calendar], max: 32 } },
+      "POST /api/connectors/3/oauth/start": { status: 200, body: { authorization_url: "https://auth.example.com/authorize?state=s" } },
+      "POST /api/connectors/3/oauth/client": (init) => ({ status: 200, body: { ...calendar, has_secret: true, ...sentBody(init) } }),
+    });
+    withQueries(<ConnectorsSection />);
+    expect(await screen.findByText("Sign in to connect")).toBeTruthy();
+    expect(screen.getByText("The sign-in did not complete; see the connector below.")).toBeTruthy();
+    expect(screen.queryByRole("button", { name: "Reconnect" })).toBeNull();
+
+    fireEvent.change(screen.getByLabelText("Client ID"), { target: { value: " my-client " } });
+    fireEvent.click(screen.getByRole("button", { name: "Save client" }));
+    await waitFor(() => expect(server.calls.some((c) => c.key === "POST /api/connectors/3/oauth/client")).toBe(true));
+    expect(sentBody(server.calls.find((c) => c.key === "POST /api/connectors/3/oauth/client")?.init)).toEqual({ client_id: "my-client" });
+
+    fireEvent.click(screen.getByRole("button", { name: "Sign in" }));
+    await waitFor(() => expect(assign).toHaveBeenCalledWith("https://auth.example.com/authorize?state=s"));
+  });
 });
