@@ -19,6 +19,7 @@ mod routes;
 pub mod sealed;
 pub mod secrets;
 mod serve;
+pub mod shared_git;
 pub mod smart_http;
 pub mod ssrf;
 pub mod worktree;
