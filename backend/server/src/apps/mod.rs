@@ -21,6 +21,7 @@ pub mod secrets;
 mod serve;
 pub mod shared_git;
 pub mod smart_http;
+pub mod system;
 pub mod ssrf;
 pub mod worktree;
 
