@@ -21,8 +21,8 @@ pub mod secrets;
 mod serve;
 pub mod shared_git;
 pub mod smart_http;
-pub mod system;
 pub mod ssrf;
+pub mod system;
 pub mod worktree;
 
 use serde::Serialize;

@@ -23,7 +23,7 @@ mod output;
 pub mod routes;
 mod runner;
 mod turns;
-mod view;
+pub mod view;
 
 pub use handle::{OnceTurn, RunStarted, Scheduler};
 pub use output::read_log;

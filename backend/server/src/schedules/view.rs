@@ -14,7 +14,7 @@
 //! agent cannot write, so nothing in it was planted; the server opens it only through `safe_fs`.
 
 use std::ffi::OsStr;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::safe_fs::{Dir, Kind};
@@ -63,7 +63,8 @@ impl View {
         views.remove_tree(OsStr::new(&name))?;
         let view = View { data_dir: data_dir.to_path_buf(), run_id, path: data_dir.join(VIEW_DIR).join(&name) };
         let dir = views.sub_or_create(Path::new(&name))?;
-        dir.write(OsStr::new(TOKEN_FILE), format!("{token}\n").as_bytes(), 0o600)?;
+        // Not synced: the file dies with the run (a crash removes it at the next start).
+        dir.create_new(OsStr::new(TOKEN_FILE), 0o600)?.write_all(format!("{token}\n").as_bytes())?;
         dir.sub_or_create(Path::new(CRON_LOGS))?;
         let apps = dir.sub_or_create(Path::new("apps"))?;
         apps.symlink(OsStr::new(links.slug), links.source)?;

@@ -104,8 +104,11 @@ async fn a_system_apps_prompt_and_skills_join_new_chats_and_leave_with_the_app()
     .expect("manifest");
     std::fs::write(dir.join("index.jsx"), "export default function App() { return <p>hi</p>; }\n").expect("index");
     std::fs::write(dir.join("prompt.md"), "Always call the owner Captain.\n").expect("prompt");
-    std::fs::write(dir.join("groceries.md"), "---\ndescription: Keep the grocery list in the Helper app.\n---\nUse it.\n")
-        .expect("skill");
+    std::fs::write(
+        dir.join("groceries.md"),
+        "---\ndescription: Keep the grocery list in the Helper app.\n---\nUse it.\n",
+    )
+    .expect("skill");
     let r = app.post("/api/apps/apply", json!({ "slug": "helper" }), Some(&token)).await;
     assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap_or_default());
     let applied: Value = r.json().await.expect("json");
@@ -119,13 +122,16 @@ async fn a_system_apps_prompt_and_skills_join_new_chats_and_leave_with_the_app()
         let (app, token) = (&app, &token);
         async move {
             app.chat(token, chat).await;
-            let context: Value = app.get(&format!("/api/chats/{chat}/context"), Some(token)).await.json().await.expect("json");
+            let context: Value =
+                app.get(&format!("/api/chats/{chat}/context"), Some(token)).await.json().await.expect("json");
             context["system_prompt"]["text"].as_str().expect("prompt").to_owned()
         }
     };
     let prompt = prompt_of("c1").await;
     assert!(
-        prompt.contains("<!-- From the system app \"Helper\" (apps/helper/prompt.md) -->\nAlways call the owner Captain."),
+        prompt.contains(
+            "<!-- From the system app \"Helper\" (apps/helper/prompt.md) -->\nAlways call the owner Captain."
+        ),
         "{prompt}"
     );
     assert!(!prompt.contains("Not applied."), "{prompt}");
