@@ -11,7 +11,7 @@ Usage: bench.py BINARY [--only SECTION,...] [--quick] [--baseline BINARY] [--no-
                 [--against BINARY --against-label NAME]
 `--no-gate` runs each measurement once whatever else the machine does, printing the cores
 other processes used meanwhile (for a shared machine; such figures are marked by that line).
-Sections: boot, health, chats, sse, snapshot, apply, proxy, connectors, storage, appdoc, push, schedules, lifecycle, frontend, search, sandbox, flood, scale, uploads, agents, updates, regressions
+Sections: boot, health, chats, sse, snapshot, apply, proxy, connectors, storage, appdoc, push, schedules, lifecycle, frontend, search, sandbox, jobs, flood, scale, uploads, agents, updates, regressions
 `--against` names an earlier build (`scripts/bench --against COMMIT` builds one): the regressions
 section then measures the issue-39 figures on both, interleaved, and prints them side by side.
 `--baseline` names a build without chat search (e.g. a release build of the previous main); the
@@ -1312,6 +1312,30 @@ def section_sandbox(tmp):
          f"{rows['landlock']['end_p50_ms']:.2f}  |  {rows['landlock']['end_p99_ms']:.2f}  ({rows['none']['end_p50_ms']:.2f})", "")
 
 
+def section_jobs(tmp):
+    """An app job's start and end as the platform adds them: the run's token, its view of the data
+    directory (token file, links, cron-logs/), the job sandbox, the labelled tree, the view read back
+    and removed; against the same script spawned bare."""
+    print("jobs", flush=True)
+    exe = example("job_start_cost")
+    out = subprocess.run(["taskset", "-c", "0", exe], capture_output=True, text=True, check=True).stdout
+    rows = {}
+    for line in out.splitlines():
+        r = json.loads(line)
+        rows[r["mode"]] = r  # the second round of each mode (warm)
+    note("jobs", "no-op job spawn to exit, bare: p50 | p99 ms",
+         f"{rows['bare']['p50_ms']:.2f}  |  {rows['bare']['p99_ms']:.2f}", "")
+    sandboxed = "Landlock" if rows["job"]["sandbox"] else "no sandbox on this kernel"
+    note("jobs", f"no-op job spawn to exit, as the scheduler runs it ({sandboxed}): p50 | p99 ms",
+         f"{rows['job']['p50_ms']:.2f}  |  {rows['job']['p99_ms']:.2f}", "")
+    note("jobs", "the run's view (token file, links, cron-logs/) made: p50 | p99 ms",
+         f"{rows['job']['view_p50_ms']:.2f}  |  {rows['job']['view_p99_ms']:.2f}", "")
+    note("jobs", "a job's added start cost (p50, ms)",
+         f"{rows['job']['p50_ms'] - rows['bare']['p50_ms']:.2f}", "≤ 50 ms")
+    note("jobs", "a job's end (group kill, /proc sweep, cron-logs read, view removed): p50 | p99 ms (bare: p50)",
+         f"{rows['job']['end_p50_ms']:.2f}  |  {rows['job']['end_p99_ms']:.2f}  ({rows['bare']['end_p50_ms']:.2f})", "")
+
+
 UPLOAD_BYTES = 20 * 1024 * 1024
 UPLOAD_BOUNDARY = "mobius-bench-boundary"
 
@@ -2178,6 +2202,8 @@ def main():
             section_search(args.binary, tmp, args.baseline)
         if want("sandbox"):
             section_sandbox(tmp)
+        if want("jobs"):
+            section_jobs(tmp)
         if want("flood"):
             section_flood(args.binary, tmp)
         if want("scale"):

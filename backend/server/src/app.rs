@@ -45,6 +45,7 @@ pub fn router(state: AppState) -> Router {
         .merge(apps::proxy::router())
         .merge(apps::secrets::router())
         .merge(apps::activity::router())
+        .merge(apps::shared_git::router())
         .merge(crate::connectors::routes::router())
         .merge(crate::connectors::broker::router())
         .merge(chats::apps::router())

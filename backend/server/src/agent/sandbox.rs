@@ -71,6 +71,15 @@ pub struct Grants {
     pub skipped: Vec<PathBuf>,
 }
 
+/// A job's view of the data directory (`schedules/view.rs`), as its sandbox opens it.
+#[derive(Clone, Debug, Default)]
+pub struct JobView {
+    /// The folder the job's `DATA_DIR` names (read).
+    pub root: PathBuf,
+    /// Its folder the job may write (`cron-logs/`).
+    pub writable: PathBuf,
+}
+
 /// What a job's sandbox opens for the CLIs it may run: their logins' folders (read, write)
 /// and their packages (read, execute).
 #[derive(Clone, Debug, Default)]
@@ -170,10 +179,11 @@ impl Sandbox {
     }
 
     /// What an app's job may use: the system and its `PATH` (read, execute), its app's own
-    /// folder (read, execute), its state folder and the shared scratch (read, write). Nothing
+    /// folder (read, execute), its view of the data directory (`schedules/view.rs`: read; its
+    /// `cron-logs/` read, write), its state folder and the shared scratch (read, write). Nothing
     /// else of `DATA_DIR`: not other apps, not app storage (a job writes that through the API
     /// with its token), not the database, keys or credentials.
-    pub fn job_grants(&self, app_dir: &Path, state_dir: &Path, path: &str, clis: &JobClis) -> Grants {
+    pub fn job_grants(&self, app_dir: &Path, state_dir: &Path, view: &JobView, path: &str, clis: &JobClis) -> Grants {
         let data = &self.data_dir;
         let mut grants = Grants::default();
         let generic =
@@ -194,6 +204,8 @@ impl Sandbox {
             generic(&mut grants.read_exec, &mut grants.skipped, p.clone());
         }
         grants.read_exec.push(app_dir.to_path_buf());
+        grants.read.push(view.root.clone());
+        grants.read_write.push(view.writable.clone());
         grants.read_write.push(state_dir.to_path_buf());
         // The connected CLIs' logins, so a job can run `claude -p` / `codex exec` itself (the
         // contract gives jobs `CLAUDE_CONFIG_DIR` and `CODEX_HOME`); a turn's agent has them too.
@@ -368,10 +380,11 @@ mod tests {
         let app = data.join("apps/notes");
         let state = data.join("apps/7/job-state");
         let clis = JobClis { logins: vec![data.join("cli-auth/claude")], packages: Vec::new() };
-        let g = sandbox.job_grants(&app, &state, "/usr/bin:/bin", &clis);
+        let view = JobView { root: data.join("run/jobs/9"), writable: data.join("run/jobs/9/cron-logs") };
+        let g = sandbox.job_grants(&app, &state, &view, "/usr/bin:/bin", &clis);
         let in_data: Vec<&PathBuf> =
             g.read_exec.iter().chain(&g.read).chain(&g.read_write).filter(|p| p.starts_with(&data)).collect();
-        assert_eq!(in_data, [&app, &state, &data.join("cli-auth/claude")], "{g:?}");
+        assert_eq!(in_data, [&app, &view.root, &view.writable, &state, &data.join("cli-auth/claude")], "{g:?}");
         assert!(g.list.is_empty());
     }
 }

@@ -265,6 +265,52 @@ pub fn read_file(repo: &Repository, commit: Oid, path: &str) -> Result<Option<Ve
     }
 }
 
+/// A file of a commit on an app repository's `main`, as `/api/storage/shared-git` serves it.
+#[derive(Debug)]
+pub struct MainBlob {
+    /// The commit read (the one asked for, or `main`'s tip).
+    pub commit: String,
+    /// The blob's id (its content address).
+    pub blob: String,
+    pub bytes: Vec<u8>,
+}
+
+/// Reads `file` of `revision` (a full commit id, which must be `main` or one of its ancestors;
+/// `None`: `main`'s tip) in the repository at `dir`, at most `max` bytes. `Ok(None)` when the
+/// repository, the commit (on `main`) or the file is not there.
+pub fn main_blob(dir: &Path, revision: Option<&str>, file: &str, max: usize) -> Result<Option<MainBlob>> {
+    let ceiling = dir.parent().map(Path::to_path_buf).into_iter();
+    let Ok(repo) = Repository::open_ext(dir, RepositoryOpenFlags::NO_SEARCH, ceiling) else { return Ok(None) };
+    let Some(main) = repo.refname_to_id(MAIN).ok() else { return Ok(None) };
+    let commit = match revision {
+        None => main,
+        Some(rev) => {
+            let Ok(oid) = Oid::from_str(rev) else { return Ok(None) };
+            let on_main = oid == main || repo.graph_descendant_of(main, oid).unwrap_or(false);
+            if !on_main {
+                return Ok(None);
+            }
+            oid
+        }
+    };
+    let tree = match repo.find_commit(commit).and_then(|c| c.tree()) {
+        Ok(tree) => tree,
+        Err(_) => return Ok(None),
+    };
+    let Ok(entry) = tree.get_path(Path::new(file)) else { return Ok(None) };
+    if entry.kind() != Some(git2::ObjectType::Blob) {
+        return Ok(None);
+    }
+    let blob = repo.find_blob(entry.id()).map_err(git_err("blob"))?;
+    if blob.size() > max {
+        return Err(Error::too_large(
+            "too_large",
+            format!("{file} is larger than {} MiB, the most this route reads.", max / (1024 * 1024)),
+        ));
+    }
+    Ok(Some(MainBlob { commit: commit.to_string(), blob: entry.id().to_string(), bytes: blob.content().to_vec() }))
+}
+
 /// Where an app comes from: a local folder (a git repository or plain files) or a URL.
 #[derive(Debug, Clone)]
 pub enum Source {

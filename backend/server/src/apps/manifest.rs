@@ -18,7 +18,8 @@
 //! | `requires` | checked against the platform's names; names whose APIs this platform lacks get a warning |
 //! | `schedule` | the app's job schedule (`schedules/`), registered with the apply; `initialize_on_install` runs the job once after a first install from a source |
 //! | `permissions.chat_log_access` | the app's tier on `/api/chat-logs` |
-//! | the boolean grants, `capabilities`, `public_access`, `skills`, `system_app`/`system_prompt` | checked, then a warning: no effect here |
+//! | `system_app` + `system_prompt`, `skills` | the prompt joins new chats' prompts, the skills the agent's skills index, while the app is installed (`apps/system.rs`) |
+//! | the boolean grants, `capabilities`, `public_access` | checked, then a warning: no effect here |
 
 use serde_json::{Map, Value};
 
@@ -32,7 +33,7 @@ const MAX_SEEDS: usize = 64;
 /// Most files `static_assets` may name.
 pub const MAX_STATIC_ASSETS: usize = 256;
 const MAX_SOURCE_FILES: usize = 50;
-const MAX_SKILLS: usize = 5;
+pub const MAX_SKILLS: usize = 5;
 const MAX_PUBLIC_RULES: usize = 16;
 const MAX_PATH_PREFIX_CHARS: usize = 512;
 const MAX_REASON_CHARS: usize = 240;
@@ -357,9 +358,6 @@ fn check(raw: &Map<String, Value>, dir_name: &str, r: &mut Report) -> Manifest {
         } else if !source_files.contains(&prompt) {
             r.problem("system_prompt", format!("{prompt:?} must also be listed in `source_files`"));
         }
-        r.warn("system_prompt", "system-app prompts are not added to the agent's prompt here; no effect");
-    } else if system_app {
-        r.warn("system_app", "system apps have no extra powers here; no effect");
     }
     for key in raw.keys() {
         if !KNOWN_FIELDS.contains(&key.as_str()) && !DECORATIVE.contains(&key.as_str()) {
@@ -866,9 +864,6 @@ fn check_skills(raw: &Map<String, Value>, r: &mut Report, source_files: &[String
             r.problem(&at, format!("{skill:?} must also be listed in `source_files`"));
         }
     }
-    if !skills.is_empty() {
-        r.warn("skills", "app skills are not added to the agent's skills here; no effect");
-    }
 }
 
 #[cfg(test)]
@@ -966,8 +961,6 @@ mod tests {
             "requires[0]: \"github_access\" is not provided",
             "capabilities.media.microphone.capture: this platform provides no such device capability",
             "public_access: apps are not published anonymously here",
-            "skills: app skills are not added",
-            "system_prompt: system-app prompts are not added",
             "color: is not a field of mobius.json",
         ] {
             assert!(warnings.contains(needle), "missing {needle:?} in:\n{warnings}");
@@ -975,6 +968,7 @@ mod tests {
         assert!(!warnings.contains("chat_log_access"), "chat_log_access has its effect: {warnings}");
         assert!(!warnings.contains("tags") && !warnings.contains("runtime"), "decorative keys stay quiet");
         assert!(!warnings.contains("schedule"), "schedules run here: {warnings}");
+        assert!(!warnings.contains("skills") && !warnings.contains("system_"), "they have effect: {warnings}");
         assert!(!warnings.contains("manage_apps") && !warnings.contains("requires[1]"), "{warnings}");
     }
 

@@ -19,8 +19,10 @@ mod routes;
 pub mod sealed;
 pub mod secrets;
 mod serve;
+pub mod shared_git;
 pub mod smart_http;
 pub mod ssrf;
+pub mod system;
 pub mod worktree;
 
 use serde::Serialize;

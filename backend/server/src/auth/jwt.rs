@@ -74,6 +74,10 @@ pub struct Claims {
     /// before sessions existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sid: Option<String>,
+    /// App tokens of a job run (`schedules/jobs.rs`): the run they die with. Such a token is
+    /// accepted only while that run is its app's running job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_run: Option<i64>,
 }
 
 impl Claims {
@@ -95,6 +99,7 @@ impl Claims {
             embed_role: None,
             embed_ops: None,
             sid: None,
+            job_run: None,
         }
     }
 }

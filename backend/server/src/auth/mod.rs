@@ -116,6 +116,24 @@ pub fn app_token(keys: &Keys, owner: &OwnerCache, app: &crate::db::apps::AppRow,
     keys.issue(&claims)
 }
 
+/// The token of an app job's run `run_id`: app-scoped like [`app_token`], and accepted only
+/// while that run is its app's running job (it dies with the run, whatever its `exp`).
+pub fn job_token(
+    keys: &Keys,
+    owner: &OwnerCache,
+    app: &crate::db::apps::AppRow,
+    run_id: i64,
+    ttl_secs: i64,
+) -> Result<String> {
+    let (username, epoch) =
+        owner.get().ok_or_else(|| Error::unauthorized("invalid_token", "No owner account exists."))?;
+    let mut claims = Claims::new(&username, Scope::App, epoch, ttl_secs);
+    claims.app_id = Some(app.id);
+    claims.app_nonce = Some(app.token_nonce.clone());
+    claims.job_run = Some(run_id);
+    keys.issue(&claims)
+}
+
 /// Who calls a route that both the owner and mini-apps may use.
 #[derive(Debug, Clone)]
 pub enum Principal {
@@ -162,6 +180,11 @@ pub async fn principal_of(state: &AppState, claims: Claims) -> Result<Principal>
     let (Some(app_id), Some(nonce)) = (claims.app_id, claims.app_nonce.as_deref()) else {
         return Err(Error::unauthorized("malformed_token", "The app token lacks its app."));
     };
+    if let Some(run) = claims.job_run
+        && !state.schedules.job_running(app_id, run)
+    {
+        return Err(Error::unauthorized("token_revoked", "This app job's run has ended."));
+    }
     match state.app_rows.get(&state.db.read, state.hub.data_version(), app_id).await? {
         Some(app) if app.deleted_at.is_none() && app.token_nonce == nonce => Ok(Principal::App(app)),
         _ => Err(Error::unauthorized("token_revoked", "This app was removed or reinstalled.")),

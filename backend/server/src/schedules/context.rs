@@ -50,6 +50,9 @@ impl Clock {
 pub struct RunningJob {
     pub run_id: i64,
     pub cancel: Option<oneshot::Sender<String>>,
+    /// From just before its process starts until its group is killed: while this holds, the
+    /// run's token (`auth::job_token`) is accepted.
+    pub live: bool,
 }
 
 /// A scheduled turn sent and not yet ended.
@@ -137,6 +140,15 @@ impl Ctx {
         &self.agents.data_dir
     }
 
+    /// Marks app `app_id`'s job run `run_id` live or not (its token is accepted only while it is).
+    pub fn job_live(&self, app_id: i64, run_id: i64, live: bool) {
+        if let Some(job) = lock(&self.jobs).get_mut(&app_id)
+            && job.run_id == run_id
+        {
+            job.live = live;
+        }
+    }
+
     /// Takes the slot `schedule` runs in, or `None` when a run of it (or of its app's job) is
     /// still going. A scheduled turn whose chat no longer runs anything lost its end report:
     /// it is closed as interrupted and the slot is free again.
@@ -148,7 +160,7 @@ impl Ctx {
             if jobs.contains_key(&app) {
                 return None;
             }
-            jobs.insert(app, RunningJob { run_id: 0, cancel: Some(tx) });
+            jobs.insert(app, RunningJob { run_id: 0, cancel: Some(tx), live: false });
             return Some(Claim { ctx: self.clone(), slot: Slot::Job(app), cancelled: Some(rx), kept: false });
         }
         let stale = {

@@ -87,6 +87,8 @@ impl Scheduler {
     /// Runs the loop and the turn-end listener until `stop`.
     pub async fn start(&self, stop: watch::Receiver<bool>) {
         remove_orphan_logs(&self.ctx).await;
+        let data_dir = self.ctx.data_dir().clone();
+        let _ = tokio::task::spawn_blocking(move || super::view::remove_stale(&data_dir)).await;
         if let Some(mut ends) = lock(&self.ends).take() {
             let ctx = self.ctx.clone();
             tokio::spawn(
@@ -158,6 +160,12 @@ impl Scheduler {
         let dir = self.ctx.data_dir().join(super::context::LOG_DIR).join(id.to_string());
         let _ = tokio::fs::remove_dir_all(dir).await;
         Ok(())
+    }
+
+    /// True while `run_id` is `app_id`'s running job: a job token (`auth::job_token`) is
+    /// accepted only then.
+    pub fn job_running(&self, app_id: i64, run_id: i64) -> bool {
+        lock(&self.ctx.jobs).get(&app_id).is_some_and(|job| job.run_id == run_id && job.live)
     }
 
     /// Ends app `app_id`'s running job, if any (the app is being removed): killed with its

@@ -1,8 +1,10 @@
 //! Running an app's job, as the original's runner did (`app-platform-contract.md` §4.3) and with
 //! what it left undone: `bash <job> <app id>` in the app's folder, with the allow-listed
-//! environment and a 2-hour app token (`APP_TOKEN`), in its own process group, confined by the
-//! agent's sandbox to its folders, killed with its group (and whatever escaped it) when it runs
-//! past its time limit, and its output captured (`output.rs`).
+//! environment and an app token that dies with the run (`APP_TOKEN`, also in
+//! `$DATA_DIR/service-token.txt`: its `DATA_DIR` is the run's view, `view.rs`), in its own
+//! process group, confined by the agent's sandbox to its folders, killed with its group (and
+//! whatever escaped it) when it runs past its time limit, and its output captured (`output.rs`,
+//! with what it wrote under `$DATA_DIR/cron-logs/`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,9 +14,9 @@ use tokio::sync::oneshot;
 
 use super::context::{Claim, Ctx, LOG_DIR};
 use super::output;
+use super::view::{Links, View};
 use crate::agent::process;
 use crate::agent::slots::Class;
-use crate::db::apps::AppRow;
 use crate::db::schedules::{RunEnd, ScheduleRow};
 
 /// The contract's fallbacks when the manifest names no job (or a missing one).
@@ -26,6 +28,8 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(6 * 3600);
 const LEFTOVER_WAIT: Duration = Duration::from_secs(1);
 /// After the group is killed, how long the output reader may take to finish.
 const DRAIN_WAIT: Duration = Duration::from_secs(5);
+/// A job token outlives the job's time limit by this much at most (it dies with the run anyway).
+const TOKEN_MARGIN_SECS: i64 = 60;
 /// Environment passed through from the server when set (the contract's allow-list).
 const PASSED_ENV: [&str; 4] = ["LANG", "LC_ALL", "CLAUDE_CONFIG_DIR", "CODEX_HOME"];
 
@@ -141,7 +145,27 @@ async fn execute(
             }
         }
     };
-    let mut env = environment(ctx, schedule, &app, &state).await?;
+    let limit = schedule
+        .timeout_secs
+        .and_then(|s| u64::try_from(s).ok())
+        .map_or(ctx.job_timeout, Duration::from_secs)
+        .min(MAX_TIMEOUT);
+    // The run's token dies with the run (`Ctx::job_live`); its `exp` only backs that up.
+    let ttl = i64::try_from(limit.as_secs()).unwrap_or(i64::MAX).saturating_add(TOKEN_MARGIN_SECS);
+    let token = crate::auth::job_token(&ctx.agents.keys, &ctx.agents.owner, &app, run_id, ttl)
+        .map_err(|e| format!("No token could be made for the job: {e}"))?;
+    let view = {
+        let (data_dir, token, slug, dir, state) =
+            (data_dir.clone(), token.clone(), app.slug.clone(), dir.clone(), state.clone());
+        tokio::task::spawn_blocking(move || {
+            let links = Links { app_id, slug: &slug, source: &dir, state: &state };
+            View::create(&data_dir, run_id, &token, &links)
+        })
+        .await
+        .map_err(|e| format!("The job's folder could not be made: {e}"))?
+        .map_err(|e| format!("The job's folder could not be made: {e}"))?
+    };
+    let mut env = environment(ctx, schedule, view.path(), &state, token).await?;
     let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone()).unwrap_or_default();
     // The CLIs' logins, for a job that runs `claude -p` or `codex exec` itself.
     let (cli_env, logins, packages) = ctx.agents.providers.job_clis();
@@ -149,10 +173,12 @@ async fn execute(
     env.extend(cli_env);
     let clis = crate::agent::sandbox::JobClis { logins, packages };
     let sandbox = &ctx.agents.sandbox;
+    let job_view = crate::agent::sandbox::JobView { root: view.path().to_path_buf(), writable: view.writable() };
     let rules = sandbox
-        .ruleset(&sandbox.job_grants(&dir, &state, &path_var, &clis))
+        .ruleset(&sandbox.job_grants(&dir, &state, &job_view, &path_var, &clis))
         .map_err(|e| e.client_message().unwrap_or_else(|| e.to_string()))?;
     let bash = find_on_path("bash", &path_var).ok_or("bash is not installed on this server.")?;
+    ctx.job_live(app_id, run_id, true);
     let spawned = process::spawn_job(
         &bash,
         &[job_path.display().to_string(), app_id.to_string()],
@@ -162,7 +188,10 @@ async fn execute(
         rules,
         ctx.agents.providers.memory().prepare(),
     )
-    .map_err(|e| format!("The job {job_name} could not be started: {e}"))?;
+    .map_err(|e| {
+        ctx.job_live(app_id, run_id, false);
+        format!("The job {job_name} could not be started: {e}")
+    })?;
     let logs = data_dir.join(LOG_DIR).join(schedule.id.to_string());
     {
         let logs = logs.clone();
@@ -170,11 +199,6 @@ async fn execute(
     }
     let mut reader = tokio::spawn(output::capture(spawned.output, logs, run_id));
     let mut process = spawned.process;
-    let limit = schedule
-        .timeout_secs
-        .and_then(|s| u64::try_from(s).ok())
-        .map_or(ctx.job_timeout, Duration::from_secs)
-        .min(MAX_TIMEOUT);
     enum Ended {
         Exited(Option<std::process::ExitStatus>),
         TimedOut,
@@ -195,12 +219,27 @@ async fn execute(
         }
     }
     process.terminate().await;
+    // Nothing of the job runs any more: its token dies now.
+    ctx.job_live(app_id, run_id, false);
     let drained = match drained {
         Some(result) => Some(result),
         None => tokio::time::timeout(DRAIN_WAIT, &mut reader).await.ok(),
     };
     let captured = match drained {
-        Some(Ok(captured)) => captured,
+        Some(Ok(mut log)) => {
+            // What it wrote under `$DATA_DIR/cron-logs/`, as the original's jobs do.
+            let cron = tokio::task::spawn_blocking(move || {
+                let cron = view.cron_logs();
+                drop(view);
+                cron
+            })
+            .await
+            .unwrap_or_default();
+            if !cron.is_empty() {
+                log.write(&cron).await;
+            }
+            log.finish().await
+        }
         _ => {
             reader.abort();
             output::Captured::default()
@@ -244,22 +283,21 @@ async fn execute(
 }
 
 /// The contract's environment: `PATH` (the agent's curated one), `LANG`, `LC_ALL`, `TZ`, `HOME`,
-/// `DATA_DIR`, `API_BASE_URL`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME` (the connected CLIs' logins,
-/// added by the caller with `Providers::job_clis`), `APP_TOKEN`,
+/// `DATA_DIR` (the run's view), `API_BASE_URL`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME` (the connected CLIs' logins,
+/// added by the caller with `Providers::job_clis`), `APP_TOKEN` (the run's token),
 /// `APP_JOB_STATE_DIR`, `TMPDIR` (its `tmp/`); `TZ` is the schedule's zone and `HOME` the job's state folder (the
 /// sandbox opens no other home). Its processes are found by their tree's label, not by
 /// anything in this environment.
 async fn environment(
     ctx: &Ctx,
     schedule: &ScheduleRow,
-    app: &AppRow,
+    view: &Path,
     state: &Path,
+    token: String,
 ) -> Result<Vec<(String, String)>, String> {
     let agents = &ctx.agents;
-    let token = crate::auth::app_token(&agents.keys, &agents.owner, app, crate::auth::APP_JOB_TOKEN_TTL_SECS)
-        .map_err(|e| format!("No token could be made for the job: {e}"))?;
     let (_, zone) = ctx.zone_for(schedule).await;
-    let data_dir = ctx.data_dir().display().to_string();
+    let data_dir = view.display().to_string();
     let state = state.display().to_string();
     let mut env = vec![
         ("PATH".to_owned(), agents.providers.agent_path()),

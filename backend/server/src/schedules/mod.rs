@@ -6,6 +6,7 @@
 //! - `handle.rs`: [`Scheduler`], what routes and other parts ask of it (run now, a one-off turn,
 //!   stop an app's job), and the loop's backend in the server.
 //! - `jobs.rs`: an app's job process (environment, token, sandbox, group, time limit);
+//!   `view.rs`: the folder its `DATA_DIR` names (its run's token file, its `cron-logs/`);
 //!   `output.rs`: its bounded output and rotated log.
 //! - `turns.rs`: a scheduled agent turn through the normal turn path; `agent/schedule_ends.rs`:
 //!   how its end comes back from `agent/turn.rs`.
@@ -22,6 +23,7 @@ mod output;
 pub mod routes;
 mod runner;
 mod turns;
+pub mod view;
 
 pub use handle::{OnceTurn, RunStarted, Scheduler};
 pub use output::read_log;

@@ -33,57 +33,84 @@ pub fn log_paths(dir: &Path, run_id: i64) -> (PathBuf, PathBuf) {
     (dir.join(format!("{run_id}.log")), dir.join(format!("{run_id}.log.1")))
 }
 
-/// Reads `output` to its end into the tail and the log file under `dir`.
-pub async fn capture(mut output: impl AsyncRead + Unpin, dir: PathBuf, run_id: i64) -> Captured {
-    let (path, rotated) = log_paths(&dir, run_id);
-    let mut file = match open_log(&dir, &path).await {
-        Ok(f) => Some(f),
-        Err(e) => {
-            tracing::warn!(error = %e, dir = %dir.display(), "a job's log file could not be created");
-            None
+/// A run's output as it is written: the tail, the count, the log file.
+pub struct Log {
+    dir: PathBuf,
+    path: PathBuf,
+    rotated: PathBuf,
+    file: Option<tokio::fs::File>,
+    written: u64,
+    tail: VecDeque<u8>,
+    total: u64,
+}
+
+impl Log {
+    /// A log for run `run_id` under `dir` (its file created now; without one only the tail is kept).
+    pub async fn open(dir: PathBuf, run_id: i64) -> Log {
+        let (path, rotated) = log_paths(&dir, run_id);
+        let file = match open_log(&dir, &path).await {
+            Ok(f) => Some(f),
+            Err(e) => {
+                tracing::warn!(error = %e, dir = %dir.display(), "a job's log file could not be created");
+                None
+            }
+        };
+        Log { dir, path, rotated, file, written: 0, tail: VecDeque::with_capacity(CHUNK), total: 0 }
+    }
+
+    /// Adds `chunk`: counted, kept in the tail, written to the file (rotated at [`LOG_ROTATE_BYTES`]).
+    pub async fn write(&mut self, chunk: &[u8]) {
+        let n = chunk.len() as u64;
+        self.total += n;
+        self.tail.extend(chunk);
+        if self.tail.len() > MAX_TAIL_BYTES {
+            self.tail.drain(..self.tail.len() - MAX_TAIL_BYTES);
         }
-    };
-    let mut written = 0u64;
-    let mut tail: VecDeque<u8> = VecDeque::with_capacity(CHUNK);
-    let mut total = 0u64;
+        if let Some(f) = self.file.as_mut() {
+            if self.written + n > LOG_ROTATE_BYTES {
+                let _ = f.flush().await;
+                self.file = match tokio::fs::rename(&self.path, &self.rotated).await {
+                    Ok(()) => open_log(&self.dir, &self.path).await.ok(),
+                    Err(_) => None,
+                };
+                self.written = 0;
+            }
+            if let Some(f) = self.file.as_mut() {
+                if f.write_all(chunk).await.is_err() {
+                    self.file = None;
+                } else {
+                    self.written += n;
+                }
+            }
+        }
+    }
+
+    /// Flushes the file and gives what was captured.
+    pub async fn finish(mut self) -> Captured {
+        let has_log = match self.file.as_mut() {
+            Some(f) => f.flush().await.is_ok(),
+            None => false,
+        };
+        let bytes: Vec<u8> = self.tail.into();
+        // Drop a character cut in half at the start.
+        let start = bytes.iter().position(|b| (*b as i8) >= -0x40).unwrap_or(bytes.len());
+        Captured { tail: String::from_utf8_lossy(&bytes[start..]).into_owned(), total: self.total, has_log }
+    }
+}
+
+/// Reads `output` to its end into the tail and the log file under `dir`; more can be added
+/// ([`Log::write`]) before the log is finished.
+pub async fn capture(mut output: impl AsyncRead + Unpin, dir: PathBuf, run_id: i64) -> Log {
+    let mut log = Log::open(dir, run_id).await;
     let mut buf = vec![0u8; CHUNK];
     loop {
         let n = match output.read(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        let chunk = &buf[..n];
-        total += n as u64;
-        tail.extend(chunk);
-        if tail.len() > MAX_TAIL_BYTES {
-            tail.drain(..tail.len() - MAX_TAIL_BYTES);
-        }
-        if let Some(f) = file.as_mut() {
-            if written + n as u64 > LOG_ROTATE_BYTES {
-                let _ = f.flush().await;
-                file = match tokio::fs::rename(&path, &rotated).await {
-                    Ok(()) => open_log(&dir, &path).await.ok(),
-                    Err(_) => None,
-                };
-                written = 0;
-            }
-            if let Some(f) = file.as_mut() {
-                if f.write_all(chunk).await.is_err() {
-                    file = None;
-                } else {
-                    written += n as u64;
-                }
-            }
-        }
+        log.write(&buf[..n]).await;
     }
-    let has_log = match file.as_mut() {
-        Some(f) => f.flush().await.is_ok(),
-        None => false,
-    };
-    let bytes: Vec<u8> = tail.into();
-    // Drop a character cut in half at the start.
-    let start = bytes.iter().position(|b| (*b as i8) >= -0x40).unwrap_or(bytes.len());
-    Captured { tail: String::from_utf8_lossy(&bytes[start..]).into_owned(), total, has_log }
+    log
 }
 
 async fn open_log(dir: &Path, path: &Path) -> std::io::Result<tokio::fs::File> {
@@ -130,7 +157,7 @@ mod tests {
             input.extend(format!("line {i}\n").into_bytes());
         }
         let total = input.len() as u64;
-        let captured = capture(input.as_slice(), logs.clone(), 3).await;
+        let captured = capture(input.as_slice(), logs.clone(), 3).await.finish().await;
         assert_eq!(captured.total, total);
         assert!(captured.tail.len() <= MAX_TAIL_BYTES && captured.tail.ends_with("line 399999\n"));
         let (path, rotated) = log_paths(&logs, 3);
@@ -152,7 +179,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tmp");
         let mut input = "é".repeat(MAX_TAIL_BYTES).into_bytes();
         input.push(b'!');
-        let captured = capture(input.as_slice(), dir.path().to_path_buf(), 1).await;
+        let captured = capture(input.as_slice(), dir.path().to_path_buf(), 1).await.finish().await;
         assert!(captured.tail.ends_with("é!") && !captured.tail.contains('\u{fffd}'));
     }
 }

@@ -35,6 +35,8 @@ pub enum Origin {
     BuiltIn,
     /// Written by the agent under `DATA_DIR/skills/`.
     Agent,
+    /// Named by an installed app's `mobius.json` (`skills`): it goes with the app.
+    App,
 }
 
 /// One indexed skill.
@@ -305,7 +307,7 @@ fn read_skill(name: String, path: &Path, origin: Origin) -> Skill {
 }
 
 /// A skill from its file's bytes (or why they could not be read).
-fn skill_of(name: String, path: &Path, origin: Origin, bytes: Result<Vec<u8>, String>) -> Skill {
+pub fn skill_of(name: String, path: &Path, origin: Origin, bytes: Result<Vec<u8>, String>) -> Skill {
     let shown = path.display().to_string();
     let mut skill = Skill { name, description: String::new(), origin, path: shown, last_used: None, error: None };
     match bytes.and_then(parse_skill) {

@@ -1,4 +1,4 @@
-//! `GET /api/skills` (owner only): the skills index.
+//! `GET /api/skills` (owner only): the skills index (built-in, the agent's, the installed apps').
 
 use axum::extract::State;
 use axum::routing::get;
@@ -24,7 +24,9 @@ struct SkillsOut {
 }
 
 #[tracing::instrument(level = "debug", skip_all)]
-async fn list(State(state): State<AppState>, _owner: Owner) -> Json<SkillsOut> {
-    let (skills, left_out) = state.skills.list();
-    Json(SkillsOut { skills, left_out, agent_dir: state.skills.agent_dir().display().to_string() })
+async fn list(State(state): State<AppState>, _owner: Owner) -> crate::error::Result<Json<SkillsOut>> {
+    let (mut skills, left_out) = state.skills.list();
+    // The installed apps' skills (`origin: "app"`), read from their live versions.
+    skills.extend(crate::apps::system::additions(&state.db.read, &state.config.data_dir).await?.skills);
+    Ok(Json(SkillsOut { skills, left_out, agent_dir: state.skills.agent_dir().display().to_string() }))
 }

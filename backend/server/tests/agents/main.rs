@@ -951,62 +951,117 @@ async fn python_turns_a_csv_into_a_chart_in_the_workspace_and_publishes_it(cli: 
 }
 
 /// An app job written in the original's style (bash calling Python and the CLI itself): it
-/// gets the connected CLI's login through the contract's environment and runs it, headless,
-/// against the scripted model server, inside its sandbox; the CLI's answer is in the run's log.
-/// The same job cannot read the server's key, another app's folder or the other provider's
-/// login.
+/// reads `$DATA_DIR/service-token.txt` as the original's jobs do, writes its app's storage and
+/// sends a notification with it from Python, logs under `$DATA_DIR/cron-logs/`, and runs the
+/// connected CLI headless against the scripted model server, inside its sandbox; all of it is in
+/// the run's log. Its token is 403 on another app's storage. The same job cannot read the
+/// server's key, another app's folder or data, or the other provider's login; a job that must
+/// read the key fails, and its run says why.
 async fn an_app_job_runs_the_cli_itself_and_reaches_nothing_else(cli: Cli) {
     // `codex exec` may ask without tools (a side call to the scripted server): the same words.
     let hello = "Hello from the job's agent.";
     let rig = Rig::start(cli, json!({ "steps": [{ "text": hello }], "side_text": hello })).await;
     let Rig { app, token, .. } = &rig;
     let (id, _) = app.register_app("briefing").await;
-    app.register_app("neighbour").await;
+    let (neighbour, _) = app.register_app("neighbour").await;
+    let (snoop, _) = app.register_app("snoop").await;
     let (other, ask) = match cli {
         Cli::Claude => ("codex", r#"claude -p "Say hello." --output-format text"#),
         Cli::Codex => ("claude", r#"codex exec --skip-git-repo-check "Say hello.""#),
     };
-    for (slug, file, body) in [
-        ("neighbour", "job.sh", "echo neighbour\n".to_owned()),
-        (
-            "briefing",
-            "job.sh",
-            format!(
-                r#"probe() {{ if cat "$1" >/dev/null 2>&1; then echo "READ:$2"; else echo "DENIED:$2"; fi; }}
-probe "$DATA_DIR/secret.key" secret
-probe "$DATA_DIR/apps/neighbour/job.sh" neighbour
-probe "$DATA_DIR/cli-auth/{other}/probe" other-login
-python3 -c 'print("python-ok")'
-echo "ANSWER:$({ask} 2>&1 | tail -n 3 | tr '\n' ' ')"
+    let real = app.data_dir().display().to_string();
+    let briefing = r#"probe() { if cat "$1" >/dev/null 2>&1; then echo "READ:$2"; else echo "DENIED:$2"; fi; }
+probe "$DATA_DIR/secret.key" secret-in-view
+probe "REAL/secret.key" secret
+probe "REAL/apps/neighbour/job.sh" neighbour
+probe "REAL/app-data/NEIGHBOUR/notes.json" neighbour-data
+probe "REAL/cli-auth/OTHER/probe" other-login
+mkdir -p "$DATA_DIR/cron-logs"
+python3 - "$1" <<'PY' 2>&1 | tee -a "$DATA_DIR/cron-logs/briefing.log"
+import json, os, sys, urllib.error, urllib.request
+app = sys.argv[1]
+token = open(os.path.join(os.environ["DATA_DIR"], "service-token.txt")).read().strip()
+def call(method, path, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(os.environ["API_BASE_URL"] + path, data=data, method=method,
+                                 headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+print("python-ok")
+print("stored=%d" % call("PUT", "/api/storage/apps/%s/briefing/today.json" % app, {"headline": "Sunny"}))
+print("notified=%d" % call("POST", "/api/notifications/send", {"title": "Briefing ready", "body": "Sunny today."}))
+print("other-app=%d" % call("GET", "/api/storage/apps/NEIGHBOUR/notes.json"))
+PY
+echo "ANSWER:$(ASK 2>&1 | tail -n 3 | tr '\n' ' ')"
 "#
-            ),
-        ),
-    ] {
-        let path = app.data_dir().join("apps").join(slug).join(file);
+    .replace("REAL", &real)
+    .replace("NEIGHBOUR", &neighbour.to_string())
+    .replace("OTHER", other)
+    .replace("ASK", ask);
+    let snooping = format!("set -e\ncat {real}/secret.key >/dev/null\necho never\n");
+    for (slug, body) in [("neighbour", "echo neighbour\n".to_owned()), ("briefing", briefing), ("snoop", snooping)] {
+        let path = app.data_dir().join("apps").join(slug).join("job.sh");
         std::fs::create_dir_all(path.parent().expect("dir")).expect("app dir");
         std::fs::write(&path, body).expect("job");
     }
+    let data = app.data_dir().join(format!("app-data/{neighbour}"));
+    std::fs::create_dir_all(&data).expect("neighbour data");
+    std::fs::write(data.join("notes.json"), "{}").expect("neighbour notes");
     std::fs::create_dir_all(app.data_dir().join("cli-auth").join(other)).expect("other login");
     std::fs::write(app.data_dir().join("cli-auth").join(other).join("probe"), "login").expect("probe");
-    let r = app.post(&format!("/api/apps/{id}/run-job"), json!({}), Some(token)).await;
-    assert_eq!(r.status(), 202);
-    let started: Value = r.json().await.expect("json");
-    let (schedule, run) =
-        (started["schedule_id"].as_i64().expect("schedule"), started["run_id"].as_i64().expect("run"));
-    let done: Value = eventually_within(Duration::from_secs(120), "the job run ends", || async {
-        let run: Value =
-            app.get(&format!("/api/schedules/{schedule}/runs/{run}"), Some(token)).await.json().await.expect("run");
-        (run["status"] != "running").then_some(run)
-    })
-    .await;
+    let run_job = |app_id: i64| async move {
+        let r = app.post(&format!("/api/apps/{app_id}/run-job"), json!({}), Some(token)).await;
+        assert_eq!(r.status(), 202);
+        let started: Value = r.json().await.expect("json");
+        let (schedule, run) =
+            (started["schedule_id"].as_i64().expect("schedule"), started["run_id"].as_i64().expect("run"));
+        let done: Value = eventually_within(Duration::from_secs(120), "the job run ends", || async {
+            let run: Value =
+                app.get(&format!("/api/schedules/{schedule}/runs/{run}"), Some(token)).await.json().await.expect("run");
+            (run["status"] != "running").then_some(run)
+        })
+        .await;
+        let log = app.get(&format!("/api/schedules/{schedule}/runs/{run}/log"), Some(token)).await;
+        (done, log.text().await.unwrap_or_default())
+    };
+    let (done, log) = run_job(id).await;
     let output = done["output"].as_str().unwrap_or_default();
     assert_eq!(done["status"], "succeeded", "{cli:?}: {done}");
-    for refused in ["DENIED:secret", "DENIED:neighbour", "DENIED:other-login"] {
-        assert!(output.contains(refused), "{cli:?}: {refused} missing: {output}");
+    for said in [
+        "DENIED:secret-in-view",
+        "DENIED:secret",
+        "DENIED:neighbour",
+        "DENIED:neighbour-data",
+        "DENIED:other-login",
+        "python-ok",
+        "stored=204",
+        "notified=200",
+        "other-app=403",
+        // What it logged under $DATA_DIR/cron-logs/, added to the run's log.
+        "--- $DATA_DIR/cron-logs/briefing.log ---\npython-ok\nstored=204",
+    ] {
+        assert!(output.contains(said) && log.contains(said), "{cli:?}: {said:?} missing: {output}");
     }
-    assert!(output.contains("python-ok"), "{cli:?}: {output}");
     let answer = output.lines().find_map(|l| l.strip_prefix("ANSWER:")).unwrap_or_default();
     assert!(answer.contains("Hello from the job's agent."), "{cli:?}: the CLI answered in the job: {output}");
+    let stored: Value = app
+        .get(&format!("/api/storage/apps/{id}/briefing/today.json"), Some(token))
+        .await
+        .json()
+        .await
+        .expect("stored");
+    assert_eq!(stored["headline"], "Sunny");
+    let notes: Value = app.get("/api/notifications", Some(token)).await.json().await.expect("notifications");
+    assert!(notes.to_string().contains("Briefing ready"), "{notes}");
+
+    // A job that needs the server's key fails, and its run says so.
+    let (done, _) = run_job(snoop).await;
+    assert_eq!(done["status"], "failed", "{cli:?}: {done}");
+    assert!(done["reason"].as_str().is_some_and(|r| r.contains("exited with status 1")), "{done}");
+    assert!(done["output"].as_str().is_some_and(|o| o.contains("Permission denied") && !o.contains("never")), "{done}");
 }
 
 macro_rules! for_both {

@@ -86,3 +86,67 @@ async fn agents_apps_and_embedded_chats_cannot_inspect_a_context() {
     let r = app.get("/api/chats/c1/context", None).await;
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
 }
+
+/// An installed system app's `system_prompt` joins the prompt of chats that start while it is
+/// installed, and its `skills` the skills index; both leave with the app (issue 34).
+#[tokio::test]
+async fn a_system_apps_prompt_and_skills_join_new_chats_and_leave_with_the_app() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    let dir = app.data_dir().join("apps/helper");
+    std::fs::create_dir_all(&dir).expect("app dir");
+    std::fs::write(
+        dir.join("mobius.json"),
+        r#"{"id":"helper","name":"Helper","version":"1.0.0","description":"Helps.","entry":"index.jsx",
+            "system_app":true,"system_prompt":"prompt.md","skills":["groceries.md"],
+            "source_files":["prompt.md","groceries.md"]}"#,
+    )
+    .expect("manifest");
+    std::fs::write(dir.join("index.jsx"), "export default function App() { return <p>hi</p>; }\n").expect("index");
+    std::fs::write(dir.join("prompt.md"), "Always call the owner Captain.\n").expect("prompt");
+    std::fs::write(
+        dir.join("groceries.md"),
+        "---\ndescription: Keep the grocery list in the Helper app.\n---\nUse it.\n",
+    )
+    .expect("skill");
+    let r = app.post("/api/apps/apply", json!({ "slug": "helper" }), Some(&token)).await;
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap_or_default());
+    let applied: Value = r.json().await.expect("json");
+    let id = applied["app"]["id"].as_i64().expect("id");
+    let warnings = applied["warnings"].to_string();
+    assert!(!warnings.contains("system_") && !warnings.contains("skills"), "{warnings}");
+    // An edit not applied changes nothing: what counts is the installed version.
+    std::fs::write(dir.join("prompt.md"), "Not applied.\n").expect("edit");
+
+    let prompt_of = |chat: &'static str| {
+        let (app, token) = (&app, &token);
+        async move {
+            app.chat(token, chat).await;
+            let context: Value =
+                app.get(&format!("/api/chats/{chat}/context"), Some(token)).await.json().await.expect("json");
+            context["system_prompt"]["text"].as_str().expect("prompt").to_owned()
+        }
+    };
+    let prompt = prompt_of("c1").await;
+    assert!(
+        prompt.contains(
+            "<!-- From the system app \"Helper\" (apps/helper/prompt.md) -->\nAlways call the owner Captain."
+        ),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("Not applied."), "{prompt}");
+    assert!(prompt.contains("## Skills of installed apps") && prompt.contains("Keep the grocery list"), "{prompt}");
+    let skills: Value = app.get("/api/skills", Some(&token)).await.json().await.expect("skills");
+    let mine = skills["skills"].as_array().expect("list").iter().find(|s| s["origin"] == "app").cloned();
+    let mine = mine.expect("the app's skill is in the index");
+    assert_eq!(mine["name"], "groceries");
+    assert!(mine["path"].as_str().is_some_and(|p| p.ends_with("apps/helper/groceries.md")), "{mine}");
+
+    // Removed: new chats and the index no longer have them.
+    let r = app.client.delete(app.url(&format!("/api/apps/{id}"))).bearer_auth(&token).send().await.expect("delete");
+    assert!(r.status().is_success(), "{}", r.status());
+    let prompt = prompt_of("c2").await;
+    assert!(!prompt.contains("Captain") && !prompt.contains("grocery"), "{prompt}");
+    let skills: Value = app.get("/api/skills", Some(&token)).await.json().await.expect("skills");
+    assert!(!skills.to_string().contains("groceries"), "{skills}");
+}

@@ -72,14 +72,25 @@ async fn an_app_job_runs_with_the_contract_environment_and_writes_its_storage_wi
         app.data_dir(),
         "notes",
         "fetch.sh",
-        br#"#!/bin/bash
+        r#"#!/bin/bash
 echo "cwd=$(pwd) arg=$1 state=$APP_JOB_STATE_DIR home=$HOME"
 echo "agent-token=${MOBIUS_AGENT_TOKEN:-none} owner=${MOBIUS_OWNER_TOKEN:-none}"
 test -d "$APP_JOB_STATE_DIR" && echo state-ok
 curl -sS -f -X PUT -H "Authorization: Bearer $APP_TOKEN" -H 'Content-Type: application/json' \
   --data '{"snapshot":"taken"}' "$API_BASE_URL/api/storage/apps/$1/snapshots/latest.json" && echo stored
 echo "to stderr" >&2
-"#,
+# The original's habits: the service-token file and logs under $DATA_DIR/cron-logs.
+test "$(cat "$DATA_DIR/service-token.txt")" = "$APP_TOKEN" && echo token-file-ok
+cp "$DATA_DIR/service-token.txt" "$APP_JOB_STATE_DIR/kept-token"
+test -e "$DATA_DIR/secret.key" || echo no-secret-in-view
+test -d "$DATA_DIR/apps/notes" && test "$DATA_DIR/apps/$1/job-state" -ef "$APP_JOB_STATE_DIR" && echo view-links-ok
+echo "$DATA_DIR" > "$APP_JOB_STATE_DIR/view"
+mkdir -p "$DATA_DIR/cron-logs/notes" && echo "from the cron log" > "$DATA_DIR/cron-logs/notes/fetch.log"
+curl -sS -o /dev/null -w 'other-app=%{http_code}\n' -H "Authorization: Bearer $(cat "$DATA_DIR/service-token.txt")" \
+  "$API_BASE_URL/api/storage/apps/OTHER/x.json"
+"#
+        .replace("OTHER", &other.to_string())
+        .as_bytes(),
     );
     let (schedule, run, status) = run_job(&app, &token, id).await;
     assert_eq!(status, "running");
@@ -92,6 +103,19 @@ echo "to stderr" >&2
     assert!(output.contains(&format!("cwd={} arg={id} state={}", dir.display(), state.display())), "{output}");
     assert!(output.contains("agent-token=none owner=none") && output.contains("state-ok"), "{output}");
     assert!(output.contains("stored") && output.contains("to stderr"), "{output}");
+    // Its DATA_DIR is the run's view: the token file holds the run's own token, which is 403
+    // on another app's routes; the job's cron log is in the run's output; the view is gone.
+    for said in ["token-file-ok", "no-secret-in-view", "view-links-ok", "other-app=403"] {
+        assert!(output.contains(said), "{said}: {output}");
+    }
+    assert!(output.contains("--- $DATA_DIR/cron-logs/notes/fetch.log ---\nfrom the cron log\n"), "{output}");
+    let view = std::fs::read_to_string(state.join("view")).expect("view");
+    assert!(view.trim().starts_with(&app.data_dir().join("run/jobs").display().to_string()), "{view}");
+    assert!(!Path::new(view.trim()).exists(), "the view goes with its run");
+    // The token died with the run.
+    let kept = std::fs::read_to_string(state.join("kept-token")).expect("kept token");
+    let r = app.get(&format!("/api/storage/apps/{id}/snapshots/latest.json"), Some(kept.trim())).await;
+    assert_error(r, StatusCode::UNAUTHORIZED, "token_revoked").await;
     let stored = json_of(app.get(&format!("/api/storage/apps/{id}/snapshots/latest.json"), Some(&token)).await).await;
     assert_eq!(stored["snapshot"], "taken");
     // The full log is kept too.
@@ -487,19 +511,33 @@ async fn with_landlock_a_job_reaches_its_own_folders_and_nothing_else_of_the_dat
         app.data_dir(),
         "probe",
         "job.sh",
-        br#"probe() { if cat "$1" >/dev/null 2>&1; then echo "READ:$2"; else echo "DENIED:$2"; fi; }
-probe "$DATA_DIR/secret.key" secret
-probe "$DATA_DIR/db/mobius.sqlite3" db
-probe "$DATA_DIR/apps/neighbour/job.sh" neighbour
+        r#"probe() { if cat "$1" >/dev/null 2>&1; then echo "READ:$2"; else echo "DENIED:$2"; fi; }
+D="REAL"
+probe "$D/secret.key" secret
+probe "$DATA_DIR/secret.key" secret-in-view
+probe "$DATA_DIR/../../secret.key" secret-above-view
+probe "$D/db/mobius.sqlite3" db
+probe "$D/apps/neighbour/job.sh" neighbour
 probe ./job.sh own
+probe "$DATA_DIR/apps/probe/job.sh" own-in-view
+probe "$DATA_DIR/service-token.txt" token-file
 if echo x > "$APP_JOB_STATE_DIR/w"; then echo WROTE-STATE; fi
 if (echo x > ./w) 2>/dev/null; then echo WROTE-SOURCE; else echo SOURCE-READ-ONLY; fi
-"#,
+if (echo x > "$DATA_DIR/w") 2>/dev/null; then echo WROTE-VIEW; else echo VIEW-READ-ONLY; fi
+if echo x > "$DATA_DIR/cron-logs/w.log"; then echo WROTE-CRON-LOG; fi
+"#
+        .replace("REAL", &app.data_dir().display().to_string())
+        .as_bytes(),
     );
     let (schedule, run, _) = run_job(&app, &token, id).await;
     let done = ended(&app, &token, schedule, run).await;
-    assert_eq!(
-        done["output"], "DENIED:secret\nDENIED:db\nDENIED:neighbour\nREAD:own\nWROTE-STATE\nSOURCE-READ-ONLY\n",
+    let output = done["output"].as_str().unwrap_or_default();
+    assert!(
+        output.starts_with(
+            "DENIED:secret\nDENIED:secret-in-view\nDENIED:secret-above-view\nDENIED:db\nDENIED:neighbour\n\
+             READ:own\nREAD:own-in-view\nREAD:token-file\nWROTE-STATE\nSOURCE-READ-ONLY\nVIEW-READ-ONLY\n\
+             WROTE-CRON-LOG\n\n--- $DATA_DIR/cron-logs/w.log ---\nx\n"
+        ),
         "{done}"
     );
 }

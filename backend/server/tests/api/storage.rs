@@ -862,3 +862,80 @@ async fn seeds_are_written_once_and_never_overwrite_existing_data() {
         .expect_err("too many");
     assert_eq!(err.code(), "invalid_seed");
 }
+
+/// Commits `files` on top of `parent` in `repo` (no branch moves): the new commit's id.
+fn commit(repo: &git2::Repository, parent: Option<git2::Oid>, files: &[(&str, &[u8])]) -> git2::Oid {
+    let mut index = git2::Index::new().expect("index");
+    for (path, bytes) in files {
+        let blob = repo.blob(bytes).expect("blob");
+        let entry = git2::IndexEntry {
+            ctime: git2::IndexTime::new(0, 0),
+            mtime: git2::IndexTime::new(0, 0),
+            dev: 0,
+            ino: 0,
+            mode: 0o100644,
+            uid: 0,
+            gid: 0,
+            file_size: 0,
+            id: blob,
+            flags: 0,
+            flags_extended: 0,
+            path: path.as_bytes().to_vec(),
+        };
+        index.add(&entry).expect("add");
+    }
+    let tree = repo.find_tree(index.write_tree_to(repo).expect("tree")).expect("tree");
+    let sig = git2::Signature::now("t", "t@localhost").expect("sig");
+    let parents: Vec<git2::Commit<'_>> = parent.map(|p| repo.find_commit(p).expect("parent")).into_iter().collect();
+    let parents: Vec<&git2::Commit<'_>> = parents.iter().collect();
+    repo.commit(None, &sig, &sig, "c", &tree, &parents).expect("commit")
+}
+
+#[tokio::test]
+async fn shared_git_serves_a_file_of_a_commit_on_main_to_those_who_may_read_the_app() {
+    let env = Env::new().await;
+    let (id, token) = env.create_app("notes").await;
+    let (reader_id, reader) = env.create_app("reader").await;
+    let repo = git2::Repository::init(env.data_dir().join("app-repos/notes")).expect("repo");
+    let first = commit(&repo, None, &[("data/a.txt", b"first"), ("index.jsx", b"x")]);
+    let second = commit(&repo, Some(first), &[("data/a.txt", b"second")]);
+    let elsewhere = commit(&repo, Some(second), &[("data/a.txt", b"not on main")]);
+    repo.reference("refs/heads/main", second, true, "main").expect("main");
+    let get = |who: &str, query: String| {
+        env.app.client.get(env.url(&format!("/api/storage/shared-git/{query}"))).bearer_auth(who.to_owned()).send()
+    };
+
+    // The app itself, by slug or id; pinned to a commit (immutable) or main's tip (revalidated).
+    let r = get(&token, format!("notes?revision={first}&file=data/a.txt")).await.expect("get");
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(r.headers()["cache-control"].to_str().expect("cc").contains("immutable"));
+    assert_eq!(r.headers()["x-mobius-revision"], first.to_string().as_str());
+    assert_eq!(r.bytes().await.expect("body").as_ref(), b"first");
+    let r = get(&env.owner, format!("{id}?file=data/a.txt")).await.expect("get");
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["cache-control"], "no-cache");
+    assert_eq!(r.headers()["x-mobius-revision"], second.to_string().as_str());
+    assert_eq!(r.bytes().await.expect("body").as_ref(), b"second");
+
+    // Not on main, not there, not a file, bad input.
+    for (query, status, code) in [
+        (format!("notes?revision={elsewhere}&file=data/a.txt"), StatusCode::NOT_FOUND, "not_found"),
+        (format!("notes?revision={second}&file=data/missing.txt"), StatusCode::NOT_FOUND, "not_found"),
+        (format!("notes?revision={second}&file=data"), StatusCode::NOT_FOUND, "not_found"),
+        ("nobody?file=a".to_owned(), StatusCode::NOT_FOUND, "repo_not_found"),
+        ("notes?file=../secret.key".to_owned(), StatusCode::BAD_REQUEST, "invalid_request"),
+        ("notes?file=/etc/passwd".to_owned(), StatusCode::BAD_REQUEST, "invalid_request"),
+        ("notes?revision=main&file=a".to_owned(), StatusCode::BAD_REQUEST, "invalid_request"),
+        ("notes".to_owned(), StatusCode::BAD_REQUEST, "invalid_request"),
+    ] {
+        assert_error(get(&token, query.clone()).await.expect("get"), status, code).await;
+    }
+
+    // Another app reads it only when both sides allow it.
+    let q = || format!("notes?revision={second}&file=data/a.txt");
+    assert_error(get(&reader, q()).await.expect("get"), StatusCode::FORBIDDEN, "forbidden").await;
+    env.set_sharing(reader_id, "read", "none").await;
+    assert_error(get(&reader, q()).await.expect("get"), StatusCode::FORBIDDEN, "forbidden").await;
+    env.set_sharing(id, "none", "read").await;
+    assert_eq!(get(&reader, q()).await.expect("get").status(), StatusCode::OK);
+}

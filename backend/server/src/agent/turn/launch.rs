@@ -15,11 +15,17 @@ use crate::writer::WriteCommand;
 
 /// The system prompt a chat starts with: the platform's, or an app chat's own `system_prompt`
 /// in its place; app chats then get an `<app_context>` block naming their app; then the
-/// agent's own skills and the memory block (unless the owner turned memory off). Composed
+/// installed system apps' prompts (`apps/system.rs`), the agent's own skills, the installed
+/// apps' skills and the memory block (unless the owner turned memory off). Composed
 /// once per chat: the first turn pins it.
 pub(crate) async fn compose_for(agents: &Agents, chat: &db::chats::ChatRow) -> Result<String> {
     let mut prompt = compose_base(agents, chat).await?;
+    let apps = crate::apps::system::additions(&agents.read, &agents.data_dir).await?;
+    prompt.push_str(&apps.prompt);
     if let Some(skills) = agents.skills.prompt_section() {
+        prompt.push_str(&skills);
+    }
+    if let Some(skills) = crate::apps::system::skills_section(&apps.skills) {
         prompt.push_str(&skills);
     }
     if let Some(memory) = crate::recall::memory_block(&agents.read, &agents.data_dir, &chat.id).await? {
