@@ -57,6 +57,8 @@ export interface ChatPatch {
   effort?: string | null;
   /** Continue by itself after a usage limit. */
   auto_resume?: boolean;
+  /** Every turn plans first (the owner approves the plan before the agent acts). */
+  plan_mode?: boolean;
 }
 
 export function patchChat(id: string, patch: ChatPatch): Promise<{ ok: boolean }> {

@@ -51,9 +51,9 @@ export type PlanStatus = "pending" | "in_progress" | "completed";
 
 export type Attachment = { name: string, mime_type: string, size: number, width?: number, height?: number, /** A preview exists (`?preview=true`). */ preview: boolean, };
 
-export type QuestionCard = { question_id: QuestionId, } & ({ "kind": "question", questions: Array<QuestionItem>, answers?: { [key in string]: Choice } | null, } | { "kind": "approval", tool: string, /** A one-line summary of the tool's input. */ input: string, reason?: string | null, answers?: ApprovalAnswers | null, });
+export type QuestionCard = { question_id: QuestionId, } & ({ "kind": "question", questions: Array<QuestionItem>, answers?: { [key in string]: Choice } | null, } | { "kind": "approval", tool: string, /** A one-line summary of the tool's input. */ input: string, reason?: string | null, answers?: ApprovalAnswers | null, } | { "kind": "plan", plan: string, answers?: ApprovalAnswers | null, });
 
-export type Card = { "kind": "question", questions: Array<QuestionItem>, answers?: { [key in string]: Choice } | null, } | { "kind": "approval", tool: string, /** A one-line summary of the tool's input. */ input: string, reason?: string | null, answers?: ApprovalAnswers | null, };
+export type Card = { "kind": "question", questions: Array<QuestionItem>, answers?: { [key in string]: Choice } | null, } | { "kind": "approval", tool: string, /** A one-line summary of the tool's input. */ input: string, reason?: string | null, answers?: ApprovalAnswers | null, } | { "kind": "plan", plan: string, answers?: ApprovalAnswers | null, };
 
 export type QuestionItem = { /** The provider's id for the question (Codex), if it has one. */ id?: string | null, question: string, header?: string | null, options: Array<QuestionOption>, /** Rows stored before the casing fix say `multiSelect`. */ multi_select: boolean, };
 
@@ -61,7 +61,7 @@ export type QuestionOption = { label: string, description?: string | null, };
 
 export type Choice = string | Array<string>;
 
-export type ApprovalAnswers = { decision: Decision, reason?: string | null, };
+export type ApprovalAnswers = { decision: Decision, reason?: string | null, /** A plan card approved with edits: the plan as the owner rewrote it. */ plan?: string | null, };
 
 export type Decision = "allow" | "allow_chat" | "deny";
 
@@ -97,7 +97,7 @@ export type NotificationItem = { id: string, kind: NotificationKind, source_type
 
 export type SystemEvent = { "type": "system_stream_open", boot_id: string, } | { "type": "resync" } | { "type": "chat_created", chat_id: ChatId, } | { "type": "chat_renamed", chat_id: ChatId, title: string, } | { "type": "chat_updated", chat_id: ChatId, } | { "type": "chat_deleted", chat_id: ChatId, } | { "type": "chat_recovered", chat_id: ChatId, } | { "type": "chat_run_started", chat_id: ChatId, } | { "type": "chat_run_finished", chat_id: ChatId, status: RunStatus, } | { "type": "chat_owner_input_changed", chat_id: ChatId, pending_question_id: QuestionId | null, } | { "type": "app_created", app_id: number, chat_id: ChatId | null, sha: string, } | { "type": "app_updated", app_id: number, chat_id: ChatId | null, sha: string, } | { "type": "app_preview_ready", app_id: number, chat_id: ChatId, } | { "type": "app_changed", app_id: number, } | { "type": "app_deleted", app_id: number, } | { "type": "app_recovered", app_id: number, } | { "type": "notification_created", id: string, kind: NotificationKind, } | { "type": "notifications_changed" } | { "type": "notification_prefs_changed" } | { "type": "push_devices_changed" } | { "type": "schedules_changed" } | { "type": "theme_updated", version: string, };
 
-export type ChatDetail = { id: string, title: string, provider: ProviderKind | null, approval_policy: ApprovalPolicy, /** The chat's own model (`None`: the owner's default for its provider, else the CLI's). */ model: string | null, /** The chat's own effort level (`None`: as for `model`). */ effort: string | null, /** Continues by itself after a usage limit (the per-chat switch). */ auto_resume: boolean, /** When the parked chat continues by itself (unix ms). */ resume_at: number | null, session_id: string | null, /** Oldest first; on the newest page the running turn's live message is last (`live`). */ messages: Array<Message>, /** Index of `messages[0]` in the transcript. */ offset: number, total: number, has_more: boolean, running: boolean, run_id: RunId | null, /** The running turn has not started yet: it waits for a free agent. */ waiting: Waiting | null, pending_question_id: QuestionId | null, /** The queue, in order. */ pending_messages: Array<Message>, pinned_at: number | null, created_at: number, updated_at: number, seq: number, };
+export type ChatDetail = { id: string, title: string, provider: ProviderKind | null, approval_policy: ApprovalPolicy, /** The chat's own model (`None`: the owner's default for its provider, else the CLI's). */ model: string | null, /** The chat's own effort level (`None`: as for `model`). */ effort: string | null, /** Every turn plans first: the agent proposes a plan the owner approves before it acts. */ plan_mode: boolean, /** Continues by itself after a usage limit (the per-chat switch). */ auto_resume: boolean, /** When the parked chat continues by itself (unix ms). */ resume_at: number | null, session_id: string | null, /** Oldest first; on the newest page the running turn's live message is last (`live`). */ messages: Array<Message>, /** Index of `messages[0]` in the transcript. */ offset: number, total: number, has_more: boolean, running: boolean, run_id: RunId | null, /** The running turn has not started yet: it waits for a free agent. */ waiting: Waiting | null, pending_question_id: QuestionId | null, /** The queue, in order. */ pending_messages: Array<Message>, pinned_at: number | null, created_at: number, updated_at: number, seq: number, };
 
 export type AnswerTurn = "same" | "new";
 

@@ -52,6 +52,8 @@ export type PlanBlock = Extract<Block, { type: "plan" }>;
 export type QuestionBlock = { type: "question"; question_id: QuestionId } & Extract<Card, { kind: "question" }>;
 /** A card asking permission to use a tool. */
 export type ApprovalBlock = { type: "question"; question_id: QuestionId } & Extract<Card, { kind: "approval" }>;
+/** A plan-mode turn's proposed plan, to approve (as written or edited) or reject. */
+export type PlanApprovalBlock = { type: "question"; question_id: QuestionId } & Extract<Card, { kind: "plan" }>;
 
 /** Answers to a question card: question text → chosen label (a list for multi-select). */
 export type QuestionAnswers = Choices;
@@ -59,7 +61,7 @@ export type QuestionAnswers = Choices;
 /** The part of a chat detail the chat view folds (and caches back): `GET /api/chats/{id}` sends
  * the whole [`ChatDetail`]; settings the view does not show are optional here. */
 export type ChatPage = Omit<ChatDetail, ChatSettingsKey> & Partial<Pick<ChatDetail, ChatSettingsKey>>;
-type ChatSettingsKey = "approval_policy" | "model" | "effort" | "auto_resume" | "resume_at" | "session_id" | "pinned_at" | "created_at" | "updated_at" | "waiting";
+type ChatSettingsKey = "approval_policy" | "model" | "effort" | "plan_mode" | "auto_resume" | "resume_at" | "session_id" | "pinned_at" | "created_at" | "updated_at" | "waiting";
 
 /** A queued message: the owner's, so it always has its cid. */
 export type PendingMessage = Message & { cid: Cid };

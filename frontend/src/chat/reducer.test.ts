@@ -189,6 +189,17 @@ describe("stream reducer", () => {
     expect(s.pendingQuestionId).toBe("a1");
   });
 
+  it("folds a plan card and the owner's edited approval onto it, and the turn goes on", () => {
+    let s = fold(started(), ev({ type: "question", question_id: "p1", kind: "plan", plan: "1. Read\n2. Write" }));
+    expect(s.pendingQuestionId).toBe("p1");
+    s = fold(s, ev({ type: "answers_applied", question_id: "p1", answers: { decision: "allow", plan: "1. Read\n2. Write tests" } }));
+    expect(s.pendingQuestionId).toBeNull();
+    expect(s.live?.blocks?.[0]).toMatchObject({ kind: "plan", plan: "1. Read\n2. Write", answers: { decision: "allow", plan: "1. Read\n2. Write tests" } });
+    s = fold(s, ev({ type: "text", item_id: "t", content: "Writing." }));
+    expect(s.running).toBe(true);
+    expect(s.live?.blocks).toHaveLength(2);
+  });
+
   it("promotes the live message into history at done as the same row (keyed by run_id)", () => {
     let s = fold(started(), ev({ type: "text", item_id: "t", content: "Hi" }), ev({ type: "tool_start", tool_use_id: "u", tool: "Bash", input: "x" }));
     const liveKey = rowsOf(s).at(-1)?.key;

@@ -49,9 +49,10 @@ impl AgentProvider for Claude {
         )?;
         let (turn, io) = session::turn_channels();
         let limits = session::SessionLimits { start_timeout: self.start_timeout, output_max: self.output_max };
-        let prompt = Prompt { text: request.prompt, files: request.files };
+        let modes = Modes { base: base_mode(request.approval), now: start_mode(&request).to_owned() };
+        let prompt = Prompt { text: request.prompt, files: request.files, plan: request.plan };
         let driver = session::spawn_driver(move |me| {
-            drive(JsonLinesSession::new("Claude Code", spawned, io, limits, keep, me), prompt)
+            drive(JsonLinesSession::new("Claude Code", spawned, io, limits, keep, me), prompt, modes)
         });
         Ok(turn.with_driver(driver))
     }
@@ -90,10 +91,13 @@ pub fn args(request: &TurnRequest) -> Vec<String> {
     .iter()
     .map(|s| (*s).to_owned())
     .collect();
-    if request.approval == super::ApprovalPolicy::Workspace {
-        // Edits in the working directory go ahead; everything else asks (a card).
+    if start_mode(request) != DEFAULT_MODE {
+        // Workspace: edits in the working directory go ahead; everything else asks (a card).
+        // Plan: the agent reads and plans, then proposes the plan (ExitPlanMode).
         args.push("--permission-mode".into());
-        args.push("acceptEdits".into());
+        args.push(start_mode(request).into());
+    }
+    if request.approval == super::ApprovalPolicy::Workspace {
         // The folders the workspace links to (`apps/`, `shared/`…) are the workspace too.
         for dir in super::workspace::linked_dirs(&request.cwd) {
             args.push(format!("--add-dir={}", dir.display()));
@@ -125,6 +129,42 @@ pub fn args(request: &TurnRequest) -> Vec<String> {
         args.push(config);
     }
     args
+}
+
+/// Claude Code's permission mode when nothing is set.
+const DEFAULT_MODE: &str = "default";
+/// Its plan mode: read-only tools, then ExitPlanMode with the plan.
+const PLAN_MODE: &str = "plan";
+
+/// The permission mode a chat's approval policy runs in outside plan mode (under `full` and
+/// `ask` the server answers each prompt; under `workspace` edits go ahead unasked).
+fn base_mode(approval: super::ApprovalPolicy) -> &'static str {
+    if approval == super::ApprovalPolicy::Workspace { "acceptEdits" } else { DEFAULT_MODE }
+}
+
+/// The mode a process starts its first turn in.
+fn start_mode(request: &TurnRequest) -> &'static str {
+    if request.plan { PLAN_MODE } else { base_mode(request.approval) }
+}
+
+/// The permission mode a process is in, and the one its policy wants outside plan mode.
+#[derive(Debug)]
+struct Modes {
+    base: &'static str,
+    now: String,
+}
+
+impl Modes {
+    /// The `set_permission_mode` request that puts the process in the mode `plan` asks for, if
+    /// it is not in it already (a kept process's next turn, a plan turn that ended unapproved).
+    fn switch_for(&mut self, plan: bool) -> Option<Value> {
+        let wanted = if plan { PLAN_MODE } else { self.base };
+        (self.now != wanted).then(|| {
+            self.now = wanted.to_owned();
+            json!({ "type": "control_request", "request_id": format!("mobius-mode-{wanted}"),
+                "request": { "subtype": "set_permission_mode", "mode": wanted } })
+        })
+    }
 }
 
 /// The `--mcp-config` of a turn: each connector as an HTTP server at its broker URL, with the
@@ -194,6 +234,8 @@ pub struct Parser {
     pub interrupt_sent: bool,
     /// A rate-limit event said `rejected`, with the reset (unix ms) when it gave one.
     rejected: Option<Option<i64>>,
+    /// The plan the model wrote into its last ExitPlanMode call.
+    proposed_plan: Option<String>,
 }
 
 /// How the owner reads a Claude plan window's id.
@@ -208,6 +250,20 @@ fn window_label(id: &str) -> String {
 }
 
 impl Parser {
+    /// The plan an ExitPlanMode prompt proposes: Claude Code puts its plan file's content in
+    /// the prompt's `plan` (empty when the model wrote no file), so the plan the model gave in
+    /// the call itself stands in; with neither, the card names the plan file.
+    pub fn plan_of(&self, input: &Value) -> String {
+        let given = str_at(input, &["plan"]).trim();
+        let written = self.proposed_plan.as_deref().map(str::trim).unwrap_or_default();
+        let file = str_at(input, &["planFilePath"]);
+        match (given, written) {
+            ("", "") if !file.is_empty() => format!("The plan is in `{file}`."),
+            ("", written) => written.to_owned(),
+            (given, _) => given.to_owned(),
+        }
+    }
+
     /// Interprets one parsed stdout line.
     pub fn parse(&mut self, line: &Value) -> Parsed {
         let mut events = Vec::new();
@@ -234,6 +290,10 @@ impl Parser {
                     };
                 }
                 return Parsed::OtherRequest { request_id };
+            }
+            "control_response" if str_at(line, &["response", "subtype"]) == "error" => {
+                let error = str_at(line, &["response", "error"]);
+                events.push(AgentEvent::Warning(format!("a control request was refused: {error}")));
             }
             "result" => return Parsed::Finished(self.result(line)),
             "rate_limit_event" => events.append(&mut self.rate_limit(line)),
@@ -301,6 +361,9 @@ impl Parser {
                     }
                     if let Some(plan) = todo_plan(str_at(block, &["name"]), &input) {
                         events.push(AgentEvent::Plan(plan));
+                    }
+                    if str_at(block, &["name"]) == "ExitPlanMode" {
+                        self.proposed_plan = Some(str_at(&input, &["plan"]).to_owned());
                     }
                     if let Some(url) = fetched.filter(|u| !u.is_empty()) {
                         events.push(AgentEvent::ToolSources { id: tool_id, sources: vec![(url, None)] });
@@ -482,7 +545,7 @@ fn int_at(v: &Value, key: &str) -> i64 {
 }
 
 /// The `control_response` for a permission prompt.
-pub fn permission_response(request_id: &str, input: &Value, reply: &Reply) -> Value {
+pub fn permission_response(request_id: &str, input: &Value, reply: &Reply, base_mode: &str) -> Value {
     let decision = match reply {
         Reply::Answers(answers) => {
             let mut updated = input.as_object().cloned().unwrap_or_default();
@@ -491,19 +554,32 @@ pub fn permission_response(request_id: &str, input: &Value, reply: &Reply) -> Va
         }
         Reply::Allow | Reply::AllowAlways => json!({ "behavior": "allow", "updatedInput": input }),
         Reply::Deny(message) => json!({ "behavior": "deny", "message": message }),
+        Reply::Plan(plan) => {
+            // ExitPlanMode approved (as the owner edited it): the session leaves plan mode for
+            // the policy's own, and the same turn goes on to carry the plan out.
+            let mut updated = input.as_object().cloned().unwrap_or_default();
+            if !plan.is_empty() {
+                updated.insert("plan".into(), Value::String(plan.clone()));
+            }
+            json!({ "behavior": "allow", "updatedInput": updated,
+                "updatedPermissions": [{ "type": "setMode", "mode": base_mode, "destination": "session" }] })
+        }
     };
     json!({ "type": "control_response", "response": { "subtype": "success", "request_id": request_id, "response": decision } })
 }
 
 /// Runs the process's turns: the first one's prompt, then (kept warm between turns) each
 /// next turn's, sent as a further user message on stdin.
-async fn drive(mut session: JsonLinesSession<(String, Value, Reply)>, mut prompt: Prompt) {
+async fn drive(mut session: JsonLinesSession<(String, Value, Reply)>, mut prompt: Prompt, mut modes: Modes) {
     session
         .send(&json!({ "type": "control_request", "request_id": "mobius-init", "request": { "subtype": "initialize", "hooks": null } }))
         .await;
     loop {
+        if let Some(switch) = modes.switch_for(prompt.plan) {
+            session.send(&switch).await;
+        }
         session.send(&user_message(user_content(&prompt.text, &prompt.files).await)).await;
-        let finish = turn(&mut session).await;
+        let finish = turn(&mut session, &mut modes).await;
         // A failed turn may have left the CLI in any state: it is not reused.
         let reusable = finish.status != FinishStatus::Failed;
         match session.end_turn(finish, reusable).await {
@@ -515,7 +591,7 @@ async fn drive(mut session: JsonLinesSession<(String, Value, Reply)>, mut prompt
 }
 
 /// One turn, from the prompt just sent to its result.
-async fn turn(session: &mut JsonLinesSession<(String, Value, Reply)>) -> Finish {
+async fn turn(session: &mut JsonLinesSession<(String, Value, Reply)>, modes: &mut Modes) -> Finish {
     let mut parser = Parser::default();
     // Words to continue with once the interrupt we sent for them has ended the current step.
     let mut steer: Option<String> = None;
@@ -532,6 +608,8 @@ async fn turn(session: &mut JsonLinesSession<(String, Value, Reply)>) -> Finish 
                 Parsed::Permission { request_id, tool, input } => {
                     let ask = if tool == "AskUserQuestion" {
                         Ask::Question { questions: questions_of(&input) }
+                    } else if tool == "ExitPlanMode" {
+                        Ask::Plan { plan: parser.plan_of(&input) }
                     } else {
                         Ask::Approval { tool, input: input.clone(), reason: None }
                     };
@@ -557,7 +635,10 @@ async fn turn(session: &mut JsonLinesSession<(String, Value, Reply)>) -> Finish 
                 },
             },
             Next::Reply((request_id, input, reply)) => {
-                session.send(&permission_response(&request_id, &input, &reply)).await;
+                session.send(&permission_response(&request_id, &input, &reply, modes.base)).await;
+                if matches!(reply, Reply::Plan(_)) {
+                    modes.now = modes.base.to_owned();
+                }
             }
             Next::Control(Some(Control::Interrupt)) => {
                 parser.interrupt_sent = true;
@@ -956,6 +1037,7 @@ mod tests {
             cwd: "/data".into(),
             env: vec![],
             approval,
+            plan: false,
             trees: crate::agent::trees::Trees::new("/data/run/agents".into(), false),
             tools: true,
             confine: None,
@@ -971,6 +1053,43 @@ mod tests {
         assert_eq!(mode(super::super::ApprovalPolicy::Ask), None, "ask: Claude's default mode asks for everything");
         assert_eq!(mode(super::super::ApprovalPolicy::Full), None, "full: the server allows each prompt");
         assert!(args(&request(super::super::ApprovalPolicy::Full)).contains(&"stdio".to_owned()));
+        let plan = TurnRequest { plan: true, ..request(super::super::ApprovalPolicy::Workspace) };
+        let plan_args = args(&plan);
+        let i = plan_args.iter().position(|a| a == "--permission-mode").expect("a mode");
+        assert_eq!(plan_args[i + 1], "plan", "a plan turn starts in plan mode");
+        assert_eq!(plan_args.iter().filter(|a| *a == "--permission-mode").count(), 1);
+    }
+
+    #[test]
+    fn plan_mode_is_switched_per_turn_and_an_approved_plan_leaves_it() {
+        let mut modes = Modes { base: "acceptEdits", now: "acceptEdits".into() };
+        assert!(modes.switch_for(false).is_none(), "already in the policy's mode");
+        let switch = modes.switch_for(true).expect("into plan mode");
+        assert_eq!(switch["request"], json!({"subtype": "set_permission_mode", "mode": "plan"}));
+        assert!(modes.switch_for(true).is_none(), "a second plan turn stays");
+        assert_eq!(modes.switch_for(false).expect("back")["request"]["mode"], "acceptEdits");
+
+        let mut parser = Parser::default();
+        let ask = json!({"type":"control_request","request_id":"r9","request":{"subtype":"can_use_tool",
+            "tool_name":"ExitPlanMode","input":{"plan":"1. Read\n2. Write"}}});
+        let Parsed::Permission { tool, input, .. } = parser.parse(&ask) else { panic!("a permission prompt") };
+        assert_eq!(tool, "ExitPlanMode");
+        assert_eq!(parser.plan_of(&input), "1. Read\n2. Write");
+        let call = json!({"type":"assistant","message":{"id":"m2","content":[{"type":"tool_use","id":"t1",
+            "name":"ExitPlanMode","input":{"plan":"from the model"}}]}});
+        parser.parse(&call);
+        assert_eq!(parser.plan_of(&json!({"plan": ""})), "from the model", "no plan file: the call's own plan");
+        let approved = permission_response("r9", &input, &Reply::Plan("1. Read\n2. Write tests".into()), "default");
+        let decision = &approved["response"]["response"];
+        assert_eq!(decision["behavior"], "allow");
+        assert_eq!(decision["updatedInput"]["plan"], "1. Read\n2. Write tests", "the owner's edit");
+        assert_eq!(
+            decision["updatedPermissions"][0],
+            json!({"type":"setMode","mode":"default","destination":"session"})
+        );
+        let refused = json!({"type":"control_response","response":{"subtype":"error","request_id":"x","error":"nope"}});
+        let Parsed::Events(events) = parser.parse(&refused) else { panic!("events") };
+        assert!(matches!(&events[..], [AgentEvent::Warning(w)] if w.contains("nope")));
     }
 
     #[test]
@@ -1038,10 +1157,10 @@ mod tests {
         let input = json!({"questions":[{"question":"Which color?"}]});
         let mut answers = crate::protocol::Choices::new();
         answers.insert("Which color?".into(), crate::protocol::Choice::One("Blue".into()));
-        let response = permission_response("r1", &input, &Reply::Answers(answers));
+        let response = permission_response("r1", &input, &Reply::Answers(answers), "default");
         assert_eq!(response["response"]["response"]["updatedInput"]["answers"]["Which color?"], "Blue");
         assert_eq!(response["response"]["request_id"], "r1");
-        let deny = permission_response("r2", &input, &Reply::Deny("no".into()));
+        let deny = permission_response("r2", &input, &Reply::Deny("no".into()), "default");
         assert_eq!(deny["response"]["response"]["behavior"], "deny");
     }
 

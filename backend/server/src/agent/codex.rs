@@ -705,7 +705,7 @@ pub fn reply_result(ask_is_question: bool, reply: &Reply, questions_by_text: &Ha
         return json!({ "answers": answers });
     }
     let decision = match reply {
-        Reply::Allow | Reply::Answers(_) => "accept",
+        Reply::Allow | Reply::Answers(_) | Reply::Plan(_) => "accept",
         Reply::AllowAlways => "acceptForSession",
         Reply::Deny(_) => "decline",
     };
@@ -715,7 +715,7 @@ pub fn reply_result(ask_is_question: bool, reply: &Reply, questions_by_text: &Ha
 /// The answer to an MCP tool approval (an elicitation with an empty form).
 pub fn mcp_approval_result(reply: &Reply) -> Value {
     let action = match reply {
-        Reply::Allow | Reply::AllowAlways | Reply::Answers(_) => "accept",
+        Reply::Allow | Reply::AllowAlways | Reply::Answers(_) | Reply::Plan(_) => "accept",
         Reply::Deny(_) => "decline",
     };
     json!({ "action": action, "content": {} })
@@ -732,14 +732,16 @@ async fn drive(mut session: JsonLinesSession<(Value, Value)>, request: TurnReque
     session.send(&json!({ "method": "initialized" })).await;
     session.send(&thread_request(&request)).await;
     let mut thread: Option<String> = None;
-    let mut prompt = Prompt { text: request.prompt, files: request.files };
+    let mut prompt = Prompt { text: request.prompt, files: request.files, plan: request.plan };
+    let mut policy = Policy { approval: request.approval, planning: false };
     loop {
+        let start = Start { effort: request.effort.as_deref(), policy: policy.next(prompt.plan) };
         if let Some(id) = &thread {
             session.emit(AgentEvent::Session(id.clone())).await;
-            session.send(&turn_start(id, &prompt, request.effort.as_deref())).await;
+            session.send(&turn_start(id, &prompt, &start)).await;
         }
         parser.next_turn();
-        let finish = turn(&mut session, &mut parser, &mut thread, &prompt, request.effort.as_deref()).await;
+        let finish = turn(&mut session, &mut parser, &mut thread, &prompt, &start, &mut policy).await;
         let reusable = finish.status != FinishStatus::Failed && thread.is_some();
         match session.end_turn(finish, reusable).await {
             Some(next) => prompt = next,
@@ -749,18 +751,99 @@ async fn drive(mut session: JsonLinesSession<(Value, Value)>, request: TurnReque
     session.close().await;
 }
 
-/// A `turn/start` on `thread`: the words, then each attached image as a local image (Codex
-/// reads and sizes it itself; other files are named in the words).
-fn turn_start(thread: &str, prompt: &Prompt, effort: Option<&str>) -> Value {
-    let mut input = vec![json!({ "type": "text", "text": prompt.text })];
+/// What a Codex plan turn is told first: the app-server has no plan mode of its own, so the
+/// turn runs read-only and is asked for a plan, which arrives as its answer.
+const PLAN_REQUEST: &str = "[Plan mode: change nothing yet. Look at what you need (read-only), then answer with a \
+    concise step-by-step plan in Markdown for the owner to approve. You will carry it out once they approve it.]";
+/// What continues the turn once the owner approved the plan.
+const PLAN_APPROVED: &str = "The owner approved the plan below. Carry it out now.";
+/// What asks for another plan after the owner rejected one.
+const PLAN_REJECTED: &str = "The owner rejected the plan. Revise it and answer with the new plan only.";
+
+/// The policy overrides a turn sends: read-only while planning, and the chat's own policy again
+/// after a plan (a `turn/start` override stays for the thread's later turns).
+#[derive(Debug)]
+struct Policy {
+    approval: ApprovalPolicy,
+    /// The thread runs under the plan overrides now.
+    planning: bool,
+}
+
+impl Policy {
+    /// The overrides for a turn that plans (`plan`) or not; `None`: the thread's are right.
+    fn next(&mut self, plan: bool) -> Option<Value> {
+        let overrides = match (plan, self.planning) {
+            (true, _) => Some(json!({ "approvalPolicy": "never", "sandboxPolicy": { "type": "readOnly" } })),
+            (false, true) => Some(self.own()),
+            (false, false) => None,
+        };
+        self.planning = plan;
+        overrides
+    }
+
+    /// The chat's own policy, as `turn/start` overrides (what `thread_request` sets).
+    fn own(&self) -> Value {
+        let (approval, sandbox) = match self.approval {
+            ApprovalPolicy::Full => ("never", "dangerFullAccess"),
+            ApprovalPolicy::Workspace => ("on-request", "workspaceWrite"),
+            ApprovalPolicy::Ask => ("untrusted", "dangerFullAccess"),
+        };
+        json!({ "approvalPolicy": approval, "sandboxPolicy": { "type": sandbox } })
+    }
+}
+
+/// How one `turn/start` goes beyond its words.
+struct Start<'a> {
+    effort: Option<&'a str>,
+    /// Policy overrides (`approvalPolicy`, `sandboxPolicy`), if this turn changes them.
+    policy: Option<Value>,
+}
+
+/// A `turn/start` on `thread`: the words (after the plan request, for a plan turn), then each
+/// attached image as a local image (Codex reads and sizes it itself; other files are named in
+/// the words).
+fn turn_start(thread: &str, prompt: &Prompt, start: &Start<'_>) -> Value {
+    let text = if prompt.plan { format!("{PLAN_REQUEST}\n\n{}", prompt.text) } else { prompt.text.clone() };
+    let mut input = vec![json!({ "type": "text", "text": text })];
     for file in prompt.files.iter().filter(|f| f.image) {
         input.push(json!({ "type": "localImage", "path": file.path.display().to_string() }));
     }
-    let mut start = json!({ "id": ID_TURN, "method": "turn/start", "params": { "threadId": thread, "input": input } });
-    if let Some(effort) = effort {
-        start["params"]["effort"] = effort.into();
+    let mut request =
+        json!({ "id": ID_TURN, "method": "turn/start", "params": { "threadId": thread, "input": input } });
+    if let Some(effort) = start.effort {
+        request["params"]["effort"] = effort.into();
     }
-    start
+    if let Some(Value::Object(overrides)) = &start.policy {
+        for (key, value) in overrides {
+            request["params"][key] = value.clone();
+        }
+    }
+    request
+}
+
+/// The owner's decision on a plan, as the turn loop reads it back (no JSON-RPC id: the plan
+/// card is the host's own question, not a server request).
+fn plan_decision(reply: &Reply) -> Value {
+    match reply {
+        Reply::Plan(plan) => json!({ "approved": plan }),
+        Reply::Deny(reason) => json!({ "rejected": reason }),
+        _ => json!({ "rejected": "" }),
+    }
+}
+
+/// The `turn/start` that follows the owner's decision on a plan: carry it out under the
+/// chat's own policy, or plan again (read-only still) with the reason.
+fn after_plan(thread: &str, decision: &Value, effort: Option<&str>, policy: &mut Policy) -> Value {
+    let (text, plan) = match decision.get("approved").and_then(Value::as_str) {
+        Some(plan) => (format!("{PLAN_APPROVED}\n\n{plan}"), false),
+        None => {
+            let reason = decision.get("rejected").and_then(Value::as_str).unwrap_or_default();
+            (format!("{PLAN_REJECTED}\n\n{reason}").trim_end().to_owned(), true)
+        }
+    };
+    let start = Start { effort, policy: policy.next(plan) };
+    // The plan request is not repeated: the rejection asks for the plan itself.
+    turn_start(thread, &Prompt { text, files: Vec::new(), plan: false }, &start)
 }
 
 /// One turn, until `turn/completed` (the first also opens the thread, then starts the turn).
@@ -769,11 +852,14 @@ async fn turn(
     parser: &mut Parser,
     thread: &mut Option<String>,
     prompt: &Prompt,
-    effort: Option<&str>,
+    start: &Start<'_>,
+    policy: &mut Policy,
 ) -> Finish {
     let mut turn: Option<String> = None;
     let mut interrupt_wanted = false;
     let mut next_steer_id = ID_STEER_BASE;
+    // The answer of the turn so far: a plan turn's plan.
+    let mut answer = String::new();
     loop {
         match session.next().await {
             Next::Closed(message) => return Finish::failed(message),
@@ -781,12 +867,15 @@ async fn turn(
             Next::Message(value) => match parser.parse(&value) {
                 Parsed::Events(list) => {
                     for event in list {
+                        if let AgentEvent::TextFinal { text, .. } = &event {
+                            answer.clone_from(text);
+                        }
                         session.emit(event).await;
                     }
                 }
                 Parsed::ThreadReady(id) => {
                     session.emit(AgentEvent::Session(id.clone())).await;
-                    session.send(&turn_start(&id, prompt, effort)).await;
+                    session.send(&turn_start(&id, prompt, start)).await;
                     *thread = Some(id);
                 }
                 Parsed::TurnStarted(id) => {
@@ -811,7 +900,22 @@ async fn turn(
                 }
                 Parsed::SteerAnswered { error: None } => session.emit(AgentEvent::SteerAccepted).await,
                 Parsed::SteerAnswered { error: Some(e) } => session.emit(AgentEvent::SteerRejected(e)).await,
-                Parsed::Finished(finish) => return finish,
+                Parsed::Finished(finish) => {
+                    let plan = std::mem::take(&mut answer);
+                    if !policy.planning || finish.status != FinishStatus::Completed || plan.trim().is_empty() {
+                        return finish;
+                    }
+                    // A plan turn answered with its plan: the owner decides, and the run goes on.
+                    turn = None;
+                    session.ask(Ask::Plan { plan }, |reply| (Value::Null, plan_decision(&reply))).await;
+                }
+            },
+            Next::Reply((Value::Null, _)) if interrupt_wanted => {
+                return Finish { session_id: thread.clone(), ..Finish::stopped() };
+            }
+            Next::Reply((Value::Null, decision)) => match thread.as_deref() {
+                Some(id) => session.send(&after_plan(id, &decision, start.effort, policy)).await,
+                None => return Finish::failed("The Codex thread went away."),
             },
             Next::Reply((id, result)) => session.send(&json!({ "id": id, "result": result })).await,
             Next::Control(Some(Control::Interrupt)) => {
@@ -966,11 +1070,34 @@ mod tests {
             path: "/data/uploads/c/files/d.txt".into(),
             ..image.clone()
         };
-        let prompt = Prompt { text: "look".into(), files: vec![image, doc] };
+        let prompt = Prompt { text: "look".into(), files: vec![image, doc], plan: false };
         assert_eq!(
-            turn_start("th", &prompt, None)["params"]["input"],
+            turn_start("th", &prompt, &Start { effort: None, policy: None })["params"]["input"],
             json!([{ "type": "text", "text": "look" }, { "type": "localImage", "path": "/data/uploads/c/files/a.png" }])
         );
+    }
+
+    #[test]
+    fn a_plan_turn_runs_read_only_and_its_decision_continues_or_replans() {
+        let mut policy = Policy { approval: ApprovalPolicy::Workspace, planning: false };
+        assert_eq!(policy.next(false), None, "an ordinary turn keeps the thread's policy");
+        let plan = Prompt { text: "add tests".into(), files: Vec::new(), plan: true };
+        let start = Start { effort: None, policy: policy.next(true) };
+        let request = turn_start("th", &plan, &start);
+        assert_eq!(request["params"]["sandboxPolicy"], json!({"type": "readOnly"}));
+        assert_eq!(request["params"]["approvalPolicy"], "never");
+        let text = request["params"]["input"][0]["text"].as_str().expect("text");
+        assert!(text.starts_with("[Plan mode") && text.ends_with("add tests"), "{text}");
+
+        let rejected = after_plan("th", &plan_decision(&Reply::Deny("smaller".into())), None, &mut policy);
+        assert_eq!(rejected["params"]["sandboxPolicy"]["type"], "readOnly", "still planning");
+        assert!(rejected["params"]["input"][0]["text"].as_str().expect("text").ends_with("smaller"));
+        let approved = after_plan("th", &plan_decision(&Reply::Plan("1. edited".into())), Some("high"), &mut policy);
+        assert_eq!(approved["params"]["sandboxPolicy"], json!({"type": "workspaceWrite"}), "the chat's own again");
+        assert_eq!(approved["params"]["approvalPolicy"], "on-request");
+        assert_eq!(approved["params"]["effort"], "high");
+        assert!(approved["params"]["input"][0]["text"].as_str().expect("text").ends_with("1. edited"));
+        assert_eq!(policy.next(false), None, "already back");
     }
 
     fn sample() -> Vec<Value> {
@@ -1102,6 +1229,7 @@ mod tests {
             cwd: "/data".into(),
             env: vec![],
             approval: ApprovalPolicy::Full,
+            plan: false,
             trees: crate::agent::trees::Trees::new("/data/run/agents".into(), false),
             tools: true,
             confine: None,

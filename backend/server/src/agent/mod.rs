@@ -61,6 +61,8 @@ pub struct TurnRequest {
     /// The complete environment of the process (nothing else is inherited).
     pub env: Vec<(String, String)>,
     pub approval: ApprovalPolicy,
+    /// Plan first: the agent may only read until the owner approves its plan ([`Ask::Plan`]).
+    pub plan: bool,
     /// The trees it starts its own in (its label, its marker under `DATA_DIR/run/agents`).
     pub trees: trees::Trees,
     /// Whether the agent may use tools (a quiet turn, `quiet.rs`, may not).
@@ -95,6 +97,8 @@ pub const MCP_TOKEN_VAR: &str = "MOBIUS_AGENT_TOKEN";
 pub struct Prompt {
     pub text: String,
     pub files: Vec<InputFile>,
+    /// A plan-mode turn (see [`TurnRequest::plan`]).
+    pub plan: bool,
 }
 
 /// A file the owner attached, as a turn hands it to the CLI.
@@ -210,6 +214,8 @@ pub enum Ask {
     Question { questions: Vec<QuestionItem> },
     /// Permission to use a tool.
     Approval { tool: String, input: Value, reason: Option<String> },
+    /// A plan-mode turn's proposed plan (Markdown), to approve before the agent acts.
+    Plan { plan: String },
 }
 
 /// The decision sent back to the provider.
@@ -221,6 +227,8 @@ pub enum Reply {
     /// Allow, and the same tool again without asking for the rest of the chat.
     AllowAlways,
     Deny(String),
+    /// The plan is approved, as this text (the owner may have edited it): carry it out.
+    Plan(String),
 }
 
 /// A normalised provider event.

@@ -53,6 +53,7 @@ pub async fn run(
         cwd,
         env,
         approval: ApprovalPolicy::Full,
+        plan: false,
         trees: providers.trees().clone(),
         tools: false,
         confine,

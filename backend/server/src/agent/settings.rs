@@ -25,6 +25,9 @@ pub struct AgentSettings {
     pub effort: Option<String>,
     #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Every turn plans first: the agent proposes a plan the owner approves before it acts.
+    #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub plan_mode: Option<bool>,
     /// An app chat's project (its storage folder under the app's data).
     #[serde(default, deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub project_id: Option<String>,

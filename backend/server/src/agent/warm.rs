@@ -399,7 +399,7 @@ mod tests {
             }
         });
         assert!(
-            warm.start(super::super::Prompt { text: "hello".into(), files: Vec::new() }).await.is_none(),
+            warm.start(super::super::Prompt { text: "hello".into(), files: Vec::new(), plan: false }).await.is_none(),
             "a process that cannot take it: start cold"
         );
     }

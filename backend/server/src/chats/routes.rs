@@ -253,7 +253,8 @@ fn render_detail(page: &db::chats::Page, newest: bool, waiting: Option<crate::pr
         }
         _ => None,
     };
-    let pick = crate::agent::settings::AgentSettings::parse(chat.agent_settings.as_deref()).pick();
+    let settings = crate::agent::settings::AgentSettings::parse(chat.agent_settings.as_deref());
+    let pick = settings.pick();
     let detail = ChatDetail {
         id: &chat.id,
         title: &chat.title,
@@ -261,6 +262,7 @@ fn render_detail(page: &db::chats::Page, newest: bool, waiting: Option<crate::pr
         approval_policy: &chat.approval_policy,
         model: pick.model,
         effort: pick.effort,
+        plan_mode: settings.plan_mode == Some(true),
         auto_resume: chat.auto_resume,
         resume_at: chat.resume_at,
         session_id: chat.session_id.as_deref(),
@@ -295,6 +297,8 @@ struct PatchIn {
     effort: Option<Option<String>>,
     /// Continue by itself after a usage limit.
     auto_resume: Option<bool>,
+    /// Every turn plans first (the owner approves the plan before the agent acts).
+    plan_mode: Option<bool>,
 }
 
 fn double_option<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<Option<String>>, D::Error> {
@@ -314,6 +318,7 @@ async fn update(
         && (body.title.is_some()
             || body.pinned.is_some()
             || body.approval_policy.is_some()
+            || body.plan_mode.is_some()
             || body.auto_resume.is_some())
     {
         return Err(Error::forbidden("forbidden", "An app or embedded chat may change only the model and provider."));
@@ -347,7 +352,7 @@ async fn update(
         }
         patch.settings.provider = Some(kind);
     }
-    if body.model.is_some() || body.effort.is_some() {
+    if body.model.is_some() || body.effort.is_some() || body.plan_mode.is_some() {
         let asked = crate::agent::models::AgentPick {
             model: body.model.clone().flatten(),
             effort: body.effort.clone().flatten(),
@@ -361,6 +366,9 @@ async fn update(
         }
         if body.effort.is_some() {
             settings.effort = asked.effort;
+        }
+        if let Some(on) = body.plan_mode {
+            settings.plan_mode = on.then_some(true);
         }
         patch.settings.agent_settings = Some(settings.stored());
     }

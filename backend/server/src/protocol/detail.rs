@@ -42,6 +42,8 @@ pub struct ChatDetail<'a> {
     pub model: Option<String>,
     /// The chat's own effort level (`None`: as for `model`).
     pub effort: Option<String>,
+    /// Every turn plans first: the agent proposes a plan the owner approves before it acts.
+    pub plan_mode: bool,
     /// Continues by itself after a usage limit (the per-chat switch).
     pub auto_resume: bool,
     /// When the parked chat continues by itself (unix ms).

@@ -356,6 +356,14 @@ pub enum Card {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         answers: Option<ApprovalAnswers>,
     },
+    /// The plan the agent proposes in plan mode (Claude's ExitPlanMode, a Codex plan turn's
+    /// answer), Markdown. Approving it (as written, or edited: `answers.plan`) lets the same
+    /// turn carry it out; denying sends the reason back and the agent keeps planning.
+    Plan {
+        plan: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answers: Option<ApprovalAnswers>,
+    },
 }
 
 /// One clarifying question.
@@ -404,6 +412,9 @@ pub struct ApprovalAnswers {
     pub decision: Decision,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// A plan card approved with edits: the plan as the owner rewrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
 }
 
 /// Allow once, allow this tool for the rest of the chat, or deny.
@@ -437,7 +448,9 @@ impl QuestionCard {
     pub fn set_answers(&mut self, given: &Answers) {
         match (&mut self.card, given) {
             (Card::Question { answers, .. }, Answers::Choices(choices)) => *answers = Some(choices.clone()),
-            (Card::Approval { answers, .. }, Answers::Approval(approval)) => *answers = Some(approval.clone()),
+            (Card::Approval { answers, .. } | Card::Plan { answers, .. }, Answers::Approval(approval)) => {
+                *answers = Some(approval.clone())
+            }
             _ => {}
         }
     }

@@ -114,7 +114,7 @@ mod tests {
     use super::*;
 
     fn verdict(decision: Decision) -> Answers {
-        Answers::Approval(ApprovalAnswers { decision, reason: None })
+        Answers::Approval(ApprovalAnswers { decision, reason: None, plan: None })
     }
 
     fn tokens() -> (ActionTokens, String) {

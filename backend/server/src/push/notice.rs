@@ -261,7 +261,7 @@ fn button(action: &str, title: &str) -> NotificationAction {
 
 /// The text and the buttons (with the answers each gives) of a question or approval card.
 fn decision_of(card: &Card) -> (String, Vec<(NotificationAction, Answers)>) {
-    let verdict = |decision| Answers::Approval(ApprovalAnswers { decision, reason: None });
+    let verdict = |decision| Answers::Approval(ApprovalAnswers { decision, reason: None, plan: None });
     match card {
         Card::Approval { tool, input, .. } => {
             let body =
@@ -269,6 +269,20 @@ fn decision_of(card: &Card) -> (String, Vec<(NotificationAction, Answers)>) {
             let choices = vec![
                 (button("allow", "Allow"), verdict(Verdict::Allow)),
                 (button("deny", "Deny"), verdict(Verdict::Deny)),
+            ];
+            (body, choices)
+        }
+        Card::Plan { plan, .. } => {
+            let first = plan.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
+            let first = first.trim_start_matches('#').trim();
+            let body = if first.is_empty() {
+                "Approve the agent's plan?".to_owned()
+            } else {
+                format!("Approve the plan? {first}")
+            };
+            let choices = vec![
+                (button("allow", "Approve"), verdict(Verdict::Allow)),
+                (button("deny", "Reject"), verdict(Verdict::Deny)),
             ];
             (body, choices)
         }
@@ -353,6 +367,12 @@ mod tests {
             json!({"kind": "question", "questions": [{"question": "Pick", "multi_select": true, "options": [{"label": "a"}]}]}),
         );
         assert!(decision_of(&multi).1.is_empty());
+        let plan = card(json!({"kind": "plan", "plan": "## Dark mode\n1. Add the toggle"}));
+        let (body, choices) = decision_of(&plan);
+        assert_eq!(body, "Approve the plan? Dark mode");
+        let titles: Vec<&str> = choices.iter().map(|(a, _)| a.title.as_str()).collect();
+        assert_eq!(titles, ["Approve", "Reject"]);
+        assert_eq!(serde_json::to_value(&choices[0].1).expect("json"), json!({"decision": "allow"}));
     }
 
     #[test]

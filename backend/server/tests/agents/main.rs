@@ -15,6 +15,7 @@ mod connectors;
 mod containment;
 mod fixtures;
 mod memory;
+mod plan;
 mod planted;
 mod runtime;
 mod warm;
@@ -33,6 +34,7 @@ use memory::{
     an_owner_turn_during_a_note_turn_is_not_held_up_by_it,
 };
 
+use plan::a_plan_is_approved_with_an_edit_and_the_same_turn_carries_it_out;
 use planted::config_the_agent_plants_in_its_cli_folder_runs_nothing_and_the_ask_policy_holds;
 use runtime::{
     a_chats_model_and_effort_reach_the_cli_and_codex_lists_its_models,
@@ -1084,6 +1086,7 @@ macro_rules! for_both {
 }
 
 for_both!(
+    a_plan_is_approved_with_an_edit_and_the_same_turn_carries_it_out,
     a_turn_calls_a_connector_tool_through_the_broker_without_its_credential,
     a_connector_tool_call_asks_the_owner_under_the_ask_policy,
     the_agent_signals_only_its_own_processes,

@@ -412,7 +412,12 @@ async fn a_reminder_the_agent_sets_comes_back_as_a_turn_in_its_chat() {
         (Some("agent_turn"), Some("agent"), Some("c1"))
     );
     assert!(row["finished_at"].is_i64() && row["next_due_at"].is_null(), "{row}");
-    let runs = json_of(app.get(&format!("/api/schedules/{}/runs", row["id"]), Some(&token)).await).await;
+    // The scheduler closes its run when it hears the turn's end, just after the chat settles.
+    let runs = eventually("the reminder's schedule run closes", || async {
+        let runs = json_of(app.get(&format!("/api/schedules/{}/runs", row["id"]), Some(&token)).await).await;
+        (runs["runs"][0]["status"] != "running").then_some(runs)
+    })
+    .await;
     let run = &runs["runs"][0];
     assert_eq!((run["status"].as_str(), run["chat_id"].as_str()), (Some("succeeded"), Some("c1")), "{run}");
     assert!(run["run_id"].is_string());

@@ -158,6 +158,11 @@ export function ChatInfo({ chatId, title, onClose }: { chatId: string; title: st
     onSettled: () => queryClient.invalidateQueries({ queryKey: chatKey(chatId) }),
   });
   const autoResumeId = useId();
+  const planMode = useMutation({
+    mutationFn: (on: boolean) => patchChat(chatId, { plan_mode: on }),
+    onSettled: () => queryClient.invalidateQueries({ queryKey: chatKey(chatId) }),
+  });
+  const planModeId = useId();
   const status = useQuery({ queryKey: providersStatusKey, queryFn: fetchProvidersStatus, retry: false });
   const current = chat.data?.provider ?? status.data?.default_provider ?? null;
   const other = current === "claude" ? "codex" : current === "codex" ? "claude" : null;
@@ -210,6 +215,23 @@ export function ChatInfo({ chatId, title, onClose }: { chatId: string; title: st
           />
           <label htmlFor={autoResumeId}>Continue by itself when a usage limit resets</label>
         </div>
+      )}
+      {chat.data && (
+        <div className="setting-row setting-toggle">
+          <input
+            id={planModeId}
+            type="checkbox"
+            checked={planMode.isPending ? planMode.variables : chat.data.plan_mode}
+            disabled={planMode.isPending}
+            onChange={(e) => planMode.mutate(e.target.checked)}
+          />
+          <label htmlFor={planModeId}>Plan first: the agent proposes a plan you approve before it changes anything</label>
+        </div>
+      )}
+      {planMode.isError && (
+        <p className="settings-error" role="alert">
+          {errorText(planMode.error)}
+        </p>
       )}
       {chat.data && other && chat.data.total > 0 && (
         <div className="setting-stack">

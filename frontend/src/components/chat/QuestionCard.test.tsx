@@ -1,6 +1,6 @@
 import { fireEvent, render, screen } from "@testing-library/react";
 import { describe, expect, it, vi } from "vitest";
-import type { ApprovalBlock, QuestionBlock } from "../../api/types";
+import type { ApprovalBlock, PlanApprovalBlock, QuestionBlock } from "../../api/types";
 import { QuestionCard } from "./QuestionCard";
 
 const ask: QuestionBlock = {
@@ -14,6 +14,42 @@ const ask: QuestionBlock = {
 };
 
 describe("QuestionCard", () => {
+  const plan: PlanApprovalBlock = { type: "question", question_id: "p1", kind: "plan", plan: "1. Read the code\n2. Add the toggle" };
+
+  it("approves a proposed plan as written, or edited, and rejects it with a reason", async () => {
+    const onAnswer = vi.fn(() => Promise.resolve());
+    const { unmount } = render(<QuestionCard block={plan} onAnswer={onAnswer} disabled={false} />);
+    expect(screen.getByRole("region", { name: "Plan to approve" }).textContent).toContain("Add the toggle");
+    fireEvent.click(screen.getByRole("button", { name: "Approve" }));
+    await vi.waitFor(() => expect(onAnswer).toHaveBeenLastCalledWith("p1", { decision: "allow" }));
+    unmount();
+
+    const second = render(<QuestionCard block={plan} onAnswer={onAnswer} disabled={false} />);
+    fireEvent.click(screen.getByRole("button", { name: "Edit" }));
+    const editor = screen.getByRole("textbox", { name: "Edit the plan" });
+    expect((editor as HTMLTextAreaElement).value).toBe(plan.plan);
+    fireEvent.change(editor, { target: { value: `${plan.plan}\n3. Write tests` } });
+    fireEvent.click(screen.getByRole("button", { name: "Approve edited plan" }));
+    await vi.waitFor(() =>
+      expect(onAnswer).toHaveBeenLastCalledWith("p1", { decision: "allow", plan: "1. Read the code\n2. Add the toggle\n3. Write tests" }),
+    );
+    second.unmount();
+
+    render(<QuestionCard block={plan} onAnswer={onAnswer} disabled={false} />);
+    fireEvent.click(screen.getByRole("button", { name: "Reject" }));
+    fireEvent.change(screen.getByRole("textbox", { name: /What should change/ }), { target: { value: "smaller steps" } });
+    fireEvent.click(screen.getByRole("button", { name: "Reject" }));
+    await vi.waitFor(() => expect(onAnswer).toHaveBeenLastCalledWith("p1", { decision: "deny", reason: "smaller steps" }));
+  });
+
+  it("shows an answered plan with what the owner decided", () => {
+    const answered: PlanApprovalBlock = { ...plan, answers: { decision: "allow", plan: "1. Only this" } };
+    render(<QuestionCard block={answered} onAnswer={vi.fn()} disabled={false} />);
+    const card = screen.getByRole("region", { name: "Answered plan" });
+    expect(card.textContent).toContain("Approved with your edits");
+    expect(card.textContent).toContain("Only this");
+  });
+
   it("answers with labels keyed by question text, lists for multi-select, and free text for Other", async () => {
     const onAnswer = vi.fn(() => Promise.resolve());
     render(<QuestionCard block={ask} onAnswer={onAnswer} disabled={false} />);

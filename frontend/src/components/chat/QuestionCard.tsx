@@ -6,12 +6,13 @@
 //! choices so the owner can try again.
 
 import { useId, useState, type FormEvent } from "react";
-import type { ApprovalAnswers, ApprovalBlock, QuestionAnswers, QuestionBlock } from "../../api/types";
+import type { ApprovalAnswers, ApprovalBlock, PlanApprovalBlock, QuestionAnswers, QuestionBlock } from "../../api/types";
 import { ApiError } from "../../api/client";
 import { Icon } from "../ui/Icon";
+import { Markdown } from "./Markdown";
 
 export interface QuestionCardProps {
-  block: QuestionBlock | ApprovalBlock;
+  block: QuestionBlock | ApprovalBlock | PlanApprovalBlock;
   onAnswer: (questionId: string, answers: QuestionAnswers | ApprovalAnswers) => Promise<void>;
   disabled: boolean;
 }
@@ -23,6 +24,7 @@ function failureText(error: unknown): string {
 }
 
 export function QuestionCard(props: QuestionCardProps) {
+  if (props.block.kind === "plan") return <PlanApprovalCard {...props} block={props.block} />;
   return props.block.kind === "approval" ? <ApprovalCard {...props} block={props.block} /> : <AskCard {...props} block={props.block} />;
 }
 
@@ -340,6 +342,120 @@ function ApprovalCard({ block, onAnswer, disabled }: QuestionCardProps & { block
           </button>
           <button type="button" className="btn btn-ghost" disabled={off} onClick={() => setDenying(true)}>
             Deny…
+          </button>
+        </div>
+      )}
+      {error && (
+        <p className="qcard-error" role="alert">
+          {error}
+        </p>
+      )}
+    </section>
+  );
+}
+
+/** The plan a plan-mode turn proposes: approve it as written, edit it then approve, or reject
+ * it with a reason (the agent keeps planning). Approving lets the same turn carry it out. */
+function PlanApprovalCard({ block, onAnswer, disabled }: QuestionCardProps & { block: PlanApprovalBlock }) {
+  const [mode, setMode] = useState<"view" | "edit" | "reject">("view");
+  const [draft, setDraft] = useState(block.plan);
+  const [reason, setReason] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const editId = useId();
+  const reasonId = useId();
+
+  if (block.answers) {
+    const approved = block.answers.decision !== "deny";
+    return (
+      <section className="qcard qcard-answered qcard-plan" aria-label="Answered plan">
+        <details className="qcard-plan-body">
+          <summary className="qcard-q">Proposed plan</summary>
+          <Markdown text={block.answers.plan ?? block.plan} />
+        </details>
+        <span className="qcard-a" data-decision={block.answers.decision}>
+          <Icon name={approved ? "check" : "close"} size={14} /> {approved ? (block.answers.plan ? "Approved with your edits" : "Approved") : "Rejected"}
+          {block.answers.reason ? ` — ${block.answers.reason}` : ""}
+        </span>
+      </section>
+    );
+  }
+
+  async function decide(answers: ApprovalAnswers) {
+    setBusy(true);
+    setError(null);
+    try {
+      await onAnswer(block.question_id, answers);
+    } catch (e) {
+      setError(failureText(e));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  const off = busy || disabled;
+  const edited = draft.trim() !== "" && draft.trim() !== block.plan.trim();
+  return (
+    <section className="qcard qcard-plan" aria-label="Plan to approve">
+      <p className="qcard-kicker">
+        <Icon name="check" size={16} /> The agent proposes a plan
+      </p>
+      {mode === "edit" ? (
+        <form
+          className="qcard-deny"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void decide(edited ? { decision: "allow", plan: draft.trim() } : { decision: "allow" });
+          }}
+        >
+          <label htmlFor={editId} className="qcard-legend">
+            Edit the plan
+          </label>
+          <textarea id={editId} className="qcard-reason-input qcard-plan-edit" rows={10} value={draft} onChange={(e) => setDraft(e.target.value)} autoFocus />
+          <div className="qcard-actions">
+            <button type="button" className="btn btn-ghost" onClick={() => setMode("view")} disabled={off}>
+              Back
+            </button>
+            <button type="submit" className="btn btn-primary" disabled={off || draft.trim() === ""} aria-busy={busy}>
+              {edited ? "Approve edited plan" : "Approve"}
+            </button>
+          </div>
+        </form>
+      ) : (
+        <div className="qcard-plan-body">{block.plan.trim() ? <Markdown text={block.plan} /> : <p className="qcard-reason">The agent gave no plan text.</p>}</div>
+      )}
+      {mode === "reject" && (
+        <form
+          className="qcard-deny"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void decide(reason.trim() ? { decision: "deny", reason: reason.trim() } : { decision: "deny" });
+          }}
+        >
+          <label htmlFor={reasonId} className="qcard-legend">
+            What should change? (optional)
+          </label>
+          <textarea id={reasonId} className="qcard-reason-input" rows={2} value={reason} onChange={(e) => setReason(e.target.value)} autoFocus />
+          <div className="qcard-actions">
+            <button type="button" className="btn btn-ghost" onClick={() => setMode("view")} disabled={off}>
+              Back
+            </button>
+            <button type="submit" className="btn btn-danger" disabled={off} aria-busy={busy}>
+              Reject
+            </button>
+          </div>
+        </form>
+      )}
+      {mode === "view" && (
+        <div className="qcard-actions">
+          <button type="button" className="btn btn-ghost" onClick={() => setMode("reject")} disabled={off}>
+            Reject
+          </button>
+          <button type="button" className="btn btn-secondary" onClick={() => setMode("edit")} disabled={off}>
+            Edit
+          </button>
+          <button type="button" className="btn btn-primary" onClick={() => void decide({ decision: "allow" })} disabled={off} aria-busy={busy}>
+            Approve
           </button>
         </div>
       )}

@@ -60,6 +60,12 @@ async fn compose_base(agents: &Agents, chat: &db::chats::ChatRow) -> Result<Stri
     Ok(prompt)
 }
 
+/// `/plan <words>`: the message asks the agent to plan first; the words are what to plan.
+pub(crate) fn slash_plan(text: &str) -> Option<&str> {
+    let rest = text.trim_start().strip_prefix("/plan")?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim_start())
+}
+
 impl Turn<'_> {
     /// Reads the chat, composes the prompt and environment, and starts the provider.
     pub(super) async fn prepare_and_start(&mut self, messages: &[Message]) -> Result<ProviderTurn> {
@@ -89,9 +95,8 @@ impl Turn<'_> {
         // The chat's pick, else the owner's default for this provider, else the CLI's own.
         let defaults =
             crate::agent::models::AgentDefaults::parse(db::owner::agent_defaults(&agents.read).await?.as_deref());
-        let pick = crate::agent::settings::AgentSettings::parse(chat.agent_settings.as_deref())
-            .pick()
-            .over(defaults.of(self.provider));
+        let settings = crate::agent::settings::AgentSettings::parse(chat.agent_settings.as_deref());
+        let pick = settings.pick().over(defaults.of(self.provider));
         let (model, effort) = (pick.model, pick.effort);
         let files = self.input_files(messages).await?;
         // The owner's local time: the zone the latest message was sent from, else the owner's
@@ -102,7 +107,12 @@ impl Turn<'_> {
             None => db::schedules::owner_timezone(&agents.read).await?,
         };
         let zone = crate::cadence::zone_or_server(sent_from.or(owner_zone.as_deref()));
-        let prompt = messages.iter().map(Message::agent_text).collect::<Vec<_>>().join("\n\n")
+        // Plan first when the chat says so, or one of the messages is `/plan <words>`.
+        let texts: Vec<String> = messages.iter().map(Message::agent_text).collect();
+        let asked = texts.iter().any(|t| slash_plan(t).is_some());
+        self.planning = settings.plan_mode == Some(true) || asked;
+        let texts: Vec<String> = texts.iter().map(|t| slash_plan(t).map_or_else(|| t.clone(), str::to_owned)).collect();
+        let prompt = texts.join("\n\n")
             + &crate::agent::InputFile::manifest(&files)
             + &crate::agent::prompt::local_time_note(db::now_ms(), &zone);
         // The first turn after a handoff starts its new session from the summary.
@@ -175,6 +185,7 @@ impl Turn<'_> {
             cwd: workspace,
             env,
             approval: self.approval,
+            plan: self.planning,
             trees: agents.providers.trees().clone(),
             tools: true,
             confine,
@@ -229,7 +240,7 @@ impl Turn<'_> {
         }
         // Its token names the run that started it: it serves this run from now on.
         agents.turns.set_process(&self.chat_id, Some(warm.origin()));
-        let prompt = crate::agent::Prompt { text: prompt.to_owned(), files: files.clone() };
+        let prompt = crate::agent::Prompt { text: prompt.to_owned(), files: files.clone(), plan: self.planning };
         match warm.start(prompt).await {
             Some(turn) => Ok(turn),
             None => {
@@ -238,5 +249,19 @@ impl Turn<'_> {
                 Err(files)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slash_plan;
+
+    #[test]
+    fn slash_plan_takes_the_words_after_the_command_only() {
+        assert_eq!(slash_plan("/plan add a dark mode"), Some("add a dark mode"));
+        assert_eq!(slash_plan("  /plan\nrefactor"), Some("refactor"));
+        assert_eq!(slash_plan("/plan"), Some(""));
+        assert_eq!(slash_plan("/planet facts"), None, "another word");
+        assert_eq!(slash_plan("please /plan it"), None, "only at the start");
     }
 }

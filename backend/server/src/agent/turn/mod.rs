@@ -218,8 +218,17 @@ struct PendingAsk {
     question_id: QuestionId,
     /// The tool an approval card is about; `None` for questions.
     approval_tool: Option<String>,
+    /// The plan a plan card proposes (approved as it is unless the owner edits it).
+    plan: Option<String>,
     reply: oneshot::Sender<Reply>,
 }
+
+/// Longest plan a plan card shows (characters; a plan is a page, not a book).
+const MAX_PLAN_CHARS: usize = 32 * 1024;
+/// What a plan card stands for where a tool name is kept (never the name of a real tool).
+const PLAN_TOOL: &str = "mobius:plan";
+/// Why a plan-mode turn's tool approval is refused before its plan is approved.
+const PLAN_FIRST: &str = "Plan mode: only read and plan until the owner approves your plan. Propose the plan now.";
 
 /// State of one running turn.
 struct Turn<'a> {
@@ -252,6 +261,9 @@ struct Turn<'a> {
     scheduled: Vec<crate::protocol::Cid>,
     /// The chat continues by itself after a usage limit.
     auto_resume: bool,
+    /// A plan-mode turn whose plan the owner has not approved yet: the agent only reads, so
+    /// every tool approval it asks for is refused (`Ask::Plan` is how it goes on).
+    planning: bool,
 }
 
 async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiver<TurnCommand>) -> Option<TurnStart> {
@@ -284,6 +296,7 @@ async fn run_turn(agents: &Agents, start: TurnStart, commands: &mut mpsc::Receiv
             .filter(|c| crate::agent::schedule_ends::is_scheduled(c))
             .collect(),
         auto_resume: true,
+        planning: false,
     };
     // Nothing starts until the turn has its place among the agents that may run at once.
     let _slot = match turn.slot(super::slots::Class::of(&start.started.messages), commands).await {
@@ -587,8 +600,19 @@ impl Turn<'_> {
     /// A question always goes to the owner; an approval only under the `ask` policy.
     async fn ask(&mut self, ask: Ask, reply: oneshot::Sender<Reply>) {
         let question_id = QuestionId::random();
+        let proposed = match &ask {
+            Ask::Plan { plan } => Some(plan.chars().take(MAX_PLAN_CHARS).collect::<String>()),
+            _ => None,
+        };
         let (card, approval_tool) = match ask {
             Ask::Question { questions } => (Card::Question { questions, answers: None }, None),
+            Ask::Plan { .. } => {
+                (Card::Plan { plan: proposed.clone().unwrap_or_default(), answers: None }, Some(PLAN_TOOL.to_owned()))
+            }
+            Ask::Approval { .. } if self.planning => {
+                let _ = reply.send(Reply::Deny(PLAN_FIRST.into()));
+                return;
+            }
             Ask::Approval { tool, input, reason } => {
                 if self.approval == ApprovalPolicy::Full
                     || self.allowed_tools.contains(&tool)
@@ -618,7 +642,7 @@ impl Turn<'_> {
         match committed {
             Ok(()) => {
                 self.agents.push.notify(notice);
-                self.pending_ask = Some(PendingAsk { question_id, approval_tool, reply });
+                self.pending_ask = Some(PendingAsk { question_id, approval_tool, plan: proposed, reply });
             }
             Err(e) => {
                 warn!(error = %e, "a question could not be recorded; declining it");
@@ -629,8 +653,8 @@ impl Turn<'_> {
 
     /// Records the owner's answer (durably first), then hands it to the CLI.
     async fn answer(&mut self, question_id: &QuestionId, answers: Answers) -> Result<()> {
-        let approval_tool = match &self.pending_ask {
-            Some(p) if p.question_id == *question_id => p.approval_tool.clone(),
+        let (approval_tool, proposed) = match &self.pending_ask {
+            Some(p) if p.question_id == *question_id => (p.approval_tool.clone(), p.plan.clone()),
             _ => return Err(Domain::QuestionStale.into()),
         };
         let reply = match (&approval_tool, &answers) {
@@ -638,6 +662,25 @@ impl Turn<'_> {
             (None, Answers::Approval(_)) => {
                 return Err(Domain::InvalidAnswers("answers must map each question to a choice").into());
             }
+            (Some(tool), Answers::Approval(a)) if tool == PLAN_TOOL => match a.decision {
+                Decision::Allow | Decision::AllowChat => {
+                    let edited = a.plan.as_deref().map(str::trim).filter(|p| !p.is_empty());
+                    if edited.is_some_and(|p| p.chars().count() > MAX_PLAN_CHARS) {
+                        return Err(Domain::InvalidAnswers("plan is longer than 32,768 characters").into());
+                    }
+                    match edited {
+                        Some(p) => Reply::Plan(p.to_owned()),
+                        None => Reply::Plan(proposed.unwrap_or_default()),
+                    }
+                }
+                Decision::Deny => Reply::Deny(
+                    a.reason
+                        .as_deref()
+                        .filter(|r| !r.trim().is_empty())
+                        .unwrap_or("The owner rejected this plan. Ask what they want instead.")
+                        .to_owned(),
+                ),
+            },
             (Some(_), Answers::Approval(a)) => match a.decision {
                 Decision::Allow => Reply::Allow,
                 Decision::AllowChat => Reply::AllowAlways,
@@ -663,6 +706,10 @@ impl Turn<'_> {
             })
             .await?;
         self.live.apply(&ChatEvent::AnswersApplied { question_id: question_id.clone(), answers });
+        if matches!(reply, Reply::Plan(_)) {
+            // Approved: the same turn goes on and may edit now.
+            self.planning = false;
+        }
         if let (Reply::AllowAlways, Some(tool)) = (&reply, &approval_tool) {
             self.allowed_tools.insert(tool.clone());
             let settings =
