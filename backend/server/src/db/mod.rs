@@ -238,6 +238,56 @@ mod tests {
         assert_eq!(shape(&mut again).await, b);
     }
 
+    #[tokio::test]
+    async fn a_chats_approval_policy_survives_the_column_that_admits_workspace() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("old.sqlite3");
+        // A database as the server left it before migration 0041.
+        let folder = dir.path().join("migrations");
+        std::fs::create_dir_all(&folder).expect("folder");
+        for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations")).expect("migrations") {
+            let entry = entry.expect("entry");
+            if entry.file_name().to_string_lossy().as_ref() < "0041" {
+                std::fs::copy(entry.path(), folder.join(entry.file_name())).expect("copy");
+            }
+        }
+        let old = sqlx::migrate::Migrator::new(folder.as_path()).await.expect("migrator");
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options(&path).expect("options"))
+            .await
+            .expect("pool");
+        old.run(&pool).await.expect("the migrations before 0041");
+        for (id, policy) in [("a", "ask"), ("f", "full")] {
+            sqlx::query(
+                "INSERT INTO chats (id, approval_policy, created_at, updated_at, activity_at) VALUES (?, ?, 1, 1, 1)",
+            )
+            .bind(id)
+            .bind(policy)
+            .execute(&pool)
+            .await
+            .expect("insert");
+        }
+        let refused = sqlx::query("UPDATE chats SET approval_policy = 'workspace' WHERE id = 'a'").execute(&pool).await;
+        assert!(refused.is_err(), "the old column refuses workspace");
+        pool.close().await;
+        let mut conn = open_writer(&path).await.expect("open");
+        migrate(&mut conn).await.expect("0041 and later");
+        let kept: Vec<(String, String)> = sqlx::query_as("SELECT id, approval_policy FROM chats ORDER BY id")
+            .fetch_all(&mut conn)
+            .await
+            .expect("rows");
+        assert_eq!(kept, [("a".to_owned(), "ask".to_owned()), ("f".to_owned(), "full".to_owned())]);
+        sqlx::query("UPDATE chats SET approval_policy = 'workspace' WHERE id = 'a'")
+            .execute(&mut conn)
+            .await
+            .expect("workspace is a policy now");
+        assert!(
+            sqlx::query("UPDATE chats SET approval_policy = 'yolo'").execute(&mut conn).await.is_err(),
+            "others are not"
+        );
+    }
+
     /// The column names of `table`.
     async fn columns(conn: &mut SqliteConnection, table: &str) -> Vec<String> {
         sqlx::query_scalar(&format!("SELECT name FROM pragma_table_info('{table}')"))

@@ -799,3 +799,31 @@ async fn each_turn_is_told_the_owners_local_time_in_the_zone_they_sent_from() {
     assert_eq!(detail["messages"][0]["content"], "what day is it?");
     assert_eq!(detail["messages"][0]["timezone"], "Asia/Tokyo");
 }
+
+#[tokio::test]
+async fn every_approval_policy_is_kept_and_an_unknown_one_is_refused() {
+    let app = TestApp::spawn().await;
+    let token = app.setup_owner().await;
+    app.chat(&token, "policies").await;
+    for policy in ["workspace", "ask", "full"] {
+        let r = app
+            .client
+            .patch(app.url("/api/chats/policies"))
+            .bearer_auth(&token)
+            .json(&json!({ "approval_policy": policy }))
+            .send()
+            .await
+            .expect("patch");
+        assert_eq!(r.status(), StatusCode::OK, "{policy}");
+        assert_eq!(app.detail(&token, "policies").await["approval_policy"], policy);
+    }
+    let r = app
+        .client
+        .patch(app.url("/api/chats/policies"))
+        .bearer_auth(&token)
+        .json(&json!({ "approval_policy": "yolo" }))
+        .send()
+        .await
+        .expect("patch");
+    assert_error(r, StatusCode::BAD_REQUEST, "invalid_approval_policy").await;
+}
