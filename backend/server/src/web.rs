@@ -22,7 +22,11 @@ const NO_CACHE: HeaderValue = HeaderValue::from_static("no-cache");
 /// an earlier build (a device still running it loads its lazy chunks after a switch).
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn serve_frontend(State(state): State<AppState>, request: Request) -> Response {
-    let served = state.shell.served();
+    let mut served = state.shell.served();
+    if served.build.is_some() && !served.dir.join("index.html").is_file() {
+        // The build's folder went (deleted by hand): the stock shell, always there, answers.
+        served = state.shell.stock();
+    }
     let dist = served.dir.clone();
     if !dist.join("index.html").is_file() {
         return not_built(&dist);

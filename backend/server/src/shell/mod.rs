@@ -178,6 +178,11 @@ impl Shell {
         self.served.read_locked().clone()
     }
 
+    /// The stock build, served whenever a build's folder is missing.
+    pub fn stock(&self) -> Arc<Served> {
+        Arc::new(Served { build: None, dir: self.stock_dist.clone() })
+    }
+
     /// Folders an `/assets/` file missing from the served build may come from: a device still
     /// on an earlier build loads its lazy chunks after a switch (they are content-hashed).
     pub fn asset_fallbacks(&self) -> Vec<PathBuf> {
@@ -299,10 +304,20 @@ impl Shell {
         let (work, out, commit) =
             tokio::task::spawn_blocking(move || prepare(&data_dir, &node_modules)).await.map_err(join_err)??;
         let outcome = self.builder.run(&work, &out, &self.node_modules).await.map_err(Domain::ShellBuildFailed)?;
-        if !outcome.ok || !out.join("index.html").is_file() {
+        // The build's processes are gone (its group and tree killed): its output no longer moves.
+        let checked = {
+            let out = out.clone();
+            tokio::task::spawn_blocking(move || check_output(&out)).await.map_err(join_err)?
+        };
+        let refusal = match (outcome.ok, checked) {
+            (true, Ok(())) => None,
+            (true, Err(why)) => Some(Domain::ShellBuildFailed(why)),
+            (false, _) => Some(Domain::ShellBuildFailed(outcome.output.clone())),
+        };
+        if let Some(refusal) = refusal {
             let partial = out.clone();
             let _ = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(partial)).await;
-            return Err(Domain::ShellBuildFailed(outcome.output).into());
+            return Err(refusal.into());
         }
         let _one = self.changing.lock().await;
         let (info, record) = {
@@ -424,20 +439,30 @@ fn commit_of(source: &crate::safe_fs::Dir) -> Option<String> {
     (id.len() == 40 && id.bytes().all(|b| b.is_ascii_hexdigit())).then_some(id)
 }
 
+/// A build's output is usable: an `index.html`, and only regular files and folders (the PWA
+/// host follows links; the build could plant one to anything the server may read).
+fn check_output(out: &Path) -> std::result::Result<(), String> {
+    let dir = crate::safe_fs::Dir::open(out).map_err(|e| format!("the build's output cannot be read ({e})"))?;
+    match dir.kind("index.html".as_ref()) {
+        Ok(Some(crate::safe_fs::Kind::File)) => {}
+        _ => return Err("the build wrote no index.html".into()),
+    }
+    source::check_plain(&dir).map_err(|e| e.to_string())
+}
+
 /// Puts the build's number in its `index.html`, for the ready beacon.
 fn mark_index(out: &Path, n: u32) -> Result<()> {
-    use std::io::Read;
-    let path = out.join("index.html");
-    let mut text = String::new();
-    std::fs::File::open(&path)?.take(MAX_INDEX_BYTES).read_to_string(&mut text)?;
+    let dir = crate::safe_fs::Dir::open(out)?;
+    let bytes = dir.read("index.html".as_ref(), MAX_INDEX_BYTES)?;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
     let meta = format!("<meta name=\"mobius-shell-build\" content=\"{n}\">");
     let marked = match text.find("<head>") {
         Some(at) => format!("{}{meta}{}", &text[..at + 6], &text[at + 6..]),
         None => format!("{meta}{text}"),
     };
-    // The folder is the build's (the agent's code wrote it): replace, never write through.
-    std::fs::remove_file(&path)?;
-    std::fs::write(&path, marked)?;
+    // Checked a plain file, in a folder nothing writes to any more.
+    dir.write("index.html".as_ref(), marked.as_bytes(), 0o600)?;
+
     Ok(())
 }
 

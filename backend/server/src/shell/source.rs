@@ -102,6 +102,40 @@ fn copy_dir(from: &Dir, to: &Path, rel: &Path, depth: usize, budget: &mut Budget
     Ok(())
 }
 
+/// Checks that the tree below `dir` (a build's output, written by the agent's code) holds
+/// only regular files and folders: a link there would be served, and followed, by the PWA host.
+pub fn check_plain(dir: &Dir) -> Result<(), CopyError> {
+    check_plain_at(dir, Path::new(""), 0, &mut 0)
+}
+
+fn check_plain_at(dir: &Dir, rel: &Path, depth: usize, files: &mut usize) -> Result<(), CopyError> {
+    if depth > MAX_DEPTH {
+        return Err(CopyError::Refused(format!("{} is nested more than {MAX_DEPTH} folders deep", rel.display())));
+    }
+    for entry in dir.entries(MAX_DIR_ENTRIES).map_err(|e| CopyError::of(e, rel))? {
+        let path = rel.join(&entry.name);
+        match entry.kind {
+            Kind::File => {
+                *files += 1;
+                if *files > MAX_SOURCE_FILES {
+                    return Err(CopyError::Refused(format!("the build wrote more than {MAX_SOURCE_FILES} files")));
+                }
+            }
+            Kind::Dir => {
+                let sub = dir.sub(entry.name.as_ref()).map_err(|e| CopyError::of(e, &path))?;
+                check_plain_at(&sub, &path, depth + 1, files)?;
+            }
+            Kind::Link | Kind::Special => {
+                return Err(CopyError::Refused(format!(
+                    "the build's output holds {}, which is not a regular file or folder",
+                    path.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Seeds `data_dir/<rel>` from the stock source `stock` when it holds no source yet: the
 /// files copied into a staging folder, committed as a git repository (`main`, one commit
 /// "Stock shell"), then renamed into place, so a crash never leaves half a seed. Returns
@@ -176,6 +210,19 @@ mod tests {
         std::fs::write(shell.join("src/main.js"), "edited").expect("write");
         assert!(!seed(from.path(), data.path(), rel).expect("seed"), "an existing source is the owner's");
         assert_eq!(std::fs::read_to_string(shell.join("src/main.js")).expect("read"), "edited");
+    }
+
+    #[test]
+    fn a_build_output_holding_a_link_is_refused() {
+        let out = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir_all(out.path().join("assets")).expect("mkdir");
+        std::fs::write(out.path().join("index.html"), "<html>").expect("write");
+        assert!(check_plain(&Dir::open(out.path()).expect("open")).is_ok());
+        std::os::unix::fs::symlink("/etc/hostname", out.path().join("assets/key.js")).expect("link");
+        match check_plain(&Dir::open(out.path()).expect("open")) {
+            Err(CopyError::Refused(why)) => assert!(why.contains("assets/key.js"), "{why}"),
+            other => panic!("not refused: {other:?}"),
+        }
     }
 
     #[test]

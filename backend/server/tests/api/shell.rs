@@ -113,6 +113,27 @@ async fn the_seeded_source_is_rebuilt_into_a_new_build_served_at_once_and_announ
     let stock = dir.path().join("stock-shell");
     let app = TestApp::spawn_in(dir, move |config| config.shell_source = Some(stock)).await;
     assert!(served(&app).await.1.contains("Edited label"));
+
+    // The build deleted by hand: the stock shell answers, and /recovery still works.
+    std::fs::remove_dir_all(app.data_dir().join("platform/shell-builds/1")).expect("delete the build");
+    let (index, _) = served(&app).await;
+    assert!(index.contains("<title>shell</title>") && !index.contains("mobius-shell-build"), "{index}");
+    let page = app.get("/recovery", None).await;
+    assert_eq!(page.status(), StatusCode::OK);
+    let script = app.get("/recovery/recovery.js", None).await.text().await.expect("script");
+    assert!(script.contains("/api/shell/use"), "recovery switches the shell");
+    let token = crate::helpers::token_of(
+        app.post(
+            "/api/auth/token",
+            json!({"username": crate::helpers::USERNAME, "password": crate::helpers::PASSWORD}),
+            None,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(app.post("/api/shell/use", json!({"build": null}), Some(&token)).await.status(), StatusCode::OK);
+    let status: Value = app.get("/api/shell", Some(&token)).await.json().await.expect("json");
+    assert_eq!(status["serving"], Value::Null);
 }
 
 #[tokio::test]
