@@ -131,7 +131,9 @@ describe("the shell's own source (real CLI, rebuild, rollback)", () => {
     await writeFile(source("src/main.tsx"), main);
   });
 
-  step("/recovery goes back to the stock shell", async (page) => {
+  step("/recovery goes back to the stock shell", async (shellPage) => {
+    // A page of its own: the shell's page may be reloading into the new service worker.
+    const page = await shellPage.context().newPage();
     await page.goto(`${server.origin}/recovery`);
     await page.getByLabel("Username").fill(OWNER.username);
     await page.getByLabel("Password").fill(OWNER.password);
@@ -142,5 +144,6 @@ describe("the shell's own source (real CLI, rebuild, rollback)", () => {
     await page.getByText("The stock screens are on.").waitFor();
     await page.getByRole("link", { name: "Open Möbius" }).click();
     await newChat(page, "New chat").waitFor({ timeout: 60_000 });
+    await page.close();
   });
 });

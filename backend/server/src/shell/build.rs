@@ -35,7 +35,7 @@ pub struct Outcome {
 }
 
 impl Builder {
-    /// Runs `vite build` in `work` (which links `node_modules` to the toolchain and holds an
+    /// Runs `vite build` in `work` (whose `node_modules` links to the toolchain's packages, and which holds an
     /// empty `.tmp/`) into `out`.
     pub async fn run(&self, work: &Path, out: &Path, node_modules: &Path) -> Result<Outcome, String> {
         let path = self.providers.agent_path();

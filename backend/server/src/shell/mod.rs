@@ -399,7 +399,7 @@ impl Shell {
 }
 
 /// Copies the agent's source into a fresh work folder (refusing links and special files),
-/// links the toolchain in, clears the output folder. Returns the work and output folders and
+/// links the toolchain's packages in, clears the output folder. Returns the work and output folders and
 /// the source's commit.
 fn prepare(data_dir: &Path, node_modules: &Path) -> Result<(PathBuf, PathBuf, Option<String>)> {
     let platform = crate::safe_fs::Dir::create_under(data_dir, Path::new("platform"))?;
@@ -414,12 +414,27 @@ fn prepare(data_dir: &Path, node_modules: &Path) -> Result<(PathBuf, PathBuf, Op
         source::CopyError::Refused(why) => Error::from(Domain::ShellSourceRefused(why)),
         source::CopyError::Io(e) => Error::Io(e),
     })?;
-    std::os::unix::fs::symlink(node_modules, work.join("node_modules"))?;
+    link_packages(node_modules, &work.join("node_modules"))?;
     std::fs::create_dir(work.join(".tmp"))?;
     let out = data_dir.join(BUILDS_DIR).join(PARTIAL);
     std::fs::create_dir(&out)?;
     let commit = commit_of(&source);
     Ok((work, out, commit))
+}
+
+/// A `node_modules` folder of the build's own holding a link to each package of the toolchain:
+/// packages resolve (to their real place), and vite's temporary files (`node_modules/.vite-temp`,
+/// the bundled config) land in the build's folder, not in the toolchain it may only read.
+fn link_packages(toolchain: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir(to)?;
+    for entry in std::fs::read_dir(toolchain)? {
+        let name = entry?.file_name();
+        if name.as_encoded_bytes().starts_with(b".") {
+            continue;
+        }
+        std::os::unix::fs::symlink(toolchain.join(&name), to.join(&name))?;
+    }
+    Ok(())
 }
 
 /// The source's current commit, read from its `HEAD` and ref files through `safe_fs` (the
