@@ -15,6 +15,7 @@ import { Shell } from "./components/shell/Shell";
 import { Splash } from "./components/boot/Splash";
 import { Unreachable } from "./components/boot/Unreachable";
 import { wipeLocalData } from "./pwa/wipe";
+import { reportShellReady } from "./shell/shellBuild";
 
 const StandaloneApp = lazy(() => import("./apps/StandaloneApp"));
 /** The sign-in note of this tab, kept so a reload right after the session ended still says why. */
@@ -54,6 +55,11 @@ export function App() {
     keepNotice(next);
     setNoticeState(next);
   };
+
+  // This build mounted: the server keeps it (a new build that never says so is rolled back).
+  useEffect(() => {
+    void reportShellReady();
+  }, []);
 
   useEffect(
     () =>

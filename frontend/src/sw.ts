@@ -39,7 +39,10 @@ declare const self: ServiceWorkerGlobalScope & { __WB_MANIFEST: (string | { url:
 
 const NAVIGATION_TIMEOUT_MS = 3_000;
 
-precacheAndRoute(self.__WB_MANIFEST);
+// No `directoryIndex`: `/` is a navigation like any other (network first), never the
+// precached index.html of whichever shell build installed this worker (the server may serve
+// another one now: the agent rebuilds the shell, the owner goes back to a build or to stock).
+precacheAndRoute(self.__WB_MANIFEST, { directoryIndex: "" });
 cleanupOutdatedCaches();
 installPushHandlers(self);
 

@@ -26,6 +26,8 @@ USAGE:
     mobius app apply <slug>         (agents) validate, commit, bundle and publish apps/<slug>/
     mobius theme apply              (agents) check DATA_DIR/theme/theme.css and make it the
                                     platform's theme on every open device (errors say where)
+    mobius shell rebuild            (agents) build DATA_DIR/platform/shell/ and serve it on every
+                                    device (a failed build keeps the current one; errors printed)
     mobius notify <title> <body> [--chat [ID]] [--app ID]
                                     (agents) tell the owner: a notification on their devices,
                                     opening this chat (--chat) or an app (--app)
@@ -111,6 +113,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
         }
         Some("app") => app_command(&args[1..]),
         Some("theme") => theme_command(&args[1..]),
+        Some("shell") => shell_command(&args[1..]),
         Some("notify") => notify_command(&args[1..]),
         // Internal: the server's Web Push sender (see push/deliver.rs).
         Some("push-deliver") => crate::push::deliver_command(),
@@ -259,6 +262,28 @@ fn theme_command(args: &[String]) -> ExitCode {
             "applied": true, "version": json["version"], "changed": json["changed"], "stock": json["stock"],
         });
         println!("{}", serde_json::to_string_pretty(&receipt).unwrap_or_default());
+    })
+}
+
+/// `mobius shell rebuild`: asks the running server to build `DATA_DIR/platform/shell/` and
+/// serve it. Prints the new build, or the build's output and exits 1 (the current shell stays).
+fn shell_command(args: &[String]) -> ExitCode {
+    if args.first().map(String::as_str) != Some("rebuild") || args.len() > 1 {
+        eprintln!("usage: mobius shell rebuild");
+        return ExitCode::from(2);
+    }
+    // The build's own limit, and room for the copy and the switch.
+    let wait = crate::shell::build::BUILD_TIMEOUT + Duration::from_secs(60);
+    agent_request("/api/shell/rebuild", &serde_json::json!({}), wait, |json| {
+        let receipt = serde_json::json!({
+            "rebuilt": true,
+            "build": json["build"]["n"],
+            "note": "Served now. Open devices offer a reload; a shell that does not start on the owner's device is rolled back.",
+        });
+        println!("{}", serde_json::to_string_pretty(&receipt).unwrap_or_default());
+        if let Some(output) = json["output"].as_str().filter(|o| !o.trim().is_empty()) {
+            eprintln!("{output}");
+        }
     })
 }
 

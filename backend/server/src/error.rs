@@ -140,6 +140,21 @@ pub enum Domain {
     ThemeInvalid(String),
     #[error("No such theme version (only the last ones are kept).")]
     ThemeVersionNotFound,
+    /// The shell's source was refused before building (a link, a special file, too large).
+    #[error("The shell was not rebuilt: {0}. The current shell stays.")]
+    ShellSourceRefused(String),
+    /// The shell's build failed: its output, bounded.
+    #[error("The shell's build failed; the current shell stays. Its output:\n{0}")]
+    ShellBuildFailed(String),
+    /// A rebuild is already running.
+    #[error("A shell rebuild is already running; wait for it to end, then try again.")]
+    ShellBuildRunning,
+    /// No such shell build (only the last ones are kept).
+    #[error("No such shell version (only the last ones are kept).")]
+    ShellBuildNotFound,
+    /// This server has no shell source to edit.
+    #[error("The shell is not editable on this server (no MOBIUS_SHELL_SOURCE).")]
+    ShellNotEditable,
 }
 
 impl Domain {
@@ -150,7 +165,8 @@ impl Domain {
             | Domain::AppNotFound
             | Domain::FileNotFound
             | Domain::ScheduleNotFound
-            | Domain::ThemeVersionNotFound => StatusCode::NOT_FOUND,
+            | Domain::ThemeVersionNotFound
+            | Domain::ShellBuildNotFound => StatusCode::NOT_FOUND,
             Domain::FileTooLarge
             | Domain::QuotaExceeded
             | Domain::UploadQuotaExceeded
@@ -170,7 +186,9 @@ impl Domain {
             Domain::DuplicateCid | Domain::InvalidAnswers(_) => StatusCode::BAD_REQUEST,
             Domain::TurnBusy => StatusCode::SERVICE_UNAVAILABLE,
             Domain::InvalidGrant => StatusCode::UNAUTHORIZED,
-            Domain::ThemeInvalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Domain::ThemeInvalid(_) | Domain::ShellSourceRefused(_) | Domain::ShellBuildFailed(_) => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             Domain::ChatDeleted
             | Domain::ChatBusy
             | Domain::RunNotRunning
@@ -181,7 +199,9 @@ impl Domain {
             | Domain::NotConfigured
             | Domain::AppIdTaken(_)
             | Domain::ConnectorNameTaken(_)
-            | Domain::ProviderNotConnected(_) => StatusCode::CONFLICT,
+            | Domain::ProviderNotConnected(_)
+            | Domain::ShellBuildRunning
+            | Domain::ShellNotEditable => StatusCode::CONFLICT,
         }
     }
 
@@ -226,6 +246,11 @@ impl Domain {
             Domain::TooManyAgentSchedules(..) => "too_many_agent_schedules",
             Domain::ThemeInvalid(_) => "theme_invalid",
             Domain::ThemeVersionNotFound => "theme_version_not_found",
+            Domain::ShellSourceRefused(_) => "shell_source_refused",
+            Domain::ShellBuildFailed(_) => "shell_build_failed",
+            Domain::ShellBuildRunning => "shell_build_running",
+            Domain::ShellBuildNotFound => "shell_build_not_found",
+            Domain::ShellNotEditable => "shell_not_editable",
         }
     }
 }

@@ -31,6 +31,7 @@ pub mod redact;
 pub mod safe_fs;
 pub mod schedules;
 pub mod search;
+pub mod shell;
 pub mod shutdown;
 pub mod skills;
 pub mod state;

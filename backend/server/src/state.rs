@@ -90,6 +90,8 @@ pub struct Inner {
     pub skills: Arc<Skills>,
     /// The platform's theme: the one served, its versions.
     pub theme: Arc<crate::theme::Theme>,
+    /// The shell: what is served, its builds, rebuilds.
+    pub shell: Arc<crate::shell::Shell>,
     /// Chat files: the owner's attachments and the agent's images.
     pub uploads: Arc<Uploads>,
     /// App jobs and scheduled agent turns (its loop starts once the server is ready).
@@ -267,6 +269,15 @@ impl AppState {
             slots: crate::agent::slots::Slots::new(config.agent_max_running),
         });
         tokio::spawn(crate::agent::resume::run(agents.clone()).instrument(info_span!("resume")));
+        let shell = {
+            let builder =
+                crate::shell::build::Builder { sandbox: agents.sandbox.clone(), providers: providers.clone() };
+            let (config, hub, push) = (config.clone(), hub.clone(), push.clone());
+            let loaded =
+                tokio::task::spawn_blocking(move || crate::shell::Shell::load(&config, hub, builder, push)).await;
+            Arc::new(loaded.map_err(|e| crate::error::Error::Internal(format!("shell: {e}")))??)
+        };
+        boot.step("shell");
         let apps = Arc::new(Apps::new(
             config.data_dir.clone(),
             config.app_runtime_dir.clone(),
@@ -339,6 +350,7 @@ impl AppState {
             streams,
             skills,
             theme,
+            shell,
             uploads,
             schedules,
             frame_bootstrap: OnceLock::new(),

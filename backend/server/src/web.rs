@@ -16,14 +16,24 @@ use crate::state::AppState;
 const IMMUTABLE: HeaderValue = HeaderValue::from_static("public, max-age=31536000, immutable");
 const NO_CACHE: HeaderValue = HeaderValue::from_static("no-cache");
 
-/// Serves the built frontend; the router's fallback for every non-API path.
+/// Serves the built frontend; the router's fallback for every non-API path. What is served
+/// is the shell build of the moment ([`crate::shell::Shell::served`], read once per request):
+/// the stock build or the agent's newest. An `/assets/` file the served build lacks comes from
+/// an earlier build (a device still running it loads its lazy chunks after a switch).
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn serve_frontend(State(state): State<AppState>, request: Request) -> Response {
-    let dist = state.config.frontend_dir.clone();
+    let mut served = state.shell.served();
+    if served.build.is_some() && !served.dir.join("index.html").is_file() {
+        // The build's folder went (deleted by hand): the stock shell, always there, answers.
+        served = state.shell.stock();
+    }
+    let dist = served.dir.clone();
     if !dist.join("index.html").is_file() {
         return not_built(&dist);
     }
     let path = request.uri().path().to_owned();
+    let is_asset = path.starts_with("/assets/");
+    let fallback_request = if is_asset { Some(clone_head(&request)) } else { None };
     let index = ServeFile::new(dist.join("index.html"));
     let spa_fallback = tower::service_fn(move |req: Request| {
         let index = index.clone();
@@ -45,16 +55,50 @@ pub async fn serve_frontend(State(state): State<AppState>, request: Request) -> 
         Ok(response) => response.map(Body::new),
         Err(e) => match e {},
     };
+    if let Some(again) = fallback_request
+        && response.status() == StatusCode::NOT_FOUND
+        && let Some(found) = earlier_asset(&state, again).await
+    {
+        response = found;
+    }
     if response.status().is_success() || response.status() == StatusCode::NOT_MODIFIED {
-        let cache = if path.starts_with("/assets/") { IMMUTABLE } else { NO_CACHE };
+        let cache = if is_asset { IMMUTABLE } else { NO_CACHE };
         response.headers_mut().entry(header::CACHE_CONTROL).or_insert(cache);
-        if path.starts_with("/assets/") {
+        if is_asset {
             // The embedded chat runs in an opaque (sandboxed) origin: its module scripts,
             // styles and fonts are fetched in CORS mode. These files are public anyway.
             response.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
         }
+        let is_document =
+            response.headers().get(header::CONTENT_TYPE).is_some_and(|t| t.as_bytes().starts_with(b"text/html"));
+        if is_document && !is_asset {
+            state.shell.note_loaded(served.build);
+        }
     }
     response
+}
+
+/// The request's method, URI and headers (an asset request has no body).
+fn clone_head(request: &Request) -> Request {
+    let mut copy = Request::new(Body::empty());
+    *copy.method_mut() = request.method().clone();
+    *copy.uri_mut() = request.uri().clone();
+    *copy.headers_mut() = request.headers().clone();
+    copy
+}
+
+/// An `/assets/` file from an earlier build (or the stock one), when one has it.
+async fn earlier_asset(state: &AppState, request: Request) -> Option<Response> {
+    for dir in state.shell.asset_fallbacks() {
+        let response = match ServeDir::new(&dir).oneshot(clone_head(&request)).await {
+            Ok(response) => response.map(Body::new),
+            Err(e) => match e {},
+        };
+        if response.status() != StatusCode::NOT_FOUND {
+            return Some(response);
+        }
+    }
+    None
 }
 
 /// The pinned libraries' browser assets that code refers to by URL rather than importing them
@@ -105,7 +149,7 @@ async fn vendor(
 /// token the page shows nothing. Like the app frame, popups it opens stay sandboxed.
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn embed_chat(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let dist = state.config.frontend_dir.clone();
+    let dist = state.shell.served().dir.clone();
     let Ok(page) = tokio::fs::read_to_string(dist.join("embed-chat.html")).await else {
         return not_built(&dist);
     };

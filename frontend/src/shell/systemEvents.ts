@@ -19,6 +19,7 @@ import { notificationsKey, pushDevicesKey } from "../api/push";
 import { schedulesKey } from "../api/schedules";
 import { themeVersionsKey } from "../api/theme";
 import { refreshCustomTheme } from "./customTheme";
+import { noteShellUpdated } from "./shellBuild";
 
 /** A system event, or an announcement posted to `/api/notify` (free-form, typed by `type`). */
 type ShellEvent = SystemEvent | { type: string; app_id?: unknown; chat_id?: unknown };
@@ -80,6 +81,11 @@ export function useSystemEvents(): void {
             if (touchesNotifications(event.type)) void queryClient.invalidateQueries({ queryKey: notificationsKey });
             if (event.type === "push_devices_changed") void queryClient.invalidateQueries({ queryKey: pushDevicesKey });
             if (event.type === "schedules_changed") void queryClient.invalidateQueries({ queryKey: schedulesKey });
+            // Another build of the shell is served: offer a reload (when idle).
+            if (event.type === "shell_updated" && "build" in event) {
+              const build = typeof event.build === "number" ? event.build : null;
+              noteShellUpdated(build, "reason" in event && typeof event.reason === "string" ? event.reason : null);
+            }
             // The platform's theme: restyle now (the stream's opening covers what was missed).
             if (event.type === "theme_updated" || event.type === "system_stream_open") {
               void refreshCustomTheme();

@@ -25,7 +25,9 @@ const SYSTEM_READ_WRITE: &[&str] = &["/tmp", "/var/tmp", "/dev"];
 /// Folders of `DATA_DIR` the agent works in, read and write (its skills, the owner's memory
 /// file and the theme's working copy are its to keep, as the constitution says; the served
 /// theme is the server's own copy, see `theme/`).
-pub const DATA_READ_WRITE: &[&str] = &["apps", "app-data", "shared", "agent-home", "skills", "memory", "theme"];
+/// `platform/shell` is the shell's source (see `shell/`); the rest of `platform/` stays closed.
+pub const DATA_READ_WRITE: &[&str] =
+    &["apps", "app-data", "shared", "agent-home", "skills", "memory", "theme", "platform/shell"];
 
 /// The first Landlock ABI that keeps signals within a domain (Linux 6.12).
 pub const SIGNAL_SCOPE_ABI: u32 = 6;
@@ -214,6 +216,33 @@ impl Sandbox {
                 grants.read_write.push(dir.clone());
             }
         }
+        grants
+    }
+
+    /// What a shell build may use: the system and its `PATH` (read, execute), the packages it
+    /// resolves in (read, execute), the server's copy of the source it builds and the folder it
+    /// writes (read, write). Nothing else of `DATA_DIR`: the build runs the agent's code (its
+    /// `vite.config`), so it is held like the agent.
+    pub fn shell_build_grants(&self, work: &Path, out: &Path, node_modules: &Path, path: &str) -> Grants {
+        let data = &self.data_dir;
+        let mut grants = Grants::default();
+        let generic =
+            |list: &mut Vec<PathBuf>, skipped: &mut Vec<PathBuf>, p: PathBuf| grant_outside(data, list, skipped, p);
+        for p in SYSTEM_READ_EXEC {
+            generic(&mut grants.read_exec, &mut grants.skipped, PathBuf::from(p));
+        }
+        for dir in path.split(':').filter(|d| d.starts_with('/')) {
+            generic(&mut grants.read_exec, &mut grants.skipped, PathBuf::from(dir));
+        }
+        generic(&mut grants.read_exec, &mut grants.skipped, node_modules.to_path_buf());
+        for p in SYSTEM_READ {
+            generic(&mut grants.read, &mut grants.skipped, PathBuf::from(p));
+        }
+        for p in SYSTEM_READ_WRITE {
+            generic(&mut grants.read_write, &mut grants.skipped, PathBuf::from(p));
+        }
+        grants.read_write.push(work.to_path_buf());
+        grants.read_write.push(out.to_path_buf());
         grants
     }
 

@@ -46,6 +46,9 @@ pub const AGENT_ROUTES: &[(&str, &str)] = &[
     ("*", "/mcp/{chat}/{id}"),
     ("GET", "/theme"),
     ("POST", "/theme/apply"),
+    ("GET", "/shell"),
+    ("POST", "/shell/rebuild"),
+    ("POST", "/shell/use"),
 ];
 
 /// May an agent token bound to `own_chat` call `method` on `path`, which matched `route`?

@@ -80,6 +80,16 @@ pub struct Config {
     /// Where `mobius-runtime.js`, `mobius-chat.js` and `app-runtime-inject.js` live (`MOBIUS_APP_RUNTIME_DIR`,
     /// default `frontend/public`).
     pub app_runtime_dir: PathBuf,
+    /// The stock source of the shell (the PWA), seeded into `DATA_DIR/platform/shell/` for the
+    /// agent to edit (`MOBIUS_SHELL_SOURCE`, default `frontend` when it holds a `package.json`;
+    /// `None`: the shell is not editable here).
+    pub shell_source: Option<PathBuf>,
+    /// The installed packages a shell rebuild resolves in, vite and its plugins included
+    /// (`MOBIUS_SHELL_NODE_MODULES`, default `frontend/node_modules`).
+    pub shell_node_modules: PathBuf,
+    /// How long a device that loaded a new shell build has to report it mounted before the
+    /// build is rolled back (`MOBIUS_SHELL_READY_SECS`, default 15).
+    pub shell_ready_timeout: Duration,
     /// Storage each mini-app may use (`MOBIUS_APP_QUOTA_BYTES`, default 1 GiB).
     pub app_quota_bytes: u64,
     /// Largest file the owner may attach to a chat (`MOBIUS_MAX_UPLOAD_MB`, default 25 MiB);
@@ -186,6 +196,8 @@ pub const DEFAULT_WARM_MAX: usize = 3;
 pub const MAX_WARM_MAX: usize = 16;
 /// Default time a kept process waits for its chat's next turn (`MOBIUS_AGENT_WARM_IDLE_SECS`).
 pub const DEFAULT_WARM_IDLE: Duration = Duration::from_secs(600);
+/// How long a new shell build has to report ready on the device that loaded it.
+pub const DEFAULT_SHELL_READY: Duration = Duration::from_secs(15);
 /// Default memory ceiling of one agent (`MOBIUS_AGENT_MEMORY_MAX_MB`).
 pub const DEFAULT_MEMORY_MAX_BYTES: u64 = 2 << 30;
 /// Default output ceiling of one turn (`MOBIUS_AGENT_OUTPUT_MAX_MB`).
@@ -562,6 +574,14 @@ impl Config {
         let app_node_modules =
             PathBuf::from(get("MOBIUS_APP_NODE_MODULES").unwrap_or_else(|| "frontend/node_modules".into()));
         let app_runtime_dir = PathBuf::from(get("MOBIUS_APP_RUNTIME_DIR").unwrap_or_else(|| "frontend/public".into()));
+        let shell_source = match get("MOBIUS_SHELL_SOURCE") {
+            Some(dir) if dir.trim().is_empty() || dir == "off" => None,
+            Some(dir) => Some(PathBuf::from(dir)),
+            None => Some(PathBuf::from("frontend")).filter(|d| d.join("package.json").is_file()),
+        };
+        let shell_node_modules =
+            PathBuf::from(get("MOBIUS_SHELL_NODE_MODULES").unwrap_or_else(|| "frontend/node_modules".into()));
+        let shell_ready_timeout = secs("MOBIUS_SHELL_READY_SECS", DEFAULT_SHELL_READY.as_secs())?;
         let quota_raw = get("MOBIUS_APP_QUOTA_BYTES").unwrap_or_else(|| DEFAULT_APP_QUOTA_BYTES.to_string());
         let app_quota_bytes = quota_raw.trim().parse::<u64>().ok().filter(|q| *q > 0).ok_or_else(|| {
             ConfigError(format!("MOBIUS_APP_QUOTA_BYTES={quota_raw:?} must be a positive number of bytes"))
@@ -660,6 +680,9 @@ impl Config {
             agent_output_max,
             app_node_modules,
             app_runtime_dir,
+            shell_source,
+            shell_node_modules,
+            shell_ready_timeout,
             app_quota_bytes,
             upload_max_file_bytes,
             upload_quota_bytes,
@@ -716,6 +739,10 @@ impl Config {
             agent_output_max: DEFAULT_OUTPUT_MAX_BYTES,
             app_node_modules: checkout_root().join("frontend/node_modules"),
             app_runtime_dir: checkout_root().join("frontend/public"),
+            // Seeding the shell's source costs every test server a copy; the tests about it set one.
+            shell_source: None,
+            shell_node_modules: checkout_root().join("frontend/node_modules"),
+            shell_ready_timeout: DEFAULT_SHELL_READY,
             app_quota_bytes: DEFAULT_APP_QUOTA_BYTES,
             upload_max_file_bytes: DEFAULT_MAX_UPLOAD_MIB << 20,
             upload_quota_bytes: DEFAULT_UPLOAD_QUOTA_MIB << 20,

@@ -330,6 +330,15 @@ pub enum SystemEvent {
     ThemeUpdated {
         version: String,
     },
+    /// The server now serves another build of the shell (`build`: its number, `null` for the
+    /// stock one): open devices offer a reload when idle. `reason` says why when it was not
+    /// the owner's choice (a rollback).
+    ShellUpdated {
+        build: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
+        reason: Option<String>,
+    },
 }
 
 #[cfg(test)]

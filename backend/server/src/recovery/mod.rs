@@ -1,6 +1,7 @@
 //! `/recovery`: a page built into the binary (not the PWA, which the agent may change) where the
 //! owner signs in and puts the platform's look back: the theme reset to stock or to one of its
-//! versions. It uses only the public API and loads no theme; signing in there is the device's
+//! versions, and the shell (the screens the agent rebuilds, `shell/`) back to one of its builds
+//! or to the stock one, which is always there. It uses only the public API and loads no theme; signing in there is the device's
 //! session, handed to the shell (same origin), whose remembered theme it forgets on a change.
 
 use axum::Router;

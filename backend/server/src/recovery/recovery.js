@@ -1,4 +1,5 @@
-// Möbius recovery: sign in, see the theme and its versions, reset it or go back to one. Signing
+// Möbius recovery: sign in, see the theme and its versions, reset it or go back to one; see
+// the shell's builds (the screens the agent rebuilt), go back to one or to the stock screens. Signing
 // in here is this device's session, so the shell gets the token too ("Open Möbius" goes on
 // signed in), and a change forgets the theme the shell remembered for its first paint.
 "use strict";
@@ -51,14 +52,54 @@
     }
   }
 
-  async function act(work) {
-    show($("theme-error"), "");
+  async function act(work, errorId) {
+    const error = $(errorId || "theme-error");
+    show(error, "");
     try {
       await work();
       forgetRemembered();
       await refresh();
-    } catch (error) {
-      show($("theme-error"), error.message);
+      await refreshShell();
+    } catch (failure) {
+      show(error, failure.message);
+    }
+  }
+
+  function useShell(build) {
+    return act(async () => {
+      const response = await fetch("/api/shell/use", {
+        method: "POST",
+        headers: { Authorization: "Bearer " + token, Accept: "application/json", "Content-Type": "application/json" },
+        body: JSON.stringify({ build: build }),
+      });
+      const body = await response.json().catch(() => ({}));
+      if (!response.ok) throw new Error(body.message || "Möbius answered " + response.status + ".");
+    }, "shell-error");
+  }
+
+  async function refreshShell() {
+    const shell = await call("/api/shell");
+    $("shell-state").textContent =
+      shell.serving === null ? "The stock screens are on." : "The agent's build " + shell.serving + " is on.";
+    $("stock-shell").disabled = shell.serving === null;
+    const list = $("shell-builds");
+    list.replaceChildren();
+    for (const b of shell.builds) {
+      const row = document.createElement("li");
+      const text = document.createElement("span");
+      const when = new Date(b.at).toLocaleString();
+      text.textContent =
+        "Build " + b.n + " · " + when + (b.n === shell.serving ? " (current)" : "") + (b.failed ? " · rolled back" : "");
+      row.append(text);
+      if (b.n !== shell.serving) {
+        const use = document.createElement("button");
+        use.type = "button";
+        use.textContent = "Use";
+        use.setAttribute("aria-label", "Use shell build " + b.n);
+        use.addEventListener("click", () => useShell(b.n));
+        row.append(use);
+      }
+      list.append(row);
     }
   }
 
@@ -82,9 +123,11 @@
       $("sign-in").hidden = true;
       $("tools").hidden = false;
       await refresh();
+      await refreshShell();
     } catch (error) {
       show($("sign-in-error"), error.message);
     }
   });
   $("reset-theme").addEventListener("click", () => act(() => call("/api/theme/reset", "POST")));
+  $("stock-shell").addEventListener("click", () => useShell(null));
 })();

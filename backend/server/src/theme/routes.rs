@@ -125,7 +125,7 @@ async fn restore(State(state): State<AppState>, _owner: Owner, Path(id): Path<St
 /// the stock manifest's too).
 #[tracing::instrument(level = "debug", skip_all)]
 async fn manifest(State(state): State<AppState>) -> Response {
-    let path = state.config.frontend_dir.join("manifest.webmanifest");
+    let path = state.shell.served().dir.join("manifest.webmanifest");
     let colour = state.theme.current().checked.light_bg.clone();
     let built = tokio::task::spawn_blocking(move || read_manifest(&path)).await.ok().flatten();
     let Some(mut manifest) = built else {

@@ -24,6 +24,7 @@ mod release_db;
 mod runtime;
 mod schedules;
 mod search;
+mod shell;
 mod storage;
 mod telemetry;
 mod theme;

@@ -40,6 +40,7 @@ import { useApps } from "../apps/useApps";
 import { ChatInfo } from "../chat/ChatInfo";
 import { ChatView } from "../chat/ChatView";
 import { InstallOffer } from "./InstallOffer";
+import { ShellUpdateOffer } from "./ShellUpdateOffer";
 import { Drawer, listsNoChat } from "./Drawer";
 import { Icon } from "../ui/Icon";
 import { preloadMarkdown } from "../chat/Markdown";
@@ -433,6 +434,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
         </header>
         )}
         <DecisionSheet search={location.search} />
+        <ShellUpdateOffer />
         {route.name === "chat" && <InstallOffer />}
         {!online && (
           <div className="offline-note" role="status">
