@@ -46,6 +46,7 @@ pub const AGENT_ROUTES: &[(&str, &str)] = &[
     ("*", "/mcp/{chat}/{id}"),
     ("GET", "/theme"),
     ("POST", "/theme/apply"),
+    ("POST", "/screenshots"),
 ];
 
 /// May an agent token bound to `own_chat` call `method` on `path`, which matched `route`?
