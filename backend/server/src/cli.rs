@@ -222,8 +222,10 @@ fn app_command(args: &[String]) -> ExitCode {
     })
 }
 
-const APP_SHOT_USAGE: &str = "mobius app screenshot <slug> [--size phone|desktop] [--path /in-app/path] [--out FILE.png]";
-const PAGE_SHOT_USAGE: &str = "mobius page screenshot <path-or-url-on-this-server> [--size phone|desktop] [--out FILE.png]";
+const APP_SHOT_USAGE: &str =
+    "mobius app screenshot <slug> [--size phone|desktop] [--path /in-app/path] [--out FILE.png]";
+const PAGE_SHOT_USAGE: &str =
+    "mobius page screenshot <path-or-url-on-this-server> [--size phone|desktop] [--out FILE.png]";
 /// How long `mobius … screenshot` waits for the server: a turn for the browser, then the shot.
 const SCREENSHOT_WAIT: Duration = Duration::from_secs(60);
 
@@ -270,7 +272,8 @@ fn screenshot_command(args: &[String], app: bool) -> ExitCode {
         serde_json::json!({ "url": target, "size": size })
     };
     let name: String = if app { target.clone() } else { "page".into() };
-    let name: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect();
+    let name: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect();
     let out = std::path::PathBuf::from(out.unwrap_or_else(|| format!("screenshots/{name}-{size}.png")));
     let mut written = Ok(());
     let code = agent_call(reqwest::Method::POST, "/api/screenshots", AgentBody::Json(&body), SCREENSHOT_WAIT, |json| {
@@ -297,7 +300,10 @@ fn write_screenshot(out: &std::path::Path, json: &serde_json::Value) -> std::io:
     std::fs::write(out, &png)?;
     let shown = std::fs::canonicalize(out).unwrap_or_else(|_| out.to_path_buf());
     let list = |key: &str| -> Vec<String> {
-        json[key].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()).unwrap_or_default()
+        json[key]
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default()
     };
     println!(
         "screenshot: {} ({}x{} PNG, {} bytes; {} of {})",

@@ -153,9 +153,14 @@ mod tests {
         assert_eq!(bytes.last(), Some(&0));
         assert_eq!(bytes.iter().filter(|&&b| b == 0).count(), 1, "no NUL inside the JSON");
         let parsed: Value = serde_json::from_slice(&bytes[..bytes.len() - 1]).expect("json");
-        assert_eq!(parsed, json!({ "id": 7, "sessionId": "S1", "method": "Page.navigate", "params": { "url": "http://127.0.0.1:1/" } }));
-        let browser: Value = serde_json::from_slice(&encode(1, None, "Browser.getVersion", json!({}))[..]
-            .strip_suffix(&[0]).expect("nul")).expect("json");
+        assert_eq!(
+            parsed,
+            json!({ "id": 7, "sessionId": "S1", "method": "Page.navigate", "params": { "url": "http://127.0.0.1:1/" } })
+        );
+        let browser: Value = serde_json::from_slice(
+            &encode(1, None, "Browser.getVersion", json!({}))[..].strip_suffix(&[0]).expect("nul"),
+        )
+        .expect("json");
         assert!(browser.get("sessionId").is_none(), "browser commands carry no session");
     }
 

@@ -87,11 +87,13 @@ impl Size {
     }
 }
 
-/// What to render: `url` on this server, signed in as the owner with `token` on `origin`.
+/// What to render: `url` on this server, signed in as the owner with `token` on `origin`;
+/// `app_id` names the app a standalone page shows.
 pub struct Target {
     pub url: String,
     pub origin: String,
     pub token: String,
+    pub app_id: Option<i64>,
 }
 
 /// A screenshot and what the page said while it was taken.
@@ -284,8 +286,7 @@ fn browser_args(profile: &Path) -> Vec<String> {
 async fn drive(cdp: &mut Cdp, target: &Target, size: Size, started: Instant) -> std::result::Result<Shot, CdpError> {
     let created = cdp.call(None, "Target.createTarget", json!({ "url": "about:blank" })).await?;
     let target_id = created["targetId"].as_str().unwrap_or_default().to_owned();
-    let attached =
-        cdp.call(None, "Target.attachToTarget", json!({ "targetId": target_id, "flatten": true })).await?;
+    let attached = cdp.call(None, "Target.attachToTarget", json!({ "targetId": target_id, "flatten": true })).await?;
     let session = attached["sessionId"].as_str().unwrap_or_default().to_owned();
     let s = Some(session.as_str());
     for domain in ["Page.enable", "Runtime.enable", "Network.enable", "Log.enable"] {
@@ -346,13 +347,20 @@ async fn drive(cdp: &mut Cdp, target: &Target, size: Size, started: Instant) -> 
     })
 }
 
-/// Signs the shell in on this server's origin (top document only; app frames are opaque).
+/// Signs the shell in on this server's origin (top document only; app frames are opaque), and
+/// answers the one-time "put it on your home screen" offers, which would cover the bottom of
+/// every screenshot (a fresh profile is a first visit each time).
 fn sign_in_js(target: &Target) -> String {
     let origin = serde_json::to_string(&target.origin).unwrap_or_default();
     let token = serde_json::to_string(&target.token).unwrap_or_default();
+    let app_offer = target
+        .app_id
+        .map(|id| format!("sessionStorage.setItem('mobius.install-offer.{id}', 'dismissed'); "))
+        .unwrap_or_default();
     format!(
         "(() => {{ if (window !== window.top || location.origin !== {origin}) return; \
-         try {{ localStorage.setItem('mobius.token', {token}); }} catch (e) {{}} }})();"
+         try {{ localStorage.setItem('mobius.token', {token}); \
+         localStorage.setItem('mobius.install-offer.shell', 'dismissed'); {app_offer}}} catch (e) {{}} }})();"
     )
 }
 
@@ -453,7 +461,11 @@ impl Observer {
                 let response = &params["response"];
                 let status = response["status"].as_u64().unwrap_or(0);
                 if status >= 400 {
-                    let what = self.seen.get(&id()).cloned().unwrap_or_else(|| short(response["url"].as_str().unwrap_or_default()));
+                    let what = self
+                        .seen
+                        .get(&id())
+                        .cloned()
+                        .unwrap_or_else(|| short(response["url"].as_str().unwrap_or_default()));
                     self.fail(format!("{what} → {status}"));
                 }
                 // An event stream stays open by design: it does not hold the page unsettled.
@@ -481,10 +493,8 @@ impl Observer {
             "Runtime.consoleAPICalled" => {
                 let kind = params["type"].as_str().unwrap_or_default();
                 if matches!(kind, "error" | "warning" | "assert") {
-                    let args: Vec<String> = params["args"]
-                        .as_array()
-                        .map(|a| a.iter().map(remote_text).collect())
-                        .unwrap_or_default();
+                    let args: Vec<String> =
+                        params["args"].as_array().map(|a| a.iter().map(remote_text).collect()).unwrap_or_default();
                     let at = params["stackTrace"]["callFrames"][0]["url"].as_str().map(short).unwrap_or_default();
                     let at = if at.is_empty() { String::new() } else { format!(" ({at})") };
                     self.say(format!("console.{kind}: {}{at}", args.join(" ")));

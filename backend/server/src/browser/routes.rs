@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{Confinement, Shot, Size, Target};
 use crate::api::ApiJson;
-use crate::auth::jwt::{Claims, Scope};
 use crate::auth::Owner;
+use crate::auth::jwt::{Claims, Scope};
 use crate::error::{Error, Result};
 use crate::state::AppState;
 
@@ -51,15 +51,19 @@ struct ShotOut {
 
 /// `POST /api/screenshots`.
 #[tracing::instrument(level = "debug", skip_all)]
-async fn screenshot(State(state): State<AppState>, Owner(claims): Owner, ApiJson(body): ApiJson<ShotIn>) -> Result<Json<ShotOut>> {
-    let path = target_path(&state, &body).await?;
+async fn screenshot(
+    State(state): State<AppState>,
+    Owner(claims): Owner,
+    ApiJson(body): ApiJson<ShotIn>,
+) -> Result<Json<ShotOut>> {
+    let (path, app_id) = target_path(&state, &body).await?;
     let origin = state.providers.api_url().trim_end_matches('/').to_owned();
     let borrowed = state.sessions.borrow();
     let (username, epoch) =
         state.owner.get().ok_or_else(|| Error::unauthorized("invalid_token", "No owner account exists."))?;
     let mut browser_claims = Claims::new(&username, Scope::Owner, epoch, super::TOKEN_TTL_SECS);
     browser_claims.sid = Some(borrowed.sid().to_owned());
-    let target = Target { url: format!("{origin}{path}"), origin, token: state.keys.issue(&browser_claims)? };
+    let target = Target { url: format!("{origin}{path}"), origin, token: state.keys.issue(&browser_claims)?, app_id };
     let confine = Confinement {
         sandbox: &state.agents.sandbox,
         memory: state.providers.memory(),
@@ -92,8 +96,8 @@ async fn turn_ended(state: &AppState, claims: &Claims) {
     }
 }
 
-/// The path on this server the request names, or why not.
-async fn target_path(state: &AppState, body: &ShotIn) -> Result<String> {
+/// The path on this server the request names (and the app it shows), or why not.
+async fn target_path(state: &AppState, body: &ShotIn) -> Result<(String, Option<i64>)> {
     match (&body.app, &body.url) {
         (Some(slug), None) => {
             let app = crate::db::apps::by_slug(&state.db.read, slug).await?;
@@ -104,15 +108,17 @@ async fn target_path(state: &AppState, body: &ShotIn) -> Result<String> {
                 ));
             };
             match &body.path {
-                None => Ok(format!("/apps/{}/", app.slug)),
+                None => Ok((format!("/apps/{}/", app.slug), Some(app.id))),
                 Some(path) => {
                     check_path(path)?;
                     let intent = query_escape(path);
-                    Ok(format!("/?app={}&intent={intent}", app.id))
+                    Ok((format!("/?app={}&intent={intent}", app.id), Some(app.id)))
                 }
             }
         }
-        (None, Some(url)) if body.path.is_none() => page_path(url, state.providers.api_url(), state.config.public_origin.as_str()),
+        (None, Some(url)) if body.path.is_none() => {
+            Ok((page_path(url, state.providers.api_url(), state.config.public_origin.as_str())?, None))
+        }
         _ => Err(Error::unprocessable(
             "screenshot_target",
             "Name exactly one of app (an installed app's slug) or url (a page of this server); path goes with app.",
@@ -126,7 +132,9 @@ fn page_path(url: &str, loopback: &str, public: &str) -> Result<String> {
     let off = || {
         Error::unprocessable(
             "url_off_server",
-            format!("Only pages of this server can be screenshotted: give a path like /settings, or a URL on {public}."),
+            format!(
+                "Only pages of this server can be screenshotted: give a path like /settings, or a URL on {public}."
+            ),
         )
     };
     if url.chars().count() > MAX_PATH_CHARS || url.chars().any(char::is_control) {
@@ -137,7 +145,10 @@ fn page_path(url: &str, loopback: &str, public: &str) -> Result<String> {
     }
     let parsed = reqwest::Url::parse(url).map_err(|_| off())?;
     let origin = parsed.origin().ascii_serialization();
-    let ours = [loopback, public].iter().filter_map(|o| reqwest::Url::parse(o).ok()).any(|o| o.origin().ascii_serialization() == origin);
+    let ours = [loopback, public]
+        .iter()
+        .filter_map(|o| reqwest::Url::parse(o).ok())
+        .any(|o| o.origin().ascii_serialization() == origin);
     if !ours || !matches!(parsed.scheme(), "http" | "https") {
         return Err(off());
     }
@@ -166,7 +177,10 @@ fn query_escape(text: &str) -> String {
 /// An in-app path: starts with `/`, bounded, no control characters.
 fn check_path(path: &str) -> Result<()> {
     if !path.starts_with('/') || path.chars().count() > MAX_PATH_CHARS || path.chars().any(char::is_control) {
-        return Err(Error::unprocessable("invalid_path", "path is an in-app path starting with / (at most 1,024 characters)."));
+        return Err(Error::unprocessable(
+            "invalid_path",
+            "path is an in-app path starting with / (at most 1,024 characters).",
+        ));
     }
     Ok(())
 }

@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
-use super::helpers::{eventually, types};
-use super::{Cli, Rig, repo};
+use super::helpers::{eventually, eventually_within, types};
+use super::{Cli, REAL_CLI_WAIT, Rig, repo};
 
 /// Writes and publishes `eyes` (logs a console error on purpose) and `ticker` (its DOM never
 /// stops changing).
@@ -27,16 +27,19 @@ export default function App() {
 JSX
 mobius app apply eyes > /dev/null && mobius app apply ticker > /dev/null && echo APPLIED"#;
 const LOOK: &str = "mobius app screenshot eyes";
-const LOOK_AGAIN: &str =
-    "mobius app screenshot ticker --out ticker.png; mobius app screenshot nope; mobius page screenshot https://example.com/; echo LOOKED";
+const LOOK_AGAIN: &str = "mobius app screenshot ticker --out ticker.png; mobius app screenshot nope; mobius page screenshot https://example.com/; echo LOOKED";
 
 /// One shell command as the provider's tool call; Codex's waits up to 30 s for the command
 /// (its default hands back a running command after 10 s).
 fn shell(cli: Cli, command: &str) -> Value {
     match cli {
-        Cli::Claude => json!({ "tool_use": { "name": "Bash", "input": { "command": command, "description": "look", "timeout": 120000 } } }),
-        Cli::Codex => json!({ "items": [{ "type": "function_call", "name": "exec_command", "call_id": format!("call_{}", command.len()),
-            "arguments": json!({ "cmd": command, "workdir": "{cwd}", "yield_time_ms": 30000 }).to_string() }] }),
+        Cli::Claude => {
+            json!({ "tool_use": { "name": "Bash", "input": { "command": command, "description": "look", "timeout": 120000 } } })
+        }
+        Cli::Codex => {
+            json!({ "items": [{ "type": "function_call", "name": "exec_command", "call_id": format!("call_{}", command.len()),
+            "arguments": json!({ "cmd": command, "workdir": "{cwd}", "yield_time_ms": 30000 }).to_string() }] })
+        }
     }
 }
 
@@ -53,7 +56,10 @@ fn browsers_of(data_dir: &std::path::Path) -> Vec<String> {
 }
 
 pub async fn the_agent_screenshots_the_app_it_built_and_reads_its_console(cli: Cli) {
-    let steps = json!([shell(cli, MAKE_APPS), shell(cli, LOOK), shell(cli, LOOK_AGAIN), { "text": "I looked at it." }]);
+    let steps = json!([
+        shell(cli, MAKE_APPS), shell(cli, LOOK), shell(cli, LOOK_AGAIN), { "text": "I looked at it." },
+        shell(cli, "mobius app screenshot ticker --out again.png"), { "text": "Stopped before this." },
+    ]);
     let chromium = std::env::var("MOBIUS_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     let frontend = repo().join("frontend/dist").display().to_string();
     let extra = [("MOBIUS_CHROMIUM", chromium.as_str()), ("MOBIUS_FRONTEND_DIR", frontend.as_str())];
@@ -88,4 +94,17 @@ pub async fn the_agent_screenshots_the_app_it_built_and_reads_its_console(cli: C
     let profiles = app.data_dir().join("run/browser");
     let left = std::fs::read_dir(&profiles).map(|d| d.count()).unwrap_or(0);
     assert_eq!(left, 0, "{cli:?}: no profile left behind");
+    // A screenshot ends with its turn: stopped while the busy page keeps it waiting, the
+    // browser is killed.
+    app.send(token, "eyes", "look at the ticker once more", "m2").await;
+    eventually_within(REAL_CLI_WAIT, "the browser starts", || async {
+        (!browsers_of(app.data_dir()).is_empty()).then_some(())
+    })
+    .await;
+    let r: Value =
+        app.post("/api/chat/stop", json!({ "chat_id": "eyes" }), Some(token)).await.json().await.expect("json");
+    assert_eq!(r["stopped"], true);
+    eventually("the stopped turn's browser is gone", || async { browsers_of(app.data_dir()).is_empty().then_some(()) })
+        .await;
+    assert!(!workspace.join("again.png").exists(), "{cli:?}: no picture after the stop");
 }
