@@ -695,7 +695,7 @@ impl Config {
             skill_dir: checkout_root().join("skill"),
             claude_bin: dir.join("no-claude-installed"),
             codex_bin: dir.join("no-codex-installed"),
-            chromium_bin: None,
+            chromium_bin: Some(dir.join("no-chromium-installed")),
             claude_base_url: None,
             codex_base_url: None,
             // A closed port: key checks answer "couldn't check" at once, and the key is kept.
