@@ -189,7 +189,7 @@ impl Screenshots {
         let deadline = tokio::time::Instant::from_std(started + SHOT_DEADLINE);
         let outcome = tokio::time::timeout_at(deadline, drive(&mut cdp, target, size, started)).await;
         process.terminate().await;
-        drop(profile);
+        profile.remove().await;
         match outcome {
             Ok(Ok(shot)) => Ok(shot),
             Ok(Err(e)) => {
@@ -229,9 +229,27 @@ impl Profile {
     }
 }
 
+impl Profile {
+    /// Removes the folder off the async threads (the browser is gone by now).
+    async fn remove(mut self) {
+        let dir = std::mem::take(&mut self.0);
+        let _ = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(dir)).await;
+    }
+}
+
 impl Drop for Profile {
+    /// A screenshot given up (its turn ended): the folder goes on a thread of its own once the
+    /// browser had time to die; the next screenshot removes whatever is left anyway.
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        if self.0.as_os_str().is_empty() {
+            return;
+        }
+        let dir = std::mem::take(&mut self.0);
+        std::thread::spawn(move || {
+            // allow-sleep: the browser's group is killed after its grace; its files go after it.
+            std::thread::sleep(crate::agent::process::KILL_GRACE * 2);
+            let _ = std::fs::remove_dir_all(dir);
+        });
     }
 }
 
@@ -241,7 +259,10 @@ fn browser_env(profile: &Path) -> Vec<(String, String)> {
     vec![
         ("PATH".into(), crate::agent::toolbox::SYSTEM_PATH.join(":")),
         ("HOME".into(), p.clone()),
-        ("TMPDIR".into(), format!("{p}/tmp")),
+        // Relative to its working directory, the profile: Chromium binds its singleton's Unix
+        // socket under TMPDIR, and a socket's path may be at most 107 bytes (a deep DATA_DIR
+        // made the browser die with "Socket path too long").
+        ("TMPDIR".into(), "tmp".into()),
         ("XDG_CONFIG_HOME".into(), p.clone()),
         ("XDG_CACHE_HOME".into(), p),
         ("LANG".into(), "C.UTF-8".into()),
