@@ -157,10 +157,8 @@ mod tests {
             parsed,
             json!({ "id": 7, "sessionId": "S1", "method": "Page.navigate", "params": { "url": "http://127.0.0.1:1/" } })
         );
-        let browser: Value = serde_json::from_slice(
-            &encode(1, None, "Browser.getVersion", json!({}))[..].strip_suffix(&[0]).expect("nul"),
-        )
-        .expect("json");
+        let command = encode(1, None, "Browser.getVersion", json!({}));
+        let browser: Value = serde_json::from_slice(command.strip_suffix(&[0]).expect("nul")).expect("json");
         assert!(browser.get("sessionId").is_none(), "browser commands carry no session");
     }
 
