@@ -59,6 +59,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::platform::router())
         .merge(crate::theme::routes::router())
         .merge(crate::shell::routes::router())
+        .merge(crate::browser::routes::router())
         .fallback(api_not_found)
         .method_not_allowed_fallback(api_method_not_allowed)
         .layer(middleware::from_fn_with_state(

@@ -24,6 +24,13 @@ USAGE:
                                     restore a backup into a stopped deployment
     mobius healthcheck [PATH]       exit 0 when the local server answers /api/ready (or PATH)
     mobius app apply <slug>         (agents) validate, commit, bundle and publish apps/<slug>/
+    mobius app screenshot <slug> [--size phone|desktop] [--path /in-app/path] [--out FILE.png]
+                                    (agents) render the installed app as the owner's phone (or a
+                                    desktop) shows it, once it settled: writes the PNG (default
+                                    screenshots/<slug>-<size>.png) and prints its console errors
+                                    and failed requests
+    mobius page screenshot <path-or-url> [--size phone|desktop] [--out FILE.png]
+                                    (agents) the same for a page of this server (/settings, …)
     mobius theme apply              (agents) check DATA_DIR/theme/theme.css and make it the
                                     platform's theme on every open device (errors say where)
     mobius shell rebuild            (agents) build DATA_DIR/platform/shell/ and serve it on every
@@ -70,6 +77,7 @@ ENVIRONMENT:
     MOBIUS_SKILL_DIR         the agent's constitution and skills (default skill)
     MOBIUS_CLAUDE_BIN        Claude Code CLI (default claude on PATH)
     MOBIUS_CODEX_BIN         Codex CLI (default codex on PATH)
+    MOBIUS_CHROMIUM          the screenshot browser (default chromium-headless-shell or chromium on PATH)
     MOBIUS_CLAUDE_BASE_URL   model endpoint for Claude Code (optional)
     MOBIUS_AGENT_START_TIMEOUT_SECS  fail a turn whose CLI stays silent this long (default 90)
     MOBIUS_AGENT_TURN_MAX_SECS       end a turn after this long (default 21600)
@@ -114,6 +122,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
         Some("app") => app_command(&args[1..]),
         Some("theme") => theme_command(&args[1..]),
         Some("shell") => shell_command(&args[1..]),
+        Some("page") => page_command(&args[1..]),
         Some("notify") => notify_command(&args[1..]),
         // Internal: the server's Web Push sender (see push/deliver.rs).
         Some("push-deliver") => crate::push::deliver_command(),
@@ -195,8 +204,11 @@ async fn listen(config: &Config) -> Result<TcpListener, String> {
 /// API URL and run-bound token the agent runtime puts in the environment. Prints the
 /// receipt as JSON, or the server's explanation (with compile diagnostics) and exits 1.
 fn app_command(args: &[String]) -> ExitCode {
+    if args.first().map(String::as_str) == Some("screenshot") {
+        return screenshot_command(args, true);
+    }
     let (Some("apply"), Some(slug)) = (args.first().map(String::as_str), args.get(1)) else {
-        eprintln!("usage: mobius app apply <slug>");
+        eprintln!("usage: mobius app apply <slug>\n       {APP_SHOT_USAGE}");
         return ExitCode::from(2);
     };
     let chat_id = std::env::var("MOBIUS_CHAT_ID").or_else(|_| std::env::var("CHAT_ID")).ok().filter(|v| !v.is_empty());
@@ -211,6 +223,131 @@ fn app_command(args: &[String]) -> ExitCode {
         });
         println!("{}", serde_json::to_string_pretty(&receipt).unwrap_or_default());
     })
+}
+
+const APP_SHOT_USAGE: &str =
+    "mobius app screenshot <slug> [--size phone|desktop] [--path /in-app/path] [--out FILE.png]";
+const PAGE_SHOT_USAGE: &str =
+    "mobius page screenshot <path-or-url-on-this-server> [--size phone|desktop] [--out FILE.png]";
+/// How long `mobius … screenshot` waits for the server: a turn for the browser, then the shot.
+const SCREENSHOT_WAIT: Duration = Duration::from_secs(60);
+
+/// `mobius app screenshot …` (`app`) or `mobius page screenshot …`: renders it in the server's
+/// screenshot browser (`POST /api/screenshots`), writes the PNG (default
+/// `screenshots/<slug>-<size>.png` under the working directory) and prints its path, size,
+/// whether the page settled, and its console errors and failed requests.
+fn screenshot_command(args: &[String], app: bool) -> ExitCode {
+    let usage = if app { APP_SHOT_USAGE } else { PAGE_SHOT_USAGE };
+    let mut target = None;
+    let (mut size, mut path, mut out) = ("phone".to_owned(), None, None);
+    let mut rest = args.iter().skip(1);
+    while let Some(arg) = rest.next() {
+        let slot = match arg.as_str() {
+            "--size" => &mut size,
+            "--path" if app => path.insert(String::new()),
+            "--out" => out.insert(String::new()),
+            other if other.starts_with("--") || target.is_some() => {
+                eprintln!("mobius: unexpected {other:?}\nusage: {usage}");
+                return ExitCode::from(2);
+            }
+            other => {
+                target = Some(other.to_owned());
+                continue;
+            }
+        };
+        let Some(value) = rest.next() else {
+            eprintln!("mobius: {arg} needs a value\nusage: {usage}");
+            return ExitCode::from(2);
+        };
+        *slot = value.clone();
+    }
+    let Some(target) = target else {
+        eprintln!("usage: {usage}");
+        return ExitCode::from(2);
+    };
+    if size != "phone" && size != "desktop" {
+        eprintln!("mobius: --size is phone or desktop\nusage: {usage}");
+        return ExitCode::from(2);
+    }
+    let body = if app {
+        serde_json::json!({ "app": target, "size": size, "path": path })
+    } else {
+        serde_json::json!({ "url": target, "size": size })
+    };
+    let name: String = if app { target.clone() } else { "page".into() };
+    let name: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect();
+    let out = std::path::PathBuf::from(out.unwrap_or_else(|| format!("screenshots/{name}-{size}.png")));
+    let mut written = Ok(());
+    let code = agent_call(reqwest::Method::POST, "/api/screenshots", AgentBody::Json(&body), SCREENSHOT_WAIT, |json| {
+        written = write_screenshot(&out, json);
+    });
+    match written {
+        Ok(()) => code,
+        Err(e) => {
+            eprintln!("mobius: cannot write {}: {e}", out.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Writes the answer's PNG to `out` and prints what the agent needs to know.
+fn write_screenshot(out: &std::path::Path, json: &serde_json::Value) -> std::io::Result<()> {
+    use base64::Engine;
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(json["png_base64"].as_str().unwrap_or_default())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(out, &png)?;
+    let shown = std::fs::canonicalize(out).unwrap_or_else(|_| out.to_path_buf());
+    let list = |key: &str| -> Vec<String> {
+        json[key]
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default()
+    };
+    println!(
+        "screenshot: {} ({}x{} PNG, {} bytes; {} of {})",
+        shown.display(),
+        json["width"],
+        json["height"],
+        png.len(),
+        json["size"].as_str().unwrap_or("phone"),
+        json["target"].as_str().unwrap_or("?")
+    );
+    let took = json["elapsed_ms"].as_u64().unwrap_or(0) as f64 / 1000.0;
+    if json["settled"].as_bool() == Some(true) {
+        println!("settled: yes ({took:.1} s)");
+    } else {
+        println!("settled: NO ({took:.1} s)");
+    }
+    for note in list("notes") {
+        println!("note: {note}");
+    }
+    for (key, title) in [("console", "console errors and warnings"), ("failed_requests", "failed requests")] {
+        let lines = list(key);
+        if lines.is_empty() {
+            println!("{title}: none");
+        } else {
+            println!("{title} ({}):", lines.len());
+            for line in lines {
+                println!("  {line}");
+            }
+        }
+    }
+    println!("Look at the PNG before saying it is done (Claude: Read the file; Codex: view_image).");
+    Ok(())
+}
+
+/// `mobius page screenshot …`.
+fn page_command(args: &[String]) -> ExitCode {
+    if args.first().map(String::as_str) != Some("screenshot") {
+        eprintln!("usage: {PAGE_SHOT_USAGE}");
+        return ExitCode::from(2);
+    }
+    screenshot_command(args, false)
 }
 
 /// `mobius toolbox [--json] [--require]`: what `agent::toolbox` finds on this `PATH`.

@@ -8,6 +8,7 @@ pub mod app;
 pub mod apps;
 pub mod auth;
 pub mod backup;
+pub mod browser;
 pub mod cadence;
 pub mod chats;
 pub mod cli;

@@ -96,6 +96,8 @@ pub struct Inner {
     pub uploads: Arc<Uploads>,
     /// App jobs and scheduled agent turns (its loop starts once the server is ready).
     pub schedules: Arc<crate::schedules::Scheduler>,
+    /// The screenshot browser's slot (`mobius app screenshot`).
+    pub screenshots: crate::browser::Screenshots,
     /// Platform updates: the feed's last answer, an apply's progress, the launcher.
     pub updates: crate::platform::Updates,
     /// The frame bootstrap inlined into app frame documents, read on first use.
@@ -320,6 +322,7 @@ impl AppState {
         let streams = crate::events::StreamLimits::new(config.net.max_streams, config.net.max_streams_per_address);
         let updates = crate::platform::Updates::new(&config.data_dir, config.updates.clone());
         let connectors = crate::connectors::Connectors::new(config.connectors_allow_loopback);
+        let screenshots = crate::browser::Screenshots::new(config.chromium_bin.clone(), &config.data_dir);
         let state = Self(Arc::new(Inner {
             updates,
             config,
@@ -353,6 +356,7 @@ impl AppState {
             shell,
             uploads,
             schedules,
+            screenshots,
             frame_bootstrap: OnceLock::new(),
         }));
         Ok((state, task))

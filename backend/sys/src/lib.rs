@@ -2,9 +2,10 @@
 //! glibc's allocator settings and trim, paging out start-up code, registering a git transport with libgit2, and
 //! confining the agent's processes (`landlock`: its system calls and the `pre_exec` hook that
 //! applies them in the child), and their memory ceilings (`limits`: an rlimit or a cgroup
-//! joined in the child before exec), and the listening socket a launcher hands its server
-//! (`listener`). Every other crate forbids `unsafe`.
+//! joined in the child before exec), the descriptors a child finds at fixed numbers (`fds`),
+//! and the listening socket a launcher hands its server (`listener`). Every other crate forbids `unsafe`.
 
+pub mod fds;
 pub mod landlock;
 pub mod limits;
 pub mod listener;

@@ -174,6 +174,54 @@ pub fn spawn_job(
     Ok(SpawnedJob { process, output })
 }
 
+/// A headless browser as [`spawn_browser`] starts it: its DevTools pipe's two ends.
+#[derive(Debug)]
+pub struct SpawnedBrowser {
+    pub process: AgentProcess,
+    /// What the browser reads (its descriptor 3): NUL-terminated DevTools commands.
+    pub commands: tokio::net::unix::pipe::Sender,
+    /// What the browser writes (its descriptor 4): NUL-terminated answers and events.
+    pub answers: tokio::net::unix::pipe::Receiver,
+    pub stderr: StderrTail,
+}
+
+/// Starts a browser like [`spawn`] (own group, exactly `env`, `no_new_privs`, the ruleset, the
+/// memory ceiling, its tree) with `--remote-debugging-pipe`'s descriptors 3 and 4, stdin and
+/// stdout from and to `/dev/null`, and the tail of its stderr kept.
+#[allow(clippy::too_many_arguments)]
+pub fn spawn_browser(
+    program: &Path,
+    args: &[String],
+    cwd: &Path,
+    env: &[(String, String)],
+    trees: Option<&Trees>,
+    confine: Option<Ruleset>,
+    memory: super::ceiling::Applied,
+) -> Result<SpawnedBrowser> {
+    let (browser_reads, we_write) = std::io::pipe()?;
+    let (we_read, browser_writes) = std::io::pipe()?;
+    let mut command = std::process::Command::new(program);
+    command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    mobius_sys::fds::hand_on_exec(
+        &mut command,
+        vec![(std::os::fd::OwnedFd::from(browser_reads), 3), (std::os::fd::OwnedFd::from(browser_writes), 4)],
+    )?;
+    // `start` drops the command, and with it this process's copies of the browser's ends.
+    let mut process = start(command, program, args, cwd, env, trees, confine, memory)?;
+    let stderr_pipe = process.child.stderr.take().ok_or_else(|| Error::Internal("no stderr pipe".into()))?;
+    let stderr = StderrTail::default();
+    let tail = stderr.clone();
+    tokio::spawn(async move {
+        let mut reader = BufReader::new(stderr_pipe).lines();
+        while let Ok(Some(line)) = reader.next_line().await {
+            tail.push(line);
+        }
+    });
+    let commands = tokio::net::unix::pipe::Sender::from_owned_fd(std::os::fd::OwnedFd::from(we_write))?;
+    let answers = tokio::net::unix::pipe::Receiver::from_owned_fd(std::os::fd::OwnedFd::from(we_read))?;
+    Ok(SpawnedBrowser { process, commands, answers, stderr })
+}
+
 /// The common part of [`spawn`] and [`spawn_job`]: environment, working directory, group,
 /// its tree's label, memory ceiling, sandbox.
 #[allow(clippy::too_many_arguments)]

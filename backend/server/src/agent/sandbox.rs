@@ -22,6 +22,9 @@ const SYSTEM_READ_EXEC: &[&str] =
 const SYSTEM_READ: &[&str] = &["/proc", "/sys"];
 /// Shared scratch and devices the tools write to.
 const SYSTEM_READ_WRITE: &[&str] = &["/tmp", "/var/tmp", "/dev"];
+/// What the screenshot browser also reads: the system's font cache (without it every start
+/// rebuilds one in its profile).
+const BROWSER_READ: &[&str] = &["/var/cache/fontconfig"];
 /// Folders of `DATA_DIR` the agent works in, read and write (its skills, the owner's memory
 /// file and the theme's working copy are its to keep, as the constitution says; the served
 /// theme is the server's own copy, see `theme/`).
@@ -243,6 +246,32 @@ impl Sandbox {
         }
         grants.read_write.push(work.to_path_buf());
         grants.read_write.push(out.to_path_buf());
+        grants
+    }
+
+    /// What the screenshot browser may use: the system (read, execute), the browser's own folder
+    /// when it lives elsewhere, the kernel views, the shared scratch and devices, the font cache,
+    /// and its throwaway profile (read, write). Nothing of `DATA_DIR` but that profile: not the
+    /// keys, the database, the logins or any app's files (it reads pages over HTTP like any
+    /// browser).
+    pub fn browser_grants(&self, browser: &Path, profile: &Path) -> Grants {
+        let data = &self.data_dir;
+        let mut grants = Grants::default();
+        let generic =
+            |list: &mut Vec<PathBuf>, skipped: &mut Vec<PathBuf>, p: PathBuf| grant_outside(data, list, skipped, p);
+        for p in SYSTEM_READ_EXEC {
+            generic(&mut grants.read_exec, &mut grants.skipped, PathBuf::from(p));
+        }
+        if let Some(dir) = std::fs::canonicalize(browser).ok().and_then(|p| p.parent().map(Path::to_path_buf)) {
+            generic(&mut grants.read_exec, &mut grants.skipped, dir);
+        }
+        for p in SYSTEM_READ.iter().chain(BROWSER_READ) {
+            generic(&mut grants.read, &mut grants.skipped, PathBuf::from(p));
+        }
+        for p in SYSTEM_READ_WRITE {
+            generic(&mut grants.read_write, &mut grants.skipped, PathBuf::from(p));
+        }
+        grants.read_write.push(profile.to_path_buf());
         grants
     }
 

@@ -49,6 +49,7 @@ pub const AGENT_ROUTES: &[(&str, &str)] = &[
     ("GET", "/shell"),
     ("POST", "/shell/rebuild"),
     ("POST", "/shell/use"),
+    ("POST", "/screenshots"),
 ];
 
 /// May an agent token bound to `own_chat` call `method` on `path`, which matched `route`?

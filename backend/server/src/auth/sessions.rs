@@ -19,9 +19,32 @@ pub const LEGACY_SESSION: &str = "legacy";
 /// Last-seen times are stamped at most this often per session.
 const SEEN_RESOLUTION_MS: i64 = 60_000;
 
-/// The live sessions and when each was last seen.
+/// The live sessions and when each was last seen, and the borrowed ones ([`Sessions::borrow`]).
 #[derive(Debug, Default)]
-pub struct Sessions(RwLock<HashMap<String, Arc<Session>>>);
+pub struct Sessions(RwLock<HashMap<String, Arc<Session>>>, Arc<RwLock<HashMap<String, Arc<Session>>>>);
+
+/// A session that exists only in memory while it is held (the screenshot browser's): never
+/// stored, never listed among devices, gone from [`Sessions::check`] when dropped.
+#[derive(Debug)]
+pub struct Borrowed {
+    sid: String,
+    set: Arc<RwLock<HashMap<String, Arc<Session>>>>,
+}
+
+impl Borrowed {
+    /// Its id, for the token's `sid`.
+    pub fn sid(&self) -> &str {
+        &self.sid
+    }
+}
+
+impl Drop for Borrowed {
+    fn drop(&mut self) {
+        if let Some(session) = self.set.write_locked().remove(&self.sid) {
+            session.ended.cancel();
+        }
+    }
+}
 
 /// One live session.
 #[derive(Debug, Default)]
@@ -51,8 +74,19 @@ impl Sessions {
         Ok(())
     }
 
+    /// A session that lives in memory while the returned guard is held. Sign-out everywhere
+    /// also ends it: owner tokens carry the owner's epoch.
+    pub fn borrow(&self) -> Borrowed {
+        let sid = format!("borrowed-{}", new_session_id());
+        self.1.write_locked().insert(sid.clone(), Arc::default());
+        Borrowed { sid, set: Arc::clone(&self.1) }
+    }
+
     /// True when `sid` is live (and stamps it seen now).
     pub fn check(&self, sid: &str) -> bool {
+        if self.1.read_locked().contains_key(sid) {
+            return true;
+        }
         let map = self.0.read_locked();
         let Some(session) = map.get(sid) else { return false };
         let now = crate::db::now_ms();
@@ -76,6 +110,9 @@ impl Sessions {
             return CancellationToken::new();
         }
         let sid = claims.sid.as_deref().unwrap_or(LEGACY_SESSION);
+        if let Some(session) = self.1.read_locked().get(sid) {
+            return session.ended.clone();
+        }
         match self.0.read_locked().get(sid) {
             Some(session) => session.ended.clone(),
             None => {
@@ -130,5 +167,20 @@ mod tests {
         assert!(sessions.check("b"));
         assert_eq!(sessions.seen().len(), 1);
         assert_ne!(new_session_id(), new_session_id());
+    }
+
+    #[test]
+    fn a_borrowed_session_lives_while_held_and_is_never_stored() {
+        let sessions = Sessions::default();
+        let borrowed = sessions.borrow();
+        let sid = borrowed.sid().to_owned();
+        let mut claims = super::super::jwt::Claims::new("owner", super::super::jwt::Scope::Owner, 0, 60);
+        claims.sid = Some(sid.clone());
+        let ended = sessions.ended(&claims);
+        assert!(sessions.check(&sid));
+        assert!(sessions.seen().is_empty(), "not among the stored devices");
+        drop(borrowed);
+        assert!(!sessions.check(&sid), "refused once given back");
+        assert!(ended.is_cancelled(), "its streams end");
     }
 }

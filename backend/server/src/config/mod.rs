@@ -27,6 +27,9 @@ pub struct Config {
     pub claude_bin: PathBuf,
     /// The Codex CLI (`MOBIUS_CODEX_BIN`, default `codex` on PATH).
     pub codex_bin: PathBuf,
+    /// The screenshot browser (`MOBIUS_CHROMIUM`; default `chromium-headless-shell` or
+    /// `chromium` on PATH).
+    pub chromium_bin: Option<PathBuf>,
     /// Model endpoint for Claude Code (`MOBIUS_CLAUDE_BASE_URL` → `ANTHROPIC_BASE_URL`).
     pub claude_base_url: Option<String>,
     /// A Responses endpoint for Codex instead of OpenAI's (`MOBIUS_CODEX_BASE_URL`): the
@@ -485,6 +488,7 @@ impl Config {
         let skill_dir = PathBuf::from(get("MOBIUS_SKILL_DIR").unwrap_or_else(|| "skill".into()));
         let claude_bin = PathBuf::from(get("MOBIUS_CLAUDE_BIN").unwrap_or_else(|| "claude".into()));
         let codex_bin = PathBuf::from(get("MOBIUS_CODEX_BIN").unwrap_or_else(|| "codex".into()));
+        let chromium_bin = get("MOBIUS_CHROMIUM").filter(|v| !v.is_empty()).map(PathBuf::from);
         let claude_base_url = get("MOBIUS_CLAUDE_BASE_URL");
         if let Some(url) = &claude_base_url
             && !(url.starts_with("http://") || url.starts_with("https://"))
@@ -660,6 +664,7 @@ impl Config {
             skill_dir,
             claude_bin,
             codex_bin,
+            chromium_bin,
             claude_base_url,
             codex_base_url,
             anthropic_api_url,
@@ -713,6 +718,7 @@ impl Config {
             skill_dir: checkout_root().join("skill"),
             claude_bin: dir.join("no-claude-installed"),
             codex_bin: dir.join("no-codex-installed"),
+            chromium_bin: Some(dir.join("no-chromium-installed")),
             claude_base_url: None,
             codex_base_url: None,
             // A closed port: key checks answer "couldn't check" at once, and the key is kept.

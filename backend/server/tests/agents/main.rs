@@ -13,6 +13,7 @@ mod helpers;
 
 mod connectors;
 mod containment;
+mod eyes;
 mod fixtures;
 mod memory;
 mod plan;
@@ -29,6 +30,7 @@ use containment::{
     what_the_agent_started_dies_at_the_next_start_after_the_server_was_killed,
     what_the_agent_starts_dies_with_its_turn_however_it_escaped,
 };
+use eyes::the_agent_screenshots_the_app_it_built_and_reads_its_console;
 use memory::{
     a_note_is_written_after_idle_titles_the_chat_and_primes_new_chats,
     an_owner_turn_during_a_note_turn_is_not_held_up_by_it,
@@ -1087,6 +1089,7 @@ macro_rules! for_both {
 
 for_both!(
     a_plan_is_approved_with_an_edit_and_the_same_turn_carries_it_out,
+    the_agent_screenshots_the_app_it_built_and_reads_its_console,
     a_turn_calls_a_connector_tool_through_the_broker_without_its_credential,
     a_connector_tool_call_asks_the_owner_under_the_ask_policy,
     the_agent_signals_only_its_own_processes,

@@ -23,6 +23,7 @@ mod push;
 mod release_db;
 mod runtime;
 mod schedules;
+mod screenshots;
 mod search;
 mod shell;
 mod storage;
