@@ -5,6 +5,7 @@ pub mod access;
 pub mod apps;
 pub mod context;
 pub mod logs;
+pub mod secure_input;
 mod routes;
 pub(crate) mod stream;
 

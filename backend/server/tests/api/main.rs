@@ -24,6 +24,7 @@ mod release_db;
 mod runtime;
 mod schedules;
 mod search;
+mod secure_input;
 mod storage;
 mod telemetry;
 mod theme;
