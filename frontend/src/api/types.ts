@@ -52,6 +52,8 @@ export type PlanBlock = Extract<Block, { type: "plan" }>;
 export type QuestionBlock = { type: "question"; question_id: QuestionId } & Extract<Card, { kind: "question" }>;
 /** A card asking permission to use a tool. */
 export type ApprovalBlock = { type: "question"; question_id: QuestionId } & Extract<Card, { kind: "approval" }>;
+/** A card where the owner types a secret the agent asked for (never shown back). */
+export type SecureInputBlock = { type: "question"; question_id: QuestionId } & Extract<Card, { kind: "secure_input" }>;
 
 /** Answers to a question card: question text → chosen label (a list for multi-select). */
 export type QuestionAnswers = Choices;
