@@ -30,9 +30,11 @@ USAGE:
                                     (agents) tell the owner: a notification on their devices,
                                     opening this chat (--chat) or an app (--app)
     mobius secret request <NAME> --app <SLUG> [--reason TEXT]
+    mobius secret request [NAME] --connector <ID|NAME> [--reason TEXT]
                                     (agents) ask the owner for a secret: a card in this chat
                                     where they type it; it is stored as the app's secret NAME
-                                    and this prints only whether it was stored (never the value)
+                                    (or as the connector's key, which then reconnects) and this
+                                    prints only whether it was stored (never the value)
     mobius secret wait <ID>         (agents) keep waiting for a request that is still open
     mobius media publish <file> [--alt TEXT]
                                     (agents) show an image (PNG, JPEG, WebP, GIF) in this chat:
@@ -323,7 +325,7 @@ const SECRET_WAIT_TOTAL: Duration = Duration::from_secs(540);
 /// prints whether it was stored as the app's secret NAME, never the value.
 fn secret_command(args: &[String]) -> ExitCode {
     const USAGE: &str =
-        "usage: mobius secret request <NAME> --app <SLUG> [--reason TEXT]\n       mobius secret wait <ID>";
+        "usage: mobius secret request <NAME> --app <SLUG> [--reason TEXT]\n       mobius secret request [NAME] --connector <ID|NAME> [--reason TEXT]\n       mobius secret wait <ID>";
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let Some(chat) = env("MOBIUS_CHAT_ID").or_else(|| env("CHAT_ID")) else {
         eprintln!("mobius: MOBIUS_CHAT_ID is not set (this command runs inside an agent turn)");
@@ -332,11 +334,12 @@ fn secret_command(args: &[String]) -> ExitCode {
     let id = match args.first().map(String::as_str) {
         Some("wait") if args.len() == 2 => args[1].clone(),
         Some("request") => {
-            let (mut name, mut app, mut reason) = (None, None, None);
+            let (mut name, mut app, mut connector, mut reason) = (None, None, None, None);
             let mut rest = args[1..].iter();
             while let Some(arg) = rest.next() {
                 match arg.as_str() {
                     "--app" => app = rest.next().cloned(),
+                    "--connector" => connector = rest.next().cloned(),
                     "--reason" => reason = rest.next().cloned(),
                     other if other.starts_with("--") => {
                         eprintln!("mobius: unknown option {other:?}\n{USAGE}");
@@ -349,16 +352,21 @@ fn secret_command(args: &[String]) -> ExitCode {
                     }
                 }
             }
-            let (Some(name), Some(app)) = (name, app) else {
-                eprintln!("{USAGE}");
-                return ExitCode::from(2);
+            let body = match (name, app, connector) {
+                (Some(name), Some(app), None) => serde_json::json!({ "name": name, "app": app, "reason": reason }),
+                (name, None, Some(connector)) => {
+                    serde_json::json!({ "name": name, "connector": connector, "reason": reason })
+                }
+                _ => {
+                    eprintln!("{USAGE}");
+                    return ExitCode::from(2);
+                }
             };
-            let body = serde_json::json!({ "name": name, "app": app, "reason": reason });
             let mut id = None;
             let path = format!("/api/secure-inputs/{chat}");
             let code = agent_request(&path, &body, Duration::from_secs(30), |json| {
                 id = json["id"].as_str().map(str::to_owned);
-                eprintln!("asked the owner for {name} (a card in this chat); waiting for them to enter it…");
+                eprintln!("asked the owner (a card in this chat); waiting for them to enter it…");
             });
             match id {
                 Some(id) => id,
@@ -378,14 +386,20 @@ fn secret_command(args: &[String]) -> ExitCode {
             status = Some((
                 json["status"].as_str().unwrap_or_default().to_owned(),
                 json["name"].as_str().unwrap_or_default().to_owned(),
-                json["app_id"].as_i64().unwrap_or_default(),
+                json["app_id"].as_i64(),
+                json["connector_id"].as_i64(),
             ));
         });
-        let Some((status, name, app_id)) = status else { return code };
+        let Some((status, name, app_id, connector_id)) = status else { return code };
         match status.as_str() {
             "stored" => {
+                let place = match (app_id, connector_id) {
+                    (Some(app), _) => format!("app {app}'s secret {name}"),
+                    (None, Some(connector)) => format!("connector {connector}'s key (it reconnected with it)"),
+                    (None, None) => name.clone(),
+                };
                 println!(
-                    "stored: the owner entered {name}; it is now app {app_id}'s secret {name} (sealed on the server; refer to it by that name). You never see the value: do not ask the owner to paste it in the chat."
+                    "stored: the owner entered {name}; it is now {place}, sealed on the server. You never see the value: do not ask the owner to paste it in the chat."
                 );
                 return ExitCode::SUCCESS;
             }

@@ -2,8 +2,10 @@
 //! secret — an API key for an app's job, a password for a service — and never sees it. The
 //! agent's `mobius secret request` creates the request (its run's token, its own chat): the turn
 //! shows a `secure_input` card (durable first, with a push) naming the secret and the app it is
-//! for. The owner types the value into the card; it goes to `/submit`, is sealed as that app's
-//! secret (`apps::secrets::store`) and the card records only `stored` or `declined`. The agent
+//! (or the connector) it is for. The owner types the value into the card; it goes to `/submit`,
+//! is sealed as that app's secret (`apps::secrets::store`) or as the connector's credential
+//! (`connectors::routes::set_secret`, which connects again with it), and the card records only
+//! `stored` or `declined`. The agent
 //! waits on `/wait` and learns the outcome and the secret's name — the handle its app reads
 //! the secret by (the proxy's `{{secret:NAME}}`) — never the value, which is in no event, row,
 //! log line, answer or the model's context.
@@ -52,13 +54,32 @@ pub enum Status {
     Expired,
 }
 
+/// Where a request's value goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    App(i64),
+    Connector(i64),
+}
+
 /// One open request.
 struct Request {
     chat_id: String,
-    app_id: i64,
+    target: Target,
     name: String,
     status: watch::Sender<Status>,
 }
+
+impl Target {
+    fn json(self) -> (Value, Value) {
+        match self {
+            Target::App(id) => (id.into(), Value::Null),
+            Target::Connector(id) => (Value::Null, id.into()),
+        }
+    }
+}
+
+/// A default name for a connector's credential.
+const CONNECTOR_SECRET_NAME: &str = "token";
 
 /// The open requests (in the shared state).
 #[derive(Default)]
@@ -109,15 +130,59 @@ fn owner_only(owner: &Owner) -> Result<()> {
 
 #[derive(Deserialize)]
 struct CreateIn {
-    name: String,
+    #[serde(default)]
+    name: Option<String>,
     /// The app's slug or id.
-    app: Value,
+    #[serde(default)]
+    app: Option<Value>,
+    /// The connector's id or name.
+    #[serde(default)]
+    connector: Option<Value>,
     #[serde(default)]
     reason: Option<String>,
 }
 
-/// `POST /api/secure-inputs/{chat}` (the agent) `{name, app, reason?}` → 201 `{id, status,
-/// name, app_id, app}`: the card is in the chat (and on the owner's devices).
+/// `Some(id)` for a number or a numeric string.
+fn id_of(value: &Value) -> Option<i64> {
+    match value {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+/// The live, built app `app` names (slug or id): its id and name.
+async fn app_target(state: &AppState, app: &Value) -> Result<(Target, String)> {
+    let row = match (id_of(app), app) {
+        (Some(id), _) => db::apps::get(&state.db.read, id).await?,
+        (None, Value::String(slug)) => db::apps::by_slug(&state.db.read, slug).await?,
+        _ => None,
+    };
+    match row.filter(|a| a.deleted_at.is_none() && a.bundle_sha.is_some()) {
+        Some(app) => Ok((Target::App(app.id), app.name)),
+        None => Err(Domain::AppNotFound.into()),
+    }
+}
+
+/// The connector `connector` names (id or name) that takes a credential.
+async fn connector_target(state: &AppState, connector: &Value) -> Result<(Target, String)> {
+    let rows = db::connectors::list(&state.db.read).await?;
+    let found = rows.into_iter().find(|row| match (id_of(connector), connector) {
+        (Some(id), _) => row.id == id,
+        (None, Value::String(name)) => row.name == *name,
+        _ => false,
+    });
+    match found {
+        Some(row) if row.auth == "none" => {
+            Err(Error::bad_request("connector_takes_no_secret", "This connector uses no key or token."))
+        }
+        Some(row) => Ok((Target::Connector(row.id), row.name)),
+        None => Err(Error::not_found("connector_not_found", "No such connector.")),
+    }
+}
+
+/// `POST /api/secure-inputs/{chat}` (the agent) `{name, app | connector, reason?}` → 201 `{id,
+/// status, name, app_id, connector_id}`: the card is in the chat (and on the owner's devices).
 #[tracing::instrument(level = "debug", skip_all, fields(chat.id = %chat))]
 async fn create(
     State(state): State<AppState>,
@@ -129,7 +194,12 @@ async fn create(
     let Ok(Json(body)) = body else {
         return Err(Error::bad_request("invalid_request", "Send JSON: {\"name\", \"app\", \"reason\"}."));
     };
-    if !valid_name(&body.name) {
+    let name = match (&body.name, &body.connector) {
+        (Some(name), _) => name.clone(),
+        (None, Some(_)) => CONNECTOR_SECRET_NAME.to_owned(),
+        (None, None) => String::new(),
+    };
+    if !valid_name(&name) {
         return Err(Error::bad_request(
             "invalid_secret_name",
             "Secret names are 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit.",
@@ -142,19 +212,12 @@ async fn create(
             format!("reason is one line of at most {MAX_REASON_CHARS} characters."),
         ));
     }
-    let app = match &body.app {
-        Value::Number(n) => match n.as_i64() {
-            Some(id) => db::apps::get(&state.db.read, id).await?,
-            None => None,
-        },
-        Value::String(slug) => match slug.parse::<i64>() {
-            Ok(id) => db::apps::get(&state.db.read, id).await?,
-            Err(_) => db::apps::by_slug(&state.db.read, slug).await?,
-        },
-        _ => None,
-    };
-    let Some(app) = app.filter(|a| a.deleted_at.is_none() && a.bundle_sha.is_some()) else {
-        return Err(Domain::AppNotFound.into());
+    let (target, target_name) = match (&body.app, &body.connector) {
+        (Some(app), None) => app_target(&state, app).await?,
+        (None, Some(connector)) => connector_target(&state, connector).await?,
+        _ => {
+            return Err(Error::bad_request("invalid_request", "Name where the secret goes: app or connector (one)."));
+        }
     };
     let Some(handle) = state.agents.turns.get(&chat) else {
         return Err(Domain::RunNotRunning.into());
@@ -169,12 +232,14 @@ async fn create(
             return Err(Error::too_many("too_many_secure_inputs", "Too many secret requests are open; answer some first.", 60));
         }
         let (status, _) = watch::channel(Status::Pending);
-        open.insert(id.clone(), Request { chat_id: chat.clone(), app_id: app.id, name: body.name.clone(), status });
+        open.insert(id.clone(), Request { chat_id: chat.clone(), target, name: name.clone(), status });
     }
+    let (app_id, connector_id) = target.json();
     let card = Card::SecureInput {
-        name: body.name.clone(),
-        app_id: app.id,
-        app_name: app.name.clone(),
+        name: name.clone(),
+        app_id: app_id.as_i64(),
+        connector_id: connector_id.as_i64(),
+        target_name,
         reason,
         answers: None,
     };
@@ -183,20 +248,21 @@ async fn create(
         return Err(e);
     }
     let out = serde_json::json!({
-        "id": id, "status": Status::Pending, "name": body.name, "app_id": app.id, "app": app.slug,
+        "id": id, "status": Status::Pending, "name": name, "app_id": app_id, "connector_id": connector_id,
     });
     Ok(no_store((StatusCode::CREATED, Json(out)).into_response()))
 }
 
-/// `GET /api/secure-inputs/{chat}/{req}/wait` (the agent) → `{id, status, name, app_id}`,
+/// `GET /api/secure-inputs/{chat}/{req}/wait` (the agent) → `{id, status, name, app_id,
+/// connector_id}`,
 /// once the owner answered or after [`MAX_WAIT`] (`pending`: ask again).
 #[tracing::instrument(level = "debug", skip_all, fields(chat.id = %chat))]
 async fn wait(State(state): State<AppState>, owner: Owner, Path((chat, req)): Path<(String, String)>) -> Result<Response> {
     agent_of(&owner, &chat)?;
-    let (mut status, app_id, name) = {
+    let (mut status, target, name) = {
         let open = state.secure_inputs.0.locked();
         let request = open.get(&req).filter(|r| r.chat_id == chat).ok_or_else(not_found)?;
-        (request.status.subscribe(), request.app_id, request.name.clone())
+        (request.status.subscribe(), request.target, request.name.clone())
     };
     let mut shutdown = state.shutdown.clone();
     let settled = tokio::select! {
@@ -211,7 +277,9 @@ async fn wait(State(state): State<AppState>, owner: Owner, Path((chat, req)): Pa
     if now != Status::Pending {
         state.secure_inputs.0.locked().remove(&req);
     }
-    Ok(no_store(Json(serde_json::json!({ "id": req, "status": now, "name": name, "app_id": app_id })).into_response()))
+    let (app_id, connector_id) = target.json();
+    let out = serde_json::json!({ "id": req, "status": now, "name": name, "app_id": app_id, "connector_id": connector_id });
+    Ok(no_store(Json(out).into_response()))
 }
 
 #[derive(Deserialize)]
@@ -223,10 +291,10 @@ struct SubmitIn {
 async fn settle(state: &AppState, chat: &str, req: &str, outcome: SecretStatus, value: Option<&str>) -> Result<()> {
     let chat_id = ChatId::parse(chat).ok_or_else(not_found)?;
     let _lock = state.chat_locks.lock(&chat_id).await;
-    let (app_id, name, status) = {
+    let (target, name, status) = {
         let open = state.secure_inputs.0.locked();
         let request = open.get(req).filter(|r| r.chat_id == chat).ok_or_else(not_found)?;
-        (request.app_id, request.name.clone(), request.status.clone())
+        (request.target, request.name.clone(), request.status.clone())
     };
     if *status.borrow() != Status::Pending {
         return Err(Domain::QuestionStale.into());
@@ -235,8 +303,10 @@ async fn settle(state: &AppState, chat: &str, req: &str, outcome: SecretStatus, 
         state.secure_inputs.0.locked().remove(req);
         return Err(Domain::QuestionStale.into());
     };
-    if let Some(value) = value {
-        store(state, app_id, name, value).await?;
+    match (value, target) {
+        (Some(value), Target::App(app_id)) => store(state, app_id, name, value).await?,
+        (Some(value), Target::Connector(id)) => crate::connectors::routes::set_secret(state, id, value).await?,
+        (None, _) => {}
     }
     status.send_replace(match outcome {
         SecretStatus::Stored => Status::Stored,

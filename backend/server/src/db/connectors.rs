@@ -46,6 +46,8 @@ pub struct ConnectorPatch {
     pub read_only_auto: Option<bool>,
     /// `(status, last_error, tools JSON)`: what the last connect found.
     pub state: Option<(String, Option<String>, Option<String>)>,
+    /// A new sealed credential (a secure-input card's value).
+    pub secret: Option<Vec<u8>>,
 }
 
 const COLUMNS: &str = "id, name, url, auth, header_name, secret, chats, read_only_auto, status, last_error, tools, \
@@ -114,7 +116,7 @@ pub async fn update(conn: &mut SqliteConnection, id: i64, patch: &ConnectorPatch
     let done = sqlx::query(
         "UPDATE connectors SET chats = coalesce(?, chats), read_only_auto = coalesce(?, read_only_auto), \
          status = coalesce(?, status), last_error = CASE WHEN ? THEN ? ELSE last_error END, \
-         tools = coalesce(?, tools), updated_at = ? WHERE id = ?",
+         tools = coalesce(?, tools), secret = coalesce(?, secret), updated_at = ? WHERE id = ?",
     )
     .bind(&patch.chats)
     .bind(patch.read_only_auto)
@@ -122,6 +124,7 @@ pub async fn update(conn: &mut SqliteConnection, id: i64, patch: &ConnectorPatch
     .bind(last_error.is_some())
     .bind(last_error.flatten())
     .bind(tools)
+    .bind(&patch.secret)
     .bind(now)
     .bind(id)
     .execute(conn)

@@ -357,12 +357,17 @@ pub enum Card {
         answers: Option<ApprovalAnswers>,
     },
     /// Secure input: the agent asks the owner for a secret, which the owner types into the
-    /// card and the server stores sealed as app `app_id`'s secret `name`. The value is never on
-    /// the card, in the transcript or in the agent's context: the turn learns only the outcome.
+    /// card and the server stores sealed — as app `app_id`'s secret `name`, or as connector
+    /// `connector_id`'s credential. The value is never on the card, in the transcript or in the
+    /// agent's context: the turn learns only the outcome.
     SecureInput {
         name: String,
-        app_id: i64,
-        app_name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        app_id: Option<i64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        connector_id: Option<i64>,
+        /// The app's or the connector's name, as the owner knows it.
+        target_name: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -779,7 +784,7 @@ mod tests {
         assert_eq!(stored, Answers::Secret(SecretAnswers { secret: SecretStatus::Stored }));
         let other: Answers = serde_json::from_value(json!({"secret": "hunter2"})).expect("a question's choice");
         assert!(matches!(other, Answers::Choices(_)), "only stored/declined are a secure-input answer");
-        let card = json!({"question_id": "q1", "kind": "secure_input", "name": "K", "app_id": 3, "app_name": "Weather"});
+        let card = json!({"question_id": "q1", "kind": "secure_input", "name": "K", "app_id": 3, "target_name": "Weather"});
         let mut card: QuestionCard = serde_json::from_value(card).expect("card");
         card.set_answers(&stored);
         let text = serde_json::to_string(&card).expect("json");

@@ -9,7 +9,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, assert_error, eventually, script};
+use crate::helpers::{McpMock, TestApp, assert_error, eventually, script};
 
 /// What the owner types: it must reach the app's secret and nothing else.
 const VALUE: &str = "sk-live-9f3a7c21e0d4b";
@@ -67,6 +67,7 @@ async fn a_secret_typed_into_the_card_is_stored_sealed_and_the_agent_gets_only_i
     let app = TestApp::spawn_in(dir, |c| {
         c.claude_bin = bin;
         c.agent_start_timeout = Duration::from_secs(10);
+        c.connectors_allow_loopback = true;
     })
     .await;
     let token = app.setup_owner().await;
@@ -216,6 +217,39 @@ async fn a_secret_typed_into_the_card_is_stored_sealed_and_the_agent_gets_only_i
     assert_eq!(wait(&app, &agent, "mine", &second).await["status"], "declined");
     let r = app.get(&format!("/api/apps/{app_id}/secrets/PASSWORD"), Some(&token)).await;
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
+
+    // A connector's key: typed into the card, sealed as its credential, and it connects with it.
+    let mock = McpMock::start(app.data_dir(), &["--header", &format!("X-Api-Key={VALUE}")]).await;
+    let r = app
+        .post(
+            "/api/connectors",
+            json!({ "name": "notes", "url": mock.url(), "auth": "header", "header_name": "X-Api-Key", "secret": "stale" }),
+            Some(&token),
+        )
+        .await;
+    let connector: Value = r.json().await.expect("json");
+    assert_eq!(connector["status"], "error", "the stale key is refused: {connector}");
+    let connector_id = connector["id"].as_i64().expect("id");
+    let both = json!({ "name": "K", "app": "weather", "connector": connector_id });
+    assert_error(ask("mine", both, &agent).await.expect("ask"), StatusCode::BAD_REQUEST, "invalid_request").await;
+    let unknown = json!({ "connector": "nope" });
+    assert_error(ask("mine", unknown, &agent).await.expect("ask"), StatusCode::NOT_FOUND, "connector_not_found").await;
+    let r = ask("mine", json!({ "connector": "notes", "reason": "Its key changed." }), &agent).await.expect("ask");
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let created: Value = r.json().await.expect("json");
+    assert_eq!(created["connector_id"], connector_id);
+    assert_eq!(created["name"], "token");
+    let fourth = created["id"].as_str().expect("id").to_owned();
+    let r = submit("mine", &fourth, json!({ "value": VALUE }), &token).await.expect("submit");
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    let heard = wait(&app, &agent, "mine", &fourth).await;
+    assert_eq!(heard["status"], "stored");
+    assert_eq!(heard["connector_id"], connector_id);
+    let connector: Value =
+        app.get(&format!("/api/connectors/{connector_id}"), Some(&token)).await.json().await.expect("json");
+    assert_eq!(connector["status"], "connected", "it connected with the typed key: {connector}");
+    assert!(!connector.to_string().contains(VALUE));
+    assert!(files_containing(app.data_dir(), VALUE.as_bytes()).is_empty(), "no file in DATA_DIR holds the value");
 
     // A request whose turn ended is gone, and its token with it.
     let r = ask("mine", json!({ "name": "LATER", "app": "weather" }), &agent).await.expect("ask");

@@ -50,7 +50,7 @@ function SecureInputCard({ block, disabled, chatId, live }: QuestionCardProps & 
       <section className="qcard qcard-answered" aria-label="Secret request">
         <div className="qcard-summary">
           <span className="qcard-q">
-            Secret <code>{block.name}</code> for {block.app_name}
+            Secret <code>{block.name}</code> for {block.target_name}
           </span>
           <span className="qcard-a" data-secret={outcome ?? "expired"}>
             <Icon name={outcome === "stored" ? "check" : "close"} size={14} /> {text}
@@ -97,11 +97,11 @@ function SecureInputCard({ block, disabled, chatId, live }: QuestionCardProps & 
         <Icon name="shield" size={16} /> The agent asks for a secret
       </p>
       <p className="qcard-question">
-        <strong>{block.name}</strong> for {block.app_name}
+        <strong>{block.name}</strong> for {block.target_name}
       </p>
       {block.reason && <p className="qcard-reason">{block.reason}</p>}
       <label htmlFor={inputId} className="qcard-legend">
-        Value — stored sealed as the app&apos;s secret; the agent never sees it
+        Value — stored sealed on the server; the agent never sees it
       </label>
       <input
         id={inputId}
