@@ -324,8 +324,7 @@ const SECRET_WAIT_TOTAL: Duration = Duration::from_secs(540);
 /// secure input (`/api/secure-inputs`). The owner types the value into a card in the chat; this
 /// prints whether it was stored as the app's secret NAME, never the value.
 fn secret_command(args: &[String]) -> ExitCode {
-    const USAGE: &str =
-        "usage: mobius secret request <NAME> --app <SLUG> [--reason TEXT]\n       mobius secret request [NAME] --connector <ID|NAME> [--reason TEXT]\n       mobius secret wait <ID>";
+    const USAGE: &str = "usage: mobius secret request <NAME> --app <SLUG> [--reason TEXT]\n       mobius secret request [NAME] --connector <ID|NAME> [--reason TEXT]\n       mobius secret wait <ID>";
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let Some(chat) = env("MOBIUS_CHAT_ID").or_else(|| env("CHAT_ID")) else {
         eprintln!("mobius: MOBIUS_CHAT_ID is not set (this command runs inside an agent turn)");

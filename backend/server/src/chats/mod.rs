@@ -5,8 +5,8 @@ pub mod access;
 pub mod apps;
 pub mod context;
 pub mod logs;
-pub mod secure_input;
 mod routes;
+pub mod secure_input;
 pub(crate) mod stream;
 
 use crate::locks::Unpoisoned;

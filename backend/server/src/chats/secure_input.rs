@@ -64,6 +64,8 @@ enum Target {
 /// One open request.
 struct Request {
     chat_id: String,
+    /// The run that asked: the request lives only as long as it runs.
+    run_id: String,
     target: Target,
     name: String,
     status: watch::Sender<Status>,
@@ -98,6 +100,11 @@ pub fn router() -> Router<AppState> {
         .route("/secure-inputs/{chat}/{req}/wait", get(wait))
         .route("/secure-inputs/{chat}/{req}/submit", post(submit))
         .route("/secure-inputs/{chat}/{req}/decline", post(decline))
+}
+
+/// The running turn of `chat` if it is still run `run_id`'s.
+fn asking(state: &AppState, chat: &str, run_id: &str) -> Option<crate::agent::handle::TurnHandle> {
+    state.agents.turns.get(chat).filter(|h| h.run_id().as_str() == run_id)
 }
 
 fn not_found() -> Error {
@@ -219,7 +226,8 @@ async fn create(
             return Err(Error::bad_request("invalid_request", "Name where the secret goes: app or connector (one)."));
         }
     };
-    let Some(handle) = state.agents.turns.get(&chat) else {
+    let run_id = owner.0.run_id.clone().unwrap_or_default();
+    let Some(handle) = state.agents.turns.get(&chat).filter(|h| h.run_id().as_str() == run_id) else {
         return Err(Domain::RunNotRunning.into());
     };
     let question_id = QuestionId::random();
@@ -227,12 +235,17 @@ async fn create(
     {
         let mut open = state.secure_inputs.0.locked();
         // Requests of turns that ended are over.
-        open.retain(|_, r| state.agents.turns.get(&r.chat_id).is_some());
+        open.retain(|_, r| asking(&state, &r.chat_id, &r.run_id).is_some());
         if open.len() >= MAX_OPEN_REQUESTS {
-            return Err(Error::too_many("too_many_secure_inputs", "Too many secret requests are open; answer some first.", 60));
+            return Err(Error::too_many(
+                "too_many_secure_inputs",
+                "Too many secret requests are open; answer some first.",
+                60,
+            ));
         }
         let (status, _) = watch::channel(Status::Pending);
-        open.insert(id.clone(), Request { chat_id: chat.clone(), target, name: name.clone(), status });
+        let request = Request { chat_id: chat.clone(), run_id, target, name: name.clone(), status };
+        open.insert(id.clone(), request);
     }
     let (app_id, connector_id) = target.json();
     let card = Card::SecureInput {
@@ -257,12 +270,16 @@ async fn create(
 /// connector_id}`,
 /// once the owner answered or after [`MAX_WAIT`] (`pending`: ask again).
 #[tracing::instrument(level = "debug", skip_all, fields(chat.id = %chat))]
-async fn wait(State(state): State<AppState>, owner: Owner, Path((chat, req)): Path<(String, String)>) -> Result<Response> {
+async fn wait(
+    State(state): State<AppState>,
+    owner: Owner,
+    Path((chat, req)): Path<(String, String)>,
+) -> Result<Response> {
     agent_of(&owner, &chat)?;
-    let (mut status, target, name) = {
+    let (mut status, target, name, run_id) = {
         let open = state.secure_inputs.0.locked();
         let request = open.get(&req).filter(|r| r.chat_id == chat).ok_or_else(not_found)?;
-        (request.status.subscribe(), request.target, request.name.clone())
+        (request.status.subscribe(), request.target, request.name.clone(), request.run_id.clone())
     };
     let mut shutdown = state.shutdown.clone();
     let settled = tokio::select! {
@@ -271,14 +288,15 @@ async fn wait(State(state): State<AppState>, owner: Owner, Path((chat, req)): Pa
     };
     let now = match settled {
         Some(s) => s,
-        None if state.agents.turns.get(&chat).is_none() => Status::Expired,
+        None if asking(&state, &chat, &run_id).is_none() => Status::Expired,
         None => Status::Pending,
     };
     if now != Status::Pending {
         state.secure_inputs.0.locked().remove(&req);
     }
     let (app_id, connector_id) = target.json();
-    let out = serde_json::json!({ "id": req, "status": now, "name": name, "app_id": app_id, "connector_id": connector_id });
+    let out =
+        serde_json::json!({ "id": req, "status": now, "name": name, "app_id": app_id, "connector_id": connector_id });
     Ok(no_store(Json(out).into_response()))
 }
 
@@ -291,15 +309,15 @@ struct SubmitIn {
 async fn settle(state: &AppState, chat: &str, req: &str, outcome: SecretStatus, value: Option<&str>) -> Result<()> {
     let chat_id = ChatId::parse(chat).ok_or_else(not_found)?;
     let _lock = state.chat_locks.lock(&chat_id).await;
-    let (target, name, status) = {
+    let (target, name, status, run_id) = {
         let open = state.secure_inputs.0.locked();
         let request = open.get(req).filter(|r| r.chat_id == chat).ok_or_else(not_found)?;
-        (request.target, request.name.clone(), request.status.clone())
+        (request.target, request.name.clone(), request.status.clone(), request.run_id.clone())
     };
     if *status.borrow() != Status::Pending {
         return Err(Domain::QuestionStale.into());
     }
-    let Some(handle) = state.agents.turns.get(chat) else {
+    let Some(handle) = asking(state, chat, &run_id) else {
         state.secure_inputs.0.locked().remove(req);
         return Err(Domain::QuestionStale.into());
     };
@@ -314,7 +332,8 @@ async fn settle(state: &AppState, chat: &str, req: &str, outcome: SecretStatus, 
     });
     // The value is stored whatever the card does now; a turn that ended meanwhile just
     // leaves the card unanswered.
-    if let Err(e) = handle.answer(QuestionId::from(req.to_owned()), Answers::Secret(SecretAnswers { secret: outcome })).await
+    if let Err(e) =
+        handle.answer(QuestionId::from(req.to_owned()), Answers::Secret(SecretAnswers { secret: outcome })).await
     {
         warn!(error = %e, "a secure-input card could not record its answer");
     }
@@ -350,7 +369,11 @@ async fn submit(
 /// `POST /api/secure-inputs/{chat}/{req}/decline` (the owner) → 204: nothing is stored and the
 /// agent hears `declined`.
 #[tracing::instrument(level = "debug", skip_all, fields(chat.id = %chat))]
-async fn decline(State(state): State<AppState>, owner: Owner, Path((chat, req)): Path<(String, String)>) -> Result<Response> {
+async fn decline(
+    State(state): State<AppState>,
+    owner: Owner,
+    Path((chat, req)): Path<(String, String)>,
+) -> Result<Response> {
     owner_only(&owner)?;
     settle(&state, &chat, &req, SecretStatus::Declined, None).await?;
     Ok(no_store(StatusCode::NO_CONTENT.into_response()))

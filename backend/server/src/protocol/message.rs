@@ -784,7 +784,8 @@ mod tests {
         assert_eq!(stored, Answers::Secret(SecretAnswers { secret: SecretStatus::Stored }));
         let other: Answers = serde_json::from_value(json!({"secret": "hunter2"})).expect("a question's choice");
         assert!(matches!(other, Answers::Choices(_)), "only stored/declined are a secure-input answer");
-        let card = json!({"question_id": "q1", "kind": "secure_input", "name": "K", "app_id": 3, "target_name": "Weather"});
+        let card =
+            json!({"question_id": "q1", "kind": "secure_input", "name": "K", "app_id": 3, "target_name": "Weather"});
         let mut card: QuestionCard = serde_json::from_value(card).expect("card");
         card.set_answers(&stored);
         let text = serde_json::to_string(&card).expect("json");

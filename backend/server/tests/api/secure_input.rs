@@ -191,13 +191,16 @@ async fn a_secret_typed_into_the_card_is_stored_sealed_and_the_agent_gets_only_i
     assert_eq!(list["secrets"].as_array().map(Vec::len), Some(1), "{list}");
     assert_eq!(list["secrets"][0]["name"], "WEATHER_KEY");
     assert!(!list.to_string().contains(VALUE));
-    let own: Value = app.get(&format!("/api/apps/{app_id}/secrets"), Some(&app_token)).await.json().await.expect("json");
+    let own: Value =
+        app.get(&format!("/api/apps/{app_id}/secrets"), Some(&app_token)).await.json().await.expect("json");
     assert_eq!(own["secrets"][0]["name"], "WEATHER_KEY", "an app lists its own names");
     let r = app.get(&format!("/api/apps/{app_id}/secrets"), Some(&other_token)).await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
-    let none: Value = app.get(&format!("/api/apps/{other_app}/secrets"), Some(&token)).await.json().await.expect("json");
+    let none: Value =
+        app.get(&format!("/api/apps/{other_app}/secrets"), Some(&token)).await.json().await.expect("json");
     assert_eq!(none["secrets"], json!([]));
-    let r = app.put_json(&format!("/api/apps/{app_id}/secrets/WEATHER_KEY"), json!({ "value": "replaced" }), &token).await;
+    let r =
+        app.put_json(&format!("/api/apps/{app_id}/secrets/WEATHER_KEY"), json!({ "value": "replaced" }), &token).await;
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
     let r = app.get(&format!("/api/apps/{app_id}/secrets/WEATHER_KEY"), Some(&token)).await;
     assert_eq!(r.text().await.expect("text"), "replaced");
