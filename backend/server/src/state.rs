@@ -81,7 +81,7 @@ pub struct Inner {
     /// Connectors' outbound client and the broker's concurrency limit.
     pub connectors: crate::connectors::Connectors,
     /// The agent's open requests for a secret (secure-input cards).
-    pub secure_inputs: crate::chats::secure_input::SecureInputs,
+    pub secure_inputs: crate::chats::secure_requests::SecureInputs,
     /// Review and icon limits, update-check state and the store's catalog cache.
     pub lifecycle: crate::apps::lifecycle::limits::Lifecycle,
     /// Notifications: the centre, Web Push and its worker.

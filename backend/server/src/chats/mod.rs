@@ -7,6 +7,7 @@ pub mod context;
 pub mod logs;
 mod routes;
 pub mod secure_input;
+pub mod secure_requests;
 pub(crate) mod stream;
 
 use crate::locks::Unpoisoned;

@@ -13,8 +13,6 @@
 //! Requests live in memory with their turn: one card at a time per chat, at most
 //! [`MAX_OPEN_REQUESTS`] in all, and a request whose turn ended reads `expired`.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use axum::extract::rejection::JsonRejection;
@@ -23,7 +21,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::watch;
 use tracing::warn;
@@ -43,55 +41,10 @@ pub const MAX_REASON_CHARS: usize = 500;
 /// Longest one `/wait` holds before answering `pending` (the CLI asks again).
 pub const MAX_WAIT: Duration = Duration::from_secs(50);
 
-/// Where a request stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    Pending,
-    Stored,
-    Declined,
-    /// The turn that asked ended before the owner answered.
-    Expired,
-}
-
-/// Where a request's value goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Target {
-    App(i64),
-    Connector(i64),
-}
-
-/// One open request.
-struct Request {
-    chat_id: String,
-    /// The run that asked: the request lives only as long as it runs.
-    run_id: String,
-    target: Target,
-    name: String,
-    status: watch::Sender<Status>,
-}
-
-impl Target {
-    fn json(self) -> (Value, Value) {
-        match self {
-            Target::App(id) => (id.into(), Value::Null),
-            Target::Connector(id) => (Value::Null, id.into()),
-        }
-    }
-}
-
 /// A default name for a connector's credential.
 const CONNECTOR_SECRET_NAME: &str = "token";
 
-/// The open requests (in the shared state).
-#[derive(Default)]
-pub struct SecureInputs(Mutex<HashMap<String, Request>>);
-
-impl std::fmt::Debug for SecureInputs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SecureInputs").field("open", &self.0.locked().len()).finish()
-    }
-}
+use super::secure_requests::{Request, Status, Target};
 
 /// The secure-input routes (mounted under `/api`).
 pub fn router() -> Router<AppState> {
