@@ -50,6 +50,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::connectors::broker::router())
         .merge(chats::apps::router())
         .merge(chats::logs::router())
+        .merge(chats::secure_input::router())
         .merge(providers::router())
         .merge(events::routes::router())
         .merge(crate::telemetry::router())

@@ -38,6 +38,13 @@ USAGE:
     mobius notify <title> <body> [--chat [ID]] [--app ID]
                                     (agents) tell the owner: a notification on their devices,
                                     opening this chat (--chat) or an app (--app)
+    mobius secret request <NAME> --app <SLUG> [--reason TEXT]
+    mobius secret request [NAME] --connector <ID|NAME> [--reason TEXT]
+                                    (agents) ask the owner for a secret: a card in this chat
+                                    where they type it; it is stored as the app's secret NAME
+                                    (or as the connector's key, which then reconnects) and this
+                                    prints only whether it was stored (never the value)
+    mobius secret wait <ID>         (agents) keep waiting for a request that is still open
     mobius media publish <file> [--alt TEXT]
                                     (agents) show an image (PNG, JPEG, WebP, GIF) in this chat:
                                     prints its media_url and the Markdown embed for the reply
@@ -124,6 +131,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
         Some("shell") => shell_command(&args[1..]),
         Some("page") => page_command(&args[1..]),
         Some("notify") => notify_command(&args[1..]),
+        Some("secret") => secret_command(&args[1..]),
         // Internal: the server's Web Push sender (see push/deliver.rs).
         Some("push-deliver") => crate::push::deliver_command(),
         Some("media") => media_command(&args[1..]),
@@ -468,6 +476,109 @@ fn notify_command(args: &[String]) -> ExitCode {
     agent_request("/api/notifications/send", &body, Duration::from_secs(30), |json| {
         println!("notified ({})", json["id"].as_str().unwrap_or("sent"));
     })
+}
+
+/// How long `mobius secret request` / `wait` wait for the owner before handing back (the
+/// agent can wait again with `mobius secret wait`).
+const SECRET_WAIT_TOTAL: Duration = Duration::from_secs(540);
+
+/// `mobius secret request <NAME> --app <SLUG> [--reason TEXT]` and `mobius secret wait <ID>`:
+/// secure input (`/api/secure-inputs`). The owner types the value into a card in the chat; this
+/// prints whether it was stored as the app's secret NAME, never the value.
+fn secret_command(args: &[String]) -> ExitCode {
+    const USAGE: &str = "usage: mobius secret request <NAME> --app <SLUG> [--reason TEXT]\n       mobius secret request [NAME] --connector <ID|NAME> [--reason TEXT]\n       mobius secret wait <ID>";
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let Some(chat) = env("MOBIUS_CHAT_ID").or_else(|| env("CHAT_ID")) else {
+        eprintln!("mobius: MOBIUS_CHAT_ID is not set (this command runs inside an agent turn)");
+        return ExitCode::from(2);
+    };
+    let id = match args.first().map(String::as_str) {
+        Some("wait") if args.len() == 2 => args[1].clone(),
+        Some("request") => {
+            let (mut name, mut app, mut connector, mut reason) = (None, None, None, None);
+            let mut rest = args[1..].iter();
+            while let Some(arg) = rest.next() {
+                match arg.as_str() {
+                    "--app" => app = rest.next().cloned(),
+                    "--connector" => connector = rest.next().cloned(),
+                    "--reason" => reason = rest.next().cloned(),
+                    other if other.starts_with("--") => {
+                        eprintln!("mobius: unknown option {other:?}\n{USAGE}");
+                        return ExitCode::from(2);
+                    }
+                    word if name.is_none() => name = Some(word.to_owned()),
+                    _ => {
+                        eprintln!("{USAGE}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            let body = match (name, app, connector) {
+                (Some(name), Some(app), None) => serde_json::json!({ "name": name, "app": app, "reason": reason }),
+                (name, None, Some(connector)) => {
+                    serde_json::json!({ "name": name, "connector": connector, "reason": reason })
+                }
+                _ => {
+                    eprintln!("{USAGE}");
+                    return ExitCode::from(2);
+                }
+            };
+            let mut id = None;
+            let path = format!("/api/secure-inputs/{chat}");
+            let code = agent_request(&path, &body, Duration::from_secs(30), |json| {
+                id = json["id"].as_str().map(str::to_owned);
+                eprintln!("asked the owner (a card in this chat); waiting for them to enter it…");
+            });
+            match id {
+                Some(id) => id,
+                None => return code,
+            }
+        }
+        _ => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let started = std::time::Instant::now();
+    let path = format!("/api/secure-inputs/{chat}/{id}/wait");
+    loop {
+        let mut status = None;
+        let code = agent_call(reqwest::Method::GET, &path, AgentBody::Empty, Duration::from_secs(70), |json| {
+            status = Some((
+                json["status"].as_str().unwrap_or_default().to_owned(),
+                json["name"].as_str().unwrap_or_default().to_owned(),
+                json["app_id"].as_i64(),
+                json["connector_id"].as_i64(),
+            ));
+        });
+        let Some((status, name, app_id, connector_id)) = status else { return code };
+        match status.as_str() {
+            "stored" => {
+                let place = match (app_id, connector_id) {
+                    (Some(app), _) => format!("app {app}'s secret {name}"),
+                    (None, Some(connector)) => format!("connector {connector}'s key (it reconnected with it)"),
+                    (None, None) => name.clone(),
+                };
+                println!(
+                    "stored: the owner entered {name}; it is now {place}, sealed on the server. You never see the value: do not ask the owner to paste it in the chat."
+                );
+                return ExitCode::SUCCESS;
+            }
+            "declined" => {
+                println!("declined: the owner chose not to give {name}. Do not ask again unless they say so.");
+                return ExitCode::from(3);
+            }
+            "pending" if started.elapsed() < SECRET_WAIT_TOTAL => {}
+            "pending" => {
+                println!("still waiting for the owner to enter {name}; run `mobius secret wait {id}` to keep waiting.");
+                return ExitCode::from(4);
+            }
+            _ => {
+                println!("expired: the request for {name} ended unanswered.");
+                return ExitCode::from(3);
+            }
+        }
+    }
 }
 
 /// `mobius media publish <file> [--alt TEXT]`: sends an image the agent made (or found) to its

@@ -80,6 +80,8 @@ pub struct Inner {
     pub proxy: Proxy,
     /// Connectors' outbound client and the broker's concurrency limit.
     pub connectors: crate::connectors::Connectors,
+    /// The agent's open requests for a secret (secure-input cards).
+    pub secure_inputs: crate::chats::secure_requests::SecureInputs,
     /// Review and icon limits, update-check state and the store's catalog cache.
     pub lifecycle: crate::apps::lifecycle::limits::Lifecycle,
     /// Notifications: the centre, Web Push and its worker.
@@ -348,6 +350,7 @@ impl AppState {
             storage,
             proxy: Proxy::default(),
             connectors,
+            secure_inputs: Default::default(),
             lifecycle: crate::apps::lifecycle::limits::Lifecycle::default(),
             push,
             streams,

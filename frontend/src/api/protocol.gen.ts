@@ -51,9 +51,9 @@ export type PlanStatus = "pending" | "in_progress" | "completed";
 
 export type Attachment = { name: string, mime_type: string, size: number, width?: number, height?: number, /** A preview exists (`?preview=true`). */ preview: boolean, };
 
-export type QuestionCard = { question_id: QuestionId, } & ({ "kind": "question", questions: Array<QuestionItem>, answers?: { [key in string]: Choice } | null, } | { "kind": "approval", tool: string, /** A one-line summary of the tool's input. */ input: string, reason?: string | null, answers?: ApprovalAnswers | null, } | { "kind": "plan", plan: string, answers?: ApprovalAnswers | null, });
+export type QuestionCard = { question_id: QuestionId, } & ({ "kind": "question", questions: Array<QuestionItem>, answers?: { [key in string]: Choice } | null, } | { "kind": "approval", tool: string, /** A one-line summary of the tool's input. */ input: string, reason?: string | null, answers?: ApprovalAnswers | null, } | { "kind": "plan", plan: string, answers?: ApprovalAnswers | null, } | { "kind": "secure_input", name: string, app_id?: number | null, connector_id?: number | null, /** The app's or the connector's name, as the owner knows it. */ target_name: string, reason?: string | null, answers?: SecretAnswers | null, });
 
-export type Card = { "kind": "question", questions: Array<QuestionItem>, answers?: { [key in string]: Choice } | null, } | { "kind": "approval", tool: string, /** A one-line summary of the tool's input. */ input: string, reason?: string | null, answers?: ApprovalAnswers | null, } | { "kind": "plan", plan: string, answers?: ApprovalAnswers | null, };
+export type Card = { "kind": "question", questions: Array<QuestionItem>, answers?: { [key in string]: Choice } | null, } | { "kind": "approval", tool: string, /** A one-line summary of the tool's input. */ input: string, reason?: string | null, answers?: ApprovalAnswers | null, } | { "kind": "plan", plan: string, answers?: ApprovalAnswers | null, } | { "kind": "secure_input", name: string, app_id?: number | null, connector_id?: number | null, /** The app's or the connector's name, as the owner knows it. */ target_name: string, reason?: string | null, answers?: SecretAnswers | null, };
 
 export type QuestionItem = { /** The provider's id for the question (Codex), if it has one. */ id?: string | null, question: string, header?: string | null, options: Array<QuestionOption>, /** Rows stored before the casing fix say `multiSelect`. */ multi_select: boolean, };
 
@@ -63,9 +63,13 @@ export type Choice = string | Array<string>;
 
 export type ApprovalAnswers = { decision: Decision, reason?: string | null, /** A plan card approved with edits: the plan as the owner rewrote it. */ plan?: string | null, };
 
+export type SecretAnswers = { secret: SecretStatus, };
+
+export type SecretStatus = "stored" | "declined";
+
 export type Decision = "allow" | "allow_chat" | "deny";
 
-export type Answers = ApprovalAnswers | { [key in string]: Choice };
+export type Answers = ApprovalAnswers | SecretAnswers | { [key in string]: Choice };
 
 export type RunStatus = "completed" | "failed" | "stopped" | "interrupted";
 

@@ -54,6 +54,8 @@ export type QuestionBlock = { type: "question"; question_id: QuestionId } & Extr
 export type ApprovalBlock = { type: "question"; question_id: QuestionId } & Extract<Card, { kind: "approval" }>;
 /** A plan-mode turn's proposed plan, to approve (as written or edited) or reject. */
 export type PlanApprovalBlock = { type: "question"; question_id: QuestionId } & Extract<Card, { kind: "plan" }>;
+/** A card where the owner types a secret the agent asked for (never shown back). */
+export type SecureInputBlock = { type: "question"; question_id: QuestionId } & Extract<Card, { kind: "secure_input" }>;
 
 /** Answers to a question card: question text → chosen label (a list for multi-select). */
 export type QuestionAnswers = Choices;

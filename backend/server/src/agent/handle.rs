@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{Domain, Result};
-use crate::protocol::{Answers, Cid, Message, QuestionId, RunId, UserInput};
+use crate::protocol::{Answers, Cid, Message, QuestionCard, QuestionId, RunId, UserInput};
 
 /// How long a stop waits for the turn to record itself as stopped.
 pub const STOP_WAIT: Duration = Duration::from_secs(3);
@@ -27,6 +27,8 @@ pub(super) enum TurnCommand {
     /// Add the owner's message to the running turn. The reply carries the stored message, or
     /// `None` when the CLI cannot take it now (the caller queues it instead).
     Steer { message: UserInput, reply: oneshot::Sender<Result<Option<Message>>> },
+    /// Show a secure-input card (the agent asked for a secret); 409 while another card waits.
+    SecureInput { card: QuestionCard, reply: oneshot::Sender<Result<()>> },
 }
 
 /// A running turn, as routes see it.
@@ -92,6 +94,21 @@ impl TurnHandle {
     }
 }
 
+impl TurnHandle {
+    /// Shows a secure-input card in the turn (durable before it is shown, then a push): 409
+    /// while another card waits, 410 when the turn is gone, 503 when it does not take it in
+    /// time.
+    pub async fn secure_input(&self, card: QuestionCard) -> Result<()> {
+        let (reply, rx) = oneshot::channel();
+        self.commands.send(TurnCommand::SecureInput { card, reply }).await.map_err(|_| Domain::QuestionStale)?;
+        match tokio::time::timeout(ANSWER_WAIT, rx).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(Domain::QuestionStale.into()),
+            Err(_) => Err(Domain::TurnBusy.into()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,7 +152,7 @@ mod tests {
                     TurnCommand::Stop { reply } => {
                         let _ = reply.send(vec![Cid::from("q2")]);
                     }
-                    TurnCommand::Answer { reply, .. } => {
+                    TurnCommand::Answer { reply, .. } | TurnCommand::SecureInput { reply, .. } => {
                         let _ = reply.send(Ok(()));
                     }
                     TurnCommand::Steer { message, reply } => {

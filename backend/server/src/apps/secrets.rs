@@ -7,7 +7,7 @@
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::put;
+use axum::routing::{get, put};
 use axum::{Json, Router};
 use serde::Deserialize;
 
@@ -26,6 +26,7 @@ const MAX_NAME_CHARS: usize = 64;
 /// The secret routes (mounted under `/api`).
 pub fn router() -> Router<AppState> {
     Router::new()
+        .route("/apps/{id}/secrets", get(list_secrets))
         .route("/apps/{id}/secrets/{name}", put(put_secret).get(get_secret).head(head_secret).delete(delete_secret))
 }
 
@@ -97,12 +98,40 @@ async fn put_secret(
             ));
         }
     };
-    let sealed = state.keys.seal(&context(id, &name), value.as_bytes())?;
-    state
-        .writer
-        .call(|ack| WriteCommand::AppSecretPut { app_id: id, name, sealed, max: MAX_SECRETS_PER_APP, ack })
-        .await?;
+    store(&state, id, name, &value).await?;
     Ok(no_store(StatusCode::NO_CONTENT.into_response()))
+}
+
+/// Seals `value` as app `app_id`'s secret `name` (created or replaced; 413 past
+/// [`MAX_SECRETS_PER_APP`]). Also what a secure-input card stores (`chats::secure_input`).
+pub async fn store(state: &AppState, app_id: i64, name: String, value: &str) -> Result<()> {
+    let sealed = state.keys.seal(&context(app_id, &name), value.as_bytes())?;
+    state.writer.call(|ack| WriteCommand::AppSecretPut { app_id, name, sealed, max: MAX_SECRETS_PER_APP, ack }).await
+}
+
+/// The live app `id` whose secrets the caller may list.
+async fn listable(state: &AppState, who: &Principal, id: i64) -> Result<i64> {
+    if let Principal::App(app) = who
+        && app.id != id
+    {
+        return Err(Error::forbidden("forbidden", "An app can only touch its own secrets."));
+    }
+    match db::apps::get(&state.db.read, id).await? {
+        Some(app) if app.deleted_at.is_none() && app.bundle_sha.is_some() => Ok(app.id),
+        _ => Err(Domain::AppNotFound.into()),
+    }
+}
+
+/// `GET /api/apps/{id}/secrets` → `{secrets: [{name, updated_at}]}`: names only, never a value.
+#[tracing::instrument(level = "debug", skip_all)]
+async fn list_secrets(State(state): State<AppState>, who: Principal, Path(id): Path<i64>) -> Result<Response> {
+    let id = listable(&state, &who, id).await?;
+    let secrets: Vec<serde_json::Value> = db::apps::secret_names(&state.db.read, id)
+        .await?
+        .into_iter()
+        .map(|(name, updated_at)| serde_json::json!({ "name": name, "updated_at": updated_at }))
+        .collect();
+    Ok(no_store(Json(serde_json::json!({ "secrets": secrets })).into_response()))
 }
 
 /// `HEAD` → 204 or 404.

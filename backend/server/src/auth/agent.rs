@@ -44,6 +44,10 @@ pub const AGENT_ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/schedules/{id}"),
     // The connector broker checks the token is bound to the chat in its path.
     ("*", "/mcp/{chat}/{id}"),
+    // Secure input: the handler checks the token is bound to the chat in its path; the owner's
+    // `/submit` and `/decline` are not here.
+    ("POST", "/secure-inputs/{chat}"),
+    ("GET", "/secure-inputs/{chat}/{req}/wait"),
     ("GET", "/theme"),
     ("POST", "/theme/apply"),
     ("GET", "/shell"),

@@ -6,6 +6,8 @@ pub mod apps;
 pub mod context;
 pub mod logs;
 mod routes;
+pub mod secure_input;
+pub mod secure_requests;
 pub(crate) mod stream;
 
 use crate::locks::Unpoisoned;

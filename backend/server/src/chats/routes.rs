@@ -654,6 +654,12 @@ async fn answer(state: &AppState, chat_id: &ChatId, question_id: QuestionId, ans
         })?,
         _ => return Err(Error::bad_request("invalid_answers", "answers is an object of at most 64 KiB.")),
     };
+    if matches!(answers, Answers::Secret(_)) {
+        return Err(Error::bad_request(
+            "invalid_answers",
+            "A secret request is answered through /api/secure-inputs/{chat}/{request}/submit or /decline.",
+        ));
+    }
     deliver_answer(state, chat_id, question_id, answers).await
 }
 

@@ -218,6 +218,29 @@ async fn create(State(state): State<AppState>, _owner: Owner, ApiJson(body): Api
     Ok((StatusCode::CREATED, Json(ConnectorOut::from(row))).into_response())
 }
 
+/// Seals `value` as connector `id`'s credential (replacing the one it had) and connects again
+/// with it, listing its tools anew. What a secure-input card for a connector stores
+/// (`chats::secure_input`); 400 `connector_takes_no_secret` for a connector without auth.
+pub(crate) async fn set_secret(state: &AppState, id: i64, value: &str) -> Result<()> {
+    let current = row(state, id).await?;
+    if current.auth == "none" {
+        return Err(Error::bad_request("connector_takes_no_secret", "This connector uses no key or token."));
+    }
+    if current.auth == "oauth" {
+        return Err(Error::bad_request(
+            "connector_takes_no_secret",
+            "This connector signs in with OAuth: the owner signs in from Settings › Connectors.",
+        ));
+    }
+    let sealed = state.keys.seal(&sealed_context(&current.name), value.as_bytes())?;
+    let patch = ConnectorPatch { secret: Some(Some(sealed)), ..ConnectorPatch::default() };
+    if !state.writer.call(|ack| WriteCommand::ConnectorUpdate { id, patch, ack }).await? {
+        return Err(not_found());
+    }
+    connect(state, row(state, id).await?).await?;
+    Ok(())
+}
+
 /// Connects to the row's server, lists its tools and stores what it found (an OAuth connector
 /// not signed in waits for its sign-in).
 async fn connect(state: &AppState, row: ConnectorRow) -> Result<ConnectorRow> {

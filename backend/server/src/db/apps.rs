@@ -360,6 +360,14 @@ pub async fn all_secrets(pool: &SqlitePool) -> Result<Vec<(i64, String, Vec<u8>)
     Ok(sqlx::query_as("SELECT app_id, name, sealed FROM app_secrets ORDER BY app_id, name").fetch_all(pool).await?)
 }
 
+/// App `app_id`'s secret names and when each was last set (never a value).
+pub async fn secret_names(pool: &SqlitePool, app_id: i64) -> Result<Vec<(String, i64)>> {
+    Ok(sqlx::query_as("SELECT name, updated_at FROM app_secrets WHERE app_id = ? ORDER BY name")
+        .bind(app_id)
+        .fetch_all(pool)
+        .await?)
+}
+
 /// The sealed value of app `app_id`'s secret `name`.
 pub async fn secret(pool: &SqlitePool, app_id: i64, name: &str) -> Result<Option<Vec<u8>>> {
     Ok(sqlx::query_scalar("SELECT sealed FROM app_secrets WHERE app_id = ? AND name = ?")

@@ -364,6 +364,40 @@ pub enum Card {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         answers: Option<ApprovalAnswers>,
     },
+    /// Secure input: the agent asks the owner for a secret, which the owner types into the
+    /// card and the server stores sealed — as app `app_id`'s secret `name`, or as connector
+    /// `connector_id`'s credential. The value is never on the card, in the transcript or in the
+    /// agent's context: the turn learns only the outcome.
+    SecureInput {
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        app_id: Option<i64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        connector_id: Option<i64>,
+        /// The app's or the connector's name, as the owner knows it.
+        target_name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answers: Option<SecretAnswers>,
+    },
+}
+
+/// What became of a secure-input card (never the value).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(deny_unknown_fields)]
+pub struct SecretAnswers {
+    pub secret: SecretStatus,
+}
+
+/// The owner stored the secret, or declined to give it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum SecretStatus {
+    Stored,
+    Declined,
 }
 
 /// One clarifying question.
@@ -433,6 +467,8 @@ pub enum Decision {
 #[serde(untagged)]
 pub enum Answers {
     Approval(ApprovalAnswers),
+    /// Before `Choices`, which would take `{"secret": "stored"}` as a question's choice.
+    Secret(SecretAnswers),
     Choices(Choices),
 }
 
@@ -451,6 +487,7 @@ impl QuestionCard {
             (Card::Approval { answers, .. } | Card::Plan { answers, .. }, Answers::Approval(approval)) => {
                 *answers = Some(approval.clone())
             }
+            (Card::SecureInput { answers, .. }, Answers::Secret(secret)) => *answers = Some(secret.clone()),
             _ => {}
         }
     }
@@ -752,5 +789,19 @@ mod tests {
         assert!(
             matches!(&card.card, Card::Question { answers: Some(a), .. } if a["Sizes?"] == Choice::Many(vec!["S".into(), "M".into()]))
         );
+    }
+
+    #[test]
+    fn a_secure_input_answer_is_its_own_kind_and_never_a_question_choice() {
+        let stored: Answers = serde_json::from_value(json!({"secret": "stored"})).expect("secret");
+        assert_eq!(stored, Answers::Secret(SecretAnswers { secret: SecretStatus::Stored }));
+        let other: Answers = serde_json::from_value(json!({"secret": "hunter2"})).expect("a question's choice");
+        assert!(matches!(other, Answers::Choices(_)), "only stored/declined are a secure-input answer");
+        let card =
+            json!({"question_id": "q1", "kind": "secure_input", "name": "K", "app_id": 3, "target_name": "Weather"});
+        let mut card: QuestionCard = serde_json::from_value(card).expect("card");
+        card.set_answers(&stored);
+        let text = serde_json::to_string(&card).expect("json");
+        assert!(text.contains(r#""answers":{"secret":"stored"}"#), "{text}");
     }
 }

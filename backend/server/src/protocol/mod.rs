@@ -28,7 +28,8 @@ pub use live::LiveMessage;
 pub use message::{
     Answers, ApprovalAnswers, Attachment, Block, Card, Choice, Choices, Decision, ErrorFix, FileChange, FileDiff,
     HandoffCard, HandoffReason, HandoffSource, ImportedMessage, InvalidMessage, Message, PlanCard, PlanStatus,
-    PlanStep, QuestionCard, QuestionItem, QuestionOption, Role, ToolBlock, ToolStatus, UserInput, WebSource,
+    PlanStep, QuestionCard, QuestionItem, QuestionOption, Role, SecretAnswers, SecretStatus, ToolBlock, ToolStatus,
+    UserInput, WebSource,
 };
 pub use notice::{NotificationAction, NotificationItem, NotificationKind, PushPayload};
 pub use usage::{Pause, PauseKind, PlanWindow, RunUsage};

@@ -43,6 +43,8 @@ fn render() -> String {
         QuestionOption::decl(&cfg),
         Choice::decl(&cfg),
         ApprovalAnswers::decl(&cfg),
+        SecretAnswers::decl(&cfg),
+        SecretStatus::decl(&cfg),
         Decision::decl(&cfg),
         Answers::decl(&cfg),
         RunStatus::decl(&cfg),

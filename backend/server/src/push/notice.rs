@@ -286,6 +286,10 @@ fn decision_of(card: &Card) -> (String, Vec<(NotificationAction, Answers)>) {
             ];
             (body, choices)
         }
+        // The value is typed into the card in the app, never into a notification.
+        Card::SecureInput { name, target_name, .. } => {
+            (format!("The agent asks for a secret: {name} (for {target_name}). Open the chat to enter it."), Vec::new())
+        }
         Card::Question { questions, .. } => {
             let body = questions
                 .first()

@@ -26,6 +26,7 @@ mod schedules;
 mod screenshots;
 mod search;
 mod shell;
+mod secure_input;
 mod storage;
 mod telemetry;
 mod theme;

@@ -35,6 +35,7 @@ import { fetchSchedules, runScheduleNow, schedulesKey } from "../../api/schedule
 import { cadenceText, nextText, STATUS_TEXT } from "../../schedules/cadence";
 import { Icon } from "../ui/Icon";
 import { Sheet } from "../ui/Sheet";
+import { AppSecrets } from "./AppSecrets";
 
 const errorText = (error: unknown) => (error instanceof ApiError ? error.message : "Something went wrong. Try again.");
 const shortCommit = (commit: string) => commit.slice(0, 7);
@@ -657,6 +658,7 @@ function AppDetails({
       </div>
       {app.source_url && <p className="apps-source">From {app.source_url}</p>}
       <AppJobs appId={app.id} online={online} />
+      <AppSecrets appId={app.id} online={online} />
       {confirm === "data" && (
         <div className="apps-confirm" role="alertdialog" aria-label={`Delete ${app.name}'s data`}>
           <p>Delete everything {app.name} saved? It starts again as if newly installed. Secrets you gave it stay. This can't be undone.</p>

@@ -300,7 +300,7 @@ export const MessageRow = memo(function MessageRow({
       case "tool":
         return <ToolView key={`u:${block.tool_use_id}`} chatId={chatId} block={block} />;
       case "question":
-        return <QuestionCard key={`q:${block.question_id}`} block={block} onAnswer={onAnswer} disabled={offline} />;
+        return <QuestionCard key={`q:${block.question_id}`} block={block} onAnswer={onAnswer} disabled={offline} chatId={chatId} live={live} />;
       case "error":
         return <ErrorView key={`e:${i}`} block={block} onOpenSettings={onOpenSettings} />;
       case "handoff":

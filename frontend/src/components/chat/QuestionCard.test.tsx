@@ -1,6 +1,6 @@
 import { fireEvent, render, screen } from "@testing-library/react";
 import { describe, expect, it, vi } from "vitest";
-import type { ApprovalBlock, PlanApprovalBlock, QuestionBlock } from "../../api/types";
+import type { ApprovalBlock, PlanApprovalBlock, QuestionBlock, SecureInputBlock } from "../../api/types";
 import { QuestionCard } from "./QuestionCard";
 
 const ask: QuestionBlock = {
@@ -114,5 +114,34 @@ describe("QuestionCard", () => {
     render(<QuestionCard block={{ ...ask, answers: { "Which color?": "Blue", "Which sizes?": ["S"] } }} onAnswer={() => Promise.resolve()} disabled={false} />);
     expect(screen.getByRole("region", { name: "Answered question" }).textContent).toContain("Blue");
     expect(screen.queryByRole("button", { name: "Send answer" })).toBeNull();
+  });
+
+  it("takes a secret in a masked field, posts it to its own route, and never shows it again", async () => {
+    const block: SecureInputBlock = { type: "question", question_id: "s1", kind: "secure_input", name: "API_KEY", app_id: 3, target_name: "Weather" };
+    const sent: { url: string; body: string }[] = [];
+    const fetchMock = vi.fn((url: string, init?: RequestInit) => {
+      sent.push({ url, body: typeof init?.body === "string" ? init.body : "" });
+      return Promise.resolve(new Response(null, { status: 204 }));
+    });
+    vi.stubGlobal("fetch", fetchMock);
+    const onAnswer = vi.fn(() => Promise.resolve());
+    render(<QuestionCard block={block} onAnswer={onAnswer} disabled={false} chatId="c1" live />);
+    const field = screen.getByLabelText(/Value/);
+    expect(field.getAttribute("type")).toBe("password");
+    fireEvent.change(field, { target: { value: "sk-123" } });
+    fireEvent.click(screen.getByRole("button", { name: "Save secret" }));
+    await screen.findByText("Saved");
+    expect(sent.map((s) => s.url)).toEqual(["/api/secure-inputs/c1/s1/submit"]);
+    expect(JSON.parse(sent[0]?.body ?? "")).toEqual({ value: "sk-123" });
+    expect(onAnswer).not.toHaveBeenCalled();
+    expect(screen.queryByDisplayValue("sk-123")).toBeNull();
+    vi.unstubAllGlobals();
+  });
+
+  it("says a secret request no longer waits once its turn ended", () => {
+    const block: SecureInputBlock = { type: "question", question_id: "s2", kind: "secure_input", name: "token", connector_id: 1, target_name: "Notes" };
+    render(<QuestionCard block={block} onAnswer={() => Promise.resolve()} disabled={false} chatId="c1" live={false} />);
+    expect(screen.getByText("No longer waiting")).toBeTruthy();
+    expect(screen.queryByLabelText(/Value/)).toBeNull();
   });
 });

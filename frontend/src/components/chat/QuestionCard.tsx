@@ -3,18 +3,24 @@
 //! question answers on one tap (its options are buttons; the tapped one shows it is being sent,
 //! then the card turns into the answered summary — no undo: the agent acts on it at once).
 //! Otherwise the choices are made first and "Send answer" sends them. A failure keeps the
-//! choices so the owner can try again.
+//! choices so the owner can try again. A secure-input card takes a secret the agent asked for:
+//! the value goes to its own route, is stored sealed as the app's secret, and is never shown
+//! again (the card only says stored or declined).
 
 import { useId, useState, type FormEvent } from "react";
-import type { ApprovalAnswers, ApprovalBlock, PlanApprovalBlock, QuestionAnswers, QuestionBlock } from "../../api/types";
-import { ApiError } from "../../api/client";
+import type { ApprovalAnswers, ApprovalBlock, PlanApprovalBlock, QuestionAnswers, QuestionBlock, SecureInputBlock } from "../../api/types";
+import { ApiError, apiFetch } from "../../api/client";
 import { Icon } from "../ui/Icon";
 import { Markdown } from "./Markdown";
 
 export interface QuestionCardProps {
-  block: QuestionBlock | ApprovalBlock | PlanApprovalBlock;
+  block: QuestionBlock | ApprovalBlock | PlanApprovalBlock | SecureInputBlock;
   onAnswer: (questionId: string, answers: QuestionAnswers | ApprovalAnswers) => Promise<void>;
   disabled: boolean;
+  /** The chat the card is in (a secure-input card answers through its own route). */
+  chatId?: string;
+  /** The card's message is the running turn's (a secure-input card waits only then). */
+  live?: boolean;
 }
 
 function failureText(error: unknown): string {
@@ -25,7 +31,110 @@ function failureText(error: unknown): string {
 
 export function QuestionCard(props: QuestionCardProps) {
   if (props.block.kind === "plan") return <PlanApprovalCard {...props} block={props.block} />;
+  if (props.block.kind === "secure_input") return <SecureInputCard {...props} block={props.block} />;
   return props.block.kind === "approval" ? <ApprovalCard {...props} block={props.block} /> : <AskCard {...props} block={props.block} />;
+}
+
+/** Longest secret the server keeps, in bytes. */
+const MAX_SECRET_BYTES = 8192;
+
+function SecureInputCard({ block, disabled, chatId, live }: QuestionCardProps & { block: SecureInputBlock }) {
+  const inputId = useId();
+  const [value, setValue] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [done, setDone] = useState<"stored" | "declined" | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const outcome = block.answers?.secret ?? done;
+
+  if (outcome || !live) {
+    const text = outcome === "stored" ? "Saved" : outcome === "declined" ? "Declined" : "No longer waiting";
+    return (
+      <section className="qcard qcard-answered" aria-label="Secret request">
+        <div className="qcard-summary">
+          <span className="qcard-q">
+            Secret <code>{block.name}</code> for {block.target_name}
+          </span>
+          <span className="qcard-a" data-secret={outcome ?? "expired"}>
+            <Icon name={outcome === "stored" ? "check" : "close"} size={14} /> {text}
+          </span>
+        </div>
+      </section>
+    );
+  }
+
+  async function send(action: "submit" | "decline") {
+    if (!chatId || busy) return;
+    setBusy(true);
+    setError(null);
+    const path = `/api/secure-inputs/${encodeURIComponent(chatId)}/${encodeURIComponent(block.question_id)}/${action}`;
+    try {
+      await apiFetch(path, { method: "POST", body: action === "submit" ? { value } : {} });
+      setValue("");
+      setDone(action === "submit" ? "stored" : "declined");
+    } catch (e) {
+      setError(
+        e instanceof ApiError && (e.code === "question_stale" || e.code === "secure_input_not_found")
+          ? "This request is no longer open."
+          : failureText(e),
+      );
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  const bytes = new TextEncoder().encode(value).length;
+  const tooLong = bytes > MAX_SECRET_BYTES;
+  const off = busy || disabled;
+  return (
+    <form
+      className="qcard"
+      aria-label="Secret request"
+      autoComplete="off"
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (value !== "" && !tooLong) void send("submit");
+      }}
+    >
+      <p className="qcard-kicker">
+        <Icon name="shield" size={16} /> The agent asks for a secret
+      </p>
+      <p className="qcard-question">
+        <strong>{block.name}</strong> for {block.target_name}
+      </p>
+      {block.reason && <p className="qcard-reason">{block.reason}</p>}
+      <label htmlFor={inputId} className="qcard-legend">
+        Value — stored sealed on the server; the agent never sees it
+      </label>
+      <input
+        id={inputId}
+        className="qcard-other-input"
+        type="password"
+        autoComplete="new-password"
+        spellCheck={false}
+        value={value}
+        disabled={off}
+        onChange={(e) => setValue(e.target.value)}
+      />
+      {tooLong && (
+        <p className="qcard-error" role="alert">
+          At most {MAX_SECRET_BYTES} bytes.
+        </p>
+      )}
+      {error && (
+        <p className="qcard-error" role="alert">
+          {error}
+        </p>
+      )}
+      <div className="qcard-actions">
+        <button type="button" className="btn btn-ghost" disabled={off} onClick={() => void send("decline")}>
+          Decline
+        </button>
+        <button type="submit" className="btn btn-primary" disabled={off || value === "" || tooLong} aria-busy={busy}>
+          {busy ? "Saving…" : "Save secret"}
+        </button>
+      </div>
+    </form>
+  );
 }
 
 const OTHER = "\u0000other";

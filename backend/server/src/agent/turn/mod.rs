@@ -203,7 +203,7 @@ async fn run_chat(agents: Arc<Agents>, start: TurnStart, mut commands: mpsc::Rec
             TurnCommand::Stop { reply } => {
                 let _ = reply.send(Vec::new());
             }
-            TurnCommand::Answer { reply, .. } => {
+            TurnCommand::Answer { reply, .. } | TurnCommand::SecureInput { reply, .. } => {
                 let _ = reply.send(Err(Domain::QuestionStale.into()));
             }
             TurnCommand::Steer { reply, .. } => {
@@ -220,7 +220,9 @@ struct PendingAsk {
     approval_tool: Option<String>,
     /// The plan a plan card proposes (approved as it is unless the owner edits it).
     plan: Option<String>,
-    reply: oneshot::Sender<Reply>,
+    /// The CLI's waiting call; `None` for a secure-input card, whose outcome its own route
+    /// reports to the agent (`chats::secure_input`).
+    reply: Option<oneshot::Sender<Reply>>,
 }
 
 /// Longest plan a plan card shows (characters; a plan is a page, not a book).
@@ -352,7 +354,7 @@ impl Turn<'_> {
                         let _ = reply.send(outcome.cleared);
                         break Err(None);
                     }
-                    Some(TurnCommand::Answer { reply, .. }) => {
+                    Some(TurnCommand::Answer { reply, .. } | TurnCommand::SecureInput { reply, .. }) => {
                         let _ = reply.send(Err(Domain::QuestionStale.into()));
                     }
                     Some(TurnCommand::Steer { reply, .. }) => {
@@ -431,6 +433,9 @@ impl Turn<'_> {
                     Some(TurnCommand::Answer { question_id, answers, reply }) => {
                         let _ = reply.send(self.answer(&question_id, answers).await);
                         heard = Instant::now();
+                    }
+                    Some(TurnCommand::SecureInput { card, reply }) => {
+                        let _ = reply.send(self.secure_input(card).await);
                     }
                     Some(TurnCommand::Steer { message, reply }) => {
                         if self.pending_ask.is_some() || self.pending_steer.is_some() {
@@ -599,6 +604,11 @@ impl Turn<'_> {
 
     /// A question always goes to the owner; an approval only under the `ask` policy.
     async fn ask(&mut self, ask: Ask, reply: oneshot::Sender<Reply>) {
+        // The chat shows one card at a time; a secure-input card is answered first.
+        if self.pending_ask.as_ref().is_some_and(|p| p.reply.is_none()) {
+            let _ = reply.send(Reply::Deny("A secret request waits for the owner; ask again after it.".into()));
+            return;
+        }
         let question_id = QuestionId::random();
         let proposed = match &ask {
             Ask::Plan { plan } => Some(plan.chars().take(MAX_PLAN_CHARS).collect::<String>()),
@@ -642,7 +652,7 @@ impl Turn<'_> {
         match committed {
             Ok(()) => {
                 self.agents.push.notify(notice);
-                self.pending_ask = Some(PendingAsk { question_id, approval_tool, plan: proposed, reply });
+                self.pending_ask = Some(PendingAsk { question_id, approval_tool, plan: proposed, reply: Some(reply) });
             }
             Err(e) => {
                 warn!(error = %e, "a question could not be recorded; declining it");
@@ -651,13 +661,43 @@ impl Turn<'_> {
         }
     }
 
+    /// Shows a secure-input card (durable first, then a push): the agent's `mobius secret
+    /// request` waits on its own route while the owner types the value into the card.
+    async fn secure_input(&mut self, card: QuestionCard) -> Result<()> {
+        if self.pending_ask.is_some() {
+            return Err(Domain::PendingQuestionOpen.into());
+        }
+        let question_id = card.question_id.clone();
+        self.live.apply(&ChatEvent::Question(card.clone()));
+        let notice = crate::push::Notice::question(&self.chat_id, &card);
+        let committed = self
+            .agents
+            .writer
+            .call(|ack| WriteCommand::QuestionCommit {
+                chat_id: self.chat_id.clone(),
+                run_id: self.run_id.clone(),
+                card,
+                live: self.live.to_message(),
+                ack,
+            })
+            .await;
+        committed?;
+        self.agents.push.notify(notice);
+        self.pending_ask = Some(PendingAsk { question_id, approval_tool: None, plan: None, reply: None });
+        Ok(())
+    }
+
     /// Records the owner's answer (durably first), then hands it to the CLI.
     async fn answer(&mut self, question_id: &QuestionId, answers: Answers) -> Result<()> {
-        let (approval_tool, proposed) = match &self.pending_ask {
-            Some(p) if p.question_id == *question_id => (p.approval_tool.clone(), p.plan.clone()),
+        let (approval_tool, proposed, secure) = match &self.pending_ask {
+            Some(p) if p.question_id == *question_id => (p.approval_tool.clone(), p.plan.clone(), p.reply.is_none()),
             _ => return Err(Domain::QuestionStale.into()),
         };
         let reply = match (&approval_tool, &answers) {
+            _ if secure != matches!(answers, Answers::Secret(_)) => {
+                return Err(Domain::InvalidAnswers("a secure-input card is answered through its own route").into());
+            }
+            (_, Answers::Secret(_)) => Reply::Deny(String::new()),
             (None, Answers::Choices(choices)) => Reply::Answers(choices.clone()),
             (None, Answers::Approval(_)) => {
                 return Err(Domain::InvalidAnswers("answers must map each question to a choice").into());
@@ -710,6 +750,8 @@ impl Turn<'_> {
             // Approved: the same turn goes on and may edit now.
             self.planning = false;
         }
+        // The answered card reaches the stored live message with the next snapshot.
+        self.dirty = true;
         if let (Reply::AllowAlways, Some(tool)) = (&reply, &approval_tool) {
             self.allowed_tools.insert(tool.clone());
             let settings =
@@ -721,8 +763,8 @@ impl Turn<'_> {
                 .call(|ack| WriteCommand::UpdateChat { chat_id: self.chat_id.clone(), patch, ack })
                 .await;
         }
-        if let Some(pending) = self.pending_ask.take() {
-            let _ = pending.reply.send(reply);
+        if let Some(PendingAsk { reply: Some(waiting), .. }) = self.pending_ask.take() {
+            let _ = waiting.send(reply);
         }
         Ok(())
     }
@@ -760,8 +802,8 @@ impl Turn<'_> {
     /// Stop: record the partial message as stopped and clear the queue at once, then let the
     /// CLI wind down (interrupt, grace, kill) in the background.
     async fn stop(mut self, provider: ProviderTurn) -> Outcome {
-        if let Some(pending) = self.pending_ask.take() {
-            let _ = pending.reply.send(Reply::Deny("Stopped by the owner.".into()));
+        if let Some(PendingAsk { reply: Some(waiting), .. }) = self.pending_ask.take() {
+            let _ = waiting.send(Reply::Deny("Stopped by the owner.".into()));
         }
         let _ = provider.control.try_send(Control::Interrupt);
         let outcome = self.finish(Finish::stopped(), true).await;
@@ -786,8 +828,8 @@ impl Turn<'_> {
 
     /// Records the end of the run; a stop clears the queue, anything else promotes it.
     async fn finish(&mut self, finish: Finish, stopped: bool) -> Outcome {
-        if let Some(pending) = self.pending_ask.take() {
-            let _ = pending.reply.send(Reply::Deny("The turn ended.".into()));
+        if let Some(PendingAsk { reply: Some(waiting), .. }) = self.pending_ask.take() {
+            let _ = waiting.send(Reply::Deny("The turn ended.".into()));
         }
         if let Some((_, reply)) = self.pending_steer.take() {
             let _ = reply.send(Ok(None));
@@ -918,6 +960,10 @@ pub fn answers_text(answers: &Answers) -> String {
                 lines.push("(no answer)".into());
             }
         }
+        Answers::Secret(secret) => lines.push(format!(
+            "- secret: {}",
+            if secret.secret == crate::protocol::SecretStatus::Stored { "stored" } else { "declined" }
+        )),
         Answers::Approval(approval) => {
             let decision = match approval.decision {
                 Decision::Allow => "allow",
