@@ -6,7 +6,8 @@
 //! the connector's credential added and streams the answer back. Only MCP's own headers cross
 //! (never the agent token); redirects are not followed; the upstream address is checked as
 //! it resolves. Bounded: request 4 MiB, answer 256 MiB streamed, 120 s a call, 16 calls at once.
-//! Logs the tool a call names, never a payload.
+//! Logs the tool a call names, never a payload. The credential an upstream call carries is
+//! `authorization` (also used at connect): an OAuth grant's access token is renewed here first.
 //!
 //! MCP's optional GET stream (server-initiated messages) is answered 405, which the protocol
 //! allows; the CLIs then use POST answers only.
@@ -16,7 +17,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
-use axum::http::{HeaderName, StatusCode, header};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use axum::routing::post;
 use futures_util::StreamExt;
@@ -24,8 +25,10 @@ use serde_json::Value;
 
 use crate::apps::smart_http::Refusal;
 use crate::auth::Scope;
+use crate::db::connectors::{ConnectorPatch, ConnectorRow};
 use crate::error::{Error, Result};
 use crate::state::AppState;
+use crate::writer::WriteCommand;
 
 /// Largest request the CLI may send through the broker.
 pub const MAX_BROKER_REQUEST_BYTES: usize = 4 * 1024 * 1024;
@@ -131,7 +134,7 @@ async fn forward(
             upstream = upstream.header(name.clone(), value.clone());
         }
     }
-    if let Some((name, value)) = super::authorization(&state, &row).await? {
+    if let Some((name, value)) = authorization(&state, &row).await? {
         upstream = upstream.header(name, value);
     }
     let answer = upstream.body(body).send().await.map_err(|e| upstream_error(id, &e))?;
@@ -176,6 +179,50 @@ fn upstream_error(id: i64, e: &reqwest::Error) -> Error {
     }
     tracing::info!(connector.id = id, "a connector could not be reached: {}", describe(e));
     Error::bad_gateway("connector_unreachable", "The connector could not be reached.")
+}
+
+/// The header an upstream call to `row`'s server carries, if any: its bearer/header secret, or
+/// its OAuth access token — renewed first when it is about to run out (one renewal at a time;
+/// a renewal that fails marks the connector as needing a new sign-in).
+pub async fn authorization(state: &AppState, row: &ConnectorRow) -> Result<Option<(HeaderName, HeaderValue)>> {
+    if row.auth != "oauth" {
+        return super::credential(&state.keys, row);
+    }
+    let now = crate::db::now_ms() / 1000;
+    let grant = super::oauth::Grant::of(&state.keys, row)?;
+    if !grant.needs_renewal(now) {
+        return grant.header();
+    }
+    let _one_at_a_time = state.connectors.flows.renewing().await;
+    // Another call may have renewed it while this one waited.
+    let row = crate::db::connectors::get(&state.db.read, row.id)
+        .await?
+        .ok_or_else(|| Error::not_found("connector_not_found", "No such connector."))?;
+    let grant = super::oauth::Grant::of(&state.keys, &row)?;
+    if !grant.needs_renewal(now) {
+        return grant.header();
+    }
+    let id = row.id;
+    match super::oauth::renew(&state.connectors.outbound()?, &grant, &row.url, now).await {
+        Ok(renewed) => {
+            let patch = ConnectorPatch {
+                secret: Some(Some(renewed.seal(&state.keys, &row.name)?)),
+                ..ConnectorPatch::default()
+            };
+            state.writer.call(|ack| WriteCommand::ConnectorUpdate { id, patch, ack }).await?;
+            tracing::info!(connector.id = id, "a connector's OAuth access token was renewed");
+            renewed.header()
+        }
+        Err(error) => {
+            let why = format!("{error}");
+            let patch = ConnectorPatch {
+                state: Some(("needs_auth".into(), Some(why.chars().take(300).collect()), None)),
+                ..ConnectorPatch::default()
+            };
+            state.writer.call(|ack| WriteCommand::ConnectorUpdate { id, patch, ack }).await?;
+            Err(error)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -2,8 +2,8 @@
 //! and reached by the agent only through the server's broker (`broker.rs`), which adds the
 //! credential the agent never sees. This file holds what the routes, the broker and the turn
 //! launch share: the outbound client (public addresses only, checked as each connection
-//! resolves), the broker's concurrency limit, the credential of a row (an OAuth grant renewed
-//! before it runs out, `oauth.rs`) and a chat's servers.
+//! resolves), the broker's concurrency limit, the credential of a row (an OAuth grant is renewed
+//! before use by the broker, `broker.rs::authorization`) and a chat's servers.
 
 pub mod broker;
 pub mod mcp;
@@ -19,10 +19,8 @@ use tokio::sync::Semaphore;
 
 use crate::apps::smart_http::{FetchPolicy, checked_resolver};
 use crate::auth::jwt::Keys;
-use crate::db::connectors::{ConnectorPatch, ConnectorRow};
+use crate::db::connectors::{ConnectorRow, sealed_context};
 use crate::error::{Error, Result};
-use crate::state::AppState;
-use crate::writer::WriteCommand;
 
 /// Connectors the owner may keep.
 pub const MAX_CONNECTORS: i64 = 32;
@@ -88,11 +86,6 @@ impl Connectors {
     }
 }
 
-/// What a connector's secret is sealed to (its name is unique and never changes).
-pub fn sealed_context(name: &str) -> String {
-    format!("connector-secret:{name}")
-}
-
 /// The header a row's credential goes in, with its value (opened from its seal), if it has one.
 pub fn credential(keys: &Keys, row: &ConnectorRow) -> Result<Option<(HeaderName, HeaderValue)>> {
     let Some(sealed) = &row.secret else { return Ok(None) };
@@ -114,50 +107,6 @@ pub fn credential(keys: &Keys, row: &ConnectorRow) -> Result<Option<(HeaderName,
         .map_err(|_| Error::Internal("a connector secret is not a header value".into()))?;
     value.set_sensitive(true);
     Ok(Some((name, value)))
-}
-
-/// The header an upstream call to `row`'s server carries, if any: its bearer/header secret, or
-/// its OAuth access token — renewed first when it is about to run out (one renewal at a time;
-/// a renewal that fails marks the connector as needing a new sign-in).
-pub async fn authorization(state: &AppState, row: &ConnectorRow) -> Result<Option<(HeaderName, HeaderValue)>> {
-    if row.auth != "oauth" {
-        return credential(&state.keys, row);
-    }
-    let now = crate::db::now_ms() / 1000;
-    let grant = oauth::Grant::of(&state.keys, row)?;
-    if !grant.needs_renewal(now) {
-        return grant.header();
-    }
-    let _one_at_a_time = state.connectors.flows.renewing().await;
-    // Another call may have renewed it while this one waited.
-    let row = crate::db::connectors::get(&state.db.read, row.id)
-        .await?
-        .ok_or_else(|| Error::not_found("connector_not_found", "No such connector."))?;
-    let grant = oauth::Grant::of(&state.keys, &row)?;
-    if !grant.needs_renewal(now) {
-        return grant.header();
-    }
-    let id = row.id;
-    match oauth::renew(&state.connectors.outbound()?, &grant, &row.url, now).await {
-        Ok(renewed) => {
-            let patch = ConnectorPatch {
-                secret: Some(Some(renewed.seal(&state.keys, &row.name)?)),
-                ..ConnectorPatch::default()
-            };
-            state.writer.call(|ack| WriteCommand::ConnectorUpdate { id, patch, ack }).await?;
-            tracing::info!(connector.id = id, "a connector's OAuth access token was renewed");
-            renewed.header()
-        }
-        Err(error) => {
-            let why = format!("{error}");
-            let patch = ConnectorPatch {
-                state: Some(("needs_auth".into(), Some(why.chars().take(300).collect()), None)),
-                ..ConnectorPatch::default()
-            };
-            state.writer.call(|ack| WriteCommand::ConnectorUpdate { id, patch, ack }).await?;
-            Err(error)
-        }
-    }
 }
 
 /// An MCP server a turn's CLI is told about: its name and the broker URL it calls.

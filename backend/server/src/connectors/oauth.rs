@@ -22,9 +22,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::sealed_context;
 use crate::auth::jwt::Keys;
-use crate::db::connectors::ConnectorRow;
+use crate::db::connectors::{ConnectorRow, sealed_context};
 use crate::error::{Error, Result};
 use crate::locks::Unpoisoned;
 

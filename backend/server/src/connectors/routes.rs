@@ -13,11 +13,13 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::MAX_CONNECTORS;
+use super::broker::authorization;
 use super::mcp::{self, Tool};
 use super::oauth::{self, Grant};
-use super::{MAX_CONNECTORS, authorization, sealed_context};
 use crate::api::ApiJson;
 use crate::auth::Owner;
+use crate::db::connectors::sealed_context;
 use crate::db::connectors::{self as sql, ConnectorPatch, ConnectorRow, NewConnector};
 use crate::error::{Domain, Error, Result};
 use crate::state::AppState;

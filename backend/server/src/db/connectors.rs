@@ -28,6 +28,11 @@ pub struct ConnectorRow {
     pub updated_at: i64,
 }
 
+/// What a connector's secret is sealed to (its name is unique and never changes).
+pub fn sealed_context(name: &str) -> String {
+    format!("connector-secret:{name}")
+}
+
 /// A new connector, as the writer stores it.
 #[derive(Debug, Clone)]
 pub struct NewConnector {
