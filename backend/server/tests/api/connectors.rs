@@ -9,7 +9,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{McpMock, TestApp, assert_error, eventually, script};
+use crate::helpers::{McpMock, TestApp, assert_error, eventually, files_containing, script};
 
 /// The connector's credential: it must reach the MCP server and nothing the agent sees.
 const SECRET: &str = "mcp-secret-6f1d2c";
@@ -53,26 +53,6 @@ async fn wait_for_file(path: &Path) -> String {
         std::fs::read_to_string(path).ok().filter(|text| !text.is_empty())
     })
     .await
-}
-
-/// Files and folders under `dir` (the agent's workspace) that contain `needle`.
-fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let Ok(kind) = entry.file_type() else { continue };
-            if kind.is_dir() {
-                stack.push(path);
-            } else if kind.is_file() && std::fs::read(&path).is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle))
-            {
-                found.push(path);
-            }
-        }
-    }
-    found
 }
 
 async fn rpc(app: &TestApp, path: &str, token: &str, body: Value) -> reqwest::Response {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{McpMock, TestApp, assert_error, eventually, script};
+use crate::helpers::{McpMock, TestApp, assert_error, eventually, files_containing, script};
 
 /// What the owner types: it must reach the app's secret and nothing else.
 const VALUE: &str = "sk-live-9f3a7c21e0d4b";
@@ -25,26 +25,6 @@ printf '%s' "$MOBIUS_AGENT_TOKEN" > "$HOME/agent-token.tmp" && mv "$HOME/agent-t
 printf '{"type":"system","subtype":"init","session_id":"s1"}\n'
 exec sleep 300"#,
     )
-}
-
-/// Files under `dir` that contain `needle`.
-fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let Ok(kind) = entry.file_type() else { continue };
-            if kind.is_dir() {
-                stack.push(path);
-            } else if kind.is_file() && std::fs::read(&path).is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle))
-            {
-                found.push(path);
-            }
-        }
-    }
-    found
 }
 
 async fn wait(app: &TestApp, agent: &str, chat: &str, id: &str) -> Value {
