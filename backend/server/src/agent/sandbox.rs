@@ -133,19 +133,32 @@ impl Sandbox {
         &self.state
     }
 
+    /// What every confined process starts from: the system's programs and the absolute folders
+    /// of its `path` (read, execute), the system's files (read) and the shared scratch and devices
+    /// (read, write) — each only where it lies outside `DATA_DIR` (`grant_outside`).
+    fn system(&self, path: &str) -> Grants {
+        let data = &self.data_dir;
+        let mut grants = Grants::default();
+        let system = SYSTEM_READ_EXEC.iter().copied().chain(path.split(':').filter(|d| d.starts_with('/')));
+        for p in system {
+            grant_outside(data, &mut grants.read_exec, &mut grants.skipped, PathBuf::from(p));
+        }
+        for p in SYSTEM_READ {
+            grant_outside(data, &mut grants.read, &mut grants.skipped, PathBuf::from(p));
+        }
+        for p in SYSTEM_READ_WRITE {
+            grant_outside(data, &mut grants.read_write, &mut grants.skipped, PathBuf::from(p));
+        }
+        grants
+    }
+
     /// What a turn of `kind` may use: `cli` is the provider's binary, `home` and `scratch` the
     /// agent's HOME and TMPDIR, `path` its PATH.
     pub fn grants(&self, kind: ProviderKind, cli: &Path, home: &Path, scratch: &Path, path: &str) -> Grants {
         let data = &self.data_dir;
-        let mut grants = Grants::default();
+        let mut grants = self.system(path);
         let generic =
             |list: &mut Vec<PathBuf>, skipped: &mut Vec<PathBuf>, p: PathBuf| grant_outside(data, list, skipped, p);
-        for p in SYSTEM_READ_EXEC {
-            generic(&mut grants.read_exec, &mut grants.skipped, PathBuf::from(p));
-        }
-        for dir in path.split(':').filter(|d| d.starts_with('/')) {
-            generic(&mut grants.read_exec, &mut grants.skipped, PathBuf::from(dir));
-        }
         // A bare name (`claude`) is the one the CLI's PATH finds.
         let cli = if cli.components().count() == 1 {
             path.split(':')
@@ -161,14 +174,8 @@ impl Sandbox {
         if let Ok(exe) = std::env::current_exe() {
             generic(&mut grants.read_exec, &mut grants.skipped, exe);
         }
-        for p in SYSTEM_READ {
-            generic(&mut grants.read, &mut grants.skipped, PathBuf::from(p));
-        }
         for p in &self.read_only {
             generic(&mut grants.read, &mut grants.skipped, p.clone());
-        }
-        for p in SYSTEM_READ_WRITE {
-            generic(&mut grants.read_write, &mut grants.skipped, PathBuf::from(p));
         }
         for name in DATA_READ_WRITE {
             grants.read_write.push(data.join(name));
@@ -190,21 +197,9 @@ impl Sandbox {
     /// with its token), not the database, keys or credentials.
     pub fn job_grants(&self, app_dir: &Path, state_dir: &Path, view: &JobView, path: &str, clis: &JobClis) -> Grants {
         let data = &self.data_dir;
-        let mut grants = Grants::default();
+        let mut grants = self.system(path);
         let generic =
             |list: &mut Vec<PathBuf>, skipped: &mut Vec<PathBuf>, p: PathBuf| grant_outside(data, list, skipped, p);
-        for p in SYSTEM_READ_EXEC {
-            generic(&mut grants.read_exec, &mut grants.skipped, PathBuf::from(p));
-        }
-        for dir in path.split(':').filter(|d| d.starts_with('/')) {
-            generic(&mut grants.read_exec, &mut grants.skipped, PathBuf::from(dir));
-        }
-        for p in SYSTEM_READ {
-            generic(&mut grants.read, &mut grants.skipped, PathBuf::from(p));
-        }
-        for p in SYSTEM_READ_WRITE {
-            generic(&mut grants.read_write, &mut grants.skipped, PathBuf::from(p));
-        }
         for p in &clis.packages {
             generic(&mut grants.read_exec, &mut grants.skipped, p.clone());
         }
@@ -228,22 +223,10 @@ impl Sandbox {
     /// `vite.config`), so it is held like the agent.
     pub fn shell_build_grants(&self, work: &Path, out: &Path, node_modules: &Path, path: &str) -> Grants {
         let data = &self.data_dir;
-        let mut grants = Grants::default();
+        let mut grants = self.system(path);
         let generic =
             |list: &mut Vec<PathBuf>, skipped: &mut Vec<PathBuf>, p: PathBuf| grant_outside(data, list, skipped, p);
-        for p in SYSTEM_READ_EXEC {
-            generic(&mut grants.read_exec, &mut grants.skipped, PathBuf::from(p));
-        }
-        for dir in path.split(':').filter(|d| d.starts_with('/')) {
-            generic(&mut grants.read_exec, &mut grants.skipped, PathBuf::from(dir));
-        }
         generic(&mut grants.read_exec, &mut grants.skipped, node_modules.to_path_buf());
-        for p in SYSTEM_READ {
-            generic(&mut grants.read, &mut grants.skipped, PathBuf::from(p));
-        }
-        for p in SYSTEM_READ_WRITE {
-            generic(&mut grants.read_write, &mut grants.skipped, PathBuf::from(p));
-        }
         grants.read_write.push(work.to_path_buf());
         grants.read_write.push(out.to_path_buf());
         grants
@@ -256,20 +239,14 @@ impl Sandbox {
     /// browser).
     pub fn browser_grants(&self, browser: &Path, profile: &Path) -> Grants {
         let data = &self.data_dir;
-        let mut grants = Grants::default();
+        let mut grants = self.system("");
         let generic =
             |list: &mut Vec<PathBuf>, skipped: &mut Vec<PathBuf>, p: PathBuf| grant_outside(data, list, skipped, p);
-        for p in SYSTEM_READ_EXEC {
-            generic(&mut grants.read_exec, &mut grants.skipped, PathBuf::from(p));
-        }
         if let Some(dir) = std::fs::canonicalize(browser).ok().and_then(|p| p.parent().map(Path::to_path_buf)) {
             generic(&mut grants.read_exec, &mut grants.skipped, dir);
         }
-        for p in SYSTEM_READ.iter().chain(BROWSER_READ) {
+        for p in BROWSER_READ {
             generic(&mut grants.read, &mut grants.skipped, PathBuf::from(p));
-        }
-        for p in SYSTEM_READ_WRITE {
-            generic(&mut grants.read_write, &mut grants.skipped, PathBuf::from(p));
         }
         grants.read_write.push(profile.to_path_buf());
         grants
