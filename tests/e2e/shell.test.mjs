@@ -85,7 +85,8 @@ describe("the shell's own source (real CLI, rebuild, rollback)", () => {
   after(() => tearDown({ server, log: "shell-server.log", browsers: [desktop], mocks: [mock] }));
 
   step("the agent changes a label and rebuilds; the reloaded shell shows it", async (page) => {
-    assert.ok(existsSync(source(".git/HEAD")), "the source is seeded as a git repository");
+    // Seeded after the server is ready, off the boot path.
+    await eventually("the source is seeded as a git repository", () => existsSync(source(".git/HEAD")));
     await page.goto(server.origin + "/");
     await signInAsOwner(page);
     await page.waitForURL(/\/chat\/[0-9a-f-]{36}$/);

@@ -117,8 +117,8 @@ pub struct Status {
 }
 
 impl Shell {
-    /// Reads the record, picks what to serve (a build whose folder is gone or incomplete
-    /// serves stock) and seeds the source on first boot. Blocking.
+    /// Reads the record and picks what to serve (a build whose folder is gone or incomplete
+    /// serves stock). Blocking.
     pub fn load(
         config: &crate::config::Config,
         hub: Arc<Hub>,
@@ -148,13 +148,6 @@ impl Shell {
             .and_then(|n| record.builds.iter().find(|b| b.n == n))
             .filter(|b| !b.confirmed)
             .map(|_| Trial::default());
-        if let Some(stock) = &config.shell_source {
-            match source::seed(stock, &data_dir, Path::new(SOURCE_DIR)) {
-                Ok(true) => tracing::info!("the shell's source was seeded into {SOURCE_DIR}"),
-                Ok(false) => {}
-                Err(e) => tracing::warn!(error = %e, "the shell's source could not be seeded"),
-            }
-        }
         Ok(Shell {
             data_dir,
             stock_dist: config.frontend_dir.clone(),
@@ -171,6 +164,18 @@ impl Shell {
             builder,
             push,
         })
+    }
+
+    /// Seeds the source on first boot (a copy and a commit: tens of milliseconds, so it runs
+    /// after the server is ready, never on the boot path; nothing served depends on it).
+    /// Blocking.
+    pub fn seed_source(&self) {
+        let Some(stock) = &self.stock_source else { return };
+        match source::seed(stock, &self.data_dir, Path::new(SOURCE_DIR)) {
+            Ok(true) => tracing::info!("the shell's source was seeded into {SOURCE_DIR}"),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "the shell's source could not be seeded"),
+        }
     }
 
     /// What is served now.

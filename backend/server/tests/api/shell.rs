@@ -42,6 +42,9 @@ async fn spawn() -> (TestApp, String) {
     })
     .await;
     let token = app.setup_owner().await;
+    // The source is seeded after the server is ready, off the boot path.
+    let head = source(&app).join(".git/HEAD");
+    eventually("the shell's source is seeded", || async { head.is_file().then_some(()) }).await;
     (app, token)
 }
 
