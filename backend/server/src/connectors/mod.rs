@@ -6,6 +6,7 @@
 //! before use by the broker, `broker.rs::authorization`) and a chat's servers.
 
 pub mod broker;
+pub mod github;
 pub mod mcp;
 pub mod oauth;
 pub mod routes;
