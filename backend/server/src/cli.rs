@@ -630,7 +630,9 @@ fn git_credential_command(args: &[String]) -> ExitCode {
     // A refusal is printed on stderr by `agent_request` (git shows it); the exit status of a
     // helper means nothing to git, what it prints does.
     let _refused = agent_request("/api/github/credential", &body, Duration::from_secs(30), |json| {
-        answer = json["password"].as_str().map(|p| (json["username"].as_str().unwrap_or("x-access-token").to_owned(), p.to_owned()));
+        answer = json["password"]
+            .as_str()
+            .map(|p| (json["username"].as_str().unwrap_or("x-access-token").to_owned(), p.to_owned()));
     });
     if operation == "erase" {
         return ExitCode::SUCCESS;

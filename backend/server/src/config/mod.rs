@@ -847,10 +847,19 @@ mod tests {
     #[test]
     fn github_addresses_default_to_github_and_refuse_credentials() {
         let c = config(&[]).expect("defaults");
-        assert_eq!((c.github_api_url.as_str(), c.github_url.as_str()), ("https://api.github.com", "https://github.com"));
-        let c = config(&[("MOBIUS_GITHUB_API_URL", "http://127.0.0.1:9/api/"), ("MOBIUS_GITHUB_URL", "http://127.0.0.1:9")])
-            .expect("a local fake");
-        assert_eq!((c.github_api_url.as_str(), c.github_url.as_str()), ("http://127.0.0.1:9/api", "http://127.0.0.1:9"));
+        assert_eq!(
+            (c.github_api_url.as_str(), c.github_url.as_str()),
+            ("https://api.github.com", "https://github.com")
+        );
+        let c = config(&[
+            ("MOBIUS_GITHUB_API_URL", "http://127.0.0.1:9/api/"),
+            ("MOBIUS_GITHUB_URL", "http://127.0.0.1:9"),
+        ])
+        .expect("a local fake");
+        assert_eq!(
+            (c.github_api_url.as_str(), c.github_url.as_str()),
+            ("http://127.0.0.1:9/api", "http://127.0.0.1:9")
+        );
         for bad in ["ftp://x", "https://u:p@github.com", "not a url", "https://github.com/?q=1"] {
             assert!(config(&[("MOBIUS_GITHUB_URL", bad)]).is_err(), "{bad}");
         }

@@ -278,9 +278,8 @@ async fn legacy_stream(
         }
     }
     let client = state.connectors.client()?;
-    let opened = super::legacy::LegacySession::open(client, &row.url, credential, LEGACY_OPEN_TIMEOUT)
-        .await
-        .map_err(|e| {
+    let opened =
+        super::legacy::LegacySession::open(client, &row.url, credential, LEGACY_OPEN_TIMEOUT).await.map_err(|e| {
             tracing::info!(connector.id = row.id, "a legacy connector's stream did not open: {}", e.message);
             Error::bad_gateway("connector_unreachable", format!("The connector's stream did not open: {}.", e.message))
         })?;
@@ -299,7 +298,10 @@ async fn legacy_stream(
         for message in [hello, done] {
             opened.call(client, credential, &message, LEGACY_OPEN_TIMEOUT).await.map_err(|e| {
                 tracing::info!(connector.id = row.id, "a legacy connector's session did not start: {}", e.message);
-                Error::bad_gateway("connector_unreachable", format!("The connector's session did not start: {}.", e.message))
+                Error::bad_gateway(
+                    "connector_unreachable",
+                    format!("The connector's session did not start: {}.", e.message),
+                )
             })?;
         }
     }

@@ -119,7 +119,11 @@ enum CheckFailure {
 }
 
 /// Asks the API who `token` belongs to: the account's login.
-async fn check_token(client: &reqwest::Client, api_url: &str, token: &str) -> std::result::Result<String, CheckFailure> {
+async fn check_token(
+    client: &reqwest::Client,
+    api_url: &str,
+    token: &str,
+) -> std::result::Result<String, CheckFailure> {
     let mut auth = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| CheckFailure::Garbled)?;
     auth.set_sensitive(true);
     let response = client
@@ -212,7 +216,11 @@ struct ConnectIn {
 /// account's login (replacing the one connected before). A token GitHub refuses is 400
 /// `github_token_refused` and nothing changes.
 #[tracing::instrument(level = "debug", skip_all)]
-async fn connect(State(state): State<AppState>, owner: Owner, ApiJson(body): ApiJson<ConnectIn>) -> Result<Json<GithubOut>> {
+async fn connect(
+    State(state): State<AppState>,
+    owner: Owner,
+    ApiJson(body): ApiJson<ConnectIn>,
+) -> Result<Json<GithubOut>> {
     owner_only(&owner)?;
     let token = body.token.trim();
     if token.is_empty() || token.len() > MAX_TOKEN_BYTES || !token.bytes().all(|b| b.is_ascii_graphic()) {
@@ -231,7 +239,10 @@ async fn connect(State(state): State<AppState>, owner: Owner, ApiJson(body): Api
             ));
         }
         Err(CheckFailure::Answered(status)) => {
-            return Err(Error::bad_gateway("github_unavailable", format!("GitHub answered {status}; try again later.")));
+            return Err(Error::bad_gateway(
+                "github_unavailable",
+                format!("GitHub answered {status}; try again later."),
+            ));
         }
         Err(CheckFailure::Unreachable(why)) => {
             return Err(Error::bad_gateway("github_unreachable", format!("{why}; try again later.")));
@@ -267,7 +278,11 @@ struct ReposIn {
 /// (duplicates dropped, case-insensitively). 400 `invalid_github_repo` naming the first that
 /// is not `owner/name` or `owner/*`; 400 `too_many_github_repos` past [`MAX_REPOS`].
 #[tracing::instrument(level = "debug", skip_all)]
-async fn set_repos(State(state): State<AppState>, owner: Owner, ApiJson(body): ApiJson<ReposIn>) -> Result<Json<GithubOut>> {
+async fn set_repos(
+    State(state): State<AppState>,
+    owner: Owner,
+    ApiJson(body): ApiJson<ReposIn>,
+) -> Result<Json<GithubOut>> {
     owner_only(&owner)?;
     if body.repos.len() > MAX_REPOS {
         return Err(Error::bad_request("too_many_github_repos", format!("At most {MAX_REPOS} repositories.")));
@@ -316,7 +331,11 @@ struct CredentialOut {
 /// send the path: `credential.useHttpPath`); `erase` (git says the token it got was refused) →
 /// 204, logged; `store` → 204. Every `get` and `erase` is logged for Settings.
 #[tracing::instrument(level = "debug", skip_all)]
-async fn credential(State(state): State<AppState>, owner: Owner, ApiJson(body): ApiJson<CredentialIn>) -> Result<Response> {
+async fn credential(
+    State(state): State<AppState>,
+    owner: Owner,
+    ApiJson(body): ApiJson<CredentialIn>,
+) -> Result<Response> {
     if owner.0.scope != Scope::Agent {
         return Err(Error::forbidden("agent_only", "Only an agent's turn asks for git credentials."));
     }

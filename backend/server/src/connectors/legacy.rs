@@ -102,7 +102,10 @@ impl LegacySession {
         let mut events = Events::new(response);
         let first = tokio::time::timeout(timeout, events.next())
             .await
-            .map_err(|_| LegacyError { timed_out: true, ..error("the server did not name its message endpoint in time") })?
+            .map_err(|_| LegacyError {
+                timed_out: true,
+                ..error("the server did not name its message endpoint in time")
+            })?
             .ok_or_else(|| error("the server's stream ended before naming its message endpoint"))??;
         if first.name != "endpoint" {
             return Err(error("the server's stream did not start with its message endpoint"));
@@ -284,7 +287,9 @@ mod tests {
 
     #[test]
     fn events_are_read_one_at_a_time_with_their_name_and_data() {
-        let mut buffer = b"event: endpoint\ndata: /messages?s=1\n\n: a comment\n\ndata: {\"a\":\r\ndata: 1}\r\n\r\nevent: mess".to_vec();
+        let mut buffer =
+            b"event: endpoint\ndata: /messages?s=1\n\n: a comment\n\ndata: {\"a\":\r\ndata: 1}\r\n\r\nevent: mess"
+                .to_vec();
         assert_eq!(take_event(&mut buffer), Some(Event { name: "endpoint".into(), data: "/messages?s=1".into() }));
         assert_eq!(take_event(&mut buffer), Some(Event { name: String::new(), data: String::new() }));
         assert_eq!(take_event(&mut buffer), Some(Event { name: String::new(), data: "{\"a\":\n1}".into() }));

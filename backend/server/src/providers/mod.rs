@@ -633,7 +633,9 @@ fn git_credentials_block(helper: &Path, github_url: &str) -> Option<String> {
 /// rest of the file kept), written only when it changed.
 fn ensure_git_credentials(home: &Dir, helper: &Path, github_url: &str) -> Result<()> {
     let Some(block) = git_credentials_block(helper, github_url) else {
-        tracing::warn!("the mobius binary's path cannot be a git credential helper; GitHub is unavailable to the agent");
+        tracing::warn!(
+            "the mobius binary's path cannot be a git credential helper; GitHub is unavailable to the agent"
+        );
         return Ok(());
     };
     let name = Path::new(".gitconfig");

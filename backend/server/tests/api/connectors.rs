@@ -406,8 +406,11 @@ async fn an_oauth_connector_that_refuses_its_token_mid_call_is_renewed_once_then
     let (app, token) = app_with(true).await;
     // Tokens live an hour: nothing is renewed before a call, only after a refusal.
     let mock = McpMock::start(app.data_dir(), &["--oauth"]).await;
-    let created: Value =
-        add(&app, &token, json!({ "name": "calendar", "url": mock.url(), "auth": "oauth" })).await.json().await.expect("json");
+    let created: Value = add(&app, &token, json!({ "name": "calendar", "url": mock.url(), "auth": "oauth" }))
+        .await
+        .json()
+        .await
+        .expect("json");
     let id = created["id"].as_i64().expect("id");
     let start = app.post(&format!("/api/connectors/{id}/oauth/start"), json!({}), Some(&token)).await;
     let url = start.json::<Value>().await.expect("json")["authorization_url"].as_str().expect("url").to_owned();
@@ -473,7 +476,11 @@ async fn a_legacy_sse_connector_is_found_at_connect_and_bridged_for_the_turn_tha
         .json()
         .await
         .expect("json");
-    assert_eq!((created["status"].as_str(), created["transport"].as_str()), (Some("connected"), Some("sse")), "{created}");
+    assert_eq!(
+        (created["status"].as_str(), created["transport"].as_str()),
+        (Some("connected"), Some("sse")),
+        "{created}"
+    );
     assert_eq!(created["tools"].as_array().map(Vec::len), Some(5));
     let id = created["id"].as_i64().expect("id");
     eventually("the connect's stream is closed", || async { (streams_open(&mock).await == 0).then_some(()) }).await;
@@ -483,13 +490,23 @@ async fn a_legacy_sse_connector_is_found_at_connect_and_bridged_for_the_turn_tha
     app.send(&token, "mine", "hello", "m1").await;
     let agent = wait_for_file(&app.data_dir().join("agent-home/agent-token")).await;
     let path = format!("/api/mcp/mine/{id}");
-    let init = rpc(&app, &path, &agent, json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05"}})).await;
+    let init = rpc(
+        &app,
+        &path,
+        &agent,
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05"}}),
+    )
+    .await;
     assert_eq!(init.status(), StatusCode::OK);
     assert!(init.headers()["content-type"].to_str().unwrap_or_default().starts_with("application/json"));
     assert_eq!(init.json::<Value>().await.expect("json")["result"]["serverInfo"]["name"], "mock-mcp");
     let note = rpc(&app, &path, &agent, json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await;
     assert_eq!(note.status(), StatusCode::ACCEPTED);
-    let list: Value = rpc(&app, &path, &agent, json!({"jsonrpc":"2.0","id":2,"method":"tools/list"})).await.json().await.expect("json");
+    let list: Value = rpc(&app, &path, &agent, json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}))
+        .await
+        .json()
+        .await
+        .expect("json");
     assert_eq!(list["result"]["tools"].as_array().map(Vec::len), Some(5), "{list}");
     let call: Value = rpc(
         &app,
@@ -512,7 +529,10 @@ async fn a_legacy_sse_connector_is_found_at_connect_and_bridged_for_the_turn_tha
     assert_eq!(probes, 1, "streamable HTTP was tried once, at connect");
     let posts: Vec<&Value> = seen.iter().filter(|r| r["method"] == "POST" && r["path"] != "/sse").collect();
     assert!(posts.len() >= 4, "{posts:?}");
-    assert!(posts.iter().all(|r| r["path"].as_str().is_some_and(|p| p.starts_with("/messages?session_id="))), "{posts:?}");
+    assert!(
+        posts.iter().all(|r| r["path"].as_str().is_some_and(|p| p.starts_with("/messages?session_id="))),
+        "{posts:?}"
+    );
     assert!(opened.iter().chain(posts.iter()).all(|r| r["headers"]["authorization"] == format!("Bearer {SECRET}")));
     assert!(seen.iter().all(|r| !r.to_string().contains(&agent)), "the agent token never leaves the server");
 

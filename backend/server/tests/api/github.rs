@@ -55,8 +55,12 @@ impl GithubMock {
     }
 
     async fn requests(&self) -> Vec<Value> {
-        reqwest::get(format!("{}/_mock/requests", self.base())).await.expect("mock log").json::<Value>().await.expect("json")
-            ["requests"]
+        reqwest::get(format!("{}/_mock/requests", self.base()))
+            .await
+            .expect("mock log")
+            .json::<Value>()
+            .await
+            .expect("json")["requests"]
             .as_array()
             .cloned()
             .unwrap_or_default()
@@ -64,7 +68,12 @@ impl GithubMock {
 }
 
 /// A server whose GitHub is the mock, running `cli` as Claude; the owner's token.
-async fn app_with(dir: Arc<tempfile::TempDir>, mock: &GithubMock, cli: PathBuf, helper: Option<PathBuf>) -> (TestApp, String) {
+async fn app_with(
+    dir: Arc<tempfile::TempDir>,
+    mock: &GithubMock,
+    cli: PathBuf,
+    helper: Option<PathBuf>,
+) -> (TestApp, String) {
     let base = mock.base();
     let app = TestApp::spawn_in(dir, |c| {
         c.claude_bin = cli;
@@ -129,7 +138,11 @@ exec sleep 300"#,
 
     // The allowed repositories: checked, normalized, duplicates dropped.
     let set = app
-        .put_json("/api/github/repos", json!({ "repos": ["octo/site", "team/*", "https://github.com/Octo/Site.git"] }), &token)
+        .put_json(
+            "/api/github/repos",
+            json!({ "repos": ["octo/site", "team/*", "https://github.com/Octo/Site.git"] }),
+            &token,
+        )
         .await;
     assert_eq!(set.json::<Value>().await.expect("json")["repos"], json!(["octo/site", "team/*"]));
     let bad = app.put_json("/api/github/repos", json!({ "repos": ["octo/site", "nope"] }), &token).await;
@@ -157,10 +170,16 @@ exec sleep 300"#,
     assert_eq!((granted["username"].as_str(), granted["password"].as_str()), (Some("x-access-token"), Some(TOKEN)));
     let pattern: Value = ask(&app, &agent, get("Team/anything")).await.json().await.expect("json");
     assert_eq!(pattern["password"], TOKEN, "an owner/* pattern allows every repository of that owner");
-    let refused = assert_error(ask(&app, &agent, get("other/secret.git")).await, StatusCode::FORBIDDEN, "github_repo_not_allowed").await;
+    let refused = assert_error(
+        ask(&app, &agent, get("other/secret.git")).await,
+        StatusCode::FORBIDDEN,
+        "github_repo_not_allowed",
+    )
+    .await;
     assert!(refused["message"].as_str().unwrap_or_default().contains("other/secret"), "{refused}");
     assert!(!refused.to_string().contains(TOKEN));
-    let elsewhere = json!({ "operation": "get", "protocol": "https", "host": "github.com.evil.example", "path": "octo/site.git" });
+    let elsewhere =
+        json!({ "operation": "get", "protocol": "https", "host": "github.com.evil.example", "path": "octo/site.git" });
     assert_error(ask(&app, &agent, elsewhere).await, StatusCode::FORBIDDEN, "github_host_not_allowed").await;
     let plain_http = json!({ "operation": "get", "protocol": "https", "host": host, "path": "octo/site.git" });
     assert_error(ask(&app, &agent, plain_http).await, StatusCode::FORBIDDEN, "github_host_not_allowed").await;
@@ -179,9 +198,17 @@ exec sleep 300"#,
         .as_array()
         .expect("requests")
         .iter()
-        .map(|r| (r["repo"].as_str().unwrap_or_default().to_owned(), r["outcome"].as_str().unwrap_or_default().to_owned()))
+        .map(|r| {
+            (r["repo"].as_str().unwrap_or_default().to_owned(), r["outcome"].as_str().unwrap_or_default().to_owned())
+        })
         .collect();
-    for expected in [("octo/site", "granted"), ("Team/anything", "granted"), ("other/secret", "not_allowed"), ("octo/site", "wrong_host"), ("octo/site", "rejected")] {
+    for expected in [
+        ("octo/site", "granted"),
+        ("Team/anything", "granted"),
+        ("other/secret", "not_allowed"),
+        ("octo/site", "wrong_host"),
+        ("octo/site", "rejected"),
+    ] {
         assert!(seen.contains(&(expected.0.to_owned(), expected.1.to_owned())), "{expected:?} in {seen:?}");
     }
     assert_eq!(shown["requests"][0]["outcome"], "rejected", "newest first");
@@ -198,7 +225,8 @@ exec sleep 300"#,
     // The turn ends: its token is refused.
     let stop = app.post("/api/chat/stop", json!({ "chat_id": "mine" }), Some(&token)).await;
     assert!(stop.status().is_success());
-    eventually("the turn ends", || async { (app.detail(&token, "mine").await["running"] == false).then_some(()) }).await;
+    eventually("the turn ends", || async { (app.detail(&token, "mine").await["running"] == false).then_some(()) })
+        .await;
     assert_eq!(ask(&app, &agent, get("octo/site.git")).await.status(), StatusCode::UNAUTHORIZED);
     assert!(files_containing(app.data_dir(), TOKEN.as_bytes()).is_empty(), "the token is sealed at rest");
 }
@@ -292,9 +320,15 @@ exec sleep 300"#,
     let refused = read("git-refused.log");
     assert!(refused.contains("github_repo_not_allowed") && refused.contains("other/secret"), "{refused}");
     let requests = mock.requests().await;
-    assert!(requests.iter().any(|r| r["path"].as_str().is_some_and(|p| p.starts_with("/octo/site.git")) && r["token"] == true));
     assert!(
-        !requests.iter().any(|r| r["path"].as_str().is_some_and(|p| p.starts_with("/other/secret.git")) && r["auth"] == true),
+        requests
+            .iter()
+            .any(|r| r["path"].as_str().is_some_and(|p| p.starts_with("/octo/site.git")) && r["token"] == true)
+    );
+    assert!(
+        !requests
+            .iter()
+            .any(|r| r["path"].as_str().is_some_and(|p| p.starts_with("/other/secret.git")) && r["auth"] == true),
         "git never sent a credential for the refused repository"
     );
     let shown: Value = app.get("/api/github", Some(&token)).await.json().await.expect("json");
@@ -304,7 +338,10 @@ exec sleep 300"#,
         .iter()
         .map(|r| (r["repo"].as_str().unwrap_or_default(), r["outcome"].as_str().unwrap_or_default()))
         .collect();
-    assert!(outcomes.contains(&("octo/site", "granted")) && outcomes.contains(&("other/secret", "not_allowed")), "{outcomes:?}");
+    assert!(
+        outcomes.contains(&("octo/site", "granted")) && outcomes.contains(&("other/secret", "not_allowed")),
+        "{outcomes:?}"
+    );
 
     // The helper ran as `git-credential get`, and the token is in no file, argument or
     // environment of the agent's: not the workspace, not the git config, not the helper's.
