@@ -13,6 +13,11 @@ Options:
   --bearer T                  require `Authorization: Bearer T` (else 401)
   --header NAME=VALUE         require that header instead
   --sse                       answer requests as text/event-stream instead of JSON
+  --legacy                    speak only the legacy HTTP+SSE transport (2024-11-05): GET /sse opens
+                              an event stream whose first `endpoint` event names
+                              /messages?session_id=…; each POST there is answered 202 and its answer
+                              sent on the stream (echo/save/tools; POST /sse and /mcp are 405).
+                              GET /_mock/streams says how many streams are open
   --oauth                     require an access token this server issued (OAuth 2.1: resource
                               metadata, authorization-server metadata, dynamic client
                               registration, /auth/authorize that consents at once and redirects
@@ -22,13 +27,16 @@ Options:
   --log F                     append every request (method, path, headers, body) as JSON lines
 
 GET /_mock/requests returns the log (the test reads what reached the server); GET /_mock/oauth
-the OAuth counters (exchanges, refreshes, refused) and the tokens now valid.
+the OAuth counters (exchanges, refreshes, refused) and the tokens now valid. POST /_mock/revoke
+forgets every access token (refresh tokens still work); POST /_mock/revoke?deny=1 also refuses
+every access token issued from then on (a renewal succeeds, the renewed token is refused).
 """
 
 import argparse
 import base64
 import hashlib
 import json
+import queue
 import threading
 import urllib.parse
 import time
@@ -45,6 +53,10 @@ CODES = {}
 ACCESS = set()
 REFRESH = {}
 OAUTH = {"exchanges": 0, "refreshes": 0, "refused": 0, "registrations": 0}
+# Set by /_mock/revoke?deny=1: no access token is accepted any more.
+DENY = {"all": False}
+# Legacy transport: the open streams (session id -> queue of messages to send on it).
+STREAMS = {}
 
 TOOLS = [
     {"name": "echo", "description": "Echoes its text.", "annotations": {"readOnlyHint": True},
@@ -85,7 +97,7 @@ class Handler(BaseHTTPRequestHandler):
     def authorised(self):
         if ARGS.oauth:
             auth = self.headers.get("Authorization") or ""
-            return auth.startswith("Bearer ") and auth[7:] in ACCESS
+            return auth.startswith("Bearer ") and auth[7:] in ACCESS and not DENY["all"]
         if ARGS.bearer:
             return self.headers.get("Authorization") == f"Bearer {ARGS.bearer}"
         if ARGS.header:
@@ -104,6 +116,10 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def answer(self, message, extra=None):
+        stream = getattr(self, "legacy_stream", None)
+        if stream is not None:
+            stream.put(message)
+            return
         if ARGS.sse:
             data = ("event: message\ndata: " + json.dumps(message) + "\n\n").encode()
             self.send_response(200)
@@ -201,7 +217,47 @@ class Handler(BaseHTTPRequestHandler):
             return True
         return False
 
+    def legacy_get(self):
+        """GET /sse: the legacy transport's event stream (chunked), until the client leaves."""
+        if not self.authorised():
+            self.send_json(401, {"error": "unauthorized"}, {"WWW-Authenticate": "Bearer"})
+            return
+        session = uuid.uuid4().hex
+        messages = queue.Queue()
+        with LOCK:
+            STREAMS[session] = messages
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+        def event(text):
+            data = text.encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
+        try:
+            event(f"event: endpoint\ndata: /messages?session_id={session}\n\n")
+            while True:
+                try:
+                    message = messages.get(timeout=0.5)
+                except queue.Empty:
+                    event(": keep-alive\n\n")
+                    continue
+                event("event: message\ndata: " + json.dumps(message) + "\n\n")
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass
+        finally:
+            with LOCK:
+                STREAMS.pop(session, None)
+            self.close_connection = True
+
     def do_GET(self):
+        if self.path.startswith("/_mock/streams"):
+            with LOCK:
+                self.send_json(200, {"open": len(STREAMS)})
+            return
         if self.path.startswith("/_mock/requests"):
             with LOCK:
                 self.send_json(200, {"requests": LOG})
@@ -212,6 +268,9 @@ class Handler(BaseHTTPRequestHandler):
             return
         record(self, None)
         if ARGS.oauth and self.oauth_get():
+            return
+        if ARGS.legacy and urllib.parse.urlsplit(self.path).path == "/sse":
+            self.legacy_get()
             return
         self.send_response(405)
         self.send_header("Content-Length", "0")
@@ -226,6 +285,12 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length).decode("utf-8", "replace")
+        if self.path.startswith("/_mock/revoke"):
+            with LOCK:
+                ACCESS.clear()
+                DENY["all"] = "deny=1" in self.path
+            self.send_json(200, {"revoked": True})
+            return
         try:
             message = json.loads(raw)
         except ValueError:
@@ -242,6 +307,29 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(message, dict):
             self.send_json(400, {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}})
             return
+        if ARGS.legacy:
+            url = urllib.parse.urlsplit(self.path)
+            session = dict(urllib.parse.parse_qsl(url.query)).get("session_id", "")
+            with LOCK:
+                stream = STREAMS.get(session) if url.path == "/messages" else None
+            if url.path != "/messages":
+                self.send_json(405, {"error": "this server speaks the HTTP+SSE transport: GET /sse"})
+                return
+            if stream is None:
+                self.send_json(404, {"error": "no such session"})
+                return
+            if message.get("id") is not None and message.get("method"):
+                self.legacy_stream = stream
+                self.dispatch(message)
+                self.legacy_stream = None
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.dispatch(message)
+
+    def dispatch(self, message):
+        """Answers one JSON-RPC message (in the response, or on a legacy stream)."""
         method = message.get("method")
         ident = message.get("id")
         if ident is None:  # a notification
@@ -321,6 +409,7 @@ def main():
     parser.add_argument("--bearer")
     parser.add_argument("--header")
     parser.add_argument("--sse", action="store_true")
+    parser.add_argument("--legacy", action="store_true")
     parser.add_argument("--oauth", action="store_true")
     parser.add_argument("--expires-in", type=int, default=3600)
     parser.add_argument("--no-registration", action="store_true")

@@ -48,6 +48,7 @@ pub fn router(state: AppState) -> Router {
         .merge(apps::shared_git::router())
         .merge(crate::connectors::routes::router())
         .merge(crate::connectors::broker::router())
+        .merge(crate::connectors::github::router())
         .merge(chats::apps::router())
         .merge(chats::logs::router())
         .merge(chats::secure_input::router())

@@ -45,6 +45,10 @@ USAGE:
                                     (or as the connector's key, which then reconnects) and this
                                     prints only whether it was stored (never the value)
     mobius secret wait <ID>         (agents) keep waiting for a request that is still open
+    mobius git-credential get|store|erase
+                                    (agents) git's credential helper for GitHub over https (set in
+                                    the agent's git config): asks the server for each operation;
+                                    answers only for repositories the owner allowed
     mobius media publish <file> [--alt TEXT]
                                     (agents) show an image (PNG, JPEG, WebP, GIF) in this chat:
                                     prints its media_url and the Markdown embed for the reply
@@ -134,6 +138,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
         Some("secret") => secret_command(&args[1..]),
         // Internal: the server's Web Push sender (see push/deliver.rs).
         Some("push-deliver") => crate::push::deliver_command(),
+        Some("git-credential") => git_credential_command(&args[1..]),
         Some("media") => media_command(&args[1..]),
         Some("toolbox") => toolbox_command(&args[1..]),
         Some("schedule") => schedule_command(&args[1..]),
@@ -578,6 +583,70 @@ fn secret_command(args: &[String]) -> ExitCode {
                 return ExitCode::from(3);
             }
         }
+    }
+}
+
+/// Longest credential request git writes on the helper's stdin.
+const MAX_CREDENTIAL_INPUT_BYTES: u64 = 64 * 1024;
+
+/// `mobius git-credential get|store|erase`: git's credential-helper protocol (`key=value` lines
+/// on stdin up to a blank line) for GitHub over https. `get` asks `POST /api/github/credential`
+/// with the turn's own token and prints `username=`/`password=` for an allowed repository, or
+/// `quit=1` (git neither prompts nor tries another helper) with the server's reason on stderr.
+/// `erase` tells the server GitHub refused the credential; `store` keeps nothing. The token
+/// never touches a file, an argument or the environment.
+fn git_credential_command(args: &[String]) -> ExitCode {
+    use std::io::{Read, Write};
+    const USAGE: &str = "usage: mobius git-credential get|store|erase  (git's credential helper)";
+    let Some(operation) = args.first().filter(|_| args.len() == 1).map(String::as_str) else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let mut input = String::new();
+    if std::io::stdin().take(MAX_CREDENTIAL_INPUT_BYTES).read_to_string(&mut input).is_err() {
+        eprintln!("mobius: git's credential request is not text");
+        return ExitCode::from(2);
+    }
+    let mut fields = serde_json::Map::new();
+    for line in input.lines().take_while(|l| !l.is_empty()) {
+        if let Some((key, value)) = line.split_once('=')
+            && matches!(key, "protocol" | "host" | "path")
+        {
+            fields.insert(key.to_owned(), serde_json::Value::String(value.to_owned()));
+        }
+    }
+    match operation {
+        // Nothing is kept on this side: the server answers each time.
+        "store" => return ExitCode::SUCCESS,
+        "get" | "erase" => {}
+        _ => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    }
+    fields.insert("operation".to_owned(), serde_json::Value::String(operation.to_owned()));
+    let body = serde_json::Value::Object(fields);
+    let mut answer = None;
+    // A refusal is printed on stderr by `agent_request` (git shows it); the exit status of a
+    // helper means nothing to git, what it prints does.
+    let _refused = agent_request("/api/github/credential", &body, Duration::from_secs(30), |json| {
+        answer = json["password"]
+            .as_str()
+            .map(|p| (json["username"].as_str().unwrap_or("x-access-token").to_owned(), p.to_owned()));
+    });
+    if operation == "erase" {
+        return ExitCode::SUCCESS;
+    }
+    let mut out = std::io::stdout().lock();
+    let written = match answer {
+        Some((user, password)) if !user.contains('\n') && !password.contains('\n') => {
+            writeln!(out, "username={user}\npassword={password}")
+        }
+        _ => writeln!(out, "quit=1"),
+    };
+    match written.and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::FAILURE,
     }
 }
 

@@ -27,6 +27,8 @@ export interface Connector {
   status: "pending" | "connected" | "error" | "disconnected" | "needs_auth";
   last_error: string | null;
   tools: ConnectorTool[];
+  /** How the server is spoken to, found at connect: `sse` is the legacy HTTP+SSE transport. */
+  transport: "streamable" | "sse";
   created_at: number;
   updated_at: number;
 }

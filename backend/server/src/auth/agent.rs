@@ -46,6 +46,9 @@ pub const AGENT_ROUTES: &[(&str, &str)] = &[
     ("*", "/mcp/{chat}/{id}"),
     // Secure input: the handler checks the token is bound to the chat in its path; the owner's
     // `/submit` and `/decline` are not here.
+    // GitHub: the credential helper's request (the repository is checked there); the
+    // connection and its repositories are the owner's.
+    ("POST", "/github/credential"),
     ("POST", "/secure-inputs/{chat}"),
     ("GET", "/secure-inputs/{chat}/{req}/wait"),
     ("GET", "/theme"),

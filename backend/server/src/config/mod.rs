@@ -107,6 +107,12 @@ pub struct Config {
     /// (`MOBIUS_CONNECTORS_ALLOW_LOOPBACK=1`): for the tests' scripted MCP server only. Off,
     /// connectors are public addresses only.
     pub connectors_allow_loopback: bool,
+    /// The GitHub API the owner's token is checked against (`MOBIUS_GITHUB_API_URL`, default
+    /// `https://api.github.com`; tests point it at a local fake).
+    pub github_api_url: String,
+    /// Where the agent's git reaches GitHub (`MOBIUS_GITHUB_URL`, default `https://github.com`):
+    /// the host the credential helper answers for.
+    pub github_url: String,
     /// How long one `/api/proxy` request may take in all (default 15 s; tests shorten it).
     pub proxy_timeout: Duration,
     /// Proxies whose `X-Forwarded-For` names the client (`MOBIUS_TRUSTED_PROXIES`: addresses
@@ -155,6 +161,29 @@ pub const DEFAULT_NOTE_IDLE: Duration = Duration::from_secs(120);
 /// The running executable (`mobius` from `PATH` if the system cannot say).
 fn running_exe() -> PathBuf {
     std::env::current_exe().unwrap_or_else(|_| PathBuf::from("mobius"))
+}
+
+/// Default of [`Config::github_api_url`].
+pub const DEFAULT_GITHUB_API_URL: &str = "https://api.github.com";
+/// Default of [`Config::github_url`].
+pub const DEFAULT_GITHUB_URL: &str = "https://github.com";
+
+/// An http(s) base URL setting without credentials, query or fragment: its text without a
+/// trailing `/`.
+fn base_url(get: &impl Fn(&str) -> Option<String>, key: &str, default: &str) -> Result<String, ConfigError> {
+    let Some(raw) = get(key) else { return Ok(default.to_owned()) };
+    let raw = raw.trim();
+    let url = reqwest::Url::parse(raw).map_err(|e| ConfigError(format!("{key}={raw:?} is not a URL: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https")
+        || url.host_str().is_none()
+        || !url.username().is_empty()
+        || url.password().is_some()
+        || url.query().is_some()
+        || url.fragment().is_some()
+    {
+        return Err(ConfigError(format!("{key}={raw:?} must be an http(s) address without credentials or query")));
+    }
+    Ok(url.as_str().trim_end_matches('/').to_owned())
 }
 
 /// Default of [`Config::purge_every`].
@@ -617,6 +646,8 @@ impl Config {
                 return Err(ConfigError(format!("MOBIUS_CONNECTORS_ALLOW_LOOPBACK={other:?} must be 1 or 0")));
             }
         };
+        let github_api_url = base_url(&get, "MOBIUS_GITHUB_API_URL", DEFAULT_GITHUB_API_URL)?;
+        let github_url = base_url(&get, "MOBIUS_GITHUB_URL", DEFAULT_GITHUB_URL)?;
         let trusted_proxies = match get("MOBIUS_TRUSTED_PROXIES") {
             Some(raw) => {
                 TrustedProxies::parse(&raw).map_err(|e| ConfigError(format!("MOBIUS_TRUSTED_PROXIES: {e}")))?
@@ -693,6 +724,8 @@ impl Config {
             upload_quota_bytes,
             proxy_allow_loopback: false,
             connectors_allow_loopback,
+            github_api_url,
+            github_url,
             proxy_timeout: DEFAULT_PROXY_TIMEOUT,
             push_allow_loopback,
             self_exe: running_exe(),
@@ -754,6 +787,8 @@ impl Config {
             upload_quota_bytes: DEFAULT_UPLOAD_QUOTA_MIB << 20,
             proxy_allow_loopback: false,
             connectors_allow_loopback: false,
+            github_api_url: DEFAULT_GITHUB_API_URL.to_owned(),
+            github_url: DEFAULT_GITHUB_URL.to_owned(),
             proxy_timeout: DEFAULT_PROXY_TIMEOUT,
             push_allow_loopback: false,
             self_exe: running_exe(),
@@ -807,6 +842,27 @@ mod tests {
     fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
         let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn github_addresses_default_to_github_and_refuse_credentials() {
+        let c = config(&[]).expect("defaults");
+        assert_eq!(
+            (c.github_api_url.as_str(), c.github_url.as_str()),
+            ("https://api.github.com", "https://github.com")
+        );
+        let c = config(&[
+            ("MOBIUS_GITHUB_API_URL", "http://127.0.0.1:9/api/"),
+            ("MOBIUS_GITHUB_URL", "http://127.0.0.1:9"),
+        ])
+        .expect("a local fake");
+        assert_eq!(
+            (c.github_api_url.as_str(), c.github_url.as_str()),
+            ("http://127.0.0.1:9/api", "http://127.0.0.1:9")
+        );
+        for bad in ["ftp://x", "https://u:p@github.com", "not a url", "https://github.com/?q=1"] {
+            assert!(config(&[("MOBIUS_GITHUB_URL", bad)]).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -1,5 +1,8 @@
 //! The server's own MCP client, for connect time only: `initialize`, then `tools/list` (paged)
-//! over streamable HTTP, each answer JSON or an SSE stream, bounded in bytes and time.
+//! over streamable HTTP, each answer JSON or an SSE stream, bounded in bytes and time. A server
+//! that refuses streamable HTTP's `initialize` POST with a 4xx (other than 401/403) is tried
+//! with the legacy HTTP+SSE transport (`legacy.rs`); which one answered is stored with the
+//! connector, and the broker speaks it.
 
 use std::time::Duration;
 
@@ -48,18 +51,59 @@ fn fail(why: impl Into<String>) -> Failure {
     Failure(why.into())
 }
 
-/// One conversation with a server: its session id once `initialize` gave one.
+/// How a connector's server is spoken to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// Streamable HTTP (2025-03-26 on): each message POSTed, answered in its response.
+    Streamable,
+    /// The legacy HTTP+SSE transport (2024-11-05): answers come on one event stream.
+    Sse,
+}
+
+impl Transport {
+    /// As stored (`connectors.transport`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Streamable => "streamable",
+            Transport::Sse => "sse",
+        }
+    }
+}
+
+/// One conversation with a server: its session id once `initialize` gave one, or the legacy
+/// transport's open stream.
 pub struct Session<'a> {
     client: &'a reqwest::Client,
     url: &'a str,
     credential: Option<(HeaderName, HeaderValue)>,
     session: Option<HeaderValue>,
+    legacy: Option<super::legacy::LegacySession>,
+    /// `initialize` was refused with a 4xx that says "not this transport".
+    not_streamable: bool,
     next_id: i64,
 }
 
 impl<'a> Session<'a> {
     pub fn new(client: &'a reqwest::Client, url: &'a str, credential: Option<(HeaderName, HeaderValue)>) -> Self {
-        Self { client, url, credential, session: None, next_id: 1 }
+        Self { client, url, credential, session: None, legacy: None, not_streamable: false, next_id: 1 }
+    }
+
+    /// A session over the legacy transport: its stream opened now.
+    async fn legacy(
+        client: &'a reqwest::Client,
+        url: &'a str,
+        credential: Option<(HeaderName, HeaderValue)>,
+    ) -> Result<Self, Failure> {
+        let stream = super::legacy::LegacySession::open(client, url, credential.as_ref(), CONNECT_TIMEOUT)
+            .await
+            .map_err(|e| fail(e.message))?;
+        Ok(Self { legacy: Some(stream), ..Self::new(client, url, credential) })
+    }
+
+    /// Sends `message` over the legacy stream: its answer, for a request.
+    async fn legacy_call(&self, message: &Value) -> Result<Option<Value>, Failure> {
+        let Some(stream) = &self.legacy else { return Err(fail("no stream is open")) };
+        stream.call(self.client, self.credential.as_ref(), message, CONNECT_TIMEOUT).await.map_err(|e| fail(e.message))
     }
 
     fn request(&self, body: &Value) -> reqwest::RequestBuilder {
@@ -82,6 +126,9 @@ impl<'a> Session<'a> {
 
     /// Sends a notification (no answer awaited beyond its status).
     async fn notify(&self, method: &str) -> Result<(), Failure> {
+        if self.legacy.is_some() {
+            return self.legacy_call(&json!({"jsonrpc": "2.0", "method": method})).await.map(|_| ());
+        }
         let response = self.request(&json!({"jsonrpc": "2.0", "method": method})).send().await.map_err(transport)?;
         if !response.status().is_success() {
             return Err(fail(format!("the server answered {} to {method}", response.status().as_u16())));
@@ -93,16 +140,18 @@ impl<'a> Session<'a> {
     pub async fn call(&mut self, method: &str, params: Value) -> Result<Value, Failure> {
         let id = self.next_id;
         self.next_id += 1;
-        let response = self
-            .request(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .send()
-            .await
-            .map_err(transport)?;
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        if self.legacy.is_some() {
+            let message = self.legacy_call(&request).await?.ok_or_else(|| fail(format!("{method} got no answer")))?;
+            return result_of(method, &message);
+        }
+        let response = self.request(&request).send().await.map_err(transport)?;
         let status = response.status();
         if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
             return Err(fail(format!("the server refused the credential ({})", status.as_u16())));
         }
         if !status.is_success() {
+            self.not_streamable = method == "initialize" && status.is_client_error();
             return Err(fail(format!("the server answered {} to {method}", status.as_u16())));
         }
         if let Some(session) = response.headers().get("mcp-session-id") {
@@ -114,14 +163,11 @@ impl<'a> Session<'a> {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|t| t.starts_with("text/event-stream"));
         let message = if sse { read_sse(response, id).await? } else { read_json(response).await? };
-        if let Some(error) = message.get("error") {
-            let text = error.get("message").and_then(Value::as_str).unwrap_or("an error");
-            return Err(fail(format!("{method} failed: {}", text.chars().take(200).collect::<String>())));
-        }
-        message.get("result").cloned().ok_or_else(|| fail(format!("{method} answered without a result")))
+        result_of(method, &message)
     }
 
-    /// Ends the session on the server (best effort: a server may not support it).
+    /// Ends the session on the server (best effort: a server may not support it). A legacy
+    /// session ends with its stream, closed as it is dropped.
     pub async fn close(self) {
         if let Some(session) = &self.session {
             let mut request = self.client.delete(self.url).timeout(CONNECT_TIMEOUT).header("mcp-session-id", session);
@@ -131,6 +177,15 @@ impl<'a> Session<'a> {
             let _ = request.send().await;
         }
     }
+}
+
+/// The `result` of a JSON-RPC answer, or its error in words.
+fn result_of(method: &str, message: &Value) -> Result<Value, Failure> {
+    if let Some(error) = message.get("error") {
+        let text = error.get("message").and_then(Value::as_str).unwrap_or("an error");
+        return Err(fail(format!("{method} failed: {}", text.chars().take(200).collect::<String>())));
+    }
+    message.get("result").cloned().ok_or_else(|| fail(format!("{method} answered without a result")))
 }
 
 fn transport(e: reqwest::Error) -> Failure {
@@ -206,24 +261,41 @@ fn event_end(buffer: &[u8]) -> Option<(usize, usize)> {
     }
 }
 
-/// Connects and lists the server's tools: `(tools, whether the list was cut)`.
+fn initialize_params() -> Value {
+    json!({
+        "protocolVersion": PROTOCOL_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": "mobius", "version": env!("CARGO_PKG_VERSION")},
+    })
+}
+
+/// Connects and lists the server's tools: `(tools, whether the list was cut, the transport that
+/// answered)`. Streamable HTTP first; a 4xx to its `initialize` (other than 401/403) tries the
+/// legacy HTTP+SSE transport at the same URL.
 pub async fn list_tools(
     client: &reqwest::Client,
     url: &str,
     credential: Option<(HeaderName, HeaderValue)>,
-) -> Result<(Vec<Tool>, bool), Failure> {
-    let mut session = Session::new(client, url, credential);
+) -> Result<(Vec<Tool>, bool, Transport), Failure> {
+    let mut session = Session::new(client, url, credential.clone());
+    let (mut session, transport) = match session.call("initialize", initialize_params()).await {
+        Ok(_) => (session, Transport::Streamable),
+        Err(refused) if session.not_streamable => {
+            session.close().await;
+            let mut legacy = match Session::legacy(client, url, credential).await {
+                Ok(legacy) => legacy,
+                // Neither transport: say why the first one failed, and the second.
+                Err(also) => return Err(fail(format!("{refused}; as a legacy SSE server: {also}"))),
+            };
+            legacy.call("initialize", initialize_params()).await?;
+            (legacy, Transport::Sse)
+        }
+        Err(failure) => {
+            session.close().await;
+            return Err(failure);
+        }
+    };
     let result = async {
-        session
-            .call(
-                "initialize",
-                json!({
-                    "protocolVersion": PROTOCOL_VERSION,
-                    "capabilities": {},
-                    "clientInfo": {"name": "mobius", "version": env!("CARGO_PKG_VERSION")},
-                }),
-            )
-            .await?;
         session.notify("notifications/initialized").await?;
         let mut tools = Vec::new();
         let mut cut = false;
@@ -261,7 +333,7 @@ pub async fn list_tools(
                 break;
             }
         }
-        Ok((tools, cut || cursor.is_some()))
+        Ok((tools, cut || cursor.is_some(), transport))
     }
     .await;
     session.close().await;

@@ -6,6 +6,8 @@
 //! before use by the broker, `broker.rs::authorization`) and a chat's servers.
 
 pub mod broker;
+pub mod github;
+pub mod legacy;
 pub mod mcp;
 pub mod oauth;
 pub mod routes;
@@ -30,6 +32,10 @@ pub const MAX_BROKER_CALLS: usize = 16;
 const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const USER_AGENT: &str = concat!("Mobius/", env!("CARGO_PKG_VERSION"), " (MCP connector)");
 
+/// The legacy streams the broker holds open: per (run, connector), the chat and the stream.
+pub(crate) type LegacyStreams =
+    std::collections::HashMap<(String, i64), (String, std::sync::Arc<legacy::LegacySession>)>;
+
 /// The connectors' outbound client and the broker's limit, one per server.
 #[derive(Debug)]
 pub struct Connectors {
@@ -38,6 +44,10 @@ pub struct Connectors {
     policy: FetchPolicy,
     /// OAuth sign-ins in flight and the renewal lock.
     pub flows: oauth::Flows,
+    /// Legacy HTTP+SSE streams open for running turns (`broker.rs`).
+    pub(crate) legacy: tokio::sync::Mutex<LegacyStreams>,
+    /// Whether the task that closes the streams of ended turns runs.
+    pub(crate) sweeping: std::sync::atomic::AtomicBool,
 }
 
 impl Connectors {
@@ -49,6 +59,8 @@ impl Connectors {
             permits: std::sync::Arc::new(Semaphore::new(MAX_BROKER_CALLS)),
             policy: FetchPolicy::proxy(allow_loopback),
             flows: oauth::Flows::default(),
+            legacy: tokio::sync::Mutex::new(LegacyStreams::new()),
+            sweeping: std::sync::atomic::AtomicBool::new(false),
         }
     }
 

@@ -67,6 +67,8 @@ struct ConnectorOut {
     status: String,
     last_error: Option<String>,
     tools: Vec<Tool>,
+    /// `streamable` or `sse` (legacy HTTP+SSE), as found at connect.
+    transport: String,
     created_at: i64,
     updated_at: i64,
 }
@@ -85,6 +87,7 @@ impl From<ConnectorRow> for ConnectorOut {
             read_only_auto: row.read_only_auto,
             status: row.status,
             last_error: row.last_error,
+            transport: row.transport,
             created_at: row.created_at,
             updated_at: row.updated_at,
         }
@@ -261,17 +264,19 @@ async fn connect(state: &AppState, row: ConnectorRow) -> Result<ConnectorRow> {
         Err(e) => return Err(e),
     };
     let found = mcp::list_tools(client, &row.url, credential).await;
-    let (status, error, tools) = match found {
-        Ok((tools, cut)) => {
+    let (status, error, tools, transport) = match found {
+        Ok((tools, cut, transport)) => {
             let note = cut.then(|| format!("Only the first {} tools are used.", mcp::MAX_TOOLS));
-            ("connected", note, serde_json::to_string(&tools).map_err(|e| Error::Internal(e.to_string()))?)
+            let tools = serde_json::to_string(&tools).map_err(|e| Error::Internal(e.to_string()))?;
+            ("connected", note, tools, Some(transport.as_str()))
         }
         Err(failure) => {
             tracing::info!(connector.id = row.id, "connecting a connector failed: {failure}");
-            ("error", Some(failure.0.chars().take(MAX_ERROR_CHARS).collect()), "[]".to_owned())
+            ("error", Some(failure.0.chars().take(MAX_ERROR_CHARS).collect()), "[]".to_owned(), None)
         }
     };
-    let patch = ConnectorPatch { state: Some((status.into(), error, Some(tools))), ..ConnectorPatch::default() };
+    let patch =
+        ConnectorPatch { state: Some((status.into(), error, Some(tools))), transport, ..ConnectorPatch::default() };
     let id = row.id;
     if !state.writer.call(|ack| WriteCommand::ConnectorUpdate { id, patch, ack }).await? {
         return Err(not_found());

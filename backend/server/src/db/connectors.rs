@@ -24,6 +24,8 @@ pub struct ConnectorRow {
     pub last_error: Option<String>,
     /// JSON list of the tools read at connect.
     pub tools: String,
+    /// `streamable` or `sse` (the legacy transport), as found at the last connect.
+    pub transport: String,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -54,10 +56,12 @@ pub struct ConnectorPatch {
     pub state: Option<(String, Option<String>, Option<String>)>,
     /// A new sealed secret (`Some(None)`: none).
     pub secret: Option<Option<Vec<u8>>>,
+    /// The transport the last connect found.
+    pub transport: Option<&'static str>,
 }
 
 const COLUMNS: &str = "id, name, url, auth, header_name, secret, chats, read_only_auto, status, last_error, tools, \
-                       created_at, updated_at";
+                       transport, created_at, updated_at";
 
 /// Every connector, oldest first.
 pub async fn list(pool: &SqlitePool) -> Result<Vec<ConnectorRow>> {
@@ -122,7 +126,8 @@ pub async fn update(conn: &mut SqliteConnection, id: i64, patch: &ConnectorPatch
     let done = sqlx::query(
         "UPDATE connectors SET chats = coalesce(?, chats), read_only_auto = coalesce(?, read_only_auto), \
          status = coalesce(?, status), last_error = CASE WHEN ? THEN ? ELSE last_error END, \
-         tools = coalesce(?, tools), secret = CASE WHEN ? THEN ? ELSE secret END, updated_at = ? WHERE id = ?",
+         tools = coalesce(?, tools), secret = CASE WHEN ? THEN ? ELSE secret END, \
+         transport = coalesce(?, transport), updated_at = ? WHERE id = ?",
     )
     .bind(&patch.chats)
     .bind(patch.read_only_auto)
@@ -132,6 +137,7 @@ pub async fn update(conn: &mut SqliteConnection, id: i64, patch: &ConnectorPatch
     .bind(tools)
     .bind(patch.secret.is_some())
     .bind(patch.secret.clone().flatten())
+    .bind(patch.transport)
     .bind(now)
     .bind(id)
     .execute(conn)

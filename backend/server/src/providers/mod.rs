@@ -88,6 +88,10 @@ pub struct Providers {
     trees: crate::agent::trees::Trees,
     /// The tools on the agent's `PATH`, as Settings lists them.
     toolbox: crate::agent::toolbox::Toolbox,
+    /// The `mobius` binary git runs as the agent's credential helper (`Config::self_exe`).
+    git_helper: PathBuf,
+    /// Where the agent's git reaches GitHub (`Config::github_url`).
+    github_url: String,
 }
 
 impl std::fmt::Debug for Providers {
@@ -124,6 +128,8 @@ impl Providers {
             versions: Mutex::new(None),
             toolbox: crate::agent::toolbox::Toolbox::default(),
             codex_models: tokio::sync::Mutex::new(None),
+            git_helper: config.self_exe.clone(),
+            github_url: config.github_url.clone(),
         }
     }
 
@@ -230,6 +236,7 @@ impl Providers {
         if let Some(dir) = exe.as_ref().and_then(|p| p.parent()) {
             ensure_login_profile(&home_dir, dir)?;
         }
+        ensure_git_credentials(&home_dir, &self.git_helper, &self.github_url)?;
         let s = |p: &Path| p.display().to_string();
         let mut env = vec![
             ("PATH".to_owned(), path),
@@ -596,6 +603,68 @@ fn ensure_login_profile(home: &Dir, bin_dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The first and last lines of the agent's git config block the server keeps.
+const GIT_BLOCK_START: &str = "# >>> Möbius: GitHub credentials (rewritten at each turn; edits here are replaced)";
+const GIT_BLOCK_END: &str = "# <<< Möbius";
+
+/// The block of the agent's `~/.gitconfig` that makes `mobius git-credential` git's only
+/// credential helper for GitHub (`github_url`, and `https://github.com` always), with the
+/// repository's path sent along (`useHttpPath`, so the server can check it is allowed). `None`
+/// when the helper's path cannot be written into a git config shell command safely.
+fn git_credentials_block(helper: &Path, github_url: &str) -> Option<String> {
+    let helper = helper.to_str().filter(|p| !p.is_empty() && !p.contains(['\'', '"', '\\', '\n', ';', '#']))?;
+    let mut hosts = vec![crate::config::DEFAULT_GITHUB_URL];
+    if github_url != crate::config::DEFAULT_GITHUB_URL {
+        hosts.push(github_url);
+    }
+    let mut block = format!("{GIT_BLOCK_START}\n");
+    for host in hosts {
+        // The empty `helper =` drops any helper configured before for this host.
+        block.push_str(&format!(
+            "[credential \"{host}\"]\n\thelper =\n\thelper = !'{helper}' git-credential\n\tuseHttpPath = true\n"
+        ));
+    }
+    block.push_str(GIT_BLOCK_END);
+    block.push('\n');
+    Some(block)
+}
+
+/// Puts [`git_credentials_block`] in the agent's `~/.gitconfig` (replacing an older one, the
+/// rest of the file kept), written only when it changed.
+fn ensure_git_credentials(home: &Dir, helper: &Path, github_url: &str) -> Result<()> {
+    let Some(block) = git_credentials_block(helper, github_url) else {
+        tracing::warn!(
+            "the mobius binary's path cannot be a git credential helper; GitHub is unavailable to the agent"
+        );
+        return Ok(());
+    };
+    let name = Path::new(".gitconfig");
+    let current = match home.read_optional(name, MAX_PROFILE_BYTES) {
+        Ok(current) => current.unwrap_or_default(),
+        Err(e) if crate::safe_fs::refusal(&e).is_some_and(|r| matches!(r, crate::safe_fs::Refused::TooLarge(..))) => {
+            tracing::warn!("the agent's git config is too large to add the GitHub helper to");
+            return Ok(());
+        }
+        // A link or a FIFO the agent put there: replaced by a plain file.
+        Err(e) if crate::safe_fs::refusal(&e).is_some() => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
+    let text = String::from_utf8_lossy(&current);
+    let rest = match (text.find(GIT_BLOCK_START), text.find(GIT_BLOCK_END)) {
+        (Some(start), Some(end)) if end > start => {
+            let after = &text[end + GIT_BLOCK_END.len()..];
+            format!("{}{}", &text[..start], after.strip_prefix('\n').unwrap_or(after))
+        }
+        _ => text.into_owned(),
+    };
+    let sep = if rest.is_empty() || rest.ends_with('\n') { "" } else { "\n" };
+    let wanted = format!("{rest}{sep}{block}");
+    if wanted.as_bytes() != current.as_slice() {
+        home.write(OsStr::new(".gitconfig"), wanted.as_bytes(), 0o600)?;
+    }
+    Ok(())
+}
+
 fn strip_ansi(line: &str) -> String {
     let mut out = String::with_capacity(line.len());
     let mut chars = line.chars().peekable();
@@ -637,6 +706,30 @@ fn find_device_code(line: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_git_helper_block_is_kept_once_beside_the_agents_own_settings() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let home = Dir::create_under(tmp.path(), Path::new("agent-home")).expect("home");
+        let file = tmp.path().join("agent-home/.gitconfig");
+        std::fs::write(&file, "[user]\n\tname = Agent\n").expect("write");
+        let helper = Path::new("/opt/mobius/bin/mobius");
+        ensure_git_credentials(&home, helper, "http://127.0.0.1:8123").expect("block");
+        ensure_git_credentials(&home, helper, "http://127.0.0.1:8123").expect("again");
+        let text = std::fs::read_to_string(&file).expect("read");
+        assert!(text.starts_with("[user]\n\tname = Agent\n"), "{text}");
+        assert_eq!(text.matches(GIT_BLOCK_START).count(), 1, "{text}");
+        assert!(text.contains("[credential \"https://github.com\"]\n\thelper =\n\thelper = !'/opt/mobius/bin/mobius' git-credential\n\tuseHttpPath = true\n"));
+        assert!(text.contains("[credential \"http://127.0.0.1:8123\"]"));
+        // A new address replaces the block; the agent's settings after it stay.
+        std::fs::write(&file, format!("{text}[alias]\n\tst = status\n")).expect("write");
+        ensure_git_credentials(&home, helper, crate::config::DEFAULT_GITHUB_URL).expect("replaced");
+        let text = std::fs::read_to_string(&file).expect("read");
+        assert_eq!(text.matches(GIT_BLOCK_START).count(), 1, "{text}");
+        assert!(!text.contains("127.0.0.1"), "{text}");
+        assert!(text.contains("[alias]") && text.contains("name = Agent"), "{text}");
+        assert_eq!(git_credentials_block(Path::new("/tmp/it's/mobius"), "https://github.com"), None);
+    }
 
     #[test]
     fn device_code_output_is_parsed_through_colours() {

@@ -460,6 +460,22 @@ impl Actor {
                 let result = db::connectors::set_chosen(&mut self.conn, &chat_id, &ids).await;
                 reply(batch, ack, result, Stale::NOTHING)
             }
+            WriteCommand::GithubConnect { token, login, ack } => {
+                let result = db::github::connect(&mut self.conn, &token, &login, now_ms()).await;
+                reply(batch, ack, result, Stale::NOTHING)
+            }
+            WriteCommand::GithubDisconnect { ack } => {
+                let result = db::github::disconnect(&mut self.conn).await;
+                reply(batch, ack, result, Stale::NOTHING)
+            }
+            WriteCommand::GithubReposSet { repos, ack } => {
+                let result = db::github::set_repos(&mut self.conn, &repos, now_ms()).await;
+                reply(batch, ack, result, Stale::NOTHING)
+            }
+            WriteCommand::GithubRequestLog { request, keep, ack } => {
+                let result = db::github::log_request(&mut self.conn, &request, keep, now_ms()).await;
+                reply(batch, ack, result, Stale::NOTHING)
+            }
             WriteCommand::EmbedGrantMint { grant, ack } => {
                 let result = super::apps::mint_grant(&mut self.conn, &grant).await;
                 reply(batch, ack, result, Stale::NOTHING)

@@ -418,6 +418,14 @@ pub enum WriteCommand {
     ConnectorDelete { id: i64, ack: Ack<bool> },
     /// Replaces the connectors chosen for a chat.
     ChatConnectorsSet { chat_id: String, ids: Vec<i64>, ack: Ack<()> },
+    /// Stores (or replaces) the owner's GitHub connection: the sealed token and its account.
+    GithubConnect { token: Vec<u8>, login: String, ack: Ack<()> },
+    /// Forgets the GitHub connection; whether there was one.
+    GithubDisconnect { ack: Ack<bool> },
+    /// Replaces the repositories the agent may use on GitHub.
+    GithubReposSet { repos: Vec<String>, ack: Ack<()> },
+    /// Logs one of the agent's GitHub credential requests, keeping the newest `keep`.
+    GithubRequestLog { request: crate::db::github::NewRequest, keep: i64, ack: Ack<()> },
     /// Stores a new embedded-chat grant.
     EmbedGrantMint { grant: crate::db::embeds::Grant, ack: Ack<()> },
     /// Trades grant `id` (for `instance_id`) for a session until `session_expires_at`.

@@ -400,3 +400,168 @@ async fn a_server_without_registration_needs_a_pasted_client_and_a_refused_sign_
     assert_eq!(connector["status"], "needs_auth");
     assert!(connector["last_error"].as_str().unwrap_or_default().contains("access_denied"), "{connector}");
 }
+
+#[tokio::test]
+async fn an_oauth_connector_that_refuses_its_token_mid_call_is_renewed_once_then_needs_a_sign_in() {
+    let (app, token) = app_with(true).await;
+    // Tokens live an hour: nothing is renewed before a call, only after a refusal.
+    let mock = McpMock::start(app.data_dir(), &["--oauth"]).await;
+    let created: Value = add(&app, &token, json!({ "name": "calendar", "url": mock.url(), "auth": "oauth" }))
+        .await
+        .json()
+        .await
+        .expect("json");
+    let id = created["id"].as_i64().expect("id");
+    let start = app.post(&format!("/api/connectors/{id}/oauth/start"), json!({}), Some(&token)).await;
+    let url = start.json::<Value>().await.expect("json")["authorization_url"].as_str().expect("url").to_owned();
+    assert_eq!(sign_in(&app, &url).await.status(), StatusCode::SEE_OTHER);
+    let connector: Value = app.get(&format!("/api/connectors/{id}"), Some(&token)).await.json().await.expect("json");
+    assert_eq!(connector["status"], "connected", "{connector}");
+    app.chat(&token, "mine").await;
+    app.send(&token, "mine", "hello", "m1").await;
+    let agent = wait_for_file(&app.data_dir().join("agent-home/agent-token")).await;
+    let path = format!("/api/mcp/mine/{id}");
+    let echo = |n: i64| json!({"jsonrpc":"2.0","id":n,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}});
+    let calls = |seen: &[Value]| seen.iter().filter(|r| r["body"]["method"] == "tools/call").count();
+    let ok = rpc(&app, &path, &agent, echo(1)).await;
+    assert_eq!(ok.json::<Value>().await.expect("json")["result"]["content"][0]["text"], "echo: hi");
+    assert_eq!(oauth_state(&mock).await["refreshes"], 0, "a live token is not renewed");
+
+    // The server forgets the access token: the call is refused, renewed once, sent again.
+    mock.post_control("/_mock/revoke").await;
+    let before = calls(&mock.requests().await);
+    let renewed = rpc(&app, &path, &agent, echo(2)).await;
+    assert_eq!(renewed.status(), StatusCode::OK);
+    assert_eq!(renewed.json::<Value>().await.expect("json")["result"]["content"][0]["text"], "echo: hi");
+    assert_eq!(oauth_state(&mock).await["refreshes"], 1);
+    assert_eq!(calls(&mock.requests().await) - before, 2, "the refused call and its one retry");
+    let connector: Value = app.get(&format!("/api/connectors/{id}"), Some(&token)).await.json().await.expect("json");
+    assert_eq!(connector["status"], "connected");
+
+    // It refuses the renewed token too: one renewal, one retry, then the owner must sign in.
+    mock.post_control("/_mock/revoke?deny=1").await;
+    let before = calls(&mock.requests().await);
+    let refused = rpc(&app, &path, &agent, echo(3)).await;
+    let body = assert_error(refused, StatusCode::BAD_GATEWAY, "connector_needs_sign_in").await;
+    assert!(body["message"].as_str().unwrap_or_default().contains("sign in to it again"), "{body}");
+    assert_eq!(oauth_state(&mock).await["refreshes"], 2, "renewed once, not in a loop");
+    assert_eq!(calls(&mock.requests().await) - before, 2);
+    let connector: Value = app.get(&format!("/api/connectors/{id}"), Some(&token)).await.json().await.expect("json");
+    assert_eq!(connector["status"], "needs_auth", "{connector}");
+    assert!(connector["last_error"].as_str().unwrap_or_default().contains("sign in again"), "{connector}");
+    // Gone from the chat until the owner signs in again.
+    let gone = rpc(&app, &path, &agent, echo(4)).await;
+    assert_error(gone, StatusCode::NOT_FOUND, "connector_not_found").await;
+}
+
+/// How many legacy event streams the scripted server has open.
+async fn streams_open(mock: &McpMock) -> i64 {
+    reqwest::get(format!("http://127.0.0.1:{}/_mock/streams", mock.port))
+        .await
+        .expect("mock streams")
+        .json::<Value>()
+        .await
+        .expect("json")["open"]
+        .as_i64()
+        .unwrap_or(-1)
+}
+
+#[tokio::test]
+async fn a_legacy_sse_connector_is_found_at_connect_and_bridged_for_the_turn_that_uses_it() {
+    let (app, token) = app_with(true).await;
+    let mock = McpMock::start(app.data_dir(), &["--legacy", "--bearer", SECRET]).await;
+    let url = format!("http://127.0.0.1:{}/sse", mock.port);
+    let created: Value = add(&app, &token, json!({ "name": "old", "url": url, "auth": "bearer", "secret": SECRET }))
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        (created["status"].as_str(), created["transport"].as_str()),
+        (Some("connected"), Some("sse")),
+        "{created}"
+    );
+    assert_eq!(created["tools"].as_array().map(Vec::len), Some(5));
+    let id = created["id"].as_i64().expect("id");
+    eventually("the connect's stream is closed", || async { (streams_open(&mock).await == 0).then_some(()) }).await;
+
+    // The CLI speaks streamable HTTP to the broker; the broker holds the stream.
+    app.chat(&token, "mine").await;
+    app.send(&token, "mine", "hello", "m1").await;
+    let agent = wait_for_file(&app.data_dir().join("agent-home/agent-token")).await;
+    let path = format!("/api/mcp/mine/{id}");
+    let init = rpc(
+        &app,
+        &path,
+        &agent,
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05"}}),
+    )
+    .await;
+    assert_eq!(init.status(), StatusCode::OK);
+    assert!(init.headers()["content-type"].to_str().unwrap_or_default().starts_with("application/json"));
+    assert_eq!(init.json::<Value>().await.expect("json")["result"]["serverInfo"]["name"], "mock-mcp");
+    let note = rpc(&app, &path, &agent, json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await;
+    assert_eq!(note.status(), StatusCode::ACCEPTED);
+    let list: Value = rpc(&app, &path, &agent, json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}))
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(list["result"]["tools"].as_array().map(Vec::len), Some(5), "{list}");
+    let call: Value = rpc(
+        &app,
+        &path,
+        &agent,
+        json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"old times"}}}),
+    )
+    .await
+    .json()
+    .await
+    .expect("json");
+    assert_eq!(call["result"]["content"][0]["text"], "echo: old times", "{call}");
+    assert_eq!(streams_open(&mock).await, 1, "one stream for the turn");
+
+    // Upstream, the credential rode every request; the agent token none.
+    let seen = mock.requests().await;
+    let opened: Vec<&Value> = seen.iter().filter(|r| r["method"] == "GET" && r["path"] == "/sse").collect();
+    assert_eq!(opened.len(), 2, "one stream at connect, one for the turn");
+    let probes = seen.iter().filter(|r| r["method"] == "POST" && r["path"] == "/sse").count();
+    assert_eq!(probes, 1, "streamable HTTP was tried once, at connect");
+    let posts: Vec<&Value> = seen.iter().filter(|r| r["method"] == "POST" && r["path"] != "/sse").collect();
+    assert!(posts.len() >= 4, "{posts:?}");
+    assert!(
+        posts.iter().all(|r| r["path"].as_str().is_some_and(|p| p.starts_with("/messages?session_id="))),
+        "{posts:?}"
+    );
+    assert!(opened.iter().chain(posts.iter()).all(|r| r["headers"]["authorization"] == format!("Bearer {SECRET}")));
+    assert!(seen.iter().all(|r| !r.to_string().contains(&agent)), "the agent token never leaves the server");
+
+    // The turn ends: so does its stream.
+    let stop = app.post("/api/chat/stop", json!({ "chat_id": "mine" }), Some(&token)).await;
+    assert!(stop.status().is_success());
+    eventually("the turn's stream is closed", || async { (streams_open(&mock).await == 0).then_some(()) }).await;
+    let late = rpc(&app, &path, &agent, json!({"jsonrpc":"2.0","id":4,"method":"ping"})).await;
+    assert_error(late, StatusCode::UNAUTHORIZED, "capability_refused").await;
+
+    // A CLI that goes on without a new `initialize` gets a stream whose session the broker
+    // started itself.
+    eventually("the turn ends", || async { (app.detail(&token, "mine").await["running"] == false).then_some(()) })
+        .await;
+    std::fs::remove_file(app.data_dir().join("agent-home/agent-token")).expect("forget the old token");
+    app.send(&token, "mine", "again", "m2").await;
+    let next = wait_for_file(&app.data_dir().join("agent-home/agent-token")).await;
+    assert_ne!(next, agent);
+    let call: Value = rpc(
+        &app,
+        &path,
+        &next,
+        json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"still here"}}}),
+    )
+    .await
+    .json()
+    .await
+    .expect("json");
+    assert_eq!(call["result"]["content"][0]["text"], "echo: still here", "{call}");
+    let seen = mock.requests().await;
+    assert!(seen.iter().any(|r| r["body"]["id"] == "mobius-initialize"), "the broker said hello itself");
+}

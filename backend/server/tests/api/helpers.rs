@@ -554,6 +554,16 @@ impl McpMock {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
 
+    /// POSTs to one of the mock's control routes (`/_mock/…`).
+    pub async fn post_control(&self, path: &str) {
+        let r = reqwest::Client::new()
+            .post(format!("http://127.0.0.1:{}{path}", self.port))
+            .send()
+            .await
+            .expect("mock control");
+        assert!(r.status().is_success(), "{path}: {}", r.status());
+    }
+
     pub async fn requests(&self) -> Vec<Value> {
         reqwest::get(format!("http://127.0.0.1:{}/_mock/requests", self.port))
             .await

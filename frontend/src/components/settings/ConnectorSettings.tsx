@@ -105,7 +105,10 @@ function ConnectorRow({ connector }: { connector: Connector }) {
           {STATUS_TEXT[connector.status]}
         </span>
       </div>
-      <span className="connector-url">{connector.url}</span>
+      <span className="connector-url">
+        {connector.url}
+        {connector.transport === "sse" ? " · legacy SSE" : ""}
+      </span>
       {connector.last_error && <span className="settings-error connector-error">{connector.last_error}</span>}
       {connector.tools.length > 0 && (
         <details className="connector-tools">

@@ -40,6 +40,7 @@ import { MemorySection } from "./MemorySettings";
 import { effortLevels } from "../chat/ModelPicker";
 import { SchedulesSection } from "../schedules/Schedules";
 import { ConnectorsSection } from "./ConnectorSettings";
+import { GithubSection } from "./GithubSettings";
 import NotificationSettings from "./NotificationSettings";
 import { DevicesSection } from "./Devices";
 import { UpdateSettings } from "./UpdateSettings";
@@ -141,7 +142,12 @@ function SectionPage({ section, onSignOut }: { section: SettingsSection; onSignO
     case "schedules":
       return <SchedulesSection />;
     case "connectors":
-      return <ConnectorsSection />;
+      return (
+        <>
+          <ConnectorsSection />
+          <GithubSection />
+        </>
+      );
     case "notifications":
       return <NotificationSettings />;
     case "appearance":
