@@ -220,10 +220,17 @@ async fn initialise(
                     devices: state.devices.clone(),
                 }));
                 boot.step("router");
+                if let Some(quiet) = state.config.shell_watch
+                    && state.shell.status().editable
+                {
+                    crate::shell::watch::start(state.shell.clone(), state.agents.clone(), quiet).await;
+                    boot.step("shell watcher");
+                }
                 boot.set_ready(writer);
                 info!(frontend = %web::describe_dist(&state.config.frontend_dir).display(), "ready in {}", boot.steps());
                 tokio::spawn(crate::apps::apply::rebuild_outdated(state.apps.clone()));
                 tokio::spawn(crate::apps::lifecycle::check_periodically(state.clone()));
+                tokio::spawn(crate::shell::update::after_boot(state.clone()));
                 tokio::spawn(crate::storage::remove_leftover_temps(state.config.data_dir.clone(), booted));
                 tokio::spawn(crate::platform::updates::check_daily(state.updates.clone(), stop.clone()));
                 state.schedules.start(stop.clone()).await;
