@@ -43,6 +43,7 @@ import { ConnectorsSection } from "./ConnectorSettings";
 import NotificationSettings from "./NotificationSettings";
 import { DevicesSection } from "./Devices";
 import { UpdateSettings } from "./UpdateSettings";
+import { ShellSettings } from "./ShellSettings";
 import { ThemeSettings } from "./ThemeSettings";
 
 const errorText = (error: unknown) => (error instanceof ApiError ? error.message : "Something went wrong.");
@@ -661,6 +662,7 @@ function AppearanceSection() {
         ))}
       </div>
       <ThemeSettings />
+      <ShellSettings />
     </section>
   );
 }
