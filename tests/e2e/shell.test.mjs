@@ -67,6 +67,11 @@ const source = (file) => join(server.dataDir, "platform", "shell", file);
 /** The drawer's New chat button, labelled `label`. */
 const newChat = (page, label) => page.locator("button.new-chat", { hasText: label });
 const shellState = async () => (await api("/api/shell")).json;
+/**
+ * Reloads `page`. A new build's service worker, once installed, reloads the page by itself
+ * (`pwa/register.ts`); a reload racing it is aborted, and the page it loads is as fresh.
+ */
+const reload = (page) => page.reload().catch(() => page.waitForLoadState("load"));
 
 describe("the shell's own source (real CLI, rebuild, rollback)", () => {
   before(async () => {
@@ -113,7 +118,7 @@ describe("the shell's own source (real CLI, rebuild, rollback)", () => {
     assert.equal(refused.status, 422, refused.text);
     assert.equal(refused.json.code, "shell_build_failed");
     assert.match(refused.json.message, /Drawer\.tsx/);
-    await page.reload();
+    await reload(page);
     await newChat(page, "Fresh chat").waitFor();
     assert.equal((await shellState()).serving, 1);
     await writeFile(source(DRAWER), drawer);
@@ -125,11 +130,11 @@ describe("the shell's own source (real CLI, rebuild, rollback)", () => {
     const rebuilt = await api("/api/shell/rebuild", { method: "POST", body: {} });
     assert.equal(rebuilt.status, 200, rebuilt.text);
     assert.equal(rebuilt.json.build.n, 2);
-    await page.reload();
+    await reload(page);
     await eventually("the broken build is rolled back", async () => (await shellState()).serving === 1, { timeoutMs: 60_000 });
     const state = await shellState();
     assert.match(state.builds.find((b) => b.n === 2).failed, /did not start/);
-    await page.reload();
+    await reload(page);
     await newChat(page, "Fresh chat").waitFor({ timeout: 60_000 });
     await writeFile(source("src/main.tsx"), main);
   });
