@@ -644,7 +644,9 @@ def section_shell(binary, tmp):
     print("shell", flush=True)
     d = tempfile.mkdtemp(dir=tmp)
     env = {"MOBIUS_SHELL_SOURCE": os.path.join(ROOT, "frontend"),
-           "MOBIUS_SHELL_NODE_MODULES": os.path.join(ROOT, "frontend", "node_modules")}
+           "MOBIUS_SHELL_NODE_MODULES": os.path.join(ROOT, "frontend", "node_modules"),
+           # The rebuilds timed are the command's; the watcher would add its own after each edit.
+           "MOBIUS_SHELL_WATCH_MS": "0"}
     s = Server(binary, d, env, cpu=None)
     s.wait()
     token = owner_token(s.port)
@@ -663,6 +665,27 @@ def section_shell(binary, tmp):
         times.append(time.perf_counter() - t0)
     note("shell", f"rebuild after a one-line edit (s, {len(times)} runs; min/med/max)", fmt3(times), "≤ 30 s")
     s.stop()
+    # What watching the real shell's source costs while nobody edits: the server's CPU time over
+    # an idle spell, with the watcher (its default) and without.
+    idle = 5 if QUICK else 10
+    spent = {}
+    for watch in ("2000", "0"):
+        w = Server(binary, tempfile.mkdtemp(dir=tmp), {**env, "MOBIUS_SHELL_WATCH_MS": watch}, cpu=None)
+        w.wait()
+        time.sleep(1)
+        before = cpu_ms(w.proc.pid)
+        time.sleep(idle)
+        spent[watch] = cpu_ms(w.proc.pid) - before
+        w.stop()
+    note("shell", f"server CPU while idle {idle} s, watcher on | off (ms)", f"{spent['2000']:.0f}  |  {spent['0']:.0f}",
+         "nothing measurable")
+
+
+def cpu_ms(pid):
+    """User + system CPU time of `pid` so far (ms)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def section_large_apply(binary, tmp):

@@ -2,7 +2,8 @@
 // scripted model, changes a label in DATA_DIR/platform/shell/ and runs `mobius shell rebuild`;
 // the open shell offers a reload and, reloaded, shows the new label (and reports itself ready).
 // A broken edit keeps the shell served; a shell that throws at start is rolled back by the
-// server on its own; /recovery goes back to the stock shell.
+// server on its own; /recovery goes back to the stock shell; Settings › Appearance lists the
+// versions and switches back to one.
 //
 // Environment: as theme.test.mjs, plus the shell's source and toolchain (this checkout's
 // frontend/ and frontend/node_modules).
@@ -66,6 +67,11 @@ const source = (file) => join(server.dataDir, "platform", "shell", file);
 /** The drawer's New chat button, labelled `label`. */
 const newChat = (page, label) => page.locator("button.new-chat", { hasText: label });
 const shellState = async () => (await api("/api/shell")).json;
+/**
+ * Reloads `page`. A new build's service worker, once installed, reloads the page by itself
+ * (`pwa/register.ts`); a reload racing it is aborted, and the page it loads is as fresh.
+ */
+const reload = (page) => page.reload().catch(() => page.waitForLoadState("load"));
 
 describe("the shell's own source (real CLI, rebuild, rollback)", () => {
   before(async () => {
@@ -75,6 +81,8 @@ describe("the shell's own source (real CLI, rebuild, rollback)", () => {
       MOBIUS_SHELL_SOURCE: join(REPO, "frontend"),
       MOBIUS_SHELL_NODE_MODULES: join(REPO, "frontend", "node_modules"),
       MOBIUS_SHELL_READY_SECS: "10",
+      // The steps rebuild when they mean to (and count the builds): no watcher.
+      MOBIUS_SHELL_WATCH_MS: "0",
     });
     token = await setupOwner(server.origin);
     const connected = await api("/api/providers/claude/api-key", { method: "POST", body: { api_key: "sk-ant-mock" } });
@@ -111,7 +119,7 @@ describe("the shell's own source (real CLI, rebuild, rollback)", () => {
     assert.equal(refused.status, 422, refused.text);
     assert.equal(refused.json.code, "shell_build_failed");
     assert.match(refused.json.message, /Drawer\.tsx/);
-    await page.reload();
+    await reload(page);
     await newChat(page, "Fresh chat").waitFor();
     assert.equal((await shellState()).serving, 1);
     await writeFile(source(DRAWER), drawer);
@@ -123,11 +131,11 @@ describe("the shell's own source (real CLI, rebuild, rollback)", () => {
     const rebuilt = await api("/api/shell/rebuild", { method: "POST", body: {} });
     assert.equal(rebuilt.status, 200, rebuilt.text);
     assert.equal(rebuilt.json.build.n, 2);
-    await page.reload();
+    await reload(page);
     await eventually("the broken build is rolled back", async () => (await shellState()).serving === 1, { timeoutMs: 60_000 });
     const state = await shellState();
     assert.match(state.builds.find((b) => b.n === 2).failed, /did not start/);
-    await page.reload();
+    await reload(page);
     await newChat(page, "Fresh chat").waitFor({ timeout: 60_000 });
     await writeFile(source("src/main.tsx"), main);
   });
@@ -145,6 +153,25 @@ describe("the shell's own source (real CLI, rebuild, rollback)", () => {
     await page.getByText("The stock screens are on.").waitFor();
     await page.getByRole("link", { name: "Open Möbius" }).click();
     await newChat(page, "New chat").waitFor({ timeout: 60_000 });
+    await page.close();
+  });
+
+  step("Settings › Appearance lists the versions and switches to one", async (shellPage) => {
+    const page = await shellPage.context().newPage();
+    await page.goto(`${server.origin}/settings/appearance`);
+    const list = page.getByRole("list", { name: "Shell versions" });
+    await list.waitFor({ timeout: 60_000 });
+    const rows = list.getByRole("listitem");
+    assert.deepEqual(await rows.evaluateAll((items) => items.map((i) => i.getAttribute("data-build"))), ["2", "1"]);
+    assert.match(await rows.nth(0).innerText(), /rolled back/);
+    assert.match(await rows.nth(1).innerText(), /from a chat/, "build 1 came from the agent's chat");
+    assert.equal(await page.getByRole("button", { name: "Stock screens on" }).isDisabled(), true);
+    await screenshot(page, "shell-settings-versions-desktop.png");
+    await page.getByRole("button", { name: "Switch to build 1" }).click();
+    await eventually("build 1 is served again", async () => (await shellState()).serving === 1);
+    await list.locator('[data-build="1"][data-current]').waitFor();
+    await page.goto(`${server.origin}/`);
+    await newChat(page, "Fresh chat").waitFor({ timeout: 60_000 });
     await page.close();
   });
 });

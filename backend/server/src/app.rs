@@ -223,10 +223,9 @@ async fn initialise(
                 boot.step("router");
                 boot.set_ready(writer);
                 info!(frontend = %web::describe_dist(&state.config.frontend_dir).display(), "ready in {}", boot.steps());
-                let shell = state.shell.clone();
-                tokio::task::spawn_blocking(move || shell.seed_source());
                 tokio::spawn(crate::apps::apply::rebuild_outdated(state.apps.clone()));
                 tokio::spawn(crate::apps::lifecycle::check_periodically(state.clone()));
+                tokio::spawn(crate::shell::update::after_boot(state.clone()));
                 tokio::spawn(crate::storage::remove_leftover_temps(state.config.data_dir.clone(), booted));
                 tokio::spawn(crate::platform::updates::check_daily(state.updates.clone(), stop.clone()));
                 state.schedules.start(stop.clone()).await;

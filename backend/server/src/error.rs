@@ -155,6 +155,12 @@ pub enum Domain {
     /// This server has no shell source to edit.
     #[error("The shell is not editable on this server (no MOBIUS_SHELL_SOURCE).")]
     ShellNotEditable,
+    /// A platform update's conflict markers are still in these files of the shell's source.
+    #[error(
+        "Conflict markers from the platform update are still in: {0}. Keep both sides' intent, remove \
+         every marker, then rebuild; the current shell stays."
+    )]
+    ShellConflictUnresolved(String),
 }
 
 impl Domain {
@@ -201,7 +207,8 @@ impl Domain {
             | Domain::ConnectorNameTaken(_)
             | Domain::ProviderNotConnected(_)
             | Domain::ShellBuildRunning
-            | Domain::ShellNotEditable => StatusCode::CONFLICT,
+            | Domain::ShellNotEditable
+            | Domain::ShellConflictUnresolved(_) => StatusCode::CONFLICT,
         }
     }
 
@@ -251,6 +258,7 @@ impl Domain {
             Domain::ShellBuildRunning => "shell_build_running",
             Domain::ShellBuildNotFound => "shell_build_not_found",
             Domain::ShellNotEditable => "shell_not_editable",
+            Domain::ShellConflictUnresolved(_) => "shell_conflict_unresolved",
         }
     }
 }

@@ -17,6 +17,7 @@ import { refreshChatRow } from "./useChatList";
 import { useOnline } from "./online";
 import { notificationsKey, pushDevicesKey } from "../api/push";
 import { schedulesKey } from "../api/schedules";
+import { shellKey } from "../api/shell";
 import { themeVersionsKey } from "../api/theme";
 import { refreshCustomTheme } from "./customTheme";
 import { noteShellUpdated } from "./shellBuild";
@@ -86,6 +87,7 @@ export function useSystemEvents(): void {
               const build = typeof event.build === "number" ? event.build : null;
               noteShellUpdated(build, "reason" in event && typeof event.reason === "string" ? event.reason : null);
             }
+            if (event.type === "shell_updated" || event.type === "system_stream_open") void queryClient.invalidateQueries({ queryKey: shellKey });
             // The platform's theme: restyle now (the stream's opening covers what was missed).
             if (event.type === "theme_updated" || event.type === "system_stream_open") {
               void refreshCustomTheme();

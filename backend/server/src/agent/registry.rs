@@ -7,9 +7,9 @@ use super::handle::TurnHandle;
 use crate::locks::Unpoisoned;
 use crate::protocol::{ChatId, RunId};
 
-/// The running turn of each chat.
+/// The running turn of each chat, and a signal each time one ends.
 #[derive(Debug, Default)]
-pub struct Turns(Mutex<HashMap<ChatId, TurnHandle>>);
+pub struct Turns(Mutex<HashMap<ChatId, TurnHandle>>, tokio::sync::Notify);
 
 impl Turns {
     /// Registers the turn of `chat_id`, replacing any stale entry.
@@ -59,6 +59,19 @@ impl Turns {
         let mut map = self.0.locked();
         if map.get(chat_id).is_some_and(|h| h.run_id() == run_id) {
             map.remove(chat_id);
+        }
+        drop(map);
+        self.1.notify_waiters();
+    }
+
+    /// Returns once no turn runs (at once when none does).
+    pub async fn none_running(&self) {
+        loop {
+            let ended = self.1.notified();
+            if self.is_empty() {
+                return;
+            }
+            ended.await;
         }
     }
 

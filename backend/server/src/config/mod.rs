@@ -93,6 +93,9 @@ pub struct Config {
     /// How long a device that loaded a new shell build has to report it mounted before the
     /// build is rolled back (`MOBIUS_SHELL_READY_SECS`, default 15).
     pub shell_ready_timeout: Duration,
+    /// How long edits of the shell's source must settle before the watcher rebuilds it
+    /// (`MOBIUS_SHELL_WATCH_MS`, default 2000; `0` or `None`: no watcher, `mobius shell rebuild` only).
+    pub shell_watch: Option<Duration>,
     /// Storage each mini-app may use (`MOBIUS_APP_QUOTA_BYTES`, default 1 GiB).
     pub app_quota_bytes: u64,
     /// Largest file the owner may attach to a chat (`MOBIUS_MAX_UPLOAD_MB`, default 25 MiB);
@@ -230,6 +233,10 @@ pub const MAX_WARM_MAX: usize = 16;
 pub const DEFAULT_WARM_IDLE: Duration = Duration::from_secs(600);
 /// How long a new shell build has to report ready on the device that loaded it.
 pub const DEFAULT_SHELL_READY: Duration = Duration::from_secs(15);
+/// The quiet spell after the last edit of the shell's source before the watcher rebuilds.
+pub const DEFAULT_SHELL_WATCH: Duration = Duration::from_secs(2);
+/// The longest quiet spell `MOBIUS_SHELL_WATCH_MS` may ask.
+const MAX_SHELL_WATCH: Duration = Duration::from_secs(600);
 /// Default memory ceiling of one agent (`MOBIUS_AGENT_MEMORY_MAX_MB`).
 pub const DEFAULT_MEMORY_MAX_BYTES: u64 = 2 << 30;
 /// Default output ceiling of one turn (`MOBIUS_AGENT_OUTPUT_MAX_MB`).
@@ -615,6 +622,18 @@ impl Config {
         let shell_node_modules =
             PathBuf::from(get("MOBIUS_SHELL_NODE_MODULES").unwrap_or_else(|| "frontend/node_modules".into()));
         let shell_ready_timeout = secs("MOBIUS_SHELL_READY_SECS", DEFAULT_SHELL_READY.as_secs())?;
+        let shell_watch = {
+            let raw = get("MOBIUS_SHELL_WATCH_MS").unwrap_or_else(|| DEFAULT_SHELL_WATCH.as_millis().to_string());
+            let ms = raw.trim().parse::<u64>().ok().filter(|ms| *ms <= MAX_SHELL_WATCH.as_millis() as u64).ok_or_else(
+                || {
+                    ConfigError(format!(
+                        "MOBIUS_SHELL_WATCH_MS={raw:?} must be a number of milliseconds from 0 (off) to {}",
+                        MAX_SHELL_WATCH.as_millis()
+                    ))
+                },
+            )?;
+            Some(Duration::from_millis(ms)).filter(|d| !d.is_zero())
+        };
         let quota_raw = get("MOBIUS_APP_QUOTA_BYTES").unwrap_or_else(|| DEFAULT_APP_QUOTA_BYTES.to_string());
         let app_quota_bytes = quota_raw.trim().parse::<u64>().ok().filter(|q| *q > 0).ok_or_else(|| {
             ConfigError(format!("MOBIUS_APP_QUOTA_BYTES={quota_raw:?} must be a positive number of bytes"))
@@ -719,6 +738,7 @@ impl Config {
             shell_source,
             shell_node_modules,
             shell_ready_timeout,
+            shell_watch,
             app_quota_bytes,
             upload_max_file_bytes,
             upload_quota_bytes,
@@ -782,6 +802,8 @@ impl Config {
             shell_source: None,
             shell_node_modules: checkout_root().join("frontend/node_modules"),
             shell_ready_timeout: DEFAULT_SHELL_READY,
+            // Tests rebuild when they mean to; the watcher's own test turns it on.
+            shell_watch: None,
             app_quota_bytes: DEFAULT_APP_QUOTA_BYTES,
             upload_max_file_bytes: DEFAULT_MAX_UPLOAD_MIB << 20,
             upload_quota_bytes: DEFAULT_UPLOAD_QUOTA_MIB << 20,

@@ -5,12 +5,19 @@
 //! atomic). A new build is on trial until the owner's device reports it mounted
 //! (`POST /api/shell/ready`); one that does not within `MOBIUS_SHELL_READY_SECS` of being loaded is rolled
 //! back. The stock build (`MOBIUS_FRONTEND_DIR`) is always there to go back to (`/recovery`).
+//! A new image's stock source is merged under the owner's edits at boot (`stock.rs`); what
+//! that leaves to do once the server runs — a rebuild, a chat to resolve a conflict — is
+//! `update.rs`'s.
 
 pub mod build;
 pub mod routes;
 pub mod source;
+pub mod stock;
+pub mod update;
+pub mod watch;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -27,6 +34,8 @@ pub const SOURCE_DIR: &str = "platform/shell";
 const BUILDS_DIR: &str = "platform/shell-builds";
 /// The server's copy of the source a build runs in (replaced by each build).
 const WORK_DIR: &str = "platform/shell-work";
+/// The server's own repository of the stock sources taken (see `stock.rs`).
+const STOCK_REPO: &str = "platform/shell-stock.git";
 /// Where a build writes before it is numbered.
 const PARTIAL: &str = ".building";
 const RECORD_FILE: &str = "builds.json";
@@ -48,6 +57,23 @@ pub struct BuildInfo {
     pub confirmed: bool,
     /// Why it was rolled back, if it was.
     pub failed: Option<String>,
+    /// The chat whose agent built it (`None`: the owner, or the server after an update).
+    #[serde(default)]
+    pub chat: Option<String>,
+}
+
+/// A platform update whose merge with the owner's edits conflicted: the files hold markers
+/// until the agent resolves them; a rebuild is refused until then.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Resolving {
+    /// Files written with conflict markers.
+    pub markers: Vec<String>,
+    /// Files one side deleted and the other changed (or binary): the owner's side was kept.
+    pub kept: Vec<String>,
+    /// The chat opened to resolve it, once opened.
+    pub chat: Option<String>,
+    /// When the update was merged (unix ms).
+    pub at: i64,
 }
 
 /// What the server remembers about builds (`platform/shell-builds/builds.json`).
@@ -61,6 +87,12 @@ struct Record {
     next: u32,
     /// Newest last.
     builds: Vec<BuildInfo>,
+    /// A platform update's conflict being resolved.
+    #[serde(default)]
+    resolving: Option<Resolving>,
+    /// A platform update was merged into the source of the build served: rebuild it.
+    #[serde(default)]
+    rebuild_after_update: bool,
 }
 
 /// What `web.rs` serves.
@@ -96,6 +128,9 @@ pub struct Shell {
     hub: Arc<Hub>,
     builder: build::Builder,
     push: Arc<crate::push::Push>,
+    /// Edits of the source the watcher saw, and how many of them the last build started after.
+    edits: AtomicU64,
+    tried: AtomicU64,
 }
 
 /// A rebuild's answer.
@@ -114,6 +149,8 @@ pub struct Status {
     pub building: bool,
     /// Newest first.
     pub builds: Vec<BuildInfo>,
+    /// A platform update's conflict waiting for the agent, if any.
+    pub resolving: Option<Resolving>,
 }
 
 impl Shell {
@@ -163,19 +200,61 @@ impl Shell {
             hub,
             builder,
             push,
+            edits: AtomicU64::new(0),
+            tried: AtomicU64::new(0),
         })
     }
 
-    /// Seeds the source on first boot (a copy and a commit: tens of milliseconds, so it runs
-    /// after the server is ready, never on the boot path; nothing served depends on it).
+    /// Seeds the source on first boot and takes a new image's stock source into it (a copy,
+    /// a merge and commits: tens of milliseconds or more, so it runs once the server is ready,
+    /// from `update::after_boot`, never on the boot path; nothing served depends on it).
     /// Blocking.
-    pub fn seed_source(&self) {
-        let Some(stock) = &self.stock_source else { return };
+    pub fn take_source(&self) -> Result<()> {
+        let Some(stock) = &self.stock_source else { return Ok(()) };
         match source::seed(stock, &self.data_dir, Path::new(SOURCE_DIR)) {
             Ok(true) => tracing::info!("the shell's source was seeded into {SOURCE_DIR}"),
             Ok(false) => {}
             Err(e) => tracing::warn!(error = %e, "the shell's source could not be seeded"),
         }
+        // The merge runs without the record's lock; only what it decides is written back.
+        let mut taken = self.record.locked().clone();
+        if take_stock(stock, &self.data_dir, &mut taken) {
+            let mut record = self.record.locked();
+            record.rebuild_after_update = taken.rebuild_after_update;
+            record.resolving = taken.resolving;
+            write_record(&self.data_dir.join(BUILDS_DIR).join(RECORD_FILE), &record)?;
+        }
+        Ok(())
+    }
+
+    /// The agent's copy of the source.
+    pub fn source_path(&self) -> PathBuf {
+        self.data_dir.join(SOURCE_DIR)
+    }
+
+    /// The watcher saw the source change.
+    pub fn note_edit(&self) {
+        self.edits.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Whether the source changed since the last build started (the watcher's question).
+    pub fn edited_since_build(&self) -> bool {
+        self.edits.load(Ordering::SeqCst) > self.tried.load(Ordering::SeqCst)
+    }
+
+    /// Returns once no rebuild runs.
+    pub async fn build_ended(&self) {
+        drop(self.building.lock().await);
+    }
+
+    /// Tells the owner something about the shell (a notification of kind `agent`).
+    pub fn tell_owner(&self, title: &str, body: String) {
+        self.push.notify(crate::push::Notice::new(
+            crate::protocol::NotificationKind::Agent,
+            crate::push::Source::Owner { source_type: "shell".into(), source_id: None },
+            title,
+            Some(body),
+        ));
     }
 
     /// What is served now.
@@ -210,7 +289,44 @@ impl Shell {
             serving: record.serving,
             building: self.building.try_lock().is_err(),
             builds: record.builds.iter().rev().cloned().collect(),
+            resolving: record.resolving.clone(),
         }
+    }
+
+    /// A conflict left by a platform update whose resolver chat is not open yet.
+    pub fn resolver_to_open(&self) -> Option<Resolving> {
+        self.record.locked().resolving.clone().filter(|r| r.chat.is_none())
+    }
+
+    /// Remembers the chat opened to resolve the update's conflict.
+    pub async fn set_resolver_chat(&self, chat: String) -> Result<()> {
+        let record = {
+            let mut record = self.record.locked();
+            if let Some(r) = record.resolving.as_mut() {
+                r.chat = Some(chat);
+            }
+            record.clone()
+        };
+        self.save(record).await
+    }
+
+    /// Whether a platform update merged into the served build's source waits for its rebuild;
+    /// cleared (and saved) as it is answered, so a rebuild that fails is not retried at every boot.
+    pub async fn take_rebuild_after_update(&self) -> Result<bool> {
+        let record = {
+            let mut record = self.record.locked();
+            if !std::mem::take(&mut record.rebuild_after_update) {
+                return Ok(false);
+            }
+            record.clone()
+        };
+        self.save(record).await?;
+        Ok(true)
+    }
+
+    /// The files of the source, read through `safe_fs` (for the resolver's message). Blocking.
+    pub fn source_dir(&self) -> std::io::Result<crate::safe_fs::Dir> {
+        crate::safe_fs::Dir::open_under(&self.data_dir, Path::new(SOURCE_DIR))
     }
 
     /// `index.html` of what is served: a build's carries its number
@@ -304,6 +420,21 @@ impl Shell {
         let Ok(_building) = self.building.try_lock() else {
             return Err(Domain::ShellBuildRunning.into());
         };
+        // Every edit seen so far is in what this build reads (or refuses).
+        self.tried.store(self.edits.load(Ordering::SeqCst), Ordering::SeqCst);
+        let resolving = self.record.locked().resolving.as_ref().map(|r| r.markers.clone());
+        if let Some(files) = resolving {
+            let data_dir = self.data_dir.clone();
+            let left = tokio::task::spawn_blocking(move || -> Result<Vec<String>> {
+                let dir = crate::safe_fs::Dir::open_under(&data_dir, Path::new(SOURCE_DIR))?;
+                Ok(stock::unresolved(&dir, &files))
+            })
+            .await
+            .map_err(join_err)??;
+            if !left.is_empty() {
+                return Err(Domain::ShellConflictUnresolved(left.join(", ")).into());
+            }
+        }
         let data_dir = self.data_dir.clone();
         let node_modules = self.node_modules.clone();
         let (work, out, commit) =
@@ -328,8 +459,12 @@ impl Shell {
         let (info, record) = {
             let mut record = self.record.locked();
             let n = record.next.max(record.builds.iter().map(|b| b.n + 1).max().unwrap_or(1)).max(1);
-            let info = BuildInfo { n, at: crate::db::now_ms(), commit, confirmed: false, failed: None };
+            let info =
+                BuildInfo { n, at: crate::db::now_ms(), commit, confirmed: false, failed: None, chat: chat.clone() };
             record.next = n + 1;
+            // Whatever a platform update left to do, this build did.
+            record.resolving = None;
+            record.rebuild_after_update = false;
             record.previous = record.serving;
             record.serving = Some(n);
             record.builds.push(info.clone());
@@ -391,15 +526,61 @@ impl Shell {
 
     async fn save(&self, record: Record) -> Result<()> {
         let file = self.data_dir.join(BUILDS_DIR).join(RECORD_FILE);
-        tokio::task::spawn_blocking(move || -> Result<()> {
-            let bytes = serde_json::to_vec_pretty(&record).map_err(|e| Error::Internal(e.to_string()))?;
-            let tmp = file.with_extension("json.tmp");
-            std::fs::write(&tmp, bytes)?;
-            std::fs::rename(&tmp, &file)?;
-            Ok(())
-        })
-        .await
-        .map_err(join_err)?
+        tokio::task::spawn_blocking(move || write_record(&file, &record)).await.map_err(join_err)?
+    }
+}
+
+fn write_record(file: &Path, record: &Record) -> Result<()> {
+    let bytes = serde_json::to_vec_pretty(record).map_err(|e| Error::Internal(e.to_string()))?;
+    let tmp = file.with_extension("json.tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, file)?;
+    Ok(())
+}
+
+/// Takes a new image's stock source into the owner's copy (`stock::reconcile`) and notes in
+/// `record` what is left to do: the served build's rebuild after a merge, or a conflict to
+/// resolve. Returns whether `record` changed. A failure is logged and changes nothing: the
+/// stock's history did not move, so the next boot tries again.
+fn take_stock(stock: &Path, data_dir: &Path, record: &mut Record) -> bool {
+    let shell = match crate::safe_fs::Dir::open_under(data_dir, Path::new(SOURCE_DIR)) {
+        Ok(dir) => dir,
+        Err(e) => {
+            tracing::warn!(error = %e, "the shell's source cannot be opened; the platform update is not merged");
+            return false;
+        }
+    };
+    let version = env!("CARGO_PKG_VERSION");
+    match stock::reconcile(&data_dir.join(STOCK_REPO), stock, &shell, version) {
+        Ok(stock::Update::UpToDate | stock::Update::Recorded) => false,
+        Ok(stock::Update::FastForwarded | stock::Update::Merged) => {
+            tracing::info!("the new stock shell was merged into the owner's source");
+            // Serving stock (the image's own build): nothing to build until the owner asks.
+            record.rebuild_after_update = record.serving.is_some();
+            true
+        }
+        Ok(stock::Update::Conflicted { markers, kept }) => {
+            tracing::warn!(files = markers.len() + kept.len(), "the new stock shell conflicts with the owner's edits");
+            let mut resolving = record.resolving.take().unwrap_or_else(|| Resolving {
+                markers: Vec::new(),
+                kept: Vec::new(),
+                chat: None,
+                at: 0,
+            });
+            resolving.markers.extend(markers);
+            resolving.markers.sort();
+            resolving.markers.dedup();
+            resolving.kept = kept;
+            resolving.chat = None;
+            resolving.at = crate::db::now_ms();
+            record.resolving = Some(resolving);
+            record.rebuild_after_update = false;
+            true
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "the new stock shell could not be merged into the owner's source");
+            false
+        }
     }
 }
 
@@ -525,10 +706,10 @@ mod tests {
         let builds: Vec<BuildInfo> = (1..=KEPT_BUILDS as u32 + 3)
             .map(|n| {
                 std::fs::create_dir(dir.path().join(n.to_string())).expect("mkdir");
-                BuildInfo { n, at: 0, commit: None, confirmed: true, failed: None }
+                BuildInfo { n, at: 0, commit: None, confirmed: true, failed: None, chat: None }
             })
             .collect();
-        let record = Record { serving: Some(2), previous: None, next: 14, builds };
+        let record = Record { serving: Some(2), previous: None, next: 14, builds, ..Record::default() };
         let kept = prune(dir.path(), record);
         let numbers: Vec<u32> = kept.builds.iter().map(|b| b.n).collect();
         assert_eq!(numbers.len(), KEPT_BUILDS);

@@ -102,6 +102,80 @@ fn copy_dir(from: &Dir, to: &Path, rel: &Path, depth: usize, budget: &mut Budget
     Ok(())
 }
 
+/// Stores the tree below `from` in `repo` (the server's own repository) as a git tree, read as
+/// [`copy_source`] copies it: regular files and folders only, the same names skipped, the same
+/// bounds. With `gitignore`, a `.gitignore` is added at the top when there is none (what
+/// [`seed`] gives the owner's copy). Every file is a plain `100644` blob; empty folders are
+/// left out (git has none). Returns the tree's id.
+pub fn tree_of(repo: &Repository, from: &Dir, gitignore: bool) -> Result<git2::Oid, CopyError> {
+    let mut budget = Budget::default();
+    let top = tree_at(repo, from, Path::new(""), 0, &mut budget)?;
+    let mut builder = repo.treebuilder(top.and_then(|id| repo.find_tree(id).ok()).as_ref()).map_err(git_io)?;
+    if gitignore && builder.get(".gitignore").map_err(git_io)?.is_none() {
+        let blob = repo.blob(GITIGNORE.as_bytes()).map_err(git_io)?;
+        builder.insert(".gitignore", blob, 0o100_644).map_err(git_io)?;
+    }
+    builder.write().map_err(git_io)
+}
+
+fn git_io(e: git2::Error) -> CopyError {
+    CopyError::Io(io::Error::other(e.message().to_owned()))
+}
+
+fn tree_at(
+    repo: &Repository,
+    from: &Dir,
+    rel: &Path,
+    depth: usize,
+    budget: &mut Budget,
+) -> Result<Option<git2::Oid>, CopyError> {
+    use std::os::unix::ffi::OsStrExt;
+    if depth > MAX_DEPTH {
+        return Err(CopyError::Refused(format!("{} is nested more than {MAX_DEPTH} folders deep", rel.display())));
+    }
+    let entries = from.entries(MAX_DIR_ENTRIES).map_err(|e| CopyError::of(e, rel))?;
+    let mut builder = repo.treebuilder(None).map_err(git_io)?;
+    for entry in entries {
+        let name = entry.name.as_os_str();
+        if depth == 0 && SKIPPED_AT_TOP.iter().any(|s| OsStr::new(s) == name) {
+            continue;
+        }
+        let path = rel.join(name);
+        match entry.kind {
+            Kind::File => {
+                budget.files += 1;
+                if budget.files > MAX_SOURCE_FILES {
+                    return Err(CopyError::Refused(format!("the source holds more than {MAX_SOURCE_FILES} files")));
+                }
+                let room = MAX_SOURCE_BYTES.saturating_sub(budget.bytes).min(MAX_FILE_BYTES);
+                let bytes = from.read(name.as_ref(), room).map_err(|e| CopyError::of(e, &path))?;
+                budget.bytes += bytes.len() as u64;
+                let blob = repo.blob(&bytes).map_err(git_io)?;
+                builder.insert(name.as_bytes(), blob, 0o100_644).map_err(git_io)?;
+            }
+            Kind::Dir => {
+                let sub = from.sub(name.as_ref()).map_err(|e| CopyError::of(e, &path))?;
+                if let Some(tree) = tree_at(repo, &sub, &path, depth + 1, budget)? {
+                    builder.insert(name.as_bytes(), tree, 0o040_000).map_err(git_io)?;
+                }
+            }
+            Kind::Link => {
+                return Err(CopyError::Refused(format!(
+                    "{} is a symbolic link; links are refused in the shell's source (copy the file instead)",
+                    path.display()
+                )));
+            }
+            Kind::Special => {
+                return Err(CopyError::Refused(format!("{} is not a regular file or folder", path.display())));
+            }
+        }
+    }
+    if builder.is_empty() {
+        return Ok(None);
+    }
+    builder.write().map(Some).map_err(git_io)
+}
+
 /// Checks that the tree below `dir` (a build's output, written by the agent's code) holds
 /// only regular files and folders: a link there would be served, and followed, by the PWA host.
 pub fn check_plain(dir: &Dir) -> Result<(), CopyError> {

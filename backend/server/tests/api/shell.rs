@@ -1,7 +1,9 @@
 //! The shell's own source: seeded as a git repository, rebuilt with vite into a numbered build
 //! served at once (and announced), a broken edit or a link refused while the current shell
 //! stays, one rebuild at a time, back to stock, and a build that never reports ready rolled
-//! back.
+//! back. A new image's stock source is merged under the owner's edits at boot: an untouched
+//! copy fast-forwards, a clean merge rebuilds the served build, a conflict keeps it and opens
+//! the chat that resolves it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,7 +12,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{SseReader, TestApp, assert_error, eventually, fake_dist};
+use crate::helpers::{SseReader, TestApp, assert_error, eventually, eventually_within, fake_dist};
 
 /// A tiny vite project standing in for the stock shell (vite resolves in the repository's
 /// `frontend/node_modules`, the toolchain tests use).
@@ -33,12 +35,18 @@ fn label_js(label: &str) -> String {
 }
 
 async fn spawn() -> (TestApp, String) {
+    spawn_watching(None).await
+}
+
+/// With `watch`, the watcher rebuilds after that quiet spell.
+async fn spawn_watching(watch: Option<Duration>) -> (TestApp, String) {
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
     fake_dist(dir.path());
     let stock = stock_source(dir.path());
     let app = TestApp::spawn_in(dir, move |config| {
         config.shell_source = Some(stock);
         config.shell_ready_timeout = Duration::from_secs(2);
+        config.shell_watch = watch;
     })
     .await;
     let token = app.setup_owner().await;
@@ -197,4 +205,168 @@ async fn a_build_loaded_but_never_reported_ready_is_rolled_back_and_the_owner_to
         list.to_string().contains("rolled back").then_some(())
     })
     .await;
+}
+
+/// Stops `app`, lets `change` edit the stock source (a new image), starts it again.
+async fn restart_with_new_stock(app: TestApp, change: impl FnOnce(&Path)) -> (TestApp, String) {
+    let dir = app.stop().await;
+    let stock = dir.path().join("stock-shell");
+    change(&stock);
+    let app = TestApp::spawn_in(dir, move |config| {
+        config.shell_source = Some(stock);
+        config.shell_ready_timeout = Duration::from_secs(2);
+    })
+    .await;
+    let token = crate::helpers::token_of(
+        app.post(
+            "/api/auth/token",
+            json!({"username": crate::helpers::USERNAME, "password": crate::helpers::PASSWORD}),
+            None,
+        )
+        .await,
+    )
+    .await;
+    (app, token)
+}
+
+async fn status(app: &TestApp, token: &str) -> Value {
+    app.get("/api/shell", Some(token)).await.json().await.expect("json")
+}
+
+async fn chats(app: &TestApp, token: &str) -> Vec<Value> {
+    app.get("/api/chats", Some(token)).await.json().await.expect("json")
+}
+
+/// Edits the source, rebuilds it and confirms the build as a device would.
+async fn build_confirmed(app: &TestApp, token: &str, file: &str, text: &str) -> u64 {
+    std::fs::write(source(app).join(file), text).expect("edit");
+    let r = app.post("/api/shell/rebuild", json!({}), Some(token)).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let n = r.json::<Value>().await.expect("json")["build"]["n"].as_u64().expect("n");
+    assert_eq!(app.post("/api/shell/ready", json!({"build": n}), Some(token)).await.status(), StatusCode::NO_CONTENT);
+    n
+}
+
+#[tokio::test]
+async fn a_new_stock_fast_forwards_an_untouched_source_and_builds_nothing() {
+    let (app, _) = spawn().await;
+    let (app, token) = restart_with_new_stock(app, |stock| {
+        std::fs::write(stock.join("src/main.js"), label_js("Stock two")).expect("new stock");
+        std::fs::write(stock.join("src/added.js"), "export const added = 1;\n").expect("new file");
+    })
+    .await;
+    assert_eq!(std::fs::read_to_string(source(&app).join("src/main.js")).expect("read"), label_js("Stock two"));
+    assert!(source(&app).join("src/added.js").is_file(), "the stock's new file is there");
+    let status = status(&app, &token).await;
+    assert_eq!((status["serving"].clone(), status["builds"].clone()), (Value::Null, json!([])), "{status}");
+    assert_eq!(status["resolving"], Value::Null);
+    assert!(chats(&app, &token).await.is_empty(), "nothing to ask the agent");
+}
+
+#[tokio::test]
+async fn an_edit_apart_from_the_stock_change_is_merged_and_the_served_build_rebuilt() {
+    let (app, token) = spawn().await;
+    let index = std::fs::read_to_string(source(&app).join("index.html")).expect("index");
+    assert_eq!(build_confirmed(&app, &token, "index.html", &index.replace("<title>shell", "<title>mine")).await, 1);
+    let (app, token) = restart_with_new_stock(app, |stock| {
+        std::fs::write(stock.join("src/main.js"), label_js("Stock two")).expect("new stock");
+    })
+    .await;
+    // A whole vite build: longer than most waits.
+    eventually_within(Duration::from_secs(300), "the merged source is built and served", || async {
+        (status(&app, &token).await["serving"] == 2).then_some(())
+    })
+    .await;
+    assert_eq!(app.post("/api/shell/ready", json!({"build": 2}), Some(&token)).await.status(), StatusCode::NO_CONTENT);
+    let (index, code) = served(&app).await;
+    assert!(index.contains("<title>mine</title>"), "the owner's edit stays: {index}");
+    assert!(code.contains("Stock two"), "the new stock is in: {code}");
+    assert_eq!(status(&app, &token).await["resolving"], Value::Null);
+    assert!(chats(&app, &token).await.is_empty(), "nothing to ask the agent");
+}
+
+#[tokio::test]
+async fn a_conflicting_edit_keeps_the_build_and_opens_the_resolver_chat_until_a_rebuild_resolves_it() {
+    let (app, token) = spawn().await;
+    app.connect_claude(&token).await;
+    assert_eq!(build_confirmed(&app, &token, "src/main.js", &label_js("Mine")).await, 1);
+    let (app, token) = restart_with_new_stock(app, |stock| {
+        std::fs::write(stock.join("src/main.js"), label_js("Stock two")).expect("new stock");
+    })
+    .await;
+    let chat = eventually("the resolver chat opens", || async {
+        let status = status(&app, &token).await;
+        status["resolving"]["chat"].as_str().map(str::to_owned)
+    })
+    .await;
+    let listed = chats(&app, &token).await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["title"], "Resolve platform update conflicts");
+    let opened: Value = app.get(&format!("/api/chats/{chat}"), Some(&token)).await.json().await.expect("json");
+    let first = &opened["messages"][0];
+    assert!(first["content"].as_str().expect("content").contains("src/main.js"), "{first}");
+    let context = first["agent_context"].as_str().expect("agent_context");
+    assert!(
+        context.contains("<<<<<<< your edits") && context.contains("Mine") && context.contains("Stock two"),
+        "{context}"
+    );
+    assert!(context.contains("\"$MOBIUS_BIN\" shell rebuild"), "how to finish: {context}");
+
+    // The previous build keeps serving; the source holds the markers; a rebuild is refused.
+    assert_eq!(status(&app, &token).await["serving"], 1);
+    assert_eq!(app.post("/api/shell/ready", json!({"build": 1}), Some(&token)).await.status(), StatusCode::NO_CONTENT);
+    assert!(served(&app).await.1.contains("Mine"));
+    let text = std::fs::read_to_string(source(&app).join("src/main.js")).expect("read");
+    assert!(text.contains("<<<<<<< your edits") && text.contains(">>>>>>> new stock"), "{text}");
+    let r = app.post("/api/shell/rebuild", json!({}), Some(&token)).await;
+    let body = assert_error(r, StatusCode::CONFLICT, "shell_conflict_unresolved").await;
+    assert!(body["message"].as_str().is_some_and(|m| m.contains("src/main.js")), "{body}");
+
+    // Resolved: the rebuild goes through and the conflict is over.
+    std::fs::write(source(&app).join("src/main.js"), label_js("Mine, on stock two")).expect("resolve");
+    assert_eq!(app.post("/api/shell/rebuild", json!({}), Some(&token)).await.status(), StatusCode::OK);
+    let status = status(&app, &token).await;
+    assert_eq!((status["serving"].clone(), status["resolving"].clone()), (json!(2), Value::Null), "{status}");
+
+    // Taken once: the next start opens no second chat.
+    let (app, token) = restart_with_new_stock(app, |_| {}).await;
+    assert_eq!(chats(&app, &token).await.len(), 1);
+}
+
+/// Waits for build `n` to be served (a whole vite build), confirms it as a device would, and
+/// answers the served script.
+async fn served_build(app: &TestApp, token: &str, n: u64) -> String {
+    eventually_within(Duration::from_secs(300), "the watcher's build is served", || async {
+        (status(app, token).await["serving"] == n).then_some(())
+    })
+    .await;
+    assert_eq!(app.post("/api/shell/ready", json!({"build": n}), Some(token)).await.status(), StatusCode::NO_CONTENT);
+    served(app).await.1
+}
+
+#[tokio::test]
+async fn edits_outside_a_turn_are_rebuilt_once_after_they_settle_and_new_folders_are_watched() {
+    let (app, token) = spawn_watching(Some(Duration::from_millis(700))).await;
+    // A burst of edits (and git's own writes, which are not edits): one build.
+    for i in 0..3 {
+        std::fs::write(source(&app).join("src/main.js"), label_js(&format!("Edit {i}"))).expect("edit");
+        std::fs::write(source(&app).join(".git/scratch"), format!("{i}")).expect("git");
+    }
+    assert!(served_build(&app, &token, 1).await.contains("Edit 2"));
+
+    // A new folder and a file in it: watched from the next quiet spell on.
+    std::fs::create_dir(source(&app).join("src/later")).expect("mkdir");
+    std::fs::write(source(&app).join("src/later/label.js"), "export const label = \"Later one\";\n").expect("add");
+    std::fs::write(
+        source(&app).join("src/main.js"),
+        "import { label } from \"./later/label.js\";\ndocument.getElementById(\"root\").textContent = label;\n",
+    )
+    .expect("edit");
+    assert!(served_build(&app, &token, 2).await.contains("Later one"));
+    std::fs::write(source(&app).join("src/later/label.js"), "export const label = \"Later two\";\n").expect("edit");
+    assert!(served_build(&app, &token, 3).await.contains("Later two"));
+    let status = status(&app, &token).await;
+    let numbers: Vec<u64> =
+        status["builds"].as_array().expect("builds").iter().filter_map(|b| b["n"].as_u64()).collect();
+    assert_eq!(numbers, [3, 2, 1], "one build per burst of edits: {status}");
 }

@@ -44,6 +44,7 @@ import { GithubSection } from "./GithubSettings";
 import NotificationSettings from "./NotificationSettings";
 import { DevicesSection } from "./Devices";
 import { UpdateSettings } from "./UpdateSettings";
+import { ShellSettings } from "./ShellSettings";
 import { ThemeSettings } from "./ThemeSettings";
 
 const errorText = (error: unknown) => (error instanceof ApiError ? error.message : "Something went wrong.");
@@ -667,6 +668,7 @@ function AppearanceSection() {
         ))}
       </div>
       <ThemeSettings />
+      <ShellSettings />
     </section>
   );
 }
