@@ -24,6 +24,7 @@ pub mod net;
 pub mod ops;
 pub mod platform;
 pub mod protocol;
+pub mod published;
 pub mod providers;
 pub mod push;
 pub mod recall;
