@@ -63,7 +63,7 @@ async fn copy_bounded(
                     continue;
                 }
                 copied.files += 1;
-                if copied.files > max_files {
+                if copied.files > max_files || copied.bytes.saturating_add(listed.stamp.size) > max_bytes {
                     return Err(too_large().into());
                 }
                 let (file, meta) = source.open_file(Path::new(&name))?;

@@ -42,6 +42,7 @@ import { SchedulesSection } from "../schedules/Schedules";
 import { ConnectorsSection } from "./ConnectorSettings";
 import NotificationSettings from "./NotificationSettings";
 import { DevicesSection } from "./Devices";
+import { PublishedSettings } from "./PublishedSettings";
 import { UpdateSettings } from "./UpdateSettings";
 import { ThemeSettings } from "./ThemeSettings";
 
@@ -66,6 +67,7 @@ const SECTION_DETAIL: Record<SettingsSection, string> = {
   notifications: "When to tell you on this device",
   appearance: "Light, dark or as the system",
   store: "Where the store finds apps",
+  published: "Apps anyone with the link can open",
   sandbox: "What the agent can reach",
   account: "Devices, pairing, sign out, password",
   about: "Version and updates",
@@ -80,6 +82,7 @@ const SECTION_ICON: Record<SettingsSection, IconName> = {
   notifications: "bell",
   appearance: "settings",
   store: "apps",
+  published: "external",
   sandbox: "shield",
   account: "edit",
   about: "info",
@@ -148,6 +151,15 @@ function SectionPage({ section, onSignOut }: { section: SettingsSection; onSignO
       return <AppearanceSection />;
     case "store":
       return <StoreSection />;
+    case "published":
+      return (
+        <section className="settings-section" aria-labelledby="s-published">
+          <h2 id="s-published" className="settings-title">
+            Published pages
+          </h2>
+          <PublishedSettings />
+        </section>
+      );
     case "sandbox":
       return <SandboxSection />;
     case "account":
