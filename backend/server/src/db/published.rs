@@ -88,15 +88,20 @@ pub async fn generations(pool: &SqlitePool) -> Result<Vec<i64>> {
     Ok(sqlx::query_scalar("SELECT generation FROM published_sites").fetch_all(pool).await?)
 }
 
-/// Stores `site`: a new page (unless `max` pages exist already: `Ok(Err(()))`), or app
-/// `site.app_id`'s page with a new copy and mode (its token and creation time kept). Answers
-/// the generation it replaced, whose folder is the caller's to remove.
-pub async fn put(
-    conn: &mut SqliteConnection,
-    site: &NewSite,
-    max: i64,
-    now: i64,
-) -> Result<std::result::Result<Option<i64>, ()>> {
+/// What [`put`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Put {
+    /// A new page.
+    Created,
+    /// The app's page got a new copy and mode (its token and creation time kept); the
+    /// generation it replaced, whose folder is the caller's to remove.
+    Replaced(i64),
+    /// `max` pages exist already: nothing stored.
+    Full,
+}
+
+/// Stores `site`: a new page, or app `site.app_id`'s page with a new copy and mode.
+pub async fn put(conn: &mut SqliteConnection, site: &NewSite, max: i64, now: i64) -> Result<Put> {
     let previous: Option<i64> = sqlx::query_scalar("SELECT generation FROM published_sites WHERE app_id = ?")
         .bind(site.app_id)
         .fetch_optional(&mut *conn)
@@ -115,11 +120,11 @@ pub async fn put(
         .bind(site.app_id)
         .execute(&mut *conn)
         .await?;
-        return Ok(Ok(Some(previous)));
+        return Ok(Put::Replaced(previous));
     }
     let count: i64 = sqlx::query_scalar("SELECT count(*) FROM published_sites").fetch_one(&mut *conn).await?;
     if count >= max {
-        return Ok(Err(()));
+        return Ok(Put::Full);
     }
     sqlx::query(
         "INSERT INTO published_sites (app_id, token_hash, token_sealed, live, generation, bundle_sha, bytes, files, \
@@ -137,7 +142,7 @@ pub async fn put(
     .bind(now)
     .execute(&mut *conn)
     .await?;
-    Ok(Ok(None))
+    Ok(Put::Created)
 }
 
 /// Removes app `app_id`'s page; answers its generation (`None`: it had none).

@@ -454,8 +454,9 @@ impl Actor {
             }
             WriteCommand::SitePut { site, max, ack } => {
                 let result = match db::published::put(&mut self.conn, &site, max, now_ms()).await {
-                    Ok(Ok(previous)) => Ok(previous),
-                    Ok(Err(())) => Err(Domain::TooManySites(max).into()),
+                    Ok(db::published::Put::Replaced(previous)) => Ok(Some(previous)),
+                    Ok(db::published::Put::Created) => Ok(None),
+                    Ok(db::published::Put::Full) => Err(Domain::TooManySites(max).into()),
                     Err(e) => Err(e),
                 };
                 reply(batch, ack, result, Stale::NOTHING)
