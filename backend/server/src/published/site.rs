@@ -95,7 +95,7 @@ async fn page(State(state): State<AppState>, Path(token): Path<String>, headers:
     let built = async {
         let site = site(&state, &token).await?;
         let app = db::apps::get(&state.db.read, site.app_id).await?.ok_or_else(gone)?;
-        let origin = crate::apps::serve::request_origin(&state, &headers);
+        let origin = crate::apps::request_origin(&state, &headers);
         let base = format!("{origin}{}", super::url(&token));
         let config = json!({
             "appId": app.id,
@@ -103,7 +103,7 @@ async fn page(State(state): State<AppState>, Path(token): Path<String>, headers:
             "origin": origin,
             "site": { "base": base, "live": site.live },
         });
-        let html = crate::apps::serve::frame_document(&state, &app.name, &origin, &config)?;
+        let html = crate::apps::frame_document(&state, &app.name, &origin, &config)?;
         let csp = format!(
             "sandbox {SITE_SANDBOX}; default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval' 'wasm-unsafe-eval' blob:; \
              style-src 'unsafe-inline' blob:; img-src {base} data: blob:; font-src data:; media-src {base} data: blob:; \

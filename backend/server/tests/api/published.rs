@@ -45,8 +45,8 @@ async fn a_published_snapshot_is_served_signed_out_and_unpublishing_revokes_it_a
     std::fs::write(dist.join("app-frame.js"), "window.__siteBoot = 1;").expect("bootstrap");
     let owner = app.setup_owner().await;
     let (id, app_token) = app_with_bundle(&app, "notes").await;
-    let put = app.put_json(&format!("/api/storage/apps/{id}/notes/today.json"), json!({ "text": "hello" }), &app_token);
-    assert_eq!(put.await.status(), StatusCode::NO_CONTENT);
+    let put = app.put_json(&format!("/api/storage/apps/{id}/notes/today.json"), json!({ "text": "hello" }), &app_token).await;
+    assert_eq!(put.status(), StatusCode::NO_CONTENT);
 
     let site = publish(&app, &owner, id, json!({})).await;
     let url = site["url"].as_str().expect("url").to_owned();
@@ -55,8 +55,8 @@ async fn a_published_snapshot_is_served_signed_out_and_unpublishing_revokes_it_a
     assert_eq!((site["live"].clone(), site["files"].clone(), site["app_slug"].clone()), (json!(false), json!(1), json!("notes")));
 
     // The data changes after publishing: the snapshot does not.
-    let put = app.put_json(&format!("/api/storage/apps/{id}/notes/today.json"), json!({ "text": "changed" }), &app_token);
-    assert_eq!(put.await.status(), StatusCode::NO_CONTENT);
+    let put = app.put_json(&format!("/api/storage/apps/{id}/notes/today.json"), json!({ "text": "changed" }), &app_token).await;
+    assert_eq!(put.status(), StatusCode::NO_CONTENT);
     let data = visit(&app, &format!("{url}data/notes/today.json")).await;
     assert_eq!(data.status(), StatusCode::OK);
     assert_eq!(data.headers()["cache-control"], "no-store");
@@ -124,10 +124,10 @@ async fn a_page_reads_only_its_own_data_and_reaches_nothing_else() {
     let owner = app.setup_owner().await;
     let (a, a_token) = app_with_bundle(&app, "alpha").await;
     let (b, b_token) = app_with_bundle(&app, "beta").await;
-    let put = app.put_json(&format!("/api/storage/apps/{a}/mine.json"), json!({ "a": 1 }), &a_token);
-    assert_eq!(put.await.status(), StatusCode::NO_CONTENT);
-    let put = app.put_json(&format!("/api/storage/apps/{b}/secret.json"), json!({ "b": 2 }), &b_token);
-    assert_eq!(put.await.status(), StatusCode::NO_CONTENT);
+    let put = app.put_json(&format!("/api/storage/apps/{a}/mine.json"), json!({ "a": 1 }), &a_token).await;
+    assert_eq!(put.status(), StatusCode::NO_CONTENT);
+    let put = app.put_json(&format!("/api/storage/apps/{b}/secret.json"), json!({ "b": 2 }), &b_token).await;
+    assert_eq!(put.status(), StatusCode::NO_CONTENT);
     let url_a = publish(&app, &owner, a, json!({ "live": true })).await["url"].as_str().expect("url").to_owned();
     let url_b = publish(&app, &owner, b, json!({})).await["url"].as_str().expect("url").to_owned();
     assert_ne!(url_a, url_b);
