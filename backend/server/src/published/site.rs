@@ -17,7 +17,7 @@ use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
+use axum::routing::{any, get};
 use serde_json::json;
 
 use super::{module_path, plausible_token, token_hash};
@@ -50,7 +50,9 @@ pub fn router() -> Router<AppState> {
         .route("/{token}/list/{*prefix}", get(list))
         .fallback(|| async { private(gone().into_response()) })
         .method_not_allowed_fallback(|| async { private(gone().into_response()) });
-    Router::new().nest("/sites", sites)
+    let nothing = || async { private(gone().into_response()) };
+    // `/sites` and `/sites/` themselves are no nested path: answered here, never by the PWA host.
+    Router::new().nest("/sites", sites).route("/sites", any(nothing)).route("/sites/", any(nothing))
 }
 
 /// The one answer for everything that is not a published page.
