@@ -158,7 +158,9 @@ pub enum Domain {
     #[error("At most {0} published pages; unpublish one first.")]
     TooManySites(i64),
     /// An app's data past what a published copy may hold: the limit in MiB and in files.
-    #[error("This app's data is larger than a published copy may be ({0} MiB, {1} files); publish it with live data instead.")]
+    #[error(
+        "This app's data is larger than a published copy may be ({0} MiB, {1} files); publish it with live data instead."
+    )]
     SnapshotTooLarge(u64, u64),
     #[error("This app is not published.")]
     SiteNotFound,

@@ -195,7 +195,10 @@ pub async fn sweep(data_dir: &Path, read: &SqlitePool) {
             .and_then(|m| m.modified().ok())
             .and_then(|t| t.elapsed().ok())
             .is_none_or(|age| age < SWEEP_GRACE);
-        if !named && !recent && let Err(e) = tokio::fs::remove_dir_all(entry.path()).await {
+        if !named
+            && !recent
+            && let Err(e) = tokio::fs::remove_dir_all(entry.path()).await
+        {
             tracing::warn!(error = %e, "a published page's leftover folder could not be removed");
         }
     }

@@ -157,7 +157,11 @@ fn data_of(site: &SiteRow) -> SiteData {
 
 /// `GET /sites/<token>/data/<path>`: one stored file, read only.
 #[tracing::instrument(level = "debug", skip_all)]
-async fn data(State(state): State<AppState>, Path((token, path)): Path<(String, String)>, headers: HeaderMap) -> Response {
+async fn data(
+    State(state): State<AppState>,
+    Path((token, path)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
     answer(
         async {
             let site = site(&state, &token).await?;

@@ -45,17 +45,23 @@ async fn a_published_snapshot_is_served_signed_out_and_unpublishing_revokes_it_a
     std::fs::write(dist.join("app-frame.js"), "window.__siteBoot = 1;").expect("bootstrap");
     let owner = app.setup_owner().await;
     let (id, app_token) = app_with_bundle(&app, "notes").await;
-    let put = app.put_json(&format!("/api/storage/apps/{id}/notes/today.json"), json!({ "text": "hello" }), &app_token).await;
+    let put =
+        app.put_json(&format!("/api/storage/apps/{id}/notes/today.json"), json!({ "text": "hello" }), &app_token).await;
     assert_eq!(put.status(), StatusCode::NO_CONTENT);
 
     let site = publish(&app, &owner, id, json!({})).await;
     let url = site["url"].as_str().expect("url").to_owned();
     let token = url.trim_start_matches("/sites/").trim_end_matches('/').to_owned();
     assert_eq!(token.len(), 43, "256 random bits, base64url: {url}");
-    assert_eq!((site["live"].clone(), site["files"].clone(), site["app_slug"].clone()), (json!(false), json!(1), json!("notes")));
+    assert_eq!(
+        (site["live"].clone(), site["files"].clone(), site["app_slug"].clone()),
+        (json!(false), json!(1), json!("notes"))
+    );
 
     // The data changes after publishing: the snapshot does not.
-    let put = app.put_json(&format!("/api/storage/apps/{id}/notes/today.json"), json!({ "text": "changed" }), &app_token).await;
+    let put = app
+        .put_json(&format!("/api/storage/apps/{id}/notes/today.json"), json!({ "text": "changed" }), &app_token)
+        .await;
     assert_eq!(put.status(), StatusCode::NO_CONTENT);
     let data = visit(&app, &format!("{url}data/notes/today.json")).await;
     assert_eq!(data.status(), StatusCode::OK);
@@ -114,8 +120,12 @@ async fn a_published_snapshot_is_served_signed_out_and_unpublishing_revokes_it_a
         "site_not_found",
     )
     .await;
-    assert_error(app.get(&format!("/api/apps/{id}/publish"), Some(&owner)).await, StatusCode::NOT_FOUND, "site_not_found")
-        .await;
+    assert_error(
+        app.get(&format!("/api/apps/{id}/publish"), Some(&owner)).await,
+        StatusCode::NOT_FOUND,
+        "site_not_found",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -144,7 +154,10 @@ async fn a_page_reads_only_its_own_data_and_reaches_nothing_else() {
 
     // Its token is no credential for the API, and nothing else answers under its prefix.
     assert_eq!(app.get("/api/apps", Some(&token_a)).await.status(), StatusCode::UNAUTHORIZED);
-    assert_eq!(app.get(&format!("/api/storage/apps/{a}/mine.json"), Some(&token_a)).await.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        app.get(&format!("/api/storage/apps/{a}/mine.json"), Some(&token_a)).await.status(),
+        StatusCode::UNAUTHORIZED
+    );
     for path in [
         format!("{url_a}api/apps"),
         format!("{url_a}frame"),
@@ -157,7 +170,9 @@ async fn a_page_reads_only_its_own_data_and_reaches_nothing_else() {
         let status = visit(&app, &path).await.status();
         assert!(status == StatusCode::NOT_FOUND || status == StatusCode::BAD_REQUEST, "{path}: {status}");
     }
-    for target in [format!("{url_a}../"), format!("{url_a}../../api/apps"), format!("{url_a}data/../../../db/mobius.sqlite3")] {
+    for target in
+        [format!("{url_a}../"), format!("{url_a}../../api/apps"), format!("{url_a}data/../../../db/mobius.sqlite3")]
+    {
         let status = raw_get(&app, &target).await;
         assert!(status == 404 || status == 400, "{target}: {status}");
     }
@@ -166,12 +181,26 @@ async fn a_page_reads_only_its_own_data_and_reaches_nothing_else() {
 
     // Only the owner publishes; bad ids are 404.
     assert_eq!(app.post(&format!("/api/apps/{a}/publish"), json!({}), None).await.status(), StatusCode::UNAUTHORIZED);
-    assert_error(app.post(&format!("/api/apps/{a}/publish"), json!({}), Some(&a_token)).await, StatusCode::FORBIDDEN, "wrong_scope")
+    assert_error(
+        app.post(&format!("/api/apps/{a}/publish"), json!({}), Some(&a_token)).await,
+        StatusCode::FORBIDDEN,
+        "wrong_scope",
+    )
+    .await;
+    assert_error(
+        app.post("/api/apps/abc/publish", json!({}), Some(&owner)).await,
+        StatusCode::NOT_FOUND,
+        "app_not_found",
+    )
+    .await;
+    assert_error(
+        app.post("/api/apps/99999/publish", json!({}), Some(&owner)).await,
+        StatusCode::NOT_FOUND,
+        "app_not_found",
+    )
+    .await;
+    assert_error(app.delete_with("/api/published-sites/xyz", &owner).await, StatusCode::NOT_FOUND, "site_not_found")
         .await;
-    assert_error(app.post("/api/apps/abc/publish", json!({}), Some(&owner)).await, StatusCode::NOT_FOUND, "app_not_found").await;
-    assert_error(app.post("/api/apps/99999/publish", json!({}), Some(&owner)).await, StatusCode::NOT_FOUND, "app_not_found")
-        .await;
-    assert_error(app.delete_with("/api/published-sites/xyz", &owner).await, StatusCode::NOT_FOUND, "site_not_found").await;
     assert_error(
         app.post(&format!("/api/apps/{a}/publish"), json!({ "live": "yes" }), Some(&owner)).await,
         StatusCode::BAD_REQUEST,
@@ -209,7 +238,10 @@ async fn publishing_is_bounded_in_pages_and_in_snapshot_size() {
     .await;
     // Republishing one of them still works at the limit; unpublishing one frees a place.
     publish(&app, &owner, rest[0], json!({})).await;
-    assert_eq!(app.delete_with(&format!("/api/apps/{}/publish", rest[1]), &owner).await.status(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        app.delete_with(&format!("/api/apps/{}/publish", rest[1]), &owner).await.status(),
+        StatusCode::NO_CONTENT
+    );
 
     // A snapshot larger than the bound is refused and leaves nothing behind; live data is not copied.
     let data = app.data_dir().join(format!("app-data/{last}"));
