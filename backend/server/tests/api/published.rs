@@ -91,7 +91,7 @@ async fn a_published_snapshot_is_served_signed_out_and_unpublishing_revokes_it_a
     for secret in [&owner, &app_token] {
         assert!(!html.contains(secret.as_str()) && !csp.contains(secret.as_str()), "a token leaked into the page");
     }
-    assert_eq!(visit(&app, &url.trim_end_matches('/').to_owned()).await.status(), StatusCode::OK, "redirected");
+    assert_eq!(visit(&app, url.trim_end_matches('/')).await.status(), StatusCode::OK, "redirected");
 
     // The owner's list, and publishing again: the same link, now live.
     let list: Value = app.get("/api/published-sites", Some(&owner)).await.json().await.expect("json");
