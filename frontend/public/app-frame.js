@@ -22,6 +22,11 @@
 // window.mobius (mobius-runtime.js, compiled into the app) speaks the rest: storage-rpc, nav-*,
 // capability-*, online-status, the host requests, and moebius:immersive ⇄ immersive-state.
 //
+// A published page (`/sites/<token>/`, config `site: {base, live}`) is this same document served
+// alone, with no shell and no token: this script is then its own read-only host. It fetches the
+// module from `<base>module.js` and answers the runtime's storage calls from the page's data route
+// (`<base>data/<path>`, `<base>list/<prefix>`); writes are refused with `read_only`.
+//
 // The server inlines this file into every frame document (so a cached frame opens with the
 // network cut), hence: plain script, no imports, and never the closing-script-tag sequence.
 (function mobiusFrame() {
@@ -49,7 +54,10 @@
   var config = readConfig();
   // Where the shell lives: the frame is opaque ("null"), but its URL still names the server.
   var parentOrigin = config.origin || originOfUrl(location.href);
-  var hasParent = window.parent !== window;
+  /** A published page: `{base, live}` (`base` the absolute URL of `/sites/<token>/`), else null. */
+  var site = config.site && typeof config.site === "object" && typeof config.site.base === "string" ? config.site : null;
+  // A published page talks to no parent, whoever frames it.
+  var hasParent = !site && window.parent !== window;
 
   var token = null;
   var tokenExpiresAt = 0;
@@ -341,6 +349,8 @@
   /** The app token, refreshed through the parent when it is about to expire or when asked
    *  (`{forceRefresh: true}`, after a 401); waits at most 10 s, then answers the old one. */
   function getToken(options) {
+    // A published page has no token, and nobody to ask for one.
+    if (site) return Promise.resolve(null);
     var force = !!(options && options.forceRefresh);
     if (!force && tokenFresh()) return Promise.resolve(token);
     return requestFreshToken();
@@ -425,12 +435,13 @@
       appInstanceId: tokenNonce(token),
       chatId: config.chatId || null,
       name: config.name || "",
-      parentOrigin: parentOrigin,
+      parentOrigin: site ? "" : parentOrigin,
       online: online,
       getToken: getToken,
       capabilityContract: init.capabilityContract && typeof init.capabilityContract === "object" ? init.capabilityContract : null,
+      storageHost: site ? siteHost : undefined,
     });
-    loadBytes()
+    (site ? loadSiteModule() : loadBytes())
       .then(function (bytes) {
         checkBanner(bytes);
         var url = URL.createObjectURL(new Blob([bytes], { type: "text/javascript" }));
@@ -473,6 +484,194 @@
       root.render(h(Mounted, { token: token }));
     };
     renderApp();
+  }
+
+  // ---------- a published page: its own read-only host ----------
+
+  var READ_ONLY_MESSAGE = "This is a published, read-only copy of this app: changes can't be saved here.";
+  var MAX_STORAGE_PATH = 2048;
+  var SITE_LIST_PAGE = 500;
+  var SITE_LIST_PAGE_WITH_CONTENT = 16;
+  var SITE_MAX_LIST_PAGES = 200;
+
+  function siteFetch(rel) {
+    return fetch(site.base + rel, { credentials: "omit", cache: "no-store", redirect: "error", referrerPolicy: "no-referrer" }).catch(function () {
+      throw siteError("network", "The server of this page cannot be reached.", 0, { retryable: true });
+    });
+  }
+
+  function siteError(code, message, status, extra) {
+    var error = { name: "StorageError", code: code, message: message, status: status };
+    Object.keys(extra || {}).forEach(function (key) {
+      error[key] = extra[key];
+    });
+    return error;
+  }
+
+  function loadSiteModule() {
+    return siteFetch("module.js").then(
+      function (response) {
+        if (response.status === 404) throw moduleError("not_published", "This page is no longer published.", false);
+        if (!response.ok) throw moduleError("load_failed", "This app's code could not be loaded (" + response.status + ").", response.status >= 500);
+        return response.arrayBuffer();
+      },
+      function () {
+        throw moduleError("network", "This app's code could not be loaded: the server cannot be reached.", true);
+      },
+    );
+  }
+
+  function encodeStoragePath(path) {
+    return String(path)
+      .split("/")
+      .filter(function (s) { return s !== ""; })
+      .map(encodeURIComponent)
+      .join("/");
+  }
+
+  function checkStoragePath(path) {
+    if (typeof path !== "string" || path === "" || path.length > MAX_STORAGE_PATH || path.charAt(0) === "/" || path.split("/").some(function (s) { return s === "." || s === ".."; })) {
+      throw siteError("invalid_path", "The storage path " + JSON.stringify(path) + " is not allowed: use a relative path like \"notes/today.json\".", 400);
+    }
+    return path;
+  }
+
+  function checkReadKind(kind) {
+    if (kind === undefined || kind === null) return "json";
+    if (kind === "json" || kind === "text" || kind === "blob") return kind;
+    throw siteError("invalid_argument", "getWithVersion: kind must be \"json\", \"text\" or \"blob\".", 400, { name: "TypeError" });
+  }
+
+  /** What a stored Content-Type holds (as the shell's storage host reads it). */
+  function kindOfType(contentType) {
+    var type = String(contentType || "").split(";")[0].trim().toLowerCase();
+    if (type === "application/json" || /\+json$/.test(type)) return "json";
+    if (type.indexOf("text/") === 0) return "text";
+    return "blob";
+  }
+
+  async function siteErrorOf(response, path) {
+    var code = "http_" + response.status;
+    var message = "Storage answered " + response.status + ".";
+    try {
+      var body = await response.json();
+      if (body && typeof body.code === "string") code = body.code;
+      if (body && typeof body.message === "string") message = body.message;
+    } catch {
+      // Not JSON.
+    }
+    return siteError(code, message, response.status, { path: path });
+  }
+
+  /** `{stored: {kind, value, contentType} | null, version}` of `path`. */
+  async function siteRead(path) {
+    var response = await siteFetch("data/" + encodeStoragePath(path));
+    if (response.status === 404) return { stored: null, version: null };
+    if (!response.ok) throw await siteErrorOf(response, path);
+    var contentType = response.headers.get("Content-Type");
+    var kind = kindOfType(contentType);
+    var value;
+    if (kind === "blob") value = await response.blob();
+    else {
+      value = await response.text();
+      if (kind === "json") {
+        try {
+          value = JSON.parse(value);
+        } catch {
+          throw siteError("invalid_json", path + " is not valid JSON.", 415, { path: path });
+        }
+      }
+    }
+    return { stored: { kind: kind, value: value, contentType: contentType }, version: response.headers.get("ETag") };
+  }
+
+  /** The stored value as `wanted` (JSON reads as its text or a Blob; text as a Blob). */
+  function convertStored(stored, wanted, path) {
+    if (stored.kind === wanted) return stored.value;
+    if (wanted === "blob") {
+      var text = stored.kind === "json" ? JSON.stringify(stored.value) : String(stored.value);
+      return new Blob([text], { type: stored.contentType || (stored.kind === "json" ? "application/json" : "text/plain;charset=utf-8") });
+    }
+    if (wanted === "text" && stored.kind === "json") return JSON.stringify(stored.value);
+    var reader = { json: "get()", text: "getText()", blob: "getBlob()" }[stored.kind];
+    throw siteError("kind_mismatch", path + " holds " + (stored.kind === "json" ? "a JSON document" : stored.kind === "text" ? "text" : "binary data") + "; read it with " + reader + ".", 415, { path: path });
+  }
+
+  async function siteList(prefix, includeContent) {
+    var clean = String(prefix || "").replace(/^\/+|\/+$/g, "");
+    if (clean !== "") checkStoragePath(clean);
+    var entries = [];
+    var cursor = null;
+    for (var page = 0; page < SITE_MAX_LIST_PAGES; page++) {
+      var query = "?limit=" + (includeContent ? SITE_LIST_PAGE_WITH_CONTENT : SITE_LIST_PAGE) + (includeContent ? "&include_content=true" : "") + (cursor ? "&cursor=" + encodeURIComponent(cursor) : "");
+      var response = await siteFetch("list/" + encodeStoragePath(clean) + query);
+      if (response.status === 404) return [];
+      if (!response.ok) throw await siteErrorOf(response, clean);
+      var body = await response.json();
+      entries.push.apply(entries, Array.isArray(body.entries) ? body.entries : []);
+      cursor = typeof body.next_cursor === "string" && body.next_cursor ? body.next_cursor : null;
+      if (!cursor) break;
+    }
+    return entries;
+  }
+
+  function readOnly(path, refusedValue, durable) {
+    return siteError("read_only", READ_ONLY_MESSAGE, 403, durable ? { name: "DurableWriteError", path: path, retryable: false, refusedValue: refusedValue } : { path: path });
+  }
+
+  /** One storage call of the app, answered from the page's data route; writes refused. */
+  async function siteCall(method, args) {
+    switch (method) {
+      case "get":
+      case "getText":
+      case "getBlob": {
+        var path = checkStoragePath(args[0]);
+        var wanted = method === "get" ? "json" : method === "getText" ? "text" : "blob";
+        var read = await siteRead(path);
+        return read.stored ? convertStored(read.stored, wanted, path) : null;
+      }
+      case "getWithVersion": {
+        var versioned = checkStoragePath(args[0]);
+        var kind = checkReadKind(args[1]);
+        var found = await siteRead(versioned);
+        return { value: found.stored ? convertStored(found.stored, kind, versioned) : null, version: found.version };
+      }
+      case "list": {
+        var options = args[1] && typeof args[1] === "object" ? args[1] : {};
+        return siteList(typeof args[0] === "string" ? args[0] : "", options.includeContent === true);
+      }
+      // The page does not change while it is open: a subscription's first read is its answer.
+      case "subscribe":
+      case "unsubscribe":
+      case "drain":
+      case "drainSignals":
+        return null;
+      case "pendingCount":
+      case "pendingSignalCount":
+        return 0;
+      case "durableWrite":
+        throw readOnly(typeof args[0] === "string" ? args[0] : null, args[1] === undefined ? null : args[1], true);
+      case "remove":
+        throw readOnly(typeof args[0] === "string" ? args[0] : null, null, true);
+      case "queueSignals":
+        throw readOnly(null, null, false);
+      default:
+        throw siteError("storage_method_denied", "There is no storage method " + JSON.stringify(method) + ".", 400);
+    }
+  }
+
+  /** The runtime's storage host on a published page (see bridge.js `setHost`). */
+  function siteHost(message, deliver) {
+    if (!message || typeof message !== "object" || message.type !== "moebius:storage-rpc") return;
+    siteCall(message.method, Array.isArray(message.args) ? message.args : []).then(
+      function (result) {
+        deliver({ type: "moebius:storage-rpc-result", requestId: message.requestId, ok: true, result: result });
+      },
+      function (error) {
+        var wire = error && typeof error === "object" && typeof error.code === "string" ? error : siteError("storage_error", "The storage request failed.", 0);
+        deliver({ type: "moebius:storage-rpc-result", requestId: message.requestId, ok: false, error: wire });
+      },
+    );
   }
 
   // ---------- deep-link intents ----------
@@ -544,7 +743,14 @@
   // ---------- start ----------
 
   var initTimer = null;
-  if (!hasParent) {
+  if (site) {
+    // A published page: nothing to wait for, no token, the default theme.
+    if (config.appId === undefined) fail("bad_frame", "The page has no app configuration.");
+    else {
+      started = true;
+      start({});
+    }
+  } else if (!hasParent) {
     showPanel("Open this app from Möbius", "This page is the inside of a Möbius app and only runs within Möbius.", {});
   } else if (config.appId === undefined) {
     fail("bad_frame", "The frame document has no app configuration.");

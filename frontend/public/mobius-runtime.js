@@ -9,7 +9,7 @@
 // The owner's token never enters the frame. No dependencies: this is compiled into every app.
 
 import { createChat } from "./mobius-chat.js";
-import { hasParent, listen, on, parentOrigin, post, rpc, safeCall, setParentOrigin } from "./runtime/bridge.js";
+import { hasParent, listen, on, parentOrigin, post, rpc, safeCall, setHost, setParentOrigin } from "./runtime/bridge.js";
 import { capabilities, configureCapabilities } from "./runtime/capabilities.js";
 import { createUseDocument } from "./runtime/document.js";
 import { CapabilityError, DurableWriteError, StorageError } from "./runtime/errors.js";
@@ -159,7 +159,7 @@ function listenOnline() {
 
 /**
  * Starts the runtime with the frame's configuration (`{appId, appInstanceId, getToken,
- * capabilityContract, parentOrigin, online}`) and publishes `window.mobius`. Calling it again for
+ * capabilityContract, parentOrigin, online, storageHost?}`) and publishes `window.mobius`. Calling it again for
  * the same app installation only swaps the token function and the capability declarations.
  */
 export function initMobiusRuntime(nextConfig) {
@@ -168,6 +168,8 @@ export function initMobiusRuntime(nextConfig) {
   const instanceId = typeof config.appInstanceId === "string" && config.appInstanceId ? config.appInstanceId : null;
   const identity = `${appId}:${instanceId ?? "legacy"}`;
   state.getToken = typeof config.getToken === "function" ? config.getToken : null;
+  // A published page answers its own (read-only) storage calls: there is no shell behind it.
+  setHost(config.storageHost);
   configureCapabilities(config.capabilityContract);
   if (state.identity === identity) return mobius;
   if (state.identity !== null) {

@@ -163,8 +163,10 @@ async function standaloneHandler({ request, url }: { request: Request; url: URL 
 }
 
 registerRoute(({ request, url, sameOrigin }) => sameOrigin && request.mode === "navigate" && standaloneSlug(url) !== null, standaloneHandler);
-// `/recovery` is the server's own page (it must work whatever the shell is): always the network.
-registerRoute(new NavigationRoute(navigationHandler, { denylist: [/^\/api\//, /^\/apps\/[^/]+\/$/, /^\/recovery(\/|$)/] }));
+// `/recovery` is the server's own page (it must work whatever the shell is), and a published page
+// (`/sites/<token>/`) is the server's to answer — a 404 once it is unpublished, never the shell:
+// always the network.
+registerRoute(new NavigationRoute(navigationHandler, { denylist: [/^\/api\//, /^\/apps\/[^/]+\/$/, /^\/recovery(\/|$)/, /^\/sites(\/|$)/] }));
 
 // ---------- app code: frame documents and modules, per build ----------
 

@@ -62,6 +62,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::theme::routes::router())
         .merge(crate::shell::routes::router())
         .merge(crate::browser::routes::router())
+        .merge(crate::published::routes::router())
         .fallback(api_not_found)
         .method_not_allowed_fallback(api_method_not_allowed)
         .layer(middleware::from_fn_with_state(
@@ -80,6 +81,7 @@ pub fn router(state: AppState) -> Router {
         .merge(web::vendor_router())
         .merge(crate::theme::routes::manifest_router())
         .merge(crate::recovery::router())
+        .merge(crate::published::site::router())
         .route("/shell/embed/chat", axum::routing::get(web::embed_chat))
         .fallback(web::serve_frontend)
         .layer(CompressionLayer::new())

@@ -161,6 +161,15 @@ pub enum Domain {
          every marker, then rebuild; the current shell stays."
     )]
     ShellConflictUnresolved(String),
+    #[error("At most {0} published pages; unpublish one first.")]
+    TooManySites(i64),
+    /// An app's data past what a published copy may hold: the limit in MiB and in files.
+    #[error(
+        "This app's data is larger than a published copy may be ({0} MiB, {1} files); publish it with live data instead."
+    )]
+    SnapshotTooLarge(u64, u64),
+    #[error("This app is not published.")]
+    SiteNotFound,
 }
 
 impl Domain {
@@ -172,7 +181,8 @@ impl Domain {
             | Domain::FileNotFound
             | Domain::ScheduleNotFound
             | Domain::ThemeVersionNotFound
-            | Domain::ShellBuildNotFound => StatusCode::NOT_FOUND,
+            | Domain::ShellBuildNotFound
+            | Domain::SiteNotFound => StatusCode::NOT_FOUND,
             Domain::FileTooLarge
             | Domain::QuotaExceeded
             | Domain::UploadQuotaExceeded
@@ -181,7 +191,9 @@ impl Domain {
             | Domain::TooManyConnectors(_)
             | Domain::TooManyDevices(_)
             | Domain::TooManySchedules(_)
-            | Domain::TooManyAgentSchedules(..) => StatusCode::PAYLOAD_TOO_LARGE,
+            | Domain::TooManyAgentSchedules(..)
+            | Domain::TooManySites(_)
+            | Domain::SnapshotTooLarge(..) => StatusCode::PAYLOAD_TOO_LARGE,
             Domain::PushEndpointNotYours => StatusCode::FORBIDDEN,
             Domain::UnsupportedType(_) | Domain::UnreadableImage(..) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Domain::InvalidFileName(_) => StatusCode::BAD_REQUEST,
@@ -259,6 +271,9 @@ impl Domain {
             Domain::ShellBuildNotFound => "shell_build_not_found",
             Domain::ShellNotEditable => "shell_not_editable",
             Domain::ShellConflictUnresolved(_) => "shell_conflict_unresolved",
+            Domain::TooManySites(_) => "too_many_sites",
+            Domain::SnapshotTooLarge(..) => "snapshot_too_large",
+            Domain::SiteNotFound => "site_not_found",
         }
     }
 }

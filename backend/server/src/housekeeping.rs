@@ -94,4 +94,6 @@ pub async fn purge_tombstones(writer: WriterHandle, apps: Arc<Apps>, uploads: Ar
         crate::apps::assets::files::remove(&apps.data_dir, id).await;
         tracing::info!(app.id = id, slug, "deleted app purged");
     }
+    // A purged app's published page went with its row (cascade); its copies follow.
+    crate::published::sweep(&apps.data_dir, &apps.read).await;
 }

@@ -25,6 +25,7 @@ pub mod ops;
 pub mod platform;
 pub mod protocol;
 pub mod providers;
+pub mod published;
 pub mod push;
 pub mod recall;
 pub mod recovery;

@@ -9,13 +9,17 @@
 // direct pipe between the two documents, where a window message between an opaque frame and its
 // shell goes through the browser process: a round trip costs about half as much. Without a port
 // (an older shell, or before it came) everything goes by window messages, as before.
+//
+// A published page (`/sites/<token>/`) has no shell: app-frame.js is its own read-only host and
+// hands the runtime a function (`storageHost` in the runtime config, `setHost`) that answers the
+// storage RPCs in the page itself; nothing else is sent anywhere.
 
 import { FROM_FRAME, TO_FRAME } from "./messages.js";
 
 /** A bridged call the shell did not answer within this long fails. */
 export const RPC_TIMEOUT_MS = 60_000;
 
-const state = { parentOrigin: "", seq: 0, listening: false, port: null };
+const state = { parentOrigin: "", seq: 0, listening: false, port: null, host: null };
 const handlers = new Map();
 const pending = new Map();
 
@@ -26,6 +30,14 @@ export function hasParent() {
 /** Where frame → shell messages go: the origin the frame document was served from. */
 export function setParentOrigin(origin) {
   state.parentOrigin = typeof origin === "string" ? origin : "";
+}
+
+/**
+ * The page's own storage host (a published page), or none: `host(message, deliver)` answers each
+ * storage RPC by calling `deliver` with its `storage-rpc-result`.
+ */
+export function setHost(host) {
+  state.host = typeof host === "function" ? host : null;
 }
 
 /** The shell's origin ("" when unknown: requests then go to the frame's own origin). */
@@ -155,6 +167,10 @@ export function rpc(method, args) {
     }, RPC_TIMEOUT_MS);
     pending.set(requestId, { resolve, reject, timer });
     const message = { type: FROM_FRAME.storageRpc, requestId, method, args };
+    if (state.host) {
+      state.host(message, deliver);
+      return;
+    }
     if (state.port) {
       try {
         state.port.postMessage(message);

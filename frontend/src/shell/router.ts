@@ -22,7 +22,7 @@ export type Route =
   | { name: "apps"; tab: "installed" | "store"; source?: string | undefined; manage?: { action: ManageAction; appId: number } | undefined };
 
 /** The sections of Settings, in the order its list shows them. */
-export const SETTINGS_SECTIONS = ["agents", "defaults", "memory", "schedules", "connectors", "notifications", "appearance", "store", "sandbox", "account", "about"] as const;
+export const SETTINGS_SECTIONS = ["agents", "defaults", "memory", "schedules", "connectors", "notifications", "appearance", "store", "published", "sandbox", "account", "about"] as const;
 export type SettingsSection = (typeof SETTINGS_SECTIONS)[number];
 
 const SETTINGS_TITLES: Record<SettingsSection, string> = {
@@ -34,6 +34,7 @@ const SETTINGS_TITLES: Record<SettingsSection, string> = {
   notifications: "Notifications",
   appearance: "Appearance",
   store: "App store",
+  published: "Published pages",
   sandbox: "Agent sandbox",
   account: "Account",
   about: "About",

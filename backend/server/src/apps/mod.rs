@@ -30,7 +30,7 @@ use serde_json::Value;
 
 pub use apply::RECOVERY_WINDOW_MS;
 pub use routes::router;
-pub use serve::{FRAME_SANDBOX_FLAGS, request_origin, standalone_router};
+pub use serve::{FRAME_SANDBOX_FLAGS, frame_document, request_origin, standalone_router};
 
 /// The public routes outside `/api`: the standalone host and static assets.
 pub fn public_router() -> axum::Router<AppState> {

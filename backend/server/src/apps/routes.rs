@@ -503,6 +503,8 @@ async fn delete_app(
         Some(_) => return Err(Error::bad_request("invalid_request", "data is keep or delete.")),
     };
     lifecycle::uninstall(&state, &app, keep_data).await?;
+    // A deleted app's page goes at once (recovering the app does not publish it again).
+    crate::published::routes::publisher(&state).unpublish(id).await?;
     Ok(crate::api::no_content())
 }
 

@@ -188,6 +188,24 @@ pub async fn frame(
     Ok(response)
 }
 
+/// The frame document with its bootstrap inlined and `config` as what `app-frame.js` reads,
+/// for a document served alone (a published page, `crate::published::site`): its own CSP is
+/// the caller's. 503 when the frontend has not been built (no bootstrap to inline).
+pub fn frame_document(state: &AppState, name: &str, origin: &str, config: &serde_json::Value) -> Result<String> {
+    let code = state
+        .frame_bootstrap()
+        .code
+        .clone()
+        .ok_or_else(|| Error::unavailable("frontend_missing", "The web app has not been built."))?;
+    let page = FrameTemplate {
+        name: name.to_owned(),
+        origin: origin.to_owned(),
+        config_json: embeddable_json(config),
+        bootstrap: Some(code),
+    };
+    page.render().map_err(|e| Error::Internal(format!("frame template: {e}")))
+}
+
 #[derive(Deserialize)]
 pub struct IconQuery {
     size: Option<u32>,

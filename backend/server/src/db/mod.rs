@@ -14,6 +14,7 @@ pub mod journal;
 pub mod messages;
 pub mod notes;
 pub mod owner;
+pub mod published;
 pub mod push;
 pub mod queue;
 pub mod runs;

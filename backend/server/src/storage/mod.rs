@@ -14,6 +14,7 @@ mod group;
 pub mod path;
 mod routes;
 mod seeds;
+pub mod snapshot;
 mod store;
 mod tree;
 
@@ -21,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 pub use disk::guess_type;
 pub use files::remove_app_data;
-pub use routes::router;
+pub use routes::{ListQ, SiteData, list_site, read_site, router};
 pub use seeds::write_seeds;
 pub use store::Store;
 

@@ -360,7 +360,7 @@ async fn move_in_app(
 
 /// Listing query: `?limit=&cursor=&include_content=`.
 #[derive(Debug, Deserialize)]
-struct ListQuery {
+pub struct ListQuery {
     limit: Option<String>,
     cursor: Option<String>,
     include_content: Option<String>,
@@ -381,7 +381,8 @@ fn list_options(query: std::result::Result<Query<ListQuery>, QueryRejection>) ->
     Ok(ListOptions { limit, cursor: q.cursor.filter(|c| !c.is_empty()), include_content })
 }
 
-type ListQ = std::result::Result<Query<ListQuery>, QueryRejection>;
+/// A listing's query as the routes extract it (a malformed one is the listing's own 400).
+pub type ListQ = std::result::Result<Query<ListQuery>, QueryRejection>;
 
 #[tracing::instrument(level = "debug", skip_all)]
 async fn list_app_root(State(s): State<AppState>, p: Principal, id: IdOnly, q: ListQ) -> Result<Json<Value>> {
@@ -471,5 +472,40 @@ async fn list_shared_at(state: &AppState, prefix: &str, q: ListQ) -> Result<Json
     let options = list_options(q)?;
     let prefix = StoragePath::parse_prefix(prefix)?;
     let page = ctx(state, Tree::Shared).list(prefix, options).await?;
+    Ok(Json(serde_json::to_value(page).map_err(|e| Error::Internal(format!("listing encoding: {e}")))?))
+}
+
+// ---- published pages ----
+
+/// Where a published page's data route (`/sites/<token>/data/…`) reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SiteData {
+    /// The copy made when it was published (`published/<generation>/`).
+    Snapshot(i64),
+    /// App `id`'s own tree as it is now, read only.
+    Live(i64),
+}
+
+impl SiteData {
+    fn tree(self) -> Tree {
+        match self {
+            SiteData::Snapshot(generation) => Tree::Published(generation),
+            SiteData::Live(id) => Tree::App(id),
+        }
+    }
+}
+
+/// A published page's read of the file `raw` (the route has no other method).
+pub async fn read_site(state: &AppState, data: SiteData, raw: &str, headers: &HeaderMap) -> Result<Response> {
+    let rel = StoragePath::parse(raw)?;
+    let inm = headers.get(IF_NONE_MATCH).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    Ok(read_response(ctx(state, data.tree()).read(rel, inm).await?))
+}
+
+/// A published page's listing of the folder `prefix` (`""`: the root).
+pub async fn list_site(state: &AppState, data: SiteData, prefix: &str, q: ListQ) -> Result<Json<Value>> {
+    let options = list_options(q)?;
+    let prefix = StoragePath::parse_prefix(prefix)?;
+    let page = ctx(state, data.tree()).list(prefix, options).await?;
     Ok(Json(serde_json::to_value(page).map_err(|e| Error::Internal(format!("listing encoding: {e}")))?))
 }

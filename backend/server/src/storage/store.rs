@@ -38,7 +38,7 @@ impl Store {
     pub(super) fn quota(&self, tree: Tree) -> Option<u64> {
         match tree {
             Tree::App(_) => Some(self.app_quota.load(Ordering::Relaxed)),
-            Tree::Shared => None,
+            Tree::Shared | Tree::Published(_) => None,
         }
     }
 }

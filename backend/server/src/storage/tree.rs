@@ -9,6 +9,9 @@ use super::path::Root;
 pub(crate) enum Tree {
     App(i64),
     Shared,
+    /// The copy of an app's tree a published page reads (`published/<generation>/data`): only
+    /// ever written by [`super::snapshot`], read by the page's data route.
+    Published(i64),
 }
 
 impl Tree {
@@ -17,6 +20,7 @@ impl Tree {
         let rel = match self {
             Tree::App(id) => Path::new("app-data").join(id.to_string()),
             Tree::Shared => PathBuf::from("shared"),
+            Tree::Published(generation) => Path::new("published").join(generation.to_string()).join("data"),
         };
         Root { data_dir: data_dir.to_path_buf(), rel }
     }
@@ -24,6 +28,7 @@ impl Tree {
     pub(super) fn meta_root(self, data_dir: &Path) -> PathBuf {
         let meta = data_dir.join(".storage-meta");
         match self {
+            Tree::Published(generation) => data_dir.join("published").join(generation.to_string()).join("meta"),
             Tree::App(id) => meta.join("apps").join(id.to_string()),
             Tree::Shared => meta.join("shared"),
         }

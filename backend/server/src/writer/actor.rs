@@ -452,6 +452,19 @@ impl Actor {
                 let result = db::connectors::update(&mut self.conn, id, &patch, now_ms()).await;
                 reply(batch, ack, result, Stale::NOTHING)
             }
+            WriteCommand::SitePut { site, max, ack } => {
+                let result = match db::published::put(&mut self.conn, &site, max, now_ms()).await {
+                    Ok(db::published::Put::Replaced(previous)) => Ok(Some(previous)),
+                    Ok(db::published::Put::Created) => Ok(None),
+                    Ok(db::published::Put::Full) => Err(Domain::TooManySites(max).into()),
+                    Err(e) => Err(e),
+                };
+                reply(batch, ack, result, Stale::NOTHING)
+            }
+            WriteCommand::SiteDelete { app_id, ack } => {
+                let result = db::published::delete(&mut self.conn, app_id).await;
+                reply(batch, ack, result, Stale::NOTHING)
+            }
             WriteCommand::ConnectorDelete { id, ack } => {
                 let result = db::connectors::delete(&mut self.conn, id).await;
                 reply(batch, ack, result, Stale::NOTHING)

@@ -416,6 +416,11 @@ pub enum WriteCommand {
     ConnectorUpdate { id: i64, patch: crate::db::connectors::ConnectorPatch, ack: Ack<bool> },
     /// Removes a connector; whether there was one.
     ConnectorDelete { id: i64, ack: Ack<bool> },
+    /// Publishes an app's page, or replaces its copy (token kept); answers the
+    /// generation replaced (its folder is the caller's to remove); 413 past `max` pages.
+    SitePut { site: crate::db::published::NewSite, max: i64, ack: Ack<Option<i64>> },
+    /// Unpublishes app `app_id`'s page; answers its generation (`None`: there was none).
+    SiteDelete { app_id: i64, ack: Ack<Option<i64>> },
     /// Replaces the connectors chosen for a chat.
     ChatConnectorsSet { chat_id: String, ids: Vec<i64>, ack: Ack<()> },
     /// Stores (or replaces) the owner's GitHub connection: the sealed token and its account.

@@ -20,6 +20,7 @@ mod ops;
 mod planted;
 mod platform;
 mod providers;
+mod published;
 mod push;
 mod release_db;
 mod runtime;

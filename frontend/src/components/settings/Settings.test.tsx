@@ -38,6 +38,7 @@ describe("Settings as pages", () => {
       "Notifications",
       "Appearance",
       "App store",
+      "Published pages",
       "Agent sandbox",
       "Account",
       "About",
@@ -47,6 +48,26 @@ describe("Settings as pages", () => {
     expect(onOpenSection).toHaveBeenCalledWith("memory");
     // No chat's options here: they live in the chat's info sheet.
     expect(screen.queryByLabelText(/Model/)).toBeNull();
+  });
+
+  it("lists the published pages with their kind, and says how to publish when there are none", async () => {
+    writeToken("tok");
+    const site = { id: 3, app_id: 7, app_slug: "board", app_name: "Board", url: "/sites/abc/", live: false, bytes: 2048, files: 2, created_at: Date.now(), updated_at: Date.now() };
+    mockFetch({
+      "GET /api/published-sites": { status: 200, body: { sites: [site, { ...site, id: 4, app_name: "Trips", live: true }], max: 20 } },
+      "GET /api/*": { status: 404, body: { code: "not_found", message: "No." } },
+    });
+    const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
+    render(
+      <QueryClientProvider client={client}>
+        <Settings owner="owner" section="published" onOpenSection={vi.fn()} onSignOut={vi.fn()} />
+      </QueryClientProvider>,
+    );
+    const list = await screen.findByRole("list", { name: "Published pages" });
+    expect(list.textContent).toContain("Snapshot · 2 files, 2 KB");
+    expect(list.textContent).toContain("Live data (read only)");
+    expect(screen.getAllByRole("link", { name: "Open" }).map((a) => a.getAttribute("href"))).toEqual([`${window.location.origin}/sites/abc/`, `${window.location.origin}/sites/abc/`]);
+    expect(screen.getByRole("button", { name: "Unpublish Trips" })).toBeTruthy();
   });
 
   it("explains where to get a key before the owner opens the form", async () => {

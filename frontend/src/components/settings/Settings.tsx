@@ -43,6 +43,7 @@ import { ConnectorsSection } from "./ConnectorSettings";
 import { GithubSection } from "./GithubSettings";
 import NotificationSettings from "./NotificationSettings";
 import { DevicesSection } from "./Devices";
+import { PublishedSettings } from "./PublishedSettings";
 import { UpdateSettings } from "./UpdateSettings";
 import { ShellSettings } from "./ShellSettings";
 import { ThemeSettings } from "./ThemeSettings";
@@ -68,6 +69,7 @@ const SECTION_DETAIL: Record<SettingsSection, string> = {
   notifications: "When to tell you on this device",
   appearance: "Light, dark or as the system",
   store: "Where the store finds apps",
+  published: "Apps anyone with the link can open",
   sandbox: "What the agent can reach",
   account: "Devices, pairing, sign out, password",
   about: "Version and updates",
@@ -82,6 +84,7 @@ const SECTION_ICON: Record<SettingsSection, IconName> = {
   notifications: "bell",
   appearance: "settings",
   store: "apps",
+  published: "external",
   sandbox: "shield",
   account: "edit",
   about: "info",
@@ -155,6 +158,15 @@ function SectionPage({ section, onSignOut }: { section: SettingsSection; onSignO
       return <AppearanceSection />;
     case "store":
       return <StoreSection />;
+    case "published":
+      return (
+        <section className="settings-section" aria-labelledby="s-published">
+          <h2 id="s-published" className="settings-title">
+            Published pages
+          </h2>
+          <PublishedSettings />
+        </section>
+      );
     case "sandbox":
       return <SandboxSection />;
     case "account":

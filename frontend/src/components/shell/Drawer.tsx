@@ -46,6 +46,8 @@ export interface DrawerProps {
   onRenameApp: (app: AppSummary, name: string) => void;
   onTogglePinApp: (app: AppSummary) => void;
   onDeleteApp: (app: AppSummary) => void;
+  /** Publishes the app: a read-only copy at a link (`PublishSheet`). */
+  onPublishApp?: (app: AppSummary) => void;
   /** The account menu, in the phone drawer's head (the top bar keeps its width for the title). */
   account?: ReactNode;
   /** The Apps view (installed apps, updates, the store). */
@@ -346,7 +348,7 @@ function ChatRow({ chat, activeId, offline, onOpenChat, onRename, onTogglePin, o
   );
 }
 
-function AppRow({ app, activeAppId, offline, onOpenApp, onRenameApp, onTogglePinApp, onDeleteApp }: { app: AppSummary } & DrawerProps) {
+function AppRow({ app, activeAppId, offline, onOpenApp, onRenameApp, onTogglePinApp, onDeleteApp, onPublishApp }: { app: AppSummary } & DrawerProps) {
   const [renaming, setRenaming] = useState(false);
   const [iconFailed, setIconFailed] = useState(false);
   const active = app.id === activeAppId;
@@ -382,6 +384,7 @@ function AppRow({ app, activeAppId, offline, onOpenApp, onRenameApp, onTogglePin
         items={[
           { icon: "edit", label: "Rename", disabled: offline, onSelect: () => setRenaming(true) },
           { icon: "pin", label: app.pinned_at !== null ? "Unpin" : "Pin", disabled: offline, onSelect: () => onTogglePinApp(app) },
+          ...(onPublishApp ? [{ icon: "external" as const, label: "Publish…", disabled: offline, onSelect: () => onPublishApp(app) }] : []),
           { icon: "trash", label: "Delete", danger: true, disabled: offline, onSelect: () => onDeleteApp(app) },
         ]}
       />

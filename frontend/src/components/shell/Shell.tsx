@@ -37,6 +37,8 @@ import { useChatList } from "../../shell/useChatList";
 import { AccountMenu } from "./AccountMenu";
 import { AppPane } from "../apps/AppPane";
 import { useApps } from "../apps/useApps";
+import { PublishSheet } from "../apps/PublishSheet";
+import type { AppSummary } from "../../api/apps";
 import { ChatInfo } from "../chat/ChatInfo";
 import { ChatView } from "../chat/ChatView";
 import { InstallOffer } from "./InstallOffer";
@@ -305,6 +307,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
   const needsProvider = anyConnected(providers.data) === false;
   const onTitle = useCallback((t: string) => activeId && setLiveTitle({ id: activeId, title: t }), [activeId]);
   const [infoOpen, setInfoOpen] = useState(false);
+  const [publishing, setPublishing] = useState<AppSummary | null>(null);
 
   // The phone drawer takes focus when it opens and gives it back to the menu button on close.
   const drawerRef = useRef<HTMLDivElement>(null);
@@ -358,6 +361,10 @@ export function Shell({ session, onSignOut }: ShellProps) {
     onRenameApp: apps.rename,
     onTogglePinApp: apps.togglePin,
     onDeleteApp: apps.remove,
+    onPublishApp: (app: AppSummary) => {
+      setPublishing(app);
+      closeDrawer();
+    },
   };
   const appFullScreen = openAppId !== null && !wide;
   const accountMenu = (
@@ -443,6 +450,7 @@ export function Shell({ session, onSignOut }: ShellProps) {
           </div>
         )}
         {infoOpen && activeId && <ChatInfo chatId={activeId} title={chatTitle} onClose={() => setInfoOpen(false)} />}
+        {publishing && <PublishSheet app={publishing} onClose={() => setPublishing(null)} />}
         <main className="view">
           {route.name === "chat" && (
             <ChatView
