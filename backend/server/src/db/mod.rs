@@ -9,6 +9,7 @@ pub mod chat_list;
 pub mod chats;
 pub mod connectors;
 pub mod embeds;
+pub mod goals;
 pub mod journal;
 pub mod messages;
 pub mod notes;

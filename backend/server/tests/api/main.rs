@@ -12,6 +12,7 @@ mod context;
 mod devices;
 mod exposure;
 mod fixture;
+mod goal;
 mod helpers;
 mod lifecycle;
 mod memory;
