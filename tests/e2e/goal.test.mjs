@@ -62,7 +62,7 @@ const SCRIPT = {
     { text: "Stopping here for now." },
     {
       text: "Asking a subagent.",
-      tool_use: { name: "Agent", input: { description: "Count the notes", prompt: `${AGENT_MARKER}: count the files in agent-home`, subagent_type: "general-purpose" } },
+      tool_use: { name: "Agent", input: { description: "Count the notes", prompt: `${AGENT_MARKER}: count the files in agent-home`, subagent_type: "general-purpose", run_in_background: false } },
     },
     { text: "The subagent counted them." },
   ],
@@ -170,8 +170,8 @@ describe("goals and subagents on a phone (real server, real Claude Code, scripte
     const step = chip.locator(".subagent-steps .tool");
     assert.equal(await step.count(), 1);
     assert.match((await step.locator(".tool-input").textContent()) ?? "", /ls agent-home/);
-    // What the call gave back (Claude Code 2.1.332 starts the agent in the background: its
-    // launch notice; the report then reaches the main agent as a notification).
+    // What the call gave back: the subagent's report (the script asks for a blocking call;
+    // Claude Code 2.1.332 would otherwise start it in the background and answer a launch notice).
     assert.ok(((await chip.locator(".subagent-report pre").textContent()) ?? "").trim().length > 0, "the call's result shows");
     assert.deepEqual(await horizontalOverflow(page), [], "nothing runs past the phone's edge");
     await screenshot(page, "subagent-chip-phone.png");
