@@ -45,6 +45,8 @@ pub enum Error {
 pub enum Domain {
     #[error("No such chat.")]
     ChatNotFound,
+    #[error("This chat has no pinned goal.")]
+    GoalNotFound,
     #[error("A deleted chat has this id; recover it instead.")]
     ChatDeleted,
     #[error("This chat was deleted too long ago to recover.")]
@@ -177,6 +179,7 @@ impl Domain {
     pub fn status(&self) -> StatusCode {
         match self {
             Domain::ChatNotFound
+            | Domain::GoalNotFound
             | Domain::AppNotFound
             | Domain::FileNotFound
             | Domain::ScheduleNotFound
@@ -228,6 +231,7 @@ impl Domain {
     pub fn code(&self) -> &'static str {
         match self {
             Domain::ChatNotFound => "chat_not_found",
+            Domain::GoalNotFound => "goal_not_found",
             Domain::ChatDeleted => "chat_deleted",
             Domain::ChatPurged => "chat_purged",
             Domain::ChatBusy => "chat_busy",

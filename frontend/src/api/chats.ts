@@ -142,6 +142,11 @@ export function compactChat(id: string, switchId: string): Promise<HandoffResult
   return apiFetch(`/api/chats/${enc(id)}/compact`, { method: "POST", body: { switch_id: switchId } });
 }
 
+/** `DELETE /api/chats/{id}/goal`: unpins the chat's goal (every device hears `goal_changed`). */
+export function dismissGoal(id: string): Promise<void> {
+  return apiFetch(`/api/chats/${enc(id)}/goal`, { method: "DELETE" });
+}
+
 export const chatContextKey = (id: string) => ["chat-context", id] as const;
 
 /** `GET /api/chats/{id}/context`: what the agent is given for the chat (owner only, masked). */

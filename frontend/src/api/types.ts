@@ -19,6 +19,7 @@ export type {
   Decision,
   FileChange,
   FileDiff,
+  GoalPin,
   JournalEntry,
   Message,
   Pause,
@@ -63,7 +64,7 @@ export type QuestionAnswers = Choices;
 /** The part of a chat detail the chat view folds (and caches back): `GET /api/chats/{id}` sends
  * the whole [`ChatDetail`]; settings the view does not show are optional here. */
 export type ChatPage = Omit<ChatDetail, ChatSettingsKey> & Partial<Pick<ChatDetail, ChatSettingsKey>>;
-type ChatSettingsKey = "approval_policy" | "model" | "effort" | "plan_mode" | "auto_resume" | "resume_at" | "session_id" | "pinned_at" | "created_at" | "updated_at" | "waiting";
+type ChatSettingsKey = "goal" | "approval_policy" | "model" | "effort" | "plan_mode" | "auto_resume" | "resume_at" | "session_id" | "pinned_at" | "created_at" | "updated_at" | "waiting";
 
 /** A queued message: the owner's, so it always has its cid. */
 export type PendingMessage = Message & { cid: Cid };

@@ -151,6 +151,16 @@ describe("stream reducer", () => {
     expect(s.live?.blocks).toHaveLength(1);
   });
 
+  it("keeps a subagent's steps marked with its call, and the call with its agent type", () => {
+    let s = fold(started(), ev({ type: "tool_start", tool_use_id: "a1", tool: "Agent", input: "Find it", subagent_type: "Explore" }));
+    s = fold(s, ev({ type: "tool_start", tool_use_id: "r1", tool: "Read", input: "a.toml", parent_tool_use_id: "a1" }));
+    s = fold(s, ev({ type: "tool_end", tool_use_id: "r1", is_error: false }));
+    const [call, step] = (s.live?.blocks ?? []) as ToolBlock[];
+    expect(call).toMatchObject({ tool: "Agent", subagent_type: "Explore", status: "running" });
+    expect(call && "parent_tool_use_id" in call).toBe(false);
+    expect(step).toMatchObject({ tool_use_id: "r1", parent_tool_use_id: "a1", status: "done" });
+  });
+
   it("keeps one plan card a reply, updated in place as the agent works through it", () => {
     const steps = (a: string, b: string) => [
       { text: "Read the code", status: a },
@@ -165,6 +175,23 @@ describe("stream reducer", () => {
     // The settled reply keeps it.
     s = fold(s, ev({ type: "done", run_id: "r1", status: "completed", usage: {}, cost_usd: null, error: null }));
     expect(s.messages.at(-1)?.blocks?.[0]).toMatchObject({ type: "plan" });
+  });
+
+  it("pins a goal from the detail, follows it live, unpins it, and keeps it in the cached detail", () => {
+    const goal = { objective: "Ship the dark mode", started_at: 5 };
+    let s = fromDetail(detail({ goal }));
+    expect(s.goal).toEqual(goal);
+    const plan = { steps: [{ text: "Add the palette", status: "completed" }, { text: "Test it", status: "in_progress" }] };
+    s = fold(s, ev({ type: "goal_changed", goal: { ...goal, plan } }));
+    expect(s.goal?.plan?.steps[1]?.status).toBe("in_progress");
+    expect(toDetail(s).goal).toEqual({ ...goal, plan });
+    // A replayed (older) event changes nothing; the unpin does.
+    const replay = { seq: 1, type: "goal_changed", goal } as StreamEvent;
+    expect(chatReducer(s, { type: "event", event: replay }).goal).toEqual({ ...goal, plan });
+    s = fold(s, ev({ type: "goal_changed", goal: null }));
+    expect(s.goal).toBeNull();
+    // A detail from before goals were kept has none.
+    expect(fromDetail(detail()).goal).toBeNull();
   });
 
   it("shows the files of the owner's own message before the server confirms it", () => {

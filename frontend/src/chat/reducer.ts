@@ -11,6 +11,7 @@ import type {
   Attachment,
   Block,
   ChatPage,
+  GoalPin,
   JournalEntry,
   Message,
   PendingMessage,
@@ -74,6 +75,8 @@ export interface ChatState {
   deleted: boolean;
   /** Queue rows Stop took away: a snapshot or event that raced the stop must not bring them back. */
   dropped: string[];
+  /** The goal pinned at the top of the chat (`/goal`), with the agent's plan for it. */
+  goal: GoalPin | null;
 }
 
 export type ChatAction =
@@ -114,6 +117,7 @@ export function emptyChat(id: string): ChatState {
     waiting: null,
     deleted: false,
     dropped: [],
+    goal: null,
   };
 }
 
@@ -174,6 +178,7 @@ export function fromDetail(detail: ChatPage, previous?: ChatState): ChatState {
       waiting: detail.running ? (detail.waiting ?? null) : null,
       deleted: false,
       dropped,
+      goal: detail.goal ?? null,
     };
   }
 }
@@ -312,7 +317,7 @@ function upsertUser(state: ChatState, message: Message): ChatState {
 }
 
 /** Events that leave a waiting turn waiting. */
-const STILL_WAITING = new Set(["queue_changed", "chat_renamed", "app_updated"]);
+const STILL_WAITING = new Set(["queue_changed", "chat_renamed", "app_updated", "goal_changed"]);
 
 function applyEvent(state: ChatState, event: StreamEvent, now: number): ChatState {
   if (event.type === "resync") return state;
@@ -358,6 +363,9 @@ function foldEvent(state: ChatState, event: JournalEntry, now: number): ChatStat
       return withLive(state, now, (blocks) => {
         if (blocks.some((b) => b.type === "tool" && b.tool_use_id === event.tool_use_id)) return blocks;
         const tool: ToolBlock = { type: "tool", tool: event.tool, tool_use_id: event.tool_use_id, input: event.input, output: "", status: "running" };
+        // A subagent's step carries its call; a subagent call its agent type (as `live.rs`).
+        if (event.parent_tool_use_id) tool.parent_tool_use_id = event.parent_tool_use_id;
+        if (event.subagent_type) tool.subagent_type = event.subagent_type;
         return [...blocks, tool];
       });
     case "tool_output":
@@ -463,6 +471,9 @@ function foldEvent(state: ChatState, event: JournalEntry, now: number): ChatStat
     }
     case "chat_renamed":
       return { ...state, title: event.title };
+    case "goal_changed":
+      // Set by a `/goal` turn, moved on by the agent's plan, unpinned when done or dismissed.
+      return { ...state, goal: event.goal };
     case "chat_deleted":
       return { ...state, deleted: true };
     case "app_updated":
@@ -684,6 +695,7 @@ export function toDetail(state: ChatState): ChatPage {
     waiting: state.waiting,
     pending_question_id: state.pendingQuestionId,
     pending_messages: state.pending,
+    goal: state.goal,
     seq: state.seq,
   };
 }

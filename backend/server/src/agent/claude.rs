@@ -276,6 +276,8 @@ impl Parser {
             events.push(AgentEvent::Session(session.to_owned()));
         }
         match line.get("type").and_then(Value::as_str).unwrap_or_default() {
+            // A subagent's words stream too; its report comes back as its call's result.
+            "stream_event" if subagent_of(line).is_some() => {}
             "stream_event" => self.stream_event(line.get("event").unwrap_or(&Value::Null), &mut events),
             "assistant" => self.assistant(line, &mut events),
             "user" => tool_results(line, self.interrupt_sent, &mut events),
@@ -333,6 +335,9 @@ impl Parser {
     }
 
     fn assistant(&mut self, line: &Value, events: &mut Vec<AgentEvent>) {
+        // A subagent's (a Task/Agent call's) own steps: folded under its call. Its text is not
+        // the reply (its report is the call's result) and its todo list is not the turn's plan.
+        let parent = subagent_of(line);
         let message = line.get("message").unwrap_or(&Value::Null);
         let id = str_at(message, &["id"]).to_owned();
         let Some(blocks) = message.get("content").and_then(Value::as_array) else { return };
@@ -341,6 +346,7 @@ impl Parser {
             let index = *counter;
             *counter += 1;
             match str_at(block, &["type"]) {
+                "text" if parent.is_some() => {}
                 "text" => events.push(AgentEvent::TextFinal {
                     item_id: format!("{id}:{index}"),
                     text: str_at(block, &["text"]).to_owned(),
@@ -351,15 +357,20 @@ impl Parser {
                     let tool_id = str_at(block, &["id"]).to_owned();
                     let files = edit_files(&name, &input);
                     let fetched = (name == "WebFetch").then(|| str_at(&input, &["url"]).to_owned());
+                    let subagent = matches!(name.as_str(), "Task" | "Agent")
+                        .then(|| str_at(&input, &["subagent_type"]).to_owned())
+                        .filter(|t| !t.is_empty());
                     events.push(AgentEvent::ToolStart {
                         id: tool_id.clone(),
                         input: summarize_input(&name, &input),
                         name,
+                        parent: parent.clone(),
+                        subagent,
                     });
                     if !files.is_empty() {
                         events.push(AgentEvent::ToolFiles { id: tool_id.clone(), files });
                     }
-                    if let Some(plan) = todo_plan(str_at(block, &["name"]), &input) {
+                    if let Some(plan) = todo_plan(str_at(block, &["name"]), &input).filter(|_| parent.is_none()) {
                         events.push(AgentEvent::Plan(plan));
                     }
                     if str_at(block, &["name"]) == "ExitPlanMode" {
@@ -467,6 +478,12 @@ impl Parser {
             reason,
         }])
     }
+}
+
+/// The subagent call a line belongs to: Claude Code marks a Task/Agent call's own messages with
+/// that call's id (`null` on the main agent's).
+fn subagent_of(line: &Value) -> Option<String> {
+    line.get("parent_tool_use_id").and_then(Value::as_str).filter(|p| !p.is_empty()).map(str::to_owned)
 }
 
 fn result_error(line: &Value) -> String {
@@ -832,6 +849,48 @@ mod tests {
         assert_eq!(shown, [("Read", Completed), ("Edit", InProgress), ("Test", Pending)]);
         assert!(todo_plan("TodoWrite", &json!({"todos": "x"})).is_none());
         assert!(todo_plan("Bash", &input).is_none());
+    }
+
+    #[test]
+    fn a_subagents_steps_are_marked_with_its_call_and_its_words_and_todos_left_out() {
+        let mut parser = Parser::default();
+        let lines = [
+            json!({"type": "assistant", "parent_tool_use_id": null, "message": {"id": "m1", "content": [
+                {"type": "tool_use", "id": "a1", "name": "Agent",
+                 "input": {"description": "Find the config", "prompt": "Look", "subagent_type": "Explore"}}]}}),
+            json!({"type": "stream_event", "parent_tool_use_id": "a1",
+                   "event": {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "sub"}}}),
+            json!({"type": "assistant", "parent_tool_use_id": "a1", "message": {"id": "m2", "content": [
+                {"type": "text", "text": "Looking around."},
+                {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "/w/a.toml"}},
+                {"type": "tool_use", "id": "t1", "name": "TodoWrite", "input": {"todos": [{"content": "x", "status": "pending"}]}}]}}),
+            json!({"type": "user", "parent_tool_use_id": "a1", "message": {"content": [
+                {"type": "tool_result", "tool_use_id": "r1", "content": "k = 1"}]}}),
+        ];
+        let (events, _, _) = run(&lines, &mut parser);
+        let starts: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::ToolStart { id, parent, subagent, .. } => {
+                    Some((id.as_str(), parent.clone(), subagent.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            starts,
+            [
+                ("a1", None, Some("Explore".to_owned())),
+                ("r1", Some("a1".to_owned()), None),
+                ("t1", Some("a1".to_owned()), None)
+            ]
+        );
+        assert!(
+            !events.iter().any(|e| matches!(e, AgentEvent::Text { .. } | AgentEvent::TextFinal { .. })),
+            "{events:?}"
+        );
+        assert!(!events.iter().any(|e| matches!(e, AgentEvent::Plan(_))), "a subagent's todos are not the plan");
+        assert!(events.iter().any(|e| matches!(e, AgentEvent::ToolEnd { id, .. } if id == "r1")));
     }
 
     #[test]

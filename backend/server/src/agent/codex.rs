@@ -598,7 +598,13 @@ impl Finish {
 fn item_started(item: &Value, events: &mut Vec<AgentEvent>) {
     let s = |k: &str| item.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
     let id = s("id");
-    let start = |name: &str, input: String| AgentEvent::ToolStart { id: id.clone(), name: name.to_owned(), input };
+    let start = |name: &str, input: String| AgentEvent::ToolStart {
+        id: id.clone(),
+        name: name.to_owned(),
+        input,
+        parent: None,
+        subagent: None,
+    };
     match s("type").as_str() {
         "commandExecution" => {
             let command = item

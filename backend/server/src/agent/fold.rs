@@ -34,6 +34,8 @@ pub const MAX_TURN_DIFF_BYTES: usize = 512 * 1024;
 pub const MAX_STORED_DIFF_BYTES: usize = 16 * 1024 * 1024;
 /// Steps of a plan kept, and the characters kept of a step's text or a plan's explanation.
 pub const MAX_PLAN_STEPS: usize = 50;
+/// Longest subagent type kept (characters): a name such as `general-purpose`.
+const MAX_SUBAGENT_TYPE_CHARS: usize = 64;
 const MAX_PLAN_TEXT_CHARS: usize = 500;
 /// Web sources kept per tool call.
 pub const MAX_SOURCES_PER_TOOL: usize = 20;
@@ -198,10 +200,16 @@ impl ChatFold {
             AgentEvent::Retrying { attempt, max_retries, reason } => {
                 Folded::Chat(ChatEvent::Retrying { attempt, max_retries, reason })
             }
-            AgentEvent::ToolStart { id, name, input } => {
+            AgentEvent::ToolStart { id, name, input, parent, subagent } => {
                 let input = self.relative(&name, input);
                 self.started.entry(id.clone()).or_insert_with(std::time::Instant::now);
-                Folded::Chat(ChatEvent::ToolStart { tool_use_id: id, tool: name, input })
+                Folded::Chat(ChatEvent::ToolStart {
+                    tool_use_id: id,
+                    tool: name,
+                    input,
+                    parent_tool_use_id: parent,
+                    subagent_type: subagent.map(|s| s.chars().take(MAX_SUBAGENT_TYPE_CHARS).collect()),
+                })
             }
             AgentEvent::ToolFiles { id, files } => self.files(id, files),
             AgentEvent::Plan(mut plan) => {
@@ -430,8 +438,13 @@ mod tests {
     #[test]
     fn file_tools_show_paths_relative_to_the_workspace() {
         let mut fold = ChatFold::in_workspace(Path::new("/srv/data"));
-        let start =
-            |name: &str, input: &str| AgentEvent::ToolStart { id: "t".into(), name: name.into(), input: input.into() };
+        let start = |name: &str, input: &str| AgentEvent::ToolStart {
+            id: "t".into(),
+            name: name.into(),
+            input: input.into(),
+            parent: None,
+            subagent: None,
+        };
         let shown = |folded: Folded| match folded {
             Folded::Chat(ChatEvent::ToolStart { input, .. }) => input,
             other => panic!("{other:?}"),

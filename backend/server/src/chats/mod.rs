@@ -4,6 +4,7 @@
 pub mod access;
 pub mod apps;
 pub mod context;
+pub mod goal;
 pub mod logs;
 mod routes;
 pub mod secure_input;

@@ -4,7 +4,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, patch, post};
+use axum::routing::{delete, get, patch, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -50,6 +50,7 @@ pub fn router() -> Router<AppState> {
         .route("/chats/{id}/runs", get(runs))
         .route("/chats/{id}/usage", get(usage))
         .route("/chats/{id}/context", get(super::context::agent_context))
+        .route("/chats/{id}/goal", delete(super::goal::dismiss_goal))
         .route("/chats/{id}/provider-switch", post(provider_switch))
         .route("/chats/{id}/compact", post(compact))
         .route("/chat/stop", post(stop))
@@ -276,6 +277,12 @@ fn render_detail(page: &db::chats::Page, newest: bool, waiting: Option<crate::pr
         pending_question_id: chat.pending_question_id.as_deref(),
         pending_messages: Rows { stored: raw_rows(&page.pending)?, last: None },
         pinned_at: chat.pinned_at,
+        goal: page
+            .goal
+            .as_deref()
+            .map(serde_json::from_str)
+            .transpose()
+            .map_err(|e| Error::Internal(format!("a stored goal is not JSON: {e}")))?,
         created_at: chat.created_at,
         updated_at: chat.updated_at,
         seq,

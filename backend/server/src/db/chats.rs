@@ -107,6 +107,8 @@ pub struct Page {
     /// Queued message bodies in order, as a JSON array.
     pub pending: String,
     pub running_run: Option<String>,
+    /// The pinned goal's body (`GoalPin` JSON), if the chat has one.
+    pub goal: Option<String>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -119,6 +121,7 @@ struct PageRow {
     live_seq: Option<i64>,
     pending: Option<String>,
     messages: Option<String>,
+    goal: Option<String>,
 }
 
 /// Reads the newest `limit` messages before index `before` (or the newest overall) with the
@@ -136,7 +139,8 @@ pub async fn page(pool: &SqlitePool, id: &str, limit: i64, before: Option<i64>) 
                    FROM chat_pending p WHERE p.chat_id = ?1) AS pending,
                 (SELECT '[' || coalesce(group_concat(m.body, ',' ORDER BY m.idx), '') || ']'
                    FROM (SELECT idx, body FROM chat_messages WHERE chat_id = ?1 AND idx < ?2 ORDER BY idx DESC LIMIT ?3) m
-                ) AS messages
+                ) AS messages,
+                (SELECT g.body FROM chat_goals g WHERE g.chat_id = ?1) AS goal
          FROM chats c LEFT JOIN chat_live l ON l.chat_id = c.id
          WHERE c.id = ?1",
     )
@@ -160,6 +164,7 @@ pub async fn page(pool: &SqlitePool, id: &str, limit: i64, before: Option<i64>) 
             live,
             pending: r.pending.unwrap_or_else(|| "[]".into()),
             running_run: r.running_run,
+            goal: r.goal,
         }
     }))
 }

@@ -10,6 +10,7 @@ pub mod chats;
 pub mod connectors;
 pub mod embeds;
 pub mod github;
+pub mod goals;
 pub mod journal;
 pub mod messages;
 pub mod notes;

@@ -66,6 +66,9 @@ pub struct ChatDetail<'a> {
     /// The queue, in order.
     #[cfg_attr(test, ts(as = "Vec<Message>"))]
     pub pending_messages: Rows<'a>,
+    /// The goal pinned at the top of the chat (`/goal`), as stored.
+    #[cfg_attr(test, ts(as = "Option<super::GoalPin>"))]
+    pub goal: Option<&'a RawValue>,
     pub pinned_at: Option<i64>,
     pub created_at: i64,
     pub updated_at: i64,

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ids::{ChatId, QuestionId, RunId};
-use super::message::{Answers, ErrorFix, FileDiff, Message, PlanCard, QuestionCard, WebSource, is_false};
+use super::message::{Answers, ErrorFix, FileDiff, GoalPin, Message, PlanCard, QuestionCard, WebSource, is_false};
 use super::notice::NotificationKind;
 
 /// How a run ended.
@@ -87,6 +87,12 @@ pub enum ChatEvent {
         tool_use_id: String,
         tool: String,
         input: String,
+        /// The subagent call (Claude's Task/Agent tool) this call was made by.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_tool_use_id: Option<String>,
+        /// On a subagent call: which kind of agent it started (`general-purpose`, `Explore`…).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        subagent_type: Option<String>,
     },
     /// The files a tool call changes (diffs from its input), set once per call.
     ToolFiles {
@@ -95,6 +101,11 @@ pub enum ChatEvent {
     },
     /// The agent's plan as it stands now: the message's plan card is replaced by it.
     Plan(PlanCard),
+    /// The chat's pinned goal changed: set, its plan moved on, or unpinned (`None`: its plan
+    /// was done or the owner dismissed it). Not part of the transcript.
+    GoalChanged {
+        goal: Option<GoalPin>,
+    },
     /// The web pages a tool call brought back, set once per call.
     ToolSources {
         tool_use_id: String,

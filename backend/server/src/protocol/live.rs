@@ -64,7 +64,7 @@ impl LiveMessage {
                     None => {}
                 }
             }
-            ChatEvent::ToolStart { tool_use_id, tool, input } => {
+            ChatEvent::ToolStart { tool_use_id, tool, input, parent_tool_use_id, subagent_type } => {
                 if self.tool_mut(tool_use_id).is_none() {
                     self.blocks.push(Block::Tool(ToolBlock {
                         tool: tool.clone(),
@@ -79,6 +79,8 @@ impl LiveMessage {
                         files: Vec::new(),
                         sources: Vec::new(),
                         elapsed_ms: None,
+                        parent_tool_use_id: parent_tool_use_id.clone(),
+                        subagent_type: subagent_type.clone(),
                     }));
                 }
             }
@@ -179,6 +181,7 @@ impl LiveMessage {
             | ChatEvent::Done { .. }
             | ChatEvent::ChatRenamed { .. }
             | ChatEvent::ChatDeleted
+            | ChatEvent::GoalChanged { .. }
             | ChatEvent::AppUpdated { .. } => {}
         }
     }
@@ -343,6 +346,24 @@ mod tests {
         assert_eq!(plans[0].steps[0].status, super::super::message::PlanStatus::Completed);
         assert!(matches!(m.blocks()[3], Block::Plan(_)));
         assert_eq!(m.blocks().len(), 5, "three tools, a plan and a text");
+    }
+
+    #[test]
+    fn a_subagents_steps_keep_the_call_they_ran_under() {
+        let mut m = LiveMessage::new(1);
+        apply(
+            &mut m,
+            json!({"type":"tool_start","tool_use_id":"a1","tool":"Agent","input":"Find it","subagent_type":"Explore"}),
+        );
+        apply(
+            &mut m,
+            json!({"type":"tool_start","tool_use_id":"r1","tool":"Read","input":"x","parent_tool_use_id":"a1"}),
+        );
+        assert_eq!(tool(&m, 0).subagent_type.as_deref(), Some("Explore"));
+        assert_eq!(tool(&m, 1).parent_tool_use_id.as_deref(), Some("a1"));
+        let stored = serde_json::to_value(m.to_message()).expect("json");
+        assert_eq!(stored["blocks"][1]["parent_tool_use_id"], "a1");
+        assert!(stored["blocks"][0].get("parent_tool_use_id").is_none(), "absent unless set: {stored}");
     }
 
     #[test]

@@ -111,6 +111,29 @@ pub struct PlanCard {
     pub explanation: Option<String>,
 }
 
+/// A goal the owner set with `/goal <words>`: pinned at the top of the chat with the agent's
+/// plan for it, until every step is done or the owner dismisses it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct GoalPin {
+    /// What the owner asked for (the words after `/goal`).
+    pub objective: String,
+    /// The agent's plan for it as it stands (absent until the agent made one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanCard>,
+    /// When the goal was set (unix ms).
+    pub started_at: i64,
+}
+
+impl GoalPin {
+    /// Every step of a non-empty plan is completed: the goal is done.
+    pub fn done(&self) -> bool {
+        self.plan
+            .as_ref()
+            .is_some_and(|p| !p.steps.is_empty() && p.steps.iter().all(|s| s.status == PlanStatus::Completed))
+    }
+}
+
 /// One step of a plan.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -224,6 +247,13 @@ pub struct ToolBlock {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, ts(type = "number"))]
     pub elapsed_ms: Option<u64>,
+    /// The subagent call (Claude's Task/Agent tool) this call was made by: it belongs under
+    /// that call's chip, not in the reply's own steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_tool_use_id: Option<String>,
+    /// On a subagent call: which kind of agent it started (`general-purpose`, `Explore`…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent_type: Option<String>,
 }
 
 /// A web page the agent looked at (a search result or a fetched page).

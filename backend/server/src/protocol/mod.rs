@@ -27,7 +27,7 @@ pub use ids::{ChatId, Cid, MAX_CHAT_ID_BYTES, MAX_CID_CHARS, QuestionId, RunId};
 pub use live::LiveMessage;
 pub use message::{
     Answers, ApprovalAnswers, Attachment, Block, Card, Choice, Choices, Decision, ErrorFix, FileChange, FileDiff,
-    HandoffCard, HandoffReason, HandoffSource, ImportedMessage, InvalidMessage, Message, PlanCard, PlanStatus,
+    GoalPin, HandoffCard, HandoffReason, HandoffSource, ImportedMessage, InvalidMessage, Message, PlanCard, PlanStatus,
     PlanStep, QuestionCard, QuestionItem, QuestionOption, Role, SecretAnswers, SecretStatus, ToolBlock, ToolStatus,
     UserInput, WebSource,
 };

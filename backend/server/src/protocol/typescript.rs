@@ -36,6 +36,7 @@ fn render() -> String {
         PlanCard::decl(&cfg),
         PlanStep::decl(&cfg),
         PlanStatus::decl(&cfg),
+        GoalPin::decl(&cfg),
         Attachment::decl(&cfg),
         QuestionCard::decl(&cfg),
         Card::decl(&cfg),

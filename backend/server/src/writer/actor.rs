@@ -385,6 +385,14 @@ impl Actor {
                 let result = db::chats::pin_prompt(&mut self.conn, &chat_id, &id, &content, now_ms()).await;
                 reply(batch, ack, result, Stale::NOTHING)
             }
+            WriteCommand::SetGoal { chat_id, objective, ack } => {
+                let result = super::goals::set(&mut self.conn, batch, &chat_id, &objective).await;
+                reply(batch, ack, result, Stale::NOTHING)
+            }
+            WriteCommand::DismissGoal { chat_id, ack } => {
+                let result = super::goals::dismiss(&mut self.conn, batch, &chat_id).await;
+                reply(batch, ack, result, Stale::NOTHING)
+            }
             WriteCommand::SetNote { chat_id, note, ack } => {
                 let result = super::notes::set_note(&mut self.conn, batch, &chat_id, note).await;
                 reply(batch, ack, result, Stale::LIST)

@@ -121,7 +121,17 @@ pub(super) async fn emit(
     }
     let mut last = 0;
     for event in events {
+        let plan = match &event {
+            ChatEvent::Plan(plan) => Some(plan.clone()),
+            _ => None,
+        };
         last = batch.emit(conn, chat_id, event).await?;
+        // A pinned goal follows the agent's plan.
+        if let Some(plan) = plan
+            && let Some(seq) = super::goals::follow_plan(conn, batch, chat_id, &plan).await?
+        {
+            last = seq;
+        }
     }
     Ok(last)
 }

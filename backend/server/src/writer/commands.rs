@@ -385,6 +385,10 @@ pub enum WriteCommand {
     ReconcileStartup { resume: Vec<ProviderKind>, ack: Ack<Vec<ChatId>> },
     /// Stores a system prompt and pins it on the chat if it has none: `(id, content)`.
     PinPrompt { chat_id: ChatId, id: String, content: String, ack: Ack<(String, String)> },
+    /// Pins a goal on the chat (a `/goal` turn started), replacing the one it had.
+    SetGoal { chat_id: ChatId, objective: String, ack: Ack<()> },
+    /// Unpins the chat's goal (the owner dismissed it).
+    DismissGoal { chat_id: ChatId, ack: Ack<()> },
     /// Stores a chat's note (and titles the chat from it): whether it was written.
     SetNote { chat_id: ChatId, note: NoteWrite, ack: Ack<bool> },
     /// Turns memory in new chats on or off.

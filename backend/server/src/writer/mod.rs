@@ -14,6 +14,7 @@ mod apps;
 mod batch;
 mod chat;
 mod commands;
+mod goals;
 mod handle;
 mod notes;
 mod push;

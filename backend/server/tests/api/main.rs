@@ -13,6 +13,7 @@ mod devices;
 mod exposure;
 mod fixture;
 mod github;
+mod goal;
 mod helpers;
 mod lifecycle;
 mod memory;

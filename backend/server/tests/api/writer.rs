@@ -312,7 +312,13 @@ async fn an_interrupted_turn_keeps_what_streamed_after_its_last_snapshot() {
     // Streamed (and journaled, and seen by clients) after the snapshot; then the process dies.
     emit(vec![
         text("world"),
-        ChatEvent::ToolStart { tool_use_id: "t1".into(), tool: "Bash".into(), input: "ls".into() },
+        ChatEvent::ToolStart {
+            tool_use_id: "t1".into(),
+            tool: "Bash".into(),
+            input: "ls".into(),
+            parent_tool_use_id: None,
+            subagent_type: None,
+        },
     ])
     .await
     .expect("emit");

@@ -29,6 +29,7 @@ import { ApiError } from "../../api/client";
 import { HistoryView, MAX_WINDOW_ROWS, type HistoryTarget } from "./HistoryView";
 import { useOnline } from "../../shell/online";
 import { Composer } from "./Composer";
+import { GoalPin } from "./GoalPin";
 import { Icon } from "../ui/Icon";
 import { LightboxHost } from "./Lightbox";
 import { MessageRow, Progress } from "./MessageRow";
@@ -494,6 +495,7 @@ export function ChatView({ chatId, owner, firstRun, onTitle, onOpenSettings, foc
 
   return (
     <div className="chat">
+      {state.goal && <GoalPin chatId={chatId} goal={state.goal} offline={!online} />}
       {history !== null && (
         <HistoryView key={history.n} chatId={chatId} target={history} offline={!online} onAnswer={chat.answer} onLatest={jumpToLatest} />
       )}

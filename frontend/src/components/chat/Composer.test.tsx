@@ -31,6 +31,28 @@ describe("Composer", () => {
     expect(onSend).toHaveBeenCalledWith("hello");
   });
 
+  it("offers the slash commands on a slash, picks one with Enter or a tap, and closes on Escape", () => {
+    setPointer(false);
+    const { onSend, box } = renderComposer();
+    fireEvent.change(box, { target: { value: "/" } });
+    const menu = screen.getByRole("listbox", { name: "Commands" });
+    expect(Array.from(menu.querySelectorAll(".slash-name")).map((n) => n.textContent)).toEqual(["/goal", "/plan", "/compact"]);
+    fireEvent.keyDown(box, { key: "Enter" });
+    expect(onSend).not.toHaveBeenCalled();
+    expect((box as HTMLTextAreaElement).value).toBe("/goal ");
+    expect(screen.queryByRole("listbox")).toBeNull();
+    fireEvent.change(box, { target: { value: "/p" } });
+    fireEvent.click(screen.getByRole("option", { name: /\/plan/ }));
+    expect((box as HTMLTextAreaElement).value).toBe("/plan ");
+    fireEvent.change(box, { target: { value: "/" } });
+    fireEvent.keyDown(box, { key: "ArrowDown" });
+    expect(screen.getByRole("option", { selected: true }).textContent).toContain("/plan");
+    fireEvent.keyDown(box, { key: "Escape" });
+    expect(screen.queryByRole("listbox")).toBeNull();
+    fireEvent.keyDown(box, { key: "Enter" });
+    expect(onSend).toHaveBeenCalledWith("/");
+  });
+
   it("treats Enter as a newline on touch-first devices (Ctrl/Cmd+Enter still sends)", () => {
     setPointer(true);
     const { onSend, box } = renderComposer();

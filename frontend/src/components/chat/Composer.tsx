@@ -25,6 +25,7 @@ import { attachmentsOf, failed, pendingUploads } from "../../chat/attachments";
 import { appendDictation } from "../../chat/dictation";
 import { composerButtons, enterAction } from "../../chat/queue";
 import { loadDraft, saveDraft } from "../../chat/persist";
+import { slashMatches, type SlashCommand } from "../../chat/slash";
 import { useAttachments } from "../../chat/useAttachments";
 import { ComposerFiles, Dictate } from "./ComposerFiles";
 import { Icon } from "../ui/Icon";
@@ -97,6 +98,9 @@ export function Composer({
   const [waiting, setWaiting] = useState(false);
   const [fileNote, setFileNote] = useState<string | null>(null);
   const [dragging, setDragging] = useState(false);
+  /** The slash menu's highlighted command, and the text it was closed on (Escape). */
+  const [slashActive, setSlashActive] = useState(0);
+  const [slashClosedOn, setSlashClosedOn] = useState<string | null>(null);
 
   if (restore && restore.id !== restoredId) {
     setRestoredId(restore.id);
@@ -172,7 +176,35 @@ export function Composer({
 
   const hasDraggedFiles = (event: DragEvent) => Array.from(event.dataTransfer?.types ?? []).includes("Files");
 
+  const slash = slashClosedOn === text ? [] : slashMatches(text);
+  const active = Math.min(slashActive, Math.max(0, slash.length - 1));
+
+  function pickSlash(command: SlashCommand) {
+    setText(command.insert);
+    setSlashActive(0);
+    ref.current?.focus();
+  }
+
   function onKeyDown(event: KeyboardEvent<HTMLTextAreaElement>) {
+    if (slash.length > 0 && !event.nativeEvent.isComposing) {
+      const move = event.key === "ArrowDown" ? 1 : event.key === "ArrowUp" ? -1 : 0;
+      if (move !== 0) {
+        event.preventDefault();
+        setSlashActive((active + move + slash.length) % slash.length);
+        return;
+      }
+      const picked = slash[active];
+      if ((event.key === "Enter" || event.key === "Tab") && !event.shiftKey && picked) {
+        event.preventDefault();
+        pickSlash(picked);
+        return;
+      }
+      if (event.key === "Escape") {
+        event.preventDefault();
+        setSlashClosedOn(text);
+        return;
+      }
+    }
     if (event.key !== "Enter" || event.nativeEvent.isComposing) return;
     const action = enterAction({ shift: event.shiftKey, mod: event.metaKey || event.ctrlKey }, { touch: touchPrimary(), running, questionOpen });
     if (action === "newline") return;
@@ -225,6 +257,25 @@ export function Composer({
           )}
         </p>
       )}
+      {slash.length > 0 && (
+        <ul className="slash-menu" id={`${hintId}-slash`} role="listbox" aria-label="Commands">
+          {slash.map((command, i) => (
+            <li
+              key={command.name}
+              id={`${hintId}-slash-${i}`}
+              role="option"
+              aria-selected={i === active}
+              className="slash-option"
+              // Keep the focus in the box: a tap picks without closing the keyboard.
+              onMouseDown={(event) => event.preventDefault()}
+              onClick={() => pickSlash(command)}
+            >
+              <span className="slash-name">{command.name}</span>
+              <span className="slash-hint">{command.hint}</span>
+            </li>
+          ))}
+        </ul>
+      )}
       <div className="composer-box" data-disabled={offline || undefined}>
         <ComposerFiles items={files.items} onRemove={files.remove} onRetry={files.retry} />
         <label className="visually-hidden" htmlFor={`${hintId}-input`}>
@@ -238,6 +289,8 @@ export function Composer({
           value={text}
           placeholder={placeholder}
           onChange={(event) => setText(event.target.value)}
+          aria-controls={slash.length > 0 ? `${hintId}-slash` : undefined}
+          aria-activedescendant={slash.length > 0 ? `${hintId}-slash-${active}` : undefined}
           onKeyDown={onKeyDown}
           onPaste={onPaste}
           enterKeyHint={touchPrimary() ? "enter" : "send"}

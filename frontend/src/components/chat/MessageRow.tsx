@@ -3,7 +3,8 @@
 
 import { memo, type ReactNode, useEffect, useState } from "react";
 import type { ApprovalAnswers, Block, QuestionAnswers, RunUsage, Waiting } from "../../api/types";
-import { describeActivity, describeStretch, formatElapsed, stretches } from "../../chat/activity";
+import { describeStretch, formatElapsed, stretches } from "../../chat/activity";
+import { describeLive, isSubagentCall, splitSubagents } from "../../chat/subagents";
 import { copyToClipboard } from "../../chat/clipboard";
 import type { ChatMessage } from "../../chat/reducer";
 import type { VersionSwitch } from "../../chat/versions";
@@ -13,6 +14,7 @@ import { FilesChanged } from "./Diff";
 import { filesChanged, sourcesOf } from "../../chat/diff";
 import { Sources } from "./Sources";
 import { PlanView } from "./Plan";
+import { SubagentChip } from "./Subagent";
 import { Icon } from "../ui/Icon";
 import { Markdown } from "./Markdown";
 import { QuestionCard } from "./QuestionCard";
@@ -189,7 +191,7 @@ function Activity({ message, retry, waiting }: { message: ChatMessage; retry?: M
     ? `Retrying, ${retry.attempt} of ${retry.max_retries}: ${retry.reason}`
     : waiting
       ? waitingText(waiting)
-      : describeActivity(message.blocks);
+      : describeLive(message.blocks);
   return (
     <div className="working">
       <span className="working-dots" aria-hidden="true">
@@ -281,9 +283,11 @@ export const MessageRow = memo(function MessageRow({
   const hasCard = all.some((b) => b.type === "question");
   // So does the plan card for the TodoWrite calls that wrote it.
   const hasPlan = all.some((b) => b.type === "plan");
-  const blocks = all.filter((b) => !(b.type === "tool" && ((hasCard && b.tool === "AskUserQuestion") || (hasPlan && b.tool === "TodoWrite"))));
-  const changed = live ? [] : filesChanged(blocks);
-  const sources = sourcesOf(blocks);
+  const shown = all.filter((b) => !(b.type === "tool" && ((hasCard && b.tool === "AskUserQuestion") || (hasPlan && b.tool === "TodoWrite"))));
+  // A subagent's steps show under its chip; the reply's own steps (and their groups) without them.
+  const { main: blocks, steps } = splitSubagents(shown);
+  const changed = live ? [] : filesChanged(shown);
+  const sources = sourcesOf(shown);
   function renderBlock(block: Block, i: number) {
     switch (block.type) {
       case "text":
@@ -298,7 +302,11 @@ export const MessageRow = memo(function MessageRow({
       case "thinking":
         return <ThinkingView key={`k:${block.item_id}:${i}`} block={block} live={live && i === blocks.length - 1} />;
       case "tool":
-        return <ToolView key={`u:${block.tool_use_id}`} chatId={chatId} block={block} />;
+        return isSubagentCall(block) ? (
+          <SubagentChip key={`u:${block.tool_use_id}`} chatId={chatId} block={block} steps={steps.get(block.tool_use_id) ?? []} />
+        ) : (
+          <ToolView key={`u:${block.tool_use_id}`} chatId={chatId} block={block} />
+        );
       case "question":
         return <QuestionCard key={`q:${block.question_id}`} block={block} onAnswer={onAnswer} disabled={offline} chatId={chatId} live={live} />;
       case "error":

@@ -66,6 +66,27 @@ pub(crate) fn slash_plan(text: &str) -> Option<&str> {
     (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim_start())
 }
 
+/// `/goal <words>`: the message sets a goal the agent works through with a plan, pinned at
+/// the top of the chat; the words are the goal (none: not a goal).
+pub(crate) fn slash_goal(text: &str) -> Option<&str> {
+    let rest = text.trim_start().strip_prefix("/goal")?;
+    let goal = rest.trim();
+    (rest.starts_with(char::is_whitespace) && !goal.is_empty()).then_some(goal)
+}
+
+/// What a goal turn is asked: the goal, and to keep a plan with the CLI's own plan tool (its
+/// updates move the pin) and work through it.
+pub(crate) fn goal_prompt(goal: &str) -> String {
+    format!(
+        "The owner set this goal: {goal}\n\n\
+         Work toward it until it is done. First write a plan of concrete steps with your plan tool \
+         (your todo list / plan update tool); keep one step in progress at a time, mark each step \
+         completed as soon as it is done, and go on to the next without waiting for the owner \
+         unless you are blocked. The plan is pinned at the top of the owner's chat as the goal's \
+         progress, so keep it true."
+    )
+}
+
 impl Turn<'_> {
     /// Reads the chat, composes the prompt and environment, and starts the provider.
     pub(super) async fn prepare_and_start(&mut self, messages: &[Message]) -> Result<ProviderTurn> {
@@ -112,6 +133,14 @@ impl Turn<'_> {
         let asked = texts.iter().any(|t| slash_plan(t).is_some());
         self.planning = settings.plan_mode == Some(true) || asked;
         let texts: Vec<String> = texts.iter().map(|t| slash_plan(t).map_or_else(|| t.clone(), str::to_owned)).collect();
+        // `/goal <words>`: the goal is pinned on the chat and the agent asked to plan it out.
+        if let Some(goal) = texts.iter().rev().find_map(|t| slash_goal(t)) {
+            let (chat_id, objective) = (self.chat_id.clone(), goal.to_owned());
+            if let Err(e) = agents.writer.call(|ack| WriteCommand::SetGoal { chat_id, objective, ack }).await {
+                tracing::warn!(error = %e, "the goal could not be pinned");
+            }
+        }
+        let texts: Vec<String> = texts.iter().map(|t| slash_goal(t).map_or_else(|| t.clone(), goal_prompt)).collect();
         let prompt = texts.join("\n\n")
             + &crate::agent::InputFile::manifest(&files)
             + &crate::agent::prompt::local_time_note(db::now_ms(), &zone);
@@ -254,7 +283,19 @@ impl Turn<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::slash_plan;
+    use super::{goal_prompt, slash_goal, slash_plan};
+
+    #[test]
+    fn slash_goal_takes_the_goal_after_the_command_and_asks_for_a_plan() {
+        assert_eq!(slash_goal("/goal ship the dark mode "), Some("ship the dark mode"));
+        assert_eq!(slash_goal("\n/goal\nrefactor the parser"), Some("refactor the parser"));
+        assert_eq!(slash_goal("/goal"), None, "no goal given");
+        assert_eq!(slash_goal("/goal   "), None, "no goal given");
+        assert_eq!(slash_goal("/goalkeeper tips"), None, "another word");
+        assert_eq!(slash_goal("my /goal is"), None, "only at the start");
+        let prompt = goal_prompt("ship it");
+        assert!(prompt.starts_with("The owner set this goal: ship it") && prompt.contains("plan"), "{prompt}");
+    }
 
     #[test]
     fn slash_plan_takes_the_words_after_the_command_only() {
