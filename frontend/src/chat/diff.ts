@@ -11,8 +11,8 @@ export const CONTEXT_LINES = 3;
 export const DIFF_PAGE_ROWS = 200;
 /** Rows a diff paints in its first frame (more than a phone's screen of lines), and how many join
  *  in each frame after until the rows asked for are there: a long diff opens at once. */
-export const DIFF_FIRST_ROWS = 40;
-export const DIFF_ROWS_PER_FRAME = 80;
+export const DIFF_FIRST_ROWS = 30;
+export const DIFF_ROWS_PER_FRAME = 50;
 
 export type DiffLineKind = "add" | "del" | "ctx" | "hunk";
 
