@@ -17,6 +17,8 @@ section then measures the issue-39 figures on both, interleaved, and prints them
 `--baseline` names a build without chat search (e.g. a release build of the previous main); the
 search section then runs its write and chat-detail workloads on both and prints the change. The
 push section compares idle RSS against it (a build without push).
+MOBIUS_BENCH_REVIEW_BASELINE names another PWA build's dist/ (`scripts/bench --review-against COMMIT`
+makes one): the review section then opens turns without edits on both, interleaved.
 """
 import argparse
 import base64
