@@ -11,12 +11,14 @@ Usage: bench.py BINARY [--only SECTION,...] [--quick] [--baseline BINARY] [--no-
                 [--against BINARY --against-label NAME]
 `--no-gate` runs each measurement once whatever else the machine does, printing the cores
 other processes used meanwhile (for a shared machine; such figures are marked by that line).
-Sections: boot, health, chats, sse, snapshot, apply, proxy, connectors, storage, appdoc, push, schedules, lifecycle, frontend, search, sandbox, jobs, flood, scale, uploads, agents, updates, regressions
+Sections: boot, health, chats, sse, snapshot, apply, proxy, connectors, storage, appdoc, push, schedules, lifecycle, frontend, review, search, sandbox, jobs, flood, scale, uploads, agents, updates, regressions
 `--against` names an earlier build (`scripts/bench --against COMMIT` builds one): the regressions
 section then measures the issue-39 figures on both, interleaved, and prints them side by side.
 `--baseline` names a build without chat search (e.g. a release build of the previous main); the
 search section then runs its write and chat-detail workloads on both and prints the change. The
 push section compares idle RSS against it (a build without push).
+MOBIUS_BENCH_REVIEW_BASELINE names another PWA build's dist/ (`scripts/bench --review-against COMMIT`
+makes one): the review section then opens turns without edits on both, interleaved.
 """
 import argparse
 import base64
@@ -1217,6 +1219,165 @@ def section_frontend(binary):
         print("    " + line, flush=True)
 
 
+# ---- review: reading a long turn on a phone (issue 37) ----
+
+REVIEW_DIFF_LINES = 2000
+REVIEW_PLAIN_TURNS = 10  # one page of the transcript (the PWA's PAGE_SIZE is 20 messages)
+REVIEW_TOOL_KINDS = ("Read", "Grep", "Bash", "Read", "Glob", "Bash", "Read", "Bash", "Grep", "Edit")
+
+
+def review_tools(rng, n, prefix, big_at=None):
+    """`n` settled tool calls as the fold stores them (every tenth a one-line Edit, thinking every
+    25 calls, one failure in 100); at `big_at`, an Edit of a REVIEW_DIFF_LINES-line file."""
+    blocks = []
+    for i in range(n):
+        if i % 25 == 24:
+            blocks.append({"type": "thinking", "content": words(rng, 240), "item_id": f"{prefix}-think-{i}"})
+        tool = REVIEW_TOOL_KINDS[i % len(REVIEW_TOOL_KINDS)]
+        block = {"type": "tool", "tool": tool, "tool_use_id": f"toolu_{prefix}_{i}", "status": "done",
+                 "elapsed_ms": rng.randint(40, 2500)}
+        if tool in ("Read", "Edit"):
+            block["input"] = f"src/module{i % 97}/part{i}.ts"
+            block["output"] = "\n".join(f"{k:>5}\t{words(rng, 60)}" for k in range(4))
+        elif tool in ("Grep", "Glob"):
+            block["input"] = f"{words(rng, 14)} in src/module{i % 97}"
+            block["output"] = "\n".join(f"src/module{i % 97}/part{k}.ts" for k in range(3))
+        else:
+            block["input"] = f"npm test -- --filter part{i}"
+            block["output"] = "\n".join(words(rng, 70) for _ in range(6))
+            block["output_exit_code"] = 0
+        if tool == "Edit":
+            block["output"] = "The file has been updated."
+            block["files"] = [{"path": block["input"], "change": "update", "added": 1, "removed": 1,
+                               "diff": f" const a = {i};\n-const b = old({i});\n+const b = next({i});\n return b;\n"}]
+        if i % 100 == 57:
+            block["status"] = "error"
+            block["output"] = "Error: exit status 1"
+        if i == big_at:
+            block["tool"] = "Edit"
+            block["input"] = "apps/notes/src/big.ts"
+            block["output"] = "The file has been updated."
+            block["files"] = [review_big_diff(block["input"])]
+        blocks.append(block)
+    return blocks
+
+
+def review_big_diff(path):
+    """An edit of a REVIEW_DIFF_LINES-line TypeScript file changing every fifth line: nothing
+    folds, so every line is a row (what the server's diff of such an Edit holds)."""
+    lines, added, removed = [], 0, 0
+    for i in range(REVIEW_DIFF_LINES):
+        text = f'  const value{i} = compute({i}, "item {i}"); // step {i}'
+        if i % 5 == 1:
+            lines.append("-" + text)
+            removed += 1
+        elif i % 5 == 2:
+            lines.append("+" + text.replace("compute", "computeFast"))
+            added += 1
+        else:
+            lines.append(" " + text)
+    return {"path": path, "change": "update", "added": added, "removed": removed, "diff": "\n".join(lines) + "\n"}
+
+
+def review_plain_reply(rng, n):
+    """A turn without edits: Markdown around a read and a command."""
+    return {"role": "assistant", "blocks": [
+        {"type": "text", "item_id": f"plain-{n}-a", "content":
+            f"Here is what I found in part {n}.\n\n- The handler returns early on **empty input**.\n"
+            f"- {words(rng, 80)}\n\n```ts\nexport function parse(input: string): number {{\n"
+            f"  return input.trim() === \"\" ? 0 : Number(input);\n}}\n```"},
+        {"type": "tool", "tool": "Read", "tool_use_id": f"toolu_plain_{n}_r", "input": f"src/part{n}.ts",
+         "output": "\n".join(words(rng, 60) for _ in range(4)), "status": "done", "elapsed_ms": 120},
+        {"type": "tool", "tool": "Bash", "tool_use_id": f"toolu_plain_{n}_b", "input": "npm test",
+         "output": "\n".join(words(rng, 70) for _ in range(6)), "status": "done", "elapsed_ms": 4200,
+         "output_exit_code": 0},
+        {"type": "text", "item_id": f"plain-{n}-b", "content": f"The tests pass. {words(rng, 200)}"},
+    ]}
+
+
+def review_seed(port, token):
+    """The chats the review benchmark opens, through the import API; returns their ids."""
+    rng = random.Random(37)
+    ids = {"review": "bench-review", "plain": "bench-review-plain", "start": "bench-review-start"}
+    review = [
+        {"role": "user", "content": "Run the whole migration, file by file"},
+        {"role": "assistant", "blocks": review_tools(rng, 500, "a") + [
+            {"type": "text", "item_id": "a-end", "content": "Migrated all 500 steps; two commands failed and were rerun."}]},
+        {"role": "user", "content": "Now the big one, and tidy big.ts"},
+        {"role": "assistant", "blocks": review_tools(rng, 2000, "b", big_at=1000) + [
+            {"type": "text", "item_id": "b-end", "content": "Done: big.ts is tidied and every check passes."}]},
+        {"role": "user", "content": "What does part 1 do?"},
+        review_plain_reply(rng, 1),
+    ]
+    plain = []
+    for n in range(REVIEW_PLAIN_TURNS):
+        plain.append({"role": "user", "content": f"Question {n + 1}: could you look at part {n + 1}?"})
+        plain.append(review_plain_reply(rng, n + 1))
+    start = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hello! What shall we build?"}]
+    for key, title, messages in (("review", "Review benchmark", review), ("plain", "Plain turns", plain), ("start", "Start", start)):
+        status, body = http_json(port, "POST", "/api/chats", {"id": ids[key], "title": title, "messages": messages},
+                                 token=token, timeout=120)
+        assert status in (200, 201), (status, body)
+    return ids
+
+
+def section_review(binary, tmp):
+    """Reviewing a long settled turn on a phone in headless Chromium at 4× CPU slowdown
+    (frontend/scripts/bench-review.mjs); MOBIUS_BENCH_REVIEW_BASELINE: a PWA build (its dist/)
+    from before the diff work, for the cost of a turn without edits beside it."""
+    print("review", flush=True)
+    servers = []
+    try:
+        s = Server(binary, tempfile.mkdtemp(dir=tmp))
+        servers.append(s)
+        s.wait()
+        token = owner_token(s.port)
+        ids = review_seed(s.port, token)
+        env = dict(os.environ, MOBIUS_URL=f"http://127.0.0.1:{s.port}", MOBIUS_TOKEN=token,
+                   MOBIUS_REVIEW_CHAT=ids["review"], MOBIUS_PLAIN_CHAT=ids["plain"], MOBIUS_START_CHAT=ids["start"],
+                   MOBIUS_BENCH_RUNS="1" if QUICK else "3")
+        base_dist = os.environ.get("MOBIUS_BENCH_REVIEW_BASELINE", "")
+        if base_dist:
+            b = Server(binary, tempfile.mkdtemp(dir=tmp), extra_env={"MOBIUS_FRONTEND_DIR": base_dist})
+            servers.append(b)
+            b.wait()
+            base_token = owner_token(b.port)
+            review_seed(b.port, base_token)
+            env.update(MOBIUS_BASELINE_URL=f"http://127.0.0.1:{b.port}", MOBIUS_BASELINE_TOKEN=base_token)
+        # Chromium is not pinned (as in the scale section's drawer): the target is a 4× slowed renderer.
+        gate = Gate(s.proc.pid)
+        out = gate.run(lambda: subprocess.run(["node", os.path.join(ROOT, "frontend", "scripts", "bench-review.mjs")],
+                                              env=env, capture_output=True, text=True), attempts=2, limit=1.0)
+        if out.returncode != 0:
+            note("review", "bench-review.mjs failed", (out.stderr.strip().splitlines() or ["?"])[-1], "")
+            return
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+    finally:
+        for server in servers:
+            server.stop()
+    ms = lambda key: fmt3(r[key], "", 0)
+    note("review", "open the chat (2,500 tool calls), navigation → painted (ms)", ms("chatOpen"), "")
+    note("review", "settled 500-tool turn: tap its line → steps painted (ms)", ms("open500"), "≤ 200 ms")
+    note("review", "  … → all 500 steps in the page (ms)", ms("all500"), "")
+    note("review", f"{REVIEW_DIFF_LINES:,}-line diff: tap the file → first rows painted (ms)", ms("diffFirst"), "≤ 50 ms")
+    note("review", "  … → its first page (200 rows) painted | coloured (ms)", f"{ms('diffPage')} | {ms('diffColoured')}", "")
+    note("review", f"  \"Show more\" until all {REVIEW_DIFF_LINES:,} lines painted (ms, summed)", ms("diffRest"), "")
+    note("review", "settled 2,000-tool turn: tap its line → steps painted (ms)", ms("open2000"), "")
+    note("review", "  … → all 2,000 steps in the page (ms)", ms("all2000"), "")
+    note("review", "  scrolling its steps, 3,000 px/s for 5 s (frames per second)", fmt3(r["scrollFps"], "", 1), "60 fps")
+    note("review", "  frames late | longest gap (ms), worst run",
+         f"{max(r['scrollLate'])} | {max(r['scrollLongest']):.0f}", "")
+    note("review", "  an idle page's frame rate here (the most it can show)", fmt3(r["idleFps"], "", 1), "")
+    plain = f"{fmt3(r['plain'], '', 0)} (main thread {fmt3(r['plainMain'], '', 0)})"
+    note("review", f"open {REVIEW_PLAIN_TURNS} turns without edits in the app (ms)", plain, "no added cost")
+    if r["baselinePlain"]:
+        then = f"{fmt3(r['baselinePlain'], '', 0)} (main thread {fmt3(r['baselinePlainMain'], '', 0)})"
+        change = statistics.median(r["plain"]) - statistics.median(r["baselinePlain"])
+        note("review", "  the same with the baseline PWA (ms)", then, f"{change:+.0f} ms median")
+    else:
+        note("review", "  baseline PWA", "not measured: set MOBIUS_BENCH_REVIEW_BASELINE", "")
+
+
 # ---- search ----
 
 SEARCH_CHATS = 2000
@@ -2284,6 +2445,8 @@ def main():
             section_lifecycle(args.binary, tmp)
         if want("frontend"):
             section_frontend(args.binary)
+        if want("review"):
+            section_review(args.binary, tmp)
         if want("search"):
             section_search(args.binary, tmp, args.baseline)
         if want("sandbox"):

@@ -153,113 +153,6 @@ async function chatLoadTimes(origin, token, dataDir) {
   return times;
 }
 
-// ---- reviewing a turn (issue 37) ----
-
-const DIFF_LINES = 2000;
-const TURN_TOOLS = 500;
-
-/** A reply whose one Edit changes a 2,000-line TypeScript file: changes every few lines. */
-function diffChat() {
-  let diff = "";
-  let added = 0;
-  let removed = 0;
-  for (let i = 0; i < DIFF_LINES; i++) {
-    const text = `  const value${i} = compute(${i}, "item ${i}"); // step ${i}`;
-    if (i % 5 === 1) {
-      diff += `-${text}\n`;
-      removed += 1;
-    } else if (i % 5 === 2) {
-      diff += `+${text.replace("compute", "computeFast")}\n`;
-      added += 1;
-    } else diff += ` ${text}\n`;
-  }
-  const file = { path: "apps/notes/src/big.ts", change: "update", added, removed, diff };
-  return [
-    { role: "user", content: "Tidy big.ts" },
-    { role: "assistant", blocks: [{ type: "tool", tool: "Edit", tool_use_id: "toolu_big", input: file.path, output: "ok", status: "done", files: [file] }, { type: "text", content: "Done." }] },
-  ];
-}
-
-/** A settled reply of 500 tool calls (reads, commands, edits), text between stretches. */
-function toolChat() {
-  const blocks = [];
-  for (let i = 0; i < TURN_TOOLS; i++) {
-    const kind = i % 3;
-    const tool = kind === 0 ? "Read" : kind === 1 ? "Bash" : "Edit";
-    const input = kind === 1 ? `npm test -- part${i}` : `src/part${i}.ts`;
-    const block = { type: "tool", tool, tool_use_id: `toolu_${i}`, input, output: `output of step ${i}\n`.repeat(4), status: "done" };
-    if (kind === 2) block.files = [{ path: input, change: "update", added: 1, removed: 1, diff: ` a\n-old ${i}\n+new ${i}\n b\n` }];
-    blocks.push(block);
-    if (i % 50 === 49) blocks.push({ type: "text", content: `Finished stretch ${(i + 1) / 50}.` });
-  }
-  return [{ role: "user", content: "Do the long job" }, { role: "assistant", blocks }];
-}
-
-/** Milliseconds from a tap on the Files changed row to the diff painted, at 4× CPU slowdown. */
-async function diffRenderTimes(browser, origin, token) {
-  const id = randomUUID();
-  await api(origin, token, "/api/chats", { id, title: "Diff benchmark", messages: diffChat() });
-  const first = [];
-  const all = [];
-  for (let i = 0; i < RUNS; i++) {
-    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, serviceWorkers: "block" });
-    await context.addInitScript((t) => localStorage.setItem("mobius.token", t), token);
-    const page = await context.newPage();
-    await page.goto(`${origin}/chat/${id}`, { waitUntil: "commit" });
-    await page.locator(".files-changed-file").waitFor({ timeout: 30_000 });
-    const cdp = await context.newCDPSession(page);
-    await cdp.send("Emulation.setCPUThrottlingRate", { rate: 4 });
-    const tap = (selector) =>
-      page.evaluate(
-        (sel) =>
-          new Promise((done) => {
-            const started = performance.now();
-            document.querySelector(sel)?.click();
-            // Painted: the frame after the one the click's render lands in.
-            requestAnimationFrame(() => requestAnimationFrame(() => done(performance.now() - started)));
-          }),
-        selector,
-      );
-    first.push(await tap(".files-changed-file"));
-    all.push(await tap(".files-changed .diff-more"));
-    const rows = await page.locator(".files-changed .diff-line, .files-changed .diff-fold").count();
-    if (rows < 200) throw new Error(`the diff showed ${rows} rows`);
-    await context.close();
-  }
-  return { first, all };
-}
-
-/** Milliseconds from navigation to a settled 500-tool turn painted with its last block. */
-async function toolTurnTimes(browser, origin, token) {
-  const id = randomUUID();
-  await api(origin, token, "/api/chats", { id, title: "Tool benchmark", messages: toolChat() });
-  const times = [];
-  for (let i = 0; i < RUNS; i++) {
-    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, serviceWorkers: "block" });
-    await context.addInitScript((t) => localStorage.setItem("mobius.token", t), token);
-    const page = await context.newPage();
-    await page.goto(`${origin}/chat/${id}`, { waitUntil: "commit" });
-    await page.locator(".files-changed").waitFor({ timeout: 30_000 });
-    times.push(await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => done(performance.now())))));
-    await context.close();
-  }
-  return times;
-}
-
-async function reviewTimes(origin, token) {
-  const core = join(E2E, "node_modules", "playwright-core", "index.mjs");
-  const { chromium } = await import(pathToFileURL(core).href);
-  const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: ["--no-sandbox", "--disable-gpu"] });
-  try {
-    return { diff: await diffRenderTimes(browser, origin, token), tools: await toolTurnTimes(browser, origin, token) };
-  } finally {
-    await browser.close();
-  }
-}
-
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-const list = (values) => values.map((t) => t.toFixed(0)).join(", ");
-
 const size = initialRouteSize();
 console.log("Initial route (gzip -9):");
 for (const row of size.rows) console.log(`  ${row.file.padEnd(36)} ${kb(row.raw).padStart(10)} raw  ${kb(row.gzip).padStart(9)} gzip`);
@@ -274,14 +167,6 @@ if (times === null) {
   const median = sorted[Math.floor(sorted.length / 2)];
   console.log(`Chat load, ${MESSAGES} messages, navigation → interactive (ms): ${times.map((t) => t.toFixed(0)).join(", ")}`);
   console.log(`  median ${median.toFixed(0)} ms over ${RUNS} runs`);
-}
-const review = await withServer(reviewTimes);
-if (review) {
-  console.log(`Diff of ${DIFF_LINES} lines at 4x CPU slowdown, tap → painted (ms): ${list(review.diff.first)}`);
-  console.log(`  median ${median(review.diff.first).toFixed(0)} ms (target ≤ 50 ms; the first 200 rows, long unchanged stretches folded)`);
-  console.log(`  "Show more" → all ${DIFF_LINES} lines painted: median ${median(review.diff.all).toFixed(0)} ms (${list(review.diff.all)})`);
-  console.log(`Settled ${TURN_TOOLS}-tool turn, navigation → painted (ms): ${list(review.tools)}`);
-  console.log(`  median ${median(review.tools).toFixed(0)} ms (target ≤ 200 ms)`);
 }
 if (themeTimes !== null) {
   const sorted = [...themeTimes].sort((a, b) => a - b);

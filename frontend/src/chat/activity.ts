@@ -98,6 +98,12 @@ export function outputTail(output: string, lines = 4): string {
  *  thinking between them included) as one group; anything else stands alone. */
 export type Stretch = { type: "block"; block: Block; index: number } | { type: "group"; blocks: Block[]; index: number };
 
+/** Steps an opened stretch shows in its first frame (more than a phone's screen holds), and how
+ *  many join in each frame after: a stretch of hundreds of calls opens at once, and the page keeps
+ *  drawing while the rest arrive. */
+export const FIRST_STEPS = 24;
+export const STEPS_PER_FRAME = 48;
+
 const WORK = (b: Block) => b.type === "tool" || b.type === "thinking";
 
 export function stretches(blocks: readonly Block[]): Stretch[] {

@@ -9,6 +9,10 @@ import type { Block, FileDiff, WebSource } from "../api/types";
 export const CONTEXT_LINES = 3;
 /** Rows a diff shows at first, and how many more each "Show more" adds. */
 export const DIFF_PAGE_ROWS = 200;
+/** Rows a diff paints in its first frame (more than a phone's screen of lines), and how many join
+ *  in each frame after until the rows asked for are there: a long diff opens at once. */
+export const DIFF_FIRST_ROWS = 30;
+export const DIFF_ROWS_PER_FRAME = 50;
 
 export type DiffLineKind = "add" | "del" | "ctx" | "hunk";
 
@@ -141,9 +145,16 @@ export function filesChanged(blocks: readonly Block[] | null | undefined): Chang
   return [...byPath.values()];
 }
 
+/** One formatter for every count a diff shows: `toLocaleString()` builds a new one each call,
+ *  which cost a Files changed list of 200 files ~30 ms at 4× CPU slowdown. */
+const COUNTS = new Intl.NumberFormat();
+
+/** A count as the owner's locale writes it ("1,234"). */
+export const formatCount = (n: number): string => COUNTS.format(n);
+
 /** "+12 −3" (a typographic minus). */
 export function countsText(added: number, removed: number): string {
-  return `+${added.toLocaleString()} \u2212${removed.toLocaleString()}`;
+  return `+${formatCount(added)} \u2212${formatCount(removed)}`;
 }
 
 /** The web pages a reply's searches and fetches brought back, each once, in order. */

@@ -1,10 +1,10 @@
-import { fireEvent, render, screen } from "@testing-library/react";
+import { fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { FileDiff, ToolBlock } from "../../api/types";
 import { mockFetch } from "../../test/fetchMock";
 import { ToolView } from "./Blocks";
 import { FileDiffView, FilesChanged } from "./Diff";
-import { filesChanged } from "../../chat/diff";
+import { DIFF_FIRST_ROWS, filesChanged } from "../../chat/diff";
 
 afterEach(() => vi.unstubAllGlobals());
 
@@ -25,11 +25,17 @@ describe("FileDiffView", () => {
     const file: FileDiff = { path: "big.txt", change: "write", added: 3000, removed: 0, diff: many(600), full_len: 100_000, stash_id: "t9:diff:0" };
     const { calls } = mockFetch({ "GET /api/chats/c1/tool-output/t9%3Adiff%3A0": { status: 200, body: many(700) } });
     const { container } = render(<FileDiffView chatId="c1" file={file} />);
-    expect(container.querySelectorAll(".diff-line")).toHaveLength(200);
+    // The first frame paints a screen of lines; the rest of the page follows a batch a frame.
+    expect(container.querySelectorAll(".diff-line")).toHaveLength(DIFF_FIRST_ROWS);
+    expect(container.querySelector(".diff")?.getAttribute("aria-busy")).toBe("true");
+    expect(screen.queryByRole("button", { name: /Show more/ })).toBeNull();
+    // Timeouts here are hang guards, not speed checks: rendering is slow on a loaded machine.
+    await waitFor(() => expect(container.querySelectorAll(".diff-line")).toHaveLength(200), { timeout: 15_000 });
+    expect(container.querySelector(".diff")?.hasAttribute("aria-busy")).toBe(false);
     fireEvent.click(screen.getByRole("button", { name: "Show more (400 more lines)" }));
-    expect(container.querySelectorAll(".diff-line")).toHaveLength(600);
+    await waitFor(() => expect(container.querySelectorAll(".diff-line")).toHaveLength(600), { timeout: 15_000 });
     fireEvent.click(screen.getByRole("button", { name: /Show the rest/ }));
-    await screen.findByText("line 699");
+    await screen.findByText("line 699", undefined, { timeout: 15_000 });
     expect(calls).toHaveLength(1);
   });
 

@@ -3,10 +3,10 @@
 //! of a diff the server cut comes from its stored copy on "Show the rest". And the per-turn
 //! "Files changed" list under a reply (tap a file for its diffs).
 
-import { useEffect, useMemo, useRef, useState } from "react";
+import { memo, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { fetchToolOutput } from "../../api/chats";
 import type { FileDiff } from "../../api/types";
-import { type ChangedFile, countsText, DIFF_PAGE_ROWS, type DiffRow, foldContext, languageOfPath, parseDiff } from "../../chat/diff";
+import { type ChangedFile, countsText, DIFF_FIRST_ROWS, DIFF_PAGE_ROWS, DIFF_ROWS_PER_FRAME, type DiffRow, foldContext, formatCount, languageOfPath, parseDiff } from "../../chat/diff";
 
 /** Diffs shown coloured at most, in rows (past it, plain text: colouring is per line). */
 const MAX_HIGHLIGHT_ROWS = 1500;
@@ -23,16 +23,26 @@ export function FileDiffView({ chatId, file }: { chatId: string; file: FileDiff 
   const [loading, setLoading] = useState(false);
   const [failed, setFailed] = useState(false);
   const [open, setOpen] = useState<ReadonlySet<number>>(() => new Set());
+  /** Rows asked for (a page, then more on "Show more"), and rows on screen so far. */
   const [limit, setLimit] = useState(DIFF_PAGE_ROWS);
+  const [count, setCount] = useState(DIFF_FIRST_ROWS);
   const ref = useRef<HTMLDivElement>(null);
   const lines = useMemo(() => parseDiff(whole ?? file.diff), [whole, file.diff]);
   const rows = useMemo(() => foldContext(lines, open), [lines, open]);
-  const shown = rows.length > limit ? rows.slice(0, limit) : rows;
+  const wanted = Math.min(limit, rows.length);
+  const filling = count < wanted;
+  const shown = rows.length > Math.min(limit, count) ? rows.slice(0, Math.min(limit, count)) : rows;
   const language = languageOfPath(file.path);
 
   useEffect(() => {
+    if (!filling) return;
+    const frame = requestAnimationFrame(() => setCount((n) => n + DIFF_ROWS_PER_FRAME));
+    return () => cancelAnimationFrame(frame);
+  }, [filling, count]);
+
+  useEffect(() => {
     const root = ref.current;
-    if (!root || !language || shown.length > MAX_HIGHLIGHT_ROWS) return;
+    if (!root || !language || filling || shown.length > MAX_HIGHLIGHT_ROWS) return;
     let cancelled = false;
     // After the plain rows are on screen: colouring never delays the first paint.
     const idle = requestAnimationFrame(() => {
@@ -42,7 +52,7 @@ export function FileDiffView({ chatId, file }: { chatId: string; file: FileDiff 
       cancelled = true;
       cancelAnimationFrame(idle);
     };
-  }, [language, shown]);
+  }, [language, shown, filling]);
 
   if (file.binary) return <p className="diff-binary">Binary file {CHANGE_TEXT[file.change]}</p>;
 
@@ -58,24 +68,24 @@ export function FileDiffView({ chatId, file }: { chatId: string; file: FileDiff 
     }
   }
 
-  const more = rows.length - shown.length;
+  const more = rows.length - wanted;
   const cut = whole === null && typeof file.stash_id === "string" && file.stash_id !== "";
   return (
-    <div className="diff" ref={ref} data-path={file.path}>
+    <div className="diff" ref={ref} data-path={file.path} aria-busy={filling || undefined}>
       {shown.length === 0 && <p className="diff-empty">No lines changed.</p>}
       {shown.map((row) => (
         // Keyed by the line's place in the diff: a row's text never changes under its key, so
         // the colours set on it stay true.
         <DiffRowView key={row.type === "fold" ? `f${row.id}` : `l${row.at}`} row={row} onOpen={(id) => setOpen((prev) => new Set(prev).add(id))} />
       ))}
-      {more > 0 && (
+      {more > 0 && !filling && (
         <button type="button" className="diff-more" onClick={() => setLimit((l) => l + DIFF_PAGE_ROWS * 4)}>
-          Show more ({more.toLocaleString()} more lines)
+          Show more ({formatCount(more)} more lines)
         </button>
       )}
-      {more === 0 && cut && file.stash_id && (
+      {more === 0 && !filling && cut && file.stash_id && (
         <button type="button" className="diff-more" disabled={loading} aria-busy={loading} onClick={() => void loadRest(file.stash_id as string)}>
-          {loading ? "Loading…" : `Show the rest (${Math.max(0, (file.full_len ?? 0) - file.diff.length).toLocaleString()} more characters)`}
+          {loading ? "Loading…" : `Show the rest (${formatCount(Math.max(0, (file.full_len ?? 0) - file.diff.length))} more characters)`}
         </button>
       )}
       {failed && (
@@ -91,7 +101,7 @@ function DiffRowView({ row, onOpen }: { row: DiffRow; onOpen: (id: number) => vo
   if (row.type === "fold") {
     return (
       <button type="button" className="diff-fold" onClick={() => onOpen(row.id)}>
-        ⋯ {row.lines.length.toLocaleString()} unchanged {row.lines.length === 1 ? "line" : "lines"}
+        ⋯ {formatCount(row.lines.length)} unchanged {row.lines.length === 1 ? "line" : "lines"}
       </button>
     );
   }
@@ -109,7 +119,7 @@ function DiffRowView({ row, onOpen }: { row: DiffRow; onOpen: (id: number) => vo
 export function DiffCounts({ added, removed }: { added: number; removed: number }) {
   return (
     <span className="diff-counts" aria-label={`${added} added, ${removed} removed`}>
-      <span className="diff-count-add">+{added.toLocaleString()}</span> <span className="diff-count-del">{"\u2212"}{removed.toLocaleString()}</span>
+      <span className="diff-count-add">+{formatCount(added)}</span> <span className="diff-count-del">{"\u2212"}{formatCount(removed)}</span>
     </span>
   );
 }
@@ -117,6 +127,7 @@ export function DiffCounts({ added, removed }: { added: number; removed: number 
 /** The files a reply changed, under it: tap one for its diffs. */
 export function FilesChanged({ chatId, files }: { chatId: string; files: ChangedFile[] }) {
   const [shown, setShown] = useState<string | null>(null);
+  const toggle = useCallback((path: string) => setShown((s) => (s === path ? null : path)), []);
   const added = files.reduce((n, f) => n + f.added, 0);
   const removed = files.reduce((n, f) => n + f.removed, 0);
   return (
@@ -127,21 +138,38 @@ export function FilesChanged({ chatId, files }: { chatId: string; files: Changed
       </h3>
       <ul className="files-changed-list">
         {files.map((file) => (
-          <li key={file.path}>
-            <button type="button" className="files-changed-file" aria-expanded={shown === file.path} onClick={() => setShown((s) => (s === file.path ? null : file.path))}>
-              <span className="files-changed-path">{file.path}</span>
-              {file.binary ? <span className="diff-counts">binary</span> : <DiffCounts added={file.added} removed={file.removed} />}
-            </button>
-            {shown === file.path && (
-              <div className="files-changed-diffs">
-                {file.edits.map((edit, i) => (
-                  <FileDiffView key={`${edit.toolUseId}:${i}`} chatId={chatId} file={edit.file} />
-                ))}
-              </div>
-            )}
-          </li>
+          <ChangedFileRow key={file.path} chatId={chatId} file={file} open={shown === file.path} onToggle={toggle} />
         ))}
       </ul>
     </section>
   );
 }
+
+/** One file of Files changed; only the file tapped renders again (a turn can change hundreds). */
+const ChangedFileRow = memo(function ChangedFileRow({
+  chatId,
+  file,
+  open,
+  onToggle,
+}: {
+  chatId: string;
+  file: ChangedFile;
+  open: boolean;
+  onToggle: (path: string) => void;
+}) {
+  return (
+    <li>
+      <button type="button" className="files-changed-file" aria-expanded={open} onClick={() => onToggle(file.path)}>
+        <span className="files-changed-path">{file.path}</span>
+        {file.binary ? <span className="diff-counts">binary</span> : <DiffCounts added={file.added} removed={file.removed} />}
+      </button>
+      {open && (
+        <div className="files-changed-diffs">
+          {file.edits.map((edit, i) => (
+            <FileDiffView key={`${edit.toolUseId}:${i}`} chatId={chatId} file={edit.file} />
+          ))}
+        </div>
+      )}
+    </li>
+  );
+});

@@ -1,5 +1,6 @@
-import { act, fireEvent, render, screen } from "@testing-library/react";
+import { act, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { FIRST_STEPS, STEPS_PER_FRAME } from "../../chat/activity";
 import type { ChatMessage } from "../../chat/reducer";
 import { copyText, MessageRow } from "./MessageRow";
 
@@ -50,6 +51,21 @@ describe("a settled reply's tool work", () => {
     fireEvent.click(group);
     expect(container.querySelectorAll(".tool")).toHaveLength(3);
     expect(screen.getByText("1 file changed")).toBeTruthy();
+  });
+
+  it("opens a long stretch at once with its first steps, the rest a batch a frame", async () => {
+    const blocks = Array.from({ length: 200 }, (_, i) => ({ type: "tool" as const, tool: "Read", tool_use_id: `r${i}`, input: `f${i}.ts`, output: "", status: "done" as const }));
+    const long: ChatMessage = { role: "assistant", content: "", ts: 1_000, blocks };
+    const { container } = render(<MessageRow rowKey="r" chatId="c" message={long} live={false} working={false} onAnswer={noAnswer} offline={false} idx={1} />);
+    fireEvent.click(screen.getByRole("button", { name: "Read 200 files" }));
+    expect(container.querySelectorAll(".tool")).toHaveLength(FIRST_STEPS);
+    expect(container.querySelector(".activity-group-steps")?.getAttribute("aria-busy")).toBe("true");
+    // A hang guard, not a speed check: rendering is slow on a loaded machine.
+    await waitFor(() => expect(container.querySelectorAll(".tool")).toHaveLength(200), { timeout: 15_000 });
+    expect(container.querySelector(".activity-group-steps")?.hasAttribute("aria-busy")).toBe(false);
+    // In order, in fixed chunks: a step never moves to another chunk as more arrive.
+    expect(container.querySelectorAll(".activity-group-chunk")).toHaveLength(Math.ceil(200 / STEPS_PER_FRAME));
+    expect([...container.querySelectorAll(".tool-input")].map((e) => e.textContent)).toEqual(blocks.map((b) => b.input));
   });
 
   it("shows each step on the live row", () => {

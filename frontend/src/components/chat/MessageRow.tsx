@@ -3,7 +3,7 @@
 
 import { memo, type ReactNode, useEffect, useState } from "react";
 import type { ApprovalAnswers, Block, QuestionAnswers, RunUsage, Waiting } from "../../api/types";
-import { describeStretch, formatElapsed, stretches } from "../../chat/activity";
+import { describeStretch, FIRST_STEPS, formatElapsed, STEPS_PER_FRAME, stretches } from "../../chat/activity";
 import { describeLive, isSubagentCall, splitSubagents } from "../../chat/subagents";
 import { copyToClipboard } from "../../chat/clipboard";
 import type { ChatMessage } from "../../chat/reducer";
@@ -232,19 +232,45 @@ export function Progress({ since, label }: { since: number; label: string }) {
   );
 }
 
+/** `items` in runs of `size`. */
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
 /** A settled stretch of tool work as one line ("Read 6 files, ran 3 commands · 41 s") that
- *  expands into its steps; the steps render only once opened. */
-function ActivityGroup({ blocks, children }: { blocks: Block[]; children: () => ReactNode }) {
+ *  expands into its steps; the steps render only once opened, a frame's batch at a time. */
+function ActivityGroup({ blocks, children }: { blocks: Block[]; children: (count: number) => ReactNode[] }) {
   const [open, setOpen] = useState(false);
+  const [count, setCount] = useState(FIRST_STEPS);
+  useEffect(() => {
+    if (!open || count >= blocks.length) return;
+    const frame = requestAnimationFrame(() => setCount((n) => n + STEPS_PER_FRAME));
+    return () => cancelAnimationFrame(frame);
+  }, [open, count, blocks.length]);
   const failed = blocks.some((b) => b.type === "tool" && b.status === "error");
+  const toggle = () => {
+    setOpen((o) => !o);
+    setCount(FIRST_STEPS);
+  };
   return (
     <div className="activity-group" data-failed={failed || undefined}>
-      <button type="button" className="activity-group-head" aria-expanded={open} onClick={() => setOpen((o) => !o)}>
+      <button type="button" className="activity-group-head" aria-expanded={open} onClick={toggle}>
         <Icon name="terminal" size={16} />
         <span className="activity-group-line">{describeStretch(blocks)}</span>
         <Icon name="chevron" size={16} className="tool-chevron" />
       </button>
-      {open && <div className="activity-group-steps">{children()}</div>}
+      {open && (
+        <div className="activity-group-steps" aria-busy={count < blocks.length || undefined}>
+          {chunks(children(count), STEPS_PER_FRAME).map((chunk, i) => (
+            // Chunks of a fixed size: a step never moves to another one as more arrive.
+            <div className="activity-group-chunk" key={i}>
+              {chunk}
+            </div>
+          ))}
+        </div>
+      )}
     </div>
   );
 }
@@ -324,7 +350,7 @@ export const MessageRow = memo(function MessageRow({
         : stretches(blocks).map((stretch) =>
             stretch.type === "group" ? (
               <ActivityGroup key={`g:${stretch.index}`} blocks={stretch.blocks}>
-                {() => stretch.blocks.map((block, k) => renderBlock(block, stretch.index + k))}
+                {(count) => stretch.blocks.slice(0, count).map((block, k) => renderBlock(block, stretch.index + k))}
               </ActivityGroup>
             ) : (
               renderBlock(stretch.block, stretch.index)
