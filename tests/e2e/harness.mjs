@@ -318,11 +318,21 @@ export async function saveArtifact(dir, name, contents) {
  * port with `script` (an object, written to a temp file). Returns { url, requests(), stop() }.
  */
 export async function startMockAnthropic(script) {
+  return startMock("mock_anthropic", script);
+}
+
+/** The scripted OpenAI Responses server for the real Codex CLI (`tests/fake-providers/mock_openai.py`). */
+export async function startMockOpenAI(script) {
+  return startMock("mock_openai", script);
+}
+
+/** Starts a scripted model server of tests/fake-providers (`name`.py) with `script`. */
+async function startMock(name, script) {
   const dir = await mkdtemp(join(tmpdir(), "mobius-e2e-mock-"));
   const scriptFile = join(dir, "script.json");
   const portFile = join(dir, "port.txt");
   await writeFile(scriptFile, JSON.stringify(script));
-  const child = spawn("python3", [join(REPO, "tests", "fake-providers", "mock_anthropic.py"), "--port", "0", "--port-file", portFile, "--script", scriptFile], {
+  const child = spawn("python3", [join(REPO, "tests", "fake-providers", `${name}.py`), "--port", "0", "--port-file", portFile, "--script", scriptFile], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
@@ -340,15 +350,15 @@ export async function startMockAnthropic(script) {
   };
   // The port file is written atomically once the mock listens.
   const listening = async () => {
-    if (exited) throw new Error(`mock_anthropic exited:\n${output}`);
+    if (exited) throw new Error(`${name} exited:\n${output}`);
     return (await readFile(portFile, "utf8").catch(() => "")).trim();
   };
   let port;
   try {
-    port = await eventually("mock_anthropic listens", listening, { timeoutMs: READY_TIMEOUT_MS });
+    port = await eventually(`${name} listens`, listening, { timeoutMs: READY_TIMEOUT_MS });
   } catch (error) {
     await stop();
-    throw new Error(`mock_anthropic did not start (${error.message}):\n${output}`);
+    throw new Error(`${name} did not start (${error.message}):\n${output}`);
   }
   const url = `http://127.0.0.1:${port}`;
   return {
@@ -364,6 +374,23 @@ export function claudeBin() {
   if (process.env.MOBIUS_CLAUDE_BIN) return process.env.MOBIUS_CLAUDE_BIN;
   const dir = process.env.MOBIUS_CLI_DIR ?? "/var/cache/mobius-agent-clis";
   return join(dir, "node_modules", ".bin", "claude");
+}
+
+/** The Codex CLI the suites drive (`MOBIUS_CODEX_BIN`, else the pinned install). */
+export function codexBin() {
+  if (process.env.MOBIUS_CODEX_BIN) return process.env.MOBIUS_CODEX_BIN;
+  const dir = process.env.MOBIUS_CLI_DIR ?? "/var/cache/mobius-agent-clis";
+  return join(dir, "node_modules", ".bin", "codex");
+}
+
+/** Server environment that runs real Codex turns against the scripted Responses server. */
+export function codexEnv(mockUrl) {
+  return {
+    MOBIUS_CODEX_BIN: codexBin(),
+    MOBIUS_OPENAI_API_URL: `${mockUrl}/v1`,
+    MOBIUS_CODEX_BASE_URL: `${mockUrl}/v1`,
+    MOBIUS_SKILL_DIR: join(REPO, "skill"),
+  };
 }
 
 /** Server environment that runs real Claude Code turns against the scripted model server. */

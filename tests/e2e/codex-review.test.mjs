@@ -1,0 +1,110 @@
+// Reviewing a real Codex turn on a phone (issue 37): the real server runs the real Codex CLI
+// (app-server) against the scripted Responses server (tests/fake-providers/mock_openai.py),
+// which has it add a file and patch it with apply_patch, and run a command. The settled reply
+// shows its tool work as one grouped line that opens into the steps, and a "Files changed"
+// summary whose file opens its coloured diff — the same review as a Claude turn
+// (review.test.mjs), from Codex's own events. (Codex's plan updates are not scripted here: the
+// pinned CLI did not turn the mock's `update_plan` call into a plan event; see ARCHITECTURE.md.)
+// Checks are structural (elements, counts, text), with a screenshot kept as an artifact.
+//
+// Environment: MOBIUS_BIN, MOBIUS_FRONTEND_DIR (scripts/test sets both); the Codex CLI from
+// MOBIUS_CODEX_BIN or the pinned install.
+
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { after, before, describe } from "node:test";
+import {
+  apiClient,
+  codexBin,
+  codexEnv,
+  horizontalOverflow,
+  openBrowser,
+  PHONE,
+  screenshot,
+  send,
+  setupOwner,
+  signInAsOwner,
+  startMockOpenAI,
+  startTestServer,
+  stepper,
+  tearDown,
+  TURN_TIMEOUT,
+  turnEnds,
+  watchProblems,
+} from "./harness.mjs";
+
+const STEP_TIMEOUT = 120_000;
+
+const SCRIPT = {
+  steps: [
+    { text: "Writing notes.ts." },
+    { apply_patch: "*** Begin Patch\n*** Add File: notes.ts\n+export const a = 1;\n+export const b = 2;\n*** End Patch\n" },
+    { apply_patch: "*** Begin Patch\n*** Update File: notes.ts\n@@\n export const a = 1;\n-export const b = 2;\n+export const b = 20;\n+export const c = 3;\n*** End Patch\n" },
+    { shell: "wc -l notes.ts" },
+    { text: "All done: notes.ts has three constants." },
+  ],
+  default: { text: "Nothing more." },
+};
+
+if (!process.env.MOBIUS_BIN || !process.env.MOBIUS_FRONTEND_DIR) throw new Error("MOBIUS_BIN and MOBIUS_FRONTEND_DIR not set (run scripts/test)");
+if (!existsSync(codexBin())) throw new Error(`no Codex CLI at ${codexBin()} (scripts/test installs it)`);
+
+let mock;
+let server;
+let phone;
+let problems = [];
+let ownerToken;
+const api = apiClient(() => server.origin, () => ownerToken);
+const step = stepper({ prefix: "codex-review", timeout: STEP_TIMEOUT, page: () => phone.page });
+const reply = (page) => page.locator(".row-assistant").last();
+
+describe("reviewing a real Codex turn on a phone (real server, real Codex CLI, scripted model)", () => {
+  before(async () => {
+    mock = await startMockOpenAI(SCRIPT);
+    server = await startTestServer(codexEnv(mock.url));
+    ownerToken = await setupOwner(server.origin);
+    const saved = await api("/api/providers/codex/api-key", { method: "POST", body: { api_key: "sk-mock-key" } });
+    assert.equal(saved.status, 200, saved.text);
+    // A model the scripted server lists (the agents suite picks the same).
+    const defaults = await api("/api/settings", { method: "POST", body: { agent_defaults: { claude: {}, codex: { model: "gpt-5.5" } } } });
+    assert.equal(defaults.status, 200, defaults.text);
+    phone = await openBrowser(PHONE);
+    problems = watchProblems(phone.page);
+  });
+
+  after(() => tearDown({ server, log: "codex-review-server.log", browsers: [phone], mocks: [mock] }));
+
+  step("a Codex turn that patches and runs settles into one grouped line", async (page) => {
+    await page.goto(server.origin + "/");
+    await signInAsOwner(page);
+    await page.waitForURL(/\/chat\/[0-9a-f-]{36}$/);
+    const response = await send(page, "Make notes.ts with a few constants");
+    assert.equal(response.status(), 202);
+    await page.getByText("All done: notes.ts has three constants.").waitFor({ timeout: TURN_TIMEOUT });
+    await turnEnds(page);
+
+    const group = reply(page).locator(".activity-group-head");
+    assert.equal(await group.count(), 1, "one stretch of tool work");
+    const line = (await group.textContent()) ?? "";
+    assert.match(line, /ran a command/, line);
+    assert.equal(await reply(page).locator(".tool").count(), 0, "closed until asked for");
+    await group.click();
+    assert.ok((await reply(page).locator(".tool").count()) >= 3, "the patches and the command are its steps");
+    await group.click();
+  });
+
+  step("Files changed sums both patches of the file and opens its coloured diff", async (page) => {
+    const files = reply(page).locator(".files-changed");
+    await files.getByText("1 file changed").waitFor();
+    const file = files.getByRole("button", { name: /notes\.ts/ });
+    assert.match((await file.textContent()) ?? "", /\+4\s*\u22121/);
+    await file.click();
+    assert.equal(await files.locator('.diff-line[data-kind="add"]').count(), 4);
+    assert.equal(await files.locator('.diff-line[data-kind="del"]').count(), 1);
+    await files.locator(".diff-line .hljs-keyword").first().waitFor();
+    assert.deepEqual(await horizontalOverflow(page), [], "nothing runs past the phone's edge");
+    await files.scrollIntoViewIfNeeded();
+    await screenshot(page, "codex-review-files-changed-phone.png");
+    assert.deepEqual(problems, []);
+  });
+});
