@@ -37,8 +37,7 @@ const STEP_TIMEOUT = 120_000;
 
 const SCRIPT = {
   steps: [
-    { text: "Writing notes.ts." },
-    { apply_patch: "*** Begin Patch\n*** Add File: notes.ts\n+export const a = 1;\n+export const b = 2;\n*** End Patch\n" },
+    { text: "Writing notes.ts.", apply_patch: "*** Begin Patch\n*** Add File: notes.ts\n+export const a = 1;\n+export const b = 2;\n*** End Patch\n" },
     { apply_patch: "*** Begin Patch\n*** Update File: notes.ts\n@@\n export const a = 1;\n-export const b = 2;\n+export const b = 20;\n+export const c = 3;\n*** End Patch\n" },
     { shell: "wc -l notes.ts" },
     { text: "All done: notes.ts has three constants." },
