@@ -131,6 +131,8 @@ pub struct Shell {
     /// Edits of the source the watcher saw, and how many of them the last build started after.
     edits: AtomicU64,
     tried: AtomicU64,
+    /// What runs once the server is ready (seed, stock merge, watcher) is done.
+    prepared: std::sync::atomic::AtomicBool,
 }
 
 /// A rebuild's answer.
@@ -151,6 +153,9 @@ pub struct Status {
     pub builds: Vec<BuildInfo>,
     /// A platform update's conflict waiting for the agent, if any.
     pub resolving: Option<Resolving>,
+    /// Whether what follows a boot (the source's seed, a platform update's merge, the
+    /// watcher's start: `update::after_boot`) is done.
+    pub prepared: bool,
 }
 
 impl Shell {
@@ -202,6 +207,7 @@ impl Shell {
             push,
             edits: AtomicU64::new(0),
             tried: AtomicU64::new(0),
+            prepared: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -290,7 +296,13 @@ impl Shell {
             building: self.building.try_lock().is_err(),
             builds: record.builds.iter().rev().cloned().collect(),
             resolving: record.resolving.clone(),
+            prepared: self.prepared.load(Ordering::SeqCst),
         }
+    }
+
+    /// What follows a boot is done (`update::after_boot`).
+    pub fn mark_prepared(&self) {
+        self.prepared.store(true, Ordering::SeqCst);
     }
 
     /// A conflict left by a platform update whose resolver chat is not open yet.

@@ -28,6 +28,7 @@ pub async fn after_boot(state: AppState) {
     {
         super::watch::start(state.shell.clone(), state.agents.clone(), quiet).await;
     }
+    state.shell.mark_prepared();
     if let Some(resolving) = state.shell.resolver_to_open() {
         match open_resolver(&state, &resolving).await {
             Ok(chat) => {

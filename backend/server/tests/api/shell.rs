@@ -50,9 +50,7 @@ async fn spawn_watching(watch: Option<Duration>) -> (TestApp, String) {
     })
     .await;
     let token = app.setup_owner().await;
-    // The source is seeded after the server is ready, off the boot path.
-    let head = source(&app).join(".git/HEAD");
-    eventually("the shell's source is seeded", || async { head.is_file().then_some(()) }).await;
+    prepared(&app, &token).await;
     (app, token)
 }
 
@@ -226,7 +224,16 @@ async fn restart_with_new_stock(app: TestApp, change: impl FnOnce(&Path)) -> (Te
         .await,
     )
     .await;
+    prepared(&app, &token).await;
     (app, token)
+}
+
+/// Waits for what follows a boot (seed, stock merge, watcher), which runs off the boot path.
+async fn prepared(app: &TestApp, token: &str) {
+    eventually("the shell is prepared after the boot", || async {
+        (status(app, token).await["prepared"] == json!(true)).then_some(())
+    })
+    .await;
 }
 
 async fn status(app: &TestApp, token: &str) -> Value {
