@@ -11,7 +11,7 @@ Usage: bench.py BINARY [--only SECTION,...] [--quick] [--baseline BINARY] [--no-
                 [--against BINARY --against-label NAME]
 `--no-gate` runs each measurement once whatever else the machine does, printing the cores
 other processes used meanwhile (for a shared machine; such figures are marked by that line).
-Sections: boot, health, chats, sse, snapshot, apply, proxy, connectors, storage, appdoc, push, schedules, lifecycle, frontend, review, search, sandbox, jobs, flood, scale, uploads, agents, updates, regressions
+Sections: boot, health, chats, sse, snapshot, apply, proxy, connectors, storage, appdoc, theme, push, schedules, lifecycle, frontend, review, search, sandbox, jobs, flood, scale, uploads, agents, updates, regressions
 `--against` names an earlier build (`scripts/bench --against COMMIT` builds one): the regressions
 section then measures the issue-39 figures on both, interleaved, and prints them side by side.
 `--baseline` names a build without chat search (e.g. a release build of the previous main); the
@@ -845,6 +845,40 @@ def section_appdoc(binary, tmp):
         p50 = fmt3([r[key]["p50"] for r in runs], "", 2)
         p99 = fmt3([r[key]["p99"] for r in runs], "", 2)
         note("appdoc", label, f"{p50}  |  {p99}", "p50 ≤ 5 ms" if key == "update" else "")
+
+
+SWATCH_JSX = """import React from "react";
+export default function App() {
+  return <button type="button" style={{ background: "var(--accent)", color: "var(--accent-fg)" }}>TITLE</button>;
+}
+"""
+
+
+def section_theme(binary, tmp):
+    """Theme change to restyled page: `POST /api/theme/apply` of a new accent until the open shell
+    and an open app frame paint it, in Chromium at phone size (the agent's `mobius theme apply`)."""
+    print("theme", flush=True)
+    s, token, app_id, d = app_server(binary, tmp, "swatch", SWATCH_JSX, "Accent")
+    gate = Gate(s.proc.pid)
+    env = dict(os.environ, MOBIUS_URL=f"http://127.0.0.1:{s.port}", MOBIUS_TOKEN=token, BENCH_APP_ID=str(app_id),
+               BENCH_DATA_DIR=d, BENCH_ROUNDS="10" if QUICK else "30")
+
+    def run():
+        out = subprocess.run(["node", os.path.join(ROOT, "frontend", "scripts", "bench-theme.mjs")],
+                             env=env, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise SystemExit(f"bench-theme.mjs failed: {out.stderr.strip()[-2000:]}")
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    try:
+        runs = [gate.run(run) for _ in range(1 if QUICK else 3)]
+    finally:
+        s.stop()
+    for doc, label in (("shell", "the open shell"), ("frame", "an open app frame")):
+        for key, what in (("styled", "styled"), ("painted", "painted")):
+            p50 = fmt3([r[doc][key]["p50"] for r in runs], "", 1)
+            p99 = fmt3([r[doc][key]["p99"] for r in runs], "", 1)
+            note("theme", f"apply → {label} {what}, p50 | p99 ms", f"{p50}  |  {p99}",
+                 "≤ 300 ms" if key == "painted" else "")
 
 
 def section_screenshot(binary, tmp):
@@ -2447,6 +2481,8 @@ def main():
             section_storage(args.binary, tmp)
         if want("appdoc"):
             section_appdoc(args.binary, tmp)
+        if want("theme"):
+            section_theme(args.binary, tmp)
         if want("screenshot"):
             section_screenshot(args.binary, tmp)
         if want("push"):
