@@ -4,7 +4,7 @@
 
 use std::ffi::OsStr;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use git2::{IndexAddOption, Repository, Signature};
 
@@ -51,17 +51,27 @@ struct Budget {
     bytes: u64,
 }
 
-/// Copies the tree below `from` into the new folder `to` (created here): regular files and
-/// folders only; a link (wherever it points), a FIFO or a device anywhere is refused, as are
-/// more than [`MAX_SOURCE_FILES`] files or [`MAX_SOURCE_BYTES`] bytes. Returns the file count.
-pub fn copy_source(from: &Dir, to: &Path) -> Result<usize, CopyError> {
-    std::fs::create_dir(to)?;
-    let mut budget = Budget::default();
-    copy_dir(from, to, Path::new(""), 0, &mut budget)?;
-    Ok(budget.files)
+/// What a walk of the source does with what it reads: [`copy_source`] writes files and
+/// folders, [`tree_of`] makes blobs and trees. `Folder` is the sink's handle on the folder
+/// being filled.
+trait Sink {
+    type Folder;
+    fn file(&mut self, folder: &mut Self::Folder, name: &OsStr, bytes: Vec<u8>) -> Result<(), CopyError>;
+    fn open(&mut self, parent: &Self::Folder, name: &OsStr) -> Result<Self::Folder, CopyError>;
+    fn close(&mut self, parent: &mut Self::Folder, name: &OsStr, folder: Self::Folder) -> Result<(), CopyError>;
 }
 
-fn copy_dir(from: &Dir, to: &Path, rel: &Path, depth: usize, budget: &mut Budget) -> Result<(), CopyError> {
+/// Reads the tree below `from` into `sink`: regular files and folders only; a link (wherever it
+/// points), a FIFO or a device anywhere is refused, as are more than [`MAX_SOURCE_FILES`] files,
+/// [`MAX_SOURCE_BYTES`] bytes or [`MAX_DEPTH`] folders; [`SKIPPED_AT_TOP`] is left out.
+fn walk<S: Sink>(
+    from: &Dir,
+    folder: &mut S::Folder,
+    sink: &mut S,
+    rel: &Path,
+    depth: usize,
+    budget: &mut Budget,
+) -> Result<(), CopyError> {
     if depth > MAX_DEPTH {
         return Err(CopyError::Refused(format!("{} is nested more than {MAX_DEPTH} folders deep", rel.display())));
     }
@@ -81,12 +91,13 @@ fn copy_dir(from: &Dir, to: &Path, rel: &Path, depth: usize, budget: &mut Budget
                 let room = MAX_SOURCE_BYTES.saturating_sub(budget.bytes).min(MAX_FILE_BYTES);
                 let bytes = from.read(name.as_ref(), room).map_err(|e| CopyError::of(e, &path))?;
                 budget.bytes += bytes.len() as u64;
-                std::fs::write(to.join(name), bytes)?;
+                sink.file(folder, name, bytes)?;
             }
             Kind::Dir => {
                 let sub = from.sub(name.as_ref()).map_err(|e| CopyError::of(e, &path))?;
-                std::fs::create_dir(to.join(name))?;
-                copy_dir(&sub, &to.join(name), &path, depth + 1, budget)?;
+                let mut inner = sink.open(folder, name)?;
+                walk(&sub, &mut inner, sink, &path, depth + 1, budget)?;
+                sink.close(folder, name, inner)?;
             }
             Kind::Link => {
                 return Err(CopyError::Refused(format!(
@@ -102,78 +113,66 @@ fn copy_dir(from: &Dir, to: &Path, rel: &Path, depth: usize, budget: &mut Budget
     Ok(())
 }
 
-/// Stores the tree below `from` in `repo` (the server's own repository) as a git tree, read as
-/// [`copy_source`] copies it: regular files and folders only, the same names skipped, the same
-/// bounds. With `gitignore`, a `.gitignore` is added at the top when there is none (what
-/// [`seed`] gives the owner's copy). Every file is a plain `100644` blob; empty folders are
-/// left out (git has none). Returns the tree's id.
-pub fn tree_of(repo: &Repository, from: &Dir, gitignore: bool) -> Result<git2::Oid, CopyError> {
-    let mut budget = Budget::default();
-    let top = tree_at(repo, from, Path::new(""), 0, &mut budget)?;
-    let mut builder = repo.treebuilder(top.and_then(|id| repo.find_tree(id).ok()).as_ref()).map_err(git_io)?;
-    if gitignore && builder.get(".gitignore").map_err(git_io)?.is_none() {
-        let blob = repo.blob(GITIGNORE.as_bytes()).map_err(git_io)?;
-        builder.insert(".gitignore", blob, 0o100_644).map_err(git_io)?;
+/// Copies the tree below `from` into the new folder `to` (created here), read as [`walk`]
+/// reads it. Returns the file count.
+pub fn copy_source(from: &Dir, to: &Path) -> Result<usize, CopyError> {
+    struct Files;
+    impl Sink for Files {
+        type Folder = PathBuf;
+        fn file(&mut self, folder: &mut PathBuf, name: &OsStr, bytes: Vec<u8>) -> Result<(), CopyError> {
+            Ok(std::fs::write(folder.join(name), bytes)?)
+        }
+        fn open(&mut self, parent: &PathBuf, name: &OsStr) -> Result<PathBuf, CopyError> {
+            let path = parent.join(name);
+            std::fs::create_dir(&path)?;
+            Ok(path)
+        }
+        fn close(&mut self, _: &mut PathBuf, _: &OsStr, _: PathBuf) -> Result<(), CopyError> {
+            Ok(())
+        }
     }
-    builder.write().map_err(git_io)
+    std::fs::create_dir(to)?;
+    let mut budget = Budget::default();
+    walk(from, &mut to.to_path_buf(), &mut Files, Path::new(""), 0, &mut budget)?;
+    Ok(budget.files)
+}
+
+/// Stores the tree below `from` in `repo` (the server's own repository) as a git tree, read as
+/// [`copy_source`] copies it. With `gitignore`, a `.gitignore` is added at the top when there is
+/// none (what [`seed`] gives the owner's copy). Every file is a plain `100644` blob; empty
+/// folders are left out (git has none). Returns the tree's id.
+pub fn tree_of(repo: &Repository, from: &Dir, gitignore: bool) -> Result<git2::Oid, CopyError> {
+    use std::os::unix::ffi::OsStrExt;
+    struct Trees<'r>(&'r Repository);
+    impl<'r> Sink for Trees<'r> {
+        type Folder = git2::TreeBuilder<'r>;
+        fn file(&mut self, folder: &mut Self::Folder, name: &OsStr, bytes: Vec<u8>) -> Result<(), CopyError> {
+            let blob = self.0.blob(&bytes).map_err(git_io)?;
+            folder.insert(name.as_bytes(), blob, 0o100_644).map_err(git_io)?;
+            Ok(())
+        }
+        fn open(&mut self, _: &Self::Folder, _: &OsStr) -> Result<Self::Folder, CopyError> {
+            self.0.treebuilder(None).map_err(git_io)
+        }
+        fn close(&mut self, parent: &mut Self::Folder, name: &OsStr, folder: Self::Folder) -> Result<(), CopyError> {
+            if !folder.is_empty() {
+                let tree = folder.write().map_err(git_io)?;
+                parent.insert(name.as_bytes(), tree, 0o040_000).map_err(git_io)?;
+            }
+            Ok(())
+        }
+    }
+    let mut top = repo.treebuilder(None).map_err(git_io)?;
+    walk(from, &mut top, &mut Trees(repo), Path::new(""), 0, &mut Budget::default())?;
+    if gitignore && top.get(".gitignore").map_err(git_io)?.is_none() {
+        let blob = repo.blob(GITIGNORE.as_bytes()).map_err(git_io)?;
+        top.insert(".gitignore", blob, 0o100_644).map_err(git_io)?;
+    }
+    top.write().map_err(git_io)
 }
 
 fn git_io(e: git2::Error) -> CopyError {
     CopyError::Io(io::Error::other(e.message().to_owned()))
-}
-
-fn tree_at(
-    repo: &Repository,
-    from: &Dir,
-    rel: &Path,
-    depth: usize,
-    budget: &mut Budget,
-) -> Result<Option<git2::Oid>, CopyError> {
-    use std::os::unix::ffi::OsStrExt;
-    if depth > MAX_DEPTH {
-        return Err(CopyError::Refused(format!("{} is nested more than {MAX_DEPTH} folders deep", rel.display())));
-    }
-    let entries = from.entries(MAX_DIR_ENTRIES).map_err(|e| CopyError::of(e, rel))?;
-    let mut builder = repo.treebuilder(None).map_err(git_io)?;
-    for entry in entries {
-        let name = entry.name.as_os_str();
-        if depth == 0 && SKIPPED_AT_TOP.iter().any(|s| OsStr::new(s) == name) {
-            continue;
-        }
-        let path = rel.join(name);
-        match entry.kind {
-            Kind::File => {
-                budget.files += 1;
-                if budget.files > MAX_SOURCE_FILES {
-                    return Err(CopyError::Refused(format!("the source holds more than {MAX_SOURCE_FILES} files")));
-                }
-                let room = MAX_SOURCE_BYTES.saturating_sub(budget.bytes).min(MAX_FILE_BYTES);
-                let bytes = from.read(name.as_ref(), room).map_err(|e| CopyError::of(e, &path))?;
-                budget.bytes += bytes.len() as u64;
-                let blob = repo.blob(&bytes).map_err(git_io)?;
-                builder.insert(name.as_bytes(), blob, 0o100_644).map_err(git_io)?;
-            }
-            Kind::Dir => {
-                let sub = from.sub(name.as_ref()).map_err(|e| CopyError::of(e, &path))?;
-                if let Some(tree) = tree_at(repo, &sub, &path, depth + 1, budget)? {
-                    builder.insert(name.as_bytes(), tree, 0o040_000).map_err(git_io)?;
-                }
-            }
-            Kind::Link => {
-                return Err(CopyError::Refused(format!(
-                    "{} is a symbolic link; links are refused in the shell's source (copy the file instead)",
-                    path.display()
-                )));
-            }
-            Kind::Special => {
-                return Err(CopyError::Refused(format!("{} is not a regular file or folder", path.display())));
-            }
-        }
-    }
-    if builder.is_empty() {
-        return Ok(None);
-    }
-    builder.write().map(Some).map_err(git_io)
 }
 
 /// Checks that the tree below `dir` (a build's output, written by the agent's code) holds
