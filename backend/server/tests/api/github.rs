@@ -11,66 +11,23 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, assert_error, eventually, eventually_within, files_containing, script};
+use crate::helpers::{PyMock, TestApp, assert_error, eventually, eventually_within, files_containing, script};
 
 /// The owner's GitHub token: it must reach GitHub and nothing the agent keeps.
 const TOKEN: &str = "github_pat_11ABCDEFG0123456789_fake7c1d";
 
 /// The scripted GitHub.
-struct GithubMock {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl Drop for GithubMock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl GithubMock {
-    async fn start(dir: &Path, root: &Path) -> Self {
-        let port_file = dir.join("github.port");
-        let child = std::process::Command::new("python3")
-            .arg(mobius::config::checkout_root().join("tests/fake-providers/mock_github.py"))
-            .arg("--port-file")
-            .arg(&port_file)
-            .args(["--token", TOKEN, "--login", "octo", "--root"])
-            .arg(root)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("start the GitHub mock (python3)");
-        let mut mock = Self { child, port: 0 };
-        mock.port = eventually("the GitHub mock writes its port", || async {
-            std::fs::read_to_string(&port_file).ok().and_then(|t| t.trim().parse::<u16>().ok())
-        })
-        .await;
-        mock
-    }
-
-    fn base(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    async fn requests(&self) -> Vec<Value> {
-        reqwest::get(format!("{}/_mock/requests", self.base()))
-            .await
-            .expect("mock log")
-            .json::<Value>()
-            .await
-            .expect("json")["requests"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-    }
+/// The scripted GitHub (`mock_github.py`) serving the repositories under `root`.
+async fn github_mock(dir: &Path, root: &Path) -> PyMock {
+    let args: [&std::ffi::OsStr; 6] =
+        ["--token".as_ref(), TOKEN.as_ref(), "--login".as_ref(), "octo".as_ref(), "--root".as_ref(), root.as_os_str()];
+    PyMock::start(dir, "mock_github.py", &args).await
 }
 
 /// A server whose GitHub is the mock, running `cli` as Claude; the owner's token.
 async fn app_with(
     dir: Arc<tempfile::TempDir>,
-    mock: &GithubMock,
+    mock: &PyMock,
     cli: PathBuf,
     helper: Option<PathBuf>,
 ) -> (TestApp, String) {
@@ -106,7 +63,7 @@ async fn ask(app: &TestApp, bearer: &str, body: Value) -> reqwest::Response {
 async fn a_checked_token_is_handed_only_to_the_live_turn_for_an_allowed_repository() {
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
     let root = tempfile::tempdir().expect("repos");
-    let mock = GithubMock::start(dir.path(), root.path()).await;
+    let mock = github_mock(dir.path(), root.path()).await;
     let cli = script(
         dir.path(),
         "fake-claude-token",
@@ -264,7 +221,7 @@ async fn the_agents_git_clones_and_pushes_an_allowed_repository_through_the_help
     let root = tempfile::tempdir().expect("repos");
     let site = bare_repo(root.path(), "octo", "site");
     bare_repo(root.path(), "other", "secret");
-    let mock = GithubMock::start(dir.path(), root.path()).await;
+    let mock = github_mock(dir.path(), root.path()).await;
     // The helper git runs is the real `mobius`, behind a wrapper that records how it was run.
     let seen = dir.path().join("helper-seen.txt");
     let helper = script(

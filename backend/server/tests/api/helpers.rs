@@ -515,57 +515,54 @@ pub async fn transcript(app: &TestApp, token: &str, chat: &str) -> Vec<mobius::p
     serde_json::from_value(detail["messages"].clone()).expect("typed messages")
 }
 
-/// The scripted MCP server (`tests/fake-providers/mock_mcp.py`), killed on drop; `args` are its
-/// options (`--bearer T`, `--header N=V`, `--sse`).
-pub struct McpMock {
+/// One of the scripted Python servers in `tests/fake-providers/`, started with `--port-file`
+/// and `args`, killed on drop.
+pub struct PyMock {
     child: std::process::Child,
     pub port: u16,
 }
 
-impl Drop for McpMock {
+impl Drop for PyMock {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
-impl McpMock {
-    pub async fn start(dir: &Path, args: &[&str]) -> Self {
+impl PyMock {
+    pub async fn start<S: AsRef<std::ffi::OsStr>>(dir: &Path, script: &str, args: &[S]) -> Self {
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let port_file = dir.join(format!("mcp-{nanos}.port"));
+        let port_file = dir.join(format!("{script}-{nanos}.port"));
         let child = std::process::Command::new("python3")
-            .arg(mobius::config::checkout_root().join("tests/fake-providers/mock_mcp.py"))
+            .arg(mobius::config::checkout_root().join("tests/fake-providers").join(script))
             .arg("--port-file")
             .arg(&port_file)
             .args(args)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
-            .expect("start the MCP mock (python3)");
+            .unwrap_or_else(|e| panic!("start {script} (python3): {e}"));
         let mut mock = Self { child, port: 0 };
-        mock.port = eventually("the MCP mock writes its port", || async {
+        mock.port = eventually(&format!("{script} writes its port"), || async {
             std::fs::read_to_string(&port_file).ok().and_then(|t| t.trim().parse::<u16>().ok())
         })
         .await;
         mock
     }
 
-    pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
+    pub fn base(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
     }
 
     /// POSTs to one of the mock's control routes (`/_mock/…`).
     pub async fn post_control(&self, path: &str) {
-        let r = reqwest::Client::new()
-            .post(format!("http://127.0.0.1:{}{path}", self.port))
-            .send()
-            .await
-            .expect("mock control");
+        let r = reqwest::Client::new().post(format!("{}{path}", self.base())).send().await.expect("mock control");
         assert!(r.status().is_success(), "{path}: {}", r.status());
     }
 
+    /// What the mock was asked (`/_mock/requests`).
     pub async fn requests(&self) -> Vec<Value> {
-        reqwest::get(format!("http://127.0.0.1:{}/_mock/requests", self.port))
+        reqwest::get(format!("{}/_mock/requests", self.base()))
             .await
             .expect("mock log")
             .json::<Value>()
@@ -574,6 +571,27 @@ impl McpMock {
             .as_array()
             .cloned()
             .unwrap_or_default()
+    }
+}
+
+/// The scripted MCP server (`tests/fake-providers/mock_mcp.py`); `args` are its options
+/// (`--bearer T`, `--header N=V`, `--sse`).
+pub struct McpMock(PyMock);
+
+impl std::ops::Deref for McpMock {
+    type Target = PyMock;
+    fn deref(&self) -> &PyMock {
+        &self.0
+    }
+}
+
+impl McpMock {
+    pub async fn start(dir: &Path, args: &[&str]) -> Self {
+        Self(PyMock::start(dir, "mock_mcp.py", args).await)
+    }
+
+    pub fn url(&self) -> String {
+        format!("{}/mcp", self.base())
     }
 }
 
