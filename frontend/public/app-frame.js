@@ -744,9 +744,11 @@
 
   var initTimer = null;
   if (site) {
-    // A published page: nothing to wait for, no token, the default theme.
+    // A published page: nothing to wait for, no token; the theme the owner published it with
+    // (both schemes, following the visitor's), else the default one.
     if (config.appId === undefined) fail("bad_frame", "The page has no app configuration.");
     else {
+      if (config.theme) applyTheme(config.theme);
       started = true;
       start({});
     }

@@ -1,7 +1,7 @@
 // Published pages against the real server: the owner publishes an app from its menu in the drawer
 // (a phone, signed in); a visitor in a fresh browser, signed out, opens the link and sees the app
 // with its data as it was when published; a write shows the read-only error the app displays; the
-// page can reach nothing but its own data; Settings › Published pages lists it, and Unpublish makes
+// page can reach nothing but its own data and is painted with the owner's theme; Settings › Published pages lists it, and Unpublish makes
 // the link a 404 at once.
 //
 // Environment: as apps.test.mjs (MOBIUS_BIN, MOBIUS_FRONTEND_DIR, the app build's node_modules).
@@ -12,6 +12,10 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe } from "node:test";
 import { apiClient, appBuildEnv, DESKTOP, openBrowser, PHONE, screenshot, setupOwner, signInAsOwner, startTestServer, stepper, tearDown } from "./harness.mjs";
+
+const GREEN = "#15803d";
+/** The document's painted `--accent`. */
+const accent = (page) => page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue("--accent").trim());
 
 const BOARD_MANIFEST = { id: "board", name: "Board", version: "1.0.0", description: "A shopping list.", entry: "index.jsx" };
 
@@ -71,6 +75,10 @@ describe("published pages (real server, a signed-out visitor)", () => {
     boardId = applied.json.app.id;
     const seeded = await api(`/api/storage/apps/${boardId}/board.json`, { method: "PUT", body: { items: ["Milk", "Bread"] } });
     assert.equal(seeded.status, 204, seeded.text);
+    // The owner's theme: the page is to be painted with it.
+    await writeFile(join(server.dataDir, "theme", "theme.css"), `:root {\n  --light-accent: ${GREEN};\n}\n`);
+    const themed = await api("/api/theme/apply", { method: "POST", body: {} });
+    assert.equal(themed.status, 200, themed.text);
     owner = await openBrowser(PHONE);
     visitor = await openBrowser(DESKTOP);
   });
@@ -81,6 +89,7 @@ describe("published pages (real server, a signed-out visitor)", () => {
     await page.goto(server.origin + "/");
     await signInAsOwner(page);
     await page.waitForURL(/\/chat\//);
+    await page.waitForFunction((green) => getComputedStyle(document.documentElement).getPropertyValue("--accent").trim() === green, GREEN);
     await page.getByRole("button", { name: "Open chats" }).click();
     const apps = page.getByRole("dialog", { name: "Chats" }).getByRole("region", { name: "Apps" });
     await apps.getByRole("button", { name: "Options for Board" }).click();
@@ -110,6 +119,7 @@ describe("published pages (real server, a signed-out visitor)", () => {
     await alert.waitFor();
     assert.match(await alert.textContent(), /^read_only: .*read-only copy/);
     assert.equal(await items.getByText("Eggs").count(), 0);
+    assert.equal(await accent(page), GREEN, "the page is painted with the owner's theme");
     // No token of the owner's or the app's in the page, and the API is out of its reach.
     const html = await page.content();
     assert.ok(!html.includes(ownerToken), "the owner's token is not in the page");

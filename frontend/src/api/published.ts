@@ -35,9 +35,10 @@ export async function fetchAppSite(appId: number): Promise<PublishedSite | null>
   }
 }
 
-/** Publishes the app (or refreshes its page's copy and mode; the link stays). */
-export function publishApp(appId: number, live: boolean): Promise<PublishedSite> {
-  return apiFetch<PublishedSite>(`/api/apps/${appId}/publish`, { method: "POST", body: { live } });
+/** Publishes the app (or refreshes its page's copy, mode and theme; the link stays). `theme`:
+ *  each scheme's variables under the original's names, as the page is to be painted. */
+export function publishApp(appId: number, live: boolean, theme?: Record<"light" | "dark", Record<string, string>>): Promise<PublishedSite> {
+  return apiFetch<PublishedSite>(`/api/apps/${appId}/publish`, { method: "POST", body: { live, theme } });
 }
 
 export function unpublishSite(id: number): Promise<void> {

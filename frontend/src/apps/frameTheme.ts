@@ -121,3 +121,23 @@ export function frameTheme(): FrameThemeMessage {
   const style = getComputedStyle(document.documentElement);
   return buildFrameTheme(currentScheme(), (name) => style.getPropertyValue(name));
 }
+
+/** What a published page may be given (the server refuses anything else): a plain value. */
+const PAGE_VALUE = /^[A-Za-z0-9 #%.,()'"\-_+/]{1,200}$/;
+
+/** The theme a published page is painted with: for both schemes, the original's variables (no
+ *  `--`) with the values the shell paints each scheme with now (`--light-*` / `--dark-*` of the
+ *  palette, the owner's theme included), so the page looks as the app does here and follows its
+ *  visitor's scheme. Values a page would refuse are left out (the page's default stands). */
+export function pageTheme(): Record<Scheme, Record<string, string>> {
+  const style = getComputedStyle(document.documentElement);
+  const out: Record<Scheme, Record<string, string>> = { light: {}, dark: {} };
+  for (const scheme of ["light", "dark"] as const) {
+    const read = (name: string) => style.getPropertyValue(`--${scheme}-${name.slice(2)}`).trim() || style.getPropertyValue(name);
+    for (const [name, value] of Object.entries(buildFrameTheme(scheme, read).theme.vars)) {
+      if (name.startsWith("--mobius-") || !PAGE_VALUE.test(value) || /url\(|expression\(|\/\*/i.test(value)) continue;
+      out[scheme][name.slice(2)] = value;
+    }
+  }
+  return out;
+}

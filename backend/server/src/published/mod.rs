@@ -41,6 +41,15 @@ pub const PUBLISHED_DIR: &str = "published";
 const SWEEP_GRACE: std::time::Duration = std::time::Duration::from_secs(600);
 /// The copied bundle's name in a page's folder.
 const MODULE_FILE: &str = "module.js";
+/// The owner's theme as the page is painted with (absent: the frame's stock palettes).
+const THEME_FILE: &str = "theme.css";
+/// The original platform's theme variables a page may be given (app-platform-contract §2.9).
+const THEME_NAMES: &[&str] = &[
+    "bg", "surface", "surface2", "border", "border-light", "text", "muted", "accent", "accent-hover", "accent-dim",
+    "accent-fg", "danger", "green", "font", "mono",
+];
+/// Longest theme value (a font stack is the longest the shell sends).
+const MAX_THEME_VALUE: usize = 200;
 
 /// What publishing needs: the server's folders, database, writer, keys and storage.
 pub struct Publisher<'a> {
@@ -90,6 +99,64 @@ pub fn module_path(data_dir: &Path, generation: i64) -> PathBuf {
     generation_dir(data_dir, generation).join(MODULE_FILE)
 }
 
+/// The theme the owner's device was painted with when publishing, one set of the original's
+/// variables per scheme (`{"light": {"bg": "#f0eeeb", …}, "dark": {…}}`): the page shows the app
+/// as the owner saw it, following the visitor's scheme.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageTheme {
+    #[serde(default)]
+    pub light: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    pub dark: std::collections::BTreeMap<String, String>,
+}
+
+impl PageTheme {
+    /// The stylesheet the page applies: each scheme's variables under the original's names and
+    /// as `--mobius-*`, the dark ones inside `prefers-color-scheme: dark`. Only the original's
+    /// names, and values that cannot leave a declaration or load anything, are accepted.
+    pub fn css(&self) -> Result<String> {
+        let block = |scheme: &str, vars: &std::collections::BTreeMap<String, String>| -> Result<String> {
+            let mut out = format!(":root {{ color-scheme: {scheme};");
+            for (name, value) in vars {
+                if !THEME_NAMES.contains(&name.as_str()) {
+                    return Err(Error::bad_request(
+                        "invalid_request",
+                        format!("theme.{scheme}.{name} is not a theme variable (one of {}).", THEME_NAMES.join(", ")),
+                    ));
+                }
+                let v = value.trim();
+                let lower = v.to_ascii_lowercase();
+                let safe = !v.is_empty()
+                    && v.len() <= MAX_THEME_VALUE
+                    && v.chars().all(|c| c.is_ascii_alphanumeric() || " #%.,()'\"-_+/".contains(c))
+                    && !lower.contains("url(")
+                    && !lower.contains("expression(")
+                    && !v.contains("/*");
+                if !safe {
+                    return Err(Error::bad_request(
+                        "invalid_request",
+                        format!("theme.{scheme}.{name} is not a plain colour or font value (at most {MAX_THEME_VALUE} characters, no url())."),
+                    ));
+                }
+                out.push_str(&format!(" --{name}: {v}; --mobius-{name}: {v};"));
+            }
+            out.push_str(" }");
+            Ok(out)
+        };
+        let light = block("light", &self.light)?;
+        let dark = block("dark", &self.dark)?;
+        Ok(format!("{light}\n@media (prefers-color-scheme: dark) {{ {dark} }}\n"))
+    }
+}
+
+/// The theme stylesheet of copies `generation`, if it was published with one.
+pub async fn theme_css(data_dir: &Path, generation: i64) -> Option<String> {
+    let path = generation_dir(data_dir, generation).join(THEME_FILE);
+    let text = tokio::fs::read_to_string(path).await.ok()?;
+    (text.len() <= 16 * 1024).then_some(text)
+}
+
 /// A new generation's number: random, so a folder name says nothing about the page or its order.
 fn new_generation() -> i64 {
     let mut bytes = [0u8; 8];
@@ -115,7 +182,8 @@ impl Publisher<'_> {
 
     /// Publishes `app` (live, built), or replaces its page's copy and mode: the page's row and
     /// its token.
-    pub async fn publish(&self, app: &AppRow, live: bool) -> Result<(SiteRow, String)> {
+    pub async fn publish(&self, app: &AppRow, live: bool, theme: Option<&PageTheme>) -> Result<(SiteRow, String)> {
+        let theme = theme.map(PageTheme::css).transpose()?;
         let sha = app.bundle_sha.clone().ok_or(Domain::AppNotFound)?;
         let existing = crate::db::published::by_app(self.read, app.id).await?;
         let token = match &existing {
@@ -123,7 +191,7 @@ impl Publisher<'_> {
             None => new_token(),
         };
         let generation = new_generation();
-        let made = self.copy(app.id, &sha, generation, live).await;
+        let made = self.copy(app.id, &sha, generation, live, theme.as_deref()).await;
         let copied = match made {
             Ok(copied) => copied,
             Err(e) => {
@@ -153,10 +221,21 @@ impl Publisher<'_> {
         Ok((row, token))
     }
 
-    /// The module, and the data unless `live`, copied into the folder of `generation`.
-    async fn copy(&self, app_id: i64, sha: &str, generation: i64, live: bool) -> Result<storage::snapshot::Copied> {
+    /// The module, the theme if any, and the data unless `live`, copied into the folder of
+    /// `generation`.
+    async fn copy(
+        &self,
+        app_id: i64,
+        sha: &str,
+        generation: i64,
+        live: bool,
+        theme: Option<&str>,
+    ) -> Result<storage::snapshot::Copied> {
         let dir = generation_dir(self.data_dir, generation);
         tokio::fs::create_dir_all(&dir).await?;
+        if let Some(css) = theme {
+            tokio::fs::write(dir.join(THEME_FILE), css).await?;
+        }
         let bundle = self.compiled_dir.join(format!("app-{app_id}-{sha}.js"));
         tokio::fs::copy(&bundle, dir.join(MODULE_FILE))
             .await
@@ -218,5 +297,42 @@ mod tests {
         assert!(!plausible_token(&format!("{}/", &a[1..])));
         assert_ne!(token_hash(&a), token_hash(&b));
         assert_eq!(token_hash(&a).len(), 64);
+    }
+
+    fn theme(light: &[(&str, &str)]) -> PageTheme {
+        PageTheme {
+            light: light.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            dark: [("accent".to_string(), "#22c55e".to_string())].into(),
+        }
+    }
+
+    #[test]
+    fn a_page_theme_is_plain_custom_properties_per_scheme() {
+        let css = theme(&[("accent", "#15803d"), ("accent-dim", "rgba(21,128,61,0.08)"), ("font", "'Inter', system-ui, sans-serif")])
+            .css()
+            .expect("valid");
+        assert!(css.starts_with(":root { color-scheme: light; --accent: #15803d; --mobius-accent: #15803d;"), "{css}");
+        assert!(css.contains("--accent-dim: rgba(21,128,61,0.08);"), "{css}");
+        assert!(css.contains("@media (prefers-color-scheme: dark) { :root { color-scheme: dark; --accent: #22c55e;"), "{css}");
+    }
+
+    #[test]
+    fn a_page_theme_refuses_what_could_leave_a_declaration_or_load_anything() {
+        for bad in [
+            ("accent", "red; } body { display: none"),
+            ("accent", "url(https://evil.example/x.png)"),
+            ("accent", "URL(x)"),
+            ("accent", "</style><script>alert(1)</script>"),
+            ("accent", "expression(alert(1))"),
+            ("accent", "red /* comment"),
+            ("accent", "\\72 ed"),
+            ("accent", ""),
+            ("position", "fixed"),
+        ] {
+            let e = theme(&[bad]).css().expect_err(&format!("{bad:?} refused"));
+            assert!(e.to_string().contains("theme.light."), "{e}");
+        }
+        let long = "a".repeat(MAX_THEME_VALUE + 1);
+        assert!(theme(&[("font", &long)]).css().is_err());
     }
 }

@@ -44,6 +44,8 @@ struct PublishBody {
     live: Option<bool>,
     /// The original's project folder; this platform has none (only `null` is accepted).
     project_id: Option<Value>,
+    /// The theme the page is painted with (the PWA sends the owner's); absent: stock colours.
+    theme: Option<super::PageTheme>,
 }
 
 /// A page as the API shows it.
@@ -84,8 +86,8 @@ async fn current(State(state): State<AppState>, _owner: Owner, Path(raw): Path<S
     Ok(Json(site_json(&site, &token, &app.slug, &app.name)))
 }
 
-/// `POST /api/apps/{id}/publish {live?}`: publishes the app (or refreshes its page's copy and
-/// mode, keeping the link); answers the page with its `url`.
+/// `POST /api/apps/{id}/publish {live?, theme?}`: publishes the app (or refreshes its page's
+/// copy, mode and theme, keeping the link); answers the page with its `url`.
 #[tracing::instrument(level = "debug", skip_all, fields(app.id = %raw))]
 async fn publish(
     State(state): State<AppState>,
@@ -103,7 +105,7 @@ async fn publish(
         return Err(Error::bad_request("invalid_request", "This platform has no projects: leave project_id out."));
     }
     let app = live_app(&state, id).await?;
-    let (site, token) = publisher(&state).publish(&app, body.live.unwrap_or(false)).await?;
+    let (site, token) = publisher(&state).publish(&app, body.live.unwrap_or(false), body.theme.as_ref()).await?;
     tracing::info!(app.id = id, live = site.live, bytes = site.bytes, files = site.files, "app published");
     Ok(Json(site_json(&site, &token, &app.slug, &app.name)))
 }

@@ -99,12 +99,15 @@ async fn page(State(state): State<AppState>, Path(token): Path<String>, headers:
         let app = db::apps::get(&state.db.read, site.app_id).await?.ok_or_else(gone)?;
         let origin = crate::apps::request_origin(&state, &headers);
         let base = format!("{origin}{}", super::url(&token));
-        let config = json!({
+        let mut config = json!({
             "appId": app.id,
             "name": app.name,
             "origin": origin,
             "site": { "base": base, "live": site.live },
         });
+        if let Some(css) = super::theme_css(&state.config.data_dir, site.generation).await {
+            config["theme"] = json!({ "themeCss": css });
+        }
         let html = crate::apps::frame_document(&state, &app.name, &origin, &config)?;
         let csp = format!(
             "sandbox {SITE_SANDBOX}; default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval' 'wasm-unsafe-eval' blob:; \

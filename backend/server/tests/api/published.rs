@@ -259,3 +259,44 @@ async fn publishing_is_bounded_in_pages_and_in_snapshot_size() {
     let live = publish(&app, &owner, *last, json!({ "live": true })).await;
     assert_eq!(live["bytes"], 0);
 }
+
+#[tokio::test]
+async fn a_page_is_painted_with_the_theme_it_was_published_with_and_a_bad_theme_publishes_nothing() {
+    let app = TestApp::spawn().await;
+    let dist = fake_dist(app.data_dir());
+    std::fs::write(dist.join("app-frame.js"), "window.__siteBoot = 1;").expect("bootstrap");
+    let owner = app.setup_owner().await;
+    let (id, _) = app_with_bundle(&app, "board").await;
+
+    // A value that would leave its declaration, and a name that is no theme variable: refused,
+    // and no page is made.
+    for theme in [
+        json!({"light": {"accent": "red; } body { display: none"}}),
+        json!({"light": {"accent": "url(https://evil.example/x.png)"}}),
+        json!({"dark": {"position": "fixed"}}),
+        json!({"light": {"accent": "</style><script>alert(1)</script>"}}),
+        json!({"sepia": {}}),
+    ] {
+        let r = app.post(&format!("/api/apps/{id}/publish"), json!({ "theme": theme }), Some(&owner)).await;
+        assert_error(r, StatusCode::BAD_REQUEST, "invalid_request").await;
+    }
+    let none = app.get(&format!("/api/apps/{id}/publish"), Some(&owner)).await;
+    assert_eq!(none.status(), StatusCode::NOT_FOUND, "a refused theme publishes nothing");
+
+    let theme = json!({
+        "light": {"accent": "#15803d", "bg": "#f7f5ef", "font": "'Inter', system-ui, sans-serif"},
+        "dark": {"accent": "#22c55e", "accent-dim": "rgba(34,197,94,0.14)"},
+    });
+    let site = publish(&app, &owner, id, json!({ "theme": theme })).await;
+    let url = site["url"].as_str().expect("url").to_owned();
+    let page = visit(&app, &url).await.text().await.expect("page");
+    assert!(page.contains("--accent: #15803d; --mobius-accent: #15803d;"), "the light scheme: {page}");
+    assert!(page.contains("@media (prefers-color-scheme: dark)"), "the dark scheme follows the visitor's: {page}");
+    assert!(page.contains("--accent: #22c55e;"), "{page}");
+
+    // Publishing again without a theme paints the page with the stock colours (the link stays).
+    let again = publish(&app, &owner, id, json!({})).await;
+    assert_eq!(again["url"], site["url"]);
+    let page = visit(&app, &url).await.text().await.expect("page");
+    assert!(!page.contains("#15803d"), "no theme this time: {page}");
+}

@@ -6,6 +6,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import type { AppSummary } from "../../api/apps";
 import { appSiteKey, fetchAppSite, publishApp, publishedSitesKey, siteAddress } from "../../api/published";
+import { pageTheme } from "../../apps/frameTheme";
 import { Sheet } from "../ui/Sheet";
 import { errorText, SiteActions, siteKind } from "../settings/PublishedSettings";
 
@@ -15,7 +16,8 @@ export function PublishSheet({ app, onClose }: { app: Pick<AppSummary, "id" | "n
   const [live, setLive] = useState<boolean | null>(null);
   const mode = live ?? site.data?.live ?? false;
   const publish = useMutation({
-    mutationFn: () => publishApp(app.id, mode),
+    // The page is painted as the app is here: the owner's theme, both schemes.
+    mutationFn: () => publishApp(app.id, mode, pageTheme()),
     onSuccess: (published) => {
       queryClient.setQueryData(appSiteKey(app.id), published);
       void queryClient.invalidateQueries({ queryKey: publishedSitesKey });
