@@ -75,6 +75,12 @@ impl Turns {
         }
     }
 
+    /// The chat whose turn runs, when exactly one does.
+    pub fn only_running(&self) -> Option<ChatId> {
+        let map = self.0.locked();
+        (map.len() == 1).then(|| map.keys().next().cloned()).flatten()
+    }
+
     /// Number of chats with a running turn.
     pub fn len(&self) -> usize {
         self.0.locked().len()

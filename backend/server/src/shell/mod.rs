@@ -253,11 +253,16 @@ impl Shell {
         drop(self.building.lock().await);
     }
 
-    /// Tells the owner something about the shell (a notification of kind `agent`).
-    pub fn tell_owner(&self, title: &str, body: String) {
+    /// Tells the owner something about the shell (a notification of kind `agent`), from `chat`
+    /// when there is one (tapping it opens that chat).
+    pub fn tell_owner(&self, chat: Option<crate::protocol::ChatId>, title: &str, body: String) {
+        let source = match chat {
+            Some(chat) => crate::push::Source::Chat(chat),
+            None => crate::push::Source::Owner { source_type: "shell".into(), source_id: None },
+        };
         self.push.notify(crate::push::Notice::new(
             crate::protocol::NotificationKind::Agent,
-            crate::push::Source::Owner { source_type: "shell".into(), source_id: None },
+            source,
             title,
             Some(body),
         ));

@@ -15,8 +15,10 @@
 //!   `mobius shell rebuild` after its last edit causes none.
 //! - Never two builds at once: one that is refused because a build runs waits for it to end and
 //!   asks again (the edits-since question decides).
-//! - A build that fails keeps the current shell; the owner is notified with its errors (a turn
-//!   that wants them runs `mobius shell rebuild` itself). A conflict left by a platform update
+//! - A build that fails keeps the current shell; the owner is notified with its errors, from the
+//!   chat whose turn made the last edit when one turn was running (tapping it opens that chat,
+//!   where the agent can be asked to fix it; a turn that wants the errors itself runs `mobius
+//!   shell rebuild`). That chat is also the build's, told if the new shell is rolled back. A conflict left by a platform update
 //!   is the resolver chat's business: no notification.
 
 use std::path::{Path, PathBuf};
@@ -29,6 +31,8 @@ use tracing::{debug, info, warn};
 use super::Shell;
 use crate::agent::turn::Agents;
 use crate::error::{Domain, Error};
+use crate::locks::Unpoisoned;
+use crate::protocol::ChatId;
 use crate::safe_fs::{Dir, Kind};
 
 /// Folders of the source watched, at most (the rest is still rebuilt, just not watched).
@@ -45,13 +49,18 @@ const IGNORED_AT_TOP: &[&str] = &[".git", "node_modules", "dist"];
 pub async fn start(shell: Arc<Shell>, agents: Arc<Agents>, quiet: Duration) {
     let root = shell.source_path();
     let (poke, mut poked) = mpsc::channel::<()>(1);
+    // The chat whose turn made the last edit (when one turn ran): the build is its own, so a
+    // failure or a rollback is told from it.
+    let edited_in: Arc<std::sync::Mutex<Option<ChatId>>> = Arc::default();
     let seen = {
-        let (shell, root, poke) = (shell.clone(), root.clone(), poke.clone());
+        let (shell, root, poke, agents, edited_in) =
+            (shell.clone(), root.clone(), poke.clone(), agents.clone(), edited_in.clone());
         move |event: notify::Result<notify::Event>| {
             let Ok(event) = event else { return };
             if matches!(event.kind, notify::EventKind::Access(_)) || !event.paths.iter().any(|p| counts(&root, p)) {
                 return;
             }
+            *edited_in.locked() = agents.turns.only_running();
             shell.note_edit();
             let _ = poke.try_send(());
         }
@@ -79,7 +88,8 @@ pub async fn start(shell: Arc<Shell>, agents: Arc<Agents>, quiet: Duration) {
             if !shell.edited_since_build() {
                 continue;
             }
-            match shell.rebuild(None).await {
+            let chat = edited_in.locked().clone();
+            match shell.rebuild(chat.as_ref().map(ToString::to_string)).await {
                 Ok(built) => info!(build = built.build.n, "the shell was rebuilt after edits of its source"),
                 Err(Error::Domain(Domain::ShellBuildRunning)) => {
                     shell.build_ended().await;
@@ -91,7 +101,7 @@ pub async fn start(shell: Arc<Shell>, agents: Arc<Agents>, quiet: Duration) {
                 Err(e) => {
                     let why = e.client_message().unwrap_or_else(|| e.to_string());
                     warn!(error = %e, "the shell's rebuild after edits failed");
-                    shell.tell_owner("The shell's rebuild failed", why);
+                    shell.tell_owner(chat, "The shell's rebuild failed", why);
                 }
             }
         }

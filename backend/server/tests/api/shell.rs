@@ -12,7 +12,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{SseReader, TestApp, assert_error, eventually, eventually_within, fake_dist};
+use crate::helpers::{SseReader, TestApp, assert_error, eventually, eventually_within, fake_dist, script};
 
 /// A tiny vite project standing in for the stock shell (vite resolves in the repository's
 /// `frontend/node_modules`, the toolchain tests use).
@@ -40,6 +40,13 @@ async fn spawn() -> (TestApp, String) {
 
 /// With `watch`, the watcher rebuilds after that quiet spell.
 async fn spawn_watching(watch: Option<Duration>) -> (TestApp, String) {
+    spawn_watching_with(watch, |_| {}).await
+}
+
+async fn spawn_watching_with(
+    watch: Option<Duration>,
+    tweak: impl FnOnce(&mut mobius::config::Config) + Send + 'static,
+) -> (TestApp, String) {
     let dir = Arc::new(tempfile::tempdir().expect("tmp"));
     fake_dist(dir.path());
     let stock = stock_source(dir.path());
@@ -47,6 +54,7 @@ async fn spawn_watching(watch: Option<Duration>) -> (TestApp, String) {
         config.shell_source = Some(stock);
         config.shell_ready_timeout = Duration::from_secs(2);
         config.shell_watch = watch;
+        tweak(config);
     })
     .await;
     let token = app.setup_owner().await;
@@ -376,4 +384,49 @@ async fn edits_outside_a_turn_are_rebuilt_once_after_they_settle_and_new_folders
     let numbers: Vec<u64> =
         status["builds"].as_array().expect("builds").iter().filter_map(|b| b["n"].as_u64()).collect();
     assert_eq!(numbers, [3, 2, 1], "one build per burst of edits: {status}");
+}
+
+#[tokio::test]
+async fn a_watcher_build_that_fails_after_a_turn_is_told_from_that_turns_chat() {
+    // A Claude imitation whose turn lasts until the test writes a line into `go` (a FIFO).
+    let tmp = tempfile::tempdir().expect("tmp");
+    let go = tmp.path().join("go");
+    nix::unistd::mkfifo(&go, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    let bin = script(
+        tmp.path(),
+        "fake-claude",
+        &format!(
+            r#"IFS= read -r init
+IFS= read -r user
+sid="s-$MOBIUS_CHAT_ID"
+printf '{{"type":"system","subtype":"init","session_id":"%s"}}\n' "$sid"
+IFS= read -r line < {go}
+printf '{{"type":"assistant","message":{{"id":"m1","content":[{{"type":"text","text":"edited"}}]}},"session_id":"%s"}}\n' "$sid"
+printf '{{"type":"result","subtype":"success","is_error":false,"session_id":"%s","usage":{{"input_tokens":5,"output_tokens":7}}}}\n' "$sid"
+cat >/dev/null"#,
+            go = go.display()
+        ),
+    );
+    let (app, token) = spawn_watching_with(Some(Duration::from_millis(300)), move |c| c.claude_bin = bin).await;
+    app.connect_claude(&token).await;
+    app.chat(&token, "edits").await;
+    app.send(&token, "edits", "Break the shell", "c1").await;
+    eventually("the turn runs", || async { (app.detail(&token, "edits").await["running"] == true).then_some(()) }).await;
+
+    // The turn's edit breaks the build; the watcher waits for the turn's end to build it.
+    std::fs::write(source(&app).join("src/main.js"), "document.getElementById(\"root\".textContent = ;\n")
+        .expect("edit");
+    let fifo = go.clone();
+    tokio::task::spawn_blocking(move || std::fs::write(fifo, "go\n")).await.expect("join").expect("go");
+    let notice = eventually_within(Duration::from_secs(60), "the owner is told the rebuild failed", || async {
+        let list: Value = app.get("/api/notifications", Some(&token)).await.json().await.ok()?;
+        list.as_array()?
+            .iter()
+            .find(|n| n["title"].as_str().is_some_and(|t| t.contains("rebuild failed")))
+            .cloned()
+    })
+    .await;
+    assert_eq!((notice["source_type"].clone(), notice["source_id"].clone()), (json!("chat"), json!("edits")), "{notice}");
+    assert!(notice["body"].as_str().is_some_and(|b| b.contains("main.js")), "the errors: {notice}");
+    assert!(!served(&app).await.0.contains("mobius-shell-build"), "the stock shell stays");
 }
