@@ -135,7 +135,8 @@ export function pageTheme(): Record<Scheme, Record<string, string>> {
   for (const scheme of ["light", "dark"] as const) {
     const read = (name: string) => style.getPropertyValue(`--${scheme}-${name.slice(2)}`).trim() || style.getPropertyValue(name);
     for (const [name, value] of Object.entries(buildFrameTheme(scheme, read).theme.vars)) {
-      if (name.startsWith("--mobius-") || !PAGE_VALUE.test(value) || /url\(|expression\(|\/\*/i.test(value)) continue;
+      const openQuote = (value.split("'").length - 1) % 2 === 1 || (value.split('"').length - 1) % 2 === 1;
+      if (name.startsWith("--mobius-") || !PAGE_VALUE.test(value) || /url\(|expression\(|\/\*/i.test(value) || openQuote) continue;
       out[scheme][name.slice(2)] = value;
     }
   }

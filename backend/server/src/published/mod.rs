@@ -45,8 +45,21 @@ const MODULE_FILE: &str = "module.js";
 const THEME_FILE: &str = "theme.css";
 /// The original platform's theme variables a page may be given (app-platform-contract §2.9).
 const THEME_NAMES: &[&str] = &[
-    "bg", "surface", "surface2", "border", "border-light", "text", "muted", "accent", "accent-hover", "accent-dim",
-    "accent-fg", "danger", "green", "font", "mono",
+    "bg",
+    "surface",
+    "surface2",
+    "border",
+    "border-light",
+    "text",
+    "muted",
+    "accent",
+    "accent-hover",
+    "accent-dim",
+    "accent-fg",
+    "danger",
+    "green",
+    "font",
+    "mono",
 ];
 /// Longest theme value (a font stack is the longest the shell sends).
 const MAX_THEME_VALUE: usize = 200;
@@ -132,11 +145,16 @@ impl PageTheme {
                     && v.chars().all(|c| c.is_ascii_alphanumeric() || " #%.,()'\"-_+/".contains(c))
                     && !lower.contains("url(")
                     && !lower.contains("expression(")
-                    && !v.contains("/*");
+                    && !v.contains("/*")
+                    // A quote left open would swallow the declarations after it.
+                    && v.matches('\'').count() % 2 == 0
+                    && v.matches('"').count() % 2 == 0;
                 if !safe {
                     return Err(Error::bad_request(
                         "invalid_request",
-                        format!("theme.{scheme}.{name} is not a plain colour or font value (at most {MAX_THEME_VALUE} characters, no url())."),
+                        format!(
+                            "theme.{scheme}.{name} is not a plain colour or font value (at most {MAX_THEME_VALUE} characters, no url())."
+                        ),
                     ));
                 }
                 out.push_str(&format!(" --{name}: {v}; --mobius-{name}: {v};"));
@@ -308,12 +326,19 @@ mod tests {
 
     #[test]
     fn a_page_theme_is_plain_custom_properties_per_scheme() {
-        let css = theme(&[("accent", "#15803d"), ("accent-dim", "rgba(21,128,61,0.08)"), ("font", "'Inter', system-ui, sans-serif")])
-            .css()
-            .expect("valid");
+        let css = theme(&[
+            ("accent", "#15803d"),
+            ("accent-dim", "rgba(21,128,61,0.08)"),
+            ("font", "'Inter', system-ui, sans-serif"),
+        ])
+        .css()
+        .expect("valid");
         assert!(css.starts_with(":root { color-scheme: light; --accent: #15803d; --mobius-accent: #15803d;"), "{css}");
         assert!(css.contains("--accent-dim: rgba(21,128,61,0.08);"), "{css}");
-        assert!(css.contains("@media (prefers-color-scheme: dark) { :root { color-scheme: dark; --accent: #22c55e;"), "{css}");
+        assert!(
+            css.contains("@media (prefers-color-scheme: dark) { :root { color-scheme: dark; --accent: #22c55e;"),
+            "{css}"
+        );
     }
 
     #[test]
@@ -325,6 +350,7 @@ mod tests {
             ("accent", "</style><script>alert(1)</script>"),
             ("accent", "expression(alert(1))"),
             ("accent", "red /* comment"),
+            ("font", "'Inter, sans-serif"),
             ("accent", "\\72 ed"),
             ("accent", ""),
             ("position", "fixed"),

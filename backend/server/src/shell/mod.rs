@@ -260,12 +260,7 @@ impl Shell {
             Some(chat) => crate::push::Source::Chat(chat),
             None => crate::push::Source::Owner { source_type: "shell".into(), source_id: None },
         };
-        self.push.notify(crate::push::Notice::new(
-            crate::protocol::NotificationKind::Agent,
-            source,
-            title,
-            Some(body),
-        ));
+        self.push.notify(crate::push::Notice::new(crate::protocol::NotificationKind::Agent, source, title, Some(body)));
     }
 
     /// What is served now.

@@ -411,7 +411,8 @@ cat >/dev/null"#,
     app.connect_claude(&token).await;
     app.chat(&token, "edits").await;
     app.send(&token, "edits", "Break the shell", "c1").await;
-    eventually("the turn runs", || async { (app.detail(&token, "edits").await["running"] == true).then_some(()) }).await;
+    eventually("the turn runs", || async { (app.detail(&token, "edits").await["running"] == true).then_some(()) })
+        .await;
 
     // The turn's edit breaks the build; the watcher waits for the turn's end to build it.
     std::fs::write(source(&app).join("src/main.js"), "document.getElementById(\"root\".textContent = ;\n")
@@ -420,13 +421,14 @@ cat >/dev/null"#,
     tokio::task::spawn_blocking(move || std::fs::write(fifo, "go\n")).await.expect("join").expect("go");
     let notice = eventually_within(Duration::from_secs(60), "the owner is told the rebuild failed", || async {
         let list: Value = app.get("/api/notifications", Some(&token)).await.json().await.ok()?;
-        list.as_array()?
-            .iter()
-            .find(|n| n["title"].as_str().is_some_and(|t| t.contains("rebuild failed")))
-            .cloned()
+        list.as_array()?.iter().find(|n| n["title"].as_str().is_some_and(|t| t.contains("rebuild failed"))).cloned()
     })
     .await;
-    assert_eq!((notice["source_type"].clone(), notice["source_id"].clone()), (json!("chat"), json!("edits")), "{notice}");
+    assert_eq!(
+        (notice["source_type"].clone(), notice["source_id"].clone()),
+        (json!("chat"), json!("edits")),
+        "{notice}"
+    );
     assert!(notice["body"].as_str().is_some_and(|b| b.contains("main.js")), "the errors: {notice}");
     assert!(!served(&app).await.0.contains("mobius-shell-build"), "the stock shell stays");
 }
