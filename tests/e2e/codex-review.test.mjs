@@ -1,10 +1,10 @@
 // Reviewing a real Codex turn on a phone (issue 37): the real server runs the real Codex CLI
 // (app-server) against the scripted Responses server (tests/fake-providers/mock_openai.py),
-// which has it add a file and patch it with apply_patch, and run a command. The settled reply
-// shows its tool work as one grouped line that opens into the steps, and a "Files changed"
-// summary whose file opens its coloured diff — the same review as a Claude turn
-// (review.test.mjs), from Codex's own events. (Codex's plan updates are not scripted here: the
-// pinned CLI did not turn the mock's `update_plan` call into a plan event; see ARCHITECTURE.md.)
+// which has it plan the work with Codex's `update_plan` tool, add a file and patch it with
+// apply_patch, and run a command. The plan shows as a card that moves on live and stays in the
+// settled reply; the reply shows its tool work as one grouped line that opens into the steps,
+// and a "Files changed" summary whose file opens its coloured diff — the same review as a
+// Claude turn (review.test.mjs, goal.test.mjs), from Codex's own events.
 // Checks are structural (elements, counts, text), with a screenshot kept as an artifact.
 //
 // Environment: MOBIUS_BIN, MOBIUS_FRONTEND_DIR (scripts/test sets both); the Codex CLI from
@@ -35,11 +35,19 @@ import {
 
 const STEP_TIMEOUT = 120_000;
 
+// Codex's plan tool (the server turns it on: 0.171 offers it only when asked to).
+const plan = (explanation, ...statuses) => ({
+  name: "update_plan",
+  arguments: { explanation, plan: ["Write notes.ts", "Check it"].map((step, i) => ({ step, status: statuses[i] })) },
+});
+
+// The first patch is slow the first time it is served, so the plan's first state shows a while.
 const SCRIPT = {
   steps: [
-    { text: "Writing notes.ts.", apply_patch: "*** Begin Patch\n*** Add File: notes.ts\n+export const a = 1;\n+export const b = 2;\n*** End Patch\n" },
+    { text: "Writing notes.ts.", function_call: plan("Two steps", "in_progress", "pending") },
+    { apply_patch: "*** Begin Patch\n*** Add File: notes.ts\n+export const a = 1;\n+export const b = 2;\n*** End Patch\n", delay_s: 3 },
     { apply_patch: "*** Begin Patch\n*** Update File: notes.ts\n@@\n export const a = 1;\n-export const b = 2;\n+export const b = 20;\n+export const c = 3;\n*** End Patch\n" },
-    { shell: "wc -l notes.ts" },
+    { shell: "wc -l notes.ts", function_call: plan("Written and checked", "completed", "completed") },
     { text: "All done: notes.ts has three constants." },
   ],
   default: { text: "Nothing more." },
@@ -73,14 +81,28 @@ describe("reviewing a real Codex turn on a phone (real server, real Codex CLI, s
 
   after(() => tearDown({ server, log: "codex-review-server.log", browsers: [phone], mocks: [mock] }));
 
-  step("a Codex turn that patches and runs settles into one grouped line", async (page) => {
+  step("Codex's plan shows live as a card while the turn works", async (page) => {
     await page.goto(server.origin + "/");
     await signInAsOwner(page);
     await page.waitForURL(/\/chat\/[0-9a-f-]{36}$/);
     const response = await send(page, "Make notes.ts with a few constants");
     assert.equal(response.status(), 202);
+    const card = page.locator(".plan-card");
+    await card.getByText("0 of 2 done").waitFor({ timeout: TURN_TIMEOUT });
+    assert.equal(await card.locator('.plan-step[data-status="in_progress"]').textContent(), "Write notes.ts, in progress");
+    assert.equal(await card.locator(".plan-explanation").textContent(), "Two steps");
+  });
+
+  step("a Codex turn that plans, patches and runs settles into its plan and one grouped line", async (page) => {
     await page.getByText("All done: notes.ts has three constants.").waitFor({ timeout: TURN_TIMEOUT });
     await turnEnds(page);
+    const card = reply(page).locator(".plan-card");
+    assert.equal(await card.count(), 1, "one plan card, moved on in place");
+    await card.getByText("2 of 2 done").waitFor();
+    assert.equal(await card.locator('.plan-step[data-status="completed"]').count(), 2);
+    assert.equal(await card.locator(".plan-explanation").textContent(), "Written and checked");
+    await card.scrollIntoViewIfNeeded();
+    await screenshot(page, "codex-review-plan-phone.png");
 
     const group = reply(page).locator(".activity-group-head");
     assert.equal(await group.count(), 1, "one stretch of tool work");

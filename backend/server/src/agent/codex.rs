@@ -98,6 +98,9 @@ pub fn config_toml(base_url: Option<&str>) -> String {
     for (feature, on) in FEATURES {
         text.push_str(&format!("{feature} = {on}\n"));
     }
+    for (tool, on) in TOOLS {
+        text.push_str(&format!("\n[tools.{tool}]\nenabled = {on}\n"));
+    }
     if let Some(url) = base_url {
         text.push_str(&format!(
             "\n[model_providers.{ENDPOINT_PROVIDER}]\nname = \"Möbius endpoint\"\nbase_url = {}\nwire_api = \"responses\"\n",
@@ -116,13 +119,25 @@ const FEATURES: [(&str, bool); 4] = [
     ("skill_mcp_dependency_install", false),
 ];
 
+/// Built-in tools the server turns on for every Codex process. `update_plan` (the checklist
+/// whose calls come back as `turn/plan/updated`, the plan card) is off by default in the
+/// pinned 0.171: without `tools.update_plan.enabled` the model is never offered it, and a call
+/// it makes anyway is answered "unsupported call" with no event (seen against the scripted
+/// Responses server, which logs the `tools` of each request). Web search needs no switch: the
+/// hosted `web_search` tool is offered by default.
+const TOOLS: [(&str, bool); 1] = [("update_plan", true)];
+
 /// What a process started by the server is told on its command line as well (a session
-/// flag beats every file): the features above and no `notify` program.
+/// flag beats every file): the features and tools above and no `notify` program.
 pub fn config_overrides() -> Vec<String> {
     let mut args = Vec::new();
     for (feature, on) in FEATURES {
         args.push("-c".to_owned());
         args.push(format!("features.{feature}={on}"));
+    }
+    for (tool, on) in TOOLS {
+        args.push("-c".to_owned());
+        args.push(format!("tools.{tool}.enabled={on}"));
     }
     args.push("-c".to_owned());
     args.push("notify=[]".to_owned());

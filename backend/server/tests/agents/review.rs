@@ -1,0 +1,74 @@
+//! What the owner reviews of a real Codex turn (issue 37), from the CLI's own events: its
+//! `update_plan` calls become the message's plan card, updated live.
+
+use serde_json::{Value, json};
+
+use crate::{Cli, Rig, types};
+
+/// One `update_plan` call of the scripted model.
+fn update_plan(explanation: &str, steps: &[(&str, &str)]) -> Value {
+    let plan: Vec<Value> = steps.iter().map(|(step, status)| json!({ "step": step, "status": status })).collect();
+    json!({ "name": "update_plan", "arguments": { "explanation": explanation, "plan": plan } })
+}
+
+/// The steps of a plan card (live event or transcript block) as (text, status) pairs.
+fn steps_of(card: &Value) -> Vec<(String, String)> {
+    card["steps"]
+        .as_array()
+        .map(|steps| {
+            steps
+                .iter()
+                .map(|s| (s["text"].as_str().unwrap_or("").to_owned(), s["status"].as_str().unwrap_or("").to_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn pairs(steps: &[(&str, &str)]) -> Vec<(String, String)> {
+    steps.iter().map(|(t, s)| ((*t).to_owned(), (*s).to_owned())).collect()
+}
+
+#[tokio::test]
+#[ignore = "needs the agent CLIs; scripts/test runs it"]
+async fn codex_plan_updates_become_the_messages_plan_card_live() {
+    let first = [("Read the code", "completed"), ("Write notes.ts", "in_progress"), ("Run the tests", "pending")];
+    let last = [("Read the code", "completed"), ("Write notes.ts", "completed"), ("Run the tests", "completed")];
+    let script = json!({ "steps": [
+        { "text": "Planning.", "function_call": update_plan("Three steps", &first) },
+        { "function_call": update_plan("All done", &last) },
+        { "text": "All three done." },
+    ] });
+    let rig = Rig::start(Cli::Codex, script).await;
+    let Rig { app, token, mock, .. } = &rig;
+    app.chat(token, "p").await;
+    let mut stream = app.stream(token, "p", None).await;
+    assert_eq!(app.send(token, "p", "work through it", "m1").await["status"], "started");
+    let events = stream.until("done", 120).await;
+    assert_eq!(events.last().expect("done").data["status"], "completed", "{:?}", events.last());
+
+    // Codex was offered its plan tool (off by default in 0.171: the server turns it on).
+    let requests = mock.requests().await;
+    let main = requests.iter().find(|r| r["kind"] == "main").expect("a main request");
+    assert!(
+        main["tools"].as_array().is_some_and(|t| t.iter().any(|t| t == "update_plan")),
+        "update_plan not offered: {}",
+        main["tools"]
+    );
+    // Each call is a live plan event, in order, with Codex's statuses mapped.
+    let plans: Vec<&Value> = events.iter().map(|e| &e.data).filter(|d| d["type"] == "plan").collect();
+    assert_eq!(plans.len(), 2, "two plan updates: {:?}", types(&events));
+    let in_progress = [("Read the code", "completed"), ("Write notes.ts", "in_progress"), ("Run the tests", "pending")];
+    assert_eq!(steps_of(plans[0]), pairs(&in_progress));
+    assert_eq!(plans[0]["explanation"], "Three steps");
+    assert_eq!(steps_of(plans[1]), pairs(&last));
+
+    // The transcript keeps one card, as the last update left it.
+    let detail = app.detail(token, "p").await;
+    let reply = &detail["messages"][1];
+    let cards: Vec<&Value> =
+        reply["blocks"].as_array().expect("blocks").iter().filter(|b| b["type"] == "plan").collect();
+    assert_eq!(cards.len(), 1, "one plan card: {reply}");
+    assert_eq!(steps_of(cards[0]), pairs(&last));
+    assert_eq!(cards[0]["explanation"], "All done");
+    assert!(reply["content"].as_str().is_some_and(|c| c.contains("All three done.")), "{reply}");
+}
