@@ -1,10 +1,11 @@
 // Reviewing a real Codex turn on a phone (issue 37): the real server runs the real Codex CLI
 // (app-server) against the scripted Responses server (tests/fake-providers/mock_openai.py),
 // which has it plan the work with Codex's `update_plan` tool, add a file and patch it with
-// apply_patch, and run a command. The plan shows as a card that moves on live and stays in the
-// settled reply; the reply shows its tool work as one grouped line that opens into the steps,
-// and a "Files changed" summary whose file opens its coloured diff — the same review as a
-// Claude turn (review.test.mjs, goal.test.mjs), from Codex's own events.
+// apply_patch, look a page up with its hosted web search, and run a command. The plan shows as
+// a card that moves on live and stays in the settled reply; the reply shows its tool work as
+// one grouped line that opens into the steps (the search saying what it opened), the page as a
+// source chip, and a "Files changed" summary whose file opens its coloured diff — the same
+// review as a Claude turn (review.test.mjs, goal.test.mjs), from Codex's own events.
 // Checks are structural (elements, counts, text), with a screenshot kept as an artifact.
 //
 // Environment: MOBIUS_BIN, MOBIUS_FRONTEND_DIR (scripts/test sets both); the Codex CLI from
@@ -34,6 +35,7 @@ import {
 } from "./harness.mjs";
 
 const STEP_TIMEOUT = 120_000;
+const WC_PAGE = "https://www.gnu.org/software/coreutils/manual/html_node/wc-invocation.html";
 
 // Codex's plan tool (the server turns it on: 0.171 offers it only when asked to).
 const plan = (explanation, ...statuses) => ({
@@ -47,7 +49,11 @@ const SCRIPT = {
     { text: "Writing notes.ts.", function_call: plan("Two steps", "in_progress", "pending") },
     { apply_patch: "*** Begin Patch\n*** Add File: notes.ts\n+export const a = 1;\n+export const b = 2;\n*** End Patch\n", delay_s: 3 },
     { apply_patch: "*** Begin Patch\n*** Update File: notes.ts\n@@\n export const a = 1;\n-export const b = 2;\n+export const b = 20;\n+export const c = 3;\n*** End Patch\n" },
-    { shell: "wc -l notes.ts", function_call: plan("Written and checked", "completed", "completed") },
+    {
+      web_search: [{ type: "search", query: "wc count lines" }, { type: "open_page", url: WC_PAGE }],
+      shell: "wc -l notes.ts",
+      function_call: plan("Written and checked", "completed", "completed"),
+    },
     { text: "All done: notes.ts has three constants." },
   ],
   default: { text: "Nothing more." },
@@ -110,8 +116,18 @@ describe("reviewing a real Codex turn on a phone (real server, real Codex CLI, s
     assert.match(line, /ran a command/, line);
     assert.equal(await reply(page).locator(".tool").count(), 0, "closed until asked for");
     await group.click();
-    assert.ok((await reply(page).locator(".tool").count()) >= 3, "the patches and the command are its steps");
+    assert.ok((await reply(page).locator(".tool").count()) >= 5, "the patches, the searches and the command are its steps");
+    // The searches say what they looked for and opened (Codex tells only once they are done).
+    await reply(page).locator(".tool").getByText("wc count lines").waitFor();
+    await reply(page).locator(".tool").getByText(WC_PAGE).first().waitFor();
     await group.click();
+  });
+
+  step("the page Codex opened is a source chip under the reply", async (page) => {
+    const chips = reply(page).locator(".sources .source-chip");
+    assert.equal(await chips.count(), 1, "the opened page; a plain search names none");
+    assert.equal(await chips.getAttribute("href"), WC_PAGE);
+    assert.equal((await chips.textContent())?.trim(), "gnu.org");
   });
 
   step("Files changed sums both patches of the file and opens its coloured diff", async (page) => {

@@ -502,7 +502,16 @@ impl Parser {
                 events.push(AgentEvent::ToolEnd { id, is_error: s("status") == "failed", interrupted: false });
             }
             "webSearch" => {
-                // A page Codex opened (or searched in) is a source; a plain search names none.
+                // Streamed from the Responses API, the search starts before its action is known
+                // (`query` "", action `other`); the finished item says what it searched or
+                // opened (`query` is Codex's own line for it: the words, the URL, "'x' in URL").
+                let query = s("query");
+                if !query.is_empty() {
+                    events.push(AgentEvent::ToolInput { id: id.clone(), input: query });
+                }
+                // A page Codex opened (or searched in) is a source. A plain search names none:
+                // Codex 0.171 keeps neither the search's `sources` nor the reply's `url_citation`
+                // annotations (its `agentMessage` is text only), so no title reaches us either.
                 let url = item.pointer("/action/url").and_then(Value::as_str).filter(|u| !u.is_empty());
                 if let Some(url) = url {
                     events.push(AgentEvent::ToolSources { id: id.clone(), sources: vec![(url.to_owned(), None)] });
@@ -645,7 +654,7 @@ fn item_started(item: &Value, events: &mut Vec<AgentEvent>) {
             let input = item.get("arguments").map(|a| super::summarize_input(&name, a)).unwrap_or_default();
             events.push(start(&name, input));
         }
-        "webSearch" => events.push(start("WebSearch", s("query"))),
+        "webSearch" => events.push(start("WebSearch", super::summarize_input("WebSearch", item))),
         "imageView" => events.push(start("ViewImage", s("path"))),
         _ => {}
     }
@@ -1223,6 +1232,46 @@ mod tests {
         assert_eq!(f.limit, Some(LimitHit { resets_at: Some(1_796_404_744_000) }));
         let other = json!({"method":"error","params":{"error":{"message":"bad","codexErrorInfo":"badRequest"},"willRetry":false}});
         assert!(matches!(parser.parse(&other), Parsed::Finished(f) if f.limit.is_none()));
+    }
+
+    /// The `webSearch` items of the real Codex 0.171 when the Responses stream adds a
+    /// `web_search_call` before its action is known, as the API does (recorded against the
+    /// scripted server): the start names nothing, the end says what was searched or opened.
+    fn web_search(id: &str, phase: &str, query: &str, action: &Value) -> Value {
+        json!({"method": format!("item/{phase}"), "params": {"item": {"type": "webSearch", "id": id,
+            "query": query, "action": action, "results": null}, "turnId": "t1"}})
+    }
+
+    #[test]
+    fn a_web_search_fills_in_what_it_searched_when_it_ends_and_an_opened_page_is_a_source() {
+        let mut parser = Parser::default();
+        let events = |parsed: Parsed| match parsed {
+            Parsed::Events(events) => events,
+            other => panic!("{other:?}"),
+        };
+        let started = events(parser.parse(&web_search("ws_1", "started", "", &json!({"type": "other"}))));
+        assert!(matches!(&started[..], [AgentEvent::ToolStart { name, input, .. }] if name == "WebSearch" && input.is_empty()));
+        let search = json!({"type": "search", "query": "tokio select macro", "queries": null});
+        let ended = events(parser.parse(&web_search("ws_1", "completed", "tokio select macro", &search)));
+        assert!(matches!(&ended[..], [AgentEvent::ToolInput { id, input }, AgentEvent::ToolEnd { is_error: false, .. }]
+            if id == "ws_1" && input == "tokio select macro"), "a plain search names no source: {ended:?}");
+
+        let url = "https://tokio.rs/tokio/tutorial/select";
+        for (id, query, action) in [
+            ("ws_2", url.to_owned(), json!({"type": "openPage", "url": url})),
+            ("ws_3", format!("'cancel' in {url}"), json!({"type": "findInPage", "url": url, "pattern": "cancel"})),
+        ] {
+            let ended = events(parser.parse(&web_search(id, "completed", &query, &action)));
+            assert!(matches!(&ended[0], AgentEvent::ToolInput { input, .. } if *input == query), "{ended:?}");
+            assert!(
+                matches!(&ended[1], AgentEvent::ToolSources { sources, .. } if sources == &[(url.to_owned(), None)]),
+                "{ended:?}"
+            );
+        }
+        // A search that began with its words keeps them (bounded like every summary).
+        let long = "q ".repeat(300);
+        let started = events(parser.parse(&web_search("ws_4", "started", &long, &search)));
+        assert!(matches!(&started[0], AgentEvent::ToolStart { input, .. } if input.chars().count() <= 200));
     }
 
     #[test]

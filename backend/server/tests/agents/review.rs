@@ -1,5 +1,6 @@
 //! What the owner reviews of a real Codex turn (issue 37), from the CLI's own events: its
-//! `update_plan` calls become the message's plan card, updated live.
+//! `update_plan` calls become the message's plan card, updated live; its hosted web searches
+//! say what they searched, and the pages they opened are the reply's sources.
 
 use serde_json::{Value, json};
 
@@ -71,4 +72,51 @@ async fn codex_plan_updates_become_the_messages_plan_card_live() {
     assert_eq!(steps_of(cards[0]), pairs(&last));
     assert_eq!(cards[0]["explanation"], "All done");
     assert!(reply["content"].as_str().is_some_and(|c| c.contains("All three done.")), "{reply}");
+}
+
+#[tokio::test]
+#[ignore = "needs the agent CLIs; scripts/test runs it"]
+async fn codex_web_searches_say_what_they_searched_and_opened_pages_are_sources() {
+    let page = "https://tokio.rs/tokio/tutorial/select";
+    let script = json!({ "steps": [{
+        "web_search": [
+            { "type": "search", "query": "tokio select macro",
+              "sources": [{ "type": "url", "url": "https://docs.rs/tokio/latest/tokio/macro.select.html" }] },
+            { "type": "open_page", "url": page },
+            { "type": "find_in_page", "url": page, "pattern": "cancel" },
+        ],
+        "text": "Found it.",
+    }] });
+    let rig = Rig::start(Cli::Codex, script).await;
+    let Rig { app, token, mock, .. } = &rig;
+    app.chat(token, "w").await;
+    let mut stream = app.stream(token, "w", None).await;
+    assert_eq!(app.send(token, "w", "look it up", "m1").await["status"], "started");
+    let events = stream.until("done", 120).await;
+    assert_eq!(events.last().expect("done").data["status"], "completed", "{:?}", events.last());
+    let requests = mock.requests().await;
+    assert!(requests.iter().any(|r| r["tools"].as_array().is_some_and(|t| t.iter().any(|t| t == "web_search"))));
+
+    // Each search started before Codex knew what it did; its end said so.
+    let started: Vec<&Value> =
+        events.iter().map(|e| &e.data).filter(|d| d["type"] == "tool_start" && d["tool"] == "WebSearch").collect();
+    assert_eq!(started.len(), 3, "{:?}", types(&events));
+    assert!(started.iter().all(|s| s["input"] == ""), "the API adds a search before its action: {started:?}");
+    let detail = app.detail(token, "w").await;
+    let reply = &detail["messages"][1];
+    let searches: Vec<&Value> = reply["blocks"]
+        .as_array()
+        .expect("blocks")
+        .iter()
+        .filter(|b| b["type"] == "tool" && b["tool"] == "WebSearch")
+        .collect();
+    let inputs: Vec<&str> = searches.iter().map(|b| b["input"].as_str().unwrap_or("")).collect();
+    assert_eq!(inputs, ["tokio select macro", page, &format!("'cancel' in {page}")]);
+    assert!(searches.iter().all(|b| b["status"] == "done"), "{searches:?}");
+    // The opened page is a source (twice: opened, then searched in); the plain search names
+    // none, since Codex keeps no search results.
+    let sources: Vec<&str> =
+        searches.iter().flat_map(|b| b["sources"].as_array().into_iter().flatten()).filter_map(|s| s["url"].as_str()).collect();
+    assert_eq!(sources, [page, page]);
+    assert!(reply["content"].as_str().is_some_and(|c| c.contains("Found it.")), "{reply}");
 }
