@@ -1,6 +1,7 @@
 //! What the owner reviews of a real Codex turn (issue 37), from the CLI's own events: its
 //! `update_plan` calls become the message's plan card, updated live; its hosted web searches
-//! say what they searched, and the pages they opened are the reply's sources.
+//! say what they searched, and the pages they opened are the reply's sources; a sub-agent it
+//! spawns is a subagent call with its own steps and report.
 
 use serde_json::{Value, json};
 
@@ -119,4 +120,43 @@ async fn codex_web_searches_say_what_they_searched_and_opened_pages_are_sources(
         searches.iter().flat_map(|b| b["sources"].as_array().into_iter().flatten()).filter_map(|s| s["url"].as_str()).collect();
     assert_eq!(sources, [page, page]);
     assert!(reply["content"].as_str().is_some_and(|c| c.contains("Found it.")), "{reply}");
+}
+
+#[tokio::test]
+#[ignore = "needs the agent CLIs; scripts/test runs it"]
+async fn a_codex_sub_agent_is_a_subagent_call_with_its_own_steps_and_report() {
+    let agents = |name: &str, arguments: Value| json!({ "namespace": "agents", "name": name, "arguments": arguments });
+    let script = json!({
+        "steps": [
+            { "text": "Asking a helper.", "function_call": agents("spawn_agent",
+                json!({ "task_name": "find_config", "message": "Find the config file.", "fork_turns": "none" })) },
+            { "function_call": agents("wait_agent", json!({ "timeout_ms": 30000 })) },
+            { "text": "The helper found it." },
+        ],
+        "agent_steps": [{ "shell": "echo helper-ran" }, { "text": "It is in a.toml" }],
+    });
+    let rig = Rig::start(Cli::Codex, script).await;
+    let Rig { app, token, mock, .. } = &rig;
+    app.chat(token, "a").await;
+    let mut stream = app.stream(token, "a", None).await;
+    assert_eq!(app.send(token, "a", "find the config with a helper", "m1").await["status"], "started");
+    let events = stream.until("done", 120).await;
+    assert_eq!(events.last().expect("done").data["status"], "completed", "{:?}", events.last());
+    let requests = mock.requests().await;
+    assert!(requests.iter().any(|r| r["kind"] == "agent"), "the sub-agent asked its model: {requests:?}");
+
+    let detail = app.detail(token, "a").await;
+    let reply = &detail["messages"][1];
+    let blocks = reply["blocks"].as_array().expect("blocks");
+    let tool = |name: &str| blocks.iter().find(|b| b["type"] == "tool" && b["tool"] == name);
+    let call = tool("Agent").unwrap_or_else(|| panic!("no subagent call: {reply}"));
+    assert_eq!(call["input"], "find config");
+    assert_eq!(call["status"], "done", "the call ends with the sub-agent's turn: {call}");
+    assert_eq!(call["output"], "It is in a.toml", "its report: {call}");
+    let step = tool("Bash").unwrap_or_else(|| panic!("no step of the sub-agent: {reply}"));
+    assert_eq!(step["parent_tool_use_id"], call["tool_use_id"], "{step}");
+    assert!(step["output"].as_str().is_some_and(|o| o.contains("helper-ran")), "{step}");
+    // The sub-agent's words are its report, not the reply's; its turn's end did not end ours.
+    let content = reply["content"].as_str().unwrap_or_default();
+    assert!(content.contains("The helper found it.") && !content.contains("It is in a.toml"), "{content}");
 }
