@@ -4,8 +4,10 @@
 // apply_patch, look a page up with its hosted web search, and run a command. The plan shows as
 // a card that moves on live and stays in the settled reply; the reply shows its tool work as
 // one grouped line that opens into the steps (the search saying what it opened), the page as a
-// source chip, and a "Files changed" summary whose file opens its coloured diff — the same
-// review as a Claude turn (review.test.mjs, goal.test.mjs), from Codex's own events.
+// source chip, and a "Files changed" summary whose file opens its coloured diff. A second turn
+// has Codex spawn a sub-agent (multi-agent v2; the scripted server answers its conversation
+// from `agent_steps`), which shows as a chip with its own step and report. The same review as a
+// Claude turn (review.test.mjs, goal.test.mjs), from Codex's own events.
 // Checks are structural (elements, counts, text), with a screenshot kept as an artifact.
 //
 // Environment: MOBIUS_BIN, MOBIUS_FRONTEND_DIR (scripts/test sets both); the Codex CLI from
@@ -43,6 +45,9 @@ const plan = (explanation, ...statuses) => ({
   arguments: { explanation, plan: ["Write notes.ts", "Check it"].map((step, i) => ({ step, status: statuses[i] })) },
 });
 
+// Codex's sub-agent tools (the `agents` namespace the server configures).
+const agents = (name, args) => ({ namespace: "agents", name, arguments: args });
+
 // The first patch is slow the first time it is served, so the plan's first state shows a while.
 const SCRIPT = {
   steps: [
@@ -55,7 +60,12 @@ const SCRIPT = {
       function_call: plan("Written and checked", "completed", "completed"),
     },
     { text: "All done: notes.ts has three constants." },
+    // The second turn: a sub-agent finds the config while Codex waits for it.
+    { text: "Asking a helper.", function_call: agents("spawn_agent", { task_name: "find_config", message: "Find the config file.", fork_turns: "none" }) },
+    { function_call: agents("wait_agent", { timeout_ms: 30000 }) },
+    { text: "The helper found it." },
   ],
+  agent_steps: [{ shell: "echo helper-ran" }, { text: "It is in a.toml" }],
   default: { text: "Nothing more." },
 };
 
@@ -142,6 +152,32 @@ describe("reviewing a real Codex turn on a phone (real server, real Codex CLI, s
     assert.deepEqual(await horizontalOverflow(page), [], "nothing runs past the phone's edge");
     await files.scrollIntoViewIfNeeded();
     await screenshot(page, "codex-review-files-changed-phone.png");
+    assert.deepEqual(problems, []);
+  });
+
+  step("a sub-agent Codex spawns shows as a chip with its own step and report", async (page) => {
+    await send(page, "Find the config with a helper");
+    await page.getByText("The helper found it.").waitFor({ timeout: TURN_TIMEOUT });
+    await turnEnds(page);
+    // The spawn and the wait are one stretch of tool work, the sub-agent counted as one step.
+    const group = reply(page).locator(".activity-group-head");
+    assert.match((await group.textContent()) ?? "", /Ran a subagent/);
+    await group.click();
+    const chip = reply(page).locator(".subagent");
+    assert.equal(await chip.count(), 1);
+    assert.equal(await chip.locator(".subagent-task").textContent(), "find config");
+    assert.equal(await chip.getAttribute("data-status"), "done", "its call ends with the sub-agent's turn");
+    assert.match((await chip.locator(".subagent-meta").textContent()) ?? "", /^1 step/);
+    await chip.getByRole("button", { expanded: false }).click();
+    const step = chip.locator(".subagent-steps .tool");
+    assert.equal(await step.count(), 1);
+    assert.match((await step.locator(".tool-input").textContent()) ?? "", /echo helper-ran/);
+    assert.equal(((await chip.locator(".subagent-report pre").textContent()) ?? "").trim(), "It is in a.toml");
+    // The sub-agent's words are its report, not the reply's.
+    assert.equal(await reply(page).locator(".md", { hasText: "It is in a.toml" }).count(), 0);
+    assert.deepEqual(await horizontalOverflow(page), [], "nothing runs past the phone's edge");
+    await chip.scrollIntoViewIfNeeded();
+    await screenshot(page, "codex-review-subagent-phone.png");
     assert.deepEqual(problems, []);
   });
 });
