@@ -506,7 +506,11 @@ impl Parser {
         }
         let s = |k: &str| item.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
         let (id, thread) = (s("id"), s("agentThreadId"));
-        if id.is_empty() || thread.is_empty() || self.agents.contains_key(&thread) || self.agents.len() >= MAX_SUB_AGENTS {
+        if id.is_empty()
+            || thread.is_empty()
+            || self.agents.contains_key(&thread)
+            || self.agents.len() >= MAX_SUB_AGENTS
+        {
             return;
         }
         // `/root/find_config` → "find config": the task name is all Codex says of the task.
@@ -1398,11 +1402,16 @@ mod tests {
             other => panic!("{other:?}"),
         };
         let started = events(parser.parse(&web_search("ws_1", "started", "", &json!({"type": "other"}))));
-        assert!(matches!(&started[..], [AgentEvent::ToolStart { name, input, .. }] if name == "WebSearch" && input.is_empty()));
+        assert!(
+            matches!(&started[..], [AgentEvent::ToolStart { name, input, .. }] if name == "WebSearch" && input.is_empty())
+        );
         let search = json!({"type": "search", "query": "tokio select macro", "queries": null});
         let ended = events(parser.parse(&web_search("ws_1", "completed", "tokio select macro", &search)));
-        assert!(matches!(&ended[..], [AgentEvent::ToolInput { id, input }, AgentEvent::ToolEnd { is_error: false, .. }]
-            if id == "ws_1" && input == "tokio select macro"), "a plain search names no source: {ended:?}");
+        assert!(
+            matches!(&ended[..], [AgentEvent::ToolInput { id, input }, AgentEvent::ToolEnd { is_error: false, .. }]
+            if id == "ws_1" && input == "tokio select macro"),
+            "a plain search names no source: {ended:?}"
+        );
 
         let url = "https://tokio.rs/tokio/tutorial/select";
         for (id, query, action) in [
@@ -1427,7 +1436,10 @@ mod tests {
         // The notifications of a real Codex 0.171 turn (multi-agent v2) that spawned an agent,
         // waited for it, and went on (recorded against the scripted server), trimmed.
         let mut parser = Parser::default();
-        assert!(matches!(parser.parse(&json!({"id": ID_THREAD, "result": {"thread": {"id": "th"}}})), Parsed::ThreadReady(_)));
+        assert!(matches!(
+            parser.parse(&json!({"id": ID_THREAD, "result": {"thread": {"id": "th"}}})),
+            Parsed::ThreadReady(_)
+        ));
         let note = |method: &str, thread: &str, params: Value| {
             let mut params = params;
             params["threadId"] = json!(thread);
@@ -1450,13 +1462,25 @@ mod tests {
             note("item/commandExecution/outputDelta", "ch", json!({"itemId": "c1", "delta": "port", "turnId": "t2"})),
             note("item/completed", "ch", json!({"item": done_command, "turnId": "t2"})),
             note("item/agentMessage/delta", "ch", json!({"itemId": "m1", "delta": "Its ", "turnId": "t2"})),
-            note("item/completed", "ch", json!({"item": {"type": "agentMessage", "id": "m1", "text": "It is in a.toml"}, "turnId": "t2"})),
+            note(
+                "item/completed",
+                "ch",
+                json!({"item": {"type": "agentMessage", "id": "m1", "text": "It is in a.toml"}, "turnId": "t2"}),
+            ),
             note("turn/plan/updated", "ch", json!({"turnId": "t2", "plan": [{"step": "x", "status": "pending"}]})),
             note("turn/completed", "ch", json!({"turn": {"id": "t2", "status": "completed"}})),
-            note("item/completed", "th", json!({"item": {"type": "subAgentActivity", "id": "call_b", "kind": "completed",
-                "agentThreadId": "ch", "agentPath": "/root/find_config"}, "turnId": "t1"})),
-            note("item/completed", "th", json!({"item": {"type": "collabAgentToolCall", "id": "w1", "tool": "wait",
-                "status": "completed", "agentsStates": {"ch": {"status": "completed", "message": "It is in a.toml"}}}, "turnId": "t1"})),
+            note(
+                "item/completed",
+                "th",
+                json!({"item": {"type": "subAgentActivity", "id": "call_b", "kind": "completed",
+                "agentThreadId": "ch", "agentPath": "/root/find_config"}, "turnId": "t1"}),
+            ),
+            note(
+                "item/completed",
+                "th",
+                json!({"item": {"type": "collabAgentToolCall", "id": "w1", "tool": "wait",
+                "status": "completed", "agentsStates": {"ch": {"status": "completed", "message": "It is in a.toml"}}}, "turnId": "t1"}),
+            ),
             note("item/started", "elsewhere", json!({"item": command, "turnId": "t9"})),
             note("turn/completed", "elsewhere", json!({"turn": {"id": "t9", "status": "failed"}})),
         ];
@@ -1470,7 +1494,9 @@ mod tests {
         let shown: Vec<String> = events
             .iter()
             .map(|e| match e {
-                AgentEvent::ToolStart { id, name, input, parent, .. } => format!("start {id} {name} {input:?} {parent:?}"),
+                AgentEvent::ToolStart { id, name, input, parent, .. } => {
+                    format!("start {id} {name} {input:?} {parent:?}")
+                }
                 AgentEvent::ToolOutput { id, text, append, .. } => format!("output {id} {text:?} {append}"),
                 AgentEvent::ToolEnd { id, is_error, .. } => format!("end {id} {is_error}"),
                 other => format!("{other:?}"),

@@ -116,8 +116,11 @@ async fn codex_web_searches_say_what_they_searched_and_opened_pages_are_sources(
     assert!(searches.iter().all(|b| b["status"] == "done"), "{searches:?}");
     // The opened page is a source (twice: opened, then searched in); the plain search names
     // none, since Codex keeps no search results.
-    let sources: Vec<&str> =
-        searches.iter().flat_map(|b| b["sources"].as_array().into_iter().flatten()).filter_map(|s| s["url"].as_str()).collect();
+    let sources: Vec<&str> = searches
+        .iter()
+        .flat_map(|b| b["sources"].as_array().into_iter().flatten())
+        .filter_map(|s| s["url"].as_str())
+        .collect();
     assert_eq!(sources, [page, page]);
     assert!(reply["content"].as_str().is_some_and(|c| c.contains("Found it.")), "{reply}");
 }
