@@ -161,7 +161,7 @@ describe("reviewing a real Codex turn on a phone (real server, real Codex CLI, s
     await turnEnds(page);
     // The spawn and the wait are one stretch of tool work, the sub-agent counted as one step.
     const group = reply(page).locator(".activity-group-head");
-    assert.match((await group.textContent()) ?? "", /Ran a subagent/);
+    assert.match((await group.textContent()) ?? "", /Ran a subagent, waited for subagents/);
     await group.click();
     const chip = reply(page).locator(".subagent");
     assert.equal(await chip.count(), 1);
