@@ -292,6 +292,9 @@ struct SubAgent {
     report: String,
     /// Its call has not ended yet.
     open: bool,
+    /// Its turn running now: a stop interrupts it too (Codex 0.171 interrupts only the turn
+    /// it is asked to; the sub-agent would go on working in the kept process).
+    turn: Option<String>,
 }
 
 /// Ended turn ids remembered per thread.
@@ -523,7 +526,12 @@ impl Parser {
             parent: parent.map(str::to_owned),
             subagent: None,
         });
-        self.agents.insert(thread, SubAgent { call: id, report: String::new(), open: true });
+        self.agents.insert(thread, SubAgent { call: id, report: String::new(), open: true, turn: None });
+    }
+
+    /// The sub-agents' turns running now, as (thread, turn): a stop interrupts them with ours.
+    pub fn sub_agent_turns(&self) -> Vec<(String, String)> {
+        self.agents.iter().filter_map(|(thread, a)| Some((thread.clone(), a.turn.clone()?))).collect()
     }
 
     /// What a sub-agent's thread reports: its tool steps under its call, its words kept as the
@@ -551,7 +559,15 @@ impl Parser {
             }
             "item/completed" => self.item_completed(item, &mut events),
             "thread/tokenUsage/updated" => self.add_usage(p, &mut events),
+            "turn/started" => {
+                if let Some(agent) = self.agents.get_mut(thread) {
+                    agent.turn = p.pointer("/turn/id").and_then(Value::as_str).map(str::to_owned);
+                }
+            }
             "turn/completed" => {
+                if let Some(agent) = self.agents.get_mut(thread) {
+                    agent.turn = None;
+                }
                 let status = p.pointer("/turn/status").and_then(Value::as_str);
                 let error = p.pointer("/turn/error/message").and_then(Value::as_str);
                 self.end_sub_agent(thread, status, error, &mut events);
@@ -1105,6 +1121,9 @@ async fn turn(
                 if turn.is_some() {
                     session.send(&interrupt(thread, &turn)).await;
                 }
+                for (agent, agent_turn) in parser.sub_agent_turns() {
+                    session.send(&interrupt(&Some(agent), &Some(agent_turn))).await;
+                }
             }
             Next::Control(Some(Control::Steer(text))) => match (thread.as_ref(), &turn) {
                 (Some(thread_id), Some(turn_id)) if !interrupt_wanted => {
@@ -1458,6 +1477,20 @@ mod tests {
             note("item/completed", "th", spawn),
             note("turn/started", "ch", json!({"turn": {"id": "t2", "status": "inProgress"}})),
             note("item/started", "th", json!({"item": wait, "turnId": "t1"})),
+        ];
+        let mut events = Vec::new();
+        let mut feed = |parser: &mut Parser, script: &[Value]| {
+            for msg in script {
+                match parser.parse(msg) {
+                    Parsed::Events(more) => events.extend(more),
+                    other => panic!("a sub-agent's message ended or asked something: {other:?} for {msg}"),
+                }
+            }
+        };
+        feed(&mut parser, &script);
+        // A stop now interrupts the sub-agent's turn too.
+        assert_eq!(parser.sub_agent_turns(), [("ch".to_owned(), "t2".to_owned())]);
+        let script = [
             note("item/started", "ch", json!({"item": command, "turnId": "t2"})),
             note("item/commandExecution/outputDelta", "ch", json!({"itemId": "c1", "delta": "port", "turnId": "t2"})),
             note("item/completed", "ch", json!({"item": done_command, "turnId": "t2"})),
@@ -1484,13 +1517,8 @@ mod tests {
             note("item/started", "elsewhere", json!({"item": command, "turnId": "t9"})),
             note("turn/completed", "elsewhere", json!({"turn": {"id": "t9", "status": "failed"}})),
         ];
-        let mut events = Vec::new();
-        for msg in &script {
-            match parser.parse(msg) {
-                Parsed::Events(more) => events.extend(more),
-                other => panic!("a sub-agent's message ended or asked something: {other:?} for {msg}"),
-            }
-        }
+        feed(&mut parser, &script);
+        assert!(parser.sub_agent_turns().is_empty(), "its turn ended");
         let shown: Vec<String> = events
             .iter()
             .map(|e| match e {

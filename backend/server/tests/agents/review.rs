@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 
+use crate::helpers::eventually;
 use crate::{Cli, Rig, types};
 
 /// One `update_plan` call of the scripted model.
@@ -162,4 +163,44 @@ async fn a_codex_sub_agent_is_a_subagent_call_with_its_own_steps_and_report() {
     // The sub-agent's words are its report, not the reply's; its turn's end did not end ours.
     let content = reply["content"].as_str().unwrap_or_default();
     assert!(content.contains("The helper found it.") && !content.contains("It is in a.toml"), "{content}");
+}
+
+#[tokio::test]
+#[ignore = "needs the agent CLIs; scripts/test runs it"]
+async fn stopping_a_codex_turn_stops_its_sub_agents_too() {
+    let agents = |name: &str, arguments: Value| json!({ "namespace": "agents", "name": name, "arguments": arguments });
+    let script = json!({
+        "steps": [
+            { "text": "Asking a helper.", "function_call": agents("spawn_agent",
+                json!({ "task_name": "slow_helper", "message": "Take your time.", "fork_turns": "none" })) },
+            { "function_call": agents("wait_agent", json!({ "timeout_ms": 60000 })) },
+            { "text": "Too late." },
+        ],
+        // The helper's model call is slow: the stop comes while it is out.
+        "agent_steps": [{ "text": "Still thinking.", "shell": "echo one", "delay_s": 5 }, { "shell": "echo two" }],
+    });
+    let rig = Rig::start(Cli::Codex, script).await;
+    let Rig { app, token, mock, .. } = &rig;
+    app.chat(token, "s").await;
+    let mut stream = app.stream(token, "s", None).await;
+    assert_eq!(app.send(token, "s", "find it with a slow helper", "m1").await["status"], "started");
+    eventually("the helper asks its model", || async {
+        mock.requests().await.iter().any(|r| r["kind"] == "agent" && r["step"] == 0).then_some(())
+    })
+    .await;
+    let r: Value = app.post("/api/chat/stop", json!({ "chat_id": "s" }), Some(token)).await.json().await.expect("json");
+    assert_eq!(r["stopped"], true, "{r}");
+    let events = stream.until("done", 60).await;
+    assert_eq!(events.last().expect("done").data["status"], "stopped", "{:?}", events.last());
+    // The helper's turn was interrupted with ours: Codex dropped its model call (the scripted
+    // server finds the connection gone when it answers) and never asked for its next step.
+    let requests = eventually("the helper's model call is dropped", || async {
+        let requests = mock.requests().await;
+        requests.iter().any(|r| r["kind"] == "client_gone").then_some(requests)
+    })
+    .await;
+    assert!(
+        !requests.iter().any(|r| r["kind"] == "agent" && r["step"] == 1),
+        "the helper went on after the stop: {requests:?}"
+    );
 }
