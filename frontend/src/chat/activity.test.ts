@@ -19,6 +19,7 @@ describe("describeActivity", () => {
     expect(describeActivity([tool("Grep", "TODO")])).toBe("Searching files");
     expect(describeActivity([tool("WebSearch", "rust")])).toBe("Searching the web");
     expect(describeActivity([tool("mcp:thing", "{}")])).toBe("Using mcp:thing");
+    expect(describeActivity([tool("Agents", "wait")])).toBe("Waiting for subagents");
   });
 
   it("counts reads run back to back", () => {
@@ -80,5 +81,9 @@ describe("stretches of tool work in a settled reply", () => {
     ];
     expect(describeStretch(blocks)).toBe("Read 2 files, searched twice, ran a command, edited a file · 41 s · 1 failed");
     expect(describeStretch([step("WebSearch", "q"), step("WebFetch", "u"), step("mcp:x", "")])).toBe("Searched the web, fetched a page, used a tool");
+    // Codex's sub-agent and its talk with it.
+    expect(describeStretch([step("Agent", "find config"), step("Agents", "wait"), step("Agents", "sendMessage")])).toBe(
+      "Ran a subagent, waited for subagents, talked to subagents",
+    );
   });
 });

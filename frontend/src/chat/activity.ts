@@ -74,6 +74,9 @@ function describeTool(tool: ToolBlock, list: readonly Block[]): string {
       return "Working on a subtask";
     case "TodoWrite":
       return "Planning";
+    // Codex talking to the sub-agents it started (`wait`, `sendMessage`…).
+    case "Agents":
+      return tool.input === "wait" ? "Waiting for subagents" : "Talking to subagents";
     default:
       return `Using ${tool.tool}`;
   }
@@ -164,6 +167,7 @@ export function describeStretch(blocks: readonly Block[]): string {
     else if (name === "WebFetch") add("fetch");
     else if (name === "Task" || name === "Agent") add("task");
     else if (name === "TodoWrite") add("plan");
+    else if (name === "Agents") add(block.input === "wait" ? "wait" : "talk");
     else add("other");
   }
   const phrase = (key: string): string => {
@@ -185,6 +189,10 @@ export function describeStretch(blocks: readonly Block[]): string {
         return times(n, "ran a subagent", (k) => `ran ${k} subagents`);
       case "plan":
         return "updated the plan";
+      case "wait":
+        return "waited for subagents";
+      case "talk":
+        return "talked to subagents";
       default:
         return times(n, "used a tool", (k) => `used ${k} tools`);
     }

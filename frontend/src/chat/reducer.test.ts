@@ -151,6 +151,12 @@ describe("stream reducer", () => {
     expect(s.live?.blocks).toHaveLength(1);
   });
 
+  it("fills in a tool's input when the CLI says it later (a Codex web search), as the server does", () => {
+    let s = fold(started(), ev({ type: "tool_start", tool_use_id: "w1", tool: "WebSearch", input: "" }));
+    s = fold(s, ev({ type: "tool_input", tool_use_id: "w1", input: "tokio select" }), ev({ type: "tool_input", tool_use_id: "nope", input: "x" }));
+    expect(s.live?.blocks).toEqual([expect.objectContaining({ tool_use_id: "w1", input: "tokio select", status: "running" })]);
+  });
+
   it("keeps a subagent's steps marked with its call, and the call with its agent type", () => {
     let s = fold(started(), ev({ type: "tool_start", tool_use_id: "a1", tool: "Agent", input: "Find it", subagent_type: "Explore" }));
     s = fold(s, ev({ type: "tool_start", tool_use_id: "r1", tool: "Read", input: "a.toml", parent_tool_use_id: "a1" }));

@@ -384,6 +384,8 @@ function foldEvent(state: ChatState, event: JournalEntry, now: number): ChatStat
         return at < 0 ? [...blocks, plan] : blocks.map((b, i) => (i === at ? plan : b));
       });
     }
+    case "tool_input":
+      return updateTool(state, now, event.tool_use_id, (tool) => ({ ...tool, input: event.input }));
     case "tool_sources":
       return updateTool(state, now, event.tool_use_id, (tool) => ({ ...tool, sources: event.sources }));
     case "tool_files":

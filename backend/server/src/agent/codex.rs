@@ -98,6 +98,13 @@ pub fn config_toml(base_url: Option<&str>) -> String {
     for (feature, on) in FEATURES {
         text.push_str(&format!("{feature} = {on}\n"));
     }
+    text.push_str("\n[features.multi_agent_v2]\n");
+    for (key, value) in MULTI_AGENT {
+        text.push_str(&format!("{key} = {value}\n"));
+    }
+    for (tool, on) in TOOLS {
+        text.push_str(&format!("\n[tools.{tool}]\nenabled = {on}\n"));
+    }
     if let Some(url) = base_url {
         text.push_str(&format!(
             "\n[model_providers.{ENDPOINT_PROVIDER}]\nname = \"Möbius endpoint\"\nbase_url = {}\nwire_api = \"responses\"\n",
@@ -116,13 +123,36 @@ const FEATURES: [(&str, bool); 4] = [
     ("skill_mcp_dependency_install", false),
 ];
 
+/// Built-in tools the server turns on for every Codex process. `update_plan` (the checklist
+/// whose calls come back as `turn/plan/updated`, the plan card) is off by default in the
+/// pinned 0.171: without `tools.update_plan.enabled` the model is never offered it, and a call
+/// it makes anyway is answered "unsupported call" with no event (seen against the scripted
+/// Responses server, which logs the `tools` of each request). Web search needs no switch: the
+/// hosted `web_search` tool is offered by default.
+const TOOLS: [(&str, bool); 1] = [("update_plan", true)];
+
+/// Codex's sub-agents, as the original runs them (multi-agent v2): `spawn_agent`, `wait_agent`…
+/// under the `agents` namespace, at most 4 sub-agent threads at once. They run as threads of
+/// the same app-server process (its group, sandbox and memory ceiling), stream on the same
+/// connection under their own thread id, and become subagent chips (`Parser::item_started`).
+const MULTI_AGENT: [(&str, &str); 3] =
+    [("enabled", "true"), ("tool_namespace", "\"agents\""), ("max_concurrent_threads_per_session", "4")];
+
 /// What a process started by the server is told on its command line as well (a session
-/// flag beats every file): the features above and no `notify` program.
+/// flag beats every file): the features and tools above and no `notify` program.
 pub fn config_overrides() -> Vec<String> {
     let mut args = Vec::new();
     for (feature, on) in FEATURES {
         args.push("-c".to_owned());
         args.push(format!("features.{feature}={on}"));
+    }
+    for (key, value) in MULTI_AGENT {
+        args.push("-c".to_owned());
+        args.push(format!("features.multi_agent_v2.{key}={value}"));
+    }
+    for (tool, on) in TOOLS {
+        args.push("-c".to_owned());
+        args.push(format!("tools.{tool}.enabled={on}"));
     }
     args.push("-c".to_owned());
     args.push("notify=[]".to_owned());
@@ -247,10 +277,32 @@ pub struct Parser {
     /// Turns of this thread that already ended (the latest few): a late notification of one
     /// (an interrupted turn's error, say) must not end the turn that runs now.
     ended: std::collections::VecDeque<String>,
+    /// The sub-agents Codex started (multi-agent), by their own thread id.
+    agents: HashMap<String, SubAgent>,
+}
+
+/// A sub-agent Codex started: its own thread streams on the same connection. Its steps go
+/// under the call that started it (the chip), its words are its report, and its turn's end
+/// ends that call, not ours.
+#[derive(Debug)]
+struct SubAgent {
+    /// The `subAgentActivity` item that started it: the chip's tool call.
+    call: String,
+    /// What it said last: the report shown in the chip.
+    report: String,
+    /// Its call has not ended yet.
+    open: bool,
+    /// Its turn running now: a stop interrupts it too (Codex 0.171 interrupts only the turn
+    /// it is asked to; the sub-agent would go on working in the kept process).
+    turn: Option<String>,
 }
 
 /// Ended turn ids remembered per thread.
 const ENDED_TURNS_KEPT: usize = 8;
+/// Sub-agents followed in one process (Codex bounds its own; past this they are not shown).
+const MAX_SUB_AGENTS: usize = 64;
+/// Characters kept of a sub-agent's report (the fold bounds the output again).
+const MAX_REPORT_CHARS: usize = 64 * 1024;
 
 impl Parser {
     /// A usage-limit refusal, with its reset: the exhausted window's (the limit's headers come
@@ -319,6 +371,13 @@ impl Parser {
     }
 
     fn notification(&mut self, method: &str, p: &Value) -> Parsed {
+        // Another thread than ours is a sub-agent's (or nobody's we know: left alone).
+        if let (Some(thread), Some(ours)) = (p.get("threadId").and_then(Value::as_str), self.thread.as_deref())
+            && thread != ours
+        {
+            let thread = thread.to_owned();
+            return Parsed::Events(self.sub_agent_notification(&thread, method, p));
+        }
         let turn = p.get("turnId").or_else(|| p.pointer("/turn/id")).and_then(Value::as_str);
         if turn.is_some_and(|t| self.ended.iter().any(|e| e == t)) {
             return Parsed::Events(Vec::new());
@@ -346,21 +405,9 @@ impl Parser {
                 self.streamed.insert(item.clone(), true);
                 events.push(AgentEvent::ToolOutput { id: item, text: s("/delta"), append: true, exit_code: None });
             }
-            "item/started" => item_started(p.get("item").unwrap_or(&Value::Null), &mut events),
+            "item/started" => self.item_started(p.get("item").unwrap_or(&Value::Null), None, &mut events),
             "item/completed" => self.item_completed(p.get("item").unwrap_or(&Value::Null), &mut events),
-            "thread/tokenUsage/updated" => {
-                // `last` is one model request; a turn makes several.
-                if let Some(last) = p.pointer("/tokenUsage/last") {
-                    let n = |k: &str| last.get(k).and_then(Value::as_i64).unwrap_or(0);
-                    let mut usage = self.usage.clone().unwrap_or_default();
-                    usage.input_tokens += n("inputTokens");
-                    usage.output_tokens += n("outputTokens");
-                    usage.cache_read_tokens += n("cachedInputTokens");
-                    usage.cache_write_tokens += n("cacheWriteInputTokens");
-                    self.usage = Some(usage.clone());
-                    events.push(AgentEvent::Usage(usage));
-                }
-            }
+            "thread/tokenUsage/updated" => self.add_usage(p, &mut events),
             "account/rateLimits/updated" => {
                 let limits = p.get("rateLimits").unwrap_or(&Value::Null);
                 let windows: Vec<PlanWindow> = ["primary", "secondary"]
@@ -437,6 +484,116 @@ impl Parser {
         Parsed::Events(events)
     }
 
+    /// `last` of a token usage update is one model request; a turn makes several (and so do
+    /// its sub-agents, whose requests count for the turn too).
+    fn add_usage(&mut self, p: &Value, events: &mut Vec<AgentEvent>) {
+        if let Some(last) = p.pointer("/tokenUsage/last") {
+            let n = |k: &str| last.get(k).and_then(Value::as_i64).unwrap_or(0);
+            let mut usage = self.usage.clone().unwrap_or_default();
+            usage.input_tokens += n("inputTokens");
+            usage.output_tokens += n("outputTokens");
+            usage.cache_read_tokens += n("cachedInputTokens");
+            usage.cache_write_tokens += n("cacheWriteInputTokens");
+            self.usage = Some(usage.clone());
+            events.push(AgentEvent::Usage(usage));
+        }
+    }
+
+    /// A started item of our thread (`parent`: none) or of a sub-agent's (`parent`: the call
+    /// that started it). A `subAgentActivity` that starts an agent is a subagent call: its
+    /// thread is remembered, and the call stays running until that thread's turn ends.
+    fn item_started(&mut self, item: &Value, parent: Option<&str>, events: &mut Vec<AgentEvent>) {
+        let kind = item.get("kind").and_then(Value::as_str);
+        if item.get("type").and_then(Value::as_str) != Some("subAgentActivity") || kind != Some("started") {
+            return item_started(item, parent, events);
+        }
+        let s = |k: &str| item.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let (id, thread) = (s("id"), s("agentThreadId"));
+        if id.is_empty()
+            || thread.is_empty()
+            || self.agents.contains_key(&thread)
+            || self.agents.len() >= MAX_SUB_AGENTS
+        {
+            return;
+        }
+        // `/root/find_config` → "find config": the task name is all Codex says of the task.
+        let path = s("agentPath");
+        let task = path.rsplit('/').next().unwrap_or_default().replace('_', " ");
+        events.push(AgentEvent::ToolStart {
+            id: id.clone(),
+            name: "Agent".to_owned(),
+            input: super::summarize_input("Agent", &json!({ "description": task })),
+            parent: parent.map(str::to_owned),
+            subagent: None,
+        });
+        self.agents.insert(thread, SubAgent { call: id, report: String::new(), open: true, turn: None });
+    }
+
+    /// The sub-agents' turns running now, as (thread, turn): a stop interrupts them with ours.
+    pub fn sub_agent_turns(&self) -> Vec<(String, String)> {
+        self.agents.iter().filter_map(|(thread, a)| Some((thread.clone(), a.turn.clone()?))).collect()
+    }
+
+    /// What a sub-agent's thread reports: its tool steps under its call, its words kept as the
+    /// report, its turn's end as its call's end. Its plan is not the turn's plan, and its
+    /// errors end only its own call.
+    fn sub_agent_notification(&mut self, thread: &str, method: &str, p: &Value) -> Vec<AgentEvent> {
+        let Some(call) = self.agents.get(thread).map(|a| a.call.clone()) else { return Vec::new() };
+        let item = p.get("item").unwrap_or(&Value::Null);
+        let mut events = Vec::new();
+        match method {
+            "item/commandExecution/outputDelta" => {
+                let id = p.get("itemId").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let text = p.get("delta").and_then(Value::as_str).unwrap_or_default().to_owned();
+                self.streamed.insert(id.clone(), true);
+                events.push(AgentEvent::ToolOutput { id, text, append: true, exit_code: None });
+            }
+            "item/started" => self.item_started(item, Some(&call), &mut events),
+            "item/completed" if item.get("type").and_then(Value::as_str) == Some("agentMessage") => {
+                let text = item.get("text").and_then(Value::as_str).unwrap_or_default();
+                if let Some(agent) = self.agents.get_mut(thread)
+                    && !text.trim().is_empty()
+                {
+                    agent.report = text.chars().take(MAX_REPORT_CHARS).collect();
+                }
+            }
+            "item/completed" => self.item_completed(item, &mut events),
+            "thread/tokenUsage/updated" => self.add_usage(p, &mut events),
+            "turn/started" => {
+                if let Some(agent) = self.agents.get_mut(thread) {
+                    agent.turn = p.pointer("/turn/id").and_then(Value::as_str).map(str::to_owned);
+                }
+            }
+            "turn/completed" => {
+                if let Some(agent) = self.agents.get_mut(thread) {
+                    agent.turn = None;
+                }
+                let status = p.pointer("/turn/status").and_then(Value::as_str);
+                let error = p.pointer("/turn/error/message").and_then(Value::as_str);
+                self.end_sub_agent(thread, status, error, &mut events);
+            }
+            _ => {}
+        }
+        events
+    }
+
+    /// Ends a sub-agent's call (once): its report as the call's output.
+    fn end_sub_agent(&mut self, thread: &str, status: Option<&str>, error: Option<&str>, events: &mut Vec<AgentEvent>) {
+        let Some(agent) = self.agents.get_mut(thread).filter(|a| a.open) else { return };
+        agent.open = false;
+        let report = match error {
+            Some(error) if agent.report.is_empty() => error.to_owned(),
+            _ => agent.report.clone(),
+        };
+        let id = agent.call.clone();
+        if !report.is_empty() {
+            events.push(AgentEvent::ToolOutput { id: id.clone(), text: report, append: false, exit_code: None });
+        }
+        let interrupted = status == Some("interrupted");
+        let is_error = interrupted || !matches!(status, Some("completed") | None);
+        events.push(AgentEvent::ToolEnd { id, is_error, interrupted });
+    }
+
     fn item_completed(&mut self, item: &Value, events: &mut Vec<AgentEvent>) {
         let s = |k: &str| item.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
         let id = s("id");
@@ -487,7 +644,16 @@ impl Parser {
                 events.push(AgentEvent::ToolEnd { id, is_error: s("status") == "failed", interrupted: false });
             }
             "webSearch" => {
-                // A page Codex opened (or searched in) is a source; a plain search names none.
+                // Streamed from the Responses API, the search starts before its action is known
+                // (`query` "", action `other`); the finished item says what it searched or
+                // opened (`query` is Codex's own line for it: the words, the URL, "'x' in URL").
+                let query = s("query");
+                if !query.is_empty() {
+                    events.push(AgentEvent::ToolInput { id: id.clone(), input: query });
+                }
+                // A page Codex opened (or searched in) is a source. A plain search names none:
+                // Codex 0.171 keeps neither the search's `sources` nor the reply's `url_citation`
+                // annotations (its `agentMessage` is text only), so no title reaches us either.
                 let url = item.pointer("/action/url").and_then(Value::as_str).filter(|u| !u.is_empty());
                 if let Some(url) = url {
                     events.push(AgentEvent::ToolSources { id: id.clone(), sources: vec![(url.to_owned(), None)] });
@@ -495,6 +661,28 @@ impl Parser {
                 events.push(AgentEvent::ToolEnd { id, is_error: s("status") == "failed", interrupted: false });
             }
             "dynamicToolCall" => {
+                events.push(AgentEvent::ToolEnd { id, is_error: s("status") == "failed", interrupted: false });
+            }
+            // A sub-agent that ended (or was interrupted) without its turn's end reaching us.
+            "subAgentActivity" => {
+                let status = match item.get("kind").and_then(Value::as_str) {
+                    Some("completed") => Some("completed"),
+                    Some("interrupted") => Some("interrupted"),
+                    _ => return,
+                };
+                self.end_sub_agent(&s("agentThreadId"), status, None, events);
+            }
+            "collabAgentToolCall" => {
+                // What the agents it names last said (a `wait` brings their reports back).
+                let said: Vec<&str> = item
+                    .get("agentsStates")
+                    .and_then(Value::as_object)
+                    .map(|states| states.values().filter_map(|s| s.get("message").and_then(Value::as_str)).collect())
+                    .unwrap_or_default();
+                if !said.is_empty() {
+                    let text = said.join("\n\n");
+                    events.push(AgentEvent::ToolOutput { id: id.clone(), text, append: false, exit_code: None });
+                }
                 events.push(AgentEvent::ToolEnd { id, is_error: s("status") == "failed", interrupted: false });
             }
             _ => {}
@@ -595,14 +783,15 @@ impl Finish {
     }
 }
 
-fn item_started(item: &Value, events: &mut Vec<AgentEvent>) {
+/// A started tool item as a tool call (`parent`: the sub-agent call it was made under).
+fn item_started(item: &Value, parent: Option<&str>, events: &mut Vec<AgentEvent>) {
     let s = |k: &str| item.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
     let id = s("id");
     let start = |name: &str, input: String| AgentEvent::ToolStart {
         id: id.clone(),
         name: name.to_owned(),
         input,
-        parent: None,
+        parent: parent.map(str::to_owned),
         subagent: None,
     };
     match s("type").as_str() {
@@ -630,8 +819,11 @@ fn item_started(item: &Value, events: &mut Vec<AgentEvent>) {
             let input = item.get("arguments").map(|a| super::summarize_input(&name, a)).unwrap_or_default();
             events.push(start(&name, input));
         }
-        "webSearch" => events.push(start("WebSearch", s("query"))),
+        "webSearch" => events.push(start("WebSearch", super::summarize_input("WebSearch", item))),
         "imageView" => events.push(start("ViewImage", s("path"))),
+        // Talking to sub-agents (`wait`, `sendMessage`, `closeAgent`…; spawning is a
+        // `subAgentActivity`): one step each, named by what it did.
+        "collabAgentToolCall" => events.push(start("Agents", s("tool"))),
         _ => {}
     }
 }
@@ -929,6 +1121,9 @@ async fn turn(
                 if turn.is_some() {
                     session.send(&interrupt(thread, &turn)).await;
                 }
+                for (agent, agent_turn) in parser.sub_agent_turns() {
+                    session.send(&interrupt(&Some(agent), &Some(agent_turn))).await;
+                }
             }
             Next::Control(Some(Control::Steer(text))) => match (thread.as_ref(), &turn) {
                 (Some(thread_id), Some(turn_id)) if !interrupt_wanted => {
@@ -1052,7 +1247,7 @@ mod tests {
             {"kind": {"type": "add"}, "diff": "no path"}
         ]});
         let mut events = Vec::new();
-        item_started(&item, &mut events);
+        item_started(&item, None, &mut events);
         let Some(AgentEvent::ToolFiles { files, .. }) = events.get(1) else { panic!("{events:?}") };
         let shown: Vec<_> = files.iter().map(|f| (f.path.as_str(), f.added, f.removed)).collect();
         assert_eq!(shown, [("/w/new.txt", 2, 0), ("/w/a.rs", 1, 1), ("/w/old.txt", 0, 1)]);
@@ -1208,6 +1403,151 @@ mod tests {
         assert_eq!(f.limit, Some(LimitHit { resets_at: Some(1_796_404_744_000) }));
         let other = json!({"method":"error","params":{"error":{"message":"bad","codexErrorInfo":"badRequest"},"willRetry":false}});
         assert!(matches!(parser.parse(&other), Parsed::Finished(f) if f.limit.is_none()));
+    }
+
+    /// The `webSearch` items of the real Codex 0.171 when the Responses stream adds a
+    /// `web_search_call` before its action is known, as the API does (recorded against the
+    /// scripted server): the start names nothing, the end says what was searched or opened.
+    fn web_search(id: &str, phase: &str, query: &str, action: &Value) -> Value {
+        json!({"method": format!("item/{phase}"), "params": {"item": {"type": "webSearch", "id": id,
+            "query": query, "action": action, "results": null}, "turnId": "t1"}})
+    }
+
+    #[test]
+    fn a_web_search_fills_in_what_it_searched_when_it_ends_and_an_opened_page_is_a_source() {
+        let mut parser = Parser::default();
+        let events = |parsed: Parsed| match parsed {
+            Parsed::Events(events) => events,
+            other => panic!("{other:?}"),
+        };
+        let started = events(parser.parse(&web_search("ws_1", "started", "", &json!({"type": "other"}))));
+        assert!(
+            matches!(&started[..], [AgentEvent::ToolStart { name, input, .. }] if name == "WebSearch" && input.is_empty())
+        );
+        let search = json!({"type": "search", "query": "tokio select macro", "queries": null});
+        let ended = events(parser.parse(&web_search("ws_1", "completed", "tokio select macro", &search)));
+        assert!(
+            matches!(&ended[..], [AgentEvent::ToolInput { id, input }, AgentEvent::ToolEnd { is_error: false, .. }]
+            if id == "ws_1" && input == "tokio select macro"),
+            "a plain search names no source: {ended:?}"
+        );
+
+        let url = "https://tokio.rs/tokio/tutorial/select";
+        for (id, query, action) in [
+            ("ws_2", url.to_owned(), json!({"type": "openPage", "url": url})),
+            ("ws_3", format!("'cancel' in {url}"), json!({"type": "findInPage", "url": url, "pattern": "cancel"})),
+        ] {
+            let ended = events(parser.parse(&web_search(id, "completed", &query, &action)));
+            assert!(matches!(&ended[0], AgentEvent::ToolInput { input, .. } if *input == query), "{ended:?}");
+            assert!(
+                matches!(&ended[1], AgentEvent::ToolSources { sources, .. } if sources == &[(url.to_owned(), None)]),
+                "{ended:?}"
+            );
+        }
+        // A search that began with its words keeps them (bounded like every summary).
+        let long = "q ".repeat(300);
+        let started = events(parser.parse(&web_search("ws_4", "started", &long, &search)));
+        assert!(matches!(&started[0], AgentEvent::ToolStart { input, .. } if input.chars().count() <= 200));
+    }
+
+    #[test]
+    fn a_sub_agents_thread_becomes_a_chip_with_its_steps_and_report_and_never_ends_the_turn() {
+        // The notifications of a real Codex 0.171 turn (multi-agent v2) that spawned an agent,
+        // waited for it, and went on (recorded against the scripted server), trimmed.
+        let mut parser = Parser::default();
+        assert!(matches!(
+            parser.parse(&json!({"id": ID_THREAD, "result": {"thread": {"id": "th"}}})),
+            Parsed::ThreadReady(_)
+        ));
+        let note = |method: &str, thread: &str, params: Value| {
+            let mut params = params;
+            params["threadId"] = json!(thread);
+            json!({ "method": method, "params": params })
+        };
+        let spawn = json!({"item": {"type": "subAgentActivity", "id": "call_a", "kind": "started",
+            "agentThreadId": "ch", "agentPath": "/root/find_config", "model": "gpt-5.5"}, "turnId": "t1"});
+        let command = json!({"type": "commandExecution", "id": "c1", "command": "/bin/bash -lc 'cat a.toml'",
+            "commandActions": [], "status": "inProgress", "aggregatedOutput": null, "exitCode": null});
+        let done_command = json!({"type": "commandExecution", "id": "c1", "command": "/bin/bash -lc 'cat a.toml'",
+            "status": "completed", "aggregatedOutput": "port = 1\n", "exitCode": 0});
+        let wait = json!({"type": "collabAgentToolCall", "id": "w1", "tool": "wait", "status": "inProgress",
+            "senderThreadId": "th", "receiverThreadIds": [], "agentsStates": {}});
+        let script = [
+            note("item/started", "th", spawn.clone()),
+            note("item/completed", "th", spawn),
+            note("turn/started", "ch", json!({"turn": {"id": "t2", "status": "inProgress"}})),
+            note("item/started", "th", json!({"item": wait, "turnId": "t1"})),
+        ];
+        let mut events = Vec::new();
+        let mut feed = |parser: &mut Parser, script: &[Value]| {
+            for msg in script {
+                match parser.parse(msg) {
+                    Parsed::Events(more) => events.extend(more),
+                    other => panic!("a sub-agent's message ended or asked something: {other:?} for {msg}"),
+                }
+            }
+        };
+        feed(&mut parser, &script);
+        // A stop now interrupts the sub-agent's turn too.
+        assert_eq!(parser.sub_agent_turns(), [("ch".to_owned(), "t2".to_owned())]);
+        let script = [
+            note("item/started", "ch", json!({"item": command, "turnId": "t2"})),
+            note("item/commandExecution/outputDelta", "ch", json!({"itemId": "c1", "delta": "port", "turnId": "t2"})),
+            note("item/completed", "ch", json!({"item": done_command, "turnId": "t2"})),
+            note("item/agentMessage/delta", "ch", json!({"itemId": "m1", "delta": "Its ", "turnId": "t2"})),
+            note(
+                "item/completed",
+                "ch",
+                json!({"item": {"type": "agentMessage", "id": "m1", "text": "It is in a.toml"}, "turnId": "t2"}),
+            ),
+            note("turn/plan/updated", "ch", json!({"turnId": "t2", "plan": [{"step": "x", "status": "pending"}]})),
+            note("turn/completed", "ch", json!({"turn": {"id": "t2", "status": "completed"}})),
+            note(
+                "item/completed",
+                "th",
+                json!({"item": {"type": "subAgentActivity", "id": "call_b", "kind": "completed",
+                "agentThreadId": "ch", "agentPath": "/root/find_config"}, "turnId": "t1"}),
+            ),
+            note(
+                "item/completed",
+                "th",
+                json!({"item": {"type": "collabAgentToolCall", "id": "w1", "tool": "wait",
+                "status": "completed", "agentsStates": {"ch": {"status": "completed", "message": "It is in a.toml"}}}, "turnId": "t1"}),
+            ),
+            note("item/started", "elsewhere", json!({"item": command, "turnId": "t9"})),
+            note("turn/completed", "elsewhere", json!({"turn": {"id": "t9", "status": "failed"}})),
+        ];
+        feed(&mut parser, &script);
+        assert!(parser.sub_agent_turns().is_empty(), "its turn ended");
+        let shown: Vec<String> = events
+            .iter()
+            .map(|e| match e {
+                AgentEvent::ToolStart { id, name, input, parent, .. } => {
+                    format!("start {id} {name} {input:?} {parent:?}")
+                }
+                AgentEvent::ToolOutput { id, text, append, .. } => format!("output {id} {text:?} {append}"),
+                AgentEvent::ToolEnd { id, is_error, .. } => format!("end {id} {is_error}"),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                r#"start call_a Agent "find config" None"#,
+                r#"start w1 Agents "wait" None"#,
+                r#"start c1 Bash "/bin/bash -lc 'cat a.toml'" Some("call_a")"#,
+                r#"output c1 "port" true"#,
+                r#"output c1 "port = 1\n" false"#,
+                "end c1 false",
+                r#"output call_a "It is in a.toml" false"#,
+                "end call_a false",
+                r#"output w1 "It is in a.toml" false"#,
+                "end w1 false",
+            ]
+        );
+        // Our own turn still ends ours.
+        let done = json!({"method": "turn/completed", "params": {"threadId": "th", "turn": {"id": "t1", "status": "completed"}}});
+        assert!(matches!(parser.parse(&done), Parsed::Finished(f) if f.status == FinishStatus::Completed));
     }
 
     #[test]

@@ -211,6 +211,9 @@ impl ChatFold {
                     subagent_type: subagent.map(|s| s.chars().take(MAX_SUBAGENT_TYPE_CHARS).collect()),
                 })
             }
+            AgentEvent::ToolInput { id, input } => {
+                Folded::Chat(ChatEvent::ToolInput { tool_use_id: id, input: super::summarize_input("", &input.into()) })
+            }
             AgentEvent::ToolFiles { id, files } => self.files(id, files),
             AgentEvent::Plan(mut plan) => {
                 let short = |t: &str| t.trim().chars().take(MAX_PLAN_TEXT_CHARS).collect::<String>();
@@ -425,6 +428,15 @@ mod tests {
         assert_eq!((kept[1].url.as_str(), kept[1].title.as_deref()), ("http://b.example/", None));
         let many = (0..50).map(|i| (format!("https://e.example/{i}"), None)).collect();
         assert_eq!(web_sources(many).len(), MAX_SOURCES_PER_TOOL);
+    }
+
+    #[test]
+    fn an_input_told_later_is_one_bounded_line() {
+        let mut fold = ChatFold::in_workspace(Path::new("/srv/data"));
+        let told = fold.fold(AgentEvent::ToolInput { id: "w".into(), input: format!("tokio\n{}", "x ".repeat(300)) });
+        let Folded::Chat(ChatEvent::ToolInput { tool_use_id, input }) = told else { panic!("{told:?}") };
+        assert_eq!(tool_use_id, "w");
+        assert!(input.starts_with("tokio x") && input.chars().count() <= 200 && !input.contains('\n'), "{input}");
     }
 
     #[test]

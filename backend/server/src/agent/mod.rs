@@ -245,6 +245,8 @@ pub enum AgentEvent {
     /// A tool call began; `input` is a short human summary. `parent`: the subagent call that
     /// made it (Claude's `parent_tool_use_id`); `subagent`: on a subagent call, its agent type.
     ToolStart { id: String, name: String, input: String, parent: Option<String>, subagent: Option<String> },
+    /// A started call's input summary, known only once it ended (a Codex web search).
+    ToolInput { id: String, input: String },
     /// The files a tool call changes, as whole diffs from its input (the fold bounds them).
     ToolFiles { id: String, files: Vec<crate::protocol::FileDiff> },
     /// The agent's plan as it stands now (the fold bounds it).

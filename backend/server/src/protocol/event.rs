@@ -94,6 +94,12 @@ pub enum ChatEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         subagent_type: Option<String>,
     },
+    /// A started call's input summary, known only later (a Codex web search says what it
+    /// searched or opened when it ends): replaces the block's `input`.
+    ToolInput {
+        tool_use_id: String,
+        input: String,
+    },
     /// The files a tool call changes (diffs from its input), set once per call.
     ToolFiles {
         tool_use_id: String,

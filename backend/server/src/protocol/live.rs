@@ -94,6 +94,11 @@ impl LiveMessage {
                     None => self.blocks.push(Block::Plan(plan.clone())),
                 }
             }
+            ChatEvent::ToolInput { tool_use_id, input } => {
+                if let Some(tool) = self.tool_mut(tool_use_id) {
+                    input.clone_into(&mut tool.input);
+                }
+            }
             ChatEvent::ToolSources { tool_use_id, sources } => {
                 if let Some(tool) = self.tool_mut(tool_use_id) {
                     sources.clone_into(&mut tool.sources);
@@ -330,6 +335,10 @@ mod tests {
             json!({"type":"tool_sources","tool_use_id":"t3","sources":[{"url":"https://a.example/x","title":"A"}]}),
         );
         assert_eq!(tool(&m, 2).sources[0].title.as_deref(), Some("A"));
+        // An input known only later replaces the summary the call started with.
+        apply(&mut m, json!({"type":"tool_input","tool_use_id":"t3","input":"sleep 10"}));
+        apply(&mut m, json!({"type":"tool_input","tool_use_id":"nope","input":"x"}));
+        assert_eq!(tool(&m, 2).input, "sleep 10");
         // A plan is one card, updated in place.
         apply(
             &mut m,

@@ -18,6 +18,7 @@ mod fixtures;
 mod memory;
 mod plan;
 mod planted;
+mod review;
 mod runtime;
 mod warm;
 
