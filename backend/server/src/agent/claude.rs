@@ -51,8 +51,13 @@ impl AgentProvider for Claude {
         let limits = session::SessionLimits { start_timeout: self.start_timeout, output_max: self.output_max };
         let modes = Modes { base: base_mode(request.approval), now: start_mode(&request).to_owned() };
         let prompt = Prompt { text: request.prompt, files: request.files, plan: request.plan };
+        // A session resumed by a new process: the card starts from the task list the CLI kept.
+        let saved = request.resume.clone().filter(|_| request.tools).and_then(|session| {
+            let config = request.env.iter().find(|(k, _)| k == "CLAUDE_CONFIG_DIR").map(|(_, v)| PathBuf::from(v))?;
+            Some((config, session))
+        });
         let driver = session::spawn_driver(move |me| {
-            drive(JsonLinesSession::new("Claude Code", spawned, io, limits, keep, me), prompt, modes)
+            drive(JsonLinesSession::new("Claude Code", spawned, io, limits, keep, me), prompt, modes, saved)
         });
         Ok(turn.with_driver(driver))
     }
@@ -657,12 +662,20 @@ pub fn permission_response(request_id: &str, input: &Value, reply: &Reply, base_
 
 /// Runs the process's turns: the first one's prompt, then (kept warm between turns) each
 /// next turn's, sent as a further user message on stdin.
-async fn drive(mut session: JsonLinesSession<(String, Value, Reply)>, mut prompt: Prompt, mut modes: Modes) {
+async fn drive(
+    mut session: JsonLinesSession<(String, Value, Reply)>,
+    mut prompt: Prompt,
+    mut modes: Modes,
+    saved: Option<(PathBuf, String)>,
+) {
     session
         .send(&json!({ "type": "control_request", "request_id": "mobius-init", "request": { "subtype": "initialize", "hooks": null } }))
         .await;
     // One parser for the process's turns: the session's task list outlives a turn.
     let mut parser = Parser::default();
+    if let Some((config, id)) = saved {
+        parser.tasks = tokio::task::spawn_blocking(move || Tasks::saved(&config, &id)).await.unwrap_or_default();
+    }
     loop {
         if let Some(switch) = modes.switch_for(prompt.plan) {
             session.send(&switch).await;
@@ -835,6 +848,10 @@ const MAX_TASKS: usize = 200;
 const MAX_TASK_SUBJECT_CHARS: usize = 500;
 /// Task tool calls waiting for their result (more are not followed).
 const MAX_PENDING_TASK_CALLS: usize = 64;
+/// Entries of a session's saved task folder read at most (more: none is read).
+const MAX_SAVED_TASK_ENTRIES: usize = 2 * MAX_TASKS + 16;
+/// Largest saved task file read, in bytes.
+const MAX_TASK_FILE_BYTES: u64 = 64 * 1024;
 
 /// One task of Claude Code's task list.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -858,6 +875,34 @@ pub struct Tasks {
 }
 
 impl Tasks {
+    /// The list Claude Code kept for `session` in its config folder (`tasks/<session>/<id>.json`,
+    /// the agent's to write: opened through `safe_fs`, bounded, anything unreadable left out),
+    /// for a new process resuming the session. Empty when there is none.
+    pub fn saved(config: &std::path::Path, session: &str) -> Tasks {
+        let mut tasks = Tasks::default();
+        let plain = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+        if session.is_empty() || session.len() > 128 || !session.chars().all(plain) {
+            return tasks;
+        }
+        let Ok(dir) = crate::safe_fs::Dir::open_under(config, &std::path::Path::new("tasks").join(session)) else {
+            return tasks;
+        };
+        let Ok(entries) = dir.entries(MAX_SAVED_TASK_ENTRIES) else { return tasks };
+        let mut ids: Vec<u64> = entries
+            .iter()
+            .filter(|e| e.kind == crate::safe_fs::Kind::File)
+            .filter_map(|e| e.name.to_str()?.strip_suffix(".json")?.parse().ok())
+            .collect();
+        ids.sort_unstable();
+        for id in ids.into_iter().take(MAX_TASKS) {
+            let Ok(bytes) = dir.read(std::path::Path::new(&format!("{id}.json")), MAX_TASK_FILE_BYTES) else { continue };
+            if let Some(task) = serde_json::from_slice::<Value>(&bytes).ok().as_ref().and_then(listed_task) {
+                tasks.upsert(task);
+            }
+        }
+        tasks
+    }
+
     /// A tool call of the main agent: a task tool's is kept until its result.
     pub fn call(&mut self, id: &str, tool: &str, input: &Value) {
         if matches!(tool, "TaskCreate" | "TaskUpdate" | "TaskList" | "TaskGet")
@@ -1242,6 +1287,36 @@ mod tests {
             parser.parse(&task_call(&format!("p{n}"), "TaskUpdate", json!({"taskId": "1"}), None));
         }
         assert_eq!(parser.tasks.pending.len(), MAX_PENDING_TASK_CALLS);
+    }
+
+    #[test]
+    fn a_resumed_session_starts_from_the_task_list_the_cli_kept() {
+        use crate::protocol::PlanStatus::*;
+        let config = tempfile::tempdir().expect("tmp");
+        let folder = config.path().join("tasks/s-1");
+        std::fs::create_dir_all(&folder).expect("folder");
+        let task = |id: &str, subject: &str, status: &str| {
+            json!({"id": id, "subject": subject, "description": "d", "status": status, "blocks": [], "blockedBy": []}).to_string()
+        };
+        std::fs::write(folder.join("10.json"), task("10", "Ten", "pending")).expect("10");
+        std::fs::write(folder.join("2.json"), task("2", "Two", "completed")).expect("2");
+        std::fs::write(folder.join("3.json"), "{not json").expect("3");
+        std::fs::write(folder.join("4.json"), task("4", "Four", "deleted")).expect("4");
+        std::fs::write(folder.join(".lock"), "").expect("lock");
+        std::fs::write(folder.join("5.json"), "x".repeat(usize::try_from(MAX_TASK_FILE_BYTES).expect("size") + 1)).expect("5");
+        std::os::unix::fs::symlink(folder.join("2.json"), folder.join("6.json")).expect("link");
+        let tasks = Tasks::saved(config.path(), "s-1");
+        let shown: Vec<_> = tasks.list.iter().map(|t| (t.subject.as_str(), t.status)).collect();
+        assert_eq!(shown, [("Two", Completed), ("Ten", Pending)], "in id order; broken, large, linked files left out");
+        assert!(Tasks::saved(config.path(), "none").list.is_empty());
+        assert!(Tasks::saved(config.path(), "../tasks/s-1").list.is_empty(), "a session id is a name, not a path");
+        // The resumed process's next update moves the saved list.
+        let mut parser = Parser { tasks, ..Parser::default() };
+        let lines = [
+            task_call("u1", "TaskUpdate", json!({"taskId": "10", "status": "completed"}), None),
+            task_result("u1", json!({"success": true}), "Updated task #10 status", false),
+        ];
+        assert_eq!(plans(&mut parser, &lines), [vec![step("Two", Completed), step("Ten", Completed)]]);
     }
 
     #[test]
