@@ -682,8 +682,10 @@ async fn drive(
         }
         session.send(&user_message(user_content(&prompt.text, &prompt.files).await)).await;
         let finish = turn(&mut session, &mut modes, &mut parser).await;
-        // A failed turn may have left the CLI in any state: it is not reused.
-        let reusable = finish.status != FinishStatus::Failed;
+        // A failed turn may have left the CLI in any state: it is not reused. Nor is one with a
+        // background agent still at work (the turn was stopped): what it says later belongs to
+        // no turn, and stopping the process stops it.
+        let reusable = finish.status != FinishStatus::Failed && parser.background.is_empty();
         match session.end_turn(finish, reusable).await {
             Some(next) => prompt = next,
             None => break,
@@ -697,6 +699,9 @@ async fn turn(session: &mut JsonLinesSession<(String, Value, Reply)>, modes: &mu
     parser.next_turn();
     // Words to continue with once the interrupt we sent for them has ended the current step.
     let mut steer: Option<String> = None;
+    // The main agent's result while subagents it started in the background still work: the
+    // CLI tells of their end and goes on by itself, so the turn waits for that and ends then.
+    let mut held: Option<Finish> = None;
     loop {
         match session.next().await {
             Next::Closed(message) => return Finish::failed(message),
@@ -733,7 +738,10 @@ async fn turn(session: &mut JsonLinesSession<(String, Value, Reply)>, modes: &mu
                         session.emit(AgentEvent::SteerRejected("the step failed".into())).await;
                         return finish;
                     }
-                    None => return finish,
+                    None if finish.status == FinishStatus::Completed && !parser.background.is_empty() => {
+                        held = Some(after(held.take(), finish));
+                    }
+                    None => return after(held.take(), finish),
                 },
             },
             Next::Reply((request_id, input, reply)) => {
@@ -741,6 +749,18 @@ async fn turn(session: &mut JsonLinesSession<(String, Value, Reply)>, modes: &mu
                 if matches!(reply, Reply::Plan(_)) {
                     modes.now = modes.base.to_owned();
                 }
+            }
+            Next::Control(Some(Control::Interrupt)) if held.is_some() => {
+                // Only background agents work: the turn ends now (and the process with them).
+                let mut finish = after(held.take(), Finish::failed(""));
+                finish.status = FinishStatus::Interrupted;
+                finish.error = None;
+                return finish;
+            }
+            Next::Control(Some(Control::Steer(text))) if held.is_some() => {
+                // The main agent is idle: the words go in as its next message.
+                session.send(&user_message(Value::String(text))).await;
+                session.emit(AgentEvent::SteerAccepted).await;
             }
             Next::Control(Some(Control::Interrupt)) => {
                 parser.interrupt_sent = true;
@@ -765,6 +785,22 @@ async fn turn(session: &mut JsonLinesSession<(String, Value, Reply)>, modes: &mu
             }
         }
     }
+}
+
+/// A turn's end after results `earlier` held back: the tokens of both, the later one's word
+/// on the rest (Claude Code's cost is the process's running total).
+fn after(earlier: Option<Finish>, mut last: Finish) -> Finish {
+    let Some(earlier) = earlier else { return last };
+    if let Some(before) = earlier.usage {
+        let usage = last.usage.get_or_insert(Usage::default());
+        usage.input_tokens += before.input_tokens;
+        usage.output_tokens += before.output_tokens;
+        usage.cache_read_tokens += before.cache_read_tokens;
+        usage.cache_write_tokens += before.cache_write_tokens;
+    }
+    last.cost_usd = last.cost_usd.or(earlier.cost_usd);
+    last.session_id = last.session_id.or(earlier.session_id);
+    last
 }
 
 fn user_message(content: Value) -> Value {
@@ -1397,6 +1433,17 @@ mod tests {
         parser.next_turn();
         let (events, _, _) = run(&[notified("a5", "completed")], &mut parser);
         assert!(events.is_empty());
+
+        // The results of a turn that waited for its background agents add up.
+        let result = |tokens: i64, cost: f64| Finish {
+            usage: Some(Usage { input_tokens: tokens, output_tokens: 1, ..Usage::default() }),
+            cost_usd: Some(cost),
+            ..Finish::failed("")
+        };
+        let both = after(Some(result(100, 0.5)), Finish { status: FinishStatus::Completed, error: None, ..result(20, 0.7) });
+        assert_eq!((both.status, both.usage.map(|u| (u.input_tokens, u.output_tokens))), (FinishStatus::Completed, Some((120, 2))));
+        assert_eq!(both.cost_usd, Some(0.7), "the CLI's running total");
+        assert_eq!(after(None, result(5, 0.1)).usage.map(|u| u.input_tokens), Some(5));
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod memory;
 mod plan;
 mod planted;
 mod runtime;
+mod tasks;
 mod warm;
 
 use connectors::{
@@ -37,6 +38,7 @@ use memory::{
 };
 
 use plan::a_plan_is_approved_with_an_edit_and_the_same_turn_carries_it_out;
+use tasks::{claude_a_background_subagent_runs_until_its_notification, claude_task_tools_become_the_plan_and_later_turns_move_it};
 use planted::config_the_agent_plants_in_its_cli_folder_runs_nothing_and_the_ask_policy_holds;
 use runtime::{
     a_chats_model_and_effort_reach_the_cli_and_codex_lists_its_models,
@@ -543,6 +545,20 @@ async fn a_scheduled_turn_and_a_reminder_land_in_their_chat(cli: Cli) {
     assert!(
         schedules.iter().any(|s| s["created_by"] == "agent") && schedules.iter().any(|s| s["created_by"] == "owner")
     );
+}
+
+/// Claude Code's task tools become the plan card, kept across turns and a new process.
+#[tokio::test]
+#[ignore = "needs the agent CLIs; scripts/test runs it"]
+async fn claude_task_tools_become_the_plan() {
+    claude_task_tools_become_the_plan_and_later_turns_move_it().await
+}
+
+/// A subagent started in the background stays running until the CLI says it ended.
+#[tokio::test]
+#[ignore = "needs the agent CLIs; scripts/test runs it"]
+async fn claude_a_background_subagent_runs_until_it_ends() {
+    claude_a_background_subagent_runs_until_its_notification().await
 }
 
 /// A refused key: Claude Code would retry ten times over about three minutes; the turn ends
