@@ -80,8 +80,9 @@ pub(crate) fn goal_prompt(goal: &str) -> String {
     format!(
         "The owner set this goal: {goal}\n\n\
          Work toward it until it is done. First write a plan of concrete steps with your own plan \
-         tool (TaskCreate for each step, then TaskUpdate to move it on; or TodoWrite, or your plan \
-         update tool — whichever you have); keep one step in progress at a time, mark each step \
+         tool (TaskCreate for each step, then TaskUpdate to move it on, deleting first the tasks \
+         left from earlier work; or TodoWrite, or your plan update tool — whichever you have); \
+         keep one step in progress at a time, mark each step \
          completed as soon as it is done, and go on to the next without waiting for the owner \
          unless you are blocked. The plan is pinned at the top of the owner's chat as the goal's \
          progress, so keep it true."
