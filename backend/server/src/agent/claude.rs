@@ -277,9 +277,11 @@ fn window_label(id: &str) -> String {
 
 impl Parser {
     /// Forgets what belonged to the turn that ended (its messages, its interrupt, its limit,
-    /// its background calls: the turn closed their blocks), keeping the session's task list.
+    /// its background calls and task calls left without a result: the turn closed their
+    /// blocks), keeping the session's task list.
     pub fn next_turn(&mut self) {
-        *self = Self { tasks: std::mem::take(&mut self.tasks), ..Self::default() };
+        let list = std::mem::take(&mut self.tasks.list);
+        *self = Self { tasks: Tasks { list, ..Tasks::default() }, ..Self::default() };
     }
 
     /// The plan an ExitPlanMode prompt proposes: Claude Code puts its plan file's content in

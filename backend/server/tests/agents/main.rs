@@ -38,7 +38,11 @@ use memory::{
 };
 
 use plan::a_plan_is_approved_with_an_edit_and_the_same_turn_carries_it_out;
-use tasks::{claude_a_background_subagent_runs_until_its_notification, claude_task_tools_become_the_plan_and_later_turns_move_it};
+use tasks::{
+    claude_a_background_subagent_runs_until_its_notification,
+    claude_stop_while_a_background_subagent_works_ends_the_turn_and_its_process,
+    claude_task_tools_become_the_plan_and_later_turns_move_it,
+};
 use planted::config_the_agent_plants_in_its_cli_folder_runs_nothing_and_the_ask_policy_holds;
 use runtime::{
     a_chats_model_and_effort_reach_the_cli_and_codex_lists_its_models,
@@ -559,6 +563,13 @@ async fn claude_task_tools_become_the_plan() {
 #[ignore = "needs the agent CLIs; scripts/test runs it"]
 async fn claude_a_background_subagent_runs_until_it_ends() {
     claude_a_background_subagent_runs_until_its_notification().await
+}
+
+/// Stop while only a background subagent works ends the turn and the process at once.
+#[tokio::test]
+#[ignore = "needs the agent CLIs; scripts/test runs it"]
+async fn claude_stop_while_a_background_subagent_works() {
+    claude_stop_while_a_background_subagent_works_ends_the_turn_and_its_process().await
 }
 
 /// A refused key: Claude Code would retry ten times over about three minutes; the turn ends

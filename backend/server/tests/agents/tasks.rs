@@ -160,3 +160,48 @@ pub async fn claude_a_background_subagent_runs_until_its_notification() {
     assert!(stored["elapsed_ms"].as_u64().is_some_and(|ms| ms > 0), "{stored}");
     assert!(reply.to_string().contains("The subagent reported back."), "{reply}");
 }
+
+pub async fn claude_stop_while_a_background_subagent_works_ends_the_turn_and_its_process() {
+    let script = json!({
+        "steps": [
+            { "text": "Asking a subagent.", "tool_use": { "name": "Agent", "input": {
+                "description": "Count the notes", "prompt": format!("{AGENT_MARKER}: count them"), "subagent_type": "general-purpose" } } },
+            { "text": "It is on its way." },
+        ],
+        "default": { "text": "Nothing more." },
+        "agent_marker": AGENT_MARKER,
+        // The subagent's model call outlasts the test.
+        "agent_steps": [{ "text": "Too late.", "delay_s": 60 }],
+    });
+    let rig = Rig::start(Cli::Claude, script).await;
+    let Rig { app, token, .. } = &rig;
+    app.chat(token, "t").await;
+    let mut stream = app.stream(token, "t", None).await;
+    assert_eq!(app.send(token, "t", "count my notes", "m1").await["status"], "started");
+    // The main agent went on in words: only the subagent works now.
+    loop {
+        let event = stream.next(60).await;
+        assert_ne!(event.data["type"], "done", "the turn ended while its subagent worked: {:?}", event.data);
+        if event.data["type"] == "text_final" && event.data.to_string().contains("on its way") {
+            break;
+        }
+    }
+    let r: Value = app.post("/api/chat/stop", json!({ "chat_id": "t" }), Some(token)).await.json().await.expect("json");
+    assert_eq!(r["stopped"], true);
+    let runs: Value = app.get("/api/chats/t/runs", Some(token)).await.json().await.expect("runs");
+    assert_eq!(runs[0]["status"], "stopped");
+    let log = std::fs::read_to_string(app.data_dir().join("server.log")).expect("log");
+    assert!(!log.contains("did not answer the stop in time"), "the turn did not answer the stop");
+    let detail = app.detail(token, "t").await;
+    let call = detail["messages"][1]["blocks"]
+        .as_array()
+        .and_then(|b| b.iter().find(|b| b["tool"] == "Agent"))
+        .cloned()
+        .expect("the call");
+    assert!(call["status"] != "running" && call["status"] != "done", "{call}");
+    // The process with the subagent in it is not kept for the next turn.
+    eventually_within(Duration::from_secs(30), "the process ends with the stopped turn", || async {
+        agent_groups(app).is_empty().then_some(())
+    })
+    .await;
+}
