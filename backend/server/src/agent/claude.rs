@@ -570,14 +570,20 @@ impl Parser {
                 events.push(AgentEvent::ToolSources { id: id.clone(), sources });
             }
             let plan = self.tasks.result(&id, is_error, structured, &text);
-            events.push(AgentEvent::ToolOutput { id: id.clone(), text, append: false, exit_code: is_error.then_some(1) });
+            events.push(AgentEvent::ToolOutput {
+                id: id.clone(),
+                text,
+                append: false,
+                exit_code: is_error.then_some(1),
+            });
             for image in tool_images(item) {
                 events.push(AgentEvent::ToolImage { id: id.clone(), image: ToolImage::Bytes(image) });
             }
+            // An Agent call's launch notice (`isAsync`: only an agent's; a background command or
+            // workflow is not held, it may run past any turn).
             let launched = !is_error
                 && subagent_of(line).is_none()
-                && (structured.get("isAsync").and_then(Value::as_bool) == Some(true)
-                    || str_at(structured, &["status"]) == "async_launched");
+                && structured.get("isAsync").and_then(Value::as_bool) == Some(true);
             if launched && self.background.len() < MAX_BACKGROUND_AGENTS {
                 self.background.insert(id);
             } else {
@@ -598,7 +604,12 @@ impl Parser {
         }
         let summary = str_at(line, &["summary"]);
         if !summary.is_empty() {
-            events.push(AgentEvent::ToolOutput { id: id.to_owned(), text: summary.to_owned(), append: false, exit_code: None });
+            events.push(AgentEvent::ToolOutput {
+                id: id.to_owned(),
+                text: summary.to_owned(),
+                append: false,
+                exit_code: None,
+            });
         }
         let status = str_at(line, &["status"]);
         events.push(AgentEvent::ToolEnd {
@@ -697,7 +708,11 @@ async fn drive(
 }
 
 /// One turn, from the prompt just sent to its result.
-async fn turn(session: &mut JsonLinesSession<(String, Value, Reply)>, modes: &mut Modes, parser: &mut Parser) -> Finish {
+async fn turn(
+    session: &mut JsonLinesSession<(String, Value, Reply)>,
+    modes: &mut Modes,
+    parser: &mut Parser,
+) -> Finish {
     parser.next_turn();
     // Words to continue with once the interrupt we sent for them has ended the current step.
     let mut steer: Option<String> = None;
@@ -933,7 +948,9 @@ impl Tasks {
             .collect();
         ids.sort_unstable();
         for id in ids.into_iter().take(MAX_TASKS) {
-            let Ok(bytes) = dir.read(std::path::Path::new(&format!("{id}.json")), MAX_TASK_FILE_BYTES) else { continue };
+            let Ok(bytes) = dir.read(std::path::Path::new(&format!("{id}.json")), MAX_TASK_FILE_BYTES) else {
+                continue;
+            };
             if let Some(task) = serde_json::from_slice::<Value>(&bytes).ok().as_ref().and_then(listed_task) {
                 tasks.upsert(task);
             }
@@ -953,7 +970,13 @@ impl Tasks {
     /// A tool result (`structured`: the line's `tool_use_result`): the plan as it stands now
     /// when a task tool's result changed the list; `None` otherwise (another tool, a failed or
     /// malformed call, nothing new).
-    pub fn result(&mut self, id: &str, is_error: bool, structured: &Value, text: &str) -> Option<crate::protocol::PlanCard> {
+    pub fn result(
+        &mut self,
+        id: &str,
+        is_error: bool,
+        structured: &Value,
+        text: &str,
+    ) -> Option<crate::protocol::PlanCard> {
         let (tool, input) = self.pending.remove(id)?;
         if is_error || structured.get("success").and_then(Value::as_bool) == Some(false) {
             return None;
@@ -965,7 +988,11 @@ impl Tasks {
                 let id = task_id(task.get("id")).or_else(|| created_id(text));
                 let subject = task.get("subject").or_else(|| input.get("subject")).and_then(Value::as_str);
                 if let (Some(id), Some(subject)) = (id, subject) {
-                    self.upsert(Task { id, subject: subject_of(subject), status: crate::protocol::PlanStatus::Pending });
+                    self.upsert(Task {
+                        id,
+                        subject: subject_of(subject),
+                        status: crate::protocol::PlanStatus::Pending,
+                    });
                 }
             }
             "TaskUpdate" => self.update(&input),
@@ -996,7 +1023,11 @@ impl Tasks {
             _ => {}
         }
         (self.list != before).then(|| crate::protocol::PlanCard {
-            steps: self.list.iter().map(|t| crate::protocol::PlanStep { text: t.subject.clone(), status: t.status }).collect(),
+            steps: self
+                .list
+                .iter()
+                .map(|t| crate::protocol::PlanStep { text: t.subject.clone(), status: t.status })
+                .collect(),
             explanation: None,
         })
     }
@@ -1213,10 +1244,25 @@ mod tests {
         let lines = [
             task_call("c1", "TaskCreate", json!({"subject": "Draft the outline", "description": "d"}), None),
             task_call("c2", "TaskCreate", json!({"subject": "Write the notes", "description": "d"}), None),
-            task_result("c2", json!({"task": {"id": "2", "subject": "Write the notes"}}), "Task #2 created successfully: Write the notes", false),
-            task_result("c1", json!({"task": {"id": "1", "subject": "Draft the outline"}}), "Task #1 created successfully: Draft the outline", false),
+            task_result(
+                "c2",
+                json!({"task": {"id": "2", "subject": "Write the notes"}}),
+                "Task #2 created successfully: Write the notes",
+                false,
+            ),
+            task_result(
+                "c1",
+                json!({"task": {"id": "1", "subject": "Draft the outline"}}),
+                "Task #1 created successfully: Draft the outline",
+                false,
+            ),
             task_call("u1", "TaskUpdate", json!({"taskId": "1", "status": "in_progress"}), None),
-            task_result("u1", json!({"success": true, "taskId": "1", "updatedFields": ["status"]}), "Updated task #1 status", false),
+            task_result(
+                "u1",
+                json!({"success": true, "taskId": "1", "updatedFields": ["status"]}),
+                "Updated task #1 status",
+                false,
+            ),
         ];
         let seen = plans(&mut parser, &lines);
         assert_eq!(seen.len(), 3, "each change is a plan: {seen:?}");
@@ -1229,7 +1275,12 @@ mod tests {
         let lines = [
             task_call("u2", "TaskUpdate", json!({"taskId": "1", "status": "completed"}), None),
             task_result("u2", json!({"success": true}), "Updated task #1 status", false),
-            task_call("u3", "TaskUpdate", json!({"taskId": "2", "subject": "Write the final notes", "status": "in_progress"}), None),
+            task_call(
+                "u3",
+                "TaskUpdate",
+                json!({"taskId": "2", "subject": "Write the final notes", "status": "in_progress"}),
+                None,
+            ),
             task_result("u3", json!({"success": true}), "Updated task #2 subject, status", false),
             // A creation with no structured result: the id is in the text.
             task_call("c3", "TaskCreate", json!({"subject": "Review them", "description": "d"}), None),
@@ -1251,7 +1302,12 @@ mod tests {
         let mut parser = Parser::default();
         let create = [
             task_call("c1", "TaskCreate", json!({"subject": "One", "description": "d"}), None),
-            task_result("c1", json!({"task": {"id": "1", "subject": "One"}}), "Task #1 created successfully: One", false),
+            task_result(
+                "c1",
+                json!({"task": {"id": "1", "subject": "One"}}),
+                "Task #1 created successfully: One",
+                false,
+            ),
         ];
         assert_eq!(plans(&mut parser, &create).len(), 1);
         let nothing = [
@@ -1277,12 +1333,27 @@ mod tests {
             task_call("l1", "TaskList", json!({}), None),
             task_result("l1", json!({"tasks": "many"}), "", false),
             // A result for no call of ours, and a subagent's own task calls.
-            task_result("zz", json!({"task": {"id": "5", "subject": "Stray"}}), "Task #5 created successfully: Stray", false),
+            task_result(
+                "zz",
+                json!({"task": {"id": "5", "subject": "Stray"}}),
+                "Task #5 created successfully: Stray",
+                false,
+            ),
             task_call("s1", "TaskCreate", json!({"subject": "Sub"}), Some("agent-1")),
-            task_result("s1", json!({"task": {"id": "6", "subject": "Sub"}}), "Task #6 created successfully: Sub", false),
+            task_result(
+                "s1",
+                json!({"task": {"id": "6", "subject": "Sub"}}),
+                "Task #6 created successfully: Sub",
+                false,
+            ),
             // Listing what the card already shows.
             task_call("l2", "TaskList", json!({}), None),
-            task_result("l2", json!({"tasks": [{"id": "1", "subject": "One", "status": "pending", "blockedBy": []}]}), "#1 [pending] One", false),
+            task_result(
+                "l2",
+                json!({"tasks": [{"id": "1", "subject": "One", "status": "pending", "blockedBy": []}]}),
+                "#1 [pending] One",
+                false,
+            ),
         ];
         assert_eq!(plans(&mut parser, &nothing), Vec::<Vec<_>>::new());
         // An update naming its subject adds the task the card missed; a listing replaces the card.
@@ -1290,10 +1361,15 @@ mod tests {
             task_call("u7", "TaskUpdate", json!({"taskId": "3", "subject": "Three", "status": "in_progress"}), None),
             task_result("u7", json!({"success": true}), "Updated task #3 subject, status", false),
             task_call("l3", "TaskList", json!({}), None),
-            task_result("l3", json!({"tasks": [
+            task_result(
+                "l3",
+                json!({"tasks": [
                 {"id": "1", "subject": "One", "status": "completed"},
                 {"id": "2", "subject": "Two", "status": "pending"},
-                {"id": "x", "subject": "Bad status", "status": "deleted"}]}), "", false),
+                {"id": "x", "subject": "Bad status", "status": "deleted"}]}),
+                "",
+                false,
+            ),
             task_call("g1", "TaskGet", json!({"taskId": "2"}), None),
             task_result("g1", json!({"task": null}), "Task not found", false),
         ];
@@ -1334,14 +1410,16 @@ mod tests {
         let folder = config.path().join("tasks/s-1");
         std::fs::create_dir_all(&folder).expect("folder");
         let task = |id: &str, subject: &str, status: &str| {
-            json!({"id": id, "subject": subject, "description": "d", "status": status, "blocks": [], "blockedBy": []}).to_string()
+            json!({"id": id, "subject": subject, "description": "d", "status": status, "blocks": [], "blockedBy": []})
+                .to_string()
         };
         std::fs::write(folder.join("10.json"), task("10", "Ten", "pending")).expect("10");
         std::fs::write(folder.join("2.json"), task("2", "Two", "completed")).expect("2");
         std::fs::write(folder.join("3.json"), "{not json").expect("3");
         std::fs::write(folder.join("4.json"), task("4", "Four", "deleted")).expect("4");
         std::fs::write(folder.join(".lock"), "").expect("lock");
-        std::fs::write(folder.join("5.json"), "x".repeat(usize::try_from(MAX_TASK_FILE_BYTES).expect("size") + 1)).expect("5");
+        std::fs::write(folder.join("5.json"), "x".repeat(usize::try_from(MAX_TASK_FILE_BYTES).expect("size") + 1))
+            .expect("5");
         std::os::unix::fs::symlink(folder.join("2.json"), folder.join("6.json")).expect("link");
         let tasks = Tasks::saved(config.path(), "s-1");
         let shown: Vec<_> = tasks.list.iter().map(|t| (t.subject.as_str(), t.status)).collect();
@@ -1417,7 +1495,9 @@ mod tests {
             {"type": "tool_result", "tool_use_id": "b1", "content": "(no output)"}]}});
         let (events, _, _) = run(&[step, notified("zz", "completed"), notified("a1", "completed")], &mut parser);
         assert_eq!(ends(&events), [("b1".to_owned(), false, false), ("a1".to_owned(), false, false)]);
-        assert!(events.iter().any(|e| matches!(e, AgentEvent::ToolOutput { id, text, .. } if id == "a1" && text == "There are no notes yet.")));
+        assert!(events.iter().any(
+            |e| matches!(e, AgentEvent::ToolOutput { id, text, .. } if id == "a1" && text == "There are no notes yet.")
+        ));
         let (events, _, _) = run(&[notified("a1", "completed")], &mut parser);
         assert!(events.is_empty(), "told once: {events:?}");
         // A failed and a stopped one; a call that waited for its agent ends with its result.
@@ -1429,6 +1509,13 @@ mod tests {
             "message": {"content": [{"type": "tool_result", "tool_use_id": "a4", "content": "the report"}]}});
         let (events, _, _) = run(&[agent("a4"), waited], &mut parser);
         assert_eq!(ends(&events), [("a4".to_owned(), false, false)]);
+        // A workflow or a command in the background is not held: it may outlive any turn.
+        let workflow = json!({"type": "user", "parent_tool_use_id": null, "tool_use_result": {"status": "async_launched", "taskId": "w"},
+            "message": {"content": [{"type": "tool_result", "tool_use_id": "w1", "content": "started"}]}});
+        let shell = json!({"type": "user", "parent_tool_use_id": null, "tool_use_result": {"backgroundTaskId": "b"},
+            "message": {"content": [{"type": "tool_result", "tool_use_id": "s1", "content": "running"}]}});
+        let (events, _, _) = run(&[workflow, shell], &mut parser);
+        assert_eq!(ends(&events), [("w1".to_owned(), false, false), ("s1".to_owned(), false, false)]);
         // A turn that ended first closed the call: the next turn follows none of them.
         let (events, _, _) = run(&[agent("a5"), launched("a5")], &mut parser);
         assert!(ends(&events).is_empty());
@@ -1442,8 +1529,12 @@ mod tests {
             cost_usd: Some(cost),
             ..Finish::failed("")
         };
-        let both = after(Some(result(100, 0.5)), Finish { status: FinishStatus::Completed, error: None, ..result(20, 0.7) });
-        assert_eq!((both.status, both.usage.map(|u| (u.input_tokens, u.output_tokens))), (FinishStatus::Completed, Some((120, 2))));
+        let both =
+            after(Some(result(100, 0.5)), Finish { status: FinishStatus::Completed, error: None, ..result(20, 0.7) });
+        assert_eq!(
+            (both.status, both.usage.map(|u| (u.input_tokens, u.output_tokens))),
+            (FinishStatus::Completed, Some((120, 2)))
+        );
         assert_eq!(both.cost_usd, Some(0.7), "the CLI's running total");
         assert_eq!(after(None, result(5, 0.1)).usage.map(|u| u.input_tokens), Some(5));
     }

@@ -38,16 +38,16 @@ use memory::{
 };
 
 use plan::a_plan_is_approved_with_an_edit_and_the_same_turn_carries_it_out;
-use tasks::{
-    claude_a_background_subagent_runs_until_its_notification,
-    claude_stop_while_a_background_subagent_works_ends_the_turn_and_its_process,
-    claude_task_tools_become_the_plan_and_later_turns_move_it,
-};
 use planted::config_the_agent_plants_in_its_cli_folder_runs_nothing_and_the_ask_policy_holds;
 use runtime::{
     a_chats_model_and_effort_reach_the_cli_and_codex_lists_its_models,
     a_usage_limit_parks_the_chat_until_the_reset_and_it_continues_by_itself,
     the_memory_ceiling_stops_a_runaway_command, the_plans_windows_are_recorded_from_the_clis_reports,
+};
+use tasks::{
+    claude_a_background_subagent_runs_until_its_notification,
+    claude_stop_while_a_background_subagent_works_ends_the_turn_and_its_process,
+    claude_task_tools_become_the_plan_and_later_turns_move_it,
 };
 use warm::{
     a_warm_second_turn_reuses_the_process_and_a_killed_one_falls_back_cold,

@@ -25,7 +25,9 @@ fn card(reply: &Value) -> Vec<(String, String)> {
     let steps = plan.map(|p| p["steps"].as_array().cloned().unwrap_or_default()).unwrap_or_default();
     steps
         .iter()
-        .map(|s| (s["text"].as_str().unwrap_or_default().to_owned(), s["status"].as_str().unwrap_or_default().to_owned()))
+        .map(|s| {
+            (s["text"].as_str().unwrap_or_default().to_owned(), s["status"].as_str().unwrap_or_default().to_owned())
+        })
         .collect()
 }
 
@@ -66,12 +68,10 @@ pub async fn claude_task_tools_become_the_plan_and_later_turns_move_it() {
         .unwrap_or_default();
     let detail = app.detail(token, "t").await;
     let reply = &detail["messages"][1];
-    let calls: Vec<&Value> = reply["blocks"].as_array().expect("blocks").iter().filter(|b| b["type"] == "tool").collect();
+    let calls: Vec<&Value> =
+        reply["blocks"].as_array().expect("blocks").iter().filter(|b| b["type"] == "tool").collect();
     assert_eq!(calls.len(), 3, "{reply}");
-    assert!(
-        calls.iter().all(|c| c["status"] == "done"),
-        "the CLI ran its task tools (offered: {tools:?}): {reply}"
-    );
+    assert!(calls.iter().all(|c| c["status"] == "done"), "the CLI ran its task tools (offered: {tools:?}): {reply}");
     assert_eq!(plans.len(), 3, "each change is a plan event: {plans:?}");
     assert_eq!(plans[0]["steps"].as_array().map(Vec::len), Some(1));
     assert_eq!(card(reply), steps(&[("Draft the outline", "in_progress"), ("Write the notes", "pending")]));
@@ -150,11 +150,15 @@ pub async fn claude_a_background_subagent_runs_until_its_notification() {
     let step = at("the subagent's step", &|e| e["type"] == "tool_start" && e["parent_tool_use_id"] == call);
     let step_id = events[step]["tool_use_id"].as_str().expect("step id").to_owned();
     let step_ended = at("the step's end", &|e| e["type"] == "tool_end" && e["tool_use_id"] == step_id);
-    assert!(went_on < call_ended && step_ended < call_ended, "launch {went_on}, step end {step_ended}, call end {call_ended}");
+    assert!(
+        went_on < call_ended && step_ended < call_ended,
+        "launch {went_on}, step end {step_ended}, call end {call_ended}"
+    );
     assert_eq!(events[call_ended]["is_error"], false);
     let detail = app.detail(token, "t").await;
     let reply = &detail["messages"][1];
-    let stored = reply["blocks"].as_array().and_then(|b| b.iter().find(|b| b["tool"] == "Agent")).cloned().expect("stored");
+    let stored =
+        reply["blocks"].as_array().and_then(|b| b.iter().find(|b| b["tool"] == "Agent")).cloned().expect("stored");
     assert_eq!(stored["status"], "done", "{stored}");
     assert_eq!(stored["output"], "There are no notes yet.", "the agent's report is the call's result: {stored}");
     assert!(stored["elapsed_ms"].as_u64().is_some_and(|ms| ms > 0), "{stored}");

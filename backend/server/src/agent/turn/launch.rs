@@ -297,7 +297,10 @@ mod tests {
         assert_eq!(slash_goal("my /goal is"), None, "only at the start");
         let prompt = goal_prompt("ship it");
         assert!(prompt.starts_with("The owner set this goal: ship it") && prompt.contains("plan"), "{prompt}");
-        assert!(prompt.contains("TaskCreate") && prompt.contains("TaskUpdate"), "names the tools Claude Code has: {prompt}");
+        assert!(
+            prompt.contains("TaskCreate") && prompt.contains("TaskUpdate"),
+            "names the tools Claude Code has: {prompt}"
+        );
     }
 
     #[test]
