@@ -131,7 +131,7 @@ pub async fn claude_a_background_subagent_runs_until_its_notification() {
     let events: Vec<Value> = stream.until("done", 120).await.into_iter().map(|e| e.data).collect();
     assert_eq!(events.last().expect("done")["status"], "completed");
     let at = |what: &str, found: &dyn Fn(&Value) -> bool| {
-        events.iter().position(|e| found(e)).unwrap_or_else(|| panic!("no {what} in {events:?}"))
+        events.iter().position(found).unwrap_or_else(|| panic!("no {what} in {events:?}"))
     };
     let call = events
         .iter()
