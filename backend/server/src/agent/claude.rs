@@ -756,6 +756,13 @@ async fn turn(
                         return finish;
                     }
                     None if finish.status == FinishStatus::Completed && !parser.background.is_empty() => {
+                        if parser.interrupt_sent {
+                            // The owner stopped the turn as the main agent finished: the
+                            // background agents are stopped with it, not waited for.
+                            let mut finish = after(held.take(), finish);
+                            finish.status = FinishStatus::Interrupted;
+                            return finish;
+                        }
                         held = Some(after(held.take(), finish));
                     }
                     None => return after(held.take(), finish),

@@ -46,7 +46,7 @@ use runtime::{
 };
 use tasks::{
     claude_a_background_subagent_runs_until_its_notification,
-    claude_stop_while_a_background_subagent_works_ends_the_turn_and_its_process,
+    claude_stop_while_a_background_subagent_works_ends_the_turn_and_its_agent,
     claude_task_tools_become_the_plan_and_later_turns_move_it,
 };
 use warm::{
@@ -565,11 +565,11 @@ async fn claude_a_background_subagent_runs_until_it_ends() {
     claude_a_background_subagent_runs_until_its_notification().await
 }
 
-/// Stop while only a background subagent works ends the turn and the process at once.
+/// Stop while only a background subagent works ends the turn (and the agent) at once.
 #[tokio::test]
 #[ignore = "needs the agent CLIs; scripts/test runs it"]
 async fn claude_stop_while_a_background_subagent_works() {
-    claude_stop_while_a_background_subagent_works_ends_the_turn_and_its_process().await
+    claude_stop_while_a_background_subagent_works_ends_the_turn_and_its_agent().await
 }
 
 /// A refused key: Claude Code would retry ten times over about three minutes; the turn ends
