@@ -1,10 +1,12 @@
 // Goals and subagents on a phone (issue 37), on real Claude Code turns: the real server runs the
 // real CLI against the scripted model server (tests/fake-providers). `/goal <words>` (picked
 // from the composer's slash menu) pins the goal at the top of the chat; the agent's plan updates
-// move the pin live (and across a reload) until every step is done; a goal that is not done is
+// (Claude Code's TaskCreate/TaskUpdate, which the server asks the CLI to offer) move the pin live
+// (and across a reload) until every step is done; a goal that is not done is
 // dismissed by the owner. A subagent (Claude Code's Agent tool, run by the real CLI: the scripted
-// model answers the subagent's own conversation from `agent_steps`) shows as a chip with its
-// type, task, status and time, its steps folded under it instead of among the reply's. Checks are structural (elements, text), with screenshots kept as
+// model answers the subagent's own conversation from `agent_steps`; started in the background, as
+// the CLI does by default) shows as a chip with its type, task, status and time, Running until
+// the CLI says the agent ended, its steps folded under it instead of among the reply's. Checks are structural (elements, text), with screenshots kept as
 // artifacts.
 //
 // Environment: MOBIUS_BIN, MOBIUS_FRONTEND_DIR (scripts/test sets both); the Claude CLI as in
@@ -36,40 +38,40 @@ import {
 } from "./harness.mjs";
 
 const STEP_TIMEOUT = 90_000;
-const todos = (...statuses) => ({
-  name: "TodoWrite",
-  input: {
-    todos: ["Draft the outline", "Write the notes", "Review them"].map((content, i) => ({ content, status: statuses[i], activeForm: content })),
-  },
-});
+// Claude Code 2.1.332's own plan tools (the server asks the CLI for them): TaskCreate adds a
+// step (its id is in the result), TaskUpdate moves or deletes one.
+const create = (subject) => ({ name: "TaskCreate", input: { subject, description: `${subject}, carefully`, activeForm: subject } });
+const update = (taskId, status) => ({ name: "TaskUpdate", input: { taskId, status } });
 
 const AGENT_MARKER = "SUBAGENT-TASK-7";
 
 // Each plan update is slow the first time it is served, so every state of the pin shows a while.
 const SCRIPT = {
   steps: [
-    { text: "I'll plan it out.", tool_use: todos("in_progress", "pending", "pending") },
-    { tool_use: todos("completed", "in_progress", "pending"), delay_s: 1 },
-    { tool_use: todos("completed", "completed", "in_progress"), delay_s: 5 },
-    { tool_use: todos("completed", "completed", "completed"), delay_s: 5 },
+    { text: "I'll plan it out.", tool_use: [create("Draft the outline"), create("Write the notes"), create("Review them")] },
+    { tool_use: update("1", "in_progress") },
+    { tool_use: [update("1", "completed"), update("2", "in_progress")], delay_s: 1 },
+    { tool_use: [update("2", "completed"), update("3", "in_progress")], delay_s: 5 },
+    { tool_use: update("3", "completed"), delay_s: 5 },
     { text: "Goal reached: the notes are written and reviewed." },
-    {
-      tool_use: {
-        name: "TodoWrite",
-        input: { todos: [{ content: "Tidy the folder", status: "in_progress", activeForm: "Tidying" }, { content: "Ship it", status: "pending", activeForm: "Shipping" }] },
-      },
-    },
+    // The next goal starts its plan afresh: the finished tasks go, two new ones come.
+    { tool_use: [update("1", "deleted"), update("2", "deleted"), update("3", "deleted"), create("Tidy the folder"), create("Ship it")] },
+    { tool_use: update("4", "in_progress") },
     { text: "Stopping here for now." },
+    // No `run_in_background`: Claude Code starts the agent in the background; the main agent
+    // goes on, and hears the report when the agent ends.
     {
       text: "Asking a subagent.",
-      tool_use: { name: "Agent", input: { description: "Count the notes", prompt: `${AGENT_MARKER}: count the files in agent-home`, subagent_type: "general-purpose", run_in_background: false } },
+      tool_use: { name: "Agent", input: { description: "Count the notes", prompt: `${AGENT_MARKER}: count the files in agent-home`, subagent_type: "general-purpose" } },
     },
+    { text: "It is on its way." },
     { text: "The subagent counted them." },
   ],
   default: { text: "Nothing more." },
-  // The subagent's own conversation (the Agent call's prompt holds the marker).
+  // The subagent's own conversation (the Agent call's prompt holds the marker); its first step
+  // is slow, so its chip is seen running after the main agent went on.
   agent_marker: AGENT_MARKER,
-  agent_steps: [{ tool_use: { name: "Bash", input: { command: "ls agent-home", description: "list the notes" } } }, { text: "There are no notes yet." }],
+  agent_steps: [{ tool_use: { name: "Bash", input: { command: "ls agent-home", description: "list the notes" } }, delay_s: 8 }, { text: "There are no notes yet." }],
 };
 
 if (!process.env.MOBIUS_BIN || !process.env.MOBIUS_FRONTEND_DIR) throw new Error("MOBIUS_BIN and MOBIUS_FRONTEND_DIR not set (run scripts/test)");
@@ -155,6 +157,16 @@ describe("goals and subagents on a phone (real server, real Claude Code, scripte
 
   step("a subagent shows as a chip with its own steps, not among the reply's", async (page) => {
     await send(page, "Count my notes with a subagent");
+    // Launched in the background: the main agent goes on while the chip still says Running.
+    await page.getByText("It is on its way.").waitFor({ timeout: TURN_TIMEOUT });
+    const live = page.locator(".row-assistant").last().locator(".subagent");
+    assert.equal(await live.getAttribute("data-status"), "running", "launched is not done");
+    await screenshot(page, "subagent-running-phone.png");
+    // A reload meanwhile shows it running too (the server keeps the call open).
+    await page.reload();
+    const reloaded = page.locator(".row-assistant").last().locator(".subagent");
+    await reloaded.waitFor({ timeout: TURN_TIMEOUT });
+    assert.equal(await reloaded.getAttribute("data-status"), "running", "still running after a reload");
     await page.getByText("The subagent counted them.").waitFor({ timeout: TURN_TIMEOUT });
     await turnEnds(page);
     const reply = page.locator(".row-assistant").last();
@@ -170,9 +182,9 @@ describe("goals and subagents on a phone (real server, real Claude Code, scripte
     const step = chip.locator(".subagent-steps .tool");
     assert.equal(await step.count(), 1);
     assert.match((await step.locator(".tool-input").textContent()) ?? "", /ls agent-home/);
-    // What the call gave back: the subagent's report (the script asks for a blocking call;
-    // Claude Code 2.1.332 would otherwise start it in the background and answer a launch notice).
-    assert.ok(((await chip.locator(".subagent-report pre").textContent()) ?? "").trim().length > 0, "the call's result shows");
+    // What the call gave back: the subagent's report (from the CLI's notification of its end,
+    // not the launch notice).
+    assert.equal(((await chip.locator(".subagent-report pre").textContent()) ?? "").trim(), "There are no notes yet.");
     assert.deepEqual(await horizontalOverflow(page), [], "nothing runs past the phone's edge");
     await screenshot(page, "subagent-chip-phone.png");
     // Stored as the server folded it: the step names its call.

@@ -8,6 +8,11 @@ import type { Block, ToolBlock } from "../api/types";
 const READS = new Set(["Read", "NotebookRead"]);
 const EDITS = new Set(["Write", "Edit", "MultiEdit", "NotebookEdit"]);
 const SEARCHES = new Set(["Glob", "Grep", "LS"]);
+/** The CLIs' own plan tools: Claude's TodoWrite and its task tools (the plan card stands for them). */
+const PLAN_TOOLS = new Set(["TodoWrite", "TaskCreate", "TaskUpdate", "TaskList", "TaskGet"]);
+
+/** Is this tool one of the agent's plan tools (its calls are shown by the plan card)? */
+export const isPlanTool = (name: string): boolean => PLAN_TOOLS.has(name);
 
 /** The last path segment of a path summary (`apps/notes/src/App.tsx` → `App.tsx`). */
 function fileName(input: string): string {
@@ -62,6 +67,7 @@ function describeTool(tool: ToolBlock, list: readonly Block[]): string {
   }
   if (EDITS.has(tool.tool)) return tool.input ? `Editing ${fileName(tool.input)}` : "Editing a file";
   if (SEARCHES.has(tool.tool)) return "Searching files";
+  if (PLAN_TOOLS.has(tool.tool)) return "Planning";
   switch (tool.tool) {
     case "Bash":
       return tool.input ? `Running \`${shortCommand(tool.input)}\`` : "Running a command";
@@ -72,8 +78,6 @@ function describeTool(tool: ToolBlock, list: readonly Block[]): string {
     case "Task":
     case "Agent":
       return "Working on a subtask";
-    case "TodoWrite":
-      return "Planning";
     // Codex talking to the sub-agents it started (`wait`, `sendMessage`…).
     case "Agents":
       return tool.input === "wait" ? "Waiting for subagents" : "Talking to subagents";
@@ -166,7 +170,7 @@ export function describeStretch(blocks: readonly Block[]): string {
     else if (name === "WebSearch") add("web");
     else if (name === "WebFetch") add("fetch");
     else if (name === "Task" || name === "Agent") add("task");
-    else if (name === "TodoWrite") add("plan");
+    else if (PLAN_TOOLS.has(name)) add("plan");
     else if (name === "Agents") add(block.input === "wait" ? "wait" : "talk");
     else add("other");
   }

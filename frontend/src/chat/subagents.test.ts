@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Block, ToolBlock } from "../api/types";
 import { describeStretch, stretches } from "./activity";
-import { splitSubagents } from "./subagents";
+import { describeLive, splitSubagents } from "./subagents";
 
 const tool = (id: string, name: string, extra: Partial<Omit<ToolBlock, "type">> = {}): Block => ({
   type: "tool",
@@ -34,5 +34,14 @@ describe("subagent steps", () => {
     const { main, steps } = splitSubagents([tool("r1", "Read", { parent_tool_use_id: "gone" })]);
     expect(main).toHaveLength(1);
     expect(steps.size).toBe(0);
+  });
+
+  it("give the live line while one works, also after the reply went on in words (a background agent)", () => {
+    const running = tool("a1", "Agent", { status: "running" });
+    const words = { type: "text", item_id: "t", content: "It is on its way." } as Block;
+    expect(describeLive([running])).toBe("Starting a subagent");
+    expect(describeLive([running, words])).toBe("Waiting for a subagent");
+    expect(describeLive([running, words, tool("b1", "Bash", { parent_tool_use_id: "a1", status: "running", input: "ls" })])).toBe("Subagent: Running `ls`");
+    expect(describeLive([tool("a1", "Agent"), words])).toBe("Writing");
   });
 });

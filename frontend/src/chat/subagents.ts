@@ -32,13 +32,19 @@ export function splitSubagents(blocks: readonly Block[]): { main: Block[]; steps
   return { main, steps };
 }
 
-/** The live row's line: the reply's own last step, or, while a subagent works, its last step. */
+/**
+ * The live row's line: the reply's own last step, or, while a subagent works, its last step —
+ * also when the reply went on in words after starting one in the background (the turn then
+ * waits for it).
+ */
 export function describeLive(blocks: readonly Block[] | null | undefined): string {
   const { main, steps } = splitSubagents(blocks ?? []);
   const last = main[main.length - 1];
-  if (last && isSubagent(last) && last.status === "running") {
-    const own = steps.get(last.tool_use_id) ?? [];
-    return own.length > 0 ? `Subagent: ${describeActivity(own)}` : "Starting a subagent";
+  const waiting = last?.type === "text" ? main.findLast((b) => isSubagent(b) && b.status === "running") : undefined;
+  const working = last && isSubagent(last) && last.status === "running" ? last : waiting;
+  if (working && working.type === "tool") {
+    const own = steps.get(working.tool_use_id) ?? [];
+    return own.length > 0 ? `Subagent: ${describeActivity(own)}` : waiting ? "Waiting for a subagent" : "Starting a subagent";
   }
   return describeActivity(main);
 }

@@ -1,7 +1,7 @@
 //! Claude Code (`claude`) over its stream-json control protocol: a process per chat kept
 //! between turns when the warm pool allows (each turn a further user message), permission prompts (`can_use_tool`) answered by the server, `interrupt` to stop.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -42,7 +42,7 @@ impl AgentProvider for Claude {
             &self.bin,
             &args(&request),
             &request.cwd,
-            &request.env,
+            &env(&request),
             Some(&request.trees),
             confine,
             request.memory.prepare(),
@@ -51,8 +51,13 @@ impl AgentProvider for Claude {
         let limits = session::SessionLimits { start_timeout: self.start_timeout, output_max: self.output_max };
         let modes = Modes { base: base_mode(request.approval), now: start_mode(&request).to_owned() };
         let prompt = Prompt { text: request.prompt, files: request.files, plan: request.plan };
+        // A session resumed by a new process: the card starts from the task list the CLI kept.
+        let saved = request.resume.clone().filter(|_| request.tools).and_then(|session| {
+            let config = request.env.iter().find(|(k, _)| k == "CLAUDE_CONFIG_DIR").map(|(_, v)| PathBuf::from(v))?;
+            Some((config, session))
+        });
         let driver = session::spawn_driver(move |me| {
-            drive(JsonLinesSession::new("Claude Code", spawned, io, limits, keep, me), prompt, modes)
+            drive(JsonLinesSession::new("Claude Code", spawned, io, limits, keep, me), prompt, modes, saved)
         });
         Ok(turn.with_driver(driver))
     }
@@ -65,6 +70,20 @@ impl AgentProvider for Claude {
 /// The settings every Claude Code process gets on its command line (a flag, not a file the
 /// agent could edit).
 pub const SERVER_SETTINGS: &str = r#"{"disableAllHooks":true}"#;
+
+/// Claude Code 2.1 offers its task tools (TaskCreate / TaskUpdate / TaskList / TaskGet: the plan
+/// card and a goal's pin follow them) only to older models unless asked; newer ones get no plan
+/// tool at all. A turn with tools asks for them.
+const TASK_TOOLS_ENV: (&str, &str) = ("CLAUDE_CODE_ENABLE_TODO_TOOLS", "1");
+
+/// The environment of a turn's process: the turn's own, and the task tools asked for.
+fn env(request: &TurnRequest) -> Vec<(String, String)> {
+    let mut env = request.env.clone();
+    if request.tools {
+        env.push((TASK_TOOLS_ENV.0.to_owned(), TASK_TOOLS_ENV.1.to_owned()));
+    }
+    env
+}
 
 /// The command line for one turn.
 pub fn args(request: &TurnRequest) -> Vec<String> {
@@ -223,9 +242,16 @@ pub enum Parsed {
     Finished(Finish),
 }
 
-/// Turns stream-json lines into [`AgentEvent`]s. Pure: no I/O.
+/// Turns stream-json lines into [`AgentEvent`]s. Pure: no I/O. One parser serves a process's
+/// turns ([`Parser::next_turn`] between them): its task list outlives a turn.
 #[derive(Debug, Default)]
 pub struct Parser {
+    /// Claude Code's task list (TaskCreate/TaskUpdate…) as the plan card shows it: the CLI
+    /// keeps it for the session, so a "go on" turn moves the same plan.
+    pub tasks: Tasks,
+    /// Subagent calls started in the background whose tool result was only the launch notice:
+    /// they end when the CLI's `task_notification` says so.
+    background: HashSet<String>,
     /// Assistant lines seen per message id (each carries one content block, in order).
     blocks_seen: HashMap<String, usize>,
     current_message: String,
@@ -250,6 +276,14 @@ fn window_label(id: &str) -> String {
 }
 
 impl Parser {
+    /// Forgets what belonged to the turn that ended (its messages, its interrupt, its limit,
+    /// its background calls and task calls left without a result: the turn closed their
+    /// blocks), keeping the session's task list.
+    pub fn next_turn(&mut self) {
+        let list = std::mem::take(&mut self.tasks.list);
+        *self = Self { tasks: Tasks { list, ..Tasks::default() }, ..Self::default() };
+    }
+
     /// The plan an ExitPlanMode prompt proposes: Claude Code puts its plan file's content in
     /// the prompt's `plan` (empty when the model wrote no file), so the plan the model gave in
     /// the call itself stands in; with neither, the card names the plan file.
@@ -280,7 +314,7 @@ impl Parser {
             "stream_event" if subagent_of(line).is_some() => {}
             "stream_event" => self.stream_event(line.get("event").unwrap_or(&Value::Null), &mut events),
             "assistant" => self.assistant(line, &mut events),
-            "user" => tool_results(line, self.interrupt_sent, &mut events),
+            "user" => self.tool_results(line, &mut events),
             "control_request" => {
                 let request_id = str_at(line, &["request_id"]).to_owned();
                 let request = line.get("request").unwrap_or(&Value::Null);
@@ -299,6 +333,7 @@ impl Parser {
             }
             "result" => return Parsed::Finished(self.result(line)),
             "rate_limit_event" => events.append(&mut self.rate_limit(line)),
+            "system" if str_at(line, &["subtype"]) == "task_notification" => self.task_notification(line, &mut events),
             "system" if str_at(line, &["subtype"]) == "api_retry" => {
                 return match self.api_retry(line) {
                     Parsed::Events(mut retry) => {
@@ -370,8 +405,12 @@ impl Parser {
                     if !files.is_empty() {
                         events.push(AgentEvent::ToolFiles { id: tool_id.clone(), files });
                     }
-                    if let Some(plan) = todo_plan(str_at(block, &["name"]), &input).filter(|_| parent.is_none()) {
-                        events.push(AgentEvent::Plan(plan));
+                    if parent.is_none() {
+                        if let Some(plan) = todo_plan(str_at(block, &["name"]), &input) {
+                            events.push(AgentEvent::Plan(plan));
+                        }
+                        // A task tool changes the list once its result says how (a new task's id).
+                        self.tasks.call(&tool_id, str_at(block, &["name"]), &input);
                     }
                     if str_at(block, &["name"]) == "ExitPlanMode" {
                         self.proposed_plan = Some(str_at(&input, &["plan"]).to_owned());
@@ -506,34 +545,83 @@ fn result_error(line: &Value) -> String {
     }
 }
 
-/// Tool results of a `user` line. After our interrupt, a failed tool was cut short by it (the
-/// CLI reports "interrupted by user" as an error result).
-fn tool_results(line: &Value, interrupt_sent: bool, events: &mut Vec<AgentEvent>) {
-    let Some(content) = line.pointer("/message/content").and_then(Value::as_array) else { return };
-    for item in content {
-        if str_at(item, &["type"]) != "tool_result" {
-            continue;
-        }
-        let id = str_at(item, &["tool_use_id"]).to_owned();
-        let is_error = item.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-        let text = match item.get("content") {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Array(parts)) => {
-                parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+impl Parser {
+    /// Tool results of a `user` line. After our interrupt, a failed tool was cut short by it (the
+    /// CLI reports "interrupted by user" as an error result). A task tool's result moves the
+    /// plan; a subagent started in the background stays running until its notification.
+    fn tool_results(&mut self, line: &Value, events: &mut Vec<AgentEvent>) {
+        let Some(content) = line.pointer("/message/content").and_then(Value::as_array) else { return };
+        let structured = line.get("tool_use_result").unwrap_or(&Value::Null);
+        for item in content {
+            if str_at(item, &["type"]) != "tool_result" {
+                continue;
             }
-            _ => String::new(),
-        };
-        let sources = search_results(line, &text);
-        if !sources.is_empty() {
-            events.push(AgentEvent::ToolSources { id: id.clone(), sources });
+            let id = str_at(item, &["tool_use_id"]).to_owned();
+            let is_error = item.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+            let text = match item.get("content") {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Array(parts)) => {
+                    parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+                }
+                _ => String::new(),
+            };
+            let sources = search_results(line, &text);
+            if !sources.is_empty() {
+                events.push(AgentEvent::ToolSources { id: id.clone(), sources });
+            }
+            let plan = self.tasks.result(&id, is_error, structured, &text);
+            events.push(AgentEvent::ToolOutput {
+                id: id.clone(),
+                text,
+                append: false,
+                exit_code: is_error.then_some(1),
+            });
+            for image in tool_images(item) {
+                events.push(AgentEvent::ToolImage { id: id.clone(), image: ToolImage::Bytes(image) });
+            }
+            // An Agent call's launch notice (`isAsync`: only an agent's; a background command or
+            // workflow is not held, it may run past any turn).
+            let launched = !is_error
+                && subagent_of(line).is_none()
+                && structured.get("isAsync").and_then(Value::as_bool) == Some(true);
+            if launched && self.background.len() < MAX_BACKGROUND_AGENTS {
+                self.background.insert(id);
+            } else {
+                events.push(AgentEvent::ToolEnd { id, is_error, interrupted: is_error && self.interrupt_sent });
+            }
+            if let Some(plan) = plan {
+                events.push(AgentEvent::Plan(plan));
+            }
         }
-        events.push(AgentEvent::ToolOutput { id: id.clone(), text, append: false, exit_code: is_error.then_some(1) });
-        for image in tool_images(item) {
-            events.push(AgentEvent::ToolImage { id: id.clone(), image: ToolImage::Bytes(image) });
+    }
+
+    /// `system/task_notification`: a background task ended. For a subagent started in the
+    /// background its call ends now, with the agent's report as its result when there is one.
+    fn task_notification(&mut self, line: &Value, events: &mut Vec<AgentEvent>) {
+        let id = str_at(line, &["tool_use_id"]);
+        if !self.background.remove(id) {
+            return;
         }
-        events.push(AgentEvent::ToolEnd { id, is_error, interrupted: is_error && interrupt_sent });
+        let summary = str_at(line, &["summary"]);
+        if !summary.is_empty() {
+            events.push(AgentEvent::ToolOutput {
+                id: id.to_owned(),
+                text: summary.to_owned(),
+                append: false,
+                exit_code: None,
+            });
+        }
+        let status = str_at(line, &["status"]);
+        events.push(AgentEvent::ToolEnd {
+            id: id.to_owned(),
+            is_error: status != "completed",
+            interrupted: matches!(status, "killed" | "stopped"),
+        });
     }
 }
+
+/// Subagents of one turn followed to their end in the background (more end when launched).
+const MAX_BACKGROUND_AGENTS: usize = 64;
 
 /// The base64 images of a tool result (`Read` of a picture, a screenshot tool).
 fn tool_images(item: &Value) -> Vec<Vec<u8>> {
@@ -587,18 +675,30 @@ pub fn permission_response(request_id: &str, input: &Value, reply: &Reply, base_
 
 /// Runs the process's turns: the first one's prompt, then (kept warm between turns) each
 /// next turn's, sent as a further user message on stdin.
-async fn drive(mut session: JsonLinesSession<(String, Value, Reply)>, mut prompt: Prompt, mut modes: Modes) {
+async fn drive(
+    mut session: JsonLinesSession<(String, Value, Reply)>,
+    mut prompt: Prompt,
+    mut modes: Modes,
+    saved: Option<(PathBuf, String)>,
+) {
     session
         .send(&json!({ "type": "control_request", "request_id": "mobius-init", "request": { "subtype": "initialize", "hooks": null } }))
         .await;
+    // One parser for the process's turns: the session's task list outlives a turn.
+    let mut parser = Parser::default();
+    if let Some((config, id)) = saved {
+        parser.tasks = tokio::task::spawn_blocking(move || Tasks::saved(&config, &id)).await.unwrap_or_default();
+    }
     loop {
         if let Some(switch) = modes.switch_for(prompt.plan) {
             session.send(&switch).await;
         }
         session.send(&user_message(user_content(&prompt.text, &prompt.files).await)).await;
-        let finish = turn(&mut session, &mut modes).await;
-        // A failed turn may have left the CLI in any state: it is not reused.
-        let reusable = finish.status != FinishStatus::Failed;
+        let finish = turn(&mut session, &mut modes, &mut parser).await;
+        // A failed turn may have left the CLI in any state: it is not reused. Nor is one with a
+        // background agent still at work (the turn was stopped): what it says later belongs to
+        // no turn, and stopping the process stops it.
+        let reusable = finish.status != FinishStatus::Failed && parser.background.is_empty();
         match session.end_turn(finish, reusable).await {
             Some(next) => prompt = next,
             None => break,
@@ -608,10 +708,17 @@ async fn drive(mut session: JsonLinesSession<(String, Value, Reply)>, mut prompt
 }
 
 /// One turn, from the prompt just sent to its result.
-async fn turn(session: &mut JsonLinesSession<(String, Value, Reply)>, modes: &mut Modes) -> Finish {
-    let mut parser = Parser::default();
+async fn turn(
+    session: &mut JsonLinesSession<(String, Value, Reply)>,
+    modes: &mut Modes,
+    parser: &mut Parser,
+) -> Finish {
+    parser.next_turn();
     // Words to continue with once the interrupt we sent for them has ended the current step.
     let mut steer: Option<String> = None;
+    // The main agent's result while subagents it started in the background still work: the
+    // CLI tells of their end and goes on by itself, so the turn waits for that and ends then.
+    let mut held: Option<Finish> = None;
     loop {
         match session.next().await {
             Next::Closed(message) => return Finish::failed(message),
@@ -648,7 +755,17 @@ async fn turn(session: &mut JsonLinesSession<(String, Value, Reply)>, modes: &mu
                         session.emit(AgentEvent::SteerRejected("the step failed".into())).await;
                         return finish;
                     }
-                    None => return finish,
+                    None if finish.status == FinishStatus::Completed && !parser.background.is_empty() => {
+                        if parser.interrupt_sent {
+                            // The owner stopped the turn as the main agent finished: the
+                            // background agents are stopped with it, not waited for.
+                            let mut finish = after(held.take(), finish);
+                            finish.status = FinishStatus::Interrupted;
+                            return finish;
+                        }
+                        held = Some(after(held.take(), finish));
+                    }
+                    None => return after(held.take(), finish),
                 },
             },
             Next::Reply((request_id, input, reply)) => {
@@ -656,6 +773,18 @@ async fn turn(session: &mut JsonLinesSession<(String, Value, Reply)>, modes: &mu
                 if matches!(reply, Reply::Plan(_)) {
                     modes.now = modes.base.to_owned();
                 }
+            }
+            Next::Control(Some(Control::Interrupt)) if held.is_some() => {
+                // Only background agents work: the turn ends now (and the process with them).
+                let mut finish = after(held.take(), Finish::failed(""));
+                finish.status = FinishStatus::Interrupted;
+                finish.error = None;
+                return finish;
+            }
+            Next::Control(Some(Control::Steer(text))) if held.is_some() => {
+                // The main agent is idle: the words go in as its next message.
+                session.send(&user_message(Value::String(text))).await;
+                session.emit(AgentEvent::SteerAccepted).await;
             }
             Next::Control(Some(Control::Interrupt)) => {
                 parser.interrupt_sent = true;
@@ -680,6 +809,22 @@ async fn turn(session: &mut JsonLinesSession<(String, Value, Reply)>, modes: &mu
             }
         }
     }
+}
+
+/// A turn's end after results `earlier` held back: the tokens of both, the later one's word
+/// on the rest (Claude Code's cost is the process's running total).
+fn after(earlier: Option<Finish>, mut last: Finish) -> Finish {
+    let Some(earlier) = earlier else { return last };
+    if let Some(before) = earlier.usage {
+        let usage = last.usage.get_or_insert(Usage::default());
+        usage.input_tokens += before.input_tokens;
+        usage.output_tokens += before.output_tokens;
+        usage.cache_read_tokens += before.cache_read_tokens;
+        usage.cache_write_tokens += before.cache_write_tokens;
+    }
+    last.cost_usd = last.cost_usd.or(earlier.cost_usd);
+    last.session_id = last.session_id.or(earlier.session_id);
+    last
 }
 
 fn user_message(content: Value) -> Value {
@@ -755,6 +900,229 @@ fn todo_plan(tool: &str, input: &Value) -> Option<crate::protocol::PlanCard> {
         })
         .collect();
     Some(PlanCard { steps, explanation: None })
+}
+
+/// Most tasks kept of a session's task list (more creations are left out of the card).
+const MAX_TASKS: usize = 200;
+/// Longest task subject kept, in characters.
+const MAX_TASK_SUBJECT_CHARS: usize = 500;
+/// Task tool calls waiting for their result (more are not followed).
+const MAX_PENDING_TASK_CALLS: usize = 64;
+/// Entries of a session's saved task folder read at most (more: none is read).
+const MAX_SAVED_TASK_ENTRIES: usize = 2 * MAX_TASKS + 16;
+/// Largest saved task file read, in bytes.
+const MAX_TASK_FILE_BYTES: u64 = 64 * 1024;
+
+/// One task of Claude Code's task list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Task {
+    id: String,
+    subject: String,
+    status: crate::protocol::PlanStatus,
+}
+
+/// Claude Code's task list (its `TaskCreate` / `TaskUpdate` / `TaskList` / `TaskGet` tools,
+/// which replaced `TodoWrite`), folded from the calls and their results into the plan card.
+/// A call changes the list only once its result says it happened: TaskCreate's result carries
+/// the new task's id; TaskList's and TaskGet's carry the CLI's own state, which the card then
+/// follows (the way back after the card missed something, e.g. a new process resuming a session).
+#[derive(Debug, Default)]
+pub struct Tasks {
+    /// In the CLI's order (by id).
+    list: Vec<Task>,
+    /// Task tool calls waiting for their result: call id → (tool, input).
+    pending: HashMap<String, (String, Value)>,
+}
+
+impl Tasks {
+    /// The list Claude Code kept for `session` in its config folder (`tasks/<session>/<id>.json`,
+    /// the agent's to write: opened through `safe_fs`, bounded, anything unreadable left out),
+    /// for a new process resuming the session. Empty when there is none.
+    pub fn saved(config: &std::path::Path, session: &str) -> Tasks {
+        let mut tasks = Tasks::default();
+        let plain = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+        if session.is_empty() || session.len() > 128 || !session.chars().all(plain) {
+            return tasks;
+        }
+        let Ok(dir) = crate::safe_fs::Dir::open_under(config, &std::path::Path::new("tasks").join(session)) else {
+            return tasks;
+        };
+        let Ok(entries) = dir.entries(MAX_SAVED_TASK_ENTRIES) else { return tasks };
+        let mut ids: Vec<u64> = entries
+            .iter()
+            .filter(|e| e.kind == crate::safe_fs::Kind::File)
+            .filter_map(|e| e.name.to_str()?.strip_suffix(".json")?.parse().ok())
+            .collect();
+        ids.sort_unstable();
+        for id in ids.into_iter().take(MAX_TASKS) {
+            let Ok(bytes) = dir.read(std::path::Path::new(&format!("{id}.json")), MAX_TASK_FILE_BYTES) else {
+                continue;
+            };
+            if let Some(task) = serde_json::from_slice::<Value>(&bytes).ok().as_ref().and_then(listed_task) {
+                tasks.upsert(task);
+            }
+        }
+        tasks
+    }
+
+    /// A tool call of the main agent: a task tool's is kept until its result.
+    pub fn call(&mut self, id: &str, tool: &str, input: &Value) {
+        if matches!(tool, "TaskCreate" | "TaskUpdate" | "TaskList" | "TaskGet")
+            && self.pending.len() < MAX_PENDING_TASK_CALLS
+        {
+            self.pending.insert(id.to_owned(), (tool.to_owned(), input.clone()));
+        }
+    }
+
+    /// A tool result (`structured`: the line's `tool_use_result`): the plan as it stands now
+    /// when a task tool's result changed the list; `None` otherwise (another tool, a failed or
+    /// malformed call, nothing new).
+    pub fn result(
+        &mut self,
+        id: &str,
+        is_error: bool,
+        structured: &Value,
+        text: &str,
+    ) -> Option<crate::protocol::PlanCard> {
+        let (tool, input) = self.pending.remove(id)?;
+        if is_error || structured.get("success").and_then(Value::as_bool) == Some(false) {
+            return None;
+        }
+        let before = self.list.clone();
+        match tool.as_str() {
+            "TaskCreate" => {
+                let task = structured.get("task").unwrap_or(&Value::Null);
+                let id = task_id(task.get("id")).or_else(|| created_id(text));
+                let subject = task.get("subject").or_else(|| input.get("subject")).and_then(Value::as_str);
+                if let (Some(id), Some(subject)) = (id, subject) {
+                    self.upsert(Task {
+                        id,
+                        subject: subject_of(subject),
+                        status: crate::protocol::PlanStatus::Pending,
+                    });
+                }
+            }
+            "TaskUpdate" => self.update(&input),
+            "TaskList" => {
+                // The CLI's whole list: the card follows it.
+                if let Some(tasks) = structured.get("tasks").and_then(Value::as_array) {
+                    self.list.clear();
+                    for task in tasks {
+                        if let Some(task) = listed_task(task) {
+                            self.upsert(task);
+                        }
+                    }
+                }
+            }
+            "TaskGet" => match structured.get("task") {
+                Some(Value::Null) => {
+                    if let Some(gone) = task_id(input.get("taskId")) {
+                        self.list.retain(|t| t.id != gone);
+                    }
+                }
+                Some(task) => {
+                    if let Some(task) = listed_task(task) {
+                        self.upsert(task);
+                    }
+                }
+                None => {}
+            },
+            _ => {}
+        }
+        (self.list != before).then(|| crate::protocol::PlanCard {
+            steps: self
+                .list
+                .iter()
+                .map(|t| crate::protocol::PlanStep { text: t.subject.clone(), status: t.status })
+                .collect(),
+            explanation: None,
+        })
+    }
+
+    /// A TaskUpdate that succeeded: a new status or subject, or `deleted`. A task the list does
+    /// not know is added only when the update names its subject (its place is its id's).
+    fn update(&mut self, input: &Value) {
+        use crate::protocol::PlanStatus;
+        let Some(id) = task_id(input.get("taskId")) else { return };
+        let status = match input.get("status").and_then(Value::as_str) {
+            Some("deleted") => {
+                self.list.retain(|t| t.id != id);
+                return;
+            }
+            Some("pending") => Some(PlanStatus::Pending),
+            Some("in_progress") => Some(PlanStatus::InProgress),
+            Some("completed") => Some(PlanStatus::Completed),
+            _ => None,
+        };
+        let subject = input.get("subject").and_then(Value::as_str).map(subject_of).filter(|s| !s.is_empty());
+        match self.list.iter_mut().find(|t| t.id == id) {
+            Some(task) => {
+                if let Some(status) = status {
+                    task.status = status;
+                }
+                if let Some(subject) = subject {
+                    task.subject = subject;
+                }
+            }
+            None => {
+                if let Some(subject) = subject {
+                    self.upsert(Task { id, subject, status: status.unwrap_or_default() });
+                }
+            }
+        }
+    }
+
+    /// Puts a task in its place (ids are numbers the CLI counts up; others go last), replacing
+    /// one with the same id. A full list takes no new task.
+    fn upsert(&mut self, task: Task) {
+        if let Some(known) = self.list.iter_mut().find(|t| t.id == task.id) {
+            *known = task;
+            return;
+        }
+        if self.list.len() >= MAX_TASKS {
+            return;
+        }
+        let key = |id: &str| id.parse::<u64>().ok();
+        let at = match key(&task.id) {
+            Some(n) => self.list.iter().position(|t| key(&t.id).is_none_or(|m| m > n)).unwrap_or(self.list.len()),
+            None => self.list.len(),
+        };
+        self.list.insert(at, task);
+    }
+}
+
+/// A task id as Claude Code gives it (a string; a number is taken too), bounded.
+fn task_id(value: Option<&Value>) -> Option<String> {
+    let id = match value? {
+        Value::String(s) => s.trim().to_owned(),
+        Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    (!id.is_empty() && id.len() <= 64).then_some(id)
+}
+
+/// The id in TaskCreate's result text ("Task #3 created successfully: …"), when the line has no
+/// structured result.
+fn created_id(text: &str) -> Option<String> {
+    let rest = text.strip_prefix("Task #")?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    (!digits.is_empty() && rest[digits.len()..].starts_with(" created")).then_some(digits)
+}
+
+fn subject_of(text: &str) -> String {
+    text.trim().chars().take(MAX_TASK_SUBJECT_CHARS).collect()
+}
+
+/// A task as TaskList / TaskGet report it (`{id, subject, status}`).
+fn listed_task(task: &Value) -> Option<Task> {
+    use crate::protocol::PlanStatus;
+    let status = match task.get("status").and_then(Value::as_str)? {
+        "pending" => PlanStatus::Pending,
+        "in_progress" => PlanStatus::InProgress,
+        "completed" => PlanStatus::Completed,
+        _ => return None,
+    };
+    Some(Task { id: task_id(task.get("id"))?, subject: subject_of(task.get("subject")?.as_str()?), status })
 }
 
 /// The pages a WebSearch result lists: the line's structured `tool_use_result.results[].content`
@@ -849,6 +1217,333 @@ mod tests {
         assert_eq!(shown, [("Read", Completed), ("Edit", InProgress), ("Test", Pending)]);
         assert!(todo_plan("TodoWrite", &json!({"todos": "x"})).is_none());
         assert!(todo_plan("Bash", &input).is_none());
+    }
+
+    /// A task tool's call (of the main agent, or of subagent `parent`) and its result line.
+    fn task_call(id: &str, tool: &str, input: Value, parent: Option<&str>) -> Value {
+        json!({"type": "assistant", "parent_tool_use_id": parent, "message": {"id": format!("m-{id}"), "content": [
+            {"type": "tool_use", "id": id, "name": tool, "input": input}]}})
+    }
+    fn task_result(id: &str, structured: Value, text: &str, is_error: bool) -> Value {
+        json!({"type": "user", "tool_use_result": structured, "message": {"content": [
+            {"type": "tool_result", "tool_use_id": id, "content": text, "is_error": is_error}]}})
+    }
+    /// The plans the lines gave, each as (step, status) pairs.
+    fn plans(parser: &mut Parser, lines: &[Value]) -> Vec<Vec<(String, crate::protocol::PlanStatus)>> {
+        run(lines, parser)
+            .0
+            .into_iter()
+            .filter_map(|e| match e {
+                AgentEvent::Plan(plan) => Some(plan.steps.into_iter().map(|s| (s.text, s.status)).collect()),
+                _ => None,
+            })
+            .collect()
+    }
+    fn step(text: &str, status: crate::protocol::PlanStatus) -> (String, crate::protocol::PlanStatus) {
+        (text.to_owned(), status)
+    }
+
+    #[test]
+    fn task_tools_fold_into_the_plan_as_their_results_say() {
+        use crate::protocol::PlanStatus::*;
+        let mut parser = Parser::default();
+        // Two creations called in parallel, their results in the other order: ids set the order.
+        let lines = [
+            task_call("c1", "TaskCreate", json!({"subject": "Draft the outline", "description": "d"}), None),
+            task_call("c2", "TaskCreate", json!({"subject": "Write the notes", "description": "d"}), None),
+            task_result(
+                "c2",
+                json!({"task": {"id": "2", "subject": "Write the notes"}}),
+                "Task #2 created successfully: Write the notes",
+                false,
+            ),
+            task_result(
+                "c1",
+                json!({"task": {"id": "1", "subject": "Draft the outline"}}),
+                "Task #1 created successfully: Draft the outline",
+                false,
+            ),
+            task_call("u1", "TaskUpdate", json!({"taskId": "1", "status": "in_progress"}), None),
+            task_result(
+                "u1",
+                json!({"success": true, "taskId": "1", "updatedFields": ["status"]}),
+                "Updated task #1 status",
+                false,
+            ),
+        ];
+        let seen = plans(&mut parser, &lines);
+        assert_eq!(seen.len(), 3, "each change is a plan: {seen:?}");
+        assert_eq!(seen[0], [step("Write the notes", Pending)]);
+        assert_eq!(seen[1], [step("Draft the outline", Pending), step("Write the notes", Pending)]);
+        assert_eq!(seen[2], [step("Draft the outline", InProgress), step("Write the notes", Pending)]);
+
+        // The next turn of the same process moves the same plan: done, renamed, deleted.
+        parser.next_turn();
+        let lines = [
+            task_call("u2", "TaskUpdate", json!({"taskId": "1", "status": "completed"}), None),
+            task_result("u2", json!({"success": true}), "Updated task #1 status", false),
+            task_call(
+                "u3",
+                "TaskUpdate",
+                json!({"taskId": "2", "subject": "Write the final notes", "status": "in_progress"}),
+                None,
+            ),
+            task_result("u3", json!({"success": true}), "Updated task #2 subject, status", false),
+            // A creation with no structured result: the id is in the text.
+            task_call("c3", "TaskCreate", json!({"subject": "Review them", "description": "d"}), None),
+            task_result("c3", Value::Null, "Task #3 created successfully: Review them", false),
+            task_call("d1", "TaskUpdate", json!({"taskId": "1", "status": "deleted"}), None),
+            task_result("d1", json!({"success": true}), "Updated task #1 deleted", false),
+        ];
+        let seen = plans(&mut parser, &lines);
+        assert_eq!(seen.len(), 4, "{seen:?}");
+        assert_eq!(seen[0][0], step("Draft the outline", Completed));
+        assert_eq!(seen[1][1], step("Write the final notes", InProgress));
+        assert_eq!(seen[2].len(), 3);
+        assert_eq!(seen[3], [step("Write the final notes", InProgress), step("Review them", Pending)]);
+    }
+
+    #[test]
+    fn unknown_failed_or_malformed_task_calls_change_nothing() {
+        use crate::protocol::PlanStatus::*;
+        let mut parser = Parser::default();
+        let create = [
+            task_call("c1", "TaskCreate", json!({"subject": "One", "description": "d"}), None),
+            task_result(
+                "c1",
+                json!({"task": {"id": "1", "subject": "One"}}),
+                "Task #1 created successfully: One",
+                false,
+            ),
+        ];
+        assert_eq!(plans(&mut parser, &create).len(), 1);
+        let nothing = [
+            // An id the list does not know, without a subject to show.
+            task_call("u1", "TaskUpdate", json!({"taskId": "9", "status": "completed"}), None),
+            task_result("u1", json!({"success": true}), "Updated task #9 status", false),
+            // The CLI refused it.
+            task_call("u2", "TaskUpdate", json!({"taskId": "1", "status": "completed"}), None),
+            task_result("u2", json!({"success": false, "error": "Task not found"}), "Task not found", false),
+            task_call("u3", "TaskUpdate", json!({"taskId": "1", "status": "completed"}), None),
+            task_result("u3", Value::Null, "<tool_use_error>Error: No such tool available</tool_use_error>", true),
+            // Malformed input: no id, an id of the wrong type, a status it does not have.
+            task_call("u4", "TaskUpdate", json!({"status": "completed"}), None),
+            task_result("u4", json!({"success": true}), "", false),
+            task_call("u5", "TaskUpdate", json!({"taskId": ["1"], "status": "completed"}), None),
+            task_result("u5", json!({"success": true}), "", false),
+            task_call("u6", "TaskUpdate", json!({"taskId": "1", "status": "finished"}), None),
+            task_result("u6", json!({"success": true}), "", false),
+            task_call("c2", "TaskCreate", json!({"description": "no subject"}), None),
+            task_result("c2", json!({"task": {"id": "2"}}), "", false),
+            task_call("c3", "TaskCreate", json!({"subject": "No id anywhere"}), None),
+            task_result("c3", json!({}), "created", false),
+            task_call("l1", "TaskList", json!({}), None),
+            task_result("l1", json!({"tasks": "many"}), "", false),
+            // A result for no call of ours, and a subagent's own task calls.
+            task_result(
+                "zz",
+                json!({"task": {"id": "5", "subject": "Stray"}}),
+                "Task #5 created successfully: Stray",
+                false,
+            ),
+            task_call("s1", "TaskCreate", json!({"subject": "Sub"}), Some("agent-1")),
+            task_result(
+                "s1",
+                json!({"task": {"id": "6", "subject": "Sub"}}),
+                "Task #6 created successfully: Sub",
+                false,
+            ),
+            // Listing what the card already shows.
+            task_call("l2", "TaskList", json!({}), None),
+            task_result(
+                "l2",
+                json!({"tasks": [{"id": "1", "subject": "One", "status": "pending", "blockedBy": []}]}),
+                "#1 [pending] One",
+                false,
+            ),
+        ];
+        assert_eq!(plans(&mut parser, &nothing), Vec::<Vec<_>>::new());
+        // An update naming its subject adds the task the card missed; a listing replaces the card.
+        let mended = [
+            task_call("u7", "TaskUpdate", json!({"taskId": "3", "subject": "Three", "status": "in_progress"}), None),
+            task_result("u7", json!({"success": true}), "Updated task #3 subject, status", false),
+            task_call("l3", "TaskList", json!({}), None),
+            task_result(
+                "l3",
+                json!({"tasks": [
+                {"id": "1", "subject": "One", "status": "completed"},
+                {"id": "2", "subject": "Two", "status": "pending"},
+                {"id": "x", "subject": "Bad status", "status": "deleted"}]}),
+                "",
+                false,
+            ),
+            task_call("g1", "TaskGet", json!({"taskId": "2"}), None),
+            task_result("g1", json!({"task": null}), "Task not found", false),
+        ];
+        let seen = plans(&mut parser, &mended);
+        assert_eq!(seen[0], [step("One", Pending), step("Three", InProgress)]);
+        assert_eq!(seen[1], [step("One", Completed), step("Two", Pending)]);
+        assert_eq!(seen[2], [step("One", Completed)]);
+        // A fresh process's parser knows no task.
+        assert!(Parser::default().tasks.list.is_empty());
+    }
+
+    #[test]
+    fn the_task_list_is_bounded() {
+        let mut parser = Parser::default();
+        let long = "x".repeat(MAX_TASK_SUBJECT_CHARS + 100);
+        let mut lines = Vec::new();
+        for n in 1..=MAX_TASKS + 5 {
+            let id = format!("c{n}");
+            lines.push(task_call(&id, "TaskCreate", json!({"subject": long, "description": "d"}), None));
+            lines.push(task_result(&id, json!({"task": {"id": n.to_string(), "subject": long}}), "", false));
+        }
+        let seen = plans(&mut parser, &lines);
+        assert_eq!(seen.len(), MAX_TASKS, "creations past the cap change nothing");
+        let last = seen.last().expect("a plan");
+        assert_eq!(last.len(), MAX_TASKS);
+        assert!(last.iter().all(|(text, _)| text.chars().count() == MAX_TASK_SUBJECT_CHARS));
+        // Calls whose results never come are not kept without end.
+        for n in 0..MAX_PENDING_TASK_CALLS * 2 {
+            parser.parse(&task_call(&format!("p{n}"), "TaskUpdate", json!({"taskId": "1"}), None));
+        }
+        assert_eq!(parser.tasks.pending.len(), MAX_PENDING_TASK_CALLS);
+    }
+
+    #[test]
+    fn a_resumed_session_starts_from_the_task_list_the_cli_kept() {
+        use crate::protocol::PlanStatus::*;
+        let config = tempfile::tempdir().expect("tmp");
+        let folder = config.path().join("tasks/s-1");
+        std::fs::create_dir_all(&folder).expect("folder");
+        let task = |id: &str, subject: &str, status: &str| {
+            json!({"id": id, "subject": subject, "description": "d", "status": status, "blocks": [], "blockedBy": []})
+                .to_string()
+        };
+        std::fs::write(folder.join("10.json"), task("10", "Ten", "pending")).expect("10");
+        std::fs::write(folder.join("2.json"), task("2", "Two", "completed")).expect("2");
+        std::fs::write(folder.join("3.json"), "{not json").expect("3");
+        std::fs::write(folder.join("4.json"), task("4", "Four", "deleted")).expect("4");
+        std::fs::write(folder.join(".lock"), "").expect("lock");
+        std::fs::write(folder.join("5.json"), "x".repeat(usize::try_from(MAX_TASK_FILE_BYTES).expect("size") + 1))
+            .expect("5");
+        std::os::unix::fs::symlink(folder.join("2.json"), folder.join("6.json")).expect("link");
+        let tasks = Tasks::saved(config.path(), "s-1");
+        let shown: Vec<_> = tasks.list.iter().map(|t| (t.subject.as_str(), t.status)).collect();
+        assert_eq!(shown, [("Two", Completed), ("Ten", Pending)], "in id order; broken, large, linked files left out");
+        assert!(Tasks::saved(config.path(), "none").list.is_empty());
+        assert!(Tasks::saved(config.path(), "../tasks/s-1").list.is_empty(), "a session id is a name, not a path");
+        // The resumed process's next update moves the saved list.
+        let mut parser = Parser { tasks, ..Parser::default() };
+        let lines = [
+            task_call("u1", "TaskUpdate", json!({"taskId": "10", "status": "completed"}), None),
+            task_result("u1", json!({"success": true}), "Updated task #10 status", false),
+        ];
+        assert_eq!(plans(&mut parser, &lines), [vec![step("Two", Completed), step("Ten", Completed)]]);
+    }
+
+    #[test]
+    fn a_turn_with_tools_asks_for_the_task_tools() {
+        let request = |tools| TurnRequest {
+            prompt: "hi".into(),
+            files: Vec::new(),
+            system_prompt: String::new(),
+            resume: None,
+            model: None,
+            effort: None,
+            cwd: "/data".into(),
+            env: vec![("HOME".into(), "/data".into())],
+            approval: super::super::ApprovalPolicy::Full,
+            plan: false,
+            trees: crate::agent::trees::Trees::new("/data/run/agents".into(), false),
+            tools,
+            confine: None,
+            keep: None,
+            memory: crate::agent::ceiling::MemoryCeiling::detect(None),
+            mcp: Vec::new(),
+        };
+        let asked = |tools| env(&request(tools)).iter().any(|(k, v)| k == "CLAUDE_CODE_ENABLE_TODO_TOOLS" && v == "1");
+        assert!(asked(true));
+        assert!(!asked(false), "a tool-less turn asks for no tool");
+        assert_eq!(env(&request(true))[0], ("HOME".to_owned(), "/data".to_owned()));
+    }
+
+    #[test]
+    fn a_background_subagent_runs_until_its_notification_says_it_ended() {
+        let mut parser = Parser::default();
+        let agent = |id: &str| {
+            json!({"type": "assistant", "parent_tool_use_id": null, "message": {"id": format!("m-{id}"), "content": [
+                {"type": "tool_use", "id": id, "name": "Agent", "input": {"description": "Count", "prompt": "p", "subagent_type": "general-purpose"}}]}})
+        };
+        let launched = |id: &str| {
+            json!({"type": "user", "parent_tool_use_id": null,
+                "tool_use_result": {"isAsync": true, "status": "async_launched", "agentId": "ab1"},
+                "message": {"content": [{"type": "tool_result", "tool_use_id": id, "content": [{"type": "text", "text": "Async agent launched successfully."}]}]}})
+        };
+        let notified = |id: &str, status: &str| {
+            json!({"type": "system", "subtype": "task_notification", "task_id": "ab1", "tool_use_id": id,
+                "status": status, "summary": "There are no notes yet.", "summary_is_report": true})
+        };
+        let ends = |events: &[AgentEvent]| -> Vec<(String, bool, bool)> {
+            events
+                .iter()
+                .filter_map(|e| match e {
+                    AgentEvent::ToolEnd { id, is_error, interrupted } => Some((id.clone(), *is_error, *interrupted)),
+                    _ => None,
+                })
+                .collect()
+        };
+        let started = json!({"type": "system", "subtype": "task_started", "task_id": "ab1", "tool_use_id": "a1", "is_backgrounded": true});
+        let (events, _, _) = run(&[agent("a1"), started, launched("a1")], &mut parser);
+        assert!(ends(&events).is_empty(), "launched is not done: {events:?}");
+        assert!(events.iter().any(|e| matches!(e, AgentEvent::ToolOutput { id, .. } if id == "a1")));
+        // Its own steps come meanwhile; then the notification ends the call with the report.
+        let step = json!({"type": "user", "parent_tool_use_id": "a1", "message": {"content": [
+            {"type": "tool_result", "tool_use_id": "b1", "content": "(no output)"}]}});
+        let (events, _, _) = run(&[step, notified("zz", "completed"), notified("a1", "completed")], &mut parser);
+        assert_eq!(ends(&events), [("b1".to_owned(), false, false), ("a1".to_owned(), false, false)]);
+        assert!(events.iter().any(
+            |e| matches!(e, AgentEvent::ToolOutput { id, text, .. } if id == "a1" && text == "There are no notes yet.")
+        ));
+        let (events, _, _) = run(&[notified("a1", "completed")], &mut parser);
+        assert!(events.is_empty(), "told once: {events:?}");
+        // A failed and a stopped one; a call that waited for its agent ends with its result.
+        let (events, _, _) = run(&[agent("a2"), launched("a2"), notified("a2", "failed")], &mut parser);
+        assert_eq!(ends(&events), [("a2".to_owned(), true, false)]);
+        let (events, _, _) = run(&[agent("a3"), launched("a3"), notified("a3", "killed")], &mut parser);
+        assert_eq!(ends(&events), [("a3".to_owned(), true, true)]);
+        let waited = json!({"type": "user", "parent_tool_use_id": null, "tool_use_result": {"status": "completed"},
+            "message": {"content": [{"type": "tool_result", "tool_use_id": "a4", "content": "the report"}]}});
+        let (events, _, _) = run(&[agent("a4"), waited], &mut parser);
+        assert_eq!(ends(&events), [("a4".to_owned(), false, false)]);
+        // A workflow or a command in the background is not held: it may outlive any turn.
+        let workflow = json!({"type": "user", "parent_tool_use_id": null, "tool_use_result": {"status": "async_launched", "taskId": "w"},
+            "message": {"content": [{"type": "tool_result", "tool_use_id": "w1", "content": "started"}]}});
+        let shell = json!({"type": "user", "parent_tool_use_id": null, "tool_use_result": {"backgroundTaskId": "b"},
+            "message": {"content": [{"type": "tool_result", "tool_use_id": "s1", "content": "running"}]}});
+        let (events, _, _) = run(&[workflow, shell], &mut parser);
+        assert_eq!(ends(&events), [("w1".to_owned(), false, false), ("s1".to_owned(), false, false)]);
+        // A turn that ended first closed the call: the next turn follows none of them.
+        let (events, _, _) = run(&[agent("a5"), launched("a5")], &mut parser);
+        assert!(ends(&events).is_empty());
+        parser.next_turn();
+        let (events, _, _) = run(&[notified("a5", "completed")], &mut parser);
+        assert!(events.is_empty());
+
+        // The results of a turn that waited for its background agents add up.
+        let result = |tokens: i64, cost: f64| Finish {
+            usage: Some(Usage { input_tokens: tokens, output_tokens: 1, ..Usage::default() }),
+            cost_usd: Some(cost),
+            ..Finish::failed("")
+        };
+        let both =
+            after(Some(result(100, 0.5)), Finish { status: FinishStatus::Completed, error: None, ..result(20, 0.7) });
+        assert_eq!(
+            (both.status, both.usage.map(|u| (u.input_tokens, u.output_tokens))),
+            (FinishStatus::Completed, Some((120, 2)))
+        );
+        assert_eq!(both.cost_usd, Some(0.7), "the CLI's running total");
+        assert_eq!(after(None, result(5, 0.1)).usage.map(|u| u.input_tokens), Some(5));
     }
 
     #[test]
@@ -978,7 +1673,7 @@ mod tests {
             {"type":"text","text":"read it"},
             {"type":"image","source":{"type":"base64","media_type":"image/png","data":"aGVsbG8="}}]}]}});
         let mut events = Vec::new();
-        tool_results(&line, false, &mut events);
+        Parser::default().tool_results(&line, &mut events);
         assert!(
             matches!(&events[1], AgentEvent::ToolImage { id, image: ToolImage::Bytes(b) } if id == "t1" && b == b"hello")
         );

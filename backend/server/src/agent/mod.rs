@@ -402,6 +402,7 @@ pub fn summarize_input(tool: &str, input: &Value) -> String {
         "WebFetch" => pick(&["url"]),
         "WebSearch" => pick(&["query"]),
         "Task" | "Agent" => pick(&["description", "prompt"]),
+        "TaskCreate" => pick(&["subject"]),
         _ => None,
     };
     let text = text.unwrap_or_else(|| match input {

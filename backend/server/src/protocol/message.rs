@@ -96,7 +96,7 @@ pub enum Block {
     /// The marker of a provider switch or a compaction: the conversation so far, summarised,
     /// seeds the next session.
     Handoff(HandoffCard),
-    /// The agent's own plan (Claude's TodoWrite, Codex's plan updates): one card per message,
+    /// The agent's own plan (Claude's task tools or TodoWrite, Codex's plan updates): one card per message,
     /// updated in place as the agent works through it.
     Plan(PlanCard),
 }

@@ -39,13 +39,22 @@ pub(super) async fn follow_plan(
     plan: &PlanCard,
 ) -> Result<Option<i64>> {
     let Some(mut goal) = db::goals::get(&mut *conn, chat_id).await? else { return Ok(None) };
-    goal.plan = Some(plan.clone());
-    if goal.done() {
+    let before = goal.plan.replace(plan.clone());
+    if finishes(before.as_ref(), &goal) {
         db::goals::remove(conn, chat_id).await?;
         return changed(conn, batch, chat_id, None).await.map(Some);
     }
     db::goals::put(conn, chat_id, &goal, now_ms()).await?;
     changed(conn, batch, chat_id, Some(goal)).await.map(Some)
+}
+
+/// Whether this plan update finishes the goal: every step is done now, and the pin had seen the
+/// plan with a step still open. A plan that comes in already finished — the finished steps of
+/// earlier work in Claude Code's task list, or that list while the agent clears it one task at
+/// a time for the new goal — does not end a goal it never tracked.
+fn finishes(before: Option<&PlanCard>, goal: &GoalPin) -> bool {
+    let was_open = before.is_some_and(|p| p.steps.iter().any(|s| s.status != crate::protocol::PlanStatus::Completed));
+    was_open && goal.done()
 }
 
 /// The owner dismisses the chat's goal (`goal_not_found` when none is pinned).
@@ -68,4 +77,29 @@ async fn changed(
     goal: Option<GoalPin>,
 ) -> Result<i64> {
     batch.emit(conn, chat_id, ChatEvent::GoalChanged { goal }).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{PlanStatus, PlanStep};
+
+    fn plan(statuses: &[PlanStatus]) -> PlanCard {
+        PlanCard {
+            steps: statuses.iter().map(|&status| PlanStep { text: "step".into(), status }).collect(),
+            explanation: None,
+        }
+    }
+
+    #[test]
+    fn a_goal_finishes_when_a_plan_it_saw_open_is_done() {
+        use PlanStatus::*;
+        let goal = |p: PlanCard| GoalPin { objective: "ship".into(), plan: Some(p), started_at: 0 };
+        let done = goal(plan(&[Completed, Completed]));
+        assert!(finishes(Some(&plan(&[Completed, InProgress])), &done));
+        assert!(!finishes(None, &done), "a new goal's first plan, already finished (earlier work)");
+        assert!(!finishes(Some(&plan(&[Completed, Completed, Completed])), &done), "finished tasks being cleared");
+        assert!(!finishes(Some(&plan(&[Completed])), &goal(plan(&[]))), "an empty plan finishes nothing");
+        assert!(!finishes(Some(&plan(&[Pending])), &goal(plan(&[Completed, Pending]))));
+    }
 }

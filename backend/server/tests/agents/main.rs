@@ -20,6 +20,7 @@ mod plan;
 mod planted;
 mod review;
 mod runtime;
+mod tasks;
 mod warm;
 
 use connectors::{
@@ -43,6 +44,11 @@ use runtime::{
     a_chats_model_and_effort_reach_the_cli_and_codex_lists_its_models,
     a_usage_limit_parks_the_chat_until_the_reset_and_it_continues_by_itself,
     the_memory_ceiling_stops_a_runaway_command, the_plans_windows_are_recorded_from_the_clis_reports,
+};
+use tasks::{
+    claude_a_background_subagent_runs_until_its_notification,
+    claude_stop_while_a_background_subagent_works_ends_the_turn_and_its_agent,
+    claude_task_tools_become_the_plan_and_later_turns_move_it,
 };
 use warm::{
     a_warm_second_turn_reuses_the_process_and_a_killed_one_falls_back_cold,
@@ -544,6 +550,27 @@ async fn a_scheduled_turn_and_a_reminder_land_in_their_chat(cli: Cli) {
     assert!(
         schedules.iter().any(|s| s["created_by"] == "agent") && schedules.iter().any(|s| s["created_by"] == "owner")
     );
+}
+
+/// Claude Code's task tools become the plan card, kept across turns and a new process.
+#[tokio::test]
+#[ignore = "needs the agent CLIs; scripts/test runs it"]
+async fn claude_task_tools_become_the_plan() {
+    claude_task_tools_become_the_plan_and_later_turns_move_it().await
+}
+
+/// A subagent started in the background stays running until the CLI says it ended.
+#[tokio::test]
+#[ignore = "needs the agent CLIs; scripts/test runs it"]
+async fn claude_a_background_subagent_runs_until_it_ends() {
+    claude_a_background_subagent_runs_until_its_notification().await
+}
+
+/// Stop while only a background subagent works ends the turn (and the agent) at once.
+#[tokio::test]
+#[ignore = "needs the agent CLIs; scripts/test runs it"]
+async fn claude_stop_while_a_background_subagent_works() {
+    claude_stop_while_a_background_subagent_works_ends_the_turn_and_its_agent().await
 }
 
 /// A refused key: Claude Code would retry ten times over about three minutes; the turn ends

@@ -116,4 +116,28 @@ describe("the plan card", () => {
     expect([...container.querySelectorAll(".plan-step")].map((li) => li.getAttribute("data-status"))).toEqual(["completed", "in_progress", "pending"]);
     expect(container.querySelector(".tool")).toBeNull();
   });
+
+  it("stands for Claude's task tool calls too, and a settled turn counts them as planning", async () => {
+    const { MessageRow } = await import("./MessageRow");
+    const tool = (tool: string, id: string) => ({ type: "tool" as const, tool, tool_use_id: id, input: "", output: "", status: "done" as const, elapsed_ms: 10 });
+    const message = {
+      role: "assistant" as const,
+      content: "",
+      ts: 1,
+      blocks: [
+        tool("TaskCreate", "c1"),
+        tool("TaskCreate", "c2"),
+        tool("TaskUpdate", "u1"),
+        tool("TaskList", "l1"),
+        tool("TaskGet", "g1"),
+        { type: "plan" as const, steps: [{ text: "Draft", status: "completed" as const }, { text: "Write", status: "in_progress" as const }] },
+      ],
+    };
+    const { container } = render(<MessageRow rowKey="r" chatId="c1" message={message} live working={false} onAnswer={async () => {}} offline={false} />);
+    expect(screen.getByText("1 of 2 done")).toBeTruthy();
+    expect(container.querySelector(".tool")).toBeNull();
+    const { describeStretch, describeActivity } = await import("../../chat/activity");
+    expect(describeStretch([tool("TaskCreate", "c1"), tool("TaskUpdate", "u1"), tool("Bash", "b1")])).toBe("Updated the plan, ran a command");
+    expect(describeActivity([{ ...tool("TaskUpdate", "u1"), status: "running" as const }])).toBe("Planning");
+  });
 });

@@ -3,7 +3,7 @@
 
 import { memo, type ReactNode, useEffect, useState } from "react";
 import type { ApprovalAnswers, Block, QuestionAnswers, RunUsage, Waiting } from "../../api/types";
-import { describeStretch, FIRST_STEPS, formatElapsed, STEPS_PER_FRAME, stretches } from "../../chat/activity";
+import { describeStretch, FIRST_STEPS, formatElapsed, isPlanTool, STEPS_PER_FRAME, stretches } from "../../chat/activity";
 import { describeLive, isSubagentCall, splitSubagents } from "../../chat/subagents";
 import { copyToClipboard } from "../../chat/clipboard";
 import type { ChatMessage } from "../../chat/reducer";
@@ -307,9 +307,9 @@ export const MessageRow = memo(function MessageRow({
   const all = message.blocks && message.blocks.length > 0 ? message.blocks : message.content ? [{ type: "text" as const, content: message.content, item_id: "content" }] : [];
   // The question card stands for the AskUserQuestion call that produced it.
   const hasCard = all.some((b) => b.type === "question");
-  // So does the plan card for the TodoWrite calls that wrote it.
+  // So does the plan card for the plan tool calls (TodoWrite, TaskCreate/TaskUpdate…) that wrote it.
   const hasPlan = all.some((b) => b.type === "plan");
-  const shown = all.filter((b) => !(b.type === "tool" && ((hasCard && b.tool === "AskUserQuestion") || (hasPlan && b.tool === "TodoWrite"))));
+  const shown = all.filter((b) => !(b.type === "tool" && ((hasCard && b.tool === "AskUserQuestion") || (hasPlan && isPlanTool(b.tool)))));
   // A subagent's steps show under its chip; the reply's own steps (and their groups) without them.
   const { main: blocks, steps } = splitSubagents(shown);
   const changed = live ? [] : filesChanged(shown);

@@ -1,4 +1,4 @@
-//! The agent's own plan (Claude's TodoWrite, Codex's plan updates) as a card with its progress:
+//! The agent's own plan (Claude's task tools or TodoWrite, Codex's plan updates) as a card with its progress:
 //! one card a reply, updated in place while the turn runs and kept in the transcript. The steps
 //! list is shared with the pinned goal (`GoalPin.tsx`).
 

@@ -79,8 +79,10 @@ pub(crate) fn slash_goal(text: &str) -> Option<&str> {
 pub(crate) fn goal_prompt(goal: &str) -> String {
     format!(
         "The owner set this goal: {goal}\n\n\
-         Work toward it until it is done. First write a plan of concrete steps with your plan tool \
-         (your todo list / plan update tool); keep one step in progress at a time, mark each step \
+         Work toward it until it is done. First write a plan of concrete steps with your own plan \
+         tool (TaskCreate for each step, then TaskUpdate to move it on, deleting first the tasks \
+         left from earlier work; or TodoWrite, or your plan update tool — whichever you have); \
+         keep one step in progress at a time, mark each step \
          completed as soon as it is done, and go on to the next without waiting for the owner \
          unless you are blocked. The plan is pinned at the top of the owner's chat as the goal's \
          progress, so keep it true."
@@ -295,6 +297,10 @@ mod tests {
         assert_eq!(slash_goal("my /goal is"), None, "only at the start");
         let prompt = goal_prompt("ship it");
         assert!(prompt.starts_with("The owner set this goal: ship it") && prompt.contains("plan"), "{prompt}");
+        assert!(
+            prompt.contains("TaskCreate") && prompt.contains("TaskUpdate"),
+            "names the tools Claude Code has: {prompt}"
+        );
     }
 
     #[test]
