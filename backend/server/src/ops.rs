@@ -184,3 +184,34 @@ async fn version(State(boot): State<Arc<Boot>>) -> Response {
         .into_response(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ready_line_lists_the_steps_then_what_the_process_used_and_when_it_listened() {
+        let boot = Boot::new();
+        boot.listening();
+        boot.step("open the database");
+        let line = boot.steps();
+        // `scripts/bench` splits it at "; ", the steps at ", ", each step at its last space.
+        let parts: Vec<&str> = line.split("; ").collect();
+        assert_eq!(parts.len(), 3, "{line}");
+        let (total, steps) = parts[0].split_once(" ms: ").expect("total");
+        assert!(total.parse::<f64>().is_ok(), "{line}");
+        let names: Vec<&str> = steps.split(", ").map(|s| s.rsplit_once(' ').expect("step").0).collect();
+        assert_eq!(names, ["listening", "open the database"]);
+        let cpu = parts[1].strip_prefix("cpu ").and_then(|p| p.split_once(" ms, ")).expect("cpu");
+        assert!(cpu.0.parse::<f64>().expect("cpu ms") > 0.0, "{line}");
+        assert!(cpu.1.strip_suffix(" page faults").expect("faults").parse::<u64>().expect("count") > 0, "{line}");
+        let at: f64 = parts[2]
+            .strip_prefix("listening at ")
+            .and_then(|p| p.strip_suffix(" ms"))
+            .expect("clock")
+            .parse()
+            .expect("ms");
+        let now = mobius_sys::monotonic_ns().expect("clock") as f64 / 1e6;
+        assert!(at > 0.0 && at <= now, "{at} {now}");
+    }
+}
