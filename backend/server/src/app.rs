@@ -71,10 +71,9 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(DefaultBodyLimit::max(api::MAX_JSON_BODY_BYTES))
         // Health, readiness and version need no identity: merged after the layers, they never
-        // pass the gate (a bearer on them is ignored, not even verified). Routes merged after
-        // the layers need the JSON 405 set again.
-        .merge(ops::router().with_state(state.boot.clone()))
-        .method_not_allowed_fallback(api_method_not_allowed);
+        // pass the gate (a bearer on them is ignored, not even verified). They get the JSON 405
+        // of their own (set on the whole router again, it would clone every route once more).
+        .merge(ops::router().with_state(state.boot.clone()).method_not_allowed_fallback(api_method_not_allowed));
     Router::new()
         .nest("/api", api)
         .merge(apps::public_router())
@@ -152,7 +151,7 @@ pub async fn serve(
     let switch = Switch { full: full.clone(), boot: boot_router(boot.clone()) };
     let addr = listener.local_addr()?;
     info!(%addr, data_dir = %config.data_dir.display(), "listening");
-    boot.step("listening");
+    boot.listening();
 
     let (state_tx, state_rx) = tokio::sync::oneshot::channel::<(AppState, tokio::task::JoinHandle<()>)>();
     let api_url = match addr.ip() {

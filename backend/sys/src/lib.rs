@@ -1,5 +1,6 @@
 //! The workspace's only unsafe code, each call wrapped in a safe function with its reasoning:
-//! glibc's allocator settings and trim, paging out start-up code, registering a git transport with libgit2, and
+//! glibc's allocator settings and trim, paging out start-up code, the process's usage and clock (for
+//! the start-up log line), registering a git transport with libgit2, and
 //! confining the agent's processes (`landlock`: its system calls and the `pre_exec` hook that
 //! applies them in the child), and their memory ceilings (`limits`: an rlimit or a cgroup
 //! joined in the child before exec), the descriptors a child finds at fixed numbers (`fds`),
@@ -95,6 +96,60 @@ pub fn page_out_own_code() -> u64 {
     }
 }
 
+/// What this process has used so far: CPU time (all threads, user space and kernel, since
+/// exec) and the page faults it took.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// `CLOCK_PROCESS_CPUTIME_ID`: exact (`getrusage`'s user/system split is sampled per tick).
+    pub cpu: std::time::Duration,
+    /// Faults served without reading a disk (a page mapped, zeroed or copied).
+    pub minor_faults: u64,
+    /// Faults that waited for a read.
+    pub major_faults: u64,
+}
+
+/// This process's [`Usage`]; `None` if the kernel refuses.
+pub fn process_usage() -> Option<Usage> {
+    let cpu = clock(libc::CLOCK_PROCESS_CPUTIME_ID)?;
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes one `rusage` into the pointer it is given, which points at a
+    // zeroed `rusage` of ours, and reads nothing else.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: getrusage returned 0, so it filled the struct (and it was zeroed before anyway,
+    // a valid `rusage`).
+    let usage = unsafe { usage.assume_init() };
+    Some(Usage {
+        cpu: std::time::Duration::from_nanos(cpu),
+        minor_faults: u64::try_from(usage.ru_minflt).unwrap_or(0),
+        major_faults: u64::try_from(usage.ru_majflt).unwrap_or(0),
+    })
+}
+
+/// Nanoseconds on clock `id` (`clock_gettime`).
+fn clock(id: libc::clockid_t) -> Option<u64> {
+    let mut now = std::mem::MaybeUninit::<libc::timespec>::zeroed();
+    // SAFETY: clock_gettime writes one `timespec` into the pointer it is given, a zeroed
+    // `timespec` of ours.
+    let rc = unsafe { libc::clock_gettime(id, now.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: clock_gettime returned 0, so it filled the struct (zeroed before: valid anyway).
+    let now = unsafe { now.assume_init() };
+    let secs = u64::try_from(now.tv_sec).ok()?;
+    let nanos = u64::try_from(now.tv_nsec).ok()?;
+    secs.checked_mul(1_000_000_000)?.checked_add(nanos)
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds: the clock `std::time::Instant` reads on Linux, as a number
+/// another process can compare (Python's `time.monotonic_ns()` reads the same clock).
+pub fn monotonic_ns() -> Option<u64> {
+    clock(libc::CLOCK_MONOTONIC)
+}
+
 /// A libgit2 transport factory (see `git2::transport::register`).
 pub type TransportFactory = fn(&git2::Remote<'_>) -> Result<git2::transport::Transport, git2::Error>;
 
@@ -131,6 +186,34 @@ mod tests {
         assert_eq!(block.iter().map(|&b| u64::from(b)).sum::<u64>(), 7 * (24 << 20));
         drop(block);
         return_freed_memory();
+    }
+
+    #[test]
+    fn usage_counts_the_cpu_and_the_faults_a_process_takes() {
+        let before = process_usage().expect("getrusage");
+        // Fresh pages fault in when first written; a checksum keeps the work from being elided.
+        let mut block = vec![0u8; 8 << 20];
+        for (i, b) in block.iter_mut().enumerate().step_by(4096) {
+            *b = (i % 251) as u8;
+        }
+        let mut sum = 0u64;
+        for round in 0..200u64 {
+            sum = sum.wrapping_add(block.iter().map(|&b| u64::from(b) ^ round).sum::<u64>());
+        }
+        assert_ne!(sum, 1);
+        let after = process_usage().expect("getrusage");
+        assert!(after.minor_faults >= before.minor_faults + 1024, "{before:?} → {after:?}");
+        assert!(after.cpu > before.cpu, "{before:?} → {after:?}");
+    }
+
+    #[test]
+    fn the_monotonic_clock_is_the_one_instant_reads() {
+        let a = monotonic_ns().expect("clock");
+        let start = std::time::Instant::now();
+        while start.elapsed() < std::time::Duration::from_millis(3) {}
+        let elapsed = u64::try_from(start.elapsed().as_nanos()).expect("ns");
+        let b = monotonic_ns().expect("clock");
+        assert!(b > a && b - a >= 3_000_000 && b - a >= elapsed, "{a} {b} {elapsed}");
     }
 
     /// Resident kB of this process's own executable (its `Rss:` lines in smaps).

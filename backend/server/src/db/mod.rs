@@ -134,15 +134,20 @@ pub async fn migrate(conn: &mut SqliteConnection) -> Result<()> {
 async fn migrate_inner(conn: &mut SqliteConnection, fresh_allowed: bool) -> Result<()> {
     let empty: i64 = sqlx::query_scalar("SELECT count(*) FROM sqlite_master").fetch_one(&mut *conn).await?;
     if fresh_allowed && empty == 0 {
-        apply_fresh_schema(conn).await?;
+        let through = apply_fresh_schema(conn).await?;
+        if MIGRATOR.iter().all(|m| m.version <= through) {
+            // Nothing newer than the script: the ledger just written is all sqlx would read.
+            return Ok(());
+        }
     }
     MIGRATOR.run_direct(&mut *conn).await?;
     Ok(())
 }
 
-/// Builds an empty database from [`FRESH_SCHEMA`] and records the migrations it covers, all in
-/// one transaction: a crash leaves the database empty, and the next boot starts over.
-async fn apply_fresh_schema(conn: &mut SqliteConnection) -> Result<()> {
+/// Builds an empty database from [`FRESH_SCHEMA`] and records the migrations it covers (in one
+/// statement), all in one transaction: a crash leaves the database empty, and the next boot
+/// starts over. Returns the last migration the script covers.
+async fn apply_fresh_schema(conn: &mut SqliteConnection) -> Result<i64> {
     use sqlx::Connection;
     use sqlx::migrate::Migrate;
     let through = fresh_schema_through();
@@ -151,19 +156,17 @@ async fn apply_fresh_schema(conn: &mut SqliteConnection) -> Result<()> {
     let mut tx = conn.begin().await?;
     tx.ensure_migrations_table().await?;
     sqlx::Executor::execute(&mut *tx, FRESH_SCHEMA).await?;
-    for m in covered {
-        sqlx::query(
-            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
-             VALUES (?1, ?2, TRUE, ?3, 0)",
-        )
-        .bind(m.version)
-        .bind(&*m.description)
-        .bind(&*m.checksum)
-        .execute(&mut *tx)
-        .await?;
+    if !covered.is_empty() {
+        let mut ledger = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) ",
+        );
+        ledger.push_values(covered, |mut row, m| {
+            row.push_bind(m.version).push_bind(&*m.description).push("TRUE").push_bind(&*m.checksum).push("0");
+        });
+        ledger.build().execute(&mut *tx).await?;
     }
     tx.commit().await?;
-    Ok(())
+    Ok(through)
 }
 
 /// Opens the read pool. Call after [`migrate`] so readers never see a half-built schema.
@@ -239,6 +242,36 @@ mod tests {
         let mut again = open_writer(&dir.path().join("b.sqlite3")).await.expect("reopen");
         migrate(&mut again).await.expect("nothing to apply");
         assert_eq!(shape(&mut again).await, b);
+    }
+
+    #[tokio::test]
+    async fn a_database_built_fresh_takes_the_next_migration() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let mut conn = open_writer(&dir.path().join("fresh.sqlite3")).await.expect("create");
+        migrate(&mut conn).await.expect("fresh schema");
+        // A release with one migration more: sqlx checks the recorded checksums of every earlier
+        // one against the files (a wrong checksum in the fresh ledger fails here), then runs it.
+        let folder = dir.path().join("migrations");
+        std::fs::create_dir_all(&folder).expect("folder");
+        for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations")).expect("migrations") {
+            let entry = entry.expect("entry");
+            std::fs::copy(entry.path(), folder.join(entry.file_name())).expect("copy");
+        }
+        std::fs::write(
+            folder.join("9999_next.sql"),
+            "CREATE TABLE next_one (id INTEGER PRIMARY KEY);\nALTER TABLE chats ADD COLUMN next_one INTEGER;\n",
+        )
+        .expect("next migration");
+        let next = sqlx::migrate::Migrator::new(folder.as_path()).await.expect("migrator");
+        next.run_direct(&mut conn).await.expect("the next migration runs on a fresh database");
+        assert!(columns(&mut conn, "chats").await.contains(&"next_one".to_owned()));
+        assert!(!columns(&mut conn, "next_one").await.is_empty());
+        let recorded: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations ORDER BY version")
+            .fetch_all(&mut conn)
+            .await
+            .expect("ledger");
+        let expected: Vec<i64> = MIGRATOR.iter().map(|m| m.version).chain([9999]).collect();
+        assert_eq!(recorded, expected);
     }
 
     #[tokio::test]

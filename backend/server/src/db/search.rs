@@ -70,9 +70,11 @@ pub async fn index_pending(conn: &mut SqliteConnection, limit: i64) -> Result<u6
     Ok(done.rows_affected())
 }
 
-/// True while stored documents still wait for the full-text index (search may miss them).
-pub async fn indexing(pool: &SqlitePool) -> Result<bool> {
-    Ok(sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM chat_search_docs WHERE pending = 1)").fetch_one(pool).await?)
+/// True while stored documents still wait for the full-text index (search may miss them). A
+/// read of the partial index on `pending`: cheap, and no statement that compiles the index's
+/// triggers (the full-text table is not even opened).
+pub async fn indexing<'e>(db: impl sqlx::SqliteExecutor<'e>) -> Result<bool> {
+    Ok(sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM chat_search_docs WHERE pending = 1)").fetch_one(db).await?)
 }
 
 /// Indexes a chat's current title (call in the transaction that sets it); the default title

@@ -621,6 +621,16 @@ impl Actor {
     /// Moves one transaction's worth of pending search documents into the index; stops asking
     /// once none are left (or on an error: the next import, or the next start, tries again).
     async fn index_pending(&mut self) {
+        // At start there is usually nothing: a read says so without a write transaction (and
+        // without compiling the full-text triggers), which kept the first boot steps waiting.
+        match db::search::indexing(&mut self.conn).await {
+            Ok(false) => {
+                self.search_pending = false;
+                return;
+            }
+            Ok(true) => {}
+            Err(e) => warn!(error = %e, "cannot tell whether imported messages wait for the search index"),
+        }
         let result = async {
             self.exec("BEGIN IMMEDIATE").await?;
             let moved = db::search::index_pending(&mut self.conn, INDEX_PENDING_PER_TRANSACTION).await?;
