@@ -224,6 +224,7 @@ async fn initialise(
                 boot.step("router");
                 boot.set_ready(writer);
                 info!(frontend = %web::describe_dist(&state.config.frontend_dir).display(), "ready in {}", boot.steps());
+                state.start_background();
                 tokio::spawn(crate::apps::apply::rebuild_outdated(state.apps.clone()));
                 tokio::spawn(crate::apps::lifecycle::check_periodically(state.clone()));
                 tokio::spawn(crate::shell::update::after_boot(state.clone()));

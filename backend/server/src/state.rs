@@ -272,7 +272,6 @@ impl AppState {
             resumer: crate::agent::park::Resumer::default(),
             slots: crate::agent::slots::Slots::new(config.agent_max_running),
         });
-        tokio::spawn(crate::agent::resume::run(agents.clone()).instrument(info_span!("resume")));
         let shell = {
             let builder =
                 crate::shell::build::Builder { sandbox: agents.sandbox.clone(), providers: providers.clone() };
@@ -299,16 +298,6 @@ impl AppState {
             Ok(Err(e)) => warn!(error = %e, "app repositories could not be moved"),
             Err(e) => warn!(error = %e, "app repositories could not be moved"),
         }
-        tokio::spawn(
-            crate::housekeeping::run(
-                writer.clone(),
-                apps.clone(),
-                uploads.clone(),
-                config.purge_every,
-                shutdown.clone(),
-            )
-            .instrument(info_span!("housekeeping")),
-        );
         let chat_locks = Arc::new(KeyedLocks::default());
         let schedules = Arc::new(crate::schedules::Scheduler::new(
             agents.clone(),
@@ -363,6 +352,23 @@ impl AppState {
             frame_bootstrap: OnceLock::new(),
         }));
         Ok((state, task))
+    }
+
+    /// Starts the loops that read on their own from the start (parked chats' resumption, the
+    /// tombstone purge): once the server is ready, so their first reads never open read-pool
+    /// connections while start-up waits for the core.
+    pub fn start_background(&self) {
+        tokio::spawn(crate::agent::resume::run(self.agents.clone()).instrument(info_span!("resume")));
+        tokio::spawn(
+            crate::housekeeping::run(
+                self.writer.clone(),
+                self.apps.clone(),
+                self.uploads.clone(),
+                self.config.purge_every,
+                self.shutdown.clone(),
+            )
+            .instrument(info_span!("housekeeping")),
+        );
     }
 }
 
