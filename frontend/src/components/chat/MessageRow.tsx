@@ -1,7 +1,7 @@
 //! One transcript row: the owner's message as a bubble, or the assistant's turn as its blocks
 //! in order. The live turn and its final form are the same row (same key), so nothing flickers.
 
-import { memo, type ReactNode, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
+import { memo, type ReactNode, useEffect, useMemo, useRef, useState } from "react";
 import type { ApprovalAnswers, Block, QuestionAnswers, RunUsage, Waiting } from "../../api/types";
 import { describeStretch, FIRST_STEPS, formatElapsed, stepEstimatePx, STEPS_PER_FRAME, stretches, WINDOWED_FROM_STEPS } from "../../chat/activity";
 import { describeLive, isSubagentCall, splitSubagents } from "../../chat/subagents";
@@ -264,23 +264,18 @@ const StepItem = memo(function StepItem({ step, total, render }: { step: Step; t
 
 /** The steps of a long stretch: only those near the screen are in the page (`VirtualList` in the
  *  chat's scroller), so a stretch of thousands scrolls and opens at the cost of one screen. */
-function StepWindow({ blocks, render }: { blocks: Block[]; render: (block: Block, k: number) => ReactNode }) {
-  const ref = useRef<HTMLDivElement>(null);
-  const [scroller, setScroller] = useState<HTMLElement | null>(null);
-  useLayoutEffect(() => setScroller(scrollParentOf(ref.current)), []);
+function StepWindow({ blocks, render, scroller }: { blocks: Block[]; render: (block: Block, k: number) => ReactNode; scroller: HTMLElement | null }) {
   const steps = useMemo(() => blocks.map((block, k) => ({ block, k })), [blocks]);
   return (
-    <div ref={ref}>
-      <VirtualList
-        className="activity-group-steps activity-group-window"
-        items={steps}
-        itemKey={stepKey}
-        renderItem={(step) => <StepItem key={step.k} step={step} total={steps.length} render={render} />}
-        estimate={stepEstimate}
-        scroller={scroller}
-        overscanPx={STEP_OVERSCAN_PX}
-      />
-    </div>
+    <VirtualList
+      className="activity-group-steps activity-group-window"
+      items={steps}
+      itemKey={stepKey}
+      renderItem={(step) => <StepItem key={step.k} step={step} total={steps.length} render={render} />}
+      estimate={stepEstimate}
+      scroller={scroller}
+      overscanPx={STEP_OVERSCAN_PX}
+    />
   );
 }
 
@@ -293,6 +288,9 @@ function ActivityGroup({ blocks, render }: { blocks: Block[]; render: (block: Bl
   const [count, setCount] = useState(FIRST_STEPS);
   const [kept] = useState(() => new Set<string>());
   const windowed = blocks.length > WINDOWED_FROM_STEPS;
+  const ref = useRef<HTMLDivElement>(null);
+  // The chat's scroller, found when the stretch opens (a windowed stretch follows its scroll).
+  const [scroller, setScroller] = useState<HTMLElement | null>(null);
   useEffect(() => {
     if (!open || windowed || count >= blocks.length) return;
     const frame = requestAnimationFrame(() => setCount((n) => n + STEPS_PER_FRAME));
@@ -300,12 +298,13 @@ function ActivityGroup({ blocks, render }: { blocks: Block[]; render: (block: Bl
   }, [open, windowed, count, blocks.length]);
   const failed = blocks.some((b) => b.type === "tool" && b.status === "error");
   const toggle = () => {
+    if (windowed && !open) setScroller(scrollParentOf(ref.current));
     setOpen((o) => !o);
     setCount(FIRST_STEPS);
     kept.clear();
   };
   return (
-    <div className="activity-group" data-failed={failed || undefined}>
+    <div className="activity-group" data-failed={failed || undefined} ref={ref}>
       <button type="button" className="activity-group-head" aria-expanded={open} onClick={toggle}>
         <Icon name="terminal" size={16} />
         <span className="activity-group-line">{describeStretch(blocks)}</span>
@@ -314,7 +313,7 @@ function ActivityGroup({ blocks, render }: { blocks: Block[]; render: (block: Bl
       {open && (
         <KeptOpen.Provider value={kept}>
           {windowed ? (
-            <StepWindow blocks={blocks} render={render} />
+            <StepWindow blocks={blocks} render={render} scroller={scroller} />
           ) : (
             <div className="activity-group-steps" aria-busy={count < blocks.length || undefined}>
               {chunks(
