@@ -6,6 +6,7 @@
 //! to have changes nothing: scrolling a long list costs the rows that come into range.
 
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode } from "react";
+import { flushSync } from "react-dom";
 
 export interface VirtualListProps<T> {
   items: readonly T[];
@@ -110,14 +111,20 @@ export function VirtualList<T>({ items, itemKey, renderItem, estimate, scroller,
     if (!box) return;
     readView();
     box.addEventListener("scroll", readView, { passive: true });
+    // Focus moving through the rows (Tab held down) scrolls at once but tells it a frame later:
+    // the rows follow the focus before the next key, so it never runs past the last one rendered.
+    const list = listRef.current;
+    const followFocus = () => flushSync(readView);
+    list?.addEventListener("focusin", followFocus);
     const observer = new ResizeObserver(() => {
       readView();
       setResizes((n) => n + 1);
     });
     observer.observe(box);
-    if (listRef.current) observer.observe(listRef.current);
+    if (list) observer.observe(list);
     return () => {
       box.removeEventListener("scroll", readView);
+      list?.removeEventListener("focusin", followFocus);
       observer.disconnect();
     };
   }, [scroller, readView]);
