@@ -2,11 +2,11 @@
 //! spacers standing in for the rest. Rows may have any height: each rendered row is measured
 //! (and re-measured when the list resizes), rows never rendered count as `estimate` pixels.
 //! The list can sit anywhere inside the scroller, below other content. A scroll renders again
-//! only when it changes which rows are in range, and a row measured at the height it was assumed
-//! to have changes nothing: scrolling a long list costs the rows that come into range.
+//! only once the screen comes within half the overscan of the rows rendered (a few rows at a
+//! time, not one every frame), and a row measured at the height it was assumed to have changes
+//! nothing: scrolling a long list costs the rows that come into range.
 
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode } from "react";
-import { flushSync } from "react-dom";
 
 export interface VirtualListProps<T> {
   items: readonly T[];
@@ -111,11 +111,11 @@ export function VirtualList<T>({ items, itemKey, renderItem, estimate, scroller,
     if (!box) return;
     readView();
     box.addEventListener("scroll", readView, { passive: true });
-    // Focus moving through the rows (Tab held down) scrolls at once but tells it a frame later:
-    // the rows follow the focus before the next key, so it never runs past the last one rendered.
+    // Focus moving through the rows (Tab held down) scrolls at once but says so a frame later;
+    // read on the focus itself (a discrete event: React renders before the task ends), the rows
+    // follow it before the next key, so it never runs past the last one rendered.
     const list = listRef.current;
-    const followFocus = () => flushSync(readView);
-    list?.addEventListener("focusin", followFocus);
+    list?.addEventListener("focusin", readView);
     const observer = new ResizeObserver(() => {
       readView();
       setResizes((n) => n + 1);
@@ -124,7 +124,7 @@ export function VirtualList<T>({ items, itemKey, renderItem, estimate, scroller,
     if (list) observer.observe(list);
     return () => {
       box.removeEventListener("scroll", readView);
-      list?.removeEventListener("focusin", followFocus);
+      list?.removeEventListener("focusin", readView);
       observer.disconnect();
     };
   }, [scroller, readView]);
