@@ -11,7 +11,9 @@
 //
 // A tap is timed from just before the click to the frame that shows its result painted: the
 // click renders synchronously (React flushes a discrete event at once), then a task posted from
-// that frame's requestAnimationFrame runs after the frame's style, layout and paint. Scrolling is
+// that frame's requestAnimationFrame runs after the frame's style, layout and paint. An opened
+// stretch is whole once its steps list is no longer `aria-busy`: every step in the page, or (past
+// 200 steps, windowed) those near the screen, the rest following the scroll. Scrolling is
 // driven from requestAnimationFrame at a fixed speed over a fixed distance of the opened
 // 2,000-step stretch (the page must draw every frame itself: a conservative measure of what a
 // finger's fling shows), counting frames.
@@ -204,7 +206,7 @@ async function reviewRun(browser, out) {
     out.chatOpen.push(opened);
 
     const group500 = `${reply(1)} .activity-group-head`;
-    const steps500 = await tap(page, group500, { until: { all: { selector: `${reply(1)} .activity-group-steps .tool`, count: 500 } } });
+    const steps500 = await tap(page, group500, { until: { all: { selector: `${reply(1)} .activity-group-steps:not([aria-busy])`, count: 1 } } });
     out.open500.push(steps500.painted);
     out.all500.push(steps500.all);
     await tap(page, group500);
@@ -224,7 +226,7 @@ async function reviewRun(browser, out) {
     await tap(page, file, { text: "big.ts" });
 
     const group2000 = `${reply(3)} .activity-group-head`;
-    const steps2000 = await tap(page, group2000, { until: { all: { selector: `${reply(3)} .activity-group-steps .tool`, count: 2000 } } });
+    const steps2000 = await tap(page, group2000, { until: { all: { selector: `${reply(3)} .activity-group-steps:not([aria-busy])`, count: 1 } } });
     out.open2000.push(steps2000.painted);
     out.all2000.push(steps2000.all);
     const scroll = await scrollFrames(page, `${reply(3)} .activity-group-steps`, SCROLL_PX_PER_S, SCROLL_SECONDS);

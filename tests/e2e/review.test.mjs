@@ -122,4 +122,64 @@ describe("reviewing a real Claude turn on a phone (real server, real Claude Code
     assert.equal(sent.timezone, "Asia/Tokyo");
     assert.deepEqual(problems, []);
   });
+
+  step("a stretch of 600 steps keeps the steps near the screen: scrolled to, opened, kept open, reached by keyboard", async (page) => {
+    const n = 600;
+    const blocks = Array.from({ length: n }, (_, i) => ({
+      type: "tool",
+      tool: "Read",
+      tool_use_id: `toolu_long_${i}`,
+      input: `src/part${i}.ts`,
+      output: `line one of part ${i}`,
+      status: "done",
+    }));
+    const imported = await api("/api/chats", {
+      method: "POST",
+      body: { id: "long-stretch", title: "Long stretch", messages: [{ role: "user", content: "Read everything" }, { role: "assistant", blocks: [...blocks, { type: "text", item_id: "end", content: "Read all 600." }] }] },
+    });
+    assert.ok([200, 201].includes(imported.status), imported.text);
+    await page.goto(server.origin + "/chat/long-stretch");
+    await page.getByText("Read all 600.").waitFor();
+    await reply(page).locator(".activity-group-head").click();
+    const steps = reply(page).locator(".activity-group-steps");
+    await steps.locator(".tool-input", { hasText: /^src\/part0\.ts$/ }).waitFor();
+    const rendered = await steps.locator(".tool").count();
+    assert.ok(rendered > 10 && rendered < 100, `only the steps near the screen are in the page (${rendered})`);
+    assert.equal(await steps.locator(".activity-step").first().getAttribute("aria-setsize"), String(n));
+
+    // Scroll the chat to step 400: it comes into the page where the list says it is.
+    const to = (k) =>
+      page.evaluate(
+        ({ k }) => {
+          const box = document.querySelector(".chat-scroll");
+          const list = document.querySelector(".activity-group-steps");
+          box.dispatchEvent(new WheelEvent("wheel", { deltaY: 1, bubbles: true }));
+          box.scrollTop += list.getBoundingClientRect().top - box.getBoundingClientRect().top + k * 54 - 100;
+        },
+        { k },
+      );
+    const head = (k) => steps.locator(".tool-head").filter({ has: page.locator(".tool-input", { hasText: new RegExp(`^src/part${k}\\.ts$`) }) });
+    await to(400);
+    await head(400).waitFor();
+    assert.ok(await head(400).isVisible(), "step 401 is on screen");
+    assert.equal(await head(400).locator("xpath=ancestor::li[1]").getAttribute("aria-posinset"), "401");
+    assert.equal(await head(0).count(), 0, "the first steps left the page");
+    await head(400).click();
+    await steps.getByText("line one of part 400").waitFor();
+    await to(0);
+    await head(0).waitFor();
+    assert.equal(await head(400).count(), 0);
+    await to(400);
+    await steps.getByText("line one of part 400").waitFor();
+    assert.equal(await head(400).getAttribute("aria-expanded"), "true", "the step opened is still open");
+
+    // Tabbing from a step goes on through the steps past the ones first rendered, keys pressed
+    // as fast as they come (the rows follow the focus before the next key).
+    await to(0);
+    await head(0).focus();
+    for (let i = 0; i < 40; i++) await page.keyboard.press("Tab");
+    const focused = await page.evaluate(() => document.activeElement?.closest(".activity-step")?.getAttribute("aria-posinset") ?? null);
+    assert.equal(focused, "41", "the 41st step has the focus after 40 Tabs");
+    assert.deepEqual(problems, []);
+  });
 });

@@ -110,6 +110,16 @@ export type Stretch = { type: "block"; block: Block; index: number } | { type: "
  *  drawing while the rest arrive. */
 export const FIRST_STEPS = 24;
 export const STEPS_PER_FRAME = 48;
+/** Stretches longer than this keep only the steps near the screen in the page (windowed): past
+ *  a few hundred steps, laying out and painting them all costs frames while scrolling. Shorter
+ *  ones are whole, so the browser's find-in-page sees every step. */
+export const WINDOWED_FROM_STEPS = 200;
+/** A closed step's height in a windowed stretch until it is measured, in px (the row, its border
+ *  and the 8 px to the next; `chat-blocks.css`): right for every closed step, so a step coming
+ *  into range moves nothing. */
+export function stepEstimatePx(block: Block): number {
+  return block.type === "thinking" ? 40 : 54;
+}
 
 const WORK = (b: Block) => b.type === "tool" || b.type === "thinking";
 

@@ -1,7 +1,7 @@
 //! The assistant's non-text blocks: a tool call (collapsible, with status and the full output
 //! on demand), the thinking disclosure and an error line.
 
-import { useState } from "react";
+import { createContext, useContext, useState } from "react";
 import { fetchToolOutput } from "../../api/chats";
 import type { ErrorBlock, HandoffBlock, Pause, ThinkingBlock, ToolBlock } from "../../api/types";
 import { outputTail } from "../../chat/activity";
@@ -16,8 +16,18 @@ const STATUS_TEXT: Record<ToolBlock["status"], string> = {
   stopped: "Stopped",
 };
 
+/** The steps opened in an opened stretch (by `tool_use_id`), so a step that leaves the page (a
+ *  windowed stretch) comes back as the owner left it. */
+export const KeptOpen = createContext<Set<string> | null>(null);
+
 export function ToolView({ chatId, block }: { chatId: string; block: ToolBlock }) {
-  const [open, setOpen] = useState(false);
+  const kept = useContext(KeptOpen);
+  const [open, setOpen] = useState(() => kept?.has(block.tool_use_id) ?? false);
+  const toggle = () => {
+    if (open) kept?.delete(block.tool_use_id);
+    else kept?.add(block.tool_use_id);
+    setOpen(!open);
+  };
   const [full, setFull] = useState<string | null>(null);
   const [fetching, setFetching] = useState(false);
   const [fetchError, setFetchError] = useState<string | null>(null);
@@ -42,7 +52,7 @@ export function ToolView({ chatId, block }: { chatId: string; block: ToolBlock }
   const hidden = block.output_full_len !== undefined ? Math.max(0, block.output_full_len - block.output.length) : null;
   return (
     <div className="tool" data-status={block.status}>
-      <button type="button" className="tool-head" aria-expanded={open} aria-controls={bodyId} onClick={() => setOpen((o) => !o)}>
+      <button type="button" className="tool-head" aria-expanded={open} aria-controls={bodyId} onClick={toggle}>
         <span className="tool-icon" aria-hidden="true">
           <Icon name="terminal" size={16} />
         </span>
@@ -128,8 +138,17 @@ export function TextRest({ chatId, itemId }: { chatId: string; itemId: string })
 }
 
 export function ThinkingView({ block, live }: { block: ThinkingBlock; live: boolean }) {
+  const kept = useContext(KeptOpen);
+  const key = `thinking:${block.item_id}`;
   return (
-    <details className="thinking">
+    <details
+      className="thinking"
+      open={kept?.has(key)}
+      onToggle={(e) => {
+        if (e.currentTarget.open) kept?.add(key);
+        else kept?.delete(key);
+      }}
+    >
       <summary>
         <Icon name="spark" size={15} />
         <span>{live ? "Thinking…" : "Thought process"}</span>

@@ -1,6 +1,6 @@
 import { act, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { FIRST_STEPS, STEPS_PER_FRAME } from "../../chat/activity";
+import { FIRST_STEPS, STEPS_PER_FRAME, WINDOWED_FROM_STEPS } from "../../chat/activity";
 import type { ChatMessage } from "../../chat/reducer";
 import { copyText, MessageRow } from "./MessageRow";
 
@@ -66,6 +66,62 @@ describe("a settled reply's tool work", () => {
     // In order, in fixed chunks: a step never moves to another chunk as more arrive.
     expect(container.querySelectorAll(".activity-group-chunk")).toHaveLength(Math.ceil(200 / STEPS_PER_FRAME));
     expect([...container.querySelectorAll(".tool-input")].map((e) => e.textContent)).toEqual(blocks.map((b) => b.input));
+  });
+
+  it("keeps only the steps near the screen of a stretch past the window threshold, and a step opened stays open", () => {
+    const n = 2_000;
+    const blocks = Array.from({ length: n }, (_, i) => ({ type: "tool" as const, tool: "Read", tool_use_id: `w${i}`, input: `f${i}.ts`, output: `out ${i}`, status: "done" as const }));
+    const long: ChatMessage = { role: "assistant", content: "", ts: 1_000, blocks };
+    expect(n).toBeGreaterThan(WINDOWED_FROM_STEPS);
+    // The chat's scroller: jsdom lays nothing out, so its scroll and size are set by hand (the
+    // steps count at their estimated 54 px).
+    const scroller = document.createElement("div");
+    scroller.style.overflowY = "auto";
+    let top = 0;
+    Object.defineProperty(scroller, "scrollTop", { get: () => top, set: (v: number) => (top = v), configurable: true });
+    Object.defineProperty(scroller, "clientHeight", { value: 844, configurable: true });
+    document.body.appendChild(scroller);
+    // The list's top on screen moves up as the chat scrolls down.
+    vi.spyOn(HTMLElement.prototype, "getBoundingClientRect").mockImplementation(function (this: HTMLElement) {
+      return DOMRect.fromRect({ x: 0, y: this.classList.contains("activity-group-window") ? -top : 0, width: 390, height: 0 });
+    });
+    const scrollTo = (y: number) =>
+      act(() => {
+        top = y;
+        scroller.dispatchEvent(new Event("scroll"));
+      });
+    try {
+      const { container } = render(<MessageRow rowKey="r" chatId="c" message={long} live={false} working={false} onAnswer={noAnswer} offline={false} idx={1} />, { container: scroller });
+      fireEvent.click(screen.getByRole("button", { name: "Read 2000 files" }));
+      const inputs = () => [...container.querySelectorAll(".tool-input")].map((e) => e.textContent);
+      expect(inputs()[0]).toBe("f0.ts");
+      expect(inputs().length).toBeGreaterThan(10);
+      expect(inputs().length).toBeLessThan(60);
+      // Screen readers hear each step's place in the whole stretch.
+      const first = container.querySelector(".activity-step");
+      expect(first?.getAttribute("aria-setsize")).toBe(String(n));
+      expect(first?.getAttribute("aria-posinset")).toBe("1");
+      expect(container.querySelector(".activity-group-steps")?.hasAttribute("aria-busy")).toBe(false);
+
+      // Open the first step, scroll it far out of range: the window moves to the steps on screen.
+      const head = (input: string) => screen.getByText(input, { selector: ".tool-input" }).closest("button") as HTMLButtonElement;
+      fireEvent.click(head("f0.ts"));
+      expect(screen.getByText("out 0")).toBeTruthy();
+      scrollTo(54 * 1_000);
+      expect(inputs()).toContain("f1000.ts");
+      expect(inputs()).not.toContain("f0.ts");
+      expect(inputs().length).toBeLessThan(60);
+      expect(screen.getByText("f1000.ts").closest(".activity-step")?.getAttribute("aria-posinset")).toBe("1001");
+
+      // Back at the top, the step is open as it was left.
+      scrollTo(0);
+      expect(inputs()[0]).toBe("f0.ts");
+      expect(screen.getByText("out 0")).toBeTruthy();
+      expect(head("f0.ts").getAttribute("aria-expanded")).toBe("true");
+    } finally {
+      vi.restoreAllMocks();
+      scroller.remove();
+    }
   });
 
   it("shows each step on the live row", () => {

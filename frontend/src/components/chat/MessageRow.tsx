@@ -1,14 +1,14 @@
 //! One transcript row: the owner's message as a bubble, or the assistant's turn as its blocks
 //! in order. The live turn and its final form are the same row (same key), so nothing flickers.
 
-import { memo, type ReactNode, useEffect, useState } from "react";
+import { memo, type ReactNode, useEffect, useMemo, useRef, useState } from "react";
 import type { ApprovalAnswers, Block, QuestionAnswers, RunUsage, Waiting } from "../../api/types";
-import { describeStretch, FIRST_STEPS, formatElapsed, isPlanTool, STEPS_PER_FRAME, stretches } from "../../chat/activity";
+import { describeStretch, FIRST_STEPS, formatElapsed, isPlanTool, stepEstimatePx, STEPS_PER_FRAME, stretches, WINDOWED_FROM_STEPS } from "../../chat/activity";
 import { describeLive, isSubagentCall, splitSubagents } from "../../chat/subagents";
 import { copyToClipboard } from "../../chat/clipboard";
 import type { ChatMessage } from "../../chat/reducer";
 import type { VersionSwitch } from "../../chat/versions";
-import { ErrorView, HandoffView, TextRest, ThinkingView, ToolView, wasCut } from "./Blocks";
+import { ErrorView, HandoffView, KeptOpen, TextRest, ThinkingView, ToolView, wasCut } from "./Blocks";
 import { MessageFiles } from "./ChatFiles";
 import { FilesChanged } from "./Diff";
 import { filesChanged, sourcesOf } from "../../chat/diff";
@@ -16,6 +16,7 @@ import { Sources } from "./Sources";
 import { PlanView } from "./Plan";
 import { SubagentChip } from "./Subagent";
 import { Icon } from "../ui/Icon";
+import { scrollParentOf, VirtualList } from "../ui/VirtualList";
 import { Markdown } from "./Markdown";
 import { QuestionCard } from "./QuestionCard";
 
@@ -239,37 +240,94 @@ function chunks<T>(items: T[], size: number): T[][] {
   return out;
 }
 
+/** One step of an opened stretch: its block and its place in the stretch. */
+interface Step {
+  block: Block;
+  k: number;
+}
+
+const stepKey = (step: Step) => String(step.k);
+/** Steps rendered beyond each edge of the screen, in px: the window moves every half of it, a
+ *  few steps at a time (fewer and larger moves cost longer frames at a time). */
+const STEP_OVERSCAN_PX = 400;
+/** A step's assumed height before it is measured (`activity.ts`). */
+const stepEstimate = (step: Step) => stepEstimatePx(step.block);
+
+/** One step of a windowed stretch; rendered again only when it comes into range. */
+const StepItem = memo(function StepItem({ step, total, render }: { step: Step; total: number; render: (block: Block, k: number) => ReactNode }) {
+  return (
+    <li className="activity-step" aria-posinset={step.k + 1} aria-setsize={total}>
+      {render(step.block, step.k)}
+    </li>
+  );
+});
+
+/** The steps of a long stretch: only those near the screen are in the page (`VirtualList` in the
+ *  chat's scroller), so a stretch of thousands scrolls and opens at the cost of one screen. */
+function StepWindow({ blocks, render, scroller }: { blocks: Block[]; render: (block: Block, k: number) => ReactNode; scroller: HTMLElement | null }) {
+  const steps = useMemo(() => blocks.map((block, k) => ({ block, k })), [blocks]);
+  return (
+    <VirtualList
+      className="activity-group-steps activity-group-window"
+      items={steps}
+      itemKey={stepKey}
+      renderItem={(step) => <StepItem key={step.k} step={step} total={steps.length} render={render} />}
+      estimate={stepEstimate}
+      scroller={scroller}
+      overscanPx={STEP_OVERSCAN_PX}
+    />
+  );
+}
+
 /** A settled stretch of tool work as one line ("Read 6 files, ran 3 commands · 41 s") that
- *  expands into its steps; the steps render only once opened, a frame's batch at a time. */
-function ActivityGroup({ blocks, children }: { blocks: Block[]; children: (count: number) => ReactNode[] }) {
+ *  expands into its steps; the steps render only once opened: a frame's batch at a time, or past
+ *  `WINDOWED_FROM_STEPS` only those near the screen. A step opened stays open while the stretch
+ *  is (scrolled out of range and back included). */
+function ActivityGroup({ blocks, render }: { blocks: Block[]; render: (block: Block, k: number) => ReactNode }) {
   const [open, setOpen] = useState(false);
   const [count, setCount] = useState(FIRST_STEPS);
+  const [kept] = useState(() => new Set<string>());
+  const windowed = blocks.length > WINDOWED_FROM_STEPS;
+  const ref = useRef<HTMLDivElement>(null);
+  // The chat's scroller, found when the stretch opens (a windowed stretch follows its scroll).
+  const [scroller, setScroller] = useState<HTMLElement | null>(null);
   useEffect(() => {
-    if (!open || count >= blocks.length) return;
+    if (!open || windowed || count >= blocks.length) return;
     const frame = requestAnimationFrame(() => setCount((n) => n + STEPS_PER_FRAME));
     return () => cancelAnimationFrame(frame);
-  }, [open, count, blocks.length]);
+  }, [open, windowed, count, blocks.length]);
   const failed = blocks.some((b) => b.type === "tool" && b.status === "error");
   const toggle = () => {
+    if (windowed && !open) setScroller(scrollParentOf(ref.current));
     setOpen((o) => !o);
     setCount(FIRST_STEPS);
+    kept.clear();
   };
   return (
-    <div className="activity-group" data-failed={failed || undefined}>
+    <div className="activity-group" data-failed={failed || undefined} ref={ref}>
       <button type="button" className="activity-group-head" aria-expanded={open} onClick={toggle}>
         <Icon name="terminal" size={16} />
         <span className="activity-group-line">{describeStretch(blocks)}</span>
         <Icon name="chevron" size={16} className="tool-chevron" />
       </button>
       {open && (
-        <div className="activity-group-steps" aria-busy={count < blocks.length || undefined}>
-          {chunks(children(count), STEPS_PER_FRAME).map((chunk, i) => (
-            // Chunks of a fixed size: a step never moves to another one as more arrive.
-            <div className="activity-group-chunk" key={i}>
-              {chunk}
+        <KeptOpen.Provider value={kept}>
+          {windowed ? (
+            <StepWindow blocks={blocks} render={render} scroller={scroller} />
+          ) : (
+            <div className="activity-group-steps" aria-busy={count < blocks.length || undefined}>
+              {chunks(
+                blocks.slice(0, count).map((block, k) => render(block, k)),
+                STEPS_PER_FRAME,
+              ).map((chunk, i) => (
+                // Chunks of a fixed size: a step never moves to another one as more arrive.
+                <div className="activity-group-chunk" key={i}>
+                  {chunk}
+                </div>
+              ))}
             </div>
-          ))}
-        </div>
+          )}
+        </KeptOpen.Provider>
       )}
     </div>
   );
@@ -349,9 +407,7 @@ export const MessageRow = memo(function MessageRow({
         ? blocks.map(renderBlock)
         : stretches(blocks).map((stretch) =>
             stretch.type === "group" ? (
-              <ActivityGroup key={`g:${stretch.index}`} blocks={stretch.blocks}>
-                {(count) => stretch.blocks.slice(0, count).map((block, k) => renderBlock(block, stretch.index + k))}
-              </ActivityGroup>
+              <ActivityGroup key={`g:${stretch.index}`} blocks={stretch.blocks} render={(block, k) => renderBlock(block, stretch.index + k)} />
             ) : (
               renderBlock(stretch.block, stretch.index)
             ),

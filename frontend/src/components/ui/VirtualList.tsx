@@ -1,7 +1,10 @@
 //! A list that renders only the rows near the visible part of its scrolling ancestor, with
 //! spacers standing in for the rest. Rows may have any height: each rendered row is measured
 //! (and re-measured when the list resizes), rows never rendered count as `estimate` pixels.
-//! The list can sit anywhere inside the scroller, below other content.
+//! The list can sit anywhere inside the scroller, below other content. A scroll renders again
+//! only once the screen comes within half the overscan of the rows rendered (a few rows at a
+//! time, not one every frame), and a row measured at the height it was assumed to have changes
+//! nothing: scrolling a long list costs the rows that come into range.
 
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode } from "react";
 
@@ -10,8 +13,8 @@ export interface VirtualListProps<T> {
   itemKey: (item: T) => string;
   /** Renders one row: a single element (an `<li>` in a `<ul>`), in item order. */
   renderItem: (item: T) => ReactNode;
-  /** Height assumed for a row not measured yet, in pixels. */
-  estimate: number;
+  /** Height assumed for a row not measured yet, in pixels (the same for every row, or by row). */
+  estimate: number | ((item: T) => number);
   /** The scrolling ancestor (null until it is mounted). */
   scroller: HTMLElement | null;
   /** Rendered beyond each edge of the visible part, in pixels. */
@@ -35,17 +38,37 @@ function firstEndingAfter(ends: readonly number[], y: number): number {
   return lo;
 }
 
-/** The rows `[start, end)` to render to cover `[top, bottom]` of the list. */
-export function visibleRange(heights: readonly number[], top: number, bottom: number): { start: number; end: number; ends: number[] } {
+/** Where each row ends, from the rows' heights. */
+function endsOf(heights: readonly number[]): number[] {
   const ends: number[] = [];
   let y = 0;
   for (const h of heights) {
     y += h;
     ends.push(y);
   }
-  const start = Math.min(firstEndingAfter(ends, top), heights.length);
-  const end = Math.max(start, Math.min(heights.length, firstEndingAfter(ends, bottom) + 1));
-  return { start, end, ends };
+  return ends;
+}
+
+/** The rows `[start, end)` that cover `[top, bottom]` of a list whose rows end at `ends`. */
+function rangeOf(ends: readonly number[], top: number, bottom: number): { start: number; end: number } {
+  const start = Math.min(firstEndingAfter(ends, top), ends.length);
+  const end = Math.max(start, Math.min(ends.length, firstEndingAfter(ends, bottom) + 1));
+  return { start, end };
+}
+
+/** The rows `[start, end)` to render to cover `[top, bottom]` of the list. */
+export function visibleRange(heights: readonly number[], top: number, bottom: number): { start: number; end: number; ends: number[] } {
+  const ends = endsOf(heights);
+  return { ...rangeOf(ends, top, bottom), ends };
+}
+
+/** The nearest ancestor of `el` that scrolls vertically (the document's scroller if none). */
+export function scrollParentOf(el: HTMLElement | null): HTMLElement | null {
+  for (let node = el?.parentElement ?? null; node; node = node.parentElement) {
+    const overflow = getComputedStyle(node).overflowY;
+    if (overflow === "auto" || overflow === "scroll") return node;
+  }
+  return el ? (document.scrollingElement as HTMLElement | null) : null;
 }
 
 export function VirtualList<T>({ items, itemKey, renderItem, estimate, scroller, overscanPx = DEFAULT_OVERSCAN_PX, className, footer }: VirtualListProps<T>) {
@@ -53,8 +76,18 @@ export function VirtualList<T>({ items, itemKey, renderItem, estimate, scroller,
   const [measured, setMeasured] = useState<ReadonlyMap<string, number>>(() => new Map());
   // Bumped when the list resizes: every rendered row is measured again.
   const [resizes, setResizes] = useState(0);
-  // The visible part of the scroller, in the list's own coordinates.
+  // The visible part of the scroller, in the list's own coordinates, as of the last change of
+  // the rows in range.
   const [view, setView] = useState({ top: 0, bottom: 2 * DEFAULT_OVERSCAN_PX });
+  const heights = useMemo(
+    () => items.map((item) => measured.get(itemKey(item)) ?? (typeof estimate === "number" ? estimate : estimate(item))),
+    [items, itemKey, estimate, measured],
+  );
+  const ends = useMemo(() => endsOf(heights), [heights]);
+  const endsRef = useRef(ends);
+  useLayoutEffect(() => {
+    endsRef.current = ends;
+  }, [ends]);
 
   const readView = useCallback(() => {
     const box = scroller;
@@ -63,7 +96,14 @@ export function VirtualList<T>({ items, itemKey, renderItem, estimate, scroller,
     const listTop = list.getBoundingClientRect().top - box.getBoundingClientRect().top + box.scrollTop;
     const top = Math.max(0, box.scrollTop - listTop - overscanPx);
     const bottom = box.scrollTop - listTop + box.clientHeight + overscanPx;
-    setView((v) => (Math.abs(v.top - top) < 1 && Math.abs(v.bottom - bottom) < 1 ? v : { top, bottom }));
+    // The rows rendered change only once the screen comes within half the overscan of their
+    // edge: a scroll renders again every half overscan, not every row.
+    setView((v) => {
+      if (Math.abs(v.top - top) < 1 && Math.abs(v.bottom - bottom) < 1) return v;
+      const was = rangeOf(endsRef.current, v.top, v.bottom);
+      const near = rangeOf(endsRef.current, top === 0 ? 0 : top + overscanPx / 2, bottom - overscanPx / 2);
+      return near.start >= was.start && near.end <= was.end ? v : { top, bottom };
+    });
   }, [scroller, overscanPx]);
 
   useEffect(() => {
@@ -71,25 +111,30 @@ export function VirtualList<T>({ items, itemKey, renderItem, estimate, scroller,
     if (!box) return;
     readView();
     box.addEventListener("scroll", readView, { passive: true });
+    // Focus moving through the rows (Tab held down) scrolls at once but says so a frame later;
+    // read on the focus itself (a discrete event: React renders before the task ends), the rows
+    // follow it before the next key, so it never runs past the last one rendered.
+    const list = listRef.current;
+    list?.addEventListener("focusin", readView);
     const observer = new ResizeObserver(() => {
       readView();
       setResizes((n) => n + 1);
     });
     observer.observe(box);
-    if (listRef.current) observer.observe(listRef.current);
+    if (list) observer.observe(list);
     return () => {
       box.removeEventListener("scroll", readView);
+      list?.removeEventListener("focusin", readView);
       observer.disconnect();
     };
   }, [scroller, readView]);
 
-  const heights = useMemo(() => items.map((item) => measured.get(itemKey(item)) ?? estimate), [items, itemKey, estimate, measured]);
-  const { start, end, ends } = visibleRange(heights, view.top, view.bottom);
+  const { start, end } = rangeOf(ends, view.top, view.bottom);
   const shown = items.slice(start, end);
   const before = start > 0 ? (ends[start - 1] ?? 0) : 0;
   const after = (ends[ends.length - 1] ?? 0) - (end > 0 ? (ends[end - 1] ?? 0) : 0);
 
-  // Measure the rows just rendered; a change re-renders with the true heights.
+  // Measure the rows just rendered; a height other than the one assumed re-renders with it.
   useLayoutEffect(() => {
     const list = listRef.current;
     if (!list) return;
@@ -97,11 +142,10 @@ export function VirtualList<T>({ items, itemKey, renderItem, estimate, scroller,
     shown.forEach((item, i) => {
       const el = list.children[i + 1] as HTMLElement | undefined;
       const h = el?.getBoundingClientRect().height ?? 0;
-      const key = itemKey(item);
-      if (h > 0 && Math.abs((measured.get(key) ?? -1) - h) >= 0.5) found.push([key, h]);
+      if (h > 0 && Math.abs((heights[start + i] ?? -1) - h) >= 0.5) found.push([itemKey(item), h]);
     });
     if (found.length > 0) setMeasured((old) => new Map([...old, ...found]));
-  }, [shown, itemKey, measured, resizes]);
+  }, [shown, start, heights, itemKey, resizes]);
 
   return (
     <ul ref={listRef} className={className}>
