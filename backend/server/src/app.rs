@@ -225,6 +225,12 @@ async fn initialise(
                 boot.set_ready(writer);
                 info!(frontend = %web::describe_dist(&state.config.frontend_dir).display(), "ready in {}", boot.steps());
                 state.start_background();
+                let theme = state.theme.clone();
+                tokio::task::spawn_blocking(move || {
+                    if let Err(e) = theme.seed_file() {
+                        warn!(error = %e, "the theme's file for the agent could not be written");
+                    }
+                });
                 tokio::spawn(crate::apps::apply::rebuild_outdated(state.apps.clone()));
                 tokio::spawn(crate::apps::lifecycle::check_periodically(state.clone()));
                 tokio::spawn(crate::shell::update::after_boot(state.clone()));

@@ -73,11 +73,9 @@ impl Theme {
             },
             None => Current::new(String::new(), None, css::Checked::default()),
         };
-        let dir = Dir::create_under(data_dir, Path::new(THEME_DIR))?;
-        if dir.kind(THEME_FILE.as_ref())?.is_none() {
-            let text = if current.css.trim().is_empty() { STOCK_TEXT } else { &current.css };
-            dir.write(THEME_FILE.as_ref(), text.as_bytes(), 0o600)?;
-        }
+        // The agent's folder (in its sandbox's list, so it must be there before any turn); its
+        // file is seeded once the server is ready (`seed_file`).
+        Dir::create_under(data_dir, Path::new(THEME_DIR))?;
         Ok(Theme {
             data_dir: data_dir.to_path_buf(),
             history,
@@ -85,6 +83,28 @@ impl Theme {
             changing: tokio::sync::Mutex::new(()),
             hub,
         })
+    }
+
+    /// Gives the agent its file, `DATA_DIR/theme/theme.css`, when there is none: the served
+    /// theme's text (the stock one's comment when stock). Run once the server is ready — nothing
+    /// served reads it, and its two fsyncs were most of a first boot's theme step. Created
+    /// exclusively, so a file the agent (or anyone) wrote meanwhile is never replaced.
+    pub fn seed_file(&self) -> std::io::Result<()> {
+        use std::io::Write;
+        let dir = Dir::create_under(&self.data_dir, Path::new(THEME_DIR))?;
+        if dir.kind(THEME_FILE.as_ref())?.is_some() {
+            return Ok(());
+        }
+        let current = self.current();
+        let text = if current.css.trim().is_empty() { STOCK_TEXT } else { &current.css };
+        let mut file = match dir.create_new(THEME_FILE.as_ref(), 0o600) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        dir.sync()
     }
 
     /// The theme being served.

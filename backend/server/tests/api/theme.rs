@@ -5,7 +5,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{PASSWORD, SseReader, TestApp, USERNAME, assert_error, fake_dist, token_of};
+use crate::helpers::{PASSWORD, SseReader, TestApp, USERNAME, assert_error, eventually, fake_dist, token_of};
 
 const SUNSET: &str = ":root {\n  --light-bg: #fff7ed;\n  --light-accent: #ea580c;\n  --dark-accent: #fb923c;\n}\n";
 const OCEAN: &str = ":root { --light-accent: #0369a1; }\n";
@@ -32,7 +32,11 @@ async fn a_theme_in_the_agents_file_is_applied_announced_and_served_with_an_etag
 
     let stock = theme(&app, &token).await;
     assert_eq!((stock["stock"].clone(), stock["version"].clone()), (json!(true), Value::Null));
-    let file = std::fs::read_to_string(app.data_dir().join("theme/theme.css")).expect("the agent's file is seeded");
+    // Seeded once the server is ready (off the boot path).
+    let file = eventually("the agent's file is seeded", || async {
+        std::fs::read_to_string(app.data_dir().join("theme/theme.css")).ok()
+    })
+    .await;
     assert!(file.contains("mobius theme apply"), "{file}");
 
     let mut system = SseReader::connect(&app.client, &app.url("/api/events/system"), &token, None).await;
