@@ -516,7 +516,8 @@ impl Parser {
         {
             return;
         }
-        // `/root/find_config` → "find config": the task name is all Codex says of the task.
+        // The agent's path (the root agent's name — Codex calls it `root` — then the task's:
+        // `…/find_config`) → "find config": the task name is all Codex says of the task.
         let path = s("agentPath");
         let task = path.rsplit('/').next().unwrap_or_default().replace('_', " ");
         events.push(AgentEvent::ToolStart {
@@ -1465,7 +1466,7 @@ mod tests {
             json!({ "method": method, "params": params })
         };
         let spawn = json!({"item": {"type": "subAgentActivity", "id": "call_a", "kind": "started",
-            "agentThreadId": "ch", "agentPath": "/root/find_config", "model": "gpt-5.5"}, "turnId": "t1"});
+            "agentThreadId": "ch", "agentPath": "/main-agent/find_config", "model": "gpt-5.5"}, "turnId": "t1"});
         let command = json!({"type": "commandExecution", "id": "c1", "command": "/bin/bash -lc 'cat a.toml'",
             "commandActions": [], "status": "inProgress", "aggregatedOutput": null, "exitCode": null});
         let done_command = json!({"type": "commandExecution", "id": "c1", "command": "/bin/bash -lc 'cat a.toml'",
@@ -1506,7 +1507,7 @@ mod tests {
                 "item/completed",
                 "th",
                 json!({"item": {"type": "subAgentActivity", "id": "call_b", "kind": "completed",
-                "agentThreadId": "ch", "agentPath": "/root/find_config"}, "turnId": "t1"}),
+                "agentThreadId": "ch", "agentPath": "/main-agent/find_config"}, "turnId": "t1"}),
             ),
             note(
                 "item/completed",
