@@ -77,8 +77,7 @@ async fn repeated_failures_make_an_address_back_off_even_for_the_right_password(
 }
 
 fn keys_of(app: &TestApp) -> Keys {
-    let secret = std::fs::read_to_string(app.data_dir().join("secret.key")).expect("secret.key");
-    Keys::from_secret(secret.trim().as_bytes())
+    app.keys()
 }
 
 #[tokio::test]

@@ -14,8 +14,7 @@ use crate::helpers::{PASSWORD, TestApp, USERNAME, assert_error, eventually, jour
 
 /// The server's signing key as it is on disk now (what a tricked agent could read before).
 fn stolen_keys(app: &TestApp) -> Keys {
-    let secret = std::fs::read_to_string(app.data_dir().join("secret.key")).expect("secret.key");
-    Keys::from_secret(secret.trim().as_bytes())
+    app.keys()
 }
 
 /// An owner token minted with `keys`, valid until 2100, for every epoch up to 5, naming the

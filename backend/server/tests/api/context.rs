@@ -2,28 +2,14 @@
 //! sees what the agent is given for a chat — prompt, memory, model, sandbox — masked of
 //! credentials; nobody else sees it.
 
-use mobius::auth::{Claims, Keys, Scope};
+use mobius::auth::Scope;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, USERNAME, assert_error};
+use crate::helpers::{TestApp, assert_error};
 
 /// A planted credential in Anthropic's key format.
 const PLANTED_KEY: &str = "sk-ant-api03-PLANTEDplantedPLANTED0123456789";
-
-/// A token of `scope` for `chat`, signed with the server's key (what a run or an embed holds).
-fn minted(app: &TestApp, owner_token: &str, scope: Scope, chat: &str) -> String {
-    use base64::Engine;
-    let secret = std::fs::read_to_string(app.data_dir().join("secret.key")).expect("secret.key");
-    let keys = Keys::from_secret(secret.trim().as_bytes());
-    let payload = owner_token.split('.').nth(1).expect("payload");
-    let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).expect("base64");
-    let epoch = serde_json::from_slice::<Value>(&payload).expect("json")["epoch"].as_i64().unwrap_or(0);
-    let mut claims = Claims::new(USERNAME, scope, epoch, 600);
-    claims.chat_id = Some(chat.to_owned());
-    claims.run_id = Some("run-1".to_owned());
-    keys.issue(&claims).expect("issue")
-}
 
 #[tokio::test]
 async fn the_owner_sees_the_chats_prompt_memory_and_model_with_secrets_masked() {
@@ -73,14 +59,14 @@ async fn agents_apps_and_embedded_chats_cannot_inspect_a_context() {
     app.chat(&token, "c1").await;
     app.chat(&token, "c2").await;
     // The agent's own chat: its token reaches only its table.
-    let agent = minted(&app, &token, Scope::Agent, "c1");
+    let agent = app.run_token(&token, Scope::Agent, "c1");
     let r = app.get("/api/chats/c1/context", Some(&agent)).await;
     assert_error(r, StatusCode::FORBIDDEN, "agent_not_allowed").await;
     // An app's token, and an embedded chat's token for another chat.
     let (app_id, nonce) = app.register_app("notes").await;
     let r = app.get("/api/chats/c1/context", Some(&app.app_token(app_id, &nonce))).await;
     assert_error(r, StatusCode::FORBIDDEN, "wrong_scope").await;
-    let embed = minted(&app, &token, Scope::ChatEmbed, "c2");
+    let embed = app.run_token(&token, Scope::ChatEmbed, "c2");
     let r = app.get("/api/chats/c1/context", Some(&embed)).await;
     assert_error(r, StatusCode::FORBIDDEN, "wrong_scope").await;
     let r = app.get("/api/chats/c1/context", None).await;

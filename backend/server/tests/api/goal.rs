@@ -5,12 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use mobius::auth::{Claims, Keys, Scope};
+use mobius::auth::Scope;
 use mobius::protocol::ChatEvent;
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::helpers::{TestApp, USERNAME, assert_error, eventually, journal, script};
+use crate::helpers::{TestApp, assert_error, eventually, journal, script};
 
 /// A stream-json Claude imitation that keeps the words it was given (`prompt.json` in its
 /// working folder) and makes a two-step plan with TodoWrite: the first step done, the second
@@ -44,20 +44,6 @@ printf '{{"type":"result","subtype":"success","is_error":false,"session_id":"%s"
 cat >/dev/null"#
         ),
     )
-}
-
-/// A token of `scope` for `chat`, signed with the server's key (what a run holds).
-fn minted(app: &TestApp, owner_token: &str, scope: Scope, chat: &str) -> String {
-    use base64::Engine;
-    let secret = std::fs::read_to_string(app.data_dir().join("secret.key")).expect("secret.key");
-    let keys = Keys::from_secret(secret.trim().as_bytes());
-    let payload = owner_token.split('.').nth(1).expect("payload");
-    let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).expect("base64");
-    let epoch = serde_json::from_slice::<Value>(&payload).expect("json")["epoch"].as_i64().unwrap_or(0);
-    let mut claims = Claims::new(USERNAME, scope, epoch, 600);
-    claims.chat_id = Some(chat.to_owned());
-    claims.run_id = Some("run-1".to_owned());
-    keys.issue(&claims).expect("issue")
 }
 
 async fn idle_detail(app: &TestApp, token: &str, chat: &str) -> Value {
@@ -111,7 +97,7 @@ async fn a_goal_is_pinned_follows_the_plan_and_is_dismissed_by_the_owner_only() 
     assert!(prompt.contains("The owner set this goal: ship the dark mode") && !prompt.contains("/goal"), "{prompt}");
 
     // Nobody but whoever may change the chat's settings touches it.
-    let agent = minted(&app, &token, Scope::Agent, "g");
+    let agent = app.run_token(&token, Scope::Agent, "g");
     assert_error(app.delete_with("/api/chats/g/goal", &agent).await, StatusCode::FORBIDDEN, "agent_not_allowed").await;
     assert_error(app.delete_with("/api/chats/g/goal", &app_token).await, StatusCode::FORBIDDEN, "forbidden").await;
     assert_error(app.delete_with("/api/chats/other/goal", &token).await, StatusCode::NOT_FOUND, "goal_not_found").await;

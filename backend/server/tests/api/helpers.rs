@@ -165,15 +165,32 @@ impl TestApp {
         (id, self.app_token(id, &nonce))
     }
 
+    /// The server's signing key as it is on disk, to mint the tokens a test needs.
+    pub fn keys(&self) -> mobius::auth::Keys {
+        let secret = std::fs::read_to_string(self.data_dir().join("secret.key")).expect("secret.key");
+        mobius::auth::Keys::from_secret(secret.trim().as_bytes())
+    }
+
     /// An app token for app `id` with install nonce `nonce`, signed with the server's key.
     pub fn app_token(&self, id: i64, nonce: &str) -> String {
-        use mobius::auth::{Claims, Keys, Scope};
-        let secret = std::fs::read_to_string(self.data_dir().join("secret.key")).expect("secret.key");
-        let keys = Keys::from_secret(secret.trim().as_bytes());
+        use mobius::auth::{Claims, Scope};
         let mut claims = Claims::new(USERNAME, Scope::App, 0, 3600);
         claims.app_id = Some(id);
         claims.app_nonce = Some(nonce.to_owned());
-        keys.issue(&claims).expect("issue")
+        self.keys().issue(&claims).expect("issue")
+    }
+
+    /// A token of `scope` for `chat` in run `run-1`, in the epoch of `owner_token`, signed with
+    /// the server's key (what a run or an embed holds).
+    pub fn run_token(&self, owner_token: &str, scope: mobius::auth::Scope, chat: &str) -> String {
+        use base64::Engine;
+        let payload = owner_token.split('.').nth(1).expect("payload");
+        let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).expect("base64");
+        let epoch = serde_json::from_slice::<Value>(&payload).expect("json")["epoch"].as_i64().unwrap_or(0);
+        let mut claims = mobius::auth::Claims::new(USERNAME, scope, epoch, 600);
+        claims.chat_id = Some(chat.to_owned());
+        claims.run_id = Some("run-1".to_owned());
+        self.keys().issue(&claims).expect("issue")
     }
 
     pub fn url(&self, path: &str) -> String {

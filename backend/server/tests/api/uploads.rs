@@ -80,8 +80,7 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 
 /// The server's own signing key, to mint tokens the tests need (expired, another chat's).
 fn keys(app: &TestApp) -> mobius::auth::Keys {
-    let secret = std::fs::read_to_string(app.data_dir().join("secret.key")).expect("secret.key");
-    mobius::auth::Keys::from_secret(secret.trim().as_bytes())
+    app.keys()
 }
 
 fn media_claims(chat: &str, ttl: i64) -> mobius::auth::Claims {
