@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Block, FileDiff } from "../api/types";
-import { countsText, filesChanged, foldContext, languageOfPath, parseDiff } from "./diff";
+import { countsText, filesChanged, foldContext, languageOfPath, leadingRows, parseDiff } from "./diff";
 
 const lines = (n: number, prefix = " ") => Array.from({ length: n }, (_, i) => `${prefix}line ${i}`).join("\n");
 
@@ -32,6 +32,46 @@ describe("foldContext", () => {
     const rows = foldContext(parseDiff(`${lines(10)}\n+x\n${lines(10)}\n`));
     expect(rows.map((r) => r.type)).toEqual(["fold", "line", "line", "line", "line", "line", "line", "line", "fold"]);
     expect(foldContext(parseDiff(" a\n b\n+c\n"))).toHaveLength(3);
+  });
+});
+
+describe("leadingRows", () => {
+  it("gives the first rows exactly as the whole diff's fold has them, however the lines fall", () => {
+    // Stretches of unchanged lines of every length, at the start, between changes and at the end
+    // (a cut inside a long one must not fold it as if it ended there), a fold opened or not.
+    let seed = 7;
+    const next = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    for (let round = 0; round < 200; round++) {
+      const parts: string[] = [];
+      for (let k = next(8); k >= 0; k--) {
+        const kind = next(4);
+        const n = 1 + next(kind === 0 ? 300 : 12);
+        parts.push(kind === 0 || kind === 1 ? lines(n) : kind === 2 ? lines(n, "+") : lines(n, "-"));
+      }
+      const diff = `${parts.join("\n")}${next(2) ? "\n" : ""}`;
+      const full = foldContext(parseDiff(diff));
+      const fold = full.find((r) => r.type === "fold");
+      const open = new Set(next(2) && fold?.type === "fold" ? [fold.id] : []);
+      const opened = foldContext(parseDiff(diff), open);
+      for (const count of [1, 5, 20]) {
+        const { rows, whole } = leadingRows(diff, count, open);
+        expect(rows).toEqual(opened.slice(0, count));
+        if (whole) expect(opened.length).toBeLessThanOrEqual(count);
+        else expect(opened.length).toBeGreaterThanOrEqual(count);
+      }
+    }
+    expect(leadingRows("", 20)).toEqual({ rows: [], whole: true });
+  });
+
+  it("says when there is more than the rows asked for", () => {
+    const long = `${lines(30, "+")}\n${"@@ -1 +1 @@\n".repeat(10_000)}`;
+    const { rows, whole } = leadingRows(long, 20);
+    expect(whole).toBe(false);
+    expect(rows.map((r) => r.type === "line" && r.line.kind)).toEqual(Array(20).fill("add"));
+    expect(leadingRows(long, 40).rows.slice(30).map((r) => r.type === "line" && r.line.kind)).toEqual(Array(10).fill("hunk"));
   });
 });
 

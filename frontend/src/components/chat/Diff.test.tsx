@@ -17,6 +17,8 @@ describe("FileDiffView", () => {
     const { container } = render(<FileDiffView chatId="c1" file={file} />);
     expect(container.querySelector('[data-kind="del"]')?.textContent).toContain("old");
     expect(container.querySelector('[data-kind="add"]')?.textContent).toContain("new");
+    // All its rows are in the first frame: nothing is pending.
+    expect(container.querySelector(".diff")?.hasAttribute("aria-busy")).toBe(false);
     fireEvent.click(screen.getByRole("button", { name: "⋯ 6 unchanged lines" }));
     expect(container.querySelectorAll('[data-kind="ctx"]')).toHaveLength(12);
   });

@@ -6,7 +6,7 @@
 import { memo, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { fetchToolOutput } from "../../api/chats";
 import type { FileDiff } from "../../api/types";
-import { type ChangedFile, countsText, DIFF_FIRST_ROWS, DIFF_PAGE_ROWS, DIFF_ROWS_PER_FRAME, type DiffRow, foldContext, formatCount, languageOfPath, parseDiff } from "../../chat/diff";
+import { type ChangedFile, countsText, DIFF_FIRST_ROWS, DIFF_PAGE_ROWS, DIFF_ROWS_PER_FRAME, type DiffRow, foldContext, formatCount, languageOfPath, leadingRows, parseDiff } from "../../chat/diff";
 
 /** Diffs shown coloured at most, in rows (past it, plain text: colouring is per line). */
 const MAX_HIGHLIGHT_ROWS = 1500;
@@ -27,9 +27,15 @@ export function FileDiffView({ chatId, file }: { chatId: string; file: FileDiff 
   const [limit, setLimit] = useState(DIFF_PAGE_ROWS);
   const [count, setCount] = useState(DIFF_FIRST_ROWS);
   const ref = useRef<HTMLDivElement>(null);
-  const lines = useMemo(() => parseDiff(whole ?? file.diff), [whole, file.diff]);
-  const rows = useMemo(() => foldContext(lines, open), [lines, open]);
-  const wanted = Math.min(limit, rows.length);
+  const text = whole ?? file.diff;
+  // While the first page fills, each batch parses only the lines its rows need (a 2,000-line
+  // diff's tap parses a screenful); once it is full, the whole diff, for what "Show more" counts.
+  const early = count < DIFF_PAGE_ROWS;
+  const head = useMemo(() => (early ? leadingRows(text, count, open) : null), [early, count, text, open]);
+  const lines = useMemo(() => (early ? null : parseDiff(text)), [early, text]);
+  const rows = useMemo(() => head?.rows ?? foldContext(lines ?? [], open), [head, lines, open]);
+  const total = head && !head.whole ? Infinity : rows.length;
+  const wanted = Math.min(limit, total);
   const filling = count < wanted;
   const shown = rows.length > Math.min(limit, count) ? rows.slice(0, Math.min(limit, count)) : rows;
   const language = languageOfPath(file.path);
