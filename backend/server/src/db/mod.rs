@@ -169,15 +169,16 @@ async fn apply_fresh_schema(conn: &mut SqliteConnection) -> Result<i64> {
     Ok(through)
 }
 
-/// Opens the read pool. Call after [`migrate`] so readers never see a half-built schema.
-pub async fn open_read_pool(path: &Path) -> Result<Db> {
+/// The read pool, opening no connection yet: each opens when a read first needs it, and
+/// closes after five idle minutes. Call after [`migrate`] so readers never see a half-built
+/// schema.
+pub fn open_read_pool(path: &Path) -> Result<Db> {
     let read = SqlitePoolOptions::new()
         .max_connections(MAX_READ_CONNECTIONS)
-        .min_connections(1)
+        .min_connections(0)
         .acquire_timeout(Duration::from_secs(10))
         .idle_timeout(Some(Duration::from_secs(300)))
-        .connect_with(options(path)?.pragma("query_only", "ON"))
-        .await?;
+        .connect_lazy_with(options(path)?.pragma("query_only", "ON"));
     Ok(Db { read })
 }
 
