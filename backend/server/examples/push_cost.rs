@@ -55,7 +55,7 @@ async fn main() -> mobius::Result<()> {
     let path = config.database_path();
     let mut conn = db::open_writer(&path).await?;
     db::migrate(&mut conn).await?;
-    let read = db::open_read_pool(&path).await?;
+    let read = db::open_read_pool(&path)?;
     let (writer, _task) = WriterHandle::spawn(conn, Arc::new(Hub::default()));
     let push = Push::start(&config, read, writer.clone());
     for i in 0..DEVICES {

@@ -224,20 +224,7 @@ async fn initialise(
                 boot.step("router");
                 boot.set_ready(writer);
                 info!(frontend = %web::describe_dist(&state.config.frontend_dir).display(), "ready in {}", boot.steps());
-                state.start_background();
-                let theme = state.theme.clone();
-                tokio::task::spawn_blocking(move || {
-                    if let Err(e) = theme.seed_file() {
-                        warn!(error = %e, "the theme's file for the agent could not be written");
-                    }
-                });
-                tokio::spawn(crate::apps::apply::rebuild_outdated(state.apps.clone()));
-                tokio::spawn(crate::apps::lifecycle::check_periodically(state.clone()));
-                tokio::spawn(crate::shell::update::after_boot(state.clone()));
-                tokio::spawn(crate::storage::remove_leftover_temps(state.config.data_dir.clone(), booted));
-                tokio::spawn(crate::platform::updates::check_daily(state.updates.clone(), stop.clone()));
-                state.schedules.start(stop.clone()).await;
-                crate::memory::give_back_start_up();
+                tokio::spawn(after_ready(state.clone(), booted, stop.clone()));
                 let _ = state_tx.send((state, writer_task));
                 return;
             }
@@ -250,6 +237,35 @@ async fn initialise(
             }
         }
     }
+}
+
+/// How long the work that follows start-up waits once the server is ready: the first requests
+/// (a health check, the PWA reconnecting after a restart or an update) are answered before it
+/// takes the CPU (seeding the shell's source alone is a git commit).
+const AFTER_READY_SETTLE: Duration = Duration::from_millis(150);
+
+/// What start-up leaves until the server answers: interrupted turns resumed, housekeeping,
+/// schedules, the shell's source and watcher, outdated apps rebuilt, the agent's theme file,
+/// leftover temporary files, the daily update check.
+async fn after_ready(state: AppState, booted: std::time::SystemTime, stop: watch::Receiver<bool>) {
+    tokio::time::sleep(AFTER_READY_SETTLE).await;
+    if *stop.borrow() {
+        return;
+    }
+    state.start_background();
+    let theme = state.theme.clone();
+    tokio::task::spawn_blocking(move || {
+        if let Err(e) = theme.seed_file() {
+            warn!(error = %e, "the theme's file for the agent could not be written");
+        }
+    });
+    tokio::spawn(crate::apps::apply::rebuild_outdated(state.apps.clone()));
+    tokio::spawn(crate::apps::lifecycle::check_periodically(state.clone()));
+    tokio::spawn(crate::shell::update::after_boot(state.clone()));
+    tokio::spawn(crate::storage::remove_leftover_temps(state.config.data_dir.clone(), booted));
+    tokio::spawn(crate::platform::updates::check_daily(state.updates.clone(), stop.clone()));
+    state.schedules.start(stop).await;
+    crate::memory::give_back_start_up();
 }
 
 fn describe_init_error(e: &Error) -> String {

@@ -148,19 +148,22 @@ impl AppState {
         boot.step("open the database");
         db::migrate(&mut conn).await?;
         boot.step("migrations");
-        let db = db::open_read_pool(&path).await?;
-        boot.step("read pool");
+        // Nothing is read through the pool during start-up: its first connection opens when
+        // something first reads (each one costs a schema parse, ~1 ms at boot).
+        let db = db::open_read_pool(&path)?;
         let keys = Keys::load_or_create(&config)?;
         let hub = Arc::new(Hub::default());
-        let (writer, task) = WriterHandle::spawn(conn, hub.clone());
+        // Start-up's reads go through the writer's connection before the writer takes it.
         let owner = Arc::new(OwnerCache::default());
-        if let Some(row) = db::owner::get(&db.read).await? {
+        if let Some(row) = db::owner::get(&mut conn).await? {
             owner.set(row.username, row.token_epoch);
         }
         let sessions = Arc::new(crate::auth::sessions::Sessions::default());
-        sessions.reload(&db.read).await?;
+        sessions.reload(&mut conn).await?;
         let devices = Arc::new(crate::auth::known::KnownDevices::default());
-        devices.reload(&db.read).await?;
+        devices.reload(&mut conn).await?;
+        let secrets = db::apps::all_secrets(&mut conn).await?;
+        let (writer, task) = WriterHandle::spawn(conn, hub.clone());
         boot.step("keys + writer + owner");
         if !crate::agent::process::become_subreaper() {
             warn!(
@@ -174,7 +177,7 @@ impl AppState {
             warn!(orphans, "killed agent processes left behind by the previous run");
         }
         boot.step("orphaned agents");
-        let resealed = crate::apps::sealed::reseal_legacy(&db.read, &writer, &keys).await?;
+        let resealed = crate::apps::sealed::reseal_legacy(secrets, &writer, &keys).await?;
         if resealed > 0 {
             tracing::info!(resealed, "app secrets sealed again under the data key");
         }

@@ -2,11 +2,9 @@
 //! seals again, under the data key, what an earlier release sealed under a key derived from
 //! the (now rotating) signing key.
 
-use sqlx::SqlitePool;
 use tracing::warn;
 
 use crate::auth::jwt::Keys;
-use crate::db;
 use crate::error::Result;
 use crate::writer::{WriteCommand, WriterHandle};
 
@@ -19,9 +17,9 @@ pub fn context(id: i64, name: &str) -> String {
 /// key. Runs at start-up, before any route can rotate the signing key (the legacy key is
 /// derived from the signing key as this start-up found it), so an interrupted run is finished
 /// by the next one. Returns how many were sealed again.
-pub async fn reseal_legacy(read: &SqlitePool, writer: &WriterHandle, keys: &Keys) -> Result<usize> {
+pub async fn reseal_legacy(secrets: Vec<(i64, String, Vec<u8>)>, writer: &WriterHandle, keys: &Keys) -> Result<usize> {
     let mut resealed = 0;
-    for (app_id, name, sealed) in db::apps::all_secrets(read).await? {
+    for (app_id, name, sealed) in secrets {
         let context = context(app_id, &name);
         if keys.open(&context, &sealed).is_ok() {
             continue;

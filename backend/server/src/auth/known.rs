@@ -19,9 +19,9 @@ pub struct KnownDevices(RwLock<HashSet<String>>);
 
 impl KnownDevices {
     /// Reads the devices the database knows (used within [`DEVICE_TTL`]).
-    pub async fn reload(&self, pool: &sqlx::SqlitePool) -> Result<()> {
+    pub async fn reload<'e>(&self, db: impl sqlx::SqliteExecutor<'e>) -> Result<()> {
         let since = crate::db::now_ms() - i64::try_from(DEVICE_TTL.as_millis()).unwrap_or(i64::MAX);
-        let hashes = crate::db::owner::device_hashes(pool, since).await?;
+        let hashes = crate::db::owner::device_hashes(db, since).await?;
         *self.0.write_locked() = hashes.into_iter().collect();
         Ok(())
     }

@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use sqlx::SqlitePool;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Result;
@@ -57,8 +56,8 @@ struct Session {
 
 impl Sessions {
     /// Replaces the set with the sessions stored now (keeping last-seen times already known).
-    pub async fn reload(&self, pool: &SqlitePool) -> Result<()> {
-        let rows = crate::db::owner::sessions(pool).await?;
+    pub async fn reload<'e>(&self, db: impl sqlx::SqliteExecutor<'e>) -> Result<()> {
+        let rows = crate::db::owner::sessions(db).await?;
         let mut map = self.0.write_locked();
         let mut next = HashMap::with_capacity(rows.len());
         for (sid, last_used) in rows {

@@ -356,8 +356,8 @@ pub async fn consume_install_pass(conn: &mut SqliteConnection, id: &str, now: i6
 }
 
 /// Every stored secret: app, name and sealed value.
-pub async fn all_secrets(pool: &SqlitePool) -> Result<Vec<(i64, String, Vec<u8>)>> {
-    Ok(sqlx::query_as("SELECT app_id, name, sealed FROM app_secrets ORDER BY app_id, name").fetch_all(pool).await?)
+pub async fn all_secrets<'e>(db: impl sqlx::SqliteExecutor<'e>) -> Result<Vec<(i64, String, Vec<u8>)>> {
+    Ok(sqlx::query_as("SELECT app_id, name, sealed FROM app_secrets ORDER BY app_id, name").fetch_all(db).await?)
 }
 
 /// App `app_id`'s secret names and when each was last set (never a value).

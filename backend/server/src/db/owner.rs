@@ -13,9 +13,9 @@ pub struct OwnerRow {
 }
 
 /// The owner, if setup has happened.
-pub async fn get(pool: &SqlitePool) -> Result<Option<OwnerRow>> {
+pub async fn get<'e>(db: impl sqlx::SqliteExecutor<'e>) -> Result<Option<OwnerRow>> {
     Ok(sqlx::query_as::<_, OwnerRow>("SELECT username, password_hash, token_epoch FROM owner WHERE id = 1")
-        .fetch_optional(pool)
+        .fetch_optional(db)
         .await?)
 }
 
@@ -96,10 +96,10 @@ pub async fn device_known(pool: &SqlitePool, token_hash: &str, since: i64) -> Re
 }
 
 /// The credential hashes of every device used after `since`.
-pub async fn device_hashes(pool: &SqlitePool, since: i64) -> Result<Vec<String>> {
+pub async fn device_hashes<'e>(db: impl sqlx::SqliteExecutor<'e>, since: i64) -> Result<Vec<String>> {
     Ok(sqlx::query_scalar("SELECT token_hash FROM owner_devices WHERE last_used_at >= ?")
         .bind(since)
-        .fetch_all(pool)
+        .fetch_all(db)
         .await?)
 }
 
@@ -164,11 +164,11 @@ pub async fn devices(pool: &SqlitePool) -> Result<Vec<DeviceRow>> {
 }
 
 /// Every live session id with its device's last use.
-pub async fn sessions(pool: &SqlitePool) -> Result<Vec<(String, i64)>> {
+pub async fn sessions<'e>(db: impl sqlx::SqliteExecutor<'e>) -> Result<Vec<(String, i64)>> {
     Ok(sqlx::query_as::<_, (String, i64)>(
         "SELECT session_id, last_used_at FROM owner_devices WHERE session_id IS NOT NULL",
     )
-    .fetch_all(pool)
+    .fetch_all(db)
     .await?)
 }
 
