@@ -72,9 +72,13 @@ impl Scheduler {
         Self { ctx, hub, ends: Mutex::new(Some(ends)) }
     }
 
-    /// Closes the runs the last process left running (at start-up, before any route can start
-    /// a run).
+    /// Closes the runs the last process left running and removes their job views (at start-up,
+    /// before any route can start a run: a view made since would go with them).
     pub async fn reconcile(&self) -> Result<()> {
+        let data_dir = self.ctx.data_dir().clone();
+        if data_dir.join(super::view::VIEW_DIR).exists() {
+            let _ = tokio::task::spawn_blocking(move || super::view::remove_stale(&data_dir)).await;
+        }
         let at = self.ctx.clock.now_ms();
         let op = ScheduleWrite::Reconcile { at };
         let closed = self.ctx.agents.writer.call(|ack| WriteCommand::Schedule { op, ack }).await?;
@@ -87,8 +91,6 @@ impl Scheduler {
     /// Runs the loop and the turn-end listener until `stop`.
     pub async fn start(&self, stop: watch::Receiver<bool>) {
         remove_orphan_logs(&self.ctx).await;
-        let data_dir = self.ctx.data_dir().clone();
-        let _ = tokio::task::spawn_blocking(move || super::view::remove_stale(&data_dir)).await;
         if let Some(mut ends) = lock(&self.ends).take() {
             let ctx = self.ctx.clone();
             tokio::spawn(
