@@ -196,6 +196,23 @@ mod tests {
         assert!(versions.windows(2).all(|w| w[0] < w[1]), "duplicate or unordered versions: {versions:?}");
     }
 
+    /// The migrations of another release: the embedded ones whose file name `keep` accepts,
+    /// copied under `dir`, and `extra` (file name, SQL) beside them.
+    async fn release(dir: &Path, keep: impl Fn(&str) -> bool, extra: Option<(&str, &str)>) -> sqlx::migrate::Migrator {
+        let folder = dir.join("migrations");
+        std::fs::create_dir_all(&folder).expect("folder");
+        for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations")).expect("migrations") {
+            let entry = entry.expect("entry");
+            if keep(&entry.file_name().to_string_lossy()) {
+                std::fs::copy(entry.path(), folder.join(entry.file_name())).expect("copy");
+            }
+        }
+        if let Some((name, sql)) = extra {
+            std::fs::write(folder.join(name), sql).expect("the extra migration");
+        }
+        sqlx::migrate::Migrator::new(folder.as_path()).await.expect("migrator")
+    }
+
     /// Everything a schema is made of, and the migrations recorded as applied.
     async fn shape(
         conn: &mut SqliteConnection,
@@ -272,18 +289,15 @@ mod tests {
         migrate(&mut conn).await.expect("the image needs nothing");
         // A release with one migration more: sqlx checks the recorded checksums of every earlier
         // one against the files (a wrong checksum in the fresh ledger fails here), then runs it.
-        let folder = dir.path().join("migrations");
-        std::fs::create_dir_all(&folder).expect("folder");
-        for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations")).expect("migrations") {
-            let entry = entry.expect("entry");
-            std::fs::copy(entry.path(), folder.join(entry.file_name())).expect("copy");
-        }
-        std::fs::write(
-            folder.join("9999_next.sql"),
-            "CREATE TABLE next_one (id INTEGER PRIMARY KEY);\nALTER TABLE chats ADD COLUMN next_one INTEGER;\n",
+        let next = release(
+            dir.path(),
+            |_| true,
+            Some((
+                "9999_next.sql",
+                "CREATE TABLE next_one (id INTEGER PRIMARY KEY);\nALTER TABLE chats ADD COLUMN next_one INTEGER;\n",
+            )),
         )
-        .expect("next migration");
-        let next = sqlx::migrate::Migrator::new(folder.as_path()).await.expect("migrator");
+        .await;
         next.run_direct(&mut conn).await.expect("the next migration runs on a fresh database");
         assert!(columns(&mut conn, "chats").await.contains(&"next_one".to_owned()));
         assert!(!columns(&mut conn, "next_one").await.is_empty());
@@ -300,15 +314,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tmp");
         let path = dir.path().join("old.sqlite3");
         // A database as the server left it before migration 0041.
-        let folder = dir.path().join("migrations");
-        std::fs::create_dir_all(&folder).expect("folder");
-        for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations")).expect("migrations") {
-            let entry = entry.expect("entry");
-            if entry.file_name().to_string_lossy().as_ref() < "0041" {
-                std::fs::copy(entry.path(), folder.join(entry.file_name())).expect("copy");
-            }
-        }
-        let old = sqlx::migrate::Migrator::new(folder.as_path()).await.expect("migrator");
+        let old = release(dir.path(), |name| name < "0041", None).await;
         let pool = SqlitePoolOptions::new()
             .max_connections(1)
             .connect_with(options(&path).expect("options"))
@@ -361,20 +367,17 @@ mod tests {
         migrate(&mut writer).await.expect("the embedded migrations");
         drop(writer);
         // The next migration creates a table, adds a column, then fails half-way.
-        let folder = dir.path().join("migrations");
-        std::fs::create_dir_all(&folder).expect("folder");
-        for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations")).expect("migrations") {
-            let entry = entry.expect("entry");
-            std::fs::copy(entry.path(), folder.join(entry.file_name())).expect("copy");
-        }
-        std::fs::write(
-            folder.join("9999_broken.sql"),
-            "CREATE TABLE half_done (id INTEGER PRIMARY KEY);\n\
-             ALTER TABLE chats ADD COLUMN half_done INTEGER;\n\
-             INSERT INTO no_such_table VALUES (1);\n",
+        let broken = release(
+            dir.path(),
+            |_| true,
+            Some((
+                "9999_broken.sql",
+                "CREATE TABLE half_done (id INTEGER PRIMARY KEY);\n\
+                 ALTER TABLE chats ADD COLUMN half_done INTEGER;\n\
+                 INSERT INTO no_such_table VALUES (1);\n",
+            )),
         )
-        .expect("broken migration");
-        let broken = sqlx::migrate::Migrator::new(folder.as_path()).await.expect("migrator");
+        .await;
         let pool = SqlitePoolOptions::new()
             .max_connections(1)
             .connect_with(options(&path).expect("options"))
