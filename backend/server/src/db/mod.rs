@@ -98,7 +98,13 @@ pub async fn open_writer(path: &Path) -> Result<SqliteConnection> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    place_fresh_image(path)?;
+    if !path.exists() {
+        // A file write and two fsyncs: off the async threads (the listener answers meanwhile).
+        let owned = path.to_owned();
+        tokio::task::spawn_blocking(move || place_fresh_image(&owned))
+            .await
+            .map_err(|e| std::io::Error::other(e.to_string()))??;
+    }
     Ok(options(path)?.connect().await?)
 }
 
