@@ -128,6 +128,11 @@ impl Actor {
         let mut batch = Batch::default();
         let mut shutdown = None;
         let mut broken = self.exec("BEGIN IMMEDIATE").await.err();
+        // A lone command runs without a savepoint: when it fails the transaction is rolled back
+        // instead, which undoes the same. A savepoint inside a transaction keeps a statement
+        // journal, a copy of every page the command changes (~1 MB for a 2,000-message import).
+        let alone = commands.len() == 1;
+        let mut failed = false;
         for command in commands {
             self.stats.commands.fetch_add(1, Ordering::Relaxed);
             if let WriteCommand::Shutdown(done) = command {
@@ -139,12 +144,16 @@ impl Actor {
                 drop(command);
                 continue;
             }
-            if let Err(e) = self.apply_in_savepoint(command, &mut batch).await {
+            if alone {
+                failed = !self.apply(command, &mut batch).await;
+            } else if let Err(e) = self.apply_in_savepoint(command, &mut batch).await {
                 broken = Some(e);
             }
         }
         let mut disk_full = batch.disk_full;
         let committed = match broken {
+            // Its error is its answer; nothing else is in the transaction.
+            None if failed => false,
             None => match self.exec("COMMIT").await {
                 Ok(()) => true,
                 Err(e) => {

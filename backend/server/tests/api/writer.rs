@@ -192,6 +192,55 @@ async fn a_failing_command_does_not_take_its_batch_neighbours_down() {
 }
 
 #[tokio::test]
+async fn a_lone_command_that_fails_halfway_leaves_nothing_behind() {
+    // A command alone in its batch runs without a savepoint: its failure rolls the whole
+    // transaction back. An import whose second message repeats the first's cid fails after the
+    // chat row and the first message are written.
+    let f = fixture().await;
+    let message = |text: &str| -> mobius::protocol::Message {
+        serde_json::from_value(json!({"role": "user", "content": text, "ts": 1, "cid": "same-cid"})).expect("a message")
+    };
+    let failed = f
+        .writer
+        .call(|ack| WriteCommand::CreateChat {
+            chat: NewChat {
+                id: "half".into(),
+                title: Some("Half".into()),
+                messages: vec![message("one"), message("two")],
+                app: None,
+            },
+            ack,
+        })
+        .await;
+    assert_eq!(failed.expect_err("a repeated cid").code(), "duplicate_cid");
+    let mut other = other_connection(&f.path).await;
+    for table in ["chats", "chat_messages", "chat_search_docs", "chat_events"] {
+        let left: i64 = sqlx::query_scalar(&format!(
+            "SELECT count(*) FROM {table} WHERE {} = 'half'",
+            if table == "chats" { "id" } else { "chat_id" }
+        ))
+        .fetch_one(&mut other)
+        .await
+        .expect("count");
+        assert_eq!(left, 0, "{table} keeps nothing of the failed import");
+    }
+    // The writer goes on: the same chat imports whole afterwards.
+    let created = f
+        .writer
+        .call(|ack| WriteCommand::CreateChat {
+            chat: NewChat { id: "half".into(), title: Some("Half".into()), messages: vec![message("one")], app: None },
+            ack,
+        })
+        .await;
+    assert_eq!(created.expect("created"), mobius::writer::ChatCreated::Created);
+    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM chat_messages WHERE chat_id = 'half'")
+        .fetch_one(&mut other)
+        .await
+        .expect("count");
+    assert_eq!(count, 1);
+}
+
+#[tokio::test]
 async fn a_hundred_rapid_snapshots_become_a_handful_of_writes_and_the_last_wins() {
     let f = fixture().await;
     create_chat(&f.writer, "snap").await;
