@@ -53,9 +53,7 @@ export function ToolView({ chatId, block }: { chatId: string; block: ToolBlock }
   return (
     <div className="tool" data-status={block.status}>
       <button type="button" className="tool-head" aria-expanded={open} aria-controls={bodyId} onClick={toggle}>
-        <span className="tool-icon" aria-hidden="true">
-          <Icon name="terminal" size={16} />
-        </span>
+        <span className="tool-icon tool-glyph tool-glyph-terminal" aria-hidden="true" />
         <span className="tool-name">{block.tool}</span>
         <span className="tool-input">{block.input}</span>
         {files.length > 0 && <DiffCounts added={added} removed={removed} />}
@@ -63,7 +61,7 @@ export function ToolView({ chatId, block }: { chatId: string; block: ToolBlock }
           <span className="tool-status-dot" aria-hidden="true" />
           {STATUS_TEXT[block.status]}
         </span>
-        <Icon name="chevron" size={16} className="tool-chevron" />
+        <span className="tool-glyph tool-chevron" aria-hidden="true" />
       </button>
       {block.images && block.images.length > 0 && <ToolImages chatId={chatId} urls={block.images} />}
       {!open && block.status === "running" && block.output && (
