@@ -46,6 +46,11 @@ const PATHS = {
 
 export type IconName = keyof typeof PATHS;
 
+/** An icon's path, for CSS that draws it as a mask (`.tool-glyph`: kept equal by a test). */
+export function iconPath(name: IconName): string {
+  return PATHS[name];
+}
+
 export function Icon({ name, size = 20, className }: { name: IconName; size?: number; className?: string }) {
   return (
     <svg
