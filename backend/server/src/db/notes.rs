@@ -3,6 +3,7 @@
 
 use sqlx::{FromRow, SqliteConnection, SqlitePool};
 
+use crate::db;
 use crate::error::Result;
 
 /// A chat's note as stored.
@@ -53,9 +54,12 @@ pub struct Line {
 }
 
 /// The words of messages `from..` of a chat (the owner's unhidden words and the agent's text,
-/// the same documents search indexes), oldest first, at most `limit`.
+/// the same documents search indexes), oldest first, at most `limit`. Messages an import stored
+/// moments ago may still wait for their documents (`db::search::index_backlog`): their words
+/// are read from the messages themselves, in the same snapshot.
 pub async fn transcript_since(pool: &SqlitePool, chat_id: &str, from: i64, limit: i64) -> Result<Vec<Line>> {
-    Ok(sqlx::query_as(
+    let mut tx = pool.begin().await?;
+    let mut lines: Vec<Line> = sqlx::query_as(
         "SELECT d.idx, m.role, d.text FROM chat_search_docs d
          JOIN chat_messages m ON m.chat_id = d.chat_id AND m.idx = d.idx
          WHERE d.chat_id = ? AND d.idx >= ? ORDER BY d.idx LIMIT ?",
@@ -63,8 +67,42 @@ pub async fn transcript_since(pool: &SqlitePool, chat_id: &str, from: i64, limit
     .bind(chat_id)
     .bind(from)
     .bind(limit)
-    .fetch_all(pool)
-    .await?)
+    .fetch_all(&mut *tx)
+    .await?;
+    let Some((next, end)) = db::search::backlog_of(&mut tx, chat_id).await? else {
+        return Ok(lines);
+    };
+    let wanted = usize::try_from(limit).unwrap_or(0);
+    // Only a gap line that comes before the `limit`-th document can be part of the answer.
+    let end = match lines.get(wanted.saturating_sub(1)) {
+        Some(last) if lines.len() >= wanted => end.min(last.idx),
+        _ => end,
+    };
+    let mut at = from.max(next);
+    let mut gap = Vec::new();
+    while at < end && gap.len() < wanted {
+        let rows: Vec<(i64, String, String)> = sqlx::query_as(
+            "SELECT idx, role, body FROM chat_messages WHERE chat_id = ? AND idx >= ? AND idx < ? ORDER BY idx LIMIT ?",
+        )
+        .bind(chat_id)
+        .bind(at)
+        .bind(end)
+        .bind(limit)
+        .fetch_all(&mut *tx)
+        .await?;
+        let Some((last, _, _)) = rows.last() else { break };
+        at = last + 1;
+        gap.extend(rows.into_iter().filter_map(|(idx, role, body)| {
+            let message = serde_json::from_str(&body).ok()?;
+            let text = db::search::document_text(&message)?.into_owned();
+            Some(Line { idx, role, text })
+        }));
+    }
+    lines.extend(gap);
+    lines.sort_by_key(|l| l.idx);
+    lines.dedup_by_key(|l| l.idx);
+    lines.truncate(wanted);
+    Ok(lines)
 }
 
 /// What a note turn needs to know about a chat right before it starts.

@@ -32,21 +32,79 @@ pub async fn index_message(conn: &mut SqliteConnection, chat_id: &str, idx: i64,
     Ok(())
 }
 
-/// Stores the documents of many transcript messages, `(idx, ts, text)` each, in a few multi-row
-/// statements (call in the transaction that stores the messages) as *pending*: they enter the
-/// full-text index when the writer next runs [`index_pending`], after this transaction's commit,
-/// so a large import does not wait for its tokenizing and the index's merges.
-pub async fn index_messages(
-    conn: &mut SqliteConnection,
-    chat_id: &str,
-    docs: &[(i64, i64, std::borrow::Cow<'_, str>)],
-) -> Result<()> {
+/// Records that messages `from..to` of a chat, just stored by an import, wait for their search
+/// documents (call in the transaction that stores them). The writer builds the documents from the
+/// stored messages after the commit ([`index_backlog`]), so a large import writes each message's
+/// words once, not twice, and never waits for tokenizing or the index's merges.
+pub async fn queue_backlog(conn: &mut SqliteConnection, chat_id: &str, from: i64, to: i64) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO chat_search_backlog (chat_id, next_idx, end_idx) VALUES (?, ?, ?)
+         ON CONFLICT (chat_id) DO UPDATE
+         SET next_idx = min(next_idx, excluded.next_idx), end_idx = max(end_idx, excluded.end_idx)",
+    )
+    .bind(chat_id)
+    .bind(from)
+    .bind(to)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// A chat's messages waiting for their search documents: `(next_idx, end_idx)`.
+pub async fn backlog_of(conn: &mut SqliteConnection, chat_id: &str) -> Result<Option<(i64, i64)>> {
+    Ok(sqlx::query_as("SELECT next_idx, end_idx FROM chat_search_backlog WHERE chat_id = ?")
+        .bind(chat_id)
+        .fetch_optional(conn)
+        .await?)
+}
+
+/// Writes the documents of up to `limit` waiting messages (the oldest range first) and indexes
+/// them; returns false when nothing waits. A stored body that no longer
+/// reads as a message is skipped: search misses it, nothing else does.
+pub async fn index_backlog(conn: &mut SqliteConnection, limit: i64) -> Result<bool> {
+    let Some((id, chat_id, next, end)): Option<(i64, String, i64, i64)> =
+        sqlx::query_as("SELECT id, chat_id, next_idx, end_idx FROM chat_search_backlog ORDER BY id LIMIT 1")
+            .fetch_optional(&mut *conn)
+            .await?
+    else {
+        return Ok(false);
+    };
+    let rows: Vec<(i64, i64, String)> = sqlx::query_as(
+        "SELECT idx, ts, body FROM chat_messages WHERE chat_id = ? AND idx >= ? AND idx < ? ORDER BY idx LIMIT ?",
+    )
+    .bind(&chat_id)
+    .bind(next)
+    .bind(end)
+    .bind(limit)
+    .fetch_all(&mut *conn)
+    .await?;
+    let messages: Vec<(i64, i64, Message)> =
+        rows.iter().filter_map(|(idx, ts, body)| Some((*idx, *ts, serde_json::from_str(body).ok()?))).collect();
+    let docs: Vec<(i64, i64, Cow<'_, str>)> =
+        messages.iter().filter_map(|(idx, ts, m)| Some((*idx, *ts, document_text(m)?))).collect();
+    insert_documents(conn, &chat_id, &docs).await?;
+    let reached = rows.last().map_or(end, |(idx, _, _)| idx + 1);
+    if i64::try_from(rows.len()).unwrap_or(i64::MAX) < limit || reached >= end {
+        sqlx::query("DELETE FROM chat_search_backlog WHERE id = ?").bind(id).execute(&mut *conn).await?;
+    } else {
+        sqlx::query("UPDATE chat_search_backlog SET next_idx = ? WHERE id = ?")
+            .bind(reached)
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(true)
+}
+
+/// Stores and indexes the documents of many messages, `(idx, ts, text)` each, in a few
+/// multi-row statements.
+async fn insert_documents(conn: &mut SqliteConnection, chat_id: &str, docs: &[(i64, i64, Cow<'_, str>)]) -> Result<()> {
     use crate::db::messages::INSERT_CHUNK_ROWS;
     for chunk in docs.chunks(INSERT_CHUNK_ROWS) {
         let sql = format!(
-            "INSERT INTO chat_search_docs (chat_id, idx, ts, text, pending) VALUES {}
+            "INSERT INTO chat_search_docs (chat_id, idx, ts, text) VALUES {}
              ON CONFLICT (chat_id, idx) DO UPDATE SET ts = excluded.ts, text = excluded.text",
-            vec!["(?, ?, ?, ?, 1)"; chunk.len()].join(", ")
+            vec!["(?, ?, ?, ?)"; chunk.len()].join(", ")
         );
         let mut query = sqlx::query(&sql).persistent(chunk.len() == INSERT_CHUNK_ROWS);
         for (idx, ts, text) in chunk {
@@ -57,24 +115,11 @@ pub async fn index_messages(
     Ok(())
 }
 
-/// Moves up to `limit` pending documents (oldest first) into the full-text index; returns how
-/// many it moved (fewer than `limit`: none are left).
-pub async fn index_pending(conn: &mut SqliteConnection, limit: i64) -> Result<u64> {
-    let done = sqlx::query(
-        "UPDATE chat_search_docs SET pending = 0
-         WHERE id IN (SELECT id FROM chat_search_docs WHERE pending = 1 ORDER BY id LIMIT ?)",
-    )
-    .bind(limit)
-    .execute(conn)
-    .await?;
-    Ok(done.rows_affected())
-}
-
-/// True while stored documents still wait for the full-text index (search may miss them). A
-/// read of the partial index on `pending`: cheap, and no statement that compiles the index's
-/// triggers (the full-text table is not even opened).
+/// True while imported messages still wait for their search documents (search may miss them).
+/// A read of the small backlog table: no statement that compiles the index's triggers (the
+/// full-text table is not even opened).
 pub async fn indexing<'e>(db: impl sqlx::SqliteExecutor<'e>) -> Result<bool> {
-    Ok(sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM chat_search_docs WHERE pending = 1)").fetch_one(db).await?)
+    Ok(sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM chat_search_backlog)").fetch_one(db).await?)
 }
 
 /// Indexes a chat's current title (call in the transaction that sets it); the default title

@@ -24,9 +24,9 @@ const MAX_BATCH: usize = 256;
 /// Quiet time after the last commit before the WAL is checkpointed and truncated to nothing
 /// (under steady writes SQLite's own checkpoints and `journal_size_limit` bound it instead).
 pub const CHECKPOINT_AFTER_IDLE: Duration = Duration::from_secs(2);
-/// Pending search documents indexed per transaction when the writer has nothing else to do
-/// (a few milliseconds each, so commands never wait long behind an import's indexing).
-const INDEX_PENDING_PER_TRANSACTION: i64 = 512;
+/// Imported messages given their search documents per transaction when the writer has nothing
+/// else to do (a few milliseconds each, so commands never wait long behind an import's indexing).
+const INDEX_BACKLOG_PER_TRANSACTION: i64 = 512;
 
 /// A snapshot waiting for its chat's next write slot.
 struct PendingSnapshot {
@@ -46,9 +46,9 @@ pub(super) struct Actor {
     last_write: HashMap<ChatId, Instant>,
     /// Something was committed since the last full checkpoint.
     unchecked: bool,
-    /// Search documents may be waiting for the index (true at start: an import's may have been
-    /// committed just before the last shutdown).
-    search_pending: bool,
+    /// Imported messages may be waiting for their search documents (true at start: an import
+    /// may have been committed just before the last shutdown).
+    search_backlog: bool,
 }
 
 /// Marks the writer dead however the task ends (return, panic, abort).
@@ -77,7 +77,7 @@ impl Actor {
             pending: HashMap::new(),
             last_write: HashMap::new(),
             unchecked: true,
-            search_pending: true,
+            search_backlog: true,
         }
     }
 
@@ -90,8 +90,8 @@ impl Actor {
                 biased;
                 command = self.rx.recv() => command,
                 // Only when no command waits (`biased`: commands come first).
-                () = std::future::ready(()), if self.search_pending => {
-                    self.index_pending().await;
+                () = std::future::ready(()), if self.search_backlog => {
+                    self.index_backlog().await;
                     continue;
                 }
                 () = sleep_until_opt(next_due), if next_due.is_some() => {
@@ -178,7 +178,7 @@ impl Actor {
         } else {
             self.stats.commits.fetch_add(1, Ordering::Relaxed);
             self.unchecked = true;
-            self.search_pending |= batch.search_pending;
+            self.search_backlog |= batch.search_backlog;
         }
         self.finish(batch, committed);
         shutdown
@@ -627,14 +627,14 @@ impl Actor {
 
     /// Copies the WAL into the database and truncates it to nothing. When a reader is in the
     /// way the next quiet spell tries again.
-    /// Moves one transaction's worth of pending search documents into the index; stops asking
-    /// once none are left (or on an error: the next import, or the next start, tries again).
-    async fn index_pending(&mut self) {
+    /// Gives one transaction's worth of imported messages their search documents; stops asking
+    /// once none wait (or on an error: the next import, or the next start, tries again).
+    async fn index_backlog(&mut self) {
         // At start there is usually nothing: a read says so without a write transaction (and
         // without compiling the full-text triggers), which kept the first boot steps waiting.
         match db::search::indexing(&mut self.conn).await {
             Ok(false) => {
-                self.search_pending = false;
+                self.search_backlog = false;
                 return;
             }
             Ok(true) => {}
@@ -642,19 +642,19 @@ impl Actor {
         }
         let result = async {
             self.exec("BEGIN IMMEDIATE").await?;
-            let moved = db::search::index_pending(&mut self.conn, INDEX_PENDING_PER_TRANSACTION).await?;
+            let worked = db::search::index_backlog(&mut self.conn, INDEX_BACKLOG_PER_TRANSACTION).await?;
             self.exec("COMMIT").await?;
-            Ok::<u64, Error>(moved)
+            Ok::<bool, Error>(worked)
         }
         .await;
         match result {
-            Ok(moved) => {
-                self.unchecked |= moved > 0;
-                self.search_pending = moved >= u64::try_from(INDEX_PENDING_PER_TRANSACTION).unwrap_or(u64::MAX);
+            Ok(worked) => {
+                self.unchecked |= worked;
+                self.search_backlog = worked;
             }
             Err(e) => {
                 let _ = self.exec("ROLLBACK").await;
-                self.search_pending = false;
+                self.search_backlog = false;
                 warn!(error = %e, "indexing imported messages for search failed; retried after the next import or start");
             }
         }

@@ -25,8 +25,8 @@ pub(super) struct Batch {
     pub(super) schedules_changed: bool,
     /// A command failed because the disk is full.
     pub(super) disk_full: bool,
-    /// A command stored search documents that wait for the index (`db::search::index_pending`).
-    pub(super) search_pending: bool,
+    /// A command stored messages that wait for their search documents (`db::search::index_backlog`).
+    pub(super) search_backlog: bool,
 }
 
 impl Batch {

@@ -50,7 +50,8 @@ async fn store(conn: &mut SqliteConnection, chat_id: &str, message: &Message) ->
 }
 
 /// Appends an imported transcript in bulk (a few statements, whatever its length). Its search
-/// documents are stored pending: the batch asks the writer to index them after the commit.
+/// documents are written after the commit, from the stored messages: the batch asks the writer
+/// to work through the chat's backlog.
 async fn store_all(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: &str, messages: &[Message]) -> Result<()> {
     if messages.is_empty() {
         return Ok(());
@@ -62,12 +63,9 @@ async fn store_all(conn: &mut SqliteConnection, batch: &mut Batch, chat_id: &str
         .map(|(m, body)| db::messages::NewMessage { role: role_name(m), cid: m.cid.as_deref(), ts: m.ts, body })
         .collect();
     let first = db::messages::push_messages(conn, chat_id, &rows).await?;
-    let docs: Vec<(i64, i64, std::borrow::Cow<'_, str>)> = (first..)
-        .zip(messages)
-        .filter_map(|(idx, m)| db::search::document_text(m).map(|text| (idx, m.ts, text)))
-        .collect();
-    db::search::index_messages(conn, chat_id, &docs).await?;
-    batch.search_pending |= !docs.is_empty();
+    let end = first + i64::try_from(messages.len()).map_err(|_| Error::Internal("too many messages".into()))?;
+    db::search::queue_backlog(conn, chat_id, first, end).await?;
+    batch.search_backlog = true;
     Ok(())
 }
 

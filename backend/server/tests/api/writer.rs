@@ -214,7 +214,7 @@ async fn a_lone_command_that_fails_halfway_leaves_nothing_behind() {
         .await;
     assert_eq!(failed.expect_err("a repeated cid").code(), "duplicate_cid");
     let mut other = other_connection(&f.path).await;
-    for table in ["chats", "chat_messages", "chat_search_docs", "chat_events"] {
+    for table in ["chats", "chat_messages", "chat_search_docs", "chat_search_backlog", "chat_events"] {
         let left: i64 = sqlx::query_scalar(&format!(
             "SELECT count(*) FROM {table} WHERE {} = 'half'",
             if table == "chats" { "id" } else { "chat_id" }
