@@ -6,7 +6,7 @@ import { fetchToolOutput } from "../../api/chats";
 import type { ErrorBlock, HandoffBlock, Pause, ThinkingBlock, ToolBlock } from "../../api/types";
 import { outputTail } from "../../chat/activity";
 import { ToolImages } from "./ChatFiles";
-import { DiffCounts, FileDiffView } from "./Diff";
+import { DiffCounts, FileDiffView, type DiffView } from "./Diff";
 import { Icon } from "../ui/Icon";
 
 const STATUS_TEXT: Record<ToolBlock["status"], string> = {
@@ -16,16 +16,25 @@ const STATUS_TEXT: Record<ToolBlock["status"], string> = {
   stopped: "Stopped",
 };
 
-/** The steps opened in an opened stretch (by `tool_use_id`), so a step that leaves the page (a
- *  windowed stretch) comes back as the owner left it. */
-export const KeptOpen = createContext<Set<string> | null>(null);
+/** What an opened stretch keeps of its steps, so a step that leaves the page (a windowed
+ *  stretch) comes back as the owner left it: the steps and thoughts opened, and the view of each
+ *  diff the owner (or its filling) changed from how it opens. Only the stretch's steps, only
+ *  while it is open. */
+export interface KeptSteps {
+  /** By `tool_use_id`, or `thinking:<item_id>`. */
+  open: Set<string>;
+  /** By `<tool_use_id>:<the file's place in the step>`. */
+  diffs: Map<string, DiffView>;
+}
+
+export const Kept = createContext<KeptSteps | null>(null);
 
 export function ToolView({ chatId, block }: { chatId: string; block: ToolBlock }) {
-  const kept = useContext(KeptOpen);
-  const [open, setOpen] = useState(() => kept?.has(block.tool_use_id) ?? false);
+  const kept = useContext(Kept);
+  const [open, setOpen] = useState(() => kept?.open.has(block.tool_use_id) ?? false);
   const toggle = () => {
-    if (open) kept?.delete(block.tool_use_id);
-    else kept?.add(block.tool_use_id);
+    if (open) kept?.open.delete(block.tool_use_id);
+    else kept?.open.add(block.tool_use_id);
     setOpen(!open);
   };
   const [full, setFull] = useState<string | null>(null);
@@ -74,7 +83,7 @@ export function ToolView({ chatId, block }: { chatId: string; block: ToolBlock }
           {files.map((file, i) => (
             <div className="tool-file" key={`${file.path}:${i}`}>
               {files.length > 1 && <p className="tool-file-path">{file.path}</p>}
-              <FileDiffView chatId={chatId} file={file} />
+              <FileDiffView chatId={chatId} file={file} views={kept?.diffs} viewKey={`${block.tool_use_id}:${i}`} />
             </div>
           ))}
           {block.input && files.length === 0 && <pre className="tool-pre tool-pre-input">{block.input}</pre>}
@@ -136,15 +145,15 @@ export function TextRest({ chatId, itemId }: { chatId: string; itemId: string })
 }
 
 export function ThinkingView({ block, live }: { block: ThinkingBlock; live: boolean }) {
-  const kept = useContext(KeptOpen);
+  const kept = useContext(Kept);
   const key = `thinking:${block.item_id}`;
   return (
     <details
       className="thinking"
-      open={kept?.has(key)}
+      open={kept?.open.has(key)}
       onToggle={(e) => {
-        if (e.currentTarget.open) kept?.add(key);
-        else kept?.delete(key);
+        if (e.currentTarget.open) kept?.open.add(key);
+        else kept?.open.delete(key);
       }}
     >
       <summary>

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { FileDiff, ToolBlock } from "../../api/types";
 import { mockFetch } from "../../test/fetchMock";
 import { ToolView } from "./Blocks";
-import { FileDiffView, FilesChanged } from "./Diff";
+import { type DiffView, FileDiffView, FilesChanged } from "./Diff";
 import { DIFF_FIRST_ROWS, filesChanged } from "../../chat/diff";
 
 afterEach(() => vi.unstubAllGlobals());
@@ -39,6 +39,20 @@ describe("FileDiffView", () => {
     fireEvent.click(screen.getByRole("button", { name: /Show the rest/ }));
     await screen.findByText("line 699", undefined, { timeout: 15_000 });
     expect(calls).toHaveLength(1);
+  });
+
+  it("keeps its view in the store it is given only once changed, and comes back from it", () => {
+    const context = Array.from({ length: 12 }, (_, i) => ` same ${i}`).join("\n");
+    const file: FileDiff = { path: "a.txt", change: "update", added: 1, removed: 1, diff: `-old\n${context}\n+new\n` };
+    const views = new Map<string, DiffView>();
+    const first = render(<FileDiffView chatId="c1" file={file} views={views} viewKey="e1:0" />);
+    // Opened and left as it opens: nothing kept.
+    expect(views.size).toBe(0);
+    fireEvent.click(screen.getByRole("button", { name: "⋯ 6 unchanged lines" }));
+    expect([...views.keys()]).toEqual(["e1:0"]);
+    first.unmount();
+    const { container } = render(<FileDiffView chatId="c1" file={file} views={views} viewKey="e1:0" />);
+    expect(container.querySelectorAll('[data-kind="ctx"]')).toHaveLength(12);
   });
 
   it("says a binary file changed instead of lines", () => {

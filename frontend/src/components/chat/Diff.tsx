@@ -18,14 +18,30 @@ const CHANGE_TEXT: Record<FileDiff["change"], string> = {
   write: "written",
 };
 
-export function FileDiffView({ chatId, file }: { chatId: string; file: FileDiff }) {
-  const [whole, setWhole] = useState<string | null>(null);
+/** What the owner made of a diff: the whole of a cut diff once fetched, the unchanged runs
+ *  opened, the rows asked for (a page, then more on "Show more") and the rows on screen so far. */
+export interface DiffView {
+  whole: string | null;
+  open: ReadonlySet<number>;
+  limit: number;
+  count: number;
+}
+
+/** A diff as it opens. */
+const FRESH: DiffView = { whole: null, open: new Set(), limit: DIFF_PAGE_ROWS, count: DIFF_FIRST_ROWS };
+
+/** A file's diff. `views` (an open stretch's, `Blocks.tsx` `KeptSteps`) keeps its view under
+ *  `viewKey` while its step is out of the page, so it comes back as the owner left it. */
+export function FileDiffView({ chatId, file, views, viewKey = "" }: { chatId: string; file: FileDiff; views?: Map<string, DiffView> | undefined; viewKey?: string }) {
+  const [view, setView] = useState(() => views?.get(viewKey) ?? FRESH);
+  const { whole, open, limit, count } = view;
   const [loading, setLoading] = useState(false);
   const [failed, setFailed] = useState(false);
-  const [open, setOpen] = useState<ReadonlySet<number>>(() => new Set());
-  /** Rows asked for (a page, then more on "Show more"), and rows on screen so far. */
-  const [limit, setLimit] = useState(DIFF_PAGE_ROWS);
-  const [count, setCount] = useState(DIFF_FIRST_ROWS);
+  // Kept once changed (by the owner, or by its rows filling in): a diff left as it opens, or
+  // outside a stretch, costs nothing.
+  useEffect(() => {
+    if (views && view !== FRESH) views.set(viewKey, view);
+  }, [views, viewKey, view]);
   const ref = useRef<HTMLDivElement>(null);
   const text = whole ?? file.diff;
   // While the first page fills, each batch parses only the lines its rows need (a 2,000-line
@@ -42,7 +58,7 @@ export function FileDiffView({ chatId, file }: { chatId: string; file: FileDiff 
 
   useEffect(() => {
     if (!filling) return;
-    const frame = requestAnimationFrame(() => setCount((n) => n + DIFF_ROWS_PER_FRAME));
+    const frame = requestAnimationFrame(() => setView((v) => ({ ...v, count: v.count + DIFF_ROWS_PER_FRAME })));
     return () => cancelAnimationFrame(frame);
   }, [filling, count]);
 
@@ -66,7 +82,8 @@ export function FileDiffView({ chatId, file }: { chatId: string; file: FileDiff 
     setLoading(true);
     setFailed(false);
     try {
-      setWhole(await fetchToolOutput(chatId, stashId));
+      const rest = await fetchToolOutput(chatId, stashId);
+      setView((v) => ({ ...v, whole: rest }));
     } catch {
       setFailed(true);
     } finally {
@@ -82,10 +99,10 @@ export function FileDiffView({ chatId, file }: { chatId: string; file: FileDiff 
       {shown.map((row) => (
         // Keyed by the line's place in the diff: a row's text never changes under its key, so
         // the colours set on it stay true.
-        <DiffRowView key={row.type === "fold" ? `f${row.id}` : `l${row.at}`} row={row} onOpen={(id) => setOpen((prev) => new Set(prev).add(id))} />
+        <DiffRowView key={row.type === "fold" ? `f${row.id}` : `l${row.at}`} row={row} onOpen={(id) => setView((v) => ({ ...v, open: new Set(v.open).add(id) }))} />
       ))}
       {more > 0 && !filling && (
-        <button type="button" className="diff-more" onClick={() => setLimit((l) => l + DIFF_PAGE_ROWS * 4)}>
+        <button type="button" className="diff-more" onClick={() => setView((v) => ({ ...v, limit: v.limit + DIFF_PAGE_ROWS * 4 }))}>
           Show more ({formatCount(more)} more lines)
         </button>
       )}

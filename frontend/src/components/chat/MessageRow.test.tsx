@@ -2,6 +2,7 @@ import { act, fireEvent, render, screen, waitFor } from "@testing-library/react"
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { FIRST_STEPS, STEPS_PER_FRAME, WINDOWED_FROM_STEPS } from "../../chat/activity";
 import type { ChatMessage } from "../../chat/reducer";
+import { mockFetch } from "../../test/fetchMock";
 import { copyText, MessageRow } from "./MessageRow";
 
 afterEach(() => {
@@ -118,6 +119,61 @@ describe("a settled reply's tool work", () => {
       expect(inputs()[0]).toBe("f0.ts");
       expect(screen.getByText("out 0")).toBeTruthy();
       expect(head("f0.ts").getAttribute("aria-expanded")).toBe("true");
+    } finally {
+      vi.restoreAllMocks();
+      scroller.remove();
+    }
+  });
+
+  it("keeps a diff's opened context, rows shown and fetched rest while its step is windowed out and back", async () => {
+    // An edit whose diff folds 6 unchanged lines, runs past a page of rows and was cut by the
+    // server, first in a stretch long enough to be windowed.
+    const adds = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `+line ${from + i}\n`).join("");
+    const head = `-old\n${Array.from({ length: 12 }, (_, i) => ` same ${i}\n`).join("")}+new\n`;
+    const edit = { type: "tool" as const, tool: "Edit", tool_use_id: "e0", input: "big.txt", output: "", status: "done" as const, files: [{ path: "big.txt", change: "update" as const, added: 401, removed: 1, diff: head + adds(0, 300), full_len: 100_000, stash_id: "e0:diff:0" }] };
+    const reads = Array.from({ length: 2_000 }, (_, i) => ({ type: "tool" as const, tool: "Read", tool_use_id: `w${i}`, input: `f${i}.ts`, output: "", status: "done" as const }));
+    const long: ChatMessage = { role: "assistant", content: "", ts: 1_000, blocks: [edit, ...reads] };
+    const { calls } = mockFetch({ "GET /api/chats/c/tool-output/e0%3Adiff%3A0": { status: 200, body: head + adds(0, 400) } });
+    // The chat's scroller, laid out by hand as in the test above.
+    const scroller = document.createElement("div");
+    scroller.style.overflowY = "auto";
+    let top = 0;
+    Object.defineProperty(scroller, "scrollTop", { get: () => top, set: (v: number) => (top = v), configurable: true });
+    Object.defineProperty(scroller, "clientHeight", { value: 844, configurable: true });
+    document.body.appendChild(scroller);
+    vi.spyOn(HTMLElement.prototype, "getBoundingClientRect").mockImplementation(function (this: HTMLElement) {
+      return DOMRect.fromRect({ x: 0, y: this.classList.contains("activity-group-window") ? -top : 0, width: 390, height: 0 });
+    });
+    const scrollTo = (y: number) =>
+      act(() => {
+        top = y;
+        scroller.dispatchEvent(new Event("scroll"));
+      });
+    try {
+      const { container } = render(<MessageRow rowKey="r" chatId="c" message={long} live={false} working={false} onAnswer={noAnswer} offline={false} idx={1} />, { container: scroller });
+      fireEvent.click(screen.getByRole("button", { name: /^Edited a file, read 2000 files/ }));
+      fireEvent.click(screen.getByText("big.txt", { selector: ".tool-input" }));
+      const lines = () => container.querySelectorAll(".diff-line");
+      // Open the folded context, show more rows, then the rest the server kept. Timeouts here
+      // are hang guards, not speed checks: rendering is slow on a loaded machine.
+      fireEvent.click(screen.getByRole("button", { name: "⋯ 6 unchanged lines" }));
+      fireEvent.click(await screen.findByRole("button", { name: /^Show more/ }, { timeout: 15_000 }));
+      fireEvent.click(await screen.findByRole("button", { name: /^Show the rest/ }, { timeout: 15_000 }));
+      await waitFor(() => expect(lines()).toHaveLength(414), { timeout: 15_000 });
+      expect(container.querySelectorAll('[data-kind="ctx"]')).toHaveLength(12);
+
+      // Far down the stretch, the edit leaves the page.
+      scrollTo(54 * 1_000);
+      expect(container.querySelector(".diff")).toBeNull();
+
+      // Back at the top, its diff is as it was left, at once: context open, every row, the rest
+      // fetched once.
+      scrollTo(0);
+      expect(lines()).toHaveLength(414);
+      expect(container.querySelectorAll('[data-kind="ctx"]')).toHaveLength(12);
+      expect(screen.queryByRole("button", { name: /unchanged lines|^Show more|^Show the rest/ })).toBeNull();
+      expect(screen.getByText("line 399")).toBeTruthy();
+      expect(calls).toHaveLength(1);
     } finally {
       vi.restoreAllMocks();
       scroller.remove();

@@ -8,7 +8,7 @@ import { describeLive, isSubagentCall, splitSubagents } from "../../chat/subagen
 import { copyToClipboard } from "../../chat/clipboard";
 import type { ChatMessage } from "../../chat/reducer";
 import type { VersionSwitch } from "../../chat/versions";
-import { ErrorView, HandoffView, KeptOpen, TextRest, ThinkingView, ToolView, wasCut } from "./Blocks";
+import { ErrorView, HandoffView, Kept, type KeptSteps, TextRest, ThinkingView, ToolView, wasCut } from "./Blocks";
 import { MessageFiles } from "./ChatFiles";
 import { FilesChanged } from "./Diff";
 import { filesChanged, sourcesOf } from "../../chat/diff";
@@ -281,12 +281,14 @@ function StepWindow({ blocks, render, scroller }: { blocks: Block[]; render: (bl
 
 /** A settled stretch of tool work as one line ("Read 6 files, ran 3 commands · 41 s") that
  *  expands into its steps; the steps render only once opened: a frame's batch at a time, or past
- *  `WINDOWED_FROM_STEPS` only those near the screen. A step opened stays open while the stretch
- *  is (scrolled out of range and back included). */
+ *  `WINDOWED_FROM_STEPS` only those near the screen. A step stays as the owner left it (opened,
+ *  its diff's context and rows) while the stretch is open, scrolled out of range and back
+ *  included. */
 function ActivityGroup({ blocks, render }: { blocks: Block[]; render: (block: Block, k: number) => ReactNode }) {
-  const [open, setOpen] = useState(false);
+  // What the open stretch keeps of its steps (`Blocks.tsx`); made on opening, dropped on closing.
+  const [kept, setKept] = useState<KeptSteps | null>(null);
+  const open = kept !== null;
   const [count, setCount] = useState(FIRST_STEPS);
-  const [kept] = useState(() => new Set<string>());
   const windowed = blocks.length > WINDOWED_FROM_STEPS;
   const ref = useRef<HTMLDivElement>(null);
   // The chat's scroller, found when the stretch opens (a windowed stretch follows its scroll).
@@ -299,9 +301,8 @@ function ActivityGroup({ blocks, render }: { blocks: Block[]; render: (block: Bl
   const failed = blocks.some((b) => b.type === "tool" && b.status === "error");
   const toggle = () => {
     if (windowed && !open) setScroller(scrollParentOf(ref.current));
-    setOpen((o) => !o);
+    setKept(open ? null : { open: new Set(), diffs: new Map() });
     setCount(FIRST_STEPS);
-    kept.clear();
   };
   return (
     <div className="activity-group" data-failed={failed || undefined} ref={ref}>
@@ -310,8 +311,8 @@ function ActivityGroup({ blocks, render }: { blocks: Block[]; render: (block: Bl
         <span className="activity-group-line">{describeStretch(blocks)}</span>
         <Icon name="chevron" size={16} className="tool-chevron" />
       </button>
-      {open && (
-        <KeptOpen.Provider value={kept}>
+      {kept && (
+        <Kept.Provider value={kept}>
           {windowed ? (
             <StepWindow blocks={blocks} render={render} scroller={scroller} />
           ) : (
@@ -327,7 +328,7 @@ function ActivityGroup({ blocks, render }: { blocks: Block[]; render: (block: Bl
               ))}
             </div>
           )}
-        </KeptOpen.Provider>
+        </Kept.Provider>
       )}
     </div>
   );
