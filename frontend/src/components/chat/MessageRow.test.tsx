@@ -54,6 +54,16 @@ describe("a settled reply's tool work", () => {
     expect(screen.getByText("1 file changed")).toBeTruthy();
   });
 
+  it("draws the chevron of a stretch's head and of a subagent chip with CSS, not an SVG each", () => {
+    const { container } = render(<MessageRow rowKey="r" chatId="c" message={work} live={false} working={false} onAnswer={noAnswer} offline={false} idx={1} />);
+    const head = container.querySelector(".activity-group-head");
+    expect(head?.querySelector("svg")).toBeNull();
+    expect(head?.querySelectorAll(".tool-glyph")).toHaveLength(2);
+    const task: ChatMessage = { role: "assistant", content: "", ts: 1_000, blocks: [{ type: "tool", tool: "Task", tool_use_id: "s1", input: "Look around", output: "", status: "running" }] };
+    const chip = render(<MessageRow rowKey="s" chatId="c" message={task} live working={false} onAnswer={noAnswer} offline={false} />).container.querySelector(".subagent-head");
+    expect(chip?.querySelector(".tool-chevron")?.matches("span.tool-glyph")).toBe(true);
+  });
+
   it("opens a long stretch at once with its first steps, the rest a batch a frame", async () => {
     const blocks = Array.from({ length: 200 }, (_, i) => ({ type: "tool" as const, tool: "Read", tool_use_id: `r${i}`, input: `f${i}.ts`, output: "", status: "done" as const }));
     const long: ChatMessage = { role: "assistant", content: "", ts: 1_000, blocks };

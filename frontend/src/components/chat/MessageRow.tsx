@@ -307,9 +307,9 @@ function ActivityGroup({ blocks, render }: { blocks: Block[]; render: (block: Bl
   return (
     <div className="activity-group" data-failed={failed || undefined} ref={ref}>
       <button type="button" className="activity-group-head" aria-expanded={open} onClick={toggle}>
-        <Icon name="terminal" size={16} />
+        <span className="tool-glyph tool-glyph-terminal" aria-hidden="true" />
         <span className="activity-group-line">{describeStretch(blocks)}</span>
-        <Icon name="chevron" size={16} className="tool-chevron" />
+        <span className="tool-glyph tool-chevron" aria-hidden="true" />
       </button>
       {kept && (
         <Kept.Provider value={kept}>

@@ -35,7 +35,7 @@ export function SubagentChip({ chatId, block, steps }: { chatId: string; block: 
           <span className="tool-status-dot" aria-hidden="true" />
           {STATUS_TEXT[block.status]}
         </span>
-        <Icon name="chevron" size={16} className="tool-chevron" />
+        <span className="tool-glyph tool-chevron" aria-hidden="true" />
       </button>
       {open && (
         <div className="subagent-steps" id={bodyId}>
