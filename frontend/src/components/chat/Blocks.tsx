@@ -17,15 +17,18 @@ const STATUS_TEXT: Record<ToolBlock["status"], string> = {
 };
 
 /** What an opened stretch keeps of its steps, so a step that leaves the page (a windowed
- *  stretch) comes back as the owner left it: the steps and thoughts opened, and the view of each
- *  diff the owner (or its filling) changed from how it opens. Only the stretch's steps, only
- *  while it is open. */
+ *  stretch) comes back as the owner left it: the steps, thoughts and subagent chips opened, the
+ *  full outputs the owner fetched, and the view of each diff the owner (or its filling) changed
+ *  from how it opens. Only the stretch's steps, only while it is open. */
 export interface KeptSteps {
-  /** By `tool_use_id`, or `thinking:<item_id>`. */
+  /** By `tool_use_id`, `thinking:<item_id>` or `subagent:<tool_use_id>`. */
   open: Set<string>;
+  /** A step's whole output once "Show full output" fetched it, by `tool_use_id`. */
+  outputs: Map<string, string>;
   /** By `<tool_use_id>:<the file's place in the step>`. */
   diffs: Map<string, DiffView>;
 }
+
 
 export const Kept = createContext<KeptSteps | null>(null);
 
@@ -37,7 +40,7 @@ export function ToolView({ chatId, block }: { chatId: string; block: ToolBlock }
     else kept?.open.add(block.tool_use_id);
     setOpen(!open);
   };
-  const [full, setFull] = useState<string | null>(null);
+  const [full, setFull] = useState<string | null>(() => kept?.outputs.get(block.tool_use_id) ?? null);
   const [fetching, setFetching] = useState(false);
   const [fetchError, setFetchError] = useState<string | null>(null);
   const bodyId = `tool-${block.tool_use_id}`;
@@ -46,7 +49,9 @@ export function ToolView({ chatId, block }: { chatId: string; block: ToolBlock }
     setFetching(true);
     setFetchError(null);
     try {
-      setFull(await fetchToolOutput(chatId, block.tool_use_id));
+      const whole = await fetchToolOutput(chatId, block.tool_use_id);
+      kept?.outputs.set(block.tool_use_id, whole);
+      setFull(whole);
     } catch {
       setFetchError("Couldn't load the full output.");
     } finally {

@@ -190,6 +190,52 @@ describe("a settled reply's tool work", () => {
     }
   });
 
+  it("keeps a subagent chip open and a fetched full output while their steps are windowed out and back", async () => {
+    // A subagent call with one step of its own, then a command whose output the server cut, first
+    // in a stretch long enough to be windowed.
+    const task = { type: "tool" as const, tool: "Task", tool_use_id: "t0", input: "Survey the repo", output: "Report.", status: "done" as const, subagent_type: "general-purpose" };
+    const inner = { type: "tool" as const, tool: "Read", tool_use_id: "t0r", input: "inner.ts", output: "", status: "done" as const, parent_tool_use_id: "t0" };
+    const cmd = { type: "tool" as const, tool: "Bash", tool_use_id: "b0", input: "make", output: "head of it", output_truncated: true, output_full_len: 40, status: "done" as const };
+    const reads = Array.from({ length: 2_000 }, (_, i) => ({ type: "tool" as const, tool: "Read", tool_use_id: `w${i}`, input: `f${i}.ts`, output: "", status: "done" as const }));
+    const long: ChatMessage = { role: "assistant", content: "", ts: 1_000, blocks: [task, inner, cmd, ...reads] };
+    const { calls } = mockFetch({ "GET /api/chats/c/tool-output/b0": { status: 200, body: "the whole output of make" } });
+    const scroller = document.createElement("div");
+    scroller.style.overflowY = "auto";
+    let top = 0;
+    Object.defineProperty(scroller, "scrollTop", { get: () => top, set: (v: number) => (top = v), configurable: true });
+    Object.defineProperty(scroller, "clientHeight", { value: 844, configurable: true });
+    document.body.appendChild(scroller);
+    vi.spyOn(HTMLElement.prototype, "getBoundingClientRect").mockImplementation(function (this: HTMLElement) {
+      return DOMRect.fromRect({ x: 0, y: this.classList.contains("activity-group-window") ? -top : 0, width: 390, height: 0 });
+    });
+    const scrollTo = (y: number) =>
+      act(() => {
+        top = y;
+        scroller.dispatchEvent(new Event("scroll"));
+      });
+    try {
+      const { container } = render(<MessageRow rowKey="r" chatId="c" message={long} live={false} working={false} onAnswer={noAnswer} offline={false} idx={1} />, { container: scroller });
+      fireEvent.click(screen.getByRole("button", { name: /^Ran a subagent, ran a command, read 2000 files/ }));
+      fireEvent.click(container.querySelector(".subagent-head")!);
+      expect(screen.getByText("inner.ts", { selector: ".tool-input" })).toBeTruthy();
+      fireEvent.click(screen.getByText("make", { selector: ".tool-input" }));
+      fireEvent.click(screen.getByRole("button", { name: /^Show full output/ }));
+      expect(await screen.findByText("the whole output of make")).toBeTruthy();
+
+      scrollTo(54 * 1_000);
+      expect(container.querySelector(".subagent")).toBeNull();
+      scrollTo(0);
+      expect(container.querySelector(".subagent-head")!.getAttribute("aria-expanded")).toBe("true");
+      expect(screen.getByText("inner.ts", { selector: ".tool-input" })).toBeTruthy();
+      expect(screen.getByText("the whole output of make")).toBeTruthy();
+      expect(screen.queryByRole("button", { name: /^Show full output/ })).toBeNull();
+      expect(calls).toHaveLength(1);
+    } finally {
+      vi.restoreAllMocks();
+      scroller.remove();
+    }
+  });
+
   it("shows each step on the live row", () => {
     const { container } = render(<MessageRow rowKey="r" chatId="c" message={work} live working={false} onAnswer={noAnswer} offline={false} />);
     expect(container.querySelectorAll(".tool")).toHaveLength(3);

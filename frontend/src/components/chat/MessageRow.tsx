@@ -301,7 +301,7 @@ function ActivityGroup({ blocks, render }: { blocks: Block[]; render: (block: Bl
   const failed = blocks.some((b) => b.type === "tool" && b.status === "error");
   const toggle = () => {
     if (windowed && !open) setScroller(scrollParentOf(ref.current));
-    setKept(open ? null : { open: new Set(), diffs: new Map() });
+    setKept(open ? null : { open: new Set(), outputs: new Map(), diffs: new Map() });
     setCount(FIRST_STEPS);
   };
   return (

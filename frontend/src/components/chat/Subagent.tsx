@@ -1,11 +1,11 @@
 //! A subagent call (Claude's Task/Agent tool) as a chip: its agent type and task, its status and
 //! how long it ran, opening into the steps its agent made and the report it gave back.
 
-import { useState } from "react";
+import { useContext, useState } from "react";
 import type { ToolBlock } from "../../api/types";
 import { formatElapsed } from "../../chat/activity";
 import { Icon } from "../ui/Icon";
-import { ToolView } from "./Blocks";
+import { Kept, ToolView } from "./Blocks";
 
 const STATUS_TEXT: Record<ToolBlock["status"], string> = {
   running: "Running",
@@ -15,13 +15,21 @@ const STATUS_TEXT: Record<ToolBlock["status"], string> = {
 };
 
 export function SubagentChip({ chatId, block, steps }: { chatId: string; block: ToolBlock; steps: readonly ToolBlock[] }) {
-  const [open, setOpen] = useState(false);
+  // Kept open while its stretch is (a windowed stretch unmounts it out of range).
+  const kept = useContext(Kept);
+  const key = `subagent:${block.tool_use_id}`;
+  const [open, setOpen] = useState(() => kept?.open.has(key) ?? false);
+  const toggle = () => {
+    if (open) kept?.open.delete(key);
+    else kept?.open.add(key);
+    setOpen(!open);
+  };
   const bodyId = `subagent-${block.tool_use_id}`;
   const kind = block.subagent_type ?? "Subagent";
   const count = steps.length === 1 ? "1 step" : `${steps.length} steps`;
   return (
     <div className="subagent" data-status={block.status}>
-      <button type="button" className="subagent-head" aria-expanded={open} aria-controls={bodyId} onClick={() => setOpen((o) => !o)}>
+      <button type="button" className="subagent-head" aria-expanded={open} aria-controls={bodyId} onClick={toggle}>
         <Icon name="spark" size={16} />
         <span className="subagent-text">
           <span className="subagent-kind">{kind}</span>
