@@ -19,7 +19,7 @@ use std::path::{Component, Path, PathBuf};
 use nix::errno::Errno;
 use nix::fcntl::{AtFlags, OFlag, openat, renameat};
 use nix::sys::stat::{Mode, SFlag, fchmod, fstatat, mkdirat};
-use nix::unistd::{UnlinkatFlags, fsync, unlinkat};
+use nix::unistd::{UnlinkatFlags, fsync, linkat, unlinkat};
 
 /// How a folder below a verified one is opened.
 const DIR_FLAGS: OFlag = OFlag::O_RDONLY.union(OFlag::O_DIRECTORY).union(OFlag::O_NOFOLLOW).union(OFlag::O_CLOEXEC);
@@ -268,24 +268,62 @@ impl Dir {
     /// link, a FIFO — is replaced, never written through; a folder there is an error.
     pub fn write(&self, name: &OsStr, bytes: &[u8], mode: u32) -> io::Result<()> {
         let name = single(name)?;
+        self.staged(name, bytes, mode, |tmp| {
+            renameat(self.fd.as_fd(), tmp, self.fd.as_fd(), name).map_err(errno)?;
+            Ok(true)
+        })?;
+        Ok(())
+    }
+
+    /// Creates the file `name` (directly in this folder) with `bytes`, mode `mode`, only if
+    /// nothing is there (`false` otherwise, and nothing changes): written and synced beside it,
+    /// then linked into place, so no reader ever sees it empty or half written.
+    pub fn write_new(&self, name: &OsStr, bytes: &[u8], mode: u32) -> io::Result<bool> {
+        let name = single(name)?;
+        self.staged(name, bytes, mode, |tmp| {
+            let placed = match linkat(self.fd.as_fd(), tmp, self.fd.as_fd(), name, AtFlags::empty()) {
+                Ok(()) => true,
+                Err(Errno::EEXIST) => false,
+                Err(e) => return Err(errno(e)),
+            };
+            unlinkat(self.fd.as_fd(), tmp, UnlinkatFlags::NoRemoveDir).map_err(errno)?;
+            Ok(placed)
+        })
+    }
+
+    /// Writes `bytes` to a new temporary file beside `name`, synced, and hands its name to
+    /// `place`; the temporary file is removed when `place` fails, and the folder synced when it
+    /// succeeds.
+    fn staged(
+        &self,
+        name: &OsStr,
+        bytes: &[u8],
+        mode: u32,
+        place: impl FnOnce(&OsStr) -> io::Result<bool>,
+    ) -> io::Result<bool> {
         let mut tmp_name = OsString::from(".");
         tmp_name.push(name);
         tmp_name.push(format!(".~tmp-{}", uuid::Uuid::new_v4().simple()));
         let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
         let fd = openat(self.fd.as_fd(), tmp_name.as_os_str(), flags, Mode::from_bits_truncate(mode)).map_err(errno)?;
         let mut file = File::from(fd);
-        let written = (|| {
+        let placed = (|| {
             file.write_all(bytes)?;
             // The mode asked for, whatever the umask.
             fchmod(file.as_fd(), Mode::from_bits_truncate(mode)).map_err(errno)?;
             file.sync_all()?;
-            renameat(self.fd.as_fd(), tmp_name.as_os_str(), self.fd.as_fd(), name).map_err(errno)
+            place(tmp_name.as_os_str())
         })();
-        if let Err(e) = written {
-            let _ = unlinkat(self.fd.as_fd(), tmp_name.as_os_str(), UnlinkatFlags::NoRemoveDir);
-            return Err(e);
+        match placed {
+            Ok(placed) => {
+                fsync(self.fd.as_fd()).map_err(errno)?;
+                Ok(placed)
+            }
+            Err(e) => {
+                let _ = unlinkat(self.fd.as_fd(), tmp_name.as_os_str(), UnlinkatFlags::NoRemoveDir);
+                Err(e)
+            }
         }
-        fsync(self.fd.as_fd()).map_err(errno)
     }
 
     /// Removes the file (or link, or other non-folder) `name` directly in this folder; `false`
@@ -473,6 +511,27 @@ mod tests {
         let leftovers: Vec<_> = home.entries(16).expect("ls").into_iter().map(|e| e.name).collect();
         assert_eq!(leftovers.len(), 2, "no temporary file is left: {leftovers:?}");
         assert!(home.write(OsStr::new("../x"), b"", 0o600).is_err(), "one plain name only");
+    }
+
+    #[test]
+    fn a_new_file_is_placed_whole_and_never_over_anything() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let root = tmp.path();
+        std::fs::write(root.join("db"), b"database").expect("db");
+        symlink(root.join("db"), root.join("planted")).expect("link");
+        let dir = Dir::open(root).expect("dir");
+        assert!(dir.write_new(OsStr::new("theme.css"), b"a { }", 0o600).expect("new"));
+        assert_eq!(std::fs::read(root.join("theme.css")).expect("read"), b"a { }");
+        let meta = std::fs::metadata(root.join("theme.css")).expect("meta");
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert!(!dir.write_new(OsStr::new("theme.css"), b"b { }", 0o600).expect("again"), "never replaced");
+        assert_eq!(std::fs::read(root.join("theme.css")).expect("read"), b"a { }");
+        assert!(!dir.write_new(OsStr::new("planted"), b"x", 0o600).expect("over a link"));
+        assert_eq!(std::fs::read(root.join("db")).expect("db"), b"database", "the link's target is unchanged");
+        let mut names: Vec<_> = dir.entries(16).expect("ls").into_iter().map(|e| e.name).collect();
+        names.sort();
+        assert_eq!(names, ["db", "planted", "theme.css"], "no temporary file is left");
+        assert!(dir.write_new(OsStr::new("../x"), b"", 0o600).is_err(), "one plain name only");
     }
 
     #[test]

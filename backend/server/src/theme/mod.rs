@@ -90,21 +90,14 @@ impl Theme {
     /// served reads it, and its two fsyncs were most of a first boot's theme step. Created
     /// exclusively, so a file the agent (or anyone) wrote meanwhile is never replaced.
     pub fn seed_file(&self) -> std::io::Result<()> {
-        use std::io::Write;
         let dir = Dir::create_under(&self.data_dir, Path::new(THEME_DIR))?;
         if dir.kind(THEME_FILE.as_ref())?.is_some() {
             return Ok(());
         }
         let current = self.current();
         let text = if current.css.trim().is_empty() { STOCK_TEXT } else { &current.css };
-        let mut file = match dir.create_new(THEME_FILE.as_ref(), 0o600) {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        dir.sync()
+        // Linked into place whole: the agent (or anything) reading it never sees it empty.
+        dir.write_new(THEME_FILE.as_ref(), text.as_bytes(), 0o600).map(|_| ())
     }
 
     /// The theme being served.
