@@ -43,9 +43,11 @@ export type FileDiff = { path: string, change: FileChange, /** Lines added and r
 
 export type WebSource = { url: string, title?: string | null, };
 
-export type PlanCard = { steps: Array<PlanStep>, /** Why the plan is as it is (Codex says so with an update). */ explanation?: string | null, };
+export type PlanCard = { steps: Array<PlanStep>, /** Why the plan is as it is (Codex says so with an update). */ explanation?: string | null, /** The steps of a plan longer than the server keeps that `steps` leaves out, counted by how far they got (absent when none is left out). */ omitted?: PlanCounts, };
 
 export type PlanStep = { text: string, status: PlanStatus, };
+
+export type PlanCounts = { pending: number, in_progress: number, completed: number, };
 
 export type PlanStatus = "pending" | "in_progress" | "completed";
 

@@ -23,6 +23,8 @@ export type {
   JournalEntry,
   Message,
   Pause,
+  PlanCard,
+  PlanCounts,
   PlanWindow,
   QuestionItem,
   QuestionOption,

@@ -183,6 +183,15 @@ describe("stream reducer", () => {
     expect(s.messages.at(-1)?.blocks?.[0]).toMatchObject({ type: "plan" });
   });
 
+  it("keeps the count of the steps a long plan leaves off its card, and drops it when the plan fits", () => {
+    const steps = [{ text: "Step 1", status: "in_progress" }];
+    const omitted = { pending: 10, in_progress: 0, completed: 0 };
+    let s = fold(started(), ev({ type: "plan", steps, omitted }));
+    expect(s.live?.blocks?.[0]).toEqual({ type: "plan", steps, omitted });
+    s = fold(s, ev({ type: "plan", steps }));
+    expect(s.live?.blocks?.[0]).toEqual({ type: "plan", steps });
+  });
+
   it("pins a goal from the detail, follows it live, unpins it, and keeps it in the cached detail", () => {
     const goal = { objective: "Ship the dark mode", started_at: 5 };
     let s = fromDetail(detail({ goal }));

@@ -379,7 +379,12 @@ function foldEvent(state: ChatState, event: JournalEntry, now: number): ChatStat
     case "plan": {
       // One plan card a message, replaced in place as the agent works through it.
       return withLive(state, now, (blocks) => {
-        const plan: Block = { type: "plan", steps: event.steps, ...(event.explanation ? { explanation: event.explanation } : {}) };
+        const plan: Block = {
+          type: "plan",
+          steps: event.steps,
+          ...(event.explanation ? { explanation: event.explanation } : {}),
+          ...(event.omitted ? { omitted: event.omitted } : {}),
+        };
         const at = blocks.findIndex((b) => b.type === "plan");
         return at < 0 ? [...blocks, plan] : blocks.map((b, i) => (i === at ? plan : b));
       });

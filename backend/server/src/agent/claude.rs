@@ -899,7 +899,7 @@ fn todo_plan(tool: &str, input: &Value) -> Option<crate::protocol::PlanCard> {
             Some(PlanStep { text, status })
         })
         .collect();
-    Some(PlanCard { steps, explanation: None })
+    Some(PlanCard { steps, ..PlanCard::default() })
 }
 
 /// Most tasks kept of a session's task list (more creations are left out of the card).
@@ -1035,7 +1035,7 @@ impl Tasks {
                 .iter()
                 .map(|t| crate::protocol::PlanStep { text: t.subject.clone(), status: t.status })
                 .collect(),
-            explanation: None,
+            ..crate::protocol::PlanCard::default()
         })
     }
 

@@ -451,7 +451,7 @@ impl Parser {
                     })
                     .unwrap_or_default();
                 let explanation = p.get("explanation").and_then(Value::as_str).map(str::to_owned);
-                events.push(AgentEvent::Plan(PlanCard { steps, explanation }));
+                events.push(AgentEvent::Plan(PlanCard { steps, explanation, ..PlanCard::default() }));
             }
             "turn/completed" => {
                 let turn = p.get("turn").unwrap_or(&Value::Null);

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::AgentEvent;
-use crate::protocol::ChatEvent;
+use crate::protocol::{ChatEvent, PlanCard, PlanStatus, PlanStep};
 
 /// Tool output kept inline in events and blocks; longer output is stored whole and truncated.
 pub const MAX_INLINE_TOOL_OUTPUT: usize = 4096;
@@ -32,11 +32,14 @@ pub const MAX_INLINE_DIFF_BYTES: usize = 128 * 1024;
 pub const MAX_TURN_DIFF_BYTES: usize = 512 * 1024;
 /// The most of one file's diff the server keeps at all, in bytes.
 pub const MAX_STORED_DIFF_BYTES: usize = 16 * 1024 * 1024;
-/// Steps of a plan kept, and the characters kept of a step's text or a plan's explanation.
+/// Steps of a plan kept (the rest are counted, see [`plan_window`]), and the characters kept
+/// of a step's text or a plan's explanation.
 pub const MAX_PLAN_STEPS: usize = 50;
+const MAX_PLAN_TEXT_CHARS: usize = 500;
+/// Steps kept before the step being worked on when a long plan's window moves past its start.
+const PLAN_STEPS_BEFORE_CURRENT: usize = 2;
 /// Longest subagent type kept (characters): a name such as `general-purpose`.
 const MAX_SUBAGENT_TYPE_CHARS: usize = 64;
-const MAX_PLAN_TEXT_CHARS: usize = 500;
 /// Web sources kept per tool call.
 pub const MAX_SOURCES_PER_TOOL: usize = 20;
 /// The longest source URL kept, in bytes, and the longest title, in characters.
@@ -215,15 +218,7 @@ impl ChatFold {
                 Folded::Chat(ChatEvent::ToolInput { tool_use_id: id, input: super::summarize_input("", &input.into()) })
             }
             AgentEvent::ToolFiles { id, files } => self.files(id, files),
-            AgentEvent::Plan(mut plan) => {
-                let short = |t: &str| t.trim().chars().take(MAX_PLAN_TEXT_CHARS).collect::<String>();
-                plan.steps.truncate(MAX_PLAN_STEPS);
-                for step in &mut plan.steps {
-                    step.text = short(&step.text);
-                }
-                plan.explanation = plan.explanation.map(|e| short(&e)).filter(|e| !e.is_empty());
-                Folded::Chat(ChatEvent::Plan(plan))
-            }
+            AgentEvent::Plan(plan) => Folded::Chat(ChatEvent::Plan(bounded_plan(plan))),
             AgentEvent::ToolSources { id, sources } => {
                 let sources = web_sources(sources);
                 if sources.is_empty() {
@@ -372,9 +367,48 @@ pub fn reduce_output(full: &str) -> ReducedOutput {
     }
 }
 
+/// A plan as the journal keeps it: at most [`MAX_PLAN_STEPS`] steps (the [`plan_window`]), the
+/// others counted by status in `omitted`, and every text cut to [`MAX_PLAN_TEXT_CHARS`].
+fn bounded_plan(mut plan: PlanCard) -> PlanCard {
+    let short = |t: &str| t.trim().chars().take(MAX_PLAN_TEXT_CHARS).collect::<String>();
+    let window = plan_window(&plan.steps);
+    for (i, step) in plan.steps.iter().enumerate() {
+        if !window.contains(&i) {
+            plan.omitted.add(step.status);
+        }
+    }
+    plan.steps.truncate(window.end);
+    plan.steps.drain(..window.start);
+    for step in &mut plan.steps {
+        step.text = short(&step.text);
+    }
+    plan.explanation = plan.explanation.map(|e| short(&e)).filter(|e| !e.is_empty());
+    plan
+}
+
+/// Which steps of a plan the card keeps: all of a plan of at most [`MAX_PLAN_STEPS`]; of a
+/// longer one, its first [`MAX_PLAN_STEPS`] while they hold the step being worked on (the first
+/// in progress, else the first not completed), otherwise the [`MAX_PLAN_STEPS`] from
+/// [`PLAN_STEPS_BEFORE_CURRENT`] steps before it (or the last ones). Keeping the first 50
+/// always would hide step 70 while the agent works on it; this window always shows it, and a
+/// plan that is still open always shows an open step.
+fn plan_window(steps: &[PlanStep]) -> std::ops::Range<usize> {
+    let last_start = steps.len().saturating_sub(MAX_PLAN_STEPS);
+    let current = steps
+        .iter()
+        .position(|s| s.status == PlanStatus::InProgress)
+        .or_else(|| steps.iter().position(|s| s.status != PlanStatus::Completed));
+    let start = match current {
+        Some(at) if at >= MAX_PLAN_STEPS => at.saturating_sub(PLAN_STEPS_BEFORE_CURRENT).min(last_start),
+        _ => 0,
+    };
+    start..steps.len().min(start + MAX_PLAN_STEPS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::PlanCounts;
 
     #[test]
     fn long_outputs_are_reduced_on_char_boundaries() {
@@ -540,5 +574,81 @@ mod tests {
             Folded::Chat(_)
         ));
         assert_eq!(fold.turn_text, 100_000);
+    }
+
+    /// A plan of `len` steps numbered from 1: those before `current` completed, `current` at
+    /// `status`, the rest pending.
+    fn long_plan(len: usize, current: usize, status: PlanStatus) -> PlanCard {
+        let steps = (1..=len)
+            .map(|n| PlanStep {
+                text: format!("step {n}"),
+                status: match n.cmp(&current) {
+                    std::cmp::Ordering::Less => PlanStatus::Completed,
+                    std::cmp::Ordering::Equal => status,
+                    std::cmp::Ordering::Greater => PlanStatus::Pending,
+                },
+            })
+            .collect();
+        PlanCard { steps, ..PlanCard::default() }
+    }
+
+    fn folded_plan(plan: PlanCard) -> PlanCard {
+        match ChatFold::default().fold(AgentEvent::Plan(plan)) {
+            Folded::Chat(ChatEvent::Plan(plan)) => plan,
+            other => panic!("not a plan: {other:?}"),
+        }
+    }
+
+    fn texts(plan: &PlanCard) -> Vec<&str> {
+        plan.steps.iter().map(|s| s.text.as_str()).collect()
+    }
+
+    #[test]
+    fn a_long_plan_keeps_fifty_steps_and_counts_the_rest_by_status() {
+        let plan = folded_plan(long_plan(60, 13, PlanStatus::InProgress));
+        assert_eq!(plan.steps.len(), MAX_PLAN_STEPS);
+        assert_eq!(
+            (texts(&plan)[0], texts(&plan)[49]),
+            ("step 1", "step 50"),
+            "the step in progress fits: the first 50"
+        );
+        assert_eq!(plan.omitted, PlanCounts { pending: 10, in_progress: 0, completed: 0 });
+        let json = serde_json::to_value(ChatEvent::Plan(plan.clone())).expect("json");
+        assert_eq!(json["omitted"], serde_json::json!({"pending": 10, "in_progress": 0, "completed": 0}), "{json}");
+        // Finishing the first 50 steps does not finish the plan.
+        let plan = folded_plan(long_plan(60, 51, PlanStatus::Pending));
+        assert!(plan.is_open() && !plan.is_done(), "{plan:?}");
+    }
+
+    #[test]
+    fn the_step_being_worked_on_stays_on_the_card_past_the_fiftieth() {
+        // Far into a long plan: two done steps before it, then the next 47.
+        let plan = folded_plan(long_plan(200, 70, PlanStatus::InProgress));
+        assert_eq!(plan.steps.len(), MAX_PLAN_STEPS);
+        assert_eq!(texts(&plan)[..3], ["step 68", "step 69", "step 70"]);
+        assert_eq!(plan.steps[2].status, PlanStatus::InProgress);
+        assert_eq!(plan.omitted, PlanCounts { pending: 83, in_progress: 0, completed: 67 });
+        // Near the end: the last 50 steps. With no step in progress, the first not done counts.
+        let plan = folded_plan(long_plan(60, 58, PlanStatus::Pending));
+        assert_eq!((texts(&plan)[0], texts(&plan)[49]), ("step 11", "step 60"));
+        assert_eq!(plan.omitted, PlanCounts { pending: 0, in_progress: 0, completed: 10 });
+        // A step in progress wins over an earlier one left to do.
+        let mut plan = long_plan(60, 55, PlanStatus::InProgress);
+        plan.steps[2].status = PlanStatus::Pending;
+        let plan = folded_plan(plan);
+        assert!(texts(&plan).contains(&"step 55"), "{:?}", texts(&plan));
+        assert_eq!(plan.omitted, PlanCounts { pending: 1, in_progress: 0, completed: 9 });
+    }
+
+    #[test]
+    fn a_plan_of_exactly_fifty_steps_omits_nothing() {
+        let plan = folded_plan(long_plan(MAX_PLAN_STEPS, 50, PlanStatus::InProgress));
+        assert_eq!(plan.steps.len(), MAX_PLAN_STEPS);
+        assert!(plan.omitted.is_empty());
+        let json = serde_json::to_value(ChatEvent::Plan(plan)).expect("json");
+        assert!(json.get("omitted").is_none(), "nothing left out, nothing said: {json}");
+        // A card stored before the count existed still reads.
+        let old: PlanCard = serde_json::from_str(r#"{"steps":[{"text":"a","status":"pending"}]}"#).expect("old card");
+        assert!(old.omitted.is_empty() && old.is_open());
     }
 }

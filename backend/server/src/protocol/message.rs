@@ -109,6 +109,53 @@ pub struct PlanCard {
     /// Why the plan is as it is (Codex says so with an update).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explanation: Option<String>,
+    /// The steps of a plan longer than the server keeps that `steps` leaves out, counted by
+    /// how far they got (absent when none is left out).
+    #[serde(default, skip_serializing_if = "PlanCounts::is_empty")]
+    pub omitted: PlanCounts,
+}
+
+impl PlanCard {
+    /// Some step, shown or left out, is not completed yet.
+    pub fn is_open(&self) -> bool {
+        self.steps.iter().any(|s| s.status != PlanStatus::Completed) || self.omitted.open() > 0
+    }
+
+    /// The plan has steps and every one of them, shown or left out, is completed.
+    pub fn is_done(&self) -> bool {
+        !self.steps.is_empty() && !self.is_open()
+    }
+}
+
+/// How many steps of a plan are at each status.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct PlanCounts {
+    pub pending: u32,
+    pub in_progress: u32,
+    pub completed: u32,
+}
+
+impl PlanCounts {
+    /// Counts one more step at `status` (saturating: a count is never wrong by wrapping).
+    pub fn add(&mut self, status: PlanStatus) {
+        let count = match status {
+            PlanStatus::Pending => &mut self.pending,
+            PlanStatus::InProgress => &mut self.in_progress,
+            PlanStatus::Completed => &mut self.completed,
+        };
+        *count = count.saturating_add(1);
+    }
+
+    /// Steps not completed yet.
+    pub fn open(&self) -> u32 {
+        self.pending.saturating_add(self.in_progress)
+    }
+
+    /// No step counted.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 /// A goal the owner set with `/goal <words>`: pinned at the top of the chat with the agent's
@@ -126,11 +173,10 @@ pub struct GoalPin {
 }
 
 impl GoalPin {
-    /// Every step of a non-empty plan is completed: the goal is done.
+    /// Every step of a non-empty plan, including those the card leaves out, is completed: the
+    /// goal is done.
     pub fn done(&self) -> bool {
-        self.plan
-            .as_ref()
-            .is_some_and(|p| !p.steps.is_empty() && p.steps.iter().all(|s| s.status == PlanStatus::Completed))
+        self.plan.as_ref().is_some_and(PlanCard::is_done)
     }
 }
 

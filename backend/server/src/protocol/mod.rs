@@ -27,9 +27,9 @@ pub use ids::{ChatId, Cid, MAX_CHAT_ID_BYTES, MAX_CID_CHARS, QuestionId, RunId};
 pub use live::LiveMessage;
 pub use message::{
     Answers, ApprovalAnswers, Attachment, Block, Card, Choice, Choices, Decision, ErrorFix, FileChange, FileDiff,
-    GoalPin, HandoffCard, HandoffReason, HandoffSource, ImportedMessage, InvalidMessage, Message, PlanCard, PlanStatus,
-    PlanStep, QuestionCard, QuestionItem, QuestionOption, Role, SecretAnswers, SecretStatus, ToolBlock, ToolStatus,
-    UserInput, WebSource,
+    GoalPin, HandoffCard, HandoffReason, HandoffSource, ImportedMessage, InvalidMessage, Message, PlanCard, PlanCounts,
+    PlanStatus, PlanStep, QuestionCard, QuestionItem, QuestionOption, Role, SecretAnswers, SecretStatus, ToolBlock,
+    ToolStatus, UserInput, WebSource,
 };
 pub use notice::{NotificationAction, NotificationItem, NotificationKind, PushPayload};
 pub use usage::{Pause, PauseKind, PlanWindow, RunUsage};

@@ -35,6 +35,7 @@ fn render() -> String {
         WebSource::decl(&cfg),
         PlanCard::decl(&cfg),
         PlanStep::decl(&cfg),
+        PlanCounts::decl(&cfg),
         PlanStatus::decl(&cfg),
         GoalPin::decl(&cfg),
         Attachment::decl(&cfg),

@@ -49,12 +49,12 @@ pub(super) async fn follow_plan(
 }
 
 /// Whether this plan update finishes the goal: every step is done now, and the pin had seen the
-/// plan with a step still open. A plan that comes in already finished — the finished steps of
-/// earlier work in Claude Code's task list, or that list while the agent clears it one task at
-/// a time for the new goal — does not end a goal it never tracked.
+/// plan with a step still open (on its card or left out of it). A plan that comes in already
+/// finished — the finished steps of earlier work in Claude Code's task list, or that list while
+/// the agent clears it one task at a time for the new goal — does not end a goal it never
+/// tracked.
 fn finishes(before: Option<&PlanCard>, goal: &GoalPin) -> bool {
-    let was_open = before.is_some_and(|p| p.steps.iter().any(|s| s.status != crate::protocol::PlanStatus::Completed));
-    was_open && goal.done()
+    before.is_some_and(PlanCard::is_open) && goal.done()
 }
 
 /// The owner dismisses the chat's goal (`goal_not_found` when none is pinned).
@@ -82,12 +82,12 @@ async fn changed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{PlanStatus, PlanStep};
+    use crate::protocol::{PlanCounts, PlanStatus, PlanStep};
 
     fn plan(statuses: &[PlanStatus]) -> PlanCard {
         PlanCard {
             steps: statuses.iter().map(|&status| PlanStep { text: "step".into(), status }).collect(),
-            explanation: None,
+            ..PlanCard::default()
         }
     }
 
@@ -101,5 +101,19 @@ mod tests {
         assert!(!finishes(Some(&plan(&[Completed, Completed, Completed])), &done), "finished tasks being cleared");
         assert!(!finishes(Some(&plan(&[Completed])), &goal(plan(&[]))), "an empty plan finishes nothing");
         assert!(!finishes(Some(&plan(&[Pending])), &goal(plan(&[Completed, Pending]))));
+    }
+
+    #[test]
+    fn a_goal_is_not_done_while_a_step_left_off_its_card_is_open() {
+        use PlanStatus::*;
+        let goal = |p: PlanCard| GoalPin { objective: "ship".into(), plan: Some(p), started_at: 0 };
+        let shown_done = |omitted: PlanCounts| PlanCard { omitted, ..plan(&[Completed; 50]) };
+        let open = shown_done(PlanCounts { pending: 9, in_progress: 1, completed: 0 });
+        assert!(!goal(open.clone()).done(), "steps 51-60 are still to do");
+        assert!(!finishes(Some(&plan(&[Completed, InProgress])), &goal(open.clone())));
+        // Once the left-out steps are done too, the goal finishes: the pin saw them open.
+        let done = goal(shown_done(PlanCounts { completed: 10, ..PlanCounts::default() }));
+        assert!(done.done());
+        assert!(finishes(Some(&open), &done));
     }
 }

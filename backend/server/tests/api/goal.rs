@@ -1,6 +1,6 @@
 //! `/goal` (issue 37): a goal turn pins its goal on the chat, the agent's plan updates move the
-//! pin, the owner dismisses it, a plan with every step done unpins it, and nobody but whoever may
-//! change the chat's settings can touch it.
+//! pin, the owner dismisses it, a plan with every step done (those a long plan's card leaves out
+//! too) unpins it, and nobody but whoever may change the chat's settings can touch it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use std::sync::Arc;
 use mobius::auth::Scope;
 use mobius::protocol::ChatEvent;
 use reqwest::StatusCode;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, assert_error, eventually, journal, script};
 
@@ -41,6 +41,42 @@ printf '{{"type":"system","subtype":"init","session_id":"%s"}}\n' "$sid"
 esac
 printf '{{"type":"assistant","message":{{"id":"m9","content":[{{"type":"text","text":"on it"}}]}},"session_id":"%s"}}\n' "$sid"
 printf '{{"type":"result","subtype":"success","is_error":false,"session_id":"%s","usage":{{"input_tokens":5,"output_tokens":7}}}}\n' "$sid"
+cat >/dev/null"#
+        ),
+    )
+}
+
+/// A stream-json Claude imitation whose TodoWrite plan has 60 steps: first the first step in
+/// progress, then the first 50 done and the last 10 still to do.
+fn fake_long_planner(dir: &Path) -> PathBuf {
+    let todo_write = |id: &str, completed: usize| {
+        let todos: Vec<Value> = (1..=60)
+            .map(|n| {
+                let status = match n {
+                    n if n <= completed => "completed",
+                    1 => "in_progress",
+                    _ => "pending",
+                };
+                json!({ "content": format!("Step {n}"), "status": status, "activeForm": "Working" })
+            })
+            .collect();
+        let call = json!({ "type": "assistant", "session_id": "SID", "message": { "id": format!("m-{id}"),
+            "content": [{ "type": "tool_use", "id": id, "name": "TodoWrite", "input": { "todos": todos } }] } });
+        let result = json!({ "type": "user", "session_id": "SID",
+            "message": { "content": [{ "type": "tool_result", "tool_use_id": id, "content": "ok" }] } });
+        let line = |v: Value| format!("printf '{}\\n' \"$sid\"\n", v.to_string().replace("\"SID\"", "\"%s\""));
+        line(call) + &line(result)
+    };
+    let (first, later) = (todo_write("t1", 0), todo_write("t2", 50));
+    script(
+        dir,
+        "fake-claude",
+        &format!(
+            r#"IFS= read -r init
+IFS= read -r user
+sid="s-$MOBIUS_CHAT_ID"
+printf '{{"type":"system","subtype":"init","session_id":"%s"}}\n' "$sid"
+{first}{later}printf '{{"type":"result","subtype":"success","is_error":false,"session_id":"%s","usage":{{"input_tokens":5,"output_tokens":7}}}}\n' "$sid"
 cat >/dev/null"#
         ),
     )
@@ -123,4 +159,28 @@ async fn a_goal_is_pinned_follows_the_plan_and_is_dismissed_by_the_owner_only() 
     // A plain message after it pins nothing.
     app.send(&token, "g", "thanks", "c3").await;
     assert!(idle_detail(&app, &token, "g").await["goal"].is_null());
+}
+
+#[tokio::test]
+async fn a_goal_stays_pinned_while_steps_past_the_fiftieth_are_still_to_do() {
+    let dir = Arc::new(tempfile::tempdir().expect("tmp"));
+    let bin = fake_long_planner(dir.path());
+    let app = TestApp::spawn_in(dir, |c| c.claude_bin = bin).await;
+    let token = app.setup_owner().await;
+    app.connect_claude(&token).await;
+    app.chat(&token, "long").await;
+
+    app.send(&token, "long", "/goal do all sixty", "c1").await;
+    let detail = idle_detail(&app, &token, "long").await;
+    // Steps 1-50 are done, 51-60 are not: the goal is not done.
+    let plan = &detail["goal"]["plan"];
+    assert_eq!(detail["goal"]["objective"], "do all sixty", "{detail}");
+    let steps = plan["steps"].as_array().expect("the plan's steps");
+    assert_eq!(steps.len(), 50);
+    assert_eq!((&steps[0]["text"], &steps[49]["text"]), (&json!("Step 11"), &json!("Step 60")), "{plan}");
+    assert_eq!(plan["omitted"], json!({ "pending": 0, "in_progress": 0, "completed": 10 }), "{plan}");
+    // The transcript's card counts them too.
+    let blocks = detail["messages"][1]["blocks"].as_array().expect("the reply's blocks");
+    let card = blocks.iter().find(|b| b["type"] == "plan").expect("the plan card");
+    assert_eq!(card["omitted"], plan["omitted"], "{detail}");
 }

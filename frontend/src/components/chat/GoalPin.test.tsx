@@ -31,6 +31,16 @@ describe("the pinned goal", () => {
     expect(screen.getAllByRole("listitem").map((li) => li.getAttribute("data-status"))).toEqual(["completed", "in_progress", "pending"]);
   });
 
+  it("counts the steps left off a long plan's card: not done while they are open", () => {
+    const steps = Array.from({ length: 50 }, (_, i) => ({ text: `Step ${i + 1}`, status: "completed" as const }));
+    const long: Goal = { ...goal, plan: { steps, omitted: { pending: 9, in_progress: 1, completed: 0 } } };
+    expect(goalProgress(long)).toEqual({ done: 50, total: 60, current: "More steps to do" });
+    render(<GoalPin chatId="g" goal={long} offline={false} />);
+    expect(screen.getByLabelText("50 of 60 steps done").textContent).toBe("50/60");
+    fireEvent.click(screen.getByRole("button", { expanded: false }));
+    expect(screen.getByText("+10 more steps")).toBeTruthy();
+  });
+
   it("says the plan is coming before there is one, and asks the server to dismiss it", async () => {
     expect(goalProgress({ objective: "x", started_at: 1 })).toEqual({ done: 0, total: 0, current: "Making a plan…" });
     writeToken("tok");

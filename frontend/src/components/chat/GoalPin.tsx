@@ -8,15 +8,16 @@ import { dismissGoal } from "../../api/chats";
 import { ApiError } from "../../api/client";
 import type { GoalPin as Goal } from "../../api/types";
 import { Icon } from "../ui/Icon";
-import { PlanSteps } from "./Plan";
+import { PlanSteps, planProgress } from "./Plan";
 
-/** The pin's compact line: how far the plan got and the step it is on. */
+/** The pin's compact line: how far the whole plan got (steps left off its card included) and
+ * the step it is on. */
 export function goalProgress(goal: Goal): { done: number; total: number; current: string } {
   const steps = goal.plan?.steps ?? [];
-  const done = steps.filter((s) => s.status === "completed").length;
+  const { done, total } = goal.plan ? planProgress(goal.plan) : { done: 0, total: 0 };
   const step = steps.find((s) => s.status === "in_progress") ?? steps.find((s) => s.status === "pending");
-  const current = step ? step.text : steps.length === 0 ? "Making a plan…" : "Every step is done";
-  return { done, total: steps.length, current };
+  const current = step ? step.text : total === 0 ? "Making a plan…" : done === total ? "Every step is done" : "More steps to do";
+  return { done, total, current };
 }
 
 export function GoalPin({ chatId, goal, offline }: { chatId: string; goal: Goal; offline: boolean }) {
@@ -60,7 +61,7 @@ export function GoalPin({ chatId, goal, offline }: { chatId: string; goal: Goal;
         {goal.plan ? (
           <>
             {goal.plan.explanation && <p className="plan-explanation">{goal.plan.explanation}</p>}
-            <PlanSteps steps={goal.plan.steps} />
+            <PlanSteps steps={goal.plan.steps} omitted={goal.plan.omitted} />
           </>
         ) : (
           <p className="plan-explanation">The agent has not written its plan yet.</p>
