@@ -115,9 +115,21 @@ pub fn config_toml(base_url: Option<&str>) -> String {
 }
 
 /// Features the server sets for every Codex process: questions reach the owner; hooks,
-/// plugins and the MCP servers a skill asks for never run.
-const FEATURES: [(&str, bool); 4] = [
+/// plugins and the MCP servers a skill asks for never run; Codex keeps no goal of its own.
+///
+/// `goals`: the pinned 0.171 offers the model `get_goal` / `create_goal` / `update_goal` by
+/// default (their calls come only as `thread/goal/updated` notifications, no item), and while
+/// a goal is active the app-server starts a turn by itself the moment one ends (`turn/started`
+/// with the first turn as `rootTurnId`, the model told "Continue working toward the active
+/// thread goal") until the model marks it complete — also after a `thread/resume`. Against the
+/// scripted Responses server one `create_goal` brought 764 such turns in 30 s. Nobody would see
+/// or stop them (a kept process's lines are dropped between turns), and one's `turn/completed`
+/// could end the owner's next turn early (the parser takes any of the thread's as its end).
+/// Off, the tools are not offered and a call made anyway is answered "unsupported call:
+/// create_goal": a chat's goal is the `/goal` pin, which the plan tool (`TOOLS`) moves.
+const FEATURES: [(&str, bool); 5] = [
     ("default_mode_request_user_input", true),
+    ("goals", false),
     ("hooks", false),
     ("plugins", false),
     ("skill_mcp_dependency_install", false),
@@ -1601,6 +1613,16 @@ mod tests {
             (r["params"]["approvalPolicy"].as_str(), r["params"]["sandbox"].as_str()),
             (Some("on-request"), Some("workspace-write"))
         );
+    }
+
+    #[test]
+    fn codex_goals_are_off_in_the_written_config_and_on_the_command_line() {
+        // With goals on, Codex 0.171 starts turns by itself while a goal is active (`FEATURES`).
+        let args = config_overrides();
+        assert!(args.windows(2).any(|w| w == ["-c", "features.goals=false"]), "{args:?}");
+        let toml = config_toml(None);
+        let features = toml.split("\n[features]\n").nth(1).and_then(|t| t.split("\n[").next()).expect("features");
+        assert!(features.lines().any(|l| l == "goals = false"), "{toml}");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! What the owner reviews of a real Codex turn (issue 37), from the CLI's own events: its
 //! `update_plan` calls become the message's plan card, updated live; its hosted web searches
 //! say what they searched, and the pages they opened are the reply's sources; a sub-agent it
-//! spawns is a subagent call with its own steps and report.
+//! spawns is a subagent call with its own steps and report; Codex's own goals are off, so the
+//! `/goal` pin is the chat's only goal and Codex starts no turn by itself.
 
 use serde_json::{Value, json};
 
@@ -74,6 +75,54 @@ async fn codex_plan_updates_become_the_messages_plan_card_live() {
     assert_eq!(steps_of(cards[0]), pairs(&last));
     assert_eq!(cards[0]["explanation"], "All done");
     assert!(reply["content"].as_str().is_some_and(|c| c.contains("All three done.")), "{reply}");
+}
+
+/// Codex 0.171's goal tools: with a goal active, its app-server starts turns by itself.
+const GOAL_TOOLS: [&str; 3] = ["get_goal", "create_goal", "update_goal"];
+
+#[tokio::test]
+#[ignore = "needs the agent CLIs; scripts/test runs it"]
+async fn codex_keeps_no_goal_of_its_own_so_a_goal_turn_ends_and_the_next_message_is_answered_next() {
+    // The model tries Codex's own goal tool on a `/goal` turn (the owner asked for a goal, which
+    // is when its description says to call it), then stops. With a Codex goal active, the
+    // app-server would go on by itself with turns the scripted server answers from `default`.
+    let create = json!({ "name": "create_goal", "arguments": { "objective": "Ship the dark mode" } });
+    let script = json!({
+        "steps": [
+            { "text": "Setting a goal.", "function_call": create },
+            { "text": "Stopping here." },
+            { "text": "Second answer." },
+        ],
+        "default": { "text": "Continuing the goal by myself." },
+    });
+    let rig = Rig::start(Cli::Codex, script).await;
+    let Rig { app, token, mock, .. } = &rig;
+    app.chat(token, "g").await;
+    let mut stream = app.stream(token, "g", None).await;
+    assert_eq!(app.send(token, "g", "/goal ship the dark mode", "m1").await["status"], "started");
+    let events = stream.until("done", 120).await;
+    assert_eq!(events.last().expect("done").data["status"], "completed", "{:?}", events.last());
+
+    // Never offered, and the call made anyway was refused without a goal.
+    let requests = mock.requests().await;
+    let offered = |r: &Value, name: &str| r["tools"].as_array().is_some_and(|t| t.iter().any(|t| t == name));
+    let main: Vec<&Value> = requests.iter().filter(|r| r["kind"] == "main").collect();
+    assert!(main.iter().all(|r| offered(r, "update_plan")), "the plan tool stays: {main:?}");
+    for tool in GOAL_TOOLS {
+        assert!(!main.iter().any(|r| offered(r, tool)), "{tool} offered: {:?}", main[0]["tools"]);
+    }
+    assert!(mock.bodies().iter().any(|b| b.contains("unsupported call: create_goal")), "create_goal was not refused");
+    // The next message is answered at the next step: no turn ran in between.
+    assert_eq!(app.send(token, "g", "go on", "m2").await["status"], "started");
+    let events = stream.until("done", 120).await;
+    assert_eq!(events.last().expect("done").data["status"], "completed", "{:?}", events.last());
+    let detail = app.detail(token, "g").await;
+    let reply = detail["messages"].as_array().and_then(|m| m.last()).expect("the reply");
+    assert!(reply["content"].as_str().is_some_and(|c| c.contains("Second answer.")), "{reply}");
+    let main = mock.requests().await.into_iter().filter(|r| r["kind"] == "main").count();
+    assert_eq!(main, 3, "Codex asked its model by itself between the owner's turns");
+    // The chat's goal is the owner's pin, as the goal turn left it.
+    assert_eq!(detail["goal"]["objective"], "ship the dark mode", "{}", detail["goal"]);
 }
 
 #[tokio::test]
