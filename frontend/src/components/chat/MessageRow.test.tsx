@@ -22,6 +22,31 @@ const reply: ChatMessage = {
 };
 const noAnswer = async () => {};
 
+/** The chat's scroller for a windowed stretch: jsdom lays nothing out, so its scroll and size
+ *  are set by hand (the steps count at their estimated 54 px), and the list's top on screen
+ *  moves up as the chat scrolls down. `done` puts everything back. */
+function windowedScroller() {
+  const scroller = document.createElement("div");
+  scroller.style.overflowY = "auto";
+  let top = 0;
+  Object.defineProperty(scroller, "scrollTop", { get: () => top, set: (v: number) => (top = v), configurable: true });
+  Object.defineProperty(scroller, "clientHeight", { value: 844, configurable: true });
+  document.body.appendChild(scroller);
+  vi.spyOn(HTMLElement.prototype, "getBoundingClientRect").mockImplementation(function (this: HTMLElement) {
+    return DOMRect.fromRect({ x: 0, y: this.classList.contains("activity-group-window") ? -top : 0, width: 390, height: 0 });
+  });
+  const scrollTo = (y: number) =>
+    act(() => {
+      top = y;
+      scroller.dispatchEvent(new Event("scroll"));
+    });
+  const done = () => {
+    vi.restoreAllMocks();
+    scroller.remove();
+  };
+  return { scroller, scrollTo, done };
+}
+
 describe("scheduled messages", () => {
   it("marks a message the scheduler sent, and only those", () => {
     const scheduled: ChatMessage = { role: "user", content: "Morning brief", ts: 1, cid: "schedule-3-17" };
@@ -84,23 +109,7 @@ describe("a settled reply's tool work", () => {
     const blocks = Array.from({ length: n }, (_, i) => ({ type: "tool" as const, tool: "Read", tool_use_id: `w${i}`, input: `f${i}.ts`, output: `out ${i}`, status: "done" as const }));
     const long: ChatMessage = { role: "assistant", content: "", ts: 1_000, blocks };
     expect(n).toBeGreaterThan(WINDOWED_FROM_STEPS);
-    // The chat's scroller: jsdom lays nothing out, so its scroll and size are set by hand (the
-    // steps count at their estimated 54 px).
-    const scroller = document.createElement("div");
-    scroller.style.overflowY = "auto";
-    let top = 0;
-    Object.defineProperty(scroller, "scrollTop", { get: () => top, set: (v: number) => (top = v), configurable: true });
-    Object.defineProperty(scroller, "clientHeight", { value: 844, configurable: true });
-    document.body.appendChild(scroller);
-    // The list's top on screen moves up as the chat scrolls down.
-    vi.spyOn(HTMLElement.prototype, "getBoundingClientRect").mockImplementation(function (this: HTMLElement) {
-      return DOMRect.fromRect({ x: 0, y: this.classList.contains("activity-group-window") ? -top : 0, width: 390, height: 0 });
-    });
-    const scrollTo = (y: number) =>
-      act(() => {
-        top = y;
-        scroller.dispatchEvent(new Event("scroll"));
-      });
+    const { scroller, scrollTo, done } = windowedScroller();
     try {
       const { container } = render(<MessageRow rowKey="r" chatId="c" message={long} live={false} working={false} onAnswer={noAnswer} offline={false} idx={1} />, { container: scroller });
       fireEvent.click(screen.getByRole("button", { name: "Read 2000 files" }));
@@ -130,8 +139,7 @@ describe("a settled reply's tool work", () => {
       expect(screen.getByText("out 0")).toBeTruthy();
       expect(head("f0.ts").getAttribute("aria-expanded")).toBe("true");
     } finally {
-      vi.restoreAllMocks();
-      scroller.remove();
+      done();
     }
   });
 
@@ -144,21 +152,7 @@ describe("a settled reply's tool work", () => {
     const reads = Array.from({ length: 2_000 }, (_, i) => ({ type: "tool" as const, tool: "Read", tool_use_id: `w${i}`, input: `f${i}.ts`, output: "", status: "done" as const }));
     const long: ChatMessage = { role: "assistant", content: "", ts: 1_000, blocks: [edit, ...reads] };
     const { calls } = mockFetch({ "GET /api/chats/c/tool-output/e0%3Adiff%3A0": { status: 200, body: head + adds(0, 400) } });
-    // The chat's scroller, laid out by hand as in the test above.
-    const scroller = document.createElement("div");
-    scroller.style.overflowY = "auto";
-    let top = 0;
-    Object.defineProperty(scroller, "scrollTop", { get: () => top, set: (v: number) => (top = v), configurable: true });
-    Object.defineProperty(scroller, "clientHeight", { value: 844, configurable: true });
-    document.body.appendChild(scroller);
-    vi.spyOn(HTMLElement.prototype, "getBoundingClientRect").mockImplementation(function (this: HTMLElement) {
-      return DOMRect.fromRect({ x: 0, y: this.classList.contains("activity-group-window") ? -top : 0, width: 390, height: 0 });
-    });
-    const scrollTo = (y: number) =>
-      act(() => {
-        top = y;
-        scroller.dispatchEvent(new Event("scroll"));
-      });
+    const { scroller, scrollTo, done } = windowedScroller();
     try {
       const { container } = render(<MessageRow rowKey="r" chatId="c" message={long} live={false} working={false} onAnswer={noAnswer} offline={false} idx={1} />, { container: scroller });
       fireEvent.click(screen.getByRole("button", { name: /^Edited a file, read 2000 files/ }));
@@ -185,8 +179,7 @@ describe("a settled reply's tool work", () => {
       expect(screen.getByText("line 399")).toBeTruthy();
       expect(calls).toHaveLength(1);
     } finally {
-      vi.restoreAllMocks();
-      scroller.remove();
+      done();
     }
   });
 
@@ -199,20 +192,7 @@ describe("a settled reply's tool work", () => {
     const reads = Array.from({ length: 2_000 }, (_, i) => ({ type: "tool" as const, tool: "Read", tool_use_id: `w${i}`, input: `f${i}.ts`, output: "", status: "done" as const }));
     const long: ChatMessage = { role: "assistant", content: "", ts: 1_000, blocks: [task, inner, cmd, ...reads] };
     const { calls } = mockFetch({ "GET /api/chats/c/tool-output/b0": { status: 200, body: "the whole output of make" } });
-    const scroller = document.createElement("div");
-    scroller.style.overflowY = "auto";
-    let top = 0;
-    Object.defineProperty(scroller, "scrollTop", { get: () => top, set: (v: number) => (top = v), configurable: true });
-    Object.defineProperty(scroller, "clientHeight", { value: 844, configurable: true });
-    document.body.appendChild(scroller);
-    vi.spyOn(HTMLElement.prototype, "getBoundingClientRect").mockImplementation(function (this: HTMLElement) {
-      return DOMRect.fromRect({ x: 0, y: this.classList.contains("activity-group-window") ? -top : 0, width: 390, height: 0 });
-    });
-    const scrollTo = (y: number) =>
-      act(() => {
-        top = y;
-        scroller.dispatchEvent(new Event("scroll"));
-      });
+    const { scroller, scrollTo, done } = windowedScroller();
     try {
       const { container } = render(<MessageRow rowKey="r" chatId="c" message={long} live={false} working={false} onAnswer={noAnswer} offline={false} idx={1} />, { container: scroller });
       fireEvent.click(screen.getByRole("button", { name: /^Ran a subagent, ran a command, read 2000 files/ }));
@@ -231,8 +211,7 @@ describe("a settled reply's tool work", () => {
       expect(screen.queryByRole("button", { name: /^Show full output/ })).toBeNull();
       expect(calls).toHaveLength(1);
     } finally {
-      vi.restoreAllMocks();
-      scroller.remove();
+      done();
     }
   });
 
