@@ -421,6 +421,19 @@ export async function assertFitsAndLegible(page, view) {
  * "rule [impact]: target — summary".
  */
 export async function accessibilityProblems(page, { exclude = [] } = {}) {
+  // Finite animations run to their end first (a card rising in at 0.8 opacity reads as low
+  // contrast); endless ones (a spinner) are left as they are, and none is waited on past 2 s.
+  await page.evaluate(() =>
+    Promise.race([
+      Promise.all(
+        document
+          .getAnimations()
+          .filter((a) => a.effect?.getComputedTiming().endTime !== Infinity)
+          .map((a) => a.finished.catch(() => {})),
+      ),
+      new Promise((resolve) => setTimeout(resolve, 2_000)),
+    ]),
+  );
   const loaded = await page.evaluate(() => typeof window.axe === "object");
   // Evaluated over the DevTools protocol, so the page's strict CSP (no inline scripts) stays on.
   if (!loaded) await page.evaluate(`${await readFile(AXE_SOURCE, "utf8")}\n;void 0`);
